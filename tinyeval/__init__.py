@@ -1,0 +1,77 @@
+"""tinyeval: evaluate LLM output so that the number it prints can be trusted.
+
+Code checks first, a one-criterion PASS/FAIL judge only for what code cannot
+check, the judge calibrated against human labels, every rate with a Wilson
+interval, and a gate per category that can fail a CI job. Standard library only.
+
+Public names are loaded on first use, so ``import tinyeval`` stays cheap and
+imports nothing it does not need:
+
+>>> import tinyeval
+>>> low, high = tinyeval.wilson_interval(27, 30)
+>>> f"{low:.3f} {high:.3f}"
+'0.744 0.965'
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# public name -> the module (relative to this package) that defines it
+_EXPORTS: dict[str, str] = {
+    # statistics
+    "wilson_interval": "stats",
+    "sample_size": "stats",
+    "power": "stats",
+    "detectable_difference": "stats",
+    "mcnemar": "stats",
+    "cohen_kappa": "stats",
+    "spearman": "stats",
+    "StatisticsError": "stats",
+    "UndefinedStatisticError": "stats",
+    # data
+    "Case": "dataset",
+    "load": "dataset",
+    "iter_cases": "dataset",
+    "sample": "dataset",
+    "split_holdout": "dataset",
+    "dataset_fingerprint": "dataset",
+    "DatasetError": "dataset",
+    # code checks
+    "check": "checks",
+    "run_checks": "checks",
+    "checks_from_expect": "checks",
+    "CheckSpecError": "checks",
+    # the judge
+    "Judge": "judge",
+    "PairwiseJudge": "judge",
+    "Verdict": "judge",
+    "PairwiseVerdict": "judge",
+    # models and cache
+    "resolve": "models",
+    "ResponseCache": "cache",
+    # running and gating
+    "run": "runner",
+    "RunResult": "runner",
+    "gate": "gate",
+    "calibrate": "calibrate",
+    "Calibration": "calibrate",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'tinyeval' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module_name}", __name__), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,664 @@
+"""Cases: load them from logs, validate them before anything runs, sample and split them.
+
+A case is one logged interaction (or one to be generated) plus what it is
+expected to satisfy. Files are JSONL (one object a line; ``-`` reads standard
+input), a JSON list, CSV with a header row, or YAML when PyYAML is installed,
+each optionally gzip-compressed (``.gz``). Text is UTF-8, with or without a BOM.
+
+Every problem is found at load time and raised as :class:`DatasetError`, whose
+message names the file, the line, the field and what was expected::
+
+    cases.jsonl:12: expect.not_contain: unknown key; did you mean 'not_contains'?
+
+Recognised keys: ``id`` (required), ``input``, ``output``, ``context``,
+``category`` (default ``"default"``), ``expect``, ``origin``, ``tool_calls``
+and ``label``. Any other key is kept in :attr:`Case.meta`.
+
+This module uses :mod:`tinyeval.checks` (itself standalone) to validate the
+``expect`` block, so a typo never becomes a check that checks nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import io
+import json
+import random
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from . import checks
+
+__all__ = [
+    "RECOGNISED_KEYS",
+    "Case",
+    "DatasetError",
+    "dataset_fingerprint",
+    "iter_cases",
+    "load",
+    "parse_field_mapping",
+    "sample",
+    "split_holdout",
+]
+
+RECOGNISED_KEYS = (
+    "id",
+    "input",
+    "output",
+    "context",
+    "category",
+    "expect",
+    "origin",
+    "tool_calls",
+    "label",
+)
+
+_FORMATS = ("jsonl", "json", "csv", "yaml")
+_SUFFIX_FORMATS = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+    ".csv": "csv",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+}
+
+
+class DatasetError(ValueError):
+    """A dataset that cannot be loaded as it is.
+
+    The message reads ``FILE:LINE: FIELD: what was expected``; the parts are
+    also available as the attributes ``path``, ``line`` and ``field``.
+
+    >>> str(DatasetError("expected a non-empty string", path="cases.jsonl", line=3, field="id"))
+    'cases.jsonl:3: id: expected a non-empty string'
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.reason = message
+        self.path = path
+        self.line = line
+        self.field = field
+        where = path or "<cases>"
+        if line is not None:
+            where = f"{where}:{line}"
+        super().__init__(f"{where}: {field}: {message}" if field else f"{where}: {message}")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One case: what was asked, what the system answered, and what it must satisfy.
+
+    ``output`` is the logged response as text (``None`` when it is to be
+    generated); a JSON object or list given as output is kept as its compact
+    JSON text. ``source`` and ``line`` say where the case was read from.
+
+    >>> case = Case(id="amt-001", output='{"amount_cents": 125050}', category="amounts")
+    >>> case.category, case.expect
+    ('amounts', {})
+    """
+
+    id: str
+    input: Any = None
+    output: str | None = None
+    context: str | None = None
+    category: str = "default"
+    expect: Mapping[str, Any] = field(default_factory=dict)
+    origin: str | None = None
+    tool_calls: Sequence[Any] = ()
+    label: str | float | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    source: str | None = field(default=None, compare=False)
+    line: int | None = field(default=None, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The case as a plain JSON-ready dict (recognised keys, then ``meta``).
+
+        >>> Case(id="x", input="hola").to_dict()["input"]
+        'hola'
+        """
+        return {
+            "id": self.id,
+            "input": self.input,
+            "output": self.output,
+            "context": self.context,
+            "category": self.category,
+            "expect": dict(self.expect),
+            "origin": self.origin,
+            "tool_calls": list(self.tool_calls),
+            "label": self.label,
+            "meta": dict(self.meta),
+        }
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def parse_field_mapping(items: Iterable[str]) -> dict[str, str]:
+    """Parse ``--field KEY=PATH`` options into a mapping for :func:`load`.
+
+    >>> parse_field_mapping(["input=request.messages.0.content", "id=request_id"])
+    {'input': 'request.messages.0.content', 'id': 'request_id'}
+    >>> parse_field_mapping(["inptu=question"])
+    Traceback (most recent call last):
+    ...
+    tinyeval.dataset.DatasetError: <cases>: --field: unknown key 'inptu'; did you mean 'input'?
+    """
+    mapping: dict[str, str] = {}
+    for item in items:
+        key, sep, path = item.partition("=")
+        key, path = key.strip(), path.strip()
+        if not sep or not key or not path:
+            raise DatasetError(f"expected KEY=PATH, got {item!r}", field="--field")
+        _check_recognised(key, field_name="--field")
+        mapping[key] = path
+    return mapping
+
+
+def _check_recognised(key: str, *, field_name: str) -> None:
+    if key in RECOGNISED_KEYS:
+        return
+    import difflib
+
+    close = difflib.get_close_matches(key, RECOGNISED_KEYS, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else f"; expected one of {', '.join(RECOGNISED_KEYS)}"
+    raise DatasetError(f"unknown key {key!r}{hint}", field=field_name)
+
+
+def _detect_format(path: str) -> tuple[str, bool]:
+    """Return (format, gzipped) from a file name."""
+    if path == "-":
+        return "jsonl", False
+    p = Path(path)
+    suffixes = [s.lower() for s in p.suffixes]
+    gz = bool(suffixes) and suffixes[-1] == ".gz"
+    if gz:
+        suffixes = suffixes[:-1]
+    fmt = _SUFFIX_FORMATS.get(suffixes[-1]) if suffixes else None
+    if fmt is None:
+        raise DatasetError(
+            "cannot tell the format from the file name; expected .jsonl, .ndjson, .json, .csv, "
+            ".yaml or .yml (optionally .gz), or pass format=",
+            path=path,
+        )
+    return fmt, gz
+
+
+def _open_text(path: str, gz: bool) -> IO[str]:
+    if path == "-":
+        return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", newline="")
+    raw: IO[bytes] = gzip.open(path, "rb") if gz else open(path, "rb")  # noqa: SIM115
+    return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+
+
+def _records_jsonl(stream: IO[str], path: str) -> Iterator[tuple[int, Any]]:
+    for number, text in enumerate(stream, start=1):
+        if not text.strip():
+            continue
+        try:
+            yield number, json.loads(text)
+        except json.JSONDecodeError as exc:
+            if not text.endswith("\n"):
+                raise DatasetError(
+                    f"the last line is cut short (a run killed mid-write?): {exc.msg} at column "
+                    f"{exc.colno}",
+                    path=path,
+                    line=number,
+                ) from None
+            raise DatasetError(
+                f"not valid JSON: {exc.msg} at column {exc.colno}", path=path, line=number
+            ) from None
+
+
+def _records_json(text: str, path: str) -> Iterator[tuple[int, Any]]:
+    """Yield the items of a top-level JSON list with the line each starts on."""
+    decoder = json.JSONDecoder()
+    try:
+        whole = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+    if isinstance(whole, dict) and isinstance(whole.get("cases"), list):
+        start = text.index("[", text.index('"cases"'))
+    elif isinstance(whole, list):
+        start = text.index("[")
+    else:
+        raise DatasetError(
+            'expected a JSON list of cases (or an object with a "cases" list), '
+            f"got {type(whole).__name__}",
+            path=path,
+            line=1,
+        )
+    pos = start + 1
+    line = text.count("\n", 0, pos) + 1
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            if text[pos] == "\n":
+                line += 1
+            pos += 1
+        if pos >= len(text) or text[pos] == "]":
+            return
+        item, end = decoder.raw_decode(text, pos)
+        yield line, item
+        line += text.count("\n", pos, end)
+        pos = end
+
+
+_JSON_CELLS = ("expect", "tool_calls")
+
+
+def _records_csv(stream: IO[str], path: str) -> Iterator[tuple[int, Any]]:
+    reader = csv.DictReader(stream)
+    if reader.fieldnames is None:
+        return
+    if None in reader.fieldnames or any(not (name or "").strip() for name in reader.fieldnames):
+        raise DatasetError("the header row has an empty column name", path=path, line=1)
+    start = reader.line_num + 1
+    for row in reader:
+        if None in row:  # more cells than header columns
+            raise DatasetError(
+                f"{len(reader.fieldnames) + len(row[None])} cells but the header has "  # type: ignore[index]
+                f"{len(reader.fieldnames)} columns",
+                path=path,
+                line=start,
+            )
+        record: dict[str, Any] = {}
+        for key, cell in row.items():
+            if cell is None or cell == "":
+                continue  # an empty cell is an absent value
+            if key in _JSON_CELLS:
+                try:
+                    record[key] = json.loads(cell)
+                except json.JSONDecodeError as exc:
+                    raise DatasetError(
+                        f"expected JSON in this cell: {exc.msg} at column {exc.colno}",
+                        path=path,
+                        line=start,
+                        field=key,
+                    ) from None
+            else:
+                record[key] = cell
+        if record:
+            yield start, record
+        start = reader.line_num + 1
+
+
+def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
+    try:
+        import yaml  # optional: only when a YAML file is given
+    except ImportError:
+        raise DatasetError(
+            "reading YAML needs PyYAML, which is not installed: pip install pyyaml "
+            "(or convert the file to JSONL)",
+            path=path,
+        ) from None
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise DatasetError(f"not valid YAML: {problem}", path=path, line=line) from None
+    if data is None:
+        return
+    if isinstance(data, dict) and isinstance(data.get("cases"), list):
+        nodes = next(v for k, v in root.value if k.value == "cases").value
+        data = data["cases"]
+    elif isinstance(data, list):
+        nodes = root.value
+    else:
+        raise DatasetError(
+            f'expected a YAML list of cases (or a mapping with a "cases" list), got {type(data).__name__}',
+            path=path,
+            line=1,
+        )
+    for node, item in zip(nodes, data, strict=True):
+        yield node.start_mark.line + 1, item
+
+
+def _iter_records(path: str, fmt: str | None) -> Iterator[tuple[int, Any]]:
+    detected, gz = _detect_format(path) if fmt is None else (fmt, path.lower().endswith(".gz"))
+    if detected not in _FORMATS:
+        raise DatasetError(f"unknown format {detected!r}; expected one of {', '.join(_FORMATS)}", path=path)
+    try:
+        with _open_text(path, gz) as stream:
+            if detected == "jsonl":
+                yield from _records_jsonl(stream, path)
+            elif detected == "csv":
+                yield from _records_csv(stream, path)
+            else:
+                text = stream.read()
+                if detected == "json":
+                    yield from _records_json(text, path)
+                else:
+                    yield from _records_yaml(text, path)
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"not UTF-8 text (byte {exc.start} of a chunk is invalid)", path=path) from None
+    except (gzip.BadGzipFile, EOFError) as exc:
+        raise DatasetError(f"not a readable gzip file: {exc}", path=path) from None
+    except csv.Error as exc:
+        raise DatasetError(f"not valid CSV: {exc}", path=path) from None
+
+
+# --------------------------------------------------------------------------- validation
+
+_MISSING = object()
+
+
+def _dig(record: Any, dotted: str) -> Any:
+    """Follow a dotted path through objects and lists; return _MISSING if absent."""
+    current = record
+    for part in dotted.split("."):
+        if isinstance(current, Mapping):
+            if part not in current:
+                return _MISSING
+            current = current[part]
+        elif isinstance(current, list) and part.lstrip("-").isdigit():
+            index = int(part)
+            if not -len(current) <= index < len(current):
+                return _MISSING
+            current = current[index]
+        else:
+            return _MISSING
+    return current
+
+
+def _apply_mapping(
+    record: Mapping[str, Any], fields: Mapping[str, str], where: dict[str, Any]
+) -> dict[str, Any]:
+    """Rename keys of a raw record through a field mapping; unmapped keys pass through."""
+    mapped_sources = {path.split(".")[0] for path in fields.values()}
+    out = {k: v for k, v in record.items() if k not in fields and k not in mapped_sources}
+    for key, dotted in fields.items():
+        value = _dig(record, dotted)
+        if value is _MISSING:
+            if key == "id":
+                raise DatasetError(f"the mapped path {dotted!r} is not in this record", field="id", **where)
+            continue
+        out[key] = value
+    return out
+
+
+def _expect_type(value: Any, expected: str, field_name: str, where: dict[str, Any]) -> None:
+    raise DatasetError(f"expected {expected}, got {_describe(value)}", field=field_name, **where)
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if isinstance(value, str):
+        return f"string {value[:40]!r}"
+    if isinstance(value, (int, float)):
+        return f"number {value!r}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _text_of(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _build_case(
+    record: Any, where: dict[str, Any], *, line_id: str | None
+) -> Case:
+    if not isinstance(record, Mapping):
+        raise DatasetError(f"expected a JSON object for each case, got {_describe(record)}", **where)
+    rec = dict(record)
+
+    raw_id = rec.pop("id", _MISSING)
+    if raw_id is _MISSING and line_id is not None:
+        raw_id = line_id
+    if raw_id is _MISSING:
+        raise DatasetError(
+            "every case needs an id (a non-empty string); or use --id-from-line", field="id", **where
+        )
+    if isinstance(raw_id, int) and not isinstance(raw_id, bool):
+        raw_id = str(raw_id)
+    if not isinstance(raw_id, str) or not raw_id.strip():
+        _expect_type(raw_id, "a non-empty string", "id", where)
+
+    output = rec.pop("output", None)
+    if output is not None and not isinstance(output, str):
+        if isinstance(output, (dict, list)):
+            output = _text_of(output)
+        else:
+            _expect_type(output, "a string, a JSON object or list, or null", "output", where)
+
+    context = rec.pop("context", None)
+    if isinstance(context, list) and all(isinstance(c, str) for c in context):
+        context = "\n\n".join(context)
+    elif context is not None and not isinstance(context, str):
+        _expect_type(context, "a string, a list of strings, or null", "context", where)
+
+    category = rec.pop("category", "default")
+    if category is None:
+        category = "default"
+    if not isinstance(category, str) or not category.strip():
+        _expect_type(category, "a non-empty string", "category", where)
+
+    origin = rec.pop("origin", None)
+    if isinstance(origin, (int, float)) and not isinstance(origin, bool):
+        origin = str(origin)
+    if origin is not None and not isinstance(origin, str):
+        _expect_type(origin, "a string or null", "origin", where)
+
+    expect = rec.pop("expect", None) or {}
+    if not isinstance(expect, Mapping):
+        _expect_type(expect, "an object of expectations", "expect", where)
+    try:
+        checks.checks_from_expect(expect)
+    except checks.CheckSpecError as exc:
+        raise DatasetError(exc.args[0] if exc.args else str(exc), field=exc.field, **where) from None
+
+    tool_calls = rec.pop("tool_calls", None) or []
+    if not isinstance(tool_calls, list):
+        _expect_type(tool_calls, "a list of tool calls", "tool_calls", where)
+    try:
+        checks.tool_names(tool_calls)
+    except checks.CheckSpecError as exc:
+        raise DatasetError(exc.args[0] if exc.args else str(exc), field=exc.field, **where) from None
+
+    label = rec.pop("label", None)
+    if isinstance(label, str) and label.strip().upper() in ("PASS", "FAIL"):
+        label = label.strip().upper()
+    elif isinstance(label, str) and _is_number(label):
+        label = float(label) if "." in label else int(label)
+    elif label is not None and (isinstance(label, bool) or not isinstance(label, (int, float))):
+        _expect_type(label, '"PASS", "FAIL", a number, or null', "label", where)
+
+    return Case(
+        id=raw_id,
+        input=rec.pop("input", None),
+        output=output,
+        context=context,
+        category=category,
+        expect=dict(expect),
+        origin=origin,
+        tool_calls=tuple(tool_calls),
+        label=label,
+        meta=rec,
+        source=where.get("path"),
+        line=where.get("line"),
+    )
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def iter_cases(
+    path: str | Path,
+    *,
+    fields: Mapping[str, str] | None = None,
+    id_from_line: bool = False,
+    format: str | None = None,
+) -> Iterator[Case]:
+    """Read and validate cases one at a time, without holding the file in memory.
+
+    ``fields`` maps a recognised key to a dotted path in the file's own
+    records (``{"input": "request.messages.0.content"}``). With
+    ``id_from_line``, a record without an ``id`` is named ``line-N``. Raises
+    :class:`DatasetError` at the first bad record, so consume it fully (or
+    use :func:`load`) before acting on any case.
+
+    >>> import json, tempfile, os
+    >>> rows = [{"request_id": "r1", "q": {"text": "¿Cuánto cobran?"}, "a": "Nada."}]
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+    ...     f.write("\\n".join(json.dumps(r) for r in rows))
+    ...     name = f.name
+    66
+    >>> [c.input for c in iter_cases(name, fields={"id": "request_id", "input": "q.text", "output": "a"})]
+    ['¿Cuánto cobran?']
+    >>> os.remove(name)
+    """
+    path = str(path)
+    fields = dict(fields or {})
+    for key in fields:
+        _check_recognised(key, field_name="--field")
+    seen: set[bytes] = set()
+    for line, record in _iter_records(path, format):
+        where: dict[str, Any] = {"path": path, "line": line}
+        if fields:
+            if not isinstance(record, Mapping):
+                raise DatasetError(f"expected a JSON object, got {_describe(record)}", **where)
+            record = _apply_mapping(record, fields, where)
+        case = _build_case(record, where, line_id=f"line-{line}" if id_from_line else None)
+        digest = hashlib.blake2b(case.id.encode("utf-8"), digest_size=12).digest()
+        if digest in seen:
+            raise DatasetError(f"duplicate id {case.id!r}; ids must be unique", field="id", **where)
+        seen.add(digest)
+        yield case
+
+
+def load(
+    path: str | Path,
+    *,
+    fields: Mapping[str, str] | None = None,
+    id_from_line: bool = False,
+    format: str | None = None,
+) -> list[Case]:
+    """Load and validate every case of a file; raise :class:`DatasetError` on the first problem.
+
+    An empty file is an error: a gate over zero cases would pass vacuously.
+
+    >>> import tempfile, os
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+    ...     _ = f.write('{"id": "a", "output": "hola", "expect": {"max_words": 3}}\\n\\n')
+    ...     _ = f.write('{"id": "b", "output": "chau", "category": "tone"}\\n')
+    >>> [(c.id, c.category) for c in load(f.name)]
+    [('a', 'default'), ('b', 'tone')]
+    >>> os.remove(f.name)
+    """
+    cases = list(iter_cases(path, fields=fields, id_from_line=id_from_line, format=format))
+    if not cases:
+        raise DatasetError("no cases in the file", path=str(path))
+    return cases
+
+
+# --------------------------------------------------------------------------- sampling
+
+
+def sample(cases: Iterable[Case], n: int, *, seed: int | str) -> list[Case]:
+    """Pick ``n`` cases at random, reproducibly: the same seed gives the same sample.
+
+    A seeded shuffle rather than the first ``n`` lines, so a sample does not all
+    come from the top of the file (usually the oldest logs).
+
+    >>> cases = [Case(id=str(i)) for i in range(10)]
+    >>> [c.id for c in sample(cases, 3, seed=7)] == [c.id for c in sample(cases, 3, seed=7)]
+    True
+    >>> len(sample(cases, 3, seed=1))
+    3
+    """
+    pool = list(cases)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise DatasetError(f"sample size must be a non-negative integer, got {n!r}", field="n")
+    if n > len(pool):
+        raise DatasetError(f"asked for a sample of {n} but there are only {len(pool)} cases", field="n")
+    return random.Random(str(seed)).sample(pool, n)
+
+
+def _holdout_score(case_id: str, salt: str) -> float:
+    digest = hashlib.sha256(f"{salt}\x00{case_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def split_holdout(
+    cases: Iterable[Case], fraction: float, *, salt: str = "tinyeval-holdout"
+) -> tuple[list[Case], list[Case]]:
+    """Split cases into (development, holdout) by a stable hash of each id.
+
+    A case's side depends only on its id and the salt, never on the file's
+    order or size: when the file grows, no case moves between the two sets.
+    Tune prompts and rubrics on development; look at the holdout only to check
+    that what you tuned still holds.
+
+    >>> cases = [Case(id=f"c{i}") for i in range(1000)]
+    >>> dev, hold = split_holdout(cases, 0.2)
+    >>> len(hold)
+    196
+    >>> _, hold_again = split_holdout(cases + [Case(id="new")], 0.2)
+    >>> {c.id for c in hold} <= {c.id for c in hold_again}
+    True
+    """
+    if not 0.0 < fraction < 1.0:
+        raise DatasetError(f"holdout fraction must be between 0 and 1, got {fraction!r}", field="fraction")
+    dev: list[Case] = []
+    holdout: list[Case] = []
+    for case in cases:
+        (holdout if _holdout_score(case.id, salt) < fraction else dev).append(case)
+    return dev, holdout
+
+
+# --------------------------------------------------------------------------- fingerprint
+
+
+def case_digest(case: Case) -> int:
+    """A sha256 of one case's content (everything but where it was read from), as an int."""
+    blob = json.dumps(case.to_dict(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return int.from_bytes(hashlib.sha256(blob.encode("utf-8")).digest(), "big")
+
+
+def dataset_fingerprint(cases: Iterable[Case]) -> str:
+    """A short, order-independent fingerprint of a set of cases.
+
+    Two files holding the same cases in any order give the same fingerprint;
+    changing any field of any case changes it. It is stored with every result
+    row so that two runs can be checked to be over the same data. It streams:
+    memory does not grow with the number of cases.
+
+    >>> a, b = Case(id="a", output="x"), Case(id="b", output="y")
+    >>> dataset_fingerprint([a, b]) == dataset_fingerprint([b, a])
+    True
+    >>> dataset_fingerprint([a, b]) == dataset_fingerprint([a, Case(id="b", output="z")])
+    False
+    >>> len(dataset_fingerprint([a]))
+    16
+    """
+    total = 0
+    count = 0
+    for case in cases:
+        total = (total + case_digest(case)) % 2**256
+        count += 1
+    return hashlib.sha256(f"{count}:{total:064x}".encode()).hexdigest()[:16]

@@ -1,0 +1,192 @@
+"""The gate: a verdict per category, never an average across them.
+
+A category blocks when its pass rate is below its threshold (or, with
+``on="lower"``, when the lower end of its Wilson interval is). Categories are
+judged one by one because an average hides exactly what a gate is for: 99% on
+tone cannot pay for 85% on amounts. The global rate is computed and shown,
+but it never gates.
+
+Every case is in its category's denominator: errored cases and cases whose
+judge reply did not parse count as not passed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .stats import wilson_interval
+
+__all__ = ["CategoryVerdict", "GateError", "GateReport", "gate", "parse_threshold"]
+
+
+class GateError(ValueError):
+    """A threshold that is not a rate, or a gate asked of nothing."""
+
+
+def parse_threshold(text: str | float) -> float:
+    """Read a threshold given as a fraction (``0.95``) or a percentage (``"95%"``).
+
+    >>> parse_threshold("0.95"), parse_threshold("95%"), parse_threshold(1)
+    (0.95, 0.95, 1.0)
+    >>> parse_threshold("1.5")
+    Traceback (most recent call last):
+    ...
+    tinyeval.gate.GateError: a threshold is a rate between 0 and 1 (or 0% to 100%), got '1.5'
+    """
+    raw = text
+    try:
+        if isinstance(text, str) and text.strip().endswith("%"):
+            value = float(text.strip()[:-1]) / 100
+        else:
+            value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 <= value <= 1.0:  # also rejects NaN
+        raise GateError(f"a threshold is a rate between 0 and 1 (or 0% to 100%), got {raw!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class CategoryVerdict:
+    """One category's figures and whether it blocks.
+
+    ``rate``, ``low`` and ``high`` are None when the category has no cases.
+    """
+
+    category: str
+    passed: int
+    total: int
+    errors: int
+    unparsed: int
+    rate: float | None
+    low: float | None
+    high: float | None
+    threshold: float | None
+    blocking: bool
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The verdict as a JSON-ready dict.
+
+        >>> v = CategoryVerdict("tone", 9, 10, 0, 0, 0.9, 0.6, 0.98, 0.8, False)
+        >>> v.to_dict()["blocking"]
+        False
+        """
+        return {
+            "passed": self.passed,
+            "total": self.total,
+            "errors": self.errors,
+            "unparsed": self.unparsed,
+            "rate": self.rate,
+            "low": self.low,
+            "high": self.high,
+            "threshold": self.threshold,
+            "blocking": self.blocking,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class GateReport:
+    """Per-category verdicts, the global line (shown, never gating) and the outcome."""
+
+    categories: tuple[CategoryVerdict, ...]
+    overall: CategoryVerdict
+    on: str
+    confidence: float
+
+    @property
+    def passed(self) -> bool:
+        """True when no category blocks."""
+        return not self.blocking
+
+    @property
+    def blocking(self) -> list[CategoryVerdict]:
+        """The categories that block, in order."""
+        return [c for c in self.categories if c.blocking]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as a JSON-ready dict (the ``gate`` part of ``run --json``).
+
+        >>> report = gate({"tone": {"passed": 9, "total": 10}}, {"tone": 0.8})
+        >>> report.to_dict()["passed"], report.to_dict()["blocking"]
+        (True, [])
+        """
+        return {
+            "passed": self.passed,
+            "on": self.on,
+            "confidence": self.confidence,
+            "blocking": [c.category for c in self.blocking],
+            "categories": {c.category: c.to_dict() for c in self.categories},
+            "overall": self.overall.to_dict(),
+        }
+
+
+def _count(tally: Any, key: str) -> int:
+    if isinstance(tally, Mapping):
+        return int(tally.get(key, 0) or 0)
+    return int(getattr(tally, key, 0) or 0)
+
+
+def _verdict(
+    name: str, tally: Any, threshold: float | None, *, on: str, confidence: float
+) -> CategoryVerdict:
+    passed, total = _count(tally, "passed"), _count(tally, "total")
+    errors, unparsed = _count(tally, "errors"), _count(tally, "unparsed")
+    if total == 0:
+        return CategoryVerdict(
+            name, 0, 0, 0, 0, None, None, None, threshold,
+            blocking=threshold is not None, note="no cases in this category",
+        )
+    low, high = wilson_interval(passed, total, confidence)
+    rate = passed / total
+    measured = low if on == "lower" else rate
+    blocking = threshold is not None and measured < threshold
+    return CategoryVerdict(name, passed, total, errors, unparsed, rate, low, high, threshold, blocking)
+
+
+def gate(
+    tallies: Mapping[str, Any],
+    thresholds: Mapping[str, float | str] | None = None,
+    *,
+    default_threshold: float | str | None = None,
+    on: str = "rate",
+    confidence: float = 0.95,
+) -> GateReport:
+    """Judge each category against its threshold; the global rate is reported, never gated.
+
+    ``tallies`` maps a category to its counts (``passed`` and ``total``, plus
+    optional ``errors`` and ``unparsed``) — a mapping or any object with those
+    attributes, such as :class:`~tinyeval.runner.CategoryTally`. A category
+    without a threshold of its own uses ``default_threshold``; with neither, it
+    is reported but does not gate. A threshold named for a category with no
+    cases blocks (a category that vanished from the data must not pass
+    silently). ``on="lower"`` gates on the lower end of the Wilson interval
+    instead of the observed rate.
+
+    >>> report = gate(
+    ...     {"amount_extraction": {"passed": 17, "total": 20},
+    ...      "tone": {"passed": 45, "total": 45}},
+    ...     {"amount_extraction": 1.0}, default_threshold=0.8)
+    >>> report.passed, [c.category for c in report.blocking]
+    (False, ['amount_extraction'])
+    >>> round(report.overall.rate, 3)  # 62/65: shown, but it does not gate
+    0.954
+    """
+    if on not in ("rate", "lower"):
+        raise GateError(f'gate "on" must be "rate" or "lower", got {on!r}')
+    limits = {name: parse_threshold(value) for name, value in (thresholds or {}).items()}
+    default = parse_threshold(default_threshold) if default_threshold is not None else None
+    names = list(tallies) + [name for name in limits if name not in tallies]
+    verdicts = tuple(
+        _verdict(name, tallies.get(name, {}), limits.get(name, default), on=on, confidence=confidence)
+        for name in names
+    )
+    total = {
+        key: sum(_count(tally, key) for tally in tallies.values())
+        for key in ("passed", "total", "errors", "unparsed")
+    }
+    overall = _verdict("global", total, None, on=on, confidence=confidence)
+    return GateReport(verdicts, overall, on, confidence)

@@ -1,0 +1,122 @@
+"""Turn a run's tallies and gate into what people read: a text table and a JSON object.
+
+Every rate is printed with its denominator and its Wilson interval
+(``17/20 = 85.0% [64.0%, 94.8%]``); a category that blocks is marked
+``BLOCKS``; the global line is shown and labelled as never gating.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .gate import CategoryVerdict, GateReport
+from .stats import format_rate
+
+__all__ = ["summary_dict", "summary_text"]
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1%}"
+
+
+def _rate_cell(v: CategoryVerdict) -> str:
+    if v.total == 0:
+        return "0 cases"
+    return format_rate(v.passed, v.total, 0.95) if v.passed <= v.total else "?"
+
+
+def _mark(v: CategoryVerdict, on: str) -> str:
+    if v.threshold is None:
+        return "no threshold"
+    if not v.blocking:
+        return "ok"
+    if v.note:
+        return f"BLOCKS ({v.note})"
+    measured = v.low if on == "lower" else v.rate
+    what = "lower bound " if on == "lower" else ""
+    return f"BLOCKS ({what}{_pct(measured)} < {_pct(v.threshold)})"
+
+
+def summary_text(
+    report: GateReport,
+    *,
+    header: str | None = None,
+    judged: int = 0,
+    unparsed: int = 0,
+    errors: int = 0,
+    extra_lines: tuple[str, ...] = (),
+) -> str:
+    """The run's summary as a plain-text table, one line per category.
+
+    >>> from tinyeval.gate import gate
+    >>> report = gate({"amounts": {"passed": 17, "total": 20}, "tone": {"passed": 12, "total": 12}},
+    ...               {"amounts": 1.0}, default_threshold=0.8)
+    >>> print(summary_text(report))
+    category  pass rate [95% Wilson]           threshold  gate
+    amounts   17/20 = 85.0% [64.0%, 94.8%]     100.0%     BLOCKS (85.0% < 100.0%)
+    tone      12/12 = 100.0% [75.8%, 100.0%]   80.0%      ok
+    global    29/32 = 90.6% [75.8%, 96.8%]     —          shown, never gates
+    <BLANKLINE>
+    gate: FAILED — blocking: amounts (1 of 2 gated)
+    """
+    width = max([len("category"), len("global")] + [len(c.category) for c in report.categories])
+    cells = [(c.category, _rate_cell(c), _pct(c.threshold), _mark(c, report.on)) for c in report.categories]
+    overall = report.overall
+    cells.append(("global", _rate_cell(overall), "—", "shown, never gates"))
+    conf = f"{report.confidence:.0%}"
+    rate_width = max(len(f"pass rate [{conf} Wilson]"), *(len(c[1]) for c in cells))
+    lines = [header] if header else []
+    lines.append(
+        f"{'category':<{width}}  {'pass rate [' + conf + ' Wilson]':<{rate_width}}   {'threshold':<9}  gate"
+    )
+    for name, rate, threshold, mark in cells:
+        lines.append(f"{name:<{width}}  {rate:<{rate_width}}   {threshold:<9}  {mark}".rstrip())
+    lines.append("")
+    if judged:
+        lines.append(
+            f"judge replies that did not parse: {format_rate(unparsed, judged)} "
+            "(counted as not passed)"
+        )
+    if errors:
+        lines.append(f"cases that errored: {errors} (counted as not passed; see the rows' \"error\")")
+    lines.extend(extra_lines)
+    gated = [c for c in report.categories if c.threshold is not None]
+    if not gated:
+        lines.append("gate: no thresholds given (--threshold CATEGORY=RATE, --default-threshold RATE)")
+    elif report.passed:
+        lines.append(f"gate: PASSED — all {len(gated)} gated categories meet their thresholds")
+    else:
+        names = ", ".join(c.category for c in report.blocking)
+        lines.append(f"gate: FAILED — blocking: {names} ({len(report.blocking)} of {len(gated)} gated)")
+    return "\n".join(lines)
+
+
+def summary_dict(
+    report: GateReport,
+    *,
+    run_info: Mapping[str, Any] | None = None,
+    judged: int = 0,
+    unparsed: int = 0,
+    errors: int = 0,
+) -> dict[str, Any]:
+    """The run's summary as one JSON-ready object (what ``run --json`` prints).
+
+    Keys: ``gate`` (see :meth:`GateReport.to_dict`), ``judge`` (``judged``,
+    ``unparsed``, ``unparsed_rate``), ``errors``, plus whatever ``run_info``
+    carries (cases, files, fingerprints, models, usage).
+
+    >>> from tinyeval.gate import gate
+    >>> d = summary_dict(gate({"tone": {"passed": 1, "total": 2}}), judged=2, unparsed=1)
+    >>> d["judge"]["unparsed_rate"], d["gate"]["passed"]
+    (0.5, True)
+    """
+    data: dict[str, Any] = dict(run_info or {})
+    data["gate"] = report.to_dict()
+    data["judge"] = {
+        "judged": judged,
+        "unparsed": unparsed,
+        "unparsed_rate": (unparsed / judged) if judged else None,
+    }
+    data["errors"] = errors
+    return data

@@ -1,0 +1,576 @@
+"""Run cases through generate → code checks → judge(s), one result row per case.
+
+Every case is counted before it can fail: whatever happens to it (a check
+raises, the model times out, the judge babbles) it ends as exactly one row
+with ``status`` ``"pass"``, ``"fail"`` or ``"error"``, and every rate counts it
+in its denominator.
+
+Rows are handed out (and written, when ``out`` is given) as each case
+finishes, so a long run can be watched, interrupted and resumed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import contextlib
+import hashlib
+import inspect
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from . import checks as checks_mod
+from .dataset import Case
+
+__all__ = ["CategoryTally", "RunResult", "evaluate_case", "run"]
+
+Row = dict[str, Any]
+CallModel = Callable[..., Any]
+
+
+@dataclass
+class CategoryTally:
+    """Counts for one category: every case is in ``total``, whatever became of it.
+
+    >>> t = CategoryTally()
+    >>> t.add({"status": "pass", "judge": None}); t.add({"status": "error", "judge": None})
+    >>> (t.passed, t.total, t.errors)
+    (1, 2, 1)
+    """
+
+    total: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    judged: int = 0
+    unparsed: int = 0
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        """Count one result row."""
+        self.total += 1
+        status = row.get("status")
+        if status == "pass":
+            self.passed += 1
+        elif status == "error":
+            self.errors += 1
+        else:
+            self.failed += 1
+        for verdict in (row.get("judges") or {}).values():
+            self.judged += 1
+            if verdict.get("verdict") is None and verdict.get("failure") != "error":
+                self.unparsed += 1
+
+    def to_dict(self) -> dict[str, int]:
+        """The counts as a plain dict.
+
+        >>> CategoryTally(total=2, passed=1, failed=1).to_dict()["failed"]
+        1
+        """
+        return {
+            "total": self.total,
+            "passed": self.passed,
+            "failed": self.failed,
+            "errors": self.errors,
+            "judged": self.judged,
+            "unparsed": self.unparsed,
+        }
+
+
+@dataclass
+class RunResult:
+    """What a run produced: per-category tallies, and the rows when they were kept.
+
+    ``complete`` is False when the run stopped early (``max_errors`` exceeded or
+    interrupted); ``stopped_reason`` then says why.
+    """
+
+    categories: dict[str, CategoryTally] = field(default_factory=dict)
+    rows: list[Row] = field(default_factory=list)
+    complete: bool = True
+    stopped_reason: str | None = None
+    dataset_fingerprint: str | None = None
+    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
+    elapsed_s: float = 0.0
+
+    def add(self, row: Row, *, keep: bool) -> None:
+        """Count a row (and keep it when asked)."""
+        self.categories.setdefault(row["category"], CategoryTally()).add(row)
+        usage = row.get("usage") or {}
+        for key in ("input_tokens", "output_tokens"):
+            self.usage[key] += int(usage.get(key) or 0)
+        if keep:
+            self.rows.append(row)
+
+    @property
+    def total(self) -> int:
+        """Number of cases with a row."""
+        return sum(t.total for t in self.categories.values())
+
+    @property
+    def errors(self) -> int:
+        """Number of cases that errored."""
+        return sum(t.errors for t in self.categories.values())
+
+
+# --------------------------------------------------------------------------- one case
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _accepts_sample(func: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "sample" or p.kind is p.VAR_KEYWORD for p in params)
+
+
+def call_text(call_model: CallModel, prompt: str, *, sample: int = 0) -> Any:
+    """Call any model callable and return its reply (awaiting async callables).
+
+    The reply is whatever the callable returned when it is a string (model
+    adapters return a ``str`` subclass carrying usage); anything else is an
+    error, never coerced.
+
+    >>> call_text(lambda p: p.upper(), "hola")
+    'HOLA'
+    """
+    reply = call_model(prompt, sample=sample) if _accepts_sample(call_model) else call_model(prompt)
+    if inspect.isawaitable(reply):
+        reply = asyncio.run(_await(reply))
+    if not isinstance(reply, str):
+        raise TypeError(f"the model returned {type(reply).__name__}, expected a string")
+    return reply
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def input_text(value: Any) -> str:
+    """The case's input as text for a prompt (structured inputs become JSON).
+
+    >>> input_text("hola"), input_text(None), input_text([{"role": "user", "content": "hi"}])
+    ('hola', '', '[{"role": "user", "content": "hi"}]')
+    """
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _add_usage(total: dict[str, int], usage: Any) -> None:
+    if isinstance(usage, Mapping):
+        for key in ("input_tokens", "output_tokens"):
+            total[key] = total.get(key, 0) + int(usage.get(key) or 0)
+
+
+def model_spec(call_model: Any) -> str | None:
+    """A readable name for a model callable: its ``spec`` if it has one.
+
+    >>> model_spec(None) is None
+    True
+    >>> def my_judge(prompt): return "PASS"
+    >>> model_spec(my_judge)
+    'py:tinyeval.runner:my_judge'
+    """
+    if call_model is None:
+        return None
+    spec = getattr(call_model, "spec", None)
+    if isinstance(spec, str):
+        return spec
+    module = getattr(call_model, "__module__", None) or "?"
+    name = getattr(call_model, "__qualname__", None) or type(call_model).__qualname__
+    return f"py:{module}:{name}"
+
+
+def evaluate_case(
+    case: Case,
+    *,
+    checks: Sequence[Any] = (),
+    judges: Sequence[Any] = (),
+    judge_model: CallModel | None = None,
+    generate_model: CallModel | None = None,
+    prompt_template: str | None = None,
+    judge_all: bool = False,
+    dataset_fingerprint: str | None = None,
+) -> Row:
+    """Evaluate one case into one result row; never raises for the case's own failures.
+
+    >>> from tinyeval.dataset import Case
+    >>> row = evaluate_case(Case(id="a", output="hola", expect={"max_words": 1}))
+    >>> row["status"], row["checks"]
+    ('pass', {'max_words': True})
+    >>> evaluate_case(Case(id="b"))["status"]
+    'error'
+    """
+    from . import __version__
+
+    started = time.perf_counter()
+    usage: dict[str, int] = {}
+    row: Row = {
+        "id": case.id,
+        "category": case.category,
+        "origin": case.origin,
+        "input": case.input,
+        "output": case.output,
+        "context": case.context,
+        "label": case.label,
+        "checks": {},
+        "check_details": {},
+        "judge": None,
+        "judges": {},
+        "judge_skipped": None,
+        "status": "error",
+        "error": None,
+        "judge_model": model_spec(judge_model) if judges else None,
+        "rubric_fingerprint": getattr(judges[0], "rubric_fingerprint", None) if judges else None,
+        "dataset_fingerprint": dataset_fingerprint,
+        "tinyeval_version": __version__,
+        "started_at": _now(),
+        "finished_at": None,
+        "latency_ms": None,
+        "usage": None,
+    }
+    try:
+        output = case.output
+        if output is None:
+            if generate_model is None:
+                raise ValueError("the case has no output and no generate model was given")
+            prompt = input_text(case.input)
+            if prompt_template is not None:
+                prompt = prompt_template.replace("{input}", prompt)
+            reply = call_text(generate_model, prompt)
+            _add_usage(usage, getattr(reply, "usage", None))
+            output = str(reply)
+            row["output"] = output
+            row["generate_model"] = model_spec(generate_model)
+
+        all_checks = [*checks_mod.checks_from_expect(case.expect), *checks]
+        results = checks_mod.run_checks_detailed(output, all_checks, case=case)
+        row["checks"] = {name: r.passed for name, r in results.items()}
+        row["check_details"] = {name: r.detail for name, r in results.items() if r.detail}
+        checks_ok = all(row["checks"].values())
+
+        judges_ok = True
+        if judges and not checks_ok and not judge_all:
+            row["judge_skipped"] = "a code check failed"
+        elif judges:
+            if judge_model is None:
+                raise ValueError("judges were given but no judge model")
+            for judge in judges:
+                verdict = judge(
+                    judge_model, response=output, context=case.context, question=input_text(case.input)
+                )
+                data = verdict.to_dict()
+                _add_usage(usage, data.get("usage"))
+                row["judges"][data["name"]] = data
+                if getattr(verdict, "error", None):
+                    row["error"] = f"judge {data['name']}: {verdict.error}"
+                judges_ok = judges_ok and data.get("verdict") == "PASS"
+            row["judge"] = next(iter(row["judges"].values()))
+        if row["error"]:
+            row["status"] = "error"
+        else:
+            row["status"] = "pass" if checks_ok and judges_ok else "fail"
+    except Exception as exc:  # the case errors; the run goes on
+        row["status"] = "error"
+        row["error"] = f"{type(exc).__name__}: {exc}"
+    row["finished_at"] = _now()
+    row["latency_ms"] = round((time.perf_counter() - started) * 1000, 3)
+    row["usage"] = usage or None
+    return row
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def _open_out(out: str | Path | IO[str] | None, append: bool) -> tuple[IO[str] | None, bool]:
+    if out is None:
+        return None, False
+    if isinstance(out, (str, Path)):
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        return open(out, "a" if append else "w", encoding="utf-8"), True  # noqa: SIM115
+    return out, False
+
+
+def write_row(stream: IO[str], row: Row) -> None:
+    """Write one row as a JSON line and flush it, so a kill loses at most this line.
+
+    >>> import io
+    >>> buf = io.StringIO(); write_row(buf, {"id": "a", "status": "pass"}); buf.getvalue()
+    '{"id": "a", "status": "pass"}\\n'
+    """
+    stream.write(json.dumps(row, ensure_ascii=False) + "\n")
+    stream.flush()
+
+
+def run(
+    cases: Iterable[Case],
+    *,
+    checks: Sequence[Any] = (),
+    judges: Any = (),
+    judge_model: CallModel | str | None = None,
+    generate_model: CallModel | str | None = None,
+    prompt_template: str | None = None,
+    judge_all: bool = False,
+    out: str | Path | IO[str] | None = None,
+    append: bool = False,
+    executor: cf.Executor | None = None,
+    concurrency: int = 1,
+    max_errors: int | None = None,
+    keep_rows: bool = True,
+    on_row: Callable[[Row], None] | None = None,
+    dataset_fingerprint: str | None = None,
+) -> RunResult:
+    """Evaluate every case and return the tallies (and rows, unless ``keep_rows=False``).
+
+    ``checks`` are extra checks applied to every case, on top of each case's
+    ``expect`` block. ``judges`` is a :class:`~tinyeval.judge.Judge` or a list
+    of them; they run only on cases whose code checks passed (``judge_all=True``
+    runs them everywhere). Model arguments take a ``prompt -> str`` callable or a
+    spec string such as ``"builtin"`` or ``"openai:gpt-4o-mini"``.
+
+    Cases run on ``executor`` (any :class:`concurrent.futures.Executor`) or on
+    a thread pool of ``concurrency`` workers; each row is written to ``out`` and
+    passed to ``on_row`` as soon as its case finishes. With ``max_errors``, the
+    run stops taking new cases once more than that many have errored, and the
+    result is marked incomplete.
+
+    >>> from tinyeval.dataset import Case
+    >>> cases = [Case(id="a", output="hola", expect={"contains": ["hola"]}),
+    ...          Case(id="b", output="chau", expect={"contains": ["hola"]})]
+    >>> result = run(cases)
+    >>> [r["status"] for r in result.rows], result.categories["default"].passed
+    (['pass', 'fail'], 1)
+    """
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
+    if max_errors is not None and max_errors < 0:
+        raise ValueError(f"max_errors must be 0 or more, got {max_errors!r}")
+    judge_list = list(judges) if isinstance(judges, (list, tuple)) else ([judges] if judges else [])
+    judge_model = _resolve(judge_model)
+    generate_model = _resolve(generate_model)
+    if judge_list and judge_model is None:
+        judge_model = _resolve("builtin")
+
+    task = dict(
+        checks=tuple(checks),
+        judges=tuple(judge_list),
+        judge_model=judge_model,
+        generate_model=generate_model,
+        prompt_template=prompt_template,
+        judge_all=judge_all,
+        dataset_fingerprint=dataset_fingerprint,
+    )
+    result = RunResult(dataset_fingerprint=dataset_fingerprint)
+    started = time.perf_counter()
+    stream, owned = _open_out(out, append)
+    own_executor = executor is None
+    pool = executor or cf.ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="tinyeval")
+    try:
+        for row in _run_rows(pool, cases, task, window=2 * concurrency + 2, result=result, max_errors=max_errors):
+            if stream is not None:
+                write_row(stream, row)
+            result.add(row, keep=keep_rows)
+            if on_row is not None:
+                on_row(row)
+    except KeyboardInterrupt:
+        result.complete = False
+        result.stopped_reason = "interrupted"
+        raise
+    finally:
+        result.elapsed_s = time.perf_counter() - started
+        if own_executor:
+            pool.shutdown(wait=True, cancel_futures=True)
+        if owned and stream is not None:
+            stream.close()
+    return result
+
+
+def _run_rows(
+    pool: cf.Executor,
+    cases: Iterable[Case],
+    task: Mapping[str, Any],
+    *,
+    window: int,
+    result: RunResult,
+    max_errors: int | None,
+) -> Iterator[Row]:
+    """Yield rows as cases finish, keeping at most ``window`` cases in flight."""
+    pending: set[cf.Future[Row]] = set()
+    case_iter = iter(cases)
+    errors = 0
+    stopping = False
+    try:
+        while True:
+            while not stopping and len(pending) < window:
+                case = next(case_iter, None)
+                if case is None:
+                    stopping = True
+                    break
+                pending.add(pool.submit(evaluate_case, case, **task))
+            if not pending:
+                return
+            done, pending = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+            for future in done:
+                row = future.result()
+                if row["status"] == "error":
+                    errors += 1
+                    if max_errors is not None and errors > max_errors and result.complete:
+                        result.complete = False
+                        result.stopped_reason = f"more than {max_errors} cases errored"
+                        stopping = True
+                yield row
+    finally:
+        for future in pending:
+            future.cancel()
+        with contextlib.suppress(Exception):
+            cf.wait(pending)
+
+
+def _resolve(model: CallModel | str | None) -> CallModel | None:
+    if model is None or callable(model):
+        return model
+    from .models import resolve
+
+    return resolve(model)
+
+
+# --------------------------------------------------------------------------- resume and shards
+
+
+class ResultsFileError(ValueError):
+    """A results file that cannot be read back as rows."""
+
+
+def read_rows(path: str | Path, *, repair: bool = False) -> list[Row]:
+    """Read a results file back; detect (and with ``repair``, cut) a partial last line.
+
+    A run killed mid-write leaves at most one incomplete trailing line. Without
+    ``repair`` that is an error naming the line; with it, the line is cut off
+    the file so the case runs again on ``--resume``.
+
+    >>> import tempfile, os
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+    ...     _ = f.write('{"id": "a", "status": "pass"}\\n{"id": "b", "sta')
+    >>> read_rows(f.name)
+    Traceback (most recent call last):
+    ...
+    tinyeval.runner.ResultsFileError: ...:2: the last line is cut short (a run killed mid-write?); --resume repairs it
+    >>> [r["id"] for r in read_rows(f.name, repair=True)], open(f.name).read()
+    (['a'], '{"id": "a", "status": "pass"}\\n')
+    >>> os.remove(f.name)
+    """
+    path = Path(path)
+    rows: list[Row] = []
+    with open(path, "rb") as stream:
+        data = stream.read()
+    good_end = 0
+    for number, raw in enumerate(data.splitlines(keepends=True), start=1):
+        complete = raw.endswith(b"\n")
+        try:
+            row = json.loads(raw) if raw.strip() else None
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            row = None
+            if complete:
+                raise ResultsFileError(f"{path}:{number}: not a JSON result row") from None
+        if not complete and (row is None or raw.strip()):
+            if repair:
+                with open(path, "r+b") as stream:
+                    stream.truncate(good_end)
+                break
+            raise ResultsFileError(
+                f"{path}:{number}: the last line is cut short (a run killed mid-write?); "
+                "--resume repairs it"
+            )
+        good_end += len(raw)
+        if row is None:
+            continue
+        if not isinstance(row, dict) or not isinstance(row.get("id"), str):
+            raise ResultsFileError(f"{path}:{number}: expected a result row with an \"id\"")
+        rows.append(row)
+    return rows
+
+
+def shard_index(case_id: str, shards: int) -> int:
+    """Which of ``shards`` shards (numbered from 1) a case belongs to, by a stable hash of its id.
+
+    >>> shard_index("amt-001", 4) == shard_index("amt-001", 4)
+    True
+    >>> sorted({shard_index(str(i), 3) for i in range(100)})
+    [1, 2, 3]
+    """
+    digest = hashlib.sha256(case_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % shards + 1
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """Parse ``I/N`` (shard I of N, 1-based).
+
+    >>> parse_shard("2/4")
+    (2, 4)
+    """
+    left, sep, right = text.partition("/")
+    try:
+        index, count = int(left), int(right)
+    except ValueError:
+        index = count = 0
+    if not sep or count < 1 or not 1 <= index <= count:
+        raise ValueError(f"--shard expects I/N with 1 <= I <= N, got {text!r}")
+    return index, count
+
+
+class Progress:
+    """One self-overwriting status line on a terminal: done/total, rate, ETA, failures, errors.
+
+    It prints nothing unless ``stream`` is a terminal, so piped output stays clean.
+    """
+
+    def __init__(self, total: int, stream: IO[str], *, enabled: bool = True) -> None:
+        self.total = total
+        self.stream = stream
+        self.enabled = enabled and bool(getattr(stream, "isatty", lambda: False)())
+        self.done = self.failed = self.errors = 0
+        self.started = time.perf_counter()
+        self._last = 0.0
+
+    def update(self, row: Mapping[str, Any]) -> None:
+        """Count one finished row and redraw at most ten times a second."""
+        self.done += 1
+        self.failed += row.get("status") == "fail"
+        self.errors += row.get("status") == "error"
+        now = time.perf_counter()
+        if self.enabled and (now - self._last > 0.1 or self.done == self.total):
+            self._last = now
+            self.stream.write("\r\x1b[K" + self.line(now))
+            self.stream.flush()
+
+    def line(self, now: float | None = None) -> str:
+        """The status line.
+
+        >>> import io
+        >>> p = Progress(10, io.StringIO()); p.update({"status": "fail"})
+        >>> p.line(p.started + 2.0)
+        '1/10 · 0.5 cases/s · ETA 18s · 1 failed · 0 errors'
+        """
+        elapsed = max((now or time.perf_counter()) - self.started, 1e-9)
+        rate = self.done / elapsed
+        eta = (self.total - self.done) / rate if rate > 0 else float("inf")
+        eta_text = f"{eta:.0f}s" if eta != float("inf") else "?"
+        return (f"{self.done}/{self.total} · {rate:.1f} cases/s · ETA {eta_text} · "
+                f"{self.failed} failed · {self.errors} errors")
+
+    def close(self) -> None:
+        """End the status line."""
+        if self.enabled and self.done:
+            self.stream.write("\n")
+            self.stream.flush()
