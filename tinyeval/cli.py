@@ -419,10 +419,178 @@ class _Execution:
 _COMMANDS.append(("run", _add_run))
 # ---- run: end ----
 
+# ---- results: begin ----
+def _add_threshold_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--threshold", action="append", default=[], metavar="CATEGORY=RATE",
+                   help="minimum pass rate for a category (repeatable)")
+    p.add_argument("--default-threshold", metavar="RATE",
+                   help="threshold for categories without their own (default: none)")
+    p.add_argument("--gate-on", choices=["rate", "lower"], default="rate",
+                   help="gate on the observed rate (default) or its Wilson lower bound")
+
+
+def _add_gate(sub: Any) -> None:
+    p = sub.add_parser(
+        "gate", help="apply per-category thresholds to a results file (e.g. merged shards)",
+        description="Recompute the per-category table and gate from result rows, without "
+        "running anything.",
+    )
+    p.add_argument("results", metavar="RESULTS", help="a results file written by tinyeval run")
+    _add_threshold_options(p)
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    p.set_defaults(handler=_cmd_gate)
+
+
+def _cmd_gate(args: argparse.Namespace) -> int:
+    from .gate import gate
+    from .report import summary_dict, summary_text
+    from .runner import RunResult, read_rows
+
+    rows = read_rows(args.results)
+    if not rows:
+        raise UsageError(f"{args.results}: no result rows")
+    result = RunResult()
+    for row in rows:
+        if not isinstance(row.get("category"), str):
+            raise UsageError(f"{args.results}: row {row['id']!r} has no category")
+        result.add(row, keep=False)
+    thresholds = dict(parse_key_value(t, option="--threshold") for t in args.threshold)
+    report = gate(result.categories, thresholds, default_threshold=args.default_threshold,
+                  on=args.gate_on)
+    judged = sum(t.judged for t in result.categories.values())
+    unparsed = sum(t.unparsed for t in result.categories.values())
+    fingerprints = sorted({str(r.get("dataset_fingerprint")) for r in rows})
+    if args.json:
+        info = {"results": args.results, "rows": len(rows), "dataset_fingerprints": fingerprints}
+        print_json(summary_dict(report, run_info=info, judged=judged, unparsed=unparsed,
+                                errors=result.errors))
+    else:
+        header = f"{len(rows)} rows from {args.results} (dataset {', '.join(fingerprints)})\n"
+        print(summary_text(report, header=header, judged=judged, unparsed=unparsed,
+                           errors=result.errors))
+    return EXIT_OK if report.passed else EXIT_GATE_FAILED
+
+
+def _add_merge(sub: Any) -> None:
+    p = sub.add_parser(
+        "merge", help="join the results of shards (run --shard I/N) into one file",
+        description="Join result files into one. Every file must come from the same dataset "
+        "(same fingerprint) and no case may appear twice.",
+    )
+    p.add_argument("results", nargs="+", metavar="RESULTS", help="result files to join")
+    p.add_argument("--out", required=True, metavar="FILE", help="the joined results file")
+    p.set_defaults(handler=_cmd_merge)
+
+
+def _cmd_merge(args: argparse.Namespace) -> int:
+    import os
+    import tempfile
+
+    from .runner import read_rows, write_row
+
+    seen: dict[str, str] = {}
+    fingerprints: dict[str, str] = {}
+    merged: list[dict[str, Any]] = []
+    for path in args.results:
+        for row in read_rows(path):
+            if row["id"] in seen:
+                raise UsageError(f"case {row['id']!r} is in both {seen[row['id']]} and {path}")
+            seen[row["id"]] = path
+            fingerprints.setdefault(str(row.get("dataset_fingerprint")), path)
+            merged.append(row)
+    if len(fingerprints) > 1:
+        (fp_a, path_a), (fp_b, path_b) = list(fingerprints.items())[:2]
+        raise UsageError(f"{path_a} (dataset {fp_a}) and {path_b} (dataset {fp_b}) come from "
+                         "different datasets")
+    directory = os.path.dirname(os.path.abspath(args.out))
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=directory, delete=False,
+                                     suffix=".partial") as tmp:
+        for row in merged:
+            write_row(tmp, row)
+    os.replace(tmp.name, args.out)  # all or nothing: never a half-merged file
+    print(f"merged {len(merged)} rows from {len(args.results)} files into {args.out}")
+    return EXIT_OK
+
+
+_COMMANDS.append(("gate", _add_gate))
+_COMMANDS.append(("merge", _add_merge))
+# ---- results: end ----
+
 # ---- stats: begin ----
 # ---- stats: end ----
 
 # ---- cost: begin ----
+def _add_cost(sub: Any) -> None:
+    p = sub.add_parser(
+        "cost",
+        help="estimate the judge calls, tokens and dollars of a run (or add up a finished one)",
+        description="Before a run: cases × votes × orders judge calls, their tokens and, with "
+        "--price, their cost. After a run: --results adds up the token usage recorded in the "
+        "result rows. Prices are given by you (USD per million tokens): there is no built-in "
+        "price list, because prices change.",
+    )
+    p.add_argument("--cases", type=int, metavar="N", help="number of cases to judge")
+    p.add_argument("--tokens-in", type=int, metavar="N", help="input tokens per judge call")
+    p.add_argument("--tokens-out", type=int, metavar="N", help="output tokens per judge call")
+    p.add_argument("--votes", type=int, default=1, metavar="N",
+                   help="judge samples per case (default: 1)")
+    p.add_argument("--orders", type=int, default=1, metavar="N",
+                   help="2 for a pairwise judge asked in both orders (default: 1)")
+    p.add_argument("--price", metavar="in=X,out=Y",
+                   help="USD per million input and output tokens, e.g. in=1.0,out=5.0")
+    p.add_argument("--results", metavar="FILE",
+                   help="instead of estimating, add up the usage recorded in a results file")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(handler=_cmd_cost)
+
+
+def _cmd_cost(args: argparse.Namespace) -> int:
+    from .cost import estimate, parse_price
+
+    price = parse_price(args.price) if args.price else None
+    if args.results:
+        return _cost_of_results(args.results, price, as_json=args.json)
+    missing = [f"--{name.replace('_', '-')}" for name in ("cases", "tokens_in", "tokens_out")
+               if getattr(args, name) is None]
+    if missing:
+        raise UsageError(f"cost needs {', '.join(missing)} (or --results FILE)")
+    result = estimate(args.cases, args.tokens_in, args.tokens_out, votes=args.votes,
+                      orders=args.orders, price=price)
+    if args.json:
+        print_json(result.to_dict())
+    elif price is None:
+        print(f"{result} Pass --price in=X,out=Y (USD per million tokens) for one.")
+    else:
+        print(result)
+    return EXIT_OK
+
+
+def _cost_of_results(path: str, price: Any, *, as_json: bool) -> int:
+    from .cost import format_tokens, format_usd, run_cost, tally_usage
+    from .runner import read_rows
+
+    rows = read_rows(path)
+    usages = [row.get("usage") if isinstance(row.get("usage"), dict) else None for row in rows]
+    usage = tally_usage(usages)
+    usd = None if price is None else run_cost(usages, price)
+    if as_json:
+        print_json({"results": path, "rows": usage.calls, "rows_without_usage": usage.unknown,
+                    "tokens_in": usage.input_tokens, "tokens_out": usage.output_tokens,
+                    "price": None if price is None else price.to_dict(),
+                    "usd": None if usd is None else round(usd, 6)})
+        return EXIT_OK
+    known = usage.calls - usage.unknown
+    line = (f"{usage.calls:,} rows in {path}, {known:,} with token usage: "
+            f"{format_tokens(usage.input_tokens)} tokens in, "
+            f"{format_tokens(usage.output_tokens)} out")
+    if usd is None:
+        print(f"{line}; no price given (--price in=X,out=Y, USD per million tokens).")
+    else:
+        print(f"{line}; about {format_usd(usd)} at {price}.")
+    return EXIT_OK
+
+
+_COMMANDS.append(("cost", _add_cost))
 # ---- cost: end ----
 
 # ---- calibrate and label: begin ----

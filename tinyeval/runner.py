@@ -16,6 +16,7 @@ import concurrent.futures as cf
 import contextlib
 import hashlib
 import inspect
+import itertools
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -407,6 +408,8 @@ def _run_rows(
 ) -> Iterator[Row]:
     """Yield rows as cases finish, keeping at most ``window`` cases in flight."""
     pending: set[cf.Future[Row]] = set()
+    order: dict[cf.Future[Row], int] = {}  # submission order, to yield ties in input order
+    sequence = itertools.count()
     case_iter = iter(cases)
     errors = 0
     stopping = False
@@ -417,11 +420,14 @@ def _run_rows(
                 if case is None:
                     stopping = True
                     break
-                pending.add(pool.submit(evaluate_case, case, **task))
+                future = pool.submit(evaluate_case, case, **task)
+                order[future] = next(sequence)
+                pending.add(future)
             if not pending:
                 return
             done, pending = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
-            for future in done:
+            for future in sorted(done, key=order.__getitem__):
+                del order[future]
                 row = future.result()
                 if row["status"] == "error":
                     errors += 1

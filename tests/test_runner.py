@@ -1,0 +1,232 @@
+"""The runner: one row per case whatever happens, counted before it can fail."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import io
+import json
+import threading
+
+import pytest
+
+from tinyeval.checks import check
+from tinyeval.dataset import Case
+from tinyeval.runner import (
+    Progress,
+    ResultsFileError,
+    evaluate_case,
+    parse_shard,
+    read_rows,
+    run,
+    shard_index,
+)
+
+
+def amount_case(i: int, cents: int, *, right: bool = True) -> Case:
+    output = json.dumps({"amount_cents": cents if right else cents // 100})
+    return Case(
+        id=f"amt-{i:03d}",
+        output=output,
+        category="amount_extraction",
+        expect={"valid_json": True, "equals": {"amount_cents": cents}},
+    )
+
+
+class TestCountBeforeFail:
+    def test_a_raising_check_is_a_failed_case_in_the_denominator(self) -> None:
+        @check
+        def explodes(output: str) -> bool:
+            raise RuntimeError("boom")
+
+        cases = [Case(id="a", output="x"), Case(id="b", output="y")]
+        result = run(cases, checks=[explodes])
+        tally = result.categories["default"]
+        assert (tally.total, tally.passed, tally.failed) == (2, 0, 2)
+        row = result.rows[0]
+        assert row["checks"]["explodes"] is False
+        assert "RuntimeError: boom" in row["check_details"]["explodes"]
+
+    def test_missing_output_without_generate_model_is_an_error_row(self) -> None:
+        result = run([Case(id="a"), Case(id="b", output="ok")])
+        statuses = {r["id"]: r["status"] for r in result.rows}
+        assert statuses == {"a": "error", "b": "pass"}
+        error_row = next(r for r in result.rows if r["id"] == "a")
+        assert "no output" in error_row["error"]
+        assert result.categories["default"].total == 2
+        assert result.errors == 1
+
+    def test_a_raising_generate_model_errors_the_case_not_the_run(self) -> None:
+        def flaky(prompt: str) -> str:
+            if "bad" in prompt:
+                raise ConnectionError("server went away")
+            return "fine"
+
+        cases = [Case(id="a", input="good"), Case(id="b", input="bad")]
+        result = run(cases, generate_model=flaky)
+        rows = {r["id"]: r for r in result.rows}
+        assert rows["a"]["status"] == "pass" and rows["a"]["output"] == "fine"
+        assert rows["b"]["status"] == "error"
+        assert rows["b"]["error"] == "ConnectionError: server went away"
+
+    def test_a_model_returning_a_non_string_is_an_error(self) -> None:
+        result = run([Case(id="a", input="x")], generate_model=lambda p: {"text": "x"})
+        assert result.rows[0]["status"] == "error"
+        assert "expected a string" in result.rows[0]["error"]
+
+
+class TestRows:
+    def test_row_has_the_documented_keys(self) -> None:
+        row = evaluate_case(amount_case(1, 125050), dataset_fingerprint="abc")
+        for key in (
+            "id", "category", "origin", "output", "checks", "check_details", "judge", "judges",
+            "status", "error", "judge_model", "rubric_fingerprint", "dataset_fingerprint",
+            "tinyeval_version", "started_at", "finished_at", "latency_ms", "usage",
+        ):
+            assert key in row
+        assert row["dataset_fingerprint"] == "abc"
+        assert row["started_at"].endswith("Z")
+
+    def test_exact_amount_equality(self) -> None:
+        right = evaluate_case(amount_case(1, 125050))
+        wrong = evaluate_case(amount_case(2, 125050, right=False))
+        assert right["status"] == "pass"
+        assert wrong["status"] == "fail"
+        assert wrong["checks"]["equals:amount_cents"] is False
+
+    def test_rows_are_written_and_flushed_as_cases_finish(self, tmp_path) -> None:
+        out = tmp_path / "rows.jsonl"
+        seen_on_disk: list[int] = []
+
+        def on_row(row: dict) -> None:
+            seen_on_disk.append(len(out.read_text(encoding="utf-8").splitlines()))
+
+        run([amount_case(i, 100 * i) for i in range(1, 6)], out=out, on_row=on_row)
+        assert seen_on_disk == [1, 2, 3, 4, 5]
+        assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == [
+            f"amt-{i:03d}" for i in range(1, 6)
+        ]
+
+    def test_generated_output_usage_is_recorded(self) -> None:
+        class Reply(str):
+            usage = {"input_tokens": 7, "output_tokens": 3}
+
+        result = run([Case(id="a", input="hola")], generate_model=lambda p: Reply("chau"))
+        assert result.rows[0]["usage"] == {"input_tokens": 7, "output_tokens": 3}
+        assert result.usage == {"input_tokens": 7, "output_tokens": 3}
+
+    def test_async_models_are_awaited(self) -> None:
+        async def model(prompt: str) -> str:
+            return prompt.upper()
+
+        result = run([Case(id="a", input="hola")], generate_model=model)
+        assert result.rows[0]["output"] == "HOLA"
+
+    def test_prompt_template(self) -> None:
+        prompts: list[str] = []
+        run([Case(id="a", input="hola")], generate_model=lambda p: prompts.append(p) or "x",
+            prompt_template="Q: {input}\nA:")
+        assert prompts == ["Q: hola\nA:"]
+
+
+class TestConcurrency:
+    def test_any_executor_can_run_the_cases(self) -> None:
+        cases = [amount_case(i, i) for i in range(1, 21)]
+        with cf.ThreadPoolExecutor(max_workers=3) as pool:
+            result = run(cases, executor=pool)
+        assert result.total == 20 and result.categories["amount_extraction"].passed == 20
+
+    def test_concurrency_bounds_cases_in_flight(self) -> None:
+        lock = threading.Lock()
+        in_flight = peak = 0
+        gate = threading.Event()
+
+        def slow(prompt: str) -> str:
+            nonlocal in_flight, peak
+            with lock:
+                in_flight += 1
+                peak = max(peak, in_flight)
+            gate.wait(0.02)
+            with lock:
+                in_flight -= 1
+            return "ok"
+
+        run([Case(id=str(i), input="x") for i in range(30)], generate_model=slow, concurrency=4)
+        assert 1 < peak <= 4
+
+    def test_max_errors_stops_the_run_and_marks_it_incomplete(self) -> None:
+        def broken(prompt: str) -> str:
+            raise TimeoutError("too slow")
+
+        cases = [Case(id=str(i), input="x") for i in range(50)]
+        result = run(cases, generate_model=broken, max_errors=2, concurrency=1)
+        assert not result.complete
+        assert "more than 2" in (result.stopped_reason or "")
+        assert 3 <= result.total < 50
+
+    def test_bad_concurrency_is_refused(self) -> None:
+        with pytest.raises(ValueError, match="concurrency"):
+            run([], concurrency=0)
+
+
+class TestReadRows:
+    def test_partial_last_line_is_detected_and_repaired(self, tmp_path) -> None:
+        path = tmp_path / "rows.jsonl"
+        path.write_text('{"id": "a"}\n{"id": "b"}\n{"id": "c", "stat', encoding="utf-8")
+        with pytest.raises(ResultsFileError, match=r"rows.jsonl:3: the last line is cut short"):
+            read_rows(path)
+        assert [r["id"] for r in read_rows(path, repair=True)] == ["a", "b"]
+        assert path.read_text() == '{"id": "a"}\n{"id": "b"}\n'
+
+    def test_a_complete_bad_line_is_an_error_even_with_repair(self, tmp_path) -> None:
+        path = tmp_path / "rows.jsonl"
+        path.write_text('{"id": "a"}\nnot json\n{"id": "c"}\n', encoding="utf-8")
+        with pytest.raises(ResultsFileError, match=r":2: not a JSON result row"):
+            read_rows(path, repair=True)
+
+    def test_a_complete_last_line_without_newline_is_kept(self, tmp_path) -> None:
+        path = tmp_path / "rows.jsonl"
+        path.write_text('{"id": "a"}\n{"id": "b"}', encoding="utf-8")
+        with pytest.raises(ResultsFileError):
+            read_rows(path)  # no newline: cannot tell it finished writing
+        assert [r["id"] for r in read_rows(path, repair=True)] == ["a"]
+
+
+class TestShards:
+    def test_shards_partition_the_ids_and_are_stable(self) -> None:
+        ids = [f"case-{i}" for i in range(1000)]
+        shards = [shard_index(i, 4) for i in ids]
+        assert set(shards) == {1, 2, 3, 4}
+        assert shards == [shard_index(i, 4) for i in ids]
+        # adding cases never moves an existing one
+        assert [shard_index(i, 4) for i in ids[:500]] == shards[:500]
+        # the split is roughly even: each shard within 4 sd of 250 (sd = sqrt(1000·¼·¾) ≈ 13.7)
+        for k in (1, 2, 3, 4):
+            assert abs(shards.count(k) - 250) < 4 * 13.7
+
+    @pytest.mark.parametrize("text", ["0/2", "3/2", "1", "a/b", "1/0"])
+    def test_bad_shard_text(self, text: str) -> None:
+        with pytest.raises(ValueError, match="--shard"):
+            parse_shard(text)
+
+
+def test_progress_is_silent_when_not_a_terminal() -> None:
+    stream = io.StringIO()
+    progress = Progress(3, stream)
+    for _ in range(3):
+        progress.update({"status": "pass"})
+    progress.close()
+    assert stream.getvalue() == ""
+
+
+def test_progress_draws_on_a_terminal() -> None:
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Tty()
+    progress = Progress(2, stream)
+    progress.update({"status": "fail"})
+    progress.update({"status": "error"})
+    progress.close()
+    text = stream.getvalue()
+    assert "2/2" in text and "1 failed" in text and "1 errors" in text
