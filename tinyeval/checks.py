@@ -1,0 +1,1177 @@
+"""Deterministic checks: named, cheap, exact, and run before any judge.
+
+A check looks at one model output (and, for tool checks, at the case) and says
+pass or fail, optionally with a short detail. Every check has a stable name,
+which is the key of the result row's ``checks`` and ``check_details``.
+
+A case's ``expect`` block becomes checks through :func:`checks_from_expect`:
+
+=====================  ========================  ==============================================
+``expect`` key         check name(s)             passes when
+=====================  ========================  ==============================================
+``valid_json: true``   ``valid_json``            the output parses as (strict) JSON
+``fields: [p, ..]``    ``field:p`` per path      the JSON output has path ``p`` (null counts)
+``equals: {p: v}``     ``equals:p`` per path     the value at ``p`` equals ``v`` exactly
+``one_of: {p: [..]}``  ``one_of:p`` per path     the value at ``p`` exactly equals one of these
+``range: {p: [a,b]}``  ``range:p`` per path      the value at ``p`` is a number in [a, b]
+``contains``           ``contains:text``         the output contains the text
+``not_contains``       ``not_contains:text``     the output does not contain the text
+``regex``              ``regex:pattern``         ``re.search(pattern, output)`` finds a match
+``not_regex``          ``not_regex:pattern``     ``re.search`` finds no match
+``max_chars: n``       ``max_chars``             ``len(output) <= n`` (characters)
+``max_words: n``       ``max_words``             ``len(output.split()) <= n``
+``tools_forbidden``    ``tools_forbidden:name``  the case's tool calls never use ``name``
+``tools_required``     ``tools_required:name``   the case's tool calls use ``name``
+=====================  ========================  ==============================================
+
+>>> checks = checks_from_expect({"valid_json": True, "equals": {"amount": 125050}})
+>>> run_checks('{"amount": 1250.5}', checks)
+{'valid_json': True, 'equals:amount': False}
+
+The same checks can be made directly in Python (:func:`valid_json`,
+:func:`equals`, ...) and your own functions become checks with :func:`check`.
+:func:`run_checks` never lets a failing check stop the others: a check that
+raises is recorded as failed, with the exception in its detail.
+
+Every error in an ``expect`` block or in a check definition raises
+:class:`CheckSpecError`, which names the field and says what was expected.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import inspect
+import json
+import math
+import re
+import types
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, TypeAlias, overload
+
+__all__ = [
+    "EXPECT_KEYS",
+    "CheckResult",
+    "CheckSpecError",
+    "NamedCheck",
+    "check",
+    "checks_from_expect",
+    "contains",
+    "equals",
+    "get_path",
+    "has_field",
+    "has_fields",
+    "in_range",
+    "matches",
+    "max_chars",
+    "max_words",
+    "not_contains",
+    "not_matches",
+    "one_of",
+    "run_checks",
+    "run_checks_detailed",
+    "tool_names",
+    "tools_forbidden",
+    "tools_required",
+    "valid_json",
+]
+
+
+# === Errors and results ===
+
+
+class CheckSpecError(ValueError):
+    """A wrong ``expect`` block or check definition.
+
+    ``field`` names the culprit (``"expect.not_contain"``,
+    ``"expect.range.amount"``); ``message`` says what was expected and what
+    was got. ``str(error)`` is ``"FIELD: MESSAGE"``.
+
+    >>> try:
+    ...     checks_from_expect({"not_contain": ["1250.5"]})
+    ... except CheckSpecError as error:
+    ...     print(error.field)
+    ...     print(error)
+    expect.not_contain
+    expect.not_contain: unknown key 'not_contain'; did you mean 'not_contains'?
+    """
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}"
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # keeps ``field`` across pickling (process pools send exceptions back pickled)
+        return _rebuild_error, (type(self), self.message, self.field)
+
+
+def _rebuild_error(cls: type[CheckSpecError], message: str, field: str) -> CheckSpecError:
+    return cls(message, field=field)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What one check says: ``passed``, and optionally why (``detail``).
+
+    >>> CheckResult(False, "got 1250.5, expected 125050")
+    CheckResult(passed=False, detail='got 1250.5, expected 125050')
+
+    Raises :class:`CheckSpecError` if ``passed`` is not a bool or ``detail``
+    is neither a string nor None (a check must not pass by being truthy).
+    """
+
+    passed: bool
+    detail: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.passed, bool):
+            raise CheckSpecError(f"expected True or False, got {self.passed!r}", field="passed")
+        if self.detail is not None and not isinstance(self.detail, str):
+            raise CheckSpecError(f"expected a string or None, got {self.detail!r}", field="detail")
+
+
+CheckOutcome: TypeAlias = "bool | CheckResult | tuple[bool, str]"
+CheckFunction: TypeAlias = "Callable[..., CheckOutcome]"
+
+
+class NamedCheck:
+    """A check with a stable name; call it as ``check(output, case)``.
+
+    ``func`` takes ``(output, case)``, or just ``(output)`` when it has no use
+    for the case, and returns a bool, a :class:`CheckResult` or a
+    ``(bool, detail)`` pair.
+
+    >>> short = NamedCheck("short", lambda output: len(output) < 10)
+    >>> short.name, short("hi"), short("a rather long answer")
+    ('short', True, False)
+
+    Raises :class:`CheckSpecError` for an empty name or a ``func`` that cannot
+    be called.
+    """
+
+    __slots__ = ("_wants_case", "func", "name")
+
+    def __init__(self, name: str, func: CheckFunction) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise CheckSpecError(f"expected a non-empty string, got {name!r}", field="name")
+        if not callable(func):
+            raise CheckSpecError(f"expected a callable, got {_describe(func)}", field=name)
+        self.name = name
+        self.func = func
+        self._wants_case = _takes_two_arguments(func)
+
+    def __call__(self, output: str, case: Any = None) -> CheckOutcome:
+        if self._wants_case:
+            return self.func(output, case)
+        return self.func(output)
+
+    def __repr__(self) -> str:
+        return f"NamedCheck({self.name!r})"
+
+
+def _takes_two_arguments(func: Callable[..., Any]) -> bool:
+    """Whether ``func`` can be called with ``(output, case)`` rather than ``(output)``."""
+    if isinstance(func, types.FunctionType):  # the common case, read without inspect's cost
+        code = func.__code__
+        return code.co_argcount >= 2 or bool(code.co_flags & inspect.CO_VARARGS)
+    try:
+        parameters = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):  # some builtins have no signature: give them both
+        return True
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    count = 0
+    for parameter in parameters:
+        if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
+            return True
+        if parameter.kind in positional:
+            count += 1
+    return count >= 2
+
+
+@overload
+def check(func: CheckFunction, *, name: str | None = None) -> NamedCheck: ...
+@overload
+def check(
+    func: None = None, *, name: str | None = None
+) -> Callable[[CheckFunction], NamedCheck]: ...
+def check(
+    func: CheckFunction | None = None, *, name: str | None = None
+) -> NamedCheck | Callable[[CheckFunction], NamedCheck]:
+    """Turn a function into a :class:`NamedCheck`: ``@check`` or ``@check(name="...")``.
+
+    The name defaults to the function's ``__name__``.
+
+    >>> @check
+    ... def mentions_payee(output, case):
+    ...     return case["payee"] in output
+    >>> @check(name="polite")
+    ... def says_please(output):
+    ...     return "please" in output.lower()
+    >>> run_checks("Please pay Juan", [mentions_payee, says_please], case={"payee": "Juan"})
+    {'mentions_payee': True, 'polite': True}
+    """
+
+    def decorate(function: CheckFunction) -> NamedCheck:
+        return NamedCheck(name if name is not None else _name_of(function), function)
+
+    return decorate if func is None else decorate(func)
+
+
+def _name_of(func: Any) -> str:
+    name = getattr(func, "__name__", None)
+    if not isinstance(name, str):
+        raise CheckSpecError(
+            f"expected a function with a __name__, got {_describe(func)}; "
+            "name it with check(func, name=...)",
+            field="checks",
+        )
+    return name
+
+
+# === Reading the output and the case ===
+
+
+@lru_cache(maxsize=128)
+def _parse_json(text: str) -> tuple[bool, Any]:
+    """``(True, value)`` or ``(False, reason)``.
+
+    Memoised, so the several JSON checks of one output parse it once. The
+    parsed value is shared: checks must only read it.
+    """
+    try:
+        return True, json.loads(text, parse_constant=_reject_constant)
+    except ValueError as error:  # json.JSONDecodeError is a ValueError
+        reason = f"not valid JSON: {error}"
+    except RecursionError:
+        reason = "not valid JSON: nested too deeply to parse"
+    if text.lstrip().startswith("```"):
+        reason += " (the output is wrapped in a ``` code fence, which is not stripped)"
+    return False, reason
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _split_path(path: str) -> list[str]:
+    if not isinstance(path, str) or not path:
+        raise CheckSpecError(
+            f"expected a dotted path such as 'payee.name', got {path!r}", field="path"
+        )
+    segments = path.split(".")
+    if not all(segments):
+        raise CheckSpecError(f"expected no empty part in a dotted path, got {path!r}", field="path")
+    return segments
+
+
+def get_path(obj: Any, path: str) -> Any:
+    """The value at a dotted ``path`` inside parsed JSON: ``"a.b.0.c"``.
+
+    Each part is a key of an object, or the index (in digits) of an element
+    of an array. A key that itself contains a dot cannot be reached.
+
+    >>> data = {"payee": {"name": "Juan", "accounts": [{"cbu": "0170"}]}}
+    >>> get_path(data, "payee.name")
+    'Juan'
+    >>> get_path(data, "payee.accounts.0.cbu")
+    '0170'
+    >>> get_path(data, "payee.alias")
+    Traceback (most recent call last):
+      ...
+    LookupError: no key 'alias' in 'payee'
+
+    Raises :class:`LookupError` when the path is not there, and
+    :class:`CheckSpecError` for a malformed path such as ``"a..b"``.
+    """
+    current = obj
+    walked: list[str] = []
+    for segment in _split_path(path):
+        current = _step(current, segment, ".".join(walked))
+        walked.append(segment)
+    return current
+
+
+def _step(container: Any, segment: str, where: str) -> Any:
+    place = repr(where) if where else "the top level"
+    inside = f"in {place}" if where else "at the top level"
+    if isinstance(container, Mapping):
+        if segment in container:
+            return container[segment]
+        raise LookupError(f"no key {segment!r} {inside}")
+    if isinstance(container, Sequence) and not isinstance(container, str):
+        if not (segment.isascii() and segment.isdigit()):
+            raise LookupError(f"{place} is an array, and {segment!r} is not an index")
+        index = int(segment)
+        if index < len(container):
+            return container[index]
+        raise LookupError(f"no index {index} {inside} (length {len(container)})")
+    raise LookupError(f"{place} is {_json_type(container)}, not an object or an array")
+
+
+def tool_names(tool_calls: Iterable[Any] | None) -> list[str]:
+    """The names of the tools called, in call order, from any supported shape.
+
+    Accepted shapes, freely mixed: a plain name (``"transfer"``); OpenAI chat
+    completions (``{"type": "function", "function": {"name": ..., "arguments": ...}}``);
+    the older OpenAI ``{"name": ..., "arguments": ...}``; Anthropic
+    (``{"type": "tool_use", "name": ..., "input": {...}}``); and objects with
+    the same attributes (as the vendors' SDKs return). ``None`` means no call.
+
+    >>> tool_names([
+    ...     "lookup_balance",
+    ...     {"type": "function", "function": {"name": "transfer", "arguments": "{}"}},
+    ...     {"name": "notify", "arguments": "{}"},
+    ...     {"type": "tool_use", "id": "toolu_1", "name": "audit", "input": {}},
+    ... ])
+    ['lookup_balance', 'transfer', 'notify', 'audit']
+    >>> tool_names(None)
+    []
+    >>> tool_names([{"tool": "transfer"}])
+    Traceback (most recent call last):
+      ...
+    tinyeval.checks.CheckSpecError: tool_calls: entry 0: expected a tool name, ...
+
+    Raises :class:`CheckSpecError` (field ``tool_calls``) for a shape it does
+    not recognise; it never guesses.
+    """
+    if tool_calls is None:
+        return []
+    if isinstance(tool_calls, str | bytes | Mapping) or not isinstance(tool_calls, Iterable):
+        raise CheckSpecError(
+            f"expected a list of tool calls, got {_describe(tool_calls)}", field="tool_calls"
+        )
+    return [_tool_name(call, index) for index, call in enumerate(tool_calls)]
+
+
+_TOOL_SHAPES = (
+    "a tool name, an OpenAI call {'function': {'name': ...}}, "
+    "{'name': ..., 'arguments': ...} or an Anthropic {'type': 'tool_use', 'name': ...}"
+)
+
+
+def _tool_name(call: Any, index: int) -> str:
+    if isinstance(call, str):
+        name: Any = call
+    else:
+        function = _attribute(call, "function")
+        name = _attribute(function if function is not None else call, "name")
+    if not isinstance(name, str) or not name:
+        raise CheckSpecError(
+            f"entry {index}: expected {_TOOL_SHAPES}, got {_describe(call)}", field="tool_calls"
+        )
+    return name
+
+
+def _attribute(obj: Any, key: str) -> Any:
+    """``obj[key]`` for a mapping, ``obj.key`` for an object, None when absent."""
+    if isinstance(obj, Mapping):
+        return obj.get(key)
+    if obj is None or isinstance(obj, str | bytes | int | float | list | tuple):
+        return None
+    return getattr(obj, key, None)
+
+
+_NO_CASE = object()
+
+
+def _tool_calls_of(case: Any) -> Any:
+    if case is None:
+        return _NO_CASE
+    if isinstance(case, Mapping):
+        return case.get("tool_calls")
+    return getattr(case, "tool_calls", None)
+
+
+# === Naming and describing ===
+
+_NAME_TEXT_LIMIT = 40
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _label(text: str) -> str:
+    """The text part of a check name: one line, at most ~40 characters, distinct per text.
+
+    Short one-line texts are kept as they are. Longer ones, or ones with line
+    breaks, keep their first 32 characters (control characters escaped), then
+    ``…`` and 6 hex digits of the text's SHA-256, so the name is stable and
+    two texts sharing a beginning still get different names.
+    """
+    if len(text) <= _NAME_TEXT_LIMIT and not _CONTROL_CHARACTER.search(text):
+        return text
+    escaped = _CONTROL_CHARACTER.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:6]
+    return f"{escaped[:32]}…{digest}"
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "an array"
+    if isinstance(value, Mapping):
+        return "an object"
+    return type(value).__name__
+
+
+def _show(value: Any, limit: int = 60) -> str:
+    """``value`` as JSON (so ``"125050"`` and ``125050`` look different), shortened."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    return f"{_json_type(value)} {_show(value)}"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+# === Exact JSON equality ===
+
+
+def _json_equal(actual: Any, expected: Any) -> bool:
+    """Equality without Python's coercions: True is not 1, "1" is not 1.
+
+    Numbers compare by value, so 125050 equals 125050.0 but not 1250.5.
+    Arrays compare element by element, objects key by key.
+    """
+    if _is_number(expected) or _is_number(actual):  # _is_number excludes bool
+        return _is_number(actual) and _is_number(expected) and actual == expected
+    if isinstance(expected, list | tuple):
+        return (
+            isinstance(actual, list | tuple)
+            and len(actual) == len(expected)
+            and all(map(_json_equal, actual, expected))
+        )
+    if isinstance(expected, Mapping):
+        return (
+            isinstance(actual, Mapping)
+            and actual.keys() == expected.keys()
+            and all(_json_equal(actual[key], expected[key]) for key in expected)
+        )
+    return type(actual) is type(expected) and actual == expected
+
+
+def _require_json_value(value: Any, field: str) -> None:
+    """Reject values that can never be equal to parsed JSON (a check that can never pass)."""
+    if value is None or isinstance(value, bool | str):
+        return
+    if _is_number(value):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise CheckSpecError(f"expected a finite number, got {value!r}", field=field)
+        return
+    if isinstance(value, list | tuple):
+        for item in value:
+            _require_json_value(item, field)
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise CheckSpecError(f"expected string keys, got {key!r}", field=field)
+            _require_json_value(item, field)
+        return
+    raise CheckSpecError(
+        "expected a JSON value (null, true/false, number, string, array or object), "
+        f"got {_describe(value)}",
+        field=field,
+    )
+
+
+# === Check factories ===
+
+
+def valid_json() -> NamedCheck:
+    """``valid_json``: the output is one JSON value, with only whitespace around it.
+
+    Strict: code fences are not stripped, and ``NaN``/``Infinity`` are not JSON.
+    The detail gives the position of the first error.
+
+    >>> run_checks_detailed(' {"amount": 125050}\\n', [valid_json()])
+    {'valid_json': CheckResult(passed=True, detail=None)}
+    >>> run_checks_detailed('{"amount": 125050', [valid_json()])["valid_json"].detail
+    "not valid JSON: Expecting ',' delimiter: line 1 column 18 (char 17)"
+    """
+
+    def is_valid_json(output: str) -> CheckResult:
+        ok, value = _parse_json(output)
+        return CheckResult(True) if ok else CheckResult(False, value)
+
+    return NamedCheck("valid_json", is_valid_json)
+
+
+def _json_path_check(name: str, path: str, judge: Callable[[Any], CheckResult]) -> NamedCheck:
+    """A check that parses the output, finds ``path`` and hands its value to ``judge``."""
+    _split_path(path)
+
+    def run(output: str) -> CheckResult:
+        ok, parsed = _parse_json(output)
+        if not ok:
+            return CheckResult(False, parsed)
+        try:
+            value = get_path(parsed, path)
+        except LookupError as error:
+            return CheckResult(False, f"missing: {error}")
+        return judge(value)
+
+    return NamedCheck(f"{name}:{_label(path)}", run)
+
+
+def has_field(path: str) -> NamedCheck:
+    """``field:PATH``: the JSON output has ``path`` (a null value counts as present).
+
+    >>> run_checks('{"payee": {"name": null}}', [has_field("payee.name"), has_field("amount")])
+    {'field:payee.name': True, 'field:amount': False}
+    """
+    return _json_path_check("field", path, lambda value: CheckResult(True))
+
+
+def has_fields(*paths: str) -> list[NamedCheck]:
+    """One :func:`has_field` check per path, in order.
+
+    >>> [c.name for c in has_fields("amount", "payee.name")]
+    ['field:amount', 'field:payee.name']
+
+    Raises :class:`CheckSpecError` when no path is given.
+    """
+    if not paths:
+        raise CheckSpecError("expected at least one path, got none", field="fields")
+    return [has_field(path) for path in paths]
+
+
+def equals(path: str, value: Any) -> NamedCheck:
+    """``equals:PATH``: the JSON value at ``path`` equals ``value`` exactly.
+
+    Exact means no coercion: a boolean is never equal to a number, a string is
+    never equal to a number, and numbers compare by value (125050 equals
+    125050.0, not 1250.5). Arrays and objects compare element by element.
+
+    >>> amount = equals("amount", 125050)
+    >>> amount('{"amount": 125050}').passed, amount('{"amount": 125050.0}').passed
+    (True, True)
+    >>> amount('{"amount": 1250.5}').detail
+    'got 1250.5, expected 125050'
+    >>> amount('{"amount": "125050"}').detail
+    'got "125050" (a string), expected 125050'
+
+    Raises :class:`CheckSpecError` when ``value`` is not a JSON value.
+    """
+    _require_json_value(value, "equals")
+
+    def judge(actual: Any) -> CheckResult:
+        if _json_equal(actual, value):
+            return CheckResult(True)
+        return CheckResult(False, f"got {_show_typed(actual, value)}, expected {_show(value)}")
+
+    return _json_path_check("equals", path, judge)
+
+
+def _show_typed(actual: Any, expected: Any) -> str:
+    """The actual value, with its JSON type when that is what differs."""
+    if _json_type(actual) == _json_type(expected):
+        return _show(actual)
+    return f"{_show(actual)} ({_json_type(actual)})"
+
+
+def one_of(path: str, values: Sequence[Any]) -> NamedCheck:
+    """``one_of:PATH``: the JSON value at ``path`` exactly equals one of ``values``.
+
+    >>> currency = one_of("currency", ["ARS", "USD"])
+    >>> currency('{"currency": "ARS"}').passed, currency('{"currency": "ars"}').detail
+    (True, 'got "ars", expected one of ["ARS", "USD"]')
+
+    Raises :class:`CheckSpecError` for an empty list, or values that are not JSON.
+    """
+    if isinstance(values, str | bytes | Mapping) or not isinstance(values, Sequence):
+        raise CheckSpecError(
+            f"expected a list of allowed values, got {_describe(values)}", field="one_of"
+        )
+    if not values:
+        raise CheckSpecError(
+            "expected at least one allowed value, got an empty list", field="one_of"
+        )
+    _require_json_value(values, "one_of")
+    allowed = list(values)
+
+    def judge(actual: Any) -> CheckResult:
+        if any(_json_equal(actual, value) for value in allowed):
+            return CheckResult(True)
+        return CheckResult(False, f"got {_show(actual)}, expected one of {_show(allowed)}")
+
+    return _json_path_check("one_of", path, judge)
+
+
+def in_range(path: str, low: float | None, high: float | None) -> NamedCheck:
+    """``range:PATH``: the JSON value at ``path`` is a number with ``low <= value <= high``.
+
+    ``None`` leaves that end open. A boolean or a numeric string is not a number.
+
+    >>> amount = in_range("amount", 1, 1_000_000)
+    >>> amount('{"amount": 125050}').passed, amount('{"amount": "125050"}').detail
+    (True, 'got "125050" (a string), expected a number')
+    >>> in_range("amount", 0, None)('{"amount": -5}').detail
+    'got -5, expected 0 <= value'
+
+    Raises :class:`CheckSpecError` for a bound that is not a finite number or
+    ``None``, or ``low > high``.
+    """
+    for bound in (low, high):
+        if bound is not None and not (_is_number(bound) and math.isfinite(bound)):
+            raise CheckSpecError(
+                f"expected [min, max] numbers (null for an open end), got {_describe(bound)}",
+                field="range",
+            )
+    if low is not None and high is not None and low > high:
+        raise CheckSpecError(f"expected min <= max, got [{low}, {high}]", field="range")
+    wanted = " <= ".join(part for part in (_bound(low), "value", _bound(high)) if part)
+
+    def judge(actual: Any) -> CheckResult:
+        if not _is_number(actual):
+            return CheckResult(
+                False, f"got {_show(actual)} ({_json_type(actual)}), expected a number"
+            )
+        if (low is None or low <= actual) and (high is None or actual <= high):
+            return CheckResult(True)
+        return CheckResult(False, f"got {_show(actual)}, expected {wanted}")
+
+    return _json_path_check("range", path, judge)
+
+
+def _bound(value: float | None) -> str:
+    return "" if value is None else _show(value)
+
+
+def _require_text(text: Any, field: str) -> str:
+    if not isinstance(text, str) or not text:
+        raise CheckSpecError(f"expected a non-empty string, got {_describe(text)}", field=field)
+    return text
+
+
+def contains(text: str) -> NamedCheck:
+    """``contains:TEXT``: the output contains ``text`` (case-sensitive, as written).
+
+    >>> says_amount = contains("$1.250,50")
+    >>> says_amount.name, says_amount("Transferiré $1.250,50 a Juan")
+    ('contains:$1.250,50', CheckResult(passed=True, detail=None))
+
+    Raises :class:`CheckSpecError` for an empty or non-string ``text``.
+    """
+    _require_text(text, "contains")
+
+    def run(output: str) -> CheckResult:
+        return CheckResult(True) if text in output else CheckResult(False, "not found")
+
+    return NamedCheck(f"contains:{_label(text)}", run)
+
+
+def not_contains(text: str) -> NamedCheck:
+    """``not_contains:TEXT``: the output does not contain ``text`` (case-sensitive).
+
+    >>> wrong = not_contains("1250.5")
+    >>> wrong("Transferiré $1.250,50").passed, wrong("Transferiré 1250.50").detail
+    (True, 'found at character 12')
+
+    Raises :class:`CheckSpecError` for an empty or non-string ``text``.
+    """
+    _require_text(text, "not_contains")
+
+    def run(output: str) -> CheckResult:
+        position = output.find(text)
+        if position < 0:
+            return CheckResult(True)
+        return CheckResult(False, f"found at character {position}")
+
+    return NamedCheck(f"not_contains:{_label(text)}", run)
+
+
+def _compile(pattern: str | re.Pattern[str], field: str) -> re.Pattern[str]:
+    if isinstance(pattern, re.Pattern):
+        if not pattern.pattern:
+            raise CheckSpecError("expected a non-empty regex, got an empty one", field=field)
+        return pattern
+    _require_text(pattern, field)
+    try:
+        return re.compile(pattern)
+    except re.error as error:
+        raise CheckSpecError(f"invalid regex {pattern!r}: {error}", field=field) from None
+
+
+def matches(pattern: str | re.Pattern[str]) -> NamedCheck:
+    """``regex:PATTERN``: ``re.search(pattern, output)`` finds a match.
+
+    No flags are added: write ``(?i)`` for case-insensitive, ``(?m)`` to make
+    ``^``/``$`` match at each line, ``(?s)`` to let ``.`` match a line break.
+
+    >>> cbu = matches(r"\\b\\d{22}\\b")
+    >>> cbu.name, cbu("CBU 0170099220000067797370").passed, cbu("no CBU").detail
+    ('regex:\\\\b\\\\d{22}\\\\b', True, 'no match')
+
+    Raises :class:`CheckSpecError` for an empty or invalid pattern (with
+    :mod:`re`'s message).
+    """
+    compiled = _compile(pattern, "regex")
+
+    def run(output: str) -> CheckResult:
+        return CheckResult(True) if compiled.search(output) else CheckResult(False, "no match")
+
+    return NamedCheck(f"regex:{_label(compiled.pattern)}", run)
+
+
+def not_matches(pattern: str | re.Pattern[str]) -> NamedCheck:
+    """``not_regex:PATTERN``: ``re.search(pattern, output)`` finds no match.
+
+    >>> no_dot_decimal = not_matches(r"\\d\\.\\d{2}\\b")
+    >>> no_dot_decimal("$1.250,50").passed, no_dot_decimal("$1250.50").detail
+    (True, "matched '0.50' at character 4")
+
+    Raises :class:`CheckSpecError` for an empty or invalid pattern.
+    """
+    compiled = _compile(pattern, "not_regex")
+
+    def run(output: str) -> CheckResult:
+        found = compiled.search(output)
+        if found is None:
+            return CheckResult(True)
+        return CheckResult(
+            False, f"matched {_show_text(found.group())} at character {found.start()}"
+        )
+
+    return NamedCheck(f"not_regex:{_label(compiled.pattern)}", run)
+
+
+def _show_text(text: str, limit: int = 40) -> str:
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def _require_limit(n: Any, field: str) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise CheckSpecError(f"expected a non-negative integer, got {_describe(n)}", field=field)
+    return n
+
+
+def max_chars(n: int) -> NamedCheck:
+    """``max_chars``: the output is at most ``n`` characters (Unicode code points, not bytes).
+
+    >>> max_chars(5)("hola").passed, max_chars(3)("hola").detail
+    (True, '4 characters, more than 3')
+
+    Raises :class:`CheckSpecError` unless ``n`` is an int >= 0 (a bool is not).
+    """
+    limit = _require_limit(n, "max_chars")
+
+    def run(output: str) -> CheckResult:
+        count = len(output)
+        if count <= limit:
+            return CheckResult(True)
+        return CheckResult(False, f"{count} characters, more than {limit}")
+
+    return NamedCheck("max_chars", run)
+
+
+def max_words(n: int) -> NamedCheck:
+    """``max_words``: the output has at most ``n`` words (``len(output.split())``).
+
+    >>> max_words(3)("te transfiero ya").passed, max_words(2)("te transfiero ya").detail
+    (True, '3 words, more than 2')
+
+    Raises :class:`CheckSpecError` unless ``n`` is an int >= 0 (a bool is not).
+    """
+    limit = _require_limit(n, "max_words")
+
+    def run(output: str) -> CheckResult:
+        count = len(output.split())
+        if count <= limit:
+            return CheckResult(True)
+        return CheckResult(False, f"{count} words, more than {limit}")
+
+    return NamedCheck("max_words", run)
+
+
+def _called_tools(case: Any) -> list[str] | CheckResult:
+    """The case's tool names, or a failed result when there is no case at all."""
+    calls = _tool_calls_of(case)
+    if calls is _NO_CASE:
+        return CheckResult(False, "no case given: tool checks read the case's tool_calls")
+    return tool_names(calls)
+
+
+def _tools_check(kind: str, names: tuple[str, ...], forbidden: bool) -> list[NamedCheck]:
+    if not names:
+        raise CheckSpecError("expected at least one tool name, got none", field=kind)
+    for name in names:
+        _require_text(name, kind)
+
+    def make(tool: str) -> NamedCheck:
+        def run(output: str, case: Any) -> CheckResult:
+            called = _called_tools(case)
+            if isinstance(called, CheckResult):
+                return called
+            times = called.count(tool)
+            if forbidden:
+                return CheckResult(times == 0, f"called {times} time(s)" if times else None)
+            if times:
+                return CheckResult(True)
+            others = ", ".join(called) if called else "none"
+            return CheckResult(False, f"not called (tools called: {others})")
+
+        return NamedCheck(f"{kind}:{_label(tool)}", run)
+
+    return [make(name) for name in names]
+
+
+def tools_forbidden(*names: str) -> list[NamedCheck]:
+    """``tools_forbidden:NAME`` per name: the case's ``tool_calls`` never call it.
+
+    A case without ``tool_calls`` called no tools. Without a case at all the
+    check fails, saying so: it cannot know.
+
+    >>> transfer = tools_forbidden("transfer")
+    >>> calls = {"tool_calls": [{"type": "tool_use", "name": "transfer", "input": {}}]}
+    >>> run_checks("Listo", transfer, case=calls), run_checks("Listo", transfer, case={})
+    ({'tools_forbidden:transfer': False}, {'tools_forbidden:transfer': True})
+
+    Raises :class:`CheckSpecError` when no name or an empty name is given.
+    """
+    return _tools_check("tools_forbidden", names, forbidden=True)
+
+
+def tools_required(*names: str) -> list[NamedCheck]:
+    """``tools_required:NAME`` per name: the case's ``tool_calls`` call it at least once.
+
+    >>> needed = tools_required("lookup_balance")
+    >>> run_checks_detailed("ok", needed, case={"tool_calls": ["notify"]})
+    {'tools_required:lookup_balance': CheckResult(passed=False,
+                                                  detail='not called (tools called: notify)')}
+
+    Raises :class:`CheckSpecError` when no name or an empty name is given.
+    """
+    return _tools_check("tools_required", names, forbidden=False)
+
+
+# === Building checks from an expect block ===
+
+
+@contextmanager
+def _blame(field: str) -> Iterator[None]:
+    """Re-raise a factory's CheckSpecError under the ``expect`` field it came from."""
+    try:
+        yield
+    except CheckSpecError as error:
+        raise CheckSpecError(error.message, field=field) from None
+
+
+def _items(value: Any, field: str, *, single_ok: bool) -> list[tuple[str, Any]]:
+    """``(subfield, item)`` for each entry of a non-empty list (or one string if allowed)."""
+    expected = "a string or a list of strings" if single_ok else "a list of strings"
+    if single_ok and isinstance(value, str):
+        return [(field, value)]
+    if not isinstance(value, list | tuple):
+        raise CheckSpecError(f"expected {expected}, got {_describe(value)}", field=field)
+    if not value:
+        raise CheckSpecError(
+            f"expected {expected}, got an empty list, which would check nothing", field=field
+        )
+    seen: dict[Any, int] = {}
+    items = []
+    for index, item in enumerate(value):
+        subfield = f"{field}[{index}]"
+        if not isinstance(item, str):
+            raise CheckSpecError(f"expected a string, got {_describe(item)}", field=subfield)
+        if item in seen:
+            raise CheckSpecError(f"{item!r} repeats entry {seen[item]}", field=subfield)
+        seen[item] = index
+        items.append((subfield, item))
+    return items
+
+
+def _path_map(value: Any, field: str, what: str) -> list[tuple[str, Any]]:
+    if not isinstance(value, Mapping):
+        raise CheckSpecError(
+            f"expected an object of path → {what}, got {_describe(value)}", field=field
+        )
+    if not value:
+        raise CheckSpecError(
+            f"expected an object of path → {what}, got an empty object, which would check nothing",
+            field=field,
+        )
+    for path in value:
+        if not isinstance(path, str):
+            raise CheckSpecError(f"expected string paths, got {_describe(path)}", field=field)
+    return list(value.items())
+
+
+def _build_valid_json(value: Any, field: str) -> list[NamedCheck]:
+    if not isinstance(value, bool):
+        raise CheckSpecError(f"expected true or false, got {_describe(value)}", field=field)
+    return [valid_json()] if value else []
+
+
+def _build_fields(value: Any, field: str) -> list[NamedCheck]:
+    built = []
+    for subfield, path in _items(value, field, single_ok=False):
+        with _blame(subfield):
+            built.append(has_field(path))
+    return built
+
+
+def _build_equals(value: Any, field: str) -> list[NamedCheck]:
+    built = []
+    for path, expected in _path_map(value, field, "value"):
+        with _blame(f"{field}.{path}"):
+            built.append(equals(path, expected))
+    return built
+
+
+def _build_one_of(value: Any, field: str) -> list[NamedCheck]:
+    built = []
+    for path, allowed in _path_map(value, field, "list of allowed values"):
+        with _blame(f"{field}.{path}"):
+            if not isinstance(allowed, list | tuple):
+                raise CheckSpecError(
+                    f"expected a list of allowed values, got {_describe(allowed)}", field=field
+                )
+            built.append(one_of(path, allowed))
+    return built
+
+
+def _build_range(value: Any, field: str) -> list[NamedCheck]:
+    built = []
+    for path, bounds in _path_map(value, field, "[min, max]"):
+        with _blame(f"{field}.{path}"):
+            if not isinstance(bounds, list | tuple) or len(bounds) != 2:
+                raise CheckSpecError(
+                    f"expected [min, max] (null for an open end), got {_describe(bounds)}",
+                    field=field,
+                )
+            built.append(in_range(path, bounds[0], bounds[1]))
+    return built
+
+
+def _text_builder(factory: Callable[[str], NamedCheck]) -> Callable[[Any, str], list[NamedCheck]]:
+    def build(value: Any, field: str) -> list[NamedCheck]:
+        built = []
+        for subfield, text in _items(value, field, single_ok=True):
+            with _blame(subfield):
+                built.append(factory(text))
+        return built
+
+    return build
+
+
+def _limit_builder(factory: Callable[[int], NamedCheck]) -> Callable[[Any, str], list[NamedCheck]]:
+    def build(value: Any, field: str) -> list[NamedCheck]:
+        with _blame(field):
+            return [factory(value)]
+
+    return build
+
+
+def _tools_builder(
+    factory: Callable[..., list[NamedCheck]],
+) -> Callable[[Any, str], list[NamedCheck]]:
+    def build(value: Any, field: str) -> list[NamedCheck]:
+        built = []
+        for subfield, name in _items(value, field, single_ok=False):
+            with _blame(subfield):
+                built.extend(factory(name))
+        return built
+
+    return build
+
+
+# The order here is the order of the checks in a result row.
+_BUILDERS: dict[str, Callable[[Any, str], list[NamedCheck]]] = {
+    "valid_json": _build_valid_json,
+    "fields": _build_fields,
+    "equals": _build_equals,
+    "one_of": _build_one_of,
+    "range": _build_range,
+    "contains": _text_builder(contains),
+    "not_contains": _text_builder(not_contains),
+    "regex": _text_builder(matches),
+    "not_regex": _text_builder(not_matches),
+    "max_chars": _limit_builder(max_chars),
+    "max_words": _limit_builder(max_words),
+    "tools_forbidden": _tools_builder(tools_forbidden),
+    "tools_required": _tools_builder(tools_required),
+}
+
+EXPECT_KEYS: tuple[str, ...] = tuple(_BUILDERS)
+"""The keys an ``expect`` block may use, in the order their checks run."""
+
+
+def checks_from_expect(expect: Mapping[str, Any]) -> list[NamedCheck]:
+    """Validate a case's ``expect`` block and build its checks.
+
+    The checks come in the order of :data:`EXPECT_KEYS`, whatever the order
+    of the keys in the block. An empty block gives no checks.
+
+    >>> expect = {
+    ...     "valid_json": True,
+    ...     "equals": {"amount": 125050},
+    ...     "not_contains": ["1250.5", "$125.050"],
+    ...     "tools_forbidden": ["transfer"],
+    ... }
+    >>> for named in checks_from_expect(expect):
+    ...     print(named.name)
+    valid_json
+    equals:amount
+    not_contains:1250.5
+    not_contains:$125.050
+    tools_forbidden:transfer
+    >>> checks_from_expect({"max_chars": -1})
+    Traceback (most recent call last):
+      ...
+    tinyeval.checks.CheckSpecError: expect.max_chars: expected a non-negative integer, got ...
+
+    Raises :class:`CheckSpecError` naming the field for an unknown key (with
+    the closest known one), a value of the wrong type, an invalid regex, an
+    empty list or object (a check that cannot fail is a defect), a range with
+    min > max, or two entries that would give the same check name.
+    """
+    if not isinstance(expect, Mapping):
+        raise CheckSpecError(
+            f"expected an object of expectations, got {_describe(expect)}", field="expect"
+        )
+    for key in expect:
+        if not isinstance(key, str):
+            raise CheckSpecError(f"expected string keys, got {_describe(key)}", field="expect")
+        if key not in _BUILDERS:
+            raise CheckSpecError(_unknown_key_message(key), field=f"expect.{key}")
+    built: list[NamedCheck] = []
+    for key, build in _BUILDERS.items():
+        if key in expect:
+            built.extend(build(expect[key], f"expect.{key}"))
+    _require_unique_names(built, field="expect")
+    return built
+
+
+def _unknown_key_message(key: str) -> str:
+    close = difflib.get_close_matches(key, EXPECT_KEYS, n=1)
+    if close:
+        return f"unknown key {key!r}; did you mean {close[0]!r}?"
+    return f"unknown key {key!r}; expected one of {', '.join(EXPECT_KEYS)}"
+
+
+def _require_unique_names(checks: Iterable[NamedCheck], *, field: str) -> None:
+    seen: set[str] = set()
+    for named in checks:
+        if named.name in seen:
+            raise CheckSpecError(
+                f"two checks are named {named.name!r}; names must be unique "
+                "(rename one with check(func, name=...))",
+                field=field,
+            )
+        seen.add(named.name)
+
+
+# === Running ===
+
+
+def _as_named(item: Any) -> NamedCheck:
+    if isinstance(item, NamedCheck):
+        return item
+    if isinstance(item, list | tuple):
+        raise CheckSpecError(
+            f"expected a check, got a list of {len(item)}; unpack lists such as "
+            "has_fields(...) with *",
+            field="checks",
+        )
+    if not callable(item):
+        raise CheckSpecError(
+            f"expected a check (a callable), got {_describe(item)}", field="checks"
+        )
+    return NamedCheck(_name_of(item), item)
+
+
+def _as_result(outcome: Any) -> CheckResult:
+    """Accept exactly a bool, a CheckResult or (bool, str|None); anything else fails."""
+    if isinstance(outcome, CheckResult):
+        return outcome
+    if isinstance(outcome, bool):
+        return CheckResult(outcome)
+    if (
+        isinstance(outcome, tuple)
+        and len(outcome) == 2
+        and isinstance(outcome[0], bool)
+        and (outcome[1] is None or isinstance(outcome[1], str))
+    ):
+        return CheckResult(outcome[0], outcome[1])
+    expected = "a bool, a CheckResult or (bool, str)"
+    return CheckResult(False, f"returned {_show(outcome)}; a check must return {expected}")
+
+
+def _run_one(named: NamedCheck, output: str, case: Any) -> CheckResult:
+    try:
+        outcome = named(output, case)
+    except Exception as error:  # one broken check must not hide the others' results
+        return CheckResult(False, f"raised {type(error).__name__}: {error}")
+    return _as_result(outcome)
+
+
+def run_checks_detailed(
+    output: str | None, checks: Iterable[CheckFunction], *, case: Any = None
+) -> dict[str, CheckResult]:
+    """Run every check on ``output``: ``{name: CheckResult}``, in the checks' order.
+
+    A check that raises is failed, with ``"raised ExceptionType: message"`` as
+    its detail, and the other checks still run. A missing output (``None``)
+    fails every check with the detail ``"no output"``.
+
+    >>> def broken(output):
+    ...     raise KeyError("amount")
+    >>> results = run_checks_detailed("hola", [broken, max_chars(10)])
+    >>> results["broken"]
+    CheckResult(passed=False, detail="raised KeyError: 'amount'")
+    >>> results["max_chars"].passed
+    True
+    >>> run_checks_detailed(None, [max_chars(10)])
+    {'max_chars': CheckResult(passed=False, detail='no output')}
+
+    Raises :class:`CheckSpecError` before running anything when two checks
+    share a name, an item is not a check, or ``output`` is not a string.
+    """
+    named = [_as_named(item) for item in checks]
+    _require_unique_names(named, field="checks")
+    if output is None:
+        return {item.name: CheckResult(False, "no output") for item in named}
+    if not isinstance(output, str):
+        raise CheckSpecError(
+            f"expected the output as a string or None, got {_describe(output)}", field="output"
+        )
+    return {item.name: _run_one(item, output, case) for item in named}
+
+
+def run_checks(
+    output: str | None, checks: Iterable[CheckFunction], *, case: Any = None
+) -> dict[str, bool]:
+    """Run every check on ``output``: ``{name: passed}``, in the checks' order.
+
+    Plain functions are accepted too (named by ``__name__``). See
+    :func:`run_checks_detailed` for the details and for what raising does.
+
+    >>> run_checks("Transferiré $1.250,50", [contains("$1.250,50"), not_contains("1250.5")])
+    {'contains:$1.250,50': True, 'not_contains:1250.5': True}
+
+    Raises :class:`CheckSpecError` when two checks share a name.
+    """
+    detailed = run_checks_detailed(output, checks, case=case)
+    return {name: result.passed for name, result in detailed.items()}
