@@ -43,7 +43,12 @@ _EXPORTS: dict[str, str] = {
     # code checks
     "check": "checks",
     "run_checks": "checks",
+    "run_checks_detailed": "checks",
     "checks_from_expect": "checks",
+    "CheckResult": "checks",
+    "NamedCheck": "checks",
+    "get_path": "checks",
+    "tool_names": "checks",
     "CheckSpecError": "checks",
     # the judge
     "Judge": "judge",

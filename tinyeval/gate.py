@@ -18,7 +18,16 @@ from typing import Any
 
 from .stats import wilson_interval
 
-__all__ = ["CategoryVerdict", "GateError", "GateReport", "gate", "parse_threshold"]
+__all__ = [
+    "CategoryVerdict",
+    "ComparisonReport",
+    "GateError",
+    "GateReport",
+    "PairedComparison",
+    "compare_runs",
+    "gate",
+    "parse_threshold",
+]
 
 
 class GateError(ValueError):
@@ -190,3 +199,114 @@ def gate(
     }
     overall = _verdict("global", total, None, on=on, confidence=confidence)
     return GateReport(verdicts, overall, on, confidence)
+
+
+# --------------------------------------------------------------------------- paired comparison
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """Two runs over the same cases, in one category (or ``"global"``).
+
+    ``pass_to_fail`` and ``fail_to_pass`` are the discordant pairs; ``p_value``
+    is McNemar's exact two-sided test on them. Only cases present in both runs
+    count.
+    """
+
+    category: str
+    n: int
+    before_passed: int
+    after_passed: int
+    pass_to_fail: int
+    fail_to_pass: int
+    p_value: float
+
+    @property
+    def regressed(self) -> bool:
+        """More cases broke than were fixed (significance aside)."""
+        return self.pass_to_fail > self.fail_to_pass
+
+    def to_dict(self) -> dict[str, Any]:
+        """The comparison as a JSON-ready dict.
+
+        >>> compare_runs([{"id": "a", "category": "x", "status": "pass"}],
+        ...              [{"id": "a", "category": "x", "status": "fail"}]).overall.to_dict()["pass_to_fail"]
+        1
+        """
+        return {
+            "n": self.n,
+            "before_passed": self.before_passed,
+            "after_passed": self.after_passed,
+            "pass_to_fail": self.pass_to_fail,
+            "fail_to_pass": self.fail_to_pass,
+            "p_value": self.p_value,
+        }
+
+
+@dataclass(frozen=True)
+class ComparisonReport:
+    """Per-category paired comparisons, the global one, and the ids that did not pair."""
+
+    categories: tuple[PairedComparison, ...]
+    overall: PairedComparison
+    only_before: tuple[str, ...]
+    only_after: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as a JSON-ready dict."""
+        return {
+            "categories": {c.category: c.to_dict() for c in self.categories},
+            "overall": self.overall.to_dict(),
+            "only_before": list(self.only_before),
+            "only_after": list(self.only_after),
+        }
+
+
+def _paired(category: str, pairs: list[tuple[bool, bool]]) -> PairedComparison:
+    from .stats import mcnemar
+
+    b = sum(1 for before, after in pairs if before and not after)
+    c = sum(1 for before, after in pairs if after and not before)
+    return PairedComparison(
+        category,
+        len(pairs),
+        sum(1 for before, _ in pairs if before),
+        sum(1 for _, after in pairs if after),
+        b,
+        c,
+        mcnemar(b, c),
+    )
+
+
+def compare_runs(before: Any, after: Any) -> ComparisonReport:
+    """Compare two runs' result rows case by case (paired by id), per category.
+
+    A case passes when its row's ``status`` is ``"pass"``; errors and failures
+    both count as not passed. The category is taken from the later run. Paired
+    analysis uses the cases' own history: the same case passing before and
+    failing after is evidence about the change that two independent rates
+    cannot give.
+
+    >>> before = [{"id": str(i), "category": "amounts", "status": "pass"} for i in range(20)]
+    >>> after = [dict(r, status="fail") if int(r["id"]) < 12 else r for r in before]
+    >>> report = compare_runs(before, after)
+    >>> c = report.categories[0]
+    >>> (c.pass_to_fail, c.fail_to_pass, round(c.p_value, 5))
+    (12, 0, 0.00049)
+    """
+    first = {row["id"]: row for row in before}
+    second = {row["id"]: row for row in after}
+    shared = [case_id for case_id in second if case_id in first]
+    by_category: dict[str, list[tuple[bool, bool]]] = {}
+    for case_id in shared:
+        pair = (first[case_id].get("status") == "pass", second[case_id].get("status") == "pass")
+        by_category.setdefault(str(second[case_id].get("category", "default")), []).append(pair)
+    if not shared:
+        raise GateError("the two runs have no case id in common; nothing to compare")
+    every = [pair for pairs in by_category.values() for pair in pairs]
+    return ComparisonReport(
+        tuple(_paired(name, pairs) for name, pairs in by_category.items()),
+        _paired("global", every),
+        tuple(case_id for case_id in first if case_id not in second),
+        tuple(case_id for case_id in second if case_id not in first),
+    )

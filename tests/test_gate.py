@@ -1,0 +1,148 @@
+"""The gate per category, the summary table, and paired run comparison."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tinyeval.gate import GateError, compare_runs, gate, parse_threshold
+from tinyeval.report import summary_dict, summary_text
+from tinyeval.runner import CategoryTally
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def wilson_by_hand(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """(p̂ + z²/2n ± z·sqrt(p̂(1−p̂)/n + z²/4n²)) / (1 + z²/n), the textbook form."""
+    p = k / n
+    centre = p + z * z / (2 * n)
+    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return (centre - spread) / (1 + z * z / n), (centre + spread) / (1 + z * z / n)
+
+
+class TestGate:
+    def test_one_bad_category_blocks_whatever_the_global_rate(self) -> None:
+        tallies = {"amount_extraction": {"passed": 17, "total": 20}, "tone": {"passed": 200, "total": 200}}
+        report = gate(tallies, {"amount_extraction": 1.0}, default_threshold=0.9)
+        assert not report.passed
+        assert [c.category for c in report.blocking] == ["amount_extraction"]
+        assert report.overall.rate == pytest.approx(217 / 220)  # above every threshold, and irrelevant
+        amount = report.categories[0]
+        low, high = wilson_by_hand(17, 20)
+        assert (amount.low, amount.high) == (pytest.approx(low), pytest.approx(high))
+
+    def test_errors_and_unparsed_are_in_the_denominator(self) -> None:
+        tally = CategoryTally()
+        for row in (
+            {"status": "pass", "judges": {}},
+            {"status": "error", "judges": {}},
+            {"status": "fail", "judges": {"j": {"verdict": None, "failure": "unparsed"}}},
+        ):
+            tally.add(row)
+        report = gate({"c": tally}, {"c": 0.5})
+        verdict = report.categories[0]
+        assert (verdict.passed, verdict.total, verdict.errors, verdict.unparsed) == (1, 3, 1, 1)
+        assert verdict.blocking  # 1/3 < 0.5
+
+    def test_rate_equal_to_threshold_passes(self) -> None:
+        assert gate({"c": {"passed": 9, "total": 10}}, {"c": 0.9}).passed
+
+    def test_lower_bound_gating(self) -> None:
+        # 20/20: Wilson lower bound = 20/(20 + z²) = 0.8389
+        tallies = {"c": {"passed": 20, "total": 20}}
+        assert gate(tallies, {"c": 0.83}, on="lower").passed
+        assert not gate(tallies, {"c": 0.84}, on="lower").passed
+
+    def test_categories_without_threshold_do_not_gate(self) -> None:
+        report = gate({"c": {"passed": 0, "total": 10}})
+        assert report.passed and report.categories[0].threshold is None
+
+    def test_threshold_for_a_missing_category_blocks(self) -> None:
+        report = gate({"c": {"passed": 10, "total": 10}}, {"safety": 0.99})
+        missing = next(c for c in report.categories if c.category == "safety")
+        assert missing.blocking and missing.total == 0 and missing.rate is None
+
+    @pytest.mark.parametrize("bad", ["1.01", "-0.1", "abc", "nan", "101%"])
+    def test_bad_thresholds(self, bad: str) -> None:
+        with pytest.raises(GateError):
+            parse_threshold(bad)
+
+    def test_bad_on(self) -> None:
+        with pytest.raises(GateError):
+            gate({}, on="mean")
+
+    @given(st.dictionaries(st.sampled_from(["a", "b", "c", "d"]),
+                           st.tuples(st.integers(0, 50), st.integers(1, 50)), min_size=1),
+           st.floats(0, 1))
+    def test_blocking_is_exactly_rate_below_threshold(self, counts: dict, threshold: float) -> None:
+        tallies = {k: {"passed": min(p, n), "total": n} for k, (p, n) in counts.items()}
+        report = gate(tallies, default_threshold=threshold)
+        for verdict in report.categories:
+            assert verdict.blocking == (verdict.passed / verdict.total < threshold)
+        assert report.passed == all(v.passed / v.total >= threshold for v in report.categories)
+
+
+class TestReport:
+    def test_text_shows_denominator_interval_and_mark(self) -> None:
+        report = gate({"amounts": {"passed": 17, "total": 20}}, {"amounts": 1})
+        text = summary_text(report, judged=10, unparsed=2, errors=1)
+        assert "17/20 = 85.0% [64.0%, 94.8%]" in text
+        assert "BLOCKS (85.0% < 100.0%)" in text
+        assert "did not parse: 2/10 = 20.0%" in text
+        assert "cases that errored: 1" in text
+        assert "gate: FAILED" in text
+
+    def test_json_summary_keys(self) -> None:
+        report = gate({"a": {"passed": 1, "total": 2}}, {"a": 0.4})
+        data = summary_dict(report, run_info={"cases": 2}, judged=2, unparsed=0, errors=0)
+        assert data["cases"] == 2
+        assert data["gate"]["categories"]["a"]["rate"] == 0.5
+        assert data["judge"] == {"judged": 2, "unparsed": 0, "unparsed_rate": 0.0}
+        json.dumps(data)  # JSON-ready
+
+
+def rows(statuses: str, category: str = "c") -> list[dict]:
+    return [{"id": str(i), "category": category, "status": "pass" if s == "P" else "fail"}
+            for i, s in enumerate(statuses)]
+
+
+class TestCompare:
+    def test_discordant_pairs_and_exact_p(self) -> None:
+        before = rows("PPPPPPPPPPFFFFF")
+        after = rows("FFFFPPPPPPPFFFF")
+        report = compare_runs(before, after)
+        c = report.overall
+        # 4 broke (ids 0-3), 1 fixed (id 10): p = 2·P(X ≤ 1), X ~ Bin(5, ½) = 2·(1 + 5)/32 = 0.375
+        assert (c.pass_to_fail, c.fail_to_pass) == (4, 1)
+        assert c.p_value == pytest.approx(0.375)
+        assert (c.before_passed, c.after_passed, c.n) == (10, 7, 15)
+
+    def test_unpaired_ids_are_reported_not_counted(self) -> None:
+        before = rows("PP") + [{"id": "old", "category": "c", "status": "pass"}]
+        after = rows("PF") + [{"id": "new", "category": "c", "status": "fail"}]
+        report = compare_runs(before, after)
+        assert report.only_before == ("old",) and report.only_after == ("new",)
+        assert report.overall.n == 2
+
+    def test_nothing_in_common_is_an_error(self) -> None:
+        with pytest.raises(GateError):
+            compare_runs(rows("P"), [{"id": "x", "category": "c", "status": "pass"}])
+
+    def test_cli_fails_on_a_significant_regression(self, tmp_path: Path) -> None:
+        before, after = tmp_path / "before.jsonl", tmp_path / "after.jsonl"
+        before.write_text("".join(json.dumps(r) + "\n" for r in rows("P" * 12)))
+        after.write_text("".join(json.dumps(r) + "\n" for r in rows("F" * 12)))
+        done = subprocess.run(
+            [sys.executable, "-m", "tinyeval", "compare", str(before), str(after), "--fail-on-regression"],
+            cwd=ROOT, capture_output=True, text=True,
+        )
+        # 12 broke, 0 fixed: p = 2/2¹² = 0.000488
+        assert done.returncode == 1, done.stderr
+        assert "12 broke, 0 fixed" in done.stdout and "p = 0.000488" in done.stdout

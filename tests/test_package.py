@@ -1,0 +1,124 @@
+"""The package as users meet it: public names, cheap import, standard library only, vendorable."""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import tinyeval
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "tinyeval"
+MODULES = sorted(PACKAGE.glob("*.py"))
+
+
+def test_every_public_name_exists_and_none_is_private() -> None:
+    for name in tinyeval.__all__:
+        assert not name.startswith("_") or name == "__version__", name
+        assert getattr(tinyeval, name) is not None, name
+    assert sorted(dir(tinyeval)) == sorted(tinyeval.__all__)
+
+
+def test_unknown_attribute_raises_attribute_error() -> None:
+    try:
+        tinyeval.no_such_name  # noqa: B018
+    except AttributeError as exc:
+        assert "no_such_name" in str(exc)
+    else:
+        raise AssertionError("expected AttributeError")
+
+
+def test_import_loads_nothing_but_the_package_itself() -> None:
+    code = "import sys; b = set(sys.modules); import tinyeval; print(sorted(set(sys.modules) - b))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    added = set(eval_list(done.stdout))
+    assert added <= {"tinyeval", "__future__"}, added
+
+
+def eval_list(text: str) -> list[str]:
+    value = ast.literal_eval(text.strip())
+    assert isinstance(value, list)
+    return value
+
+
+def _imports(path: Path) -> list[tuple[int, str, int]]:
+    """(line, top-level module, relative level) for every import in a file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name.split(".")[0], 0) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.append((node.lineno, node.module.split(".")[0], node.level))
+        elif isinstance(node, ast.ImportFrom):  # from . import name
+            found += [(node.lineno, alias.name, node.level) for alias in node.names]
+    return found
+
+
+def test_module_level_imports_are_standard_library_only() -> None:
+    allowed = set(sys.stdlib_module_names)
+    for path in MODULES:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                names = [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [(node.module or "").split(".")[0]]
+            else:
+                continue
+            for name in names:
+                assert name in allowed, f"{path.name}:{node.lineno} imports {name} at module level"
+
+
+def test_the_package_never_imports_itself_absolutely() -> None:
+    """Relative imports only, so the folder can be copied into another project."""
+    for path in MODULES:
+        for line, module, level in _imports(path):
+            assert not (level == 0 and module == "tinyeval"), f"{path.name}:{line}"
+
+
+def test_leaf_modules_import_nothing_else_of_the_package() -> None:
+    # stats and checks stand alone; dataset uses checks to validate expect blocks
+    allowed = {"stats.py": set(), "checks.py": set(), "dataset.py": {"checks"}}
+    for name, permitted in allowed.items():
+        for line, module, level in _imports(PACKAGE / name):
+            if level:
+                assert module in permitted, f"{name}:{line} imports .{module}"
+
+
+def test_no_eval_exec_or_pickle() -> None:
+    for path in MODULES:
+        for line, module, _ in _imports(path):
+            assert module not in {"pickle", "marshal", "shelve"}, f"{path.name}:{line}"
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                assert node.func.id not in {"eval", "exec"}, f"{path.name}:{node.lineno}"
+
+
+def test_py_typed_marker_is_shipped() -> None:
+    assert (PACKAGE / "py.typed").exists()
+
+
+def test_a_vendored_copy_runs_the_example(tmp_path: Path) -> None:
+    """Copy the folder under another name's project, as vendoring does, and run it."""
+    vendor = tmp_path / "myproject" / "third_party"
+    shutil.copytree(PACKAGE, vendor / "tinyeval", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "examples" / "cases.jsonl", tmp_path / "cases.jsonl")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(vendor)
+    done = subprocess.run(
+        [sys.executable, "-m", "tinyeval", "run", "cases.jsonl", "--out", "rows.jsonl", "--json"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "rows.jsonl").exists()
+    assert str(vendor) in subprocess.run(
+        [sys.executable, "-c", "import tinyeval; print(tinyeval.__file__)"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, check=True,
+    ).stdout
