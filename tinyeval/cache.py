@@ -1,0 +1,338 @@
+"""An on-disk store of model replies, so a re-run never pays for the same call twice.
+
+:class:`ResponseCache` is a SQLite file (``.tinyeval/cache.sqlite3`` in the
+working directory unless told otherwise). A reply is stored under the key
+
+    (model spec, SHA-256 of the prompt, sample index, temperature, extra)
+
+where *extra* is a fingerprint of anything else that changes the reply: the
+server URL and ``max_tokens`` of the model, and the JSON schema of the call.
+Next to the reply text it keeps the token usage, the model name the server
+reported, the latency of the original call and when it was stored.
+
+What is never stored: API keys (the spec never contains one, and URLs are
+stored without user info or query string) and prompts in clear (only their
+hash is part of the key).
+
+:func:`cached` wraps a model so that unchanged inputs are served from the
+store (``reply.cached`` is True) and new ones are called and stored.
+
+Safe to share between threads (one connection behind a lock, short
+transactions) and between processes (write-ahead log, a 30 s busy timeout).
+Keep the file on a local disk: SQLite's locking is unreliable on network
+file systems.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, NamedTuple
+
+from .models import Model, Reply, as_model
+
+__all__ = [
+    "DEFAULT_PATH",
+    "SCHEMA_VERSION",
+    "CacheError",
+    "CacheStats",
+    "CachedModel",
+    "ResponseCache",
+    "cached",
+    "prompt_digest",
+]
+
+DEFAULT_PATH = os.path.join(".tinyeval", "cache.sqlite3")
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_SECONDS = 30.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS replies (
+    spec          TEXT    NOT NULL,
+    prompt_sha256 TEXT    NOT NULL,
+    sample        INTEGER NOT NULL,
+    temperature   TEXT    NOT NULL,
+    extra         TEXT    NOT NULL,
+    text          TEXT    NOT NULL,
+    input_tokens  INTEGER,
+    output_tokens INTEGER,
+    model         TEXT,
+    latency_ms    REAL,
+    created_at    TEXT    NOT NULL,
+    PRIMARY KEY (spec, prompt_sha256, sample, temperature, extra)
+) WITHOUT ROWID;
+"""
+
+
+class CacheError(ValueError):
+    """A cache file that cannot be used: not SQLite, not ours, or from a newer version.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "notes.txt")
+    ...     _ = Path(path).write_text("not a database, just text" * 100)
+    ...     ResponseCache(path)
+    Traceback (most recent call last):
+    ...
+    tinyeval.cache.CacheError: .../notes.txt is not a tinyeval cache: file is not a database
+    """
+
+
+class CacheStats(NamedTuple):
+    """Look-ups served (``hits``), look-ups that found nothing (``misses``), replies stored."""
+
+    hits: int
+    misses: int
+    stores: int
+
+
+def prompt_digest(prompt: str) -> str:
+    """The SHA-256 hex digest of a prompt's UTF-8 bytes (the cache keys on it).
+
+    >>> prompt_digest("Say PASS")[:16]
+    'bec69e9fa405edc3'
+    """
+    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()
+
+
+def _temperature_key(temperature: float | None) -> str:
+    return "default" if temperature is None else repr(float(temperature))
+
+
+def _extra_key(extra: Any) -> str:
+    """'' for nothing, else the SHA-256 of the canonical JSON of ``extra``."""
+    if extra is None:
+        return ""
+    canonical = json.dumps(extra, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """A SQLite store of model replies (see the module docstring for the key).
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     with ResponseCache(os.path.join(folder, "cache.sqlite3")) as cache:
+    ...         cache.put("openai:m", "Say PASS", Reply("PASS", usage={"input_tokens": 9,
+    ...                                                               "output_tokens": 1}))
+    ...         hit = cache.get("openai:m", "Say PASS")
+    ...         miss = cache.get("openai:m", "Say PASS", sample=1)
+    ...         print(repr(hit), miss, cache.stats())
+    Reply('PASS', usage={'input_tokens': 9, 'output_tokens': 1}, model=None, cached=True) \
+None CacheStats(hits=1, misses=1, stores=1)
+    """
+
+    def __init__(self, path: str | os.PathLike[str] = DEFAULT_PATH) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._hits = self._misses = self._stores = 0
+        self._connection: sqlite3.Connection | None = None
+        if str(path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._connection = sqlite3.connect(
+                str(path),
+                timeout=BUSY_TIMEOUT_SECONDS,
+                isolation_level=None,  # autocommit: each statement is its own transaction
+                check_same_thread=False,  # shared by threads, always behind self._lock
+            )
+            self._prepare(self._connection)
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise CacheError(f"{self.path} is not a tinyeval cache: {exc}") from None
+        except CacheError:
+            self.close()
+            raise
+
+    def _prepare(self, connection: sqlite3.Connection) -> None:
+        connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+        connection.execute("PRAGMA journal_mode = WAL")
+        connection.execute("PRAGMA synchronous = NORMAL")
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    connection.execute(statement)
+            row = connection.execute("SELECT MAX(version) FROM schema_version").fetchone()
+            version = row[0] if row else None
+            if version is None:
+                connection.execute(
+                    "INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,)
+                )
+            elif version > SCHEMA_VERSION:
+                raise CacheError(
+                    f"{self.path} was written by a newer tinyeval (cache schema {version}); "
+                    f"this version reads schema {SCHEMA_VERSION}"
+                )
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+
+    def _db(self) -> sqlite3.Connection:
+        if self._connection is None:
+            raise CacheError(f"the cache {self.path} is closed")
+        return self._connection
+
+    def get(
+        self,
+        spec: str,
+        prompt: str,
+        *,
+        sample: int = 0,
+        temperature: float | None = 0.0,
+        extra: Any = None,
+    ) -> Reply | None:
+        """The stored reply for this key (with ``cached=True``), or None."""
+        key = (
+            spec,
+            prompt_digest(prompt),
+            sample,
+            _temperature_key(temperature),
+            _extra_key(extra),
+        )
+        with self._lock:
+            row = (
+                self._db()
+                .execute(
+                    "SELECT text, input_tokens, output_tokens, model, latency_ms FROM replies "
+                    "WHERE spec = ? AND prompt_sha256 = ? AND sample = ? AND temperature = ? "
+                    "AND extra = ?",
+                    key,
+                )
+                .fetchone()
+            )
+            if row is None:
+                self._misses += 1
+                return None
+            self._hits += 1
+        text, input_tokens, output_tokens, model, latency_ms = row
+        usage = None
+        if input_tokens is not None and output_tokens is not None:
+            usage = {"input_tokens": input_tokens, "output_tokens": output_tokens}
+        return Reply(text, usage=usage, model=model, cached=True, latency_ms=latency_ms)
+
+    def put(
+        self,
+        spec: str,
+        prompt: str,
+        reply: str,
+        *,
+        sample: int = 0,
+        temperature: float | None = 0.0,
+        extra: Any = None,
+    ) -> None:
+        """Store ``reply`` (its usage, reported model and latency too) under this key."""
+        usage = getattr(reply, "usage", None) or {}
+        row = (
+            spec,
+            prompt_digest(prompt),
+            sample,
+            _temperature_key(temperature),
+            _extra_key(extra),
+            str(reply),
+            usage.get("input_tokens"),
+            usage.get("output_tokens"),
+            getattr(reply, "model", None),
+            getattr(reply, "latency_ms", None),
+            datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+        with self._lock:
+            self._db().execute(
+                "INSERT OR REPLACE INTO replies (spec, prompt_sha256, sample, temperature, "
+                "extra, text, input_tokens, output_tokens, model, latency_ms, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                row,
+            )
+            self._stores += 1
+
+    def stats(self) -> CacheStats:
+        """Hits, misses and stores counted by this object since it was opened."""
+        with self._lock:
+            return CacheStats(self._hits, self._misses, self._stores)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db().execute("SELECT COUNT(*) FROM replies").fetchone()[0])
+
+    def close(self) -> None:
+        """Close the file; further use raises :class:`CacheError`. Safe to call twice."""
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+    def __enter__(self) -> ResponseCache:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"ResponseCache({str(self.path)!r})"
+
+
+class CachedModel(Model):
+    """A model whose replies go through a :class:`ResponseCache` (see :func:`cached`)."""
+
+    def __init__(self, inner: Model, cache: ResponseCache, *, refresh: bool = False) -> None:
+        super().__init__(inner.spec, temperature=inner.temperature, settings=inner.settings)
+        self.inner = inner
+        self.cache = cache
+        self.refresh = refresh
+        self.supports_json_schema = inner.supports_json_schema
+
+    def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
+        key: dict[str, Any] = {"sample": sample, "temperature": self.temperature}
+        extra = self._extra(json_schema)
+        if not self.refresh:
+            stored = self.cache.get(self.spec, prompt, extra=extra, **key)
+            if stored is not None:
+                return stored
+        reply = self.inner(prompt, sample=sample, json_schema=json_schema)
+        self.cache.put(self.spec, prompt, reply, extra=extra, **key)
+        return reply
+
+    def _extra(self, json_schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        if not self.settings and json_schema is None:
+            return None
+        return {"settings": self.settings, "json_schema": json_schema}
+
+
+def cached(
+    model: Any, cache: ResponseCache, *, refresh: bool = False, spec: str | None = None
+) -> CachedModel:
+    """Wrap ``model`` so replies are read from and written to ``cache``.
+
+    A re-run with unchanged inputs makes no call at all: the stored reply comes
+    back with ``cached=True``. ``refresh=True`` ignores stored replies but
+    stores the new ones. A plain function is wrapped with
+    :func:`~tinyeval.models.as_model` first (``spec`` names it in the cache).
+    Failed calls are never stored.
+
+    >>> import tempfile
+    >>> calls = []
+    >>> def judge(prompt):
+    ...     calls.append(prompt)
+    ...     return "PASS"
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     with ResponseCache(os.path.join(folder, "c.sqlite3")) as cache:
+    ...         model = cached(judge, cache, spec="py:demo:judge")
+    ...         first, again = model("Is 2+2=4?"), model("Is 2+2=4?")
+    >>> (first.cached, again.cached, len(calls))
+    (False, True, 1)
+    """
+    return CachedModel(as_model(model, spec=spec), cache, refresh=refresh)

@@ -1,0 +1,944 @@
+"""Model adapters: one spec string picks the function that sends a prompt to a model.
+
+``resolve(spec)`` returns a :class:`Model`, a callable
+``model(prompt, *, sample=0, json_schema=None) -> Reply``. A :class:`Reply` is
+a ``str`` (so any code that wants text can use it as text) that also carries
+the token usage, the model name the server reported, whether it came from the
+cache, and the latency.
+
+======================  ==================================================
+spec                    what it calls
+======================  ==================================================
+``builtin``             the offline baseline judge (no network, no key)
+``openai:MODEL``        any OpenAI-compatible ``POST {base}/chat/completions``
+``anthropic:MODEL``     the Anthropic Messages API ``POST {base}/v1/messages``
+``cmd:COMMAND``         a command: the prompt on stdin, the reply on stdout
+``py:MODULE:FUNCTION``  a Python function ``prompt -> str`` (async allowed)
+======================  ==================================================
+
+HTTP calls use :mod:`urllib.request` only. Keys come from the environment
+(``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``) and never appear in a spec, a
+reply, a cache row or an error message: every message is passed through
+:func:`scrub` before it is raised.
+
+Retries: on HTTP 408, 409, 425, 429, any 5xx, connection errors and timeouts
+the call is retried up to ``retries`` times with exponential backoff and full
+jitter (a random wait between 0 and 1, 2, 4, 8 … seconds, at most 30), or
+exactly the server's ``Retry-After`` when it sends one (capped at 60 s). Other
+4xx answers are not retried: asking again would get the same answer. A 429
+that says the account's quota or spend limit is used up is not retried either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import http.client
+import importlib
+import inspect
+import json
+import math
+import os
+import random
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = [
+    "ANTHROPIC_DEFAULT_BASE",
+    "OPENAI_DEFAULT_BASE",
+    "Model",
+    "ModelCallError",
+    "ModelConfigError",
+    "Reply",
+    "as_model",
+    "parse_retry_after",
+    "resolve",
+    "scrub",
+    "secret_values",
+]
+
+OPENAI_DEFAULT_BASE = "https://api.openai.com/v1"
+ANTHROPIC_DEFAULT_BASE = "https://api.anthropic.com"
+ANTHROPIC_VERSION = "2023-06-01"
+ANTHROPIC_DEFAULT_MAX_TOKENS = 1024  # the Messages API requires max_tokens
+RETRY_AFTER_CAP = 60.0  # seconds: never wait longer than this for one Retry-After
+BACKOFF_BASE = 1.0  # seconds: the first backoff window
+BACKOFF_CAP = 30.0  # seconds: the largest backoff window
+RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})  # plus every 5xx
+SCHEMES = ("builtin", "openai", "anthropic", "cmd", "py")
+SPEC_FORMS = "builtin, openai:MODEL, anthropic:MODEL, cmd:COMMAND or py:MODULE:FUNCTION"
+
+# environment variables whose values are treated as secrets by scrub()
+_SECRET_NAME_ENDINGS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+_MIN_SECRET_LENGTH = 8
+_QUOTA_CODES = frozenset({"insufficient_quota", "enforced_spend_limit_reached"})
+
+Sleep = Callable[[float], None]
+
+
+class ModelConfigError(ValueError):
+    """A model spec or setting that cannot work: unknown scheme, missing key, bad option.
+
+    >>> resolve("gpt-4o-mini")
+    Traceback (most recent call last):
+    ...
+    tinyeval.models.ModelConfigError: unknown model spec 'gpt-4o-mini': expected builtin, \
+openai:MODEL, anthropic:MODEL, cmd:COMMAND or py:MODULE:FUNCTION
+    """
+
+
+class ModelCallError(RuntimeError):
+    """A model call that failed, after the retries it was allowed.
+
+    The message names the spec, what went wrong (HTTP status and the server's
+    own short message, a timeout, an unreachable host, an exit code) and how
+    many attempts were made. It never contains a key or a request header.
+
+    >>> model = resolve("cmd:false")
+    >>> model("hello")
+    Traceback (most recent call last):
+    ...
+    tinyeval.models.ModelCallError: cmd:false: the command exited with code 1
+    """
+
+
+class Reply(str):
+    """The text of a model's reply, with what is known about the call.
+
+    A ``str`` subclass, so it can be used wherever text is expected.
+    Attributes: ``usage`` (``{"input_tokens": int, "output_tokens": int}`` or
+    None), ``model`` (the model name the server reported, or None),
+    ``cached`` (True when served from a :class:`~tinyeval.cache.ResponseCache`)
+    and ``latency_ms`` (wall time of the call, retries and waits included).
+
+    >>> reply = Reply("PASS", usage={"input_tokens": 12, "output_tokens": 1})
+    >>> reply == "PASS", reply.usage["output_tokens"], reply.cached
+    (True, 1, False)
+    """
+
+    usage: dict[str, int] | None
+    model: str | None
+    cached: bool
+    latency_ms: float | None
+
+    def __new__(
+        cls,
+        text: str,
+        *,
+        usage: Mapping[str, int] | None = None,
+        model: str | None = None,
+        cached: bool = False,
+        latency_ms: float | None = None,
+    ) -> Reply:
+        self = super().__new__(cls, text)
+        self.usage = dict(usage) if usage is not None else None
+        self.model = model
+        self.cached = cached
+        self.latency_ms = latency_ms
+        return self
+
+    def __repr__(self) -> str:
+        return (
+            f"Reply({str(self)!r}, usage={self.usage!r}, model={self.model!r}, "
+            f"cached={self.cached!r})"
+        )
+
+
+class Model:
+    """A callable model: ``model(prompt, *, sample=0, json_schema=None) -> Reply``.
+
+    Built by :func:`resolve` (from a spec) or :func:`as_model` (from any
+    function). Attributes: ``spec`` (never contains a key), ``temperature``
+    (None means the server's default), ``settings`` (the other non-secret
+    settings that change replies, such as the base URL and ``max_tokens``;
+    the cache keys on them) and ``supports_json_schema`` (whether a
+    ``json_schema`` passed to a call is enforced; adapters that cannot
+    enforce one ignore it, so the prompt must still ask for the format).
+
+    ``sample`` numbers the independent samples of one prompt (votes): the
+    cache keys on it, the OpenAI adapter sends it as ``seed`` and commands see
+    it as ``TINYEVAL_SAMPLE``. At temperature 0 distinct samples are usually
+    identical; use a temperature above 0 when votes should differ.
+
+    >>> model = as_model(lambda prompt: prompt.upper(), spec="py:demo:upper")
+    >>> model("pass"), model.spec
+    (Reply('PASS', usage=None, model=None, cached=False), 'py:demo:upper')
+    """
+
+    supports_json_schema: bool = False
+
+    def __init__(
+        self,
+        spec: str,
+        *,
+        temperature: float | None = 0.0,
+        settings: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.spec = spec
+        self.temperature = temperature
+        self.settings: dict[str, Any] = dict(settings or {})
+
+    def __call__(
+        self, prompt: str, *, sample: int = 0, json_schema: Mapping[str, Any] | None = None
+    ) -> Reply:
+        """Send ``prompt`` and return the reply (see the class docstring)."""
+        if not isinstance(prompt, str):
+            raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
+        if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
+            raise ModelConfigError(f"sample must be an integer >= 0, got {sample!r}")
+        start = time.perf_counter()
+        reply = self._call(prompt, sample, json_schema)
+        if reply.latency_ms is None:
+            reply.latency_ms = round((time.perf_counter() - start) * 1000.0, 3)
+        return reply
+
+    def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.spec!r} temperature={self.temperature!r}>"
+
+
+# ---------------------------------------------------------------------------
+# secrets
+
+
+def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Values of environment variables named like secrets (``*KEY``, ``*TOKEN`` …).
+
+    Values shorter than 8 characters are ignored (too likely to occur in
+    ordinary text). Longest first, so overlapping secrets are removed whole.
+
+    >>> secret_values({"OPENAI_API_KEY": "sk-test-SECRET123", "HOME": "/home/me"})
+    ['sk-test-SECRET123']
+    """
+    env = os.environ if environ is None else environ
+    values = {
+        value
+        for name, value in env.items()
+        if name.upper().endswith(_SECRET_NAME_ENDINGS) and len(value) >= _MIN_SECRET_LENGTH
+    }
+    return sorted(values, key=len, reverse=True)
+
+
+def scrub(text: str, secrets: Iterable[str] = ()) -> str:
+    """Remove every secret from ``text``: the ones given and those in the environment.
+
+    >>> scrub("bad key sk-test-SECRET123", ["sk-test-SECRET123"])
+    'bad key ***'
+    """
+    candidates = {s for s in secrets if s} | set(secret_values())
+    for secret in sorted(candidates, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+def _config_error(message: str, secrets: Iterable[str] = ()) -> ModelConfigError:
+    return ModelConfigError(scrub(message, secrets))
+
+
+# ---------------------------------------------------------------------------
+# resolve
+
+
+def resolve(
+    spec: str,
+    *,
+    base_url: str | None = None,
+    timeout: float = 60.0,
+    retries: int = 4,
+    temperature: float | None = 0.0,
+    max_tokens: int | None = None,
+    sleep: Sleep = time.sleep,
+) -> Model:
+    """The :class:`Model` named by ``spec`` (see the module docstring for the forms).
+
+    ``base_url`` overrides the server (otherwise ``OPENAI_BASE_URL`` or
+    ``ANTHROPIC_BASE_URL``, then the vendor's address). ``timeout`` is in
+    seconds per attempt; ``retries`` is how many times a failed HTTP call is
+    tried again; ``temperature`` None leaves it to the server; ``sleep`` is
+    the function that waits between attempts (tests pass a fake).
+
+    Raises :class:`ModelConfigError` for an unknown scheme, an empty model
+    name, a missing key, an unknown command or an unimportable function.
+
+    >>> model = resolve("cmd:cat")
+    >>> model("PASS: the amount is 1,250.50"), model.temperature
+    (Reply('PASS: the amount is 1,250.50', usage=None, model=None, cached=False), 0.0)
+    """
+    if not isinstance(spec, str):
+        raise ModelConfigError(f"a model spec must be a string, got {type(spec).__name__}")
+    spec = spec.strip()
+    _check_options(timeout=timeout, retries=retries, temperature=temperature, max_tokens=max_tokens)
+    _refuse_secret_in_spec(spec)
+    scheme, sep, rest = spec.partition(":")
+    if spec == "builtin":
+        return _builtin_model(temperature)
+    if not sep or scheme not in SCHEMES or scheme == "builtin":
+        raise ModelConfigError(f"unknown model spec {spec!r}: expected {SPEC_FORMS}")
+    if not rest.strip():
+        raise ModelConfigError(f"model spec {spec!r} is incomplete: expected {SPEC_FORMS}")
+    rest = rest.strip()
+    http = {"timeout": timeout, "retries": retries, "sleep": sleep}
+    if scheme == "openai":
+        return _openai_model(spec, rest, base_url, temperature, max_tokens, **http)
+    if scheme == "anthropic":
+        return _anthropic_model(spec, rest, base_url, temperature, max_tokens, **http)
+    if scheme == "cmd":
+        return _command_model(spec, rest, timeout, temperature)
+    return _python_model(spec, rest, temperature)
+
+
+def _check_options(
+    *, timeout: float, retries: int, temperature: float | None, max_tokens: int | None
+) -> None:
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise ModelConfigError(f"timeout must be a number of seconds, got {timeout!r}")
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise ModelConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ModelConfigError(f"retries must be an integer >= 0, got {retries!r}")
+    if temperature is not None and (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, int | float)
+        or not math.isfinite(temperature)
+        or temperature < 0
+    ):
+        raise ModelConfigError(f"temperature must be a number >= 0 or None, got {temperature!r}")
+    if max_tokens is not None and (
+        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+    ):
+        raise ModelConfigError(f"max_tokens must be an integer >= 1 or None, got {max_tokens!r}")
+
+
+def _refuse_secret_in_spec(spec: str) -> None:
+    """A spec is recorded in results and caches, so it must never hold a key."""
+    if scrub(spec) != spec:
+        raise ModelConfigError(
+            "the model spec contains the value of a secret environment variable; "
+            "pass keys through the environment only"
+        )
+
+
+def _float_or_none(value: float | None) -> float | None:
+    return None if value is None else float(value)
+
+
+# ---------------------------------------------------------------------------
+# Python functions: builtin and py:MODULE:FUNCTION
+
+
+class _FunctionModel(Model):
+    """A Python function ``prompt -> str`` (sync or async) behind the Model interface."""
+
+    def __init__(
+        self, spec: str, function: Callable[..., Any], *, temperature: float | None
+    ) -> None:
+        super().__init__(spec, temperature=temperature)
+        self._function = function
+        self._keywords = _accepted_keywords(function, ("sample", "json_schema"))
+        self.supports_json_schema = "json_schema" in self._keywords
+
+    def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
+        kwargs: dict[str, Any] = {}
+        if "sample" in self._keywords:
+            kwargs["sample"] = sample
+        if "json_schema" in self._keywords and json_schema is not None:
+            kwargs["json_schema"] = json_schema
+        try:
+            result = self._function(prompt, **kwargs)
+            if inspect.isawaitable(result):
+                result = asyncio.run(_awaited(result))
+        except Exception as exc:
+            raise ModelCallError(scrub(f"{self.spec}: {type(exc).__name__}: {exc}")) from exc
+        if not isinstance(result, str):
+            raise ModelCallError(
+                f"{self.spec}: the function returned {type(result).__name__}, expected str"
+            )
+        return Reply(
+            result,
+            usage=getattr(result, "usage", None),
+            model=getattr(result, "model", None),
+        )
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+def _accepted_keywords(function: Callable[..., Any], names: Iterable[str]) -> frozenset[str]:
+    """Which of ``names`` the function accepts as keyword arguments."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # some builtins have no signature
+        return frozenset()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return frozenset(names)
+    keyword_kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    accepted = {p.name for p in parameters if p.kind in keyword_kinds}
+    return frozenset(name for name in names if name in accepted)
+
+
+def as_model(
+    function: Callable[..., Any], *, spec: str | None = None, temperature: float | None = None
+) -> Model:
+    """Wrap any function ``prompt -> str`` (sync or async) as a :class:`Model`.
+
+    It receives ``sample=`` and ``json_schema=`` only if its signature accepts
+    them. ``spec`` defaults to ``py:MODULE:QUALNAME``; pass one for lambdas,
+    which all share the name ``<lambda>``. A :class:`Model` is returned as is.
+
+    >>> async def judge(prompt, *, sample=0):
+    ...     return "PASS" if "1,250.50" in prompt else "FAIL"
+    >>> model = as_model(judge, spec="py:mine:judge")
+    >>> model("the amount is 1,250.50")
+    Reply('PASS', usage=None, model=None, cached=False)
+    """
+    if isinstance(function, Model):
+        return function
+    if not callable(function):
+        raise ModelConfigError(f"expected a callable model, got {type(function).__name__}")
+    if spec is None:
+        module = getattr(function, "__module__", None) or "unknown"
+        name = getattr(function, "__qualname__", None) or type(function).__qualname__
+        spec = f"py:{module}:{name}"
+    return _FunctionModel(spec, function, temperature=temperature)
+
+
+def _builtin_model(temperature: float | None) -> Model:
+    from .baseline import builtin_judge  # imported lazily: only this spec needs it
+
+    return _FunctionModel("builtin", builtin_judge, temperature=_float_or_none(temperature))
+
+
+def _python_model(spec: str, target: str, temperature: float | None) -> Model:
+    module_name, sep, attribute = target.partition(":")
+    module_name, attribute = module_name.strip(), attribute.strip()
+    if not sep or not module_name or not attribute:
+        raise ModelConfigError(f"model spec {spec!r} is incomplete: expected py:MODULE:FUNCTION")
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)  # as ``python -m`` does
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise _config_error(
+            f"{spec}: cannot import module {module_name!r} ({type(exc).__name__}: {exc})"
+        ) from exc
+    function: Any = module
+    for part in attribute.split("."):
+        if not hasattr(function, part):
+            raise ModelConfigError(f"{spec}: module {module_name!r} has no {attribute!r}")
+        function = getattr(function, part)
+    if not callable(function):
+        raise ModelConfigError(
+            f"{spec}: {attribute!r} is a {type(function).__name__}, not callable"
+        )
+    return _FunctionModel(spec, function, temperature=_float_or_none(temperature))
+
+
+# ---------------------------------------------------------------------------
+# cmd:COMMAND
+
+
+class _CommandModel(Model):
+    """A command run once per call: the prompt on stdin, the reply on stdout."""
+
+    def __init__(
+        self, spec: str, argv: list[str], *, timeout: float, temperature: float | None
+    ) -> None:
+        super().__init__(spec, temperature=temperature)
+        self._argv = argv
+        self._timeout = timeout
+
+    def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
+        env = dict(os.environ, TINYEVAL_SAMPLE=str(sample))
+        if self.temperature is not None:
+            env["TINYEVAL_TEMPERATURE"] = repr(self.temperature)
+        try:
+            done = subprocess.run(
+                self._argv,
+                input=prompt,
+                capture_output=True,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+                timeout=self._timeout,
+                env=env,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise ModelCallError(
+                f"{self.spec}: no reply within {self._timeout:g} s (the command was stopped)"
+            ) from None
+        except OSError as exc:
+            raise ModelCallError(
+                scrub(f"{self.spec}: cannot run {self._argv[0]!r}: {exc.strerror or exc}")
+            ) from None
+        if done.returncode != 0:
+            detail = _last_line(scrub(done.stderr))
+            message = f"{self.spec}: the command exited with code {done.returncode}"
+            raise ModelCallError(scrub(f"{message}: {detail}" if detail else message))
+        return Reply(_strip_one_newline(done.stdout))
+
+
+def _command_model(spec: str, command: str, timeout: float, temperature: float | None) -> Model:
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise ModelConfigError(f"{spec}: cannot split the command ({exc})") from None
+    if not argv:
+        raise ModelConfigError(f"model spec {spec!r} is incomplete: expected cmd:COMMAND")
+    if shutil.which(argv[0]) is None:
+        raise ModelConfigError(f"{spec}: command {argv[0]!r} not found on PATH")
+    return _CommandModel(spec, argv, timeout=timeout, temperature=_float_or_none(temperature))
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def _strip_one_newline(text: str) -> str:
+    for ending in ("\r\n", "\n"):
+        if text.endswith(ending):
+            return text[: -len(ending)]
+    return text
+
+
+# ---------------------------------------------------------------------------
+# HTTP
+
+
+@dataclass(frozen=True)
+class _Failure:
+    """One failed HTTP attempt, described for a person."""
+
+    problem: str
+    retryable: bool
+    retry_after: float | None = None
+
+
+def parse_retry_after(
+    value: str | None, *, now: datetime | None = None, cap: float = RETRY_AFTER_CAP
+) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (seconds or an HTTP date), capped.
+
+    Returns None when the header is absent or unreadable.
+
+    >>> parse_retry_after("7")
+    7.0
+    >>> parse_retry_after("3600")
+    60.0
+    >>> now = datetime(2015, 10, 21, 7, 28, 0, tzinfo=UTC)
+    >>> parse_retry_after("Wed, 21 Oct 2015 07:28:05 GMT", now=now)
+    5.0
+    """
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - (now or datetime.now(UTC))).total_seconds()
+    if math.isnan(seconds):
+        return None
+    return min(max(seconds, 0.0), cap)
+
+
+def _backoff_delay(attempt: int, retry_after: float | None) -> float:
+    """Full jitter: uniform in [0, min(cap, base * 2**(attempt-1))], or the server's wish."""
+    if retry_after is not None:
+        return retry_after
+    return random.uniform(0.0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1)))
+
+
+def _host_port(url: str) -> str:
+    """``host:port`` of a URL, without user info, path or query."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or "?"
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is None:
+        port = 443 if parts.scheme == "https" else 80
+    return f"{host}:{port}"
+
+
+def _public_url(url: str) -> str:
+    """The URL without user info, query or fragment (those may hold credentials)."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or "?"
+    host = f"[{host}]" if ":" in host else host
+    try:
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:
+        port = ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+def _check_base_url(spec: str, base: str) -> str:
+    base = base.strip().rstrip("/")
+    parts = urllib.parse.urlsplit(base)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise _config_error(
+            f"{spec}: the base URL must start with http:// or https:// and name a host, "
+            f"got {_shorten(base, 80)!r}"
+        )
+    return base
+
+
+def _server_message(body: bytes, secrets: Iterable[str] = ()) -> str:
+    """The server's own short explanation from an error body (JSON or text), scrubbed.
+
+    Scrubbed before it is shortened, so a cut can never leave half a key behind.
+    """
+    text = body.decode("utf-8", errors="replace").strip()
+    message = " ".join(text.split())
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict):
+        error = payload.get("error", payload)
+        if isinstance(error, dict):
+            found = [
+                error[k]
+                for k in ("message", "detail", "type", "code")
+                if isinstance(error.get(k), str) and error[k].strip()
+            ]
+            message = found[0].strip() if found else message
+        elif isinstance(error, str) and error.strip():
+            message = error.strip()
+    return _shorten(scrub(message, secrets), 200)
+
+
+def _quota_exhausted(body: bytes) -> bool:
+    """A 429 that no amount of waiting fixes (quota or monthly spend limit reached)."""
+    try:
+        payload = json.loads(body.decode("utf-8", errors="replace"))
+    except ValueError:
+        return False
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if not isinstance(error, dict):
+        return False
+    details = error.get("details") if isinstance(error.get("details"), dict) else {}
+    codes = {error.get("code"), error.get("type"), details.get("error_code")}
+    return bool(codes & _QUOTA_CODES)
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class _HTTPModel(Model):
+    """Shared HTTP machinery: POST JSON, retry, and describe failures."""
+
+    key_variable = ""
+
+    def __init__(
+        self,
+        spec: str,
+        name: str,
+        *,
+        url: str,
+        headers: Mapping[str, str],
+        key: str | None,
+        timeout: float,
+        retries: int,
+        temperature: float | None,
+        max_tokens: int | None,
+        sleep: Sleep,
+    ) -> None:
+        settings = {"url": _public_url(url), "max_tokens": max_tokens}
+        super().__init__(spec, temperature=temperature, settings=settings)
+        self.name = name
+        self.max_tokens = max_tokens
+        self.timeout = timeout
+        self.retries = retries
+        self._url = url
+        self._headers = dict(headers)
+        self._key = key
+        self._sleep = sleep
+
+    def _secrets(self) -> list[str]:
+        return [self._key] if self._key else []
+
+    def _post(self, body: Mapping[str, Any]) -> Any:
+        """POST ``body`` as JSON and return the decoded JSON reply, retrying as documented."""
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        attempts = self.retries + 1
+        for attempt in range(1, attempts + 1):
+            outcome = self._attempt(data)
+            if not isinstance(outcome, _Failure):
+                return self._decode(outcome)
+            if not outcome.retryable or attempt == attempts:
+                tries = f"{attempt} attempt" + ("s" if attempt > 1 else "")
+                raise ModelCallError(
+                    scrub(f"{self.spec}: {outcome.problem} (after {tries})", self._secrets())
+                )
+            self._sleep(_backoff_delay(attempt, outcome.retry_after))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _attempt(self, data: bytes) -> bytes | _Failure:
+        request = urllib.request.Request(self._url, data=data, headers=self._request_headers())
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return response.read()
+        except urllib.error.HTTPError as exc:
+            with exc:
+                body = _read_quietly(exc)
+            return self._http_failure(exc.code, exc.headers, body)
+        except urllib.error.URLError as exc:
+            return self._network_failure(exc.reason)
+        except (OSError, http.client.HTTPException) as exc:
+            return self._network_failure(exc)
+
+    def _request_headers(self) -> dict[str, str]:
+        from . import __version__
+
+        return {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": f"tinyeval/{__version__}",
+            **self._headers,
+        }
+
+    def _http_failure(self, status: int, headers: Any, body: bytes) -> _Failure:
+        where = _host_port(self._url)
+        message = _server_message(body, self._secrets()) or "(no message)"
+        if status == 404:
+            return _Failure(
+                f"HTTP 404 from {where}: the server does not know the model {self.name!r} "
+                f"(or {_public_url(self._url)} is not the right address): {message}",
+                retryable=False,
+            )
+        if status in (401, 403):
+            hint = f"; check {self.key_variable}" if self.key_variable else ""
+            return _Failure(f"HTTP {status} from {where}: {message}{hint}", retryable=False)
+        retryable = status in RETRYABLE_STATUSES or 500 <= status <= 599
+        if status == 429 and _quota_exhausted(body):
+            retryable = False
+        retry_after = None
+        if headers is not None:
+            retry_after = parse_retry_after(headers.get("Retry-After"))
+            if retry_after is None:  # OpenAI also sends the wait in milliseconds
+                milliseconds = parse_retry_after(headers.get("retry-after-ms"), cap=math.inf)
+                if milliseconds is not None:
+                    retry_after = min(milliseconds / 1000.0, RETRY_AFTER_CAP)
+        return _Failure(f"HTTP {status} from {where}: {message}", retryable, retry_after)
+
+    def _network_failure(self, reason: object) -> _Failure:
+        where = _host_port(self._url)
+        if isinstance(reason, TimeoutError):
+            return _Failure(f"no reply from {where} within {self.timeout:g} s", retryable=True)
+        if isinstance(reason, OSError):
+            detail = reason.strerror or str(reason) or type(reason).__name__
+        else:
+            detail = str(reason) or type(reason).__name__
+        return _Failure(f"cannot reach {where} ({detail})", retryable=True)
+
+    def _decode(self, body: bytes) -> Any:
+        try:
+            return json.loads(body.decode("utf-8"))
+        except ValueError:
+            text = scrub(body.decode("utf-8", errors="replace").strip(), self._secrets())
+            snippet = _shorten(text, 120)
+            raise ModelCallError(
+                scrub(
+                    f"{self.spec}: the server at {_host_port(self._url)} sent a reply that is "
+                    f"not JSON: {snippet!r}",
+                    self._secrets(),
+                )
+            ) from None
+
+    def _bad_shape(self, what: str) -> ModelCallError:
+        where = _host_port(self._url)
+        return ModelCallError(scrub(f"{self.spec}: unexpected reply from {where}: {what}"))
+
+
+def _read_quietly(response: urllib.error.HTTPError) -> bytes:
+    try:
+        return response.read()
+    except (OSError, http.client.HTTPException):
+        return b""
+
+
+def _usage(input_tokens: Any, output_tokens: Any) -> dict[str, int] | None:
+    counts = (input_tokens, output_tokens)
+    if all(isinstance(n, int) and not isinstance(n, bool) for n in counts):
+        return {"input_tokens": input_tokens, "output_tokens": output_tokens}
+    return None
+
+
+# ---- openai:MODEL
+
+
+class _OpenAIModel(_HTTPModel):
+    """``POST {base}/chat/completions`` on any OpenAI-compatible server."""
+
+    supports_json_schema = True
+    key_variable = "OPENAI_API_KEY"
+
+    def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
+        body: dict[str, Any] = {
+            "model": self.name,
+            "messages": [{"role": "user", "content": prompt}],
+            "seed": sample,
+        }
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            body["max_tokens"] = self.max_tokens
+        if json_schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "verdict", "schema": dict(json_schema)},
+            }
+        return self._reply(self._post(body))
+
+    def _reply(self, payload: Any) -> Reply:
+        choices = payload.get("choices") if isinstance(payload, dict) else None
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise self._bad_shape("no 'choices' in the reply")
+        message = choices[0].get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):  # content parts
+            content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+        if not isinstance(content, str):
+            finish = choices[0].get("finish_reason")
+            raise self._bad_shape(f"the reply has no text (finish_reason={finish!r})")
+        usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
+        reported = payload.get("model")
+        return Reply(
+            content,
+            usage=_usage(usage.get("prompt_tokens"), usage.get("completion_tokens")),
+            model=reported if isinstance(reported, str) else None,
+        )
+
+
+def _openai_model(
+    spec: str,
+    name: str,
+    base_url: str | None,
+    temperature: float | None,
+    max_tokens: int | None,
+    *,
+    timeout: float,
+    retries: int,
+    sleep: Sleep,
+) -> Model:
+    base = _check_base_url(
+        spec, base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE
+    )
+    key = os.environ.get("OPENAI_API_KEY") or None
+    if key is None and urllib.parse.urlsplit(base).hostname == "api.openai.com":
+        raise ModelConfigError(
+            f"{spec} needs OPENAI_API_KEY in the environment "
+            "(or OPENAI_BASE_URL pointing to a server that needs no key)"
+        )
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return _OpenAIModel(
+        spec,
+        name,
+        url=f"{base}/chat/completions",
+        headers=headers,
+        key=key,
+        timeout=timeout,
+        retries=retries,
+        temperature=_float_or_none(temperature),
+        max_tokens=max_tokens,
+        sleep=sleep,
+    )
+
+
+# ---- anthropic:MODEL
+
+
+class _AnthropicModel(_HTTPModel):
+    """``POST {base}/v1/messages``, the Anthropic Messages API."""
+
+    key_variable = "ANTHROPIC_API_KEY"
+
+    def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
+        body: dict[str, Any] = {
+            "model": self.name,
+            "max_tokens": self.max_tokens or ANTHROPIC_DEFAULT_MAX_TOKENS,
+            "messages": [{"role": "user", "content": prompt}],
+        }
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        return self._reply(self._post(body))
+
+    def _reply(self, payload: Any) -> Reply:
+        blocks = payload.get("content") if isinstance(payload, dict) else None
+        if not isinstance(blocks, list):
+            raise self._bad_shape("no 'content' in the reply")
+        texts = [
+            block["text"]
+            for block in blocks
+            if isinstance(block, dict)
+            and block.get("type") == "text"
+            and isinstance(block.get("text"), str)
+        ]
+        if not texts:
+            stop = payload.get("stop_reason")
+            raise self._bad_shape(f"the reply has no text block (stop_reason={stop!r})")
+        usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
+        reported = payload.get("model")
+        return Reply(
+            "".join(texts),
+            usage=_usage(usage.get("input_tokens"), usage.get("output_tokens")),
+            model=reported if isinstance(reported, str) else None,
+        )
+
+
+def _anthropic_model(
+    spec: str,
+    name: str,
+    base_url: str | None,
+    temperature: float | None,
+    max_tokens: int | None,
+    *,
+    timeout: float,
+    retries: int,
+    sleep: Sleep,
+) -> Model:
+    base = _check_base_url(
+        spec, base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_DEFAULT_BASE
+    )
+    key = os.environ.get("ANTHROPIC_API_KEY") or None
+    if key is None:
+        raise ModelConfigError(f"{spec} needs ANTHROPIC_API_KEY in the environment")
+    path = "/messages" if base.endswith("/v1") else "/v1/messages"
+    return _AnthropicModel(
+        spec,
+        name,
+        url=f"{base}{path}",
+        headers={"x-api-key": key, "anthropic-version": ANTHROPIC_VERSION},
+        key=key,
+        timeout=timeout,
+        retries=retries,
+        temperature=_float_or_none(temperature),
+        max_tokens=max_tokens,
+        sleep=sleep,
+    )
