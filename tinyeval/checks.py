@@ -275,13 +275,16 @@ def get_path(obj: Any, path: str) -> Any:
     """The value at a dotted ``path`` inside parsed JSON: ``"a.b.0.c"``.
 
     Each part is a key of an object, or the index (in digits) of an element
-    of an array. A key that itself contains a dot cannot be reached.
+    of an array; a negative index counts from the end (``messages.-1`` is the
+    last message). A key that itself contains a dot cannot be reached.
 
     >>> data = {"payee": {"name": "Juan", "accounts": [{"cbu": "0170"}]}}
     >>> get_path(data, "payee.name")
     'Juan'
     >>> get_path(data, "payee.accounts.0.cbu")
     '0170'
+    >>> get_path({"messages": ["hola", "¿cuánto?"]}, "messages.-1")
+    '¿cuánto?'
     >>> get_path(data, "payee.alias")
     Traceback (most recent call last):
       ...
@@ -306,10 +309,11 @@ def _step(container: Any, segment: str, where: str) -> Any:
             return container[segment]
         raise LookupError(f"no key {segment!r} {inside}")
     if isinstance(container, Sequence) and not isinstance(container, str):
-        if not (segment.isascii() and segment.isdigit()):
+        digits = segment[1:] if segment.startswith("-") else segment
+        if not (digits.isascii() and digits.isdigit()):
             raise LookupError(f"{place} is an array, and {segment!r} is not an index")
         index = int(segment)
-        if index < len(container):
+        if -len(container) <= index < len(container):
             return container[index]
         raise LookupError(f"no index {index} {inside} (length {len(container)})")
     raise LookupError(f"{place} is {_json_type(container)}, not an object or an array")

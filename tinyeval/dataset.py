@@ -25,8 +25,10 @@ import gzip
 import hashlib
 import io
 import json
+import math
 import random
 import sys
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,10 +90,10 @@ class DatasetError(ValueError):
         field: str | None = None,
     ) -> None:
         self.reason = message
-        self.path = path
+        self.path = "<stdin>" if path == "-" else path
         self.line = line
         self.field = field
-        where = path or "<cases>"
+        where = self.path or "<cases>"
         if line is not None:
             where = f"{where}:{line}"
         super().__init__(f"{where}: {field}: {message}" if field else f"{where}: {message}")
@@ -141,6 +143,24 @@ class Case:
             "label": self.label,
             "meta": dict(self.meta),
         }
+
+    def to_record(self) -> dict[str, Any]:
+        """The case as a flat record, as it would stand in a JSONL file (``meta`` keys inline).
+
+        >>> Case(id="x", output="hola", meta={"team": "pagos"}).to_record()
+        {'id': 'x', 'output': 'hola', 'category': 'default', 'team': 'pagos'}
+        """
+        record: dict[str, Any] = {"id": self.id}
+        for key in RECOGNISED_KEYS[1:]:
+            value = getattr(self, key)
+            if key == "tool_calls":
+                value = list(value) or None
+            if key == "expect":
+                value = dict(value) or None
+            if value is not None:
+                record[key] = value
+        record.update(self.meta)
+        return record
 
 
 # --------------------------------------------------------------------------- reading
@@ -230,7 +250,7 @@ def _records_json(text: str, path: str) -> Iterator[tuple[int, Any]]:
     except json.JSONDecodeError as exc:
         raise DatasetError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
     if isinstance(whole, dict) and isinstance(whole.get("cases"), list):
-        start = text.index("[", text.index('"cases"'))
+        start = _member_start(text, "cases")
     elif isinstance(whole, list):
         start = text.index("[")
     else:
@@ -255,43 +275,81 @@ def _records_json(text: str, path: str) -> Iterator[tuple[int, Any]]:
         pos = end
 
 
+def _member_start(text: str, key: str) -> int:
+    """Where the value of ``key`` begins in a valid top-level JSON object (the last one wins)."""
+    decoder = json.JSONDecoder()
+    pos, found = text.index("{") + 1, -1
+    while True:
+        while text[pos] in " \t\r\n,":
+            pos += 1
+        if text[pos] == "}":
+            return found
+        name, pos = decoder.raw_decode(text, pos)
+        pos = text.index(":", pos) + 1
+        while text[pos] in " \t\r\n":
+            pos += 1
+        if name == key:
+            found = pos
+        _, pos = decoder.raw_decode(text, pos)
+
+
 _JSON_CELLS = ("expect", "tool_calls")
+_CSV_FIELD_LIMIT = 2**31 - 1  # logged contexts outgrow the csv module's default 128 KiB per cell
 
 
 def _records_csv(stream: IO[str], path: str) -> Iterator[tuple[int, Any]]:
-    reader = csv.DictReader(stream)
-    if reader.fieldnames is None:
-        return
-    if None in reader.fieldnames or any(not (name or "").strip() for name in reader.fieldnames):
-        raise DatasetError("the header row has an empty column name", path=path, line=1)
-    start = reader.line_num + 1
-    for row in reader:
-        if None in row:  # more cells than header columns
+    if csv.field_size_limit() < _CSV_FIELD_LIMIT:
+        csv.field_size_limit(_CSV_FIELD_LIMIT)
+    reader = csv.reader(stream, strict=True)
+    start = 1  # the line the row being read begins on
+    try:
+        header = next(reader, None)
+        while header == []:  # blank lines before the header
+            start = reader.line_num + 1
+            header = next(reader, None)
+        if header is None:
+            return
+        names = [name.strip() for name in header]
+        if not all(names):
+            raise DatasetError("the header row has an empty column name", path=path, line=start)
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
             raise DatasetError(
-                f"{len(reader.fieldnames) + len(row[None])} cells but the header has "  # type: ignore[index]
-                f"{len(reader.fieldnames)} columns",
-                path=path,
-                line=start,
+                f"the header row names the column {twice[0]!r} twice", path=path, line=start
             )
-        record: dict[str, Any] = {}
-        for key, cell in row.items():
-            if cell is None or cell == "":
-                continue  # an empty cell is an absent value
-            if key in _JSON_CELLS:
-                try:
-                    record[key] = json.loads(cell)
-                except json.JSONDecodeError as exc:
-                    raise DatasetError(
-                        f"expected JSON in this cell: {exc.msg} at column {exc.colno}",
-                        path=path,
-                        line=start,
-                        field=key,
-                    ) from None
-            else:
-                record[key] = cell
-        if record:
-            yield start, record
         start = reader.line_num + 1
+        for cells in reader:  # a blank line gives [] and is skipped
+            record = _csv_record(names, cells, path, start)
+            if record:
+                yield start, record
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise DatasetError(f"not valid CSV: {exc}", path=path, line=start) from None
+
+
+def _csv_record(names: list[str], cells: list[str], path: str, line: int) -> dict[str, Any]:
+    """One CSV row as a record: an empty cell is an absent value, JSON cells are decoded."""
+    if len(cells) > len(names):
+        raise DatasetError(
+            f"{len(cells)} cells but the header has {len(names)} columns", path=path, line=line
+        )
+    record: dict[str, Any] = {}
+    for key, cell in zip(names, cells, strict=False):  # a short row leaves the rest absent
+        if cell == "":
+            continue
+        if key in _JSON_CELLS:
+            try:
+                record[key] = json.loads(cell)
+            except json.JSONDecodeError as exc:
+                raise DatasetError(
+                    f"expected JSON in this cell: {exc.msg} at column {exc.colno}",
+                    path=path,
+                    line=line,
+                    field=key,
+                ) from None
+        else:
+            record[key] = cell
+    return record
 
 
 def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
@@ -314,7 +372,7 @@ def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
     if data is None:
         return
     if isinstance(data, dict) and isinstance(data.get("cases"), list):
-        nodes = next(v for k, v in root.value if k.value == "cases").value
+        nodes = [v for k, v in root.value if k.value == "cases"][-1].value  # the last one wins
         data = data["cases"]
     elif isinstance(data, list):
         nodes = root.value
@@ -325,7 +383,14 @@ def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
             line=1,
         )
     for node, item in zip(nodes, data, strict=True):
-        yield node.start_mark.line + 1, item
+        line = node.start_mark.line + 1
+        try:
+            json.dumps(item, sort_keys=True)
+        except (TypeError, ValueError) as exc:
+            raise DatasetError(
+                f"a value JSON cannot hold ({exc}); quote dates and times", path=path, line=line
+            ) from None
+        yield line, item
 
 
 def _iter_records(path: str, fmt: str | None) -> Iterator[tuple[int, Any]]:
@@ -345,34 +410,35 @@ def _iter_records(path: str, fmt: str | None) -> Iterator[tuple[int, Any]]:
                 else:
                     yield from _records_yaml(text, path)
     except UnicodeDecodeError as exc:
-        raise DatasetError(f"not UTF-8 text (byte {exc.start} of a chunk is invalid)", path=path) from None
-    except (gzip.BadGzipFile, EOFError) as exc:
+        byte = exc.object[exc.start] if isinstance(exc.object, bytes) else None
+        shown = f"byte {byte:#04x} cannot be decoded" if byte is not None else "cannot be decoded"
+        raise DatasetError(
+            f"not UTF-8 text ({shown}); save the file as UTF-8",
+            path=path,
+            line=_invalid_utf8_line(path, gz),
+        ) from None
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise DatasetError(f"not a readable gzip file: {exc}", path=path) from None
-    except csv.Error as exc:
-        raise DatasetError(f"not valid CSV: {exc}", path=path) from None
+
+
+def _invalid_utf8_line(path: str, gz: bool) -> int | None:
+    """The line of the first byte that is not UTF-8 (re-reads the file; None for stdin)."""
+    if path == "-":
+        return None
+    try:
+        with gzip.open(path, "rb") if gz else open(path, "rb") as raw:
+            data = raw.read()
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return data.count(b"\n", 0, exc.start) + 1
+    except (OSError, EOFError, zlib.error):
+        return None
+    return None
 
 
 # --------------------------------------------------------------------------- validation
 
 _MISSING = object()
-
-
-def _dig(record: Any, dotted: str) -> Any:
-    """Follow a dotted path through objects and lists; return _MISSING if absent."""
-    current = record
-    for part in dotted.split("."):
-        if isinstance(current, Mapping):
-            if part not in current:
-                return _MISSING
-            current = current[part]
-        elif isinstance(current, list) and part.lstrip("-").isdigit():
-            index = int(part)
-            if not -len(current) <= index < len(current):
-                return _MISSING
-            current = current[index]
-        else:
-            return _MISSING
-    return current
 
 
 def _apply_mapping(
@@ -382,7 +448,12 @@ def _apply_mapping(
     mapped_sources = {path.split(".")[0] for path in fields.values()}
     out = {k: v for k, v in record.items() if k not in fields and k not in mapped_sources}
     for key, dotted in fields.items():
-        value = _dig(record, dotted)
+        try:
+            value = checks.get_path(record, dotted)
+        except LookupError:
+            value = _MISSING
+        except checks.CheckSpecError as exc:
+            raise DatasetError(f"--field {key}={dotted}: {exc.args[0]}", field="--field") from None
         if value is _MISSING:
             if key == "id":
                 raise DatasetError(f"the mapped path {dotted!r} is not in this record", field="id", **where)
@@ -459,7 +530,9 @@ def _build_case(
     if origin is not None and not isinstance(origin, str):
         _expect_type(origin, "a string or null", "origin", where)
 
-    expect = rec.pop("expect", None) or {}
+    expect = rec.pop("expect", None)
+    if expect is None:
+        expect = {}
     if not isinstance(expect, Mapping):
         _expect_type(expect, "an object of expectations", "expect", where)
     try:
@@ -467,7 +540,9 @@ def _build_case(
     except checks.CheckSpecError as exc:
         raise DatasetError(exc.args[0] if exc.args else str(exc), field=exc.field, **where) from None
 
-    tool_calls = rec.pop("tool_calls", None) or []
+    tool_calls = rec.pop("tool_calls", None)
+    if tool_calls is None:
+        tool_calls = []
     if not isinstance(tool_calls, list):
         _expect_type(tool_calls, "a list of tool calls", "tool_calls", where)
     try:
@@ -478,9 +553,9 @@ def _build_case(
     label = rec.pop("label", None)
     if isinstance(label, str) and label.strip().upper() in ("PASS", "FAIL"):
         label = label.strip().upper()
-    elif isinstance(label, str) and _is_number(label):
-        label = float(label) if "." in label else int(label)
-    elif label is not None and (isinstance(label, bool) or not isinstance(label, (int, float))):
+    elif isinstance(label, str) and _parse_number(label) is not None:
+        label = _parse_number(label)
+    elif label is not None and not _is_finite_number(label):
         _expect_type(label, '"PASS", "FAIL", a number, or null', "label", where)
 
     return Case(
@@ -499,12 +574,23 @@ def _build_case(
     )
 
 
-def _is_number(text: str) -> bool:
+def _parse_number(text: str) -> int | float | None:
+    """``text`` as a finite int or float (``"2"`` -> 2, ``"0.5"`` -> 0.5); None otherwise."""
     try:
-        float(text)
+        return int(text)
     except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _is_finite_number(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
-    return True
+    return not isinstance(value, float) or math.isfinite(value)
 
 
 def iter_cases(
@@ -525,10 +611,10 @@ def iter_cases(
     >>> import json, tempfile, os
     >>> rows = [{"request_id": "r1", "q": {"text": "¿Cuánto cobran?"}, "a": "Nada."}]
     >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
-    ...     f.write("\\n".join(json.dumps(r) for r in rows))
+    ...     _ = f.write("\\n".join(json.dumps(r) for r in rows))
     ...     name = f.name
-    66
-    >>> [c.input for c in iter_cases(name, fields={"id": "request_id", "input": "q.text", "output": "a"})]
+    >>> mapping = {"id": "request_id", "input": "q.text", "output": "a"}
+    >>> [c.input for c in iter_cases(name, fields=mapping)]
     ['¿Cuánto cobran?']
     >>> os.remove(name)
     """
@@ -536,7 +622,7 @@ def iter_cases(
     fields = dict(fields or {})
     for key in fields:
         _check_recognised(key, field_name="--field")
-    seen: set[bytes] = set()
+    seen: dict[bytes, int | None] = {}  # id digest -> line: small, whatever the ids' length
     for line, record in _iter_records(path, format):
         where: dict[str, Any] = {"path": path, "line": line}
         if fields:
@@ -546,8 +632,12 @@ def iter_cases(
         case = _build_case(record, where, line_id=f"line-{line}" if id_from_line else None)
         digest = hashlib.blake2b(case.id.encode("utf-8"), digest_size=12).digest()
         if digest in seen:
-            raise DatasetError(f"duplicate id {case.id!r}; ids must be unique", field="id", **where)
-        seen.add(digest)
+            raise DatasetError(
+                f"duplicate id {case.id!r} (first on line {seen[digest]}); ids must be unique",
+                field="id",
+                **where,
+            )
+        seen[digest] = line
         yield case
 
 
@@ -617,7 +707,7 @@ def split_holdout(
     >>> cases = [Case(id=f"c{i}") for i in range(1000)]
     >>> dev, hold = split_holdout(cases, 0.2)
     >>> len(hold)
-    196
+    193
     >>> _, hold_again = split_holdout(cases + [Case(id="new")], 0.2)
     >>> {c.id for c in hold} <= {c.id for c in hold_again}
     True
