@@ -202,6 +202,7 @@ def evaluate_case(
     generate_model: CallModel | None = None,
     prompt_template: str | None = None,
     judge_all: bool = False,
+    judge_categories: frozenset[str] | None = None,
     dataset_fingerprint: str | None = None,
 ) -> Row:
     """Evaluate one case into one result row; never raises for the case's own failures.
@@ -262,7 +263,9 @@ def evaluate_case(
         checks_ok = all(row["checks"].values())
 
         judges_ok = True
-        if judges and not checks_ok and not judge_all:
+        if judges and judge_categories is not None and case.category not in judge_categories:
+            row["judge_skipped"] = "category not judged"
+        elif judges and not checks_ok and not judge_all:
             row["judge_skipped"] = "a code check failed"
         elif judges:
             if judge_model is None:
@@ -323,6 +326,7 @@ def run(
     generate_model: CallModel | str | None = None,
     prompt_template: str | None = None,
     judge_all: bool = False,
+    judge_categories: Iterable[str] | None = None,
     out: str | Path | IO[str] | None = None,
     append: bool = False,
     executor: cf.Executor | None = None,
@@ -337,7 +341,7 @@ def run(
     ``checks`` are extra checks applied to every case, on top of each case's
     ``expect`` block. ``judges`` is a :class:`~tinyeval.judge.Judge` or a list
     of them; they run only on cases whose code checks passed (``judge_all=True``
-    runs them everywhere). Model arguments take a ``prompt -> str`` callable or a
+    runs them there too), and, with ``judge_categories``, only in those categories. Model arguments take a ``prompt -> str`` callable or a
     spec string such as ``"builtin"`` or ``"openai:gpt-4o-mini"``.
 
     Cases run on ``executor`` (any :class:`concurrent.futures.Executor`) or on
@@ -370,6 +374,7 @@ def run(
         generate_model=generate_model,
         prompt_template=prompt_template,
         judge_all=judge_all,
+        judge_categories=frozenset(judge_categories) if judge_categories is not None else None,
         dataset_fingerprint=dataset_fingerprint,
     )
     result = RunResult(dataset_fingerprint=dataset_fingerprint)
