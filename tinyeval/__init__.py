@@ -75,7 +75,13 @@ _EXPORTS: dict[str, str] = {
     "RunResult": "runner",
     "gate": "gate",
     "calibrate": "calibrate",
+    "calibrate_results": "calibrate",
     "Calibration": "calibrate",
+    "CalibrationError": "calibrate",
+    "corrected_pass_rate": "calibrate",
+    "load_calibration": "calibrate",
+    "label_session": "label",
+    "read_labels": "label",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -50,6 +50,8 @@ class CategoryTally:
     errors: int = 0
     judged: int = 0
     unparsed: int = 0
+    primary_judged: int = 0
+    primary_passed: int = 0
 
     def add(self, row: Mapping[str, Any]) -> None:
         """Count one result row."""
@@ -65,6 +67,10 @@ class CategoryTally:
             self.judged += 1
             if verdict.get("verdict") is None and verdict.get("failure") != "error":
                 self.unparsed += 1
+        primary = row.get("judge") or {}
+        if primary.get("verdict") is not None:  # the first judge's parsed verdicts
+            self.primary_judged += 1
+            self.primary_passed += primary["verdict"] == "PASS"
 
     def to_dict(self) -> dict[str, int]:
         """The counts as a plain dict.

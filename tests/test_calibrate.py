@@ -1,0 +1,537 @@
+"""Judge-versus-human calibration: figures worked by hand, the traps, the files and the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tinyeval.calibrate import (
+    Calibration,
+    CalibrationError,
+    UndefinedCorrectionError,
+    calibrate,
+    calibrate_results,
+    corrected_pass_rate,
+    corrected_rate_for,
+    disagreement_rows,
+    load_calibration,
+)
+from tinyeval.cli import main
+from tinyeval.label import output_fingerprint
+from tinyeval.stats import wilson_interval
+
+P, F = "PASS", "FAIL"
+
+
+def result_row(case_id: str, verdict: str | None, **extra: object) -> dict:
+    row = {
+        "id": case_id,
+        "category": "default",
+        "input": f"question {case_id}",
+        "output": f"answer {case_id}",
+        "context": None,
+        "judge": {"verdict": verdict, "parsed": verdict is not None, "failure": None},
+        "judges": {},
+        "status": "pass" if verdict == P else "fail",
+        "judge_model": "builtin",
+        "rubric_fingerprint": "rubric-1",
+    }
+    row.update(extra)
+    return row
+
+
+def label_record(case_id: str, label: object, **extra: object) -> dict:
+    return {"id": case_id, "label": label, "labeler": "ana", "at": "2026-01-01T00:00:00Z", **extra}
+
+
+# ---------------------------------------------------------------- worked by hand
+
+
+def test_confusion_matrix_worked_by_hand() -> None:
+    # pairs (judge, human): (P,P)x5, (F,P)x1, (F,F)x2, (P,F)x1, (unparsed,F)x1
+    judge = [P] * 5 + [F] + [F] * 2 + [P] + [None]
+    human = [P] * 6 + [F] * 4
+    cal = calibrate(judge, human)
+    assert cal.kind == "pass/fail"
+    assert cal.confusion == {P: {P: 5, F: 1, None: 0}, F: {P: 1, F: 2, None: 1}}
+    assert (cal.n, cal.parsed, cal.unparsed) == (10, 9, 1)
+    # agreement over parsed pairs: (5 + 2) / 9; counting the unparsed one as a disagreement: 7/10
+    assert (cal.agreement.successes, cal.agreement.n) == (7, 9)
+    assert (cal.agreement_with_unparsed.successes, cal.agreement_with_unparsed.n) == (7, 10)
+    assert (cal.agreement.low, cal.agreement.high) == wilson_interval(7, 9)
+    # human FAILs among parsed pairs: 3; the judge failed 2 of them
+    assert (cal.human_failures, cal.judge_caught) == (3, 2)
+    assert (cal.failure_recall.successes, cal.failure_recall.n) == (2, 3)
+    # human PASSes: 6; the judge failed 1 of them (false alarm); sensitivity 5/6
+    assert (cal.human_passes, cal.false_alarms) == (6, 1)
+    assert (cal.false_alarm_rate.successes, cal.false_alarm_rate.n) == (1, 6)
+    assert (cal.sensitivity.successes, cal.sensitivity.n) == (5, 6)
+    assert cal.specificity == cal.failure_recall
+    # kappa over the 9 parsed pairs: p_o = 7/9; judge 6 PASS/3 FAIL, human 6 PASS/3 FAIL,
+    # p_e = (6·6 + 3·3)/81 = 5/9; kappa = (7/9 − 5/9)/(1 − 5/9) = 0.5
+    assert cal.kappa == pytest.approx(0.5)
+    assert any("kappa 0.50 is below 0.6" in w for w in cal.warnings)
+    assert cal.disagreements() == [5, 8, 9]
+
+
+def test_always_pass_judge_on_a_ninety_percent_pass_set() -> None:
+    human = [P] * 90 + [F] * 10
+    cal = calibrate([P] * 100, human)
+    assert str(cal.agreement) == "90/100 = 90.0% [82.6%, 94.5%]"
+    # kappa with a constant judge column is defined: p_e = 0.9·1 + 0.1·0 = 0.9, p_o = 0.9 → 0
+    assert cal.kappa == 0.0 and cal.kappa_undefined is None
+    assert (cal.judge_caught, cal.human_failures) == (0, 10)
+    assert cal.failure_recall.value == 0.0
+    assert cal.false_alarms == 0
+    assert (cal.majority_label, cal.majority_share.successes) == (P, 90)
+    text = " | ".join(cal.warnings)
+    assert "the figure is the judge's opinion, not your criterion" in text
+    assert "no better than a judge that always says PASS would reach" in text
+    assert not cal.trusted
+    assert cal.verdict.startswith("do not rely on the judge's figure")
+
+
+def test_a_good_judge_on_enough_labels_is_trusted() -> None:
+    # 60 cases: human 45 PASS / 15 FAIL; the judge errs on 2 PASSes and 1 FAIL.
+    human = [P] * 45 + [F] * 15
+    judge = [P] * 43 + [F] * 2 + [F] * 14 + [P]
+    cal = calibrate(judge, human)
+    # p_o = 57/60; judge 44 PASS/16 FAIL; p_e = (44·45 + 16·15)/3600 = 2220/3600
+    # kappa = (3420 − 2220)/(3600 − 2220) = 1200/1380 = 0.8696
+    assert cal.kappa == pytest.approx(1200 / 1380)
+    assert cal.warnings == ()
+    assert cal.trusted
+    assert "14/15" in cal.verdict
+
+
+def test_zero_human_failures() -> None:
+    cal = calibrate([P] * 58 + [F] * 2, [P] * 60)
+    assert cal.human_failures == 0
+    assert cal.failure_recall is None and cal.specificity is None
+    assert cal.to_dict()["failure_recall"] is None
+    assert (cal.false_alarms, cal.false_alarm_rate.n) == (2, 60)
+    assert any("you labelled no case FAIL" in w and "too easy" in w for w in cal.warnings)
+    # kappa: human column constant, judge not → p_e = 58/60·1, p_o = 58/60 → 0, defined
+    assert cal.kappa == 0.0
+
+
+def test_undefined_kappa_is_said_in_words() -> None:
+    cal = calibrate([P] * 60, [P] * 60)
+    assert cal.kappa is None
+    assert "same label" in cal.kappa_undefined
+    assert any(w.startswith("kappa is undefined") for w in cal.warnings)
+    assert cal.to_dict()["kappa"] is None
+
+
+def test_few_labels_warns() -> None:
+    cal = calibrate([P, F] * 10, [P, F] * 10)
+    assert cal.kappa == 1.0
+    assert cal.warnings == ("only 20 labelled cases: too few to trust; label at least 50",)
+
+
+def test_booleans_and_lower_case_labels() -> None:
+    cal = calibrate([True, False, "pass", None], ["PASS", "fail", False, True])
+    assert cal.kind == "pass/fail"
+    assert cal.confusion == {P: {P: 1, F: 0, None: 1}, F: {P: 1, F: 1, None: 0}}
+
+
+def test_many_unparsed_replies_are_a_warning() -> None:
+    human = [P] * 50 + [F] * 10
+    judge = [P] * 46 + [None] * 4 + [F] * 10  # 4/60 = 6.7% unparsed > 5%
+    cal = calibrate(judge, human)
+    assert cal.unparsed == 4
+    assert cal.confusion[P][None] == 4
+    assert any("4 of 60 judge replies did not parse" in w for w in cal.warnings)
+    assert cal.agreement.n == 56 and cal.agreement_with_unparsed.n == 60
+
+
+def test_multiclass_pairwise_labels() -> None:
+    judge = ["A", "A", "B", "TIE", "B", "A"]
+    human = ["A", "B", "B", "TIE", "B", "TIE"]
+    cal = calibrate(judge, human)
+    assert cal.kind == "multiclass"
+    assert cal.labels == ("A", "B", "TIE")
+    assert (cal.agreement.successes, cal.agreement.n) == (4, 6)
+    assert cal.confusion["B"] == {"A": 1, "B": 2, "TIE": 0, None: 0}
+    assert cal.confusion["TIE"] == {"A": 1, "B": 0, "TIE": 1, None: 0}
+    # judge A3 B2 TIE1, human A1 B3 TIE2: p_e = (3·1 + 2·3 + 1·2)/36 = 11/36, p_o = 24/36,
+    # kappa = 13/25
+    assert cal.kappa == pytest.approx(13 / 25)
+    assert cal.failure_recall is None and cal.human_failures is None
+    assert cal.spearman is None
+
+
+def test_graded_labels_get_spearman() -> None:
+    cal = calibrate([1, 2, 3, 4, 5], [1, 3, 2, 4, 5])
+    # rank differences 0, 1, 1, 0, 0: rho = 1 − 6·2/(5·(25 − 1)) = 0.9
+    assert cal.spearman == pytest.approx(0.9)
+    # every grade once on each side: p_e = 5/25, p_o = 3/5, kappa = (0.6 − 0.2)/0.8 = 0.5
+    assert cal.kappa == pytest.approx(0.5)
+    assert cal.labels == (1, 2, 3, 4, 5)
+    assert cal.to_dict()["confusion"]["3"]["2"] == 1
+
+
+def test_disjoint_labels_are_called_out() -> None:
+    cal = calibrate([P, F, P], [1, 2, 3])
+    assert any("never use the same label" in w for w in cal.warnings)
+
+
+@pytest.mark.parametrize(
+    ("judge", "human", "message"),
+    [
+        ([P], [P, F], "same length"),
+        ([], [], "at least one"),
+        ([P], [None], "human label at position 0"),
+        ([float("nan")], [P], "judge label at position 0"),
+        ([{"x": 1}], [P], "judge label at position 0"),
+    ],
+)
+def test_bad_input(judge: list, human: list, message: str) -> None:
+    with pytest.raises(CalibrationError, match=message):
+        calibrate(judge, human)
+
+
+def test_to_dict_keys_are_stable_and_json_ready() -> None:
+    cal = calibrate([P, F, None], [P, P, F], categories=["a", "a", "b"], ids=["x", "y", "z"])
+    data = json.loads(json.dumps(cal.to_dict()))
+    for key in (
+        "n",
+        "parsed",
+        "unparsed",
+        "agreement",
+        "agreement_with_unparsed",
+        "human_failures",
+        "judge_caught",
+        "failure_recall",
+        "false_alarms",
+        "false_alarm_rate",
+        "sensitivity",
+        "specificity",
+        "kappa",
+        "kappa_undefined",
+        "confusion",
+        "warnings",
+        "verdict",
+        "per_category",
+        "disagreements",
+        "expired",
+        "unmatched_results",
+        "unmatched_labels",
+    ):
+        assert key in data, key
+    assert data["confusion"]["FAIL"] == {"PASS": 0, "FAIL": 0, "unparsed": 1}
+    assert data["disagreements"] == ["y", "z"]
+    assert set(data["per_category"]) == {"a", "b"}
+    assert data["agreement"]["text"] == "1/2 = 50.0% [9.5%, 90.5%]"
+
+
+# ---------------------------------------------------------------- result rows and labels
+
+
+def test_join_by_id_reports_unmatched_ids_on_both_sides() -> None:
+    rows = [result_row("a", P), result_row("b", F), result_row("c", P)]
+    rows.append(result_row("d", None, judge=None))  # the judge did not run
+    rows.append(result_row("e", None, judge={"verdict": None, "failure": "error"}))
+    labels = {key: label_record(key, P) for key in ("b", "c", "d", "e", "zz")}
+    cal = calibrate_results(rows, labels)
+    assert cal.ids == ("b", "c")
+    assert cal.unmatched_results == ("a",)
+    assert cal.unmatched_labels == ("zz",)
+    assert cal.without_verdict == ("d", "e")
+    assert cal.false_alarms == 1
+    text = cal.to_text()
+    assert "1 result rows without a label, 1 labels without a result row" in text
+    assert "2 labelled rows" in text
+
+
+def test_join_with_nothing_in_common_raises() -> None:
+    with pytest.raises(CalibrationError, match="0 ids in common"):
+        calibrate_results([result_row("a", P)], {"b": label_record("b", P)})
+
+
+def test_repeated_result_ids_raise() -> None:
+    with pytest.raises(CalibrationError, match="repeats the id 'a'"):
+        calibrate_results([result_row("a", P), result_row("a", F)], {"a": label_record("a", P)})
+
+
+def test_named_judge_is_read_from_judges() -> None:
+    row = result_row("a", P)
+    row["judges"] = {"tone": {"verdict": F, "model": "m2", "rubric_fingerprint": "t1"}}
+    cal = calibrate_results([row], {"a": label_record("a", F)}, judge="tone")
+    assert cal.judge_caught == 1
+    assert (cal.judge_model, cal.rubric_fingerprint) == ("m2", "t1")
+
+
+def test_pairwise_winners_are_read() -> None:
+    rows = [
+        result_row("a", None, judge={"winner": "A", "error": None}),
+        result_row("b", None, judge={"winner": None, "error": None}),  # orders disagreed
+        result_row("c", None, judge={"winner": None, "error": "timeout"}),
+        result_row("d", None, judge={"winner": "TIE", "error": None}),
+    ]
+    labels = {key: label_record(key, "A") for key in "abcd"}
+    cal = calibrate_results(rows, labels)
+    assert cal.kind == "multiclass"
+    assert (cal.n, cal.unparsed, cal.without_verdict) == (3, 1, ("c",))
+    assert cal.confusion["A"] == {"A": 1, "TIE": 1, None: 1}
+
+
+def test_calibration_expires_with_another_rubric_model_or_output() -> None:
+    rows = [result_row(str(i), P) for i in range(4)]
+    labels = {
+        "0": label_record("0", P, rubric_fingerprint="rubric-1", judge_model="builtin"),
+        "1": label_record("1", P, rubric_fingerprint="rubric-0", judge_model="builtin"),
+        "2": label_record("2", P, judge_model="openai:gpt-x"),
+        "3": label_record("3", P, output_fingerprint=output_fingerprint("another answer")),
+    }
+    cal = calibrate_results(rows, labels)
+    assert len(cal.expired) == 3
+    assert "1 of 4 labels were compared against rubric rubric-0" in cal.expired[0]
+    assert "judge model openai:gpt-x but these results use builtin" in cal.expired[1]
+    assert "different output" in cal.expired[2]
+    assert all(w in cal.warnings for w in cal.expired)
+    assert cal.to_dict()["expired"] == list(cal.expired)
+    fresh = calibrate_results(rows, {"0": labels["0"]})
+    assert fresh.expired == ()
+
+
+def test_disagreement_rows_carry_the_row_and_the_human_label() -> None:
+    rows = [result_row("a", P), result_row("b", F), result_row("c", None)]
+    labels = {key: label_record(key, F) for key in ("a", "b", "c")}
+    found = disagreement_rows(calibrate_results(rows, labels), rows, labels)
+    assert [row["id"] for row in found] == ["a", "c"]  # the unparsed reply counts
+    assert found[0]["judge"]["verdict"] == P and found[0]["human"]["label"] == F
+    assert found[0]["output"] == "answer a"
+
+
+# ---------------------------------------------------------------- the corrected pass rate
+
+
+def test_corrected_rate_by_hand() -> None:
+    # (p_obs + spec − 1)/(sens + spec − 1) = (0.70 + 0.80 − 1)/(0.90 + 0.80 − 1) = 0.50/0.70
+    c = corrected_pass_rate(70, 100, 0.9, 0.8)
+    assert c.rate == pytest.approx(5 / 7)
+    assert not c.clipped
+    assert c.low < 5 / 7 < c.high
+    # 95/100: (0.95 + 0.80 − 1)/0.70 = 1.071 → clipped to 1
+    high = corrected_pass_rate(95, 100, 0.9, 0.8)
+    assert high.rate == 1.0 and high.clipped
+    assert any("clipped" in w for w in high.warnings)
+    # 10/100: (0.10 + 0.80 − 1)/0.70 < 0 → clipped to 0
+    assert corrected_pass_rate(10, 100, 0.9, 0.8).rate == 0.0
+    # a perfect judge changes nothing: (p + 1 − 1)/(1 + 1 − 1) = p
+    assert corrected_pass_rate(37, 100, 1.0, 1.0).rate == pytest.approx(0.37)
+
+
+@pytest.mark.parametrize(("sens", "spec"), [(0.6, 0.4), (0.5, 0.5), (0.2, 0.3)])
+def test_correction_is_undefined_for_a_judge_no_better_than_chance(
+    sens: float, spec: float
+) -> None:
+    with pytest.raises(UndefinedCorrectionError, match="sensitivity \\+ specificity <= 1"):
+        corrected_pass_rate(50, 100, sens, spec)
+
+
+def test_interval_carries_the_calibrations_uncertainty() -> None:
+    # Delta method for c = (p + sp − 1)/Y with Y = se + sp − 1 (p = 0.7 of 1000,
+    # se = 90/100, sp = 40/50, so c = 5/7 and Y = 0.7):
+    # Var c ≈ [p(1−p)/1000 + c²·se(1−se)/100 + (1−c)²·sp(1−sp)/50] / Y²
+    p, se, sp = 0.7, 0.9, 0.8
+    y = se + sp - 1
+    c = (p + sp - 1) / y
+    var = (
+        p * (1 - p) / 1000 + c**2 * se * (1 - se) / 100 + (1 - c) ** 2 * sp * (1 - sp) / 50
+    ) / y**2
+    delta_half_width = 1.959964 * math.sqrt(var)  # 0.0854
+    counted = corrected_pass_rate(700, 1000, (90, 100), (40, 50))
+    half_width = (counted.high - counted.low) / 2
+    assert 0.8 < half_width / delta_half_width < 1.2
+    # taking sensitivity and specificity as exact leaves only p's share: 0.0406
+    exact = corrected_pass_rate(700, 1000, 0.9, 0.8)
+    assert (exact.high - exact.low) / 2 < 0.6 * half_width
+    assert "sensitivity 90/100" in counted.method and "taken as exact" in exact.method
+
+
+def test_bootstrap_is_seeded() -> None:
+    first = corrected_pass_rate(70, 100, (45, 50), (40, 50), seed=3)
+    again = corrected_pass_rate(70, 100, (45, 50), (40, 50), seed=3)
+    other = corrected_pass_rate(70, 100, (45, 50), (40, 50), seed=4)
+    assert first == again
+    assert (first.low, first.high) != (other.low, other.high)
+
+
+def test_a_calibration_that_cannot_rule_out_chance_gives_the_whole_interval() -> None:
+    # 3/5 and 3/5: sens + spec = 1.2, but many draws fall to ≤ 1
+    c = corrected_pass_rate(7, 10, (3, 5), (3, 5))
+    assert c.undefined_draws > 0.05 * c.draws
+    assert (c.low, c.high) == (0.0, 1.0)
+    assert any("no better than chance" in w for w in c.warnings)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    true_rate=st.floats(0.05, 0.95),
+    sens=st.floats(0.6, 1.0),
+    spec=st.floats(0.6, 1.0),
+)
+def test_correction_inverts_the_judges_errors(true_rate: float, sens: float, spec: float) -> None:
+    # The judge passes a true PASS with probability sens and a true FAIL with 1 − spec,
+    # so it observes p = π·sens + (1 − π)(1 − spec); the correction must give back π.
+    n = 1_000_000
+    observed = round((true_rate * sens + (1 - true_rate) * (1 - spec)) * n)
+    c = corrected_pass_rate(observed, n, sens, spec, draws=100)
+    assert c.rate == pytest.approx(true_rate, abs=1e-5 / (sens + spec - 1))
+
+
+def test_corrected_rate_for_uses_a_category_only_with_enough_labels() -> None:
+    # category "big": 30 labels (20 PASS, 10 FAIL); the judge misses 5 of its FAILs.
+    # category "small": 10 labels, judge perfect. Overall: 40 labels.
+    judge = [P] * 20 + [F] * 5 + [P] * 5 + [P] * 5 + [F] * 5
+    human = [P] * 20 + [F] * 10 + [P] * 5 + [F] * 5
+    cats = ["big"] * 30 + ["small"] * 10
+    cal = calibrate(judge, human, categories=cats)
+    assert cal.correctable_categories() == ["big"]
+    big = corrected_rate_for(cal, 60, 100, category="big")
+    # big: sens 20/20 = 1, spec 5/10 = 0.5 → (0.6 + 0.5 − 1)/(1 + 0.5 − 1) = 0.2
+    assert big["scope"] == "big" and big["rate"] == pytest.approx(0.2)
+    small = corrected_rate_for(cal, 60, 100, category="small")
+    # overall: sens 25/25 = 1, spec 10/15 → (0.6 + 2/3 − 1)/(2/3) = 0.4
+    assert small["scope"] == "overall" and small["rate"] == pytest.approx(0.4)
+    assert set(big) >= {"rate", "low", "high", "method", "scope", "warnings"}
+
+
+def test_corrected_rate_for_flags_another_judge_and_refuses_what_it_cannot_do() -> None:
+    cal = calibrate_results(
+        [result_row(str(i), P if i % 2 else F) for i in range(60)],
+        {str(i): label_record(str(i), P if i % 2 else F) for i in range(60)},
+    )
+    assert cal.trusted
+    fine = corrected_rate_for(cal, 50, 100, judge_model="builtin", rubric_fingerprint="rubric-1")
+    assert fine["warnings"] == []
+    moved = corrected_rate_for(cal, 50, 100, judge_model="openai:gpt-x")
+    assert any(w.startswith("CALIBRATION EXPIRED") for w in moved["warnings"])
+    with pytest.raises(CalibrationError, match="multiclass"):
+        corrected_rate_for(calibrate(["A", "B"], ["A", "B"]), 1, 2)
+    with pytest.raises(CalibrationError, match="labelled FAIL"):
+        corrected_rate_for(calibrate([P, P], [P, P]), 1, 2)
+
+
+# ---------------------------------------------------------------- saving and loading
+
+
+def test_save_and_load_round_trip(tmp_path: Path) -> None:
+    rows = [
+        result_row(f"c{i}", P if i % 4 else F, category="x" if i < 30 else "y") for i in range(50)
+    ]
+    labels = {row["id"]: label_record(row["id"], P if i % 5 else F) for i, row in enumerate(rows)}
+    cal = calibrate_results(rows, labels)
+    path = tmp_path / "cal.json"
+    cal.save(path)
+    document = json.loads(path.read_text())
+    assert document["format"] == "tinyeval-calibration" and document["version"] == 1
+    assert document["correction"]["overall"]["sensitivity"]["n"] == cal.human_passes
+    assert set(document["correction"]["per_category"]) == set(cal.correctable_categories())
+    loaded = load_calibration(path)
+    assert isinstance(loaded, Calibration)
+    assert (loaded.judge_model, loaded.rubric_fingerprint) == ("builtin", "rubric-1")
+    for key in ("agreement", "kappa", "failure_recall", "false_alarm_rate", "confusion"):
+        assert loaded.to_dict()[key] == cal.to_dict()[key]
+    assert loaded.correctable_categories() == cal.correctable_categories()
+    assert corrected_rate_for(loaded, 40, 50) == corrected_rate_for(cal, 40, 50)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{", "not valid JSON"),
+        ('{"format": "other"}', "tinyeval-calibration"),
+        ('{"format": "tinyeval-calibration", "version": 9}', "version 9"),
+        ('{"format": "tinyeval-calibration", "version": 1, "pairs": []}', "non-empty list"),
+        (
+            '{"format": "tinyeval-calibration", "version": 1, "pairs": [{"judge": "PASS"}]}',
+            "human label at position 0",
+        ),
+    ],
+)
+def test_load_refuses_bad_files(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "cal.json"
+    path.write_text(text)
+    with pytest.raises(CalibrationError, match=message) as info:
+        load_calibration(path)
+    assert str(path) in str(info.value)
+
+
+# ---------------------------------------------------------------- the command line
+
+
+def write_jsonl(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    return path
+
+
+def test_cli_calibrate_text_disagreements_only_and_save(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [result_row(f"c{i:02d}", P if i % 5 else F) for i in range(60)]
+    rows[3]["judge"]["verdict"] = F  # a false alarm
+    rows[10]["judge"]["verdict"] = P  # a missed failure
+    results = write_jsonl(tmp_path / "results.jsonl", rows)
+    labels = write_jsonl(
+        tmp_path / "labels.jsonl",
+        [label_record(f"c{i:02d}", P if i % 5 else F) for i in range(60)]
+        + [label_record("ghost", P)],
+    )
+    dis, cal_path = tmp_path / "dis.jsonl", tmp_path / "cal.json"
+    code = main(
+        [
+            "calibrate",
+            str(results),
+            str(labels),
+            "--disagreements",
+            str(dis),
+            "--save",
+            str(cal_path),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "failure recall     11/12 = 91.7%" in out
+    assert "false alarms       1/48 = 2.1%" in out
+    assert "0 result rows without a label, 1 labels without a result row" in out
+    assert "disagreements: 2 of 60" in out
+    assert [json.loads(line)["id"] for line in dis.read_text().splitlines()] == ["c03", "c10"]
+    assert load_calibration(cal_path).n == 60
+
+    code = main(["calibrate", "--only", str(dis), str(results), str(labels), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert data["n"] == 2 and data["agreement"]["successes"] == 0
+    assert data["unmatched_labels"] == []  # the ghost label is outside --only
+
+
+def test_cli_calibrate_warns_loudly_when_expired(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = write_jsonl(tmp_path / "r.jsonl", [result_row("a", P), result_row("b", F)])
+    labels = write_jsonl(
+        tmp_path / "l.jsonl",
+        [label_record("a", P, rubric_fingerprint="old"), label_record("b", F)],
+    )
+    assert main(["calibrate", str(results), str(labels), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "WARNING: CALIBRATION EXPIRED" in captured.err
+    assert json.loads(captured.out)["expired"][0].startswith("CALIBRATION EXPIRED")
+
+
+def test_cli_calibrate_bad_labels_file_names_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = write_jsonl(tmp_path / "r.jsonl", [result_row("a", P)])
+    labels = tmp_path / "l.jsonl"
+    labels.write_text('{"id": "a", "label": "PASS"}\n{"id": "b"}\n')
+    assert main(["calibrate", str(results), str(labels)]) == 2
+    assert f"{labels}:2: expected a field 'label'" in capsys.readouterr().err

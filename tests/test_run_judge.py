@@ -1,0 +1,186 @@
+"""Runs with a judge, end to end: scripted py: models that raise, babble or answer empty.
+
+Whatever the judge model does, every case gets exactly one row and nothing
+that did not parse counts as a pass.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tinyeval import Judge, run
+from tinyeval.dataset import Case
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SCRIPTED_MODELS = textwrap.dedent(
+    """
+    import itertools
+
+    _calls = itertools.count()
+
+    def always_pass(prompt):
+        return "PASS\\nEverything is supported."
+
+    def raises(prompt):
+        raise ConnectionError("judge unreachable")
+
+    def babbles(prompt):
+        return "Well, looking at this response carefully, I would say it is mostly fine. PASS"
+
+    def empty(prompt):
+        return ""
+
+    def bold(prompt):
+        return "**PASS**\\nLooks good."
+
+    def alternating(prompt, sample=0):
+        return "PASS\\nok" if sample % 2 == 0 else "FAIL\\nno"
+
+    def none(prompt):
+        return None
+    """
+)
+
+
+def cases_file(tmp_path: Path, n: int = 6) -> Path:
+    path = tmp_path / "cases.jsonl"
+    with path.open("w", encoding="utf-8") as f:
+        for i in range(n):
+            f.write(json.dumps({
+                "id": f"sup-{i}", "category": "support", "input": "¿Cuál es el límite?",
+                "context": "El límite diario es de $ 500.000.",
+                "output": "El límite diario es de $ 500.000.",
+            }) + "\n")
+    return path
+
+
+def run_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "scripted.py").write_text(SCRIPTED_MODELS, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)])}
+    return subprocess.run([sys.executable, "-m", "tinyeval", *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def rows_of(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.mark.parametrize(
+    ("model", "status", "failure"),
+    [
+        ("raises", "error", "error"),
+        ("babbles", "fail", "unparsed"),
+        ("empty", "fail", "unparsed"),
+        ("bold", "fail", "unparsed"),
+        ("none", "error", "error"),
+    ],
+)
+def test_broken_judges_never_pass_and_every_case_has_one_row(tmp_path: Path, model: str, status: str, failure: str) -> None:
+    cases = cases_file(tmp_path)
+    out = tmp_path / "rows.jsonl"
+    done = run_cli(tmp_path, "run", str(cases), "--out", str(out), "--criterion", "unsupported-claims",
+                   "--judge-model", f"py:scripted:{model}", "--no-cache", "--json",
+                   "--threshold", "support=0.5")
+    assert done.returncode == 1, done.stderr
+    rows = rows_of(out)
+    assert sorted(r["id"] for r in rows) == [f"sup-{i}" for i in range(6)]
+    for row in rows:
+        assert row["status"] == status
+        assert row["judge"]["verdict"] is None
+        assert row["judge"]["failure"] == failure
+        assert row["judge_model"] == f"py:scripted:{model}"
+        assert len(row["rubric_fingerprint"]) == 64
+    summary = json.loads(done.stdout)
+    category = summary["gate"]["categories"]["support"]
+    assert (category["passed"], category["total"]) == (0, 6)
+    if failure == "unparsed":
+        assert summary["judge"] == {"judged": 6, "unparsed": 6, "unparsed_rate": 1.0}
+
+
+def test_unparsed_rate_is_printed_in_the_summary(tmp_path: Path) -> None:
+    done = run_cli(tmp_path, "run", str(cases_file(tmp_path)), "--out", "rows.jsonl",
+                   "--criterion", "unsupported-claims", "--judge-model", "py:scripted:babbles")
+    assert "judge replies that did not parse: 6/6 = 100.0%" in done.stdout
+
+
+def test_a_passing_judge_passes(tmp_path: Path) -> None:
+    done = run_cli(tmp_path, "run", str(cases_file(tmp_path)), "--out", "rows.jsonl",
+                   "--criterion", "unsupported-claims", "--judge-model", "py:scripted:always_pass",
+                   "--threshold", "support=1")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_votes_and_the_review_queue(tmp_path: Path) -> None:
+    out, review = tmp_path / "rows.jsonl", tmp_path / "review.jsonl"
+    done = run_cli(tmp_path, "run", str(cases_file(tmp_path, 4)), "--out", str(out),
+                   "--criterion", "unsupported-claims", "--judge-model", "py:scripted:alternating",
+                   "--votes", "3", "--review-out", str(review))
+    assert done.returncode == 0, done.stderr
+    for row in rows_of(out):
+        # samples 0, 1, 2 → PASS, FAIL, PASS: a 2-1 majority for PASS, not unanimous
+        assert row["judge"]["votes"] == ["PASS", "FAIL", "PASS"]
+        assert row["judge"]["verdict"] == "PASS" and row["judge"]["unanimous"] is False
+    assert len(rows_of(review)) == 4
+    assert "non-unanimous verdicts for review: 4" in done.stdout
+
+
+def test_several_criteria_each_have_a_verdict(tmp_path: Path) -> None:
+    out = tmp_path / "rows.jsonl"
+    rubric = tmp_path / "tone.json"
+    rubric.write_text(json.dumps({"name": "polite", "criterion": "The response is polite."}))
+    done = run_cli(tmp_path, "run", str(cases_file(tmp_path, 2)), "--out", str(out),
+                   "--criterion", "unsupported-claims", "--rubric", str(rubric),
+                   "--judge-model", "py:scripted:always_pass")
+    assert done.returncode == 0, done.stderr
+    row = rows_of(out)[0]
+    assert set(row["judges"]) == {"unsupported-claims", "polite"}
+    assert row["judge"]["name"] == "unsupported-claims"
+
+
+def test_judge_is_skipped_when_a_check_already_failed() -> None:
+    calls: list[str] = []
+
+    def model(prompt: str) -> str:
+        calls.append(prompt)
+        return "PASS\nfine"
+
+    cases = [Case(id="a", output="x", expect={"contains": ["y"]}), Case(id="b", output="y")]
+    result = run(cases, judges=Judge("unsupported-claims"), judge_model=model)
+    rows = {r["id"]: r for r in result.rows}
+    assert rows["a"]["judge_skipped"] == "a code check failed" and rows["a"]["status"] == "fail"
+    assert rows["b"]["judge"]["verdict"] == "PASS" and len(calls) == 1
+    run(cases[:1], judges=Judge("unsupported-claims"), judge_model=model, judge_all=True)
+    assert len(calls) == 2
+
+
+def test_judge_categories_restrict_the_judge() -> None:
+    cases = [Case(id="a", output="x", category="tone"), Case(id="b", output="y", category="support")]
+    result = run(cases, judges=[Judge("unsupported-claims")], judge_model=lambda p: "FAIL\nno",
+                 judge_categories=["support"])
+    rows = {r["id"]: r for r in result.rows}
+    assert rows["a"]["status"] == "pass" and rows["a"]["judge_skipped"] == "category not judged"
+    assert rows["b"]["status"] == "fail"
+
+
+def test_bundled_example_with_the_builtin_judge(tmp_path: Path) -> None:
+    """The README's first command: offline, amount_extraction blocks at 17/20."""
+    done = run_cli(tmp_path, "run", str(ROOT / "examples" / "cases.jsonl"), "--out", "rows.jsonl",
+                   "--criterion", "unsupported-claims", "--judge-category", "support_answers",
+                   "--threshold", "amount_extraction=1.0", "--json")
+    assert done.returncode == 1, done.stderr
+    summary = json.loads(done.stdout)
+    amount = summary["gate"]["categories"]["amount_extraction"]
+    assert (amount["passed"], amount["total"], amount["blocking"]) == (17, 20, True)
+    assert summary["judge"]["judged"] == 18  # every support case reaches the judge
+    rows = rows_of(tmp_path / "rows.jsonl")
+    assert len(rows) == 62
+    judged = [r for r in rows if r["judge"]]
+    assert {r["judge_model"] for r in judged} == {"builtin"}

@@ -1,0 +1,1270 @@
+"""Calibrate the judge against human labels: does its figure stand for your criterion?
+
+Raw agreement flatters a judge: on a set where 90% of cases pass, a judge that
+says PASS to everything agrees 90% of the time and catches nothing. So the
+headline figures here are the ones that cannot be gamed that way:
+
+=====================  =========================================================
+``failure_recall``     of the cases you labelled FAIL, how many the judge failed
+``false_alarm_rate``   of the cases you labelled PASS, how many the judge failed
+``kappa``              agreement beyond chance (Cohen); below 0.6 the figure is
+                       the judge's opinion, not your criterion
+``agreement``          shown, with its Wilson interval and the share a judge
+                       always giving the commonest label would reach
+=====================  =========================================================
+
+Unparsed judge replies (``None`` in the judge's column) are never dropped: they
+are counted in ``unparsed``, shown in their own confusion-matrix column, and
+``agreement_with_unparsed`` counts them as disagreements. The other figures
+(agreement, recall, false alarms, kappa) are computed over the parsed pairs,
+because an unparsed reply is neither a PASS nor a FAIL.
+
+``corrected_pass_rate`` turns the calibration into a correction of an observed
+pass rate (Rogan and Gladen 1978), with an interval that carries the
+calibration's own uncertainty.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from .label import output_fingerprint
+from .stats import UndefinedStatisticError, cohen_kappa, format_rate, spearman, wilson_interval
+
+__all__ = [
+    "CATEGORY_MIN_LABELS",
+    "KAPPA_FLOOR",
+    "MIN_LABELS",
+    "Calibration",
+    "CalibrationError",
+    "CorrectedRate",
+    "Rate",
+    "UndefinedCorrectionError",
+    "calibrate",
+    "calibrate_results",
+    "corrected_pass_rate",
+    "corrected_rate_for",
+    "disagreement_rows",
+    "load_calibration",
+]
+
+Label = str | int | float
+
+KAPPA_FLOOR = 0.6
+"""Below this kappa the judge's figure is its own opinion (Landis and Koch: 'moderate')."""
+MIN_LABELS = 50
+"""Fewer labelled cases than this are too few to trust a calibration."""
+CATEGORY_MIN_LABELS = 20
+"""A category gets its own sensitivity/specificity with this many parsed labels and both classes."""
+BOOTSTRAP_DRAWS = 2000
+CALIBRATION_FORMAT = "tinyeval-calibration"
+CALIBRATION_VERSION = 1
+UNPARSED_TOLERANCE = 0.05
+"""More unparsed judge replies than this share of the pairs is a warning of its own."""
+UNPARSED = "unparsed"  # the confusion-matrix column of judge replies that did not parse
+
+
+class CalibrationError(ValueError):
+    """Input that cannot be calibrated (mismatched lengths, no pairs, a bad saved file).
+
+    >>> try:
+    ...     calibrate(["PASS"], ["PASS", "FAIL"])
+    ... except CalibrationError as exc:
+    ...     print(exc)
+    calibrate: judge and human must have the same length, got 1 and 2
+    """
+
+
+class UndefinedCorrectionError(CalibrationError):
+    """The pass-rate correction is undefined: sensitivity + specificity ≤ 1.
+
+    >>> try:
+    ...     corrected_pass_rate(50, 100, 0.5, 0.5)
+    ... except UndefinedCorrectionError as exc:
+    ...     print(exc)  # doctest: +ELLIPSIS
+    corrected_pass_rate: undefined when sensitivity + specificity <= 1 (got 0.500 + 0.500): ...
+    """
+
+
+class Rate(NamedTuple):
+    """``successes`` of ``n`` with its Wilson interval; ``str()`` gives the printed form.
+
+    >>> rate = Rate.of(17, 20)
+    >>> str(rate), round(rate.value, 2)
+    ('17/20 = 85.0% [64.0%, 94.8%]', 0.85)
+    """
+
+    successes: int
+    n: int
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, successes: int, n: int) -> Rate:
+        """The rate ``successes/n`` with its 95% Wilson interval (``n`` must be positive)."""
+        low, high = wilson_interval(successes, n)
+        return cls(successes, n, low, high)
+
+    @property
+    def value(self) -> float:
+        """``successes / n``."""
+        return self.successes / self.n
+
+    def __str__(self) -> str:
+        return format_rate(self.successes, self.n)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"successes", "n", "rate", "low", "high", "text"}``.
+
+        >>> Rate.of(1, 2).to_dict()["text"]
+        '1/2 = 50.0% [9.5%, 90.5%]'
+        """
+        return {
+            "successes": self.successes,
+            "n": self.n,
+            "rate": self.value,
+            "low": self.low,
+            "high": self.high,
+            "text": str(self),
+        }
+
+
+def _rate(successes: int, n: int) -> Rate | None:
+    return Rate.of(successes, n) if n else None
+
+
+def _rate_dict(rate: Rate | None) -> dict[str, Any] | None:
+    return rate.to_dict() if rate is not None else None
+
+
+# ---------------------------------------------------------------- labels
+
+
+def _as_label(value: Any, side: str, index: int) -> Label | None:
+    """One label as compared: booleans and any-case pass/fail become PASS/FAIL."""
+    if value is None and side == "judge":
+        return None
+    if isinstance(value, bool):
+        return "PASS" if value else "FAIL"
+    if isinstance(value, str):
+        upper = value.strip().upper()
+        return upper if upper in ("PASS", "FAIL") else value
+    if isinstance(value, int | float) and math.isfinite(value):
+        return value
+    raise CalibrationError(
+        f"calibrate: {side} label at position {index} must be 'PASS'/'FAIL', a boolean, "
+        f"a finite number or another string{', or None (unparsed)' if side == 'judge' else ''}; "
+        f"got {value!r}"
+    )
+
+
+def _is_number(label: Any) -> bool:
+    return isinstance(label, int | float) and not isinstance(label, bool)
+
+
+def _ordered(labels: Iterable[Label]) -> tuple[Label, ...]:
+    """PASS and FAIL first, then numbers in order, then other strings alphabetically."""
+    unique = set(labels)
+    first = tuple(label for label in ("PASS", "FAIL") if label in unique)
+    numbers = sorted(label for label in unique if _is_number(label))
+    words = sorted(str(label) for label in unique if isinstance(label, str) and label not in first)
+    return (*first, *numbers, *words)
+
+
+def _key(label: Label | None) -> str:
+    """A label as a JSON object key."""
+    return UNPARSED if label is None else str(label)
+
+
+# ---------------------------------------------------------------- the result
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Judge against human on the same cases; build it with ``calibrate``.
+
+    Figures over the parsed pairs: ``agreement``, ``kappa``, ``spearman``
+    (numeric labels), the ``confusion`` matrix (human label → judge label →
+    count, with an ``unparsed`` column) and, for PASS/FAIL labels,
+    ``failure_recall`` (= ``specificity``), ``false_alarm_rate``,
+    ``sensitivity``. ``warnings`` says in words what makes the figure
+    untrustworthy; ``verdict`` sums it up in one sentence.
+
+    >>> cal = calibrate(["PASS", "FAIL", "PASS", None], ["PASS", "FAIL", "FAIL", "PASS"])
+    >>> cal.n, cal.parsed, cal.unparsed, cal.judge_caught, cal.human_failures
+    (4, 3, 1, 1, 2)
+    >>> cal.confusion["FAIL"]
+    {'PASS': 1, 'FAIL': 1, None: 0}
+    """
+
+    kind: str  # "pass/fail" or "multiclass"
+    labels: tuple[Label, ...]
+    n: int
+    parsed: int
+    unparsed: int
+    agreement: Rate | None
+    agreement_with_unparsed: Rate
+    majority_label: Label | None
+    majority_share: Rate | None
+    confusion: dict[Label, dict[Label | None, int]]
+    kappa: float | None
+    kappa_undefined: str | None
+    spearman: float | None
+    spearman_undefined: str | None
+    human_failures: int | None
+    judge_caught: int | None
+    failure_recall: Rate | None
+    human_passes: int | None
+    false_alarms: int | None
+    false_alarm_rate: Rate | None
+    sensitivity: Rate | None
+    warnings: tuple[str, ...]
+    verdict: str
+    per_category: dict[str, Calibration] = field(default_factory=dict, repr=False)
+    judge_labels: tuple[Label | None, ...] = field(default=(), repr=False)
+    human_labels: tuple[Label, ...] = field(default=(), repr=False)
+    categories: tuple[str, ...] | None = field(default=None, repr=False)
+    ids: tuple[Any, ...] | None = field(default=None, repr=False)
+    judge_model: str | None = None
+    rubric_fingerprint: str | None = None
+    expired: tuple[str, ...] = ()
+    unmatched_results: tuple[Any, ...] = field(default=(), repr=False)
+    unmatched_labels: tuple[Any, ...] = field(default=(), repr=False)
+    without_verdict: tuple[Any, ...] = field(default=(), repr=False)
+
+    @property
+    def specificity(self) -> Rate | None:
+        """P(judge FAIL | human FAIL): the same figure as ``failure_recall``."""
+        return self.failure_recall
+
+    @property
+    def trusted(self) -> bool:
+        """True when nothing in ``warnings`` speaks against the judge's figure."""
+        return not self.warnings
+
+    def disagreements(self) -> list[Any]:
+        """Ids (or positions, without ids) where the judge differs from the human.
+
+        Unparsed judge replies count as disagreements.
+
+        >>> calibrate(["PASS", None, "FAIL"], ["PASS", "PASS", "PASS"]).disagreements()
+        [1, 2]
+        """
+        keys = self.ids if self.ids is not None else range(self.n)
+        return [
+            key
+            for key, judge, human in zip(keys, self.judge_labels, self.human_labels, strict=True)
+            if judge != human
+        ]
+
+    def correctable_categories(self) -> list[str]:
+        """Categories that get their own sensitivity and specificity in a correction.
+
+        The rule: at least ``CATEGORY_MIN_LABELS`` (20) parsed pairs, with both
+        human PASS and human FAIL labels among them.
+
+        >>> cats = ["a"] * 20 + ["b"] * 20
+        >>> cal = calibrate(["PASS"] * 40, ["PASS"] * 10 + ["FAIL"] * 10 + ["PASS"] * 20,
+        ...                 categories=cats)
+        >>> cal.correctable_categories()
+        ['a']
+        """
+        return [
+            name
+            for name, sub in sorted(self.per_category.items())
+            if sub.kind == "pass/fail"
+            and sub.parsed >= CATEGORY_MIN_LABELS
+            and sub.human_failures
+            and sub.human_passes
+        ]
+
+    def to_dict(self, *, categories: bool = True) -> dict[str, Any]:
+        """The calibration as a JSON-ready dict (the ``calibrate --json`` object).
+
+        Rates are ``{"successes", "n", "rate", "low", "high", "text"}`` or null;
+        confusion-matrix keys are labels as strings, with ``"unparsed"`` for
+        judge replies that did not parse.
+
+        >>> d = calibrate(["PASS", "FAIL"], ["PASS", "PASS"]).to_dict()
+        >>> d["false_alarms"], d["confusion"]["PASS"]
+        (1, {'PASS': 1, 'FAIL': 1, 'unparsed': 0})
+        """
+        result: dict[str, Any] = {
+            "kind": self.kind,
+            "labels": list(self.labels),
+            "n": self.n,
+            "parsed": self.parsed,
+            "unparsed": self.unparsed,
+            "agreement": _rate_dict(self.agreement),
+            "agreement_with_unparsed": _rate_dict(self.agreement_with_unparsed),
+            "majority_label": self.majority_label,
+            "majority_share": _rate_dict(self.majority_share),
+            "kappa": self.kappa,
+            "kappa_undefined": self.kappa_undefined,
+            "spearman": self.spearman,
+            "spearman_undefined": self.spearman_undefined,
+            "human_failures": self.human_failures,
+            "judge_caught": self.judge_caught,
+            "failure_recall": _rate_dict(self.failure_recall),
+            "human_passes": self.human_passes,
+            "false_alarms": self.false_alarms,
+            "false_alarm_rate": _rate_dict(self.false_alarm_rate),
+            "sensitivity": _rate_dict(self.sensitivity),
+            "specificity": _rate_dict(self.specificity),
+            "confusion": {
+                _key(human): {_key(judge): count for judge, count in row.items()}
+                for human, row in self.confusion.items()
+            },
+            "warnings": list(self.warnings),
+            "verdict": self.verdict,
+            "trusted": self.trusted,
+            "judge_model": self.judge_model,
+            "rubric_fingerprint": self.rubric_fingerprint,
+            "expired": list(self.expired),
+            "unmatched_results": list(self.unmatched_results),
+            "unmatched_labels": list(self.unmatched_labels),
+            "without_verdict": list(self.without_verdict),
+            "disagreements": self.disagreements(),
+        }
+        if categories:
+            correctable = set(self.correctable_categories())
+            result["per_category"] = {
+                name: {**sub.to_dict(categories=False), "correctable": name in correctable}
+                for name, sub in sorted(self.per_category.items())
+            }
+        return result
+
+    def to_text(self) -> str:
+        """The calibration as the plain text ``tinyeval calibrate`` prints.
+
+        >>> print(calibrate(["PASS", "FAIL", "PASS"], ["PASS", "FAIL", "FAIL"]).to_text())
+        ... # doctest: +ELLIPSIS
+        judge vs human on 3 labelled cases
+        <BLANKLINE>
+                    judge PASS  judge FAIL  unparsed
+        human PASS           1           0         0
+        human FAIL           1           1         0
+        <BLANKLINE>
+        agreement          2/3 = 66.7% [20.8%, 93.9%]
+        ...
+        """
+        return "\n".join(_text_lines(self))
+
+    def save(self, path: str | Path) -> None:
+        """Write the calibration to a JSON file that ``load_calibration`` reads back.
+
+        The file keeps every pair (id, category, judge label, human label), so
+        loading recomputes every figure with the code that reads it, plus the
+        summary (``to_dict``) and the sensitivity/specificity a correction
+        uses, overall and for each category that qualifies (see
+        ``correctable_categories``). The write is atomic.
+
+        >>> import tempfile, os
+        >>> cal = calibrate(["PASS", "FAIL", "FAIL"], ["PASS", "FAIL", "PASS"])
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     path = os.path.join(tmp, "cal.json")
+        ...     cal.save(path)
+        ...     load_calibration(path).false_alarms
+        1
+        """
+        keys = self.ids if self.ids is not None else range(self.n)
+        categories = self.categories or (None,) * self.n
+        pairs = [
+            {"id": key, "category": category, "judge": judge, "human": human}
+            for key, category, judge, human in zip(
+                keys, categories, self.judge_labels, self.human_labels, strict=True
+            )
+        ]
+        document = {
+            "format": CALIBRATION_FORMAT,
+            "version": CALIBRATION_VERSION,
+            "created_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "judge_model": self.judge_model,
+            "rubric_fingerprint": self.rubric_fingerprint,
+            "correction": _correction_summary(self),
+            "summary": self.to_dict(),
+            "pairs": pairs,
+        }
+        _write_atomically(Path(path), json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+
+
+def _correction_summary(cal: Calibration) -> dict[str, Any]:
+    """Sensitivity/specificity for corrections, overall and per qualifying category."""
+
+    def pair(sub: Calibration) -> dict[str, Any]:
+        return {
+            "n": sub.parsed,
+            "sensitivity": _rate_dict(sub.sensitivity),
+            "specificity": _rate_dict(sub.specificity),
+        }
+
+    return {
+        "rule": (
+            f"a category gets its own figures with at least {CATEGORY_MIN_LABELS} parsed "
+            "labels including both human PASS and human FAIL; otherwise the overall figures apply"
+        ),
+        "overall": pair(cal) if cal.kind == "pass/fail" else None,
+        "per_category": {
+            name: pair(cal.per_category[name]) for name in cal.correctable_categories()
+        },
+    }
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+# ---------------------------------------------------------------- computing it
+
+
+def _kappa(judge: list[Label], human: list[Label]) -> tuple[float | None, str | None]:
+    if len(judge) < 2:
+        return None, f"needs at least 2 parsed pairs, got {len(judge)}"
+    try:
+        return cohen_kappa(judge, human), None
+    except UndefinedStatisticError as exc:
+        return None, str(exc)
+
+
+def _spearman(judge: list[Label], human: list[Label]) -> tuple[float | None, str | None]:
+    if not all(_is_number(label) for label in (*judge, *human)):
+        return None, "the labels are not numbers"
+    if len(judge) < 2:
+        return None, f"needs at least 2 parsed pairs, got {len(judge)}"
+    try:
+        return spearman(judge, human), None
+    except UndefinedStatisticError as exc:
+        return None, str(exc)
+
+
+def _warnings(cal: Calibration) -> list[str]:
+    """What, in words, stands against trusting the judge's figure."""
+    found: list[str] = []
+    judged = {label for label in cal.judge_labels if label is not None}
+    if cal.parsed and judged.isdisjoint(cal.human_labels):
+        found.append(
+            f"the judge and the human never use the same label ({sorted(map(str, judged))} vs "
+            f"{sorted(map(str, set(cal.human_labels)))}): agreement means nothing here"
+        )
+    if cal.kappa is not None and cal.kappa < KAPPA_FLOOR:
+        found.append(
+            f"kappa {cal.kappa:.2f} is below {KAPPA_FLOOR}: the figure is the judge's opinion, "
+            "not your criterion"
+        )
+    elif cal.kappa is None:
+        found.append(
+            f"kappa is undefined ({cal.kappa_undefined}): agreement cannot be told apart from "
+            "chance, so the figure is the judge's opinion, not your criterion"
+        )
+    if cal.n < MIN_LABELS:
+        cases = "case" if cal.n == 1 else "cases"
+        found.append(
+            f"only {cal.n} labelled {cases}: too few to trust; label at least {MIN_LABELS}"
+        )
+    if cal.kind == "pass/fail" and cal.parsed and not cal.human_failures:
+        found.append(
+            "you labelled no case FAIL: there is no failure-recall figure, and the dataset is "
+            "too easy to tell a judge that catches failures from one that passes everything"
+        )
+    if (
+        cal.agreement is not None
+        and cal.majority_share is not None
+        and cal.agreement.successes <= cal.majority_share.successes
+        and len(set(cal.human_labels)) > 1
+    ):
+        found.append(
+            f"agreement {cal.agreement} is no better than a judge that always says "
+            f"{cal.majority_label} would reach ({cal.majority_share}): look at failure recall "
+            "and kappa, not agreement"
+        )
+    if cal.unparsed > UNPARSED_TOLERANCE * cal.n:
+        found.append(
+            f"{cal.unparsed} of {cal.n} judge replies did not parse: they are left out of the "
+            "figures above and counted as disagreements in agreement_with_unparsed; fix the "
+            "judge's answer format before trusting it"
+        )
+    return found
+
+
+def _verdict(cal: Calibration) -> str:
+    if not cal.warnings:
+        recall = f"; it caught {cal.failure_recall} of your failures" if cal.failure_recall else ""
+        return (
+            f"the judge agrees with your labels beyond chance (kappa {cal.kappa:.2f} on "
+            f"{cal.parsed} cases{recall}): its figure can stand for your criterion"
+        )
+    problems = len(cal.warnings)
+    return f"do not rely on the judge's figure yet: {problems} problem{'s' * (problems > 1)} below"
+
+
+def _build(
+    judge: list[Label | None],
+    human: list[Label],
+    categories: tuple[str, ...] | None,
+    ids: tuple[Any, ...] | None,
+    per_category: bool,
+) -> Calibration:
+    parsed_judge = [j for j in judge if j is not None]
+    parsed_human = [h for j, h in zip(judge, human, strict=True) if j is not None]
+    labels = _ordered([*parsed_judge, *human])
+    binary = set(labels) <= {"PASS", "FAIL"}
+    if binary:
+        labels = ("PASS", "FAIL")
+    parsed = len(parsed_judge)
+    agreed = sum(j == h for j, h in zip(parsed_judge, parsed_human, strict=True))
+
+    confusion: dict[Label, dict[Label | None, int]] = {
+        h: {**{j: 0 for j in labels}, None: 0} for h in labels
+    }
+    for j, h in zip(judge, human, strict=True):
+        confusion[h][j] += 1
+
+    majority_label, majority_share = None, None
+    if parsed:
+        counts = Counter(parsed_human)
+        top = max(counts.values())
+        majority_label = next(label for label in labels if counts.get(label) == top)
+        majority_share = Rate.of(top, parsed)
+
+    kappa, kappa_undefined = _kappa(parsed_judge, parsed_human)
+    rho, rho_undefined = _spearman(parsed_judge, parsed_human)
+
+    binary_figures: dict[str, Any] = dict.fromkeys(
+        (
+            "human_failures",
+            "judge_caught",
+            "failure_recall",
+            "human_passes",
+            "false_alarms",
+            "false_alarm_rate",
+            "sensitivity",
+        )
+    )
+    if binary:
+        fails = confusion["FAIL"]
+        passes = confusion["PASS"]
+        human_failures = fails["PASS"] + fails["FAIL"]
+        human_passes = passes["PASS"] + passes["FAIL"]
+        binary_figures = {
+            "human_failures": human_failures,
+            "judge_caught": fails["FAIL"],
+            "failure_recall": _rate(fails["FAIL"], human_failures),
+            "human_passes": human_passes,
+            "false_alarms": passes["FAIL"],
+            "false_alarm_rate": _rate(passes["FAIL"], human_passes),
+            "sensitivity": _rate(passes["PASS"], human_passes),
+        }
+
+    subs: dict[str, Calibration] = {}
+    if per_category and categories is not None:
+        groups: dict[str, list[int]] = {}
+        for index, category in enumerate(categories):
+            groups.setdefault(category, []).append(index)
+        for name, indexes in groups.items():
+            subs[name] = _build(
+                [judge[i] for i in indexes],
+                [human[i] for i in indexes],
+                None,
+                None if ids is None else tuple(ids[i] for i in indexes),
+                per_category=False,
+            )
+
+    draft = Calibration(
+        kind="pass/fail" if binary else "multiclass",
+        labels=labels,
+        n=len(judge),
+        parsed=parsed,
+        unparsed=len(judge) - parsed,
+        agreement=_rate(agreed, parsed),
+        agreement_with_unparsed=Rate.of(agreed, len(judge)),
+        majority_label=majority_label,
+        majority_share=majority_share,
+        confusion=confusion,
+        kappa=kappa,
+        kappa_undefined=kappa_undefined,
+        spearman=rho,
+        spearman_undefined=rho_undefined,
+        warnings=(),
+        verdict="",
+        per_category=subs,
+        judge_labels=tuple(judge),
+        human_labels=tuple(human),
+        categories=categories,
+        ids=ids,
+        **binary_figures,
+    )
+    return _with_words(draft)
+
+
+def _with_words(cal: Calibration, extra: Sequence[str] = ()) -> Calibration:
+    cal = replace(cal, warnings=(*extra, *_warnings(cal)))
+    return replace(cal, verdict=_verdict(cal))
+
+
+def calibrate(
+    judge: Sequence[Any],
+    human: Sequence[Any],
+    *,
+    categories: Sequence[str] | None = None,
+    ids: Sequence[Any] | None = None,
+) -> Calibration:
+    """Compare the judge's labels with human labels of the same cases.
+
+    ``judge`` and ``human`` are equal-length sequences of ``"PASS"``/``"FAIL"``
+    (any case), booleans (True = PASS), numbers (grades) or other strings
+    (``"A"``/``"B"``/``"TIE"``); ``None`` in ``judge`` is an unparsed reply.
+    ``categories`` (one per pair) adds a calibration per category;
+    ``ids`` names the pairs (for ``disagreements`` and ``save``).
+
+    The always-PASS judge on a set where 9 of 10 cases pass agrees 90% of the
+    time, catches none of the failures, and has kappa 0:
+
+    >>> cal = calibrate(["PASS"] * 10, ["PASS"] * 9 + ["FAIL"])
+    >>> str(cal.agreement), str(cal.failure_recall), cal.kappa
+    ('9/10 = 90.0% [59.6%, 98.2%]', '0/1 = 0.0% [0.0%, 79.3%]', 0.0)
+    >>> for warning in cal.warnings:
+    ...     print(warning)  # doctest: +ELLIPSIS
+    kappa 0.00 is below 0.6: the figure is the judge's opinion, not your criterion
+    only 10 labelled cases: too few to trust; label at least 50
+    agreement 9/10 = 90.0% [59.6%, 98.2%] is no better than a judge that always says PASS ...
+
+    Raises ``CalibrationError`` when the sequences differ in length or are
+    empty, a human label is missing, or a label is not a string, boolean or
+    finite number.
+    """
+    judge_list, human_list = list(judge), list(human)
+    if len(judge_list) != len(human_list):
+        raise CalibrationError(
+            "calibrate: judge and human must have the same length, "
+            f"got {len(judge_list)} and {len(human_list)}"
+        )
+    if not judge_list:
+        raise CalibrationError("calibrate: needs at least one labelled case, got none")
+    for name, extra in (("categories", categories), ("ids", ids)):
+        if extra is not None and len(extra) != len(judge_list):
+            raise CalibrationError(
+                f"calibrate: {name} must have one entry per pair ({len(judge_list)}), "
+                f"got {len(extra)}"
+            )
+    judged = [_as_label(value, "judge", i) for i, value in enumerate(judge_list)]
+    humans = [_as_label(value, "human", i) for i, value in enumerate(human_list)]
+    return _build(
+        judged,
+        humans,  # type: ignore[arg-type]  # human labels are never None (checked above)
+        tuple(str(c) for c in categories) if categories is not None else None,
+        tuple(ids) if ids is not None else None,
+        per_category=True,
+    )
+
+
+# ---------------------------------------------------------------- results and labels files
+
+
+def _verdict_of(row: Mapping[str, Any], judge: str | None) -> Mapping[str, Any] | None:
+    if judge:
+        judges = row.get("judges") or {}
+        value = judges.get(judge) if isinstance(judges, Mapping) else None
+    else:
+        value = row.get("judge")
+    return value if isinstance(value, Mapping) else None
+
+
+def _judge_errored(verdict: Mapping[str, Any]) -> bool:
+    """The judge's call failed (no reply to read), as opposed to a reply that did not parse."""
+    if "verdict" in verdict:
+        return verdict.get("failure") == "error"
+    return bool(verdict.get("error"))  # a pairwise verdict: {"winner", "error", ...}
+
+
+def _row_provenance(
+    row: Mapping[str, Any], verdict: Mapping[str, Any], judge: str | None
+) -> tuple[Any, Any]:
+    if judge:
+        return verdict.get("rubric_fingerprint"), verdict.get("model")
+    return (
+        row.get("rubric_fingerprint", verdict.get("rubric_fingerprint")),
+        row.get("judge_model", verdict.get("model")),
+    )
+
+
+def _short(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 20 else text[:16] + "..."
+
+
+def _expiry(mismatches: Mapping[str, list[tuple[Any, Any]]], matched: int) -> list[str]:
+    """Loud warnings for labels made against another rubric, judge model or output."""
+    found: list[str] = []
+    for what, pairs in mismatches.items():
+        if not pairs:
+            continue
+        then = sorted({_short(old) for old, _ in pairs})
+        now = sorted({_short(new) for _, new in pairs})
+        if what == "output":
+            found.append(
+                f"CALIBRATION EXPIRED: {len(pairs)} of {matched} labels were given to a different "
+                "output than these results hold: the human label may not apply; re-label them"
+            )
+        else:
+            found.append(
+                f"CALIBRATION EXPIRED: {len(pairs)} of {matched} labels were compared against "
+                f"{what} {', '.join(then)} but these results use {', '.join(now)}: re-label or "
+                f"judge with the labelled {what}"
+            )
+    return found
+
+
+def calibrate_results(
+    rows: Iterable[Mapping[str, Any]],
+    labels: Mapping[Any, Mapping[str, Any]],
+    *,
+    judge: str | None = None,
+    only: Iterable[Any] | None = None,
+) -> Calibration:
+    """Calibrate the judge in result rows against a labels mapping (``read_labels``), by id.
+
+    ``judge`` picks a judge by name from the rows' ``judges`` (default: the
+    row's first judge, ``judge``). The judge's label is its ``verdict``, or a
+    pairwise judge's ``winner`` (A, B or TIE; None, an unparsed or
+    order-inconsistent answer, counts as unparsed). ``only`` restricts both sides to those ids
+    (the disagreement set). Ids on one side only are reported in
+    ``unmatched_results`` and ``unmatched_labels``; labelled rows where the
+    judge gave no verdict at all (it did not run, or its call errored) in
+    ``without_verdict``. Labels made against another rubric fingerprint,
+    judge model or output raise a loud ``CALIBRATION EXPIRED`` warning.
+
+    >>> rows = [{"id": "a", "judge": {"verdict": "PASS"}, "rubric_fingerprint": "r2"},
+    ...         {"id": "b", "judge": {"verdict": "FAIL"}, "rubric_fingerprint": "r2"}]
+    >>> labels = {"a": {"label": "PASS", "rubric_fingerprint": "r1"}, "c": {"label": "FAIL"}}
+    >>> cal = calibrate_results(rows, labels)
+    >>> cal.n, cal.unmatched_results, cal.unmatched_labels
+    (1, ('b',), ('c',))
+    >>> print(cal.expired[0])  # doctest: +ELLIPSIS
+    CALIBRATION EXPIRED: 1 of 1 labels were compared against rubric r1 but these results use r2: ...
+
+    Raises ``CalibrationError`` when no labelled row has a judge verdict to compare.
+    """
+    keep = set(only) if only is not None else None
+    by_id: dict[Any, Mapping[str, Any]] = {}
+    seen: set[Any] = set()
+    for number, row in enumerate(rows, start=1):
+        key = row.get("id")
+        if key in seen:
+            raise CalibrationError(f"calibrate: result row {number} repeats the id {key!r}")
+        seen.add(key)
+        if keep is None or key in keep:
+            by_id[key] = row
+    labels = {key: value for key, value in labels.items() if keep is None or key in keep}
+
+    ids, judged, humans, categories = [], [], [], []
+    without_verdict: list[Any] = []
+    mismatches: dict[str, list[tuple[Any, Any]]] = {"rubric": [], "judge model": [], "output": []}
+    rubrics, models = set(), set()
+    for key in sorted(set(by_id) & set(labels), key=lambda k: (isinstance(k, str), k)):
+        row, record = by_id[key], labels[key]
+        verdict = _verdict_of(row, judge)
+        if verdict is None or _judge_errored(verdict):
+            without_verdict.append(key)
+            continue
+        rubric, model = _row_provenance(row, verdict, judge)
+        rubrics.add(rubric)
+        models.add(model)
+        for what, old, new in (
+            ("rubric", record.get("rubric_fingerprint"), rubric),
+            ("judge model", record.get("judge_model"), model),
+            ("output", record.get("output_fingerprint"), output_fingerprint(row.get("output"))),
+        ):
+            if old is not None and new is not None and old != new:
+                mismatches[what].append((old, new))
+        ids.append(key)
+        judged.append(verdict["verdict"] if "verdict" in verdict else verdict.get("winner"))
+        humans.append(record.get("label"))
+        categories.append(str(row.get("category") or "default"))
+
+    unmatched_results = tuple(k for k in by_id if k not in labels)
+    unmatched_labels = tuple(k for k in labels if k not in by_id)
+    if not ids:
+        raise CalibrationError(
+            f"calibrate: no labelled result row has a judge verdict to compare ({len(by_id)} "
+            f"rows, {len(labels)} labels, {len(set(by_id) & set(labels))} ids in common, "
+            f"{len(without_verdict)} of them without a verdict)"
+        )
+    cal = calibrate(judged, humans, categories=categories, ids=ids)
+    extra = _expiry(mismatches, len(ids))
+    for what, values in (("rubrics", rubrics - {None}), ("judge models", models - {None})):
+        if len(values) > 1:
+            extra.append(f"these results mix {len(values)} {what}: calibrate each one separately")
+    return _with_words(
+        replace(
+            cal,
+            judge_model=next(iter(models)) if len(models) == 1 else None,
+            rubric_fingerprint=next(iter(rubrics)) if len(rubrics) == 1 else None,
+            expired=tuple(extra),
+            unmatched_results=unmatched_results,
+            unmatched_labels=unmatched_labels,
+            without_verdict=tuple(without_verdict),
+        ),
+        extra,
+    )
+
+
+def disagreement_rows(
+    calibration: Calibration,
+    rows: Iterable[Mapping[str, Any]],
+    labels: Mapping[Any, Mapping[str, Any]],
+) -> list[dict[str, Any]]:
+    """Every compared case where judge and human differ: the row plus ``human``, its label record.
+
+    Write them out and re-run ``calibrate --only`` on them after each rubric change.
+
+    >>> rows = [{"id": "a", "judge": {"verdict": "PASS"}},
+    ...         {"id": "b", "judge": {"verdict": "FAIL"}}]
+    >>> labels = {"a": {"label": "FAIL"}, "b": {"label": "FAIL"}}
+    >>> [(row["id"], row["human"]["label"]) for row in
+    ...  disagreement_rows(calibrate_results(rows, labels), rows, labels)]
+    [('a', 'FAIL')]
+    """
+    wanted = set(calibration.disagreements())
+    return [
+        {**row, "human": dict(labels[row["id"]])}
+        for row in rows
+        if row.get("id") in wanted and row.get("id") in labels
+    ]
+
+
+# ---------------------------------------------------------------- loading a saved calibration
+
+
+def load_calibration(path: str | Path) -> Calibration:
+    """Load a calibration written by ``Calibration.save`` (``calibrate … --save``).
+
+    Every figure is recomputed from the saved pairs; the judge model and rubric
+    fingerprint it was made with come back too, so a run can tell whether the
+    calibration still applies to it.
+
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "cal.json")
+    ...     calibrate(["PASS", "FAIL"], ["PASS", "FAIL"], ids=["a", "b"]).save(path)
+    ...     load_calibration(path).ids
+    ('a', 'b')
+
+    Raises ``CalibrationError`` naming the file when it is not a tinyeval
+    calibration of a version this code reads; ``OSError`` when it cannot be read.
+    """
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise CalibrationError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    if not isinstance(document, dict) or document.get("format") != CALIBRATION_FORMAT:
+        raise CalibrationError(
+            f'{path}: expected a JSON object with "format": "{CALIBRATION_FORMAT}" '
+            "(written by tinyeval calibrate --save)"
+        )
+    if document.get("version") != CALIBRATION_VERSION:
+        raise CalibrationError(
+            f"{path}: calibration version {document.get('version')!r} is not supported "
+            f"(expected {CALIBRATION_VERSION})"
+        )
+    pairs = document.get("pairs")
+    if not isinstance(pairs, list) or not pairs or not all(isinstance(p, dict) for p in pairs):
+        raise CalibrationError(f'{path}: expected "pairs" to be a non-empty list of objects')
+    try:
+        cal = calibrate(
+            [pair.get("judge") for pair in pairs],
+            [pair.get("human") for pair in pairs],
+            categories=(
+                [pair.get("category") for pair in pairs]
+                if all(pair.get("category") is not None for pair in pairs)
+                else None
+            ),
+            ids=[pair.get("id") for pair in pairs],
+        )
+    except CalibrationError as exc:
+        raise CalibrationError(f"{path}: {exc}") from None
+    return replace(
+        cal,
+        judge_model=document.get("judge_model"),
+        rubric_fingerprint=document.get("rubric_fingerprint"),
+    )
+
+
+# ---------------------------------------------------------------- the corrected pass rate
+
+
+@dataclass(frozen=True)
+class CorrectedRate:
+    """An observed pass rate corrected for the judge's errors, with its interval.
+
+    >>> c = corrected_pass_rate(70, 100, 0.9, 0.8)
+    >>> round(c.rate, 4), c.clipped
+    (0.7143, False)
+    """
+
+    rate: float
+    low: float
+    high: float
+    observed: Rate
+    sensitivity: float
+    specificity: float
+    clipped: bool
+    method: str
+    draws: int
+    undefined_draws: int
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"rate", "low", "high", "method", "observed", "sensitivity", "specificity",
+        "clipped", "draws", "undefined_draws", "warnings"}``.
+
+        >>> corrected_pass_rate(70, 100, 0.9, 0.8).to_dict()["method"]  # doctest: +ELLIPSIS
+        'Rogan-Gladen correction; 95% interval from a seeded parametric bootstrap (2000 draws, ...'
+        """
+        return {
+            "rate": self.rate,
+            "low": self.low,
+            "high": self.high,
+            "method": self.method,
+            "observed": self.observed.to_dict(),
+            "sensitivity": self.sensitivity,
+            "specificity": self.specificity,
+            "clipped": self.clipped,
+            "draws": self.draws,
+            "undefined_draws": self.undefined_draws,
+            "warnings": list(self.warnings),
+        }
+
+
+def _proportion(value: Any, name: str) -> tuple[float, tuple[int, int] | None]:
+    """A proportion given as a float, or as ``(successes, trials)`` to carry its uncertainty."""
+    func = "corrected_pass_rate"
+    if isinstance(value, tuple | list):
+        if len(value) != 2 or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
+            raise CalibrationError(
+                f"{func}: {name} as counts must be (successes, trials), got {value!r}"
+            )
+        successes, trials = value
+        if not 0 <= successes <= trials or trials == 0:
+            raise CalibrationError(
+                f"{func}: {name} needs 0 <= successes <= trials and trials > 0, got {value!r}"
+            )
+        return successes / trials, (successes, trials)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+        raise CalibrationError(f"{func}: {name} must be a proportion in [0, 1], got {value!r}")
+    return float(value), None
+
+
+def _rogan_gladen(observed: float, sensitivity: float, specificity: float) -> float | None:
+    """(p_obs + spec − 1) / (sens + spec − 1); None when the denominator is not positive."""
+    youden = sensitivity + specificity - 1.0
+    if youden <= 1e-12:
+        return None
+    return (observed + specificity - 1.0) / youden
+
+
+def _clip(value: float) -> float:
+    return min(1.0, max(0.0, value))
+
+
+def _percentile(ordered: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (NumPy's default)."""
+    position = q * (len(ordered) - 1)
+    below = math.floor(position)
+    above = min(below + 1, len(ordered) - 1)
+    return ordered[below] + (ordered[above] - ordered[below]) * (position - below)
+
+
+def _jeffreys(rng: random.Random, successes: int, trials: int) -> float:
+    return rng.betavariate(successes + 0.5, trials - successes + 0.5)
+
+
+def corrected_pass_rate(
+    observed_pass: int,
+    n: int,
+    sensitivity: float | tuple[int, int],
+    specificity: float | tuple[int, int],
+    *,
+    confidence: float = 0.95,
+    draws: int = BOOTSTRAP_DRAWS,
+    seed: int = 0,
+) -> CorrectedRate:
+    """Correct a judge's observed pass rate for its known errors (Rogan and Gladen 1978).
+
+    "Positive" is PASS: ``sensitivity`` = P(judge PASS | human PASS) and
+    ``specificity`` = P(judge FAIL | human FAIL), each a proportion or, to
+    carry the calibration's own uncertainty into the interval,
+    ``(successes, trials)`` counts. The estimate is
+    ``(p_obs + spec − 1) / (sens + spec − 1)``, clipped to [0, 1].
+
+    The interval comes from a seeded parametric bootstrap: ``draws`` times,
+    p_obs, and the sensitivity and specificity given as counts, are drawn from
+    their Jeffreys posteriors Beta(k + ½, n − k + ½) with
+    ``random.Random(seed)``, corrected and clipped; the interval is the
+    central ``confidence`` share of those corrected rates. A draw with
+    sens + spec ≤ 1 has no correction; such draws are counted in
+    ``undefined_draws``, and when they exceed 1 − ``confidence`` of all draws
+    the interval is [0, 1] (the data cannot rule out a useless judge).
+
+    70 of 100 pass; the judge passes 90% of real passes and fails 80% of real
+    failures: (0.70 + 0.80 − 1) / (0.90 + 0.80 − 1) = 0.50 / 0.70 = 0.714.
+
+    >>> c = corrected_pass_rate(70, 100, (90, 100), (40, 50))
+    >>> round(c.rate, 3), c.low < c.rate < c.high
+    (0.714, True)
+
+    Raises ``UndefinedCorrectionError`` when sens + spec ≤ 1 and
+    ``CalibrationError`` for counts or proportions out of range.
+    """
+    func = "corrected_pass_rate"
+    if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+        raise CalibrationError(f"{func}: n must be a whole number above 0, got {n!r}")
+    if (
+        isinstance(observed_pass, bool)
+        or not isinstance(observed_pass, int)
+        or not 0 <= observed_pass <= n
+    ):
+        raise CalibrationError(
+            f"{func}: observed_pass must be a whole number in 0..{n}, got {observed_pass!r}"
+        )
+    if not 0.0 < confidence < 1.0:
+        raise CalibrationError(f"{func}: confidence must be between 0 and 1, got {confidence!r}")
+    if isinstance(draws, bool) or not isinstance(draws, int) or draws < 100:
+        raise CalibrationError(
+            f"{func}: draws must be a whole number of at least 100, got {draws!r}"
+        )
+    sens, sens_counts = _proportion(sensitivity, "sensitivity")
+    spec, spec_counts = _proportion(specificity, "specificity")
+    raw = _rogan_gladen(observed_pass / n, sens, spec)
+    if raw is None:
+        raise UndefinedCorrectionError(
+            f"{func}: undefined when sensitivity + specificity <= 1 (got {sens:.3f} + "
+            f"{spec:.3f}): the judge tells PASS from FAIL no better than chance"
+        )
+
+    rng = random.Random(seed)
+    corrected: list[float] = []
+    for _ in range(draws):
+        p = _jeffreys(rng, observed_pass, n)
+        se = _jeffreys(rng, *sens_counts) if sens_counts else sens
+        sp = _jeffreys(rng, *spec_counts) if spec_counts else spec
+        value = _rogan_gladen(p, se, sp)
+        if value is not None:
+            corrected.append(_clip(value))
+    undefined = draws - len(corrected)
+    alpha = 1.0 - confidence
+    warnings: list[str] = []
+    if undefined > alpha * draws:
+        low, high = 0.0, 1.0
+        warnings.append(
+            f"{undefined} of {draws} bootstrap draws had sensitivity + specificity <= 1: the "
+            "labels cannot rule out a judge no better than chance, so the interval is [0, 1]"
+        )
+    else:
+        corrected.sort()
+        low, high = _percentile(corrected, alpha / 2), _percentile(corrected, 1 - alpha / 2)
+        if undefined:
+            warnings.append(
+                f"{undefined} of {draws} bootstrap draws had no correction and were left out"
+            )
+    if raw != _clip(raw):
+        warnings.append(
+            f"the corrected rate {raw:.1%} fell outside [0, 1] and was clipped: the observed rate "
+            "and the calibration disagree"
+        )
+
+    def described(name: str, value: float, counts: tuple[int, int] | None) -> str:
+        return (
+            f"{name} {counts[0]}/{counts[1]}" if counts else f"{name} {value:.3f} (taken as exact)"
+        )
+
+    method = (
+        f"Rogan-Gladen correction; {confidence:.0%} interval from a seeded parametric bootstrap "
+        f"({draws} draws, seed {seed}) over Jeffreys Beta posteriors of the observed pass rate "
+        f"{observed_pass}/{n}, {described('sensitivity', sens, sens_counts)} and "
+        f"{described('specificity', spec, spec_counts)}"
+    )
+    return CorrectedRate(
+        rate=_clip(raw),
+        low=low,
+        high=high,
+        observed=Rate.of(observed_pass, n),
+        sensitivity=sens,
+        specificity=spec,
+        clipped=raw != _clip(raw),
+        method=method,
+        draws=draws,
+        undefined_draws=undefined,
+        warnings=tuple(warnings),
+    )
+
+
+def corrected_rate_for(
+    calibration: Calibration,
+    passes: int,
+    n: int,
+    *,
+    category: str | None = None,
+    judge_model: str | None = None,
+    rubric_fingerprint: str | None = None,
+    seed: int = 0,
+    draws: int = BOOTSTRAP_DRAWS,
+) -> dict[str, Any]:
+    """Correct ``passes`` of ``n`` with a calibration: ``{"rate", "low", "high", "method", …}``.
+
+    Uses the category's own sensitivity and specificity when ``category`` is
+    one of ``calibration.correctable_categories()``, otherwise the overall
+    ones (``"scope"`` says which). Given the run's ``judge_model`` and
+    ``rubric_fingerprint``, a calibration made with others is flagged in
+    ``"warnings"``.
+
+    >>> cal = calibrate(["PASS"] * 45 + ["FAIL"] * 5 + ["FAIL"] * 40 + ["PASS"] * 10,
+    ...                 ["PASS"] * 50 + ["FAIL"] * 50)
+    >>> result = corrected_rate_for(cal, 70, 100)
+    >>> round(result["rate"], 3), result["scope"]  # (0.70 + 0.80 - 1) / (0.90 + 0.80 - 1)
+    (0.714, 'overall')
+
+    Raises ``CalibrationError`` when the calibration is not PASS/FAIL or lacks
+    human PASS or FAIL labels, and ``UndefinedCorrectionError`` when its
+    sensitivity + specificity ≤ 1.
+    """
+    if calibration.kind != "pass/fail":
+        raise CalibrationError(
+            "corrected_rate_for: needs a PASS/FAIL calibration, got multiclass labels"
+        )
+    scope = "overall"
+    source = calibration
+    if category is not None and category in calibration.correctable_categories():
+        scope, source = category, calibration.per_category[category]
+    if source.sensitivity is None or source.specificity is None:
+        missing = "PASS" if source.sensitivity is None else "FAIL"
+        raise CalibrationError(
+            f"corrected_rate_for: the calibration has no parsed case you labelled {missing}, so "
+            f"the judge's {'sensitivity' if missing == 'PASS' else 'specificity'} is unknown"
+        )
+    result = corrected_pass_rate(
+        passes,
+        n,
+        (source.sensitivity.successes, source.sensitivity.n),
+        (source.specificity.successes, source.specificity.n),
+        seed=seed,
+        draws=draws,
+    ).to_dict()
+    warnings = list(result["warnings"])
+    for what, now, then in (
+        ("judge model", judge_model, calibration.judge_model),
+        ("rubric", rubric_fingerprint, calibration.rubric_fingerprint),
+    ):
+        if now is not None and then is not None and now != then:
+            warnings.append(
+                f"CALIBRATION EXPIRED: it was made with {what} {_short(then)}, this run uses "
+                f"{_short(now)}"
+            )
+    if not calibration.trusted:
+        warnings.append(f"the calibration itself is not trusted: {calibration.verdict}")
+    return {**result, "scope": scope, "category": category, "warnings": warnings}
+
+
+# ---------------------------------------------------------------- text
+
+
+def _text_lines(cal: Calibration) -> list[str]:
+    lines = [f"judge vs human on {cal.n} labelled cases"]
+    if cal.judge_model or cal.rubric_fingerprint:
+        lines[0] += (
+            f" (judge {cal.judge_model or '?'}, rubric {_short(cal.rubric_fingerprint or '?')})"
+        )
+    lines.append("")
+    columns = [*(f"judge {label}" for label in cal.labels), UNPARSED]
+    heads = [f"human {label}" for label in cal.labels]
+    first = max(len(head) for head in heads)
+    widths = [max(len(column), 5) for column in columns]
+    lines.append(" " * first + "".join(f"  {c:>{w}}" for c, w in zip(columns, widths, strict=True)))
+    for head, human in zip(heads, cal.labels, strict=True):
+        counts = [cal.confusion[human][judge] for judge in (*cal.labels, None)]
+        lines.append(
+            f"{head:<{first}}" + "".join(f"  {c:>{w}}" for c, w in zip(counts, widths, strict=True))
+        )
+    lines.append("")
+
+    def figure(name: str, value: Any, note: str = "") -> None:
+        lines.append(f"{name:<18} {value}{'   ' + note if note else ''}")
+
+    figure("agreement", cal.agreement or "n/a (no parsed judge reply)")
+    if cal.majority_share is not None:
+        figure(
+            f"always {cal.majority_label}",
+            cal.majority_share,
+            "(the agreement of a judge that always says so)",
+        )
+    if cal.kind == "pass/fail":
+        figure(
+            "failure recall",
+            cal.failure_recall or "n/a (you labelled no case FAIL)",
+            "(your FAILs the judge also failed)",
+        )
+        figure(
+            "false alarms",
+            cal.false_alarm_rate or "n/a (you labelled no case PASS)",
+            "(judge FAIL where you said PASS)",
+        )
+    figure(
+        "kappa",
+        f"{cal.kappa:.3f}" if cal.kappa is not None else f"undefined ({cal.kappa_undefined})",
+    )
+    if cal.spearman is not None or cal.spearman_undefined != "the labels are not numbers":
+        rho = (
+            f"{cal.spearman:.3f}"
+            if cal.spearman is not None
+            else f"undefined ({cal.spearman_undefined})"
+        )
+        figure("spearman", rho)
+    figure(
+        "unparsed",
+        f"{cal.unparsed} of {cal.n} judge replies",
+        f"(agreement counting them as disagreement: {cal.agreement_with_unparsed})",
+    )
+    if cal.without_verdict:
+        figure(
+            "no verdict",
+            f"{len(cal.without_verdict)} labelled rows",
+            "(the judge did not run or errored; not compared)",
+        )
+    if cal.unmatched_results or cal.unmatched_labels:
+        figure(
+            "unmatched",
+            f"{len(cal.unmatched_results)} result rows without a label, "
+            f"{len(cal.unmatched_labels)} labels without a result row",
+        )
+    if cal.per_category and len(cal.per_category) > 1:
+        lines.append("")
+        lines.append("per category (agreement; failure recall)")
+        correctable = set(cal.correctable_categories())
+        for name, sub in sorted(cal.per_category.items()):
+            recall = f"; recall {sub.failure_recall}" if sub.failure_recall is not None else ""
+            own = name in correctable or cal.kind != "pass/fail"
+            mark = "" if own else "  (a correction uses the overall figures: see the rule)"
+            lines.append(f"  {name}: {sub.agreement or 'n/a'}{recall}{mark}")
+    lines.append("")
+    lines.append(f"verdict: {cal.verdict}")
+    lines.extend(f"  - {warning}" for warning in cal.warnings)
+    return lines

@@ -1,0 +1,636 @@
+"""A blind, resumable labelling session in the terminal, and the labels file it writes.
+
+The session shows one result row at a time (its input, context and output,
+wrapped to the terminal and paged) and never the judge's verdict, reason,
+check results or status, so the human label stays independent of the judge.
+
+Keys (one key press on a terminal; one key per line when stdin is a pipe)::
+
+    p  PASS          f  FAIL          (or the grade/choice keys you set)
+    s  skip          u  undo (step back one case; a label given there is withdrawn)
+    q  quit          Enter/space  next page of a long case
+
+The labels file is append-only JSON Lines. Each label is written and flushed
+the moment it is given, so nothing is lost when the session stops::
+
+    {"id": "refund-12", "label": "FAIL", "labeler": "ana", "at": "2026-01-05T10:31:02.118Z",
+     "rubric_fingerprint": "…", "judge_model": "…", "output_fingerprint": "…"}
+
+Undo never edits the file: it appends a tombstone ``{"id": …, "undo": true,
+…}`` that withdraws the most recent standing label of that id. ``read_labels``
+replays the file in order (the last label standing for an id wins), so a
+crash in the middle of an undo cannot corrupt earlier labels, and the file
+keeps an audit trail of every change of mind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import sys
+import textwrap
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = [
+    "LabelError",
+    "LabelSummary",
+    "label_session",
+    "output_fingerprint",
+    "parse_choices",
+    "parse_grades",
+    "read_labels",
+]
+
+Label = str | int | float
+Row = Mapping[str, Any]
+
+PASS_FAIL: dict[str, Label] = {"p": "PASS", "f": "FAIL"}
+SKIP, UNDO, QUIT, NEXT_PAGE = "s", "u", "q", ""
+_COMMAND_WORDS = {"skip": SKIP, "undo": UNDO, "quit": QUIT}
+_RESERVED = {SKIP, UNDO, QUIT, NEXT_PAGE, " "}
+
+
+class LabelError(ValueError):
+    """A labels or results file that cannot be read, or a session set up wrongly.
+
+    >>> try:
+    ...     parse_grades("5-1")
+    ... except LabelError as exc:
+    ...     print(exc)
+    --grades expects LOW-HIGH with LOW < HIGH, e.g. 1-5; got '5-1'
+    """
+
+
+# ---------------------------------------------------------------- files
+
+
+def _iter_json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, object)`` for each non-blank line; errors name file:line."""
+    with open(path, encoding="utf-8") as stream:
+        for number, line in enumerate(stream, start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise LabelError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+            if not isinstance(value, dict):
+                raise LabelError(
+                    f"{path}:{number}: expected a JSON object, got {type(value).__name__}"
+                )
+            yield number, value
+
+
+def _id_of(record: Mapping[str, Any], where: str) -> str | int:
+    value = record.get("id")
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise LabelError(f"{where}: field 'id' must be a string or an integer, got {value!r}")
+    return value
+
+
+def _check_label(value: Any, where: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, str | int | float) or value != value:
+        raise LabelError(
+            f'{where}: field \'label\' must be "PASS", "FAIL", another string or a number, '
+            f"got {value!r}"
+        )
+
+
+def read_labels(path: str | Path) -> dict[str | int, dict[str, Any]]:
+    """Read a labels file into ``{id: label record}``: the last label standing wins.
+
+    Lines are replayed in order; an undo line ``{"id": …, "undo": true}``
+    withdraws the most recent standing label of its id.
+
+    >>> import tempfile, os
+    >>> lines = ['{"id": "a", "label": "PASS"}', '{"id": "b", "label": "FAIL"}',
+    ...          '{"id": "a", "label": "FAIL"}', '{"id": "a", "undo": true}',
+    ...          '{"id": "b", "undo": true}']
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "labels.jsonl")
+    ...     _ = open(path, "w").write("\\n".join(lines) + "\\n")
+    ...     {key: record["label"] for key, record in read_labels(path).items()}
+    {'a': 'PASS'}
+
+    Raises ``LabelError`` naming file:line for a line that is not a JSON
+    object, lacks an ``id`` or a valid ``label``, or undoes an id that has no
+    label standing; ``OSError`` when the file cannot be read.
+    """
+    stacks: dict[str | int, list[dict[str, Any]]] = {}
+    for number, record in _iter_json_lines(path):
+        where = f"{path}:{number}"
+        key = _id_of(record, where)
+        if record.get("undo") is True:
+            stack = stacks.get(key)
+            if not stack:
+                raise LabelError(f"{where}: undo for id {key!r}, which has no label standing")
+            stack.pop()
+            continue
+        if "label" not in record:
+            raise LabelError(f"{where}: expected a field 'label' (or \"undo\": true)")
+        _check_label(record["label"], where)
+        stacks.setdefault(key, []).append(record)
+    return {key: stack[-1] for key, stack in stacks.items() if stack}
+
+
+def output_fingerprint(output: Any) -> str | None:
+    """A short, stable digest of a row's output, so a label can tell its output changed.
+
+    >>> output_fingerprint("hola")
+    'b221d9dbb083a7f3'
+    >>> output_fingerprint(None) is None
+    True
+    """
+    if output is None:
+        return None
+    text = output if isinstance(output, str) else json.dumps(output, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# ---------------------------------------------------------------- choices
+
+
+def parse_grades(text: str) -> dict[str, Label]:
+    """Keys for a graded criterion given as ``LOW-HIGH`` (whole numbers).
+
+    >>> parse_grades("1-5")
+    {'1': 1, '2': 2, '3': 3, '4': 4, '5': 5}
+
+    Raises ``LabelError`` for anything but two whole numbers with LOW < HIGH.
+    """
+    low_text, sep, high_text = text.strip().partition("-")
+    try:
+        low, high = int(low_text), int(high_text)
+    except ValueError:
+        low = high = 0
+    if not sep or low >= high:
+        raise LabelError(f"--grades expects LOW-HIGH with LOW < HIGH, e.g. 1-5; got {text!r}")
+    return {str(grade): grade for grade in range(low, high + 1)}
+
+
+def parse_choices(text: str) -> dict[str, Label]:
+    """Keys for any other set of labels, given as ``KEY=LABEL,KEY=LABEL``.
+
+    >>> parse_choices("a=A,b=B,t=TIE")
+    {'a': 'A', 'b': 'B', 't': 'TIE'}
+
+    Raises ``LabelError`` when an item is not ``KEY=LABEL``, a key repeats, or a
+    key is one the session needs itself (s, u, q).
+    """
+    choices: dict[str, Label] = {}
+    for item in text.split(","):
+        key, sep, label = (part.strip() for part in item.partition("="))
+        if not sep or not key or not label:
+            raise LabelError(f"--choices expects KEY=LABEL,KEY=LABEL; got {item!r} in {text!r}")
+        choices[key] = label
+    _check_choices(choices)
+    return choices
+
+
+def _check_choices(choices: Mapping[str, Label]) -> None:
+    for key, label in choices.items():
+        if key.lower() in _RESERVED or key.lower() in _COMMAND_WORDS:
+            raise LabelError(f"key {key!r} is reserved for the session (s skip, u undo, q quit)")
+        _check_label(label, f"choice {key!r}")
+    lowered = [key.lower() for key in choices]
+    if len(set(lowered)) != len(lowered):
+        raise LabelError(f"each choice needs its own key, got {sorted(choices)}")
+
+
+def _key_table(choices: Mapping[str, Label]) -> dict[str, Label]:
+    """Every accepted spelling of each choice: its key, and the label itself."""
+    table: dict[str, Label] = {}
+    for key, label in choices.items():
+        table[key.lower()] = label
+        table[str(label).lower()] = label
+    return table
+
+
+# ---------------------------------------------------------------- display
+
+
+def _as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+def _wrap(text: str, width: int, indent: str = "  ") -> list[str]:
+    """Wrap each line of ``text`` to ``width``, keeping the text's own line breaks."""
+    lines: list[str] = []
+    for line in text.splitlines() or [""]:
+        wrapped = textwrap.wrap(
+            line,
+            width=max(20, width - len(indent)),
+            replace_whitespace=False,
+            drop_whitespace=True,
+            break_on_hyphens=False,
+        )
+        lines.extend(indent + part for part in wrapped or [""])
+    return lines
+
+
+def _case_lines(row: Row, position: int, total: int, width: int) -> list[str]:
+    """What the labeller sees of one row: never its judge, checks or status."""
+    facts = [f"case {position} of {total}", f"id: {row.get('id')}"]
+    if row.get("category") not in (None, "", "default"):
+        facts.append(f"category: {row['category']}")
+    if row.get("origin"):
+        facts.append(f"origin: {row['origin']}")
+    lines = ["", "-" * min(width, 72), " | ".join(facts)]
+    for title, key in (("INPUT", "input"), ("CONTEXT", "context"), ("OUTPUT", "output")):
+        text = _as_text(row.get(key))
+        if key == "output" or text:
+            lines.append(title)
+            lines.extend(_wrap(text or "(empty)", width))
+    return lines
+
+
+def _help_line(choices: Mapping[str, Label]) -> str:
+    if all(isinstance(label, int) and str(label) == key for key, label in choices.items()):
+        grades = sorted(int(label) for label in choices.values())
+        given = f"{grades[0]}..{grades[-1]} grade"
+    else:
+        given = ", ".join(f"{key} {label}" for key, label in choices.items())
+    return f"keys: {given}, s skip, u undo, q quit"
+
+
+# ---------------------------------------------------------------- keys
+
+
+def _line_keys(stream: IO[str]) -> Iterator[str]:
+    for line in stream:
+        yield line.strip()
+
+
+def _terminal_keys(stream: IO[str]) -> Iterator[str]:
+    """Single key presses from a terminal (cbreak mode, restored on exit).
+
+    Enter gives ``""`` and Ctrl-D ends the input. Falls back to whole lines
+    where the ``termios`` module does not exist (Windows).
+    """
+    try:
+        import termios
+        import tty
+    except ImportError:  # pragma: no cover - Windows
+        yield from _line_keys(stream)
+        return
+    fd = stream.fileno()
+    saved = termios.tcgetattr(fd)
+    try:
+        tty.setcbreak(fd, termios.TCSANOW)  # keep keys typed ahead
+        while True:
+            char = os.read(fd, 1).decode("utf-8", errors="replace")
+            if char in ("", "\x04"):
+                return
+            yield NEXT_PAGE if char in ("\r", "\n") else char
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+def _stdin_keys(single_keys: bool) -> Iterator[str]:
+    stdin = sys.stdin
+    if single_keys and stdin.isatty():
+        return _terminal_keys(stdin)
+    return _line_keys(stdin)
+
+
+# ---------------------------------------------------------------- the session
+
+
+@dataclass(frozen=True)
+class LabelSummary:
+    """What one labelling session did.
+
+    >>> LabelSummary(total=3, already_labelled=1, labelled=1, skipped=0, undone=0,
+    ...              remaining=1, stopped="quit").to_dict()["remaining"]
+    1
+    """
+
+    total: int
+    already_labelled: int
+    labelled: int
+    skipped: int
+    undone: int
+    remaining: int
+    stopped: str  # "done" (end of the list) | "quit" | "end of input"
+    not_shown: int = 0
+    out: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary as a JSON-ready dict (the ``label --json`` object)."""
+        return {
+            "total": self.total,
+            "already_labelled": self.already_labelled,
+            "labelled": self.labelled,
+            "skipped": self.skipped,
+            "undone": self.undone,
+            "remaining": self.remaining,
+            "stopped": self.stopped,
+            "not_shown": self.not_shown,
+            "out": self.out,
+        }
+
+
+def _session_order(rows: Sequence[Row], seed: int) -> list[Row]:
+    """Rows sorted by id, then shuffled by ``seed``: the same order however the file was written."""
+    ordered = sorted(rows, key=lambda row: (isinstance(row["id"], str), row["id"]))
+    random.Random(seed).shuffle(ordered)
+    return ordered
+
+
+def _provenance(row: Row, judge: str | None) -> tuple[Any, Any, Any]:
+    """(rubric fingerprint, judge model, criterion) of the judge being calibrated."""
+    verdict = (row.get("judges") or {}).get(judge) if judge else row.get("judge")
+    verdict = verdict if isinstance(verdict, Mapping) else {}
+    if judge:
+        return verdict.get("rubric_fingerprint"), verdict.get("model"), verdict.get("criterion")
+    return (
+        row.get("rubric_fingerprint", verdict.get("rubric_fingerprint")),
+        row.get("judge_model", verdict.get("model")),
+        verdict.get("criterion"),
+    )
+
+
+def _label_record(row: Row, label: Label, labeler: str, judge: str | None) -> dict[str, Any]:
+    rubric, model, _ = _provenance(row, judge)
+    record: dict[str, Any] = {
+        "id": row["id"],
+        "label": label,
+        "labeler": labeler,
+        "at": _now(),
+        "rubric_fingerprint": rubric,
+        "judge_model": model,
+        "output_fingerprint": output_fingerprint(row.get("output")),
+    }
+    if judge:
+        record["judge"] = judge
+    return record
+
+
+def _append(stream: IO[str], record: Mapping[str, Any]) -> None:
+    """Append one JSON line and push it to disk before the next key is read."""
+    stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+    stream.flush()
+    os.fsync(stream.fileno())
+
+
+def label_session(
+    rows: Iterable[Row],
+    out_path: str | Path,
+    *,
+    labeler: str,
+    keys: Iterable[str] | None = None,
+    seed: int = 0,
+    write: Callable[[str], Any] = print,
+    break_every: int = 25,
+    choices: Mapping[str, Label] | None = None,
+    judge: str | None = None,
+    width: int | None = None,
+    page_lines: int | None = None,
+) -> LabelSummary:
+    """Label result rows by hand, blind to the judge, appending each label to ``out_path``.
+
+    Cases come in a shuffled order fixed by ``seed``; ids that already have a
+    label in ``out_path`` are skipped, so running the same session again
+    resumes it. Rows without an output are not shown (they are counted in
+    ``not_shown``). ``keys`` scripts the session (one key per item; ``None``
+    reads the terminal, or one key per line from a piped stdin). ``choices``
+    maps keys to labels (default ``p`` → PASS, ``f`` → FAIL; see
+    ``parse_grades`` and ``parse_choices``). ``judge`` names the judge in the
+    rows' ``judges`` whose rubric fingerprint and model the labels record.
+    Every ``break_every`` labels (0: never) a break is suggested.
+
+    >>> import tempfile, os
+    >>> rows = [{"id": "a", "input": "2+2?", "output": "4",
+    ...          "judge": {"verdict": "PASS", "reason": "SECRET"}},
+    ...         {"id": "b", "input": "capital of France?", "output": "Lyon"}]
+    >>> shown = []
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     out = os.path.join(tmp, "labels.jsonl")
+    ...     summary = label_session(rows, out, labeler="ana", keys=["p", "f"], write=shown.append)
+    ...     sorted((key, r["label"]) for key, r in read_labels(out).items())
+    [('a', 'PASS'), ('b', 'FAIL')]
+    >>> summary.labelled, summary.stopped
+    (2, 'done')
+    >>> any("SECRET" in text for text in shown)
+    False
+
+    Raises ``LabelError`` for rows without ids, repeated ids, an empty
+    ``labeler``, or bad ``choices``; ``OSError`` when ``out_path`` cannot be
+    written.
+    """
+    if not labeler or not labeler.strip():
+        raise LabelError("a labeler name is required (--labeler NAME, or the USER variable)")
+    if break_every < 0:
+        raise LabelError(f"break_every must be 0 (never) or more, got {break_every}")
+    choices = dict(choices) if choices is not None else dict(PASS_FAIL)
+    if not choices:
+        raise LabelError("choices must offer at least one label")
+    _check_choices(choices)
+    rows = list(rows)
+    _check_unique_ids(rows)
+
+    out_path = Path(out_path)
+    done = set(read_labels(out_path)) if out_path.exists() else set()
+    shown = [row for row in rows if row.get("output") is not None]
+    todo = [row for row in _session_order(shown, seed) if row["id"] not in done]
+
+    interactive = keys is None and sys.stdin.isatty()
+    if width is None:
+        width = shutil.get_terminal_size().columns
+    if page_lines is None:
+        page_lines = max(5, shutil.get_terminal_size().lines - 3) if interactive else 0
+    single_keys = all(len(key) == 1 for key in choices)
+    key_source = iter(keys) if keys is not None else _stdin_keys(single_keys)
+
+    write(
+        f"Labelling {len(shown)} cases into {out_path}: {len(shown) - len(todo)} already "
+        f"labelled, {len(todo)} to go (order: seed {seed})."
+    )
+    if len(rows) > len(shown):
+        write(f"{len(rows) - len(shown)} rows have no output and are not shown.")
+    write("The judge's verdict is hidden on purpose: decide by your own criterion.")
+    write(_help_line(choices))
+    session = _Session(
+        todo=todo,
+        total=len(shown),
+        keys=key_source,
+        write=write,
+        choices=choices,
+        labeler=labeler,
+        judge=judge,
+        width=width,
+        page_lines=page_lines,
+        break_every=break_every,
+    )
+    try:
+        with open(out_path, "a", encoding="utf-8") as stream:
+            stopped = session.run(stream)
+    finally:
+        close = getattr(key_source, "close", None)
+        if close is not None:
+            close()  # leaves the terminal's key-at-a-time mode now, not at garbage collection
+    remaining = len(todo) - len(session.labelled)
+    if remaining == 0:
+        write(f"Done: all {len(shown)} cases are labelled in {out_path}.")
+    else:
+        reason = f"Stopped ({stopped})" if stopped != "done" else "End of the list"
+        write(
+            f"{reason}: {len(session.labelled)} labelled in this session, {remaining} to go; "
+            "run the same command to resume."
+        )
+    return LabelSummary(
+        total=len(shown),
+        already_labelled=len(shown) - len(todo),
+        labelled=len(session.labelled),
+        skipped=session.skipped,
+        undone=session.undone,
+        remaining=remaining,
+        stopped=stopped,
+        not_shown=len(rows) - len(shown),
+        out=str(out_path),
+    )
+
+
+def _check_unique_ids(rows: Sequence[Row]) -> None:
+    seen: set[str | int] = set()
+    for number, row in enumerate(rows, start=1):
+        case_id = _id_of(row, f"row {number}")
+        if case_id in seen:
+            raise LabelError(f"row {number}: id {case_id!r} appears more than once")
+        seen.add(case_id)
+
+
+class _Session:
+    """The state of one labelling session: where it is, what it wrote, what undo can reach."""
+
+    def __init__(
+        self,
+        *,
+        todo: list[Row],
+        total: int,
+        keys: Iterator[str],
+        write: Callable[[str], Any],
+        choices: Mapping[str, Label],
+        labeler: str,
+        judge: str | None,
+        width: int,
+        page_lines: int,
+        break_every: int,
+    ) -> None:
+        self.todo, self.total, self.keys, self.write = todo, total, keys, write
+        self.table = _key_table(choices)
+        self.help_line = _help_line(choices)
+        self.prompt = f"your label? ({self.help_line.removeprefix('keys: ')})"
+        self.labeler, self.judge = labeler, judge
+        self.width, self.page_lines, self.break_every = width, page_lines, break_every
+        self.history: list[tuple[int, bool]] = []  # (position in todo, labelled?)
+        self.labelled: set[str | int] = set()
+        self.written = self.undone = self.skipped = 0
+        self.index = 0
+
+    def next_key(self) -> str | None:
+        """The next key, lower-cased; Enter and space are ``NEXT_PAGE``; None at the end."""
+        for key in self.keys:
+            key = key.strip().lower()
+            return _COMMAND_WORDS.get(key, key)
+        return None
+
+    def is_action(self, key: str | None) -> bool:
+        return key is None or key in (SKIP, UNDO, QUIT) or key in self.table
+
+    def present(self, row: Row) -> str | None:
+        """Show a case, page by page; return an action key pressed at a page break, if any."""
+        position = self.total - len(self.todo) + self.index + 1
+        lines = _case_lines(row, position, self.total, self.width)
+        criterion = _provenance(row, self.judge)[2]
+        if criterion:
+            lines[2:2] = _wrap(f"criterion: {_as_text(criterion)}", self.width, indent="")
+        while self.page_lines and len(lines) > self.page_lines:
+            self.write("\n".join(lines[: self.page_lines]))
+            lines = lines[self.page_lines :]
+            self.write(f"-- more ({len(lines)} lines): Enter for the next page, or label now --")
+            key = self.next_key()
+            if self.is_action(key):
+                return key
+        self.write("\n".join(lines))
+        return NEXT_PAGE
+
+    def run(self, stream: IO[str]) -> str:
+        """Go through the cases until they run out, ``q``, or the keys end; say which."""
+        show = True
+        while self.index < len(self.todo):
+            key = self.present(self.todo[self.index]) if show else NEXT_PAGE
+            if key == NEXT_PAGE:
+                self.write(self.prompt)
+                key = self.next_key()
+            show = True
+            if key is None:
+                return "end of input"
+            if key == QUIT:
+                return "quit"
+            if key == SKIP:
+                self.skip()
+            elif key == UNDO:
+                show = self.undo(stream)
+            elif key in self.table:
+                self.give(stream, self.table[key])
+            else:
+                if key != NEXT_PAGE:
+                    self.write(f"unknown key {key!r}; {self.help_line}")
+                show = False
+        return "done"
+
+    def skip(self) -> None:
+        self.history.append((self.index, False))
+        self.skipped += 1
+        self.index += 1
+
+    def undo(self, stream: IO[str]) -> bool:
+        """Step back one case, withdrawing its label if it got one; False if nothing to undo."""
+        if not self.history:
+            self.write("nothing to undo in this session")
+            return False
+        self.index, was_labelled = self.history.pop()
+        back = self.todo[self.index]["id"]
+        if was_labelled:
+            _append(stream, {"id": back, "undo": True, "labeler": self.labeler, "at": _now()})
+            self.labelled.discard(back)
+            self.undone += 1
+            self.write(f"withdrew the label of {back!r}; showing it again")
+        else:
+            self.skipped -= 1
+            self.write(f"back to {back!r}")
+        return True
+
+    def give(self, stream: IO[str], label: Label) -> None:
+        row = self.todo[self.index]
+        _append(stream, _label_record(row, label, self.labeler, self.judge))
+        self.write(f"-> {label}")
+        self.history.append((self.index, True))
+        self.labelled.add(row["id"])
+        self.written += 1
+        self.index += 1
+        if (
+            self.break_every
+            and self.written % self.break_every == 0
+            and self.index < len(self.todo)
+        ):
+            self.write(
+                f"You have given {self.written} labels in this session. Labels drift late in a "
+                "long session: consider a break (q quits; running the same command resumes here)."
+            )
