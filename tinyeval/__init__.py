@@ -24,6 +24,8 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     # statistics
     "wilson_interval": "stats",
+    "format_rate": "stats",
+    "Interval": "stats",
     "sample_size": "stats",
     "power": "stats",
     "detectable_difference": "stats",
