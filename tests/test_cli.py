@@ -13,7 +13,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def tinyeval(*args: str, cwd: Path | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def tinyeval(
+    *args: str, cwd: Path | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "utf-8"}
     env.pop("TINYEVAL_TRACEBACK", None)
     return subprocess.run(
@@ -28,7 +30,9 @@ def tinyeval(*args: str, cwd: Path | None = None, stdin: str | None = None) -> s
 
 
 def write_jsonl(path: Path, records: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8"
+    )
     return path
 
 
@@ -37,30 +41,46 @@ def amount_records(right: int, wrong: int) -> list[dict]:
     records = []
     for i in range(right + wrong):
         cents = 125050 if i < right else 1250
-        records.append({
-            "id": f"amt-{i:03d}",
-            "category": "amount_extraction",
-            "input": "pasale $ 1.250,50 a Juan",
-            "output": json.dumps({"amount_cents": cents}),
-            "expect": {"valid_json": True, "equals": {"amount_cents": 125050}},
-        })
+        records.append(
+            {
+                "id": f"amt-{i:03d}",
+                "category": "amount_extraction",
+                "input": "pasale $ 1.250,50 a Juan",
+                "output": json.dumps({"amount_cents": cents}),
+                "expect": {"valid_json": True, "equals": {"amount_cents": 125050}},
+            }
+        )
     return records
 
 
 def tone_records(n: int) -> list[dict]:
     return [
-        {"id": f"tone-{i}", "category": "tone", "output": "Entiendo tu enojo, lo resolvemos hoy.",
-         "expect": {"not_contains": ["calmate"]}}
+        {
+            "id": f"tone-{i}",
+            "category": "tone",
+            "output": "Entiendo tu enojo, lo resolvemos hoy.",
+            "expect": {"not_contains": ["calmate"]},
+        }
         for i in range(n)
     ]
 
 
 class TestTheGateBlocksPerCategory:
-    def test_17_of_20_blocks_under_100_percent_although_the_global_rate_is_high(self, tmp_path: Path) -> None:
+    def test_17_of_20_blocks_under_100_percent_although_the_global_rate_is_high(
+        self, tmp_path: Path
+    ) -> None:
         cases = write_jsonl(tmp_path / "cases.jsonl", amount_records(17, 3) + tone_records(80))
         out = tmp_path / "rows.jsonl"
-        done = tinyeval("run", str(cases), "--out", str(out),
-                        "--threshold", "amount_extraction=1.0", "--default-threshold", "0.9")
+        done = tinyeval(
+            "run",
+            str(cases),
+            "--out",
+            str(out),
+            "--threshold",
+            "amount_extraction=1.0",
+            "--default-threshold",
+            "0.9",
+        )
         assert done.returncode == 1, done.stderr
         lines = done.stdout.splitlines()
         amount = next(line for line in lines if line.startswith("amount_extraction"))
@@ -76,8 +96,14 @@ class TestTheGateBlocksPerCategory:
 
     def test_passing_gate_exits_0(self, tmp_path: Path) -> None:
         cases = write_jsonl(tmp_path / "cases.jsonl", amount_records(20, 0))
-        done = tinyeval("run", str(cases), "--out", str(tmp_path / "o.jsonl"),
-                        "--threshold", "amount_extraction=100%")
+        done = tinyeval(
+            "run",
+            str(cases),
+            "--out",
+            str(tmp_path / "o.jsonl"),
+            "--threshold",
+            "amount_extraction=100%",
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         assert "gate: PASSED" in done.stdout
 
@@ -89,21 +115,37 @@ class TestTheGateBlocksPerCategory:
 
     def test_a_threshold_for_a_category_with_no_cases_blocks(self, tmp_path: Path) -> None:
         cases = write_jsonl(tmp_path / "cases.jsonl", amount_records(2, 0))
-        done = tinyeval("run", str(cases), "--out", str(tmp_path / "o.jsonl"), "--threshold", "safety=0.9")
+        done = tinyeval(
+            "run", str(cases), "--out", str(tmp_path / "o.jsonl"), "--threshold", "safety=0.9"
+        )
         assert done.returncode == 1
         assert "no cases in this category" in done.stdout
 
     def test_gate_on_the_lower_bound(self, tmp_path: Path) -> None:
         # 20/20 has a Wilson lower bound of 0.839 (z = 1.96: 1 − z²/(n+z²) = 20/23.84)
         cases = write_jsonl(tmp_path / "cases.jsonl", amount_records(20, 0))
-        base = ["run", str(cases), "--out", str(tmp_path / "o.jsonl"), "--threshold", "amount_extraction=0.85"]
+        base = [
+            "run",
+            str(cases),
+            "--out",
+            str(tmp_path / "o.jsonl"),
+            "--threshold",
+            "amount_extraction=0.85",
+        ]
         assert tinyeval(*base).returncode == 0
         assert tinyeval(*base, "--gate-on", "lower").returncode == 1
 
     def test_json_summary(self, tmp_path: Path) -> None:
         cases = write_jsonl(tmp_path / "cases.jsonl", amount_records(17, 3))
-        done = tinyeval("run", str(cases), "--out", str(tmp_path / "o.jsonl"), "--json",
-                        "--threshold", "amount_extraction=1")
+        done = tinyeval(
+            "run",
+            str(cases),
+            "--out",
+            str(tmp_path / "o.jsonl"),
+            "--json",
+            "--threshold",
+            "amount_extraction=1",
+        )
         assert done.returncode == 1
         summary = json.loads(done.stdout)
         category = summary["gate"]["categories"]["amount_extraction"]
@@ -125,10 +167,12 @@ class TestBadInput:
             ('{"id": "a", "expect": {"max_chars": -1}}\n', ":1:", "max_chars"),
             ('{"id": "a", "expect": {"equals": [1]}}\n', ":1:", "equals"),
             ('{"id": "a"}\n{"id": "b", "output": \n', ":2:", "JSON"),
-            ('[1, 2]\n', ":1:", "object"),
+            ("[1, 2]\n", ":1:", "object"),
         ],
     )
-    def test_one_line_exit_2_and_no_rows_written(self, tmp_path: Path, content: str, where: str, field: str) -> None:
+    def test_one_line_exit_2_and_no_rows_written(
+        self, tmp_path: Path, content: str, where: str, field: str
+    ) -> None:
         cases = tmp_path / "cases.jsonl"
         cases.write_text(content, encoding="utf-8")
         out = tmp_path / "rows.jsonl"
@@ -149,7 +193,9 @@ class TestBadInput:
     def test_bad_threshold_is_refused_before_running(self, tmp_path: Path) -> None:
         cases = write_jsonl(tmp_path / "cases.jsonl", amount_records(1, 0))
         out = tmp_path / "o.jsonl"
-        done = tinyeval("run", str(cases), "--out", str(out), "--threshold", "amount_extraction=1.5")
+        done = tinyeval(
+            "run", str(cases), "--out", str(out), "--threshold", "amount_extraction=1.5"
+        )
         assert done.returncode == 2 and "threshold" in done.stderr
         assert not out.exists()
 
@@ -215,11 +261,23 @@ class TestStdinResumeShards:
 
 def test_max_errors_exits_3(tmp_path: Path) -> None:
     module = tmp_path / "broken_model.py"
-    module.write_text("def generate(prompt):\n    raise TimeoutError('no answer')\n", encoding="utf-8")
+    module.write_text(
+        "def generate(prompt):\n    raise TimeoutError('no answer')\n", encoding="utf-8"
+    )
     cases = write_jsonl(tmp_path / "cases.jsonl", [{"id": str(i), "input": "x"} for i in range(30)])
-    done = tinyeval("run", str(cases), "--out", str(tmp_path / "o.jsonl"),
-                    "--generate-model", "py:broken_model:generate", "--max-errors", "2",
-                    "--concurrency", "1", cwd=tmp_path)
+    done = tinyeval(
+        "run",
+        str(cases),
+        "--out",
+        str(tmp_path / "o.jsonl"),
+        "--generate-model",
+        "py:broken_model:generate",
+        "--max-errors",
+        "2",
+        "--concurrency",
+        "1",
+        cwd=tmp_path,
+    )
     assert done.returncode == 3, done.stderr
     assert "did not complete" in done.stderr
 

@@ -29,11 +29,16 @@ def wilson_by_hand(k: int, n: int, z: float = 1.959963984540054) -> tuple[float,
 
 class TestGate:
     def test_one_bad_category_blocks_whatever_the_global_rate(self) -> None:
-        tallies = {"amount_extraction": {"passed": 17, "total": 20}, "tone": {"passed": 200, "total": 200}}
+        tallies = {
+            "amount_extraction": {"passed": 17, "total": 20},
+            "tone": {"passed": 200, "total": 200},
+        }
         report = gate(tallies, {"amount_extraction": 1.0}, default_threshold=0.9)
         assert not report.passed
         assert [c.category for c in report.blocking] == ["amount_extraction"]
-        assert report.overall.rate == pytest.approx(217 / 220)  # above every threshold, and irrelevant
+        assert report.overall.rate == pytest.approx(
+            217 / 220
+        )  # above every threshold, and irrelevant
         amount = report.categories[0]
         low, high = wilson_by_hand(17, 20)
         assert (amount.low, amount.high) == (pytest.approx(low), pytest.approx(high))
@@ -78,9 +83,14 @@ class TestGate:
         with pytest.raises(GateError):
             gate({}, on="mean")
 
-    @given(st.dictionaries(st.sampled_from(["a", "b", "c", "d"]),
-                           st.tuples(st.integers(0, 50), st.integers(1, 50)), min_size=1),
-           st.floats(0, 1))
+    @given(
+        st.dictionaries(
+            st.sampled_from(["a", "b", "c", "d"]),
+            st.tuples(st.integers(0, 50), st.integers(1, 50)),
+            min_size=1,
+        ),
+        st.floats(0, 1),
+    )
     def test_blocking_is_exactly_rate_below_threshold(self, counts: dict, threshold: float) -> None:
         tallies = {k: {"passed": min(p, n), "total": n} for k, (p, n) in counts.items()}
         report = gate(tallies, default_threshold=threshold)
@@ -109,8 +119,10 @@ class TestReport:
 
 
 def rows(statuses: str, category: str = "c") -> list[dict]:
-    return [{"id": str(i), "category": category, "status": "pass" if s == "P" else "fail"}
-            for i, s in enumerate(statuses)]
+    return [
+        {"id": str(i), "category": category, "status": "pass" if s == "P" else "fail"}
+        for i, s in enumerate(statuses)
+    ]
 
 
 class TestCompare:
@@ -125,8 +137,8 @@ class TestCompare:
         assert (c.before_passed, c.after_passed, c.n) == (10, 7, 15)
 
     def test_unpaired_ids_are_reported_not_counted(self) -> None:
-        before = rows("PP") + [{"id": "old", "category": "c", "status": "pass"}]
-        after = rows("PF") + [{"id": "new", "category": "c", "status": "fail"}]
+        before = [*rows("PP"), {"id": "old", "category": "c", "status": "pass"}]
+        after = [*rows("PF"), {"id": "new", "category": "c", "status": "fail"}]
         report = compare_runs(before, after)
         assert report.only_before == ("old",) and report.only_after == ("new",)
         assert report.overall.n == 2
@@ -140,8 +152,18 @@ class TestCompare:
         before.write_text("".join(json.dumps(r) + "\n" for r in rows("P" * 12)))
         after.write_text("".join(json.dumps(r) + "\n" for r in rows("F" * 12)))
         done = subprocess.run(
-            [sys.executable, "-m", "tinyeval", "compare", str(before), str(after), "--fail-on-regression"],
-            cwd=ROOT, capture_output=True, text=True,
+            [
+                sys.executable,
+                "-m",
+                "tinyeval",
+                "compare",
+                str(before),
+                str(after),
+                "--fail-on-regression",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
         )
         # 12 broke, 0 fixed: p = 2/2¹² = 0.000488
         assert done.returncode == 1, done.stderr

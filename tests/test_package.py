@@ -34,8 +34,13 @@ def test_unknown_attribute_raises_attribute_error() -> None:
 
 def test_import_loads_nothing_but_the_package_itself() -> None:
     code = "import sys; b = set(sys.modules); import tinyeval; print(sorted(set(sys.modules) - b))"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     added = set(eval_list(done.stdout))
     assert added <= {"tinyeval", "__future__"}, added
 
@@ -114,11 +119,22 @@ def test_a_vendored_copy_runs_the_example(tmp_path: Path) -> None:
     env["PYTHONPATH"] = str(vendor)
     done = subprocess.run(
         [sys.executable, "-m", "tinyeval", "run", "cases.jsonl", "--out", "rows.jsonl", "--json"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "rows.jsonl").exists()
-    assert str(vendor) in subprocess.run(
-        [sys.executable, "-c", "import tinyeval; print(tinyeval.__file__)"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, check=True,
-    ).stdout
+    assert (
+        str(vendor)
+        in subprocess.run(
+            [sys.executable, "-c", "import tinyeval; print(tinyeval.__file__)"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )

@@ -7,6 +7,10 @@ example SmolLM2-135M-Instruct (a 96 MB GGUF file) on CPU.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -16,6 +20,7 @@ import pytest
 from tinyeval.cache import ResponseCache, cached
 from tinyeval.models import Reply, resolve
 
+ROOT = Path(__file__).resolve().parent.parent
 BASE = "http://127.0.0.1:8765"
 MODEL = "SmolLM2-135M-Instruct"
 
@@ -65,3 +70,57 @@ def test_a_cached_rerun_makes_no_call(tmp_path: Path) -> None:
         assert (first.cached, again.cached) == (False, True)
         assert again == first and again.usage == first.usage
         assert cache.stats().stores == 1
+
+
+def _run_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "tinyeval", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def _support_cases(tmp_path: Path, n: int) -> Path:
+    """The first n support cases of the bundled example (the ones a judge grades)."""
+    lines = (ROOT / "examples" / "cases.jsonl").read_text(encoding="utf-8").splitlines()
+    support = [line for line in lines if '"support_answers"' in line][:n]
+    path = tmp_path / "cases.jsonl"
+    path.write_text("\n".join(support) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("style", ["verdict-first", "evidence-first"])
+def test_the_whole_run_path_against_a_real_model(tmp_path: Path, style: str) -> None:
+    """run --judge-model openai:… over real cases: structure, not the tiny model's verdicts."""
+    cases = _support_cases(tmp_path, 4)
+    done = _run_cli(
+        tmp_path, "run", str(cases), "--out", "rows.jsonl", "--json",
+        "--criterion", "unsupported-claims", "--judge-style", style,
+        "--judge-model", f"openai:{MODEL}", "--base-url", f"{BASE}/v1",
+        "--judge-max-tokens", "96", "--concurrency", "2", "--price", "in=1,out=5",
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr  # the gate may pass or fail; the run completes
+    summary = json.loads(done.stdout)
+    rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    assert sorted(r["id"] for r in rows) == sorted(
+        json.loads(line)["id"] for line in cases.read_text().splitlines()
+    )  # every case a row
+    judged = [r for r in rows if r["judge"] is not None]
+    assert len(judged) == 4 and summary["judge"]["judged"] == 4
+    unparsed = sum(
+        r["judge"]["verdict"] is None and r["judge"]["failure"] != "error" for r in judged
+    )
+    assert summary["judge"]["unparsed"] == unparsed  # parse failures counted, none dropped
+    for row in judged:
+        assert row["judge_model"] == f"openai:{MODEL}"
+        assert row["judge"]["model"] == MODEL  # the name the server reported
+        assert row["usage"]["input_tokens"] > 0  # usage recorded
+        if row["judge"]["verdict"] is None:
+            assert row["status"] in ("fail", "error")  # an unparsed reply is never a pass
+    assert summary["usage"]["input_tokens"] > 0 and summary["cost_usd"] > 0
+    text = _run_cli(tmp_path, "gate", "rows.jsonl")
+    assert "judge replies that did not parse" in text.stdout  # and shown

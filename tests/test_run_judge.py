@@ -54,19 +54,32 @@ def cases_file(tmp_path: Path, n: int = 6) -> Path:
     path = tmp_path / "cases.jsonl"
     with path.open("w", encoding="utf-8") as f:
         for i in range(n):
-            f.write(json.dumps({
-                "id": f"sup-{i}", "category": "support", "input": "¿Cuál es el límite?",
-                "context": "El límite diario es de $ 500.000.",
-                "output": "El límite diario es de $ 500.000.",
-            }) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "id": f"sup-{i}",
+                        "category": "support",
+                        "input": "¿Cuál es el límite?",
+                        "context": "El límite diario es de $ 500.000.",
+                        "output": "El límite diario es de $ 500.000.",
+                    }
+                )
+                + "\n"
+            )
     return path
 
 
 def run_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "scripted.py").write_text(SCRIPTED_MODELS, encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)])}
-    return subprocess.run([sys.executable, "-m", "tinyeval", *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "tinyeval", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def rows_of(path: Path) -> list[dict]:
@@ -83,12 +96,26 @@ def rows_of(path: Path) -> list[dict]:
         ("none", "error", "error"),
     ],
 )
-def test_broken_judges_never_pass_and_every_case_has_one_row(tmp_path: Path, model: str, status: str, failure: str) -> None:
+def test_broken_judges_never_pass_and_every_case_has_one_row(
+    tmp_path: Path, model: str, status: str, failure: str
+) -> None:
     cases = cases_file(tmp_path)
     out = tmp_path / "rows.jsonl"
-    done = run_cli(tmp_path, "run", str(cases), "--out", str(out), "--criterion", "unsupported-claims",
-                   "--judge-model", f"py:scripted:{model}", "--no-cache", "--json",
-                   "--threshold", "support=0.5")
+    done = run_cli(
+        tmp_path,
+        "run",
+        str(cases),
+        "--out",
+        str(out),
+        "--criterion",
+        "unsupported-claims",
+        "--judge-model",
+        f"py:scripted:{model}",
+        "--no-cache",
+        "--json",
+        "--threshold",
+        "support=0.5",
+    )
     assert done.returncode == 1, done.stderr
     rows = rows_of(out)
     assert sorted(r["id"] for r in rows) == [f"sup-{i}" for i in range(6)]
@@ -106,23 +133,54 @@ def test_broken_judges_never_pass_and_every_case_has_one_row(tmp_path: Path, mod
 
 
 def test_unparsed_rate_is_printed_in_the_summary(tmp_path: Path) -> None:
-    done = run_cli(tmp_path, "run", str(cases_file(tmp_path)), "--out", "rows.jsonl",
-                   "--criterion", "unsupported-claims", "--judge-model", "py:scripted:babbles")
+    done = run_cli(
+        tmp_path,
+        "run",
+        str(cases_file(tmp_path)),
+        "--out",
+        "rows.jsonl",
+        "--criterion",
+        "unsupported-claims",
+        "--judge-model",
+        "py:scripted:babbles",
+    )
     assert "judge replies that did not parse: 6/6 = 100.0%" in done.stdout
 
 
 def test_a_passing_judge_passes(tmp_path: Path) -> None:
-    done = run_cli(tmp_path, "run", str(cases_file(tmp_path)), "--out", "rows.jsonl",
-                   "--criterion", "unsupported-claims", "--judge-model", "py:scripted:always_pass",
-                   "--threshold", "support=1")
+    done = run_cli(
+        tmp_path,
+        "run",
+        str(cases_file(tmp_path)),
+        "--out",
+        "rows.jsonl",
+        "--criterion",
+        "unsupported-claims",
+        "--judge-model",
+        "py:scripted:always_pass",
+        "--threshold",
+        "support=1",
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_votes_and_the_review_queue(tmp_path: Path) -> None:
     out, review = tmp_path / "rows.jsonl", tmp_path / "review.jsonl"
-    done = run_cli(tmp_path, "run", str(cases_file(tmp_path, 4)), "--out", str(out),
-                   "--criterion", "unsupported-claims", "--judge-model", "py:scripted:alternating",
-                   "--votes", "3", "--review-out", str(review))
+    done = run_cli(
+        tmp_path,
+        "run",
+        str(cases_file(tmp_path, 4)),
+        "--out",
+        str(out),
+        "--criterion",
+        "unsupported-claims",
+        "--judge-model",
+        "py:scripted:alternating",
+        "--votes",
+        "3",
+        "--review-out",
+        str(review),
+    )
     assert done.returncode == 0, done.stderr
     for row in rows_of(out):
         # samples 0, 1, 2 → PASS, FAIL, PASS: a 2-1 majority for PASS, not unanimous
@@ -136,9 +194,19 @@ def test_several_criteria_each_have_a_verdict(tmp_path: Path) -> None:
     out = tmp_path / "rows.jsonl"
     rubric = tmp_path / "tone.json"
     rubric.write_text(json.dumps({"name": "polite", "criterion": "The response is polite."}))
-    done = run_cli(tmp_path, "run", str(cases_file(tmp_path, 2)), "--out", str(out),
-                   "--criterion", "unsupported-claims", "--rubric", str(rubric),
-                   "--judge-model", "py:scripted:always_pass")
+    done = run_cli(
+        tmp_path,
+        "run",
+        str(cases_file(tmp_path, 2)),
+        "--out",
+        str(out),
+        "--criterion",
+        "unsupported-claims",
+        "--rubric",
+        str(rubric),
+        "--judge-model",
+        "py:scripted:always_pass",
+    )
     assert done.returncode == 0, done.stderr
     row = rows_of(out)[0]
     assert set(row["judges"]) == {"unsupported-claims", "polite"}
@@ -162,9 +230,16 @@ def test_judge_is_skipped_when_a_check_already_failed() -> None:
 
 
 def test_judge_categories_restrict_the_judge() -> None:
-    cases = [Case(id="a", output="x", category="tone"), Case(id="b", output="y", category="support")]
-    result = run(cases, judges=[Judge("unsupported-claims")], judge_model=lambda p: "FAIL\nno",
-                 judge_categories=["support"])
+    cases = [
+        Case(id="a", output="x", category="tone"),
+        Case(id="b", output="y", category="support"),
+    ]
+    result = run(
+        cases,
+        judges=[Judge("unsupported-claims")],
+        judge_model=lambda p: "FAIL\nno",
+        judge_categories=["support"],
+    )
     rows = {r["id"]: r for r in result.rows}
     assert rows["a"]["status"] == "pass" and rows["a"]["judge_skipped"] == "category not judged"
     assert rows["b"]["status"] == "fail"
@@ -172,9 +247,20 @@ def test_judge_categories_restrict_the_judge() -> None:
 
 def test_bundled_example_with_the_builtin_judge(tmp_path: Path) -> None:
     """The README's first command: offline, amount_extraction blocks at 17/20."""
-    done = run_cli(tmp_path, "run", str(ROOT / "examples" / "cases.jsonl"), "--out", "rows.jsonl",
-                   "--criterion", "unsupported-claims", "--judge-category", "support_answers",
-                   "--threshold", "amount_extraction=1.0", "--json")
+    done = run_cli(
+        tmp_path,
+        "run",
+        str(ROOT / "examples" / "cases.jsonl"),
+        "--out",
+        "rows.jsonl",
+        "--criterion",
+        "unsupported-claims",
+        "--judge-category",
+        "support_answers",
+        "--threshold",
+        "amount_extraction=1.0",
+        "--json",
+    )
     assert done.returncode == 1, done.stderr
     summary = json.loads(done.stdout)
     amount = summary["gate"]["categories"]["amount_extraction"]
@@ -184,3 +270,43 @@ def test_bundled_example_with_the_builtin_judge(tmp_path: Path) -> None:
     assert len(rows) == 62
     judged = [r for r in rows if r["judge"]]
     assert {r["judge_model"] for r in judged} == {"builtin"}
+
+
+def test_run_reports_the_pass_rate_corrected_by_a_saved_calibration(tmp_path: Path) -> None:
+    example = ROOT / "examples"
+    base = [
+        "run",
+        str(example / "cases.jsonl"),
+        "--criterion",
+        "unsupported-claims",
+        "--judge-category",
+        "support_answers",
+    ]
+    assert run_cli(tmp_path, *base, "--out", "first.jsonl").returncode == 0
+    saved = run_cli(
+        tmp_path, "calibrate", "first.jsonl", str(example / "labels.jsonl"), "--save", "cal.json"
+    )
+    assert saved.returncode == 0, saved.stderr
+    done = run_cli(tmp_path, *base, "--out", "second.jsonl", "--calibration", "cal.json", "--json")
+    assert done.returncode == 0, done.stderr
+    corrected = json.loads(done.stdout)["corrected"]["support_answers"]
+    # The builtin judge against the bundled labels: of 12 human PASSes it passed 10
+    # (sensitivity 10/12), of 6 human FAILs it failed 6 (specificity 1). It passed
+    # 10 of the 18: Rogan–Gladen (10/18 + 1 − 1) / (10/12 + 1 − 1) = 2/3.
+    assert corrected["observed"]["successes"] == 10 and corrected["observed"]["n"] == 18
+    assert corrected["rate"] == pytest.approx(2 / 3)
+    assert corrected["low"] <= corrected["rate"] <= corrected["high"]
+
+
+def test_calibration_without_a_judge_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "cal.json").write_text("{}")
+    done = run_cli(
+        tmp_path,
+        "run",
+        str(cases_file(tmp_path)),
+        "--out",
+        "rows.jsonl",
+        "--calibration",
+        "cal.json",
+    )
+    assert done.returncode == 2 and "--criterion" in done.stderr

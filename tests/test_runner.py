@@ -6,6 +6,7 @@ import concurrent.futures as cf
 import io
 import json
 import threading
+from typing import ClassVar
 
 import pytest
 
@@ -78,9 +79,24 @@ class TestRows:
     def test_row_has_the_documented_keys(self) -> None:
         row = evaluate_case(amount_case(1, 125050), dataset_fingerprint="abc")
         for key in (
-            "id", "category", "origin", "output", "checks", "check_details", "judge", "judges",
-            "status", "error", "judge_model", "rubric_fingerprint", "dataset_fingerprint",
-            "tinyeval_version", "started_at", "finished_at", "latency_ms", "usage",
+            "id",
+            "category",
+            "origin",
+            "output",
+            "checks",
+            "check_details",
+            "judge",
+            "judges",
+            "status",
+            "error",
+            "judge_model",
+            "rubric_fingerprint",
+            "dataset_fingerprint",
+            "tinyeval_version",
+            "started_at",
+            "finished_at",
+            "latency_ms",
+            "usage",
         ):
             assert key in row
         assert row["dataset_fingerprint"] == "abc"
@@ -108,11 +124,20 @@ class TestRows:
 
     def test_generated_output_usage_is_recorded(self) -> None:
         class Reply(str):
-            usage = {"input_tokens": 7, "output_tokens": 3}
+            usage: ClassVar[dict[str, int]] = {"input_tokens": 7, "output_tokens": 3}
 
         result = run([Case(id="a", input="hola")], generate_model=lambda p: Reply("chau"))
         assert result.rows[0]["usage"] == {"input_tokens": 7, "output_tokens": 3}
-        assert result.usage == {"input_tokens": 7, "output_tokens": 3}
+        assert result.usage["input_tokens"] == 7 and result.usage["output_tokens"] == 3
+        assert result.usage["cached_input_tokens"] == 0
+
+    def test_usage_replayed_from_a_cache_is_counted_apart(self) -> None:
+        class Replayed(str):
+            usage: ClassVar[dict[str, int]] = {"input_tokens": 7, "output_tokens": 3}
+            cached = True
+
+        result = run([Case(id="a", input="hola")], generate_model=lambda p: Replayed("chau"))
+        assert result.rows[0]["usage"] == {"cached_input_tokens": 7, "cached_output_tokens": 3}
 
     def test_async_models_are_awaited(self) -> None:
         async def model(prompt: str) -> str:
@@ -123,8 +148,11 @@ class TestRows:
 
     def test_prompt_template(self) -> None:
         prompts: list[str] = []
-        run([Case(id="a", input="hola")], generate_model=lambda p: prompts.append(p) or "x",
-            prompt_template="Q: {input}\nA:")
+        run(
+            [Case(id="a", input="hola")],
+            generate_model=lambda p: prompts.append(p) or "x",
+            prompt_template="Q: {input}\nA:",
+        )
         assert prompts == ["Q: hola\nA:"]
 
 

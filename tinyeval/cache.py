@@ -28,8 +28,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import sqlite3
 import threading
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -154,7 +156,17 @@ None CacheStats(hits=1, misses=1, stores=1)
 
     def _prepare(self, connection: sqlite3.Connection) -> None:
         connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
-        connection.execute("PRAGMA journal_mode = WAL")
+        # Switching a new file to WAL can answer "database is locked" at once, without
+        # waiting, when another process is doing the same: try again for a while.
+        deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+        while True:
+            try:
+                connection.execute("PRAGMA journal_mode = WAL")
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01 + random.random() * 0.04)
         connection.execute("PRAGMA synchronous = NORMAL")
         connection.execute("BEGIN IMMEDIATE")
         try:

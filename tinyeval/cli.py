@@ -67,51 +67,115 @@ def _add_run(sub: Any) -> None:
         "for, one result row per case, a table per category and a gate.",
     )
     p.add_argument("cases", metavar="CASES", help="the cases file ('-' reads JSONL from stdin)")
-    p.add_argument("--out", default=DEFAULT_OUT, metavar="FILE",
-                   help=f"where result rows are written, one JSON line per case (default: {DEFAULT_OUT})")
+    p.add_argument(
+        "--out",
+        default=DEFAULT_OUT,
+        metavar="FILE",
+        help=f"where result rows are written, one JSON line per case (default: {DEFAULT_OUT})",
+    )
     data = p.add_argument_group("reading the cases")
-    data.add_argument("--field", action="append", default=[], metavar="KEY=PATH",
-                      help="map a recognised key to a dotted path in your records, "
-                      "e.g. input=request.messages.0.content (repeatable)")
-    data.add_argument("--id-from-line", action="store_true",
-                      help="name cases without an id after their line: line-N")
-    data.add_argument("--format", choices=["jsonl", "json", "csv", "yaml"],
-                      help="the file format, when the name does not tell it")
-    data.add_argument("--sample", type=int, metavar="N", help="run a seeded random sample of N cases")
+    data.add_argument(
+        "--field",
+        action="append",
+        default=[],
+        metavar="KEY=PATH",
+        help="map a recognised key to a dotted path in your records, "
+        "e.g. input=request.messages.0.content (repeatable)",
+    )
+    data.add_argument(
+        "--id-from-line",
+        action="store_true",
+        help="name cases without an id after their line: line-N",
+    )
+    data.add_argument(
+        "--format",
+        choices=["jsonl", "json", "csv", "yaml"],
+        help="the file format, when the name does not tell it",
+    )
+    data.add_argument(
+        "--sample", type=int, metavar="N", help="run a seeded random sample of N cases"
+    )
     data.add_argument("--seed", default="0", help="seed for --sample (default: 0)")
     gate_opts = p.add_argument_group("the gate")
-    gate_opts.add_argument("--threshold", action="append", default=[], metavar="CATEGORY=RATE",
-                           help="minimum pass rate for a category, e.g. amount_extraction=1.0 or =95%% "
-                           "(repeatable)")
-    gate_opts.add_argument("--default-threshold", metavar="RATE",
-                           help="threshold for categories without their own (default: none, "
-                           "such categories are reported but do not gate)")
-    gate_opts.add_argument("--gate-on", choices=["rate", "lower"], default="rate",
-                           help="gate on the observed rate (default) or on the lower end of "
-                           "its 95%% Wilson interval")
+    gate_opts.add_argument(
+        "--threshold",
+        action="append",
+        default=[],
+        metavar="CATEGORY=RATE",
+        help="minimum pass rate for a category, e.g. amount_extraction=1.0 or =95%% (repeatable)",
+    )
+    gate_opts.add_argument(
+        "--default-threshold",
+        metavar="RATE",
+        help="threshold for categories without their own (default: none, "
+        "such categories are reported but do not gate)",
+    )
+    gate_opts.add_argument(
+        "--gate-on",
+        choices=["rate", "lower"],
+        default="rate",
+        help="gate on the observed rate (default) or on the lower end of its 95%% Wilson interval",
+    )
     judging = p.add_argument_group("the judge (runs only when a criterion is given)")
-    judging.add_argument("--criterion", action="append", default=[], metavar="TEXT|NAME",
-                         help="one property to judge, as text or a built-in name: "
-                         "unsupported-claims, answers-the-question, refuses-when-ambiguous "
-                         "(repeatable: one judge per criterion)")
-    judging.add_argument("--rubric", action="append", default=[], metavar="FILE",
-                         help="a criterion from a file: plain text, or JSON with "
-                         '"criterion" and optional "name", "steps", "template" (repeatable)')
-    judging.add_argument("--judge-model", default="builtin", metavar="SPEC",
-                         help="builtin (offline, default), openai:MODEL, anthropic:MODEL, "
-                         "cmd:COMMAND or py:MODULE:FUNCTION")
-    judging.add_argument("--votes", type=int, default=1, metavar="N",
-                         help="ask the judge N times and take the majority (default: 1)")
-    judging.add_argument("--judge-style", choices=["verdict-first", "evidence-first"],
-                         default="verdict-first", help="answer format the judge is asked for")
-    judging.add_argument("--judge-all", action="store_true",
-                         help="judge cases whose code checks failed too (default: skip them, "
-                         "they already fail)")
-    judging.add_argument("--review-out", metavar="FILE",
-                         help="write the rows whose votes were not unanimous, for review")
-    judging.add_argument("--calibration", metavar="FILE",
-                         help="a saved calibration (tinyeval calibrate --save): also report pass "
-                         "rates corrected for the judge's measured error")
+    judging.add_argument(
+        "--criterion",
+        action="append",
+        default=[],
+        metavar="TEXT|NAME",
+        help="one property to judge, as text or a built-in name: "
+        "unsupported-claims, answers-the-question, refuses-when-ambiguous "
+        "(repeatable: one judge per criterion)",
+    )
+    judging.add_argument(
+        "--rubric",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a criterion from a file: plain text, or JSON with "
+        '"criterion" and optional "name", "steps", "template" (repeatable)',
+    )
+    judging.add_argument(
+        "--judge-model",
+        default="builtin",
+        metavar="SPEC",
+        help="builtin (offline, default), openai:MODEL, anthropic:MODEL, "
+        "cmd:COMMAND or py:MODULE:FUNCTION",
+    )
+    judging.add_argument(
+        "--votes",
+        type=int,
+        default=1,
+        metavar="N",
+        help="ask the judge N times and take the majority (default: 1)",
+    )
+    judging.add_argument(
+        "--judge-style",
+        choices=["verdict-first", "evidence-first"],
+        default="verdict-first",
+        help="answer format the judge is asked for",
+    )
+    judging.add_argument(
+        "--judge-all",
+        action="store_true",
+        help="judge cases whose code checks failed too (default: skip them, they already fail)",
+    )
+    judging.add_argument(
+        "--judge-category",
+        action="append",
+        metavar="CATEGORY",
+        help="judge only cases of this category (repeatable; default: all)",
+    )
+    judging.add_argument(
+        "--review-out",
+        metavar="FILE",
+        help="write the rows whose votes were not unanimous, for review",
+    )
+    judging.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="a saved calibration (tinyeval calibrate --save): also report pass "
+        "rates corrected for the judge's measured error",
+    )
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
     p.set_defaults(handler=_cmd_run)
@@ -139,16 +203,24 @@ def _judges_from_args(args: argparse.Namespace) -> list[Any]:
                 raise UsageError(f'{path}: expected a JSON object with a "criterion" string')
             unknown = set(spec) - {"criterion", "name", "steps", "template"}
             if unknown:
-                raise UsageError(f"{path}: unknown keys {sorted(unknown)}; expected criterion, "
-                                 "name, steps, template")
+                raise UsageError(
+                    f"{path}: unknown keys {sorted(unknown)}; expected criterion, "
+                    "name, steps, template"
+                )
             specs.append(spec)
         else:
             if not text.strip():
                 raise UsageError(f"{path}: the rubric file is empty")
             specs.append({"criterion": text.strip()})
     judges = [
-        Judge(spec["criterion"], votes=args.votes, style=args.judge_style,
-              template=spec.get("template"), steps=spec.get("steps"), name=spec.get("name"))
+        Judge(
+            spec["criterion"],
+            votes=args.votes,
+            style=args.judge_style,
+            template=spec.get("template"),
+            steps=spec.get("steps"),
+            name=spec.get("name"),
+        )
         for spec in specs
     ]
     names = [j.name for j in judges]
@@ -159,36 +231,26 @@ def _judges_from_args(args: argparse.Namespace) -> list[Any]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from . import dataset
+    from .dataset import parse_field_mapping
     from .gate import gate
     from .report import summary_dict, summary_text
 
-    fields = dataset.parse_field_mapping(args.field)
+    fields = parse_field_mapping(args.field)
     thresholds = dict(parse_key_value(t, option="--threshold") for t in args.threshold)
     judges = _judges_from_args(args)
     read = {"fields": fields, "id_from_line": args.id_from_line, "format": args.format}
-    # Validate the whole file before anything runs or is written.
-    if args.sample is not None or args.cases == "-":
-        cases: Any = dataset.load(args.cases, **read)
-        if args.sample is not None:
-            cases = dataset.sample(cases, args.sample, seed=args.seed)
-        fingerprint = dataset.dataset_fingerprint(cases)
-        total = len(cases)
-    else:
-        counted = list(_count_cases(dataset.iter_cases(args.cases, **read)))
-        fingerprint, total = counted[0]
-        if total == 0:
-            raise dataset.DatasetError("no cases in the file", path=args.cases)
-        cases = dataset.iter_cases(args.cases, **read)
+    cases, fingerprint, total, selected = _read_cases(args, read)
     from .gate import parse_threshold
 
     for value in [*thresholds.values(), *filter(None, [args.default_threshold])]:
         parse_threshold(value)  # checked now, not after an expensive run
 
-    execution = _prepare_execution(args, judges, total)
+    execution = _prepare_execution(args, judges, selected)
     result = execution.run(cases, fingerprint=fingerprint)
 
-    report = gate(result.categories, thresholds, default_threshold=args.default_threshold, on=args.gate_on)
+    report = gate(
+        result.categories, thresholds, default_threshold=args.default_threshold, on=args.gate_on
+    )
     judged = sum(t.judged for t in result.categories.values())
     unparsed = sum(t.unparsed for t in result.categories.values())
     info = {
@@ -209,34 +271,69 @@ def _cmd_run(args: argparse.Namespace) -> int:
     extra = execution.extra_summary(result)
     info.update(extra.get("json", {}))
     if args.json:
-        print_json(summary_dict(report, run_info=info, judged=judged, unparsed=unparsed,
-                                errors=result.errors))
+        print_json(
+            summary_dict(
+                report, run_info=info, judged=judged, unparsed=unparsed, errors=result.errors
+            )
+        )
     elif not args.quiet:
         judge_part = f" · judge {args.judge_model}: {', '.join(info['judges'])}" if judges else ""
-        header = (f"{total} cases from {args.cases} (dataset {fingerprint}){judge_part} "
-                  f"· rows in {args.out}\n")
-        print(summary_text(report, header=header, judged=judged, unparsed=unparsed,
-                           errors=result.errors, extra_lines=tuple(extra.get("text", ()))))
+        header = (
+            f"{total} cases from {args.cases} (dataset {fingerprint}){judge_part} "
+            f"· rows in {args.out}\n"
+        )
+        print(
+            summary_text(
+                report,
+                header=header,
+                judged=judged,
+                unparsed=unparsed,
+                errors=result.errors,
+                extra_lines=tuple(extra.get("text", ())),
+            )
+        )
     if not result.complete:
-        print(f"{PROG}: the run did not complete: {result.stopped_reason}; "
-              f"{result.total} of {total} cases have rows in {args.out}", file=sys.stderr)
+        print(
+            f"{PROG}: the run did not complete: {result.stopped_reason}; "
+            f"{result.total} of {total} cases have rows in {args.out}",
+            file=sys.stderr,
+        )
         return EXIT_INCOMPLETE
     return EXIT_OK if report.passed else EXIT_GATE_FAILED
 
 
-def _count_cases(cases: Any) -> Any:
-    from .dataset import dataset_fingerprint
+def _read_cases(args: argparse.Namespace, read: dict[str, Any]) -> tuple[Any, str, int, int]:
+    """Validate the whole file before anything runs or is written.
 
-    count = 0
+    Returns the cases to run (a list, or a fresh stream over the file), the
+    dataset fingerprint, the number of cases, and how many of them this shard runs.
+    """
+    from . import dataset
+    from .runner import parse_shard, shard_index
+
+    shard = parse_shard(args.shard) if args.shard else None
+
+    def in_shard(case: Any) -> bool:
+        return shard is None or shard_index(case.id, shard[1]) == shard[0]
+
+    if args.sample is not None or args.cases == "-":
+        cases: Any = dataset.load(args.cases, **read)
+        if args.sample is not None:
+            cases = dataset.sample(cases, args.sample, seed=args.seed)
+        return cases, dataset.dataset_fingerprint(cases), len(cases), sum(map(in_shard, cases))
+    total = selected = 0
 
     def counting() -> Any:
-        nonlocal count
-        for case in cases:
-            count += 1
+        nonlocal total, selected
+        for case in dataset.iter_cases(args.cases, **read):
+            total += 1
+            selected += in_shard(case)
             yield case
 
-    fingerprint = dataset_fingerprint(counting())
-    yield fingerprint, count
+    fingerprint = dataset.dataset_fingerprint(counting())  # streams: memory stays flat
+    if total == 0:
+        raise dataset.DatasetError("no cases in the file", path=args.cases)
+    return dataset.iter_cases(args.cases, **read), fingerprint, total, selected
 
 
 def _version() -> str:
@@ -247,31 +344,91 @@ def _version() -> str:
 
 def _add_run_execution_options(p: argparse.ArgumentParser) -> None:
     ex = p.add_argument_group("calling models")
-    ex.add_argument("--generate-model", metavar="SPEC",
-                    help="generate the output of cases that have none, from their input")
-    ex.add_argument("--prompt-template", metavar="FILE",
-                    help="a text file with {input} where the case's input goes (for --generate-model)")
-    ex.add_argument("--base-url", metavar="URL",
-                    help="base URL of an OpenAI-compatible server (default: $OPENAI_BASE_URL)")
-    ex.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
-                    help="timeout of one model call (default: 60)")
-    ex.add_argument("--concurrency", type=int, default=4, metavar="N",
-                    help="cases in flight at once (default: 4)")
-    ex.add_argument("--max-errors", type=int, metavar="N",
-                    help="stop and exit 3 once more than N cases have errored (default: no limit; "
-                    "errored cases always count as not passed)")
-    ex.add_argument("--cache", default=".tinyeval/cache.sqlite3", metavar="PATH",
-                    help="response cache for model calls (default: .tinyeval/cache.sqlite3; "
-                    "the offline builtin judge is never cached)")
+    ex.add_argument(
+        "--generate-model",
+        metavar="SPEC",
+        help="generate the output of cases that have none, from their input",
+    )
+    ex.add_argument(
+        "--prompt-template",
+        metavar="FILE",
+        help="a text file with {input} where the case's input goes (for --generate-model)",
+    )
+    ex.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="base URL of an OpenAI-compatible server (default: $OPENAI_BASE_URL)",
+    )
+    ex.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="timeout of one model call (default: 60)",
+    )
+    ex.add_argument(
+        "--temperature",
+        type=float,
+        default=0.0,
+        metavar="T",
+        help="sampling temperature sent to models (default: 0; with --votes, a higher "
+        "temperature makes the samples differ)",
+    )
+    ex.add_argument(
+        "--judge-max-tokens",
+        type=int,
+        default=256,
+        metavar="N",
+        help="longest judge reply to ask for (default: 256; a verdict is a line and a sentence)",
+    )
+    ex.add_argument(
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        help="longest generated output to ask for (default: the server's)",
+    )
+    ex.add_argument(
+        "--concurrency",
+        type=int,
+        default=4,
+        metavar="N",
+        help="cases in flight at once (default: 4)",
+    )
+    ex.add_argument(
+        "--max-errors",
+        type=int,
+        metavar="N",
+        help="stop and exit 3 once more than N cases have errored (default: no limit; "
+        "errored cases always count as not passed)",
+    )
+    ex.add_argument(
+        "--cache",
+        default=".tinyeval/cache.sqlite3",
+        metavar="PATH",
+        help="response cache for model calls (default: .tinyeval/cache.sqlite3; "
+        "the offline builtin judge is never cached)",
+    )
     ex.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
-    ex.add_argument("--refresh", action="store_true",
-                    help="call the models again and overwrite what the cache holds")
-    ex.add_argument("--resume", action="store_true",
-                    help="keep the rows already in --out and run only the cases without one")
-    ex.add_argument("--shard", metavar="I/N",
-                    help="run only shard I of N (a stable slice by id; join with tinyeval merge)")
-    ex.add_argument("--price", metavar="in=X,out=Y",
-                    help="USD per million input and output tokens, to report the run's cost")
+    ex.add_argument(
+        "--refresh",
+        action="store_true",
+        help="call the models again and overwrite what the cache holds",
+    )
+    ex.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the rows already in --out and run only the cases without one",
+    )
+    ex.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="run only shard I of N (a stable slice by id; join with tinyeval merge)",
+    )
+    ex.add_argument(
+        "--price",
+        metavar="in=X,out=Y",
+        help="USD per million input and output tokens, to report the run's cost",
+    )
 
 
 def _prepare_execution(args: argparse.Namespace, judges: list[Any], total: int) -> _Execution:
@@ -303,17 +460,40 @@ class _Execution:
 
             self.template = Path(args.prompt_template).read_text(encoding="utf-8")
             if "{input}" not in self.template:
-                raise UsageError(f"{args.prompt_template}: the template has no {{input}} placeholder")
+                raise UsageError(
+                    f"{args.prompt_template}: the template has no {{input}} placeholder"
+                )
         self.cache: Any = None
-        self.judge_model = self._model(args.judge_model) if judges else None
-        self.generate_model = self._model(args.generate_model) if args.generate_model else None
+        self.judge_model = (
+            self._model(args.judge_model, max_tokens=args.judge_max_tokens) if judges else None
+        )
+        self.generate_model = (
+            self._model(args.generate_model, max_tokens=args.max_tokens)
+            if args.generate_model
+            else None
+        )
         self.previous: list[dict[str, Any]] = []
         self.review_count = 0
+        self.calibration = None
+        if args.calibration:
+            from .calibrate import load_calibration
 
-    def _model(self, spec: str) -> Any:
+            if not judges:
+                raise UsageError(
+                    "--calibration corrects a judge's pass rate: give a --criterion too"
+                )
+            self.calibration = load_calibration(args.calibration)
+
+    def _model(self, spec: str, *, max_tokens: int | None) -> Any:
         from .models import resolve
 
-        model = resolve(spec, base_url=self.args.base_url, timeout=self.args.timeout)
+        model = resolve(
+            spec,
+            base_url=self.args.base_url,
+            timeout=self.args.timeout,
+            temperature=self.args.temperature,
+            max_tokens=max_tokens,
+        )
         if self.args.no_cache or spec == "builtin":
             return model
         from .cache import ResponseCache, cached
@@ -334,12 +514,15 @@ class _Execution:
         if other:
             raise UsageError(
                 f"{self.args.out} holds rows from another dataset (fingerprint "
-                f"{sorted(map(str, other))[0]}, now {fingerprint}); move it away or run without --resume"
+                f"{sorted(map(str, other))[0]}, now {fingerprint}); "
+                "move it away or run without --resume"
             )
         return {r["id"] for r in self.previous}
 
     def run(self, cases: Any, *, fingerprint: str) -> Any:
-        from .runner import Progress, RunResult, run, shard_index
+        import contextlib
+
+        from .runner import Progress, run, shard_index, write_row
 
         done = self._load_previous(fingerprint)
         shard = self.shard
@@ -352,41 +535,52 @@ class _Execution:
                     yield case
 
         progress = Progress(self.total, sys.stderr, enabled=not (self.args.quiet or self.args.json))
-        for _ in done:
-            progress.done += 1
-        review = open(self.args.review_out, "a" if self.args.resume else "w",  # noqa: SIM115
-                      encoding="utf-8") if self.args.review_out else None
-
-        def on_row(row: dict[str, Any]) -> None:
-            progress.update(row)
-            if review is not None and any(not v.get("unanimous", True) for v in row["judges"].values()):
-                from .runner import write_row
-
-                write_row(review, row)
-                self.review_count += 1
-
-        try:
-            result: RunResult = run(
-                selected(), judges=self.judges, judge_model=self.judge_model,
-                generate_model=self.generate_model, prompt_template=self.template,
-                judge_all=self.args.judge_all, out=self.args.out, append=self.args.resume,
-                concurrency=self.args.concurrency, max_errors=self.args.max_errors,
-                keep_rows=False, on_row=on_row, dataset_fingerprint=fingerprint,
-            )
-        except KeyboardInterrupt:
-            progress.close()
-            command = " ".join([PROG, *sys.argv[1:]]) if sys.argv[1:] else f"{PROG} run …"
-            if "--resume" not in command:
-                command += " --resume"
-            print(f"{PROG}: interrupted; finished rows are kept in {self.args.out}. "
-                  f"Resume with:\n  {command}", file=sys.stderr)
-            raise
-        finally:
-            progress.close()
-            if review is not None:
-                review.close()
+        progress.done = len(done)
+        with contextlib.ExitStack() as stack:
+            stack.callback(progress.close)
             if self.cache is not None:
-                self.cache.close()
+                stack.callback(self.cache.close)
+            review = None
+            if self.args.review_out:
+                mode = "a" if self.args.resume else "w"
+                review = stack.enter_context(open(self.args.review_out, mode, encoding="utf-8"))
+
+            def on_row(row: dict[str, Any]) -> None:
+                progress.update(row)
+                if review is not None and not all(
+                    v.get("unanimous", True) for v in row["judges"].values()
+                ):
+                    write_row(review, row)
+                    self.review_count += 1
+
+            try:
+                result = run(
+                    selected(),
+                    judges=self.judges,
+                    judge_model=self.judge_model,
+                    generate_model=self.generate_model,
+                    prompt_template=self.template,
+                    judge_all=self.args.judge_all,
+                    judge_categories=self.args.judge_category,
+                    out=self.args.out,
+                    append=self.args.resume,
+                    concurrency=self.args.concurrency,
+                    max_errors=self.args.max_errors,
+                    keep_rows=False,
+                    on_row=on_row,
+                    dataset_fingerprint=fingerprint,
+                )
+            except KeyboardInterrupt:
+                progress.close()
+                command = " ".join([PROG, *sys.argv[1:]])
+                if "--resume" not in command:
+                    command += " --resume"
+                print(
+                    f"{PROG}: interrupted; finished rows are kept in {self.args.out}. "
+                    f"Resume with:\n  {command}",
+                    file=sys.stderr,
+                )
+                raise
         for row in self.previous:
             result.add(row, keep=False)
         return result
@@ -396,42 +590,125 @@ class _Execution:
         data: dict[str, Any] = {"resumed_rows": len(self.previous)}
         if self.shard:
             data["shard"] = f"{self.shard[0]}/{self.shard[1]}"
-            text.append(f"shard {self.shard[0]} of {self.shard[1]}: join shards with tinyeval merge")
+            text.append(
+                f"shard {self.shard[0]} of {self.shard[1]}: join shards with tinyeval merge"
+            )
         if self.previous:
             text.append(f"resumed: {len(self.previous)} rows were kept from the earlier run")
         tokens = result.usage
-        if tokens["input_tokens"] or tokens["output_tokens"]:
+        if any(tokens.values()):
             line = f"tokens: {tokens['input_tokens']:,} in, {tokens['output_tokens']:,} out"
             if self.price is not None:
                 from .cost import run_cost
 
-                dollars = run_cost([tokens], self.price)
+                paid = {k: tokens[k] for k in ("input_tokens", "output_tokens")}
+                dollars = run_cost([paid], self.price)
                 data["cost_usd"] = dollars
                 line += f"; cost about ${dollars:,.4f}"
+            if tokens["cached_input_tokens"] or tokens["cached_output_tokens"]:
+                line += (
+                    f"; replayed from the cache, not paid again: "
+                    f"{tokens['cached_input_tokens']:,} in, {tokens['cached_output_tokens']:,} out"
+                )
             text.append(line)
+        if self.cache is not None:
+            hits, misses, _stores = self.cache.stats()
+            data["cache"] = {"path": self.args.cache, "hits": hits, "misses": misses}
+        if self.calibration is not None:
+            corrected = self._corrected(result)
+            data["corrected"] = corrected
+            text.extend(self._corrected_lines(corrected))
         if self.args.review_out:
             data["review_out"] = self.args.review_out
             data["review_rows"] = self.review_count
-            text.append(f"non-unanimous verdicts for review: {self.review_count} (in {self.args.review_out})")
+            text.append(
+                f"non-unanimous verdicts for review: {self.review_count} "
+                f"(in {self.args.review_out})"
+            )
         return {"json": data, "text": text}
+
+    def _corrected(self, result: Any) -> dict[str, Any]:
+        """Judge pass rates per category corrected for the calibrated judge's error."""
+        from .calibrate import CalibrationError, corrected_rate_for
+
+        judge = self.judges[0]
+        corrected: dict[str, Any] = {}
+        for category, tally in result.categories.items():
+            if not tally.primary_judged:
+                continue
+            try:
+                corrected[category] = corrected_rate_for(
+                    self.calibration,
+                    tally.primary_passed,
+                    tally.primary_judged,
+                    category=category,
+                    judge_model=self.args.judge_model,
+                    rubric_fingerprint=judge.rubric_fingerprint,
+                )
+            except CalibrationError as exc:  # e.g. a judge no better than chance: say it, in words
+                corrected[category] = {
+                    "error": str(exc),
+                    "passes": tally.primary_passed,
+                    "n": tally.primary_judged,
+                }
+        return corrected
+
+    def _corrected_lines(self, corrected: dict[str, Any]) -> list[str]:
+        from .stats import format_rate
+
+        lines = [
+            f"judge pass rates corrected with the calibration in {self.args.calibration} "
+            f"(judge {self.judges[0].name}; parsed verdicts only):"
+        ]
+        warnings: list[str] = []
+        for category, item in corrected.items():
+            if "error" in item:
+                lines.append(
+                    f"  {category}: {format_rate(item['passes'], item['n'])} observed; "
+                    f"cannot correct: {item['error']}"
+                )
+                continue
+            observed = item["observed"]
+            lines.append(
+                f"  {category}: {format_rate(observed['successes'], observed['n'])} observed → "
+                f"{item['rate']:.1%} [{item['low']:.1%}, {item['high']:.1%}] corrected "
+                f"({item['scope']} sensitivity/specificity)"
+            )
+            warnings.extend(w for w in item["warnings"] if w not in warnings)
+        lines.extend(f"  warning: {w}" for w in warnings)
+        return lines
 
 
 _COMMANDS.append(("run", _add_run))
 # ---- run: end ----
 
+
 # ---- results: begin ----
 def _add_threshold_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--threshold", action="append", default=[], metavar="CATEGORY=RATE",
-                   help="minimum pass rate for a category (repeatable)")
-    p.add_argument("--default-threshold", metavar="RATE",
-                   help="threshold for categories without their own (default: none)")
-    p.add_argument("--gate-on", choices=["rate", "lower"], default="rate",
-                   help="gate on the observed rate (default) or its Wilson lower bound")
+    p.add_argument(
+        "--threshold",
+        action="append",
+        default=[],
+        metavar="CATEGORY=RATE",
+        help="minimum pass rate for a category (repeatable)",
+    )
+    p.add_argument(
+        "--default-threshold",
+        metavar="RATE",
+        help="threshold for categories without their own (default: none)",
+    )
+    p.add_argument(
+        "--gate-on",
+        choices=["rate", "lower"],
+        default="rate",
+        help="gate on the observed rate (default) or its Wilson lower bound",
+    )
 
 
 def _add_gate(sub: Any) -> None:
     p = sub.add_parser(
-        "gate", help="apply per-category thresholds to a results file (e.g. merged shards)",
+        "gate",
+        help="apply per-category thresholds to a results file (e.g. merged shards)",
         description="Recompute the per-category table and gate from result rows, without "
         "running anything.",
     )
@@ -455,25 +732,33 @@ def _cmd_gate(args: argparse.Namespace) -> int:
             raise UsageError(f"{args.results}: row {row['id']!r} has no category")
         result.add(row, keep=False)
     thresholds = dict(parse_key_value(t, option="--threshold") for t in args.threshold)
-    report = gate(result.categories, thresholds, default_threshold=args.default_threshold,
-                  on=args.gate_on)
+    report = gate(
+        result.categories, thresholds, default_threshold=args.default_threshold, on=args.gate_on
+    )
     judged = sum(t.judged for t in result.categories.values())
     unparsed = sum(t.unparsed for t in result.categories.values())
     fingerprints = sorted({str(r.get("dataset_fingerprint")) for r in rows})
     if args.json:
         info = {"results": args.results, "rows": len(rows), "dataset_fingerprints": fingerprints}
-        print_json(summary_dict(report, run_info=info, judged=judged, unparsed=unparsed,
-                                errors=result.errors))
+        print_json(
+            summary_dict(
+                report, run_info=info, judged=judged, unparsed=unparsed, errors=result.errors
+            )
+        )
     else:
         header = f"{len(rows)} rows from {args.results} (dataset {', '.join(fingerprints)})\n"
-        print(summary_text(report, header=header, judged=judged, unparsed=unparsed,
-                           errors=result.errors))
+        print(
+            summary_text(
+                report, header=header, judged=judged, unparsed=unparsed, errors=result.errors
+            )
+        )
     return EXIT_OK if report.passed else EXIT_GATE_FAILED
 
 
 def _add_merge(sub: Any) -> None:
     p = sub.add_parser(
-        "merge", help="join the results of shards (run --shard I/N) into one file",
+        "merge",
+        help="join the results of shards (run --shard I/N) into one file",
         description="Join result files into one. Every file must come from the same dataset "
         "(same fingerprint) and no case may appear twice.",
     )
@@ -483,10 +768,7 @@ def _add_merge(sub: Any) -> None:
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
-    import os
-    import tempfile
-
-    from .runner import read_rows, write_row
+    from .runner import read_rows
 
     seen: dict[str, str] = {}
     fingerprints: dict[str, str] = {}
@@ -500,24 +782,415 @@ def _cmd_merge(args: argparse.Namespace) -> int:
             merged.append(row)
     if len(fingerprints) > 1:
         (fp_a, path_a), (fp_b, path_b) = list(fingerprints.items())[:2]
-        raise UsageError(f"{path_a} (dataset {fp_a}) and {path_b} (dataset {fp_b}) come from "
-                         "different datasets")
-    directory = os.path.dirname(os.path.abspath(args.out))
-    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=directory, delete=False,
-                                     suffix=".partial") as tmp:
-        for row in merged:
-            write_row(tmp, row)
-    os.replace(tmp.name, args.out)  # all or nothing: never a half-merged file
+        raise UsageError(
+            f"{path_a} (dataset {fp_a}) and {path_b} (dataset {fp_b}) come from different datasets"
+        )
+    _write_atomically(args.out, merged)  # all or nothing: never a half-merged file
     print(f"merged {len(merged)} rows from {len(args.results)} files into {args.out}")
     return EXIT_OK
 
 
+def _add_split(sub: Any) -> None:
+    p = sub.add_parser(
+        "split",
+        help="split cases into development and holdout sets by a stable hash of the id",
+        description="Write the development and holdout cases to two JSONL files. A case's side "
+        "depends only on its id and the salt, so it never moves when the file grows. Tune "
+        "rubrics and prompts on development; gate releases on the holdout.",
+    )
+    p.add_argument("cases", metavar="CASES", help="the cases file")
+    p.add_argument(
+        "--holdout",
+        type=float,
+        default=0.2,
+        metavar="FRACTION",
+        help="share of cases held out (default: 0.2)",
+    )
+    p.add_argument(
+        "--salt", default="tinyeval-holdout", help="salt of the hash (default: tinyeval-holdout)"
+    )
+    p.add_argument("--dev-out", required=True, metavar="FILE", help="where development cases go")
+    p.add_argument("--holdout-out", required=True, metavar="FILE", help="where holdout cases go")
+    p.add_argument(
+        "--field",
+        action="append",
+        default=[],
+        metavar="KEY=PATH",
+        help="map a recognised key to a dotted path (repeatable)",
+    )
+    p.add_argument("--json", action="store_true", help="print the counts as JSON")
+    p.set_defaults(handler=_cmd_split)
+
+
+def _cmd_split(args: argparse.Namespace) -> int:
+    from .dataset import load, parse_field_mapping, split_holdout
+
+    cases = load(args.cases, fields=parse_field_mapping(args.field))
+    dev, holdout = split_holdout(cases, args.holdout, salt=args.salt)
+    for path, part in ((args.dev_out, dev), (args.holdout_out, holdout)):
+        _write_atomically(path, [case.to_record() for case in part])
+    if args.json:
+        print_json(
+            {
+                "cases": len(cases),
+                "dev": len(dev),
+                "holdout": len(holdout),
+                "salt": args.salt,
+                "dev_out": args.dev_out,
+                "holdout_out": args.holdout_out,
+            }
+        )
+    else:
+        print(
+            f"{len(cases)} cases: {len(dev)} for development in {args.dev_out}, "
+            f"{len(holdout)} held out in {args.holdout_out} (salt {args.salt!r})"
+        )
+    return EXIT_OK
+
+
+def _write_atomically(path: str, records: list[dict[str, Any]]) -> None:
+    """Write JSON lines to a temporary file beside ``path``, then rename: all or nothing."""
+    import tempfile
+
+    directory = os.path.dirname(os.path.abspath(path))
+    with tempfile.NamedTemporaryFile(
+        "w", encoding="utf-8", dir=directory, delete=False, suffix=".partial"
+    ) as tmp:
+        for record in records:
+            tmp.write(json.dumps(record, ensure_ascii=False) + "\n")
+    os.replace(tmp.name, path)
+
+
+_COMMANDS.append(("split", _add_split))
+
+
+def _add_compare(sub: Any) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="compare two runs case by case (before → after), with McNemar's exact test",
+        description="Pair the rows of two results files by id and report, per category, how many "
+        "cases broke (pass → fail) and how many were fixed (fail → pass), with McNemar's exact "
+        "two-sided p-value.",
+    )
+    p.add_argument("before", metavar="BEFORE", help="results of the earlier run")
+    p.add_argument("after", metavar="AFTER", help="results of the later run")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
+    p.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 1 when a category got significantly worse",
+    )
+    p.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
+    p.set_defaults(handler=_cmd_compare)
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from .gate import compare_runs
+    from .runner import read_rows
+    from .stats import format_rate
+
+    if not 0 < args.alpha < 1:
+        raise UsageError(f"--alpha must be between 0 and 1, got {args.alpha}")
+    before, after = read_rows(args.before), read_rows(args.after)
+    report = compare_runs(before, after)
+    warnings = []
+    for key, what in (
+        ("dataset_fingerprint", "datasets"),
+        ("rubric_fingerprint", "rubrics"),
+        ("judge_model", "judge models"),
+    ):
+        old = {str(r.get(key)) for r in before}
+        new = {str(r.get(key)) for r in after}
+        if old != new:
+            warnings.append(
+                f"the runs used different {what} ({', '.join(sorted(old))} → "
+                f"{', '.join(sorted(new))}): a difference may come from that"
+            )
+    regressions = [c.category for c in report.categories if c.regressed and c.p_value < args.alpha]
+    if args.json:
+        print_json(
+            {
+                **report.to_dict(),
+                "alpha": args.alpha,
+                "significant_regressions": regressions,
+                "warnings": warnings,
+            }
+        )
+    else:
+        for c in (*report.categories, report.overall):
+            verdict = "significant" if c.p_value < args.alpha else "not significant"
+            print(
+                f"{c.category}: {format_rate(c.before_passed, c.n)} → "
+                f"{format_rate(c.after_passed, c.n)}; "
+                f"{c.pass_to_fail} broke, {c.fail_to_pass} fixed; "
+                f"McNemar exact p = {c.p_value:.3g} "
+                f"({verdict} at α = {args.alpha:g})"
+            )
+        if report.only_before or report.only_after:
+            print(
+                f"not paired: {len(report.only_before)} cases only in {args.before}, "
+                f"{len(report.only_after)} only in {args.after}"
+            )
+        for warning in warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+    if args.fail_on_regression and regressions:
+        return EXIT_GATE_FAILED
+    return EXIT_OK
+
+
+_COMMANDS.append(("compare", _add_compare))
 _COMMANDS.append(("gate", _add_gate))
 _COMMANDS.append(("merge", _add_merge))
 # ---- results: end ----
 
+
 # ---- stats: begin ----
+def _add_stats(sub: Any) -> None:
+    p = sub.add_parser(
+        "stats",
+        help="intervals, sample sizes, power and paired tests, in sentences for a pull request",
+        description="Answer the statistical questions behind an eval in one sentence each: "
+        "how sure a pass rate is, how many cases a suite needs, what it can detect, and "
+        "whether two runs over the same cases really differ.",
+    )
+    which = p.add_subparsers(dest="statistic", metavar="STATISTIC")
+    which.required = True
+
+    w = which.add_parser("wilson", help="the Wilson interval for K passes out of N cases")
+    w.add_argument("successes", metavar="K", help="cases that passed")
+    w.add_argument("n", metavar="N", help="cases in total")
+    w.add_argument("--confidence", default="0.95", help="confidence level (default: 0.95)")
+    w.set_defaults(handler=_cmd_stats_wilson)
+
+    s = which.add_parser("sample-size", help="cases per run needed to detect a drop")
+    _add_stats_rates(s, target=True)
+    s.add_argument("--power", default="0.80", help="chance of detecting the drop (default: 0.80)")
+    s.set_defaults(handler=_cmd_stats_sample_size)
+
+    pw = which.add_parser("power", help="the chance that N cases per run detect a drop")
+    _add_stats_rates(pw, target=True)
+    pw.add_argument("--n", required=True, help="cases per run")
+    pw.set_defaults(handler=_cmd_stats_power)
+
+    d = which.add_parser("detectable", help="the smallest drop N cases per run can detect")
+    _add_stats_rates(d, target=False)
+    d.add_argument("--n", required=True, help="cases per run")
+    d.add_argument("--power", default="0.80", help="chance of detecting the drop (default: 0.80)")
+    d.set_defaults(handler=_cmd_stats_detectable)
+
+    m = which.add_parser("mcnemar", help="exact McNemar test for two runs over the same cases")
+    m.add_argument("b", metavar="B", help="cases that went from pass to fail")
+    m.add_argument("c", metavar="C", help="cases that went from fail to pass")
+    m.add_argument("--alpha", default="0.05", help="significance level (default: 0.05)")
+    m.set_defaults(handler=_cmd_stats_mcnemar)
+
+    for each in (w, s, pw, d, m):
+        each.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _add_stats_rates(p: argparse.ArgumentParser, *, target: bool) -> None:
+    p.add_argument("--baseline", required=True, help="today's pass rate: 0.90 or 90%%")
+    if target:
+        p.add_argument("--target", required=True, help="the pass rate to detect: 0.85 or 85%%")
+    p.add_argument("--alpha", default="0.05", help="two-sided significance level (default: 0.05)")
+    p.add_argument(
+        "--continuity",
+        action="store_true",
+        help="apply Fleiss' continuity correction (a more conservative plan)",
+    )
+
+
+def _stats_whole(text: str, what: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise UsageError(f"{what} must be a whole number, got {text!r}") from None
+
+
+def _stats_rate(text: str, what: str) -> float:
+    """A proportion typed as 0.9 or 90%."""
+    number = text.strip()
+    scale = 100.0 if number.endswith("%") else 1.0
+    try:
+        return float(number.removesuffix("%")) / scale
+    except ValueError:
+        raise UsageError(f"{what} must be a proportion such as 0.9 or 90%, got {text!r}") from None
+
+
+def _stats_percent(p: float) -> str:
+    """A rate the user typed, as they would say it: 0.9 → '90%', 0.875 → '87.5%'."""
+    return f"{p * 100:.10g}%"
+
+
+def _stats_alpha(alpha: float) -> str:
+    return f"α = {alpha:g}"
+
+
+def _stats_print(as_json: bool, sentence: str, fields: dict[str, Any]) -> int:
+    if as_json:
+        print_json({**fields, "sentence": sentence})
+    else:
+        print(sentence)
+    return EXIT_OK
+
+
+def _cmd_stats_wilson(args: argparse.Namespace) -> int:
+    from .stats import wilson_interval
+
+    k, n = _stats_whole(args.successes, "K"), _stats_whole(args.n, "N")
+    confidence = _stats_rate(args.confidence, "--confidence")
+    low, high = wilson_interval(k, n, confidence)
+    sentence = (
+        f"{k}/{n} = {k / n:.1%}; {_stats_percent(confidence)} Wilson interval {low:.1%}–{high:.1%}."
+    )
+    fields = {
+        "statistic": "wilson",
+        "successes": k,
+        "n": n,
+        "rate": k / n,
+        "confidence": confidence,
+        "low": low,
+        "high": high,
+    }
+    return _stats_print(args.json, sentence, fields)
+
+
+def _stats_plan(args: argparse.Namespace) -> dict[str, Any]:
+    plan: dict[str, Any] = {
+        "baseline": _stats_rate(args.baseline, "--baseline"),
+        "alpha": _stats_rate(args.alpha, "--alpha"),
+        "continuity": args.continuity,
+    }
+    if hasattr(args, "target"):
+        plan["target"] = _stats_rate(args.target, "--target")
+    return plan
+
+
+def _stats_change(baseline: float, target: float) -> str:
+    direction = "drop" if target < baseline else "rise"
+    return f"a {direction} from {_stats_percent(baseline)} to {_stats_percent(target)}"
+
+
+def _stats_correction(continuity: bool) -> str:
+    return " (with Fleiss' continuity correction)" if continuity else ""
+
+
+def _cmd_stats_sample_size(args: argparse.Namespace) -> int:
+    from .stats import sample_size
+
+    plan = _stats_plan(args)
+    goal = _stats_rate(args.power, "--power")
+    needed = sample_size(
+        plan["baseline"],
+        plan["target"],
+        alpha=plan["alpha"],
+        power=goal,
+        continuity=plan["continuity"],
+    )
+    sentence = (
+        f"To detect {_stats_change(plan['baseline'], plan['target'])} with "
+        f"{_stats_percent(goal)} power at {_stats_alpha(plan['alpha'])} you need "
+        f"{needed} cases per run{_stats_correction(plan['continuity'])}."
+    )
+    fields = {"statistic": "sample-size", **plan, "power": goal, "n": needed}
+    return _stats_print(args.json, sentence, fields)
+
+
+def _cmd_stats_power(args: argparse.Namespace) -> int:
+    from .stats import power, sample_size
+
+    plan = _stats_plan(args)
+    n = _stats_whole(args.n, "--n")
+    chance = power(
+        plan["baseline"], plan["target"], n, alpha=plan["alpha"], continuity=plan["continuity"]
+    )
+    needed = sample_size(
+        plan["baseline"], plan["target"], alpha=plan["alpha"], continuity=plan["continuity"]
+    )
+    sentence = (
+        f"With {n} cases per run, {_stats_change(plan['baseline'], plan['target'])} "
+        f"is detected with {chance:.1%} power at {_stats_alpha(plan['alpha'])}"
+        f"{_stats_correction(plan['continuity'])}; 80% power needs {needed} cases per run."
+    )
+    fields = {"statistic": "power", **plan, "n": n, "power": chance, "n_for_80_percent": needed}
+    return _stats_print(args.json, sentence, fields)
+
+
+def _cmd_stats_detectable(args: argparse.Namespace) -> int:
+    from .stats import UndefinedStatisticError, detectable_difference
+
+    plan = _stats_plan(args)
+    n = _stats_whole(args.n, "--n")
+    goal = _stats_rate(args.power, "--power")
+    baseline = plan["baseline"]
+    opening = (
+        f"With {n} cases per run and a {_stats_percent(baseline)} baseline, the "
+        f"smallest drop you can detect with {_stats_percent(goal)} power at "
+        f"{_stats_alpha(plan['alpha'])}{_stats_correction(plan['continuity'])}"
+    )
+    try:
+        drop: float | None = detectable_difference(
+            baseline, n, alpha=plan["alpha"], power=goal, continuity=plan["continuity"]
+        )
+    except UndefinedStatisticError:
+        drop = None  # too few cases: say so in words rather than as an error
+    if drop is None:
+        sentence = f"{opening} does not exist: not even a drop to 0% is detected reliably."
+    else:
+        sentence = f"{opening} is to {baseline - drop:.1%} ({drop * 100:.1f} points)."
+    fields = {
+        "statistic": "detectable",
+        **plan,
+        "n": n,
+        "power": goal,
+        "drop": drop,
+        "target": None if drop is None else baseline - drop,
+    }
+    return _stats_print(args.json, sentence, fields)
+
+
+def _cmd_stats_mcnemar(args: argparse.Namespace) -> int:
+    from .stats import mcnemar
+
+    b, c = _stats_whole(args.b, "B"), _stats_whole(args.c, "C")
+    alpha = _stats_rate(args.alpha, "--alpha")
+    if not 0.0 < alpha < 1.0:
+        raise UsageError(f"--alpha must be between 0 and 1 (exclusive), got {args.alpha!r}")
+    p = mcnemar(b, c)
+    shown = f"p = {p:.3f}" if p >= 0.001 else "p < 0.001"
+    chance = f"{p:.1%}" if p >= 0.001 else "under 0.1%"
+    significant = p < alpha
+    if b + c == 0:
+        sentence = (
+            "No case changed outcome between the two runs (exact McNemar p = 1.000), "
+            "so there is no evidence of a difference."
+        )
+    else:
+        verdict = (
+            f"so the second run is {'worse' if b > c else 'better'}"
+            if significant
+            else "so this is no evidence of a difference"
+        )
+        sentence = (
+            f"{b} cases went from pass to fail and {c} from fail to pass "
+            f"(exact McNemar {shown}): a split at least this lopsided happens by chance "
+            f"in {chance} of comparisons between equally good runs, {verdict} at "
+            f"{_stats_alpha(alpha)}."
+        )
+    fields = {
+        "statistic": "mcnemar",
+        "b": b,
+        "c": c,
+        "p_value": p,
+        "alpha": alpha,
+        "significant": significant,
+    }
+    return _stats_print(args.json, sentence, fields)
+
+
+_COMMANDS.append(("stats", _add_stats))
 # ---- stats: end ----
+
 
 # ---- cost: begin ----
 def _add_cost(sub: Any) -> None:
@@ -532,14 +1205,26 @@ def _add_cost(sub: Any) -> None:
     p.add_argument("--cases", type=int, metavar="N", help="number of cases to judge")
     p.add_argument("--tokens-in", type=int, metavar="N", help="input tokens per judge call")
     p.add_argument("--tokens-out", type=int, metavar="N", help="output tokens per judge call")
-    p.add_argument("--votes", type=int, default=1, metavar="N",
-                   help="judge samples per case (default: 1)")
-    p.add_argument("--orders", type=int, default=1, metavar="N",
-                   help="2 for a pairwise judge asked in both orders (default: 1)")
-    p.add_argument("--price", metavar="in=X,out=Y",
-                   help="USD per million input and output tokens, e.g. in=1.0,out=5.0")
-    p.add_argument("--results", metavar="FILE",
-                   help="instead of estimating, add up the usage recorded in a results file")
+    p.add_argument(
+        "--votes", type=int, default=1, metavar="N", help="judge samples per case (default: 1)"
+    )
+    p.add_argument(
+        "--orders",
+        type=int,
+        default=1,
+        metavar="N",
+        help="2 for a pairwise judge asked in both orders (default: 1)",
+    )
+    p.add_argument(
+        "--price",
+        metavar="in=X,out=Y",
+        help="USD per million input and output tokens, e.g. in=1.0,out=5.0",
+    )
+    p.add_argument(
+        "--results",
+        metavar="FILE",
+        help="instead of estimating, add up the usage recorded in a results file",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_cmd_cost)
 
@@ -550,12 +1235,21 @@ def _cmd_cost(args: argparse.Namespace) -> int:
     price = parse_price(args.price) if args.price else None
     if args.results:
         return _cost_of_results(args.results, price, as_json=args.json)
-    missing = [f"--{name.replace('_', '-')}" for name in ("cases", "tokens_in", "tokens_out")
-               if getattr(args, name) is None]
+    missing = [
+        f"--{name.replace('_', '-')}"
+        for name in ("cases", "tokens_in", "tokens_out")
+        if getattr(args, name) is None
+    ]
     if missing:
         raise UsageError(f"cost needs {', '.join(missing)} (or --results FILE)")
-    result = estimate(args.cases, args.tokens_in, args.tokens_out, votes=args.votes,
-                      orders=args.orders, price=price)
+    result = estimate(
+        args.cases,
+        args.tokens_in,
+        args.tokens_out,
+        votes=args.votes,
+        orders=args.orders,
+        price=price,
+    )
     if args.json:
         print_json(result.to_dict())
     elif price is None:
@@ -574,15 +1268,24 @@ def _cost_of_results(path: str, price: Any, *, as_json: bool) -> int:
     usage = tally_usage(usages)
     usd = None if price is None else run_cost(usages, price)
     if as_json:
-        print_json({"results": path, "rows": usage.calls, "rows_without_usage": usage.unknown,
-                    "tokens_in": usage.input_tokens, "tokens_out": usage.output_tokens,
-                    "price": None if price is None else price.to_dict(),
-                    "usd": None if usd is None else round(usd, 6)})
+        print_json(
+            {
+                "results": path,
+                "rows": usage.calls,
+                "rows_without_usage": usage.unknown,
+                "tokens_in": usage.input_tokens,
+                "tokens_out": usage.output_tokens,
+                "price": None if price is None else price.to_dict(),
+                "usd": None if usd is None else round(usd, 6),
+            }
+        )
         return EXIT_OK
     known = usage.calls - usage.unknown
-    line = (f"{usage.calls:,} rows in {path}, {known:,} with token usage: "
-            f"{format_tokens(usage.input_tokens)} tokens in, "
-            f"{format_tokens(usage.output_tokens)} out")
+    line = (
+        f"{usage.calls:,} rows in {path}, {known:,} with token usage: "
+        f"{format_tokens(usage.input_tokens)} tokens in, "
+        f"{format_tokens(usage.output_tokens)} out"
+    )
     if usd is None:
         print(f"{line}; no price given (--price in=X,out=Y, USD per million tokens).")
     else:
@@ -593,7 +1296,152 @@ def _cost_of_results(path: str, price: Any, *, as_json: bool) -> int:
 _COMMANDS.append(("cost", _add_cost))
 # ---- cost: end ----
 
+
 # ---- calibrate and label: begin ----
+def _add_label(sub: Any) -> None:
+    p = sub.add_parser(
+        "label",
+        help="label result rows by hand, blind to the judge (resumable)",
+        description="Show the cases of RESULTS one at a time (input, context, output; never "
+        "the judge's verdict, checks or status) and append each label to LABELS at once. "
+        "Keys: p PASS, f FAIL, s skip, u undo, q quit. Running the same command again "
+        "resumes where it stopped. Without a terminal, stdin gives one key per line.",
+    )
+    p.add_argument("results", metavar="RESULTS", help="result rows written by tinyeval run")
+    p.add_argument(
+        "--out", required=True, metavar="LABELS", help="the labels file (JSON lines), appended to"
+    )
+    p.add_argument("--labeler", metavar="NAME", help="who is labelling (default: $USER)")
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the shuffled case order (default: 0)"
+    )
+    p.add_argument(
+        "--break-every",
+        type=int,
+        default=25,
+        metavar="N",
+        help="suggest a break every N labels; 0 never (default: 25)",
+    )
+    keys = p.add_mutually_exclusive_group()
+    keys.add_argument(
+        "--grades", metavar="LOW-HIGH", help="label with grades instead of PASS/FAIL, e.g. 1-5"
+    )
+    keys.add_argument(
+        "--choices", metavar="KEY=LABEL,...", help="label with other labels, e.g. a=A,b=B,t=TIE"
+    )
+    p.add_argument(
+        "--judge",
+        metavar="NAME",
+        help="the judge (by name) whose rubric and model the labels record "
+        "(default: the rows' first judge)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON summary on stdout; the session itself goes to stderr",
+    )
+    p.set_defaults(handler=_cmd_label)
+
+
+def _cmd_label(args: argparse.Namespace) -> int:
+    from .label import label_session, parse_choices, parse_grades
+    from .runner import read_rows
+
+    labeler = args.labeler or os.environ.get("USER") or os.environ.get("USERNAME")
+    if not labeler:
+        raise UsageError("label needs --labeler NAME (the USER environment variable is not set)")
+    choices = None
+    if args.grades:
+        choices = parse_grades(args.grades)
+    elif args.choices:
+        choices = parse_choices(args.choices)
+    stream = sys.stderr if args.json else sys.stdout
+
+    def write(text: str) -> None:
+        print(text, file=stream, flush=True)
+
+    summary = label_session(
+        read_rows(args.results),
+        args.out,
+        labeler=labeler,
+        seed=args.seed,
+        write=write,
+        break_every=args.break_every,
+        choices=choices,
+        judge=args.judge,
+    )
+    if args.json:
+        print_json(summary.to_dict())
+    return EXIT_OK
+
+
+def _add_calibrate(sub: Any) -> None:
+    p = sub.add_parser(
+        "calibrate",
+        help="compare the judge with your labels: failure recall, false alarms, kappa",
+        description="Join RESULTS (result rows) and LABELS (written by tinyeval label) by id "
+        "and report how far the judge can stand for your criterion: agreement, the share of "
+        "your FAILs it caught, its false alarms, Cohen's kappa, the confusion matrix, and in "
+        "words what speaks against trusting it.",
+    )
+    p.add_argument("results", metavar="RESULTS", help="result rows written by tinyeval run")
+    p.add_argument("labels", metavar="LABELS", help="the labels file written by tinyeval label")
+    p.add_argument(
+        "--judge", metavar="NAME", help="which judge of the rows to calibrate (default: the first)"
+    )
+    p.add_argument(
+        "--only",
+        metavar="FILE",
+        help="score only the ids in FILE (one JSON object with an id per line, "
+        "e.g. a --disagreements file)",
+    )
+    p.add_argument(
+        "--disagreements",
+        metavar="FILE",
+        help="write every case where judge and human differ: the result row plus "
+        "'human', your label record",
+    )
+    p.add_argument(
+        "--save", metavar="CAL.json", help="save the calibration for tinyeval run --calibration"
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(handler=_cmd_calibrate)
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from .calibrate import calibrate_results, disagreement_rows
+    from .label import read_labels
+    from .runner import read_rows
+
+    rows = read_rows(args.results)
+    labels = read_labels(args.labels)
+    only = [row["id"] for row in read_rows(args.only)] if args.only else None
+    cal = calibrate_results(rows, labels, judge=args.judge, only=only)
+    for warning in cal.expired:
+        print(f"{PROG}: WARNING: {warning}", file=sys.stderr)
+    notes = []
+    if args.disagreements:
+        found = disagreement_rows(cal, rows, labels)
+        with open(args.disagreements, "w", encoding="utf-8") as stream:
+            stream.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in found)
+        notes.append(f"wrote {len(found)} disagreements to {args.disagreements}")
+    if args.save:
+        cal.save(args.save)
+        notes.append(f"saved the calibration to {args.save}")
+    if args.json:
+        print_json(cal.to_dict())
+        for note in notes:
+            print(f"{PROG}: {note}", file=sys.stderr)
+    else:
+        print(cal.to_text())
+        print(f"\ndisagreements: {len(cal.disagreements())} of {cal.n} compared cases")
+        for note in notes:
+            print(note)
+    return EXIT_OK
+
+
+_COMMANDS.append(("label", _add_label))
+_COMMANDS.append(("calibrate", _add_calibrate))
 # ---- calibrate and label: end ----
 
 

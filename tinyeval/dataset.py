@@ -193,7 +193,11 @@ def _check_recognised(key: str, *, field_name: str) -> None:
     import difflib
 
     close = difflib.get_close_matches(key, RECOGNISED_KEYS, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else f"; expected one of {', '.join(RECOGNISED_KEYS)}"
+    hint = (
+        f"; did you mean {close[0]!r}?"
+        if close
+        else f"; expected one of {', '.join(RECOGNISED_KEYS)}"
+    )
     raise DatasetError(f"unknown key {key!r}{hint}", field=field_name)
 
 
@@ -378,7 +382,8 @@ def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
         nodes = root.value
     else:
         raise DatasetError(
-            f'expected a YAML list of cases (or a mapping with a "cases" list), got {type(data).__name__}',
+            'expected a YAML list of cases (or a mapping with a "cases" list), '
+            f"got {type(data).__name__}",
             path=path,
             line=1,
         )
@@ -396,7 +401,9 @@ def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
 def _iter_records(path: str, fmt: str | None) -> Iterator[tuple[int, Any]]:
     detected, gz = _detect_format(path) if fmt is None else (fmt, path.lower().endswith(".gz"))
     if detected not in _FORMATS:
-        raise DatasetError(f"unknown format {detected!r}; expected one of {', '.join(_FORMATS)}", path=path)
+        raise DatasetError(
+            f"unknown format {detected!r}; expected one of {', '.join(_FORMATS)}", path=path
+        )
     try:
         with _open_text(path, gz) as stream:
             if detected == "jsonl":
@@ -456,7 +463,9 @@ def _apply_mapping(
             raise DatasetError(f"--field {key}={dotted}: {exc.args[0]}", field="--field") from None
         if value is _MISSING:
             if key == "id":
-                raise DatasetError(f"the mapped path {dotted!r} is not in this record", field="id", **where)
+                raise DatasetError(
+                    f"the mapped path {dotted!r} is not in this record", field="id", **where
+                )
             continue
         out[key] = value
     return out
@@ -486,11 +495,11 @@ def _text_of(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _build_case(
-    record: Any, where: dict[str, Any], *, line_id: str | None
-) -> Case:
+def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> Case:
     if not isinstance(record, Mapping):
-        raise DatasetError(f"expected a JSON object for each case, got {_describe(record)}", **where)
+        raise DatasetError(
+            f"expected a JSON object for each case, got {_describe(record)}", **where
+        )
     rec = dict(record)
 
     raw_id = rec.pop("id", _MISSING)
@@ -498,7 +507,9 @@ def _build_case(
         raw_id = line_id
     if raw_id is _MISSING:
         raise DatasetError(
-            "every case needs an id (a non-empty string); or use --id-from-line", field="id", **where
+            "every case needs an id (a non-empty string); or use --id-from-line",
+            field="id",
+            **where,
         )
     if isinstance(raw_id, int) and not isinstance(raw_id, bool):
         raw_id = str(raw_id)
@@ -538,7 +549,9 @@ def _build_case(
     try:
         checks.checks_from_expect(expect)
     except checks.CheckSpecError as exc:
-        raise DatasetError(exc.args[0] if exc.args else str(exc), field=exc.field, **where) from None
+        raise DatasetError(
+            exc.args[0] if exc.args else str(exc), field=exc.field, **where
+        ) from None
 
     tool_calls = rec.pop("tool_calls", None)
     if tool_calls is None:
@@ -548,7 +561,9 @@ def _build_case(
     try:
         checks.tool_names(tool_calls)
     except checks.CheckSpecError as exc:
-        raise DatasetError(exc.args[0] if exc.args else str(exc), field=exc.field, **where) from None
+        raise DatasetError(
+            exc.args[0] if exc.args else str(exc), field=exc.field, **where
+        ) from None
 
     label = rec.pop("label", None)
     if isinstance(label, str) and label.strip().upper() in ("PASS", "FAIL"):
@@ -685,7 +700,9 @@ def sample(cases: Iterable[Case], n: int, *, seed: int | str) -> list[Case]:
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise DatasetError(f"sample size must be a non-negative integer, got {n!r}", field="n")
     if n > len(pool):
-        raise DatasetError(f"asked for a sample of {n} but there are only {len(pool)} cases", field="n")
+        raise DatasetError(
+            f"asked for a sample of {n} but there are only {len(pool)} cases", field="n"
+        )
     return random.Random(str(seed)).sample(pool, n)
 
 
@@ -713,7 +730,9 @@ def split_holdout(
     True
     """
     if not 0.0 < fraction < 1.0:
-        raise DatasetError(f"holdout fraction must be between 0 and 1, got {fraction!r}", field="fraction")
+        raise DatasetError(
+            f"holdout fraction must be between 0 and 1, got {fraction!r}", field="fraction"
+        )
     dev: list[Case] = []
     holdout: list[Case] = []
     for case in cases:

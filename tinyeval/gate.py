@@ -146,14 +146,25 @@ def _verdict(
     errors, unparsed = _count(tally, "errors"), _count(tally, "unparsed")
     if total == 0:
         return CategoryVerdict(
-            name, 0, 0, 0, 0, None, None, None, threshold,
-            blocking=threshold is not None, note="no cases in this category",
+            name,
+            0,
+            0,
+            0,
+            0,
+            None,
+            None,
+            None,
+            threshold,
+            blocking=threshold is not None,
+            note="no cases in this category",
         )
     low, high = wilson_interval(passed, total, confidence)
     rate = passed / total
     measured = low if on == "lower" else rate
     blocking = threshold is not None and measured < threshold
-    return CategoryVerdict(name, passed, total, errors, unparsed, rate, low, high, threshold, blocking)
+    return CategoryVerdict(
+        name, passed, total, errors, unparsed, rate, low, high, threshold, blocking
+    )
 
 
 def gate(
@@ -190,7 +201,9 @@ def gate(
     default = parse_threshold(default_threshold) if default_threshold is not None else None
     names = list(tallies) + [name for name in limits if name not in tallies]
     verdicts = tuple(
-        _verdict(name, tallies.get(name, {}), limits.get(name, default), on=on, confidence=confidence)
+        _verdict(
+            name, tallies.get(name, {}), limits.get(name, default), on=on, confidence=confidence
+        )
         for name in names
     )
     total = {
@@ -229,8 +242,9 @@ class PairedComparison:
     def to_dict(self) -> dict[str, Any]:
         """The comparison as a JSON-ready dict.
 
-        >>> compare_runs([{"id": "a", "category": "x", "status": "pass"}],
-        ...              [{"id": "a", "category": "x", "status": "fail"}]).overall.to_dict()["pass_to_fail"]
+        >>> before = [{"id": "a", "category": "x", "status": "pass"}]
+        >>> after = [{"id": "a", "category": "x", "status": "fail"}]
+        >>> compare_runs(before, after).overall.to_dict()["pass_to_fail"]
         1
         """
         return {

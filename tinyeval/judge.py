@@ -595,15 +595,17 @@ def _describe_error(exc: BaseException) -> str:
 
 
 def _sum_usage(replies: Iterable[str]) -> dict[str, int] | None:
+    """Token counts over replies; replies replayed from a cache count as ``cached_*``."""
     total: Counter[str] = Counter()
     seen = False
     for reply in replies:
         usage = getattr(reply, "usage", None)
         if isinstance(usage, Mapping):
             seen = True
+            prefix = "cached_" if getattr(reply, "cached", False) is True else ""
             for key, value in usage.items():
                 if isinstance(value, int) and not isinstance(value, bool):
-                    total[key] += value
+                    total[prefix + key] += value
     return dict(total) if seen else None
 
 

@@ -61,15 +61,17 @@ def summary_text(
     gate: FAILED — blocking: amounts (1 of 2 gated)
     """
     width = max([len("category"), len("global")] + [len(c.category) for c in report.categories])
-    cells = [(c.category, _rate_cell(c), _pct(c.threshold), _mark(c, report.on)) for c in report.categories]
+    cells = [
+        (c.category, _rate_cell(c), _pct(c.threshold), _mark(c, report.on))
+        for c in report.categories
+    ]
     overall = report.overall
     cells.append(("global", _rate_cell(overall), "—", "shown, never gates"))
     conf = f"{report.confidence:.0%}"
     rate_width = max(len(f"pass rate [{conf} Wilson]"), *(len(c[1]) for c in cells))
     lines = [header] if header else []
-    lines.append(
-        f"{'category':<{width}}  {'pass rate [' + conf + ' Wilson]':<{rate_width}}   {'threshold':<9}  gate"
-    )
+    title = f"pass rate [{conf} Wilson]"
+    lines.append(f"{'category':<{width}}  {title:<{rate_width}}   {'threshold':<9}  gate")
     for name, rate, threshold, mark in cells:
         lines.append(f"{name:<{width}}  {rate:<{rate_width}}   {threshold:<9}  {mark}".rstrip())
     lines.append("")
@@ -79,16 +81,22 @@ def summary_text(
             "(counted as not passed)"
         )
     if errors:
-        lines.append(f"cases that errored: {errors} (counted as not passed; see the rows' \"error\")")
+        lines.append(
+            f'cases that errored: {errors} (counted as not passed; see the rows\' "error")'
+        )
     lines.extend(extra_lines)
     gated = [c for c in report.categories if c.threshold is not None]
     if not gated:
-        lines.append("gate: no thresholds given (--threshold CATEGORY=RATE, --default-threshold RATE)")
+        lines.append(
+            "gate: no thresholds given (--threshold CATEGORY=RATE, --default-threshold RATE)"
+        )
     elif report.passed:
         lines.append(f"gate: PASSED — all {len(gated)} gated categories meet their thresholds")
     else:
         names = ", ".join(c.category for c in report.blocking)
-        lines.append(f"gate: FAILED — blocking: {names} ({len(report.blocking)} of {len(gated)} gated)")
+        lines.append(
+            f"gate: FAILED — blocking: {names} ({len(report.blocking)} of {len(gated)} gated)"
+        )
     return "\n".join(lines)
 
 

@@ -101,15 +101,13 @@ class RunResult:
     complete: bool = True
     stopped_reason: str | None = None
     dataset_fingerprint: str | None = None
-    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
+    usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))
     elapsed_s: float = 0.0
 
     def add(self, row: Row, *, keep: bool) -> None:
         """Count a row (and keep it when asked)."""
         self.categories.setdefault(row["category"], CategoryTally()).add(row)
-        usage = row.get("usage") or {}
-        for key in ("input_tokens", "output_tokens"):
-            self.usage[key] += int(usage.get(key) or 0)
+        _add_usage(self.usage, row.get("usage"))
         if keep:
             self.rows.append(row)
 
@@ -174,10 +172,17 @@ def input_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _add_usage(total: dict[str, int], usage: Any) -> None:
+USAGE_KEYS = ("input_tokens", "output_tokens", "cached_input_tokens", "cached_output_tokens")
+
+
+def _add_usage(total: dict[str, int], usage: Any, *, cached: bool = False) -> None:
+    """Add token counts; ``cached_*`` counts tokens replayed from the cache (not paid again)."""
     if isinstance(usage, Mapping):
-        for key in ("input_tokens", "output_tokens"):
-            total[key] = total.get(key, 0) + int(usage.get(key) or 0)
+        for key in USAGE_KEYS:
+            value = int(usage.get(key) or 0)
+            if value:
+                name = f"cached_{key}" if cached and not key.startswith("cached_") else key
+                total[name] = total.get(name, 0) + value
 
 
 def model_spec(call_model: Any) -> str | None:
@@ -257,7 +262,9 @@ def evaluate_case(
             if prompt_template is not None:
                 prompt = prompt_template.replace("{input}", prompt)
             reply = call_text(generate_model, prompt)
-            _add_usage(usage, getattr(reply, "usage", None))
+            _add_usage(
+                usage, getattr(reply, "usage", None), cached=getattr(reply, "cached", False) is True
+            )
             output = str(reply)
             row["output"] = output
             row["generate_model"] = model_spec(generate_model)
@@ -278,7 +285,10 @@ def evaluate_case(
                 raise ValueError("judges were given but no judge model")
             for judge in judges:
                 verdict = judge(
-                    judge_model, response=output, context=case.context, question=input_text(case.input)
+                    judge_model,
+                    response=output,
+                    context=case.context,
+                    question=input_text(case.input),
                 )
                 data = verdict.to_dict()
                 _add_usage(usage, data.get("usage"))
@@ -308,7 +318,7 @@ def _open_out(out: str | Path | IO[str] | None, append: bool) -> tuple[IO[str] |
         return None, False
     if isinstance(out, (str, Path)):
         Path(out).parent.mkdir(parents=True, exist_ok=True)
-        return open(out, "a" if append else "w", encoding="utf-8"), True  # noqa: SIM115
+        return open(out, "a" if append else "w", encoding="utf-8"), True
     return out, False
 
 
@@ -347,8 +357,9 @@ def run(
     ``checks`` are extra checks applied to every case, on top of each case's
     ``expect`` block. ``judges`` is a :class:`~tinyeval.judge.Judge` or a list
     of them; they run only on cases whose code checks passed (``judge_all=True``
-    runs them there too), and, with ``judge_categories``, only in those categories. Model arguments take a ``prompt -> str`` callable or a
-    spec string such as ``"builtin"`` or ``"openai:gpt-4o-mini"``.
+    runs them there too), and, with ``judge_categories``, only in those
+    categories. Model arguments take a ``prompt -> str`` callable or a spec
+    string such as ``"builtin"`` or ``"openai:gpt-4o-mini"``.
 
     Cases run on ``executor`` (any :class:`concurrent.futures.Executor`) or on
     a thread pool of ``concurrency`` workers; each row is written to ``out`` and
@@ -389,7 +400,9 @@ def run(
     own_executor = executor is None
     pool = executor or cf.ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="tinyeval")
     try:
-        for row in _run_rows(pool, cases, task, window=2 * concurrency + 2, result=result, max_errors=max_errors):
+        for row in _run_rows(
+            pool, cases, task, window=2 * concurrency + 2, result=result, max_errors=max_errors
+        ):
             if stream is not None:
                 write_row(stream, row)
             result.add(row, keep=keep_rows)
@@ -482,7 +495,7 @@ def read_rows(path: str | Path, *, repair: bool = False) -> list[Row]:
     >>> read_rows(f.name)
     Traceback (most recent call last):
     ...
-    tinyeval.runner.ResultsFileError: ...:2: the last line is cut short (a run killed mid-write?); --resume repairs it
+    tinyeval.runner.ResultsFileError: ...:2: the last line is cut short ...; --resume repairs it
     >>> [r["id"] for r in read_rows(f.name, repair=True)], open(f.name).read()
     (['a'], '{"id": "a", "status": "pass"}\\n')
     >>> os.remove(f.name)
@@ -513,7 +526,7 @@ def read_rows(path: str | Path, *, repair: bool = False) -> list[Row]:
         if row is None:
             continue
         if not isinstance(row, dict) or not isinstance(row.get("id"), str):
-            raise ResultsFileError(f"{path}:{number}: expected a result row with an \"id\"")
+            raise ResultsFileError(f'{path}:{number}: expected a result row with an "id"')
         rows.append(row)
     return rows
 
@@ -559,6 +572,7 @@ class Progress:
         self.done = self.failed = self.errors = 0
         self.started = time.perf_counter()
         self._last = 0.0
+        self._closed = False
 
     def update(self, row: Mapping[str, Any]) -> None:
         """Count one finished row and redraw at most ten times a second."""
@@ -583,11 +597,14 @@ class Progress:
         rate = self.done / elapsed
         eta = (self.total - self.done) / rate if rate > 0 else float("inf")
         eta_text = f"{eta:.0f}s" if eta != float("inf") else "?"
-        return (f"{self.done}/{self.total} · {rate:.1f} cases/s · ETA {eta_text} · "
-                f"{self.failed} failed · {self.errors} errors")
+        return (
+            f"{self.done}/{self.total} · {rate:.1f} cases/s · ETA {eta_text} · "
+            f"{self.failed} failed · {self.errors} errors"
+        )
 
     def close(self) -> None:
-        """End the status line."""
-        if self.enabled and self.done:
+        """End the status line (once; later calls do nothing)."""
+        if self.enabled and self.done and not self._closed:
             self.stream.write("\n")
             self.stream.flush()
+        self._closed = True

@@ -21,8 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def start(code: str) -> float:
     began = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], check=True,
-                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+    subprocess.run(
+        [sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": str(ROOT)}
+    )
     return time.perf_counter() - began
 
 
@@ -32,17 +33,20 @@ def main() -> None:
     for _ in range(runs):
         bare.append(start("pass"))
         loaded.append(start("import tinyeval"))
-    new = subprocess.run(
-        [sys.executable, "-c",
-         "import sys; b = set(sys.modules); import tinyeval; print(sorted(set(sys.modules) - b))"],
-        check=True, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
-    ).stdout.strip()
+    code = "import sys; b = set(sys.modules); import tinyeval; print(sorted(set(sys.modules) - b))"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env
+    )
+    new = run.stdout.strip()
     ms = 1000
     print(f"python {sys.version.split()[0]}, {runs} runs each")
-    print(f"bare interpreter:   median {statistics.median(bare) * ms:6.1f} ms, min {min(bare) * ms:6.1f} ms")
-    print(f"import tinyeval:    median {statistics.median(loaded) * ms:6.1f} ms, min {min(loaded) * ms:6.1f} ms")
-    print(f"difference:         median {(statistics.median(loaded) - statistics.median(bare)) * ms:+6.1f} ms, "
-          f"min {(min(loaded) - min(bare)) * ms:+6.1f} ms")
+    for name, times in (("bare interpreter", bare), ("import tinyeval", loaded)):
+        median, fastest = statistics.median(times) * ms, min(times) * ms
+        print(f"{name + ':':<20}median {median:6.1f} ms, min {fastest:6.1f} ms")
+    median = (statistics.median(loaded) - statistics.median(bare)) * ms
+    fastest = (min(loaded) - min(bare)) * ms
+    print(f"{'difference:':<20}median {median:+6.1f} ms, min {fastest:+6.1f} ms")
     print(f"modules added by the import: {new}")
 
 
