@@ -178,6 +178,13 @@ def _add_run(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
+    p.add_argument(
+        "--show-failures",
+        type=int,
+        default=5,
+        metavar="N",
+        help="list up to N failed cases per category and why (default: 5; 0 lists none)",
+    )
     p.set_defaults(handler=_cmd_run)
     _add_run_execution_options(p)
 
@@ -473,6 +480,7 @@ class _Execution:
             else None
         )
         self.previous: list[dict[str, Any]] = []
+        self.failures: dict[str, list[dict[str, Any]]] = {}
         self.review_count = 0
         self.calibration = None
         if args.calibration:
@@ -547,6 +555,7 @@ class _Execution:
 
             def on_row(row: dict[str, Any]) -> None:
                 progress.update(row)
+                self._note_failure(row)
                 if review is not None and not all(
                     v.get("unanimous", True) for v in row["judges"].values()
                 ):
@@ -583,10 +592,24 @@ class _Execution:
                 raise
         for row in self.previous:
             result.add(row, keep=False)
+            self._note_failure(row)
         return result
 
+    def _note_failure(self, row: dict[str, Any]) -> None:
+        """Keep the first few failed rows of each category, to say why they failed."""
+        if row.get("status") == "pass":
+            return
+        kept = self.failures.setdefault(str(row.get("category")), [])
+        if len(kept) < self.args.show_failures:
+            kept.append(row)
+
     def extra_summary(self, result: Any) -> dict[str, Any]:
-        text: list[str] = []
+        from .report import failure_lines
+
+        failed = [row for rows in self.failures.values() for row in rows]
+        text = failure_lines(failed, shown=self.args.show_failures, where=self.args.out)
+        if text:
+            text.append("")
         data: dict[str, Any] = {"resumed_rows": len(self.previous)}
         if self.shard:
             data["shard"] = f"{self.shard[0]}/{self.shard[1]}"

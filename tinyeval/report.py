@@ -128,3 +128,57 @@ def summary_dict(
     }
     data["errors"] = errors
     return data
+
+
+def describe_failure(row: Mapping[str, Any], *, width: int = 100) -> str:
+    """One line saying why a result row did not pass: the first failed check, the judge, or the error.
+
+    >>> describe_failure({"status": "fail", "checks": {"valid_json": True, "equals:amount": False},
+    ...                   "check_details": {"equals:amount": "got 1250, expected 125050"}})
+    'equals:amount: got 1250, expected 125050'
+    >>> describe_failure({"status": "error", "error": "TimeoutError: no reply", "checks": {}})
+    'error: TimeoutError: no reply'
+    """
+    if row.get("status") == "error":
+        text = f"error: {row.get('error')}"
+    else:
+        failed = [name for name, ok in (row.get("checks") or {}).items() if not ok]
+        if failed:
+            detail = (row.get("check_details") or {}).get(failed[0])
+            text = f"{failed[0]}: {detail}" if detail else failed[0]
+            if len(failed) > 1:
+                text += f" (+{len(failed) - 1} more)"
+        else:
+            judge = next(
+                (v for v in (row.get("judges") or {}).values() if v.get("verdict") != "PASS"), None
+            )
+            if judge is None:
+                text = "not passed"
+            elif judge.get("verdict") is None:
+                text = f"judge {judge.get('name')}: no verdict ({judge.get('failure')})"
+            else:
+                text = f"judge {judge.get('name')}: {judge.get('reason') or judge.get('verdict')}"
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def failure_lines(rows: list[Mapping[str, Any]], *, shown: int, where: str) -> list[str]:
+    """Lines listing failed cases by category (up to ``shown`` each) and why.
+
+    >>> rows = [{"id": "amt-3", "category": "amounts", "status": "fail",
+    ...          "checks": {"valid_json": False}, "check_details": {}}]
+    >>> print("\\n".join(failure_lines(rows, shown=5, where="rows.jsonl")))
+    cases that did not pass (up to 5 per category; every row is in rows.jsonl):
+      amounts  amt-3  valid_json
+    """
+    if not rows:
+        return []
+    width = max(len(str(r.get("category"))) for r in rows)
+    id_width = max(len(str(r.get("id"))) for r in rows)
+    lines = [f"cases that did not pass (up to {shown} per category; every row is in {where}):"]
+    for row in rows:
+        lines.append(
+            f"  {row.get('category')!s:<{width}}  {row.get('id')!s:<{id_width}}  "
+            f"{describe_failure(row)}"
+        )
+    return lines
