@@ -131,7 +131,7 @@ def summary_dict(
 
 
 def describe_failure(row: Mapping[str, Any], *, width: int = 100) -> str:
-    """One line saying why a result row did not pass: the first failed check, the judge, or the error.
+    """Why a result row did not pass, in one line: the first failed check, the judge, or the error.
 
     >>> describe_failure({"status": "fail", "checks": {"valid_json": True, "equals:amount": False},
     ...                   "check_details": {"equals:amount": "got 1250, expected 125050"}})
