@@ -168,3 +168,40 @@ class TestCompare:
         # 12 broke, 0 fixed: p = 2/2¹² = 0.000488
         assert done.returncode == 1, done.stderr
         assert "12 broke, 0 fixed" in done.stdout and "p = 0.000488" in done.stdout
+
+
+class TestReportFiles:
+    def test_junit_and_markdown_from_a_run(self, tmp_path: Path) -> None:
+        import xml.etree.ElementTree as ET
+
+        cases = tmp_path / "cases.jsonl"
+        cases.write_text(
+            "".join(
+                json.dumps({"id": f"c{i}", "category": "amounts", "output": str(i),
+                            "expect": {"regex": "^[0-7]$"}})
+                + "\n"
+                for i in range(10)
+            ),
+            encoding="utf-8",
+        )  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "tinyeval", "run", str(cases),
+             "--out", str(tmp_path / "rows.jsonl"), "--threshold", "amounts=0.9",
+             "--junit", str(tmp_path / "j.xml"),
+             "--markdown", str(tmp_path / "m.md"), "-q"],
+            cwd=ROOT, capture_output=True, text=True,
+        )  # fmt: skip
+        assert done.returncode == 1, done.stderr
+        root = ET.parse(tmp_path / "j.xml").getroot()
+        suites = {s.get("name"): s for s in root.iter("testsuite")}
+        assert suites["amounts"].get("tests") == "10" and suites["amounts"].get("failures") == "2"
+        failed = sorted(
+            c.get("name")
+            for c in suites["amounts"].iter("testcase")
+            if c.find("failure") is not None
+        )
+        assert failed == ["c8", "c9"]
+        gate_case = suites["gate"].find("testcase")
+        assert gate_case is not None and gate_case.find("failure") is not None
+        markdown = (tmp_path / "m.md").read_text(encoding="utf-8")
+        assert "| amounts | 8/10 = 80.0% [49.0%, 94.3%] | 90.0% | **BLOCKS**" in markdown

@@ -178,6 +178,7 @@ def _add_run(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
+    _add_report_files(p)
     p.add_argument(
         "--show-failures",
         type=int,
@@ -299,6 +300,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 extra_lines=tuple(extra.get("text", ())),
             )
         )
+    if args.junit or args.markdown:
+        from .runner import read_rows
+
+        _write_reports(args, lambda: read_rows(args.out), report)
     if not result.complete:
         print(
             f"{PROG}: the run did not complete: {result.stopped_reason}; "
@@ -738,7 +743,29 @@ def _add_gate(sub: Any) -> None:
     p.add_argument("results", metavar="RESULTS", help="a results file written by tinyeval run")
     _add_threshold_options(p)
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    _add_report_files(p)
     p.set_defaults(handler=_cmd_gate)
+
+
+def _add_report_files(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--junit", metavar="FILE", help="also write JUnit XML: a test per case, and the gate"
+    )
+    p.add_argument(
+        "--markdown",
+        metavar="FILE",
+        help="also write the gate table as Markdown (for a PR comment)",
+    )
+
+
+def _write_reports(args: argparse.Namespace, rows: Any, report: Any) -> None:
+    """Write the --junit and --markdown files asked for, each all or nothing."""
+    from .report import junit_xml, summary_markdown
+
+    if args.junit:
+        _write_text_atomically(args.junit, junit_xml(list(rows()), report) + "\n")
+    if args.markdown:
+        _write_text_atomically(args.markdown, summary_markdown(report) + "\n")
 
 
 def _cmd_gate(args: argparse.Namespace) -> int:
@@ -775,6 +802,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
                 report, header=header, judged=judged, unparsed=unparsed, errors=result.errors
             )
         )
+    _write_reports(args, lambda: rows, report)
     return EXIT_OK if report.passed else EXIT_GATE_FAILED
 
 
@@ -873,14 +901,20 @@ def _cmd_split(args: argparse.Namespace) -> int:
 
 def _write_atomically(path: str, records: list[dict[str, Any]]) -> None:
     """Write JSON lines to a temporary file beside ``path``, then rename: all or nothing."""
+    _write_text_atomically(
+        path, "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+    )
+
+
+def _write_text_atomically(path: str, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path``, then rename: all or nothing."""
     import tempfile
 
     directory = os.path.dirname(os.path.abspath(path))
     with tempfile.NamedTemporaryFile(
         "w", encoding="utf-8", dir=directory, delete=False, suffix=".partial"
     ) as tmp:
-        for record in records:
-            tmp.write(json.dumps(record, ensure_ascii=False) + "\n")
+        tmp.write(text)
     os.replace(tmp.name, path)
 
 

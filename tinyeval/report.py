@@ -182,3 +182,84 @@ def failure_lines(rows: list[Mapping[str, Any]], *, shown: int, where: str) -> l
             f"{describe_failure(row)}"
         )
     return lines
+
+
+def summary_markdown(report: GateReport, *, title: str = "tinyeval") -> str:
+    """The gate as a Markdown table, for a pull-request comment or a CI job summary.
+
+    >>> from tinyeval.gate import gate
+    >>> print(summary_markdown(gate({"amounts": {"passed": 17, "total": 20}}, {"amounts": 1.0})))
+    ### tinyeval: gate FAILED
+    <BLANKLINE>
+    | category | pass rate [95% Wilson] | threshold | gate |
+    | --- | --- | --- | --- |
+    | amounts | 17/20 = 85.0% [64.0%, 94.8%] | 100.0% | **BLOCKS** (85.0% < 100.0%) |
+    | *global* | 17/20 = 85.0% [64.0%, 94.8%] | — | shown, never gates |
+    """
+    outcome = "PASSED" if report.passed else "FAILED"
+    conf = f"{report.confidence:.0%}"
+    lines = [
+        f"### {title}: gate {outcome}",
+        "",
+        f"| category | pass rate [{conf} Wilson] | threshold | gate |",
+        "| --- | --- | --- | --- |",
+    ]
+    for v in report.categories:
+        mark = _mark(v, report.on)
+        if v.blocking:
+            mark = mark.replace("BLOCKS", "**BLOCKS**", 1)
+        lines.append(f"| {v.category} | {_rate_cell(v)} | {_pct(v.threshold)} | {mark} |")
+    lines.append(f"| *global* | {_rate_cell(report.overall)} | — | shown, never gates |")
+    return "\n".join(lines)
+
+
+def junit_xml(rows: list[Mapping[str, Any]], report: GateReport) -> str:
+    """JUnit XML: one test suite per category with a test case per case, plus the gate.
+
+    CI systems that read JUnit (GitLab, Jenkins, GitHub actions with a reporter)
+    then show each failed case with its reason, and each blocking category as a
+    failed ``gate`` test. Errored cases are ``<error>``, failed ones ``<failure>``.
+
+    >>> from tinyeval.gate import gate
+    >>> rows = [{"id": "a", "category": "c", "status": "pass", "latency_ms": 5.0},
+    ...         {"id": "b", "category": "c", "status": "fail", "checks": {"valid_json": False}}]
+    >>> xml = junit_xml(rows, gate({"c": {"passed": 1, "total": 2}}, {"c": 1.0}))
+    >>> '<testcase classname="c" name="b" time="0.000"><failure message="valid_json"' in xml
+    True
+    >>> '<testsuite name="gate" tests="1" failures="1"' in xml
+    True
+    """
+    import xml.etree.ElementTree as ET
+
+    root = ET.Element("testsuites", name="tinyeval")
+    by_category: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        by_category.setdefault(str(row.get("category")), []).append(row)
+    for category, members in by_category.items():
+        failures = sum(1 for r in members if r.get("status") == "fail")
+        errors = sum(1 for r in members if r.get("status") == "error")
+        suite = ET.SubElement(
+            root, "testsuite", name=category, tests=str(len(members)),
+            failures=str(failures), errors=str(errors),
+        )  # fmt: skip
+        for row in members:
+            seconds = float(row.get("latency_ms") or 0.0) / 1000
+            case = ET.SubElement(
+                suite, "testcase", classname=category, name=str(row.get("id")),
+                time=f"{seconds:.3f}",
+            )  # fmt: skip
+            if row.get("status") != "pass":
+                kind = "error" if row.get("status") == "error" else "failure"
+                reason = describe_failure(row, width=1000)
+                ET.SubElement(case, kind, message=reason).text = reason
+    gated = [v for v in report.categories if v.threshold is not None]
+    suite = ET.SubElement(
+        root, "testsuite", name="gate", tests=str(len(gated)),
+        failures=str(sum(1 for v in gated if v.blocking)), errors="0",
+    )  # fmt: skip
+    for v in gated:
+        case = ET.SubElement(suite, "testcase", classname="gate", name=v.category, time="0.000")
+        if v.blocking:
+            message = f"{_rate_cell(v)} {_mark(v, report.on)}"
+            ET.SubElement(case, "failure", message=message).text = message
+    return ET.tostring(root, encoding="unicode", xml_declaration=True)
