@@ -14,6 +14,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -298,7 +299,9 @@ def test_async_py_models_work_end_to_end(tmp_path: Path) -> None:
 
 
 def grounded_judge(prompt: str) -> str:
-    return "FAIL\nthe time is not in the context" if "1 hour" in prompt else "PASS\nsupported"
+    """FAIL a response that claims "1 hour"; the reason names the thread it ran on."""
+    verdict = "FAIL" if "1 hour" in prompt else "PASS"
+    return f"{verdict}\nran on {threading.current_thread().name}"
 
 
 def test_a_dask_executor_runs_the_cases(tmp_path: Path) -> None:
@@ -335,6 +338,8 @@ def test_a_dask_executor_runs_the_cases(tmp_path: Path) -> None:
     assert rows["r1"]["status"] == "pass" and rows["r1"]["judge"]["verdict"] == "PASS"
     assert rows["r2"]["status"] == "fail" and rows["r2"]["judge"]["verdict"] == "FAIL"
     assert rows["r3"]["status"] == "fail" and rows["r3"]["judge"] is None  # a check failed first
+    threads = {row["judge"]["reason"] for row in rows.values() if row["judge"]}
+    assert all("Dask" in name for name in threads), threads  # not tinyeval's own pool
     tally = result.categories["default"]
     assert (tally.passed, tally.failed, tally.errors, tally.total) == (21, 2, 0, 23)
     written = [json.loads(line)["id"] for line in out.read_text(encoding="utf-8").splitlines()]

@@ -310,3 +310,42 @@ def test_calibration_without_a_judge_is_a_usage_error(tmp_path: Path) -> None:
         "cal.json",
     )
     assert done.returncode == 2 and "--criterion" in done.stderr
+
+
+def _results_pair(tmp_path: Path) -> tuple[Path, Path]:
+    """Two result files over the same support cases; B adds an unsupported promise to each."""
+    a_rows, b_rows = [], []
+    for i in range(4):
+        row = {"id": f"s{i}", "category": "support", "input": "¿Cuál es el límite?",
+               "context": "El límite diario es de $ 500.000.",
+               "output": "El límite diario es de $ 500.000.", "status": "pass"}  # fmt: skip
+        a_rows.append(row)
+        b_rows.append({**row, "output": row["output"] + " Te devolvemos el dinero en 24 horas."})
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text("".join(json.dumps(r) + "\n" for r in a_rows), encoding="utf-8")
+    b.write_text("".join(json.dumps(r) + "\n" for r in b_rows), encoding="utf-8")
+    return a, b
+
+
+def test_pairwise_command_with_the_builtin_judge(tmp_path: Path) -> None:
+    a, b = _results_pair(tmp_path)
+    done = run_cli(tmp_path, "pairwise", str(a), str(b), "--criterion", "unsupported-claims",
+                   "--json", "--out", "pairs.jsonl")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)
+    assert (figures["n"], figures["a_wins"], figures["b_wins"]) == (4, 4, 0)
+    assert figures["position"]["consistency_rate"] == 1.0
+    # each case: order 1 picks A (shown first), order 2 picks A (shown second) → 4 of 8 first
+    assert figures["position"]["first_position_rate"] == 0.5
+    assert len(rows_of(tmp_path / "pairs.jsonl")) == 4
+
+
+def test_pairwise_exposes_a_judge_that_always_picks_the_first(tmp_path: Path) -> None:
+    a, b = _results_pair(tmp_path)
+    (tmp_path / "first.py").write_text("def pick(prompt):\n    return 'A\\nThe first.'\n")
+    done = run_cli(tmp_path, "pairwise", str(a), str(b), "--criterion", "unsupported-claims",
+                   "--judge-model", "py:first:pick", "--no-cache")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "no winner (the orders disagreed or a reply did not parse): 4/4 = 100.0%" in done.stdout
+    assert "position consistency: 0/4 = 0.0%" in done.stdout
+    assert "first-position picks: 8/8 = 100.0%" in done.stdout

@@ -355,7 +355,7 @@ def _version() -> str:
 
 
 def _add_run_execution_options(p: argparse.ArgumentParser) -> None:
-    ex = p.add_argument_group("calling models")
+    ex = _add_model_options(p)
     ex.add_argument(
         "--generate-model",
         metavar="SPEC",
@@ -366,6 +366,39 @@ def _add_run_execution_options(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="a text file with {input} where the case's input goes (for --generate-model)",
     )
+    ex.add_argument(
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        help="longest generated output to ask for (default: the server's)",
+    )
+    ex.add_argument(
+        "--max-errors",
+        type=int,
+        metavar="N",
+        help="stop and exit 3 once more than N cases have errored (default: no limit; "
+        "errored cases always count as not passed)",
+    )
+    ex.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the rows already in --out and run only the cases without one",
+    )
+    ex.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="run only shard I of N (a stable slice by id; join with tinyeval merge)",
+    )
+    ex.add_argument(
+        "--price",
+        metavar="in=X,out=Y",
+        help="USD per million input and output tokens, to report the run's cost",
+    )
+
+
+def _add_model_options(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+    """Options shared by the commands that call models (run, pairwise)."""
+    ex = p.add_argument_group("calling models")
     ex.add_argument(
         "--base-url",
         metavar="URL",
@@ -394,24 +427,11 @@ def _add_run_execution_options(p: argparse.ArgumentParser) -> None:
         help="longest judge reply to ask for (default: 256; a verdict is a line and a sentence)",
     )
     ex.add_argument(
-        "--max-tokens",
-        type=int,
-        metavar="N",
-        help="longest generated output to ask for (default: the server's)",
-    )
-    ex.add_argument(
         "--concurrency",
         type=int,
         default=4,
         metavar="N",
         help="cases in flight at once (default: 4)",
-    )
-    ex.add_argument(
-        "--max-errors",
-        type=int,
-        metavar="N",
-        help="stop and exit 3 once more than N cases have errored (default: no limit; "
-        "errored cases always count as not passed)",
     )
     ex.add_argument(
         "--cache",
@@ -426,21 +446,31 @@ def _add_run_execution_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="call the models again and overwrite what the cache holds",
     )
-    ex.add_argument(
-        "--resume",
-        action="store_true",
-        help="keep the rows already in --out and run only the cases without one",
+    return ex
+
+
+def _open_model(
+    args: argparse.Namespace, spec: str, *, max_tokens: int | None, cache: Any
+) -> tuple[Any, Any]:
+    """Resolve a model spec with the command's options; wrap it in the cache unless told not to.
+
+    Returns the model and the cache (opened on first need, shared by later models).
+    """
+    from .models import resolve
+
+    model = resolve(
+        spec,
+        base_url=args.base_url,
+        timeout=args.timeout,
+        temperature=args.temperature,
+        max_tokens=max_tokens,
     )
-    ex.add_argument(
-        "--shard",
-        metavar="I/N",
-        help="run only shard I of N (a stable slice by id; join with tinyeval merge)",
-    )
-    ex.add_argument(
-        "--price",
-        metavar="in=X,out=Y",
-        help="USD per million input and output tokens, to report the run's cost",
-    )
+    if args.no_cache or spec == "builtin":
+        return model, cache
+    from .cache import ResponseCache, cached
+
+    cache = cache if cache is not None else ResponseCache(args.cache)
+    return cached(model, cache, refresh=args.refresh), cache
 
 
 def _prepare_execution(args: argparse.Namespace, judges: list[Any], total: int) -> _Execution:
@@ -498,22 +528,8 @@ class _Execution:
             self.calibration = load_calibration(args.calibration)
 
     def _model(self, spec: str, *, max_tokens: int | None) -> Any:
-        from .models import resolve
-
-        model = resolve(
-            spec,
-            base_url=self.args.base_url,
-            timeout=self.args.timeout,
-            temperature=self.args.temperature,
-            max_tokens=max_tokens,
-        )
-        if self.args.no_cache or spec == "builtin":
-            return model
-        from .cache import ResponseCache, cached
-
-        if self.cache is None:
-            self.cache = ResponseCache(self.args.cache)
-        return cached(model, self.cache, refresh=self.args.refresh)
+        model, self.cache = _open_model(self.args, spec, max_tokens=max_tokens, cache=self.cache)
+        return model
 
     def _load_previous(self, fingerprint: str) -> set[str]:
         from pathlib import Path
@@ -999,6 +1015,113 @@ _COMMANDS.append(("compare", _add_compare))
 _COMMANDS.append(("gate", _add_gate))
 _COMMANDS.append(("merge", _add_merge))
 # ---- results: end ----
+
+
+# ---- pairwise: begin ----
+def _add_pairwise(sub: Any) -> None:
+    p = sub.add_parser(
+        "pairwise",
+        help="which of two runs answered better, each case asked in both orders",
+        description="Pair two results files by case id and ask a pairwise judge which output is "
+        "better on one criterion, always in both orders (A/B, then B/A). A case has a winner "
+        "only when both orders agree; the judge's position consistency and first-position "
+        "preference are reported.",
+    )
+    p.add_argument("a", metavar="RESULTS_A", help="results whose outputs are response A")
+    p.add_argument("b", metavar="RESULTS_B", help="results whose outputs are response B")
+    p.add_argument(
+        "--criterion",
+        required=True,
+        metavar="TEXT|NAME",
+        help="the one property to compare on (text, or a built-in name)",
+    )
+    p.add_argument("--judge-model", default="builtin", metavar="SPEC", help="default: builtin")
+    p.add_argument(
+        "--category",
+        action="append",
+        metavar="CATEGORY",
+        help="compare only cases of this category (repeatable; default: all)",
+    )
+    p.add_argument("--out", metavar="FILE", help="write one JSON line per compared case")
+    p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    _add_model_options(p)
+    p.set_defaults(handler=_cmd_pairwise)
+
+
+def _cmd_pairwise(args: argparse.Namespace) -> int:
+    import concurrent.futures as cf
+
+    from .judge import PairwiseJudge, position_stats
+    from .runner import input_text, read_rows
+    from .stats import format_rate
+
+    def wanted(row: dict[str, Any]) -> bool:
+        return args.category is None or row.get("category") in args.category
+
+    first = {r["id"]: r for r in read_rows(args.a) if wanted(r)}
+    second = {r["id"]: r for r in read_rows(args.b) if wanted(r)}
+    pairs = [
+        (first[i], second[i])
+        for i in first
+        if i in second
+        and first[i].get("output") is not None
+        and second[i].get("output") is not None
+    ]
+    if not pairs:
+        raise UsageError(f"{args.a} and {args.b} share no case with an output on both sides")
+    if args.concurrency < 1:
+        raise UsageError(f"--concurrency must be 1 or more, got {args.concurrency}")
+    judge = PairwiseJudge(args.criterion)
+    model, cache = _open_model(args, args.judge_model, max_tokens=args.judge_max_tokens, cache=None)
+
+    def compare(pair: tuple[dict[str, Any], dict[str, Any]]) -> Any:
+        a, b = pair
+        return judge(model, a=a["output"], b=b["output"], question=input_text(a.get("input")),
+                     context=a.get("context"))  # fmt: skip
+
+    try:
+        with cf.ThreadPoolExecutor(max_workers=args.concurrency) as pool:
+            verdicts = list(pool.map(compare, pairs))
+    finally:
+        if cache is not None:
+            cache.close()
+    if args.out:
+        _write_atomically(
+            args.out,
+            [{"id": a["id"], "category": b.get("category"), **v.to_dict()}
+             for (a, b), v in zip(pairs, verdicts, strict=True)],
+        )  # fmt: skip
+    n = len(verdicts)
+    counts = {w: sum(v.winner == w for v in verdicts) for w in ("A", "B", "TIE", None)}
+    position = position_stats(verdicts)
+    unpaired = len(set(first) ^ set(second)) + (len(set(first) & set(second)) - n)
+    if args.json:
+        print_json({
+            "criterion": args.criterion, "judge_model": args.judge_model, "n": n,
+            "a_wins": counts["A"], "b_wins": counts["B"], "ties": counts["TIE"],
+            "no_winner": counts[None], "not_compared": unpaired, "position": position,
+            "rubric_fingerprint": judge.rubric_fingerprint,
+        })  # fmt: skip
+        return EXIT_OK
+    print(f"{n} cases compared on {args.criterion!r} (judge {args.judge_model}), "
+          "each asked in both orders:")  # fmt: skip
+    print(f"  A better ({args.a}): {format_rate(counts['A'], n)}")
+    print(f"  B better ({args.b}): {format_rate(counts['B'], n)}")
+    print(f"  tie:                {format_rate(counts['TIE'], n)}")
+    print(f"  no winner (the orders disagreed or a reply did not parse): "
+          f"{format_rate(counts[None], n)}")  # fmt: skip
+    picks = position["picks"]
+    print(f"position consistency: {format_rate(position['consistent'], n)}; "
+          f"first-position picks: {format_rate(position['first_position_picks'], picks)} "
+          "(an unbiased judge sits near 50%)")  # fmt: skip
+    print(f"replies that did not parse: {position['parse_failures']} of {position['replies']}")
+    if unpaired:
+        print(f"not compared: {unpaired} cases missing from one file or without an output")
+    return EXIT_OK
+
+
+_COMMANDS.append(("pairwise", _add_pairwise))
+# ---- pairwise: end ----
 
 
 # ---- stats: begin ----
