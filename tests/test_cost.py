@@ -232,3 +232,13 @@ def test_cli_results_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         "3 rows in " + str(path) + ", 2 with token usage: 3k tokens in, 400 out; about $0.0050 at "
         "$1.00/$5.00 per million tokens.\n"
     )
+
+
+def test_tokens_replayed_from_the_cache_are_not_counted_as_spent() -> None:
+    from tinyeval.cost import run_cost, tally_usage
+
+    paid = {"input_tokens": 1_000_000, "output_tokens": 0}
+    replayed = {"cached_input_tokens": 1_000_000, "cached_output_tokens": 200_000}
+    price = parse_price("in=1,out=5")
+    assert run_cost([paid, replayed], price) == 1.0
+    assert tally_usage([paid, replayed]).input_tokens == 1_000_000

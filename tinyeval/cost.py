@@ -134,7 +134,7 @@ def tally_usage(usages: Iterable[Mapping[str, Any] | None]) -> Usage:
 
 
 def _token_count(usage: Mapping[str, Any], name: str) -> int:
-    value = usage.get(name)
+    value = usage.get(name, 0)  # absent: none of that kind was paid for (e.g. a cache replay)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise CostError(f"usage {dict(usage)!r}: {name} must be an integer >= 0, got {value!r}")
     return value
