@@ -345,7 +345,8 @@ def _read_cases(args: argparse.Namespace, read: dict[str, Any]) -> tuple[Any, st
     fingerprint = dataset.dataset_fingerprint(counting())  # streams: memory stays flat
     if total == 0:
         raise dataset.DatasetError("no cases in the file", path=args.cases)
-    return dataset.iter_cases(args.cases, **read), fingerprint, total, selected
+    # the second pass: the first one has checked the ids already
+    return dataset.iter_cases(args.cases, **read, unique_ids=False), fingerprint, total, selected
 
 
 def _version() -> str:

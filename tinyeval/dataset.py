@@ -614,6 +614,7 @@ def iter_cases(
     fields: Mapping[str, str] | None = None,
     id_from_line: bool = False,
     format: str | None = None,
+    unique_ids: bool = True,
 ) -> Iterator[Case]:
     """Read and validate cases one at a time, without holding the file in memory.
 
@@ -621,7 +622,9 @@ def iter_cases(
     records (``{"input": "request.messages.0.content"}``). With
     ``id_from_line``, a record without an ``id`` is named ``line-N``. Raises
     :class:`DatasetError` at the first bad record, so consume it fully (or
-    use :func:`load`) before acting on any case.
+    use :func:`load`) before acting on any case. Memory stays flat but for the
+    duplicate-id check, about 60 bytes a case; ``unique_ids=False`` skips that
+    check, for a second pass over a file already read once.
 
     >>> import json, tempfile, os
     >>> rows = [{"request_id": "r1", "q": {"text": "¿Cuánto cobran?"}, "a": "Nada."}]
@@ -637,23 +640,52 @@ def iter_cases(
     fields = dict(fields or {})
     for key in fields:
         _check_recognised(key, field_name="--field")
-    seen: dict[bytes, int | None] = {}  # id digest -> line: small, whatever the ids' length
+    # A 96-bit digest of each id seen, as an int: about 60 bytes a case however long
+    # the ids are. The line of a first occurrence is looked up only when a duplicate shows.
+    seen: set[int] = set()
+    for line, case in _validated(path, fields, id_from_line, format):
+        digest = int.from_bytes(hashlib.blake2b(case.id.encode("utf-8"), digest_size=12).digest())
+        if unique_ids and digest in seen:
+            first = ""
+            if path != "-":
+                earlier = _first_line(path, fields, id_from_line, format, case.id)
+                first = f" (first on line {earlier})"
+            raise DatasetError(
+                f"duplicate id {case.id!r}{first}; ids must be unique",
+                field="id",
+                path=path,
+                line=line,
+            )
+        if unique_ids:
+            seen.add(digest)
+        yield case
+
+
+def _validated(
+    path: str, fields: Mapping[str, str], id_from_line: bool, format: str | None
+) -> Iterator[tuple[int, Case]]:
+    """Every record of the file as a validated case, with its line."""
     for line, record in _iter_records(path, format):
         where: dict[str, Any] = {"path": path, "line": line}
         if fields:
             if not isinstance(record, Mapping):
                 raise DatasetError(f"expected a JSON object, got {_describe(record)}", **where)
             record = _apply_mapping(record, fields, where)
-        case = _build_case(record, where, line_id=f"line-{line}" if id_from_line else None)
-        digest = hashlib.blake2b(case.id.encode("utf-8"), digest_size=12).digest()
-        if digest in seen:
-            raise DatasetError(
-                f"duplicate id {case.id!r} (first on line {seen[digest]}); ids must be unique",
-                field="id",
-                **where,
-            )
-        seen[digest] = line
-        yield case
+        yield line, _build_case(record, where, line_id=f"line-{line}" if id_from_line else None)
+
+
+def _first_line(
+    path: str, fields: Mapping[str, str], id_from_line: bool, format: str | None, case_id: str
+) -> int | None:
+    """The line where ``case_id`` first occurs (read again: only on the error path)."""
+    return next(
+        (
+            line
+            for line, case in _validated(path, fields, id_from_line, format)
+            if case.id == case_id
+        ),
+        None,
+    )
 
 
 def load(

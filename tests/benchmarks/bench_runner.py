@@ -1,0 +1,292 @@
+"""What the runner costs on top of the models it calls: time, per-case overhead, cache, memory.
+
+    python tests/benchmarks/bench_runner.py [--part latency|overhead|cache|memory] ...
+
+Four parts (all by default; each takes well under two minutes on two cores
+with the defaults, the memory part about two):
+
+latency   CASES judged cases (output and context) with a judge that sleeps
+          LATENCY seconds and answers "PASS", at CONCURRENCY in flight. The
+          ideal wall time is CASES × LATENCY / CONCURRENCY; the floor is the
+          same sleeps on a bare thread pool (what Python itself costs).
+overhead  microseconds per case with a zero-latency model: code checks only,
+          then with a judge, on 1 and 4 threads, rows kept in memory or not.
+cache     the latency run twice through a response cache: calls made and
+          wall time of the second run (every reply served from the cache).
+memory    peak RSS of ``python -m tinyeval run FILE --out /dev/null -q``
+          (checks only) on SMALL and BIG generated cases, read from the
+          child's own rusage, and the bytes per case that the loader's
+          duplicate-id index adds (measured with tracemalloc).
+
+Scale with --cases, --latency, --concurrency, --overhead-cases, --small, --big.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+import tinyeval  # noqa: E402
+from tinyeval.cache import ResponseCache, cached  # noqa: E402
+from tinyeval.dataset import Case  # noqa: E402
+
+CONTEXT = "Refunds are paid back to the original card within 5 business days."
+AMOUNT = json.dumps({"amount_cents": 125050, "currency": "ARS"})
+AMOUNT_EXPECT = {"valid_json": True, "fields": ["currency"], "equals": {"amount_cents": 125050}}
+
+
+class CountingJudge:
+    """A judge model that waits ``latency`` seconds and answers PASS, counting its calls."""
+
+    def __init__(self, latency: float) -> None:
+        self.latency = latency
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, prompt: str) -> str:
+        with self._lock:
+            self.calls += 1
+        if self.latency:
+            time.sleep(self.latency)
+        return "PASS\nok"
+
+
+def judged_cases(n: int) -> list[Case]:
+    return [
+        Case(
+            id=f"case-{i:06d}",
+            input="How long does a refund take?",
+            output=f"Refund {i} arrives within {i % 7 + 1} business days.",  # distinct prompts
+            context=CONTEXT,
+        )
+        for i in range(n)
+    ]
+
+
+def checked_cases(n: int, *, context: str | None = None) -> list[Case]:
+    return [
+        Case(id=f"case-{i:06d}", output=AMOUNT, expect=AMOUNT_EXPECT, context=context)
+        for i in range(n)
+    ]
+
+
+def timed(action: Callable[[], object]) -> float:
+    began = time.perf_counter()
+    action()
+    return time.perf_counter() - began
+
+
+def judged_run(cases: list[Case], model: Callable[[str], str], concurrency: int) -> float:
+    judge = tinyeval.Judge("unsupported-claims")
+
+    def go() -> None:
+        result = tinyeval.run(
+            cases, judges=judge, judge_model=model, concurrency=concurrency, keep_rows=False
+        )
+        assert result.total == len(cases) and result.errors == 0, result.categories
+
+    return timed(go)
+
+
+# --------------------------------------------------------------------------- parts
+
+
+def part_latency(args: argparse.Namespace) -> None:
+    n, latency, concurrency = args.cases, args.latency, args.concurrency
+    ideal = n * latency / concurrency
+    rounds = -(-n // concurrency) * latency  # whole rounds: the last one is partly idle
+
+    def bare_pool() -> None:
+        with cf.ThreadPoolExecutor(concurrency) as pool:
+            list(pool.map(time.sleep, [latency] * n))
+
+    floor = min(timed(bare_pool) for _ in range(args.repeat))
+    times = [
+        judged_run(judged_cases(n), CountingJudge(latency), concurrency) for _ in range(args.repeat)
+    ]
+    best, worst = min(times), max(times)
+    print(
+        f"\n[latency] {n:,} judged cases, judge sleeps {latency * 1000:.0f} ms, "
+        f"concurrency {concurrency}, keep_rows=False"
+    )
+    print(f"  ideal  {n:,} × {latency} s / {concurrency}  = {ideal:.3f} s")
+    print(f"  whole rounds ⌈{n}/{concurrency}⌉ × {latency} s = {rounds:.3f} s")
+    print(
+        f"  bare thread pool, sleeps only       = {floor:.3f} s "
+        f"({(floor / ideal - 1) * 100:+.1f}% vs ideal)"
+    )
+    print(
+        f"  tinyeval.run (best of {len(times)}) = {best:.3f} s "
+        f"({(best / ideal - 1) * 100:+.1f}% vs ideal, {(best / floor - 1) * 100:+.1f}% "
+        f"vs bare pool); worst {worst:.3f} s ({(worst / ideal - 1) * 100:+.1f}%)"
+    )
+
+
+def part_overhead(args: argparse.Namespace) -> None:
+    n = args.overhead_cases
+    print(f"\n[overhead] {n:,} cases, zero-latency model; µs per case (best of {args.repeat})")
+    checks_only = checked_cases(n)
+    judged = checked_cases(n, context=CONTEXT)  # the same checks, then the judge
+    judge = tinyeval.Judge("unsupported-claims")
+    instant = CountingJudge(0.0)
+    with tempfile.TemporaryDirectory() as folder:
+        out = os.path.join(folder, "rows.jsonl")
+        setups: list[tuple[str, dict[str, object]]] = [
+            ("3 checks", {"cases": checks_only}),
+            ("3 checks, rows written to a file", {"cases": checks_only, "out": out}),
+            (
+                "3 checks + judge (unsupported-claims)",
+                {"cases": judged, "judges": judge, "judge_model": instant},
+            ),
+            (
+                "3 checks + judge, rows written to a file",
+                {"cases": judged, "judges": judge, "judge_model": instant, "out": out},
+            ),
+        ]
+        for label, options in setups:
+            figures = []
+            for concurrency in (1, 4):
+                kwargs = {**options, "concurrency": concurrency, "keep_rows": False}
+                best = min(timed(lambda k=kwargs: tinyeval.run(**k)) for _ in range(args.repeat))
+                figures.append(f"{best / n * 1e6:6.1f} µs on {concurrency} thread(s)")
+            print(f"  {label:<38} " + ", ".join(figures))
+
+
+def part_cache(args: argparse.Namespace) -> None:
+    n, latency, concurrency = args.cases, args.latency, args.concurrency
+    cases = judged_cases(n)
+    print(
+        f"\n[cache] {n:,} judged cases, judge sleeps {latency * 1000:.0f} ms, run twice "
+        f"through a ResponseCache"
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "cache.sqlite3")
+        for attempt in ("first run", "second run"):
+            judge = CountingJudge(latency)
+            with ResponseCache(path) as store:
+                model = cached(judge, store, spec="py:bench:judge")
+                elapsed = judged_run(cases, model, concurrency)
+                hits, misses, stores = store.stats()
+            print(
+                f"  {attempt:<10}: {elapsed:7.3f} s, {judge.calls:,} model calls, "
+                f"{hits:,} cache hits, {misses:,} misses, {stores:,} stored "
+                f"({elapsed / n * 1e6:.0f} µs per case)"
+            )
+
+
+def write_cases(path: Path, n: int) -> None:
+    with open(path, "w", encoding="utf-8") as stream:
+        for i in range(n):
+            record = {
+                "id": f"case-{i:07d}",
+                "category": f"cat{i % 5}",
+                "output": AMOUNT,
+                "expect": AMOUNT_EXPECT,
+            }
+            stream.write(json.dumps(record) + "\n")
+
+
+def cli_peak_rss(path: Path) -> tuple[float, float]:
+    """Run the CLI on ``path``; return (wall seconds, peak RSS in MiB) of that child alone."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-m", "tinyeval", "run", str(path), "--out", os.devnull, "-q"]
+    began = time.perf_counter()
+    child = subprocess.Popen(argv, env=env, cwd=path.parent)
+    _pid, status, usage = os.wait4(child.pid, 0)  # this child's own rusage
+    elapsed = time.perf_counter() - began
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise SystemExit(f"the run on {path} exited {child.returncode}")
+    return elapsed, usage.ru_maxrss / 1024  # ru_maxrss is in KiB on Linux
+
+
+def loader_bytes_per_case(path: Path, n: int) -> float:
+    """Peak memory traced while streaming the file through the loader, per case."""
+    tracemalloc.start()
+    count = sum(1 for _ in tinyeval.iter_cases(path))
+    _current, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert count == n
+    return peak / n
+
+
+def part_memory(args: argparse.Namespace) -> None:
+    print(
+        f"\n[memory] `tinyeval run FILE --out {os.devnull} -q`, checks only, peak RSS of the "
+        "child process"
+    )
+    figures: dict[int, tuple[float, float, int]] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for n in (args.small, args.big):
+            path = Path(folder) / f"cases-{n}.jsonl"
+            write_cases(path, n)
+            size = path.stat().st_size
+            elapsed, rss = cli_peak_rss(path)
+            figures[n] = (elapsed, rss, size)
+            print(
+                f"  {n:>10,} cases ({size / 2**20:6.1f} MiB file): peak RSS {rss:6.1f} MiB, "
+                f"{elapsed:6.1f} s ({elapsed / n * 1e6:.0f} µs per case)"
+            )
+            if n == args.small:
+                traced = loader_bytes_per_case(path, n)
+            path.unlink()
+    _, small_rss, small_size = figures[args.small]
+    _, big_rss, big_size = figures[args.big]
+    grown = (big_rss - small_rss) * 2**20 / (args.big - args.small)
+    print(
+        f"  file {big_size / small_size:.0f}× larger, peak RSS +{big_rss - small_rss:.1f} MiB "
+        f"= {grown:.0f} bytes per extra case"
+    )
+    print(
+        f"  the loader's own peak while streaming {args.small:,} cases (tracemalloc): "
+        f"{traced:.0f} bytes per case (the duplicate-id index: a 96-bit digest of each id, "
+        "kept as an int in a set)"
+    )
+
+
+PARTS = {
+    "latency": part_latency,
+    "overhead": part_overhead,
+    "cache": part_cache,
+    "memory": part_memory,
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--part",
+        choices=sorted(PARTS),
+        action="append",
+        help="run only this part (repeatable; default: all)",
+    )
+    parser.add_argument("--cases", type=int, default=2000, help="judged cases (default 2000)")
+    parser.add_argument("--latency", type=float, default=0.05, help="judge sleep, s (0.05)")
+    parser.add_argument("--concurrency", type=int, default=32, help="cases in flight (32)")
+    parser.add_argument("--overhead-cases", type=int, default=20000, help="(default 20000)")
+    parser.add_argument("--small", type=int, default=100_000, help="memory: small file cases")
+    parser.add_argument("--big", type=int, default=1_000_000, help="memory: big file cases")
+    parser.add_argument("--repeat", type=int, default=3, help="timed repetitions (default 3)")
+    args = parser.parse_args(argv)
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, tinyeval {tinyeval.__version__}"
+    )
+    for name in args.part or list(PARTS):
+        PARTS[name](args)
+
+
+if __name__ == "__main__":
+    main()
