@@ -287,3 +287,26 @@ def test_version() -> None:
 
     done = tinyeval("--version")
     assert done.returncode == 0 and __version__ in done.stdout
+
+
+def test_case_timeout_turns_a_stuck_case_into_an_error_row(tmp_path: Path) -> None:
+    module = tmp_path / "sleepy.py"
+    module.write_text(
+        "import time\n"
+        "def generate(prompt):\n"
+        "    if prompt == 'stuck':\n"
+        "        time.sleep(20)\n"
+        "    return 'ok'\n",
+        encoding="utf-8",
+    )
+    cases = write_jsonl(
+        tmp_path / "cases.jsonl",
+        [{"id": "stuck", "input": "stuck"}, {"id": "a", "input": "x"}, {"id": "b", "input": "y"}],
+    )
+    out = tmp_path / "rows.jsonl"
+    done = tinyeval("run", str(cases), "--out", str(out), "--generate-model", "py:sleepy:generate",
+                    "--case-timeout", "0.5", "--json", cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = {json.loads(line)["id"]: json.loads(line) for line in out.read_text().splitlines()}
+    assert rows["stuck"]["status"] == "error" and "per-case timeout" in rows["stuck"]["error"]
+    assert json.loads(done.stdout)["errors"] == 1

@@ -258,3 +258,32 @@ def test_progress_draws_on_a_terminal() -> None:
     progress.close()
     text = stream.getvalue()
     assert "2/2" in text and "1 failed" in text and "1 errors" in text
+
+
+class TestCaseTimeout:
+    def test_a_case_past_its_timeout_is_an_error_row_and_the_run_goes_on(self) -> None:
+        release = threading.Event()
+
+        def model(prompt: str) -> str:
+            if prompt == "hangs":
+                release.wait(10)  # far longer than the timeout; released at the end
+            return "ok"
+
+        cases = [Case(id="slow", input="hangs"), Case(id="a", input="x"), Case(id="b", input="y")]
+        try:
+            result = run(cases, generate_model=model, concurrency=2, case_timeout=0.2)
+        finally:
+            release.set()
+        rows = {r["id"]: r for r in result.rows}
+        assert rows["slow"]["status"] == "error"
+        assert "longer than 0.2 s" in rows["slow"]["error"]
+        assert rows["a"]["status"] == rows["b"]["status"] == "pass"
+        assert result.total == 3 and result.errors == 1 and result.abandoned == 1
+
+    def test_fast_cases_are_unaffected(self) -> None:
+        result = run([Case(id=str(i), output="x") for i in range(20)], case_timeout=5)
+        assert result.categories["default"].passed == 20 and result.abandoned == 0
+
+    def test_bad_timeout(self) -> None:
+        with pytest.raises(ValueError, match="case_timeout"):
+            run([], case_timeout=0)

@@ -381,6 +381,13 @@ def _add_run_execution_options(p: argparse.ArgumentParser) -> None:
         "errored cases always count as not passed)",
     )
     ex.add_argument(
+        "--case-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="give up on a case still running after SECONDS: it becomes an error row "
+        "(default: none; each model call has its own --timeout)",
+    )
+    ex.add_argument(
         "--resume",
         action="store_true",
         help="keep the rows already in --out and run only the cases without one",
@@ -597,6 +604,7 @@ class _Execution:
                     append=self.args.resume,
                     concurrency=self.args.concurrency,
                     max_errors=self.args.max_errors,
+                    case_timeout=self.args.case_timeout,
                     keep_rows=False,
                     on_row=on_row,
                     dataset_fingerprint=fingerprint,

@@ -18,6 +18,8 @@ import hashlib
 import inspect
 import itertools
 import json
+import queue
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -103,6 +105,7 @@ class RunResult:
     dataset_fingerprint: str | None = None
     usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))
     elapsed_s: float = 0.0
+    abandoned: int = 0  # cases given up on after the per-case timeout
 
     def add(self, row: Row, *, keep: bool) -> None:
         """Count a row (and keep it when asked)."""
@@ -204,32 +207,13 @@ def model_spec(call_model: Any) -> str | None:
     return f"py:{module}:{name}"
 
 
-def evaluate_case(
-    case: Case,
-    *,
-    checks: Sequence[Any] = (),
-    judges: Sequence[Any] = (),
-    judge_model: CallModel | None = None,
-    generate_model: CallModel | None = None,
-    prompt_template: str | None = None,
-    judge_all: bool = False,
-    judge_categories: frozenset[str] | None = None,
-    dataset_fingerprint: str | None = None,
+def _new_row(
+    case: Case, judges: Sequence[Any], judge_model: Any, dataset_fingerprint: str | None
 ) -> Row:
-    """Evaluate one case into one result row; never raises for the case's own failures.
-
-    >>> from tinyeval.dataset import Case
-    >>> row = evaluate_case(Case(id="a", output="hola", expect={"max_words": 1}))
-    >>> row["status"], row["checks"]
-    ('pass', {'max_words': True})
-    >>> evaluate_case(Case(id="b"))["status"]
-    'error'
-    """
+    """A result row for ``case`` before anything is known: status "error" until decided."""
     from . import __version__
 
-    started = time.perf_counter()
-    usage: dict[str, int] = {}
-    row: Row = {
+    return {
         "id": case.id,
         "category": case.category,
         "origin": case.origin,
@@ -253,6 +237,53 @@ def evaluate_case(
         "latency_ms": None,
         "usage": None,
     }
+
+
+def timed_out_row(case: Case, seconds: float, task: Mapping[str, Any]) -> Row:
+    """The error row of a case that ran past the per-case timeout.
+
+    >>> row = timed_out_row(Case(id="slow"), 30, {})
+    >>> row["status"], row["error"]
+    ('error', 'TimeoutError: the case ran longer than 30 s (per-case timeout)')
+    """
+    row = _new_row(
+        case, task.get("judges", ()), task.get("judge_model"), task.get("dataset_fingerprint")
+    )
+    row["error"] = f"TimeoutError: the case ran longer than {seconds:g} s (per-case timeout)"
+    row["finished_at"] = row["started_at"]
+    row["latency_ms"] = round(seconds * 1000, 3)
+    return row
+
+
+def _evaluate_noting_start(starts: dict[str, float], case: Case, **task: Any) -> Row:
+    starts[case.id] = time.monotonic()  # when it left the queue: the per-case clock starts here
+    return evaluate_case(case, **task)
+
+
+def evaluate_case(
+    case: Case,
+    *,
+    checks: Sequence[Any] = (),
+    judges: Sequence[Any] = (),
+    judge_model: CallModel | None = None,
+    generate_model: CallModel | None = None,
+    prompt_template: str | None = None,
+    judge_all: bool = False,
+    judge_categories: frozenset[str] | None = None,
+    dataset_fingerprint: str | None = None,
+) -> Row:
+    """Evaluate one case into one result row; never raises for the case's own failures.
+
+    >>> from tinyeval.dataset import Case
+    >>> row = evaluate_case(Case(id="a", output="hola", expect={"max_words": 1}))
+    >>> row["status"], row["checks"]
+    ('pass', {'max_words': True})
+    >>> evaluate_case(Case(id="b"))["status"]
+    'error'
+    """
+    started = time.perf_counter()
+    usage: dict[str, int] = {}
+    row = _new_row(case, judges, judge_model, dataset_fingerprint)
     try:
         output = case.output
         if output is None:
@@ -348,6 +379,7 @@ def run(
     executor: cf.Executor | None = None,
     concurrency: int = 1,
     max_errors: int | None = None,
+    case_timeout: float | None = None,
     keep_rows: bool = True,
     on_row: Callable[[Row], None] | None = None,
     dataset_fingerprint: str | None = None,
@@ -365,7 +397,9 @@ def run(
     a thread pool of ``concurrency`` workers; each row is written to ``out`` and
     passed to ``on_row`` as soon as its case finishes. With ``max_errors``, the
     run stops taking new cases once more than that many have errored, and the
-    result is marked incomplete.
+    result is marked incomplete. With ``case_timeout`` (seconds), a case still
+    running that long after it started becomes an error row and the run moves
+    on without it.
 
     >>> from tinyeval.dataset import Case
     >>> cases = [Case(id="a", output="hola", expect={"contains": ["hola"]}),
@@ -378,6 +412,8 @@ def run(
         raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
     if max_errors is not None and max_errors < 0:
         raise ValueError(f"max_errors must be 0 or more, got {max_errors!r}")
+    if case_timeout is not None and not case_timeout > 0:
+        raise ValueError(f"case_timeout must be a positive number of seconds, got {case_timeout!r}")
     judge_list = list(judges) if isinstance(judges, (list, tuple)) else ([judges] if judges else [])
     judge_model = _resolve(judge_model)
     generate_model = _resolve(generate_model)
@@ -398,11 +434,23 @@ def run(
     started = time.perf_counter()
     stream, owned = _open_out(out, append)
     own_executor = executor is None
-    pool = executor or cf.ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="tinyeval")
+    if executor is not None:
+        pool = executor
+    elif case_timeout is not None:  # a case given up on must not hold up the interpreter's exit
+        pool = DaemonThreadPool(concurrency)
+    else:
+        pool = cf.ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="tinyeval")
     try:
-        for row in _run_rows(
-            pool, cases, task, window=2 * concurrency + 2, result=result, max_errors=max_errors
-        ):
+        rows = _run_rows(
+            pool,
+            cases,
+            task,
+            window=2 * concurrency + 2,
+            result=result,
+            max_errors=max_errors,
+            case_timeout=case_timeout,
+        )
+        for row in rows:
             if stream is not None:
                 write_row(stream, row)
             result.add(row, keep=keep_rows)
@@ -414,11 +462,65 @@ def run(
         raise
     finally:
         result.elapsed_s = time.perf_counter() - started
-        if own_executor:
-            pool.shutdown(wait=True, cancel_futures=True)
+        if own_executor:  # never wait for a case abandoned past its timeout
+            pool.shutdown(wait=not result.abandoned, cancel_futures=True)
         if owned and stream is not None:
             stream.close()
     return result
+
+
+class DaemonThreadPool(cf.Executor):
+    """A small thread pool whose workers never hold up the interpreter's exit.
+
+    :class:`concurrent.futures.ThreadPoolExecutor` joins its threads when the
+    interpreter exits, so a case abandoned past its timeout would keep a
+    finished run from ending. These workers are daemon threads instead.
+
+    >>> with DaemonThreadPool(2) as pool:
+    ...     [f.result() for f in [pool.submit(pow, 2, n) for n in range(4)]]
+    [1, 2, 4, 8]
+    """
+
+    def __init__(self, workers: int) -> None:
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._threads = [
+            threading.Thread(target=self._work, name=f"tinyeval-{i}", daemon=True)
+            for i in range(workers)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future[Any]:
+        """Queue ``fn(*args, **kwargs)`` and return its future."""
+        future: cf.Future[Any] = cf.Future()
+        self._jobs.put((future, fn, args, kwargs))
+        return future
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            future, fn, args, kwargs = job
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as exc:  # handed to whoever waits on the future
+                future.set_exception(exc)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Stop the workers once the queued jobs are done (or cancelled)."""
+        if cancel_futures:
+            while True:
+                try:
+                    job = self._jobs.get_nowait()
+                except queue.Empty:
+                    break
+                if job is not None:
+                    job[0].cancel()
+        for _ in self._threads:
+            self._jobs.put(None)
+        if wait:
+            for thread in self._threads:
+                thread.join()
 
 
 def _run_rows(
@@ -429,14 +531,30 @@ def _run_rows(
     window: int,
     result: RunResult,
     max_errors: int | None,
+    case_timeout: float | None = None,
 ) -> Iterator[Row]:
-    """Yield rows as cases finish, keeping at most ``window`` cases in flight."""
-    pending: set[cf.Future[Row]] = set()
-    order: dict[cf.Future[Row], int] = {}  # submission order, to yield ties in input order
+    """Yield rows as cases finish, keeping at most ``window`` cases in flight.
+
+    With ``case_timeout``, a case still running that long after it started is
+    given an error row at once and left behind (a thread cannot be stopped; its
+    late result is ignored).
+    """
+    pending: dict[cf.Future[Row], tuple[int, Case]] = {}  # future -> (submission order, case)
+    starts: dict[str, float] = {}
     sequence = itertools.count()
     case_iter = iter(cases)
     errors = 0
     stopping = False
+
+    def count_error(row: Row) -> None:
+        nonlocal errors, stopping
+        if row["status"] == "error":
+            errors += 1
+            if max_errors is not None and errors > max_errors and result.complete:
+                result.complete = False
+                result.stopped_reason = f"more than {max_errors} cases errored"
+                stopping = True
+
     try:
         while True:
             while not stopping and len(pending) < window:
@@ -444,27 +562,45 @@ def _run_rows(
                 if case is None:
                     stopping = True
                     break
-                future = pool.submit(evaluate_case, case, **task)
-                order[future] = next(sequence)
-                pending.add(future)
+                future = pool.submit(_evaluate_noting_start, starts, case, **task)
+                pending[future] = (next(sequence), case)
             if not pending:
                 return
-            done, pending = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
-            for future in sorted(done, key=order.__getitem__):
-                del order[future]
+            wait = _time_to_next_deadline(pending.values(), starts, case_timeout)
+            done, _ = cf.wait(pending, timeout=wait, return_when=cf.FIRST_COMPLETED)
+            for future in sorted(done, key=lambda f: pending[f][0]):
+                del pending[future]
                 row = future.result()
-                if row["status"] == "error":
-                    errors += 1
-                    if max_errors is not None and errors > max_errors and result.complete:
-                        result.complete = False
-                        result.stopped_reason = f"more than {max_errors} cases errored"
-                        stopping = True
+                count_error(row)
                 yield row
+            if case_timeout is not None:
+                now = time.monotonic()
+                for future, (_, case) in list(pending.items()):
+                    began = starts.get(case.id)
+                    if began is not None and now - began >= case_timeout and not future.done():
+                        del pending[future]
+                        future.cancel()
+                        result.abandoned += 1
+                        row = timed_out_row(case, case_timeout, task)
+                        count_error(row)
+                        yield row
     finally:
         for future in pending:
             future.cancel()
-        with contextlib.suppress(Exception):
-            cf.wait(pending)
+        if not result.abandoned:
+            with contextlib.suppress(Exception):
+                cf.wait(pending)
+
+
+def _time_to_next_deadline(
+    in_flight: Iterable[tuple[int, Case]], starts: Mapping[str, float], case_timeout: float | None
+) -> float | None:
+    """Seconds until the first running case reaches its timeout (None: no timeout)."""
+    if case_timeout is None:
+        return None
+    now = time.monotonic()
+    remaining = [starts[case.id] + case_timeout - now for _, case in in_flight if case.id in starts]
+    return max(0.0, min(remaining)) if remaining else min(case_timeout, 0.05)
 
 
 def _resolve(model: CallModel | str | None) -> CallModel | None:
