@@ -287,3 +287,32 @@ class TestCaseTimeout:
     def test_bad_timeout(self) -> None:
         with pytest.raises(ValueError, match="case_timeout"):
             run([], case_timeout=0)
+
+
+class TestFailFast:
+    @staticmethod
+    def unreachable(prompt: str) -> str:
+        raise ConnectionRefusedError("cannot reach 127.0.0.1:9")
+
+    def test_a_run_whose_first_cases_all_error_stops_early(self) -> None:
+        cases = [Case(id=str(i), input="x") for i in range(100)]
+        result = run(cases, generate_model=self.unreachable, concurrency=1)
+        assert not result.complete
+        assert result.stopped_reason.startswith("the first 10 cases all errored")
+        assert "cannot reach" in result.stopped_reason
+        assert 10 <= result.total < 100
+
+    def test_one_success_first_means_errors_do_not_stop_the_run(self) -> None:
+        def sometimes(prompt: str) -> str:
+            if prompt == "ok":
+                return "fine"
+            raise ConnectionRefusedError("down")
+
+        cases = [Case(id="0", input="ok")] + [Case(id=str(i), input="x") for i in range(1, 30)]
+        result = run(cases, generate_model=sometimes, concurrency=1)
+        assert result.complete and result.total == 30 and result.errors == 29
+
+    def test_fail_fast_can_be_turned_off(self) -> None:
+        cases = [Case(id=str(i), input="x") for i in range(15)]
+        result = run(cases, generate_model=self.unreachable, fail_fast=None)
+        assert result.complete and result.errors == 15

@@ -381,6 +381,14 @@ def _add_run_execution_options(p: argparse.ArgumentParser) -> None:
         "errored cases always count as not passed)",
     )
     ex.add_argument(
+        "--fail-fast",
+        type=int,
+        default=10,
+        metavar="N",
+        help="stop and exit 3 when the first N cases to finish all errored, e.g. an unreachable "
+        "server (default: 10; 0 never stops)",
+    )
+    ex.add_argument(
         "--case-timeout",
         type=float,
         metavar="SECONDS",
@@ -605,6 +613,7 @@ class _Execution:
                     concurrency=self.args.concurrency,
                     max_errors=self.args.max_errors,
                     case_timeout=self.args.case_timeout,
+                    fail_fast=self.args.fail_fast or None,
                     keep_rows=False,
                     on_row=on_row,
                     dataset_fingerprint=fingerprint,

@@ -229,6 +229,7 @@ def _new_row(
         "status": "error",
         "error": None,
         "judge_model": model_spec(judge_model) if judges else None,
+        "judge_temperature": getattr(judge_model, "temperature", None) if judges else None,
         "rubric_fingerprint": getattr(judges[0], "rubric_fingerprint", None) if judges else None,
         "dataset_fingerprint": dataset_fingerprint,
         "tinyeval_version": __version__,
@@ -379,6 +380,7 @@ def run(
     executor: cf.Executor | None = None,
     concurrency: int = 1,
     max_errors: int | None = None,
+    fail_fast: int | None = 10,
     case_timeout: float | None = None,
     keep_rows: bool = True,
     on_row: Callable[[Row], None] | None = None,
@@ -397,9 +399,11 @@ def run(
     a thread pool of ``concurrency`` workers; each row is written to ``out`` and
     passed to ``on_row`` as soon as its case finishes. With ``max_errors``, the
     run stops taking new cases once more than that many have errored, and the
-    result is marked incomplete. With ``case_timeout`` (seconds), a case still
-    running that long after it started becomes an error row and the run moves
-    on without it.
+    result is marked incomplete; so it is when the first ``fail_fast`` cases to
+    finish (default 10) all errored — an unreachable server or a wrong model
+    name, not worth a full run of retries (None never stops). With
+    ``case_timeout`` (seconds), a case still running that long after it started
+    becomes an error row and the run moves on without it.
 
     >>> from tinyeval.dataset import Case
     >>> cases = [Case(id="a", output="hola", expect={"contains": ["hola"]}),
@@ -449,6 +453,7 @@ def run(
             result=result,
             max_errors=max_errors,
             case_timeout=case_timeout,
+            fail_fast=fail_fast,
         )
         for row in rows:
             if stream is not None:
@@ -532,6 +537,7 @@ def _run_rows(
     result: RunResult,
     max_errors: int | None,
     case_timeout: float | None = None,
+    fail_fast: int | None = None,
 ) -> Iterator[Row]:
     """Yield rows as cases finish, keeping at most ``window`` cases in flight.
 
@@ -543,17 +549,24 @@ def _run_rows(
     starts: dict[str, float] = {}
     sequence = itertools.count()
     case_iter = iter(cases)
-    errors = 0
+    errors = finished = 0
     stopping = False
 
     def count_error(row: Row) -> None:
-        nonlocal errors, stopping
-        if row["status"] == "error":
-            errors += 1
-            if max_errors is not None and errors > max_errors and result.complete:
-                result.complete = False
-                result.stopped_reason = f"more than {max_errors} cases errored"
-                stopping = True
+        nonlocal errors, finished, stopping
+        finished += 1
+        if row["status"] != "error" or not result.complete:
+            return
+        errors += 1
+        reason = None
+        if max_errors is not None and errors > max_errors:
+            reason = f"more than {max_errors} cases errored"
+        elif fail_fast and errors == finished == fail_fast:
+            reason = f"the first {fail_fast} cases all errored (last: {row['error']})"
+        if reason:
+            result.complete = False
+            result.stopped_reason = reason
+            stopping = True
 
     try:
         while True:
