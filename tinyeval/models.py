@@ -31,6 +31,7 @@ that says the account's quota or spend limit is used up is not retried either.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import email.utils
 import http.client
@@ -154,7 +155,7 @@ class Reply(str):
         )
 
 
-class Model:
+class Model(abc.ABC):
     """A callable model: ``model(prompt, *, sample=0, json_schema=None) -> Reply``.
 
     Built by :func:`resolve` (from a spec) or :func:`as_model` (from any
@@ -202,8 +203,9 @@ class Model:
             reply.latency_ms = round((time.perf_counter() - start) * 1000.0, 3)
         return reply
 
+    @abc.abstractmethod
     def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
-        raise NotImplementedError
+        """One call to the model (each adapter defines it)."""
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.spec!r} temperature={self.temperature!r}>"
