@@ -123,4 +123,4 @@ def test_the_whole_run_path_against_a_real_model(tmp_path: Path, style: str) -> 
             assert row["status"] in ("fail", "error")  # an unparsed reply is never a pass
     assert summary["usage"]["input_tokens"] > 0 and summary["cost_usd"] > 0
     text = _run_cli(tmp_path, "gate", "rows.jsonl")
-    assert "judge replies that did not parse" in text.stdout  # and shown
+    assert "judge verdicts that did not parse" in text.stdout  # and shown

@@ -144,7 +144,7 @@ def test_unparsed_rate_is_printed_in_the_summary(tmp_path: Path) -> None:
         "--judge-model",
         "py:scripted:babbles",
     )
-    assert "judge replies that did not parse: 6/6 = 100.0%" in done.stdout
+    assert "judge verdicts that did not parse: 6/6 = 100.0%" in done.stdout
 
 
 def test_a_passing_judge_passes(tmp_path: Path) -> None:

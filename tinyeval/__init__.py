@@ -75,6 +75,7 @@ _EXPORTS: dict[str, str] = {
     # running and gating
     "run": "runner",
     "RunResult": "runner",
+    "read_rows": "runner",
     "gate": "gate",
     "calibrate": "calibrate",
     "calibrate_results": "calibrate",

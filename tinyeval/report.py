@@ -77,7 +77,7 @@ def summary_text(
     lines.append("")
     if judged:
         lines.append(
-            f"judge replies that did not parse: {format_rate(unparsed, judged)} "
+            f"judge verdicts that did not parse: {format_rate(unparsed, judged)} "
             "(counted as not passed)"
         )
     if errors:

@@ -30,7 +30,23 @@ from typing import IO, Any
 from . import checks as checks_mod
 from .dataset import Case
 
-__all__ = ["CategoryTally", "RunResult", "evaluate_case", "run"]
+__all__ = [
+    "CategoryTally",
+    "DaemonThreadPool",
+    "Progress",
+    "ResultsFileError",
+    "RunResult",
+    "call_text",
+    "evaluate_case",
+    "input_text",
+    "model_spec",
+    "parse_shard",
+    "read_rows",
+    "run",
+    "shard_index",
+    "timed_out_row",
+    "write_row",
+]
 
 Row = dict[str, Any]
 CallModel = Callable[..., Any]
