@@ -96,26 +96,7 @@ def _add_run(sub: Any) -> None:
         "--sample", type=int, metavar="N", help="run a seeded random sample of N cases"
     )
     data.add_argument("--seed", default="0", help="seed for --sample (default: 0)")
-    gate_opts = p.add_argument_group("the gate")
-    gate_opts.add_argument(
-        "--threshold",
-        action="append",
-        default=[],
-        metavar="CATEGORY=RATE",
-        help="minimum pass rate for a category, e.g. amount_extraction=1.0 or =95%% (repeatable)",
-    )
-    gate_opts.add_argument(
-        "--default-threshold",
-        metavar="RATE",
-        help="threshold for categories without their own (default: none, "
-        "such categories are reported but do not gate)",
-    )
-    gate_opts.add_argument(
-        "--gate-on",
-        choices=["rate", "lower"],
-        default="rate",
-        help="gate on the observed rate (default) or on the lower end of its 95%% Wilson interval",
-    )
+    _add_threshold_options(p.add_argument_group("the gate"))
     judging = p.add_argument_group("the judge (runs only when a criterion is given)")
     judging.add_argument(
         "--criterion",
@@ -746,24 +727,26 @@ _COMMANDS.append(("run", _add_run))
 
 
 # ---- results: begin ----
-def _add_threshold_options(p: argparse.ArgumentParser) -> None:
+def _add_threshold_options(p: Any) -> None:
+    """--threshold, --default-threshold and --gate-on, on a parser or an argument group."""
     p.add_argument(
         "--threshold",
         action="append",
         default=[],
         metavar="CATEGORY=RATE",
-        help="minimum pass rate for a category (repeatable)",
+        help="minimum pass rate for a category, e.g. amount_extraction=1.0 or =95%% (repeatable)",
     )
     p.add_argument(
         "--default-threshold",
         metavar="RATE",
-        help="threshold for categories without their own (default: none)",
+        help="threshold for categories without their own (default: none, "
+        "such categories are reported but do not gate)",
     )
     p.add_argument(
         "--gate-on",
         choices=["rate", "lower"],
         default="rate",
-        help="gate on the observed rate (default) or its Wilson lower bound",
+        help="gate on the observed rate (default) or on the lower end of its 95%% Wilson interval",
     )
 
 
