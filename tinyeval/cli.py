@@ -221,20 +221,20 @@ def _judges_from_args(args: argparse.Namespace) -> list[Any]:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from .dataset import parse_field_mapping
-    from .gate import gate
+    from .gate import gate, parse_threshold
     from .report import summary_dict, summary_text
 
+    # Everything that can be wrong with the command is found before the cases are read,
+    # and everything wrong with the cases before any of them runs.
     fields = parse_field_mapping(args.field)
     thresholds = dict(parse_key_value(t, option="--threshold") for t in args.threshold)
+    for value in [*thresholds.values(), *filter(None, [args.default_threshold])]:
+        parse_threshold(value)
     judges = _judges_from_args(args)
     read = {"fields": fields, "id_from_line": args.id_from_line, "format": args.format}
     cases, fingerprint, total, selected = _read_cases(args, read)
-    from .gate import parse_threshold
 
-    for value in [*thresholds.values(), *filter(None, [args.default_threshold])]:
-        parse_threshold(value)  # checked now, not after an expensive run
-
-    execution = _prepare_execution(args, judges, selected)
+    execution = _Execution(args, judges, selected)
     result = execution.run(cases, fingerprint=fingerprint)
 
     report = gate(
@@ -468,10 +468,6 @@ def _open_model(
 
     cache = cache if cache is not None else ResponseCache(args.cache)
     return cached(model, cache, refresh=args.refresh), cache
-
-
-def _prepare_execution(args: argparse.Namespace, judges: list[Any], total: int) -> _Execution:
-    return _Execution(args, judges, total)
 
 
 class _Execution:
