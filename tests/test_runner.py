@@ -72,7 +72,7 @@ class TestCountBeforeFail:
     def test_a_model_returning_a_non_string_is_an_error(self) -> None:
         result = run([Case(id="a", input="x")], generate_model=lambda p: {"text": "x"})
         assert result.rows[0]["status"] == "error"
-        assert "expected a string" in result.rows[0]["error"]
+        assert "expected str" in result.rows[0]["error"]
 
 
 class TestRows:

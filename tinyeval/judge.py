@@ -66,6 +66,7 @@ __all__ = [
     "Verdict",
     "accepted_keywords",
     "accepts_sample",
+    "ask",
     "neutralize",
     "parse_choice",
     "parse_evidence",
@@ -588,6 +589,25 @@ def _ask(
     if not isinstance(reply, str):
         raise TypeError(f"call_model returned {type(reply).__name__}, expected str")
     return reply
+
+
+def ask(
+    call_model: Callable[..., Any],
+    prompt: str,
+    *,
+    sample: int = 0,
+    json_schema: Mapping[str, Any] | None = None,
+) -> str:
+    """One reply from any model callable: ``sample`` and ``json_schema`` are passed
+    only when it accepts them, an awaitable is awaited, and anything but a string
+    is an error, never coerced.
+
+    >>> ask(lambda prompt: prompt.upper(), "pass")
+    'PASS'
+    >>> ask(lambda prompt, *, sample=0: f"sample {sample}", "x", sample=2)
+    'sample 2'
+    """
+    return _ask(call_model, prompt, accepted_keywords(call_model), sample, json_schema)
 
 
 def _describe_error(exc: BaseException) -> str:

@@ -1,29 +1,31 @@
-"""Turn a run's tallies and gate into what people read: a text table and a JSON object.
+"""Turn a run's tallies and gate into what people read.
 
-Every rate is printed with its denominator and its Wilson interval
+Text, JSON, Markdown, JUnit XML and a single-file HTML page. Every rate is
+printed with its denominator and its Wilson interval
 (``17/20 = 85.0% [64.0%, 94.8%]``); a category that blocks is marked
 ``BLOCKS``; the global line is shown and labelled as never gating.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import html
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .gate import CategoryVerdict, GateReport
 from .stats import format_rate
 
-__all__ = ["summary_dict", "summary_text"]
+__all__ = ["html_report", "summary_dict", "summary_text"]
 
 
 def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value:.1%}"
 
 
-def _rate_cell(v: CategoryVerdict) -> str:
+def _rate_cell(v: CategoryVerdict, confidence: float = 0.95) -> str:
     if v.total == 0:
         return "0 cases"
-    return format_rate(v.passed, v.total, 0.95) if v.passed <= v.total else "?"
+    return format_rate(v.passed, v.total, confidence) if v.passed <= v.total else "?"
 
 
 def _mark(v: CategoryVerdict, on: str) -> str:
@@ -62,11 +64,11 @@ def summary_text(
     """
     width = max([len("category"), len("global")] + [len(c.category) for c in report.categories])
     cells = [
-        (c.category, _rate_cell(c), _pct(c.threshold), _mark(c, report.on))
+        (c.category, _rate_cell(c, report.confidence), _pct(c.threshold), _mark(c, report.on))
         for c in report.categories
     ]
     overall = report.overall
-    cells.append(("global", _rate_cell(overall), "—", "shown, never gates"))
+    cells.append(("global", _rate_cell(overall, report.confidence), "—", "shown, never gates"))
     conf = f"{report.confidence:.0%}"
     rate_width = max(len(f"pass rate [{conf} Wilson]"), *(len(c[1]) for c in cells))
     lines = [header] if header else []
@@ -85,19 +87,18 @@ def summary_text(
             f'cases that errored: {errors} (counted as not passed; see the rows\' "error")'
         )
     lines.extend(extra_lines)
+    lines.append(_gate_line(report))
+    return "\n".join(lines)
+
+
+def _gate_line(report: GateReport) -> str:
     gated = [c for c in report.categories if c.threshold is not None]
     if not gated:
-        lines.append(
-            "gate: no thresholds given (--threshold CATEGORY=RATE, --default-threshold RATE)"
-        )
-    elif report.passed:
-        lines.append(f"gate: PASSED — all {len(gated)} gated categories meet their thresholds")
-    else:
-        names = ", ".join(c.category for c in report.blocking)
-        lines.append(
-            f"gate: FAILED — blocking: {names} ({len(report.blocking)} of {len(gated)} gated)"
-        )
-    return "\n".join(lines)
+        return "gate: no thresholds given (--threshold CATEGORY=RATE, --default-threshold RATE)"
+    if report.passed:
+        return f"gate: PASSED — all {len(gated)} gated categories meet their thresholds"
+    names = ", ".join(c.category for c in report.blocking)
+    return f"gate: FAILED — blocking: {names} ({len(report.blocking)} of {len(gated)} gated)"
 
 
 def summary_dict(
@@ -208,8 +209,10 @@ def summary_markdown(report: GateReport, *, title: str = "tinyeval") -> str:
         mark = _mark(v, report.on)
         if v.blocking:
             mark = mark.replace("BLOCKS", "**BLOCKS**", 1)
-        lines.append(f"| {v.category} | {_rate_cell(v)} | {_pct(v.threshold)} | {mark} |")
-    lines.append(f"| *global* | {_rate_cell(report.overall)} | — | shown, never gates |")
+        rate = _rate_cell(v, report.confidence)
+        lines.append(f"| {v.category} | {rate} | {_pct(v.threshold)} | {mark} |")
+    overall = _rate_cell(report.overall, report.confidence)
+    lines.append(f"| *global* | {overall} | — | shown, never gates |")
     return "\n".join(lines)
 
 
@@ -260,6 +263,6 @@ def junit_xml(rows: list[Mapping[str, Any]], report: GateReport) -> str:
     for v in gated:
         case = ET.SubElement(suite, "testcase", classname="gate", name=v.category, time="0.000")
         if v.blocking:
-            message = f"{_rate_cell(v)} {_mark(v, report.on)}"
+            message = f"{_rate_cell(v, report.confidence)} {_mark(v, report.on)}"
             ET.SubElement(case, "failure", message=message).text = message
     return ET.tostring(root, encoding="unicode", xml_declaration=True)

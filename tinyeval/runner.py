@@ -11,11 +11,9 @@ finishes, so a long run can be watched, interrupted and resumed.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures as cf
 import contextlib
 import hashlib
-import inspect
 import itertools
 import json
 import queue
@@ -148,16 +146,8 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _accepts_sample(func: Callable[..., Any]) -> bool:
-    try:
-        params = inspect.signature(func).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    return any(p.name == "sample" or p.kind is p.VAR_KEYWORD for p in params)
-
-
 def call_text(call_model: CallModel, prompt: str, *, sample: int = 0) -> Any:
-    """Call any model callable and return its reply (awaiting async callables).
+    """Call any model callable and return its reply (see :func:`tinyeval.judge.ask`).
 
     The reply is whatever the callable returned when it is a string (model
     adapters return a ``str`` subclass carrying usage); anything else is an
@@ -166,16 +156,9 @@ def call_text(call_model: CallModel, prompt: str, *, sample: int = 0) -> Any:
     >>> call_text(lambda p: p.upper(), "hola")
     'HOLA'
     """
-    reply = call_model(prompt, sample=sample) if _accepts_sample(call_model) else call_model(prompt)
-    if inspect.isawaitable(reply):
-        reply = asyncio.run(_await(reply))
-    if not isinstance(reply, str):
-        raise TypeError(f"the model returned {type(reply).__name__}, expected a string")
-    return reply
+    from .judge import ask
 
-
-async def _await(awaitable: Any) -> Any:
-    return await awaitable
+    return ask(call_model, prompt, sample=sample)
 
 
 def input_text(value: Any) -> str:
