@@ -205,3 +205,40 @@ class TestReportFiles:
         assert gate_case is not None and gate_case.find("failure") is not None
         markdown = (tmp_path / "m.md").read_text(encoding="utf-8")
         assert "| amounts | 8/10 = 80.0% [49.0%, 94.3%] | 90.0% | **BLOCKS**" in markdown
+
+
+class TestHoldout:
+    def test_dev_rate_above_the_holdout_interval_is_flagged(self) -> None:
+        from tinyeval.gate import compare_holdout
+
+        dev = rows("P" * 40, "tone")
+        holdout = [{**r, "id": f"h{r['id']}"} for r in rows("PPPPPPFFFF", "tone")]
+        tone, overall = compare_holdout(dev, holdout)
+        # holdout 6/10: Wilson high = 0.8412 (z = 1.96), below the dev rate of 40/40
+        assert tone.holdout_high == pytest.approx(wilson_by_hand(6, 10)[1])
+        assert tone.suspicious and overall.category == "global"
+
+    def test_similar_rates_are_not_flagged(self) -> None:
+        from tinyeval.gate import compare_holdout
+
+        dev = rows("PPPPPPPPF" * 4, "c")
+        holdout = [{**r, "id": f"h{r['id']}"} for r in rows("PPPPPPPPF", "c")]
+        assert not any(c.suspicious for c in compare_holdout(dev, holdout))
+
+    def test_gate_holdout_uses_the_split_of_tinyeval_split(self, tmp_path: Path) -> None:
+        from tinyeval.dataset import Case, split_holdout
+
+        ids = [f"case-{i}" for i in range(200)]
+        results = tmp_path / "rows.jsonl"
+        results.write_text(
+            "".join(json.dumps({"id": i, "category": "c", "status": "pass"}) + "\n" for i in ids)
+        )
+        done = subprocess.run(
+            [sys.executable, "-m", "tinyeval", "gate", str(results), "--holdout", "0.25", "--json"],
+            cwd=ROOT, capture_output=True, text=True,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        held = json.loads(done.stdout)["holdout"]["c"]
+        _, expected = split_holdout([Case(id=i) for i in ids], 0.25)
+        assert held["holdout_total"] == len(expected)
+        assert held["dev_total"] == 200 - len(expected)

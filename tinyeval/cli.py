@@ -755,6 +755,16 @@ def _add_gate(sub: Any) -> None:
     )
     p.add_argument("results", metavar="RESULTS", help="a results file written by tinyeval run")
     _add_threshold_options(p)
+    p.add_argument(
+        "--holdout",
+        type=float,
+        metavar="FRACTION",
+        help="also compare the development cases with the held-out ones, split as "
+        "tinyeval split does (e.g. 0.2); the gate itself is unchanged",
+    )
+    p.add_argument(
+        "--salt", default="tinyeval-holdout", help="salt of the holdout split (as for split)"
+    )
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     _add_report_files(p)
     p.set_defaults(handler=_cmd_gate)
@@ -801,8 +811,11 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     judged = sum(t.judged for t in result.categories.values())
     unparsed = sum(t.unparsed for t in result.categories.values())
     fingerprints = sorted({str(r.get("dataset_fingerprint")) for r in rows})
+    holdout_lines = _holdout_lines(args, rows) if args.holdout is not None else []
     if args.json:
         info = {"results": args.results, "rows": len(rows), "dataset_fingerprints": fingerprints}
+        if args.holdout is not None:
+            info["holdout"] = {c.category: c.to_dict() for c in holdout_lines}
         print_json(
             summary_dict(
                 report, run_info=info, judged=judged, unparsed=unparsed, errors=result.errors
@@ -815,8 +828,34 @@ def _cmd_gate(args: argparse.Namespace) -> int:
                 report, header=header, judged=judged, unparsed=unparsed, errors=result.errors
             )
         )
+        if args.holdout is not None:
+            print(_holdout_text(args, holdout_lines))
     _write_reports(args, lambda: rows, report)
     return EXIT_OK if report.passed else EXIT_GATE_FAILED
+
+
+def _holdout_lines(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[Any]:
+    from .dataset import in_holdout
+    from .gate import compare_holdout
+
+    held = [in_holdout(r["id"], args.holdout, salt=args.salt) for r in rows]
+    dev = [r for r, h in zip(rows, held, strict=True) if not h]
+    return compare_holdout(dev, [r for r, h in zip(rows, held, strict=True) if h])
+
+
+def _holdout_text(args: argparse.Namespace, lines: list[Any]) -> str:
+    from .stats import format_rate
+
+    out = [f"\ndevelopment vs holdout ({args.holdout:g} held out, salt {args.salt!r}):"]
+    width = max(len(c.category) for c in lines)
+    for c in lines:
+        mark = "  ← above what the holdout supports: tuned to the development cases?"
+        out.append(
+            f"  {c.category:<{width}}  dev {format_rate(c.dev_passed, c.dev_total)}   "
+            f"holdout {format_rate(c.holdout_passed, c.holdout_total)}"
+            + (mark if c.suspicious else "")
+        )
+    return "\n".join(out)
 
 
 def _add_merge(sub: Any) -> None:

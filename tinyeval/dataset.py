@@ -41,6 +41,7 @@ __all__ = [
     "Case",
     "DatasetError",
     "dataset_fingerprint",
+    "in_holdout",
     "iter_cases",
     "load",
     "parse_field_mapping",
@@ -743,6 +744,19 @@ def _holdout_score(case_id: str, salt: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
+def in_holdout(case_id: str, fraction: float, *, salt: str = "tinyeval-holdout") -> bool:
+    """Whether a case id falls in the holdout of :func:`split_holdout` (same hash, same answer).
+
+    >>> in_holdout("amt-001", 0.2) == (split_holdout([Case(id="amt-001")], 0.2)[1] != [])
+    True
+    """
+    if not 0.0 < fraction < 1.0:
+        raise DatasetError(
+            f"holdout fraction must be between 0 and 1, got {fraction!r}", field="fraction"
+        )
+    return _holdout_score(case_id, salt) < fraction
+
+
 def split_holdout(
     cases: Iterable[Case], fraction: float, *, salt: str = "tinyeval-holdout"
 ) -> tuple[list[Case], list[Case]]:
@@ -768,7 +782,7 @@ def split_holdout(
     dev: list[Case] = []
     holdout: list[Case] = []
     for case in cases:
-        (holdout if _holdout_score(case.id, salt) < fraction else dev).append(case)
+        (holdout if in_holdout(case.id, fraction, salt=salt) else dev).append(case)
     return dev, holdout
 
 

@@ -23,7 +23,9 @@ __all__ = [
     "ComparisonReport",
     "GateError",
     "GateReport",
+    "HoldoutComparison",
     "PairedComparison",
+    "compare_holdout",
     "compare_runs",
     "gate",
     "parse_threshold",
@@ -324,3 +326,66 @@ def compare_runs(before: Any, after: Any) -> ComparisonReport:
         tuple(case_id for case_id in first if case_id not in second),
         tuple(case_id for case_id in second if case_id not in first),
     )
+
+
+# --------------------------------------------------------------------------- holdout
+
+
+@dataclass(frozen=True)
+class HoldoutComparison:
+    """One category's pass rate on the development cases and on the held-out ones.
+
+    ``suspicious`` is True when the development rate lies above the upper end
+    of the holdout's Wilson interval: the holdout does not support the figure
+    the tuned-on cases give, the mark of a rubric or prompt fitted to them.
+    """
+
+    category: str
+    dev_passed: int
+    dev_total: int
+    holdout_passed: int
+    holdout_total: int
+    holdout_high: float | None
+    suspicious: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """The comparison as a JSON-ready dict."""
+        return {
+            "dev_passed": self.dev_passed,
+            "dev_total": self.dev_total,
+            "holdout_passed": self.holdout_passed,
+            "holdout_total": self.holdout_total,
+            "holdout_high": self.holdout_high,
+            "suspicious": self.suspicious,
+        }
+
+
+def compare_holdout(
+    dev_rows: Any, holdout_rows: Any, *, confidence: float = 0.95
+) -> list[HoldoutComparison]:
+    """Compare pass rates on development and holdout rows, per category and overall.
+
+    Rows pass when their ``status`` is ``"pass"``. The last entry is
+    ``"global"``. A category missing from either side is reported with 0 cases
+    there and is never suspicious (there is nothing to compare).
+
+    >>> dev = [{"id": str(i), "category": "tone", "status": "pass"} for i in range(40)]
+    >>> hold = [{"id": f"h{i}", "category": "tone", "status": "pass" if i < 6 else "fail"}
+    ...         for i in range(10)]
+    >>> c = compare_holdout(dev, hold)[0]
+    >>> (c.dev_passed, c.dev_total, c.holdout_passed, c.holdout_total, c.suspicious)
+    (40, 40, 6, 10, True)
+    """
+    counts: dict[str, list[int]] = {}
+    for side, rows in ((0, dev_rows), (2, holdout_rows)):
+        for row in rows:
+            slot = counts.setdefault(str(row.get("category", "default")), [0, 0, 0, 0])
+            slot[side] += row.get("status") == "pass"
+            slot[side + 1] += 1
+    everything = [sum(slot[i] for slot in counts.values()) for i in range(4)]
+    lines = []
+    for name, (dp, dn, hp, hn) in [*counts.items(), ("global", everything)]:
+        high = wilson_interval(hp, hn, confidence)[1] if hn else None
+        suspicious = bool(dn and high is not None and dp / dn > high)
+        lines.append(HoldoutComparison(name, dp, dn, hp, hn, high, suspicious))
+    return lines
