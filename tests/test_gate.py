@@ -242,3 +242,15 @@ class TestHoldout:
         _, expected = split_holdout([Case(id=i) for i in ids], 0.25)
         assert held["holdout_total"] == len(expected)
         assert held["dev_total"] == 200 - len(expected)
+
+
+def test_report_renders_and_exits_0_where_gate_exits_1(tmp_path: Path) -> None:
+    results = tmp_path / "rows.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows("PPF", "amounts")))
+    base = [sys.executable, "-m", "tinyeval"]
+    common = [str(results), "--threshold", "amounts=1", "--html", str(tmp_path / "r.html")]
+    gated = subprocess.run([*base, "gate", *common], cwd=ROOT, capture_output=True, text=True)
+    shown = subprocess.run([*base, "report", *common], cwd=ROOT, capture_output=True, text=True)
+    assert (gated.returncode, shown.returncode) == (1, 0)
+    assert gated.stdout == shown.stdout and "BLOCKS" in shown.stdout
+    assert (tmp_path / "r.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")

@@ -28,9 +28,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -38,6 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from .files import write_text_atomically
 from .label import output_fingerprint
 from .stats import UndefinedStatisticError, cohen_kappa, format_rate, spearman, wilson_interval
 
@@ -395,7 +394,7 @@ class Calibration:
             "summary": self.to_dict(),
             "pairs": pairs,
         }
-        _write_atomically(Path(path), json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        write_text_atomically(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
 
 
 def _correction_summary(cal: Calibration) -> dict[str, Any]:
@@ -418,18 +417,6 @@ def _correction_summary(cal: Calibration) -> dict[str, Any]:
             name: pair(cal.per_category[name]) for name in cal.correctable_categories()
         },
     }
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 # ---------------------------------------------------------------- computing it

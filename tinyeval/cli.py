@@ -281,10 +281,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 extra_lines=tuple(extra.get("text", ())),
             )
         )
-    if args.junit or args.markdown:
+    if args.junit or args.markdown or args.html:
         from .runner import read_rows
 
-        _write_reports(args, lambda: read_rows(args.out), report)
+        _write_reports(args, lambda: read_rows(args.out), report, run_info=info)
     if not result.complete:
         print(
             f"{PROG}: the run did not complete: {result.stopped_reason}; "
@@ -747,12 +747,32 @@ def _add_threshold_options(p: Any) -> None:
 
 
 def _add_gate(sub: Any) -> None:
-    p = sub.add_parser(
+    _add_results_command(
+        sub,
         "gate",
-        help="apply per-category thresholds to a results file (e.g. merged shards)",
+        summary="apply per-category thresholds to a results file (e.g. merged shards); exit 1 "
+        "when a category blocks",
         description="Recompute the per-category table and gate from result rows, without "
-        "running anything.",
+        "running anything. Exit 1 when a category blocks.",
+        handler=_cmd_gate,
     )
+
+
+def _add_report(sub: Any) -> None:
+    _add_results_command(
+        sub,
+        "report",
+        summary="render a results file: the table, and --html/--junit/--markdown files (exit 0)",
+        description="The same table and files as gate, for reading rather than gating: "
+        "it exits 0 whatever the thresholds say (bad input still exits 2).",
+        handler=_cmd_report,
+    )
+
+
+def _add_results_command(
+    sub: Any, name: str, *, summary: str, description: str, handler: Callable[..., int]
+) -> None:
+    p = sub.add_parser(name, help=summary, description=description)
     p.add_argument("results", metavar="RESULTS", help="a results file written by tinyeval run")
     _add_threshold_options(p)
     p.add_argument(
@@ -767,7 +787,7 @@ def _add_gate(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     _add_report_files(p)
-    p.set_defaults(handler=_cmd_gate)
+    p.set_defaults(handler=handler)
 
 
 def _add_report_files(p: argparse.ArgumentParser) -> None:
@@ -779,16 +799,29 @@ def _add_report_files(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="also write the gate table as Markdown (for a PR comment)",
     )
+    p.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write a self-contained HTML report (table, chart, judge, every failed case)",
+    )
 
 
-def _write_reports(args: argparse.Namespace, rows: Any, report: Any) -> None:
-    """Write the --junit and --markdown files asked for, each all or nothing."""
-    from .report import junit_xml, summary_markdown
+def _write_reports(
+    args: argparse.Namespace, rows: Any, report: Any, *, run_info: dict[str, Any] | None = None
+) -> None:
+    """Write the --junit, --markdown and --html files asked for, each all or nothing.
+
+    ``rows`` is a function returning the result rows, called only when a file needs them.
+    """
+    from .files import write_text_atomically
+    from .report import html_report, junit_xml, summary_markdown
 
     if args.junit:
-        _write_text_atomically(args.junit, junit_xml(list(rows()), report) + "\n")
+        write_text_atomically(args.junit, junit_xml(list(rows()), report) + "\n")
     if args.markdown:
-        _write_text_atomically(args.markdown, summary_markdown(report) + "\n")
+        write_text_atomically(args.markdown, summary_markdown(report) + "\n")
+    if args.html:
+        write_text_atomically(args.html, html_report(list(rows()), report, run_info=run_info))
 
 
 def _cmd_gate(args: argparse.Namespace) -> int:
@@ -830,8 +863,18 @@ def _cmd_gate(args: argparse.Namespace) -> int:
         )
         if args.holdout is not None:
             print(_holdout_text(args, holdout_lines))
-    _write_reports(args, lambda: rows, report)
+    _write_reports(
+        args,
+        lambda: rows,
+        report,
+        run_info={"results": args.results, "rows": len(rows), "dataset_fingerprints": fingerprints},
+    )
     return EXIT_OK if report.passed else EXIT_GATE_FAILED
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    _cmd_gate(args)
+    return EXIT_OK
 
 
 def _holdout_lines(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[Any]:
@@ -952,22 +995,11 @@ def _cmd_split(args: argparse.Namespace) -> int:
 
 
 def _write_atomically(path: str, records: list[dict[str, Any]]) -> None:
-    """Write JSON lines to a temporary file beside ``path``, then rename: all or nothing."""
-    _write_text_atomically(
-        path, "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
-    )
+    """Write records as JSON lines, all or nothing."""
+    from .files import write_text_atomically
 
-
-def _write_text_atomically(path: str, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path``, then rename: all or nothing."""
-    import tempfile
-
-    directory = os.path.dirname(os.path.abspath(path))
-    with tempfile.NamedTemporaryFile(
-        "w", encoding="utf-8", dir=directory, delete=False, suffix=".partial"
-    ) as tmp:
-        tmp.write(text)
-    os.replace(tmp.name, path)
+    text = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+    write_text_atomically(path, text)
 
 
 _COMMANDS.append(("split", _add_split))
@@ -1049,6 +1081,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 _COMMANDS.append(("compare", _add_compare))
 _COMMANDS.append(("gate", _add_gate))
+_COMMANDS.append(("report", _add_report))
 _COMMANDS.append(("merge", _add_merge))
 # ---- results: end ----
 

@@ -266,3 +266,468 @@ def junit_xml(rows: list[Mapping[str, Any]], report: GateReport) -> str:
             message = f"{_rate_cell(v, report.confidence)} {_mark(v, report.on)}"
             ET.SubElement(case, "failure", message=message).text = message
     return ET.tostring(root, encoding="unicode", xml_declaration=True)
+
+
+# --------------------------------------------------------------------------- HTML
+
+# Chart geometry in SVG user units; the SVG scales to the page width.
+_LABEL_W = 240  # category names, right-aligned before the bars
+_BAR_W = 400  # the 0%..100% scale
+_TEXT_W = 320  # the mark and the rate, after the bars
+_ROW_H = 32
+_BAR_H = 16
+_AXIS_H = 30
+_GLOBAL_GAP = 10  # space and a rule between the categories and the global line
+_NAME_CHARS = 26  # longer category names are clipped in the chart (never in the tables)
+_OUTPUT_CHARS = 300
+
+_HTML_STYLE = """
+body{margin:0;color:#1a202c;background:#fff;
+ font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif}
+main{max-width:1180px;margin:0 auto;padding:20px 24px 40px}
+h1{font-size:1.6em;margin:0 0 12px}
+h2{font-size:1.2em;margin:28px 0 8px;border-bottom:1px solid #e2e8f0;padding-bottom:4px}
+.verdict{padding:10px 16px;border-left:10px solid;border-radius:4px;margin-bottom:12px}
+.verdict p{margin:2px 0}
+.verdict .outcome{font-size:1.5em;font-weight:700}
+.verdict.failed{background:#fff5f5;border-color:#c53030}
+.verdict.failed .outcome{color:#9b2c2c}
+.verdict.passed{background:#f0fff4;border-color:#2f855a}
+.verdict.passed .outcome{color:#22543d}
+.verdict.ungated{background:#f7fafc;border-color:#718096}
+dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px;margin:8px 0}
+dl.facts dt{font-weight:600;color:#4a5568}
+dl.facts dd{margin:0;overflow-wrap:anywhere}
+table{border-collapse:collapse;margin:8px 0 12px}
+caption{text-align:left;color:#4a5568;padding:4px 0;caption-side:top}
+th,td{text-align:left;vertical-align:top;padding:4px 10px;border-bottom:1px solid #e2e8f0}
+thead th{border-bottom:2px solid #a0aec0;white-space:nowrap}
+.rate,.num{font-variant-numeric:tabular-nums;white-space:nowrap}
+.num{text-align:right}
+.blocks{color:#9b2c2c;font-weight:700}
+tr.blocking th[scope=row]{border-left:4px solid #c53030}
+tr.global th,tr.global td{color:#4a5568;font-style:italic}
+tbody tr.group th{background:#edf2f7;font-weight:600}
+table.failures tr.case th,table.judges th[scope=row]{white-space:nowrap}
+td.output{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:.85em;
+ white-space:pre-wrap;overflow-wrap:anywhere;min-width:30ch;max-width:48ch}
+td.why{min-width:24ch;max-width:48ch;overflow-wrap:anywhere}
+tr.error td.status{color:#9b2c2c;font-weight:600}
+code{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:.9em}
+.note{color:#4a5568}
+svg.chart{width:100%;max-width:960px;height:auto;display:block}
+svg.chart text{font-size:13px;fill:#1a202c}
+svg.chart .axis text{fill:#4a5568;font-size:12px}
+svg.chart .grid{stroke:#e2e8f0;stroke-width:1}
+svg.chart .track{fill:#f7fafc;stroke:#cbd5e0;stroke-width:1}
+svg.chart .ok .bar{fill:#48a06a}
+svg.chart .blocking .bar{fill:#d9534f}
+svg.chart .ungated .bar{fill:#6b8fc7}
+svg.chart .global .bar{fill:#cbd5e0}
+svg.chart .interval,svg.chart .cap{stroke:#1a202c;stroke-width:1.5}
+svg.chart .threshold{stroke:#1a202c;stroke-width:3}
+svg.chart .rule{stroke:#a0aec0;stroke-dasharray:4 3}
+svg.chart .blocking .word{fill:#9b2c2c;font-weight:700}
+svg.chart .ok .word{fill:#22543d;font-weight:600}
+svg.chart .ungated .word,svg.chart .global text{fill:#4a5568}
+svg.chart .global text{font-style:italic}
+footer{margin-top:32px;color:#718096;font-size:.85em}
+@media print{main{max-width:none;padding:0}.verdict{break-inside:avoid}}
+"""
+
+
+def _esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _x(rate: float) -> float:
+    """The chart's x coordinate of a rate between 0 and 1."""
+    return round(_LABEL_W + rate * _BAR_W, 2)
+
+
+def _outcome(report: GateReport) -> tuple[str, str]:
+    """The verdict word and its CSS class."""
+    if not any(c.threshold is not None for c in report.categories):
+        return "NOT GATED", "ungated"
+    return ("PASSED", "passed") if report.passed else ("FAILED", "failed")
+
+
+def _state(v: CategoryVerdict) -> tuple[str, str]:
+    """A category's CSS class and the word that says it without colour."""
+    if v.blocking:
+        return "blocking", "BLOCKS"
+    if v.threshold is None:
+        return "ungated", "no threshold"
+    return "ok", "ok"
+
+
+def _distinct(rows: Iterable[Mapping[str, Any]], key: str) -> list[str]:
+    return sorted({str(r[key]) for r in rows if r.get(key) is not None})
+
+
+def _info_text(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}={_info_text(v)}" for k, v in value.items())
+    if isinstance(value, list | tuple | set | frozenset):
+        return ", ".join(_info_text(v) for v in value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _facts(pairs: Iterable[tuple[str, str]]) -> str:
+    items = "".join(f"<dt>{_esc(k)}</dt><dd>{_esc(v)}</dd>" for k, v in pairs)
+    return f'<dl class="facts">{items}</dl>'
+
+
+def _html_header(
+    rows: list[Mapping[str, Any]],
+    report: GateReport,
+    title: str,
+    run_info: Mapping[str, Any] | None,
+) -> str:
+    word, css = _outcome(report)
+    how = (
+        f"the lower end of the {report.confidence:.0%} Wilson interval"
+        if report.on == "lower"
+        else "the observed pass rate"
+    )
+    judged_rows = [r for r in rows if r.get("judges")]
+    fingerprints = _distinct(rows, "dataset_fingerprint")
+    errors = sum(1 for r in rows if r.get("status") == "error")
+    facts = [("cases", f"{len(rows)} result rows")]
+    if report.overall.total != len(rows):
+        facts.append(("gate counts", f"{report.overall.total} cases (not the rows listed here)"))
+    facts.append(("errored", f"{errors} (counted as not passed)"))
+    dataset = ", ".join(fingerprints) or "unknown"
+    if len(fingerprints) > 1:
+        dataset += " — rows from more than one dataset"
+    facts.append(("dataset fingerprint", dataset))
+    facts.append(("judge model", ", ".join(_distinct(judged_rows, "judge_model")) or "no judge"))
+    versions = _distinct(rows, "tinyeval_version")
+    if versions:
+        facts.append(("tinyeval version", ", ".join(versions)))
+    started, finished = _distinct(rows, "started_at"), _distinct(rows, "finished_at")
+    if started and finished:
+        facts.append(("cases ran", f"{started[0]} → {finished[-1]}"))
+    parts = [
+        f"<header>\n<h1>{_esc(title)}</h1>",
+        f'<section class="verdict {css}" aria-label="gate verdict">',
+        f'<p class="outcome">Gate {word}</p>',
+        f"<p>{_esc(_gate_line(report).split(' — ', 1)[-1])}</p>",
+        f'<p class="note">Each category is gated on {how}; the global line never gates.</p>',
+        "</section>",
+        _facts(facts),
+    ]
+    shown = {"dataset_fingerprint", "dataset_fingerprints", "judge_model"}
+    extra = [
+        (str(k).replace("_", " "), _info_text(v))
+        for k, v in (run_info or {}).items()
+        if v not in (None, "", [], {}) and not (k in shown and (fingerprints or judged_rows))
+    ]
+    if extra:
+        parts.append("<details open><summary>run details</summary>")
+        parts.append(_facts(extra))
+        parts.append("</details>")
+    parts.append("</header>")
+    return "\n".join(parts)
+
+
+def _html_gate_table(report: GateReport) -> str:
+    conf = f"{report.confidence:.0%}"
+    lines = [
+        '<section aria-labelledby="h-categories">',
+        '<h2 id="h-categories">Pass rate per category</h2>',
+        '<table class="gate">',
+        "<thead><tr>"
+        '<th scope="col">category</th>'
+        f'<th scope="col">pass rate [{conf} Wilson]</th>'
+        '<th scope="col">threshold</th>'
+        '<th scope="col">gate</th>'
+        "</tr></thead>",
+        "<tbody>",
+    ]
+    for v in report.categories:
+        css, _ = _state(v)
+        mark = _esc(_mark(v, report.on))
+        if v.blocking:
+            mark = mark.replace("BLOCKS", '<strong class="blocks">BLOCKS</strong>', 1)
+        lines.append(
+            f'<tr class="{css}"><th scope="row">{_esc(v.category)}</th>'
+            f'<td class="rate">{_esc(_rate_cell(v, report.confidence))}</td>'
+            f'<td class="rate">{_esc(_pct(v.threshold))}</td><td>{mark}</td></tr>'
+        )
+    lines += [
+        "</tbody>",
+        '<tfoot><tr class="global"><th scope="row">global</th>'
+        f'<td class="rate">{_esc(_rate_cell(report.overall, report.confidence))}</td>'
+        "<td>—</td><td>shown, never gates</td></tr></tfoot>",
+        "</table>",
+        "</section>",
+    ]
+    return "\n".join(lines)
+
+
+def _svg_row(v: CategoryVerdict, top: float, css: str, word: str, report: GateReport) -> str:
+    middle = top + _ROW_H / 2
+    bar_top = middle - _BAR_H / 2
+    rate = _rate_cell(v, report.confidence)
+    threshold = "none" if v.threshold is None else _pct(v.threshold)
+    mark = "shown, never gates" if css == "global" else _mark(v, report.on)
+    tooltip = f"{v.category}: {rate}; threshold {threshold}; {mark}"
+    parts = [
+        f'<g class="{css}">',
+        f"<title>{_esc(tooltip)}</title>",
+        f'<text class="name" x="{_LABEL_W - 10}" y="{middle}" dy="0.35em" text-anchor="end">'
+        f"{_esc(_clip(v.category, _NAME_CHARS))}</text>",
+        f'<rect class="track" x="{_LABEL_W}" y="{bar_top}" width="{_BAR_W}" height="{_BAR_H}"/>',
+    ]
+    if v.rate is not None and v.low is not None and v.high is not None:
+        low, high = _x(v.low), _x(v.high)
+        parts += [
+            f'<rect class="bar" x="{_LABEL_W}" y="{bar_top}" '
+            f'width="{round(v.rate * _BAR_W, 2)}" height="{_BAR_H}"/>',
+            f'<line class="interval" x1="{low}" x2="{high}" y1="{middle}" y2="{middle}"/>',
+            f'<line class="cap" x1="{low}" x2="{low}" y1="{middle - 5}" y2="{middle + 5}"/>',
+            f'<line class="cap" x1="{high}" x2="{high}" y1="{middle - 5}" y2="{middle + 5}"/>',
+        ]
+    if v.threshold is not None:
+        tick = _x(v.threshold)
+        parts.append(
+            f'<line class="threshold" x1="{tick}" x2="{tick}" '
+            f'y1="{bar_top - 6}" y2="{bar_top + _BAR_H + 6}"/>'
+        )
+    parts.append(
+        f'<text class="mark" x="{_LABEL_W + _BAR_W + 14}" y="{middle}" dy="0.35em">'
+        f'<tspan class="word">{_esc(word)}</tspan> {_esc(rate)}</text>'
+    )
+    parts.append("</g>")
+    return "\n".join(parts)
+
+
+def _html_chart(report: GateReport) -> str:
+    count = len(report.categories)
+    rows_bottom = _AXIS_H + count * _ROW_H
+    height = rows_bottom + _GLOBAL_GAP + _ROW_H + 6
+    width = _LABEL_W + _BAR_W + _TEXT_W
+    conf = f"{report.confidence:.0%}"
+    blocking = ", ".join(c.category for c in report.blocking) or "none"
+    parts = [
+        '<section aria-labelledby="h-chart">',
+        '<h2 id="h-chart">Chart</h2>',
+        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" '
+        'aria-labelledby="chart-title chart-desc">',
+        f'<title id="chart-title">Pass rate per category with its {conf} Wilson interval '
+        "and threshold</title>",
+        f'<desc id="chart-desc">Blocking categories: {_esc(blocking)}. '
+        "The global line is shown and never gates.</desc>",
+        '<g class="axis">',
+    ]
+    for step in range(5):
+        x = _x(step / 4)
+        parts.append(
+            f'<line class="grid" x1="{x}" x2="{x}" y1="{_AXIS_H - 6}" y2="{height - 4}"/>'
+            f'<text x="{x}" y="{_AXIS_H - 12}" text-anchor="middle">{step * 25}%</text>'
+        )
+    parts.append("</g>")
+    for i, v in enumerate(report.categories):
+        css, word = _state(v)
+        parts.append(_svg_row(v, _AXIS_H + i * _ROW_H, css, word, report))
+    rule = rows_bottom + _GLOBAL_GAP / 2
+    parts.append(f'<line class="rule" x1="0" x2="{width}" y1="{rule}" y2="{rule}"/>')
+    parts.append(
+        _svg_row(report.overall, rows_bottom + _GLOBAL_GAP, "global", "never gates", report)
+    )
+    parts += [
+        "</svg>",
+        f'<p class="note">Bar: pass rate. Whisker: its {conf} Wilson interval. '
+        "Thick dark tick: the category's threshold. "
+        "<strong>BLOCKS</strong> (red) is below its threshold, <em>ok</em> (green) meets it, "
+        "<em>no threshold</em> (blue) is not gated; the grey global line never gates.</p>",
+        "</section>",
+    ]
+    return "\n".join(parts)
+
+
+def _new_judge_count() -> dict[str, Any]:
+    zeros: dict[str, Any] = dict.fromkeys(("judged", "passed", "unparsed", "errors", "split"), 0)
+    return {**zeros, "models": set(), "rubrics": set()}
+
+
+def _judge_counts(rows: list[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per judge name: verdicts, PASS, unparsed replies, call errors, split votes, models."""
+    counts: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        for name, verdict in (row.get("judges") or {}).items():
+            c = counts.setdefault(str(name), _new_judge_count())
+            c["judged"] += 1
+            c["passed"] += verdict.get("verdict") == "PASS"
+            if verdict.get("verdict") is None:
+                c["errors" if verdict.get("failure") == "error" else "unparsed"] += 1
+            if len(verdict.get("votes") or ()) > 1 and not verdict.get("unanimous", True):
+                c["split"] += 1
+            for model in (row.get("judge_model"), verdict.get("model")):
+                if model:
+                    c["models"].add(str(model))
+            if verdict.get("rubric_fingerprint"):
+                c["rubrics"].add(str(verdict["rubric_fingerprint"]))
+    return counts
+
+
+def _html_judges(rows: list[Mapping[str, Any]], confidence: float) -> str:
+    counts = _judge_counts(rows)
+    head = ['<section aria-labelledby="h-judges">', '<h2 id="h-judges">Judge</h2>']
+    if not counts:
+        return "\n".join([*head, '<p class="note">No judge ran on these rows.</p>', "</section>"])
+    judged = sum(c["judged"] for c in counts.values())
+    unparsed = sum(c["unparsed"] for c in counts.values())
+    errors = sum(c["errors"] for c in counts.values())
+    cases = sum(1 for r in rows if r.get("judges"))
+    totals = [
+        ("verdicts", f"{judged} on {cases} cases"),
+        ("did not parse", f"{format_rate(unparsed, judged, confidence)} (counted as not passed)"),
+        ("call errors", f"{errors} (the case is an error row)"),
+    ]
+    lines = [
+        *head,
+        _facts(totals),
+        '<table class="judges">',
+        "<thead><tr>"
+        '<th scope="col">judge</th><th scope="col">model</th><th scope="col">rubric</th>'
+        '<th scope="col">verdicts</th><th scope="col">PASS</th>'
+        '<th scope="col">did not parse</th><th scope="col">call errors</th>'
+        '<th scope="col">split votes</th>'
+        "</tr></thead>",
+        "<tbody>",
+    ]
+    for name, c in counts.items():
+        rubrics = " ".join(
+            f'<code title="{_esc(r)}">{_esc(r[:12])}</code>' for r in sorted(c["rubrics"])
+        )
+        lines.append(
+            f'<tr><th scope="row">{_esc(name)}</th>'
+            f"<td>{_esc(', '.join(sorted(c['models'])) or '—')}</td>"
+            f"<td>{rubrics or '—'}</td>"
+            f'<td class="num">{c["judged"]}</td>'
+            f'<td class="rate">{_esc(format_rate(c["passed"], c["judged"], confidence))}</td>'
+            f'<td class="rate">{_esc(format_rate(c["unparsed"], c["judged"], confidence))}</td>'
+            f'<td class="num">{c["errors"]}</td><td class="num">{c["split"]}</td></tr>'
+        )
+    lines += ["</tbody>", "</table>", "</section>"]
+    return "\n".join(lines)
+
+
+def _html_failures(rows: list[Mapping[str, Any]], report: GateReport) -> str:
+    head = [
+        '<section aria-labelledby="h-failures">',
+        '<h2 id="h-failures">Cases that did not pass</h2>',
+    ]
+    failed = [r for r in rows if r.get("status") != "pass"]
+    if not failed:
+        return "\n".join(
+            [*head, f'<p class="note">All {len(rows)} cases passed.</p>', "</section>"]
+        )
+    order = {v.category: i for i, v in enumerate(report.categories)}
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for row in failed:
+        groups.setdefault(str(row.get("category")), []).append(row)
+    in_category: dict[str, int] = {}
+    for row in rows:
+        key = str(row.get("category"))
+        in_category[key] = in_category.get(key, 0) + 1
+    lines = [
+        *head,
+        '<table class="failures">',
+        f"<caption>{len(failed)} of {len(rows)} cases, every one listed, grouped by category; "
+        f"outputs cut at {_OUTPUT_CHARS} characters.</caption>",
+        "<thead><tr>"
+        '<th scope="col">id</th><th scope="col">category</th><th scope="col">origin</th>'
+        '<th scope="col">status</th><th scope="col">why</th><th scope="col">output</th>'
+        "</tr></thead>",
+    ]
+    for category in sorted(groups, key=lambda name: order.get(name, len(order))):
+        members = sorted(groups[category], key=lambda r: str(r.get("id")))
+        lines.append("<tbody>")
+        lines.append(
+            f'<tr class="group"><th scope="rowgroup" colspan="6">{_esc(category)}: '
+            f"{len(members)} of {in_category[category]} did not pass</th></tr>"
+        )
+        for row in members:
+            status = str(row.get("status"))
+            output = row.get("output")
+            shown = "—" if output is None else _clip(str(output), _OUTPUT_CHARS)
+            css = "case error" if status == "error" else "case"
+            lines.append(
+                f'<tr class="{css}"><th scope="row">{_esc(row.get("id"))}</th>'
+                f"<td>{_esc(category)}</td><td>{_esc(row.get('origin') or '—')}</td>"
+                f'<td class="status">{_esc(status)}</td>'
+                f'<td class="why">{_esc(describe_failure(row, width=500))}</td>'
+                f'<td class="output">{_esc(shown)}</td></tr>'
+            )
+        lines.append("</tbody>")
+    lines += ["</table>", "</section>"]
+    return "\n".join(lines)
+
+
+def html_report(
+    rows: list[Mapping[str, Any]],
+    report: GateReport,
+    *,
+    title: str = "tinyeval report",
+    run_info: Mapping[str, Any] | None = None,
+) -> str:
+    """One self-contained HTML page: the verdict, the table, a chart, the judge and the failures.
+
+    The page needs nothing but itself: inline CSS, an inline SVG chart, no
+    script, no font, image or request from elsewhere (a Content-Security-Policy
+    says so to the browser). It holds the gate's verdict and the blocking
+    categories; the number of cases, the dataset fingerprint(s), judge model(s)
+    and versions found in ``rows``, and whatever ``run_info`` carries (as
+    ``summary_dict`` takes it); the per-category table of the text summary; a
+    bar per category with its Wilson interval and threshold tick, blocking
+    ones marked in words as well as colour, and the global line greyed as
+    never gating; the judge's verdicts, unparsed replies and call errors per
+    judge; and every case that did not pass, by category, with its reason.
+
+    The table and chart come from ``report``; the rest from ``rows``. Every
+    text taken from the rows (ids, categories, outputs, reasons) is escaped.
+
+    >>> from tinyeval.gate import gate
+    >>> rows = [{"id": "t-1", "category": "tone", "status": "pass"},
+    ...         {"id": "t-2", "category": "tone", "status": "fail",
+    ...          "checks": {"max_words": False}, "output": "<b>far too long</b>"}]
+    >>> page = html_report(rows, gate({"tone": {"passed": 1, "total": 2}}, {"tone": 0.9}))
+    >>> page.startswith("<!DOCTYPE html>"), "Gate FAILED" in page
+    (True, True)
+    >>> "&lt;b&gt;far too long&lt;/b&gt;" in page, "<b>far" in page
+    (True, False)
+    """
+    rows = list(rows)
+    word, _ = _outcome(report)
+    from . import __version__
+
+    body = "\n".join(
+        [
+            _html_header(rows, report, title, run_info),
+            _html_gate_table(report),
+            _html_chart(report),
+            _html_judges(rows, report.confidence),
+            _html_failures(rows, report),
+            f"<footer>tinyeval {_esc(__version__)}</footer>",
+        ]
+    )
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta http-equiv="Content-Security-Policy" '
+        "content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{_esc(title)}: gate {word}</title>\n"
+        f"<style>{_HTML_STYLE}</style>\n"
+        f"</head>\n<body>\n<main>\n{body}\n</main>\n</body>\n</html>\n"
+    )
