@@ -15,8 +15,9 @@ imports nothing it does not need:
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+TYPE_CHECKING = False  # typing is not imported at run time: importing tinyeval stays cheap
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 
@@ -94,6 +95,8 @@ def __getattr__(name: str) -> Any:
     module_name = _EXPORTS.get(name)
     if module_name is None:
         raise AttributeError(f"module 'tinyeval' has no attribute {name!r}")
+    import importlib
+
     value = getattr(importlib.import_module(f".{module_name}", __name__), name)
     globals()[name] = value  # later look-ups skip this function
     return value
