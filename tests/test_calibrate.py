@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinyeval.calibrate import (
+from tinyeval.calibration import (
     Calibration,
     CalibrationError,
     UndefinedCorrectionError,

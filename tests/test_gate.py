@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tinyeval.gate import GateError, compare_runs, gate, parse_threshold
+from tinyeval.gating import GateError, compare_runs, gate, parse_threshold
 from tinyeval.report import summary_dict, summary_text
 from tinyeval.runner import CategoryTally
 
@@ -209,7 +209,7 @@ class TestReportFiles:
 
 class TestHoldout:
     def test_dev_rate_above_the_holdout_interval_is_flagged(self) -> None:
-        from tinyeval.gate import compare_holdout
+        from tinyeval.gating import compare_holdout
 
         dev = rows("P" * 40, "tone")
         holdout = [{**r, "id": f"h{r['id']}"} for r in rows("PPPPPPFFFF", "tone")]
@@ -219,7 +219,7 @@ class TestHoldout:
         assert tone.suspicious and overall.category == "global"
 
     def test_similar_rates_are_not_flagged(self) -> None:
-        from tinyeval.gate import compare_holdout
+        from tinyeval.gating import compare_holdout
 
         dev = rows("PPPPPPPPF" * 4, "c")
         holdout = [{**r, "id": f"h{r['id']}"} for r in rows("PPPPPPPPF", "c")]

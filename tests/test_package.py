@@ -138,3 +138,20 @@ def test_a_vendored_copy_runs_the_example(tmp_path: Path) -> None:
             check=True,
         ).stdout
     )
+
+
+def test_no_public_name_is_shadowed_by_a_submodule() -> None:
+    """Importing a submodule binds its name on the package: it must not hide a public name."""
+    stems = {path.stem for path in MODULES}
+    assert not stems & set(tinyeval.__all__)
+    code = (
+        "from tinyeval.calibration import calibrate_results\n"
+        "from tinyeval.gating import compare_runs\n"
+        "import tinyeval\n"
+        "from tinyeval import calibrate, gate\n"
+        "print(type(calibrate(['PASS', 'FAIL'], ['PASS', 'FAIL'])).__name__,\n"
+        "      tinyeval.gate({'c': {'passed': 1, 'total': 1}}).passed)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    assert done.stdout.split() == ["Calibration", "True"]

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinyeval.gate import GateReport, gate
+from tinyeval.gating import GateReport, gate
 from tinyeval.report import html_report
 from tinyeval.runner import RunResult, read_rows
 from tinyeval.stats import format_rate

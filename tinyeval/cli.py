@@ -221,7 +221,7 @@ def _judges_from_args(args: argparse.Namespace) -> list[Any]:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from .dataset import parse_field_mapping
-    from .gate import gate, parse_threshold
+    from .gating import gate, parse_threshold
     from .report import summary_dict, summary_text
 
     # Everything that can be wrong with the command is found before the cases are read,
@@ -512,7 +512,7 @@ class _Execution:
         self.review_count = 0
         self.calibration = None
         if args.calibration:
-            from .calibrate import load_calibration
+            from .calibration import load_calibration
 
             if not judges:
                 raise UsageError(
@@ -668,7 +668,7 @@ class _Execution:
 
     def _corrected(self, result: Any) -> dict[str, Any]:
         """Judge pass rates per category corrected for the calibrated judge's error."""
-        from .calibrate import CalibrationError, corrected_rate_for
+        from .calibration import CalibrationError, corrected_rate_for
 
         judge = self.judges[0]
         corrected: dict[str, Any] = {}
@@ -825,7 +825,7 @@ def _write_reports(
 
 
 def _cmd_gate(args: argparse.Namespace) -> int:
-    from .gate import gate
+    from .gating import gate
     from .report import summary_dict, summary_text
     from .runner import RunResult, read_rows
 
@@ -879,7 +879,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _holdout_lines(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[Any]:
     from .dataset import in_holdout
-    from .gate import compare_holdout
+    from .gating import compare_holdout
 
     held = [in_holdout(r["id"], args.holdout, salt=args.salt) for r in rows]
     dev = [r for r, h in zip(rows, held, strict=True) if not h]
@@ -1026,7 +1026,7 @@ def _add_compare(sub: Any) -> None:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from .gate import compare_runs
+    from .gating import compare_runs
     from .runner import read_rows
     from .stats import format_rate
 
@@ -1658,7 +1658,7 @@ def _add_calibrate(sub: Any) -> None:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from .calibrate import calibrate_results, disagreement_rows
+    from .calibration import calibrate_results, disagreement_rows
     from .label import read_labels
     from .runner import read_rows
 

@@ -12,7 +12,7 @@ import html
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .gate import CategoryVerdict, GateReport
+from .gating import CategoryVerdict, GateReport
 from .stats import format_rate
 
 __all__ = ["html_report", "summary_dict", "summary_text"]
@@ -51,7 +51,7 @@ def summary_text(
 ) -> str:
     """The run's summary as a plain-text table, one line per category.
 
-    >>> from tinyeval.gate import gate
+    >>> from tinyeval.gating import gate
     >>> report = gate({"amounts": {"passed": 17, "total": 20}, "tone": {"passed": 12, "total": 12}},
     ...               {"amounts": 1.0}, default_threshold=0.8)
     >>> print(summary_text(report))
@@ -115,7 +115,7 @@ def summary_dict(
     ``unparsed``, ``unparsed_rate``), ``errors``, plus whatever ``run_info``
     carries (cases, files, fingerprints, models, usage).
 
-    >>> from tinyeval.gate import gate
+    >>> from tinyeval.gating import gate
     >>> d = summary_dict(gate({"tone": {"passed": 1, "total": 2}}), judged=2, unparsed=1)
     >>> d["judge"]["unparsed_rate"], d["gate"]["passed"]
     (0.5, True)
@@ -188,7 +188,7 @@ def failure_lines(rows: list[Mapping[str, Any]], *, shown: int, where: str) -> l
 def summary_markdown(report: GateReport, *, title: str = "tinyeval") -> str:
     """The gate as a Markdown table, for a pull-request comment or a CI job summary.
 
-    >>> from tinyeval.gate import gate
+    >>> from tinyeval.gating import gate
     >>> print(summary_markdown(gate({"amounts": {"passed": 17, "total": 20}}, {"amounts": 1.0})))
     ### tinyeval: gate FAILED
     <BLANKLINE>
@@ -223,7 +223,7 @@ def junit_xml(rows: list[Mapping[str, Any]], report: GateReport) -> str:
     then show each failed case with its reason, and each blocking category as a
     failed ``gate`` test. Errored cases are ``<error>``, failed ones ``<failure>``.
 
-    >>> from tinyeval.gate import gate
+    >>> from tinyeval.gating import gate
     >>> rows = [{"id": "a", "category": "c", "status": "pass", "latency_ms": 5.0},
     ...         {"id": "b", "category": "c", "status": "fail", "checks": {"valid_json": False}}]
     >>> xml = junit_xml(rows, gate({"c": {"passed": 1, "total": 2}}, {"c": 1.0}))
@@ -697,7 +697,7 @@ def html_report(
     The table and chart come from ``report``; the rest from ``rows``. Every
     text taken from the rows (ids, categories, outputs, reasons) is escaped.
 
-    >>> from tinyeval.gate import gate
+    >>> from tinyeval.gating import gate
     >>> rows = [{"id": "t-1", "category": "tone", "status": "pass"},
     ...         {"id": "t-2", "category": "tone", "status": "fail",
     ...          "checks": {"max_words": False}, "output": "<b>far too long</b>"}]

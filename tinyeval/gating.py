@@ -44,7 +44,7 @@ def parse_threshold(text: str | float) -> float:
     >>> parse_threshold("1.5")
     Traceback (most recent call last):
     ...
-    tinyeval.gate.GateError: a threshold is a rate between 0 and 1 (or 0% to 100%), got '1.5'
+    tinyeval.gating.GateError: a threshold is a rate between 0 and 1 (or 0% to 100%), got '1.5'
     """
     raw = text
     try:
