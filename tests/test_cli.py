@@ -279,7 +279,7 @@ def test_max_errors_exits_3(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert done.returncode == 3, done.stderr
-    assert "did not complete" in done.stderr
+    assert "stopped early: more than 2 cases errored" in done.stderr
 
 
 def test_version() -> None:

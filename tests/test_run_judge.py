@@ -346,6 +346,17 @@ def test_pairwise_exposes_a_judge_that_always_picks_the_first(tmp_path: Path) ->
     done = run_cli(tmp_path, "pairwise", str(a), str(b), "--criterion", "unsupported-claims",
                    "--judge-model", "py:first:pick", "--no-cache")  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "no winner (the orders disagreed or a reply did not parse): 4/4 = 100.0%" in done.stdout
+    assert "no winner (the orders disagreed, a reply did not parse, or a call failed): 4/4" in (
+        done.stdout
+    )
     assert "position consistency: 0/4 = 0.0%" in done.stdout
     assert "first-position picks: 8/8 = 100.0%" in done.stdout
+
+
+def test_pairwise_with_a_dead_model_exits_3(tmp_path: Path) -> None:
+    a, b = _results_pair(tmp_path)
+    (tmp_path / "dead.py").write_text("def call(prompt):\n    raise ConnectionError('down')\n")
+    done = run_cli(tmp_path, "pairwise", str(a), str(b), "--criterion", "unsupported-claims",
+                   "--judge-model", "py:dead:call", "--no-cache")  # fmt: skip
+    assert done.returncode == 3
+    assert "every model call failed" in done.stderr and "down" in done.stderr

@@ -196,24 +196,34 @@ class TestConcurrency:
             run([], concurrency=0)
 
 
+A = '{"id": "a", "status": "pass"}'
+B = '{"id": "b", "status": "fail"}'
+
+
 class TestReadRows:
+    def test_a_cases_file_is_not_taken_for_results(self, tmp_path) -> None:
+        path = tmp_path / "cases.jsonl"
+        path.write_text('{"id": "a", "output": "x"}\n', encoding="utf-8")
+        with pytest.raises(ResultsFileError, match=r"cases.jsonl:1: not a result row"):
+            read_rows(path)
+
     def test_partial_last_line_is_detected_and_repaired(self, tmp_path) -> None:
         path = tmp_path / "rows.jsonl"
-        path.write_text('{"id": "a"}\n{"id": "b"}\n{"id": "c", "stat', encoding="utf-8")
+        path.write_text(f"{A}\n{B}\n" + '{"id": "c", "stat', encoding="utf-8")
         with pytest.raises(ResultsFileError, match=r"rows.jsonl:3: the last line is cut short"):
             read_rows(path)
         assert [r["id"] for r in read_rows(path, repair=True)] == ["a", "b"]
-        assert path.read_text() == '{"id": "a"}\n{"id": "b"}\n'
+        assert path.read_text() == f"{A}\n{B}\n"
 
     def test_a_complete_bad_line_is_an_error_even_with_repair(self, tmp_path) -> None:
         path = tmp_path / "rows.jsonl"
-        path.write_text('{"id": "a"}\nnot json\n{"id": "c"}\n', encoding="utf-8")
+        path.write_text(f"{A}\nnot json\n{B}\n", encoding="utf-8")
         with pytest.raises(ResultsFileError, match=r":2: not a JSON result row"):
             read_rows(path, repair=True)
 
     def test_a_complete_last_line_without_newline_is_kept(self, tmp_path) -> None:
         path = tmp_path / "rows.jsonl"
-        path.write_text('{"id": "a"}\n{"id": "b"}', encoding="utf-8")
+        path.write_text(f"{A}\n{B}", encoding="utf-8")
         with pytest.raises(ResultsFileError):
             read_rows(path)  # no newline: cannot tell it finished writing
         assert [r["id"] for r in read_rows(path, repair=True)] == ["a"]
@@ -298,7 +308,7 @@ class TestFailFast:
         cases = [Case(id=str(i), input="x") for i in range(100)]
         result = run(cases, generate_model=self.unreachable, concurrency=1)
         assert not result.complete
-        assert result.stopped_reason.startswith("the first 10 cases all errored")
+        assert result.stopped_reason.startswith("10 cases errored before any model call")
         assert "cannot reach" in result.stopped_reason
         assert 10 <= result.total < 100
 
@@ -316,3 +326,17 @@ class TestFailFast:
         cases = [Case(id=str(i), input="x") for i in range(15)]
         result = run(cases, generate_model=self.unreachable, fail_fast=None)
         assert result.complete and result.errors == 15
+
+    def test_cases_without_a_model_do_not_hide_a_dead_judge(self) -> None:
+        from tinyeval import Judge
+
+        def dead(prompt: str) -> str:
+            raise ConnectionRefusedError("cannot reach 127.0.0.1:9")
+
+        # 40 cases the judge skips (another category) finish first and pass
+        cases = [Case(id=f"t{i}", output="ok", category="tone") for i in range(40)]
+        cases += [Case(id=f"s{i}", output="ok", category="support") for i in range(30)]
+        result = run(cases, judges=[Judge("unsupported-claims")], judge_model=dead,
+                     judge_categories=["support"], concurrency=1)  # fmt: skip
+        assert not result.complete and "before any model call succeeded" in result.stopped_reason
+        assert 10 <= result.categories["support"].errors < 30  # cases in flight still finish

@@ -42,6 +42,22 @@ def print_json(obj: Any) -> None:
     sys.stdout.write("\n")
 
 
+def proportion(text: str) -> float:
+    """An argparse type for a proportion typed as ``0.2`` or ``20%``.
+
+    >>> proportion("20%"), proportion("0.05")
+    (0.2, 0.05)
+    """
+    number = text.strip()
+    scale = 100.0 if number.endswith("%") else 1.0
+    return float(number.removesuffix("%")) / scale  # a ValueError becomes argparse's message
+
+
+def _count(n: int, noun: str) -> str:
+    """``3 cases``, ``1 case``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def parse_key_value(text: str, *, option: str) -> tuple[str, str]:
     """Split ``KEY=VALUE`` as given to a repeatable option such as ``--threshold``.
 
@@ -117,9 +133,8 @@ def _add_run(sub: Any) -> None:
     )
     judging.add_argument(
         "--judge-model",
-        default="builtin",
         metavar="SPEC",
-        help="builtin (offline, default), openai:MODEL, anthropic:MODEL, "
+        help="builtin (offline, the default), openai:MODEL, anthropic:MODEL, "
         "cmd:COMMAND or py:MODULE:FUNCTION",
     )
     judging.add_argument(
@@ -169,6 +184,63 @@ def _add_run(sub: Any) -> None:
     )
     p.set_defaults(handler=_cmd_run)
     _add_run_execution_options(p)
+
+
+def _check_run_options(args: argparse.Namespace) -> None:
+    """Options that only mean something with another one, and numbers out of range."""
+    judged = bool(args.criterion or args.rubric)
+    needs = [
+        ("--judge-model", args.judge_model is not None, judged, "--criterion or --rubric"),
+        ("--votes", args.votes != 1, judged, "--criterion or --rubric"),
+        ("--judge-style", args.judge_style != "verdict-first", judged, "--criterion or --rubric"),
+        ("--judge-all", args.judge_all, judged, "--criterion or --rubric"),
+        ("--judge-category", bool(args.judge_category), judged, "--criterion or --rubric"),
+        ("--review-out", bool(args.review_out), judged, "--criterion or --rubric"),
+        ("--prompt-template", bool(args.prompt_template), bool(args.generate_model),
+         "--generate-model"),
+        ("--max-tokens", args.max_tokens is not None, bool(args.generate_model),
+         "--generate-model"),
+    ]  # fmt: skip
+    for option, given, partner_given, partner in needs:
+        if given and not partner_given:
+            raise UsageError(f"{option} has no effect without {partner}")
+    for option, value in (("--fail-fast", args.fail_fast), ("--show-failures", args.show_failures)):
+        if value < 0:
+            raise UsageError(f"{option} must be 0 or more, got {value}")
+    _refuse_overwriting([args.cases], [("--out", args.out), ("--review-out", args.review_out),
+                                       ("--junit", args.junit), ("--markdown", args.markdown),
+                                       ("--html", args.html)])  # fmt: skip
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet): compare the paths
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _refuse_overwriting(inputs: list[str], outputs: list[tuple[str, str | None]]) -> None:
+    """An output that is an input, or two outputs that are one file, would lose data."""
+    given = [(option, path) for option, path in outputs if path]
+    for option, path in given:
+        for source in inputs:
+            if source != "-" and _same_file(source, path):
+                raise UsageError(f"{option} {path} is the input file {source}; write elsewhere")
+    for i, (option, path) in enumerate(given):
+        for other, other_path in given[i + 1 :]:
+            if _same_file(path, other_path):
+                raise UsageError(f"{option} and {other} are the same file {path}")
+
+
+def _thresholds(items: list[str]) -> dict[str, str]:
+    """--threshold CATEGORY=RATE options as a dict; a category given twice is an error."""
+    thresholds: dict[str, str] = {}
+    for item in items:
+        category, rate = parse_key_value(item, option="--threshold")
+        if category in thresholds:
+            raise UsageError(f"--threshold: the category {category!r} is given twice")
+        thresholds[category] = rate
+    return thresholds
 
 
 def _judges_from_args(args: argparse.Namespace) -> list[Any]:
@@ -226,15 +298,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     # Everything that can be wrong with the command is found before the cases are read,
     # and everything wrong with the cases before any of them runs.
+    _check_run_options(args)
     fields = parse_field_mapping(args.field)
-    thresholds = dict(parse_key_value(t, option="--threshold") for t in args.threshold)
+    thresholds = _thresholds(args.threshold)
     for value in [*thresholds.values(), *filter(None, [args.default_threshold])]:
         parse_threshold(value)
     judges = _judges_from_args(args)
+    args.judge_model = args.judge_model or "builtin"
     read = {"fields": fields, "id_from_line": args.id_from_line, "format": args.format}
-    cases, fingerprint, total, selected = _read_cases(args, read)
+    cases, fingerprint, seen = _read_cases(args, read)
+    _check_against_cases(args, thresholds, seen)
+    total = seen.total
 
-    execution = _Execution(args, judges, selected)
+    execution = _Execution(args, judges, seen.selected)
     result = execution.run(cases, fingerprint=fingerprint)
 
     report = gate(
@@ -268,7 +344,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     elif not args.quiet:
         judge_part = f" · judge {args.judge_model}: {', '.join(info['judges'])}" if judges else ""
         header = (
-            f"{total} cases from {args.cases} (dataset {fingerprint}){judge_part} "
+            f"{_count(total, 'case')} from {args.cases} (dataset {fingerprint}){judge_part} "
             f"· rows in {args.out}\n"
         )
         print(
@@ -287,47 +363,98 @@ def _cmd_run(args: argparse.Namespace) -> int:
         _write_reports(args, lambda: read_rows(args.out), report, run_info=info)
     if not result.complete:
         print(
-            f"{PROG}: the run did not complete: {result.stopped_reason}; "
-            f"{result.total} of {total} cases have rows in {args.out}",
+            f"{PROG}: the run stopped early: {result.stopped_reason}. Rows were kept for "
+            f"{result.total} of {total} cases in {args.out}; fix the cause and run again "
+            "(--resume keeps them)",
             file=sys.stderr,
         )
         return EXIT_INCOMPLETE
     return EXIT_OK if report.passed else EXIT_GATE_FAILED
 
 
-def _read_cases(args: argparse.Namespace, read: dict[str, Any]) -> tuple[Any, str, int, int]:
+class _CasesSeen:
+    """What the validation pass learnt about the cases, for the checks made before running."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.selected = 0
+        self.categories: set[str] = set()
+        self.without_output = 0
+        self.first_without_output: Any = None
+
+    def note(self, case: Any, selected: bool) -> None:
+        self.total += 1
+        self.selected += selected
+        self.categories.add(case.category)
+        if case.output is None:
+            self.without_output += 1
+            if self.first_without_output is None:
+                self.first_without_output = case
+
+
+def _read_cases(args: argparse.Namespace, read: dict[str, Any]) -> tuple[Any, str, _CasesSeen]:
     """Validate the whole file before anything runs or is written.
 
     Returns the cases to run (a list, or a fresh stream over the file), the
-    dataset fingerprint, the number of cases, and how many of them this shard runs.
+    dataset fingerprint, and what was seen on the way.
     """
     from . import dataset
     from .runner import parse_shard, shard_index
 
     shard = parse_shard(args.shard) if args.shard else None
+    seen = _CasesSeen()
 
-    def in_shard(case: Any) -> bool:
-        return shard is None or shard_index(case.id, shard[1]) == shard[0]
+    def noted(cases: Any) -> Any:
+        for case in cases:
+            seen.note(case, shard is None or shard_index(case.id, shard[1]) == shard[0])
+            yield case
 
     if args.sample is not None or args.cases == "-":
+        if args.sample is not None and args.sample < 1:
+            raise UsageError(f"--sample must be 1 or more, got {args.sample}")
         cases: Any = dataset.load(args.cases, **read)
         if args.sample is not None:
             cases = dataset.sample(cases, args.sample, seed=args.seed)
-        return cases, dataset.dataset_fingerprint(cases), len(cases), sum(map(in_shard, cases))
-    total = selected = 0
-
-    def counting() -> Any:
-        nonlocal total, selected
-        for case in dataset.iter_cases(args.cases, **read):
-            total += 1
-            selected += in_shard(case)
-            yield case
-
-    fingerprint = dataset.dataset_fingerprint(counting())  # streams: memory stays flat
-    if total == 0:
+        fingerprint = dataset.dataset_fingerprint(noted(cases))
+        return cases, fingerprint, seen
+    fingerprint = dataset.dataset_fingerprint(noted(dataset.iter_cases(args.cases, **read)))
+    if seen.total == 0:
         raise dataset.DatasetError("no cases in the file", path=args.cases)
-    # the second pass: the first one has checked the ids already
-    return dataset.iter_cases(args.cases, **read, unique_ids=False), fingerprint, total, selected
+    # the second pass streams the file again; the first one has checked the ids already
+    return dataset.iter_cases(args.cases, **read, unique_ids=False), fingerprint, seen
+
+
+def _check_against_cases(
+    args: argparse.Namespace, thresholds: dict[str, str], seen: _CasesSeen
+) -> None:
+    """Refuse, before anything runs, what the cases show cannot be meant."""
+    import difflib
+
+    if seen.selected == 0:
+        raise UsageError(f"no case to run in shard {args.shard} of {args.cases}")
+    known = sorted(seen.categories)
+    for option, names in (
+        ("--judge-category", args.judge_category or []),
+        ("--threshold", thresholds),
+    ):
+        for name in names:
+            if name in seen.categories:
+                continue
+            close = difflib.get_close_matches(name, known, n=1)
+            if option == "--judge-category" or close:
+                hint = (
+                    f"did you mean {close[0]!r}?"
+                    if close
+                    else f"the categories are {', '.join(known)}"
+                )
+                raise UsageError(f"{option}: no case has the category {name!r}; {hint}")
+    if seen.without_output and not args.generate_model:
+        first = seen.first_without_output
+        where = f"{first.source}:{first.line}" if first.line else repr(first.id)
+        raise UsageError(
+            f"{seen.without_output} case(s) have no output (the first at {where}) and no "
+            "--generate-model was given to generate them"
+        )
 
 
 def _version() -> str:
@@ -366,8 +493,8 @@ def _add_run_execution_options(p: argparse.ArgumentParser) -> None:
         type=int,
         default=10,
         metavar="N",
-        help="stop and exit 3 when the first N cases to finish all errored, e.g. an unreachable "
-        "server (default: 10; 0 never stops)",
+        help="stop and exit 3 when N cases have errored before any model call succeeded, "
+        "e.g. an unreachable server (default: 10; 0 never stops)",
     )
     ex.add_argument(
         "--case-timeout",
@@ -413,8 +540,8 @@ def _add_model_options(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
         type=float,
         default=0.0,
         metavar="T",
-        help="sampling temperature sent to models (default: 0; with --votes, a higher "
-        "temperature makes the samples differ)",
+        help="sampling temperature sent to models (default: 0, recorded in each row; "
+        "repeated samples, such as votes, differ only above 0)",
     )
     ex.add_argument(
         "--judge-max-tokens",
@@ -597,9 +724,10 @@ class _Execution:
                 )
             except KeyboardInterrupt:
                 progress.close()
-                command = " ".join([PROG, *sys.argv[1:]])
-                if "--resume" not in command:
-                    command += " --resume"
+                import shlex
+
+                words = [PROG, *sys.argv[1:]]
+                command = shlex.join(words if "--resume" in words else [*words, "--resume"])
                 print(
                     f"{PROG}: interrupted; finished rows are kept in {self.args.out}. "
                     f"Resume with:\n  {command}",
@@ -777,7 +905,7 @@ def _add_results_command(
     _add_threshold_options(p)
     p.add_argument(
         "--holdout",
-        type=float,
+        type=proportion,
         metavar="FRACTION",
         help="also compare the development cases with the held-out ones, split as "
         "tinyeval split does (e.g. 0.2); the gate itself is unchanged",
@@ -837,13 +965,13 @@ def _cmd_gate(args: argparse.Namespace) -> int:
         if not isinstance(row.get("category"), str):
             raise UsageError(f"{args.results}: row {row['id']!r} has no category")
         result.add(row, keep=False)
-    thresholds = dict(parse_key_value(t, option="--threshold") for t in args.threshold)
+    thresholds = _thresholds(args.threshold)
     report = gate(
         result.categories, thresholds, default_threshold=args.default_threshold, on=args.gate_on
     )
     judged = sum(t.judged for t in result.categories.values())
     unparsed = sum(t.unparsed for t in result.categories.values())
-    fingerprints = sorted({str(r.get("dataset_fingerprint")) for r in rows})
+    fingerprints = sorted({str(r.get("dataset_fingerprint") or "unknown") for r in rows})
     holdout_lines = _holdout_lines(args, rows) if args.holdout is not None else []
     if args.json:
         info = {"results": args.results, "rows": len(rows), "dataset_fingerprints": fingerprints}
@@ -855,7 +983,9 @@ def _cmd_gate(args: argparse.Namespace) -> int:
             )
         )
     else:
-        header = f"{len(rows)} rows from {args.results} (dataset {', '.join(fingerprints)})\n"
+        header = (
+            f"{_count(len(rows), 'row')} from {args.results} (dataset {', '.join(fingerprints)})\n"
+        )
         print(
             summary_text(
                 report, header=header, judged=judged, unparsed=unparsed, errors=result.errors
@@ -942,12 +1072,13 @@ def _add_split(sub: Any) -> None:
         help="split cases into development and holdout sets by a stable hash of the id",
         description="Write the development and holdout cases to two JSONL files. A case's side "
         "depends only on its id and the salt, so it never moves when the file grows. Tune "
-        "rubrics and prompts on development; gate releases on the holdout.",
+        "rubrics and prompts on development; check on the holdout that what you tuned still "
+        "holds (tinyeval gate --holdout).",
     )
     p.add_argument("cases", metavar="CASES", help="the cases file")
     p.add_argument(
         "--holdout",
-        type=float,
+        type=proportion,
         default=0.2,
         metavar="FRACTION",
         help="share of cases held out (default: 0.2)",
@@ -971,6 +1102,9 @@ def _add_split(sub: Any) -> None:
 def _cmd_split(args: argparse.Namespace) -> int:
     from .dataset import load, parse_field_mapping, split_holdout
 
+    _refuse_overwriting(
+        [args.cases], [("--dev-out", args.dev_out), ("--holdout-out", args.holdout_out)]
+    )
     cases = load(args.cases, fields=parse_field_mapping(args.field))
     dev, holdout = split_holdout(cases, args.holdout, salt=args.salt)
     for path, part in ((args.dev_out, dev), (args.holdout_out, holdout)):
@@ -1015,7 +1149,9 @@ def _add_compare(sub: Any) -> None:
     )
     p.add_argument("before", metavar="BEFORE", help="results of the earlier run")
     p.add_argument("after", metavar="AFTER", help="results of the later run")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
+    p.add_argument(
+        "--alpha", type=proportion, default=0.05, help="significance level (default: 0.05)"
+    )
     p.add_argument(
         "--fail-on-regression",
         action="store_true",
@@ -1163,12 +1299,18 @@ def _cmd_pairwise(args: argparse.Namespace) -> int:
     n = len(verdicts)
     counts = {w: sum(v.winner == w for v in verdicts) for w in ("A", "B", "TIE", None)}
     position = position_stats(verdicts)
+    call_errors = [v.error for v in verdicts if v.error]
     unpaired = len(set(first) ^ set(second)) + (len(set(first) & set(second)) - n)
+    if len(call_errors) == n:
+        print(f"{PROG}: every model call failed, nothing was compared: {call_errors[0]}",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_INCOMPLETE
     if args.json:
         print_json({
             "criterion": args.criterion, "judge_model": args.judge_model, "n": n,
             "a_wins": counts["A"], "b_wins": counts["B"], "ties": counts["TIE"],
-            "no_winner": counts[None], "not_compared": unpaired, "position": position,
+            "no_winner": counts[None], "call_errors": len(call_errors),
+            "not_compared": unpaired, "position": position,
             "rubric_fingerprint": judge.rubric_fingerprint,
         })  # fmt: skip
         return EXIT_OK
@@ -1177,13 +1319,16 @@ def _cmd_pairwise(args: argparse.Namespace) -> int:
     print(f"  A better ({args.a}): {format_rate(counts['A'], n)}")
     print(f"  B better ({args.b}): {format_rate(counts['B'], n)}")
     print(f"  tie:                {format_rate(counts['TIE'], n)}")
-    print(f"  no winner (the orders disagreed or a reply did not parse): "
+    print(f"  no winner (the orders disagreed, a reply did not parse, or a call failed): "
           f"{format_rate(counts[None], n)}")  # fmt: skip
     picks = position["picks"]
     print(f"position consistency: {format_rate(position['consistent'], n)}; "
           f"first-position picks: {format_rate(position['first_position_picks'], picks)} "
           "(an unbiased judge sits near 50%)")  # fmt: skip
-    print(f"replies that did not parse: {position['parse_failures']} of {position['replies']}")
+    print(f"replies that did not parse or whose call failed: {position['parse_failures']} of "
+          f"{position['replies']}")  # fmt: skip
+    if call_errors:
+        print(f"comparisons with a failed model call: {len(call_errors)} (first: {call_errors[0]})")
     if unpaired:
         print(f"not compared: {unpaired} cases missing from one file or without an output")
     return EXIT_OK
@@ -1258,10 +1403,8 @@ def _stats_whole(text: str, what: str) -> int:
 
 def _stats_rate(text: str, what: str) -> float:
     """A proportion typed as 0.9 or 90%."""
-    number = text.strip()
-    scale = 100.0 if number.endswith("%") else 1.0
     try:
-        return float(number.removesuffix("%")) / scale
+        return proportion(text)
     except ValueError:
         raise UsageError(f"{what} must be a proportion such as 0.9 or 90%, got {text!r}") from None
 

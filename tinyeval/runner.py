@@ -34,6 +34,7 @@ __all__ = [
     "Progress",
     "ResultsFileError",
     "RunResult",
+    "RunnerError",
     "call_text",
     "evaluate_case",
     "input_text",
@@ -48,6 +49,10 @@ __all__ = [
 
 Row = dict[str, Any]
 CallModel = Callable[..., Any]
+
+
+class RunnerError(ValueError):
+    """A run asked for with settings that cannot work (a bad concurrency, shard or timeout)."""
 
 
 @dataclass
@@ -206,9 +211,7 @@ def model_spec(call_model: Any) -> str | None:
     return f"py:{module}:{name}"
 
 
-def _new_row(
-    case: Case, judges: Sequence[Any], judge_model: Any, dataset_fingerprint: str | None
-) -> Row:
+def _new_row(case: Case, dataset_fingerprint: str | None) -> Row:
     """A result row for ``case`` before anything is known: status "error" until decided."""
     from . import __version__
 
@@ -227,9 +230,9 @@ def _new_row(
         "judge_skipped": None,
         "status": "error",
         "error": None,
-        "judge_model": model_spec(judge_model) if judges else None,
-        "judge_temperature": getattr(judge_model, "temperature", None) if judges else None,
-        "rubric_fingerprint": getattr(judges[0], "rubric_fingerprint", None) if judges else None,
+        "judge_model": None,  # set when a judge runs on the case
+        "judge_temperature": None,
+        "rubric_fingerprint": None,
         "dataset_fingerprint": dataset_fingerprint,
         "tinyeval_version": __version__,
         "started_at": _now(),
@@ -246,9 +249,7 @@ def timed_out_row(case: Case, seconds: float, task: Mapping[str, Any]) -> Row:
     >>> row["status"], row["error"]
     ('error', 'TimeoutError: the case ran longer than 30 s (per-case timeout)')
     """
-    row = _new_row(
-        case, task.get("judges", ()), task.get("judge_model"), task.get("dataset_fingerprint")
-    )
+    row = _new_row(case, task.get("dataset_fingerprint"))
     row["error"] = f"TimeoutError: the case ran longer than {seconds:g} s (per-case timeout)"
     row["finished_at"] = row["started_at"]
     row["latency_ms"] = round(seconds * 1000, 3)
@@ -283,12 +284,12 @@ def evaluate_case(
     """
     started = time.perf_counter()
     usage: dict[str, int] = {}
-    row = _new_row(case, judges, judge_model, dataset_fingerprint)
+    row = _new_row(case, dataset_fingerprint)
     try:
         output = case.output
         if output is None:
             if generate_model is None:
-                raise ValueError("the case has no output and no generate model was given")
+                raise RunnerError("the case has no output and no generate model was given")
             prompt = input_text(case.input)
             if prompt_template is not None:
                 prompt = prompt_template.replace("{input}", prompt)
@@ -313,7 +314,10 @@ def evaluate_case(
             row["judge_skipped"] = "a code check failed"
         elif judges:
             if judge_model is None:
-                raise ValueError("judges were given but no judge model")
+                raise RunnerError("judges were given but no judge model")
+            row["judge_model"] = model_spec(judge_model)
+            row["judge_temperature"] = getattr(judge_model, "temperature", None)
+            row["rubric_fingerprint"] = getattr(judges[0], "rubric_fingerprint", None)
             for judge in judges:
                 verdict = judge(
                     judge_model,
@@ -324,7 +328,7 @@ def evaluate_case(
                 data = verdict.to_dict()
                 _add_usage(usage, data.get("usage"))
                 row["judges"][data["name"]] = data
-                if getattr(verdict, "error", None):
+                if getattr(verdict, "error", None) and not row["error"]:
                     row["error"] = f"judge {data['name']}: {verdict.error}"
                 judges_ok = judges_ok and data.get("verdict") == "PASS"
             row["judge"] = next(iter(row["judges"].values()))
@@ -398,9 +402,9 @@ def run(
     a thread pool of ``concurrency`` workers; each row is written to ``out`` and
     passed to ``on_row`` as soon as its case finishes. With ``max_errors``, the
     run stops taking new cases once more than that many have errored, and the
-    result is marked incomplete; so it is when the first ``fail_fast`` cases to
-    finish (default 10) all errored — an unreachable server or a wrong model
-    name, not worth a full run of retries (None never stops). With
+    result is marked incomplete; so it is when ``fail_fast`` cases (default
+    10) have errored before any model call succeeded — an unreachable server
+    or a wrong model name, not worth a full run of retries (None never stops). With
     ``case_timeout`` (seconds), a case still running that long after it started
     becomes an error row and the run moves on without it.
 
@@ -412,11 +416,13 @@ def run(
     (['pass', 'fail'], 1)
     """
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
+        raise RunnerError(f"concurrency must be a positive integer, got {concurrency!r}")
     if max_errors is not None and max_errors < 0:
-        raise ValueError(f"max_errors must be 0 or more, got {max_errors!r}")
+        raise RunnerError(f"max_errors must be 0 or more, got {max_errors!r}")
     if case_timeout is not None and not case_timeout > 0:
-        raise ValueError(f"case_timeout must be a positive number of seconds, got {case_timeout!r}")
+        raise RunnerError(
+            f"case_timeout must be a positive number of seconds, got {case_timeout!r}"
+        )
     judge_list = list(judges) if isinstance(judges, (list, tuple)) else ([judges] if judges else [])
     judge_model = _resolve(judge_model)
     generate_model = _resolve(generate_model)
@@ -548,20 +554,24 @@ def _run_rows(
     starts: dict[str, float] = {}
     sequence = itertools.count()
     case_iter = iter(cases)
-    errors = finished = 0
+    errors = model_successes = 0
     stopping = False
 
     def count_error(row: Row) -> None:
-        nonlocal errors, finished, stopping
-        finished += 1
-        if row["status"] != "error" or not result.complete:
+        nonlocal errors, model_successes, stopping
+        if row["status"] != "error":
+            model_successes += bool(row.get("judges") or row.get("generate_model"))
+            return
+        if not result.complete:
             return
         errors += 1
         reason = None
         if max_errors is not None and errors > max_errors:
             reason = f"more than {max_errors} cases errored"
-        elif fail_fast and errors == finished == fail_fast:
-            reason = f"the first {fail_fast} cases all errored (last: {row['error']})"
+        elif fail_fast and errors == fail_fast and not model_successes:
+            reason = (
+                f"{fail_fast} cases errored before any model call succeeded (last: {row['error']})"
+            )
         if reason:
             result.complete = False
             result.stopped_reason = reason
@@ -675,6 +685,11 @@ def read_rows(path: str | Path, *, repair: bool = False) -> list[Row]:
             continue
         if not isinstance(row, dict) or not isinstance(row.get("id"), str):
             raise ResultsFileError(f'{path}:{number}: expected a result row with an "id"')
+        if row.get("status") not in ("pass", "fail", "error"):
+            raise ResultsFileError(
+                f'{path}:{number}: not a result row (no "status" of pass, fail or error): '
+                "is this a cases or labels file? Result rows are what tinyeval run writes"
+            )
         rows.append(row)
     return rows
 
@@ -703,7 +718,7 @@ def parse_shard(text: str) -> tuple[int, int]:
     except ValueError:
         index = count = 0
     if not sep or count < 1 or not 1 <= index <= count:
-        raise ValueError(f"--shard expects I/N with 1 <= I <= N, got {text!r}")
+        raise RunnerError(f"--shard expects I/N with 1 <= I <= N, got {text!r}")
     return index, count
 
 
