@@ -310,3 +310,56 @@ def test_case_timeout_turns_a_stuck_case_into_an_error_row(tmp_path: Path) -> No
     rows = {json.loads(line)["id"]: json.loads(line) for line in out.read_text().splitlines()}
     assert rows["stuck"]["status"] == "error" and "per-case timeout" in rows["stuck"]["error"]
     assert json.loads(done.stdout)["errors"] == 1
+
+
+class TestRefusedBeforeRunning:
+    def refused(self, tmp_path: Path, *args: str, records: list[dict] | None = None) -> str:
+        cases = write_jsonl(
+            tmp_path / "cases.jsonl", records or amount_records(2, 0) + tone_records(2)
+        )
+        out = tmp_path / "rows.jsonl"
+        done = tinyeval("run", str(cases), "--out", str(out), *args)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+        assert not out.exists()
+        return done.stderr
+
+    def test_out_over_the_input_file(self, tmp_path: Path) -> None:
+        cases = write_jsonl(tmp_path / "cases.jsonl", amount_records(2, 0))
+        done = tinyeval("run", str(cases), "--out", str(cases))
+        assert done.returncode == 2 and "is the input file" in done.stderr
+        assert len(cases.read_text().splitlines()) == 2  # untouched
+
+    def test_a_misspelt_threshold_category(self, tmp_path: Path) -> None:
+        message = self.refused(tmp_path, "--threshold", "amount_extractoin=1")
+        assert "did you mean 'amount_extraction'?" in message
+
+    def test_an_unknown_judge_category(self, tmp_path: Path) -> None:
+        message = self.refused(tmp_path, "--criterion", "unsupported-claims",
+                               "--judge-category", "support")  # fmt: skip
+        assert "no case has the category 'support'" in message
+
+    def test_options_that_need_a_partner(self, tmp_path: Path) -> None:
+        assert "--judge-model has no effect without --criterion" in self.refused(
+            tmp_path, "--judge-model", "builtin"
+        )
+        assert "--prompt-template has no effect without --generate-model" in self.refused(
+            tmp_path, "--prompt-template", "t.txt"
+        )
+
+    def test_cases_without_output_and_no_generate_model(self, tmp_path: Path) -> None:
+        message = self.refused(tmp_path, records=[{"id": "a", "output": "x"}, {"id": "b"}])
+        assert "1 case(s) have no output (the first at" in message and "cases.jsonl:2" in message
+
+    def test_a_threshold_given_twice(self, tmp_path: Path) -> None:
+        message = self.refused(tmp_path, "--threshold", "tone=0.9", "--threshold", "tone=0.8")
+        assert "given twice" in message
+
+    def test_a_shard_out_of_range_is_one_line(self, tmp_path: Path) -> None:
+        assert "--shard" in self.refused(tmp_path, "--shard", "4/3")
+
+    def test_a_vanished_category_still_blocks_rather_than_refusing(self, tmp_path: Path) -> None:
+        cases = write_jsonl(tmp_path / "cases.jsonl", tone_records(2))
+        done = tinyeval("run", str(cases), "--out", str(tmp_path / "o.jsonl"),
+                        "--threshold", "safety=0.99")  # fmt: skip
+        assert done.returncode == 1 and "no cases in this category" in done.stdout
