@@ -245,7 +245,7 @@ def test_join_by_id_reports_unmatched_ids_on_both_sides() -> None:
     assert cal.without_verdict == ("d", "e")
     assert cal.false_alarms == 1
     text = cal.to_text()
-    assert "1 result rows without a label, 1 labels without a result row" in text
+    assert "1 result row without a label, 1 label without a result row" in text
     assert "2 labelled rows" in text
 
 
@@ -281,6 +281,78 @@ def test_pairwise_winners_are_read() -> None:
     assert cal.confusion["A"] == {"A": 1, "TIE": 1, None: 1}
 
 
+def test_a_label_the_pass_fail_judge_cannot_give_is_an_error(tmp_path: Path) -> None:
+    from tinyeval.label import read_labels
+
+    rows = [result_row("a", P), result_row("b", F), result_row("c", None)]
+    path = write_jsonl(
+        tmp_path / "labels.jsonl",
+        [label_record("a", "pass"), label_record("b", "maybe"), label_record("c", F)],
+    )
+    with pytest.raises(CalibrationError) as info:
+        calibrate_results(rows, read_labels(path))
+    assert str(info.value) == (
+        f"calibrate: id 'b' ({path}:2) has the human label 'maybe', but the judge gives "
+        "PASS/FAIL verdicts: expected PASS or FAIL (other labels are for a graded or "
+        "multiple-choice judge)"
+    )
+    # a grade for a PASS/FAIL judge is refused too; a plain dict record has no line to name
+    with pytest.raises(CalibrationError, match=r"id 'a' has the human label 3, but"):
+        calibrate_results(rows, {"a": label_record("a", 3)})
+
+
+def test_grades_and_pairwise_labels_follow_their_judge() -> None:
+    graded = [
+        result_row("a", None, judge={"verdict": 4}),
+        result_row("b", None, judge={"verdict": 2}),
+    ]
+    cal = calibrate_results(graded, {"a": label_record("a", 4), "b": label_record("b", 3)})
+    assert cal.kind == "multiclass" and cal.labels == (2, 3, 4)
+    with pytest.raises(
+        CalibrationError, match="the judge gives grades \\(numbers\\): expected a number"
+    ):
+        calibrate_results(graded, {"a": label_record("a", "PASS")})
+    pairwise = [result_row("a", None, judge={"winner": "A", "error": None})]
+    with pytest.raises(CalibrationError, match="the judge is pairwise: expected A, B or TIE"):
+        calibrate_results(pairwise, {"a": label_record("a", "maybe")})
+    # verdicts of the user's own choices: any label may be one of them
+    chosen = [result_row("a", None, judge={"verdict": "polite"})]
+    assert calibrate_results(chosen, {"a": label_record("a", "rude")}).n == 1
+
+
+def test_an_unknown_judge_name_lists_the_judges_there_are() -> None:
+    row = result_row("a", P)
+    row["judges"] = {"tone": {"verdict": F}, "grounded": {"verdict": P}}
+    with pytest.raises(CalibrationError) as info:
+        calibrate_results([row], {"a": label_record("a", F)}, judge="tono")
+    assert str(info.value) == (
+        "calibrate: unknown judge 'tono'; the rows have the judges 'grounded', 'tone'"
+    )
+    with pytest.raises(CalibrationError, match="the rows have no named judges"):
+        calibrate_results([result_row("a", P)], {"a": label_record("a", F)}, judge="tone")
+
+
+def test_the_verdict_stands_on_its_own() -> None:
+    # 18 pairs, all agreeing: kappa 1, so the only problem is the count
+    one = calibrate([P, F] * 9, [P, F] * 9)
+    assert one.verdict == (
+        "do not rely on the judge's figure yet: only 18 labelled cases: too few to trust; "
+        "label at least 50"
+    )
+    # the always-PASS judge: kappa 0, too few labels, no better than always PASS
+    three = calibrate([P] * 10, [P] * 9 + [F])
+    assert three.verdict.startswith("do not rely on the judge's figure yet: kappa 0.00 is below")
+    assert three.verdict.endswith("(and 2 more problems listed in the calibration's warnings)")
+    for cal in (one, three):
+        assert "below" not in cal.verdict.replace("is below 0.6", "")
+        text = cal.to_text()
+        assert "verdict: do not rely on the judge's figure yet:\n  - " in text
+        assert all(f"  - {warning}" in text for warning in cal.warnings)
+    single = calibrate([P], [P])
+    assert "on 1 labelled case\n" in single.to_text() + "\n"
+    assert "only 1 labelled case: too few to trust; label at least 50" in single.warnings
+
+
 def test_calibration_expires_with_another_rubric_model_or_output() -> None:
     rows = [result_row(str(i), P) for i in range(4)]
     labels = {
@@ -291,7 +363,7 @@ def test_calibration_expires_with_another_rubric_model_or_output() -> None:
     }
     cal = calibrate_results(rows, labels)
     assert len(cal.expired) == 3
-    assert "1 of 4 labels were compared against rubric rubric-0" in cal.expired[0]
+    assert "1 of 4 labels was compared against rubric rubric-0" in cal.expired[0]
     assert "judge model openai:gpt-x but these results use builtin" in cal.expired[1]
     assert "different output" in cal.expired[2]
     assert all(w in cal.warnings for w in cal.expired)
@@ -501,7 +573,7 @@ def test_cli_calibrate_text_disagreements_only_and_save(
     assert code == 0
     assert "failure recall     11/12 = 91.7%" in out
     assert "false alarms       1/48 = 2.1%" in out
-    assert "0 result rows without a label, 1 labels without a result row" in out
+    assert "0 result rows without a label, 1 label without a result row" in out
     assert "disagreements: 2 of 60" in out
     assert [json.loads(line)["id"] for line in dis.read_text().splitlines()] == ["c03", "c10"]
     assert load_calibration(cal_path).n == 60

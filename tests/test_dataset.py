@@ -327,10 +327,18 @@ class TestJsonList:
         path = write(tmp_path / "cases.json", '[\n  {"id": "a"},\n  {"id": "b",}\n]')
         assert_error(load_error(path), path, 3, None, "not valid JSON")
 
-    @pytest.mark.parametrize("text", ['{"id": "a"}', '"cases"', '{"cases": {"id": "a"}}', "3"])
-    def test_not_a_list(self, tmp_path: Path, text: str) -> None:
+    @pytest.mark.parametrize(
+        ("text", "got"),
+        [
+            ('{"id": "a"}', "got an object"),
+            ('"cases"', "got string 'cases'"),
+            ('{"cases": {"id": "a"}}', "got an object"),
+            ("3", "got number 3"),
+        ],
+    )
+    def test_not_a_list(self, tmp_path: Path, text: str, got: str) -> None:
         path = write(tmp_path / "cases.json", text)
-        assert_error(load_error(path), path, 1, None, "expected a JSON list of cases")
+        assert_error(load_error(path), path, 1, None, "expected a JSON list of cases", got)
 
     def test_an_empty_list_has_no_cases(self, tmp_path: Path) -> None:
         path = write(tmp_path / "cases.json", "[]")
@@ -425,9 +433,40 @@ class TestCsv:
         path = write(tmp_path / "cases.csv", "id,output\na,x\nb,y,z\n")
         assert_error(load_error(path), path, 3, None, "3 cells but the header has 2 columns")
 
-    def test_fewer_cells_than_columns_leave_the_rest_absent(self, tmp_path: Path) -> None:
-        (case,) = load(write(tmp_path / "cases.csv", "id,output,label\na\n"))
+    def test_fewer_cells_than_columns(self, tmp_path: Path) -> None:
+        path = write(tmp_path / "cases.csv", "id,output,label\na,x,PASS\n\nb\n")
+        assert_error(load_error(path), path, 4, None, "1 cell but the header has 3 columns")
+        two = write(tmp_path / "two.csv", "id,output,label\na,x\n")
+        assert_error(load_error(two), two, 2, None, "2 cells but the header has 3 columns")
+
+    def test_empty_cells_are_absent_values(self, tmp_path: Path) -> None:
+        (case,) = load(write(tmp_path / "cases.csv", "id,output,label\na,,\n"))
         assert (case.id, case.output, case.label) == ("a", None, None)
+
+    @pytest.mark.parametrize(
+        ("header", "bom"),
+        [
+            ("id;category;input;output", ""),
+            ("id;category;input;output", "\ufeff"),
+            ("id\tcategory\tinput\toutput", ""),
+        ],
+    )
+    def test_a_header_split_by_another_separator(
+        self, tmp_path: Path, header: str, bom: str
+    ) -> None:
+        row = header.replace("id", "a-1").replace("category", "tono")
+        path = write(tmp_path / "export.csv", f"{bom}{header}\n{row}\n")
+        assert_error(
+            load_error(path),
+            path,
+            1,
+            None,
+            f"the header has 1 column {header!r}: tinyeval reads comma-separated CSV "
+            "(re-export with commas)",
+        )
+
+    def test_a_one_column_file_is_still_read(self, tmp_path: Path) -> None:
+        assert [c.id for c in load(write(tmp_path / "ids.csv", "id\na\nb\n"))] == ["a", "b"]
 
     def test_an_empty_column_name(self, tmp_path: Path) -> None:
         path = write(tmp_path / "cases.csv", "id,,output\na,b,c\n")
@@ -484,7 +523,9 @@ class TestYaml:
     def test_not_a_list(self, tmp_path: Path) -> None:
         pytest.importorskip("yaml")
         path = write(tmp_path / "cases.yaml", "id: a\noutput: x\n")
-        assert_error(load_error(path), path, 1, None, "expected a YAML list of cases")
+        assert_error(
+            load_error(path), path, 1, None, "expected a YAML list of cases", "got an object"
+        )
 
     def test_a_date_is_refused_rather_than_crashing_the_fingerprint(self, tmp_path: Path) -> None:
         pytest.importorskip("yaml")
@@ -565,7 +606,14 @@ class TestEncodingAndFormat:
     @pytest.mark.parametrize("name", ["cases.txt", "cases", "cases.gz", "cases.tsv.gz"])
     def test_unknown_extension(self, tmp_path: Path, name: str) -> None:
         path = write(tmp_path / name, jsonl({"id": "a"}))
-        assert_error(load_error(path), path, None, None, "cannot tell the format", "format=")
+        assert_error(
+            load_error(path),
+            path,
+            None,
+            None,
+            "cannot tell the format",
+            "give the format (--format on the command line, format= in Python)",
+        )
 
     def test_format_override(self, tmp_path: Path) -> None:
         as_txt = write(tmp_path / "cases.txt", jsonl({"id": "a"}))
@@ -684,7 +732,7 @@ class TestFieldMapping:
         with pytest.raises(DatasetError) as info:
             parse_field_mapping([text])
         assert info.value.field == "--field"
-        assert str(info.value) == f"<cases>: --field: expected KEY=PATH, got {text!r}"
+        assert str(info.value) == f"--field: expected KEY=PATH, got {text!r}"
 
     def test_unknown_key_without_a_close_match_lists_the_keys(self) -> None:
         with pytest.raises(DatasetError) as info:
@@ -761,7 +809,23 @@ class TestValidation:
 
     def test_a_truncated_last_line_says_so(self, tmp_path: Path) -> None:
         path = write(tmp_path / "cases.jsonl", '{"id": "a"}\n{"id": "b", "output": "cut mid-wr')
-        assert_error(load_error(path), path, 2, None, "the last line is cut short")
+        # The string's quote is column 23: '{"id": "b", "output": ' before it is 22 characters.
+        assert str(load_error(path)) == (
+            f"{path}:2: the last line is not complete JSON: "
+            "Unterminated string starting at column 23 (is the file cut short?)"
+        )
+
+    def test_messages_ending_in_at_do_not_say_at_twice(self, tmp_path: Path) -> None:
+        # The parser's own messages "Invalid control character at" and "Unterminated
+        # string starting at" already end in "at".
+        path = write(tmp_path / "cases.jsonl", '{"id": "a"}\n{"id": "b\n')
+        # '{"id": "b' is 9 characters, so the newline inside the string is column 10.
+        assert_error(load_error(path), path, 2, None, "Invalid control character at column 10")
+        assert "at at" not in str(load_error(path))
+        cell = write(tmp_path / "cases.csv", 'id,expect\na,"{""x"": ""y}"\n')
+        assert_error(load_error(cell), cell, 2, "expect", "starting at column 7")
+        listed = write(tmp_path / "cases.json", '[{"id": "a"},\n {"id": "b}]')
+        assert "at at" not in str(load_error(listed))
 
     def test_a_broken_line_with_its_newline_is_not_called_cut_short(self, tmp_path: Path) -> None:
         path = write(tmp_path / "cases.jsonl", '{"id": "a"}\n{"id": "b", "output": "cut\n')
@@ -852,8 +916,14 @@ class TestSample:
     def test_bad_sizes(self, n: Any) -> None:
         with pytest.raises(DatasetError) as info:
             sample(self.CASES, n, seed=0)
-        assert info.value.field == "n"
+        assert info.value.field == "sample size"
+        assert str(info.value).startswith("sample size: ")
         assert repr(n) in str(info.value)
+
+    def test_one_case_is_singular(self) -> None:
+        with pytest.raises(DatasetError) as info:
+            sample([Case(id="a")], 2, seed=0)
+        assert str(info.value) == "sample size: asked for a sample of 2 but there is only 1 case"
 
     def test_too_large_says_how_many_there_are(self) -> None:
         with pytest.raises(DatasetError, match="sample of 1001 but there are only 1000 cases"):
@@ -905,7 +975,10 @@ class TestSplitHoldout:
     def test_bad_fractions(self, fraction: float) -> None:
         with pytest.raises(DatasetError) as info:
             split_holdout([Case(id="a")], fraction)
-        assert info.value.field == "fraction"
+        assert info.value.field == "holdout fraction"
+        assert str(info.value) == (
+            f"holdout fraction: expected a number between 0 and 1 (exclusive), got {fraction!r}"
+        )
 
     def test_the_salt_changes_the_split(self) -> None:
         cases = [Case(id=f"c{i}") for i in range(1000)]
@@ -1233,7 +1306,7 @@ class TestCommandLine:
         )
         assert result.returncode == 2
         assert result.stderr.decode() == (
-            "tinyeval: error: <cases>: --field: unknown key 'inptu'; did you mean 'input'?\n"
+            "tinyeval: error: --field: unknown key 'inptu'; did you mean 'input'?\n"
         )
         assert not (tmp_path / "rows.jsonl").exists()
 

@@ -210,7 +210,8 @@ def test_rows_without_output_are_counted_not_shown(tmp_path: Path) -> None:
     rows = [make_row("a"), {**make_row("b"), "output": None}]
     summary, text, _ = run_session(tmp_path, ["p"], rows=rows)
     assert summary.not_shown == 1 and summary.total == 1
-    assert "1 rows have no output and are not shown" in text
+    assert "1 row has no output and is not shown" in text
+    assert "Labelling 1 case into" in text and "Done: the 1 case is labelled" in text
     assert shown_ids(text) == ["a"]
 
 
@@ -227,6 +228,51 @@ def test_long_cases_are_paged(tmp_path: Path) -> None:
         order[0]: "PASS",
         order[1]: "FAIL",
     }
+
+
+def test_an_unknown_key_at_a_page_break_shows_the_keys_and_stays(tmp_path: Path) -> None:
+    long = "\n".join(f"line {i}" for i in range(30))
+    rows = [make_row("a", output=long)]
+    # "x" at the first page break: the keys again, the same page break; then Enter, then p
+    _, text, out = run_session(tmp_path, ["x", "", "", "", "p"], rows=rows, page_lines=12)
+    complaints = [line for line in text.splitlines() if line.startswith("unknown key 'x'")]
+    assert complaints == [
+        "unknown key 'x'; Enter next page, keys: p PASS, f FAIL, s skip, u undo, q quit"
+    ]
+    before, after = text.split(complaints[0])
+    assert "line 29" not in before and "line 29" in after
+    assert [r["label"] for r in read_labels(out).values()] == ["PASS"]
+
+
+def test_without_a_labeler_name_the_login_or_anonymous_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import getpass
+
+    from tinyeval.label import default_labeler
+
+    for variable in ("USER", "USERNAME"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setattr(getpass, "getuser", lambda: "login-name")
+    assert default_labeler() == "login-name"
+    out = tmp_path / "labels.jsonl"
+    label_session([make_row("a")], out, keys=["p"], write=lambda text: None)
+    assert read_labels(out)["a"]["labeler"] == "login-name"
+
+    def no_login() -> str:
+        raise OSError("No username set in the environment")
+
+    monkeypatch.setattr(getpass, "getuser", no_login)
+    assert default_labeler() == "anonymous"
+    assert default_labeler({"USER": "ana"}) == "ana"
+
+
+def test_read_labels_records_know_their_line(tmp_path: Path) -> None:
+    path = tmp_path / "labels.jsonl"
+    path.write_text('{"id": "a", "label": "PASS"}\n\n{"id": "b", "label": "FAIL"}\n')
+    records = read_labels(path)
+    assert (records["b"].source, records["b"].line) == (str(path), 3)
+    assert json.dumps(records["b"]) == '{"id": "b", "label": "FAIL"}'
 
 
 def test_wrapping_follows_the_width(tmp_path: Path) -> None:
@@ -251,7 +297,10 @@ def test_session_refuses_bad_setup(tmp_path: Path) -> None:
     ("lines", "message"),
     [
         (['{"id": "a", "label": "PASS"}', "{oops"], ":2: not valid JSON"),
-        (['["a"]'], ":1: expected a JSON object"),
+        # '{"id": "a' is 9 characters: the newline inside the string is column 10
+        (['{"id": "a'], ":1: not valid JSON: Invalid control character at column 10"),
+        (['["a"]'], ":1: expected a JSON object, got a list"),
+        (['"PASS"'], ":1: expected a JSON object, got string 'PASS'"),
         (['{"label": "PASS"}'], ":1: field 'id'"),
         (['{"id": "a"}'], ":1: expected a field 'label'"),
         (['{"id": "a", "label": null}'], ":1: field 'label'"),

@@ -463,6 +463,43 @@ def test_the_key_never_leaks(
     assert any("openai:gpt-test" in t for t in texts)  # the cache row was dumped
 
 
+def test_a_reply_that_echoes_the_key_is_scrubbed(
+    server: FakeServer, sleeps: Sleeps, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from tinyeval.cache import ResponseCache, cached
+
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    server.answer(200, openai_ok("PASS. You sent $AUTHORIZATION", model="gpt-echo"))
+    server.answer(200, openai_ok("PASS. Nothing echoed."))
+    model = openai(server, sleeps)
+    with ResponseCache(tmp_path / "cache.sqlite3") as cache:
+        reply = cached(model, cache)("hi")
+        again = cached(model, cache)("hi")  # served from the cache
+        plain = model("other")
+    assert server.requests[0]["headers"]["authorization"] == f"Bearer {FAKE_KEY}"
+    assert str(reply) == "PASS. You sent Bearer ***"
+    assert (reply.usage, reply.model) == ({"input_tokens": 12, "output_tokens": 3}, "gpt-echo")
+    assert str(again) == str(reply) and again.cached
+    assert str(plain) == "PASS. Nothing echoed." and plain.usage is not None
+    with sqlite3.connect(tmp_path / "cache.sqlite3") as db:
+        rows = [
+            repr(row)
+            for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            for row in db.execute(f"SELECT * FROM {table}")
+        ]
+    assert any("Bearer ***" in row for row in rows)
+    assert not any("SECRET123" in row for row in rows)
+
+
+def test_a_command_reply_holding_an_environment_secret_is_scrubbed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-abcdefgh-123")
+    model = resolve("cmd:cat")
+    assert model("token tok-abcdefgh-123 here") == "token *** here"
+    assert model("nothing secret") == "nothing secret"
+
+
 def test_a_spec_holding_a_secret_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     with pytest.raises(ModelConfigError, match="contains the value of a secret") as caught:
@@ -615,6 +652,17 @@ def test_builtin_spec() -> None:
 def test_bad_specs(spec: str) -> None:
     with pytest.raises(ModelConfigError):
         resolve(spec)
+
+
+@pytest.mark.parametrize("spec", ["gpt-4o-mini", "llama3.1:8b", "foo:bar", "", "two words"])
+def test_a_bare_model_name_suggests_the_openai_scheme(spec: str) -> None:
+    with pytest.raises(ModelConfigError) as caught:
+        resolve(spec)
+    hint = "; for an OpenAI-compatible model write openai:"
+    if spec == "gpt-4o-mini":
+        assert str(caught.value).endswith(f"{hint}gpt-4o-mini")
+    else:
+        assert hint not in str(caught.value)
 
 
 @pytest.mark.parametrize(

@@ -457,3 +457,35 @@ def test_bundled_example_renders(tmp_path: Path) -> None:
     assert chart_names == [*dict.fromkeys(groups), "global"]
     assert tree.find_all("table", "judges")  # support_answers was judged
     assert tree.find("p", "outcome").text() == "Gate FAILED"
+
+
+# --------------------------------------------------------------------------- Markdown summary
+
+
+def test_markdown_without_thresholds_says_not_gated() -> None:
+    from tinyeval.report import summary_markdown
+
+    ungated = summary_markdown(gate({"tone": {"passed": 1, "total": 2}}))
+    assert ungated.splitlines()[0] == "### tinyeval: not gated (no thresholds)"
+    assert "PASSED" not in ungated
+    passed = summary_markdown(gate({"tone": {"passed": 2, "total": 2}}, {"tone": 0.5}))
+    assert passed.splitlines()[0] == "### tinyeval: gate PASSED"
+
+
+def test_markdown_escapes_category_names() -> None:
+    from tinyeval.report import summary_markdown
+
+    table = summary_markdown(gate({"a|b<i>": {"passed": 1, "total": 2}}, {"a|b<i>": 0.9}))
+    row = table.splitlines()[4]
+    assert row.startswith("| a\\|b&lt;i&gt; | 1/2 = 50.0% ")
+    # Four cells: the unescaped pipes are exactly the five borders of the row.
+    assert row.replace("\\|", "").count("|") == 5
+    assert "<i>" not in table
+    assert summary_markdown(gate({"R&D": {"passed": 1, "total": 1}})).count("| R&amp;D |") == 1
+
+
+def test_counts_of_one_are_singular() -> None:
+    rows = [{"id": "t-1", "category": "tone", "status": "pass"}]
+    page = html_report(rows, gate({"tone": {"passed": 1, "total": 1}}, {"tone": 0.5}))
+    assert "The 1 case passed." in page and "1 result row<" in page
+    assert "the 1 gated category meets its threshold" in page

@@ -86,6 +86,8 @@ _EXPORTS: dict[str, str] = {
     "load_calibration": "calibration",
     "label_session": "label",
     "read_labels": "label",
+    "LabelRecord": "label",
+    "default_labeler": "label",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -138,6 +138,11 @@ class Rate(NamedTuple):
         }
 
 
+def _count(number: int, noun: str, plural: str | None = None) -> str:
+    """``number`` and ``noun``, plural unless there is exactly one: ``1 label``, ``2 labels``."""
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"
+
+
 def _rate(successes: int, n: int) -> Rate | None:
     return Rate.of(successes, n) if n else None
 
@@ -462,9 +467,8 @@ def _warnings(cal: Calibration) -> list[str]:
             "chance, so the figure is the judge's opinion, not your criterion"
         )
     if cal.n < MIN_LABELS:
-        cases = "case" if cal.n == 1 else "cases"
         found.append(
-            f"only {cal.n} labelled {cases}: too few to trust; label at least {MIN_LABELS}"
+            f"only {_count(cal.n, 'labelled case')}: too few to trust; label at least {MIN_LABELS}"
         )
     if cal.kind == "pass/fail" and cal.parsed and not cal.human_failures:
         found.append(
@@ -484,22 +488,34 @@ def _warnings(cal: Calibration) -> list[str]:
         )
     if cal.unparsed > UNPARSED_TOLERANCE * cal.n:
         found.append(
-            f"{cal.unparsed} of {cal.n} judge replies did not parse: they are left out of the "
-            "figures above and counted as disagreements in agreement_with_unparsed; fix the "
-            "judge's answer format before trusting it"
+            f"{cal.unparsed} of {_count(cal.n, 'judge reply', 'judge replies')} did not parse: "
+            "they are left out of agreement, failure recall and kappa, and counted as "
+            "disagreements in agreement_with_unparsed; fix the judge's answer format before "
+            "trusting it"
         )
     return found
 
 
+_DISTRUST = "do not rely on the judge's figure yet"
+
+
 def _verdict(cal: Calibration) -> str:
+    """One sentence that stands on its own (it is shown where the warnings are not).
+
+    >>> _verdict(calibrate(["PASS", "FAIL"] * 9, ["PASS", "FAIL"] * 9))
+    "do not rely on the judge's figure yet: only 18 labelled cases: too few to trust; label at \
+least 50"
+    """
     if not cal.warnings:
         recall = f"; it caught {cal.failure_recall} of your failures" if cal.failure_recall else ""
         return (
             f"the judge agrees with your labels beyond chance (kappa {cal.kappa:.2f} on "
-            f"{cal.parsed} cases{recall}): its figure can stand for your criterion"
+            f"{_count(cal.parsed, 'case')}{recall}): its figure can stand for your criterion"
         )
-    problems = len(cal.warnings)
-    return f"do not rely on the judge's figure yet: {problems} problem{'s' * (problems > 1)} below"
+    first, more = cal.warnings[0], len(cal.warnings) - 1
+    if more:
+        first += f" (and {_count(more, 'more problem')} listed in the calibration's warnings)"
+    return f"{_DISTRUST}: {first}"
 
 
 def _build(
@@ -706,17 +722,72 @@ def _expiry(mismatches: Mapping[str, list[tuple[Any, Any]]], matched: int) -> li
         then = sorted({_short(old) for old, _ in pairs})
         now = sorted({_short(new) for _, new in pairs})
         if what == "output":
+            were = "was" if len(pairs) == 1 else "were"
             found.append(
-                f"CALIBRATION EXPIRED: {len(pairs)} of {matched} labels were given to a different "
-                "output than these results hold: the human label may not apply; re-label them"
+                f"CALIBRATION EXPIRED: {len(pairs)} of {_count(matched, 'label')} {were} given to "
+                "a different output than these results hold: the human label may not apply; "
+                "re-label them"
             )
         else:
+            were = "was" if len(pairs) == 1 else "were"
             found.append(
-                f"CALIBRATION EXPIRED: {len(pairs)} of {matched} labels were compared against "
+                f"CALIBRATION EXPIRED: {len(pairs)} of {_count(matched, 'label')} {were} compared "
+                "against "
                 f"{what} {', '.join(then)} but these results use {', '.join(now)}: re-label or "
                 f"judge with the labelled {what}"
             )
     return found
+
+
+def _unknown_judge(name: str, names: Iterable[str]) -> str:
+    """The message for a judge name that no row has."""
+    found = sorted(names)
+    if found:
+        listed = ", ".join(repr(n) for n in found)
+        return f"calibrate: unknown judge {name!r}; the rows have the judges {listed}"
+    return (
+        f"calibrate: unknown judge {name!r}; the rows have no named judges "
+        "(leave the judge name out to calibrate each row's judge)"
+    )
+
+
+def _check_human_kind(
+    ids: Sequence[Any],
+    judged: Sequence[Any],
+    humans: Sequence[Any],
+    labels: Mapping[Any, Mapping[str, Any]],
+    *,
+    pairwise: bool,
+) -> None:
+    """Refuse a human label the judge could never give (see ``calibrate_results``)."""
+    parsed = [
+        _as_label(value, "judge", index) for index, value in enumerate(judged) if value is not None
+    ]
+    if pairwise:
+        kind, allowed, expected = "is pairwise", ("A", "B", "TIE"), "A, B or TIE"
+    elif parsed and all(_is_number(label) for label in parsed):
+        kind, allowed, expected = "gives grades (numbers)", None, "a number"
+    elif all(label in ("PASS", "FAIL") for label in parsed):
+        kind, allowed, expected = "gives PASS/FAIL verdicts", ("PASS", "FAIL"), "PASS or FAIL"
+    else:
+        return  # choices of the user's own: any label may be one of them
+    for index, (key, value) in enumerate(zip(ids, humans, strict=True)):
+        human = _as_label(value, "human", index)
+        fits = _is_number(human) if allowed is None else human in allowed
+        if fits:
+            continue
+        record = labels[key]
+        source, line = getattr(record, "source", None), getattr(record, "line", None)
+        where = f" ({source}:{line})" if source and line else ""
+        hint = (
+            " (other labels are for a graded or multiple-choice judge)"
+            if allowed == ("PASS", "FAIL")
+            else ""
+        )
+        raise CalibrationError(
+            f"calibrate: id {key!r}{where} has the human label {value!r}, but the judge {kind}: "
+            f"expected {expected}{hint}"
+        )
 
 
 def calibrate_results(
@@ -745,23 +816,48 @@ def calibrate_results(
     >>> cal.n, cal.unmatched_results, cal.unmatched_labels
     (1, ('b',), ('c',))
     >>> print(cal.expired[0])  # doctest: +ELLIPSIS
-    CALIBRATION EXPIRED: 1 of 1 labels were compared against rubric r1 but these results use r2: ...
+    CALIBRATION EXPIRED: 1 of 1 label was compared against rubric r1 but these results use r2: ...
 
-    Raises ``CalibrationError`` when no labelled row has a judge verdict to compare.
+    The human labels must be of the judge's kind, or the comparison means
+    nothing (a "maybe" is neither PASS nor FAIL). The rule, from the judge's
+    verdicts in the compared rows: a pairwise judge (``winner``) takes A, B or
+    TIE; a judge whose parsed verdicts are all numbers is graded and takes
+    numbers; a judge whose parsed verdicts are PASS/FAIL (or that has none
+    parsed) takes PASS or FAIL, in any case; a judge with other verdicts
+    (choices of your own) takes any label.
+
+    >>> calibrate_results(rows, {"a": {"label": "maybe"}})
+    Traceback (most recent call last):
+    ...
+    tinyeval.calibration.CalibrationError: calibrate: id 'a' has the human label 'maybe', but \
+the judge gives PASS/FAIL verdicts: expected PASS or FAIL (other labels are for a graded or \
+multiple-choice judge)
+
+    Raises ``CalibrationError`` when a human label is not of the judge's kind
+    (naming the id, and the labels file and line for records from
+    ``read_labels``), when ``judge`` names no judge of the rows (listing
+    those they have), or when no labelled row has a judge verdict to compare.
     """
     keep = set(only) if only is not None else None
     by_id: dict[Any, Mapping[str, Any]] = {}
     seen: set[Any] = set()
+    names: set[str] = set()
     for number, row in enumerate(rows, start=1):
         key = row.get("id")
         if key in seen:
             raise CalibrationError(f"calibrate: result row {number} repeats the id {key!r}")
         seen.add(key)
+        judges = row.get("judges")
+        if isinstance(judges, Mapping):
+            names.update(str(name) for name in judges)
         if keep is None or key in keep:
             by_id[key] = row
+    if judge and judge not in names:
+        raise CalibrationError(_unknown_judge(judge, names))
     labels = {key: value for key, value in labels.items() if keep is None or key in keep}
 
     ids, judged, humans, categories = [], [], [], []
+    pairwise = False
     without_verdict: list[Any] = []
     mismatches: dict[str, list[tuple[Any, Any]]] = {"rubric": [], "judge model": [], "output": []}
     rubrics, models = set(), set()
@@ -782,6 +878,7 @@ def calibrate_results(
             if old is not None and new is not None and old != new:
                 mismatches[what].append((old, new))
         ids.append(key)
+        pairwise = pairwise or "verdict" not in verdict
         judged.append(verdict["verdict"] if "verdict" in verdict else verdict.get("winner"))
         humans.append(record.get("label"))
         categories.append(str(row.get("category") or "default"))
@@ -790,10 +887,12 @@ def calibrate_results(
     unmatched_labels = tuple(k for k in labels if k not in by_id)
     if not ids:
         raise CalibrationError(
-            f"calibrate: no labelled result row has a judge verdict to compare ({len(by_id)} "
-            f"rows, {len(labels)} labels, {len(set(by_id) & set(labels))} ids in common, "
+            "calibrate: no labelled result row has a judge verdict to compare "
+            f"({_count(len(by_id), 'row')}, {_count(len(labels), 'label')}, "
+            f"{_count(len(set(by_id) & set(labels)), 'id')} in common, "
             f"{len(without_verdict)} of them without a verdict)"
         )
+    _check_human_kind(ids, judged, humans, labels, pairwise=pairwise)
     cal = calibrate(judged, humans, categories=categories, ids=ids)
     extra = _expiry(mismatches, len(ids))
     for what, values in (("rubrics", rubrics - {None}), ("judge models", models - {None})):
@@ -860,7 +959,9 @@ def load_calibration(path: str | Path) -> Calibration:
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise CalibrationError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+        raise CalibrationError(
+            f"{path}:{exc.lineno}: not valid JSON: {_json_problem(exc)}"
+        ) from None
     if not isinstance(document, dict) or document.get("format") != CALIBRATION_FORMAT:
         raise CalibrationError(
             f'{path}: expected a JSON object with "format": "{CALIBRATION_FORMAT}" '
@@ -892,6 +993,12 @@ def load_calibration(path: str | Path) -> Calibration:
         judge_model=document.get("judge_model"),
         rubric_fingerprint=document.get("rubric_fingerprint"),
     )
+
+
+def _json_problem(exc: json.JSONDecodeError) -> str:
+    """The parser's complaint and its column as one phrase (some of its messages end in "at")."""
+    joiner = " column" if exc.msg.endswith(" at") else " at column"
+    return f"{exc.msg}{joiner} {exc.colno}"
 
 
 # ---------------------------------------------------------------- the corrected pass rate
@@ -1175,7 +1282,7 @@ def corrected_rate_for(
 
 
 def _text_lines(cal: Calibration) -> list[str]:
-    lines = [f"judge vs human on {cal.n} labelled cases"]
+    lines = [f"judge vs human on {_count(cal.n, 'labelled case')}"]
     if cal.judge_model or cal.rubric_fingerprint:
         lines[0] += (
             f" (judge {cal.judge_model or '?'}, rubric {_short(cal.rubric_fingerprint or '?')})"
@@ -1227,20 +1334,20 @@ def _text_lines(cal: Calibration) -> list[str]:
         figure("spearman", rho)
     figure(
         "unparsed",
-        f"{cal.unparsed} of {cal.n} judge replies",
+        f"{cal.unparsed} of {_count(cal.n, 'judge reply', 'judge replies')}",
         f"(agreement counting them as disagreement: {cal.agreement_with_unparsed})",
     )
     if cal.without_verdict:
         figure(
             "no verdict",
-            f"{len(cal.without_verdict)} labelled rows",
+            _count(len(cal.without_verdict), "labelled row"),
             "(the judge did not run or errored; not compared)",
         )
     if cal.unmatched_results or cal.unmatched_labels:
         figure(
             "unmatched",
-            f"{len(cal.unmatched_results)} result rows without a label, "
-            f"{len(cal.unmatched_labels)} labels without a result row",
+            f"{_count(len(cal.unmatched_results), 'result row')} without a label, "
+            f"{_count(len(cal.unmatched_labels), 'label')} without a result row",
         )
     if cal.per_category and len(cal.per_category) > 1:
         lines.append("")
@@ -1252,6 +1359,9 @@ def _text_lines(cal: Calibration) -> list[str]:
             mark = "" if own else "  (a correction uses the overall figures: see the rule)"
             lines.append(f"  {name}: {sub.agreement or 'n/a'}{recall}{mark}")
     lines.append("")
-    lines.append(f"verdict: {cal.verdict}")
-    lines.extend(f"  - {warning}" for warning in cal.warnings)
+    if cal.warnings:
+        lines.append(f"verdict: {_DISTRUST}:")
+        lines.extend(f"  - {warning}" for warning in cal.warnings)
+    else:
+        lines.append(f"verdict: {cal.verdict}")
     return lines

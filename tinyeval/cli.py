@@ -1739,9 +1739,7 @@ def _cmd_label(args: argparse.Namespace) -> int:
     from .label import label_session, parse_choices, parse_grades
     from .runner import read_rows
 
-    labeler = args.labeler or os.environ.get("USER") or os.environ.get("USERNAME")
-    if not labeler:
-        raise UsageError("label needs --labeler NAME (the USER environment variable is not set)")
+    labeler = args.labeler  # None: the session falls back to $USER, the login name, "anonymous"
     choices = None
     if args.grades:
         choices = parse_grades(args.grades)

@@ -76,10 +76,14 @@ class DatasetError(ValueError):
     """A dataset that cannot be loaded as it is.
 
     The message reads ``FILE:LINE: FIELD: what was expected``; the parts are
-    also available as the attributes ``path``, ``line`` and ``field``.
+    also available as the attributes ``path``, ``line`` and ``field``. A
+    problem with no file behind it (a bad option or argument) reads
+    ``FIELD: what was expected``.
 
     >>> str(DatasetError("expected a non-empty string", path="cases.jsonl", line=3, field="id"))
     'cases.jsonl:3: id: expected a non-empty string'
+    >>> str(DatasetError("expected KEY=PATH, got 'input'", field="--field"))
+    "--field: expected KEY=PATH, got 'input'"
     """
 
     def __init__(
@@ -94,10 +98,10 @@ class DatasetError(ValueError):
         self.path = "<stdin>" if path == "-" else path
         self.line = line
         self.field = field
-        where = self.path or "<cases>"
+        where = self.path
         if line is not None:
-            where = f"{where}:{line}"
-        super().__init__(f"{where}: {field}: {message}" if field else f"{where}: {message}")
+            where = f"{where}:{line}" if where else f"line {line}"
+        super().__init__(": ".join(part for part in (where, field, message) if part))
 
 
 @dataclass(frozen=True)
@@ -175,7 +179,7 @@ def parse_field_mapping(items: Iterable[str]) -> dict[str, str]:
     >>> parse_field_mapping(["inptu=question"])
     Traceback (most recent call last):
     ...
-    tinyeval.dataset.DatasetError: <cases>: --field: unknown key 'inptu'; did you mean 'input'?
+    tinyeval.dataset.DatasetError: --field: unknown key 'inptu'; did you mean 'input'?
     """
     mapping: dict[str, str] = {}
     for item in items:
@@ -215,7 +219,8 @@ def _detect_format(path: str) -> tuple[str, bool]:
     if fmt is None:
         raise DatasetError(
             "cannot tell the format from the file name; expected .jsonl, .ndjson, .json, .csv, "
-            ".yaml or .yml (optionally .gz), or pass format=",
+            ".yaml or .yml (optionally .gz), or give the format (--format on the command line, "
+            "format= in Python)",
             path=path,
         )
     return fmt, gz
@@ -237,14 +242,30 @@ def _records_jsonl(stream: IO[str], path: str) -> Iterator[tuple[int, Any]]:
         except json.JSONDecodeError as exc:
             if not text.endswith("\n"):
                 raise DatasetError(
-                    f"the last line is cut short (a run killed mid-write?): {exc.msg} at column "
-                    f"{exc.colno}",
+                    f"the last line is not complete JSON: {_json_problem(exc)} "
+                    "(is the file cut short?)",
                     path=path,
                     line=number,
                 ) from None
             raise DatasetError(
-                f"not valid JSON: {exc.msg} at column {exc.colno}", path=path, line=number
+                f"not valid JSON: {_json_problem(exc)}", path=path, line=number
             ) from None
+
+
+def _json_problem(exc: json.JSONDecodeError) -> str:
+    """What the JSON parser objected to and the column it was at, read as one phrase.
+
+    Some of its messages already end in "at" ("Unterminated string starting at"),
+    so the column is joined without a second one.
+
+    >>> try:
+    ...     json.loads('{"id": "b')
+    ... except json.JSONDecodeError as exc:
+    ...     _json_problem(exc)
+    'Unterminated string starting at column 8'
+    """
+    joiner = " column" if exc.msg.endswith(" at") else " at column"
+    return f"{exc.msg}{joiner} {exc.colno}"
 
 
 def _records_json(text: str, path: str) -> Iterator[tuple[int, Any]]:
@@ -253,7 +274,9 @@ def _records_json(text: str, path: str) -> Iterator[tuple[int, Any]]:
     try:
         whole = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise DatasetError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+        raise DatasetError(
+            f"not valid JSON: {_json_problem(exc)}", path=path, line=exc.lineno
+        ) from None
     if isinstance(whole, dict) and isinstance(whole.get("cases"), list):
         start = _member_start(text, "cases")
     elif isinstance(whole, list):
@@ -261,7 +284,7 @@ def _records_json(text: str, path: str) -> Iterator[tuple[int, Any]]:
     else:
         raise DatasetError(
             'expected a JSON list of cases (or an object with a "cases" list), '
-            f"got {type(whole).__name__}",
+            f"got {_describe(whole)}",
             path=path,
             line=1,
         )
@@ -315,6 +338,7 @@ def _records_csv(stream: IO[str], path: str) -> Iterator[tuple[int, Any]]:
         if header is None:
             return
         names = [name.strip() for name in header]
+        _check_separator(names, path, start)
         if not all(names):
             raise DatasetError("the header row has an empty column name", path=path, line=start)
         twice = sorted({name for name in names if names.count(name) > 1})
@@ -332,14 +356,33 @@ def _records_csv(stream: IO[str], path: str) -> Iterator[tuple[int, Any]]:
         raise DatasetError(f"not valid CSV: {exc}", path=path, line=start) from None
 
 
+def _check_separator(names: list[str], path: str, line: int) -> None:
+    """Refuse a header that is one column holding semicolons or tabs: another separator."""
+    if len(names) != 1 or not any(sep in names[0] for sep in ";\t"):
+        return
+    shown = names[0] if len(names[0]) <= 60 else names[0][:57] + "..."
+    raise DatasetError(
+        f"the header has 1 column {shown!r}: tinyeval reads comma-separated CSV "
+        "(re-export with commas)",
+        path=path,
+        line=line,
+    )
+
+
 def _csv_record(names: list[str], cells: list[str], path: str, line: int) -> dict[str, Any]:
-    """One CSV row as a record: an empty cell is an absent value, JSON cells are decoded."""
-    if len(cells) > len(names):
+    """One CSV row as a record: an empty cell is an absent value, JSON cells are decoded.
+
+    A row must have as many cells as the header has columns (a blank line,
+    no cells at all, is skipped before it gets here).
+    """
+    if cells and len(cells) != len(names):
         raise DatasetError(
-            f"{len(cells)} cells but the header has {len(names)} columns", path=path, line=line
+            f"{_count(len(cells), 'cell')} but the header has {_count(len(names), 'column')}",
+            path=path,
+            line=line,
         )
     record: dict[str, Any] = {}
-    for key, cell in zip(names, cells, strict=False):  # a short row leaves the rest absent
+    for key, cell in zip(names, cells, strict=False):  # [] (a blank line) gives no record
         if cell == "":
             continue
         if key in _JSON_CELLS:
@@ -347,7 +390,7 @@ def _csv_record(names: list[str], cells: list[str], path: str, line: int) -> dic
                 record[key] = json.loads(cell)
             except json.JSONDecodeError as exc:
                 raise DatasetError(
-                    f"expected JSON in this cell: {exc.msg} at column {exc.colno}",
+                    f"expected JSON in this cell: {_json_problem(exc)}",
                     path=path,
                     line=line,
                     field=key,
@@ -355,6 +398,11 @@ def _csv_record(names: list[str], cells: list[str], path: str, line: int) -> dic
         else:
             record[key] = cell
     return record
+
+
+def _count(number: int, noun: str) -> str:
+    """``number`` and ``noun``, plural unless there is exactly one: ``1 cell``, ``3 cells``."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
@@ -384,7 +432,7 @@ def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
     else:
         raise DatasetError(
             'expected a YAML list of cases (or a mapping with a "cases" list), '
-            f"got {type(data).__name__}",
+            f"got {_describe(data)}",
             path=path,
             line=1,
         )
@@ -461,7 +509,7 @@ def _apply_mapping(
         except LookupError:
             value = _MISSING
         except checks.CheckSpecError as exc:
-            raise DatasetError(f"--field {key}={dotted}: {exc.args[0]}", field="--field") from None
+            raise DatasetError(f"{key}={dotted}: {exc.args[0]}", field="--field") from None
         if value is _MISSING:
             if key == "id":
                 raise DatasetError(
@@ -721,7 +769,9 @@ def sample(cases: Iterable[Case], n: int, *, seed: int | str) -> list[Case]:
     """Pick ``n`` cases at random, reproducibly: the same seed gives the same sample.
 
     A seeded shuffle rather than the first ``n`` lines, so a sample does not all
-    come from the top of the file (usually the oldest logs).
+    come from the top of the file (usually the oldest logs). Raises
+    :class:`DatasetError` (field ``sample size``) when ``n`` is not a
+    non-negative integer or is more than there are cases.
 
     >>> cases = [Case(id=str(i)) for i in range(10)]
     >>> [c.id for c in sample(cases, 3, seed=7)] == [c.id for c in sample(cases, 3, seed=7)]
@@ -731,11 +781,10 @@ def sample(cases: Iterable[Case], n: int, *, seed: int | str) -> list[Case]:
     """
     pool = list(cases)
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise DatasetError(f"sample size must be a non-negative integer, got {n!r}", field="n")
+        raise DatasetError(f"expected a non-negative integer, got {n!r}", field="sample size")
     if n > len(pool):
-        raise DatasetError(
-            f"asked for a sample of {n} but there are only {len(pool)} cases", field="n"
-        )
+        there = "there is only 1 case" if len(pool) == 1 else f"there are only {len(pool)} cases"
+        raise DatasetError(f"asked for a sample of {n} but {there}", field="sample size")
     return random.Random(str(seed)).sample(pool, n)
 
 
@@ -752,7 +801,8 @@ def in_holdout(case_id: str, fraction: float, *, salt: str = "tinyeval-holdout")
     """
     if not 0.0 < fraction < 1.0:
         raise DatasetError(
-            f"holdout fraction must be between 0 and 1, got {fraction!r}", field="fraction"
+            f"expected a number between 0 and 1 (exclusive), got {fraction!r}",
+            field="holdout fraction",
         )
     return _holdout_score(case_id, salt) < fraction
 
@@ -777,7 +827,8 @@ def split_holdout(
     """
     if not 0.0 < fraction < 1.0:
         raise DatasetError(
-            f"holdout fraction must be between 0 and 1, got {fraction!r}", field="fraction"
+            f"expected a number between 0 and 1 (exclusive), got {fraction!r}",
+            field="holdout fraction",
         )
     dev: list[Case] = []
     holdout: list[Case] = []

@@ -25,6 +25,7 @@ keeps an audit trail of every change of mind.
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import json
 import os
@@ -40,7 +41,9 @@ from typing import IO, Any
 
 __all__ = [
     "LabelError",
+    "LabelRecord",
     "LabelSummary",
+    "default_labeler",
     "label_session",
     "output_fingerprint",
     "parse_choices",
@@ -80,12 +83,55 @@ def _iter_json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             try:
                 value = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise LabelError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+                raise LabelError(f"{path}:{number}: not valid JSON: {_json_problem(exc)}") from None
             if not isinstance(value, dict):
-                raise LabelError(
-                    f"{path}:{number}: expected a JSON object, got {type(value).__name__}"
-                )
+                raise LabelError(f"{path}:{number}: expected a JSON object, got {_describe(value)}")
             yield number, value
+
+
+def _json_problem(exc: json.JSONDecodeError) -> str:
+    """The parser's complaint and its column as one phrase (some of its messages end in "at")."""
+    joiner = " column" if exc.msg.endswith(" at") else " at column"
+    return f"{exc.msg}{joiner} {exc.colno}"
+
+
+def _describe(value: Any) -> str:
+    """A JSON value named as a person would: ``a list``, ``string 'x'``, ``number 3``."""
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, str):
+        return f"string {value[:40]!r}"
+    return f"number {value!r}"
+
+
+class LabelRecord(dict[str, Any]):
+    """One label record as read from a labels file: a plain dict that knows where it was read.
+
+    The attributes ``source`` (the file) and ``line`` let an error name the
+    line to fix; they are not keys, so the record is written out unchanged.
+
+    >>> record = LabelRecord({"id": "a", "label": "PASS"}, source="labels.jsonl", line=3)
+    >>> record["label"], f"{record.source}:{record.line}", json.dumps(record)
+    ('PASS', 'labels.jsonl:3', '{"id": "a", "label": "PASS"}')
+    """
+
+    source: str | None
+    line: int | None
+
+    def __init__(
+        self,
+        record: Mapping[str, Any],
+        *,
+        source: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        super().__init__(record)
+        self.source = source
+        self.line = line
 
 
 def _id_of(record: Mapping[str, Any], where: str) -> str | int:
@@ -103,7 +149,7 @@ def _check_label(value: Any, where: str) -> None:
         )
 
 
-def read_labels(path: str | Path) -> dict[str | int, dict[str, Any]]:
+def read_labels(path: str | Path) -> dict[str | int, LabelRecord]:
     """Read a labels file into ``{id: label record}``: the last label standing wins.
 
     Lines are replayed in order; an undo line ``{"id": …, "undo": true}``
@@ -119,11 +165,14 @@ def read_labels(path: str | Path) -> dict[str | int, dict[str, Any]]:
     ...     {key: record["label"] for key, record in read_labels(path).items()}
     {'a': 'PASS'}
 
+    Each record is a :class:`LabelRecord` (a dict) whose ``source`` and
+    ``line`` say where it stands, so later errors can name the line.
+
     Raises ``LabelError`` naming file:line for a line that is not a JSON
     object, lacks an ``id`` or a valid ``label``, or undoes an id that has no
     label standing; ``OSError`` when the file cannot be read.
     """
-    stacks: dict[str | int, list[dict[str, Any]]] = {}
+    stacks: dict[str | int, list[LabelRecord]] = {}
     for number, record in _iter_json_lines(path):
         where = f"{path}:{number}"
         key = _id_of(record, where)
@@ -136,7 +185,7 @@ def read_labels(path: str | Path) -> dict[str | int, dict[str, Any]]:
         if "label" not in record:
             raise LabelError(f"{where}: expected a field 'label' (or \"undo\": true)")
         _check_label(record["label"], where)
-        stacks.setdefault(key, []).append(record)
+        stacks.setdefault(key, []).append(LabelRecord(record, source=str(path), line=number))
     return {key: stack[-1] for key, stack in stacks.items() if stack}
 
 
@@ -152,6 +201,31 @@ def output_fingerprint(output: Any) -> str | None:
         return None
     text = output if isinstance(output, str) else json.dumps(output, sort_keys=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def default_labeler(environ: Mapping[str, str] | None = None) -> str:
+    """Who is labelling when no name is given: ``$USER``, then the login name, then "anonymous".
+
+    >>> default_labeler({"USER": "ana"})
+    'ana'
+    >>> isinstance(default_labeler({}), str)
+    True
+    """
+    env = os.environ if environ is None else environ
+    for variable in ("USER", "USERNAME"):
+        name = env.get(variable, "").strip()
+        if name:
+            return name
+    try:
+        name = getpass.getuser().strip()
+    except (OSError, KeyError, ImportError):  # no login name: a container, a bare CI runner
+        name = ""
+    return name or "anonymous"
+
+
+def _count(number: int, noun: str) -> str:
+    """``number`` and ``noun``, plural unless there is exactly one: ``1 case``, ``2 cases``."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def _now() -> str:
@@ -296,9 +370,24 @@ def _terminal_keys(stream: IO[str]) -> Iterator[str]:
             char = os.read(fd, 1).decode("utf-8", errors="replace")
             if char in ("", "\x04"):
                 return
+            if char == "\x1b":  # an arrow or function key: one press, several bytes
+                char += _pending_bytes(fd)
             yield NEXT_PAGE if char in ("\r", "\n") else char
     finally:
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+def _pending_bytes(fd: int) -> str:
+    """What the terminal has already sent after an escape byte (the rest of one key press)."""
+    import select
+
+    pending = b""
+    while len(pending) < 16 and select.select([fd], [], [], 0.02)[0]:
+        byte = os.read(fd, 1)
+        if not byte:
+            break
+        pending += byte
+    return pending.decode("utf-8", errors="replace")
 
 
 def _stdin_keys(single_keys: bool) -> Iterator[str]:
@@ -392,7 +481,7 @@ def label_session(
     rows: Iterable[Row],
     out_path: str | Path,
     *,
-    labeler: str,
+    labeler: str | None = None,
     keys: Iterable[str] | None = None,
     seed: int = 0,
     write: Callable[[str], Any] = print,
@@ -412,7 +501,10 @@ def label_session(
     maps keys to labels (default ``p`` → PASS, ``f`` → FAIL; see
     ``parse_grades`` and ``parse_choices``). ``judge`` names the judge in the
     rows' ``judges`` whose rubric fingerprint and model the labels record.
-    Every ``break_every`` labels (0: never) a break is suggested.
+    Every ``break_every`` labels (0: never) a break is suggested. Without a
+    ``labeler``, the labels record :func:`default_labeler` (``$USER``, the
+    login name, or "anonymous"). A key that means nothing in the session
+    shows the line of keys again.
 
     >>> import tempfile, os
     >>> rows = [{"id": "a", "input": "2+2?", "output": "4",
@@ -429,12 +521,14 @@ def label_session(
     >>> any("SECRET" in text for text in shown)
     False
 
-    Raises ``LabelError`` for rows without ids, repeated ids, an empty
-    ``labeler``, or bad ``choices``; ``OSError`` when ``out_path`` cannot be
+    Raises ``LabelError`` for rows without ids, repeated ids, a blank
+    ``labeler`` given explicitly, or bad ``choices``; ``OSError`` when ``out_path`` cannot be
     written.
     """
-    if not labeler or not labeler.strip():
-        raise LabelError("a labeler name is required (--labeler NAME, or the USER variable)")
+    if labeler is None:
+        labeler = default_labeler()
+    if not labeler.strip():
+        raise LabelError("the labeler name is blank: give a name (--labeler NAME)")
     if break_every < 0:
         raise LabelError(f"break_every must be 0 (never) or more, got {break_every}")
     choices = dict(choices) if choices is not None else dict(PASS_FAIL)
@@ -458,11 +552,16 @@ def label_session(
     key_source = iter(keys) if keys is not None else _stdin_keys(single_keys)
 
     write(
-        f"Labelling {len(shown)} cases into {out_path}: {len(shown) - len(todo)} already "
-        f"labelled, {len(todo)} to go (order: seed {seed})."
+        f"Labelling {_count(len(shown), 'case')} into {out_path}: {len(shown) - len(todo)} "
+        f"already labelled, {len(todo)} to go (order: seed {seed})."
     )
-    if len(rows) > len(shown):
-        write(f"{len(rows) - len(shown)} rows have no output and are not shown.")
+    hidden = len(rows) - len(shown)
+    if hidden:
+        has = "has" if hidden == 1 else "have"
+        write(
+            f"{_count(hidden, 'row')} {has} no output and {'is' if hidden == 1 else 'are'} "
+            "not shown."
+        )
     write("The judge's verdict is hidden on purpose: decide by your own criterion.")
     write(_help_line(choices))
     session = _Session(
@@ -485,7 +584,9 @@ def label_session(
         if close is not None:
             close()  # leaves the terminal's key-at-a-time mode now, not at garbage collection
     remaining = len(todo) - len(session.labelled)
-    if remaining == 0:
+    if remaining == 0 and len(shown) == 1:
+        write(f"Done: the 1 case is labelled in {out_path}.")
+    elif remaining == 0:
         write(f"Done: all {len(shown)} cases are labelled in {out_path}.")
     else:
         reason = f"Stopped ({stopped})" if stopped != "done" else "End of the list"
@@ -563,8 +664,13 @@ class _Session:
         while self.page_lines and len(lines) > self.page_lines:
             self.write("\n".join(lines[: self.page_lines]))
             lines = lines[self.page_lines :]
-            self.write(f"-- more ({len(lines)} lines): Enter for the next page, or label now --")
+            self.write(
+                f"-- more ({_count(len(lines), 'line')}): Enter for the next page, or label now --"
+            )
             key = self.next_key()
+            while not self.is_action(key) and key != NEXT_PAGE:
+                self.write(f"unknown key {key!r}; Enter next page, {self.help_line}")
+                key = self.next_key()
             if self.is_action(key):
                 return key
         self.write("\n".join(lines))
@@ -631,6 +737,7 @@ class _Session:
             and self.index < len(self.todo)
         ):
             self.write(
-                f"You have given {self.written} labels in this session. Labels drift late in a "
+                f"You have given {_count(self.written, 'label')} in this session. Labels drift "
+                "late in a "
                 "long session: consider a break (q quits; running the same command resumes here)."
             )

@@ -19,7 +19,8 @@ spec                    what it calls
 HTTP calls use :mod:`urllib.request` only. Keys come from the environment
 (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``) and never appear in a spec, a
 reply, a cache row or an error message: every message is passed through
-:func:`scrub` before it is raised.
+:func:`scrub` before it is raised, and so is the text of every reply (a server
+that echoes the request's headers back cannot put a key into a result).
 
 Retries: on HTTP 408, 409, 425, 429, any 5xx, connection errors and timeouts
 the call is retried up to ``retries`` times with exponential backoff and full
@@ -41,6 +42,7 @@ import json
 import math
 import os
 import random
+import re
 import shlex
 import shutil
 import subprocess
@@ -94,7 +96,8 @@ class ModelConfigError(ValueError):
     Traceback (most recent call last):
     ...
     tinyeval.models.ModelConfigError: unknown model spec 'gpt-4o-mini': expected builtin, \
-openai:MODEL, anthropic:MODEL, cmd:COMMAND or py:MODULE:FUNCTION
+openai:MODEL, anthropic:MODEL, cmd:COMMAND or py:MODULE:FUNCTION; for an OpenAI-compatible \
+model write openai:gpt-4o-mini
     """
 
 
@@ -198,10 +201,14 @@ class Model(abc.ABC):
         if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
             raise ModelConfigError(f"sample must be an integer >= 0, got {sample!r}")
         start = time.perf_counter()
-        reply = self._call(prompt, sample, json_schema)
+        reply = _scrub_reply(self._call(prompt, sample, json_schema), self._secrets())
         if reply.latency_ms is None:
             reply.latency_ms = round((time.perf_counter() - start) * 1000.0, 3)
         return reply
+
+    def _secrets(self) -> list[str]:
+        """Secrets this model holds besides the environment's (an HTTP adapter's key)."""
+        return []
 
     @abc.abstractmethod
     def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
@@ -243,6 +250,36 @@ def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     for secret in sorted(candidates, key=len, reverse=True):
         text = text.replace(secret, "***")
     return text
+
+
+def _scrub_reply(reply: Reply, secrets: Iterable[str] = ()) -> Reply:
+    """``reply`` with every secret removed from its text and reported model name.
+
+    A reply that holds no secret is returned as it is; otherwise a new
+    :class:`Reply` keeps the usage, cache flag and latency of the old one.
+
+    >>> echo = Reply("you sent Bearer sk-test-SECRET123", usage={"input_tokens": 3,
+    ...              "output_tokens": 4})
+    >>> clean = _scrub_reply(echo, ["sk-test-SECRET123"])
+    >>> str(clean), clean.usage["output_tokens"]
+    ('you sent Bearer ***', 4)
+    >>> plain = Reply("PASS")
+    >>> _scrub_reply(plain, ["sk-test-SECRET123"]) is plain
+    True
+    """
+    secrets = list(secrets)
+    text = scrub(str(reply), secrets)
+    model = getattr(reply, "model", None)
+    reported = scrub(model, secrets) if isinstance(model, str) else model
+    if text == str(reply) and reported == model and isinstance(reply, Reply):
+        return reply
+    return Reply(
+        text,
+        usage=getattr(reply, "usage", None),
+        model=reported,
+        cached=bool(getattr(reply, "cached", False)),
+        latency_ms=getattr(reply, "latency_ms", None),
+    )
 
 
 def _config_error(message: str, secrets: Iterable[str] = ()) -> ModelConfigError:
@@ -287,7 +324,9 @@ def resolve(
     if spec == "builtin":
         return _builtin_model(temperature)
     if not sep or scheme not in SCHEMES or scheme == "builtin":
-        raise ModelConfigError(f"unknown model spec {spec!r}: expected {SPEC_FORMS}")
+        raise ModelConfigError(
+            f"unknown model spec {spec!r}: expected {SPEC_FORMS}{_scheme_hint(spec)}"
+        )
     if not rest.strip():
         raise ModelConfigError(f"model spec {spec!r} is incomplete: expected {SPEC_FORMS}")
     rest = rest.strip()
@@ -299,6 +338,22 @@ def resolve(
     if scheme == "cmd":
         return _command_model(spec, rest, timeout, temperature)
     return _python_model(spec, rest, temperature)
+
+
+_MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/@-]*")
+
+
+def _scheme_hint(spec: str) -> str:
+    """For a bare model name (no scheme), how to write it as an OpenAI-compatible spec.
+
+    >>> _scheme_hint("gpt-4o-mini")
+    '; for an OpenAI-compatible model write openai:gpt-4o-mini'
+    >>> _scheme_hint("foo:bar"), _scheme_hint("two words")
+    ('', '')
+    """
+    if ":" in spec or not _MODEL_NAME.fullmatch(spec):
+        return ""
+    return f"; for an OpenAI-compatible model write openai:{spec}"
 
 
 def _check_options(

@@ -18,6 +18,11 @@ from .stats import format_rate
 __all__ = ["html_report", "summary_dict", "summary_text"]
 
 
+def _count(number: int, noun: str, plural: str | None = None) -> str:
+    """``number`` and ``noun``, plural unless there is exactly one: ``1 case``, ``2 cases``."""
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"
+
+
 def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value:.1%}"
 
@@ -95,7 +100,11 @@ def _gate_line(report: GateReport) -> str:
     gated = [c for c in report.categories if c.threshold is not None]
     if not gated:
         return "gate: no thresholds given (--threshold CATEGORY=RATE, --default-threshold RATE)"
+    if report.passed and len(gated) == 1:
+        return "gate: PASSED — the 1 gated category meets its threshold"
     if report.passed:
+        if len(gated) == 1:
+            return "gate: PASSED — the gated category meets its threshold"
         return f"gate: PASSED — all {len(gated)} gated categories meet their thresholds"
     names = ", ".join(c.category for c in report.blocking)
     return f"gate: FAILED — blocking: {names} ({len(report.blocking)} of {len(gated)} gated)"
@@ -185,8 +194,23 @@ def failure_lines(rows: list[Mapping[str, Any]], *, shown: int, where: str) -> l
     return lines
 
 
+def _md_cell(text: str) -> str:
+    """Text safe inside a Markdown table cell: no markup, no ``|`` that splits the cell.
+
+    >>> print(_md_cell("a|b<i>&c"))
+    a\\|b&lt;i&gt;&amp;c
+    """
+    text = " ".join(html.escape(text, quote=False).split())
+    return text.replace("|", "\\|")
+
+
 def summary_markdown(report: GateReport, *, title: str = "tinyeval") -> str:
     """The gate as a Markdown table, for a pull-request comment or a CI job summary.
+
+    The heading says ``gate PASSED``, ``gate FAILED`` or, when no category
+    has a threshold, ``not gated (no thresholds)``. Category names are
+    escaped (``|``, ``<``, ``>``, ``&``), so a name cannot break the table or
+    inject markup into the page that shows it.
 
     >>> from tinyeval.gating import gate
     >>> print(summary_markdown(gate({"amounts": {"passed": 17, "total": 20}}, {"amounts": 1.0})))
@@ -197,20 +221,23 @@ def summary_markdown(report: GateReport, *, title: str = "tinyeval") -> str:
     | amounts | 17/20 = 85.0% [64.0%, 94.8%] | 100.0% | **BLOCKS** (85.0% < 100.0%) |
     | *global* | 17/20 = 85.0% [64.0%, 94.8%] | — | shown, never gates |
     """
-    outcome = "PASSED" if report.passed else "FAILED"
+    if not any(v.threshold is not None for v in report.categories):
+        outcome = "not gated (no thresholds)"
+    else:
+        outcome = "gate PASSED" if report.passed else "gate FAILED"
     conf = f"{report.confidence:.0%}"
     lines = [
-        f"### {title}: gate {outcome}",
+        f"### {title}: {outcome}",
         "",
         f"| category | pass rate [{conf} Wilson] | threshold | gate |",
         "| --- | --- | --- | --- |",
     ]
     for v in report.categories:
-        mark = _mark(v, report.on)
+        mark = _mark(v, report.on).replace("|", "\\|")
         if v.blocking:
             mark = mark.replace("BLOCKS", "**BLOCKS**", 1)
         rate = _rate_cell(v, report.confidence)
-        lines.append(f"| {v.category} | {rate} | {_pct(v.threshold)} | {mark} |")
+        lines.append(f"| {_md_cell(v.category)} | {rate} | {_pct(v.threshold)} | {mark} |")
     overall = _rate_cell(report.overall, report.confidence)
     lines.append(f"| *global* | {overall} | — | shown, never gates |")
     return "\n".join(lines)
@@ -399,9 +426,10 @@ def _html_header(
     judged_rows = [r for r in rows if r.get("judges")]
     fingerprints = _distinct(rows, "dataset_fingerprint")
     errors = sum(1 for r in rows if r.get("status") == "error")
-    facts = [("cases", f"{len(rows)} result rows")]
+    facts = [("cases", _count(len(rows), "result row"))]
     if report.overall.total != len(rows):
-        facts.append(("gate counts", f"{report.overall.total} cases (not the rows listed here)"))
+        counted = _count(report.overall.total, "case")
+        facts.append(("gate counts", f"{counted} (not the rows listed here)"))
     facts.append(("errored", f"{errors} (counted as not passed)"))
     dataset = ", ".join(fingerprints) or "unknown"
     if len(fingerprints) > 1:
@@ -589,7 +617,7 @@ def _html_judges(rows: list[Mapping[str, Any]], confidence: float) -> str:
     errors = sum(c["errors"] for c in counts.values())
     cases = sum(1 for r in rows if r.get("judges"))
     totals = [
-        ("verdicts", f"{judged} on {cases} cases"),
+        ("verdicts", f"{judged} on {_count(cases, 'case')}"),
         ("did not parse", f"{format_rate(unparsed, judged, confidence)} (counted as not passed)"),
         ("call errors", f"{errors} (the case is an error row)"),
     ]
@@ -629,9 +657,7 @@ def _html_failures(rows: list[Mapping[str, Any]], report: GateReport) -> str:
     ]
     failed = [r for r in rows if r.get("status") != "pass"]
     if not failed:
-        return "\n".join(
-            [*head, f'<p class="note">All {len(rows)} cases passed.</p>', "</section>"]
-        )
+        return "\n".join([*head, f'<p class="note">{_all_passed(len(rows))}</p>', "</section>"])
     order = {v.category: i for i, v in enumerate(report.categories)}
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for row in failed:
@@ -643,7 +669,8 @@ def _html_failures(rows: list[Mapping[str, Any]], report: GateReport) -> str:
     lines = [
         *head,
         '<table class="failures">',
-        f"<caption>{len(failed)} of {len(rows)} cases, every one listed, grouped by category; "
+        f"<caption>{len(failed)} of {_count(len(rows), 'case')}, every one listed, "
+        "grouped by category; "
         f"outputs cut at {_OUTPUT_CHARS} characters.</caption>",
         "<thead><tr>"
         '<th scope="col">id</th><th scope="col">category</th><th scope="col">origin</th>'
@@ -672,6 +699,12 @@ def _html_failures(rows: list[Mapping[str, Any]], report: GateReport) -> str:
         lines.append("</tbody>")
     lines += ["</table>", "</section>"]
     return "\n".join(lines)
+
+
+def _all_passed(count: int) -> str:
+    if count == 1:
+        return "The 1 case passed."
+    return "No cases." if count == 0 else f"All {count} cases passed."
 
 
 def html_report(
