@@ -689,8 +689,12 @@ class TestFieldMapping:
     def test_other_mapped_keys_that_are_missing_are_absent(
         self, tmp_path: Path, dotted: str
     ) -> None:
-        path = write(tmp_path / "log.jsonl", jsonl(self.LOG))
-        (case,) = load(path, fields={"id": "request_id", "output": dotted})
+        # absent from this record, present in another: the record simply has no output
+        messages = {"x": "m", "5": {"content": "c"}, "0": {"content": {"deeper": "d"}}}
+        other = {**self.LOG, "request_id": "other", "answer": "a", "team": {"name": "t"},
+                 "request": {"messages": messages}}  # fmt: skip
+        path = write(tmp_path / "log.jsonl", jsonl(self.LOG, other))
+        case, _ = load(path, fields={"id": "request_id", "output": dotted})
         assert case.output is None
 
     def test_a_mapped_value_is_still_validated(self, tmp_path: Path) -> None:
@@ -1333,3 +1337,48 @@ class TestCommandLine:
         assert result.stderr.decode().startswith("tinyeval: error: <stdin>:2: label: ")
         assert len(result.stderr.decode().splitlines()) == 1
         assert not (tmp_path / "rows.jsonl").exists()
+
+
+class TestMisspeltKeys:
+    """Other keys are kept as meta, but a near-miss of a recognised key is refused."""
+
+    @pytest.mark.parametrize(
+        ("key", "meant"),
+        [("expects", "expect"), ("ouput", "output"), ("Id", "id"), ("Category", "category"),
+         ("contex", "context"), ("tool_call", "tool_calls")],
+    )  # fmt: skip
+    def test_a_near_miss_is_an_error_naming_the_key(
+        self, tmp_path: Path, key: str, meant: str
+    ) -> None:
+        record = {"id": "a", "output": "x", "category": "c", key: "value"}
+        record.pop(meant, None)
+        path = write(tmp_path / "cases.jsonl", jsonl({"id": "b", "output": "y"}, record))
+        assert_error(load_error(path), path, 2, key, f"did you mean {meant!r}?")
+
+    @pytest.mark.parametrize("key", ["expected", "outputs", "team", "request_id", "labels_v2"])
+    def test_ordinary_meta_keys_are_kept(self, tmp_path: Path, key: str) -> None:
+        path = write(tmp_path / "cases.jsonl", jsonl({"id": "a", "output": "x", key: 1}))
+        assert load(path)[0].meta == {key: 1}
+
+    def test_a_near_miss_is_fine_when_the_key_itself_is_there(self, tmp_path: Path) -> None:
+        path = write(tmp_path / "cases.jsonl", jsonl({"id": "a", "output": "x", "ouput": "y"}))
+        assert load(path)[0].meta == {"ouput": "y"}
+
+    def test_a_csv_header_in_title_case(self, tmp_path: Path) -> None:
+        path = write(tmp_path / "cases.csv", csv_text(["Id", "Output"], ["a", "x"]))
+        assert_error(load_error(path), path, 2, "Id", "did you mean 'id'?")
+
+
+class TestFieldPathFoundNowhere:
+    def test_a_mapped_path_in_no_record_is_an_error(self, tmp_path: Path) -> None:
+        records = [{"rid": f"r{i}", "response": {"text": "x"}} for i in range(3)]
+        path = write(tmp_path / "log.jsonl", jsonl(*records))
+        error = load_error(path, fields={"id": "rid", "output": "response.txt"})
+        assert error.field == "--field"
+        assert "output=response.txt: the path is in none of the 3 records" in str(error)
+
+    def test_a_path_missing_from_some_records_is_fine(self, tmp_path: Path) -> None:
+        records = [{"rid": "r0", "response": {"text": "x"}}, {"rid": "r1", "response": {}}]
+        path = write(tmp_path / "log.jsonl", jsonl(*records))
+        cases = load(path, fields={"id": "rid", "output": "response.text"})
+        assert [c.output for c in cases] == ["x", None]

@@ -544,12 +544,43 @@ def _text_of(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def _near_miss(key: str, absent: list[str]) -> str | None:
+    """The recognised key that ``key`` looks like a typo of (same letters in another case,
+    or one slip of a finger), if that key is absent from the record."""
+    import difflib
+
+    lowered = key.lower()
+    for name in absent:
+        if lowered == name:
+            return name
+    close = difflib.get_close_matches(lowered, absent, n=1, cutoff=0.88)
+    return close[0] if close else None
+
+
+def _refuse_near_misses(record: Mapping[str, Any], where: dict[str, Any], *, line_id: Any) -> None:
+    """Other keys are kept as meta, but one that looks like a misspelt recognised key is an error:
+    ``"expects"`` must not quietly become meta while the case runs with no expectations."""
+    absent = [k for k in RECOGNISED_KEYS if k not in record and not (k == "id" and line_id)]
+    for key in record:
+        if key in RECOGNISED_KEYS or not isinstance(key, str):
+            continue
+        meant = _near_miss(key, absent)
+        if meant is not None:
+            raise DatasetError(
+                f"unknown key {key!r}; did you mean {meant!r}? (if it is your own data, keep it "
+                f"under another name, or map it with --field {meant}={key})",
+                field=key,
+                **where,
+            )
+
+
 def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> Case:
     if not isinstance(record, Mapping):
         raise DatasetError(
             f"expected a JSON object for each case, got {_describe(record)}", **where
         )
     rec = dict(record)
+    _refuse_near_misses(rec, where, line_id=line_id)
 
     raw_id = rec.pop("id", _MISSING)
     if raw_id is _MISSING and line_id is not None:
@@ -713,14 +744,30 @@ def iter_cases(
 def _validated(
     path: str, fields: Mapping[str, str], id_from_line: bool, format: str | None
 ) -> Iterator[tuple[int, Case]]:
-    """Every record of the file as a validated case, with its line."""
+    """Every record of the file as a validated case, with its line.
+
+    A ``--field`` path found in none of the records is an error once the file
+    is read: a misspelt path must not leave every case without its output.
+    """
+    found = dict.fromkeys(fields, 0)
+    records = 0
     for line, record in _iter_records(path, format):
         where: dict[str, Any] = {"path": path, "line": line}
+        records += 1
         if fields:
             if not isinstance(record, Mapping):
                 raise DatasetError(f"expected a JSON object, got {_describe(record)}", **where)
             record = _apply_mapping(record, fields, where)
+            for key in fields:
+                found[key] += key in record
         yield line, _build_case(record, where, line_id=f"line-{line}" if id_from_line else None)
+    for key, count in found.items():
+        if records and not count:
+            raise DatasetError(
+                f"{key}={fields[key]}: the path is in none of the {records} records",
+                path=path,
+                field="--field",
+            )
 
 
 def _first_line(
