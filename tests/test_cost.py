@@ -242,3 +242,15 @@ def test_tokens_replayed_from_the_cache_are_not_counted_as_spent() -> None:
     price = parse_price("in=1,out=5")
     assert run_cost([paid, replayed], price) == 1.0
     assert tally_usage([paid, replayed]).input_tokens == 1_000_000
+
+
+def test_cost_of_results_without_any_usage_is_unknown_not_zero(tmp_path: Path, capsys) -> None:
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(
+        json.dumps({"id": "a", "category": "c", "status": "pass", "usage": None}) + "\n"
+    )
+    assert main(["cost", "--results", str(rows), "--price", "in=1,out=5"]) == 0
+    out = capsys.readouterr().out
+    assert "the cost is unknown" in out and "$" not in out
+    assert main(["cost", "--results", str(rows), "--price", "in=1,out=5", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["usd"] is None

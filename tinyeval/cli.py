@@ -1658,7 +1658,8 @@ def _cost_of_results(path: str, price: Any, *, as_json: bool) -> int:
     rows = read_rows(path)
     usages = [row.get("usage") if isinstance(row.get("usage"), dict) else None for row in rows]
     usage = tally_usage(usages)
-    usd = None if price is None else run_cost(usages, price)
+    known = usage.calls - usage.unknown
+    usd = None if price is None or not known else run_cost(usages, price)
     if as_json:
         print_json(
             {
@@ -1672,7 +1673,10 @@ def _cost_of_results(path: str, price: Any, *, as_json: bool) -> int:
             }
         )
         return EXIT_OK
-    known = usage.calls - usage.unknown
+    if not known:
+        print(f"{usage.calls:,} rows in {path}, none with token usage: the cost is unknown "
+              "(the models called reported no usage, or no model was called)")  # fmt: skip
+        return EXIT_OK
     line = (
         f"{usage.calls:,} rows in {path}, {known:,} with token usage: "
         f"{format_tokens(usage.input_tokens)} tokens in, "

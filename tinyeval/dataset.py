@@ -702,9 +702,10 @@ def iter_cases(
     records (``{"input": "request.messages.0.content"}``). With
     ``id_from_line``, a record without an ``id`` is named ``line-N``. Raises
     :class:`DatasetError` at the first bad record, so consume it fully (or
-    use :func:`load`) before acting on any case. Memory stays flat but for the
-    duplicate-id check, about 60 bytes a case; ``unique_ids=False`` skips that
-    check, for a second pass over a file already read once.
+    use :func:`load`) before acting on any case. Memory stays flat however
+    long the file: the ids seen are kept in memory up to 50,000 of them and in
+    a temporary SQLite index on disk beyond. ``unique_ids=False`` skips the
+    duplicate check, for a second pass over a file already read once.
 
     >>> import json, tempfile, os
     >>> rows = [{"request_id": "r1", "q": {"text": "¿Cuánto cobran?"}, "a": "Nada."}]
@@ -720,25 +721,72 @@ def iter_cases(
     fields = dict(fields or {})
     for key in fields:
         _check_recognised(key, field_name="--field")
-    # A 96-bit digest of each id seen, as an int: about 60 bytes a case however long
-    # the ids are. The line of a first occurrence is looked up only when a duplicate shows.
-    seen: set[int] = set()
-    for line, case in _validated(path, fields, id_from_line, format):
-        digest = int.from_bytes(hashlib.blake2b(case.id.encode("utf-8"), digest_size=12).digest())
-        if unique_ids and digest in seen:
-            first = ""
-            if path != "-":
-                earlier = _first_line(path, fields, id_from_line, format, case.id)
-                first = f" (first on line {earlier})"
-            raise DatasetError(
-                f"duplicate id {case.id!r}{first}; ids must be unique",
-                field="id",
-                path=path,
-                line=line,
-            )
-        if unique_ids:
-            seen.add(digest)
-        yield case
+    # The line of a first occurrence is looked up only when a duplicate shows.
+    with _IdIndex() as seen:
+        for line, case in _validated(path, fields, id_from_line, format):
+            if unique_ids and not seen.add(case.id):
+                first = ""
+                if path != "-":
+                    earlier = _first_line(path, fields, id_from_line, format, case.id)
+                    first = f" (first on line {earlier})"
+                raise DatasetError(
+                    f"duplicate id {case.id!r}{first}; ids must be unique",
+                    field="id",
+                    path=path,
+                    line=line,
+                )
+            yield case
+
+
+class _IdIndex:
+    """The ids seen so far, in flat memory: a set of 96-bit digests while it is small,
+    then a temporary SQLite table on disk (deleted when closed).
+
+    >>> with _IdIndex(spill_after=2) as seen:
+    ...     [seen.add(i) for i in ["a", "b", "c", "a", "c", "d"]]
+    [True, True, True, False, False, True]
+    """
+
+    def __init__(self, *, spill_after: int = 50_000) -> None:
+        self._memory: set[bytes] = set()
+        self._spill_after = spill_after
+        self._db: Any = None
+
+    def add(self, case_id: str) -> bool:
+        """Record an id; False when it was already there."""
+        digest = hashlib.blake2b(case_id.encode("utf-8"), digest_size=12).digest()
+        if self._db is None:
+            if digest in self._memory:
+                return False
+            self._memory.add(digest)
+            if len(self._memory) > self._spill_after:
+                self._spill()
+            return True
+        import sqlite3
+
+        try:
+            self._db.execute("INSERT INTO ids VALUES (?)", (digest,))
+        except sqlite3.IntegrityError:
+            return False
+        return True
+
+    def _spill(self) -> None:
+        import sqlite3
+
+        self._db = sqlite3.connect("")  # "" is a private temporary file, removed on close
+        self._db.execute("PRAGMA journal_mode = OFF")
+        self._db.execute("PRAGMA synchronous = OFF")
+        self._db.execute("CREATE TABLE ids (digest BLOB PRIMARY KEY) WITHOUT ROWID")
+        self._db.executemany("INSERT INTO ids VALUES (?)", ((d,) for d in self._memory))
+        self._memory = set()
+
+    def __enter__(self) -> _IdIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
 
 
 def _validated(

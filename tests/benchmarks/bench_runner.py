@@ -252,8 +252,8 @@ def part_memory(args: argparse.Namespace) -> None:
     )
     print(
         f"  the loader's own peak while streaming {args.small:,} cases (tracemalloc): "
-        f"{traced:.0f} bytes per case (the duplicate-id index: a 96-bit digest of each id, "
-        "kept as an int in a set)"
+        f"{traced:.0f} bytes per case (the duplicate-id index keeps up to 50,000 ids in memory, "
+        "then moves to a temporary SQLite file)"
     )
 
 
