@@ -584,14 +584,18 @@ def _run_rows(
                 if case is None:
                     stopping = True
                     break
-                future = pool.submit(_evaluate_noting_start, starts, case, **task)
+                if case_timeout is None:
+                    future = pool.submit(evaluate_case, case, **task)
+                else:
+                    future = pool.submit(_evaluate_noting_start, starts, case, **task)
                 pending[future] = (next(sequence), case)
             if not pending:
                 return
             wait = _time_to_next_deadline(pending.values(), starts, case_timeout)
             done, _ = cf.wait(pending, timeout=wait, return_when=cf.FIRST_COMPLETED)
             for future in sorted(done, key=lambda f: pending[f][0]):
-                del pending[future]
+                _, case = pending.pop(future)
+                starts.pop(case.id, None)  # only the cases in flight are kept
                 row = future.result()
                 count_error(row)
                 yield row
@@ -601,6 +605,7 @@ def _run_rows(
                     began = starts.get(case.id)
                     if began is not None and now - began >= case_timeout and not future.done():
                         del pending[future]
+                        del starts[case.id]
                         future.cancel()
                         result.abandoned += 1
                         row = timed_out_row(case, case_timeout, task)
