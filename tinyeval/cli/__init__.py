@@ -1,0 +1,82 @@
+"""The command line: ``tinyeval COMMAND …`` and ``python -m tinyeval COMMAND …``.
+
+Thin by design: each command parses its arguments, calls the library, prints,
+and returns an exit code.
+
+Exit codes: 0 the gate passed or the command did its job; 1 a gate failed;
+2 bad usage or bad input (one line on stderr, no traceback); 3 the run could
+not complete (for example more errored cases than ``--max-errors``).
+
+Set ``TINYEVAL_TRACEBACK=1`` to see the full traceback behind a one-line error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from . import cost, labels, pairwise, results, run, statistics
+from ._common import EXIT_BAD_INPUT, EXIT_OK, PROG, UsageError
+
+__all__ = ["UsageError", "build_parser", "main"]
+
+_COMMAND_MODULES = (run, results, pairwise, labels, statistics, cost)  # the order of --help
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with every registered sub-command.
+
+    >>> build_parser().parse_args(["gate", "rows.jsonl", "--threshold", "tone=0.9"]).threshold
+    ['tone=0.9']
+    """
+    from .. import __version__
+
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Evaluate LLM output: code checks, a calibrated PASS/FAIL judge, "
+        "Wilson intervals and a gate per category.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for module in _COMMAND_MODULES:
+        for _name, add in module.COMMANDS:
+            add(sub)
+    return parser
+
+
+def _is_user_error(exc: BaseException) -> bool:
+    """Errors raised by tinyeval for bad input or usage (any ValueError it defines)."""
+    return isinstance(exc, ValueError) and type(exc).__module__.startswith("tinyeval")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line and return its exit code (it does not call ``sys.exit``).
+
+    >>> main(["stats", "wilson", "27", "30"])
+    27/30 = 90.0%; 95% Wilson interval 74.4%–96.5%.
+    0
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # the reader went away (``tinyeval … | head``): not an error of ours
+        sys.stderr.close()
+        return EXIT_OK
+    except (ValueError, OSError) as exc:
+        if os.environ.get("TINYEVAL_TRACEBACK"):
+            raise
+        if isinstance(exc, OSError):
+            where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+            print(f"{PROG}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        if not _is_user_error(exc):
+            raise
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT

@@ -1,0 +1,123 @@
+"""``tinyeval cost``: what a judged run will call and spend, or what a finished one spent."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from ._common import (
+    EXIT_OK,
+    UsageError,
+    print_json,
+)
+
+# (name, function adding the sub-command's parser); collected by tinyeval.cli
+COMMANDS: list[tuple[str, Callable[[Any], None]]] = []
+
+
+def _add_cost(sub: Any) -> None:
+    p = sub.add_parser(
+        "cost",
+        help="estimate the judge calls, tokens and dollars of a run (or add up a finished one)",
+        description="Before a run: cases × votes × orders judge calls, their tokens and, with "
+        "--price, their cost. After a run: --results adds up the token usage recorded in the "
+        "result rows. Prices are given by you (USD per million tokens): there is no built-in "
+        "price list, because prices change.",
+    )
+    p.add_argument("--cases", type=int, metavar="N", help="number of cases to judge")
+    p.add_argument("--tokens-in", type=int, metavar="N", help="input tokens per judge call")
+    p.add_argument("--tokens-out", type=int, metavar="N", help="output tokens per judge call")
+    p.add_argument(
+        "--votes", type=int, default=1, metavar="N", help="judge samples per case (default: 1)"
+    )
+    p.add_argument(
+        "--orders",
+        type=int,
+        default=1,
+        metavar="N",
+        help="2 for a pairwise judge asked in both orders (default: 1)",
+    )
+    p.add_argument(
+        "--price",
+        metavar="in=X,out=Y",
+        help="USD per million input and output tokens, e.g. in=1.0,out=5.0",
+    )
+    p.add_argument(
+        "--results",
+        metavar="FILE",
+        help="instead of estimating, add up the usage recorded in a results file",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(handler=_cmd_cost)
+
+
+def _cmd_cost(args: argparse.Namespace) -> int:
+    from ..cost import estimate, parse_price
+
+    price = parse_price(args.price) if args.price else None
+    if args.results:
+        return _cost_of_results(args.results, price, as_json=args.json)
+    missing = [
+        f"--{name.replace('_', '-')}"
+        for name in ("cases", "tokens_in", "tokens_out")
+        if getattr(args, name) is None
+    ]
+    if missing:
+        raise UsageError(f"cost needs {', '.join(missing)} (or --results FILE)")
+    result = estimate(
+        args.cases,
+        args.tokens_in,
+        args.tokens_out,
+        votes=args.votes,
+        orders=args.orders,
+        price=price,
+    )
+    if args.json:
+        print_json(result.to_dict())
+    elif price is None:
+        print(f"{result} Pass --price in=X,out=Y (USD per million tokens) for one.")
+    else:
+        print(result)
+    return EXIT_OK
+
+
+def _cost_of_results(path: str, price: Any, *, as_json: bool) -> int:
+    from ..cost import format_tokens, format_usd, run_cost, tally_usage
+    from ..runner import read_rows
+
+    rows = read_rows(path)
+    usages = [row.get("usage") if isinstance(row.get("usage"), dict) else None for row in rows]
+    usage = tally_usage(usages)
+    known = usage.calls - usage.unknown
+    usd = None if price is None or not known else run_cost(usages, price)
+    if as_json:
+        print_json(
+            {
+                "results": path,
+                "rows": usage.calls,
+                "rows_without_usage": usage.unknown,
+                "tokens_in": usage.input_tokens,
+                "tokens_out": usage.output_tokens,
+                "price": None if price is None else price.to_dict(),
+                "usd": None if usd is None else round(usd, 6),
+            }
+        )
+        return EXIT_OK
+    if not known:
+        print(f"{usage.calls:,} rows in {path}, none with token usage: the cost is unknown "
+              "(the models called reported no usage, or no model was called)")  # fmt: skip
+        return EXIT_OK
+    line = (
+        f"{usage.calls:,} rows in {path}, {known:,} with token usage: "
+        f"{format_tokens(usage.input_tokens)} tokens in, "
+        f"{format_tokens(usage.output_tokens)} out"
+    )
+    if usd is None:
+        print(f"{line}; no price given (--price in=X,out=Y, USD per million tokens).")
+    else:
+        print(f"{line}; about {format_usd(usd)} at {price}.")
+    return EXIT_OK
+
+
+COMMANDS.append(("cost", _add_cost))

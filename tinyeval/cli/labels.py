@@ -1,0 +1,162 @@
+"""``tinyeval label`` and ``tinyeval calibrate``: human labels, and the judge against them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ._common import (
+    EXIT_OK,
+    PROG,
+    print_json,
+)
+
+# (name, function adding the sub-command's parser); collected by tinyeval.cli
+COMMANDS: list[tuple[str, Callable[[Any], None]]] = []
+
+
+def _add_label(sub: Any) -> None:
+    p = sub.add_parser(
+        "label",
+        help="label result rows by hand, blind to the judge (resumable)",
+        description="Show the cases of RESULTS one at a time (input, context, output; never "
+        "the judge's verdict, checks or status) and append each label to LABELS at once. "
+        "Keys: p PASS, f FAIL, s skip, u undo, q quit. Running the same command again "
+        "resumes where it stopped. Without a terminal, stdin gives one key per line.",
+    )
+    p.add_argument("results", metavar="RESULTS", help="result rows written by tinyeval run")
+    p.add_argument(
+        "--out", required=True, metavar="LABELS", help="the labels file (JSON lines), appended to"
+    )
+    p.add_argument("--labeler", metavar="NAME", help="who is labelling (default: $USER)")
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the shuffled case order (default: 0)"
+    )
+    p.add_argument(
+        "--break-every",
+        type=int,
+        default=25,
+        metavar="N",
+        help="suggest a break every N labels; 0 never (default: 25)",
+    )
+    keys = p.add_mutually_exclusive_group()
+    keys.add_argument(
+        "--grades", metavar="LOW-HIGH", help="label with grades instead of PASS/FAIL, e.g. 1-5"
+    )
+    keys.add_argument(
+        "--choices", metavar="KEY=LABEL,...", help="label with other labels, e.g. a=A,b=B,t=TIE"
+    )
+    p.add_argument(
+        "--judge",
+        metavar="NAME",
+        help="the judge (by name) whose rubric and model the labels record "
+        "(default: the rows' first judge)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON summary on stdout; the session itself goes to stderr",
+    )
+    p.set_defaults(handler=_cmd_label)
+
+
+def _cmd_label(args: argparse.Namespace) -> int:
+    from ..label import label_session, parse_choices, parse_grades
+    from ..runner import read_rows
+
+    labeler = args.labeler  # None: the session falls back to $USER, the login name, "anonymous"
+    choices = None
+    if args.grades:
+        choices = parse_grades(args.grades)
+    elif args.choices:
+        choices = parse_choices(args.choices)
+    stream = sys.stderr if args.json else sys.stdout
+
+    def write(text: str) -> None:
+        print(text, file=stream, flush=True)
+
+    summary = label_session(
+        read_rows(args.results),
+        args.out,
+        labeler=labeler,
+        seed=args.seed,
+        write=write,
+        break_every=args.break_every,
+        choices=choices,
+        judge=args.judge,
+    )
+    if args.json:
+        print_json(summary.to_dict())
+    return EXIT_OK
+
+
+def _add_calibrate(sub: Any) -> None:
+    p = sub.add_parser(
+        "calibrate",
+        help="compare the judge with your labels: failure recall, false alarms, kappa",
+        description="Join RESULTS (result rows) and LABELS (written by tinyeval label) by id "
+        "and report how far the judge can stand for your criterion: agreement, the share of "
+        "your FAILs it caught, its false alarms, Cohen's kappa, the confusion matrix, and in "
+        "words what speaks against trusting it.",
+    )
+    p.add_argument("results", metavar="RESULTS", help="result rows written by tinyeval run")
+    p.add_argument("labels", metavar="LABELS", help="the labels file written by tinyeval label")
+    p.add_argument(
+        "--judge", metavar="NAME", help="which judge of the rows to calibrate (default: the first)"
+    )
+    p.add_argument(
+        "--only",
+        metavar="FILE",
+        help="score only the ids in FILE (one JSON object with an id per line, "
+        "e.g. a --disagreements file)",
+    )
+    p.add_argument(
+        "--disagreements",
+        metavar="FILE",
+        help="write every case where judge and human differ: the result row plus "
+        "'human', your label record",
+    )
+    p.add_argument(
+        "--save", metavar="CAL.json", help="save the calibration for tinyeval run --calibration"
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(handler=_cmd_calibrate)
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from ..calibration import calibrate_results, disagreement_rows
+    from ..label import read_labels
+    from ..runner import read_rows
+
+    rows = read_rows(args.results)
+    labels = read_labels(args.labels)
+    only = [row["id"] for row in read_rows(args.only)] if args.only else None
+    cal = calibrate_results(rows, labels, judge=args.judge, only=only)
+    for warning in cal.expired:
+        print(f"{PROG}: WARNING: {warning}", file=sys.stderr)
+    notes = []
+    if args.disagreements:
+        found = disagreement_rows(cal, rows, labels)
+        with open(args.disagreements, "w", encoding="utf-8") as stream:
+            stream.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in found)
+        notes.append(f"wrote {len(found)} disagreements to {args.disagreements}")
+    if args.save:
+        cal.save(args.save)
+        notes.append(f"saved the calibration to {args.save}")
+    if args.json:
+        print_json(cal.to_dict())
+        for note in notes:
+            print(f"{PROG}: {note}", file=sys.stderr)
+    else:
+        print(cal.to_text())
+        print(f"\ndisagreements: {len(cal.disagreements())} of {cal.n} compared cases")
+        for note in notes:
+            print(note)
+    return EXIT_OK
+
+
+COMMANDS.append(("label", _add_label))
+COMMANDS.append(("calibrate", _add_calibrate))

@@ -1,0 +1,136 @@
+"""``tinyeval pairwise``: two runs' outputs judged against each other, in both orders."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ._common import (
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    PROG,
+    UsageError,
+    add_model_options,
+    open_model,
+    print_json,
+    write_records,
+)
+
+# (name, function adding the sub-command's parser); collected by tinyeval.cli
+COMMANDS: list[tuple[str, Callable[[Any], None]]] = []
+
+
+def _add_pairwise(sub: Any) -> None:
+    p = sub.add_parser(
+        "pairwise",
+        help="which of two runs answered better, each case asked in both orders",
+        description="Pair two results files by case id and ask a pairwise judge which output is "
+        "better on one criterion, always in both orders (A/B, then B/A). A case has a winner "
+        "only when both orders agree; the judge's position consistency and first-position "
+        "preference are reported.",
+    )
+    p.add_argument("a", metavar="RESULTS_A", help="results whose outputs are response A")
+    p.add_argument("b", metavar="RESULTS_B", help="results whose outputs are response B")
+    p.add_argument(
+        "--criterion",
+        required=True,
+        metavar="TEXT|NAME",
+        help="the one property to compare on (text, or a built-in name)",
+    )
+    p.add_argument("--judge-model", default="builtin", metavar="SPEC", help="default: builtin")
+    p.add_argument(
+        "--category",
+        action="append",
+        metavar="CATEGORY",
+        help="compare only cases of this category (repeatable; default: all)",
+    )
+    p.add_argument("--out", metavar="FILE", help="write one JSON line per compared case")
+    p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    add_model_options(p)
+    p.set_defaults(handler=_cmd_pairwise)
+
+
+def _cmd_pairwise(args: argparse.Namespace) -> int:
+    import concurrent.futures as cf
+
+    from ..judge import PairwiseJudge, position_stats
+    from ..runner import input_text, read_rows
+    from ..stats import format_rate
+
+    def wanted(row: dict[str, Any]) -> bool:
+        return args.category is None or row.get("category") in args.category
+
+    first = {r["id"]: r for r in read_rows(args.a) if wanted(r)}
+    second = {r["id"]: r for r in read_rows(args.b) if wanted(r)}
+    pairs = [
+        (first[i], second[i])
+        for i in first
+        if i in second
+        and first[i].get("output") is not None
+        and second[i].get("output") is not None
+    ]
+    if not pairs:
+        raise UsageError(f"{args.a} and {args.b} share no case with an output on both sides")
+    if args.concurrency < 1:
+        raise UsageError(f"--concurrency must be 1 or more, got {args.concurrency}")
+    judge = PairwiseJudge(args.criterion)
+    model, cache = open_model(args, args.judge_model, max_tokens=args.judge_max_tokens, cache=None)
+
+    def compare(pair: tuple[dict[str, Any], dict[str, Any]]) -> Any:
+        a, b = pair
+        return judge(model, a=a["output"], b=b["output"], question=input_text(a.get("input")),
+                     context=a.get("context"))  # fmt: skip
+
+    try:
+        with cf.ThreadPoolExecutor(max_workers=args.concurrency) as pool:
+            verdicts = list(pool.map(compare, pairs))
+    finally:
+        if cache is not None:
+            cache.close()
+    if args.out:
+        write_records(
+            args.out,
+            [{"id": a["id"], "category": b.get("category"), **v.to_dict()}
+             for (a, b), v in zip(pairs, verdicts, strict=True)],
+        )  # fmt: skip
+    n = len(verdicts)
+    counts = {w: sum(v.winner == w for v in verdicts) for w in ("A", "B", "TIE", None)}
+    position = position_stats(verdicts)
+    call_errors = [v.error for v in verdicts if v.error]
+    unpaired = len(set(first) ^ set(second)) + (len(set(first) & set(second)) - n)
+    if len(call_errors) == n:
+        print(f"{PROG}: every model call failed, nothing was compared: {call_errors[0]}",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_INCOMPLETE
+    if args.json:
+        print_json({
+            "criterion": args.criterion, "judge_model": args.judge_model, "n": n,
+            "a_wins": counts["A"], "b_wins": counts["B"], "ties": counts["TIE"],
+            "no_winner": counts[None], "call_errors": len(call_errors),
+            "not_compared": unpaired, "position": position,
+            "rubric_fingerprint": judge.rubric_fingerprint,
+        })  # fmt: skip
+        return EXIT_OK
+    print(f"{n} cases compared on {args.criterion!r} (judge {args.judge_model}), "
+          "each asked in both orders:")  # fmt: skip
+    print(f"  A better ({args.a}): {format_rate(counts['A'], n)}")
+    print(f"  B better ({args.b}): {format_rate(counts['B'], n)}")
+    print(f"  tie:                {format_rate(counts['TIE'], n)}")
+    print(f"  no winner (the orders disagreed, a reply did not parse, or a call failed): "
+          f"{format_rate(counts[None], n)}")  # fmt: skip
+    picks = position["picks"]
+    print(f"position consistency: {format_rate(position['consistent'], n)}; "
+          f"first-position picks: {format_rate(position['first_position_picks'], picks)} "
+          "(an unbiased judge sits near 50%)")  # fmt: skip
+    print(f"replies that did not parse or whose call failed: {position['parse_failures']} of "
+          f"{position['replies']}")  # fmt: skip
+    if call_errors:
+        print(f"comparisons with a failed model call: {len(call_errors)} (first: {call_errors[0]})")
+    if unpaired:
+        print(f"not compared: {unpaired} cases missing from one file or without an output")
+    return EXIT_OK
+
+
+COMMANDS.append(("pairwise", _add_pairwise))
