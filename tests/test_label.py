@@ -474,3 +474,26 @@ def test_cli_label_on_a_terminal_takes_single_key_presses_and_pages(tmp_path: Pa
         "c": "PASS",
     }
     assert {r["labeler"] for r in labels.values()} == {"tty-user"}
+
+
+def test_the_command_offers_only_judged_rows_unless_asked(tmp_path: Path) -> None:
+    rows = [
+        {"id": "j1", "category": "s", "status": "pass", "output": "uno",
+         "judges": {"u": {"verdict": "PASS"}}, "judge": {"verdict": "PASS"}},
+        {"id": "c1", "category": "t", "status": "pass", "output": "dos", "judges": {}},
+    ]  # fmt: skip
+    results = tmp_path / "rows.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    root = Path(__file__).resolve().parent.parent
+
+    def labelled(*extra: str) -> set[str]:
+        out = tmp_path / f"labels{len(extra)}.jsonl"
+        subprocess.run(
+            [sys.executable, "-m", "tinyeval", "label", str(results), "--out", str(out),
+             "--labeler", "ana", *extra],
+            input="p\np\n", text=True, capture_output=True, cwd=root, check=True,
+        )  # fmt: skip
+        return {json.loads(line)["id"] for line in out.read_text().splitlines()}
+
+    assert labelled() == {"j1"}
+    assert labelled("--all-rows") == {"j1", "c1"}

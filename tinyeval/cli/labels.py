@@ -56,6 +56,12 @@ def _add_label(sub: Any) -> None:
         "(default: the rows' first judge)",
     )
     p.add_argument(
+        "--all-rows",
+        action="store_true",
+        help="offer every row; by default, when some rows were judged, only those are offered "
+        "(the ones calibration compares)",
+    )
+    p.add_argument(
         "--json",
         action="store_true",
         help="print a JSON summary on stdout; the session itself goes to stderr",
@@ -78,8 +84,14 @@ def _cmd_label(args: argparse.Namespace) -> int:
     def write(text: str) -> None:
         print(text, file=stream, flush=True)
 
+    rows = read_rows(args.results)
+    judged = [row for row in rows if row.get("judges")]
+    if judged and not args.all_rows and len(judged) < len(rows):
+        write(f"{len(judged)} of {len(rows)} rows were judged; labelling those "
+              "(--all-rows offers every row)")  # fmt: skip
+        rows = judged
     summary = label_session(
-        read_rows(args.results),
+        rows,
         args.out,
         labeler=labeler,
         seed=args.seed,
