@@ -884,13 +884,18 @@ class _OpenAIModel(_HTTPModel):
         if not isinstance(content, str):
             finish = choices[0].get("finish_reason")
             raise self._bad_shape(f"the reply has no text (finish_reason={finish!r})")
-        usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
-        reported = payload.get("model")
-        return Reply(
-            content,
-            usage=_usage(usage.get("prompt_tokens"), usage.get("completion_tokens")),
-            model=reported if isinstance(reported, str) else None,
-        )
+        return _reply_from(payload, content, "prompt_tokens", "completion_tokens")
+
+
+def _reply_from(payload: Mapping[str, Any], text: str, tokens_in: str, tokens_out: str) -> Reply:
+    """A Reply with the usage and model name a server's JSON reports (under its own key names)."""
+    usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
+    reported = payload.get("model")
+    return Reply(
+        text,
+        usage=_usage(usage.get(tokens_in), usage.get(tokens_out)),
+        model=reported if isinstance(reported, str) else None,
+    )
 
 
 def _openai_model(
@@ -960,13 +965,7 @@ class _AnthropicModel(_HTTPModel):
         if not texts:
             stop = payload.get("stop_reason")
             raise self._bad_shape(f"the reply has no text block (stop_reason={stop!r})")
-        usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
-        reported = payload.get("model")
-        return Reply(
-            "".join(texts),
-            usage=_usage(usage.get("input_tokens"), usage.get("output_tokens")),
-            model=reported if isinstance(reported, str) else None,
-        )
+        return _reply_from(payload, "".join(texts), "input_tokens", "output_tokens")
 
 
 def _anthropic_model(
