@@ -232,12 +232,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
         parse_threshold(value)
     judges = _judges_from_args(args)
     args.judge_model = args.judge_model or "builtin"
+    execution = _Execution(args, judges)  # models, price, template, calibration: checked now
     read = {"fields": fields, "id_from_line": args.id_from_line, "format": args.format}
-    cases, fingerprint, seen = _read_cases(args, read)
-    _check_against_cases(args, thresholds, seen)
+    try:
+        cases, fingerprint, seen = _read_cases(args, read)
+        _check_against_cases(args, thresholds, seen)
+    except BaseException:
+        execution.close()
+        raise
     total = seen.total
 
-    execution = _Execution(args, judges, seen.selected)
+    execution.total = seen.selected
     result = execution.run(cases, fingerprint=fingerprint)
 
     report = gate(
@@ -450,7 +455,7 @@ def _add_run_execution_options(p: argparse.ArgumentParser) -> None:
 class _Execution:
     """Wires the run options (models, cache, resume, shard, progress, review) to runner.run."""
 
-    def __init__(self, args: argparse.Namespace, judges: list[Any], total: int) -> None:
+    def __init__(self, args: argparse.Namespace, judges: list[Any]) -> None:
         from ..runner import parse_shard
 
         if args.concurrency < 1:
@@ -459,7 +464,7 @@ class _Execution:
             raise UsageError(f"--max-errors must be 0 or more, got {args.max_errors}")
         self.args = args
         self.judges = judges
-        self.total = total
+        self.total = 0  # cases this run will evaluate, known once the file is read
         self.shard = parse_shard(args.shard) if args.shard else None
         self.price = None
         if args.price:
@@ -496,6 +501,11 @@ class _Execution:
                     "--calibration corrects a judge's pass rate: give a --criterion too"
                 )
             self.calibration = load_calibration(args.calibration)
+
+    def close(self) -> None:
+        """Release the cache when the run does not happen."""
+        if self.cache is not None:
+            self.cache.close()
 
     def _model(self, spec: str, *, max_tokens: int | None) -> Any:
         model, self.cache = open_model(self.args, spec, max_tokens=max_tokens, cache=self.cache)
