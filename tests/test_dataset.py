@@ -822,9 +822,12 @@ class TestValidation:
     def test_messages_ending_in_at_do_not_say_at_twice(self, tmp_path: Path) -> None:
         # The parser's own messages "Invalid control character at" and "Unterminated
         # string starting at" already end in "at".
-        path = write(tmp_path / "cases.jsonl", '{"id": "a"}\n{"id": "b\n')
-        # '{"id": "b' is 9 characters, so the newline inside the string is column 10.
+        path = write(tmp_path / "cases.jsonl", '{"id": "a"}\n{"id": "b\tc"}\n')
+        # '{"id": "b' is 9 characters, so the raw tab inside the string is column 10.
         assert_error(load_error(path), path, 2, None, "Invalid control character at column 10")
+        unterminated = write(tmp_path / "open.jsonl", '{"id": "a"}\n{"id": "b\n')
+        # the string opened at column 8 runs to the end of the line
+        assert_error(load_error(unterminated), unterminated, 2, None, "starting at column 8")
         assert "at at" not in str(load_error(path))
         cell = write(tmp_path / "cases.csv", 'id,expect\na,"{""x"": ""y}"\n')
         assert_error(load_error(cell), cell, 2, "expect", "starting at column 7")
@@ -1382,3 +1385,12 @@ class TestFieldPathFoundNowhere:
         path = write(tmp_path / "log.jsonl", jsonl(*records))
         cases = load(path, fields={"id": "rid", "output": "response.text"})
         assert [c.output for c in cases] == ["x", None]
+
+
+def test_an_unfinished_line_in_the_middle_names_the_right_column(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "cases.jsonl", '{"id": "a", "output": "x"}\n{"id": "b", "output": "x"\n'
+    )
+    # the line is 25 characters; the parser wants a ',' or '}' just past it, at column 26
+    # (with the line ending left in, it would point at column 1 of a line that isn't there)
+    assert_error(load_error(path), path, 2, None, "not valid JSON", "column 26")

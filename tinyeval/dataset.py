@@ -237,8 +237,8 @@ def _records_jsonl(stream: IO[str], path: str) -> Iterator[tuple[int, Any]]:
     for number, text in enumerate(stream, start=1):
         if not text.strip():
             continue
-        try:
-            yield number, json.loads(text)
+        try:  # without the line ending, an error at the end of the line gets its real column
+            yield number, json.loads(text.rstrip("\r\n"))
         except json.JSONDecodeError as exc:
             if not text.endswith("\n"):
                 raise DatasetError(

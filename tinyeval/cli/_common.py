@@ -74,6 +74,34 @@ def refuse_overwriting(inputs: list[str], outputs: list[tuple[str, str | None]])
                 raise UsageError(f"{option} and {other} are the same file {path}")
 
 
+def refuse_unknown_categories(
+    option: str, names: Any, known: Any, *, only_typos: bool = False
+) -> None:
+    """Refuse category names that no case has. With ``only_typos``, only those that look like
+    a misspelling of one that does (a category that vanished must still block the gate).
+
+    >>> refuse_unknown_categories("--threshold", ["tone"], {"tone", "amounts"})
+    >>> refuse_unknown_categories("--threshold", ["amount"], {"tone", "amounts"})
+    Traceback (most recent call last):
+    ...
+    tinyeval.cli._common.UsageError: --threshold: no case has the category 'amount'; did you ...
+    """
+    import difflib
+
+    listed = sorted(known)
+    for name in names:
+        if name in known:
+            continue
+        close = difflib.get_close_matches(name, listed, n=1)
+        if close or not only_typos:
+            hint = (
+                f"did you mean {close[0]!r}?"
+                if close
+                else f"the categories are {', '.join(listed)}"
+            )
+            raise UsageError(f"{option}: no case has the category {name!r}; {hint}")
+
+
 def thresholds_from(items: list[str]) -> dict[str, str]:
     """--threshold CATEGORY=RATE options as a dict; a category given twice is an error."""
     thresholds: dict[str, str] = {}

@@ -11,7 +11,10 @@ from typing import Any
 from ._common import (
     EXIT_OK,
     PROG,
+    UsageError,
     print_json,
+    refuse_overwriting,
+    same_file,
 )
 
 # (name, function adding the sub-command's parser); collected by tinyeval.cli
@@ -73,6 +76,7 @@ def _cmd_label(args: argparse.Namespace) -> int:
     from ..label import label_session, parse_choices, parse_grades
     from ..runner import read_rows
 
+    refuse_overwriting([args.results], [("--out", args.out)])
     labeler = args.labeler  # None: the session falls back to $USER, the login name, "anonymous"
     choices = None
     if args.grades:
@@ -143,6 +147,12 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from ..label import read_labels
     from ..runner import read_rows
 
+    if same_file(args.results, args.labels):
+        raise UsageError(f"RESULTS and LABELS are the same file {args.results}")
+    refuse_overwriting(
+        [args.results, args.labels, *filter(None, [args.only])],
+        [("--save", args.save), ("--disagreements", args.disagreements)],
+    )
     rows = read_rows(args.results)
     labels = read_labels(args.labels)
     only = [row["id"] for row in read_rows(args.only)] if args.only else None

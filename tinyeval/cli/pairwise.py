@@ -15,6 +15,7 @@ from ._common import (
     add_model_options,
     open_model,
     print_json,
+    refuse_overwriting,
     write_records,
 )
 
@@ -59,6 +60,8 @@ def _cmd_pairwise(args: argparse.Namespace) -> int:
     from ..runner import input_text, read_rows
     from ..stats import format_rate
 
+    refuse_overwriting([args.a, args.b], [("--out", args.out)])
+
     def wanted(row: dict[str, Any]) -> bool:
         return args.category is None or row.get("category") in args.category
 
@@ -84,8 +87,15 @@ def _cmd_pairwise(args: argparse.Namespace) -> int:
                      context=a.get("context"))  # fmt: skip
 
     try:
+        # One comparison first, alone: a model that cannot be reached fails it at once,
+        # instead of every comparison paying for its own retries.
+        verdicts = [compare(pairs[0])]
+        if verdicts[0].error:
+            print(f"{PROG}: the model call failed, nothing more was compared: "
+                  f"{verdicts[0].error}", file=sys.stderr)  # fmt: skip
+            return EXIT_INCOMPLETE
         with cf.ThreadPoolExecutor(max_workers=args.concurrency) as pool:
-            verdicts = list(pool.map(compare, pairs))
+            verdicts += pool.map(compare, pairs[1:])
     finally:
         if cache is not None:
             cache.close()
@@ -100,10 +110,6 @@ def _cmd_pairwise(args: argparse.Namespace) -> int:
     position = position_stats(verdicts)
     call_errors = [v.error for v in verdicts if v.error]
     unpaired = len(set(first) ^ set(second)) + (len(set(first) & set(second)) - n)
-    if len(call_errors) == n:
-        print(f"{PROG}: every model call failed, nothing was compared: {call_errors[0]}",
-              file=sys.stderr)  # fmt: skip
-        return EXIT_INCOMPLETE
     if args.json:
         print_json({
             "criterion": args.criterion, "judge_model": args.judge_model, "n": n,

@@ -17,6 +17,7 @@ from ._common import (
     print_json,
     proportion,
     refuse_overwriting,
+    refuse_unknown_categories,
     thresholds_from,
     write_records,
     write_reports,
@@ -75,6 +76,10 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     from ..report import summary_dict, summary_text
     from ..runner import RunResult, read_rows
 
+    refuse_overwriting(
+        [args.results],
+        [("--junit", args.junit), ("--markdown", args.markdown), ("--html", args.html)],
+    )
     rows = read_rows(args.results)
     if not rows:
         raise UsageError(f"{args.results}: no result rows")
@@ -84,6 +89,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
             raise UsageError(f"{args.results}: row {row['id']!r} has no category")
         result.add(row, keep=False)
     thresholds = thresholds_from(args.threshold)
+    refuse_unknown_categories("--threshold", thresholds, result.categories, only_typos=True)
     report = gate(
         result.categories, thresholds, default_threshold=args.default_threshold, on=args.gate_on
     )
@@ -164,6 +170,7 @@ def _add_merge(sub: Any) -> None:
 def _cmd_merge(args: argparse.Namespace) -> int:
     from ..runner import read_rows
 
+    refuse_overwriting(args.results, [("--out", args.out)])
     seen: dict[str, str] = {}
     fingerprints: dict[str, str] = {}
     merged: list[dict[str, Any]] = []
@@ -180,7 +187,8 @@ def _cmd_merge(args: argparse.Namespace) -> int:
             f"{path_a} (dataset {fp_a}) and {path_b} (dataset {fp_b}) come from different datasets"
         )
     write_records(args.out, merged)  # all or nothing: never a half-merged file
-    print(f"merged {len(merged)} rows from {len(args.results)} files into {args.out}")
+    sources = plural(len(args.results), "file")
+    print(f"merged {plural(len(merged), 'row')} from {sources} into {args.out}")
     return EXIT_OK
 
 

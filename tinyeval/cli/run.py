@@ -21,6 +21,7 @@ from ._common import (
     plural,
     print_json,
     refuse_overwriting,
+    refuse_unknown_categories,
     thresholds_from,
     write_reports,
 )
@@ -360,26 +361,10 @@ def _check_against_cases(
     args: argparse.Namespace, thresholds: dict[str, str], seen: _CasesSeen
 ) -> None:
     """Refuse, before anything runs, what the cases show cannot be meant."""
-    import difflib
-
     if seen.selected == 0:
         raise UsageError(f"no case to run in shard {args.shard} of {args.cases}")
-    known = sorted(seen.categories)
-    for option, names in (
-        ("--judge-category", args.judge_category or []),
-        ("--threshold", thresholds),
-    ):
-        for name in names:
-            if name in seen.categories:
-                continue
-            close = difflib.get_close_matches(name, known, n=1)
-            if option == "--judge-category" or close:
-                hint = (
-                    f"did you mean {close[0]!r}?"
-                    if close
-                    else f"the categories are {', '.join(known)}"
-                )
-                raise UsageError(f"{option}: no case has the category {name!r}; {hint}")
+    refuse_unknown_categories("--judge-category", args.judge_category or [], seen.categories)
+    refuse_unknown_categories("--threshold", thresholds, seen.categories, only_typos=True)
     if seen.without_output and not args.generate_model:
         first = seen.first_without_output
         where = f"{first.source}:{first.line}" if first.line else repr(first.id)
@@ -600,12 +585,14 @@ class _Execution:
         return result
 
     def _note_failure(self, row: dict[str, Any]) -> None:
-        """Keep the first few failed rows of each category, to say why they failed."""
-        if row.get("status") == "pass":
+        """Keep a few failed rows of each category, to say why they failed: those with the
+        smallest ids, so the list is the same whatever order the cases finished in."""
+        if row.get("status") == "pass" or not self.args.show_failures:
             return
         kept = self.failures.setdefault(str(row.get("category")), [])
-        if len(kept) < self.args.show_failures:
-            kept.append(row)
+        kept.append(row)
+        kept.sort(key=lambda r: str(r["id"]))
+        del kept[self.args.show_failures :]
 
     def extra_summary(self, result: Any) -> dict[str, Any]:
         from ..report import failure_lines

@@ -254,3 +254,35 @@ def test_report_renders_and_exits_0_where_gate_exits_1(tmp_path: Path) -> None:
     assert (gated.returncode, shown.returncode) == (1, 0)
     assert gated.stdout == shown.stdout and "BLOCKS" in shown.stdout
     assert (tmp_path / "r.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+class TestNoCommandOverwritesItsInput:
+    """Every command that writes a file refuses to write it over one it reads."""
+
+    def test_each_writing_option(self, tmp_path: Path) -> None:
+        results = tmp_path / "rows.jsonl"
+        results.write_text("".join(json.dumps(r) + "\n" for r in rows("PF", "c")))
+        labels = tmp_path / "labels.jsonl"
+        labels.write_text(json.dumps({"id": "0", "label": "PASS"}) + "\n")
+        before = (results.read_text(), labels.read_text())
+        r, lab = str(results), str(labels)
+        for argv in (
+            ["gate", r, "--junit", r], ["report", r, "--html", r], ["gate", r, "--markdown", r],
+            ["merge", r, "--out", r], ["pairwise", r, r, "--criterion", "x", "--out", r],
+            ["label", r, "--out", r], ["calibrate", r, lab, "--save", lab],
+            ["calibrate", r, lab, "--disagreements", r], ["calibrate", r, r],
+        ):  # fmt: skip
+            done = subprocess.run([sys.executable, "-m", "tinyeval", *argv], cwd=ROOT,
+                                  capture_output=True, text=True)  # fmt: skip
+            assert done.returncode == 2, (argv, done.stdout, done.stderr)
+            assert "same file" in done.stderr or "is the input file" in done.stderr, argv
+        assert (results.read_text(), labels.read_text()) == before
+
+    def test_gate_refuses_a_misspelt_threshold_category(self, tmp_path: Path) -> None:
+        results = tmp_path / "rows.jsonl"
+        results.write_text("".join(json.dumps(r) + "\n" for r in rows("PF", "amounts")))
+        done = subprocess.run(
+            [sys.executable, "-m", "tinyeval", "gate", str(results), "--threshold", "amount=1"],
+            cwd=ROOT, capture_output=True, text=True,
+        )  # fmt: skip
+        assert done.returncode == 2 and "did you mean 'amounts'?" in done.stderr
