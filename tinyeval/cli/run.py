@@ -178,8 +178,10 @@ def _judges_from_args(args: argparse.Namespace) -> list[Any]:
         return []
     from ..judge import Judge
 
-    if args.votes < 1:
-        raise UsageError(f"--votes must be 1 or more, got {args.votes}")
+    if args.votes < 1 or args.votes % 2 == 0:
+        raise UsageError(
+            f"--votes must be an odd number (1, 3, 5…) so a majority exists, got {args.votes}"
+        )
     specs: list[dict[str, Any]] = [{"criterion": text} for text in args.criterion]
     for path in args.rubric:
         text = Path(path).read_text(encoding="utf-8")
