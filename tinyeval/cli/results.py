@@ -145,13 +145,13 @@ def _holdout_text(args: argparse.Namespace, lines: list[Any]) -> str:
 
     out = [f"\ndevelopment vs holdout ({args.holdout:g} held out, salt {args.salt!r}):"]
     width = max(len(c.category) for c in lines)
-    for c in lines:
-        mark = "  ← above what the holdout supports: tuned to the development cases?"
-        out.append(
-            f"  {c.category:<{width}}  dev {format_rate(c.dev_passed, c.dev_total)}   "
-            f"holdout {format_rate(c.holdout_passed, c.holdout_total)}"
-            + (mark if c.suspicious else "")
-        )
+    dev = [format_rate(c.dev_passed, c.dev_total) for c in lines]
+    dev_width = max(map(len, dev))
+    mark = "  ← above what the holdout supports: tuned to the development cases?"
+    for c, dev_rate in zip(lines, dev, strict=True):
+        holdout = format_rate(c.holdout_passed, c.holdout_total)
+        line = f"  {c.category:<{width}}  dev {dev_rate:<{dev_width}}   holdout {holdout}"
+        out.append(line + (mark if c.suspicious else ""))
     return "\n".join(out)
 
 
