@@ -16,6 +16,9 @@ from typing import Any
 
 import pytest
 
+from tinyeval.checks import checks_from_expect, run_checks
+from tinyeval.dataset import load
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 # the keys DESIGN.md allows in an ``expect`` block
@@ -253,11 +256,8 @@ def test_raw_logs_need_the_field_mapping() -> None:
 
 
 def _run_expect(case: dict[str, Any]) -> dict[str, bool]:
-    checks = pytest.importorskip("tinyeval.checks")
-    if not hasattr(checks, "checks_from_expect") or not hasattr(checks, "run_checks"):
-        pytest.skip("tinyeval.checks has no checks_from_expect/run_checks yet")
-    built = checks.checks_from_expect(case["expect"])
-    return checks.run_checks(case["output"], built, case={"tool_calls": case.get("tool_calls", [])})
+    built = checks_from_expect(case["expect"])
+    return run_checks(case["output"], built, case={"tool_calls": case.get("tool_calls", [])})
 
 
 @pytest.mark.parametrize(
@@ -281,10 +281,9 @@ def test_support_checks_pass_and_leave_grading_to_the_judge(case: dict[str, Any]
 
 
 def test_loader_reads_the_cases_and_the_mapped_raw_logs() -> None:
-    dataset = pytest.importorskip("tinyeval.dataset")
-    cases = dataset.load(EXAMPLES / "cases.jsonl")
+    cases = load(EXAMPLES / "cases.jsonl")
     assert [case.id for case in cases] == [case["id"] for case in CASES]
-    raw = dataset.load(EXAMPLES / "raw-logs.jsonl", fields=RAW_LOG_FIELDS)
+    raw = load(EXAMPLES / "raw-logs.jsonl", fields=RAW_LOG_FIELDS)
     rows = read_jsonl("raw-logs.jsonl")
     assert [(c.id, c.input, c.output, c.category) for c in raw] == [
         tuple(dig(row, path) for path in RAW_LOG_FIELDS.values()) for row in rows
