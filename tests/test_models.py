@@ -636,11 +636,15 @@ def test_as_model_wraps_plain_functions() -> None:
 
 
 def test_builtin_spec() -> None:
-    pytest.importorskip("tinyeval.baseline")
+    from tinyeval.judge import Judge, parse_verdict
+
     model = resolve("builtin")
-    reply = model("Criterion: answers the question.\nOutput: yes")
-    assert isinstance(reply, Reply) and isinstance(str(reply), str)
-    assert model.spec == "builtin"
+    judge = Judge("unsupported-claims")
+    supported = model(judge.render("Debés 1500 pesos.", context="Deuda: 1.500 pesos."))
+    unsupported = model(judge.render("Debés 2.000 pesos.", context="Deuda: 1.500 pesos."))
+    assert isinstance(supported, Reply) and model.spec == "builtin"
+    assert parse_verdict(supported)[0] == "PASS"
+    assert parse_verdict(unsupported)[0] == "FAIL"
 
 
 # --------------------------------------------------------------------------- specs and options
