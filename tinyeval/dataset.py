@@ -20,6 +20,7 @@ This module uses :mod:`tinyeval.checks` (itself standalone) to validate the
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import hashlib
@@ -574,6 +575,16 @@ def _refuse_near_misses(record: Mapping[str, Any], where: dict[str, Any], *, lin
             )
 
 
+@contextlib.contextmanager
+def _located(where: dict[str, Any]) -> Iterator[None]:
+    """Turn a check's specification error into a dataset error at this file and line."""
+    try:
+        yield
+    except checks.CheckSpecError as exc:
+        message = exc.args[0] if exc.args else str(exc)
+        raise DatasetError(message, field=exc.field, **where) from None
+
+
 def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> Case:
     if not isinstance(record, Mapping):
         raise DatasetError(
@@ -626,24 +637,16 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
         expect = {}
     if not isinstance(expect, Mapping):
         _expect_type(expect, "an object of expectations", "expect", where)
-    try:
+    with _located(where):
         checks.checks_from_expect(expect)
-    except checks.CheckSpecError as exc:
-        raise DatasetError(
-            exc.args[0] if exc.args else str(exc), field=exc.field, **where
-        ) from None
 
     tool_calls = rec.pop("tool_calls", None)
     if tool_calls is None:
         tool_calls = []
     if not isinstance(tool_calls, list):
         _expect_type(tool_calls, "a list of tool calls", "tool_calls", where)
-    try:
+    with _located(where):
         checks.tool_names(tool_calls)
-    except checks.CheckSpecError as exc:
-        raise DatasetError(
-            exc.args[0] if exc.args else str(exc), field=exc.field, **where
-        ) from None
 
     label = rec.pop("label", None)
     if isinstance(label, str) and label.strip().upper() in ("PASS", "FAIL"):
