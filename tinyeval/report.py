@@ -30,7 +30,7 @@ def _pct(value: float | None) -> str:
 def _rate_cell(v: CategoryVerdict, confidence: float = 0.95) -> str:
     if v.total == 0:
         return "0 cases"
-    return format_rate(v.passed, v.total, confidence) if v.passed <= v.total else "?"
+    return format_rate(v.passed, v.total, confidence)
 
 
 def _mark(v: CategoryVerdict, on: str) -> str:

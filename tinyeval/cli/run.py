@@ -222,6 +222,7 @@ def _judges_from_args(args: argparse.Namespace) -> list[Any]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from .. import __version__
     from ..dataset import parse_field_mapping
     from ..gating import gate, parse_threshold
     from ..report import summary_dict, summary_text
@@ -254,7 +255,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     judged = sum(t.judged for t in result.categories.values())
     unparsed = sum(t.unparsed for t in result.categories.values())
     info = {
-        "tinyeval_version": _version(),
+        "tinyeval_version": __version__,
         "cases_file": args.cases,
         "cases": total,
         "rows": result.total,
@@ -374,12 +375,6 @@ def _check_against_cases(
             f"{seen.without_output} case(s) have no output (the first at {where}) and no "
             "--generate-model was given to generate them"
         )
-
-
-def _version() -> str:
-    from .. import __version__
-
-    return __version__
 
 
 def _add_run_execution_options(p: argparse.ArgumentParser) -> None:
