@@ -88,12 +88,59 @@ def test_the_package_never_imports_itself_absolutely() -> None:
 
 
 def test_leaf_modules_import_nothing_else_of_the_package() -> None:
-    # stats and checks stand alone; dataset uses checks to validate expect blocks
-    allowed = {"stats.py": set(), "checks.py": set(), "dataset.py": {"checks"}}
+    # checks needs only the errors; dataset uses checks to validate expect blocks
+    allowed = {"errors.py": set(), "checks.py": {"errors"}, "dataset.py": {"checks", "errors"}}
     for name, permitted in allowed.items():
         for line, module, level in _imports(PACKAGE / name):
             if level:
                 assert module in permitted, f"{name}:{line} imports .{module}"
+
+
+def test_stats_needs_nothing_else_of_the_package(tmp_path: Path) -> None:
+    """Its one relative import (the error root) is optional: the file copied alone still works."""
+    relative = [(line, module) for line, module, level in _imports(PACKAGE / "stats.py") if level]
+    assert [module for _, module in relative] == ["errors"], relative
+    shutil.copy(PACKAGE / "stats.py", tmp_path / "stats.py")
+    code = (
+        "import stats\n"
+        "print(stats.sample_size(0.90, 0.85))\n"
+        "try:\n    stats.wilson_interval(31, 30)\n"
+        "except ValueError as exc:\n    print(type(exc).__name__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, check=True, env={"PATH": os.environ.get("PATH", "")})  # fmt: skip
+    assert done.stdout.split() == ["686", "StatisticsError"]
+
+
+def _exception_classes() -> list[type[BaseException]]:
+    import importlib
+
+    found = []
+    for path in MODULES:
+        if path.name == "__main__.py":  # importing it runs the command line
+            continue
+        relative = path.relative_to(ROOT).with_suffix("")
+        name = ".".join(relative.parts).removesuffix(".__init__")
+        module = importlib.import_module(name)
+        for value in vars(module).values():
+            if (
+                isinstance(value, type)
+                and issubclass(value, BaseException)
+                and value.__module__ == module.__name__
+            ):
+                found.append(value)
+    return found
+
+
+def test_every_error_class_derives_from_the_root_and_is_exported() -> None:
+    classes = _exception_classes()
+    assert len(classes) >= 15
+    for cls in classes:
+        assert issubclass(cls, tinyeval.TinyevalError), cls
+        if not cls.__name__.startswith("_"):
+            assert getattr(tinyeval, cls.__name__, None) is cls, f"{cls.__name__} is not exported"
+    assert issubclass(tinyeval.InputError, ValueError)
+    assert issubclass(tinyeval.StatisticsError, ValueError)
 
 
 def test_no_eval_exec_or_pickle() -> None:
@@ -138,6 +185,29 @@ def test_a_vendored_copy_runs_the_example(tmp_path: Path) -> None:
             check=True,
         ).stdout
     )
+
+
+def test_a_copy_vendored_under_a_package_reports_bad_input_in_one_line(tmp_path: Path) -> None:
+    """Errors are told apart by type, so a copy named ``pkg._vendor.tinyeval`` keeps exit 2."""
+    vendor = tmp_path / "pkg" / "_vendor"
+    shutil.copytree(PACKAGE, vendor / "tinyeval", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (vendor / "__init__.py").write_text("")
+    (tmp_path / "bad.jsonl").write_text('{"id": "a", "output": "x"}\n{"id": "b", "output": 3')
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TINYEVAL_TRACEBACK")}
+    for argv, expected in (
+        (["stats", "wilson", "31", "30"], "successes must be between 0 and n = 30"),
+        (["run", "missing.jsonl"], "missing.jsonl"),
+        (["run", "bad.jsonl"], "bad.jsonl:2: "),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "pkg._vendor.tinyeval", *argv],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 2, (argv, done.stderr)
+        assert "Traceback" not in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert expected in done.stderr, done.stderr
 
 
 def test_no_public_name_is_shadowed_by_a_submodule() -> None:

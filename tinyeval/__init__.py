@@ -23,6 +23,10 @@ __version__ = "0.1.0"
 
 # public name -> the module (relative to this package) that defines it
 _EXPORTS: dict[str, str] = {
+    # errors
+    "TinyevalError": "errors",
+    "InputError": "errors",
+    "IncompleteError": "errors",
     # statistics
     "wilson_interval": "stats",
     "format_rate": "stats",
@@ -69,6 +73,14 @@ _EXPORTS: dict[str, str] = {
     "Reply": "models",
     "ModelConfigError": "models",
     "ModelCallError": "models",
+    "CacheError": "cache",
+    "CostError": "cost",
+    "RunnerError": "runner",
+    "ResultsFileError": "runner",
+    "GateError": "gating",
+    "LabelError": "label",
+    "UndefinedCorrectionError": "calibration",
+    "UsageError": "cli",
     "ResponseCache": "cache",
     "cached": "cache",
     "parse_price": "cost",

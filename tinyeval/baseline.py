@@ -65,6 +65,7 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import NamedTuple
 
+from .errors import TinyevalError
 from .judge import CRITERIA, read_blocks
 
 __all__ = [
@@ -86,7 +87,7 @@ ANSWER_OVERLAP = Fraction(1, 3)
 _QUOTE_LIMIT = 200
 
 
-class _CannotJudge(Exception):
+class _CannotJudge(TinyevalError):
     """Raised inside this module when the prompt lacks what a criterion needs."""
 
 

@@ -39,6 +39,7 @@ from types import TracebackType
 from typing import Any, NamedTuple
 
 from .models import Model, Reply, as_model
+from .errors import InputError
 
 __all__ = [
     "DEFAULT_PATH",
@@ -74,7 +75,7 @@ CREATE TABLE IF NOT EXISTS replies (
 """
 
 
-class CacheError(ValueError):
+class CacheError(InputError):
     """A cache file that cannot be used: not SQLite, not ours, or from a newer version.
 
     >>> import tempfile

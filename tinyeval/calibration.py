@@ -39,6 +39,7 @@ from typing import Any, NamedTuple
 from .files import write_text_atomically
 from .label import output_fingerprint
 from .stats import UndefinedStatisticError, cohen_kappa, format_rate, spearman, wilson_interval
+from .errors import InputError
 
 __all__ = [
     "CATEGORY_MIN_LABELS",
@@ -73,7 +74,7 @@ UNPARSED_TOLERANCE = 0.05
 UNPARSED = "unparsed"  # the confusion-matrix column of judge replies that did not parse
 
 
-class CalibrationError(ValueError):
+class CalibrationError(InputError):
     """Input that cannot be calibrated (mismatched lengths, no pairs, a bad saved file).
 
     >>> try:

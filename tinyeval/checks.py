@@ -52,6 +52,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, TypeAlias, overload
 
+from .errors import InputError
+
 __all__ = [
     "EXPECT_KEYS",
     "CheckResult",
@@ -83,7 +85,7 @@ __all__ = [
 # === Errors and results ===
 
 
-class CheckSpecError(ValueError):
+class CheckSpecError(InputError):
     """A wrong ``expect`` block or check definition.
 
     ``field`` names the culprit (``"expect.not_contain"``,
@@ -99,21 +101,10 @@ class CheckSpecError(ValueError):
     expect.not_contain: unknown key 'not_contain'; did you mean 'not_contains'?
     """
 
-    def __init__(self, message: str, *, field: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.field = field
-
-    def __str__(self) -> str:
-        return f"{self.field}: {self.message}"
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        # keeps ``field`` across pickling (process pools send exceptions back pickled)
-        return _rebuild_error, (type(self), self.message, self.field)
-
-
-def _rebuild_error(cls: type[CheckSpecError], message: str, field: str) -> CheckSpecError:
-    return cls(message, field=field)
+    @property
+    def message(self) -> str:
+        """What was expected and what was got (the message without the field)."""
+        return self.reason
 
 
 @dataclass(frozen=True)

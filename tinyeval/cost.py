@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
+from .errors import InputError
 
 __all__ = [
     "CostError",
@@ -37,7 +38,7 @@ __all__ = [
 _PER_MILLION = 1_000_000
 
 
-class CostError(ValueError):
+class CostError(InputError):
     """A price or a count that cannot be used for a cost figure.
 
     >>> parse_price("in=1.0")

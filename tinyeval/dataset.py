@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import checks
+from .errors import InputError
 
 __all__ = [
     "RECOGNISED_KEYS",
@@ -73,7 +74,7 @@ _SUFFIX_FORMATS = {
 }
 
 
-class DatasetError(ValueError):
+class DatasetError(InputError):
     """A dataset that cannot be loaded as it is.
 
     The message reads ``FILE:LINE: FIELD: what was expected``; the parts are
@@ -83,26 +84,9 @@ class DatasetError(ValueError):
 
     >>> str(DatasetError("expected a non-empty string", path="cases.jsonl", line=3, field="id"))
     'cases.jsonl:3: id: expected a non-empty string'
-    >>> str(DatasetError("expected KEY=PATH, got 'input'", field="--field"))
-    "--field: expected KEY=PATH, got 'input'"
+    >>> str(DatasetError("expected KEY=PATH, got 'input'", field="fields"))
+    "fields: expected KEY=PATH, got 'input'"
     """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        path: str | None = None,
-        line: int | None = None,
-        field: str | None = None,
-    ) -> None:
-        self.reason = message
-        self.path = "<stdin>" if path == "-" else path
-        self.line = line
-        self.field = field
-        where = self.path
-        if line is not None:
-            where = f"{where}:{line}" if where else f"line {line}"
-        super().__init__(": ".join(part for part in (where, field, message) if part))
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .stats import wilson_interval
+from .errors import InputError
 
 __all__ = [
     "CategoryVerdict",
@@ -32,7 +33,7 @@ __all__ = [
 ]
 
 
-class GateError(ValueError):
+class GateError(InputError):
     """A threshold that is not a rate, or a gate asked of nothing."""
 
 

@@ -51,6 +51,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
+from .errors import InputError
 
 __all__ = [
     "CRITERIA",
@@ -77,7 +78,7 @@ __all__ = [
 ]
 
 
-class JudgeError(ValueError):
+class JudgeError(InputError):
     """A judge was built or called with arguments it cannot use."""
 
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
+from .errors import InputError
 
 __all__ = [
     "LabelError",
@@ -60,7 +61,7 @@ _COMMAND_WORDS = {"skip": SKIP, "undo": UNDO, "quit": QUIT}
 _RESERVED = {SKIP, UNDO, QUIT, NEXT_PAGE, " "}
 
 
-class LabelError(ValueError):
+class LabelError(InputError):
     """A labels or results file that cannot be read, or a session set up wrongly.
 
     >>> try:

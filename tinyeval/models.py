@@ -55,6 +55,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from .errors import InputError, TinyevalError
 
 __all__ = [
     "ANTHROPIC_DEFAULT_BASE",
@@ -89,7 +90,7 @@ _QUOTA_CODES = frozenset({"insufficient_quota", "enforced_spend_limit_reached"})
 Sleep = Callable[[float], None]
 
 
-class ModelConfigError(ValueError):
+class ModelConfigError(InputError):
     """A model spec or setting that cannot work: unknown scheme, missing key, bad option.
 
     >>> resolve("gpt-4o-mini")
@@ -101,7 +102,7 @@ model write openai:gpt-4o-mini
     """
 
 
-class ModelCallError(RuntimeError):
+class ModelCallError(TinyevalError, RuntimeError):
     """A model call that failed, after the retries it was allowed.
 
     The message names the spec, what went wrong (HTTP status and the server's

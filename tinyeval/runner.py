@@ -27,6 +27,7 @@ from typing import IO, Any
 
 from . import checks as checks_mod
 from .dataset import Case
+from .errors import InputError
 
 __all__ = [
     "CategoryTally",
@@ -51,7 +52,7 @@ Row = dict[str, Any]
 CallModel = Callable[..., Any]
 
 
-class RunnerError(ValueError):
+class RunnerError(InputError):
     """A run asked for with settings that cannot work (a bad concurrency, shard or timeout)."""
 
 
@@ -641,7 +642,7 @@ def _resolve(model: CallModel | str | None) -> CallModel | None:
 # --------------------------------------------------------------------------- resume and shards
 
 
-class ResultsFileError(ValueError):
+class ResultsFileError(InputError):
     """A results file that cannot be read back as rows."""
 
 

@@ -2,7 +2,9 @@
 
 Every figure tinyeval prints rests on the functions here. They need only the
 standard library (``math``, ``statistics.NormalDist``, ``collections``) and
-nothing else of the package, so the module can be copied on its own.
+nothing else of the package, so the module can be copied on its own (its
+errors then derive from ``ValueError`` alone; inside the package they also
+derive from ``tinyeval.TinyevalError``).
 
 Pass rates
 
@@ -61,8 +63,15 @@ __all__ = [
 
 _STANDARD_NORMAL = NormalDist()
 
+try:  # inside the package, statistics errors share the package's root
+    from .errors import TinyevalError as _ErrorRoot
+except ImportError:  # this file copied on its own: nothing else of the package is needed
 
-class StatisticsError(ValueError):
+    class _ErrorRoot(Exception):  # type: ignore[no-redef]
+        """Stands in for the package's error root when this file is used alone."""
+
+
+class StatisticsError(_ErrorRoot, ValueError):
     """Input that cannot produce the statistic (wrong type, out of range, mismatched lengths).
 
     >>> try:

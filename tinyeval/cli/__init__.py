@@ -17,6 +17,8 @@ import os
 import sys
 
 from . import cost, labels, pairwise, results, run, statistics
+from ..errors import InputError
+from ..stats import StatisticsError
 from ._common import EXIT_BAD_INPUT, EXIT_OK, PROG, UsageError
 
 __all__ = ["UsageError", "build_parser", "main"]
@@ -46,11 +48,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _is_user_error(exc: BaseException) -> bool:
-    """Errors raised by tinyeval for bad input or usage (any ValueError it defines)."""
-    return isinstance(exc, ValueError) and type(exc).__module__.startswith("tinyeval")
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the command line and return its exit code (it does not call ``sys.exit``).
 
@@ -69,14 +66,14 @@ def main(argv: list[str] | None = None) -> int:
         # the reader went away (``tinyeval … | head``): not an error of ours
         sys.stderr.close()
         return EXIT_OK
-    except (ValueError, OSError) as exc:
+    except (InputError, StatisticsError) as exc:
         if os.environ.get("TINYEVAL_TRACEBACK"):
             raise
-        if isinstance(exc, OSError):
-            where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-            print(f"{PROG}: error: {where}{exc.strerror or exc}", file=sys.stderr)
-            return EXIT_BAD_INPUT
-        if not _is_user_error(exc):
-            raise
         print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as exc:
+        if os.environ.get("TINYEVAL_TRACEBACK"):
+            raise
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"{PROG}: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from typing import Any
+from ..errors import InputError
 
 EXIT_OK = 0
 EXIT_GATE_FAILED = 1
@@ -16,7 +17,7 @@ EXIT_INCOMPLETE = 3
 PROG = "tinyeval"
 
 
-class UsageError(ValueError):
+class UsageError(InputError):
     """A command-line argument that is well-formed for argparse but still wrong."""
 
 

@@ -1,0 +1,207 @@
+"""The error family, and the few helpers every message of the package is phrased with.
+
+Every error tinyeval raises derives from :class:`TinyevalError`, so one
+``except tinyeval.TinyevalError`` catches them all, whatever package a copy of
+tinyeval is vendored under. Below it:
+
+=====================  ======================================================
+:class:`InputError`    bad input or usage: a file, a record, an option, an
+                       argument. Also a :class:`ValueError`. Carries the
+                       ``path``, ``line`` and ``field`` it is about, when known.
+:class:`IncompleteError`  the work could not be completed, or the results
+                       read are incomplete (missing cases or shards).
+``StatisticsError``    (in :mod:`tinyeval.stats`) a statistic asked of input
+                       it is not defined for. Also a :class:`ValueError`.
+=====================  ======================================================
+
+The command line maps ``InputError`` and ``StatisticsError`` to exit 2 and
+``IncompleteError`` (and anything unexpected) to exit 3, by type, never by
+module name.
+
+The helpers (not exported from :mod:`tinyeval`) keep the wording the same in
+every message: :func:`plural`, :func:`shorten`, :func:`describe_json`,
+:func:`json_problem`, :func:`did_you_mean`, :func:`utc_stamp` and
+:func:`is_number`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = [
+    "IncompleteError",
+    "InputError",
+    "TinyevalError",
+    "describe_json",
+    "did_you_mean",
+    "is_number",
+    "json_problem",
+    "plural",
+    "shorten",
+    "utc_stamp",
+]
+
+
+class TinyevalError(Exception):
+    """The root of every error tinyeval raises.
+
+    >>> from tinyeval.stats import wilson_interval
+    >>> try:
+    ...     wilson_interval(31, 30)
+    ... except TinyevalError as error:
+    ...     print(type(error).__name__)
+    StatisticsError
+    """
+
+
+class InputError(TinyevalError, ValueError):
+    """Bad input or usage, with where it was found.
+
+    The message reads ``PATH:LINE: FIELD: REASON``, leaving out the parts that
+    are not known; they are also the attributes ``path``, ``line``, ``field``
+    and ``reason``. ``"-"`` as a path is standard input.
+
+    >>> str(InputError("expected a non-empty string", path="cases.jsonl", line=3, field="id"))
+    'cases.jsonl:3: id: expected a non-empty string'
+    >>> error = InputError("expected KEY=PATH, got 'input'", field="--field")
+    >>> str(error), error.path, error.line
+    ("--field: expected KEY=PATH, got 'input'", None, None)
+    >>> str(InputError("no cases in the file", path="-"))
+    '<stdin>: no cases in the file'
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.reason = reason
+        self.path = "<stdin>" if path == "-" else (None if path is None else str(path))
+        self.line = line
+        self.field = field
+        where = self.path
+        if line is not None:
+            where = f"{where}:{line}" if where else f"line {line}"
+        super().__init__(": ".join(part for part in (where, field, reason) if part))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # keeps path, line and field across pickling (process pools send exceptions back pickled)
+        return _rebuild, (type(self), self.reason, self.path, self.line, self.field)
+
+
+def _rebuild(
+    cls: type[InputError], reason: str, path: str | None, line: int | None, field: str | None
+) -> InputError:
+    return cls(reason, path=path, line=line, field=field)
+
+
+class IncompleteError(TinyevalError):
+    """The work could not be completed, or what was read is incomplete.
+
+    >>> raise IncompleteError("incomplete: 20 of 30 cases")
+    Traceback (most recent call last):
+    ...
+    tinyeval.errors.IncompleteError: incomplete: 20 of 30 cases
+    """
+
+
+# === Message helpers ===
+
+
+def plural(number: int, noun: str, plural_form: str | None = None) -> str:
+    """``number`` and ``noun``, plural unless there is exactly one; thousands grouped.
+
+    >>> plural(1, "case"), plural(3, "case"), plural(12000, "row"), plural(2, "query", "queries")
+    ('1 case', '3 cases', '12,000 rows', '2 queries')
+    """
+    word = noun if number == 1 else (plural_form or noun + "s")
+    return f"{number:,} {word}"
+
+
+def shorten(text: str, limit: int = 60) -> str:
+    """``text`` cut to at most ``limit`` characters, ending in ``…`` when cut.
+
+    >>> shorten("a short text"), shorten("x" * 10, 5)
+    ('a short text', 'xxxx…')
+    """
+    return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
+
+
+def describe_json(value: Any, limit: int = 40) -> str:
+    """A JSON value named as a person would: its kind, then the value when it is short.
+
+    Strings are shown in JSON quotes, so ``"125050"`` and ``125050`` look different.
+
+    >>> describe_json(None), describe_json(True), describe_json("125050"), describe_json(125050)
+    ('null', 'boolean true', 'string "125050"', 'number 125050')
+    >>> describe_json([1, 2]), describe_json({"a": 1})
+    ('a list', 'an object')
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean {json.dumps(value)}"
+    if isinstance(value, str):
+        return f"string {shorten(json.dumps(value, ensure_ascii=False), limit)}"
+    if isinstance(value, int | float):
+        return f"number {shorten(repr(value), limit)}"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "an object"
+    return type(value).__name__
+
+
+def json_problem(exc: json.JSONDecodeError) -> str:
+    """What the JSON parser objected to and the column it was at, read as one phrase.
+
+    Some of its messages already end in "at" ("Unterminated string starting at"),
+    so the column is joined without a second one.
+
+    >>> try:
+    ...     json.loads('{"id": "b')
+    ... except json.JSONDecodeError as exc:
+    ...     json_problem(exc)
+    'Unterminated string starting at column 8'
+    """
+    joiner = " column" if exc.msg.endswith(" at") else " at column"
+    return f"{exc.msg}{joiner} {exc.colno}"
+
+
+def did_you_mean(word: str, choices: Iterable[str], *, cutoff: float = 0.6) -> str | None:
+    """The choice ``word`` most looks like a slip of, or None.
+
+    >>> did_you_mean("not_contain", ["contains", "not_contains"])
+    'not_contains'
+    >>> did_you_mean("zzz", ["contains"]) is None
+    True
+    """
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
+    return close[0] if close else None
+
+
+def utc_stamp() -> str:
+    """Now, in UTC, as ISO 8601 with milliseconds and ``Z``: the one timestamp format.
+
+    >>> stamp = utc_stamp()
+    >>> len(stamp), stamp[10], stamp[-1]
+    (24, 'T', 'Z')
+    """
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def is_number(value: Any) -> bool:
+    """True for a JSON number: an int or a float, never a boolean.
+
+    >>> is_number(3), is_number(2.5), is_number(True), is_number("3")
+    (True, True, False, False)
+    """
+    return isinstance(value, int | float) and not isinstance(value, bool)
