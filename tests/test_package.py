@@ -107,8 +107,9 @@ def test_stats_needs_nothing_else_of_the_package(tmp_path: Path) -> None:
         "try:\n    stats.wilson_interval(31, 30)\n"
         "except ValueError as exc:\n    print(type(exc).__name__)\n"
     )
+    bare = {"PATH": os.environ.get("PATH", "")}
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                          text=True, check=True, env={"PATH": os.environ.get("PATH", "")})  # fmt: skip
+                          text=True, check=True, env=bare)  # fmt: skip
     assert done.stdout.split() == ["686", "StatisticsError"]
 
 

@@ -38,8 +38,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, NamedTuple
 
-from .models import Model, Reply, as_model
 from .errors import InputError
+from .models import Model, Reply, as_model
 
 __all__ = [
     "DEFAULT_PATH",

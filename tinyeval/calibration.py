@@ -36,10 +36,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from .errors import InputError
 from .files import write_text_atomically
 from .label import output_fingerprint
 from .stats import UndefinedStatisticError, cohen_kappa, format_rate, spearman, wilson_interval
-from .errors import InputError
 
 __all__ = [
     "CATEGORY_MIN_LABELS",

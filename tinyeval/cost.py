@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
+
 from .errors import InputError
 
 __all__ = [

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .stats import wilson_interval
 from .errors import InputError
+from .stats import wilson_interval
 
 __all__ = [
     "CategoryVerdict",

@@ -51,6 +51,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
+
 from .errors import InputError
 
 __all__ = [

@@ -55,6 +55,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+
 from .errors import InputError, TinyevalError
 
 __all__ = [

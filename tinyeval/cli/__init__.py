@@ -16,9 +16,9 @@ import argparse
 import os
 import sys
 
-from . import cost, labels, pairwise, results, run, statistics
 from ..errors import InputError
 from ..stats import StatisticsError
+from . import cost, labels, pairwise, results, run, statistics
 from ._common import EXIT_BAD_INPUT, EXIT_OK, PROG, UsageError
 
 __all__ = ["UsageError", "build_parser", "main"]

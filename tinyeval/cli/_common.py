@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from typing import Any
+
 from ..errors import InputError
 
 EXIT_OK = 0
