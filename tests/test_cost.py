@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tinyeval.cli import main
-from tinyeval.cost import (
+from tinyeval.calls import (
     CostError,
     Price,
     estimate,
@@ -20,6 +19,7 @@ from tinyeval.cost import (
     run_cost,
     tally_usage,
 )
+from tinyeval.cli import main
 
 
 def test_the_worked_example() -> None:
@@ -235,7 +235,7 @@ def test_cli_results_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_tokens_replayed_from_the_cache_are_not_counted_as_spent() -> None:
-    from tinyeval.cost import run_cost, tally_usage
+    from tinyeval.calls import run_cost, tally_usage
 
     paid = {"input_tokens": 1_000_000, "output_tokens": 0}
     replayed = {"cached_input_tokens": 1_000_000, "cached_output_tokens": 200_000}

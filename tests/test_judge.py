@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from tinyeval import judge as judge_module
 from tinyeval.baseline import builtin_judge
+from tinyeval.calls import accepted_keywords
 from tinyeval.judge import (
     _ANGLE_RUN,
     CRITERIA,
@@ -30,7 +31,6 @@ from tinyeval.judge import (
     PairwiseJudge,
     PairwiseVerdict,
     Verdict,
-    accepts_sample,
     neutralize,
     parse_choice,
     parse_evidence,
@@ -323,6 +323,9 @@ def test_sample_detection_for_other_callables():
 
     def by_position(prompt, sample):
         return "PASS"
+
+    def accepts_sample(call_model):
+        return "sample" in accepted_keywords(call_model)
 
     assert accepts_sample(Model())
     assert accepts_sample(functools.partial(by_position))

@@ -563,7 +563,7 @@ def judge_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
         textwrap.dedent(
             """
             import asyncio
-            from tinyeval.models import Reply
+            from tinyeval.calls import Reply
 
             def plain(prompt):
                 return "PASS" if "ok" in prompt else "FAIL"
@@ -571,8 +571,11 @@ def judge_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
             def with_sample(prompt, *, sample=0):
                 return f"{prompt}:{sample}"
 
-            def with_schema(prompt, **options):
-                return "schema" if options.get("json_schema") else "none"
+            def with_schema(prompt, *, json_schema=None):
+                return "schema" if json_schema else "none"
+
+            def catch_all(prompt, **options):
+                return ",".join(sorted(options)) or "none"
 
             async def later(prompt, sample=0):
                 await asyncio.sleep(0)
@@ -608,6 +611,10 @@ def test_py_functions(judge_module: str) -> None:
     with_schema = resolve(f"py:{judge_module}:with_schema")
     assert with_schema.supports_json_schema
     assert with_schema("x", json_schema={"type": "object"}) == "schema"
+    # one contract: a **kwargs catch-all is handed neither sample nor json_schema
+    catch_all = resolve(f"py:{judge_module}:catch_all")
+    assert not catch_all.supports_json_schema
+    assert catch_all("x", sample=1, json_schema={"type": "object"}) == "none"
     assert resolve(f"py:{judge_module}:later")("p", sample=1) == "async p 1"
     assert resolve(f"py:{judge_module}:Judge.run")("x") == "nested"
     counted = resolve(f"py:{judge_module}:counted")("x")
@@ -717,3 +724,21 @@ def test_backoff_is_full_jitter_within_the_window(attempt: int) -> None:
     window = min(BACKOFF_CAP, 2 ** (attempt - 1))  # BACKOFF_BASE is 1 s
     assert 0 <= models._backoff_delay(attempt, None) <= window
     assert models._backoff_delay(attempt, 4.0) == 4.0
+
+
+def test_async_models_work_inside_a_running_event_loop_through_both_doors() -> None:
+    """The judge's door (calls.ask) and the adapter's (as_model) follow one contract."""
+    import asyncio
+
+    from tinyeval.calls import ask
+
+    async def judge(prompt, **kwargs):
+        await asyncio.sleep(0)
+        return f"PASS {sorted(kwargs)}"
+
+    async def inside_a_loop() -> tuple[str, str]:
+        direct = ask(judge, "x", sample=1)
+        adapted = str(as_model(judge, spec="py:test:judge")("x", sample=1))
+        return direct, adapted
+
+    assert asyncio.run(inside_a_loop()) == ("PASS []", "PASS []")

@@ -209,6 +209,15 @@ def test_a_copy_vendored_under_a_package_reports_bad_input_in_one_line(tmp_path:
         assert "Traceback" not in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
         assert expected in done.stderr, done.stderr
+    # the built-in judge is found through the py: door relative to the vendored package
+    shutil.copy(ROOT / "examples" / "cases.jsonl", tmp_path / "cases.jsonl")
+    judged = subprocess.run(
+        [sys.executable, "-m", "pkg._vendor.tinyeval", "run", "cases.jsonl", "--out", "r.jsonl",
+         "--criterion", "unsupported-claims", "--judge-category", "support_answers", "--json"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert judged.returncode == 0, judged.stderr
+    assert '"judge_model": "builtin"' in judged.stdout
 
 
 def test_no_public_name_is_shadowed_by_a_submodule() -> None:

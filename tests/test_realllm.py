@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from tinyeval.cache import ResponseCache, cached
-from tinyeval.models import Reply, resolve
+from tinyeval.calls import Reply
+from tinyeval.models import resolve
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = "http://127.0.0.1:8765"

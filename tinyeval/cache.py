@@ -38,8 +38,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, NamedTuple
 
+from .calls import Reply
 from .errors import InputError
-from .models import Model, Reply, as_model
+from .models import Model, as_model
 
 __all__ = [
     "DEFAULT_PATH",

@@ -19,14 +19,12 @@ state that is counted and never becomes a pass.
 ``read_blocks(prompt)``             the delimited blocks of a rendered prompt, read back
 ==================================  ==================================================
 
-A model is any callable ``call_model(prompt) -> str``. If it also accepts a
-keyword ``sample`` it receives the vote index (0, 1, 2, ...), so a cache can
-keep the votes apart; if it accepts ``json_schema``, an evidence-first judge
-passes :data:`EVIDENCE_SCHEMA` there (tinyeval's model adapters turn it into a
-structured-output request where the server supports one). If it returns an
-awaitable, the judge runs it to completion with :func:`asyncio.run` (in a
-separate thread when the calling thread already runs an event loop), so async
-models work from worker threads too.
+A model is any callable ``call_model(prompt) -> str``, called by the one
+contract of :func:`tinyeval.calls.ask`: if it names a ``sample`` parameter it
+receives the vote index (0, 1, 2, ...), so a cache can keep the votes apart; if
+it names ``json_schema``, an evidence-first judge passes :data:`EVIDENCE_SCHEMA`
+there (tinyeval's model adapters turn it into a structured-output request where
+the server supports one); an async model is awaited.
 
 >>> judge = Judge("unsupported-claims")
 >>> verdict = judge(lambda prompt: "FAIL\\nThe 2.000 is not in the context.",
@@ -39,19 +37,15 @@ models work from worker threads too.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import hashlib
-import inspect
 import json
 import re
-import threading
-import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from .calls import ask, reported_model, sum_usage
 from .errors import InputError
 
 __all__ = [
@@ -66,9 +60,6 @@ __all__ = [
     "PairwiseJudge",
     "PairwiseVerdict",
     "Verdict",
-    "accepted_keywords",
-    "accepts_sample",
-    "ask",
     "neutralize",
     "parse_choice",
     "parse_evidence",
@@ -507,136 +498,8 @@ def parse_evidence(text: str, response: str) -> Evidence:
     return Evidence(verdict, quote, why.strip(), None)
 
 
-# === Calling a model ==============================================================
-
-_KEYWORDS = ("sample", "json_schema")
-_KEYWORDS_SEEN: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
-_KEYWORDS_LOCK = threading.Lock()
-
-
-def _signature_keywords(call_model: Callable[..., Any]) -> frozenset[str]:
-    try:
-        parameters = inspect.signature(call_model).parameters
-    except (TypeError, ValueError):  # builtins and C callables without a signature
-        return frozenset()
-    by_name = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return frozenset(
-        name for name in _KEYWORDS if name in parameters and parameters[name].kind in by_name
-    )
-
-
-def accepted_keywords(call_model: Callable[..., Any]) -> frozenset[str]:
-    """Which of ``sample`` and ``json_schema`` ``call_model`` takes (checked once per callable).
-
-    Only a parameter with that very name counts; a ``**kwargs`` catch-all does
-    not, and a callable without an inspectable signature takes neither.
-
-    >>> sorted(accepted_keywords(lambda prompt, *, sample=0, json_schema=None: prompt))
-    ['json_schema', 'sample']
-    >>> accepted_keywords(lambda prompt, **kwargs: prompt), accepted_keywords(len)
-    (frozenset(), frozenset())
-    """
-    try:
-        with _KEYWORDS_LOCK:
-            known = _KEYWORDS_SEEN.get(call_model)
-    except TypeError:  # unhashable or not weakly referenceable: just look
-        return _signature_keywords(call_model)
-    if known is None:
-        known = _signature_keywords(call_model)
-        try:
-            with _KEYWORDS_LOCK:
-                _KEYWORDS_SEEN[call_model] = known
-        except TypeError:
-            pass
-    return known
-
-
-def accepts_sample(call_model: Callable[..., Any]) -> bool:
-    """Whether ``call_model`` takes a ``sample`` keyword (see :func:`accepted_keywords`).
-
-    >>> accepts_sample(lambda prompt, *, sample=0: prompt), accepts_sample(len)
-    (True, False)
-    """
-    return "sample" in accepted_keywords(call_model)
-
-
-def _run_awaitable(awaitable: Any) -> Any:
-    async def wait() -> Any:
-        return await awaitable
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(wait())
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, wait()).result()
-
-
-def _ask(
-    call_model: Callable[..., Any],
-    prompt: str,
-    accepted: frozenset[str],
-    sample: int,
-    json_schema: Mapping[str, Any] | None = None,
-) -> str:
-    """One model reply as text; raises whatever the model raises."""
-    keywords: dict[str, Any] = {}
-    if "sample" in accepted:
-        keywords["sample"] = sample
-    if json_schema is not None and "json_schema" in accepted:
-        keywords["json_schema"] = json_schema
-    reply = call_model(prompt, **keywords)
-    if inspect.isawaitable(reply):
-        reply = _run_awaitable(reply)
-    if not isinstance(reply, str):
-        raise TypeError(f"call_model returned {type(reply).__name__}, expected str")
-    return reply
-
-
-def ask(
-    call_model: Callable[..., Any],
-    prompt: str,
-    *,
-    sample: int = 0,
-    json_schema: Mapping[str, Any] | None = None,
-) -> str:
-    """One reply from any model callable: ``sample`` and ``json_schema`` are passed
-    only when it accepts them, an awaitable is awaited, and anything but a string
-    is an error, never coerced.
-
-    >>> ask(lambda prompt: prompt.upper(), "pass")
-    'PASS'
-    >>> ask(lambda prompt, *, sample=0: f"sample {sample}", "x", sample=2)
-    'sample 2'
-    """
-    return _ask(call_model, prompt, accepted_keywords(call_model), sample, json_schema)
-
-
 def _describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-
-
-def _sum_usage(replies: Iterable[str]) -> dict[str, int] | None:
-    """Token counts over replies; replies replayed from a cache count as ``cached_*``."""
-    total: Counter[str] = Counter()
-    seen = False
-    for reply in replies:
-        usage = getattr(reply, "usage", None)
-        if isinstance(usage, Mapping):
-            seen = True
-            prefix = "cached_" if getattr(reply, "cached", False) is True else ""
-            for key, value in usage.items():
-                if isinstance(value, int) and not isinstance(value, bool):
-                    total[prefix + key] += value
-    return dict(total) if seen else None
-
-
-def _reported_model(replies: Iterable[str]) -> str | None:
-    for reply in replies:
-        model = getattr(reply, "model", None)
-        if isinstance(model, str) and model:
-            return model
-    return None
 
 
 # === The judge ====================================================================
@@ -832,10 +695,8 @@ class Judge:
         """Judge ``response`` with ``call_model`` and return a :class:`Verdict`."""
         prompt = self.render(response, context=context, question=question)
         shown = neutralize(response)  # the response as the model sees it
-        accepted = accepted_keywords(call_model)
         ballots = [
-            self._vote(call_model, prompt, accepted, sample, response, shown)
-            for sample in range(self.votes)
+            self._vote(call_model, prompt, sample, response, shown) for sample in range(self.votes)
         ]
         replies = [ballot.raw for ballot in ballots]
         return Verdict(
@@ -846,8 +707,8 @@ class Judge:
             votes=[ballot.verdict for ballot in ballots],
             vote_failures=[ballot.failure for ballot in ballots],
             raw=replies,
-            usage=_sum_usage(replies),
-            model=_reported_model(replies),
+            usage=sum_usage(replies),
+            model=reported_model(replies),
             **_tally(ballots),
         )
 
@@ -855,14 +716,13 @@ class Judge:
         self,
         call_model: Callable[..., Any],
         prompt: str,
-        accepted: frozenset[str],
         sample: int,
         response: str,
         shown: str,
     ) -> _Vote:
         schema = EVIDENCE_SCHEMA if self.style == "evidence-first" else None
         try:
-            reply = _ask(call_model, prompt, accepted, sample, schema)
+            reply = ask(call_model, prompt, sample=sample, json_schema=schema)
         except Exception as exc:  # a model failure is recorded, never raised
             message = _describe_error(exc)
             return _Vote(None, f"call_model failed: {message}", "error", "", error=message)
@@ -1051,7 +911,6 @@ class PairwiseJudge:
         context: str | Sequence[str] | None = None,
     ) -> PairwiseVerdict:
         """Compare ``a`` and ``b`` in both orders and return a :class:`PairwiseVerdict`."""
-        accepted = accepted_keywords(call_model)
         choices: list[str | None] = []
         reasons: list[str] = []
         raw: list[str] = []
@@ -1059,7 +918,7 @@ class PairwiseJudge:
         for shown_a, shown_b in ((a, b), (b, a)):
             prompt = self.render(shown_a, shown_b, question=question, context=context)
             try:
-                reply = _ask(call_model, prompt, accepted, 0)
+                reply = ask(call_model, prompt)
             except Exception as exc:  # recorded, never raised
                 errors.append(_describe_error(exc))
                 choices.append(None)

@@ -33,11 +33,9 @@ that says the account's quota or spend limit is used up is not retried either.
 from __future__ import annotations
 
 import abc
-import asyncio
 import email.utils
 import http.client
 import importlib
-import inspect
 import json
 import math
 import os
@@ -51,11 +49,12 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
+from .calls import Reply, accepted_keywords, ask
 from .errors import InputError, TinyevalError
 
 __all__ = [
@@ -64,7 +63,6 @@ __all__ = [
     "Model",
     "ModelCallError",
     "ModelConfigError",
-    "Reply",
     "as_model",
     "parse_retry_after",
     "resolve",
@@ -81,6 +79,9 @@ BACKOFF_BASE = 1.0  # seconds: the first backoff window
 BACKOFF_CAP = 30.0  # seconds: the largest backoff window
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})  # plus every 5xx
 SCHEMES = ("builtin", "openai", "anthropic", "cmd", "py")
+# short names for functions of this package, resolved through the py: door like any other;
+# the leading dot makes the import relative to the package, so a vendored copy finds its own
+BUILTINS = {"builtin": ".baseline:builtin_judge"}
 SPEC_FORMS = "builtin, openai:MODEL, anthropic:MODEL, cmd:COMMAND or py:MODULE:FUNCTION"
 
 # environment variables whose values are treated as secrets by scrub()
@@ -116,48 +117,6 @@ class ModelCallError(TinyevalError, RuntimeError):
     ...
     tinyeval.models.ModelCallError: cmd:false: the command exited with code 1
     """
-
-
-class Reply(str):
-    """The text of a model's reply, with what is known about the call.
-
-    A ``str`` subclass, so it can be used wherever text is expected.
-    Attributes: ``usage`` (``{"input_tokens": int, "output_tokens": int}`` or
-    None), ``model`` (the model name the server reported, or None),
-    ``cached`` (True when served from a :class:`~tinyeval.cache.ResponseCache`)
-    and ``latency_ms`` (wall time of the call, retries and waits included).
-
-    >>> reply = Reply("PASS", usage={"input_tokens": 12, "output_tokens": 1})
-    >>> reply == "PASS", reply.usage["output_tokens"], reply.cached
-    (True, 1, False)
-    """
-
-    usage: dict[str, int] | None
-    model: str | None
-    cached: bool
-    latency_ms: float | None
-
-    def __new__(
-        cls,
-        text: str,
-        *,
-        usage: Mapping[str, int] | None = None,
-        model: str | None = None,
-        cached: bool = False,
-        latency_ms: float | None = None,
-    ) -> Reply:
-        self = super().__new__(cls, text)
-        self.usage = dict(usage) if usage is not None else None
-        self.model = model
-        self.cached = cached
-        self.latency_ms = latency_ms
-        return self
-
-    def __repr__(self) -> str:
-        return (
-            f"Reply({str(self)!r}, usage={self.usage!r}, model={self.model!r}, "
-            f"cached={self.cached!r})"
-        )
 
 
 class Model(abc.ABC):
@@ -322,24 +281,51 @@ def resolve(
     spec = spec.strip()
     _check_options(timeout=timeout, retries=retries, temperature=temperature, max_tokens=max_tokens)
     _refuse_secret_in_spec(spec)
+    options = _Options(base_url, timeout, retries, temperature, max_tokens, sleep)
+    if spec in BUILTINS:  # a short name for a py: target inside this package
+        return _python_model(spec, BUILTINS[spec], options)
     scheme, sep, rest = spec.partition(":")
-    if spec == "builtin":
-        return _builtin_model(temperature)
-    if not sep or scheme not in SCHEMES or scheme == "builtin":
+    factory = _SCHEME_FACTORIES.get(scheme) if sep else None
+    if factory is None:
         raise ModelConfigError(
             f"unknown model spec {spec!r}: expected {SPEC_FORMS}{_scheme_hint(spec)}"
         )
     if not rest.strip():
         raise ModelConfigError(f"model spec {spec!r} is incomplete: expected {SPEC_FORMS}")
-    rest = rest.strip()
-    http = {"timeout": timeout, "retries": retries, "sleep": sleep}
-    if scheme == "openai":
-        return _openai_model(spec, rest, base_url, temperature, max_tokens, **http)
-    if scheme == "anthropic":
-        return _anthropic_model(spec, rest, base_url, temperature, max_tokens, **http)
-    if scheme == "cmd":
-        return _command_model(spec, rest, timeout, temperature)
-    return _python_model(spec, rest, temperature)
+    return factory(spec, rest.strip(), options)
+
+
+class _Options(NamedTuple):
+    """What :func:`resolve` was asked for, handed to the adapter of the spec's scheme."""
+
+    base_url: str | None
+    timeout: float
+    retries: int
+    temperature: float | None
+    max_tokens: int | None
+    sleep: Sleep
+
+
+def _openai_factory(spec: str, name: str, o: _Options) -> Model:
+    return _openai_model(
+        spec, name, o.base_url, o.temperature, o.max_tokens,
+        timeout=o.timeout, retries=o.retries, sleep=o.sleep,
+    )  # fmt: skip
+
+
+def _anthropic_factory(spec: str, name: str, o: _Options) -> Model:
+    return _anthropic_model(
+        spec, name, o.base_url, o.temperature, o.max_tokens,
+        timeout=o.timeout, retries=o.retries, sleep=o.sleep,
+    )  # fmt: skip
+
+
+def _command_factory(spec: str, command: str, o: _Options) -> Model:
+    return _command_model(spec, command, o.timeout, o.temperature)
+
+
+def _python_factory(spec: str, target: str, o: _Options) -> Model:
+    return _python_model(spec, target, o)
 
 
 _MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/@-]*")
@@ -398,54 +384,26 @@ def _float_or_none(value: float | None) -> float | None:
 
 
 class _FunctionModel(Model):
-    """A Python function ``prompt -> str`` (sync or async) behind the Model interface."""
+    """A Python function ``prompt -> str`` (sync or async) behind the Model interface,
+    called by the one contract of :func:`tinyeval.calls.ask`."""
 
     def __init__(
         self, spec: str, function: Callable[..., Any], *, temperature: float | None
     ) -> None:
         super().__init__(spec, temperature=temperature)
         self._function = function
-        self._keywords = _accepted_keywords(function, ("sample", "json_schema"))
-        self.supports_json_schema = "json_schema" in self._keywords
+        self.supports_json_schema = "json_schema" in accepted_keywords(function)
 
     def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
-        kwargs: dict[str, Any] = {}
-        if "sample" in self._keywords:
-            kwargs["sample"] = sample
-        if "json_schema" in self._keywords and json_schema is not None:
-            kwargs["json_schema"] = json_schema
         try:
-            result = self._function(prompt, **kwargs)
-            if inspect.isawaitable(result):
-                result = asyncio.run(_awaited(result))
+            result = ask(self._function, prompt, sample=sample, json_schema=json_schema)
         except Exception as exc:
             raise ModelCallError(scrub(f"{self.spec}: {type(exc).__name__}: {exc}")) from exc
-        if not isinstance(result, str):
-            raise ModelCallError(
-                f"{self.spec}: the function returned {type(result).__name__}, expected str"
-            )
         return Reply(
             result,
             usage=getattr(result, "usage", None),
             model=getattr(result, "model", None),
         )
-
-
-async def _awaited(awaitable: Awaitable[Any]) -> Any:
-    return await awaitable
-
-
-def _accepted_keywords(function: Callable[..., Any], names: Iterable[str]) -> frozenset[str]:
-    """Which of ``names`` the function accepts as keyword arguments."""
-    try:
-        parameters = inspect.signature(function).parameters.values()
-    except (TypeError, ValueError):  # some builtins have no signature
-        return frozenset()
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
-        return frozenset(names)
-    keyword_kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    accepted = {p.name for p in parameters if p.kind in keyword_kinds}
-    return frozenset(name for name in names if name in accepted)
 
 
 def as_model(
@@ -474,13 +432,8 @@ def as_model(
     return _FunctionModel(spec, function, temperature=temperature)
 
 
-def _builtin_model(temperature: float | None) -> Model:
-    from .baseline import builtin_judge  # imported lazily: only this spec needs it
-
-    return _FunctionModel("builtin", builtin_judge, temperature=_float_or_none(temperature))
-
-
-def _python_model(spec: str, target: str, temperature: float | None) -> Model:
+def _python_model(spec: str, target: str, options: _Options) -> Model:
+    """The function ``MODULE:QUALNAME`` names; a MODULE starting with a dot is in this package."""
     module_name, sep, attribute = target.partition(":")
     module_name, attribute = module_name.strip(), attribute.strip()
     if not sep or not module_name or not attribute:
@@ -489,7 +442,7 @@ def _python_model(spec: str, target: str, temperature: float | None) -> Model:
     if cwd not in sys.path and "" not in sys.path:
         sys.path.insert(0, cwd)  # as ``python -m`` does
     try:
-        module = importlib.import_module(module_name)
+        module = importlib.import_module(module_name, __package__)
     except Exception as exc:
         raise _config_error(
             f"{spec}: cannot import module {module_name!r} ({type(exc).__name__}: {exc})"
@@ -503,7 +456,7 @@ def _python_model(spec: str, target: str, temperature: float | None) -> Model:
         raise ModelConfigError(
             f"{spec}: {attribute!r} is a {type(function).__name__}, not callable"
         )
-    return _FunctionModel(spec, function, temperature=_float_or_none(temperature))
+    return _FunctionModel(spec, function, temperature=_float_or_none(options.temperature))
 
 
 # ---------------------------------------------------------------------------
@@ -1000,3 +953,12 @@ def _anthropic_model(
         max_tokens=max_tokens,
         sleep=sleep,
     )
+
+
+# the adapter for each scheme of a spec (``builtin`` goes through ``py:``, see BUILTINS)
+_SCHEME_FACTORIES: dict[str, Callable[[str, str, _Options], Model]] = {
+    "openai": _openai_factory,
+    "anthropic": _anthropic_factory,
+    "cmd": _command_factory,
+    "py": _python_factory,
+}

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import checks as checks_mod
+from .calls import USAGE_KEYS, CallModel, add_usage, ask, model_spec
 from .dataset import Case
 from .errors import InputError
 
@@ -36,10 +37,8 @@ __all__ = [
     "ResultsFileError",
     "RunResult",
     "RunnerError",
-    "call_text",
     "evaluate_case",
     "input_text",
-    "model_spec",
     "parse_shard",
     "read_rows",
     "run",
@@ -49,7 +48,6 @@ __all__ = [
 ]
 
 Row = dict[str, Any]
-CallModel = Callable[..., Any]
 
 
 class RunnerError(InputError):
@@ -130,7 +128,7 @@ class RunResult:
     def add(self, row: Row, *, keep: bool) -> None:
         """Count a row (and keep it when asked)."""
         self.categories.setdefault(row["category"], CategoryTally()).add(row)
-        _add_usage(self.usage, row.get("usage"))
+        add_usage(self.usage, row.get("usage"))
         if keep:
             self.rows.append(row)
 
@@ -152,21 +150,6 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def call_text(call_model: CallModel, prompt: str, *, sample: int = 0) -> Any:
-    """Call any model callable and return its reply (see :func:`tinyeval.judge.ask`).
-
-    The reply is whatever the callable returned when it is a string (model
-    adapters return a ``str`` subclass carrying usage); anything else is an
-    error, never coerced.
-
-    >>> call_text(lambda p: p.upper(), "hola")
-    'HOLA'
-    """
-    from .judge import ask
-
-    return ask(call_model, prompt, sample=sample)
-
-
 def input_text(value: Any) -> str:
     """The case's input as text for a prompt (structured inputs become JSON).
 
@@ -178,38 +161,6 @@ def input_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False)
-
-
-USAGE_KEYS = ("input_tokens", "output_tokens", "cached_input_tokens", "cached_output_tokens")
-
-
-def _add_usage(total: dict[str, int], usage: Any, *, cached: bool = False) -> None:
-    """Add token counts; ``cached_*`` counts tokens replayed from the cache (not paid again)."""
-    if isinstance(usage, Mapping):
-        for key in USAGE_KEYS:
-            value = int(usage.get(key) or 0)
-            if value:
-                name = f"cached_{key}" if cached and not key.startswith("cached_") else key
-                total[name] = total.get(name, 0) + value
-
-
-def model_spec(call_model: Any) -> str | None:
-    """A readable name for a model callable: its ``spec`` if it has one.
-
-    >>> model_spec(None) is None
-    True
-    >>> def my_judge(prompt): return "PASS"
-    >>> model_spec(my_judge)
-    'py:tinyeval.runner:my_judge'
-    """
-    if call_model is None:
-        return None
-    spec = getattr(call_model, "spec", None)
-    if isinstance(spec, str):
-        return spec
-    module = getattr(call_model, "__module__", None) or "?"
-    name = getattr(call_model, "__qualname__", None) or type(call_model).__qualname__
-    return f"py:{module}:{name}"
 
 
 def _new_row(case: Case, dataset_fingerprint: str | None) -> Row:
@@ -294,8 +245,8 @@ def evaluate_case(
             prompt = input_text(case.input)
             if prompt_template is not None:
                 prompt = prompt_template.replace("{input}", prompt)
-            reply = call_text(generate_model, prompt)
-            _add_usage(
+            reply = ask(generate_model, prompt)
+            add_usage(
                 usage, getattr(reply, "usage", None), cached=getattr(reply, "cached", False) is True
             )
             output = str(reply)
@@ -327,7 +278,7 @@ def evaluate_case(
                     question=input_text(case.input),
                 )
                 data = verdict.to_dict()
-                _add_usage(usage, data.get("usage"))
+                add_usage(usage, data.get("usage"))
                 row["judges"][data["name"]] = data
                 if getattr(verdict, "error", None) and not row["error"]:
                     row["error"] = f"judge {data['name']}: {verdict.error}"

@@ -53,7 +53,7 @@ def _add_cost(sub: Any) -> None:
 
 
 def _cmd_cost(args: argparse.Namespace) -> int:
-    from ..cost import estimate, parse_price
+    from ..calls import estimate, parse_price
 
     price = parse_price(args.price) if args.price else None
     if args.results:
@@ -83,7 +83,7 @@ def _cmd_cost(args: argparse.Namespace) -> int:
 
 
 def _cost_of_results(path: str, price: Any, *, as_json: bool) -> int:
-    from ..cost import format_tokens, format_usd, run_cost, tally_usage
+    from ..calls import format_tokens, format_usd, run_cost, tally_usage
     from ..runner import read_rows
 
     rows = read_rows(path)

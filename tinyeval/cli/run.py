@@ -450,7 +450,7 @@ class _Execution:
         self.shard = parse_shard(args.shard) if args.shard else None
         self.price = None
         if args.price:
-            from ..cost import parse_price
+            from ..calls import parse_price
 
             self.price = parse_price(args.price)
         self.template = None
@@ -610,7 +610,7 @@ class _Execution:
         if any(tokens.values()):
             line = f"tokens: {tokens['input_tokens']:,} in, {tokens['output_tokens']:,} out"
             if self.price is not None:
-                from ..cost import run_cost
+                from ..calls import run_cost
 
                 paid = {k: tokens[k] for k in ("input_tokens", "output_tokens")}
                 dollars = run_cost([paid], self.price)
