@@ -261,7 +261,8 @@ def test_repeated_result_ids_raise() -> None:
 
 def test_named_judge_is_read_from_judges() -> None:
     row = result_row("a", P)
-    row["judges"] = {"tone": {"verdict": F, "model": "m2", "rubric_fingerprint": "t1"}}
+    row["judges"] = {"tone": {"verdict": F, "model": "m2-2024", "rubric_fingerprint": "t1"}}
+    row["judge_model"] = "m2"  # the spec the run used; the verdict's model is what it reported
     cal = calibrate_results([row], {"a": label_record("a", F)}, judge="tone")
     assert cal.judge_caught == 1
     assert (cal.judge_model, cal.rubric_fingerprint) == ("m2", "t1")
@@ -328,7 +329,7 @@ def test_an_unknown_judge_name_lists_the_judges_there_are() -> None:
     assert str(info.value) == (
         "calibrate: unknown judge 'tono'; the rows have the judges 'grounded', 'tone'"
     )
-    with pytest.raises(CalibrationError, match="the rows have no named judges"):
+    with pytest.raises(CalibrationError, match="the rows have the judges 'judge'"):
         calibrate_results([result_row("a", P)], {"a": label_record("a", F)}, judge="tone")
 
 
@@ -469,11 +470,11 @@ def test_corrected_rate_for_uses_a_category_only_with_enough_labels() -> None:
     assert cal.correctable_categories() == ["big"]
     big = corrected_rate_for(cal, 60, 100, category="big")
     # big: sens 20/20 = 1, spec 5/10 = 0.5 → (0.6 + 0.5 − 1)/(1 + 0.5 − 1) = 0.2
-    assert big["scope"] == "big" and big["rate"] == pytest.approx(0.2)
+    assert big.scope == "big" and big.rate == pytest.approx(0.2)
     small = corrected_rate_for(cal, 60, 100, category="small")
     # overall: sens 25/25 = 1, spec 10/15 → (0.6 + 2/3 − 1)/(2/3) = 0.4
-    assert small["scope"] == "overall" and small["rate"] == pytest.approx(0.4)
-    assert set(big) >= {"rate", "low", "high", "method", "scope", "warnings"}
+    assert small.scope == "overall" and small.rate == pytest.approx(0.4)
+    assert set(big.to_dict()) >= {"rate", "low", "high", "method", "scope", "warnings"}
 
 
 def test_corrected_rate_for_flags_another_judge_and_refuses_what_it_cannot_do() -> None:
@@ -483,9 +484,9 @@ def test_corrected_rate_for_flags_another_judge_and_refuses_what_it_cannot_do() 
     )
     assert cal.trusted
     fine = corrected_rate_for(cal, 50, 100, judge_model="builtin", rubric_fingerprint="rubric-1")
-    assert fine["warnings"] == []
+    assert fine.warnings == ()
     moved = corrected_rate_for(cal, 50, 100, judge_model="openai:gpt-x")
-    assert any(w.startswith("CALIBRATION EXPIRED") for w in moved["warnings"])
+    assert any(w.startswith("CALIBRATION EXPIRED") for w in moved.warnings)
     with pytest.raises(CalibrationError, match="multiclass"):
         corrected_rate_for(calibrate(["A", "B"], ["A", "B"]), 1, 2)
     with pytest.raises(CalibrationError, match="labelled FAIL"):

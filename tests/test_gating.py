@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tinyeval.gating import GateError, compare_runs, gate, parse_threshold
+from tinyeval.records import CategoryTally
 from tinyeval.report import summary_dict, summary_text
-from tinyeval.runner import CategoryTally
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -459,7 +459,9 @@ def test_verdict_properties():
 
 def test_names():
     assert Judge("unsupported-claims").name == "unsupported-claims"
-    assert Judge("The tone is friendly.").name == "judge"
+    # a criterion of your own gets a slug of its words and a digest: two never share a name
+    assert Judge("The tone is friendly.").name == "the-tone-is-friendly-773e"
+    assert Judge("The tone is friendly.").name != Judge("The tone is warm.").name
     assert Judge("The tone is friendly.", name="tone").name == "tone"
     assert set(CRITERIA) >= {"unsupported-claims", "answers-the-question", "refuses-when-ambiguous"}
 
@@ -618,7 +620,7 @@ def test_pairwise_always_a_is_inconsistent():
     )
     assert read_blocks(model.calls[0][0])[0]["RESPONSE A"] == "Paris."
     assert read_blocks(model.calls[1][0])[0]["RESPONSE A"] == "Lyon."
-    stats = position_stats([verdict])
+    stats = position_stats([verdict]).to_dict()
     assert stats["first_position_rate"] == 1.0 and stats["consistency_rate"] == 0.0
 
 
@@ -675,14 +677,15 @@ def test_position_stats_by_hand():
         PairwiseVerdict("A", "B", ["A", "A"]),  # always the first shown
         PairwiseVerdict("TIE", None, ["TIE", "?"]),  # a tie and a parse failure
     ]
-    stats = position_stats(verdicts)
+    stats = position_stats(verdicts).to_dict()
     # replies: 6; parsed: 5 (one "?"); ties: 1; picks: 4 (A, A, A, B mapped)
     # first-position picks: verdict 1 order 1 (A) yes, order 2 ("A" mapped, b shown first) no;
-    # verdict 2 both yes -> 3 of 4
+    # verdict 2 both yes -> 3 of 4. Both orders parsed in 2 of 3 comparisons, 1 consistent.
     assert stats == {
         "n": 3,
         "consistent": 1,
-        "consistency_rate": 1 / 3,
+        "both_parsed": 2,
+        "consistency_rate": 1 / 2,
         "replies": 6,
         "parse_failures": 1,
         "ties": 1,
@@ -690,10 +693,7 @@ def test_position_stats_by_hand():
         "first_position_picks": 3,
         "first_position_rate": 0.75,
     }
-    assert (
-        position_stats([PairwiseVerdict("TIE", "TIE", ["TIE", "TIE"])])["first_position_rate"]
-        is None
-    )
+    assert position_stats([PairwiseVerdict("TIE", "TIE", ["TIE", "TIE"])]).first_position is None
     with pytest.raises(JudgeError):
         position_stats([])
 

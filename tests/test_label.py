@@ -300,7 +300,7 @@ def test_session_refuses_bad_setup(tmp_path: Path) -> None:
         # '{"id": "a' is 9 characters: the newline inside the string is column 10
         (['{"id": "a'], ":1: not valid JSON: Invalid control character at column 10"),
         (['["a"]'], ":1: expected a JSON object, got a list"),
-        (['"PASS"'], ":1: expected a JSON object, got string 'PASS'"),
+        (['"PASS"'], ':1: expected a JSON object, got string "PASS"'),
         (['{"label": "PASS"}'], ":1: field 'id'"),
         (['{"id": "a"}'], ":1: expected a field 'label'"),
         (['{"id": "a", "label": null}'], ":1: field 'label'"),

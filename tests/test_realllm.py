@@ -20,6 +20,7 @@ import pytest
 from tinyeval.cache import ResponseCache, cached
 from tinyeval.calls import Reply
 from tinyeval.models import resolve
+from tinyeval.records import primary_verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = "http://127.0.0.1:8765"
@@ -110,17 +111,18 @@ def test_the_whole_run_path_against_a_real_model(tmp_path: Path, style: str) -> 
     assert sorted(r["id"] for r in rows) == sorted(
         json.loads(line)["id"] for line in cases.read_text().splitlines()
     )  # every case a row
-    judged = [r for r in rows if r["judge"] is not None]
+    judged = [r for r in rows if primary_verdict(r) is not None]
     assert len(judged) == 4 and summary["judge"]["judged"] == 4
     unparsed = sum(
-        r["judge"]["verdict"] is None and r["judge"]["failure"] != "error" for r in judged
+        primary_verdict(r)["verdict"] is None and primary_verdict(r)["failure"] != "error"
+        for r in judged
     )
     assert summary["judge"]["unparsed"] == unparsed  # parse failures counted, none dropped
     for row in judged:
         assert row["judge_model"] == f"openai:{MODEL}"
-        assert row["judge"]["model"] == MODEL  # the name the server reported
+        assert primary_verdict(row)["model"] == MODEL  # the name the server reported
         assert row["usage"]["input_tokens"] > 0  # usage recorded
-        if row["judge"]["verdict"] is None:
+        if primary_verdict(row)["verdict"] is None:
             assert row["status"] in ("fail", "error")  # an unparsed reply is never a pass
     assert summary["usage"]["input_tokens"] > 0 and summary["cost_usd"] > 0
     text = _run_cli(tmp_path, "gate", "rows.jsonl")

@@ -16,8 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tinyeval.gating import GateReport, gate
+from tinyeval.records import read_rows
 from tinyeval.report import html_report
-from tinyeval.runner import RunResult, read_rows
+from tinyeval.runner import RunResult
 from tinyeval.stats import format_rate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -270,7 +271,7 @@ def test_any_category_name_round_trips_and_the_page_stays_well_formed(
         rows += [row(f"{name}-{i}", name, "pass" if i < passed else "fail") for i in range(total)]
     tree = parse(html_report(rows, report_for(rows, dict.fromkeys(names, 0.5))))
     headers = tree.find("table", "gate").find("tbody").find_all("th")
-    assert [th.text() for th in headers] == names
+    assert [th.text() for th in headers] == sorted(names)  # one stable order everywhere
     assert len(tree.find_all("tr", "case")) == sum(r["status"] != "pass" for r in rows)
 
 
@@ -279,14 +280,14 @@ def test_any_category_name_round_trips_and_the_page_stays_well_formed(
 
 def test_category_table_matches_the_text_summary() -> None:
     rows = amounts_and_tone()
-    tree = parse(html_report(rows, report_for(rows, {"amounts": 1.0, "tone": 0.9})))
+    tree = parse(html_report(rows, report_for(rows, {"amounts": 1.0, "tone": 0.75})))
     table = tree.find("table", "gate")
     heads = [th.text() for th in table.find("thead").find_all("th")]
     assert heads == ["category", "pass rate [95% Wilson]", "threshold", "gate"]
     body = [[c.text() for c in tr.children if isinstance(c, Node)] for tr in table.find_all("tr")]
     assert body[1:] == [
         ["amounts", "17/20 = 85.0% [64.0%, 94.8%]", "100.0%", "BLOCKS (85.0% < 100.0%)"],
-        ["tone", "12/12 = 100.0% [75.8%, 100.0%]", "90.0%", "ok"],
+        ["tone", "12/12 = 100.0% [75.8%, 100.0%]", "75.0%", "ok"],
         ["global", "29/32 = 90.6% [75.8%, 96.8%]", "—", "shown, never gates"],
     ]
     assert "blocking" in table.find_all("tr")[1].classes
@@ -454,7 +455,7 @@ def test_bundled_example_renders(tmp_path: Path) -> None:
     assert len(tree.find("table", "failures").find_all("tr", "case")) == len(failed) > 0
     groups = [r["category"] for r in rows]
     chart_names = [g.find("text", "name").text() for g in tree.find("svg").find_all("g")[1:]]
-    assert chart_names == [*dict.fromkeys(groups), "global"]
+    assert chart_names == [*sorted(set(groups)), "global"]
     assert tree.find_all("table", "judges")  # support_answers was judged
     assert tree.find("p", "outcome").text() == "Gate FAILED"
 
@@ -488,4 +489,4 @@ def test_counts_of_one_are_singular() -> None:
     rows = [{"id": "t-1", "category": "tone", "status": "pass"}]
     page = html_report(rows, gate({"tone": {"passed": 1, "total": 1}}, {"tone": 0.5}))
     assert "The 1 case passed." in page and "1 result row<" in page
-    assert "the 1 gated category meets its threshold" in page
+    assert "the gated category meets its threshold" in page

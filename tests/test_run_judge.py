@@ -17,6 +17,7 @@ import pytest
 
 from tinyeval import Judge, run
 from tinyeval.dataset import Case
+from tinyeval.records import primary_verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -121,8 +122,8 @@ def test_broken_judges_never_pass_and_every_case_has_one_row(
     assert sorted(r["id"] for r in rows) == [f"sup-{i}" for i in range(6)]
     for row in rows:
         assert row["status"] == status
-        assert row["judge"]["verdict"] is None
-        assert row["judge"]["failure"] == failure
+        assert primary_verdict(row)["verdict"] is None
+        assert primary_verdict(row)["failure"] == failure
         assert row["judge_model"] == f"py:scripted:{model}"
         assert len(row["rubric_fingerprint"]) == 64
     summary = json.loads(done.stdout)
@@ -184,8 +185,10 @@ def test_votes_and_the_review_queue(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     for row in rows_of(out):
         # samples 0, 1, 2 → PASS, FAIL, PASS: a 2-1 majority for PASS, not unanimous
-        assert row["judge"]["votes"] == ["PASS", "FAIL", "PASS"]
-        assert row["judge"]["verdict"] == "PASS" and row["judge"]["unanimous"] is False
+        assert primary_verdict(row)["votes"] == ["PASS", "FAIL", "PASS"]
+        assert (
+            primary_verdict(row)["verdict"] == "PASS" and primary_verdict(row)["unanimous"] is False
+        )
     assert len(rows_of(review)) == 4
     assert "non-unanimous verdicts for review: 4" in done.stdout
 
@@ -210,7 +213,7 @@ def test_several_criteria_each_have_a_verdict(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     row = rows_of(out)[0]
     assert set(row["judges"]) == {"unsupported-claims", "polite"}
-    assert row["judge"]["name"] == "unsupported-claims"
+    assert primary_verdict(row)["name"] == "unsupported-claims"
 
 
 def test_judge_is_skipped_when_a_check_already_failed() -> None:
@@ -220,19 +223,20 @@ def test_judge_is_skipped_when_a_check_already_failed() -> None:
         calls.append(prompt)
         return "PASS\nfine"
 
-    cases = [Case(id="a", output="x", expect={"contains": ["y"]}), Case(id="b", output="y")]
+    cases = [Case(id="a", output="x", context="y", expect={"contains": ["y"]}),
+             Case(id="b", output="y", context="y")]  # fmt: skip
     result = run(cases, judges=Judge("unsupported-claims"), judge_model=model)
     rows = {r["id"]: r for r in result.rows}
     assert rows["a"]["judge_skipped"] == "a code check failed" and rows["a"]["status"] == "fail"
-    assert rows["b"]["judge"]["verdict"] == "PASS" and len(calls) == 1
+    assert primary_verdict(rows["b"])["verdict"] == "PASS" and len(calls) == 1
     run(cases[:1], judges=Judge("unsupported-claims"), judge_model=model, judge_all=True)
     assert len(calls) == 2
 
 
 def test_judge_categories_restrict_the_judge() -> None:
     cases = [
-        Case(id="a", output="x", category="tone"),
-        Case(id="b", output="y", category="support"),
+        Case(id="a", output="x", category="tone", expect={"max_words": 1}),
+        Case(id="b", output="y", category="support", context="y"),
     ]
     result = run(
         cases,
@@ -268,7 +272,7 @@ def test_bundled_example_with_the_builtin_judge(tmp_path: Path) -> None:
     assert summary["judge"]["judged"] == 18  # every support case reaches the judge
     rows = rows_of(tmp_path / "rows.jsonl")
     assert len(rows) == 62
-    judged = [r for r in rows if r["judge"]]
+    judged = [r for r in rows if primary_verdict(r)]
     assert {r["judge_model"] for r in judged} == {"builtin"}
 
 
@@ -359,5 +363,5 @@ def test_pairwise_with_a_dead_model_exits_3(tmp_path: Path) -> None:
     done = run_cli(tmp_path, "pairwise", str(a), str(b), "--criterion", "unsupported-claims",
                    "--judge-model", "py:dead:call", "--no-cache")  # fmt: skip
     assert done.returncode == 3
-    assert "the model call failed, nothing more was compared" in done.stderr
+    assert "the model call failed" in done.stderr and "nothing more was compared" in done.stderr
     assert "down" in done.stderr

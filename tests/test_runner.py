@@ -11,13 +11,11 @@ from typing import ClassVar
 import pytest
 
 from tinyeval.checks import check
+from tinyeval.cli._common import Progress, parse_shard
 from tinyeval.dataset import Case
+from tinyeval.records import ResultsFileError, read_rows
 from tinyeval.runner import (
-    Progress,
-    ResultsFileError,
     evaluate_case,
-    parse_shard,
-    read_rows,
     run,
     shard_index,
 )
@@ -48,7 +46,7 @@ class TestCountBeforeFail:
         assert "RuntimeError: boom" in row["check_details"]["explodes"]
 
     def test_missing_output_without_generate_model_is_an_error_row(self) -> None:
-        result = run([Case(id="a"), Case(id="b", output="ok")])
+        result = run([Case(id="a"), Case(id="b", output="ok", expect={"max_words": 1})])
         statuses = {r["id"]: r["status"] for r in result.rows}
         assert statuses == {"a": "error", "b": "pass"}
         error_row = next(r for r in result.rows if r["id"] == "a")
@@ -62,7 +60,8 @@ class TestCountBeforeFail:
                 raise ConnectionError("server went away")
             return "fine"
 
-        cases = [Case(id="a", input="good"), Case(id="b", input="bad")]
+        cases = [Case(id="a", input="good", expect={"contains": ["fine"]}),
+                 Case(id="b", input="bad", expect={"contains": ["fine"]})]  # fmt: skip
         result = run(cases, generate_model=flaky)
         rows = {r["id"]: r for r in result.rows}
         assert rows["a"]["status"] == "pass" and rows["a"]["output"] == "fine"
@@ -85,8 +84,8 @@ class TestRows:
             "output",
             "checks",
             "check_details",
-            "judge",
             "judges",
+            "run",
             "status",
             "error",
             "judge_model",
@@ -99,8 +98,34 @@ class TestRows:
             "usage",
         ):
             assert key in row
+        assert "judge" not in row  # the first verdict is not kept twice
         assert row["dataset_fingerprint"] == "abc"
         assert row["started_at"].endswith("Z")
+
+    def test_a_case_nothing_checks_is_unchecked_never_a_pass(self) -> None:
+        result = run([Case(id="a", output="anything"), Case(id="b", output="x", expect={})])
+        assert [r["status"] for r in result.rows] == ["unchecked", "unchecked"]
+        tally = result.categories["default"]
+        assert (tally.passed, tally.unchecked, tally.total) == (0, 2, 2)
+        assert tally.unchecked_ids == ["a", "b"]
+
+    def test_a_judge_that_cannot_judge_the_case_leaves_it_unchecked(self) -> None:
+        from tinyeval import Judge
+
+        calls: list[str] = []
+
+        def model(prompt: str) -> str:
+            calls.append(prompt)
+            return "PASS"
+
+        with_context = Case(id="a", output="1 peso", context="1 peso", expect={"max_words": 5})
+        without = Case(id="b", output="1 peso", expect={"max_words": 5})
+        result = run([with_context, without], judges=Judge("unsupported-claims"),
+                     judge_model=model)  # fmt: skip
+        rows = {r["id"]: r for r in result.rows}
+        assert rows["a"]["status"] == "pass" and len(calls) == 1
+        assert rows["b"]["status"] == "unchecked"
+        assert "needs a context" in rows["b"]["judge_skipped"]
 
     def test_exact_amount_equality(self) -> None:
         right = evaluate_case(amount_case(1, 125050))
@@ -279,7 +304,9 @@ class TestCaseTimeout:
                 release.wait(10)  # far longer than the timeout; released at the end
             return "ok"
 
-        cases = [Case(id="slow", input="hangs"), Case(id="a", input="x"), Case(id="b", input="y")]
+        ok = {"contains": ["ok"]}
+        cases = [Case(id="slow", input="hangs", expect=ok), Case(id="a", input="x", expect=ok),
+                 Case(id="b", input="y", expect=ok)]  # fmt: skip
         try:
             result = run(cases, generate_model=model, concurrency=2, case_timeout=0.2)
         finally:
@@ -291,7 +318,8 @@ class TestCaseTimeout:
         assert result.total == 3 and result.errors == 1 and result.abandoned == 1
 
     def test_fast_cases_are_unaffected(self) -> None:
-        result = run([Case(id=str(i), output="x") for i in range(20)], case_timeout=5)
+        cases = [Case(id=str(i), output="x", expect={"max_words": 1}) for i in range(20)]
+        result = run(cases, case_timeout=5)
         assert result.categories["default"].passed == 20 and result.abandoned == 0
 
     def test_bad_timeout(self) -> None:
@@ -335,7 +363,8 @@ class TestFailFast:
 
         # 40 cases the judge skips (another category) finish first and pass
         cases = [Case(id=f"t{i}", output="ok", category="tone") for i in range(40)]
-        cases += [Case(id=f"s{i}", output="ok", category="support") for i in range(30)]
+        cases += [Case(id=f"s{i}", output="ok", context="ok", category="support")
+                  for i in range(30)]  # fmt: skip
         result = run(cases, judges=[Judge("unsupported-claims")], judge_model=dead,
                      judge_categories=["support"], concurrency=1)  # fmt: skip
         assert not result.complete and "before any model call succeeded" in result.stopped_reason

@@ -36,8 +36,15 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
-from .files import write_text_atomically
-from .label import output_fingerprint
+from .records import (
+    output_fingerprint,
+    primary_verdict,
+    provenance,
+    verdict_errored,
+    verdict_label,
+    verdicts,
+    write_text_atomically,
+)
 from .stats import (
     CorrectedRate,
     Rate,
@@ -57,11 +64,14 @@ __all__ = [
     "CalibrationError",
     "CorrectedRate",
     "Rate",
+    "UncorrectedRate",
     "UndefinedCorrectionError",
     "calibrate",
     "calibrate_results",
+    "corrected_lines",
     "corrected_pass_rate",
     "corrected_rate_for",
+    "corrected_rates",
     "disagreement_rows",
     "load_calibration",
 ]
@@ -636,33 +646,6 @@ def calibrate(
 # ---------------------------------------------------------------- results and labels files
 
 
-def _verdict_of(row: Mapping[str, Any], judge: str | None) -> Mapping[str, Any] | None:
-    if judge:
-        judges = row.get("judges") or {}
-        value = judges.get(judge) if isinstance(judges, Mapping) else None
-    else:
-        value = row.get("judge")
-    return value if isinstance(value, Mapping) else None
-
-
-def _judge_errored(verdict: Mapping[str, Any]) -> bool:
-    """The judge's call failed (no reply to read), as opposed to a reply that did not parse."""
-    if "verdict" in verdict:
-        return verdict.get("failure") == "error"
-    return bool(verdict.get("error"))  # a pairwise verdict: {"winner", "error", ...}
-
-
-def _row_provenance(
-    row: Mapping[str, Any], verdict: Mapping[str, Any], judge: str | None
-) -> tuple[Any, Any]:
-    if judge:
-        return verdict.get("rubric_fingerprint"), verdict.get("model")
-    return (
-        row.get("rubric_fingerprint", verdict.get("rubric_fingerprint")),
-        row.get("judge_model", verdict.get("model")),
-    )
-
-
 def _short(value: Any) -> str:
     text = str(value)
     return text if len(text) <= 20 else text[:16] + "..."
@@ -755,7 +738,7 @@ def calibrate_results(
     """Calibrate the judge in result rows against a labels mapping (``read_labels``), by id.
 
     ``judge`` picks a judge by name from the rows' ``judges`` (default: the
-    row's first judge, ``judge``). The judge's label is its ``verdict``, or a
+    row's first judge). The judge's label is its ``verdict``, or a
     pairwise judge's ``winner`` (A, B or TIE; None, an unparsed or
     order-inconsistent answer, counts as unparsed). ``only`` restricts both sides to those ids
     (the disagreement set). Ids on one side only are reported in
@@ -764,8 +747,8 @@ def calibrate_results(
     ``without_verdict``. Labels made against another rubric fingerprint,
     judge model or output raise a loud ``CALIBRATION EXPIRED`` warning.
 
-    >>> rows = [{"id": "a", "judge": {"verdict": "PASS"}, "rubric_fingerprint": "r2"},
-    ...         {"id": "b", "judge": {"verdict": "FAIL"}, "rubric_fingerprint": "r2"}]
+    >>> rows = [{"id": "a", "judges": {"j": {"verdict": "PASS", "rubric_fingerprint": "r2"}}},
+    ...         {"id": "b", "judges": {"j": {"verdict": "FAIL", "rubric_fingerprint": "r2"}}}]
     >>> labels = {"a": {"label": "PASS", "rubric_fingerprint": "r1"}, "c": {"label": "FAIL"}}
     >>> cal = calibrate_results(rows, labels)
     >>> cal.n, cal.unmatched_results, cal.unmatched_labels
@@ -802,9 +785,7 @@ multiple-choice judge)
         if key in seen:
             raise CalibrationError(f"calibrate: result row {number} repeats the id {key!r}")
         seen.add(key)
-        judges = row.get("judges")
-        if isinstance(judges, Mapping):
-            names.update(str(name) for name in judges)
+        names.update(verdicts(row))
         if keep is None or key in keep:
             by_id[key] = row
     if judge and judge not in names:
@@ -818,11 +799,11 @@ multiple-choice judge)
     rubrics, models = set(), set()
     for key in sorted(set(by_id) & set(labels), key=lambda k: (isinstance(k, str), k)):
         row, record = by_id[key], labels[key]
-        verdict = _verdict_of(row, judge)
-        if verdict is None or _judge_errored(verdict):
+        verdict = primary_verdict(row, judge)
+        if verdict is None or verdict_errored(verdict):
             without_verdict.append(key)
             continue
-        rubric, model = _row_provenance(row, verdict, judge)
+        rubric, model, _ = provenance(row, judge)
         rubrics.add(rubric)
         models.add(model)
         for what, old, new in (
@@ -834,7 +815,7 @@ multiple-choice judge)
                 mismatches[what].append((old, new))
         ids.append(key)
         pairwise = pairwise or "verdict" not in verdict
-        judged.append(verdict["verdict"] if "verdict" in verdict else verdict.get("winner"))
+        judged.append(verdict_label(verdict))
         humans.append(record.get("label"))
         categories.append(str(row.get("category") or "default"))
 
@@ -876,8 +857,8 @@ def disagreement_rows(
 
     Write them out and re-run ``calibrate --only`` on them after each rubric change.
 
-    >>> rows = [{"id": "a", "judge": {"verdict": "PASS"}},
-    ...         {"id": "b", "judge": {"verdict": "FAIL"}}]
+    >>> rows = [{"id": "a", "judges": {"j": {"verdict": "PASS"}}},
+    ...         {"id": "b", "judges": {"j": {"verdict": "FAIL"}}}]
     >>> labels = {"a": {"label": "FAIL"}, "b": {"label": "FAIL"}}
     >>> [(row["id"], row["human"]["label"]) for row in
     ...  disagreement_rows(calibrate_results(rows, labels), rows, labels)]
@@ -969,23 +950,23 @@ def corrected_rate_for(
     rubric_fingerprint: str | None = None,
     seed: int = 0,
     draws: int = BOOTSTRAP_DRAWS,
-) -> dict[str, Any]:
-    """Correct ``passes`` of ``n`` with a calibration: ``{"rate", "low", "high", "method", …}``.
+) -> CorrectedRate:
+    """Correct ``passes`` of ``n`` with a calibration, as a :class:`~tinyeval.stats.CorrectedRate`.
 
     Uses the category's own sensitivity and specificity when ``category`` is
     one of ``calibration.correctable_categories()``, otherwise the overall
-    ones (``"scope"`` says which). Given the run's ``judge_model`` and
+    ones (``scope`` says which). Given the run's ``judge_model`` and
     ``rubric_fingerprint``, a calibration made with others is flagged in
-    ``"warnings"``.
+    ``warnings``.
 
     >>> cal = calibrate(["PASS"] * 45 + ["FAIL"] * 5 + ["FAIL"] * 40 + ["PASS"] * 10,
     ...                 ["PASS"] * 50 + ["FAIL"] * 50)
     >>> result = corrected_rate_for(cal, 70, 100)
-    >>> round(result["rate"], 3), result["scope"]  # (0.70 + 0.80 - 1) / (0.90 + 0.80 - 1)
+    >>> round(result.rate, 3), result.scope  # (0.70 + 0.80 - 1) / (0.90 + 0.80 - 1)
     (0.714, 'overall')
 
     Raises ``CalibrationError`` when the calibration is not PASS/FAIL or lacks
-    human PASS or FAIL labels, and ``UndefinedCorrectionError`` when its
+    human PASS or FAIL labels, and ``UndefinedStatisticError`` when its
     sensitivity + specificity ≤ 1.
     """
     if calibration.kind != "pass/fail":
@@ -1009,8 +990,8 @@ def corrected_rate_for(
         (source.specificity.successes, source.specificity.n),
         seed=seed,
         draws=draws,
-    ).to_dict()
-    warnings = list(result["warnings"])
+    )
+    warnings = list(result.warnings)
     for what, now, then in (
         ("judge model", judge_model, calibration.judge_model),
         ("rubric", rubric_fingerprint, calibration.rubric_fingerprint),
@@ -1022,7 +1003,85 @@ def corrected_rate_for(
             )
     if not calibration.trusted:
         warnings.append(f"the calibration itself is not trusted: {calibration.verdict}")
-    return {**result, "scope": scope, "category": category, "warnings": warnings}
+    return replace(result, warnings=tuple(warnings), scope=scope, category=category)
+
+
+@dataclass(frozen=True)
+class UncorrectedRate:
+    """A judge pass rate that a calibration could not correct, and why (in words).
+
+    >>> UncorrectedRate(Rate.of(5, 10), "the judge is no better than chance").to_dict()["error"]
+    'the judge is no better than chance'
+    """
+
+    observed: Rate
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"error", "passes", "n"}``."""
+        return {"error": self.reason, "passes": self.observed.successes, "n": self.observed.n}
+
+
+def corrected_rates(
+    calibration: Calibration,
+    tallies: Mapping[str, Any],
+    *,
+    judge: Any,
+    judge_model: str | None = None,
+) -> dict[str, CorrectedRate | UncorrectedRate]:
+    """Each category's primary-judge pass rate (parsed verdicts only) corrected for the
+    calibrated judge's error; categories without a parsed verdict are left out.
+
+    >>> cal = calibrate(["PASS"] * 45 + ["FAIL"] * 5 + ["FAIL"] * 40 + ["PASS"] * 10,
+    ...                 ["PASS"] * 50 + ["FAIL"] * 50)
+    >>> from tinyeval.records import CategoryTally
+    >>> from tinyeval.judge import Judge
+    >>> found = corrected_rates(cal, {"c": CategoryTally(primary_parsed=100, primary_passed=70)},
+    ...                         judge=Judge("Is polite."))
+    >>> round(found["c"].rate, 3)
+    0.714
+    """
+    found: dict[str, CorrectedRate | UncorrectedRate] = {}
+    for category, tally in tallies.items():
+        if not tally.primary_parsed:
+            continue
+        try:
+            found[category] = corrected_rate_for(
+                calibration, tally.primary_passed, tally.primary_parsed, category=category,
+                judge_model=judge_model, rubric_fingerprint=judge.rubric_fingerprint,
+            )  # fmt: skip
+        except (CalibrationError, UndefinedStatisticError) as exc:  # said in words, not raised
+            found[category] = UncorrectedRate(
+                Rate.of(tally.primary_passed, tally.primary_parsed), str(exc)
+            )
+    return found
+
+
+def corrected_lines(
+    corrected: Mapping[str, CorrectedRate | UncorrectedRate], *, source: str, judge: str
+) -> list[str]:
+    """The corrected rates as summary lines, with their warnings once each.
+
+    >>> print(corrected_lines({"c": UncorrectedRate(Rate.of(5, 10), "no better than chance")},
+    ...                       source="cal.json", judge="tone")[1])
+      c: 5/10 = 50.0% [23.7%, 76.3%] observed; cannot correct: no better than chance
+    """
+    lines = [
+        f"judge pass rates corrected with the calibration in {source} "
+        f"(judge {judge}; parsed verdicts only):"
+    ]
+    warnings: list[str] = []
+    for category, item in corrected.items():
+        if isinstance(item, UncorrectedRate):
+            lines.append(f"  {category}: {item.observed} observed; cannot correct: {item.reason}")
+            continue
+        lines.append(
+            f"  {category}: {item.observed} observed → {item.rate:.1%} [{item.low:.1%}, "
+            f"{item.high:.1%}] corrected ({item.scope} sensitivity/specificity)"
+        )
+        warnings.extend(w for w in item.warnings if w not in warnings)
+    lines.extend(f"  warning: {w}" for w in warnings)
+    return lines
 
 
 # ---------------------------------------------------------------- text

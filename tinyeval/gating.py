@@ -12,23 +12,31 @@ judge reply did not parse count as not passed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import InputError
-from .stats import wilson_interval
+from .errors import InputError, plural
+from .records import Completeness, completeness, tally
+from .stats import Rate, cases_to_decide, format_rate, wilson_interval
 
 __all__ = [
+    "INCONCLUSIVE_POLICIES",
+    "OUTCOMES",
     "CategoryVerdict",
     "ComparisonReport",
     "GateError",
     "GateReport",
     "HoldoutComparison",
     "PairedComparison",
+    "RowsGate",
     "compare_holdout",
+    "compare_holdout_rows",
     "compare_runs",
     "gate",
+    "gate_rows",
+    "gate_settings",
+    "holdout_text",
     "parse_threshold",
 ]
 
@@ -60,114 +68,223 @@ def parse_threshold(text: str | float) -> float:
     return value
 
 
+OUTCOMES = ("pass", "block", "inconclusive", "ungated")
+INCONCLUSIVE_POLICIES = ("pass", "block")
+
+
 @dataclass(frozen=True)
 class CategoryVerdict:
-    """One category's figures and whether it blocks.
+    """One category's figures, its outcome, and whether it blocks.
 
-    ``rate``, ``low`` and ``high`` are None when the category has no cases.
+    ``measured`` is the pass rate as a :class:`~tinyeval.stats.Rate` (None when
+    the category has no cases). ``outcome`` is ``"pass"`` (the whole interval
+    is at or above the threshold), ``"block"`` (below it, or the category
+    cannot be gated: no cases, or cases nothing checked), ``"inconclusive"``
+    (the rate meets the threshold but its interval reaches below it: the suite
+    is too small to tell; ``more_cases_needed`` says about how many more cases
+    would decide it, or is None when no number can) or ``"ungated"``. ``blocking`` says
+    whether it fails the gate, which for an inconclusive category depends on
+    the gate's ``inconclusive`` policy.
+
+    >>> v = gate({"tone": {"passed": 12, "total": 13}}, {"tone": 0.8}).categories[0]
+    >>> v.outcome, v.more_cases_needed, v.blocking
+    ('inconclusive', 28, False)
     """
 
     category: str
-    passed: int
-    total: int
+    measured: Rate | None
     errors: int
     unparsed: int
-    rate: float | None
-    low: float | None
-    high: float | None
+    unchecked: int
     threshold: float | None
+    outcome: str
     blocking: bool
     note: str | None = None
+    more_cases_needed: int | None = None
+    unchecked_ids: tuple[str, ...] = ()
+
+    @property
+    def passed(self) -> int:
+        """Cases that passed."""
+        return self.measured.successes if self.measured else 0
+
+    @property
+    def total(self) -> int:
+        """Every case of the category, whatever became of it."""
+        return self.measured.n if self.measured else 0
+
+    @property
+    def rate(self) -> float | None:
+        """The observed pass rate, None without cases."""
+        return self.measured.value if self.measured else None
+
+    @property
+    def low(self) -> float | None:
+        """The lower end of the rate's interval."""
+        return self.measured.low if self.measured else None
+
+    @property
+    def high(self) -> float | None:
+        """The upper end of the rate's interval."""
+        return self.measured.high if self.measured else None
 
     def to_dict(self) -> dict[str, Any]:
         """The verdict as a JSON-ready dict.
 
-        >>> v = CategoryVerdict("tone", 9, 10, 0, 0, 0.9, 0.6, 0.98, 0.8, False)
-        >>> v.to_dict()["blocking"]
-        False
+        >>> sorted(gate({"tone": {"passed": 9, "total": 10}}, {"tone": 0.5}).categories[0]
+        ...        .to_dict())  # doctest: +NORMALIZE_WHITESPACE
+        ['blocking', 'errors', 'high', 'low', 'more_cases_needed', 'note', 'outcome', 'passed',
+         'rate', 'threshold', 'total', 'unchecked', 'unchecked_ids', 'unparsed']
         """
         return {
             "passed": self.passed,
             "total": self.total,
             "errors": self.errors,
             "unparsed": self.unparsed,
+            "unchecked": self.unchecked,
+            "unchecked_ids": list(self.unchecked_ids),
             "rate": self.rate,
             "low": self.low,
             "high": self.high,
             "threshold": self.threshold,
+            "outcome": self.outcome,
             "blocking": self.blocking,
+            "more_cases_needed": self.more_cases_needed,
             "note": self.note,
         }
 
 
 @dataclass(frozen=True)
 class GateReport:
-    """Per-category verdicts, the global line (shown, never gating) and the outcome."""
+    """Per-category verdicts, the global line (shown, never gating) and the outcome.
+
+    ``completeness`` says whether the rows cover what their run was meant to
+    see; incomplete results never pass (``outcome`` is ``"incomplete"``).
+    """
 
     categories: tuple[CategoryVerdict, ...]
     overall: CategoryVerdict
-    on: str
+    inconclusive: str
     confidence: float
+    completeness: Completeness | None = None
+    allow_unchecked: bool = False
+
+    @property
+    def on(self) -> str:
+        """``"lower"`` when inconclusive categories block, else ``"rate"`` (the older spelling)."""
+        return "lower" if self.inconclusive == "block" else "rate"
+
+    @property
+    def complete(self) -> bool:
+        """False when the rows are known to miss cases or shards."""
+        return self.completeness is None or self.completeness.complete
 
     @property
     def passed(self) -> bool:
-        """True when no category blocks."""
-        return not self.blocking
+        """True when the results are complete and no category blocks."""
+        return self.complete and not self.blocking
+
+    @property
+    def outcome(self) -> str:
+        """``"pass"``, ``"block"`` or ``"incomplete"``: the decision the exit code carries."""
+        if not self.complete:
+            return "incomplete"
+        return "block" if self.blocking else "pass"
 
     @property
     def blocking(self) -> list[CategoryVerdict]:
         """The categories that block, in order."""
         return [c for c in self.categories if c.blocking]
 
+    @property
+    def undecided(self) -> list[CategoryVerdict]:
+        """The categories whose interval straddles their threshold."""
+        return [c for c in self.categories if c.outcome == "inconclusive"]
+
     def to_dict(self) -> dict[str, Any]:
         """The report as a JSON-ready dict (the ``gate`` part of ``run --json``).
 
-        >>> report = gate({"tone": {"passed": 9, "total": 10}}, {"tone": 0.8})
-        >>> report.to_dict()["passed"], report.to_dict()["blocking"]
-        (True, [])
+        Each category's ``outcome`` is ``"incomplete"`` when the results are;
+        ``outcome_on_rows_seen`` keeps what the rows seen would give.
+
+        >>> report = gate({"tone": {"passed": 9, "total": 10}}, {"tone": 0.5})
+        >>> report.to_dict()["passed"], report.to_dict()["outcome"]
+        (True, 'pass')
         """
+        categories = {}
+        for c in self.categories:
+            item = c.to_dict()
+            item["outcome_on_rows_seen"] = c.outcome
+            if not self.complete:
+                item["outcome"] = "incomplete"
+            categories[c.category] = item
         return {
             "passed": self.passed,
+            "outcome": self.outcome,
             "on": self.on,
+            "inconclusive": self.inconclusive,
+            "allow_unchecked": self.allow_unchecked,
             "confidence": self.confidence,
             "blocking": [c.category for c in self.blocking],
-            "categories": {c.category: c.to_dict() for c in self.categories},
+            "inconclusive_categories": [c.category for c in self.undecided],
+            "categories": categories,
             "overall": self.overall.to_dict(),
+            "completeness": None if self.completeness is None else self.completeness.to_dict(),
         }
 
 
-def _count(tally: Any, key: str) -> int:
-    if isinstance(tally, Mapping):
-        return int(tally.get(key, 0) or 0)
-    return int(getattr(tally, key, 0) or 0)
+def _field(tally: Any, key: str) -> int:
+    value = tally.get(key, 0) if isinstance(tally, Mapping) else getattr(tally, key, 0)
+    return int(value or 0)
+
+
+def _ids(tally: Any) -> tuple[str, ...]:
+    value = tally.get("unchecked_ids") if isinstance(tally, Mapping) else None
+    value = value if value is not None else getattr(tally, "unchecked_ids", ())
+    return tuple(str(item) for item in value or ())
 
 
 def _verdict(
-    name: str, tally: Any, threshold: float | None, *, on: str, confidence: float
+    name: str,
+    tally: Any,
+    threshold: float | None,
+    *,
+    inconclusive: str,
+    allow_unchecked: bool,
+    confidence: float,
 ) -> CategoryVerdict:
-    passed, total = _count(tally, "passed"), _count(tally, "total")
-    errors, unparsed = _count(tally, "errors"), _count(tally, "unparsed")
+    passed, total = _field(tally, "passed"), _field(tally, "total")
+    counts = {key: _field(tally, key) for key in ("errors", "unparsed", "unchecked")}
+    ids = _ids(tally)
     if total == 0:
         return CategoryVerdict(
-            name,
-            0,
-            0,
-            0,
-            0,
-            None,
-            None,
-            None,
-            threshold,
-            blocking=threshold is not None,
-            note="no cases in this category",
-        )
-    low, high = wilson_interval(passed, total, confidence)
-    rate = passed / total
-    measured = low if on == "lower" else rate
-    blocking = threshold is not None and measured < threshold
-    return CategoryVerdict(
-        name, passed, total, errors, unparsed, rate, low, high, threshold, blocking
-    )
+            name, None, **counts, threshold=threshold,
+            outcome="ungated" if threshold is None else "block",
+            blocking=threshold is not None, note="no cases in this category",
+        )  # fmt: skip
+    measured = Rate.of(passed, total, confidence)
+    if threshold is None:
+        return CategoryVerdict(name, measured, **counts, threshold=None, outcome="ungated",
+                               blocking=False, unchecked_ids=ids)  # fmt: skip
+    unchecked = counts["unchecked"]
+    if unchecked and not allow_unchecked:
+        note = f"{plural(unchecked, 'case')} had nothing to check them"
+        return CategoryVerdict(name, measured, **counts, threshold=threshold, outcome="block",
+                               blocking=True, note=note, unchecked_ids=ids)  # fmt: skip
+    if measured.value < threshold:
+        outcome, blocking, more = "block", True, None  # below is never given the benefit of doubt
+    elif measured.low >= threshold or threshold == measured.value == 1.0:
+        # decided; a threshold of 100% is a rule over the cases (every one must pass), met by
+        # a rate of 100%: no interval over a finite suite could ever clear it
+        outcome, blocking, more = "pass", False, None
+    else:
+        outcome = "inconclusive"
+        needed = cases_to_decide(passed, total, threshold, confidence)
+        more = None if needed is None else needed - total
+        blocking = inconclusive == "block"
+    return CategoryVerdict(name, measured, **counts, threshold=threshold, outcome=outcome,
+                           blocking=blocking, more_cases_needed=more,
+                           unchecked_ids=ids)  # fmt: skip
 
 
 def gate(
@@ -175,19 +292,35 @@ def gate(
     thresholds: Mapping[str, float | str] | None = None,
     *,
     default_threshold: float | str | None = None,
-    on: str = "rate",
+    inconclusive: str | None = None,
+    on: str | None = None,
+    allow_unchecked: bool = False,
     confidence: float = 0.95,
+    completeness: Completeness | None = None,
 ) -> GateReport:
     """Judge each category against its threshold; the global rate is reported, never gated.
 
     ``tallies`` maps a category to its counts (``passed`` and ``total``, plus
-    optional ``errors`` and ``unparsed``) — a mapping or any object with those
-    attributes, such as :class:`~tinyeval.runner.CategoryTally`. A category
-    without a threshold of its own uses ``default_threshold``; with neither, it
-    is reported but does not gate. A threshold named for a category with no
-    cases blocks (a category that vanished from the data must not pass
-    silently). ``on="lower"`` gates on the lower end of the Wilson interval
-    instead of the observed rate.
+    optional ``errors``, ``unparsed``, ``unchecked``) — a mapping or any object
+    with those attributes, such as :class:`~tinyeval.records.CategoryTally`. A
+    category without a threshold of its own uses ``default_threshold``; with
+    neither, it is reported but does not gate. A threshold named for a
+    category with no cases blocks (a category that vanished from the data must
+    not pass silently), and so does a gated category with cases that nothing
+    checked, unless ``allow_unchecked`` (they still count as not passed).
+
+    A category whose observed rate is below its threshold blocks. One whose
+    whole Wilson interval is at or above it passes (and a threshold of 100% is
+    a rule over the cases, met when every case passes: no interval over a
+    finite suite could show it). One at or above the threshold whose interval
+    reaches below it is *inconclusive*: the suite is too small to tell, and
+    ``more_cases_needed`` says about how many more cases would decide it.
+    ``inconclusive="pass"`` (the default) lets it through on its observed
+    rate, marked; ``"block"`` demands the margin: the interval must clear the
+    threshold. ``on`` is the older spelling: ``"rate"`` is
+    ``inconclusive="pass"``, ``"lower"`` is ``inconclusive="block"``.
+    ``completeness`` (from :func:`tinyeval.records.completeness`) makes the
+    gate incomplete, never passed, when the rows miss cases or shards.
 
     >>> report = gate(
     ...     {"amount_extraction": {"passed": 17, "total": 20},
@@ -198,23 +331,127 @@ def gate(
     >>> round(report.overall.rate, 3)  # 62/65: shown, but it does not gate
     0.954
     """
-    if on not in ("rate", "lower"):
+    if on not in (None, "rate", "lower"):
         raise GateError(f'gate "on" must be "rate" or "lower", got {on!r}')
+    from_on = {"lower": "block", "rate": "pass", None: None}[on]
+    policy = inconclusive or from_on or "pass"
+    if policy not in INCONCLUSIVE_POLICIES:
+        raise GateError(
+            f"inconclusive must be one of {', '.join(INCONCLUSIVE_POLICIES)}, got {policy!r}"
+        )
+    if inconclusive is not None and from_on is not None and policy != from_on:
+        raise GateError(f"on={on!r} and inconclusive={inconclusive!r} contradict each other")
     limits = {name: parse_threshold(value) for name, value in (thresholds or {}).items()}
     default = parse_threshold(default_threshold) if default_threshold is not None else None
-    names = list(tallies) + [name for name in limits if name not in tallies]
+    names = sorted({*tallies, *limits})
+    settings = {"inconclusive": policy, "allow_unchecked": allow_unchecked,
+                "confidence": confidence}  # fmt: skip
     verdicts = tuple(
-        _verdict(
-            name, tallies.get(name, {}), limits.get(name, default), on=on, confidence=confidence
-        )
+        _verdict(name, tallies.get(name, {}), limits.get(name, default), **settings)
         for name in names
     )
     total = {
-        key: sum(_count(tally, key) for tally in tallies.values())
-        for key in ("passed", "total", "errors", "unparsed")
+        key: sum(_field(tally, key) for tally in tallies.values())
+        for key in ("passed", "total", "errors", "unparsed", "unchecked")
     }
-    overall = _verdict("global", total, None, on=on, confidence=confidence)
-    return GateReport(verdicts, overall, on, confidence)
+    overall = _verdict("global", total, None, **settings)
+    return GateReport(verdicts, overall, policy, confidence, completeness, allow_unchecked)
+
+
+def gate_settings(
+    thresholds: Mapping[str, float | str] | None = None,
+    *,
+    default_threshold: float | str | None = None,
+    inconclusive: str | None = None,
+    allow_unchecked: bool = False,
+) -> dict[str, Any]:
+    """The gate settings a run records in its rows (``run.gate``), with thresholds as numbers.
+
+    >>> gate_settings({"tone": "90%"}, default_threshold=0.5)["thresholds"]
+    {'tone': 0.9}
+    """
+    return {
+        "thresholds": {name: parse_threshold(value) for name, value in (thresholds or {}).items()},
+        "default_threshold": (
+            None if default_threshold is None else parse_threshold(default_threshold)
+        ),
+        "inconclusive": inconclusive,
+        "allow_unchecked": allow_unchecked,
+    }
+
+
+@dataclass(frozen=True)
+class RowsGate:
+    """:func:`gate_rows`' answer: the report, and where its settings came from.
+
+    ``remembered`` lists the settings taken from the rows (what the run that
+    wrote them gated with); ``overridden`` those given again that differ.
+    """
+
+    report: GateReport
+    remembered: tuple[str, ...]
+    overridden: tuple[str, ...]
+
+
+def gate_rows(
+    rows: Sequence[Mapping[str, Any]],
+    thresholds: Mapping[str, float | str] | None = None,
+    *,
+    default_threshold: float | str | None = None,
+    inconclusive: str | None = None,
+    on: str | None = None,
+    allow_unchecked: bool | None = None,
+    expected_ids: Iterable[str] | None = None,
+    confidence: float = 0.95,
+) -> RowsGate:
+    """Gate result rows as the run that wrote them did, and never pass an incomplete set.
+
+    Settings not given are taken from the rows' ``run`` manifest (so
+    ``report`` shows the verdict ``run`` printed); settings given override it.
+    Missing cases or shards make the report incomplete (see
+    :func:`tinyeval.records.completeness`; ``expected_ids`` names the missing).
+
+    >>> manifest = {"cases": 2, "gate": {"thresholds": {"c": 1.0}}}
+    >>> rows = [{"id": "a", "category": "c", "status": "pass", "run": manifest}]
+    >>> done = gate_rows(rows)
+    >>> done.report.outcome, done.remembered, str(done.report.completeness)
+    ('incomplete', ('thresholds',), 'incomplete: 1 of 2 cases')
+    """
+    remembered_settings: dict[str, Any] = {}
+    for row in rows:
+        manifest = row.get("run")
+        if isinstance(manifest, Mapping) and isinstance(manifest.get("gate"), Mapping):
+            remembered_settings = dict(manifest["gate"])
+            break
+    given = {
+        "thresholds": dict(thresholds) if thresholds else None,
+        "default_threshold": default_threshold,
+        "inconclusive": inconclusive,
+        "allow_unchecked": allow_unchecked,
+    }
+    used: dict[str, Any] = {}
+    remembered: list[str] = []
+    overridden: list[str] = []
+    for key, value in given.items():
+        old = remembered_settings.get(key)
+        if value is not None:
+            used[key] = value
+            if old not in (None, {}) and old != value:
+                overridden.append(key)
+        elif old not in (None, {}):
+            used[key] = old
+            remembered.append(key)
+    report = gate(
+        tally(rows),
+        used.get("thresholds"),
+        default_threshold=used.get("default_threshold"),
+        inconclusive=used.get("inconclusive") if on is None else inconclusive,
+        on=on,
+        allow_unchecked=bool(used.get("allow_unchecked")),
+        confidence=confidence,
+        completeness=completeness(rows, expected_ids=expected_ids),
+    )
+    return RowsGate(report, tuple(remembered), tuple(overridden))
 
 
 # --------------------------------------------------------------------------- paired comparison
@@ -262,12 +499,18 @@ class PairedComparison:
 
 @dataclass(frozen=True)
 class ComparisonReport:
-    """Per-category paired comparisons, the global one, and the ids that did not pair."""
+    """Per-category paired comparisons, the global one, the ids that did not pair, and
+    warnings when the two runs differ in more than the change (dataset, rubric, judge model)."""
 
     categories: tuple[PairedComparison, ...]
     overall: PairedComparison
     only_before: tuple[str, ...]
     only_after: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
+
+    def regressions(self, alpha: float = 0.05) -> list[str]:
+        """Categories that got significantly worse at ``alpha``."""
+        return [c.category for c in self.categories if c.regressed and c.p_value < alpha]
 
     def to_dict(self) -> dict[str, Any]:
         """The report as a JSON-ready dict."""
@@ -276,7 +519,41 @@ class ComparisonReport:
             "overall": self.overall.to_dict(),
             "only_before": list(self.only_before),
             "only_after": list(self.only_after),
+            "warnings": list(self.warnings),
         }
+
+    def to_text(self, alpha: float = 0.05, *, before: str = "before", after: str = "after") -> str:
+        """One aligned line per category: both rates, what broke and what was fixed, the test.
+
+        >>> old = [{"id": str(i), "category": "x", "status": "pass"} for i in range(10)]
+        >>> new = [dict(r, status="fail") if int(r["id"]) < 6 else r for r in old]
+        >>> print(compare_runs(old, new).to_text())  # doctest: +NORMALIZE_WHITESPACE
+        x       10/10 = 100.0% [72.2%, 100.0%] → 4/10 = 40.0% [16.8%, 68.7%]   6 broke, 0 fixed
+                McNemar exact p = 0.0312: significantly worse at α = 0.05
+        global  10/10 = 100.0% [72.2%, 100.0%] → 4/10 = 40.0% [16.8%, 68.7%]   6 broke, 0 fixed
+                McNemar exact p = 0.0312: significantly worse at α = 0.05
+        """
+        rows = [*self.categories, self.overall]
+        width = max(len(c.category) for c in rows)
+        cells = [(format_rate(c.before_passed, c.n), format_rate(c.after_passed, c.n))
+                 for c in rows]  # fmt: skip
+        first = max(len(a) for a, _ in cells)
+        second = max(len(b) for _, b in cells)
+        lines = []
+        for c, (a, b) in zip(rows, cells, strict=True):
+            if c.p_value >= alpha:
+                word = "no significant difference"
+            else:
+                word = "significantly worse" if c.regressed else "significantly better"
+            lines.append(
+                f"{c.category:<{width}}  {a:<{first}} → {b:<{second}}   "
+                f"{c.pass_to_fail} broke, {c.fail_to_pass} fixed\n{'':<{width}}  "
+                f"McNemar exact p = {c.p_value:.3g}: {word} at α = {alpha:g}"
+            )
+        if self.only_before or self.only_after:
+            lines.append(f"not paired: {len(self.only_before)} cases only in {before}, "
+                         f"{len(self.only_after)} only in {after}")  # fmt: skip
+        return "\n".join(lines)
 
 
 def _paired(category: str, pairs: list[tuple[bool, bool]]) -> PairedComparison:
@@ -295,7 +572,9 @@ def _paired(category: str, pairs: list[tuple[bool, bool]]) -> PairedComparison:
     )
 
 
-def compare_runs(before: Any, after: Any) -> ComparisonReport:
+def compare_runs(
+    before: Iterable[Mapping[str, Any]], after: Iterable[Mapping[str, Any]]
+) -> ComparisonReport:
     """Compare two runs' result rows case by case (paired by id), per category.
 
     A case passes when its row's ``status`` is ``"pass"``; errors and failures
@@ -321,11 +600,22 @@ def compare_runs(before: Any, after: Any) -> ComparisonReport:
     if not shared:
         raise GateError("the two runs have no case id in common; nothing to compare")
     every = [pair for pairs in by_category.values() for pair in pairs]
+    warnings = []
+    for key, what in (("dataset_fingerprint", "datasets"), ("rubric_fingerprint", "rubrics"),
+                      ("judge_model", "judge models")):  # fmt: skip
+        old = {str(r.get(key)) for r in first.values()}
+        new = {str(r.get(key)) for r in second.values()}
+        if old != new:
+            warnings.append(
+                f"the runs used different {what} ({', '.join(sorted(old))} → "
+                f"{', '.join(sorted(new))}): a difference may come from that"
+            )
     return ComparisonReport(
-        tuple(_paired(name, pairs) for name, pairs in by_category.items()),
+        tuple(_paired(name, pairs) for name, pairs in sorted(by_category.items())),
         _paired("global", every),
         tuple(case_id for case_id in first if case_id not in second),
         tuple(case_id for case_id in second if case_id not in first),
+        tuple(warnings),
     )
 
 
@@ -362,7 +652,10 @@ class HoldoutComparison:
 
 
 def compare_holdout(
-    dev_rows: Any, holdout_rows: Any, *, confidence: float = 0.95
+    dev_rows: Iterable[Mapping[str, Any]],
+    holdout_rows: Iterable[Mapping[str, Any]],
+    *,
+    confidence: float = 0.95,
 ) -> list[HoldoutComparison]:
     """Compare pass rates on development and holdout rows, per category and overall.
 
@@ -390,3 +683,43 @@ def compare_holdout(
         suspicious = bool(dn and high is not None and dp / dn > high)
         lines.append(HoldoutComparison(name, dp, dn, hp, hn, high, suspicious))
     return lines
+
+
+def compare_holdout_rows(
+    rows: Sequence[Mapping[str, Any]], held_out: float, *, salt: str = "tinyeval-holdout"
+) -> list[HoldoutComparison]:
+    """Split ``rows`` by the stable holdout hash of their ids (as ``tinyeval split`` does) and
+    compare the two sides with :func:`compare_holdout`.
+
+    >>> rows = [{"id": str(i), "category": "c", "status": "pass"} for i in range(20)]
+    >>> [c.category for c in compare_holdout_rows(rows, 0.3)]
+    ['c', 'global']
+    """
+    from .dataset import in_holdout
+
+    held = [in_holdout(str(r["id"]), held_out, salt=salt) for r in rows]
+    dev = [r for r, h in zip(rows, held, strict=True) if not h]
+    return compare_holdout(dev, [r for r, h in zip(rows, held, strict=True) if h])
+
+
+def holdout_text(
+    lines: Sequence[HoldoutComparison], *, held_out: float, salt: str = "tinyeval-holdout"
+) -> str:
+    """The development-vs-holdout comparison as aligned lines, the suspicious ones marked.
+
+    >>> dev = [{"id": str(i), "category": "tone", "status": "pass"} for i in range(40)]
+    >>> hold = [{"id": f"h{i}", "category": "tone", "status": "pass" if i < 6 else "fail"}
+    ...         for i in range(10)]
+    >>> print(holdout_text(compare_holdout(dev, hold), held_out=0.2).splitlines()[2])
+      tone    dev 40/40 = 100.0% [91.2%, 100.0%]   holdout 6/10 = 60.0% [31.3%, 83.2%]  ← ...
+    """
+    out = [f"\ndevelopment vs holdout ({held_out:g} held out, salt {salt!r}):"]
+    width = max(len(c.category) for c in lines)
+    dev = [format_rate(c.dev_passed, c.dev_total) if c.dev_total else "0 cases" for c in lines]
+    dev_width = max(map(len, dev))
+    mark = "  ← above what the holdout supports: tuned to the development cases?"
+    for c, dev_rate in zip(lines, dev, strict=True):
+        holdout = format_rate(c.holdout_passed, c.holdout_total) if c.holdout_total else "0 cases"
+        line = f"  {c.category:<{width}}  dev {dev_rate:<{dev_width}}   holdout {holdout}"
+        out.append(line + (mark if c.suspicious else ""))
+    return "\n".join(out)

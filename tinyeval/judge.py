@@ -39,17 +39,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from .calls import ask, reported_model, sum_usage
-from .errors import InputError
+from .errors import InputError, json_problem
+from .stats import Rate
 
 __all__ = [
     "CRITERIA",
+    "CRITERION_NEEDS",
     "EVIDENCE_SCHEMA",
     "EVIDENCE_TEMPLATE",
     "PAIRWISE_TEMPLATE",
@@ -59,7 +63,11 @@ __all__ = [
     "JudgeError",
     "PairwiseJudge",
     "PairwiseVerdict",
+    "PositionStats",
+    "Rubric",
     "Verdict",
+    "default_name",
+    "load_rubric",
     "neutralize",
     "parse_choice",
     "parse_evidence",
@@ -91,7 +99,31 @@ CRITERIA: dict[str, str] = {
     ),
 }
 
+# what each built-in criterion cannot be judged without (a case lacking it is not judged)
+CRITERION_NEEDS: dict[str, tuple[str, ...]] = {
+    "unsupported-claims": ("context",),
+    "answers-the-question": ("question",),
+    "refuses-when-ambiguous": ("question",),
+}
+
 STYLES = ("verdict-first", "evidence-first")
+
+
+def default_name(criterion: str) -> str:
+    """The name a judge gets when none is given: the built-in criterion's own name, or a
+    short slug of the criterion's words with a digest, so two criteria never share a name.
+
+    >>> default_name("unsupported-claims")
+    'unsupported-claims'
+    >>> default_name("Is polite, and never rude.")
+    'is-polite-and-never-rude-b224'
+    """
+    if criterion in CRITERIA:
+        return criterion
+    words = re.findall(r"[a-z0-9]+", criterion.lower())[:5]
+    digest = hashlib.sha256(criterion.encode("utf-8", "surrogatepass")).hexdigest()[:4]
+    return "-".join([*words, digest]) if words else f"criterion-{digest}"
+
 
 # === Untrusted text: blocks and markers ===========================================
 
@@ -609,7 +641,10 @@ class Judge:
     ``template`` replaces the default prompt; it must contain ``{criterion}`` and
     ``{response}`` and may contain ``{steps}``, ``{question}`` and ``{context}``.
     ``steps`` are evaluation steps (G-Eval style) shown as a numbered list.
-    ``name`` defaults to the built-in criterion's name, else ``"judge"``.
+    ``name`` defaults to :func:`default_name` of the criterion: the built-in
+    criterion's name, or a slug with a digest, so two judges never share one.
+    ``needs`` names what a case must have to be judged at all (``"context"``,
+    ``"question"``): a built-in criterion's needs, or none for your own.
 
     Raises :class:`JudgeError` for an empty criterion, an unknown style, a
     template without the required placeholders, or an even or non-positive
@@ -645,7 +680,8 @@ class Judge:
         _check_template(template, ("criterion", "response"))
         self.template = template
         self.steps = _check_steps(steps)
-        self.name = name if name is not None else (criterion if criterion in CRITERIA else "judge")
+        self.name = name if name is not None else default_name(criterion)
+        self.needs = CRITERION_NEEDS.get(criterion, ())
         self.rubric_fingerprint = rubric_fingerprint(
             template, self.criterion_text, self.steps, style
         )
@@ -852,8 +888,7 @@ class PairwiseJudge:
     measures position as much as quality. Track it with :func:`position_stats`.
 
     ``template`` must contain ``{criterion}``, ``{response_a}`` and
-    ``{response_b}``; ``name`` defaults to the built-in criterion name, else
-    ``"pairwise"``.
+    ``{response_b}``; ``name`` defaults to :func:`default_name` of the criterion.
 
     >>> pj = PairwiseJudge("answers-the-question")
     >>> verdict = pj(lambda prompt: "A\\nThe first one.", a="Paris.", b="France is big.")
@@ -866,9 +901,7 @@ class PairwiseJudge:
         self.criterion_text = _resolve_criterion(criterion)
         self.template = PAIRWISE_TEMPLATE if template is None else template
         _check_template(self.template, ("criterion", "response_a", "response_b"))
-        self.name = (
-            name if name is not None else (criterion if criterion in CRITERIA else "pairwise")
-        )
+        self.name = name if name is not None else default_name(criterion)
         self.rubric_fingerprint = rubric_fingerprint(
             self.template, self.criterion_text, (), "pairwise"
         )
@@ -941,26 +974,74 @@ class PairwiseJudge:
         )
 
 
-def position_stats(verdicts: Iterable[PairwiseVerdict]) -> dict[str, Any]:
-    """Position consistency of a pairwise judge over a run.
+@dataclass(frozen=True)
+class PositionStats:
+    """Position consistency of a pairwise judge over a run (see :func:`position_stats`).
 
-    Keys: ``n`` (comparisons), ``consistent`` and ``consistency_rate``
-    (``consistent / n``); ``replies`` (``2 n``), ``parse_failures`` (replies
-    that did not parse or whose call failed); ``ties``; ``picks`` (parsed
-    replies that chose A or B), ``first_position_picks`` (of those, how many
-    chose whichever response was shown first) and ``first_position_rate``
-    (``first_position_picks / picks``, None when ``picks`` is 0). An unbiased
-    judge sits near 0.5. Raises :class:`JudgeError` when there are no verdicts.
+    ``n`` comparisons, each asked in both orders (``replies`` = 2 n);
+    ``both_parsed`` of them got a parsed reply in both orders, and
+    ``consistent`` of those agreed across the swap; ``parse_failures`` replies
+    did not parse or their call failed; ``ties`` parsed replies said TIE;
+    ``picks`` parsed replies chose A or B, ``first_position_picks`` of them
+    whichever response was shown first. An unbiased judge picks first about
+    half the time.
+    """
+
+    n: int
+    consistent: int
+    both_parsed: int
+    replies: int
+    parse_failures: int
+    ties: int
+    picks: int
+    first_position_picks: int
+
+    @property
+    def consistency(self) -> Rate | None:
+        """``consistent`` of the comparisons parsed in both orders; None when there are none."""
+        return Rate.of(self.consistent, self.both_parsed) if self.both_parsed else None
+
+    @property
+    def first_position(self) -> Rate | None:
+        """First-position picks among the picks; None when no reply picked A or B."""
+        return Rate.of(self.first_position_picks, self.picks) if self.picks else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The counts, plus ``consistency_rate`` and ``first_position_rate`` (None when undefined).
+
+        >>> position_stats([PairwiseVerdict("A", "A", ["A", "B"])]).to_dict()["consistency_rate"]
+        1.0
+        """
+        consistency, first = self.consistency, self.first_position
+        return {
+            "n": self.n,
+            "consistent": self.consistent,
+            "both_parsed": self.both_parsed,
+            "consistency_rate": None if consistency is None else consistency.value,
+            "replies": self.replies,
+            "parse_failures": self.parse_failures,
+            "ties": self.ties,
+            "picks": self.picks,
+            "first_position_picks": self.first_position_picks,
+            "first_position_rate": None if first is None else first.value,
+        }
+
+
+def position_stats(verdicts: Iterable[PairwiseVerdict]) -> PositionStats:
+    """Position consistency of a pairwise judge over a run, as :class:`PositionStats`.
+
+    Raises :class:`JudgeError` when there are no verdicts.
 
     >>> always_a = PairwiseVerdict(first="A", second="B", raw=["A", "A"])
     >>> stats = position_stats([always_a, always_a])
-    >>> stats["consistent"], stats["first_position_picks"], stats["picks"]
-    (0, 4, 4)
+    >>> stats.consistent, stats.first_position_picks, stats.picks, str(stats.consistency)
+    (0, 4, 4, '0/2 = 0.0% [0.0%, 65.8%]')
     """
     verdicts = list(verdicts)
     if not verdicts:
         raise JudgeError("position_stats needs at least one pairwise verdict, got none")
     consistent = sum(verdict.consistent for verdict in verdicts)
+    both = sum(v.first is not None and v.second is not None for v in verdicts)
     # in the first order ``a`` is shown first, so "A" is a first-position pick;
     # in the second order ``b`` is shown first, and its mapped choice is "B"
     shown_first = [(verdict.first, "A") for verdict in verdicts]
@@ -968,14 +1049,94 @@ def position_stats(verdicts: Iterable[PairwiseVerdict]) -> dict[str, Any]:
     parsed = [(choice, first) for choice, first in shown_first if choice is not None]
     picks = [(choice, first) for choice, first in parsed if choice != "TIE"]
     first_picks = sum(choice == first for choice, first in picks)
-    return {
-        "n": len(verdicts),
-        "consistent": consistent,
-        "consistency_rate": consistent / len(verdicts),
-        "replies": len(shown_first),
-        "parse_failures": len(shown_first) - len(parsed),
-        "ties": len(parsed) - len(picks),
-        "picks": len(picks),
-        "first_position_picks": first_picks,
-        "first_position_rate": first_picks / len(picks) if picks else None,
-    }
+    return PositionStats(
+        n=len(verdicts),
+        consistent=consistent,
+        both_parsed=both,
+        replies=len(shown_first),
+        parse_failures=len(shown_first) - len(parsed),
+        ties=len(parsed) - len(picks),
+        picks=len(picks),
+        first_position_picks=first_picks,
+    )
+
+
+# === Rubric files ===
+
+
+@dataclass(frozen=True)
+class Rubric:
+    """A criterion kept in a file, as :func:`load_rubric` reads it.
+
+    >>> Rubric("Is polite.").judge(votes=3).votes
+    3
+    """
+
+    criterion: str
+    name: str | None = None
+    steps: tuple[str, ...] | None = None
+    template: str | None = None
+    source: str | None = None
+
+    def judge(self, *, votes: int = 1, style: str = "verdict-first") -> Judge:
+        """A :class:`Judge` for this rubric."""
+        return Judge(
+            self.criterion,
+            votes=votes,
+            style=style,
+            template=self.template,
+            steps=list(self.steps) if self.steps is not None else None,
+            name=self.name,
+        )
+
+
+RUBRIC_KEYS = ("criterion", "name", "steps", "template")
+
+
+def load_rubric(path: str | os.PathLike[str]) -> Rubric:
+    """Read a rubric file: plain text (the criterion), or a ``.json`` object with
+    ``"criterion"`` and optional ``"name"``, ``"steps"`` (a list of strings) and
+    ``"template"``.
+
+    >>> import tempfile, os
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+    ...     _ = f.write('{"criterion": "Is polite.", "name": "polite", "steps": ["Read it."]}')
+    >>> rubric = load_rubric(f.name)
+    >>> rubric.name, rubric.steps
+    ('polite', ('Read it.',))
+    >>> os.remove(f.name)
+
+    Raises :class:`JudgeError` naming the file (and line, for bad JSON).
+    """
+    where = str(path)
+    text = Path(path).read_text(encoding="utf-8")
+    if not where.endswith(".json"):
+        if not text.strip():
+            raise JudgeError("the rubric file is empty", path=where)
+        return Rubric(text.strip(), source=where)
+    try:
+        spec = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise JudgeError(
+            f"not valid JSON: {json_problem(exc)}", path=where, line=exc.lineno
+        ) from None
+    if not isinstance(spec, dict) or not isinstance(spec.get("criterion"), str):
+        raise JudgeError('expected a JSON object with a "criterion" string', path=where)
+    unknown = sorted(set(spec) - set(RUBRIC_KEYS))
+    if unknown:
+        raise JudgeError(f"unknown keys {unknown}; expected {', '.join(RUBRIC_KEYS)}", path=where)
+    steps = spec.get("steps")
+    if steps is not None and (
+        not isinstance(steps, list) or not all(isinstance(step, str) for step in steps)
+    ):
+        raise JudgeError("expected a list of strings", path=where, field="steps")
+    for key in ("name", "template"):
+        if spec.get(key) is not None and not isinstance(spec[key], str):
+            raise JudgeError("expected a string", path=where, field=key)
+    return Rubric(
+        spec["criterion"],
+        name=spec.get("name"),
+        steps=tuple(steps) if steps is not None else None,
+        template=spec.get("template"),
+        source=where,
+    )

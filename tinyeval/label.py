@@ -26,7 +26,6 @@ keeps an audit trail of every change of mind.
 from __future__ import annotations
 
 import getpass
-import hashlib
 import json
 import os
 import random
@@ -35,11 +34,11 @@ import sys
 import textwrap
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import InputError
+from .errors import InputError, plural, utc_stamp
+from .records import iter_json_lines, output_fingerprint, provenance
 
 __all__ = [
     "LabelError",
@@ -47,7 +46,6 @@ __all__ = [
     "LabelSummary",
     "default_labeler",
     "label_session",
-    "output_fingerprint",
     "parse_choices",
     "parse_grades",
     "read_labels",
@@ -74,40 +72,6 @@ class LabelError(InputError):
 
 
 # ---------------------------------------------------------------- files
-
-
-def _iter_json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line_number, object)`` for each non-blank line; errors name file:line."""
-    with open(path, encoding="utf-8") as stream:
-        for number, line in enumerate(stream, start=1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise LabelError(f"{path}:{number}: not valid JSON: {_json_problem(exc)}") from None
-            if not isinstance(value, dict):
-                raise LabelError(f"{path}:{number}: expected a JSON object, got {_describe(value)}")
-            yield number, value
-
-
-def _json_problem(exc: json.JSONDecodeError) -> str:
-    """The parser's complaint and its column as one phrase (some of its messages end in "at")."""
-    joiner = " column" if exc.msg.endswith(" at") else " at column"
-    return f"{exc.msg}{joiner} {exc.colno}"
-
-
-def _describe(value: Any) -> str:
-    """A JSON value named as a person would: ``a list``, ``string 'x'``, ``number 3``."""
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    if value is None or isinstance(value, bool):
-        return json.dumps(value)
-    if isinstance(value, str):
-        return f"string {value[:40]!r}"
-    return f"number {value!r}"
 
 
 class LabelRecord(dict[str, Any]):
@@ -175,7 +139,7 @@ def read_labels(path: str | Path) -> dict[str | int, LabelRecord]:
     label standing; ``OSError`` when the file cannot be read.
     """
     stacks: dict[str | int, list[LabelRecord]] = {}
-    for number, record in _iter_json_lines(path):
+    for number, record in iter_json_lines(path, error=LabelError):
         where = f"{path}:{number}"
         key = _id_of(record, where)
         if record.get("undo") is True:
@@ -189,20 +153,6 @@ def read_labels(path: str | Path) -> dict[str | int, LabelRecord]:
         _check_label(record["label"], where)
         stacks.setdefault(key, []).append(LabelRecord(record, source=str(path), line=number))
     return {key: stack[-1] for key, stack in stacks.items() if stack}
-
-
-def output_fingerprint(output: Any) -> str | None:
-    """A short, stable digest of a row's output, so a label can tell its output changed.
-
-    >>> output_fingerprint("hola")
-    'b221d9dbb083a7f3'
-    >>> output_fingerprint(None) is None
-    True
-    """
-    if output is None:
-        return None
-    text = output if isinstance(output, str) else json.dumps(output, sort_keys=True)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def default_labeler(environ: Mapping[str, str] | None = None) -> str:
@@ -223,15 +173,6 @@ def default_labeler(environ: Mapping[str, str] | None = None) -> str:
     except (OSError, KeyError, ImportError):  # no login name: a container, a bare CI runner
         name = ""
     return name or "anonymous"
-
-
-def _count(number: int, noun: str) -> str:
-    """``number`` and ``noun``, plural unless there is exactly one: ``1 case``, ``2 cases``."""
-    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 # ---------------------------------------------------------------- choices
@@ -327,9 +268,14 @@ def _case_lines(row: Row, position: int, total: int, width: int) -> list[str]:
     if row.get("origin"):
         facts.append(f"origin: {row['origin']}")
     lines = ["", "-" * min(width, 72), " | ".join(facts)]
-    for title, key in (("INPUT", "input"), ("CONTEXT", "context"), ("OUTPUT", "output")):
-        text = _as_text(row.get(key))
-        if key == "output" or text:
+    outputs = row.get("outputs")  # a pairwise row: the two responses compared
+    if isinstance(outputs, Mapping):
+        parts = [("OUTPUT A", outputs.get("a")), ("OUTPUT B", outputs.get("b"))]
+    else:
+        parts = [("OUTPUT", row.get("output"))]
+    for title, value in [("INPUT", row.get("input")), ("CONTEXT", row.get("context")), *parts]:
+        text = _as_text(value)
+        if title.startswith("OUTPUT") or text:
             lines.append(title)
             lines.extend(_wrap(text or "(empty)", width))
     return lines
@@ -443,26 +389,13 @@ def _session_order(rows: Sequence[Row], seed: int) -> list[Row]:
     return ordered
 
 
-def _provenance(row: Row, judge: str | None) -> tuple[Any, Any, Any]:
-    """(rubric fingerprint, judge model, criterion) of the judge being calibrated."""
-    verdict = (row.get("judges") or {}).get(judge) if judge else row.get("judge")
-    verdict = verdict if isinstance(verdict, Mapping) else {}
-    if judge:
-        return verdict.get("rubric_fingerprint"), verdict.get("model"), verdict.get("criterion")
-    return (
-        row.get("rubric_fingerprint", verdict.get("rubric_fingerprint")),
-        row.get("judge_model", verdict.get("model")),
-        verdict.get("criterion"),
-    )
-
-
 def _label_record(row: Row, label: Label, labeler: str, judge: str | None) -> dict[str, Any]:
-    rubric, model, _ = _provenance(row, judge)
+    rubric, model, _ = provenance(row, judge)
     record: dict[str, Any] = {
         "id": row["id"],
         "label": label,
         "labeler": labeler,
-        "at": _now(),
+        "at": utc_stamp(),
         "rubric_fingerprint": rubric,
         "judge_model": model,
         "output_fingerprint": output_fingerprint(row.get("output")),
@@ -542,7 +475,7 @@ def label_session(
 
     out_path = Path(out_path)
     done = set(read_labels(out_path)) if out_path.exists() else set()
-    shown = [row for row in rows if row.get("output") is not None]
+    shown = [row for row in rows if row.get("output") is not None or row.get("outputs")]
     todo = [row for row in _session_order(shown, seed) if row["id"] not in done]
 
     interactive = keys is None and sys.stdin.isatty()
@@ -554,14 +487,14 @@ def label_session(
     key_source = iter(keys) if keys is not None else _stdin_keys(single_keys)
 
     write(
-        f"Labelling {_count(len(shown), 'case')} into {out_path}: {len(shown) - len(todo)} "
+        f"Labelling {plural(len(shown), 'case')} into {out_path}: {len(shown) - len(todo)} "
         f"already labelled, {len(todo)} to go (order: seed {seed})."
     )
     hidden = len(rows) - len(shown)
     if hidden:
         has = "has" if hidden == 1 else "have"
         write(
-            f"{_count(hidden, 'row')} {has} no output and {'is' if hidden == 1 else 'are'} "
+            f"{plural(hidden, 'row')} {has} no output and {'is' if hidden == 1 else 'are'} "
             "not shown."
         )
     write("The judge's verdict is hidden on purpose: decide by your own criterion.")
@@ -660,14 +593,14 @@ class _Session:
         """Show a case, page by page; return an action key pressed at a page break, if any."""
         position = self.total - len(self.todo) + self.index + 1
         lines = _case_lines(row, position, self.total, self.width)
-        criterion = _provenance(row, self.judge)[2]
+        criterion = provenance(row, self.judge).criterion
         if criterion:
             lines[2:2] = _wrap(f"criterion: {_as_text(criterion)}", self.width, indent="")
         while self.page_lines and len(lines) > self.page_lines:
             self.write("\n".join(lines[: self.page_lines]))
             lines = lines[self.page_lines :]
             self.write(
-                f"-- more ({_count(len(lines), 'line')}): Enter for the next page, or label now --"
+                f"-- more ({plural(len(lines), 'line')}): Enter for the next page, or label now --"
             )
             key = self.next_key()
             while not self.is_action(key) and key != NEXT_PAGE:
@@ -716,7 +649,7 @@ class _Session:
         self.index, was_labelled = self.history.pop()
         back = self.todo[self.index]["id"]
         if was_labelled:
-            _append(stream, {"id": back, "undo": True, "labeler": self.labeler, "at": _now()})
+            _append(stream, {"id": back, "undo": True, "labeler": self.labeler, "at": utc_stamp()})
             self.labelled.discard(back)
             self.undone += 1
             self.write(f"withdrew the label of {back!r}; showing it again")
@@ -739,7 +672,7 @@ class _Session:
             and self.index < len(self.todo)
         ):
             self.write(
-                f"You have given {_count(self.written, 'label')} in this session. Labels drift "
+                f"You have given {plural(self.written, 'label')} in this session. Labels drift "
                 "late in a "
                 "long session: consider a break (q quits; running the same command resumes here)."
             )

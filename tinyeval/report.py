@@ -12,15 +12,22 @@ import html
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .calls import Price, format_usd, run_cost
+from .errors import plural, shorten
 from .gating import CategoryVerdict, GateReport
+from .records import verdicts
 from .stats import format_rate
 
-__all__ = ["html_report", "summary_dict", "summary_text"]
-
-
-def _count(number: int, noun: str, plural: str | None = None) -> str:
-    """``number`` and ``noun``, plural unless there is exactly one: ``1 case``, ``2 cases``."""
-    return f"{number} {noun if number == 1 else plural or noun + 's'}"
+__all__ = [
+    "describe_failure",
+    "failure_lines",
+    "html_report",
+    "junit_xml",
+    "summary_dict",
+    "summary_markdown",
+    "summary_text",
+    "usage_line",
+]
 
 
 def _pct(value: float | None) -> str:
@@ -33,16 +40,22 @@ def _rate_cell(v: CategoryVerdict, confidence: float = 0.95) -> str:
     return format_rate(v.passed, v.total, confidence)
 
 
-def _mark(v: CategoryVerdict, on: str) -> str:
+def _mark(v: CategoryVerdict, on: str = "rate") -> str:
+    """The gate column: ok, BLOCKS and why, inconclusive and what would decide it."""
     if v.threshold is None:
         return "no threshold"
+    if v.outcome == "inconclusive":
+        if v.more_cases_needed is None:
+            need = "no suite size decides it at this rate"
+        else:
+            need = f"about {plural(v.more_cases_needed, 'more case')} needed"
+        verdict = "BLOCKS" if v.blocking else "let through"
+        return f"inconclusive — {need} ({verdict})"
     if not v.blocking:
         return "ok"
     if v.note:
         return f"BLOCKS ({v.note})"
-    measured = v.low if on == "lower" else v.rate
-    what = "lower bound " if on == "lower" else ""
-    return f"BLOCKS ({what}{_pct(measured)} < {_pct(v.threshold)})"
+    return f"BLOCKS ({_pct(v.rate)} < {_pct(v.threshold)})"
 
 
 def summary_text(
@@ -58,29 +71,35 @@ def summary_text(
 
     >>> from tinyeval.gating import gate
     >>> report = gate({"amounts": {"passed": 17, "total": 20}, "tone": {"passed": 12, "total": 12}},
-    ...               {"amounts": 1.0}, default_threshold=0.8)
+    ...               {"amounts": 1.0}, default_threshold=0.7)
     >>> print(summary_text(report))
     category  pass rate [95% Wilson]           threshold  gate
     amounts   17/20 = 85.0% [64.0%, 94.8%]     100.0%     BLOCKS (85.0% < 100.0%)
-    tone      12/12 = 100.0% [75.8%, 100.0%]   80.0%      ok
+    tone      12/12 = 100.0% [75.8%, 100.0%]   70.0%      ok
     global    29/32 = 90.6% [75.8%, 96.8%]     —          shown, never gates
     <BLANKLINE>
     gate: FAILED — blocking: amounts (1 of 2 gated)
     """
     width = max([len("category"), len("global")] + [len(c.category) for c in report.categories])
+    show_unchecked = any(c.unchecked for c in report.categories)
     cells = [
-        (c.category, _rate_cell(c, report.confidence), _pct(c.threshold), _mark(c, report.on))
+        (c.category, _rate_cell(c, report.confidence), str(c.unchecked), _pct(c.threshold),
+         _mark(c, report.on))
         for c in report.categories
-    ]
+    ]  # fmt: skip
     overall = report.overall
-    cells.append(("global", _rate_cell(overall, report.confidence), "—", "shown, never gates"))
+    cells.append(("global", _rate_cell(overall, report.confidence), str(overall.unchecked), "—",
+                  "shown, never gates"))  # fmt: skip
     conf = f"{report.confidence:.0%}"
     rate_width = max(len(f"pass rate [{conf} Wilson]"), *(len(c[1]) for c in cells))
     lines = [header] if header else []
     title = f"pass rate [{conf} Wilson]"
-    lines.append(f"{'category':<{width}}  {title:<{rate_width}}   {'threshold':<9}  gate")
-    for name, rate, threshold, mark in cells:
-        lines.append(f"{name:<{width}}  {rate:<{rate_width}}   {threshold:<9}  {mark}".rstrip())
+    middle = "unchecked  " if show_unchecked else ""
+    lines.append(f"{'category':<{width}}  {title:<{rate_width}}   {middle}{'threshold':<9}  gate")
+    for name, rate, unchecked, threshold, mark in cells:
+        middle = f"{unchecked:<9}  " if show_unchecked else ""
+        line = f"{name:<{width}}  {rate:<{rate_width}}   {middle}{threshold:<9}  {mark}"
+        lines.append(line.rstrip())
     lines.append("")
     if judged:
         lines.append(
@@ -91,21 +110,40 @@ def summary_text(
         lines.append(
             f'cases that errored: {errors} (counted as not passed; see the rows\' "error")'
         )
+    lines.extend(_unchecked_lines(report))
     lines.extend(extra_lines)
     lines.append(_gate_line(report))
     return "\n".join(lines)
 
 
+def _unchecked_lines(report: GateReport) -> list[str]:
+    """``N cases had nothing to check them: ids …``, when any had nothing."""
+    count = report.overall.unchecked
+    if not count:
+        return []
+    ids = [i for c in report.categories for i in c.unchecked_ids]
+    shown = ", ".join(ids[:10]) + (f" and {count - min(len(ids), 10):,} more" if count > 10 else "")
+    text = f"{plural(count, 'case')} had nothing to check them (no check, no judge that could "
+    return [f"{text}judge them): {shown}; they count as not passed"]
+
+
 def _gate_line(report: GateReport) -> str:
     gated = [c for c in report.categories if c.threshold is not None]
+    if not report.complete:
+        return f"gate: INCOMPLETE — {report.completeness}: no gate is decided on missing cases"
     if not gated:
-        return "gate: no thresholds given (--threshold CATEGORY=RATE, --default-threshold RATE)"
-    if report.passed and len(gated) == 1:
-        return "gate: PASSED — the 1 gated category meets its threshold"
+        return "gate: no thresholds given, so nothing gates"
+    undecided = [c for c in report.undecided if not c.blocking]
     if report.passed:
-        if len(gated) == 1:
-            return "gate: PASSED — the gated category meets its threshold"
-        return f"gate: PASSED — all {len(gated)} gated categories meet their thresholds"
+        text = (
+            "gate: PASSED — the gated category meets its threshold"
+            if len(gated) == 1
+            else f"gate: PASSED — all {len(gated)} gated categories meet their thresholds"
+        )
+        if undecided:
+            names = ", ".join(c.category for c in undecided)
+            text += f" (inconclusive, let through: {names})"
+        return text
     names = ", ".join(c.category for c in report.blocking)
     return f"gate: FAILED — blocking: {names} ({len(report.blocking)} of {len(gated)} gated)"
 
@@ -140,6 +178,28 @@ def summary_dict(
     return data
 
 
+def usage_line(usage: Mapping[str, int], price: Price | None = None) -> tuple[str, float | None]:
+    """The run's token line (and its cost in US dollars, with a price): ``("", None)`` when no
+    call reported usage. Tokens replayed from the cache are shown apart and not costed.
+
+    >>> usage_line({"input_tokens": 1500, "output_tokens": 200}, Price(1.0, 5.0))
+    ('tokens: 1,500 in, 200 out; cost about $0.0025', 0.0025)
+    """
+    if not any(usage.values()):
+        return "", None
+    line = f"tokens: {usage.get('input_tokens', 0):,} in, {usage.get('output_tokens', 0):,} out"
+    cost = None
+    if price is not None:
+        paid = {key: usage.get(key, 0) for key in ("input_tokens", "output_tokens")}
+        cost = run_cost([paid], price)
+        line += f"; cost about {format_usd(cost)}"
+    cached_in = usage.get("cached_input_tokens", 0)
+    cached_out = usage.get("cached_output_tokens", 0)
+    if cached_in or cached_out:
+        line += f"; replayed from the cache, not paid again: {cached_in:,} in, {cached_out:,} out"
+    return line, cost
+
+
 def describe_failure(row: Mapping[str, Any], *, width: int = 100) -> str:
     """Why a result row did not pass, in one line: the first failed check, the judge, or the error.
 
@@ -150,26 +210,41 @@ def describe_failure(row: Mapping[str, Any], *, width: int = 100) -> str:
     'error: TimeoutError: no reply'
     """
     if row.get("status") == "error":
-        text = f"error: {row.get('error')}"
-    else:
-        failed = [name for name, ok in (row.get("checks") or {}).items() if not ok]
-        if failed:
-            detail = (row.get("check_details") or {}).get(failed[0])
-            text = f"{failed[0]}: {detail}" if detail else failed[0]
-            if len(failed) > 1:
-                text += f" (+{len(failed) - 1} more)"
+        return shorten(" ".join(f"error: {row.get('error')}".split()), width)
+    if row.get("status") == "unchecked":
+        reason = row.get("judge_skipped") or "no check and no judge looked at it"
+        return shorten(" ".join(f"unchecked: {reason}".split()), width)
+    checks = row.get("checks") if isinstance(row.get("checks"), Mapping) else {}
+    details = row.get("check_details") if isinstance(row.get("check_details"), Mapping) else {}
+    failed = [name for name, ok in checks.items() if not ok]
+    if failed:
+        parts = [f"{name}: {details[name]}" if details.get(name) else str(name) for name in failed]
+        return _listed(parts, width)
+    for judge in verdicts(row).values():
+        if judge.get("verdict") == "PASS" or "winner" in judge:
+            continue
+        name = judge.get("name")
+        if judge.get("verdict") is None:
+            replies = [str(r) for r in judge.get("raw") or [] if str(r).strip()]
+            said = f': replied "{shorten(" ".join(replies[0].split()), 60)}"' if replies else ""
+            text = f"judge {name}: no verdict ({judge.get('failure')}){said}"
         else:
-            judge = next(
-                (v for v in (row.get("judges") or {}).values() if v.get("verdict") != "PASS"), None
-            )
-            if judge is None:
-                text = "not passed"
-            elif judge.get("verdict") is None:
-                text = f"judge {judge.get('name')}: no verdict ({judge.get('failure')})"
-            else:
-                text = f"judge {judge.get('name')}: {judge.get('reason') or judge.get('verdict')}"
-    text = " ".join(str(text).split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+            text = f"judge {name}: {judge.get('reason') or judge.get('verdict')}"
+        return shorten(" ".join(text.split()), width)
+    return "not passed"
+
+
+def _listed(parts: list[str], width: int) -> str:
+    """As many of ``parts`` as fit in ``width``, then ``(+N more)`` for the rest."""
+    parts = [" ".join(part.split()) for part in parts]
+    text = parts[0]
+    for index, part in enumerate(parts[1:], start=1):
+        rest = len(parts) - index - 1
+        tail = f" (+{rest} more)" if rest else ""
+        if len(text) + 2 + len(part) + len(tail) > width:
+            return shorten(text, width - 12) + f" (+{len(parts) - index} more)"
+        text += "; " + part
+    return shorten(text, width)
 
 
 def failure_lines(rows: list[Mapping[str, Any]], *, shown: int, where: str) -> list[str]:
@@ -426,9 +501,9 @@ def _html_header(
     judged_rows = [r for r in rows if r.get("judges")]
     fingerprints = _distinct(rows, "dataset_fingerprint")
     errors = sum(1 for r in rows if r.get("status") == "error")
-    facts = [("cases", _count(len(rows), "result row"))]
+    facts = [("cases", plural(len(rows), "result row"))]
     if report.overall.total != len(rows):
-        counted = _count(report.overall.total, "case")
+        counted = plural(report.overall.total, "case")
         facts.append(("gate counts", f"{counted} (not the rows listed here)"))
     facts.append(("errored", f"{errors} (counted as not passed)"))
     dataset = ", ".join(fingerprints) or "unknown"
@@ -582,7 +657,7 @@ def _html_chart(report: GateReport) -> str:
     return "\n".join(parts)
 
 
-def _new_judge_count() -> dict[str, Any]:
+def _new_judgeplural() -> dict[str, Any]:
     zeros: dict[str, Any] = dict.fromkeys(("judged", "passed", "unparsed", "errors", "split"), 0)
     return {**zeros, "models": set(), "rubrics": set()}
 
@@ -592,7 +667,7 @@ def _judge_counts(rows: list[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     counts: dict[str, dict[str, Any]] = {}
     for row in rows:
         for name, verdict in (row.get("judges") or {}).items():
-            c = counts.setdefault(str(name), _new_judge_count())
+            c = counts.setdefault(str(name), _new_judgeplural())
             c["judged"] += 1
             c["passed"] += verdict.get("verdict") == "PASS"
             if verdict.get("verdict") is None:
@@ -617,7 +692,7 @@ def _html_judges(rows: list[Mapping[str, Any]], confidence: float) -> str:
     errors = sum(c["errors"] for c in counts.values())
     cases = sum(1 for r in rows if r.get("judges"))
     totals = [
-        ("verdicts", f"{judged} on {_count(cases, 'case')}"),
+        ("verdicts", f"{judged} on {plural(cases, 'case')}"),
         ("did not parse", f"{format_rate(unparsed, judged, confidence)} (counted as not passed)"),
         ("call errors", f"{errors} (the case is an error row)"),
     ]
@@ -669,7 +744,7 @@ def _html_failures(rows: list[Mapping[str, Any]], report: GateReport) -> str:
     lines = [
         *head,
         '<table class="failures">',
-        f"<caption>{len(failed)} of {_count(len(rows), 'case')}, every one listed, "
+        f"<caption>{len(failed)} of {plural(len(rows), 'case')}, every one listed, "
         "grouped by category; "
         f"outputs cut at {_OUTPUT_CHARS} characters.</caption>",
         "<thead><tr>"

@@ -2,11 +2,19 @@
 
 Every case is counted before it can fail: whatever happens to it (a check
 raises, the model times out, the judge babbles) it ends as exactly one row
-with ``status`` ``"pass"``, ``"fail"`` or ``"error"``, and every rate counts it
-in its denominator.
+with ``status`` ``"pass"``, ``"fail"``, ``"error"`` or ``"unchecked"``, and
+every rate counts it in its denominator. Only ``"pass"`` passes: a case that
+nothing looked at (no check, no judge able to judge it) is ``"unchecked"``.
 
 Rows are handed out (and written, when ``out`` is given) as each case
-finishes, so a long run can be watched, interrupted and resumed.
+finishes, so a long run can be watched, interrupted and resumed. The rows'
+schema is :mod:`tinyeval.records`'s.
+
+=======================  ======================================================
+``run(cases, ...)``      every case into a row, on any executor; resume, shards
+``run_pairs(a, b, ...)`` a pairwise judge over two runs' rows, one row per case
+``evaluate_case``        one case into one row (what ``run`` sends to workers)
+=======================  ======================================================
 """
 
 from __future__ import annotations
@@ -21,33 +29,38 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
 from . import checks as checks_mod
 from .calls import USAGE_KEYS, CallModel, add_usage, ask, model_spec
 from .dataset import Case
-from .errors import InputError
+from .errors import InputError, utc_stamp
+from .records import (
+    CategoryTally,
+    Row,
+    new_row,
+    read_rows,
+    run_manifest,
+    verdicts,
+    write_row,
+)
 
 __all__ = [
-    "CategoryTally",
     "DaemonThreadPool",
-    "Progress",
-    "ResultsFileError",
+    "PairsResult",
+    "PreparedCases",
     "RunResult",
     "RunnerError",
+    "check_judges",
     "evaluate_case",
     "input_text",
-    "parse_shard",
-    "read_rows",
+    "prepare_cases",
     "run",
+    "run_pairs",
     "shard_index",
     "timed_out_row",
-    "write_row",
 ]
-
-Row = dict[str, Any]
 
 
 class RunnerError(InputError):
@@ -55,65 +68,18 @@ class RunnerError(InputError):
 
 
 @dataclass
-class CategoryTally:
-    """Counts for one category: every case is in ``total``, whatever became of it.
-
-    >>> t = CategoryTally()
-    >>> t.add({"status": "pass", "judge": None}); t.add({"status": "error", "judge": None})
-    >>> (t.passed, t.total, t.errors)
-    (1, 2, 1)
-    """
-
-    total: int = 0
-    passed: int = 0
-    failed: int = 0
-    errors: int = 0
-    judged: int = 0
-    unparsed: int = 0
-    primary_judged: int = 0
-    primary_passed: int = 0
-
-    def add(self, row: Mapping[str, Any]) -> None:
-        """Count one result row."""
-        self.total += 1
-        status = row.get("status")
-        if status == "pass":
-            self.passed += 1
-        elif status == "error":
-            self.errors += 1
-        else:
-            self.failed += 1
-        for verdict in (row.get("judges") or {}).values():
-            self.judged += 1
-            if verdict.get("verdict") is None and verdict.get("failure") != "error":
-                self.unparsed += 1
-        primary = row.get("judge") or {}
-        if primary.get("verdict") is not None:  # the first judge's parsed verdicts
-            self.primary_judged += 1
-            self.primary_passed += primary["verdict"] == "PASS"
-
-    def to_dict(self) -> dict[str, int]:
-        """The counts as a plain dict.
-
-        >>> CategoryTally(total=2, passed=1, failed=1).to_dict()["failed"]
-        1
-        """
-        return {
-            "total": self.total,
-            "passed": self.passed,
-            "failed": self.failed,
-            "errors": self.errors,
-            "judged": self.judged,
-            "unparsed": self.unparsed,
-        }
-
-
-@dataclass
 class RunResult:
     """What a run produced: per-category tallies, and the rows when they were kept.
 
-    ``complete`` is False when the run stopped early (``max_errors`` exceeded or
-    interrupted); ``stopped_reason`` then says why.
+    ``complete`` is False when the run stopped early (``max_errors`` exceeded,
+    a dead model, interrupted); ``stopped_reason`` then says why.
+    ``resumed`` counts the rows kept from an earlier run of the same ``out``
+    (they are in the tallies and, when rows are kept, in ``rows``).
+
+    >>> from tinyeval.dataset import Case
+    >>> result = run([Case(id="a", output="hola", expect={"max_words": 1})])
+    >>> result.total, result.complete, result.categories["default"].passed
+    (1, True, 1)
     """
 
     categories: dict[str, CategoryTally] = field(default_factory=dict)
@@ -124,13 +90,18 @@ class RunResult:
     usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))
     elapsed_s: float = 0.0
     abandoned: int = 0  # cases given up on after the per-case timeout
+    resumed: int = 0
 
     def add(self, row: Row, *, keep: bool) -> None:
         """Count a row (and keep it when asked)."""
-        self.categories.setdefault(row["category"], CategoryTally()).add(row)
+        self.categories.setdefault(str(row["category"]), CategoryTally()).add(row)
         add_usage(self.usage, row.get("usage"))
         if keep:
             self.rows.append(row)
+
+    def sorted_categories(self) -> dict[str, CategoryTally]:
+        """The tallies in category order, the order every table uses."""
+        return dict(sorted(self.categories.items()))
 
     @property
     def total(self) -> int:
@@ -143,11 +114,7 @@ class RunResult:
         return sum(t.errors for t in self.categories.values())
 
 
-# --------------------------------------------------------------------------- one case
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+# === One case ===
 
 
 def input_text(value: Any) -> str:
@@ -163,37 +130,6 @@ def input_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _new_row(case: Case, dataset_fingerprint: str | None) -> Row:
-    """A result row for ``case`` before anything is known: status "error" until decided."""
-    from . import __version__
-
-    return {
-        "id": case.id,
-        "category": case.category,
-        "origin": case.origin,
-        "input": case.input,
-        "output": case.output,
-        "context": case.context,
-        "label": case.label,
-        "checks": {},
-        "check_details": {},
-        "judge": None,
-        "judges": {},
-        "judge_skipped": None,
-        "status": "error",
-        "error": None,
-        "judge_model": None,  # set when a judge runs on the case
-        "judge_temperature": None,
-        "rubric_fingerprint": None,
-        "dataset_fingerprint": dataset_fingerprint,
-        "tinyeval_version": __version__,
-        "started_at": _now(),
-        "finished_at": None,
-        "latency_ms": None,
-        "usage": None,
-    }
-
-
 def timed_out_row(case: Case, seconds: float, task: Mapping[str, Any]) -> Row:
     """The error row of a case that ran past the per-case timeout.
 
@@ -201,7 +137,7 @@ def timed_out_row(case: Case, seconds: float, task: Mapping[str, Any]) -> Row:
     >>> row["status"], row["error"]
     ('error', 'TimeoutError: the case ran longer than 30 s (per-case timeout)')
     """
-    row = _new_row(case, task.get("dataset_fingerprint"))
+    row = new_row(case, dataset_fingerprint=task.get("dataset_fingerprint"), run=task.get("run"))
     row["error"] = f"TimeoutError: the case ran longer than {seconds:g} s (per-case timeout)"
     row["finished_at"] = row["started_at"]
     row["latency_ms"] = round(seconds * 1000, 3)
@@ -211,6 +147,12 @@ def timed_out_row(case: Case, seconds: float, task: Mapping[str, Any]) -> Row:
 def _evaluate_noting_start(starts: dict[str, float], case: Case, **task: Any) -> Row:
     starts[case.id] = time.monotonic()  # when it left the queue: the per-case clock starts here
     return evaluate_case(case, **task)
+
+
+def _missing_needs(judge: Any, case: Case) -> list[str]:
+    """What ``judge`` needs (``Judge.needs``) that ``case`` does not have."""
+    have = {"context": case.context is not None, "question": case.input not in (None, "")}
+    return [need for need in getattr(judge, "needs", ()) if not have.get(need, True)]
 
 
 def evaluate_case(
@@ -224,6 +166,7 @@ def evaluate_case(
     judge_all: bool = False,
     judge_categories: frozenset[str] | None = None,
     dataset_fingerprint: str | None = None,
+    run: Mapping[str, Any] | None = None,
 ) -> Row:
     """Evaluate one case into one result row; never raises for the case's own failures.
 
@@ -231,12 +174,14 @@ def evaluate_case(
     >>> row = evaluate_case(Case(id="a", output="hola", expect={"max_words": 1}))
     >>> row["status"], row["checks"]
     ('pass', {'max_words': True})
-    >>> evaluate_case(Case(id="b"))["status"]
+    >>> evaluate_case(Case(id="b", output="anything"))["status"]
+    'unchecked'
+    >>> evaluate_case(Case(id="c"))["status"]
     'error'
     """
     started = time.perf_counter()
     usage: dict[str, int] = {}
-    row = _new_row(case, dataset_fingerprint)
+    row = new_row(case, dataset_fingerprint=dataset_fingerprint, run=run)
     try:
         output = case.output
         if output is None:
@@ -260,6 +205,7 @@ def evaluate_case(
         checks_ok = all(row["checks"].values())
 
         judges_ok = True
+        cannot_judge: list[str] = []
         if judges and judge_categories is not None and case.category not in judge_categories:
             row["judge_skipped"] = "category not judged"
         elif judges and not checks_ok and not judge_all:
@@ -269,8 +215,11 @@ def evaluate_case(
                 raise RunnerError("judges were given but no judge model")
             row["judge_model"] = model_spec(judge_model)
             row["judge_temperature"] = getattr(judge_model, "temperature", None)
-            row["rubric_fingerprint"] = getattr(judges[0], "rubric_fingerprint", None)
             for judge in judges:
+                missing = _missing_needs(judge, case)
+                if missing:
+                    cannot_judge.append(f"{judge.name} needs a {' and a '.join(missing)}")
+                    continue
                 verdict = judge(
                     judge_model,
                     response=output,
@@ -280,44 +229,158 @@ def evaluate_case(
                 data = verdict.to_dict()
                 add_usage(usage, data.get("usage"))
                 row["judges"][data["name"]] = data
+                row["rubric_fingerprint"] = row["rubric_fingerprint"] or data["rubric_fingerprint"]
                 if getattr(verdict, "error", None) and not row["error"]:
                     row["error"] = f"judge {data['name']}: {verdict.error}"
                 judges_ok = judges_ok and data.get("verdict") == "PASS"
-            row["judge"] = next(iter(row["judges"].values()))
+            if cannot_judge:
+                row["judge_skipped"] = "the case cannot be judged: " + "; ".join(cannot_judge)
         if row["error"]:
             row["status"] = "error"
+        elif not (checks_ok and judges_ok):
+            row["status"] = "fail"
+        elif cannot_judge or not (row["checks"] or row["judges"]):
+            row["status"] = "unchecked"  # nothing (or not everything asked for) looked at it
         else:
-            row["status"] = "pass" if checks_ok and judges_ok else "fail"
+            row["status"] = "pass"
     except Exception as exc:  # the case errors; the run goes on
         row["status"] = "error"
         row["error"] = f"{type(exc).__name__}: {exc}"
-    row["finished_at"] = _now()
+    row["finished_at"] = utc_stamp()
     row["latency_ms"] = round((time.perf_counter() - started) * 1000, 3)
     row["usage"] = usage or None
     return row
 
 
-# --------------------------------------------------------------------------- the run
+# === The run ===
 
 
-def _open_out(out: str | Path | IO[str] | None, append: bool) -> tuple[IO[str] | None, bool]:
-    if out is None:
-        return None, False
-    if isinstance(out, (str, Path)):
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        return open(out, "a" if append else "w", encoding="utf-8"), True
-    return out, False
+def shard_index(case_id: str, shards: int) -> int:
+    """Which of ``shards`` shards (numbered from 1) a case belongs to, by a stable hash of its id.
 
-
-def write_row(stream: IO[str], row: Row) -> None:
-    """Write one row as a JSON line and flush it, so a kill loses at most this line.
-
-    >>> import io
-    >>> buf = io.StringIO(); write_row(buf, {"id": "a", "status": "pass"}); buf.getvalue()
-    '{"id": "a", "status": "pass"}\\n'
+    >>> shard_index("amt-001", 4) == shard_index("amt-001", 4)
+    True
+    >>> sorted({shard_index(str(i), 3) for i in range(100)})
+    [1, 2, 3]
     """
-    stream.write(json.dumps(row, ensure_ascii=False) + "\n")
-    stream.flush()
+    digest = hashlib.sha256(case_id.encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "big") % shards + 1
+
+
+def _check_shard(shard: Any) -> tuple[int, int] | None:
+    if shard is None:
+        return None
+    ok = (
+        isinstance(shard, tuple)
+        and len(shard) == 2
+        and all(isinstance(n, int) and not isinstance(n, bool) for n in shard)
+        and 1 <= shard[0] <= shard[1]
+    )
+    if not ok:
+        raise RunnerError(f"shard must be (I, N) with 1 <= I <= N, got {shard!r}", field="shard")
+    return shard[0], shard[1]
+
+
+def _judge_list(judges: Any) -> list[Any]:
+    found = list(judges) if isinstance(judges, list | tuple) else ([judges] if judges else [])
+    names = [getattr(judge, "name", None) for judge in found]
+    for name in names:
+        if names.count(name) > 1:
+            raise RunnerError(
+                f"two judges are named {name!r}: give them distinct names (name=...), "
+                "or each would overwrite the other's verdict",
+                field="judges",
+            )
+    return found
+
+
+def check_judges(judges: Any, judge_model: CallModel | str | None = None) -> list[Any]:
+    """The judges as a list, refused when they cannot work together: two with one name (one
+    would overwrite the other's verdict), or the built-in judge asked for a criterion of
+    your own (it implements only its named criteria).
+
+    >>> from tinyeval.judge import Judge
+    >>> check_judges([Judge("Is polite.", name="a"), Judge("Is short.", name="a")], "cmd:cat")
+    Traceback (most recent call last):
+    ...
+    tinyeval.runner.RunnerError: judges: two judges are named 'a': give them distinct names ...
+    """
+    found = _judge_list(judges)
+    if found:
+        _refuse_builtin_for_own_criteria(found, "builtin" if judge_model is None else judge_model)
+    return found
+
+
+def _refuse_builtin_for_own_criteria(judges: Sequence[Any], judge_model: Any) -> None:
+    from .judge import CRITERIA
+
+    spec = judge_model.strip() if isinstance(judge_model, str) else model_spec(judge_model)
+    if spec != "builtin":
+        return
+    for judge in judges:
+        if getattr(judge, "criterion", None) not in CRITERIA:
+            raise RunnerError(
+                f"the built-in judge implements only {', '.join(CRITERIA)}; the judge "
+                f"{judge.name!r} asks for a criterion of your own: give a judge model for it",
+                field="judge_model",
+            )
+
+
+def _previous_rows(
+    out: str | Path, fingerprint: str | None, judges: Sequence[Any], judge_model: Any
+) -> list[Row]:
+    """The rows an earlier run left in ``out`` that a resumed run keeps.
+
+    Refused, naming what changed, when they come from another dataset, or were
+    judged by other judges, another rubric or another judge model: mixing them
+    would gate verdicts of two different judges as one.
+    """
+    if not Path(out).exists():
+        return []
+    rows = read_rows(out, repair=True)
+    where = str(out)
+    other = {r.get("dataset_fingerprint") for r in rows} - {fingerprint}
+    if fingerprint is not None and other:
+        raise RunnerError(
+            f"holds rows from another dataset (fingerprint {sorted(map(str, other))[0]}, now "
+            f"{fingerprint}); move it away or run without resuming",
+            path=where,
+        )
+    now = {judge.name: judge.rubric_fingerprint for judge in judges}
+    spec = model_spec(judge_model) if judges else None
+    for row in rows:
+        found = verdicts(row)
+        for name, verdict in found.items():
+            if name not in now:
+                raise RunnerError(
+                    f"the case {row['id']!r} was judged by {name!r}, which this run does not "
+                    "have: resuming would mix two judges; move the file away or run the same "
+                    "judges",
+                    path=where,
+                )
+            if verdict.get("rubric_fingerprint") != now[name]:
+                raise RunnerError(
+                    f"the case {row['id']!r} was judged by {name!r} with another rubric "
+                    f"({verdict.get('rubric_fingerprint')}, now {now[name]}): move the file "
+                    "away or re-judge",
+                    path=where,
+                )
+        if found and row.get("judge_model") not in (None, spec):
+            raise RunnerError(
+                f"the case {row['id']!r} was judged by the model {row.get('judge_model')!r}, "
+                f"this run uses {spec!r}: move the file away or re-judge",
+                path=where,
+            )
+    return rows
+
+
+def _sized_count(cases: Iterable[Case], shard: tuple[int, int] | None) -> tuple[int, int] | None:
+    """(cases in all, cases in the shard) when ``cases`` is a sized collection."""
+    if not isinstance(cases, Sequence):
+        return None
+    if shard is None:
+        return len(cases), len(cases)
+    return len(cases), sum(shard_index(case.id, shard[1]) == shard[0] for case in cases)
 
 
 def run(
@@ -331,7 +394,8 @@ def run(
     judge_all: bool = False,
     judge_categories: Iterable[str] | None = None,
     out: str | Path | IO[str] | None = None,
-    append: bool = False,
+    resume: bool = False,
+    shard: tuple[int, int] | None = None,
     executor: cf.Executor | None = None,
     concurrency: int = 1,
     max_errors: int | None = None,
@@ -340,25 +404,35 @@ def run(
     keep_rows: bool = True,
     on_row: Callable[[Row], None] | None = None,
     dataset_fingerprint: str | None = None,
+    manifest: Mapping[str, Any] | None = None,
 ) -> RunResult:
     """Evaluate every case and return the tallies (and rows, unless ``keep_rows=False``).
 
     ``checks`` are extra checks applied to every case, on top of each case's
     ``expect`` block. ``judges`` is a :class:`~tinyeval.judge.Judge` or a list
-    of them; they run only on cases whose code checks passed (``judge_all=True``
-    runs them there too), and, with ``judge_categories``, only in those
-    categories. Model arguments take a ``prompt -> str`` callable or a spec
-    string such as ``"builtin"`` or ``"openai:gpt-4o-mini"``.
+    of them, with distinct names; they run only on cases whose code checks
+    passed (``judge_all=True`` runs them there too), and, with
+    ``judge_categories``, only in those categories. Model arguments take a
+    ``prompt -> str`` callable or a spec string such as ``"builtin"`` or
+    ``"openai:gpt-4o-mini"``.
 
     Cases run on ``executor`` (any :class:`concurrent.futures.Executor`) or on
     a thread pool of ``concurrency`` workers; each row is written to ``out`` and
-    passed to ``on_row`` as soon as its case finishes. With ``max_errors``, the
-    run stops taking new cases once more than that many have errored, and the
-    result is marked incomplete; so it is when ``fail_fast`` cases (default
-    10) have errored before any model call succeeded — an unreachable server
-    or a wrong model name, not worth a full run of retries (None never stops). With
-    ``case_timeout`` (seconds), a case still running that long after it started
-    becomes an error row and the run moves on without it.
+    passed to ``on_row`` as soon as its case finishes. ``shard=(I, N)`` runs only
+    the cases of shard I of N (a stable split by id). With ``resume=True``, the
+    rows already in ``out`` (a path) are kept and counted, and only cases
+    without one run; rows of another dataset, judge, rubric or judge model are
+    refused. With ``max_errors``, the run stops taking new cases once more than
+    that many have errored, and the result is marked incomplete; so it is when
+    ``fail_fast`` cases (default 10) have errored before any model call
+    succeeded — an unreachable server or a wrong model name, not worth a full
+    run of retries (None never stops). With ``case_timeout`` (seconds), a case
+    still running that long after it started becomes an error row and the run
+    moves on without it.
+
+    ``manifest`` is what every row records as ``run`` (see
+    :func:`tinyeval.records.run_manifest`); given a list of cases, it is made
+    from its length, so a reader of the rows can tell whether they are complete.
 
     >>> from tinyeval.dataset import Case
     >>> cases = [Case(id="a", output="hola", expect={"contains": ["hola"]}),
@@ -366,6 +440,8 @@ def run(
     >>> result = run(cases)
     >>> [r["status"] for r in result.rows], result.categories["default"].passed
     (['pass', 'fail'], 1)
+    >>> result.rows[0]["run"]["cases"]
+    2
     """
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise RunnerError(f"concurrency must be a positive integer, got {concurrency!r}")
@@ -375,11 +451,28 @@ def run(
         raise RunnerError(
             f"case_timeout must be a positive number of seconds, got {case_timeout!r}"
         )
-    judge_list = list(judges) if isinstance(judges, (list, tuple)) else ([judges] if judges else [])
+    shard = _check_shard(shard)
+    if resume and not isinstance(out, str | Path):
+        raise RunnerError("resume needs out to be a path: the rows to keep are read from it")
+    judge_list = check_judges(judges, judge_model)
     judge_model = _resolve(judge_model)
     generate_model = _resolve(generate_model)
     if judge_list and judge_model is None:
         judge_model = _resolve("builtin")
+    if manifest is None:
+        counts = _sized_count(cases, shard)
+        if counts is not None:
+            manifest = run_manifest(
+                cases=counts[0],
+                shard=shard,
+                shard_cases=counts[1] if shard else None,
+                judges={j.name: j.rubric_fingerprint for j in judge_list},
+                judge_model=model_spec(judge_model) if judge_list else None,
+            )
+    previous: list[Row] = []
+    if resume and isinstance(out, str | Path):
+        previous = _previous_rows(out, dataset_fingerprint, judge_list, judge_model)
+    done = {row["id"] for row in previous}
 
     task = dict(
         checks=tuple(checks),
@@ -390,10 +483,21 @@ def run(
         judge_all=judge_all,
         judge_categories=frozenset(judge_categories) if judge_categories is not None else None,
         dataset_fingerprint=dataset_fingerprint,
+        run=dict(manifest) if manifest is not None else None,
     )
-    result = RunResult(dataset_fingerprint=dataset_fingerprint)
+    result = RunResult(dataset_fingerprint=dataset_fingerprint, resumed=len(previous))
+    for row in previous:
+        result.add(row, keep=keep_rows)
+
+    def selected() -> Iterator[Case]:
+        for case in cases:
+            if shard and shard_index(case.id, shard[1]) != shard[0]:
+                continue
+            if case.id not in done:
+                yield case
+
     started = time.perf_counter()
-    stream, owned = _open_out(out, append)
+    stream, owned = _open_out(out, append=resume)
     own_executor = executor is None
     if executor is not None:
         pool = executor
@@ -404,8 +508,9 @@ def run(
     try:
         rows = _run_rows(
             pool,
-            cases,
+            selected(),
             task,
+            # enough cases queued to keep every worker busy while finished rows are written
             window=2 * concurrency + 2,
             result=result,
             max_errors=max_errors,
@@ -429,6 +534,15 @@ def run(
         if owned and stream is not None:
             stream.close()
     return result
+
+
+def _open_out(out: str | Path | IO[str] | None, append: bool) -> tuple[IO[str] | None, bool]:
+    if out is None:
+        return None, False
+    if isinstance(out, str | Path):
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        return open(out, "a" if append else "w", encoding="utf-8"), True
+    return out, False
 
 
 class DaemonThreadPool(cf.Executor):
@@ -515,7 +629,7 @@ def _run_rows(
             model_successes += bool(row.get("judges") or row.get("generate_model"))
             return
         if not result.complete:
-            return
+            return  # already stopping: the rows still in flight are kept, not counted again
         errors += 1
         reason = None
         if max_errors is not None and errors > max_errors:
@@ -590,141 +704,242 @@ def _resolve(model: CallModel | str | None) -> CallModel | None:
     return resolve(model)
 
 
-# --------------------------------------------------------------------------- resume and shards
+# === Which cases a run sees ===
 
 
-class ResultsFileError(InputError):
-    """A results file that cannot be read back as rows."""
+@dataclass
+class PreparedCases:
+    """The cases a run is to evaluate, validated, with what the reading pass learnt.
+
+    ``cases`` can be iterated more than once (a list, or a fresh stream over
+    the file each time). ``in_file`` counts the cases read, ``selected`` those
+    the run is to see across all its shards (after sample, id restriction and
+    outputs to re-judge), ``in_shard`` those of this shard. ``without_output``
+    counts selected cases with no output (they need a generate model).
+    """
+
+    cases: Iterable[Case]
+    fingerprint: str
+    in_file: int = 0
+    selected: int = 0
+    in_shard: int = 0
+    categories: set[str] = field(default_factory=set)
+    without_output: int = 0
+    first_without_output: Case | None = None
+    unknown_only: tuple[str, ...] = ()
 
 
-def read_rows(path: str | Path, *, repair: bool = False) -> list[Row]:
-    """Read a results file back; detect (and with ``repair``, cut) a partial last line.
+class _Reread:
+    """Iterating gives a fresh, validated stream over the file (its ids checked already)."""
 
-    A run killed mid-write leaves at most one incomplete trailing line. Without
-    ``repair`` that is an error naming the line; with it, the line is cut off
-    the file so the case runs again on ``--resume``.
+    def __init__(self, path: str, read: Mapping[str, Any], keep: Callable[[Case], Case | None]):
+        self.path, self.read, self.keep = path, read, keep
+
+    def __iter__(self) -> Iterator[Case]:
+        from .dataset import iter_cases
+
+        for case in iter_cases(self.path, **self.read, unique_ids=False):
+            kept = self.keep(case)
+            if kept is not None:
+                yield kept
+
+
+def prepare_cases(
+    path: str,
+    *,
+    fields: Mapping[str, str] | None = None,
+    id_from_line: bool = False,
+    format: str | None = None,
+    sample_size: int | None = None,
+    seed: int | str = 0,
+    only: Iterable[str] | None = None,
+    outputs: Mapping[str, str | None] | None = None,
+    shard: tuple[int, int] | None = None,
+) -> PreparedCases:
+    """Read and validate every case of ``path`` before anything runs, and select the run's.
+
+    ``sample_size`` takes a seeded random sample; ``only`` keeps the cases with
+    those ids (``unknown_only`` lists the ids no case has); ``outputs`` (id →
+    output, as recorded in an earlier run's rows) keeps only those cases and
+    gives them that output, so they are checked and judged again without
+    being generated; ``shard=(I, N)`` counts the cases of shard I (the run
+    itself selects them). A regular file is streamed twice (once to validate
+    and fingerprint, once to run) so memory stays flat; standard input, a pipe
+    or any other non-seekable source is read once, into memory. The dataset
+    fingerprint is that of the cases as the file has them.
 
     >>> import tempfile, os
     >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
-    ...     _ = f.write('{"id": "a", "status": "pass"}\\n{"id": "b", "sta')
-    >>> read_rows(f.name)
-    Traceback (most recent call last):
-    ...
-    tinyeval.runner.ResultsFileError: ...:2: the last line is cut short ...; --resume repairs it
-    >>> [r["id"] for r in read_rows(f.name, repair=True)], open(f.name).read()
-    (['a'], '{"id": "a", "status": "pass"}\\n')
+    ...     _ = f.write('{"id": "a", "output": "x"}\\n{"id": "b"}\\n{"id": "c", "output": "z"}\\n')
+    >>> ready = prepare_cases(f.name, only=["a", "b", "q"])
+    >>> [c.id for c in ready.cases], ready.selected, ready.without_output, ready.unknown_only
+    (['a', 'b'], 2, 1, ('q',))
     >>> os.remove(f.name)
     """
-    path = Path(path)
-    rows: list[Row] = []
-    with open(path, "rb") as stream:
-        data = stream.read()
-    good_end = 0
-    for number, raw in enumerate(data.splitlines(keepends=True), start=1):
-        complete = raw.endswith(b"\n")
+    import os
+    import stat
+
+    from . import dataset
+
+    read = {"fields": fields, "id_from_line": id_from_line, "format": format}
+    wanted = set(only) if only is not None else None
+    if outputs is not None:
+        wanted = set(outputs) if wanted is None else wanted & set(outputs)
+    seen_ids: set[str] = set()
+
+    def keep(case: Case) -> Case | None:
+        if wanted is not None and case.id not in wanted:
+            return None
+        if outputs is not None:
+            from dataclasses import replace
+
+            return replace(case, output=outputs[case.id])
+        return case
+
+    ready = PreparedCases(cases=(), fingerprint="")
+
+    def noted(cases: Iterable[Case]) -> Iterator[Case]:
+        for case in cases:
+            ready.in_file += 1
+            if only is not None and case.id in wanted_ids:
+                seen_ids.add(case.id)
+            kept = keep(case)
+            if kept is not None:
+                _note(ready, kept, shard)
+            yield case
+
+    wanted_ids = set(only) if only is not None else set()
+    streamable = path != "-" and sample_size is None
+    if streamable:
         try:
-            row = json.loads(raw) if raw.strip() else None
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            row = None
-            if complete:
-                raise ResultsFileError(f"{path}:{number}: not a JSON result row") from None
-        if not complete and (row is None or raw.strip()):
-            if repair:
-                with open(path, "r+b") as stream:
-                    stream.truncate(good_end)
-                break
-            raise ResultsFileError(
-                f"{path}:{number}: the last line is cut short (a run killed mid-write?); "
-                "--resume repairs it"
-            )
-        good_end += len(raw)
-        if row is None:
-            continue
-        if not isinstance(row, dict) or not isinstance(row.get("id"), str):
-            raise ResultsFileError(f'{path}:{number}: expected a result row with an "id"')
-        if row.get("status") not in ("pass", "fail", "error"):
-            raise ResultsFileError(
-                f'{path}:{number}: not a result row (no "status" of pass, fail or error): '
-                "is this a cases or labels file? Result rows are what tinyeval run writes"
-            )
-        rows.append(row)
-    return rows
+            streamable = stat.S_ISREG(os.stat(path).st_mode)
+        except OSError:
+            streamable = True  # let the reader name the problem
+    if streamable:
+        ready.fingerprint = dataset.dataset_fingerprint(noted(dataset.iter_cases(path, **read)))
+        if ready.in_file == 0:
+            raise dataset.DatasetError("no cases in the file", path=path)
+        ready.cases = _Reread(path, read, keep)
+    else:
+        loaded: list[Case] = dataset.load(path, **read)
+        if sample_size is not None:
+            loaded = dataset.sample(loaded, sample_size, seed=seed)
+        ready.fingerprint = dataset.dataset_fingerprint(noted(loaded))
+        ready.cases = [kept for kept in map(keep, loaded) if kept is not None]
+    if only is not None:
+        ready.unknown_only = tuple(sorted(wanted_ids - seen_ids))
+    return ready
 
 
-def shard_index(case_id: str, shards: int) -> int:
-    """Which of ``shards`` shards (numbered from 1) a case belongs to, by a stable hash of its id.
-
-    >>> shard_index("amt-001", 4) == shard_index("amt-001", 4)
-    True
-    >>> sorted({shard_index(str(i), 3) for i in range(100)})
-    [1, 2, 3]
-    """
-    digest = hashlib.sha256(case_id.encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") % shards + 1
-
-
-def parse_shard(text: str) -> tuple[int, int]:
-    """Parse ``I/N`` (shard I of N, 1-based).
-
-    >>> parse_shard("2/4")
-    (2, 4)
-    """
-    left, sep, right = text.partition("/")
-    try:
-        index, count = int(left), int(right)
-    except ValueError:
-        index = count = 0
-    if not sep or count < 1 or not 1 <= index <= count:
-        raise RunnerError(f"--shard expects I/N with 1 <= I <= N, got {text!r}")
-    return index, count
+def _note(ready: PreparedCases, case: Case, shard: tuple[int, int] | None) -> None:
+    ready.selected += 1
+    if shard is None or shard_index(case.id, shard[1]) == shard[0]:
+        ready.in_shard += 1
+        ready.categories.add(case.category)
+        if case.output is None:
+            ready.without_output += 1
+            if ready.first_without_output is None:
+                ready.first_without_output = case
 
 
-class Progress:
-    """One self-overwriting status line on a terminal: done/total, rate, ETA, failures, errors.
+# === Pairwise runs ===
 
-    It prints nothing unless ``stream`` is a terminal, so piped output stays clean.
+
+@dataclass
+class PairsResult:
+    """What :func:`run_pairs` produced: one row per compared case, the verdicts, and
+    what could not be compared.
+
+    ``stopped_reason`` is set when the first comparison's model call failed and
+    nothing more was compared (a dead server is not worth a run of retries).
     """
 
-    def __init__(self, total: int, stream: IO[str], *, enabled: bool = True) -> None:
-        self.total = total
-        self.stream = stream
-        self.enabled = enabled and bool(getattr(stream, "isatty", lambda: False)())
-        self.done = self.failed = self.errors = 0
-        self.started = time.perf_counter()
-        self._last = 0.0
-        self._closed = False
+    rows: list[Row]
+    verdicts: list[Any]
+    not_compared: int
+    stopped_reason: str | None = None
 
-    def update(self, row: Mapping[str, Any]) -> None:
-        """Count one finished row and redraw at most ten times a second."""
-        self.done += 1
-        self.failed += row.get("status") == "fail"
-        self.errors += row.get("status") == "error"
-        now = time.perf_counter()
-        if self.enabled and (now - self._last > 0.1 or self.done == self.total):
-            self._last = now
-            self.stream.write("\r\x1b[K" + self.line(now))
-            self.stream.flush()
 
-    def line(self, now: float | None = None) -> str:
-        """The status line.
+def run_pairs(
+    rows_a: Iterable[Mapping[str, Any]],
+    rows_b: Iterable[Mapping[str, Any]],
+    judge: Any,
+    judge_model: CallModel | str,
+    *,
+    categories: Iterable[str] | None = None,
+    concurrency: int = 1,
+) -> PairsResult:
+    """Compare two runs' outputs case by case with a pairwise judge, in both orders.
 
-        >>> import io
-        >>> p = Progress(10, io.StringIO()); p.update({"status": "fail"})
-        >>> p.line(p.started + 2.0)
-        '1/10 · 0.5 cases/s · ETA 18s · 1 failed · 0 errors'
-        """
-        elapsed = max((now or time.perf_counter()) - self.started, 1e-9)
-        rate = self.done / elapsed
-        eta = (self.total - self.done) / rate if rate > 0 else float("inf")
-        eta_text = f"{eta:.0f}s" if eta != float("inf") else "?"
-        return (
-            f"{self.done}/{self.total} · {rate:.1f} cases/s · ETA {eta_text} · "
-            f"{self.failed} failed · {self.errors} errors"
-        )
+    Cases are paired by id; a case missing from one side, or without an
+    output on both, is not compared (``not_compared`` counts them). Each
+    compared case gives a result row (see :mod:`tinyeval.records`) whose
+    ``judges`` holds the pairwise verdict, so ``calibrate`` and ``label`` read
+    it like any other row.
 
-    def close(self) -> None:
-        """End the status line (once; later calls do nothing)."""
-        if self.enabled and self.done and not self._closed:
-            self.stream.write("\n")
-            self.stream.flush()
-        self._closed = True
+    >>> from tinyeval.judge import PairwiseJudge
+    >>> a = [{"id": "q1", "category": "c", "output": "Paris."}]
+    >>> b = [{"id": "q1", "category": "c", "output": "France is big."}]
+    >>> always_a_first = lambda prompt: "A" if "Paris." in prompt.split("RESPONSE B")[0] else "B"
+    >>> done = run_pairs(a, b, PairwiseJudge("answers-the-question"), always_a_first)
+    >>> row = done.rows[0]
+    >>> row["status"], row["judges"]["answers-the-question"]["winner"]
+    ('pass', 'A')
+    """
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise RunnerError(f"concurrency must be a positive integer, got {concurrency!r}")
+    model = _resolve(judge_model)
+    assert model is not None
+    wanted = set(categories) if categories is not None else None
+
+    def keep(row: Mapping[str, Any]) -> bool:
+        return wanted is None or row.get("category") in wanted
+
+    first = {r["id"]: r for r in rows_a if keep(r)}
+    second = {r["id"]: r for r in rows_b if keep(r)}
+    pairs = [
+        (first[key], second[key])
+        for key in first
+        if key in second
+        and first[key].get("output") is not None
+        and second[key].get("output") is not None
+    ]
+    not_compared = len(set(first) | set(second)) - len(pairs)
+    if not pairs:
+        return PairsResult([], [], not_compared)
+
+    def compare(pair: tuple[Mapping[str, Any], Mapping[str, Any]]) -> Any:
+        a, b = pair
+        return judge(model, a=a["output"], b=b["output"], question=input_text(a.get("input")),
+                     context=a.get("context"))  # fmt: skip
+
+    found = [compare(pairs[0])]  # alone first: a dead model fails it at once
+    if found[0].error:
+        return PairsResult([], found, not_compared, f"the model call failed: {found[0].error}")
+    with cf.ThreadPoolExecutor(max_workers=concurrency) as pool:
+        found += pool.map(compare, pairs[1:])
+    rows = [_pair_row(a, b, verdict, model) for (a, b), verdict in zip(pairs, found, strict=True)]
+    return PairsResult(rows, found, not_compared)
+
+
+def _pair_row(a: Mapping[str, Any], b: Mapping[str, Any], verdict: Any, model: Any) -> Row:
+    case = Case(
+        id=str(a["id"]),
+        input=a.get("input"),
+        output=None,
+        context=a.get("context"),
+        category=str(b.get("category") or a.get("category") or "default"),
+        origin=a.get("origin"),
+        label=None,
+    )
+    row = new_row(case, dataset_fingerprint=a.get("dataset_fingerprint"))
+    data = verdict.to_dict()
+    row["output"] = None
+    row["outputs"] = {"a": a.get("output"), "b": b.get("output")}
+    row["judges"] = {data["name"]: data}
+    row["judge_model"] = model_spec(model)
+    row["rubric_fingerprint"] = data.get("rubric_fingerprint")
+    row["status"] = "error" if verdict.error else ("pass" if verdict.winner else "fail")
+    row["error"] = verdict.error
+    row["finished_at"] = row["started_at"]
+    return row

@@ -15,6 +15,7 @@ Function                   Answers
 ``Rate``                   ``successes/n`` with its interval: the one rate type.
 ``format_rate``            ``'17/20 = 85.0% [64.0%, 94.8%]'`` for any printer.
 ``corrected_pass_rate``    A judge's pass rate corrected for its known errors.
+``cases_to_decide``        How many cases an undecided gate needs to decide.
 =========================  ===================================================
 
 Planning a suite (two-sided two-proportion z-test, one run per arm)
@@ -57,6 +58,7 @@ __all__ = [
     "Rate",
     "StatisticsError",
     "UndefinedStatisticError",
+    "cases_to_decide",
     "cohen_kappa",
     "corrected_pass_rate",
     "detectable_difference",
@@ -253,6 +255,79 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interva
     return Interval(max(0.0, low), min(1.0, high))
 
 
+def _wilson_bounds(rate: float, n: float, z2: float) -> tuple[float, float]:
+    """Wilson bounds for a rate observed over ``n`` cases (``n`` may be any positive real)."""
+    spread = math.sqrt(z2) * math.sqrt(z2 + 4.0 * rate * (1.0 - rate) * n)
+    centre, denominator = 2.0 * rate * n + z2, 2.0 * (n + z2)
+    low = 0.0 if rate == 0.0 else (centre - spread) / denominator
+    high = 1.0 if rate == 1.0 else (centre + spread) / denominator
+    return low, high
+
+
+_MOST_CASES = 10**9  # past this, "no suite size can decide it" is the honest answer
+
+
+def cases_to_decide(
+    successes: int, n: int, threshold: float, confidence: float = 0.95
+) -> int | None:
+    """The smallest suite size at which the observed rate would clear ``threshold``.
+
+    A gate on ``successes`` of ``n`` is undecided while the Wilson interval
+    straddles the threshold. If further cases pass at the rate seen so far,
+    ``successes/n``, the interval narrows around it; this is the smallest total
+    number of cases N ≥ n whose interval at that rate lies entirely on the
+    observed rate's side of the threshold: its lower bound at or above the
+    threshold for a rate above it, its upper bound below it for a rate below
+    it. It returns ``n`` when the gate is already decided, and None when no
+    suite size can decide it: a rate exactly at the threshold (or a threshold
+    of 1 or 0 that the interval can only approach).
+
+    13 of 13 under an 80% threshold: at a rate of 1 the lower bound is
+    N / (N + z²), at least 0.8 once N ≥ 4 z² = 15.37, so 16 cases, 3 more.
+
+    >>> cases_to_decide(13, 13, 0.80)
+    16
+    >>> cases_to_decide(20, 20, 1.0) is None, cases_to_decide(10, 20, 0.5) is None
+    (True, True)
+    >>> cases_to_decide(17, 20, 1.0)  # already decided: its upper bound is 94.8%
+    20
+
+    Raises ``StatisticsError`` for counts out of range or a threshold outside
+    [0, 1], and ``UndefinedStatisticError`` when ``n`` is 0.
+    """
+    func = "cases_to_decide"
+    low, high = wilson_interval(successes, n, confidence)
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+        raise StatisticsError(f"{func}: threshold must be a number in [0, 1], got {threshold!r}")
+    if not 0.0 <= threshold <= 1.0:
+        raise StatisticsError(f"{func}: threshold must be in [0, 1], got {threshold!r}")
+    if low >= threshold or high < threshold:
+        return n
+    rate = successes / n
+    if rate == threshold:
+        return None
+    z = _z((1.0 + confidence) / 2.0)
+    z2 = z * z
+
+    def decided(size: int) -> bool:
+        low, high = _wilson_bounds(rate, size, z2)
+        return low >= threshold if rate > threshold else high < threshold
+
+    top = n
+    while not decided(top):
+        if top >= _MOST_CASES:
+            return None
+        top = min(top * 2, _MOST_CASES)
+    bottom = max(n, top // 2)  # decided(top) holds; find the first size that decides
+    while bottom < top:
+        middle = (bottom + top) // 2
+        if decided(middle):
+            top = middle
+        else:
+            bottom = middle + 1
+    return top
+
+
 def format_rate(successes: int, n: int, confidence: float = 0.95) -> str:
     """Format a rate with its denominator and Wilson interval, one decimal.
 
@@ -296,10 +371,12 @@ class CorrectedRate:
     draws: int
     undefined_draws: int
     warnings: tuple[str, ...] = ()
+    scope: str | None = None  # set by a calibration: "overall" or the category whose rates it used
+    category: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """``{"rate", "low", "high", "method", "observed", "sensitivity", "specificity",
-        "clipped", "draws", "undefined_draws", "warnings"}``.
+        "clipped", "draws", "undefined_draws", "warnings", "scope", "category"}``.
 
         >>> corrected_pass_rate(70, 100, 0.9, 0.8).to_dict()["method"]  # doctest: +ELLIPSIS
         'Rogan-Gladen correction; 95% interval from a seeded parametric bootstrap (2000 draws, ...'
@@ -316,6 +393,8 @@ class CorrectedRate:
             "draws": self.draws,
             "undefined_draws": self.undefined_draws,
             "warnings": list(self.warnings),
+            "scope": self.scope,
+            "category": self.category,
         }
 
 

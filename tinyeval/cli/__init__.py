@@ -5,9 +5,12 @@ and returns an exit code.
 
 Exit codes: 0 the gate passed or the command did its job; 1 a gate failed;
 2 bad usage or bad input (one line on stderr, no traceback); 3 the run could
-not complete (for example more errored cases than ``--max-errors``).
+not complete or the results are incomplete (more errored cases than
+``--max-errors``, missing cases or shards, an internal error).
 
-Set ``TINYEVAL_TRACEBACK=1`` to see the full traceback behind a one-line error.
+Any other failure is a bug of ours: one line, exit 3 (never 1, which CI reads
+as a failed gate). ``tinyeval --debug COMMAND …`` (or ``TINYEVAL_TRACEBACK=1``)
+shows the full traceback behind a one-line error.
 """
 
 from __future__ import annotations
@@ -16,10 +19,10 @@ import argparse
 import os
 import sys
 
-from ..errors import InputError
+from ..errors import IncompleteError, InputError
 from ..stats import StatisticsError
 from . import cost, labels, pairwise, results, run, statistics
-from ._common import EXIT_BAD_INPUT, EXIT_OK, PROG, UsageError
+from ._common import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, PROG, UsageError
 
 __all__ = ["UsageError", "build_parser", "main"]
 
@@ -40,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
         "Wilson intervals and a gate per category.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "--debug", action="store_true", help="show the traceback behind an error (for a report)"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for module in _COMMAND_MODULES:
@@ -57,23 +63,41 @@ def main(argv: list[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
+    debug = bool(args.debug or os.environ.get("TINYEVAL_TRACEBACK"))
     try:
         return int(args.handler(args))
     except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
+        if args.command != "run":  # run says itself how to resume
+            print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # the reader went away (``tinyeval … | head``): not an error of ours
         sys.stderr.close()
         return EXIT_OK
     except (InputError, StatisticsError) as exc:
-        if os.environ.get("TINYEVAL_TRACEBACK"):
+        if debug:
             raise
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except IncompleteError as exc:
+        if debug:
+            raise
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return EXIT_INCOMPLETE
     except OSError as exc:
-        if os.environ.get("TINYEVAL_TRACEBACK"):
+        if debug:
             raise
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
         print(f"{PROG}: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except Exception as exc:  # a bug of ours: one line and exit 3, never a gate's exit 1
+        if debug:
+            raise
+        from ..models import scrub
+
+        print(
+            f"{PROG}: internal error, the command could not complete: {type(exc).__name__}: "
+            f"{scrub(str(exc))} (run again with --debug for the traceback, and please report it)",
+            file=sys.stderr,
+        )
+        return EXIT_INCOMPLETE

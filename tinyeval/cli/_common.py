@@ -6,9 +6,11 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+import time
+from collections.abc import Mapping
+from typing import IO, Any
 
-from ..errors import InputError
+from ..errors import InputError, did_you_mean
 
 EXIT_OK = 0
 EXIT_GATE_FAILED = 1
@@ -37,11 +39,6 @@ def proportion(text: str) -> float:
     number = text.strip()
     scale = 100.0 if number.endswith("%") else 1.0
     return float(number.removesuffix("%")) / scale  # a ValueError becomes argparse's message
-
-
-def plural(n: int, noun: str) -> str:
-    """``3 cases``, ``1 case``."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def parse_key_value(text: str, *, option: str) -> tuple[str, str]:
@@ -88,19 +85,14 @@ def refuse_unknown_categories(
     ...
     tinyeval.cli._common.UsageError: --threshold: no case has the category 'amount'; did you ...
     """
-    import difflib
-
     listed = sorted(known)
     for name in names:
         if name in known:
             continue
-        close = difflib.get_close_matches(name, listed, n=1)
+        close = did_you_mean(name, listed)
         if close or not only_typos:
-            hint = (
-                f"did you mean {close[0]!r}?"
-                if close
-                else f"the categories are {', '.join(listed)}"
-            )
+            listing = f"the categories are {', '.join(listed)}"
+            hint = f"did you mean {close!r}?" if close else listing
             raise UsageError(f"{option}: no case has the category {name!r}; {hint}")
 
 
@@ -193,7 +185,7 @@ def open_model(
 
 
 def add_threshold_options(p: Any) -> None:
-    """--threshold, --default-threshold and --gate-on, on a parser or an argument group."""
+    """The gate's options (thresholds, inconclusive handling), on a parser or an argument group."""
     p.add_argument(
         "--threshold",
         action="append",
@@ -208,11 +200,42 @@ def add_threshold_options(p: Any) -> None:
         "such categories are reported but do not gate)",
     )
     p.add_argument(
+        "--inconclusive",
+        choices=["pass", "block"],
+        help="what a category does whose rate meets its threshold but whose 95%% interval "
+        "reaches below it: pass (the default, marked inconclusive with the cases needed) or "
+        "block (the interval must clear the threshold)",
+    )
+    p.add_argument(
         "--gate-on",
         choices=["rate", "lower"],
-        default="rate",
-        help="gate on the observed rate (default) or on the lower end of its 95%% Wilson interval",
+        help="older spelling: rate is --inconclusive pass, lower is --inconclusive block",
     )
+    p.add_argument(
+        "--allow-unchecked",
+        action="store_true",
+        default=None,
+        help="let a gated category with cases nothing checked be decided on its rate (they "
+        "still count as not passed); by default it blocks",
+    )
+
+
+def gate_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The gate keywords of :func:`tinyeval.gating.gate` from the command's options."""
+    if args.gate_on and args.inconclusive:
+        wanted = {"lower": "block", "rate": "pass"}[args.gate_on]
+        if wanted != args.inconclusive:
+            raise UsageError(
+                f"--gate-on {args.gate_on} and --inconclusive {args.inconclusive} contradict "
+                "each other; give one"
+            )
+    inconclusive = args.inconclusive or {"lower": "block", "rate": "pass", None: None}[args.gate_on]
+    return {
+        "thresholds": thresholds_from(args.threshold),
+        "default_threshold": args.default_threshold,
+        "inconclusive": inconclusive,
+        "allow_unchecked": args.allow_unchecked,
+    }
 
 
 def add_report_files(p: argparse.ArgumentParser) -> None:
@@ -238,7 +261,7 @@ def write_reports(
 
     ``rows`` is a function returning the result rows, called only when a file needs them.
     """
-    from ..files import write_text_atomically
+    from ..records import write_text_atomically
     from ..report import html_report, junit_xml, summary_markdown
 
     if args.junit:
@@ -249,9 +272,78 @@ def write_reports(
         write_text_atomically(args.html, html_report(list(rows()), report, run_info=run_info))
 
 
-def write_records(path: str, records: list[dict[str, Any]]) -> None:
-    """Write records as JSON lines, all or nothing."""
-    from ..files import write_text_atomically
+def parse_shard(text: str) -> tuple[int, int]:
+    """Parse ``--shard I/N`` (shard I of N, 1-based).
 
-    text = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
-    write_text_atomically(path, text)
+    >>> parse_shard("2/4")
+    (2, 4)
+    """
+    left, sep, right = text.partition("/")
+    try:
+        index, count = int(left), int(right)
+    except ValueError:
+        index = count = 0
+    if not sep or count < 1 or not 1 <= index <= count:
+        raise UsageError(f"--shard expects I/N with 1 <= I <= N, got {text!r}")
+    return index, count
+
+
+class Progress:
+    """One self-overwriting status line on a terminal: done/total, rate, ETA, failures, errors.
+
+    It prints nothing unless ``stream`` is a terminal, so piped output stays clean.
+    Rows kept from an earlier run (``resumed``) count in the totals but not in
+    the speed or the ETA, which measure this session alone.
+    """
+
+    def __init__(
+        self, total: int, stream: IO[str], *, enabled: bool = True, resumed: int = 0
+    ) -> None:
+        self.total = total
+        self.stream = stream
+        self.enabled = enabled and bool(getattr(stream, "isatty", lambda: False)())
+        self.resumed = resumed
+        self.done = resumed
+        self.failed = self.errors = 0
+        self.started = time.perf_counter()
+        self._last = 0.0
+        self._closed = False
+
+    def count_earlier(self, row: Mapping[str, Any]) -> None:
+        """Count a row kept from an earlier run in the failures and errors."""
+        self.failed += row.get("status") == "fail"
+        self.errors += row.get("status") == "error"
+
+    def update(self, row: Mapping[str, Any]) -> None:
+        """Count one finished row and redraw at most ten times a second."""
+        self.done += 1
+        self.count_earlier(row)
+        now = time.perf_counter()
+        if self.enabled and (now - self._last > 0.1 or self.done == self.total):
+            self._last = now
+            self.stream.write("\r\x1b[K" + self.line(now))
+            self.stream.flush()
+
+    def line(self, now: float | None = None) -> str:
+        """The status line.
+
+        >>> import io
+        >>> p = Progress(10, io.StringIO(), resumed=4); p.update({"status": "fail"})
+        >>> p.line(p.started + 2.0)
+        '5/10 · 0.5 cases/s · ETA 10s · 1 failed · 0 errors'
+        """
+        elapsed = max((now or time.perf_counter()) - self.started, 1e-9)
+        rate = (self.done - self.resumed) / elapsed
+        eta = (self.total - self.done) / rate if rate > 0 else float("inf")
+        eta_text = f"{eta:.0f}s" if eta != float("inf") else "?"
+        return (
+            f"{self.done}/{self.total} · {rate:.1f} cases/s · ETA {eta_text} · "
+            f"{self.failed} failed · {self.errors} errors"
+        )
+
+    def close(self) -> None:
+        """End the status line (once; later calls do nothing)."""
+        if self.enabled and self.done and not self._closed:
+            self.stream.write("\n")
+            self.stream.flush()
+        self._closed = True

@@ -84,7 +84,7 @@ def _cmd_cost(args: argparse.Namespace) -> int:
 
 def _cost_of_results(path: str, price: Any, *, as_json: bool) -> int:
     from ..calls import format_tokens, format_usd, run_cost, tally_usage
-    from ..runner import read_rows
+    from ..records import read_rows
 
     rows = read_rows(path)
     usages = [row.get("usage") if isinstance(row.get("usage"), dict) else None for row in rows]

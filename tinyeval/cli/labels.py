@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from typing import Any
 
+from ..records import write_records
 from ._common import (
     EXIT_OK,
     PROG,
@@ -74,7 +74,7 @@ def _add_label(sub: Any) -> None:
 
 def _cmd_label(args: argparse.Namespace) -> int:
     from ..label import label_session, parse_choices, parse_grades
-    from ..runner import read_rows
+    from ..records import read_rows
 
     refuse_overwriting([args.results], [("--out", args.out)])
     labeler = args.labeler  # None: the session falls back to $USER, the login name, "anonymous"
@@ -126,8 +126,7 @@ def _add_calibrate(sub: Any) -> None:
     p.add_argument(
         "--only",
         metavar="FILE",
-        help="score only the ids in FILE (one JSON object with an id per line, "
-        "e.g. a --disagreements file)",
+        help="score only the ids in FILE (result rows, such as a --disagreements file)",
     )
     p.add_argument(
         "--disagreements",
@@ -145,7 +144,7 @@ def _add_calibrate(sub: Any) -> None:
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from ..calibration import calibrate_results, disagreement_rows
     from ..label import read_labels
-    from ..runner import read_rows
+    from ..records import read_rows
 
     if same_file(args.results, args.labels):
         raise UsageError(f"RESULTS and LABELS are the same file {args.results}")
@@ -162,8 +161,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     notes = []
     if args.disagreements:
         found = disagreement_rows(cal, rows, labels)
-        with open(args.disagreements, "w", encoding="utf-8") as stream:
-            stream.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in found)
+        write_records(args.disagreements, found)  # all or nothing, like every other output
         notes.append(f"wrote {len(found)} disagreements to {args.disagreements}")
     if args.save:
         cal.save(args.save)

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from ..records import write_records
 from ._common import (
     EXIT_INCOMPLETE,
     EXIT_OK,
@@ -16,7 +17,6 @@ from ._common import (
     open_model,
     print_json,
     refuse_overwriting,
-    write_records,
 )
 
 # (name, function adding the sub-command's parser); collected by tinyeval.cli
@@ -47,75 +47,50 @@ def _add_pairwise(sub: Any) -> None:
         metavar="CATEGORY",
         help="compare only cases of this category (repeatable; default: all)",
     )
-    p.add_argument("--out", metavar="FILE", help="write one JSON line per compared case")
+    p.add_argument(
+        "--out",
+        metavar="FILE",
+        help="write a result row per compared case (calibrate and label read them; the "
+        "label of a pairwise verdict is its winner)",
+    )
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     add_model_options(p)
     p.set_defaults(handler=_cmd_pairwise)
 
 
 def _cmd_pairwise(args: argparse.Namespace) -> int:
-    import concurrent.futures as cf
-
     from ..judge import PairwiseJudge, position_stats
-    from ..runner import input_text, read_rows
+    from ..records import read_rows
+    from ..runner import run_pairs
     from ..stats import format_rate
 
     refuse_overwriting([args.a, args.b], [("--out", args.out)])
-
-    def wanted(row: dict[str, Any]) -> bool:
-        return args.category is None or row.get("category") in args.category
-
-    first = {r["id"]: r for r in read_rows(args.a) if wanted(r)}
-    second = {r["id"]: r for r in read_rows(args.b) if wanted(r)}
-    pairs = [
-        (first[i], second[i])
-        for i in first
-        if i in second
-        and first[i].get("output") is not None
-        and second[i].get("output") is not None
-    ]
-    if not pairs:
-        raise UsageError(f"{args.a} and {args.b} share no case with an output on both sides")
-    if args.concurrency < 1:
-        raise UsageError(f"--concurrency must be 1 or more, got {args.concurrency}")
     judge = PairwiseJudge(args.criterion)
     model, cache = open_model(args, args.judge_model, max_tokens=args.judge_max_tokens, cache=None)
-
-    def compare(pair: tuple[dict[str, Any], dict[str, Any]]) -> Any:
-        a, b = pair
-        return judge(model, a=a["output"], b=b["output"], question=input_text(a.get("input")),
-                     context=a.get("context"))  # fmt: skip
-
     try:
-        # One comparison first, alone: a model that cannot be reached fails it at once,
-        # instead of every comparison paying for its own retries.
-        verdicts = [compare(pairs[0])]
-        if verdicts[0].error:
-            print(f"{PROG}: the model call failed, nothing more was compared: "
-                  f"{verdicts[0].error}", file=sys.stderr)  # fmt: skip
-            return EXIT_INCOMPLETE
-        with cf.ThreadPoolExecutor(max_workers=args.concurrency) as pool:
-            verdicts += pool.map(compare, pairs[1:])
+        done = run_pairs(read_rows(args.a), read_rows(args.b), judge, model,
+                         categories=args.category, concurrency=args.concurrency)  # fmt: skip
     finally:
         if cache is not None:
             cache.close()
+    if done.stopped_reason:
+        print(f"{PROG}: {done.stopped_reason}; nothing more was compared", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    if not done.rows:
+        raise UsageError(f"{args.a} and {args.b} share no case with an output on both sides")
     if args.out:
-        write_records(
-            args.out,
-            [{"id": a["id"], "category": b.get("category"), **v.to_dict()}
-             for (a, b), v in zip(pairs, verdicts, strict=True)],
-        )  # fmt: skip
+        write_records(args.out, done.rows)
+    verdicts = done.verdicts
     n = len(verdicts)
     counts = {w: sum(v.winner == w for v in verdicts) for w in ("A", "B", "TIE", None)}
     position = position_stats(verdicts)
     call_errors = [v.error for v in verdicts if v.error]
-    unpaired = len(set(first) ^ set(second)) + (len(set(first) & set(second)) - n)
     if args.json:
         print_json({
             "criterion": args.criterion, "judge_model": args.judge_model, "n": n,
             "a_wins": counts["A"], "b_wins": counts["B"], "ties": counts["TIE"],
             "no_winner": counts[None], "call_errors": len(call_errors),
-            "not_compared": unpaired, "position": position,
+            "not_compared": done.not_compared, "position": position.to_dict(),
             "rubric_fingerprint": judge.rubric_fingerprint,
         })  # fmt: skip
         return EXIT_OK
@@ -126,16 +101,16 @@ def _cmd_pairwise(args: argparse.Namespace) -> int:
     print(f"  tie:                {format_rate(counts['TIE'], n)}")
     print(f"  no winner (the orders disagreed, a reply did not parse, or a call failed): "
           f"{format_rate(counts[None], n)}")  # fmt: skip
-    picks = position["picks"]
-    print(f"position consistency: {format_rate(position['consistent'], n)}; "
-          f"first-position picks: {format_rate(position['first_position_picks'], picks)} "
+    consistency = position.consistency or "n/a (no comparison parsed in both orders)"
+    first = position.first_position or "n/a (no reply picked A or B)"
+    print(f"position consistency: {consistency}; first-position picks: {first} "
           "(an unbiased judge sits near 50%)")  # fmt: skip
-    print(f"replies that did not parse or whose call failed: {position['parse_failures']} of "
-          f"{position['replies']}")  # fmt: skip
+    print(f"replies that did not parse or whose call failed: {position.parse_failures} of "
+          f"{position.replies}")  # fmt: skip
     if call_errors:
         print(f"comparisons with a failed model call: {len(call_errors)} (first: {call_errors[0]})")
-    if unpaired:
-        print(f"not compared: {unpaired} cases missing from one file or without an output")
+    if done.not_compared:
+        print(f"not compared: {done.not_compared} cases missing from one file or without an output")
     return EXIT_OK
 
 

@@ -7,19 +7,20 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import plural
+from ..records import tally, write_records
 from ._common import (
     EXIT_GATE_FAILED,
+    EXIT_INCOMPLETE,
     EXIT_OK,
     UsageError,
     add_report_files,
     add_threshold_options,
-    plural,
+    gate_options,
     print_json,
     proportion,
     refuse_overwriting,
     refuse_unknown_categories,
-    thresholds_from,
-    write_records,
     write_reports,
 )
 
@@ -72,9 +73,9 @@ def _add_results_command(
 
 
 def _cmd_gate(args: argparse.Namespace) -> int:
-    from ..gating import gate
+    from ..gating import compare_holdout_rows, gate_rows, holdout_text
+    from ..records import read_rows
     from ..report import summary_dict, summary_text
-    from ..runner import RunResult, read_rows
 
     refuse_overwriting(
         [args.results],
@@ -83,76 +84,49 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     rows = read_rows(args.results)
     if not rows:
         raise UsageError(f"{args.results}: no result rows")
-    result = RunResult()
-    for row in rows:
-        if not isinstance(row.get("category"), str):
-            raise UsageError(f"{args.results}: row {row['id']!r} has no category")
-        result.add(row, keep=False)
-    thresholds = thresholds_from(args.threshold)
-    refuse_unknown_categories("--threshold", thresholds, result.categories, only_typos=True)
-    report = gate(
-        result.categories, thresholds, default_threshold=args.default_threshold, on=args.gate_on
-    )
-    judged = sum(t.judged for t in result.categories.values())
-    unparsed = sum(t.unparsed for t in result.categories.values())
+    options = gate_options(args)
+    refuse_unknown_categories("--threshold", options["thresholds"],
+                              {str(r.get("category")) for r in rows}, only_typos=True)  # fmt: skip
+    gated = gate_rows(rows, **options)
+    report = gated.report
+    judged = sum(t.judged for t in tally(rows).values())
+    unparsed = sum(t.unparsed for t in tally(rows).values())
+    errors = sum(t.errors for t in tally(rows).values())
     fingerprints = sorted({str(r.get("dataset_fingerprint") or "unknown") for r in rows})
-    holdout_lines = _holdout_lines(args, rows) if args.holdout is not None else []
+    holdout = compare_holdout_rows(rows, args.holdout, salt=args.salt) if args.holdout else None
+    info: dict[str, Any] = {"results": args.results, "rows": len(rows),
+                            "dataset_fingerprints": fingerprints,
+                            "gate_settings_from_results": list(gated.remembered),
+                            "gate_settings_overridden": list(gated.overridden)}  # fmt: skip
+    notes = []
+    if gated.remembered:
+        notes.append(f"gate settings from the results (as the run gated): "
+                     f"{', '.join(gated.remembered)}")  # fmt: skip
+    if gated.overridden:
+        notes.append(f"given again on the command line, overriding the run's: "
+                     f"{', '.join(gated.overridden)}")  # fmt: skip
     if args.json:
-        info = {"results": args.results, "rows": len(rows), "dataset_fingerprints": fingerprints}
-        if args.holdout is not None:
-            info["holdout"] = {c.category: c.to_dict() for c in holdout_lines}
-        print_json(
-            summary_dict(
-                report, run_info=info, judged=judged, unparsed=unparsed, errors=result.errors
-            )
-        )
+        if holdout is not None:
+            info["holdout"] = {c.category: c.to_dict() for c in holdout}
+        print_json(summary_dict(report, run_info=info, judged=judged, unparsed=unparsed,
+                                errors=errors))  # fmt: skip
     else:
         header = (
             f"{plural(len(rows), 'row')} from {args.results} (dataset {', '.join(fingerprints)})\n"
         )
-        print(
-            summary_text(
-                report, header=header, judged=judged, unparsed=unparsed, errors=result.errors
-            )
-        )
-        if args.holdout is not None:
-            print(_holdout_text(args, holdout_lines))
-    write_reports(
-        args,
-        lambda: rows,
-        report,
-        run_info={"results": args.results, "rows": len(rows), "dataset_fingerprints": fingerprints},
-    )
+        print(summary_text(report, header=header, judged=judged, unparsed=unparsed,
+                           errors=errors, extra_lines=tuple(notes)))  # fmt: skip
+        if holdout is not None:
+            print(holdout_text(holdout, held_out=args.holdout, salt=args.salt))
+    write_reports(args, lambda: rows, report, run_info=info)
+    if not report.complete:
+        return EXIT_INCOMPLETE
     return EXIT_OK if report.passed else EXIT_GATE_FAILED
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    _cmd_gate(args)
-    return EXIT_OK
-
-
-def _holdout_lines(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[Any]:
-    from ..dataset import in_holdout
-    from ..gating import compare_holdout
-
-    held = [in_holdout(r["id"], args.holdout, salt=args.salt) for r in rows]
-    dev = [r for r, h in zip(rows, held, strict=True) if not h]
-    return compare_holdout(dev, [r for r, h in zip(rows, held, strict=True) if h])
-
-
-def _holdout_text(args: argparse.Namespace, lines: list[Any]) -> str:
-    from ..stats import format_rate
-
-    out = [f"\ndevelopment vs holdout ({args.holdout:g} held out, salt {args.salt!r}):"]
-    width = max(len(c.category) for c in lines)
-    dev = [format_rate(c.dev_passed, c.dev_total) for c in lines]
-    dev_width = max(map(len, dev))
-    mark = "  ← above what the holdout supports: tuned to the development cases?"
-    for c, dev_rate in zip(lines, dev, strict=True):
-        holdout = format_rate(c.holdout_passed, c.holdout_total)
-        line = f"  {c.category:<{width}}  dev {dev_rate:<{dev_width}}   holdout {holdout}"
-        out.append(line + (mark if c.suspicious else ""))
-    return "\n".join(out)
+    code = _cmd_gate(args)
+    return EXIT_INCOMPLETE if code == EXIT_INCOMPLETE else EXIT_OK
 
 
 def _add_merge(sub: Any) -> None:
@@ -160,36 +134,31 @@ def _add_merge(sub: Any) -> None:
         "merge",
         help="join the results of shards (run --shard I/N) into one file",
         description="Join result files into one. Every file must come from the same dataset "
-        "(same fingerprint) and no case may appear twice.",
+        "(same fingerprint), no case or shard may appear twice, and every shard of the run "
+        "must be there.",
     )
     p.add_argument("results", nargs="+", metavar="RESULTS", help="result files to join")
     p.add_argument("--out", required=True, metavar="FILE", help="the joined results file")
+    p.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="merge even when shards or cases are missing (the result is incomplete: exit 3, "
+        "and gate on it exits 3 too)",
+    )
     p.set_defaults(handler=_cmd_merge)
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
-    from ..runner import read_rows
+    from ..records import completeness, merge_rows, read_rows
 
     refuse_overwriting(args.results, [("--out", args.out)])
-    seen: dict[str, str] = {}
-    fingerprints: dict[str, str] = {}
-    merged: list[dict[str, Any]] = []
-    for path in args.results:
-        for row in read_rows(path):
-            if row["id"] in seen:
-                raise UsageError(f"case {row['id']!r} is in both {seen[row['id']]} and {path}")
-            seen[row["id"]] = path
-            fingerprints.setdefault(str(row.get("dataset_fingerprint")), path)
-            merged.append(row)
-    if len(fingerprints) > 1:
-        (fp_a, path_a), (fp_b, path_b) = list(fingerprints.items())[:2]
-        raise UsageError(
-            f"{path_a} (dataset {fp_a}) and {path_b} (dataset {fp_b}) come from different datasets"
-        )
+    sources = [(path, read_rows(path)) for path in args.results]
+    merged = merge_rows(sources, allow_partial=args.allow_partial)
     write_records(args.out, merged)  # all or nothing: never a half-merged file
-    sources = plural(len(args.results), "file")
-    print(f"merged {plural(len(merged), 'row')} from {sources} into {args.out}")
-    return EXIT_OK
+    found = completeness(merged)
+    print(f"merged {plural(len(merged), 'row')} from {plural(len(sources), 'file')} into "
+          f"{args.out}{'' if found.complete else f'; {found}'}")  # fmt: skip
+    return EXIT_OK if found.complete else EXIT_INCOMPLETE
 
 
 def _add_split(sub: Any) -> None:
@@ -278,54 +247,20 @@ def _add_compare(sub: Any) -> None:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from ..gating import compare_runs
-    from ..runner import read_rows
-    from ..stats import format_rate
+    from ..records import read_rows
 
     if not 0 < args.alpha < 1:
         raise UsageError(f"--alpha must be between 0 and 1, got {args.alpha}")
     before, after = read_rows(args.before), read_rows(args.after)
     report = compare_runs(before, after)
-    warnings = []
-    for key, what in (
-        ("dataset_fingerprint", "datasets"),
-        ("rubric_fingerprint", "rubrics"),
-        ("judge_model", "judge models"),
-    ):
-        old = {str(r.get(key)) for r in before}
-        new = {str(r.get(key)) for r in after}
-        if old != new:
-            warnings.append(
-                f"the runs used different {what} ({', '.join(sorted(old))} → "
-                f"{', '.join(sorted(new))}): a difference may come from that"
-            )
-    regressions = [c.category for c in report.categories if c.regressed and c.p_value < args.alpha]
     if args.json:
-        print_json(
-            {
-                **report.to_dict(),
-                "alpha": args.alpha,
-                "significant_regressions": regressions,
-                "warnings": warnings,
-            }
-        )
+        print_json({**report.to_dict(), "alpha": args.alpha,
+                    "significant_regressions": report.regressions(args.alpha)})  # fmt: skip
     else:
-        for c in (*report.categories, report.overall):
-            verdict = "significant" if c.p_value < args.alpha else "not significant"
-            print(
-                f"{c.category}: {format_rate(c.before_passed, c.n)} → "
-                f"{format_rate(c.after_passed, c.n)}; "
-                f"{c.pass_to_fail} broke, {c.fail_to_pass} fixed; "
-                f"McNemar exact p = {c.p_value:.3g} "
-                f"({verdict} at α = {args.alpha:g})"
-            )
-        if report.only_before or report.only_after:
-            print(
-                f"not paired: {len(report.only_before)} cases only in {args.before}, "
-                f"{len(report.only_after)} only in {args.after}"
-            )
-        for warning in warnings:
+        print(report.to_text(args.alpha, before=args.before, after=args.after))
+        for warning in report.warnings:
             print(f"warning: {warning}", file=sys.stderr)
-    if args.fail_on_regression and regressions:
+    if args.fail_on_regression and report.regressions(args.alpha):
         return EXIT_GATE_FAILED
     return EXIT_OK
 

@@ -3,26 +3,29 @@
 from __future__ import annotations
 
 import argparse
-import json
+import shlex
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from ..errors import plural
 from ._common import (
     EXIT_GATE_FAILED,
     EXIT_INCOMPLETE,
     EXIT_OK,
     PROG,
+    Progress,
     UsageError,
     add_model_options,
     add_report_files,
     add_threshold_options,
+    gate_options,
     open_model,
-    plural,
+    parse_shard,
     print_json,
     refuse_overwriting,
     refuse_unknown_categories,
-    thresholds_from,
     write_reports,
 )
 
@@ -71,6 +74,18 @@ def _add_run(sub: Any) -> None:
         "--sample", type=int, metavar="N", help="run a seeded random sample of N cases"
     )
     data.add_argument("--seed", default="0", help="seed for --sample (default: 0)")
+    data.add_argument(
+        "--only",
+        metavar="IDS|FILE",
+        help="run only these cases: ids separated by commas, or a file of ids (one per line, "
+        "or JSON lines with an id, such as a calibrate --disagreements file)",
+    )
+    data.add_argument(
+        "--rejudge",
+        metavar="RESULTS",
+        help="check and judge again the outputs recorded in RESULTS (an earlier run's rows), "
+        "with the expect blocks of CASES; nothing is generated",
+    )
     add_threshold_options(p.add_argument_group("the gate"))
     judging = p.add_argument_group("the judge (runs only when a criterion is given)")
     judging.add_argument(
@@ -155,6 +170,7 @@ def _check_run_options(args: argparse.Namespace) -> None:
         ("--judge-all", args.judge_all, judged, "--criterion or --rubric"),
         ("--judge-category", bool(args.judge_category), judged, "--criterion or --rubric"),
         ("--review-out", bool(args.review_out), judged, "--criterion or --rubric"),
+        ("--calibration", bool(args.calibration), judged, "--criterion or --rubric"),
         ("--prompt-template", bool(args.prompt_template), bool(args.generate_model),
          "--generate-model"),
         ("--max-tokens", args.max_tokens is not None, bool(args.generate_model),
@@ -163,216 +179,163 @@ def _check_run_options(args: argparse.Namespace) -> None:
     for option, given, partner_given, partner in needs:
         if given and not partner_given:
             raise UsageError(f"{option} has no effect without {partner}")
-    for option, value in (("--fail-fast", args.fail_fast), ("--show-failures", args.show_failures)):
+    for option, value in (("--fail-fast", args.fail_fast), ("--show-failures", args.show_failures),
+                          ("--concurrency", args.concurrency - 1)):  # fmt: skip
         if value < 0:
-            raise UsageError(f"{option} must be 0 or more, got {value}")
-    refuse_overwriting([args.cases], [("--out", args.out), ("--review-out", args.review_out),
-                                       ("--junit", args.junit), ("--markdown", args.markdown),
-                                       ("--html", args.html)])  # fmt: skip
+            raise UsageError(f"{option} must be {1 if option == '--concurrency' else 0} or more")
+    if args.sample is not None and args.sample < 1:
+        raise UsageError(f"--sample must be 1 or more, got {args.sample}")
+    if args.rejudge and args.generate_model:
+        raise UsageError("--rejudge checks recorded outputs; it does not take --generate-model")
+    refuse_overwriting([args.cases, *filter(None, [args.rejudge])],
+                       [("--out", args.out), ("--review-out", args.review_out),
+                        ("--junit", args.junit), ("--markdown", args.markdown),
+                        ("--html", args.html)])  # fmt: skip
 
 
 def _judges_from_args(args: argparse.Namespace) -> list[Any]:
-    from pathlib import Path
+    from ..judge import Judge, load_rubric
+    from ..runner import check_judges
 
     if not (args.criterion or args.rubric):
         return []
-    from ..judge import Judge
-
     if args.votes < 1 or args.votes % 2 == 0:
         raise UsageError(
             f"--votes must be an odd number (1, 3, 5…) so a majority exists, got {args.votes}"
         )
-    specs: list[dict[str, Any]] = [{"criterion": text} for text in args.criterion]
-    for path in args.rubric:
-        text = Path(path).read_text(encoding="utf-8")
-        if path.endswith(".json"):
-            try:
-                spec = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise UsageError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
-            if not isinstance(spec, dict) or not isinstance(spec.get("criterion"), str):
-                raise UsageError(f'{path}: expected a JSON object with a "criterion" string')
-            unknown = set(spec) - {"criterion", "name", "steps", "template"}
-            if unknown:
-                raise UsageError(
-                    f"{path}: unknown keys {sorted(unknown)}; expected criterion, "
-                    "name, steps, template"
-                )
-            specs.append(spec)
-        else:
-            if not text.strip():
-                raise UsageError(f"{path}: the rubric file is empty")
-            specs.append({"criterion": text.strip()})
-    judges = [
-        Judge(
-            spec["criterion"],
-            votes=args.votes,
-            style=args.judge_style,
-            template=spec.get("template"),
-            steps=spec.get("steps"),
-            name=spec.get("name"),
-        )
-        for spec in specs
-    ]
-    names = [j.name for j in judges]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise UsageError(f"two judges are named {duplicates[0]!r}; give rubrics distinct names")
-    return judges
+    judges = [Judge(text, votes=args.votes, style=args.judge_style) for text in args.criterion]
+    judges += [load_rubric(path).judge(votes=args.votes, style=args.judge_style)
+               for path in args.rubric]  # fmt: skip
+    return check_judges(judges, args.judge_model or "builtin")
+
+
+def _only_ids(text: str | None) -> list[str] | None:
+    """--only: ids separated by commas, or a file of them."""
+    if text is None:
+        return None
+    from ..records import iter_json_lines
+
+    if not Path(text).is_file():
+        return [part.strip() for part in text.split(",") if part.strip()]
+    lines = Path(text).read_text(encoding="utf-8").splitlines()
+    if any(line.lstrip().startswith("{") for line in lines):
+        return [str(record.get("id")) for _, record in iter_json_lines(text, error=UsageError)]
+    return [line.strip() for line in lines if line.strip()]
+
+
+def _recorded_outputs(path: str | None) -> dict[str, Any] | None:
+    """--rejudge: the outputs an earlier run recorded, by case id."""
+    if path is None:
+        return None
+    from ..records import read_rows
+
+    return {row["id"]: row.get("output") for row in read_rows(path)}
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from .. import __version__
     from ..dataset import parse_field_mapping
-    from ..gating import gate, parse_threshold
+    from ..gating import gate, gate_settings
+    from ..records import run_manifest
     from ..report import summary_dict, summary_text
+    from ..runner import prepare_cases
 
     # Everything that can be wrong with the command is found before the cases are read,
     # and everything wrong with the cases before any of them runs.
     _check_run_options(args)
     fields = parse_field_mapping(args.field)
-    thresholds = thresholds_from(args.threshold)
-    for value in [*thresholds.values(), *filter(None, [args.default_threshold])]:
-        parse_threshold(value)
+    gating = gate_options(args)
+    settings = gate_settings(**gating)
     judges = _judges_from_args(args)
     args.judge_model = args.judge_model or "builtin"
+    shard = parse_shard(args.shard) if args.shard else None
     execution = _Execution(args, judges)  # models, price, template, calibration: checked now
-    read = {"fields": fields, "id_from_line": args.id_from_line, "format": args.format}
     try:
-        cases, fingerprint, seen = _read_cases(args, read)
-        _check_against_cases(args, thresholds, seen)
+        only = _only_ids(args.only)
+        ready = prepare_cases(
+            args.cases, fields=fields, id_from_line=args.id_from_line, format=args.format,
+            sample_size=args.sample, seed=args.seed, only=only,
+            outputs=_recorded_outputs(args.rejudge), shard=shard,
+        )  # fmt: skip
+        _check_against_cases(args, gating["thresholds"], ready)
     except BaseException:
         execution.close()
         raise
-    total = seen.total
-
-    execution.total = seen.selected
-    result = execution.run(cases, fingerprint=fingerprint)
-
-    report = gate(
-        result.categories, thresholds, default_threshold=args.default_threshold, on=args.gate_on
+    manifest = run_manifest(
+        cases=ready.selected,
+        shard=shard,
+        shard_cases=ready.in_shard if shard else None,
+        sample={"size": args.sample, "seed": args.seed} if args.sample else None,
+        only=ready.selected if (only is not None or args.rejudge) else None,
+        judges={j.name: j.rubric_fingerprint for j in judges},
+        judge_model=args.judge_model if judges else None,
+        gate=settings,
     )
+    result = execution.run(ready, manifest=manifest, shard=shard)
+    report = gate(result.sorted_categories(), **gating)
     judged = sum(t.judged for t in result.categories.values())
     unparsed = sum(t.unparsed for t in result.categories.values())
     info = {
         "tinyeval_version": __version__,
         "cases_file": args.cases,
-        "cases": total,
+        "cases": ready.in_file,
+        "selected": ready.selected,
         "rows": result.total,
         "complete": result.complete,
         "stopped_reason": result.stopped_reason,
         "out": args.out,
-        "dataset_fingerprint": fingerprint,
+        "dataset_fingerprint": ready.fingerprint,
         "judge_model": args.judge_model if judges else None,
         "judges": [j.name for j in judges],
+        "criteria": {j.name: j.criterion_text for j in judges},
         "rubric_fingerprints": {j.name: j.rubric_fingerprint for j in judges},
         "usage": result.usage,
         "elapsed_s": round(result.elapsed_s, 3),
     }
     extra = execution.extra_summary(result)
-    info.update(extra.get("json", {}))
+    info.update(extra["json"])
     if args.json:
-        print_json(
-            summary_dict(
-                report, run_info=info, judged=judged, unparsed=unparsed, errors=result.errors
-            )
-        )
+        print_json(summary_dict(report, run_info=info, judged=judged, unparsed=unparsed,
+                                errors=result.errors))  # fmt: skip
     elif not args.quiet:
         judge_part = f" · judge {args.judge_model}: {', '.join(info['judges'])}" if judges else ""
-        header = (
-            f"{plural(total, 'case')} from {args.cases} (dataset {fingerprint}){judge_part} "
-            f"· rows in {args.out}\n"
-        )
-        print(
-            summary_text(
-                report,
-                header=header,
-                judged=judged,
-                unparsed=unparsed,
-                errors=result.errors,
-                extra_lines=tuple(extra.get("text", ())),
-            )
-        )
+        selected = f" ({ready.selected:,} selected)" if ready.selected != ready.in_file else ""
+        header = (f"{plural(ready.in_file, 'case')}{selected} from {args.cases} (dataset "
+                  f"{ready.fingerprint}){judge_part} · rows in {args.out}\n")  # fmt: skip
+        print(summary_text(report, header=header, judged=judged, unparsed=unparsed,
+                           errors=result.errors, extra_lines=tuple(extra["text"])))  # fmt: skip
+    elif not report.passed:
+        print(summary_text(report, judged=judged, unparsed=unparsed, errors=result.errors),
+              file=sys.stderr)  # fmt: skip
     if args.junit or args.markdown or args.html:
-        from ..runner import read_rows
+        from ..records import read_rows
 
         write_reports(args, lambda: read_rows(args.out), report, run_info=info)
     if not result.complete:
         print(
             f"{PROG}: the run stopped early: {result.stopped_reason}. Rows were kept for "
-            f"{result.total} of {total} cases in {args.out}; fix the cause and run again "
-            "(--resume keeps them)",
+            f"{result.total} of {ready.in_shard} cases in {args.out}; fix the cause and run "
+            "again (--resume keeps them)",
             file=sys.stderr,
         )
         return EXIT_INCOMPLETE
     return EXIT_OK if report.passed else EXIT_GATE_FAILED
 
 
-class _CasesSeen:
-    """What the validation pass learnt about the cases, for the checks made before running."""
-
-    def __init__(self) -> None:
-        self.total = 0
-        self.selected = 0
-        self.categories: set[str] = set()
-        self.without_output = 0
-        self.first_without_output: Any = None
-
-    def note(self, case: Any, selected: bool) -> None:
-        self.total += 1
-        self.selected += selected
-        self.categories.add(case.category)
-        if case.output is None:
-            self.without_output += 1
-            if self.first_without_output is None:
-                self.first_without_output = case
-
-
-def _read_cases(args: argparse.Namespace, read: dict[str, Any]) -> tuple[Any, str, _CasesSeen]:
-    """Validate the whole file before anything runs or is written.
-
-    Returns the cases to run (a list, or a fresh stream over the file), the
-    dataset fingerprint, and what was seen on the way.
-    """
-    from .. import dataset
-    from ..runner import parse_shard, shard_index
-
-    shard = parse_shard(args.shard) if args.shard else None
-    seen = _CasesSeen()
-
-    def noted(cases: Any) -> Any:
-        for case in cases:
-            seen.note(case, shard is None or shard_index(case.id, shard[1]) == shard[0])
-            yield case
-
-    if args.sample is not None or args.cases == "-":
-        if args.sample is not None and args.sample < 1:
-            raise UsageError(f"--sample must be 1 or more, got {args.sample}")
-        cases: Any = dataset.load(args.cases, **read)
-        if args.sample is not None:
-            cases = dataset.sample(cases, args.sample, seed=args.seed)
-        fingerprint = dataset.dataset_fingerprint(noted(cases))
-        return cases, fingerprint, seen
-    fingerprint = dataset.dataset_fingerprint(noted(dataset.iter_cases(args.cases, **read)))
-    if seen.total == 0:
-        raise dataset.DatasetError("no cases in the file", path=args.cases)
-    # the second pass streams the file again; the first one has checked the ids already
-    return dataset.iter_cases(args.cases, **read, unique_ids=False), fingerprint, seen
-
-
-def _check_against_cases(
-    args: argparse.Namespace, thresholds: dict[str, str], seen: _CasesSeen
-) -> None:
+def _check_against_cases(args: argparse.Namespace, thresholds: dict[str, Any], ready: Any) -> None:
     """Refuse, before anything runs, what the cases show cannot be meant."""
-    if seen.selected == 0:
-        raise UsageError(f"no case to run in shard {args.shard} of {args.cases}")
-    refuse_unknown_categories("--judge-category", args.judge_category or [], seen.categories)
-    refuse_unknown_categories("--threshold", thresholds, seen.categories, only_typos=True)
-    if seen.without_output and not args.generate_model:
-        first = seen.first_without_output
+    if ready.unknown_only and not ready.selected:
+        raise UsageError(f"--only: no case has the id {ready.unknown_only[0]!r}")
+    if ready.in_shard == 0:
+        where = f" in shard {args.shard}" if args.shard else ""
+        raise UsageError(f"no case to run{where} of {args.cases}")
+    refuse_unknown_categories("--judge-category", args.judge_category or [], ready.categories)
+    refuse_unknown_categories("--threshold", thresholds, ready.categories, only_typos=True)
+    if ready.without_output and not args.generate_model:
+        first = ready.first_without_output
         where = f"{first.source}:{first.line}" if first.line else repr(first.id)
         raise UsageError(
-            f"{seen.without_output} case(s) have no output (the first at {where}) and no "
+            f"{ready.without_output} case(s) have no output (the first at {where}) and no "
             "--generate-model was given to generate them"
         )
 
@@ -435,19 +398,13 @@ def _add_run_execution_options(p: argparse.ArgumentParser) -> None:
 
 
 class _Execution:
-    """Wires the run options (models, cache, resume, shard, progress, review) to runner.run."""
+    """Wires the run options (models, cache, progress, review file, summary) to runner.run."""
 
     def __init__(self, args: argparse.Namespace, judges: list[Any]) -> None:
-        from ..runner import parse_shard
-
-        if args.concurrency < 1:
-            raise UsageError(f"--concurrency must be 1 or more, got {args.concurrency}")
         if args.max_errors is not None and args.max_errors < 0:
             raise UsageError(f"--max-errors must be 0 or more, got {args.max_errors}")
         self.args = args
         self.judges = judges
-        self.total = 0  # cases this run will evaluate, known once the file is read
-        self.shard = parse_shard(args.shard) if args.shard else None
         self.price = None
         if args.price:
             from ..calls import parse_price
@@ -455,8 +412,6 @@ class _Execution:
             self.price = parse_price(args.price)
         self.template = None
         if args.prompt_template:
-            from pathlib import Path
-
             self.template = Path(args.prompt_template).read_text(encoding="utf-8")
             if "{input}" not in self.template:
                 raise UsageError(
@@ -471,17 +426,12 @@ class _Execution:
             if args.generate_model
             else None
         )
-        self.previous: list[dict[str, Any]] = []
         self.failures: dict[str, list[dict[str, Any]]] = {}
         self.review_count = 0
         self.calibration = None
         if args.calibration:
             from ..calibration import load_calibration
 
-            if not judges:
-                raise UsageError(
-                    "--calibration corrects a judge's pass rate: give a --criterion too"
-                )
             self.calibration = load_calibration(args.calibration)
 
     def close(self) -> None:
@@ -493,48 +443,22 @@ class _Execution:
         model, self.cache = open_model(self.args, spec, max_tokens=max_tokens, cache=self.cache)
         return model
 
-    def _load_previous(self, fingerprint: str) -> set[str]:
-        from pathlib import Path
-
-        from ..runner import read_rows
-
-        if not self.args.resume or not Path(self.args.out).exists():
-            return set()
-        self.previous = read_rows(self.args.out, repair=True)
-        other = {r.get("dataset_fingerprint") for r in self.previous} - {fingerprint}
-        if other:
-            raise UsageError(
-                f"{self.args.out} holds rows from another dataset (fingerprint "
-                f"{sorted(map(str, other))[0]}, now {fingerprint}); "
-                "move it away or run without --resume"
-            )
-        return {r["id"] for r in self.previous}
-
-    def run(self, cases: Any, *, fingerprint: str) -> Any:
+    def run(self, ready: Any, *, manifest: dict[str, Any], shard: tuple[int, int] | None) -> Any:
         import contextlib
 
-        from ..runner import Progress, run, shard_index, write_row
+        from ..records import write_row
+        from ..runner import run
 
-        done = self._load_previous(fingerprint)
-        shard = self.shard
-
-        def selected() -> Any:
-            for case in cases:
-                if shard and shard_index(case.id, shard[1]) != shard[0]:
-                    continue
-                if case.id not in done:
-                    yield case
-
-        progress = Progress(self.total, sys.stderr, enabled=not (self.args.quiet or self.args.json))
-        progress.done = len(done)
+        args = self.args
+        progress = Progress(ready.in_shard, sys.stderr, enabled=not (args.quiet or args.json))
         with contextlib.ExitStack() as stack:
             stack.callback(progress.close)
             if self.cache is not None:
                 stack.callback(self.cache.close)
             review = None
-            if self.args.review_out:
-                mode = "a" if self.args.resume else "w"
-                review = stack.enter_context(open(self.args.review_out, mode, encoding="utf-8"))
+            if args.review_out:
+                mode = "a" if args.resume else "w"
+                review = stack.enter_context(open(args.review_out, mode, encoding="utf-8"))
 
             def on_row(row: dict[str, Any]) -> None:
                 progress.update(row)
@@ -547,38 +471,23 @@ class _Execution:
 
             try:
                 result = run(
-                    selected(),
-                    judges=self.judges,
-                    judge_model=self.judge_model,
-                    generate_model=self.generate_model,
-                    prompt_template=self.template,
-                    judge_all=self.args.judge_all,
-                    judge_categories=self.args.judge_category,
-                    out=self.args.out,
-                    append=self.args.resume,
-                    concurrency=self.args.concurrency,
-                    max_errors=self.args.max_errors,
-                    case_timeout=self.args.case_timeout,
-                    fail_fast=self.args.fail_fast or None,
-                    keep_rows=False,
-                    on_row=on_row,
-                    dataset_fingerprint=fingerprint,
-                )
+                    ready.cases, judges=self.judges, judge_model=self.judge_model,
+                    generate_model=self.generate_model, prompt_template=self.template,
+                    judge_all=args.judge_all, judge_categories=args.judge_category,
+                    out=args.out, resume=args.resume, shard=shard,
+                    concurrency=args.concurrency, max_errors=args.max_errors,
+                    case_timeout=args.case_timeout, fail_fast=args.fail_fast or None,
+                    keep_rows=False, on_row=on_row, dataset_fingerprint=ready.fingerprint,
+                    manifest=manifest,
+                )  # fmt: skip
             except KeyboardInterrupt:
                 progress.close()
-                import shlex
-
-                words = [PROG, *sys.argv[1:]]
-                command = shlex.join(words if "--resume" in words else [*words, "--resume"])
                 print(
-                    f"{PROG}: interrupted; finished rows are kept in {self.args.out}. "
-                    f"Resume with:\n  {command}",
+                    f"{PROG}: interrupted; finished rows are kept in {args.out}. "
+                    f"Resume with:\n  {_resume_command()}",
                     file=sys.stderr,
                 )
                 raise
-        for row in self.previous:
-            result.add(row, keep=False)
-            self._note_failure(row)
         return result
 
     def _note_failure(self, row: dict[str, Any]) -> None:
@@ -592,43 +501,36 @@ class _Execution:
         del kept[self.args.show_failures :]
 
     def extra_summary(self, result: Any) -> dict[str, Any]:
-        from ..report import failure_lines
+        from ..report import failure_lines, usage_line
 
-        failed = [row for rows in self.failures.values() for row in rows]
+        failed = [row for _, rows in sorted(self.failures.items()) for row in rows]
         text = failure_lines(failed, shown=self.args.show_failures, where=self.args.out)
         if text:
             text.append("")
-        data: dict[str, Any] = {"resumed_rows": len(self.previous)}
-        if self.shard:
-            data["shard"] = f"{self.shard[0]}/{self.shard[1]}"
-            text.append(
-                f"shard {self.shard[0]} of {self.shard[1]}: join shards with tinyeval merge"
-            )
-        if self.previous:
-            text.append(f"resumed: {len(self.previous)} rows were kept from the earlier run")
-        tokens = result.usage
-        if any(tokens.values()):
-            line = f"tokens: {tokens['input_tokens']:,} in, {tokens['output_tokens']:,} out"
-            if self.price is not None:
-                from ..calls import run_cost
-
-                paid = {k: tokens[k] for k in ("input_tokens", "output_tokens")}
-                dollars = run_cost([paid], self.price)
-                data["cost_usd"] = dollars
-                line += f"; cost about ${dollars:,.4f}"
-            if tokens["cached_input_tokens"] or tokens["cached_output_tokens"]:
-                line += (
-                    f"; replayed from the cache, not paid again: "
-                    f"{tokens['cached_input_tokens']:,} in, {tokens['cached_output_tokens']:,} out"
-                )
+        data: dict[str, Any] = {"resumed_rows": result.resumed}
+        if self.args.shard:
+            data["shard"] = self.args.shard
+            text.append(f"shard {self.args.shard}: join shards with tinyeval merge")
+        if result.resumed:
+            text.append(f"resumed: {result.resumed} rows were kept from the earlier run")
+        line, cost = usage_line(result.usage, self.price)
+        if line:
             text.append(line)
+        if cost is not None:
+            data["cost_usd"] = cost
         if self.cache is not None:
             hits, misses, _stores = self.cache.stats()
             data["cache"] = {"path": self.args.cache, "hits": hits, "misses": misses}
         if self.calibration is not None:
-            corrected = self._corrected(result)
-            data["corrected"] = corrected
-            text.extend(self._corrected_lines(corrected))
+            from ..calibration import corrected_lines, corrected_rates
+
+            corrected = corrected_rates(
+                self.calibration, result.sorted_categories(), judge=self.judges[0],
+                judge_model=self.args.judge_model,
+            )  # fmt: skip
+            data["corrected"] = {name: item.to_dict() for name, item in corrected.items()}
+            text.extend(corrected_lines(corrected, source=self.args.calibration,
+                                        judge=self.judges[0].name))  # fmt: skip
         if self.args.review_out:
             data["review_out"] = self.args.review_out
             data["review_rows"] = self.review_count
@@ -638,56 +540,16 @@ class _Execution:
             )
         return {"json": data, "text": text}
 
-    def _corrected(self, result: Any) -> dict[str, Any]:
-        """Judge pass rates per category corrected for the calibrated judge's error."""
-        from ..calibration import CalibrationError, corrected_rate_for
 
-        judge = self.judges[0]
-        corrected: dict[str, Any] = {}
-        for category, tally in result.categories.items():
-            if not tally.primary_judged:
-                continue
-            try:
-                corrected[category] = corrected_rate_for(
-                    self.calibration,
-                    tally.primary_passed,
-                    tally.primary_judged,
-                    category=category,
-                    judge_model=self.args.judge_model,
-                    rubric_fingerprint=judge.rubric_fingerprint,
-                )
-            except CalibrationError as exc:  # e.g. a judge no better than chance: say it, in words
-                corrected[category] = {
-                    "error": str(exc),
-                    "passes": tally.primary_passed,
-                    "n": tally.primary_judged,
-                }
-        return corrected
-
-    def _corrected_lines(self, corrected: dict[str, Any]) -> list[str]:
-        from ..stats import format_rate
-
-        lines = [
-            f"judge pass rates corrected with the calibration in {self.args.calibration} "
-            f"(judge {self.judges[0].name}; parsed verdicts only):"
-        ]
-        warnings: list[str] = []
-        for category, item in corrected.items():
-            if "error" in item:
-                lines.append(
-                    f"  {category}: {format_rate(item['passes'], item['n'])} observed; "
-                    f"cannot correct: {item['error']}"
-                )
-                continue
-            observed = item["observed"]
-            lines.append(
-                f"  {category}: {format_rate(observed['successes'], observed['n'])} observed → "
-                f"{item['rate']:.1%} [{item['low']:.1%}, {item['high']:.1%}] corrected "
-                f"({item['scope']} sensitivity/specificity)"
-            )
-            warnings.extend(w for w in item["warnings"] if w not in warnings)
-        lines.extend(f"  warning: {w}" for w in warnings)
-        return lines
+def _resume_command() -> str:
+    """The command as it was invoked, with --resume: ``python -m tinyeval`` when run so."""
+    program = Path(sys.argv[0]).name if sys.argv else PROG
+    if program in ("__main__.py", "-m", "-c") or program.endswith(".py"):
+        words = [Path(sys.executable).name, "-m", __package__.rpartition(".")[0] if __package__
+                 else PROG, *sys.argv[1:]]  # fmt: skip
+    else:
+        words = [program, *sys.argv[1:]]
+    return shlex.join(words if "--resume" in words else [*words, "--resume"])
 
 
 COMMANDS.append(("run", _add_run))

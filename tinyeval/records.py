@@ -1,0 +1,645 @@
+"""The result row: its schema, result files written and read back, tallies, merge and resume.
+
+One module owns the row, because one module writes rows and many read them.
+A result row is one JSON object per case, written as soon as the case finishes:
+
+=======================  ============================================================
+``id``, ``category``     the case's id and category; ``origin``, ``input``,
+                         ``context``, ``label`` are copied from the case
+``output``               the response that was checked (logged or generated)
+``checks``               ``{name: true | false}``; ``check_details`` says why a check failed
+``judges``               ``{name: verdict}``, one per judge, in the order they ran (the
+                         first is the primary judge); a verdict is ``Verdict.to_dict()``
+                         or, in a pairwise row, ``PairwiseVerdict.to_dict()``
+``judge_skipped``        why no judge ran on a case that had judges (or None)
+``status``               ``"pass"``, ``"fail"``, ``"error"`` or ``"unchecked"`` (nothing —
+                         no check, no judge — looked at the case); only ``"pass"`` passes
+``error``                the message of an errored case, or None
+``run``                  what the run was meant to see (:func:`run_manifest`): the case
+                         count, shard, sample, judges and gate settings
+provenance               ``judge_model``, ``judge_temperature``, ``rubric_fingerprint``,
+                         ``dataset_fingerprint``, ``generate_model``, ``tinyeval_version``,
+                         ``started_at``, ``finished_at``, ``latency_ms``, ``usage``
+=======================  ============================================================
+
+Rows written before this schema had a ``judge`` key repeating the first verdict
+and no ``run``; every reader here still accepts them (:func:`verdicts`,
+:func:`primary_verdict`).
+
+A pairwise row (``tinyeval pairwise``) has the same keys; its ``status`` says
+whether the comparison was decided: ``"pass"`` when both orders agree,
+``"fail"`` when they disagree or a reply did not parse, ``"error"`` when a call
+failed. Its label for calibration is the verdict's ``winner``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, NamedTuple
+
+from .errors import IncompleteError, InputError, json_problem, plural, shorten, utc_stamp
+
+__all__ = [
+    "STATUSES",
+    "CategoryTally",
+    "Completeness",
+    "Provenance",
+    "ResultsFileError",
+    "Row",
+    "completeness",
+    "iter_json_lines",
+    "merge_rows",
+    "new_row",
+    "output_fingerprint",
+    "primary_verdict",
+    "provenance",
+    "read_rows",
+    "run_manifest",
+    "tally",
+    "verdict_errored",
+    "verdict_label",
+    "verdicts",
+    "write_records",
+    "write_row",
+    "write_text_atomically",
+]
+
+Row = dict[str, Any]
+"""A result row (see the module docstring for its keys)."""
+
+STATUSES = ("pass", "fail", "error", "unchecked")
+
+
+class ResultsFileError(InputError):
+    """A results file that cannot be read back as rows, or rows that do not belong together."""
+
+
+# === Making rows ===
+
+
+def new_row(
+    case: Any, *, dataset_fingerprint: str | None = None, run: Mapping[str, Any] | None = None
+) -> Row:
+    """A result row for ``case`` before anything is known: ``status`` is "error" until decided.
+
+    >>> from tinyeval.dataset import Case
+    >>> row = new_row(Case(id="a", output="hola"))
+    >>> row["id"], row["status"], row["judges"], row["run"]
+    ('a', 'error', {}, None)
+    """
+    from . import __version__
+
+    return {
+        "id": case.id,
+        "category": case.category,
+        "origin": case.origin,
+        "input": case.input,
+        "output": case.output,
+        "context": case.context,
+        "label": case.label,
+        "checks": {},
+        "check_details": {},
+        "judges": {},
+        "judge_skipped": None,
+        "status": "error",
+        "error": None,
+        "judge_model": None,  # set when a judge runs on the case
+        "judge_temperature": None,
+        "rubric_fingerprint": None,
+        "dataset_fingerprint": dataset_fingerprint,
+        "run": dict(run) if run is not None else None,
+        "tinyeval_version": __version__,
+        "started_at": utc_stamp(),
+        "finished_at": None,
+        "latency_ms": None,
+        "usage": None,
+    }
+
+
+def run_manifest(
+    *,
+    cases: int,
+    shard: tuple[int, int] | None = None,
+    shard_cases: int | None = None,
+    sample: Mapping[str, Any] | None = None,
+    only: int | None = None,
+    judges: Mapping[str, str] | None = None,
+    judge_model: str | None = None,
+    gate: Mapping[str, Any] | None = None,
+    suite: str | None = None,
+) -> dict[str, Any]:
+    """What a run was meant to see, stored in every row's ``run`` so a reader can tell a
+    complete run from a partial one and gate it as the run did.
+
+    ``cases`` is how many cases the run (all its shards together) was to
+    evaluate; ``shard`` is ``(I, N)`` and ``shard_cases`` how many of them fall
+    in this shard; ``sample`` the ``{"size", "seed"}`` of a sampled run; ``only``
+    the size of an id restriction; ``judges`` each judge's rubric fingerprint;
+    ``gate`` the thresholds and settings; ``suite`` the suite file's fingerprint.
+
+    >>> run_manifest(cases=30, shard=(1, 3), shard_cases=11)["shard"]
+    '1/3'
+    """
+    return {
+        "cases": cases,
+        "shard": f"{shard[0]}/{shard[1]}" if shard else None,
+        "shard_cases": shard_cases,
+        "sample": dict(sample) if sample else None,
+        "only": only,
+        "judges": dict(judges or {}),
+        "judge_model": judge_model,
+        "gate": dict(gate or {}),
+        "suite": suite,
+    }
+
+
+# === Reading verdicts out of a row ===
+
+
+def verdicts(row: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The row's judge verdicts by name, in the order the judges ran.
+
+    Rows written before ``judges`` existed had only ``judge``; it is returned
+    under its own ``name`` (or ``"judge"``).
+
+    >>> verdicts({"judges": {"tone": {"verdict": "PASS"}}})
+    {'tone': {'verdict': 'PASS'}}
+    >>> verdicts({"judge": {"name": "old", "verdict": "FAIL"}})
+    {'old': {'name': 'old', 'verdict': 'FAIL'}}
+    """
+    judges = row.get("judges")
+    if isinstance(judges, Mapping) and judges:
+        return {str(name): v for name, v in judges.items() if isinstance(v, Mapping)}
+    old = row.get("judge")
+    if isinstance(old, Mapping):
+        return {str(old.get("name") or "judge"): old}
+    return {}
+
+
+def primary_verdict(row: Mapping[str, Any], judge: str | None = None) -> Mapping[str, Any] | None:
+    """The verdict of ``judge`` (by name), or of the row's first judge; None when absent.
+
+    >>> primary_verdict({"judges": {"a": {"verdict": "PASS"}, "b": {"verdict": "FAIL"}}})
+    {'verdict': 'PASS'}
+    >>> primary_verdict({"judges": {"a": {"verdict": "PASS"}}}, "b") is None
+    True
+    """
+    found = verdicts(row)
+    if judge is not None:
+        return found.get(judge)
+    return next(iter(found.values()), None)
+
+
+class Provenance(NamedTuple):
+    """Which judge gave a row's verdict: its rubric fingerprint, model spec and criterion."""
+
+    rubric_fingerprint: str | None
+    judge_model: str | None
+    criterion: str | None
+
+
+def provenance(row: Mapping[str, Any], judge: str | None = None) -> Provenance:
+    """The provenance of ``judge``'s verdict in ``row`` (default: the first judge's).
+
+    The rubric is the verdict's own; the model is the spec the run used (the
+    row's ``judge_model``), else the name the server reported.
+
+    >>> row = {"judge_model": "openai:gpt-4o-mini",
+    ...        "judges": {"tone": {"rubric_fingerprint": "ab12", "criterion": "Is polite."}}}
+    >>> provenance(row)
+    Provenance(rubric_fingerprint='ab12', judge_model='openai:gpt-4o-mini', criterion='Is polite.')
+    """
+    verdict = primary_verdict(row, judge) or {}
+    rubric = verdict.get("rubric_fingerprint") or row.get("rubric_fingerprint")
+    model = row.get("judge_model") or verdict.get("model")
+    return Provenance(rubric, model, verdict.get("criterion"))
+
+
+def verdict_label(verdict: Mapping[str, Any]) -> Any:
+    """What a verdict says, as calibration compares it: ``verdict``, or a pairwise ``winner``.
+
+    >>> verdict_label({"verdict": "FAIL"}), verdict_label({"winner": "B", "first": "B"})
+    ('FAIL', 'B')
+    """
+    return verdict["verdict"] if "verdict" in verdict else verdict.get("winner")
+
+
+def verdict_errored(verdict: Mapping[str, Any]) -> bool:
+    """True when the judge's call failed (no reply to read), not when a reply did not parse.
+
+    >>> verdict_errored({"verdict": None, "failure": "error"}), verdict_errored({"verdict": None})
+    (True, False)
+    """
+    if "verdict" in verdict:
+        return verdict.get("failure") == "error"
+    return bool(verdict.get("error"))  # a pairwise verdict
+
+
+def output_fingerprint(output: Any) -> str | None:
+    """A short, stable digest of a row's output, so a label can tell its output changed.
+
+    >>> output_fingerprint("hola")
+    'b221d9dbb083a7f3'
+    >>> output_fingerprint(None) is None
+    True
+    """
+    if output is None:
+        return None
+    text = output if isinstance(output, str) else json.dumps(output, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+# === Tallies ===
+
+
+@dataclass
+class CategoryTally:
+    """Counts for one category: every case is in ``total``, whatever became of it.
+
+    ``judged`` and ``unparsed`` count verdicts of all judges (an errored call
+    is not "unparsed"); ``primary_parsed`` and ``primary_passed`` count the
+    first judge's parsed verdicts, the figures a calibration corrects.
+
+    >>> t = CategoryTally()
+    >>> for status in ("pass", "error", "unchecked"):
+    ...     t.add({"id": status, "status": status})
+    >>> (t.passed, t.total, t.errors, t.unchecked, t.unchecked_ids)
+    (1, 3, 1, 1, ['unchecked'])
+    """
+
+    total: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    unchecked: int = 0
+    judged: int = 0
+    unparsed: int = 0
+    primary_parsed: int = 0
+    primary_passed: int = 0
+    unchecked_ids: list[str] = field(default_factory=list)  # the first few, for messages
+
+    KEPT_IDS = 20  # unchecked ids kept for messages; the count is always exact
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        """Count one result row."""
+        self.total += 1
+        status = row.get("status")
+        if status == "pass":
+            self.passed += 1
+        elif status == "error":
+            self.errors += 1
+        elif status == "unchecked":
+            self.unchecked += 1
+            if len(self.unchecked_ids) < self.KEPT_IDS:
+                self.unchecked_ids.append(str(row.get("id")))
+        else:
+            self.failed += 1
+        found = verdicts(row)
+        for verdict in found.values():
+            self.judged += 1
+            if verdict_label(verdict) is None and not verdict_errored(verdict):
+                self.unparsed += 1
+        primary = next(iter(found.values()), None)
+        if primary is not None and primary.get("verdict") is not None:
+            self.primary_parsed += 1
+            self.primary_passed += primary["verdict"] == "PASS"
+
+
+def tally(rows: Iterable[Mapping[str, Any]]) -> dict[str, CategoryTally]:
+    """Per-category tallies of ``rows``, categories in sorted order.
+
+    >>> counts = tally([{"category": "b", "status": "pass"}, {"category": "a", "status": "fail"}])
+    >>> [(name, t.passed, t.total) for name, t in counts.items()]
+    [('a', 0, 1), ('b', 1, 1)]
+    """
+    found: dict[str, CategoryTally] = {}
+    for row in rows:
+        found.setdefault(str(row.get("category") or "default"), CategoryTally()).add(row)
+    return dict(sorted(found.items()))
+
+
+# === Is a set of rows complete? ===
+
+
+@dataclass(frozen=True)
+class Completeness:
+    """Whether rows cover what their run was meant to see.
+
+    ``expected`` is None for rows that carry no manifest (written by an older
+    version, or by hand): nothing can be said, and ``known`` is False.
+
+    >>> c = completeness([{"id": "a", "run": {"cases": 3, "shard": None}}])
+    >>> c.complete, c.seen, c.expected, str(c)
+    (False, 1, 3, 'incomplete: 1 of 3 cases')
+    """
+
+    seen: int
+    expected: int | None
+    shards: int | None = None
+    missing_shards: tuple[int, ...] = ()
+    missing_ids: tuple[str, ...] = ()
+
+    @property
+    def known(self) -> bool:
+        """True when the rows say what their run was meant to see."""
+        return self.expected is not None
+
+    @property
+    def complete(self) -> bool:
+        """True unless the rows are known to miss cases or shards."""
+        if self.expected is None:
+            return True
+        return self.seen >= self.expected and not self.missing_shards
+
+    def __str__(self) -> str:
+        if self.complete:
+            return f"complete: {plural(self.seen, 'case')}"
+        text = f"incomplete: {self.seen:,} of {plural(self.expected or 0, 'case')}"
+        if self.missing_shards:
+            shown = ", ".join(f"{i}/{self.shards}" for i in self.missing_shards)
+            text += f" (missing {plural(len(self.missing_shards), 'shard')}: {shown})"
+        if self.missing_ids:
+            ids = ", ".join(self.missing_ids[:10])
+            more = len(self.missing_ids) - 10
+            text += f" (ids {ids}{f' and {more:,} more' if more > 0 else ''})"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"complete", "seen", "expected", "missing_shards", "missing_ids"}``."""
+        return {
+            "complete": self.complete,
+            "seen": self.seen,
+            "expected": self.expected,
+            "missing_shards": [f"{i}/{self.shards}" for i in self.missing_shards],
+            "missing_ids": list(self.missing_ids),
+        }
+
+
+def completeness(
+    rows: Sequence[Mapping[str, Any]], *, expected_ids: Iterable[str] | None = None
+) -> Completeness:
+    """What ``rows`` cover against the ``run`` manifest they carry (see :func:`run_manifest`).
+
+    Rows of a sharded run are complete when every shard of the run is present
+    and every case of the run has a row; with ``expected_ids`` (the cases
+    file is at hand), the missing ids are named.
+
+    >>> manifest = {"cases": 2, "shard": "1/2", "shard_cases": 1}
+    >>> str(completeness([{"id": "a", "run": manifest}]))
+    'incomplete: 1 of 2 cases (missing 1 shard: 2/2)'
+    """
+    manifests = [row["run"] for row in rows if isinstance(row.get("run"), Mapping)]
+    ids = {str(row.get("id")) for row in rows}
+    missing_ids: tuple[str, ...] = ()
+    if expected_ids is not None:
+        missing_ids = tuple(sorted(set(map(str, expected_ids)) - ids))
+    if not manifests:
+        expected = len(ids) + len(missing_ids) if expected_ids is not None else None
+        return Completeness(seen=len(ids), expected=expected, missing_ids=missing_ids)
+    expected = max(_whole(m.get("cases")) for m in manifests)
+    shard_names = {m.get("shard") for m in manifests}
+    shards: int | None = None
+    missing: tuple[int, ...] = ()
+    if None not in shard_names:
+        counts = {int(str(name).partition("/")[2]) for name in shard_names}
+        shards = max(counts)
+        present = {int(str(name).partition("/")[0]) for name in shard_names}
+        missing = tuple(i for i in range(1, shards + 1) if i not in present)
+    return Completeness(len(ids), expected, shards, missing, missing_ids)
+
+
+def _whole(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def merge_rows(
+    sources: Sequence[tuple[str, Sequence[Row]]], *, allow_partial: bool = False
+) -> list[Row]:
+    """Join the rows of shards (``[(path, rows), …]``) into one list, refusing what cannot be one
+    run: the same case twice, another dataset, a shard given twice, or — unless
+    ``allow_partial`` — shards or cases missing.
+
+    >>> one = [{"id": "a", "dataset_fingerprint": "f", "run": {"cases": 2, "shard": "1/2"}}]
+    >>> two = [{"id": "b", "dataset_fingerprint": "f", "run": {"cases": 2, "shard": "2/2"}}]
+    >>> [row["id"] for row in merge_rows([("1.jsonl", one), ("2.jsonl", two)])]
+    ['a', 'b']
+    >>> merge_rows([("1.jsonl", one)])
+    Traceback (most recent call last):
+    ...
+    tinyeval.errors.IncompleteError: incomplete: 1 of 2 cases (missing 1 shard: 2/2); ...
+    """
+    seen: dict[str, str] = {}
+    fingerprints: dict[str, str] = {}
+    shard_of: dict[str, str] = {}
+    merged: list[Row] = []
+    for path, rows in sources:
+        for row in rows:
+            key = str(row["id"])
+            if key in seen:
+                raise ResultsFileError(f"case {key!r} is in both {seen[key]} and {path}")
+            seen[key] = path
+            fingerprints.setdefault(str(row.get("dataset_fingerprint")), path)
+            manifest = row.get("run") if isinstance(row.get("run"), Mapping) else {}
+            shard = manifest.get("shard") if manifest else None
+            if shard is not None:
+                other = shard_of.setdefault(str(shard), path)
+                if other != path:
+                    raise ResultsFileError(f"shard {shard} is in both {other} and {path}")
+            merged.append(row)
+    if len(fingerprints) > 1:
+        (fp_a, path_a), (fp_b, path_b) = list(fingerprints.items())[:2]
+        raise ResultsFileError(
+            f"{path_a} (dataset {fp_a}) and {path_b} (dataset {fp_b}) come from different datasets"
+        )
+    found = completeness(merged)
+    if not found.complete and not allow_partial:
+        raise IncompleteError(f"{found}; merge the missing shards too, or allow a partial merge")
+    return merged
+
+
+# === Writing and reading result files ===
+
+
+def write_row(stream: IO[str], row: Mapping[str, Any]) -> None:
+    """Write one row as a JSON line and flush it, so a kill loses at most this line.
+
+    >>> import io
+    >>> buf = io.StringIO(); write_row(buf, {"id": "a", "status": "pass"}); buf.getvalue()
+    '{"id": "a", "status": "pass"}\\n'
+    """
+    stream.write(json.dumps(row, ensure_ascii=False) + "\n")
+    stream.flush()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` in one step: readers see the old file or the new one.
+
+    The new file gets the usual permissions (0o666 less the umask), not the
+    private ones of a temporary file; a failure leaves no temporary file behind.
+
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     target = os.path.join(folder, "report.md")
+    ...     write_text_atomically(target, "# ok\\n")
+    ...     open(target, encoding="utf-8").read(), sorted(os.listdir(folder))
+    ('# ok\\n', ['report.md'])
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(
+        prefix=f".{target.name}.", suffix=".partial", dir=target.parent
+    )
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+            stream.write(text)
+        os.chmod(temporary, 0o666 & ~_umask())
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_records(path: str | os.PathLike[str], records: Iterable[Mapping[str, Any]]) -> None:
+    """Write records as JSON lines, all or nothing (see :func:`write_text_atomically`).
+
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     target = os.path.join(folder, "rows.jsonl")
+    ...     write_records(target, [{"id": "a"}, {"id": "b"}])
+    ...     open(target, encoding="utf-8").read()
+    '{"id": "a"}\\n{"id": "b"}\\n'
+    """
+    write_text_atomically(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+
+
+def iter_json_lines(
+    path: str | os.PathLike[str], *, error: type[InputError] = InputError
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line number, object)`` for each non-blank line of a JSONL file.
+
+    A line that is not a JSON object raises ``error`` naming the file and line.
+
+    >>> import tempfile, os
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+    ...     _ = f.write('{"id": "a"}\\n\\n[1]\\n')
+    >>> list(iter_json_lines(f.name))
+    Traceback (most recent call last):
+    ...
+    tinyeval.errors.InputError: ...:3: expected a JSON object, got a list
+    >>> os.remove(f.name)
+    """
+    from .errors import describe_json
+
+    with open(path, encoding="utf-8") as stream:
+        for number, line in enumerate(stream, start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                problem = f"not valid JSON: {json_problem(exc)}"
+                raise error(problem, path=str(path), line=number) from None
+            except (RecursionError, ValueError) as exc:  # too deep, or a number too long
+                problem = f"cannot be read: {shorten(str(exc), 80)}"
+                raise error(problem, path=str(path), line=number) from None
+            if not isinstance(value, dict):
+                problem = f"expected a JSON object, got {describe_json(value)}"
+                raise error(problem, path=str(path), line=number)
+            yield number, value
+
+
+def read_rows(path: str | os.PathLike[str], *, repair: bool = False) -> list[Row]:
+    """Read a results file back; detect (and with ``repair``, cut) a partial last line.
+
+    A run killed mid-write leaves at most one incomplete trailing line. Without
+    ``repair`` that is an error naming the line; with it, the line is cut off
+    the file so the case runs again on a resumed run. Every id must appear once:
+    a repeated id is an error naming both lines (the same rule as ``merge``).
+
+    >>> import tempfile, os
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+    ...     _ = f.write('{"id": "a", "status": "pass"}\\n{"id": "b", "sta')
+    >>> read_rows(f.name)
+    Traceback (most recent call last):
+    ...
+    tinyeval.records.ResultsFileError: ...:2: the last line is cut short (a run killed mid-write?)
+    >>> [r["id"] for r in read_rows(f.name, repair=True)], open(f.name).read()
+    (['a'], '{"id": "a", "status": "pass"}\\n')
+    >>> os.remove(f.name)
+    """
+    where = str(path)
+    rows: list[Row] = []
+    first_line: dict[str, int] = {}
+    with open(path, "rb") as stream:
+        data = stream.read()
+    good_end = 0
+    for number, raw in enumerate(data.splitlines(keepends=True), start=1):
+        complete = raw.endswith(b"\n")
+        try:
+            row = json.loads(raw) if raw.strip() else None
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError, ValueError):
+            row = None
+            if complete:
+                raise ResultsFileError("not a JSON result row", path=where, line=number) from None
+        if not complete and (row is None or raw.strip()):
+            if repair:
+                with open(path, "r+b") as stream:
+                    stream.truncate(good_end)
+                break
+            raise ResultsFileError(
+                "the last line is cut short (a run killed mid-write?)", path=where, line=number
+            )
+        good_end += len(raw)
+        if row is None:
+            continue
+        _check_row(row, where, number)
+        key = row["id"]
+        if key in first_line:
+            raise ResultsFileError(
+                f"the case {key!r} has a second row (the first is on line {first_line[key]}): "
+                "a results file holds one row per case",
+                path=where,
+                line=number,
+            )
+        first_line[key] = number
+        rows.append(row)
+    return rows
+
+
+_ROW_TYPES: dict[str, tuple[type, ...]] = {
+    "checks": (dict,),
+    "judges": (dict,),
+    "check_details": (dict,),
+    "category": (str,),
+}
+
+
+def _check_row(row: Any, path: str, line: int) -> None:
+    if not isinstance(row, dict) or not isinstance(row.get("id"), str):
+        raise ResultsFileError('expected a result row with an "id"', path=path, line=line)
+    if row.get("status") not in STATUSES:
+        raise ResultsFileError(
+            'not a result row (no "status" of pass, fail, error or unchecked): is this a '
+            "cases or labels file? Result rows are what tinyeval run writes",
+            path=path,
+            line=line,
+        )
+    for key, types in _ROW_TYPES.items():
+        value = row.get(key)
+        if value is not None and not isinstance(value, types):
+            raise ResultsFileError(
+                f"expected {'an object' if types == (dict,) else 'a string'}", path=path,
+                line=line, field=key,
+            )  # fmt: skip
