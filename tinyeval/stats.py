@@ -23,7 +23,13 @@ Planning a suite (two-sided two-proportion z-test, one run per arm)
 ``sample_size``            How many cases per run to detect a given drop?
 ``power``                  How likely does a suite of n cases catch the drop?
 ``detectable_difference``  What is the smallest drop n cases can catch?
+``observed_rate``          What pass rate does a judge with known errors see?
+``observed_difference``    How much of a true change does that judge see?
 =========================  ===================================================
+
+The three planning functions take a judge's ``sensitivity`` and
+``specificity``: a judge shrinks every true difference by (sensitivity +
+specificity − 1), so planning on its verdicts needs more cases.
 
 Comparing runs and raters
 
@@ -62,6 +68,8 @@ __all__ = [
     "detectable_difference",
     "format_rate",
     "mcnemar",
+    "observed_difference",
+    "observed_rate",
     "power",
     "sample_size",
     "spearman",
@@ -504,6 +512,83 @@ def _check_plan(baseline: Any, target: Any, alpha: Any, func: str) -> tuple[floa
     return baseline, target, alpha
 
 
+def _unit_closed(value: Any, name: str, func: str) -> float:
+    """``value`` as a float in (0, 1]: a sensitivity or specificity may be perfect."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise StatisticsError(f"{func}: {name} must be a number between 0 and 1, got {value!r}")
+    if not 0.0 < value <= 1.0:  # also false for NaN
+        raise StatisticsError(f"{func}: {name} must be above 0 and at most 1, got {value!r}")
+    return float(value)
+
+
+def _judge(sensitivity: Any, specificity: Any, func: str) -> tuple[float, float] | None:
+    """The judge's (sensitivity, specificity), or None for planning on the true rates."""
+    if sensitivity is None and specificity is None:
+        return None
+    if sensitivity is None or specificity is None:
+        missing = "sensitivity" if sensitivity is None else "specificity"
+        raise StatisticsError(
+            f"{func}: give both sensitivity and specificity for an imperfect judge, "
+            f"{missing} is missing"
+        )
+    se = _unit_closed(sensitivity, "sensitivity", func)
+    sp = _unit_closed(specificity, "specificity", func)
+    if se + sp <= 1.0:
+        raise StatisticsError(
+            f"{func}: a judge with sensitivity + specificity <= 1 (got {se!r} + {sp!r}) "
+            "tells PASS from FAIL no better than chance; no number of cases detects a change"
+        )
+    return se, sp
+
+
+def _seen(rate: float, judge: tuple[float, float] | None) -> float:
+    """The pass rate the judge reports when the true rate is ``rate``."""
+    if judge is None:
+        return rate
+    se, sp = judge
+    return se * rate + (1.0 - sp) * (1.0 - rate)
+
+
+def observed_rate(true_rate: float, *, sensitivity: float, specificity: float) -> float:
+    """Return the pass rate an imperfect judge reports when the true pass rate is ``true_rate``.
+
+    ``sensitivity`` = P(judge PASS | truly PASS), ``specificity`` = P(judge
+    FAIL | truly FAIL): p_obs = se·p + (1 − sp)·(1 − p). The inverse is the
+    Rogan–Gladen correction. A judge that passes 95% of real passes and fails
+    80% of real failures sees a true 90% as 0.95·0.9 + 0.2·0.1 = 87.5%:
+
+    >>> observed_rate(0.90, sensitivity=0.95, specificity=0.80)
+    0.875
+
+    Raises ``StatisticsError`` when ``true_rate`` is outside [0, 1], either
+    error rate is outside (0, 1], or sensitivity + specificity ≤ 1.
+    """
+    func = "observed_rate"
+    if isinstance(true_rate, bool) or not isinstance(true_rate, numbers.Real):
+        raise StatisticsError(f"{func}: true_rate must be a number, got {true_rate!r}")
+    if not 0.0 <= true_rate <= 1.0:
+        raise StatisticsError(f"{func}: true_rate must be between 0 and 1, got {true_rate!r}")
+    return _seen(float(true_rate), _judge(sensitivity, specificity, func))
+
+
+def observed_difference(
+    baseline: float, target: float, *, sensitivity: float, specificity: float
+) -> float:
+    """Return the change from ``baseline`` to ``target`` as an imperfect judge sees it.
+
+    Every true difference shrinks by the factor (sensitivity + specificity −
+    1), whatever the rates: here 0.75 · (0.85 − 0.90) = −0.0375.
+
+    >>> round(observed_difference(0.90, 0.85, sensitivity=0.95, specificity=0.80), 4)
+    -0.0375
+
+    Raises ``StatisticsError`` for the input ``observed_rate`` refuses.
+    """
+    seen_baseline = observed_rate(baseline, sensitivity=sensitivity, specificity=specificity)
+    seen_target = observed_rate(target, sensitivity=sensitivity, specificity=specificity)
+    return seen_target - seen_baseline
+
+
 def _unrounded_sample_size(p1: float, p2: float, alpha: float, power: float) -> float:
     """Fleiss (1981) eq. 3.14 without rounding: per-arm n for a two-sided z-test."""
     mean = (p1 + p2) / 2.0
@@ -538,6 +623,8 @@ def sample_size(
     alpha: float = 0.05,
     power: float = 0.80,
     continuity: bool = False,
+    sensitivity: float | None = None,
+    specificity: float | None = None,
 ) -> int:
     """Return the cases per run needed to detect a change from ``baseline`` to ``target``.
 
@@ -556,12 +643,24 @@ def sample_size(
     >>> sample_size(0.90, 0.80, continuity=True)
     219
 
+    When the verdicts come from a judge, give its ``sensitivity`` and
+    ``specificity`` (both, each in (0, 1]): the plan is then made on the rates
+    the judge would report (``observed_rate``). A judge shrinks every true
+    difference by the factor (sensitivity + specificity − 1), so it needs
+    more cases: 90% → 85% seen by a 0.95/0.80 judge is 87.5% → 83.75%.
+
+    >>> sample_size(0.90, 0.85, sensitivity=0.95, specificity=0.80)
+    1373
+
     Raises ``StatisticsError`` when a proportion or ``alpha`` is not strictly
-    between 0 and 1, ``power`` is not in [0.5, 1), or baseline equals target.
+    between 0 and 1, ``power`` is not in [0.5, 1), baseline equals target,
+    or the judge's error rates are out of range or sum to 1 or less.
     """
     func = "sample_size"
     baseline, target, alpha = _check_plan(baseline, target, alpha, func)
     goal = _planned_power(power, func)
+    judge = _judge(sensitivity, specificity, func)
+    baseline, target = _seen(baseline, judge), _seen(target, judge)
     n = _unrounded_sample_size(baseline, target, alpha, goal)
     if continuity:
         n = _with_continuity(n, abs(baseline - target))
@@ -586,6 +685,8 @@ def power(
     *,
     alpha: float = 0.05,
     continuity: bool = False,
+    sensitivity: float | None = None,
+    specificity: float | None = None,
 ) -> float:
     """Return the chance that ``n`` cases per run detect a change from ``baseline`` to ``target``.
 
@@ -599,6 +700,13 @@ def power(
     >>> round(power(0.90, 0.85, 200), 3)
     0.327
 
+    With a judge's ``sensitivity`` and ``specificity`` it is the power on the
+    rates the judge would report; the judge shrinks the true difference by
+    (sensitivity + specificity − 1), so the same cases catch the drop less often:
+
+    >>> round(power(0.90, 0.85, 686, sensitivity=0.95, specificity=0.80), 3)
+    0.508
+
     Raises ``StatisticsError`` for the same input as ``sample_size`` and when
     ``n`` is not a whole number of at least 1.
     """
@@ -607,7 +715,8 @@ def power(
     n = _count(n, "n", func)
     if n < 1:
         raise StatisticsError(f"{func}: n must be at least 1, got {n}")
-    return _power(baseline, target, n, alpha, continuity)
+    judge = _judge(sensitivity, specificity, func)
+    return _power(_seen(baseline, judge), _seen(target, judge), n, alpha, continuity)
 
 
 def detectable_difference(
@@ -617,6 +726,8 @@ def detectable_difference(
     alpha: float = 0.05,
     power: float = 0.80,
     continuity: bool = False,
+    sensitivity: float | None = None,
+    specificity: float | None = None,
 ) -> float:
     """Return the smallest drop below ``baseline`` that ``n`` cases per run detect.
 
@@ -629,6 +740,14 @@ def detectable_difference(
     >>> round(detectable_difference(0.90, 686), 3)
     0.05
 
+    With a judge's ``sensitivity`` and ``specificity`` the drop returned is
+    still a drop in the *true* rate, found on the rates the judge would
+    report; since the judge shrinks every true difference by (sensitivity +
+    specificity − 1), the smallest detectable true drop grows:
+
+    >>> round(detectable_difference(0.90, 686, sensitivity=0.95, specificity=0.80), 3)
+    0.072
+
     Raises ``UndefinedStatisticError`` when even a drop to 0% would be
     detected with less than the requested power (too few cases), and
     ``StatisticsError`` for input that ``power`` or ``sample_size`` refuses.
@@ -640,9 +759,12 @@ def detectable_difference(
     n = _count(n, "n", func)
     if n < 1:
         raise StatisticsError(f"{func}: n must be at least 1, got {n}")
+    judge = _judge(sensitivity, specificity, func)
+    seen_baseline = _seen(baseline, judge)
 
     def reaches_goal(drop: float) -> bool:
-        return _power(baseline, baseline - drop, n, alpha, continuity) >= goal
+        seen_target = _seen(baseline - drop, judge)
+        return _power(seen_baseline, seen_target, n, alpha, continuity) >= goal
 
     low, high = 0.0, baseline * (1.0 - 1e-12)  # the target must stay above 0
     if not reaches_goal(high):
