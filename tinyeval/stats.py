@@ -1008,8 +1008,8 @@ def spearman(x: Iterable[Any], y: Iterable[Any]) -> float:
 class PPIRate:
     """A prediction-powered pass rate with its interval, from ``ppi_pass_rate``.
 
-    ``value``, ``low`` and ``high`` are clipped to [0, 1]; ``standard_error``
-    is the unclipped estimator's. ``effective_labels`` is how many human
+    ``value``, ``low`` and ``high`` are clipped to [0, 1] (``float()`` gives
+    ``value``); ``standard_error`` is the unclipped estimator's. ``effective_labels`` is how many human
     labels alone, with the same per-label variance, would give an interval of
     the same width. ``lambda_`` is the weight on the judge (1 for plain PPI).
 
@@ -1053,6 +1053,9 @@ class PPIRate:
             "lambda": self.lambda_,
             "weighted": self.weighted,
         }
+
+    def __float__(self) -> float:
+        return self.value
 
     def __str__(self) -> str:
         name = ("PPI++" if self.tuned else "PPI") + (" (weighted)" if self.weighted else "")
@@ -1232,9 +1235,9 @@ def ppi_pass_rate(
     se = math.sqrt(variance)
     half = _z((1.0 + confidence) / 2.0) * se
     return PPIRate(
-        value=min(1.0, max(0.0, value)),
-        low=min(1.0, max(0.0, value - half)),
-        high=min(1.0, max(0.0, value + half)),
+        value=_clip(value),
+        low=_clip(value - half),
+        high=_clip(value + half),
         confidence=confidence,
         standard_error=se,
         effective_labels=label_rate * (1.0 - label_rate) / variance,
