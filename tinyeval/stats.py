@@ -1163,7 +1163,10 @@ def ppi_pass_rate(
     its recorded probability π > 0, fixed by a known design before its label
     was seen (it may depend on the judge, never on the human label); a
     fixed budget drawn without replacement is close to that. Small π give
-    huge weights and a poor normal approximation: mix the design with a
+    huge weights and a skewed sum that the normal interval undercovers: in a
+    simulation of 1,000 cases with π = 0.05 for the judge's PASSes and 0.25
+    for its FAILs (about 110 labels) the 95% interval covered 90% of the
+    time, with 0.15 and 0.35 (about 210 labels) 93%. Mix the design with a
     uniform share so that no π is tiny.
 
     Two labelled cases where judge and human agree, one where the judge
