@@ -24,7 +24,13 @@ Planning a suite (two-sided two-proportion z-test, one run per arm)
 ``sample_size``            How many cases per run to detect a given drop?
 ``power``                  How likely does a suite of n cases catch the drop?
 ``detectable_difference``  What is the smallest drop n cases can catch?
+``observed_rate``          What pass rate does a judge with known errors see?
+``observed_difference``    How much of a true change does that judge see?
 =========================  ===================================================
+
+The three planning functions take a judge's ``sensitivity`` and
+``specificity``: a judge shrinks every true difference by (sensitivity +
+specificity − 1), so planning on its verdicts needs more cases.
 
 Comparing runs and raters
 
@@ -32,6 +38,15 @@ Comparing runs and raters
 ``mcnemar``                Did two runs over the same cases really differ?
 ``cohen_kappa``            Do two raters agree beyond chance?
 ``spearman``               Do two graded scores rank the cases alike?
+=========================  ===================================================
+
+Prediction-powered rates (judge verdicts on every case, human labels on some)
+
+=========================  ===================================================
+``ppi_pass_rate``          What is the pass rate, from a few labels plus the
+                           judge, with an interval valid whatever the judge's
+                           errors? (PPI and PPI++; weighted for active labeling)
+``PPIRate``                Its result: value, interval, effective labels, λ.
 =========================  ===================================================
 
 Bad input raises ``StatisticsError`` (a ``ValueError``). A value that does not
@@ -55,6 +70,7 @@ from typing import Any, NamedTuple
 __all__ = [
     "CorrectedRate",
     "Interval",
+    "PPIRate",
     "Rate",
     "StatisticsError",
     "UndefinedStatisticError",
@@ -64,7 +80,10 @@ __all__ = [
     "detectable_difference",
     "format_rate",
     "mcnemar",
+    "observed_difference",
+    "observed_rate",
     "power",
+    "ppi_pass_rate",
     "sample_size",
     "spearman",
     "wilson_interval",
@@ -583,6 +602,85 @@ def _check_plan(baseline: Any, target: Any, alpha: Any, func: str) -> tuple[floa
     return baseline, target, alpha
 
 
+def _unit_closed(value: Any, name: str, func: str) -> float:
+    """``value`` as a float in (0, 1]: a sensitivity or specificity may be perfect."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise StatisticsError(f"{func}: {name} must be a number between 0 and 1, got {value!r}")
+    number = float(value)
+    if not 0.0 < number <= 1.0:  # also false for NaN
+        raise StatisticsError(f"{func}: {name} must be above 0 and at most 1, got {value!r}")
+    return number
+
+
+def _judge(sensitivity: Any, specificity: Any, func: str) -> tuple[float, float] | None:
+    """The judge's (sensitivity, specificity), or None for planning on the true rates."""
+    if sensitivity is None and specificity is None:
+        return None
+    if sensitivity is None or specificity is None:
+        missing = "sensitivity" if sensitivity is None else "specificity"
+        raise StatisticsError(
+            f"{func}: give both sensitivity and specificity for an imperfect judge, "
+            f"{missing} is missing"
+        )
+    se = _unit_closed(sensitivity, "sensitivity", func)
+    sp = _unit_closed(specificity, "specificity", func)
+    if se + sp <= 1.0:
+        raise StatisticsError(
+            f"{func}: a judge with sensitivity + specificity <= 1 (got {se!r} + {sp!r}) "
+            "tells PASS from FAIL no better than chance; no number of cases detects a change"
+        )
+    return se, sp
+
+
+def _seen(rate: float, judge: tuple[float, float] | None) -> float:
+    """The pass rate the judge reports when the true rate is ``rate``."""
+    if judge is None:
+        return rate
+    se, sp = judge
+    return se * rate + (1.0 - sp) * (1.0 - rate)
+
+
+def observed_rate(true_rate: float, *, sensitivity: float, specificity: float) -> float:
+    """Return the pass rate an imperfect judge reports when the true pass rate is ``true_rate``.
+
+    ``sensitivity`` = P(judge PASS | truly PASS), ``specificity`` = P(judge
+    FAIL | truly FAIL): p_obs = se·p + (1 − sp)·(1 − p). The inverse is the
+    Rogan–Gladen correction. A judge that passes 95% of real passes and fails
+    80% of real failures sees a true 90% as 0.95·0.9 + 0.2·0.1 = 87.5%:
+
+    >>> observed_rate(0.90, sensitivity=0.95, specificity=0.80)
+    0.875
+
+    Raises ``StatisticsError`` when ``true_rate`` is outside [0, 1], either
+    error rate is outside (0, 1], or sensitivity + specificity ≤ 1.
+    """
+    func = "observed_rate"
+    if isinstance(true_rate, bool) or not isinstance(true_rate, numbers.Real):
+        raise StatisticsError(f"{func}: true_rate must be a number, got {true_rate!r}")
+    rate = float(true_rate)
+    if not 0.0 <= rate <= 1.0:
+        raise StatisticsError(f"{func}: true_rate must be between 0 and 1, got {true_rate!r}")
+    return _seen(rate, _judge(sensitivity, specificity, func))
+
+
+def observed_difference(
+    baseline: float, target: float, *, sensitivity: float, specificity: float
+) -> float:
+    """Return the change from ``baseline`` to ``target`` as an imperfect judge sees it.
+
+    Every true difference shrinks by the factor (sensitivity + specificity −
+    1), whatever the rates: here 0.75 · (0.85 − 0.90) = −0.0375.
+
+    >>> round(observed_difference(0.90, 0.85, sensitivity=0.95, specificity=0.80), 4)
+    -0.0375
+
+    Raises ``StatisticsError`` for the input ``observed_rate`` refuses.
+    """
+    seen_baseline = observed_rate(baseline, sensitivity=sensitivity, specificity=specificity)
+    seen_target = observed_rate(target, sensitivity=sensitivity, specificity=specificity)
+    return seen_target - seen_baseline
+
+
 def _unrounded_sample_size(p1: float, p2: float, alpha: float, power: float) -> float:
     """Fleiss (1981) eq. 3.14 without rounding: per-arm n for a two-sided z-test."""
     mean = (p1 + p2) / 2.0
@@ -617,6 +715,8 @@ def sample_size(
     alpha: float = 0.05,
     power: float = 0.80,
     continuity: bool = False,
+    sensitivity: float | None = None,
+    specificity: float | None = None,
 ) -> int:
     """Return the cases per run needed to detect a change from ``baseline`` to ``target``.
 
@@ -635,12 +735,24 @@ def sample_size(
     >>> sample_size(0.90, 0.80, continuity=True)
     219
 
+    When the verdicts come from a judge, give its ``sensitivity`` and
+    ``specificity`` (both, each in (0, 1]): the plan is then made on the rates
+    the judge would report (``observed_rate``). A judge shrinks every true
+    difference by the factor (sensitivity + specificity − 1), so it needs
+    more cases: 90% → 85% seen by a 0.95/0.80 judge is 87.5% → 83.75%.
+
+    >>> sample_size(0.90, 0.85, sensitivity=0.95, specificity=0.80)
+    1373
+
     Raises ``StatisticsError`` when a proportion or ``alpha`` is not strictly
-    between 0 and 1, ``power`` is not in [0.5, 1), or baseline equals target.
+    between 0 and 1, ``power`` is not in [0.5, 1), baseline equals target,
+    or the judge's error rates are out of range or sum to 1 or less.
     """
     func = "sample_size"
     baseline, target, alpha = _check_plan(baseline, target, alpha, func)
     goal = _planned_power(power, func)
+    judge = _judge(sensitivity, specificity, func)
+    baseline, target = _seen(baseline, judge), _seen(target, judge)
     n = _unrounded_sample_size(baseline, target, alpha, goal)
     if continuity:
         n = _with_continuity(n, abs(baseline - target))
@@ -665,6 +777,8 @@ def power(
     *,
     alpha: float = 0.05,
     continuity: bool = False,
+    sensitivity: float | None = None,
+    specificity: float | None = None,
 ) -> float:
     """Return the chance that ``n`` cases per run detect a change from ``baseline`` to ``target``.
 
@@ -678,6 +792,13 @@ def power(
     >>> round(power(0.90, 0.85, 200), 3)
     0.327
 
+    With a judge's ``sensitivity`` and ``specificity`` it is the power on the
+    rates the judge would report; the judge shrinks the true difference by
+    (sensitivity + specificity − 1), so the same cases catch the drop less often:
+
+    >>> round(power(0.90, 0.85, 686, sensitivity=0.95, specificity=0.80), 3)
+    0.508
+
     Raises ``StatisticsError`` for the same input as ``sample_size`` and when
     ``n`` is not a whole number of at least 1.
     """
@@ -686,7 +807,8 @@ def power(
     n = _count(n, "n", func)
     if n < 1:
         raise StatisticsError(f"{func}: n must be at least 1, got {n}")
-    return _power(baseline, target, n, alpha, continuity)
+    judge = _judge(sensitivity, specificity, func)
+    return _power(_seen(baseline, judge), _seen(target, judge), n, alpha, continuity)
 
 
 def detectable_difference(
@@ -696,6 +818,8 @@ def detectable_difference(
     alpha: float = 0.05,
     power: float = 0.80,
     continuity: bool = False,
+    sensitivity: float | None = None,
+    specificity: float | None = None,
 ) -> float:
     """Return the smallest drop below ``baseline`` that ``n`` cases per run detect.
 
@@ -708,6 +832,14 @@ def detectable_difference(
     >>> round(detectable_difference(0.90, 686), 3)
     0.05
 
+    With a judge's ``sensitivity`` and ``specificity`` the drop returned is
+    still a drop in the *true* rate, found on the rates the judge would
+    report; since the judge shrinks every true difference by (sensitivity +
+    specificity − 1), the smallest detectable true drop grows:
+
+    >>> round(detectable_difference(0.90, 686, sensitivity=0.95, specificity=0.80), 3)
+    0.072
+
     Raises ``UndefinedStatisticError`` when even a drop to 0% would be
     detected with less than the requested power (too few cases), and
     ``StatisticsError`` for input that ``power`` or ``sample_size`` refuses.
@@ -719,9 +851,12 @@ def detectable_difference(
     n = _count(n, "n", func)
     if n < 1:
         raise StatisticsError(f"{func}: n must be at least 1, got {n}")
+    judge = _judge(sensitivity, specificity, func)
+    seen_baseline = _seen(baseline, judge)
 
     def reaches_goal(drop: float) -> bool:
-        return _power(baseline, baseline - drop, n, alpha, continuity) >= goal
+        seen_target = _seen(baseline - drop, judge)
+        return _power(seen_baseline, seen_target, n, alpha, continuity) >= goal
 
     low, high = 0.0, baseline * (1.0 - 1e-12)  # the target must stay above 0
     if not reaches_goal(high):
@@ -943,3 +1078,256 @@ def spearman(x: Iterable[Any], y: Iterable[Any]) -> float:
     # r² as an exact ratio of integers (one rounding, never above 1), then a
     # correctly rounded square root.
     return math.copysign(math.sqrt(sxy * sxy / (sxx * syy)), sxy)
+
+
+# ---------------------------------------------------------------- prediction-powered rates
+
+
+@dataclass(frozen=True)
+class PPIRate:
+    """A prediction-powered pass rate with its interval, from ``ppi_pass_rate``.
+
+    ``value``, ``low`` and ``high`` are clipped to [0, 1] (``float()`` gives
+    ``value``); ``standard_error`` is the unclipped estimator's. ``effective_labels`` is how many human
+    labels alone, with the same per-label variance, would give an interval of
+    the same width. ``lambda_`` is the weight on the judge (1 for plain PPI).
+
+    >>> r = PPIRate(0.7, 0.6, 0.8, 0.95, 0.051, 80.6, 40, 400, True, 0.8, False)
+    >>> print(r)
+    PPI++ pass rate 70.0% [60.0%, 80.0%] from 40 human labels + 400 judge verdicts (worth 81 labels; λ = 0.80)
+    >>> r.to_dict()["effective_labels"]
+    80.6
+    """  # noqa: E501
+
+    value: float
+    low: float
+    high: float
+    confidence: float
+    standard_error: float
+    effective_labels: float
+    n_labelled: int
+    n_unlabelled: int
+    tuned: bool
+    lambda_: float
+    weighted: bool
+
+    @property
+    def estimator(self) -> str:
+        """``"ppi++"`` or ``"ppi"``, with ``" weighted"`` for a non-uniform selection."""
+        return ("ppi++" if self.tuned else "ppi") + (" weighted" if self.weighted else "")
+
+    def to_dict(self) -> dict[str, float | int | bool | str]:
+        """The fields under stable JSON keys (``lambda`` without the underscore)."""
+        return {
+            "estimator": self.estimator,
+            "value": self.value,
+            "low": self.low,
+            "high": self.high,
+            "confidence": self.confidence,
+            "standard_error": self.standard_error,
+            "effective_labels": self.effective_labels,
+            "n_labelled": self.n_labelled,
+            "n_unlabelled": self.n_unlabelled,
+            "tuned": self.tuned,
+            "lambda": self.lambda_,
+            "weighted": self.weighted,
+        }
+
+    def __float__(self) -> float:
+        return self.value
+
+    def __str__(self) -> str:
+        name = ("PPI++" if self.tuned else "PPI") + (" (weighted)" if self.weighted else "")
+        return (
+            f"{name} pass rate {self.value:.1%} [{self.low:.1%}, {self.high:.1%}] from "
+            f"{self.n_labelled} human labels + {self.n_unlabelled} judge verdicts "
+            f"(worth {self.effective_labels:.0f} labels; λ = {self.lambda_:.2f})"
+        )
+
+
+def _verdicts(values: Iterable[str | bool], name: str, func: str) -> list[float]:
+    """PASS/True as 1.0 and FAIL/False as 0.0; anything else is refused."""
+    out = []
+    for index, value in enumerate(values):
+        if isinstance(value, bool):
+            out.append(1.0 if value else 0.0)
+        elif value in ("PASS", "FAIL"):
+            out.append(1.0 if value == "PASS" else 0.0)
+        else:
+            raise StatisticsError(
+                f"{func}: {name}[{index}] must be 'PASS', 'FAIL' or a bool, got {value!r}"
+            )
+    return out
+
+
+def _mean(xs: list[float]) -> float:
+    return math.fsum(xs) / len(xs)
+
+
+def _covariance(xs: list[float], ys: list[float]) -> float:
+    """The population (divide-by-n) covariance; ``_covariance(xs, xs)`` is the variance."""
+    mx, my = _mean(xs), _mean(ys)
+    return math.fsum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / len(xs)
+
+
+def _probabilities(values: Iterable[float], n: int, func: str) -> list[float]:
+    out = list(values)
+    if len(out) != n:
+        raise StatisticsError(
+            f"{func}: selection_probabilities must give one probability per labelled case "
+            f"({n}), got {len(out)}"
+        )
+    for index, value in enumerate(out):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value <= 1:
+            raise StatisticsError(
+                f"{func}: selection_probabilities[{index}] must be above 0 and at most 1, "
+                f"got {value!r}"
+            )
+    return [float(value) for value in out]
+
+
+def ppi_pass_rate(
+    judge_labelled: Iterable[str | bool],
+    human_labelled: Iterable[str | bool],
+    judge_unlabelled: Iterable[str | bool],
+    *,
+    confidence: float = 0.95,
+    tuned: bool = True,
+    selection_probabilities: Iterable[float] | None = None,
+) -> PPIRate:
+    """Return the prediction-powered pass rate from judge verdicts and a few human labels.
+
+    ``judge_labelled`` and ``human_labelled`` pair up case by case on the
+    human-labelled cases; ``judge_unlabelled`` holds the judge's verdict on
+    every other case. Verdicts are ``"PASS"``/``"FAIL"`` or booleans. With
+    f the judge (1 = PASS), Y the human, n labels and N other cases:
+
+    * ``tuned=False``, plain PPI (Angelopoulos, Bates, Fannjiang, Jordan &
+      Zrnic, *Science* 2023): θ̂ = mean_N(f) + mean_n(Y − f), the judge's
+      rate plus the mean human-minus-judge correction, with the normal
+      interval θ̂ ± z·sqrt(σ²_f/N + σ²_{Y−f}/n).
+    * ``tuned=True``, PPI++ (Angelopoulos, Duchi & Zrnic 2023): θ̂ =
+      λ·mean_N(f) + mean_n(Y − λf) with λ = cov_n(Y, f) / ((1 + n/N)·
+      var_{n+N}(f)) clipped to [0, 1] (0 when the judge never varies), and
+      θ̂ ± z·sqrt(λ²σ²_f/N + σ²_{Y−λf}/n). λ = 0 is the labels-only mean.
+
+    What is guaranteed, and only asymptotically (n, N → ∞ with n/N fixed):
+    each interval covers the true rate with probability → ``confidence``
+    whatever the judge's errors are, provided the labelled cases are a
+    uniform random sample of all cases; the tuned λ converges to the
+    variance-minimising weight in [0, 1], so the tuned interval's width
+    converges to at most that of the labels-only normal interval (λ = 0) and
+    of plain PPI (λ = 1). In a finite sample the estimated λ is off by
+    O(1/√n), so the tuned width may exceed the labels-only width by a little
+    (relatively O(1/n)); it is not a per-sample bound. With 50 to 100
+    labels, simulated 95% intervals covered 92–95% of the time (PPI++ the
+    lower end, its λ being estimated from the same labels). The conventions
+    (variances dividing by n, λ's pooled variance dividing by n + N − 1)
+    are those of the ``ppi_py`` package, whose results this function
+    reproduces. ``value``, ``low`` and ``high`` are clipped to [0, 1]: the
+    estimator itself can step outside, and clipping never uncovers a rate.
+
+    ``effective_labels`` = σ²_Y / se², with σ²_Y = p(1 − p) at the labels'
+    pass rate: the labels a labels-only normal interval would need for the
+    same width (0 when every label is the same verdict, which leaves the
+    labels alone no interval to compare with).
+
+    **Non-uniform selection** (active inference, Zrnic & Candès 2024): when
+    the labelled cases were chosen with unequal probabilities, say mostly
+    the ones the judge was least sure of, pass each labelled case's
+    probability of having been chosen as ``selection_probabilities``. The
+    estimate is then inverse-probability weighted over all M = n + N cases,
+    θ̂ = mean_M(λf) + (1/M)·Σ_labelled (Y − λf)/π, with interval θ̂ ±
+    z·sd_M(Z)/√M over the per-case terms Z, and λ (tuned) the in-sample
+    minimiser of that variance, clipped to [0, 1]. It is valid (same
+    asymptotics) when every case was sent to a human independently with
+    its recorded probability π > 0, fixed by a known design before its label
+    was seen (it may depend on the judge, never on the human label); a
+    fixed budget drawn without replacement is close to that. Small π give
+    huge weights and a skewed sum that the normal interval undercovers: in a
+    simulation of 1,000 cases with π = 0.05 for the judge's PASSes and 0.25
+    for its FAILs (about 110 labels) the 95% interval covered 90% of the
+    time, with 0.15 and 0.35 (about 210 labels) 93%. Mix the design with a
+    uniform share so that no π is tiny.
+
+    Two labelled cases where judge and human agree, one where the judge
+    passed a failure, and 7 more judge verdicts (5 PASS): plain PPI is
+    mean_N(f) + mean_n(Y − f) = 5/7 + (0 + 0 − 1)/3 = 0.381.
+
+    >>> r = ppi_pass_rate(["PASS", "FAIL", "PASS"], ["PASS", "FAIL", "FAIL"],
+    ...                   ["PASS"] * 5 + ["FAIL"] * 2, tuned=False)
+    >>> round(r.value, 3), r.low <= r.value <= r.high, r.lambda_
+    (0.381, True, 1.0)
+
+    Raises ``StatisticsError`` when the labelled sequences differ in length,
+    hold fewer than 2 labels, there is no unlabelled case (uniform
+    selection), a verdict is not PASS/FAIL/bool, a selection probability is
+    not in (0, 1] or ``confidence`` not in (0, 1); and
+    ``UndefinedStatisticError`` when the estimated standard error is 0 (for
+    example humans and judge agreeing on one verdict throughout), where a
+    normal interval would have zero width.
+    """
+    func = "ppi_pass_rate"
+    confidence = _open_unit(confidence, "confidence", func)
+    f_l = _verdicts(judge_labelled, "judge_labelled", func)
+    y = _verdicts(human_labelled, "human_labelled", func)
+    f_u = _verdicts(judge_unlabelled, "judge_unlabelled", func)
+    n, big_n = len(f_l), len(f_u)
+    if len(y) != n:
+        raise StatisticsError(
+            f"{func}: judge_labelled and human_labelled must pair up case by case, "
+            f"got {n} and {len(y)} verdicts"
+        )
+    if n < 2:
+        raise StatisticsError(f"{func}: needs at least 2 human labels, got {n}")
+    if selection_probabilities is None:
+        if big_n == 0:
+            raise StatisticsError(
+                f"{func}: needs at least 1 judge verdict on an unlabelled case "
+                "(with every case labelled, use wilson_interval on the labels)"
+            )
+        lam = 1.0
+        if tuned:
+            pooled = _covariance(f_l + f_u, f_l + f_u) * (n + big_n) / (n + big_n - 1)
+            lam = 0.0 if pooled == 0 else _covariance(y, f_l) / ((1 + n / big_n) * pooled)
+            lam = min(1.0, max(0.0, lam))
+        residual = [h - lam * f for h, f in zip(y, f_l, strict=True)]
+        value = lam * _mean(f_u) + _mean(residual)
+        variance = lam * lam * _covariance(f_u, f_u) / big_n + _covariance(residual, residual) / n
+        label_rate = _mean(y)
+    else:
+        pis = _probabilities(selection_probabilities, n, func)
+        # per-case term Z = λ·a + b over all M cases: a = f(1 − ξ/π), b = Y·ξ/π
+        a = [f * (1.0 - 1.0 / pi) for f, pi in zip(f_l, pis, strict=True)] + f_u
+        b = [h / pi for h, pi in zip(y, pis, strict=True)] + [0.0] * big_n
+        lam = 1.0
+        if tuned:
+            spread = _covariance(a, a)
+            lam = 0.0 if spread == 0 else min(1.0, max(0.0, -_covariance(a, b) / spread))
+        z_terms = [lam * ai + bi for ai, bi in zip(a, b, strict=True)]
+        value = _mean(z_terms)
+        variance = _covariance(z_terms, z_terms) / len(z_terms)
+        label_rate = math.fsum(h / pi for h, pi in zip(y, pis, strict=True)) / math.fsum(
+            1.0 / pi for pi in pis
+        )
+    if variance <= 0.0:
+        raise UndefinedStatisticError(
+            f"{func}: the interval is undefined because the estimated standard error is 0 "
+            "(judge and humans leave no variation to measure); label more cases or use "
+            "wilson_interval on the labels"
+        )
+    se = math.sqrt(variance)
+    half = _z((1.0 + confidence) / 2.0) * se
+    return PPIRate(
+        value=_clip(value),
+        low=_clip(value - half),
+        high=_clip(value + half),
+        confidence=confidence,
+        standard_error=se,
+        effective_labels=label_rate * (1.0 - label_rate) / variance,
+        n_labelled=n,
+        n_unlabelled=big_n,
+        tuned=tuned,
+        lambda_=lam,
+        weighted=selection_probabilities is not None,
+    )
