@@ -883,8 +883,10 @@ class RetrievalReport:
         >>> print(report.to_text())  # doctest: +NORMALIZE_WHITESPACE
         retrieval: 2 of 3 cases had retrieval data (1 without retrieved/relevant)
         means with a 95% Student t interval (n - 1 df, clipped to [0, 1]); hit rate with Wilson
-        category  queries  k  hit rate                    recall...  MRR
-        faq       2        1  1/2 = 50.0% [9.5%, 90.5%]   0.500 [0.000, 1.000]...
+        category  queries  k  hit rate                   recall             precision          nDCG
+          MRR
+        faq       2        1  1/2 = 50.0% [9.5%, 90.5%]  0.50 [0.00, 1.00]  0.50 [0.00, 1.00]
+          0.50 [0.00, 1.00]  0.75 [0.00, 1.00]
         """
         overall = self.overall
         parts = []
