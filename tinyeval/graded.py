@@ -55,6 +55,7 @@ QUANTILE_METHOD = "linear interpolation between order statistics at (n - 1)p (ty
 _MEAN_METHOD = "Student t interval (n - 1 degrees of freedom)"
 _DISTINCT_LIMIT = 11  # up to this many distinct values, the histogram counts each one
 _BAR = 20  # the longest histogram bar, in characters
+_LISTED = 20  # the text lists this many of the bottom cases; to_dict lists them all
 
 
 class ScoredCase(NamedTuple):
@@ -246,6 +247,9 @@ class GradedSummary:
     def to_text(self) -> str:
         """An ASCII histogram with the mean, interval and quantiles beside it, then the bottom 10%.
 
+        The bottom list shows its first 20 cases (lowest first) and says how
+        many more tie at the cut; :meth:`to_dict` lists them all.
+
         >>> summary = graded_summary([("a", 5), ("b", 5), ("c", 4), ("d", 1)], scale=(1, 5))
         >>> print(summary.to_text())
         graded scores: 4 cases, 1-5 scale
@@ -290,7 +294,9 @@ class GradedSummary:
         scale = f", {self.scale[0]:g}-{self.scale[1]:g} scale" if self.scale else ""
         lines = [f"graded scores: {plural(self.n, 'case')}{scale}"]
         lines += [f"{a.ljust(width)}    {b}".rstrip() for a, b in zip(left, right, strict=True)]
-        listed = ", ".join(f"{case.id} {case.score:g}" for case in self.bottom)
+        listed = ", ".join(f"{case.id} {case.score:g}" for case in self.bottom[:_LISTED])
+        if len(self.bottom) > _LISTED:
+            listed += f" (and {len(self.bottom) - _LISTED} more at {self.cut:g})"
         lines.append(f"bottom 10% (score <= {self.cut:g}): {listed}")
         lines += [f"warning: {warning}" for warning in self.warnings]
         return "\n".join(lines)
