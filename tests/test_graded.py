@@ -49,7 +49,7 @@ def test_t_quantile_matches_the_published_table(probability: float, df: int, tab
 
 def test_t_quantile_matches_scipy() -> None:
     scipy_stats = pytest.importorskip("scipy.stats")
-    for df in [*range(1, 60), 150, 199, 200, 201, 250, 1000, 10**5]:
+    for df in [*range(1, 31), 45, 150, 199, 200, 201, 250, 1000, 10**5]:
         for probability in (0.8, 0.9, 0.95, 0.975, 0.995, 0.9995):
             expected = float(scipy_stats.t.ppf(probability, df))
             assert _t_quantile(probability, df) == pytest.approx(expected, rel=1e-7), (
