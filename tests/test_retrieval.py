@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 import tinyeval
 from tinyeval.errors import InputError
 from tinyeval.retrieval import (
-    HitRate,
     MeanValue,
     RetrievalThreshold,
     hit_at_k,
@@ -32,7 +31,7 @@ from tinyeval.retrieval import (
     reciprocal_rank,
     retrieval_report,
 )
-from tinyeval.stats import UndefinedStatisticError, wilson_interval
+from tinyeval.stats import Rate, UndefinedStatisticError, wilson_interval
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "rag" / "cases.jsonl"
 
@@ -270,8 +269,8 @@ def test_report_counts_and_wilson_hit_rate() -> None:
     assert report.ks == (1, 2)
     faq = report.category("faq")
     assert (faq.queries, faq.without_data, faq.without_relevant, faq.cases) == (3, 1, 1, 5)
-    assert faq.hit[1] == HitRate(1, 3, *wilson_interval(1, 3))
-    assert faq.hit[2] == HitRate(2, 3, *wilson_interval(2, 3))
+    assert faq.hit[1] == Rate(1, 3, *wilson_interval(1, 3))
+    assert faq.hit[2] == Rate(2, 3, *wilson_interval(2, 3))
     assert faq.mrr is not None and faq.mrr.value == pytest.approx((1 + 1 / 2 + 0) / 3)
     overall = report.overall
     assert (overall.queries, overall.without_data, overall.without_relevant) == (4, 1, 1)

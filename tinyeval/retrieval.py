@@ -45,12 +45,11 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeAlias
 
 from .errors import InputError, describe_json, did_you_mean, is_number, plural
-from .stats import UndefinedStatisticError, format_rate, mean_interval, wilson_interval
+from .stats import Rate, UndefinedStatisticError, format_rate, mean_interval
 
 __all__ = [
     "DEFAULT_KS",
     "CategoryRetrieval",
-    "HitRate",
     "MeanValue",
     "RetrievalGate",
     "RetrievalQuery",
@@ -299,49 +298,6 @@ def ndcg_at_k(
 # ---------------------------------------------------------------- figures
 
 
-class HitRate(NamedTuple):
-    """``successes`` of ``n`` queries with a hit, and its Wilson interval.
-
-    >>> rate = HitRate.of(17, 20)
-    >>> str(rate), rate.value
-    ('17/20 = 85.0% [64.0%, 94.8%]', 0.85)
-    """
-
-    successes: int
-    n: int
-    low: float
-    high: float
-
-    @classmethod
-    def of(cls, successes: int, n: int, confidence: float = 0.95) -> HitRate:
-        """The rate with its Wilson interval at ``confidence`` (``n`` must be positive)."""
-        low, high = wilson_interval(successes, n, confidence)
-        return cls(successes, n, low, high)
-
-    @property
-    def value(self) -> float:
-        """``successes / n``."""
-        return self.successes / self.n
-
-    def __str__(self) -> str:
-        return format_rate(self.successes, self.n)
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"successes", "n", "rate", "low", "high", "text"}``.
-
-        >>> HitRate.of(1, 2).to_dict()["text"]
-        '1/2 = 50.0% [9.5%, 90.5%]'
-        """
-        return {
-            "successes": self.successes,
-            "n": self.n,
-            "rate": self.value,
-            "low": self.low,
-            "high": self.high,
-            "text": str(self),
-        }
-
-
 class MeanValue(NamedTuple):
     """The mean of ``n`` per-query values in [0, 1], with its t interval (None for one query).
 
@@ -396,7 +352,7 @@ class MeanValue(NamedTuple):
         }
 
 
-Figure: TypeAlias = HitRate | MeanValue
+Figure: TypeAlias = Rate | MeanValue
 
 
 @dataclass(frozen=True)
@@ -413,7 +369,7 @@ class CategoryRetrieval:
     queries: int
     without_data: int
     without_relevant: int
-    hit: Mapping[int, HitRate]
+    hit: Mapping[int, Rate]
     recall: Mapping[int, MeanValue]
     precision: Mapping[int, MeanValue]
     ndcg: Mapping[int, MeanValue]
@@ -484,7 +440,7 @@ def _figures(
     ks: tuple[int, ...],
     confidence: float,
 ) -> CategoryRetrieval:
-    hit: dict[int, HitRate] = {}
+    hit: dict[int, Rate] = {}
     recall: dict[int, MeanValue] = {}
     precision: dict[int, MeanValue] = {}
     ndcg: dict[int, MeanValue] = {}
@@ -492,7 +448,7 @@ def _figures(
     if rows:
         for k in ks:
             hits = [_hits(ranking, gains, k) for ranking, gains in rows]
-            hit[k] = HitRate.of(sum(1 for count in hits if count), len(rows), confidence)
+            hit[k] = Rate.of(sum(1 for count in hits if count), len(rows), confidence)
             recall[k] = MeanValue.of(
                 [count / len(gains) for count, (_, gains) in zip(hits, rows, strict=True)],
                 confidence,
