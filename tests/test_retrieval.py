@@ -331,8 +331,15 @@ def test_report_dict_and_text() -> None:
     assert text.splitlines()[0] == (
         "retrieval: 2 of 3 cases had retrieval data (1 without retrieved/relevant)"
     )
-    assert "tone      0        -  no retrieval data" in text
+    assert "tone      0 of 1   -  no retrieval data" in text
+    assert "faq       2        1  " in text  # every faq case had data
     assert "global" in text
+
+
+def test_an_empty_ranking_is_counted_and_scores_zero() -> None:
+    figures = retrieval_report([("faq", [], ["a"]), ("faq", ["a"], ["a"])], ks=[1]).category("faq")
+    assert figures.queries == 2 and figures.without_data == 0
+    assert figures.hit[1].successes == 1 and figures.recall[1].value == 0.5
 
 
 def test_report_refuses_bad_ks_and_names_the_query() -> None:

@@ -484,7 +484,9 @@ def retrieval_report(
     :class:`RetrievalQuery`, or what :func:`queries_from_cases` returns).
     A triple whose ``retrieved`` or ``relevant`` is None is counted as a case
     without retrieval data and an empty relevant set as a case without
-    relevant documents; neither enters any figure. Hit rates carry a Wilson
+    relevant documents; neither enters any figure. An empty ``retrieved``
+    list is a retrieval that found nothing: it is counted, and scores 0.
+    Hit rates carry a Wilson
     interval; the means a Student t interval (n − 1 degrees of freedom,
     clipped to [0, 1]; none for a single query, and zero width when every
     query has the same value).
@@ -793,6 +795,13 @@ def _aligned(rows: list[tuple[str, ...]], indent: str = "") -> list[str]:
     ]
 
 
+def _queries_cell(figures: CategoryRetrieval) -> str:
+    """``'16'``, or ``'16 of 17'`` when some of the category's cases had no retrieval data."""
+    if figures.queries == figures.cases:
+        return str(figures.queries)
+    return f"{figures.queries} of {figures.cases}"
+
+
 def _threshold(value: str | RetrievalThreshold) -> RetrievalThreshold:
     if isinstance(value, RetrievalThreshold):
         return value
@@ -841,7 +850,7 @@ class RetrievalReport:
         means with a 95% Student t interval (n - 1 df, clipped to [0, 1]); hit rate with Wilson
         category  queries  k  hit rate                   recall             precision          nDCG
           MRR
-        faq       2        1  1/2 = 50.0% [9.5%, 90.5%]  0.50 [0.00, 1.00]  0.50 [0.00, 1.00]
+        faq       2 of 3   1  1/2 = 50.0% [9.5%, 90.5%]  0.50 [0.00, 1.00]  0.50 [0.00, 1.00]
           0.50 [0.00, 1.00]  0.75 [0.00, 1.00]
         """
         overall = self.overall
@@ -864,14 +873,16 @@ class RetrievalReport:
             shown.append(overall)
         for figures in shown:
             if figures.queries == 0:
-                rows.append((figures.category, "0", "-", "no retrieval data", "", "", "", ""))
+                rows.append(
+                    (figures.category, _queries_cell(figures), "-", "no retrieval data") + ("",) * 4
+                )
                 continue
             for index, k in enumerate(self.ks):
                 first = index == 0
                 rows.append(
                     (
                         figures.category if first else "",
-                        str(figures.queries) if first else "",
+                        _queries_cell(figures) if first else "",
                         str(k),
                         str(figures.hit[k]),
                         figures.recall[k].cell,
