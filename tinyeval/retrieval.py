@@ -257,10 +257,7 @@ def reciprocal_rank(retrieved: Iterable[DocId | Mapping[str, Any]], relevant: Re
     ``InputError`` for a malformed list.
     """
     gains = _relevant(relevant, "reciprocal_rank")
-    for rank, doc in enumerate(_ranking(retrieved), 1):
-        if doc in gains:
-            return 1.0 / rank
-    return 0.0
+    return _reciprocal_rank(_ranking(retrieved), gains)
 
 
 def ndcg_at_k(
@@ -284,15 +281,26 @@ def ndcg_at_k(
     func = "ndcg_at_k"
     k = _cutoff(k, func)
     gains = _relevant(relevance, func)
+    return _ndcg(_ranking(retrieved), gains, k)
+
+
+def _ndcg(ranking: Sequence[str], gains: Mapping[str, float], k: int) -> float:
     seen: set[str] = set()
     dcg = 0.0
-    for rank, doc in enumerate(_ranking(retrieved)[:k], 1):
+    for rank, doc in enumerate(ranking[:k], 1):
         if doc in gains and doc not in seen:
             dcg += gains[doc] / math.log2(rank + 1)
         seen.add(doc)
     ideal = sorted(gains.values(), reverse=True)[:k]
     best = sum(gain / math.log2(rank + 1) for rank, gain in enumerate(ideal, 1))
     return dcg / best
+
+
+def _reciprocal_rank(ranking: Sequence[str], gains: Mapping[str, float]) -> float:
+    for rank, doc in enumerate(ranking, 1):
+        if doc in gains:
+            return 1.0 / rank
+    return 0.0
 
 
 # ---------------------------------------------------------------- figures
@@ -455,9 +463,11 @@ def _figures(
             )
             precision[k] = MeanValue.of([count / k for count in hits], confidence)
             ndcg[k] = MeanValue.of(
-                [ndcg_at_k(ranking, gains, k) for ranking, gains in rows], confidence
+                [_ndcg(ranking, gains, k) for ranking, gains in rows], confidence
             )
-        mrr = MeanValue.of([reciprocal_rank(ranking, gains) for ranking, gains in rows], confidence)
+        mrr = MeanValue.of(
+            [_reciprocal_rank(ranking, gains) for ranking, gains in rows], confidence
+        )
     return CategoryRetrieval(
         name, len(rows), without_data, without_relevant, hit, recall, precision, ndcg, mrr
     )
