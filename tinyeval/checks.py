@@ -1441,6 +1441,9 @@ def _tools_builder(
 
 
 def _build_tools_sequence(value: Any, field: str) -> list[NamedCheck]:
+    if isinstance(value, list | tuple):
+        for index, name in enumerate(value):
+            _require_text(name, f"{field}[{index}]")
     with _blame(field):
         return [tools_sequence(value)]
 
