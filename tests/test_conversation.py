@@ -312,7 +312,7 @@ message_like = st.fixed_dictionaries(
 )  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(message_like | json_values, max_size=5) | json_values, json_values | st.floats())
 def test_from_messages_raises_only_input_error(messages: Any, system: Any) -> None:
     try:
@@ -367,14 +367,14 @@ def _parsed(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(openai_conversations())
 def test_openai_round_trips(messages: list[dict[str, Any]]) -> None:
     again = from_messages(messages).to_messages("openai")
     assert _parsed(again) == _parsed(messages)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(openai_conversations())
 def test_anthropic_form_keeps_the_trajectory(messages: list[dict[str, Any]]) -> None:
     c = from_messages(messages)

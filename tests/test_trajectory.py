@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -291,7 +292,7 @@ small_json = st.recursive(
 argument_objects = st.dictionaries(st.sampled_from(["id", "amount", "q"]), small_json, max_size=3)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(tool, max_size=6), st.lists(tool, max_size=4))
 def test_tools_match_agrees_with_multiset_definitions(
     made: list[str], reference: list[str]
@@ -308,7 +309,7 @@ def test_tools_match_agrees_with_multiset_definitions(
         assert one(tools_match(reference, mode), case).passed is passes, mode
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(tool, argument_objects), max_size=5), tool, argument_objects)
 def test_arguments_as_json_text_or_objects_give_the_same_verdicts(
     calls: list[tuple[str, dict[str, Any]]], name: str, wanted: dict[str, Any]
@@ -328,7 +329,7 @@ def test_arguments_as_json_text_or_objects_give_the_same_verdicts(
         assert one(tool_args(name, wanted), as_text).passed is expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.text(max_size=30))
 def test_any_argument_text_is_read_without_raising(text: str) -> None:
     case = {"tool_calls": [{"name": "search", "arguments": text}]}
@@ -341,3 +342,60 @@ def test_any_argument_text_is_read_without_raising(text: str) -> None:
         if text.strip() and all(token not in text for token in ("NaN", "Infinity")):
             assert call.invalid_arguments is None and call.arguments == parsed
     run_checks("", [max_repeats(1), tool_args("search", {"q": 1})], case=case)
+
+
+# --- the agent example, end to end ---------------------------------------------------
+
+AGENT_EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "agent" / "cases.jsonl"
+
+# What each logged conversation did wrong, as designed when the example was written, and so
+# which check must fail. Cases not listed pass every check.
+DESIGNED_FAILURES = {
+    "os-06": {"max_repeats"},  # the same lookup three times
+    "os-07": {"tool_args:lookup_order", "no_tool_errors"},  # looked up N1070 for N1007
+    "os-08": {"no_tool_errors"},  # the lookup failed; a status was invented
+    "os-09": {"tools_required:lookup_order", "tool_args:lookup_order"},  # no lookup at all
+    "os-11": {"no_tool_errors"},  # a timeout, retried: the checks are stricter than the label
+    "rf-04": {"tools_before:lookup_order,issue_refund"},  # refund without a lookup
+    "rf-05": {"tools_before:lookup_order,issue_refund"},  # refund, then lookup
+    "rf-06": {"max_repeats"},  # the same refund twice
+    "rf-07": {"no_tool_errors"},  # the refund failed; the assistant said done
+    "rf-08": {"tools_forbidden:issue_refund"},  # refunded a shipped order
+    "rf-09": {"tool_args:issue_refund"},  # refunded N2090 for N2009
+    "cx-04": {"tools_match"},  # cancel, then lookup
+    "cx-06": {"no_tool_errors"},  # the cancellation failed; the assistant said done
+    "cx-07": {"tools_match", "max_tool_calls"},  # three lookups
+    "cx-08": {"contains:cancel"},  # the log ends on the cancel call: no answer
+    "cx-10": {"tool_args:cancel_order"},  # cancelled N3100 for N3010
+}
+# The human label disagrees with the checks here, by design: two answers contradict what the
+# tools returned (a wrong date, a voucher nobody issued), which only a judge or a person
+# sees; one handled a tool error well (retried), which no_tool_errors cannot tell.
+CHECKS_MISS = {"os-10", "rf-10"}
+CHECKS_OVERSHOOT = {"os-11"}
+
+
+def test_the_agent_example_runs_end_to_end_with_the_designed_outcomes() -> None:
+    import tinyeval
+
+    cases = tinyeval.load(AGENT_EXAMPLE)
+    assert len(cases) >= 30
+    assert Counter(c.category for c in cases) == {
+        "order_status": 11, "refunds": 11, "cancellations": 10,
+    }  # fmt: skip
+    result = tinyeval.run(cases)
+    rows = {row["id"]: row for row in result.rows}
+    assert set(rows) == {c.id for c in cases}
+    for case in cases:
+        row = rows[case.id]
+        failed = {name for name, ok in row["checks"].items() if not ok}
+        assert failed == DESIGNED_FAILURES.get(case.id, set()), case.id
+        assert row["status"] == ("fail" if case.id in DESIGNED_FAILURES else "pass"), case.id
+        agrees = (row["status"] == "pass") == (case.label == "PASS")
+        assert agrees is (case.id not in CHECKS_MISS | CHECKS_OVERSHOOT), case.id
+        for name in failed:  # every failure says what it saw
+            assert row["check_details"][name], (case.id, name)
+    assert rows["cx-08"]["output"] == ""  # the final turn only calls a tool
+    assert rows["rf-04"]["check_details"]["tools_before:lookup_order,issue_refund"] == (
+        "issue_refund (call 1) came before any lookup_order (never called)"
+    )
