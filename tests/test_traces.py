@@ -10,14 +10,18 @@ GenAI attributes, which is no case.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tinyeval
 from tinyeval import checks
+from tinyeval.conversation import from_messages
 from tinyeval.dataset import DatasetError, load
 from tinyeval.errors import InputError
 from tinyeval.traces import records_from_otel
@@ -191,3 +195,115 @@ def test_a_bad_message_in_a_trace_is_a_dataset_error_with_file_and_line(tmp_path
         load(path)
     assert caught.value.field == "messages.0.role"
     assert caught.value.line is not None and caught.value.path == str(path)
+
+
+# --- property: any JSON-like export gives records or an InputError, never another error ---
+
+
+scalars = st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=6)
+any_values = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+keys = st.sampled_from(
+    [
+        "gen_ai.operation.name",
+        "gen_ai.input.messages",
+        "gen_ai.output.messages",
+        "gen_ai.prompt",
+        "gen_ai.completion",
+        "gen_ai.prompt.0.role",
+        "gen_ai.prompt.0.content",
+        "gen_ai.completion.0.tool_calls.0.name",
+        "gen_ai.tool.name",
+        "gen_ai.tool.call.id",
+        "gen_ai.tool.call.result",
+        "gen_ai.usage.input_tokens",
+        "gen_ai.system_instructions",
+        "error.type",
+        "content",
+        "message",
+        "id",
+        "gen_ai.event.content",
+    ]
+)
+otlp_values = st.recursive(
+    st.fixed_dictionaries(
+        {
+            "stringValue": st.text(max_size=6)
+            | st.sampled_from(
+                ["chat", "execute_tool", '[{"role": "user", "parts": []}]', '{"role": 1}', "[1]"]
+            )
+        }
+    )
+    | st.fixed_dictionaries({"intValue": st.integers(-2, 5).map(str) | scalars})
+    | st.fixed_dictionaries({"boolValue": st.booleans()})
+    | any_values,
+    lambda inner: st.fixed_dictionaries(
+        {"arrayValue": st.fixed_dictionaries({"values": st.lists(inner, max_size=3)})}
+    ),
+    max_leaves=6,
+)
+attributes = st.lists(
+    st.fixed_dictionaries({"key": keys, "value": otlp_values}) | any_values, max_size=5
+)
+spans = st.fixed_dictionaries(
+    {
+        "traceId": st.sampled_from(["t1", "t2"]) | any_values,
+        "spanId": st.sampled_from(["a", "b", "c"]),
+    },
+    optional={
+        "parentSpanId": st.sampled_from(["", "a", "x"]) | any_values,
+        "startTimeUnixNano": st.integers(0, 9).map(str) | any_values,
+        "attributes": attributes,
+        "events": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "name": st.sampled_from(
+                        ["gen_ai.user.message", "gen_ai.choice", "gen_ai.tool.message", "x"]
+                    )
+                },
+                optional={"attributes": attributes},
+            )
+            | any_values,
+            max_size=3,
+        ),
+        "status": st.fixed_dictionaries(
+            {}, optional={"code": st.sampled_from([0, 1, 2]), "message": any_values}
+        )
+        | any_values,
+        "name": any_values,
+    },
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(spans | any_values, max_size=4) | any_values)
+def test_any_export_gives_records_or_an_input_error(raw_spans: Any) -> None:
+    document = export(*raw_spans) if isinstance(raw_spans, list) else raw_spans
+    try:
+        records = list(records_from_otel(document))
+    except InputError:
+        return
+    for _, record in records:
+        json.dumps(record)
+        with contextlib.suppress(InputError):
+            from_messages(record["messages"])
+
+
+def test_ids_that_are_not_strings_are_not_used_as_call_ids() -> None:
+    tool = span(
+        spanId="s2",
+        startTimeUnixNano="5",
+        attributes=[
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+            {"key": "gen_ai.tool.name", "value": {"stringValue": "search"}},
+            {"key": "gen_ai.tool.call.id", "value": {"arrayValue": {"values": [{"intValue": "1"}]}}},
+        ],
+    )
+    ((_, record),) = records_from_otel(export(span(), tool))
+    conversation = from_messages(record["messages"])
+    assert [(k.name, k.id) for k in conversation.tool_calls] == [("search", "s2")]

@@ -498,10 +498,10 @@ def _trace_record(spans: Sequence[_Span]) -> dict[str, Any] | None:
         return None
     messages: list[dict[str, Any]] = list(chats[0].inputs)
     tool_texts = {
-        m.get("tool_call_id"): m.get("content")
+        m["tool_call_id"]: m.get("content")
         for span in chats
         for m in span.inputs
-        if m.get("role") == "tool"
+        if m.get("role") == "tool" and isinstance(m.get("tool_call_id"), str)
     }
     for span in spans:
         if span in chats:
@@ -540,11 +540,12 @@ def _tool_messages(
     span: _Span, messages: list[dict[str, Any]], tool_texts: Mapping[Any, Any]
 ) -> list[dict[str, Any]]:
     a = span.attributes
-    call_id = a.get("gen_ai.tool.call.id")
+    given = a.get("gen_ai.tool.call.id")
+    call_id = given if isinstance(given, str) and given else None
     name = a.get("gen_ai.tool.name")
     out: list[dict[str, Any]] = []
     if call_id is None or call_id not in _known_call_ids(messages):
-        call_id = call_id if isinstance(call_id, str) else f"{span.span_id}"
+        call_id = call_id if call_id is not None else span.span_id
         out.append(
             {
                 "role": "assistant",
