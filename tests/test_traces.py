@@ -301,7 +301,10 @@ def test_ids_that_are_not_strings_are_not_used_as_call_ids() -> None:
         attributes=[
             {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
             {"key": "gen_ai.tool.name", "value": {"stringValue": "search"}},
-            {"key": "gen_ai.tool.call.id", "value": {"arrayValue": {"values": [{"intValue": "1"}]}}},
+            {
+                "key": "gen_ai.tool.call.id",
+                "value": {"arrayValue": {"values": [{"intValue": "1"}]}},
+            },
         ],
     )
     ((_, record),) = records_from_otel(export(span(), tool))
