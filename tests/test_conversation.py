@@ -383,3 +383,29 @@ def test_anthropic_form_keeps_the_trajectory(messages: list[dict[str, Any]]) -> 
     assert [(r.call_id, r.text) for r in again.tool_results] == [
         (r.call_id, r.text) for r in c.tool_results
     ]
+
+
+def test_with_response_rebuilds_the_response_turn_from_a_case() -> None:
+    c = from_messages(OPENAI[:4])
+    calls = [
+        {
+            "type": "function",
+            "function": {"name": "lookup_order", "arguments": '{"order_id": "A17"}'},
+        },
+        {"type": "tool_use", "id": "t2", "name": "notify", "input": {"channel": "email"}},
+        "audit",
+    ]
+    full = c.with_response("", calls)
+    assert full.final_text == "" and full.question == c.question
+    assert [(k.name, k.arguments, k.id) for k in full.tool_calls] == [
+        ("lookup_order", {"order_id": "A17"}, None),
+        ("notify", {"channel": "email"}, "t2"),
+        ("audit", {}, None),
+    ]
+    assert full.judge_parts().response == (
+        '[called lookup_order({"order_id":"A17"})]\n[called notify({"channel":"email"})]\n'
+        "[called audit({})]"
+    )
+    with pytest.raises(InputError) as caught:
+        c.with_response("x", [{"tool": "x"}])
+    assert caught.value.field == "tool_calls.0.name"

@@ -1514,6 +1514,11 @@ class TestConversations:
         assert (error.line, error.field) == (1, "messages")
         assert "give the response once" in str(error)
 
+    def test_final_tool_calls_and_case_tool_calls_are_refused(self, tmp_path: Path) -> None:
+        record = {"id": "a", "messages": AGENT_MESSAGES[:3], "tool_calls": ["lookup_order"]}
+        error = load_error(write(tmp_path / "c.jsonl", jsonl(record)))
+        assert (error.line, error.field) == (1, "tool_calls")
+
     def test_cases_without_messages_keep_their_fingerprint_shape(self) -> None:
         assert "conversation" not in Case(id="a", output="x").to_dict()
 

@@ -61,11 +61,11 @@ import types
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, TypeAlias, overload
 
-from .conversation import Conversation, ToolCall, ToolResult, from_messages
+from .conversation import Conversation, ToolCall, ToolResult, from_messages, read_tool_calls
 from .errors import InputError, did_you_mean, plural, shorten
 
 __all__ = [
@@ -916,9 +916,8 @@ def trajectory(case: Any) -> tuple[ToolCall, ...]:
     raw = _tool_calls_of(case)
     if raw is _NO_CASE or raw is None:
         return tuple(calls)
-    names = tool_names(raw)  # validates the shapes, with the entry number
-    for index, (name, call) in enumerate(zip(names, raw, strict=True)):
-        calls.append(_as_tool_call(name, call, index))
+    tool_names(raw)  # validates the shapes, with the entry number
+    calls += [_as_tool_call(call, index) for index, call in enumerate(raw)]
     return tuple(calls)
 
 
@@ -949,23 +948,12 @@ def _conversation_of(case: Any) -> Conversation | None:
     return found if isinstance(found, Conversation) else None
 
 
-def _as_tool_call(name: str, call: Any, index: int) -> ToolCall:
-    if isinstance(call, str):
-        return ToolCall(name, {})
-    if isinstance(call, ToolCall):
-        return call
-    function = _attribute(call, "function")
-    holder = function if function is not None else call
-    raw = _attribute(holder, "arguments")
-    if raw is None:
-        raw = _attribute(holder, "input")
-    call_id = _attribute(call, "id")
-    message = {"role": "assistant", "tool_calls": [{"function": {"name": name, "arguments": raw}}]}
+def _as_tool_call(call: Any, index: int) -> ToolCall:
     try:
-        parsed = from_messages([message]).tool_calls[0]
+        (parsed,) = read_tool_calls([call])
     except InputError as error:
         raise CheckSpecError(f"entry {index}: {error.reason}", field="tool_calls") from None
-    return replace(parsed, id=call_id if isinstance(call_id, str) else None)
+    return parsed
 
 
 def _names_text(names: Sequence[str]) -> str:

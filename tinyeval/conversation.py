@@ -56,6 +56,7 @@ __all__ = [
     "Turn",
     "from_messages",
     "looks_like_messages",
+    "read_tool_calls",
 ]
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -241,6 +242,34 @@ class Conversation:
 
     system: str | None
     turns: tuple[Turn, ...]
+
+    @classmethod
+    def from_messages(cls, messages: Any, *, system: Any = None) -> Conversation:
+        """Read a message list: the same as :func:`from_messages`.
+
+        >>> Conversation.from_messages([{"role": "user", "content": "Hi"}]).question
+        'Hi'
+        """
+        return from_messages(messages, system=system)
+
+    def with_response(self, text: str, tool_calls: Sequence[Any] = ()) -> Conversation:
+        """The conversation with an assistant turn added: ``text`` and ``tool_calls``.
+
+        ``tool_calls`` may be in any shape :func:`read_tool_calls` reads, so a
+        case's ``output`` and ``tool_calls`` make its response turn again.
+
+        >>> c = from_messages([{"role": "user", "content": "Refund A17"}])
+        >>> full = c.with_response("", [{"name": "issue_refund", "arguments": '{"id": "A17"}'}])
+        >>> full.final_text, full.tool_calls[0].arguments
+        ('', {'id': 'A17'})
+
+        Raises :class:`~tinyeval.errors.InputError` for a tool call of an
+        unknown shape.
+        """
+        if not isinstance(text, str):
+            raise InputError(f"expected a string, got {describe_json(text)}", field="output")
+        turn = Turn("assistant", text, read_tool_calls(tool_calls))
+        return replace(self, turns=(*self.turns, turn))
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
@@ -801,6 +830,54 @@ def _read_message(message: Any, where: str, names: dict[str, str]) -> list[Turn]
             turns.append(Turn("user", text))
         return turns
     return [Turn(role, text, tuple(calls))]
+
+
+def read_tool_calls(calls: Any) -> tuple[ToolCall, ...]:
+    """Tool calls in any logged shape as :class:`ToolCall` objects, in order.
+
+    Shapes, freely mixed: a tool name; OpenAI ``{"function": {"name": ...,
+    "arguments": ...}}``; ``{"name": ..., "arguments": ...}``; Anthropic
+    ``{"type": "tool_use", "name": ..., "input": {...}}``; a :class:`ToolCall`;
+    or an object with those attributes (as SDKs return). Arguments as JSON
+    text are parsed; text that is not JSON is kept, with ``invalid_arguments``.
+
+    >>> [(c.name, c.arguments) for c in read_tool_calls(
+    ...     ["search", {"type": "tool_use", "name": "refund", "input": {"id": 1}}])]
+    [('search', {}), ('refund', {'id': 1})]
+
+    Raises :class:`~tinyeval.errors.InputError` (field ``tool_calls.N``) for
+    another shape.
+    """
+    if calls is None:
+        return ()
+    if isinstance(calls, str | bytes | Mapping) or not isinstance(calls, Sequence):
+        raise _fail(f"expected a list of tool calls, got {describe_json(calls)}", "tool_calls")
+    return tuple(_any_tool_call(call, f"tool_calls.{i}") for i, call in enumerate(calls))
+
+
+def _get(obj: Any, key: str) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(key)
+    if obj is None or isinstance(obj, str | bytes | int | float | list | tuple):
+        return None
+    return getattr(obj, key, None)
+
+
+def _any_tool_call(call: Any, where: str) -> ToolCall:
+    if isinstance(call, ToolCall):
+        return call
+    if isinstance(call, str):
+        return ToolCall(_name(call, where), {})
+    function = _get(call, "function")
+    holder, hwhere = (call, where) if function is None else (function, f"{where}.function")
+    name = _name(_get(holder, "name"), f"{hwhere}.name")
+    key = (
+        "input"
+        if _get(holder, "arguments") is None and _get(holder, "input") is not None
+        else "arguments"
+    )
+    arguments, invalid = _parse_arguments(_get(holder, key), f"{hwhere}.{key}")
+    return ToolCall(name, arguments, _optional_id(_get(call, "id"), f"{where}.id"), invalid)
 
 
 def from_messages(messages: Any, *, system: Any = None) -> Conversation:

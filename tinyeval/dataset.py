@@ -708,7 +708,14 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
                 **where,
             )
         output = final.text
-        if rec.get("tool_calls") is None and final.tool_calls:
+        if final.tool_calls:
+            if rec.get("tool_calls") is not None:
+                raise DatasetError(
+                    "the messages end with an assistant turn that calls tools and the case has "
+                    "tool_calls too; give the calls once",
+                    field="tool_calls",
+                    **where,
+                )
             rec["tool_calls"] = [call.to_dict() for call in final.tool_calls]
     if output is not None and not isinstance(output, str):
         if isinstance(output, (dict, list)):
