@@ -516,7 +516,8 @@ def test_every_expect_key_builds_its_named_checks_in_a_fixed_order() -> None:
         "tools_forbidden:transfer",
         "tools_required:lookup_balance",
     ]
-    assert tuple(checks.EXPECT_KEYS) == tuple(reversed(list(expect)))
+    # the trajectory keys that follow are tested in test_trajectory.py
+    assert tuple(checks.EXPECT_KEYS)[: len(expect)] == tuple(reversed(list(expect)))
 
 
 def test_a_whole_expect_block_on_a_good_and_a_bad_output() -> None:

@@ -1394,3 +1394,211 @@ def test_an_unfinished_line_in_the_middle_names_the_right_column(tmp_path: Path)
     # the line is 25 characters; the parser wants a ',' or '}' just past it, at column 26
     # (with the line ending left in, it would point at column 1 of a line that isn't there)
     assert_error(load_error(path), path, 2, None, "not valid JSON", "column 26")
+
+
+# ---------------------------------------------------------------- conversations, wildcards, CSV
+
+CHAT_LOG = {
+    "trace": {"span_id": "sp-1"},
+    "request": {
+        "messages": [
+            {"role": "system", "content": "You are Acme's support bot. Answer from the docs."},
+            {"role": "user", "content": "Do you ship to Canada?"},
+        ]
+    },
+    "response": {"choices": [{"message": {"content": "Yes, in 5-8 business days."}}]},
+    "retrieval": {
+        "docs": [
+            {"doc_id": "d1", "text": "We ship to the US and Canada."},
+            {"doc_id": "d2", "text": "Canada: 5-8 business days."},
+        ]
+    },
+}
+AGENT_MESSAGES = [
+    {"role": "system", "content": "Look orders up before refunding."},
+    {"role": "user", "content": "Refund order A17."},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function",
+             "function": {"name": "lookup_order", "arguments": '{"order_id": "A17"}'}},
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": '{"status": "processing"}'},
+    {"role": "assistant", "content": "Refunded."},
+]  # fmt: skip
+
+
+class TestConversations:
+    def test_an_input_mapped_to_messages_gives_the_user_turn_as_the_question(
+        self, tmp_path: Path
+    ) -> None:
+        """The fresh-user file: input=request.messages now means the same question as .1.content."""
+        path = write(tmp_path / "logs.jsonl", jsonl(CHAT_LOG))
+        base = {"id": "trace.span_id", "output": "response.choices.0.message.content"}
+        whole = load(path, fields={**base, "input": "request.messages"})[0]
+        turn = load(path, fields={**base, "input": "request.messages.1.content"})[0]
+        assert whole.conversation is not None and turn.conversation is None
+        assert whole.conversation.question == turn.input == "Do you ship to Canada?"
+        assert whole.conversation.system == "You are Acme's support bot. Answer from the docs."
+        assert whole.input == CHAT_LOG["request"]["messages"]  # the row keeps the logged list
+
+    def test_messages_with_a_final_assistant_turn_give_the_output(self, tmp_path: Path) -> None:
+        path = write(tmp_path / "c.jsonl", jsonl({"id": "a", "messages": AGENT_MESSAGES}))
+        (case,) = load(path)
+        assert case.output == "Refunded."
+        assert case.tool_calls == ()
+        assert case.conversation is not None and case.conversation.final_turn is None
+        assert [c.name for c in case.conversation.tool_calls] == ["lookup_order"]
+        assert case.input == AGENT_MESSAGES[:-1]
+        assert case.to_dict()["conversation"]["system"] == "Look orders up before refunding."
+        again = write(tmp_path / "again.jsonl", jsonl(case.to_record()))
+        assert load(again)[0].conversation == case.conversation
+
+    def test_a_final_turn_with_only_tool_calls_is_an_output(self, tmp_path: Path) -> None:
+        path = write(tmp_path / "c.jsonl", jsonl({"id": "a", "messages": AGENT_MESSAGES[:3]}))
+        (case,) = load(path)
+        assert case.output == ""
+        assert case.tool_calls == (
+            {"name": "lookup_order", "arguments": {"order_id": "A17"}, "id": "c1"},
+        )
+        assert case.conversation is not None and case.conversation.tool_calls == ()
+
+    def test_content_null_with_mapped_tool_calls_loads_as_an_empty_output(
+        self, tmp_path: Path
+    ) -> None:
+        record = {
+            "id": "a",
+            "resp": {"content": None, "tool_calls": AGENT_MESSAGES[2]["tool_calls"]},
+        }
+        path = write(tmp_path / "c.jsonl", jsonl(record))
+        (case,) = load(path, fields={"output": "resp.content", "tool_calls": "resp.tool_calls"})
+        assert case.output == ""
+        assert len(case.tool_calls) == 1
+
+    def test_anthropic_messages_with_a_top_level_system(self, tmp_path: Path) -> None:
+        record = {
+            "id": "a",
+            "system": "Be brief.",
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "Hours?"}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "9 to 5."}]},
+            ],
+        }
+        (case,) = load(write(tmp_path / "c.jsonl", jsonl(record)))
+        assert case.output == "9 to 5."
+        assert case.conversation is not None and case.conversation.system == "Be brief."
+
+    def test_messages_errors_name_file_line_and_place(self, tmp_path: Path) -> None:
+        bad = [{"role": "user", "content": "a"}, {"role": "assistant", "content": 7}]
+        path = write(
+            tmp_path / "c.jsonl", jsonl({"id": "x", "output": "o"}, {"id": "y", "messages": bad})
+        )
+        error = load_error(path)
+        assert (error.path, error.line, error.field) == (str(path), 2, "messages.1.content")
+        assert str(error).startswith(f"{path}:2: messages.1.content: expected a string")
+        mapped = write(
+            tmp_path / "m.jsonl", jsonl({"id": "x", "req": [{"role": "usr", "content": "a"}]})
+        )
+        error = load_error(mapped, fields={"input": "req"})
+        assert (error.line, error.field) == (1, "input.0.role")
+        assert "did you mean 'user'" in str(error)
+        for value in ("hi", {"role": "user"}):
+            error = load_error(write(tmp_path / "t.jsonl", jsonl({"id": "z", "messages": value})))
+            assert error.field == "messages"
+
+    def test_a_final_assistant_turn_and_an_output_are_refused(self, tmp_path: Path) -> None:
+        record = {"id": "a", "messages": AGENT_MESSAGES, "output": "Refunded."}
+        error = load_error(write(tmp_path / "c.jsonl", jsonl(record)))
+        assert (error.line, error.field) == (1, "messages")
+        assert "give the response once" in str(error)
+
+    def test_final_tool_calls_and_case_tool_calls_are_refused(self, tmp_path: Path) -> None:
+        record = {"id": "a", "messages": AGENT_MESSAGES[:3], "tool_calls": ["lookup_order"]}
+        error = load_error(write(tmp_path / "c.jsonl", jsonl(record)))
+        assert (error.line, error.field) == (1, "tool_calls")
+
+    def test_cases_without_messages_keep_their_fingerprint_shape(self) -> None:
+        assert "conversation" not in Case(id="a", output="x").to_dict()
+
+
+class TestWildcardPaths:
+    def test_a_star_maps_over_a_list(self, tmp_path: Path) -> None:
+        path = write(tmp_path / "logs.jsonl", jsonl(CHAT_LOG))
+        fields = {
+            "id": "trace.span_id",
+            "output": "response.choices.0.message.content",
+            "context": "retrieval.docs.*.text",
+        }
+        (case,) = load(path, fields=fields)
+        assert case.context == "We ship to the US and Canada.\n\nCanada: 5-8 business days."
+        error = load_error(path, fields={**fields, "origin": "retrieval.docs.*.doc_id"})
+        assert (error.field, error.line) == ("origin", 1)  # a list where a string is needed
+
+    def test_an_element_without_the_rest_of_the_path_is_an_error_naming_it(
+        self, tmp_path: Path
+    ) -> None:
+        record = {"id": "a", "output": "o", "docs": [{"text": "x"}, {"body": "y"}]}
+        error = load_error(
+            write(tmp_path / "c.jsonl", jsonl(record)), fields={"context": "docs.*.text"}
+        )
+        assert (error.line, error.field) == (1, "--field")
+        assert "context=docs.*.text: element 1 of 'docs': no key 'text'" in str(error)
+
+    def test_a_star_over_something_that_is_not_a_list(self, tmp_path: Path) -> None:
+        record = {"id": "a", "output": "o", "docs": {"text": "x"}}
+        error = load_error(
+            write(tmp_path / "c.jsonl", jsonl(record)), fields={"context": "docs.*.text"}
+        )
+        assert "the path is in none of the 1 records" in str(error)
+        error = load_error(
+            write(tmp_path / "d.jsonl", jsonl(record)), fields={"context": "docs.te*"}
+        )
+        assert "* as a whole part" in str(error)
+
+    def test_tool_calls_mapped_through_a_star(self, tmp_path: Path) -> None:
+        record = {
+            "id": "a",
+            "output": "o",
+            "steps": [{"call": {"name": "search"}}, {"call": {"name": "refund"}}],
+        }
+        (case,) = load(
+            write(tmp_path / "c.jsonl", jsonl(record)), fields={"tool_calls": "steps.*.call"}
+        )
+        assert case.tool_calls == ({"name": "search"}, {"name": "refund"})
+
+
+class TestMappedCsvJsonCells:
+    def test_a_mapped_expect_column_is_parsed(self, tmp_path: Path) -> None:
+        text = csv_text(
+            ["ticket", "answer", "checks", "tools"],
+            ["t1", "Hi", '{"tools_required": ["lookup_order"]}', '["lookup_order"]'],
+        )
+        fields = {"id": "ticket", "output": "answer", "expect": "checks", "tool_calls": "tools"}
+        (case,) = load(write(tmp_path / "t.csv", text), fields=fields)
+        assert case.expect == {"tools_required": ["lookup_order"]}
+        assert case.tool_calls == ("lookup_order",)
+
+    def test_a_bad_json_cell_names_its_column(self, tmp_path: Path) -> None:
+        text = csv_text(["ticket", "answer", "checks"], ["t1", "Hi", "{oops"])
+        error = load_error(
+            write(tmp_path / "t.csv", text),
+            fields={"id": "ticket", "output": "answer", "expect": "checks"},
+        )
+        assert (error.line, error.field) == (2, "checks")
+
+    def test_a_messages_column(self, tmp_path: Path) -> None:
+        text = csv_text(["id", "messages"], ["a", json.dumps(AGENT_MESSAGES)])
+        (case,) = load(write(tmp_path / "t.csv", text))
+        assert case.output == "Refunded."
+
+
+@FAST
+@given(st.lists(st.text(max_size=5), max_size=4))
+def test_a_star_path_gives_every_element_in_order(texts: list[str]) -> None:
+    from tinyeval.dataset import _get_mapped
+
+    record = {"docs": [{"text": text} for text in texts]}
+    assert _get_mapped(record, "docs.*.text") == texts
+    assert _get_mapped({"rows": [[t] for t in texts]}, "rows.*.0") == texts

@@ -11,8 +11,32 @@ message names the file, the line, the field and what was expected::
     cases.jsonl:12: expect.not_contain: unknown key; did you mean 'not_contains'?
 
 Recognised keys: ``id`` (required), ``input``, ``output``, ``context``,
-``category`` (default ``"default"``), ``expect``, ``origin``, ``tool_calls``
-and ``label``. Any other key is kept in :attr:`Case.meta`.
+``category`` (default ``"default"``), ``expect``, ``origin``, ``tool_calls``,
+``label`` and ``messages``. Any other key is kept in :attr:`Case.meta`.
+
+**Conversations.** ``messages`` is a chat message list (OpenAI or Anthropic
+shapes, see :mod:`tinyeval.conversation`), read into :attr:`Case.conversation`
+at load time; a top-level ``system`` next to it is Anthropic's system prompt.
+When the list ends with an assistant turn and the case has no ``output``, that
+turn is the response: its text is the output (empty when it only calls
+tools), its tool calls are the case's ``tool_calls``, and the conversation
+kept is what came before it. Without an ``input``, the input is the message
+list (without that response). An ``input`` that is itself a message list is
+read into a conversation the same way (but never split). A case whose
+``output`` is null and that has tool calls (``"content": null`` with
+``tool_calls``, as chat APIs log a response that only calls tools) has the
+empty text as its output; an absent output is still one to generate.
+
+**Field paths** (``fields=``, ``--field KEY=PATH``) are dotted paths into each
+record; ``*`` stands for every element of a list, so
+``context=retrieval.docs.*.text`` maps the texts of all documents to a list.
+
+**Context** given as a list of strings (or mapped to one) is joined with a
+blank line between passages, which is also how the judge shows a list.
+
+**Traces.** ``format="otel"`` (detected for a ``.json`` file whose top level
+has ``resourceSpans``) reads an OpenTelemetry GenAI trace export, one case
+per trace (see :mod:`tinyeval.traces`).
 
 This module uses :mod:`tinyeval.checks` (itself standalone) to validate the
 ``expect`` block, so a typo never becomes a check that checks nothing.
@@ -35,8 +59,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from . import checks
-from .errors import InputError
+from . import checks, traces
+from .conversation import Conversation, from_messages, looks_like_messages
+from .errors import InputError, TinyevalError
 
 __all__ = [
     "RECOGNISED_KEYS",
@@ -61,9 +86,10 @@ RECOGNISED_KEYS = (
     "origin",
     "tool_calls",
     "label",
+    "messages",
 )
 
-_FORMATS = ("jsonl", "json", "csv", "yaml")
+_FORMATS = ("jsonl", "json", "csv", "yaml", "otel")
 _SUFFIX_FORMATS = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
@@ -112,16 +138,21 @@ class Case:
     tool_calls: Sequence[Any] = ()
     label: str | float | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
+    conversation: Conversation | None = None
     source: str | None = field(default=None, compare=False)
     line: int | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The case as a plain JSON-ready dict (recognised keys, then ``meta``).
 
+        A case with a conversation also has ``"conversation"`` (its
+        :meth:`~tinyeval.conversation.Conversation.to_dict`); a case without
+        one has no such key.
+
         >>> Case(id="x", input="hola").to_dict()["input"]
         'hola'
         """
-        return {
+        data = {
             "id": self.id,
             "input": self.input,
             "output": self.output,
@@ -133,6 +164,9 @@ class Case:
             "label": self.label,
             "meta": dict(self.meta),
         }
+        if self.conversation is not None:
+            data["conversation"] = self.conversation.to_dict()
+        return data
 
     def to_record(self) -> dict[str, Any]:
         """The case as a flat record, as it would stand in a JSONL file (``meta`` keys inline).
@@ -142,6 +176,8 @@ class Case:
         """
         record: dict[str, Any] = {"id": self.id}
         for key in RECOGNISED_KEYS[1:]:
+            if key == "messages":  # the input holds the message list
+                continue
             value = getattr(self, key)
             if key == "tool_calls":
                 value = list(value) or None
@@ -262,6 +298,9 @@ def _records_json(text: str, path: str) -> Iterator[tuple[int, Any]]:
         raise DatasetError(
             f"not valid JSON: {_json_problem(exc)}", path=path, line=exc.lineno
         ) from None
+    if isinstance(whole, dict) and "resourceSpans" in whole:
+        yield from traces.records_from_otel(whole, text, path)
+        return
     if isinstance(whole, dict) and isinstance(whole.get("cases"), list):
         start = _member_start(text, "cases")
     elif isinstance(whole, list):
@@ -306,11 +345,14 @@ def _member_start(text: str, key: str) -> int:
         _, pos = decoder.raw_decode(text, pos)
 
 
-_JSON_CELLS = ("expect", "tool_calls")
+_JSON_CELLS = ("expect", "tool_calls", "messages")
 _CSV_FIELD_LIMIT = 2**31 - 1  # logged contexts outgrow the csv module's default 128 KiB per cell
 
 
-def _records_csv(stream: IO[str], path: str) -> Iterator[tuple[int, Any]]:
+def _records_csv(
+    stream: IO[str], path: str, json_cells: Iterable[str] = _JSON_CELLS
+) -> Iterator[tuple[int, Any]]:
+    json_cells = frozenset(json_cells)
     if csv.field_size_limit() < _CSV_FIELD_LIMIT:
         csv.field_size_limit(_CSV_FIELD_LIMIT)
     reader = csv.reader(stream, strict=True)
@@ -333,7 +375,7 @@ def _records_csv(stream: IO[str], path: str) -> Iterator[tuple[int, Any]]:
             )
         start = reader.line_num + 1
         for cells in reader:  # a blank line gives [] and is skipped
-            record = _csv_record(names, cells, path, start)
+            record = _csv_record(names, cells, path, start, json_cells)
             if record:
                 yield start, record
             start = reader.line_num + 1
@@ -354,8 +396,17 @@ def _check_separator(names: list[str], path: str, line: int) -> None:
     )
 
 
-def _csv_record(names: list[str], cells: list[str], path: str, line: int) -> dict[str, Any]:
+def _csv_record(
+    names: list[str],
+    cells: list[str],
+    path: str,
+    line: int,
+    json_cells: frozenset[str] = frozenset(_JSON_CELLS),
+) -> dict[str, Any]:
     """One CSV row as a record: an empty cell is an absent value, JSON cells are decoded.
+
+    The JSON cells are the columns named ``expect``, ``tool_calls`` or
+    ``messages``, and the columns a field mapping sends to those keys.
 
     A row must have as many cells as the header has columns (a blank line,
     no cells at all, is skipped before it gets here).
@@ -370,7 +421,7 @@ def _csv_record(names: list[str], cells: list[str], path: str, line: int) -> dic
     for key, cell in zip(names, cells, strict=False):  # [] (a blank line) gives no record
         if cell == "":
             continue
-        if key in _JSON_CELLS:
+        if key in json_cells:
             try:
                 record[key] = json.loads(cell)
             except json.JSONDecodeError as exc:
@@ -432,7 +483,9 @@ def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
         yield line, item
 
 
-def _iter_records(path: str, fmt: str | None) -> Iterator[tuple[int, Any]]:
+def _iter_records(
+    path: str, fmt: str | None, json_cells: Iterable[str] = _JSON_CELLS
+) -> Iterator[tuple[int, Any]]:
     detected, gz = _detect_format(path) if fmt is None else (fmt, path.lower().endswith(".gz"))
     if detected not in _FORMATS:
         raise DatasetError(
@@ -443,11 +496,13 @@ def _iter_records(path: str, fmt: str | None) -> Iterator[tuple[int, Any]]:
             if detected == "jsonl":
                 yield from _records_jsonl(stream, path)
             elif detected == "csv":
-                yield from _records_csv(stream, path)
+                yield from _records_csv(stream, path, json_cells)
             else:
                 text = stream.read()
                 if detected == "json":
                     yield from _records_json(text, path)
+                elif detected == "otel":
+                    yield from traces.records_from_otel(_otel_document(text, path), text, path)
                 else:
                     yield from _records_yaml(text, path)
     except UnicodeDecodeError as exc:
@@ -460,6 +515,15 @@ def _iter_records(path: str, fmt: str | None) -> Iterator[tuple[int, Any]]:
         ) from None
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise DatasetError(f"not a readable gzip file: {exc}", path=path) from None
+
+
+def _otel_document(text: str, path: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(
+            f"not valid JSON: {_json_problem(exc)}", path=path, line=exc.lineno
+        ) from None
 
 
 def _invalid_utf8_line(path: str, gz: bool) -> int | None:
@@ -490,9 +554,11 @@ def _apply_mapping(
     out = {k: v for k, v in record.items() if k not in fields and k not in mapped_sources}
     for key, dotted in fields.items():
         try:
-            value = checks.get_path(record, dotted)
+            value = _get_mapped(record, dotted)
         except LookupError:
             value = _MISSING
+        except _PartlyMissing as exc:
+            raise DatasetError(f"{key}={dotted}: {exc}", field="--field", **where) from None
         except checks.CheckSpecError as exc:
             raise DatasetError(f"{key}={dotted}: {exc.args[0]}", field="--field") from None
         if value is _MISSING:
@@ -503,6 +569,45 @@ def _apply_mapping(
             continue
         out[key] = value
     return out
+
+
+class _PartlyMissing(TinyevalError):
+    """A wildcard path found in some elements of a list and not in others."""
+
+
+def _get_mapped(record: Any, dotted: str) -> Any:
+    """The value at ``dotted`` in ``record``; a ``*`` part maps the rest over a list.
+
+    >>> record = {"docs": [{"text": "a"}, {"text": "b"}]}
+    >>> _get_mapped(record, "docs.*.text"), _get_mapped(record, "docs.1.text")
+    (['a', 'b'], 'b')
+
+    Raises LookupError when the path (before the first ``*``) is not there,
+    and _PartlyMissing when an element of the list lacks the rest of it.
+    """
+    head, star, rest = dotted.partition("*")
+    if not star:
+        return checks.get_path(record, dotted)
+    prefix = head.rstrip(".")
+    if (head and not head.endswith(".")) or (rest and not rest.startswith(".")):
+        raise checks.CheckSpecError(
+            f"expected * as a whole part of the path, as in 'docs.*.text', got {dotted!r}",
+            field="path",
+        )
+    items = checks.get_path(record, prefix) if prefix else record
+    where = repr(prefix) if prefix else "the top level"
+    if not isinstance(items, list):
+        raise LookupError(f"{where} is not an array, so * cannot map over it")
+    rest = rest.removeprefix(".")
+    if not rest:
+        return list(items)
+    values = []
+    for index, item in enumerate(items):
+        try:
+            values.append(_get_mapped(item, rest))
+        except LookupError as exc:
+            raise _PartlyMissing(f"element {index} of {where}: {exc}") from None
+    return values
 
 
 def _expect_type(value: Any, expected: str, field_name: str, where: dict[str, Any]) -> None:
@@ -591,7 +696,27 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
     if not isinstance(raw_id, str) or not raw_id.strip():
         _expect_type(raw_id, "a non-empty string", "id", where)
 
+    conversation, final = _read_conversation(rec, where)
+    null_output = "output" in rec and rec["output"] is None
     output = rec.pop("output", None)
+    if final is not None:
+        if output is not None:
+            raise DatasetError(
+                "the messages end with an assistant turn and the case has an output too; "
+                "give the response once (leave it out of the messages, or drop the output)",
+                field="messages",
+                **where,
+            )
+        output = final.text
+        if final.tool_calls:
+            if rec.get("tool_calls") is not None:
+                raise DatasetError(
+                    "the messages end with an assistant turn that calls tools and the case has "
+                    "tool_calls too; give the calls once",
+                    field="tool_calls",
+                    **where,
+                )
+            rec["tool_calls"] = [call.to_dict() for call in final.tool_calls]
     if output is not None and not isinstance(output, str):
         if isinstance(output, (dict, list)):
             output = _text_of(output)
@@ -631,6 +756,8 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
         _expect_type(tool_calls, "a list of tool calls", "tool_calls", where)
     with _located(where):
         checks.tool_names(tool_calls)
+    if null_output and tool_calls:
+        output = ""  # "content": null with tool calls: a response that only calls tools
 
     label = rec.pop("label", None)
     if isinstance(label, str) and label.strip().upper() in ("PASS", "FAIL"):
@@ -651,9 +778,51 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
         tool_calls=tuple(tool_calls),
         label=label,
         meta=rec,
+        conversation=conversation,
         source=where.get("path"),
         line=where.get("line"),
     )
+
+
+def _read_conversation(
+    rec: dict[str, Any], where: dict[str, Any]
+) -> tuple[Conversation | None, Any]:
+    """Read ``messages`` (or an ``input`` message list) into a conversation.
+
+    Returns ``(conversation, final)``: ``final`` is the closing assistant turn
+    when ``messages`` ends with one and there is no output, split off the
+    conversation (and off the input it becomes); else None. ``messages`` is
+    removed from the record; ``input`` is set from it when absent.
+    """
+    messages = rec.pop("messages", None)
+    system = rec.get("system")
+    system = system if isinstance(system, str | list) else None
+    if messages is None:
+        given = rec.get("input")
+        if not looks_like_messages(given):
+            return None, None
+        return _conversation(given, system, "input", where), None
+    if not isinstance(messages, list):
+        _expect_type(messages, "a list of chat messages", "messages", where)
+    conversation = _conversation(messages, system, "messages", where)
+    final = conversation.final_turn if rec.get("output") is None else None
+    if final is not None:
+        conversation = conversation.without_final()
+        messages = messages[:-1]
+    elif conversation.final_turn is not None:
+        final = conversation.final_turn  # with an output too: refused by the caller
+    if rec.get("input") is None:
+        rec["input"] = messages
+    return conversation, final
+
+
+def _conversation(messages: Any, system: Any, key: str, where: dict[str, Any]) -> Conversation:
+    try:
+        return from_messages(messages, system=system)
+    except InputError as exc:
+        place = exc.field or "messages"
+        field_name = key + place.removeprefix("messages") if place.startswith("messages") else place
+        raise DatasetError(exc.reason, field=field_name, **where) from None
 
 
 def _parse_number(text: str) -> int | float | None:
@@ -786,7 +955,8 @@ def _validated(
     """
     found = dict.fromkeys(fields, 0)
     records = 0
-    for line, record in _iter_records(path, format):
+    json_cells = {*_JSON_CELLS, *(fields[key] for key in _JSON_CELLS if key in fields)}
+    for line, record in _iter_records(path, format, json_cells):
         where: dict[str, Any] = {"path": path, "line": line}
         records += 1
         if fields:
