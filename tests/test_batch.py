@@ -297,3 +297,47 @@ def test_bad_options_are_refused(tmp_path: Path) -> None:
             BatchJob("openai:m", cache, base_url="http://127.0.0.1:9/v1", on_failure="skip")
     with pytest.raises(ModelConfigError, match="sample"):
         BatchRequest("x", sample=-1)
+
+
+@pytest.mark.parametrize(("flavour", "n"), [("openai", 500), ("anthropic", 100)])
+def test_judged_run_through_batch_model_equals_a_direct_run(
+    tmp_path: Path, flavour: str, n: int
+) -> None:
+    from tinyeval import Judge, run
+    from tinyeval.batch import BatchModel
+    from tinyeval.dataset import Case
+
+    fake = FakeTime()
+    cases = [
+        Case(id=f"c{i}", output=f"answer {i} is {'good' if i % 3 else 'bad'}") for i in range(n)
+    ]
+    judge = Judge("answers-the-question", votes=3)
+    with FakeBatchServer() as server, ResponseCache(tmp_path / "c.db") as cache:
+        job = make_job(server, flavour, cache, fake)
+        model = BatchModel(job)
+        # record the calls the run would make, send them as one batch, then run for real
+        run(cases, judges=judge, judge_model=model, fail_fast=None, keep_rows=False, concurrency=8)
+        deferred = model.take_deferred()
+        assert len(deferred) == 3 * n  # 3 votes a case
+        model.absorb(job.run(deferred))
+        batched = run(cases, judges=judge, judge_model=model, concurrency=8)
+        assert model.take_deferred() == []
+        assert server.counts["submissions"] == 1 and server.counts["direct"] == 0
+        direct = run(
+            cases,
+            judges=judge,
+            judge_model=resolve(f"{flavour}:judge-model", base_url=base(server, flavour)),
+            concurrency=8,
+        )
+        assert server.counts["direct"] == 3 * n
+
+    def comparable(row: dict[str, object]) -> dict[str, object]:
+        timing = ("started_at", "finished_at", "latency_ms")
+        return {k: v for k, v in row.items() if k not in timing}
+
+    def by_id(rows: list[dict[str, object]]) -> list[dict[str, object]]:
+        return sorted((comparable(r) for r in rows), key=lambda r: str(r["id"]))
+
+    assert len(batched.rows) == n
+    assert by_id(batched.rows) == by_id(direct.rows)
+    assert {r["status"] for r in batched.rows} == {"pass", "fail"}

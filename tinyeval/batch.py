@@ -65,6 +65,7 @@ from __future__ import annotations
 import http.client
 import json
 import random
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -77,6 +78,7 @@ from typing import Any, NamedTuple
 from .cache import CachedModel, ResponseCache, reply_key
 from .errors import TinyevalError, plural, shorten
 from .models import (
+    Model,
     ModelCallError,
     ModelConfigError,
     Reply,
@@ -93,8 +95,10 @@ from .models import (
 
 __all__ = [
     "BATCH_STATES",
+    "BatchDeferred",
     "BatchError",
     "BatchJob",
+    "BatchModel",
     "BatchOutcome",
     "BatchRequest",
     "BatchResult",
@@ -139,6 +143,14 @@ class BatchError(TinyevalError, RuntimeError):
 
     >>> str(BatchError("openai:m: batch batch_1: HTTP 404 from api.openai.com:443"))
     'openai:m: batch batch_1: HTTP 404 from api.openai.com:443'
+    """
+
+
+class BatchDeferred(ModelCallError):
+    """Raised by a :class:`BatchModel` for a call it recorded for the next batch.
+
+    >>> issubclass(BatchDeferred, ModelCallError)
+    True
     """
 
 
@@ -655,6 +667,83 @@ class BatchJob:
 
     def _reply(self, payload: Any) -> Reply:
         return self.model._reply(payload)
+
+
+class BatchModel(Model):
+    """A model for running cases around batches: it never calls the provider itself.
+
+    Each call is answered with the reply produced by a batch given to
+    :meth:`absorb`, or from the response cache when the reply is stored
+    there; it fails with the batch's error when the request failed in such a
+    batch; otherwise it is recorded and raises :class:`BatchDeferred`.
+    :meth:`take_deferred` hands the recorded requests to :meth:`BatchJob.run`.
+    Its spec, temperature and settings are the job's model's, so rows and
+    cache keys read the same as with the ordinary adapter. Safe to call from
+    several threads.
+
+    >>> cache = ResponseCache(":memory:")
+    >>> model = BatchModel(BatchJob("openai:m", cache, base_url="http://127.0.0.1:9/v1"))
+    >>> model("Say PASS", sample=1)
+    Traceback (most recent call last):
+    ...
+    tinyeval.batch.BatchDeferred: openai:m: deferred to the next batch
+    >>> [(r.prompt, r.sample) for r in model.take_deferred()], model.take_deferred()
+    ([('Say PASS', 1)], [])
+    >>> cache.close()
+    """
+
+    def __init__(self, job: BatchJob) -> None:
+        inner = job.model
+        super().__init__(inner.spec, temperature=inner.temperature, settings=inner.settings)
+        self.supports_json_schema = inner.supports_json_schema
+        self.job = job
+        self._failed: dict[str, BatchResult] = {}
+        self._answers: dict[str, Reply] = {}
+        self._deferred: dict[str, BatchRequest] = {}
+        self._lock = threading.Lock()
+
+    def absorb(self, outcome: BatchOutcome) -> None:
+        """Take the results of ``outcome``: its replies and its failed requests.
+
+        Replies the batch (or a retry) produced are answered as new calls
+        (``cached`` False: they were paid for in this run); replies that were
+        already in the cache are answered from it (``cached`` True).
+        """
+        with self._lock:
+            for result in outcome.results:
+                if result.reply is not None and result.source != "cache":
+                    self._answers[result.custom_id] = result.reply
+                    self._failed.pop(result.custom_id, None)
+                elif result.state in ("errored", "expired", "canceled") and result.reply is None:
+                    self._failed[result.custom_id] = result
+
+    def take_deferred(self) -> list[BatchRequest]:
+        """The requests recorded since the last call, in the order first asked, once each."""
+        with self._lock:
+            taken = list(self._deferred.values())
+            self._deferred.clear()
+        return taken
+
+    def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
+        request = BatchRequest(prompt, sample, json_schema)
+        custom_id = self.job.custom_id(request)
+        with self._lock:
+            answer = self._answers.get(custom_id)
+        if answer is not None:
+            return answer
+        stored = self.job._stored(request)
+        if stored is not None:
+            return stored
+        with self._lock:
+            failed = self._failed.get(custom_id)
+            if failed is None:
+                self._deferred.setdefault(custom_id, request)
+        if failed is not None:
+            status = f"HTTP {failed.status}: " if failed.status is not None else ""
+            raise ModelCallError(
+                f"{self.spec}: {failed.state} in the batch: {status}{failed.error}"
+            )
+        raise BatchDeferred(f"{self.spec}: deferred to the next batch")
 
 
 # (state, reply, error, status) of one request read from a results file
