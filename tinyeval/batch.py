@@ -72,7 +72,7 @@ import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from .cache import CachedModel, ResponseCache, reply_key
@@ -260,7 +260,7 @@ class BatchOutcome:
     results: tuple[BatchResult, ...]
     batches: tuple[BatchStatus, ...]
     polls: int = 0
-    submissions: int = field(default=0)
+    submissions: int = 0
 
     @property
     def complete(self) -> bool:
@@ -299,7 +299,7 @@ class BatchOutcome:
         if sources["cache"]:
             notes.append(f"{sources['cache']} from the cache")
         if sources["direct"]:
-            notes.append(f"{sources['direct']} sent again as ordinary calls")
+            notes.append(f"{sources['direct']} retried as ordinary calls")
         if notes:
             head += f" ({', '.join(notes)})"
         if not self.batches:
