@@ -341,3 +341,34 @@ def test_judged_run_through_batch_model_equals_a_direct_run(
     assert len(batched.rows) == n
     assert by_id(batched.rows) == by_id(direct.rows)
     assert {r["status"] for r in batched.rows} == {"pass", "fail"}
+
+
+def test_batch_failures_become_error_rows(tmp_path: Path) -> None:
+    from tinyeval import Judge, run
+    from tinyeval.batch import BatchModel
+    from tinyeval.dataset import Case
+
+    fake = FakeTime()
+    cases = [Case(id="ok", output="good"), Case(id="bad", output="good [batch-fail]")]
+    judge = Judge("answers-the-question")
+    with FakeBatchServer() as server, ResponseCache(tmp_path / "c.db") as cache:
+        job = make_job(server, "openai", cache, fake)
+        model = BatchModel(job)
+        run(cases, judges=judge, judge_model=model, fail_fast=None, keep_rows=False)
+        model.absorb(job.run(model.take_deferred()))
+        rows = {row["id"]: row for row in run(cases, judges=judge, judge_model=model).rows}
+        assert model.take_deferred() == [] and server.counts["direct"] == 0
+    assert rows["ok"]["status"] == "pass"
+    assert rows["bad"]["status"] == "error"
+    assert "errored in the batch: HTTP 500: internal error for key ***" in rows["bad"]["error"]
+
+
+def test_fake_server_is_bounded_in_requests(tmp_path: Path) -> None:
+    fake = FakeTime()
+    with FakeBatchServer(max_requests=2) as server, ResponseCache(tmp_path / "c.db") as cache:
+        job = make_job(server, "openai", cache, fake, retries=0)
+        with pytest.raises(BatchError, match="HTTP 503") as caught:
+            job.run(prompts(2))  # upload, create, then the first poll is refused
+        assert server.counts["submissions"] == 1
+        assert cache.pending_batches() != []  # the batch is recorded: a later run resumes it
+    assert_no_key(str(caught.value))
