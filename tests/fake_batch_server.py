@@ -56,6 +56,7 @@ class FakeBatchServer:
         max_requests: int = 5000,
         lifetime: float = 60.0,
         results_host: str | None = None,
+        create_failures: tuple[tuple[int, bool], ...] = (),
     ) -> None:
         self.delay_polls = delay_polls
         self.expire = expire
@@ -64,6 +65,8 @@ class FakeBatchServer:
         self.max_requests = max_requests
         self.lifetime = lifetime
         self.results_host = results_host
+        # answers to the first batch creations: (HTTP status, whether the batch was created anyway)
+        self.create_failures = list(create_failures)
         self.counts: Counter[str] = Counter()
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
@@ -415,7 +418,7 @@ class FakeBatchServer:
                     "polls": 0,
                     "key": key,
                 }
-                self._send(200, object_)
+                self._created(object_)
 
             def _create_anthropic(self, payload: dict[str, Any], key: str) -> None:
                 requests = payload.get("requests")
@@ -452,6 +455,17 @@ class FakeBatchServer:
                     "polls": 0,
                     "key": key,
                 }
+                self._created(object_)
+
+            def _created(self, object_: dict[str, Any]) -> None:
+                if server.create_failures:
+                    status, created_anyway = server.create_failures.pop(0)
+                    if not created_anyway:
+                        batch = server.batches.pop(object_["id"])
+                        server.counts["submissions"] -= 1
+                        server.counts["batched_requests"] -= len(batch["lines"])
+                    self._error(status, "the batch service is unavailable")
+                    return
                 self._send(200, object_)
 
             def _retrieve(self, batch_id: str, flavour: str) -> None:

@@ -372,3 +372,27 @@ def test_fake_server_is_bounded_in_requests(tmp_path: Path) -> None:
         assert server.counts["submissions"] == 1
         assert cache.pending_batches() != []  # the batch is recorded: a later run resumes it
     assert_no_key(str(caught.value))
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_creating_a_batch_is_retried_only_when_surely_not_done(
+    tmp_path: Path, flavour: str
+) -> None:
+    fake = FakeTime()
+    refused_twice = ((503, False), (429, False))
+    with (
+        FakeBatchServer(create_failures=refused_twice) as server,
+        ResponseCache(tmp_path / "c.db") as cache,
+    ):
+        outcome = make_job(server, flavour, cache, fake).run(prompts(4))
+        assert outcome.counts()["succeeded"] == 4
+        assert server.counts["submissions"] == 1
+    fake = FakeTime()
+    created_then_500 = ((500, True),)  # the provider made the batch but answered 500
+    with (
+        FakeBatchServer(create_failures=created_then_500) as server,
+        ResponseCache(tmp_path / "d.db") as cache,
+    ):
+        with pytest.raises(BatchError, match="may have been created all the same"):
+            make_job(server, flavour, cache, fake).run(prompts(4))
+        assert server.counts["submissions"] == 1  # not sent a second time

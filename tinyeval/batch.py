@@ -62,6 +62,7 @@ unfinished requests ``pending``, to be resumed later.
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
 import json
 import random
@@ -132,7 +133,9 @@ _ANTHROPIC_ERROR_STATUS = {
 
 Sleep = Callable[[float], None]
 Clock = Callable[[], float]
-_HTTPModel = _OpenAIModel | _AnthropicModel
+_BatchableModel = _OpenAIModel | _AnthropicModel
+# a create that failed with one of these was surely not carried out: safe to send again
+_CREATE_RETRY_STATUSES = frozenset({408, 425, 429, 502, 503, 529})
 
 
 class BatchError(TinyevalError, RuntimeError):
@@ -373,7 +376,7 @@ class BatchJob:
             sleep=sleep,
         )
         assert isinstance(model, _OpenAIModel | _AnthropicModel)
-        self.model: _HTTPModel = model
+        self.model: _BatchableModel = model
         self.spec = model.spec
         self.cache = cache
         self.on_failure = on_failure
@@ -594,9 +597,16 @@ class BatchJob:
         content_type: str = "application/json",
         limit: int = MAX_JSON_BYTES,
         accept: str = "application/json",
+        creates: bool = False,
         what: str,
     ) -> bytes:
-        """One HTTP exchange with the provider, retried as the adapters retry; a bounded body."""
+        """One HTTP exchange with the provider, retried as the adapters retry; a bounded body.
+
+        A request that ``creates`` a batch is retried only when it surely was
+        not carried out (refused connection, 408, 425, 429, 502, 503, 529): a
+        timeout or a 500 may hide a batch that was created, and sending it again
+        could create a second one.
+        """
         headers = self.model._request_headers()
         if data is None:
             headers.pop("Content-Type", None)
@@ -605,16 +615,27 @@ class BatchJob:
         headers["Accept"] = accept
         attempts = self.model.retries + 1
         for attempt in range(1, attempts + 1):
-            outcome = self._attempt(method, url, data, headers, limit)
+            outcome = self._attempt(method, url, data, headers, limit, creates)
             if not isinstance(outcome, _Failure):
                 return outcome
             if not outcome.retryable or attempt == attempts:
-                raise self._fail(f"{what}: {outcome.problem} (after {plural(attempt, 'attempt')})")
+                maybe = ""
+                if creates and outcome.problem.startswith(("no reply", "HTTP 5")):
+                    maybe = "; the batch may have been created all the same: check the provider"
+                raise self._fail(
+                    f"{what}: {outcome.problem} (after {plural(attempt, 'attempt')}){maybe}"
+                )
             self._sleep(_backoff_delay(attempt, outcome.retry_after))
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _attempt(
-        self, method: str, url: str, data: bytes | None, headers: dict[str, str], limit: int
+        self,
+        method: str,
+        url: str,
+        data: bytes | None,
+        headers: dict[str, str],
+        limit: int,
+        creates: bool,
     ) -> bytes | _Failure:
         request = urllib.request.Request(url, data=data, headers=headers, method=method)
         try:
@@ -631,11 +652,20 @@ class BatchJob:
                 return _Failure(
                     f"HTTP 404 from {_host_port(url)}: not found: {message}", retryable=False
                 )
-            return self.model._http_failure(exc.code, exc.headers, error_body)
+            failure = self.model._http_failure(exc.code, exc.headers, error_body)
+            if creates and exc.code not in _CREATE_RETRY_STATUSES:
+                return dataclasses.replace(failure, retryable=False)
+            return failure
         except urllib.error.URLError as exc:
-            return self.model._network_failure(exc.reason)
+            failure = self.model._network_failure(exc.reason)
+            if creates and not isinstance(exc.reason, ConnectionRefusedError):
+                return dataclasses.replace(failure, retryable=False)
+            return failure
         except (OSError, http.client.HTTPException) as exc:
-            return self.model._network_failure(exc)
+            failure = self.model._network_failure(exc)
+            if creates and not isinstance(exc, ConnectionRefusedError):
+                return dataclasses.replace(failure, retryable=False)
+            return failure
         if len(body) > limit:
             return _Failure(
                 f"the reply from {_host_port(url)} is larger than {limit} bytes", retryable=False
@@ -839,7 +869,11 @@ class _OpenAIBatches(_Provider):
         body = {"input_file_id": file_id, "endpoint": OPENAI_ENDPOINT, "completion_window": "24h"}
         created = self.job._json(
             self.job._http(
-                "POST", f"{self.base}/batches", data=json.dumps(body).encode(), what=what
+                "POST",
+                f"{self.base}/batches",
+                data=json.dumps(body).encode(),
+                creates=True,
+                what=what,
             ),
             what,
         )
@@ -926,7 +960,8 @@ class _AnthropicBatches(_Provider):
     def create(self, lines: Mapping[str, dict[str, Any]]) -> str:
         what = "creating the message batch"
         body = json.dumps({"requests": list(lines.values())}, ensure_ascii=False).encode("utf-8")
-        created = self.job._json(self.job._http("POST", self.base, data=body, what=what), what)
+        reply = self.job._http("POST", self.base, data=body, creates=True, what=what)
+        created = self.job._json(reply, what)
         return self._id(created, what)
 
     def status(self, batch_id: str) -> str:
