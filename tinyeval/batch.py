@@ -441,13 +441,28 @@ class BatchJob:
         """Submit the requests that are neither cached nor pending; return the batches holding them.
 
         Requests already pending in a recorded batch are not sent again: that
-        batch is listed (``submitted=False``) instead.
+        batch is listed (``submitted=False``) instead. Nothing to send, no call:
+
+        >>> with ResponseCache(":memory:") as cache:
+        ...     BatchJob("openai:m", cache, base_url="http://127.0.0.1:9/v1").submit([])
+        ()
         """
         wanted, _ = self._unique(requests)
         return self._submit(wanted)[0]
 
     def run(self, requests: Iterable[BatchRequest]) -> BatchOutcome:
-        """Submit (or resume), wait for the batches to end and return every result."""
+        """Submit (or resume), wait for the batches to end and return every result.
+
+        Results come in the order of ``requests``. Requests whose reply is in the
+        cache are answered from it without a batch:
+
+        >>> with ResponseCache(":memory:") as cache:
+        ...     job = BatchJob("openai:m", cache, base_url="http://127.0.0.1:9/v1")
+        ...     cache.put("openai:m", "Say PASS", Reply("PASS"),
+        ...               extra={"settings": job.model.settings, "json_schema": None})
+        ...     print(job.run([BatchRequest("Say PASS")]))
+        openai:m: 1 request: 1 succeeded (1 from the cache); no batch
+        """
         ordered = list(requests)
         wanted, ids = self._unique(ordered)
         batches, submissions, early = self._submit(wanted)
