@@ -17,6 +17,11 @@ hash is part of the key).
 :func:`cached` wraps a model so that unchanged inputs are served from the
 store (``reply.cached`` is True) and new ones are called and stored.
 
+The same file keeps the bookkeeping of provider batches (:mod:`tinyeval.batch`):
+which batch each request was submitted in (by its custom id, a digest of the
+key above: :func:`reply_key`) and whether it is still pending, so a process
+that dies while a batch runs can resume polling it.
+
 Safe to share between threads (one connection behind a lock, short
 transactions) and between processes (write-ahead log, a 30 s busy timeout).
 Keep the file on a local disk: SQLite's locking is unreliable on network
