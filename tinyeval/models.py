@@ -812,6 +812,12 @@ class _OpenAIModel(_HTTPModel):
     key_variable = "OPENAI_API_KEY"
 
     def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
+        return self._reply(self._post(self._request_body(prompt, sample, json_schema)))
+
+    def _request_body(
+        self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        """The JSON body of one call (the batch module sends the same body)."""
         body: dict[str, Any] = {
             "model": self.name,
             "messages": [{"role": "user", "content": prompt}],
@@ -826,7 +832,7 @@ class _OpenAIModel(_HTTPModel):
                 "type": "json_schema",
                 "json_schema": {"name": "verdict", "schema": dict(json_schema)},
             }
-        return self._reply(self._post(body))
+        return body
 
     def _reply(self, payload: Any) -> Reply:
         choices = payload.get("choices") if isinstance(payload, dict) else None
@@ -897,6 +903,12 @@ class _AnthropicModel(_HTTPModel):
     key_variable = "ANTHROPIC_API_KEY"
 
     def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
+        return self._reply(self._post(self._request_body(prompt, sample, json_schema)))
+
+    def _request_body(
+        self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        """The JSON body of one call (the batch module sends the same body)."""
         body: dict[str, Any] = {
             "model": self.name,
             "max_tokens": self.max_tokens or ANTHROPIC_DEFAULT_MAX_TOKENS,
@@ -904,7 +916,7 @@ class _AnthropicModel(_HTTPModel):
         }
         if self.temperature is not None:
             body["temperature"] = self.temperature
-        return self._reply(self._post(body))
+        return body
 
     def _reply(self, payload: Any) -> Reply:
         blocks = payload.get("content") if isinstance(payload, dict) else None
