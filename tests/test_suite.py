@@ -69,7 +69,7 @@ def test_nothing_found_says_where_it_looked(tmp_path: Path, monkeypatch) -> None
     # fake root instead, by making every candidate absent.
     monkeypatch.setattr(Path, "is_file", lambda self: False)
     assert find_suite(tmp_path) is None
-    with pytest.raises(SuiteError, match="no tinyeval.toml"):
+    with pytest.raises(SuiteError, match=r"no tinyeval\.toml"):
         load_suite(start=tmp_path)
 
 
@@ -86,7 +86,8 @@ def test_misspelt_key_names_file_line_and_the_key_meant(tmp_path: Path) -> None:
     path = write(
         tmp_path,
         "tinyeval.toml",
-        'cases = "c.jsonl"\n\n[thresholds]\ntone = 0.85\n\n[gate]\n# comment\ninconclusiv = "block"\n',
+        'cases = "c.jsonl"\n\n[thresholds]\ntone = 0.85\n\n'
+        '[gate]\n# comment\ninconclusiv = "block"\n',
     )
     with pytest.raises(SuiteError) as caught:
         load_suite(path)
