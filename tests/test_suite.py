@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tinyeval.errors import InputError
-from tinyeval.suite import JudgeSpec, Suite, SuiteError, find_suite, load_suite, starter_text
+from tinyeval.suite import JudgeSpec, Suite, find_suite, load_suite, starter_text
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -69,13 +69,13 @@ def test_nothing_found_says_where_it_looked(tmp_path: Path, monkeypatch) -> None
     # fake root instead, by making every candidate absent.
     monkeypatch.setattr(Path, "is_file", lambda self: False)
     assert find_suite(tmp_path) is None
-    with pytest.raises(SuiteError, match=r"no tinyeval\.toml"):
+    with pytest.raises(InputError, match=r"no tinyeval\.toml"):
         load_suite(start=tmp_path)
 
 
 def test_explicit_pyproject_without_the_table_is_an_error(tmp_path: Path) -> None:
     path = write(tmp_path, "pyproject.toml", '[project]\nname = "x"\n')
-    with pytest.raises(SuiteError, match=r"pyproject.toml: no \[tool.tinyeval\] table"):
+    with pytest.raises(InputError, match=r"pyproject.toml: no \[tool.tinyeval\] table"):
         load_suite(path)
 
 
@@ -89,7 +89,7 @@ def test_misspelt_key_names_file_line_and_the_key_meant(tmp_path: Path) -> None:
         'cases = "c.jsonl"\n\n[thresholds]\ntone = 0.85\n\n'
         '[gate]\n# comment\ninconclusiv = "block"\n',
     )
-    with pytest.raises(SuiteError) as caught:
+    with pytest.raises(InputError) as caught:
         load_suite(path)
     error = caught.value
     assert isinstance(error, InputError)
@@ -107,7 +107,7 @@ def test_misspelt_key_in_the_second_judge_points_at_its_line(tmp_path: Path) -> 
         'criterion = "polite"\n'  # 9
         "vote = 3\n"  # 10
     )
-    with pytest.raises(SuiteError) as caught:
+    with pytest.raises(InputError) as caught:
         load_suite(write(tmp_path, "tinyeval.toml", text))
     assert (caught.value.line, caught.value.field) == (10, "judges[1].vote")
     assert "did you mean 'votes'?" in str(caught.value)
@@ -121,7 +121,7 @@ def test_dotted_keys_and_pyproject_lines(tmp_path: Path) -> None:
         'models.judge.spec = "builtin"\n'  # 5
         "models.judge.temprature = 0\n"  # 6
     )
-    with pytest.raises(SuiteError) as caught:
+    with pytest.raises(InputError) as caught:
         load_suite(write(tmp_path, "pyproject.toml", text))
     assert (caught.value.line, caught.value.field) == (6, "models.judge.temprature")
     assert "did you mean 'temperature'?" in str(caught.value)
@@ -145,7 +145,7 @@ def test_dotted_keys_and_pyproject_lines(tmp_path: Path) -> None:
 def test_wrong_types_name_the_key_the_type_and_the_line(
     tmp_path: Path, text: str, line: int, field: str, expected: str
 ) -> None:
-    with pytest.raises(SuiteError) as caught:
+    with pytest.raises(InputError) as caught:
         load_suite(write(tmp_path, "tinyeval.toml", text))
     assert (caught.value.line, caught.value.field) == (line, field)
     assert f"expected {expected}" in caught.value.reason
@@ -153,23 +153,23 @@ def test_wrong_types_name_the_key_the_type_and_the_line(
 
 def test_an_api_key_is_refused(tmp_path: Path) -> None:
     text = 'cases = "c.jsonl"\n[models.judge]\nspec = "openai:x"\napi_key = "sk-secret"\n'
-    with pytest.raises(SuiteError) as caught:
+    with pytest.raises(InputError) as caught:
         load_suite(write(tmp_path, "tinyeval.toml", text))
     assert caught.value.line == 4 and "environment" in str(caught.value)
     assert "sk-secret" not in str(caught.value)
 
 
 def test_invalid_toml_names_the_line(tmp_path: Path) -> None:
-    with pytest.raises(SuiteError) as caught:
+    with pytest.raises(InputError) as caught:
         load_suite(write(tmp_path, "tinyeval.toml", 'cases = "c.jsonl"\n[gate\n'))
     assert caught.value.line == 2 and "not valid TOML" in str(caught.value)
 
 
 def test_missing_cases_and_judge_without_criterion(tmp_path: Path) -> None:
-    with pytest.raises(SuiteError, match="no 'cases' key"):
+    with pytest.raises(InputError, match="no 'cases' key"):
         load_suite(write(tmp_path, "tinyeval.toml", "default_threshold = 0.5\n"))
     text = 'cases = "c.jsonl"\n[[judges]]\nname = "x"\n'
-    with pytest.raises(SuiteError, match="exactly one of 'criterion'") as caught:
+    with pytest.raises(InputError, match="exactly one of 'criterion'") as caught:
         load_suite(write(tmp_path, "tinyeval.toml", text))
     assert caught.value.line == 2
 
@@ -318,11 +318,34 @@ def test_overrides_win_and_are_reported() -> None:
 
 def test_overrides_are_validated_and_unknown_names_refused() -> None:
     suite = Suite(cases=("c.jsonl",))
-    with pytest.raises(SuiteError, match=r"thresholds.tone: expected a rate"):
+    with pytest.raises(InputError, match=r"thresholds.tone: expected a rate"):
         suite.with_overrides(thresholds={"tone": 2})
-    with pytest.raises(SuiteError, match="did you mean 'concurrency'"):
+    with pytest.raises(InputError, match="did you mean 'concurrency'"):
         suite.with_overrides(concurency=3)
     assert suite.with_overrides(concurrency=3, cases="other.jsonl").overridden == (
         "cases",
         "concurrency",
     )
+
+
+def test_the_example_suite_evaluates_as_the_readme_command_does() -> None:
+    """The suite, run a case at a time, gives the rows the long command line gives."""
+    import tinyeval
+    from tinyeval.testing import SuiteRunner
+
+    suite = load_suite(EXAMPLES / "tinyeval.toml")
+    cases = tinyeval.load(suite.cases[0])
+    runner = SuiteRunner(suite)
+    by_suite = {case.id: runner.evaluate(case)["status"] for case in cases}
+    # --criterion unsupported-claims --judge-category support_answers (judge model builtin)
+    result = tinyeval.run(
+        cases,
+        judges=[tinyeval.Judge("unsupported-claims")],
+        judge_model="builtin",
+        judge_categories=["support_answers"],
+    )
+    assert by_suite == {row["id"]: row["status"] for row in result.rows}
+    # --threshold amount_extraction=1.0 --default-threshold 0.5: the same gate, which blocks
+    report = runner.gate([runner.evaluate(case) for case in cases])
+    same = tinyeval.gate(result.categories, {"amount_extraction": 1.0}, default_threshold=0.5)
+    assert report.to_dict() == same.to_dict() and not report.passed

@@ -38,7 +38,7 @@ import pytest
 from .errors import TinyevalError
 from .testing import SuiteRunner, allowed_failures
 
-__all__ = ["CaseFailed", "CaseItem", "CasesFile", "TinyevalPlugin"]
+__all__ = ["CaseItem", "CasesFile", "TinyevalPlugin"]
 
 _PLUGIN = "tinyeval-suite"
 
@@ -91,7 +91,7 @@ def _plugin(config: pytest.Config) -> TinyevalPlugin:
     return plugin
 
 
-class CaseFailed(Exception):
+class _CaseFailed(TinyevalError):
     """A case did not pass: its message lists the failing checks and the judge's reason."""
 
 
@@ -152,7 +152,7 @@ class CaseItem(pytest.Item):
         self.row: dict[str, Any] | None = None
 
     def runtest(self) -> None:
-        """Evaluate the case; raise :class:`CaseFailed`, or xfail when the gate tolerates it."""
+        """Evaluate the case; raise :class:`_CaseFailed`, or xfail when the gate tolerates it."""
         plugin = _plugin(self.config)
         row = plugin.runner.evaluate(self.case)
         self.row = row
@@ -162,11 +162,11 @@ class CaseItem(pytest.Item):
         tolerated = plugin.tolerance(self.case.category)
         if tolerated is not None:
             pytest.xfail(f"{tolerated}\n{message}")
-        raise CaseFailed(message)
+        raise _CaseFailed(message)
 
     def repr_failure(self, excinfo: Any, style: Any = None) -> str:
         """The failing checks and the judge's reason, not a traceback of the plugin."""
-        if isinstance(excinfo.value, CaseFailed):
+        if isinstance(excinfo.value, _CaseFailed):
             source = os.path.relpath(self.path, self.config.invocation_params.dir)
             where = f"{source}:{self.case.line}" if self.case.line else source
             return f"case {self.case.id} ({self.case.category}, {where}):\n{excinfo.value}"

@@ -30,7 +30,7 @@ The keys (every one optional except ``cases``):
 ``[reports]``               ``out`` (result rows), ``junit``, ``markdown``, ``html``
 ==========================  =====================================================
 
-Every problem is an :class:`SuiteError` naming the file, the line and the key,
+Every problem is an :class:`~tinyeval.errors.InputError` naming the file, the line and the key,
 as the cases loader does: an unknown key says which one was meant, a wrong type
 says what was expected. API keys never belong in a checked-in file: a key named
 like one is refused.
@@ -64,7 +64,6 @@ __all__ = [
     "JudgeSpec",
     "ModelSettings",
     "Suite",
-    "SuiteError",
     "find_suite",
     "load_suite",
     "starter_text",
@@ -75,10 +74,6 @@ _PYPROJECT = "pyproject.toml"
 _FORMATS = ("jsonl", "json", "csv", "yaml")
 _STYLES = ("verdict-first", "evidence-first")
 _SECRET = re.compile(r"(^|_)(api_?key|key|secret|password|token)$", re.IGNORECASE)
-
-
-class SuiteError(InputError):
-    """A suite file that cannot be found, read or understood; or a bad override."""
 
 
 # === The suite's parts ===
@@ -291,14 +286,14 @@ class Suite:
         >>> suite.with_overrides(gate_on="lowest")
         Traceback (most recent call last):
         ...
-        tinyeval.suite.SuiteError: gate_on: expected one of rate, lower, got string "lowest"
+        tinyeval.errors.InputError: gate_on: expected one of rate, lower, got string "lowest"
         """
         given = {name: value for name, value in options.items() if value is not None}
         known = {*_SIMPLE_OVERRIDES, *_MODEL_OVERRIDES, "thresholds", "judges", "fields", "cases"}
         for name in given:
             if name not in known:
                 hint = did_you_mean(name, known)
-                raise SuiteError(
+                raise InputError(
                     f"not a suite setting{f'; did you mean {hint!r}?' if hint else ''}", field=name
                 )
         changes: dict[str, Any] = {}
@@ -401,7 +396,7 @@ def load_suite(
     """Read and validate a suite file: ``path``, or the one :func:`find_suite` finds from ``start``.
 
     A ``pyproject.toml`` given explicitly must have a ``[tool.tinyeval]``
-    table. Raises :class:`SuiteError` naming the file, line and key of the
+    table. Raises :class:`InputError` naming the file, line and key of the
     first problem.
 
     >>> import tempfile
@@ -410,12 +405,12 @@ def load_suite(
     >>> load_suite(folder / "tinyeval.toml")
     Traceback (most recent call last):
     ...
-    tinyeval.suite.SuiteError: ...tinyeval.toml:3: gate.onn: unknown key; did you mean 'on'?
+    tinyeval.errors.InputError: ...tinyeval.toml:3: gate.onn: unknown key; did you mean 'on'?
     """
     if path is None:
         found = find_suite(start)
         if found is None:
-            raise SuiteError(
+            raise InputError(
                 f"no {SUITE_FILE}, and no [tool.tinyeval] table in a {_PYPROJECT}, "
                 f"in {Path(start).absolute()} or any directory above it"
             )
@@ -424,13 +419,13 @@ def load_suite(
     try:
         raw = Path(path).read_bytes()
     except FileNotFoundError:
-        raise SuiteError("no such file", path=shown) from None
+        raise InputError("no such file", path=shown) from None
     except OSError as exc:
-        raise SuiteError(f"cannot read the file: {exc.strerror or exc}", path=shown) from None
+        raise InputError(f"cannot read the file: {exc.strerror or exc}", path=shown) from None
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise SuiteError(f"not UTF-8 text (byte {exc.start})", path=shown) from None
+        raise InputError(f"not UTF-8 text (byte {exc.start})", path=shown) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -438,15 +433,15 @@ def load_suite(
         where = re.search(r"\(at line (\d+), column (\d+)\)$", message)
         reason = message[: where.start()].strip() if where else message
         line = int(where.group(1)) if where else None
-        raise SuiteError(f"not valid TOML: {reason}", path=shown, line=line) from None
+        raise InputError(f"not valid TOML: {reason}", path=shown, line=line) from None
     prefix: tuple[str, ...] = ()
     if Path(path).name == _PYPROJECT:
         tool = data.get("tool")
         if not isinstance(tool, dict) or "tinyeval" not in tool:
-            raise SuiteError("no [tool.tinyeval] table in this file", path=shown)
+            raise InputError("no [tool.tinyeval] table in this file", path=shown)
         data, prefix = tool["tinyeval"], ("tool", "tinyeval")
         if not isinstance(data, dict):
-            raise SuiteError(
+            raise InputError(
                 f"expected a table, got {describe_json(data)}",
                 path=shown,
                 line=_Lines(text).line(prefix),
@@ -576,11 +571,11 @@ class _Where:
             text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
         return text
 
-    def error(self, reason: str) -> SuiteError:
+    def error(self, reason: str) -> InputError:
         line = self.lines.line((*self.prefix, *self.path)) if self.lines else None
-        return SuiteError(reason, path=self.file, line=line, field=self.name or None)
+        return InputError(reason, path=self.file, line=line, field=self.name or None)
 
-    def expected(self, what: str, value: Any) -> SuiteError:
+    def expected(self, what: str, value: Any) -> InputError:
         return self.error(f"expected {what}, got {describe_json(value)}")
 
 
