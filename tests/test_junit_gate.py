@@ -127,3 +127,11 @@ def test_the_xml_is_valid_against_the_jenkins_junit_schema() -> None:
     # and the schema does reject what it should: a testsuite without its required "tests"
     bad = etree.fromstring(b'<testsuites><testsuite name="x"/></testsuites>')
     assert not schema.validate(bad)
+
+
+def test_control_characters_in_a_reason_keep_the_xml_well_formed() -> None:
+    rows = [{"id": "x\x00", "category": "a", "status": "error", "error": "boom \x1b[31m\x07"}]
+    report = gate({"a": {"passed": 0, "total": 1}}, {"a": 1.0})
+    root = ET.fromstring(junit_gate_xml(report, rows))  # parses: no forbidden character left
+    error = root.find(".//testcase[@classname='tinyeval.cases.a']/error")
+    assert error is not None and "boom \\x1b[31m\\x07" in (error.get("message") or "")

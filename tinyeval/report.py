@@ -9,6 +9,7 @@ printed with its denominator and its Wilson interval
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -915,7 +916,24 @@ def junit_gate_xml(
         case_suite.set(key, str(value))
     for key in ("tests", "failures", "errors"):
         root.set(key, str(counts[key] + case_counts[key]))
+    for element in root.iter():  # what XML 1.0 cannot carry, shown as an escape instead
+        if element.text:
+            element.text = _xml_safe(element.text)
+        for name, value in element.attrib.items():
+            element.set(name, _xml_safe(value))
     return ET.tostring(root, encoding="unicode", xml_declaration=True)
+
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_safe(text: str) -> str:
+    """``text`` without the characters XML 1.0 forbids, each shown as its escape.
+
+    >>> _xml_safe("ok\\x1b[31m red\\x00")
+    'ok\\\\x1b[31m red\\\\x00'
+    """
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def github_summary(
@@ -943,9 +961,9 @@ def github_summary(
     <BLANKLINE>
     #### Cases that did not pass
     <BLANKLINE>
-    | category | case | why |
-    | --- | --- | --- |
-    | amounts | amt-018 | equals:amount_cents: got 1250, expected 125050 |
+    | category | case | gate | why |
+    | --- | --- | --- | --- |
+    | amounts | amt-018 | blocks | equals:amount_cents: got 1250, expected 125050 |
     """
     lines = [summary_markdown(report, title=title), ""]
     reason = _incomplete_reason(report, incomplete)
@@ -963,16 +981,19 @@ def github_summary(
     lines += [
         "#### Cases that did not pass",
         "",
-        "| category | case | why |",
-        "| --- | --- | --- |",
+        "| category | case | gate | why |",
+        "| --- | --- | --- | --- |",
     ]
+    blocking = {v.category for v in report.categories if v.blocking}
     hidden = []
     for category in sorted(failed):
         members = failed[category]
         for row in members[: max(shown, 0)]:
             why = describe_failure(row, width=300)
+            counted = "blocks" if category in blocking else "tolerated"
             lines.append(
-                f"| {_md_cell(category)} | {_md_cell(str(row.get('id')))} | {_md_cell(why)} |"
+                f"| {_md_cell(category)} | {_md_cell(str(row.get('id')))} | {counted} "
+                f"| {_md_cell(why)} |"
             )
         if len(members) > shown:
             hidden.append(f"{len(members) - shown} more in {_md_cell(category)}")
