@@ -289,9 +289,11 @@ class TinyevalPlugin:
             )
             extra = [f"cases that did not pass ({len(failed)}):"] if failed else []
             width = max((len(str(r.get("category"))) for r in failed), default=0)
+            id_width = max((len(str(r.get("id"))) for r in failed), default=0)
             for row in failed:
+                category, case_id = str(row.get("category")), str(row.get("id"))
                 extra.append(
-                    f"  {row.get('category')!s:<{width}}  {row.get('id')}  {describe_failure(row)}"
+                    f"  {category:<{width}}  {case_id:<{id_width}}  {describe_failure(row)}"
                 )
             text = summary_text(self.report, extra_lines=(*extra, *([""] if extra else [])))
             for line in text.splitlines():
