@@ -73,6 +73,13 @@ def test_nothing_found_says_where_it_looked(tmp_path: Path, monkeypatch) -> None
         load_suite(start=tmp_path)
 
 
+def test_a_directory_given_reads_its_own_suite(tmp_path: Path) -> None:
+    write(tmp_path / "evals", "pyproject.toml", '[tool.tinyeval]\ncases = "c.jsonl"\n')
+    assert Path(load_suite(tmp_path / "evals").cases[0]).name == "c.jsonl"
+    with pytest.raises(InputError, match="in this directory"):
+        load_suite(tmp_path)  # not upwards: the directory given is the one meant
+
+
 def test_explicit_pyproject_without_the_table_is_an_error(tmp_path: Path) -> None:
     path = write(tmp_path, "pyproject.toml", '[project]\nname = "x"\n')
     with pytest.raises(InputError, match=r"pyproject.toml: no \[tool.tinyeval\] table"):
@@ -349,3 +356,25 @@ def test_the_example_suite_evaluates_as_the_readme_command_does() -> None:
     report = runner.gate([runner.evaluate(case) for case in cases])
     same = tinyeval.gate(result.categories, {"amount_extraction": 1.0}, default_threshold=0.5)
     assert report.to_dict() == same.to_dict() and not report.passed
+
+
+def test_lines_in_arrays_of_tables_under_pyproject_and_inline_tables(tmp_path: Path) -> None:
+    text = (
+        "[tool.tinyeval]\n"  # 1
+        'cases = "c.jsonl"\n'  # 2
+        "[[tool.tinyeval.judges]]\n"  # 3
+        'criterion = "a"\n'  # 4
+        "[[tool.tinyeval.judges]]\n"  # 5
+        'criterion = """two\n'  # 6
+        "lines = 3\n"  # 7: inside a multi-line string, not a key
+        '"""\n'  # 8
+        'style = "verdict-last"\n'  # 9
+    )
+    with pytest.raises(InputError) as caught:
+        load_suite(write(tmp_path, "pyproject.toml", text))
+    assert (caught.value.line, caught.value.field) == (9, "judges[1].style")
+    inline = 'cases = "c.jsonl"\n\n"models" = { judge = { spec = "builtin", tmp = 1 } }\n'
+    with pytest.raises(InputError) as caught:
+        load_suite(write(tmp_path / "inline", "tinyeval.toml", inline))
+    # a key inside an inline table is placed on the line of the key that holds the table
+    assert (caught.value.line, caught.value.field) == (3, "models.judge.tmp")

@@ -73,7 +73,7 @@ def pytest_configure(config: pytest.Config) -> None:
     path: Path | None = None
     if option:
         path = Path(option)
-    elif option is None and ini:
+    elif ini:
         base = config.inipath.parent if config.inipath else config.rootpath
         path = base / ini
     try:

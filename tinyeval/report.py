@@ -919,8 +919,8 @@ def junit_gate_xml(
     for element in root.iter():  # what XML 1.0 cannot carry, shown as an escape instead
         if element.text:
             element.text = _xml_safe(element.text)
-        for name, value in element.attrib.items():
-            element.set(name, _xml_safe(value))
+        for name, text in element.attrib.items():
+            element.set(name, _xml_safe(text))
     return ET.tostring(root, encoding="unicode", xml_declaration=True)
 
 

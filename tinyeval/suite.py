@@ -364,12 +364,20 @@ def find_suite(start: str | os.PathLike[str] = ".") -> Path | None:
     """
     here = Path(start).absolute()
     for folder in (here, *here.parents):
-        candidate = folder / SUITE_FILE
-        if candidate.is_file():
-            return _shown(candidate)
-        project = folder / _PYPROJECT
-        if project.is_file() and _has_tool_table(project):
-            return _shown(project)
+        found = _suite_in(folder)
+        if found is not None:
+            return _shown(found)
+    return None
+
+
+def _suite_in(folder: Path) -> Path | None:
+    """The suite file of one directory, or None."""
+    candidate = folder / SUITE_FILE
+    if candidate.is_file():
+        return candidate
+    project = folder / _PYPROJECT
+    if project.is_file() and _has_tool_table(project):
+        return project
     return None
 
 
@@ -395,7 +403,8 @@ def load_suite(
 ) -> Suite:
     """Read and validate a suite file: ``path``, or the one :func:`find_suite` finds from ``start``.
 
-    A ``pyproject.toml`` given explicitly must have a ``[tool.tinyeval]``
+    ``path`` may be a directory: its own suite file is read. A
+    ``pyproject.toml`` given explicitly must have a ``[tool.tinyeval]``
     table. Raises :class:`InputError` naming the file, line and key of the
     first problem.
 
@@ -413,6 +422,15 @@ def load_suite(
             raise InputError(
                 f"no {SUITE_FILE}, and no [tool.tinyeval] table in a {_PYPROJECT}, "
                 f"in {Path(start).absolute()} or any directory above it"
+            )
+        path = found
+    elif Path(path).is_dir():
+        found = _suite_in(Path(path))
+        if found is None:
+            raise InputError(
+                f"no {SUITE_FILE}, and no [tool.tinyeval] table in a {_PYPROJECT}, in this "
+                "directory",
+                path=os.fspath(path),
             )
         path = found
     shown = os.fspath(path)
@@ -817,14 +835,10 @@ def _model(item: Any, where: _Where, keys: Sequence[str], path: Any) -> ModelSet
     return ModelSettings(**options)
 
 
-def _optional_rate(value: Any, where: _Where) -> float:
-    return _rate(value, where)
-
-
 _SIMPLE_OVERRIDES: dict[str, Any] = {
     "format": _choice(*_FORMATS),
     "id_from_line": _boolean,
-    "default_threshold": _optional_rate,
+    "default_threshold": _rate,
     "gate_on": _choice("rate", "lower"),
     "inconclusive": _choice("pass", "block"),
     "allow_unchecked": _boolean,
