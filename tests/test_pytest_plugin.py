@@ -144,3 +144,14 @@ def test_xdist_gates_on_the_controller(scene: Path) -> None:
     pytest.importorskip("xdist")
     done = pytest_in(scene, "--tinyeval", "-q", "-p", "xdist.plugin", "-n", "2")
     assert done.returncode == 1 and "67/72" in done.stdout
+
+
+def test_the_row_travels_with_a_serialized_report() -> None:
+    """pytest-xdist sends reports from workers through these hooks: the row must survive."""
+    reports = pytest.importorskip("_pytest.reports")
+    report = reports.TestReport("cases.jsonl::amt-005", ("cases.jsonl", 56, "case"), {},
+                                "failed", None, "call", [])  # fmt: skip
+    report.tinyeval_row = {"id": "amt-005", "status": "fail", "checks": {"valid_json": True}}
+    data = reports.pytest_report_to_serializable(report)
+    back = reports.pytest_report_from_serializable(json.loads(json.dumps(data)))
+    assert back.tinyeval_row == report.tinyeval_row

@@ -254,13 +254,24 @@ class SuiteRunner:
 
         ``only`` is for a selection of the cases (a test run with ``-k``): a
         category left out of the selection is not a category that vanished.
+        The suite's ``inconclusive`` and ``allow_unchecked`` settings are passed
+        on to :func:`tinyeval.gate` when it takes them.
         """
+        import inspect
+
         thresholds = dict(self.suite.thresholds)
         if only is not None:
             thresholds = {k: v for k, v in thresholds.items() if k in only}
+        options: dict[str, Any] = {}
+        accepted = inspect.signature(gate).parameters
+        if self.suite.inconclusive is not None and "inconclusive" in accepted:
+            options["inconclusive"] = self.suite.inconclusive
+        if self.suite.allow_unchecked and "allow_unchecked" in accepted:
+            options["allow_unchecked"] = True
         return gate(
             tally_rows(rows),
             thresholds,
             default_threshold=self.suite.default_threshold,
             on=self.suite.gate_on,
+            **options,
         )
