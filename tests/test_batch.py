@@ -309,7 +309,10 @@ def test_judged_run_through_batch_model_equals_a_direct_run(
 
     fake = FakeTime()
     cases = [
-        Case(id=f"c{i}", output=f"answer {i} is {'good' if i % 3 else 'bad'}") for i in range(n)
+        Case(
+            id=f"c{i}", input=f"question {i}?", output=f"answer {i} is {'good' if i % 3 else 'bad'}"
+        )
+        for i in range(n)
     ]
     judge = Judge("answers-the-question", votes=3)
     with FakeBatchServer() as server, ResponseCache(tmp_path / "c.db") as cache:
@@ -349,7 +352,8 @@ def test_batch_failures_become_error_rows(tmp_path: Path) -> None:
     from tinyeval.dataset import Case
 
     fake = FakeTime()
-    cases = [Case(id="ok", output="good"), Case(id="bad", output="good [batch-fail]")]
+    cases = [Case(id="ok", input="q?", output="good"),
+             Case(id="bad", input="q?", output="good [batch-fail]")]  # fmt: skip
     judge = Judge("answers-the-question")
     with FakeBatchServer() as server, ResponseCache(tmp_path / "c.db") as cache:
         job = make_job(server, "openai", cache, fake)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from tinyeval.dataset import load
-from tinyeval.gating import CategoryVerdict, GateReport, gate
+from tinyeval.gating import GateReport, gate
 from tinyeval.report import junit_gate_xml, junit_xml
 from tinyeval.suite import load_suite
 from tinyeval.testing import SuiteRunner
@@ -103,12 +102,8 @@ def test_an_ungated_category_is_skipped_and_an_errored_case_is_an_error() -> Non
 def test_an_inconclusive_verdict_from_the_gate_is_named(tmp_path: Path) -> None:
     # the gate may mark a category inconclusive (its interval straddles the threshold); when
     # it blocks on that, the failure says so
-    @dataclasses.dataclass(frozen=True)
-    class Undecided(CategoryVerdict):
-        outcome: str = "inconclusive"
-
-    v = Undecided("tone", 13, 13, 0, 0, 1.0, 0.772, 1.0, 0.8, True)
-    report = GateReport((v,), v, "rate", 0.95)
+    report = gate({"tone": {"passed": 13, "total": 13}}, {"tone": 0.8}, inconclusive="block")
+    assert report.categories[0].outcome == "inconclusive"
     failure = suites(junit_gate_xml(report, []))["tinyeval.gate"].find("testcase/failure")
     assert failure is not None and failure.get("type") == "inconclusive"
 

@@ -63,7 +63,9 @@ def test_the_scene_exits_1_with_the_table(scene: Path) -> None:
     assert "17/20 = 85.0% [64.0%, 94.8%]" in lines["amount_extraction"]
     assert "BLOCKS" in lines["amount_extraction"]
     assert "12/12 = 100.0%" in lines["refusal"] and lines["refusal"].endswith("ok")
-    assert "38/40 = 95.0%" in lines["tone"] and lines["tone"].endswith("ok")
+    # 38/40 [83.5%, 98.6%] meets 85% but its interval reaches below: let through, and said
+    assert "38/40 = 95.0%" in lines["tone"] and lines["tone"].endswith("(let through)")
+    assert "inconclusive — about 9 more cases needed" in lines["tone"]
     assert "67/72 = 93.1%" in lines["global"]
     assert "gate: FAILED — blocking: amount_extraction" in table
     # the three amount failures are failures; the two tone failures are tolerated (xfail)
@@ -129,7 +131,8 @@ def test_a_category_can_block_with_every_item_green(tmp_path: Path) -> None:
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     done = pytest_in(tmp_path, "--tinyeval", "-q")
     assert done.returncode == 1, done.stdout
-    assert "12 passed" in done.stdout and "BLOCKS (lower bound 75.8% < 90.0%)" in done.stdout
+    assert "12 passed" in done.stdout and "inconclusive — about" in done.stdout
+    assert "(BLOCKS)" in done.stdout
 
 
 def test_a_misspelt_suite_key_is_a_usage_error(scene: Path) -> None:

@@ -853,28 +853,22 @@ __all__ += [
 
 
 def _gate_state(v: CategoryVerdict) -> str:
-    """``block``, ``inconclusive``, ``pass`` or ``ungated``: the gate's own outcome when it has one.
+    """``block``, ``inconclusive`` (let through), ``pass`` or ``ungated``.
 
-    >>> _gate_state(CategoryVerdict("t", 9, 10, 0, 0, 0.9, 0.6, 0.98, None, False))
-    'ungated'
+    >>> from tinyeval.gating import gate
+    >>> [_gate_state(v) for v in gate({"t": {"passed": 9, "total": 10}}).categories]
+    ['ungated']
     """
     if v.blocking:
         return "block"
-    if v.threshold is None:
-        return "ungated"
-    return "inconclusive" if getattr(v, "outcome", None) == "inconclusive" else "pass"
+    return v.outcome
 
 
 def _incomplete_reason(report: GateReport, incomplete: str | None) -> str | None:
     """Why the results are incomplete: as given, or as the report says (None when complete)."""
     if incomplete:
         return incomplete
-    note = getattr(report, "incomplete", None)
-    if isinstance(note, str) and note:
-        return note
-    if note is True or getattr(report, "outcome", None) == "incomplete":
-        return "the results are incomplete"
-    return None
+    return None if report.complete else str(report.completeness)
 
 
 def _verdict_line(v: CategoryVerdict, report: GateReport) -> str:
@@ -947,7 +941,7 @@ def junit_gate_xml(
             counts["failures"] += 1
             members = failed.get(v.category, [])
             detail = [line, *(f"{r.get('id')}: {describe_failure(r, width=300)}" for r in members)]
-            kind = "inconclusive" if getattr(v, "outcome", None) == "inconclusive" else "blocking"
+            kind = "inconclusive" if v.outcome == "inconclusive" else "blocking"
             ET.SubElement(case, "failure", message=line, type=kind).text = "\n".join(detail)
         elif state == "ungated":
             counts["skipped"] += 1
