@@ -202,9 +202,7 @@ class CaseLevelEstimate(NamedTuple):
     effective_n: float
 
     def __str__(self) -> str:
-        return (
-            f"{self.value:.1%} [{self.low:.1%}, {self.high:.1%}] (n_eff {self.effective_n:.1f})"
-        )
+        return f"{self.value:.1%} [{self.low:.1%}, {self.high:.1%}] (n_eff {self.effective_n:.1f})"
 
     def to_dict(self) -> dict[str, Any]:
         """``{"value", "low", "high", "effective_n", "text"}``.
