@@ -203,8 +203,8 @@ def test_without_labels_only_agreement() -> None:
     # a and b agree on the 39 cases both parsed except where exactly one of them errs:
     # a only {0, 1, 21}, b only {4, 5, 6, 7, 30, 31} → 39 − 9 = 30
     assert ab.agreed == 30
-    # kappa by hand over the 39 pairs: a says FAIL on 20 − 4 + 2 = 18 (all parsed), of which
-    # case 39 is not among them; b says FAIL on 20 − 6 + 3 = 17; a FAIL on the 39: 18, PASS 21
+    # kappa by hand over those 39 cases: a says FAIL on 20 − 4 + 2 = 18 and PASS on 21;
+    # b says FAIL on 20 − 6 + 3 = 17 and PASS on 22.
     # p_o = 30/39; p_e = (18·17 + 21·22)/39² = (306 + 462)/1521 = 768/1521
     p_o, p_e = 30 / 39, 768 / 1521
     assert ab.kappa == pytest.approx((p_o - p_e) / (1 - p_e), rel=1e-12)
