@@ -88,6 +88,7 @@ __all__ = [
 Decision = Literal["pass", "block", "undecided"]
 
 _MAX_STEPS = 200
+_NUDGES = 64
 _TOLERANCE = 1e-12  # a relative Newton step this small leaves an error of about its square
 
 
@@ -125,7 +126,8 @@ def _boundary(
     a convex function lies below it), so every iterate is a rejected value.
     It stops when a step is below ``_TOLERANCE`` of the value (the error left
     is then about the square of that) or when rounding carries a step past
-    the root; a step that would leave the bracket is replaced by bisection.
+    the root, and then returns the nearest rejected float outwards; a step
+    that would leave the bracket is replaced by bisection.
     """
     value = excess(outside)
     for _ in range(_MAX_STEPS):
@@ -143,7 +145,13 @@ def _boundary(
             outside, value = candidate, candidate_value
             if converged:
                 break
-        elif newton:  # past the root: only rounding does that, right next to it
+        elif newton:
+            # past the root: only rounding does that, right next to it; the first
+            # rejected value a few units in the last place outwards is the end
+            for _ in range(_NUDGES):
+                candidate = math.nextafter(candidate, outside)
+                if candidate == outside or excess(candidate) >= 0.0:
+                    return candidate
             break
         else:
             inside = candidate
