@@ -282,7 +282,7 @@ def test_sequence_state_and_output() -> None:
 def test_sequence_refuses_bad_input() -> None:
     with pytest.raises(StatisticsError, match="ConfidenceSequence: confidence must be"):
         ConfidenceSequence(1.0)
-    with pytest.raises(StatisticsError, match="ConfidenceSequence.update: an outcome must be"):
+    with pytest.raises(StatisticsError, match=r"ConfidenceSequence\.update: an outcome must be"):
         ConfidenceSequence().update("PASS")  # type: ignore[arg-type]
     assert not ConfidenceSequence().contains(float("nan"))
     assert not ConfidenceSequence().contains(1.5)
