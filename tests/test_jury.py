@@ -15,8 +15,8 @@ import random
 import pytest
 
 import tinyeval.jury as jury_module
+from tinyeval.errors import InputError
 from tinyeval.jury import (
-    JuryError,
     dawid_skene,
     juror_agreement,
     jury_verdict,
@@ -60,11 +60,11 @@ def test_jury_verdict(verdicts: list[object], expected: str | None, unanimous: b
 
 
 def test_jury_verdict_refuses_an_even_panel_and_unknown_labels() -> None:
-    with pytest.raises(JuryError, match=r"odd number of jurors .*got 4"):
+    with pytest.raises(InputError, match=r"odd number of jurors .*got 4"):
         jury_verdict(["PASS", "PASS", "FAIL", "FAIL"])
-    with pytest.raises(JuryError, match="got 0"):
+    with pytest.raises(InputError, match="got 0"):
         jury_verdict([])
-    with pytest.raises(JuryError, match=r"juror 1: a verdict is 'PASS', 'FAIL'.*got 'maybe'"):
+    with pytest.raises(InputError, match=r"juror 1: a verdict is 'PASS', 'FAIL'.*got 'maybe'"):
         jury_verdict(["PASS", "maybe", "FAIL"])
 
 
@@ -222,13 +222,13 @@ def test_agreement_output_is_json() -> None:
 
 
 def test_agreement_refuses_mismatched_input() -> None:
-    with pytest.raises(JuryError, match="needs at least one juror"):
+    with pytest.raises(InputError, match="needs at least one juror"):
         juror_agreement({})
-    with pytest.raises(JuryError, match="'a' has 2, 'b' has 1"):
+    with pytest.raises(InputError, match="'a' has 2, 'b' has 1"):
         juror_agreement({"a": ["PASS", "FAIL"], "b": ["PASS"]})
-    with pytest.raises(JuryError, match="2 cases, 3 labels"):
+    with pytest.raises(InputError, match="2 cases, 3 labels"):
         juror_agreement({"a": ["PASS", "FAIL"]}, ["PASS", "FAIL", "PASS"])
-    with pytest.raises(JuryError, match="human label, case 0"):
+    with pytest.raises(InputError, match="human label, case 0"):
         juror_agreement({"a": ["PASS"]}, ["good"])
 
 
@@ -368,7 +368,7 @@ def test_dawid_skene_refuses_what_it_cannot_estimate() -> None:
         dawid_skene({"x": {"a": "PASS", "b": "FAIL"}, "y": {"a": "PASS", "c": None}})
     with pytest.raises(UndefinedStatisticError, match="got 0"):
         dawid_skene({})
-    with pytest.raises(JuryError, match="case 'x', juror 'a'"):
+    with pytest.raises(InputError, match="case 'x', juror 'a'"):
         dawid_skene({"x": {"a": "yes"}})
     with pytest.raises(StatisticsError, match="max_iter must be a whole number >= 1"):
         dawid_skene({}, max_iter=0)

@@ -44,7 +44,6 @@ __all__ = [
     "JurorEstimate",
     "JurorPair",
     "JuryAgreement",
-    "JuryError",
     "JuryVerdict",
     "dawid_skene",
     "juror_agreement",
@@ -59,17 +58,6 @@ CORRELATED_ERRORS = 0.5
 _EPSILON = 1e-10  # the floor of a Dawid-Skene count, so no estimated rate is exactly 0 or 1
 
 
-class JuryError(InputError):
-    """Input a jury cannot use: an even panel, verdicts of different lengths, an unknown label.
-
-    >>> try:
-    ...     jury_verdict(["PASS", "FAIL"])
-    ... except JuryError as exc:
-    ...     print(exc)
-    jury_verdict: a jury needs an odd number of jurors (1, 3, 5...), got 2
-    """
-
-
 def _verdict(value: Any, where: str) -> str | None:
     """``"PASS"``, ``"FAIL"`` or None from a verdict as given."""
     if value is None:
@@ -78,7 +66,7 @@ def _verdict(value: Any, where: str) -> str | None:
         return "PASS" if value else "FAIL"
     if isinstance(value, str) and value.strip().upper() in ("PASS", "FAIL"):
         return value.strip().upper()
-    raise JuryError(f"{where}: a verdict is 'PASS', 'FAIL', a boolean or None, got {value!r}")
+    raise InputError(f"{where}: a verdict is 'PASS', 'FAIL', a boolean or None, got {value!r}")
 
 
 # ---------------------------------------------------------------- one case
@@ -156,12 +144,12 @@ def jury_verdict(verdicts: Sequence[Verdict]) -> JuryVerdict:
     >>> print(jury_verdict(["PASS", None, "FAIL"]))
     no verdict (1 PASS, 1 FAIL, 1 unparsed of 3 jurors)
 
-    Raises ``JuryError`` for an even or empty panel and for a verdict that
+    Raises ``InputError`` for an even or empty panel and for a verdict that
     is not PASS, FAIL, a boolean or None.
     """
     labels = [_verdict(value, f"jury_verdict: juror {i}") for i, value in enumerate(verdicts)]
     if len(labels) % 2 == 0:
-        raise JuryError(
+        raise InputError(
             f"jury_verdict: a jury needs an odd number of jurors (1, 3, 5...), got {len(labels)}"
         )
     passes, fails = labels.count("PASS"), labels.count("FAIL")
@@ -421,12 +409,12 @@ def juror_agreement(
     >>> round(report.pairs[0].error_phi, 4)  # a and b share one error (case 3) of two each
     0.3333
 
-    Raises ``JuryError`` when there are no jurors, the jurors' lists (or the
+    Raises ``InputError`` when there are no jurors, the jurors' lists (or the
     human labels) differ in length, or a label is not PASS/FAIL/None.
     """
     func = "juror_agreement"
     if not labels_by_juror:
-        raise JuryError(f"{func}: needs at least one juror, got none")
+        raise InputError(f"{func}: needs at least one juror, got none")
     names = list(labels_by_juror)
     labels = {
         name: [_verdict(v, f"{func}: juror {name!r}, case {i}") for i, v in enumerate(values)]
@@ -435,7 +423,7 @@ def juror_agreement(
     n = len(labels[names[0]])
     for name in names:
         if len(labels[name]) != n:
-            raise JuryError(
+            raise InputError(
                 f"{func}: every juror needs one verdict per case; {names[0]!r} has {n}, "
                 f"{name!r} has {len(labels[name])}"
             )
@@ -443,7 +431,7 @@ def juror_agreement(
     if human is not None:
         truth = [_verdict(v, f"{func}: human label, case {i}") for i, v in enumerate(human)]
         if len(truth) != n:
-            raise JuryError(
+            raise InputError(
                 f"{func}: the human labels must be one per case: {n} cases, {len(truth)} labels"
             )
     columns = list(zip(*(labels[name] for name in names), strict=True))
@@ -661,7 +649,7 @@ def dawid_skene(
     (0.72, True)
 
     Raises ``UndefinedStatisticError`` when fewer than three jurors or no
-    case have a parsed verdict, ``JuryError`` for an unknown verdict, and
+    case have a parsed verdict, ``InputError`` for an unknown verdict, and
     ``StatisticsError`` for a ``max_iter`` below 1 or a ``tol`` that is not
     a positive number.
     """
