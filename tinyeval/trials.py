@@ -292,13 +292,19 @@ class TrialSummary:
             f"{plural(trials.pop(), 'trial')} each" if len(trials) == 1 else "trials per case vary"
         )
         k = self.k
+        labels = (
+            "pass@1 (mean pass rate)",
+            f"pass^{k} (all {k} pass)",
+            f"pass@{k} (any of {k} passes)",
+        )
+        width = max(map(len, labels)) + 1
         lines = [
             f"{plural(self.n_cases, 'case')}, {per_case} ({plural(self.n_trials, 'trial')}); "
             f"{self.confidence:.0%} intervals with the case as the unit",
-            f"pass@1 (mean pass rate)  {self.pass_rate}",
+            f"{labels[0]:<{width}}{self.pass_rate}",
             f"  naive, trials as independent: {self.naive}",
-            f"pass^{k} (all {k} pass)      {self.pass_all_k}",
-            f"pass@{k} (any of {k} passes) {self.pass_at_k}",
+            f"{labels[1]:<{width}}{self.pass_all_k}",
+            f"{labels[2]:<{width}}{self.pass_at_k}",
         ]
         if self.flaky:
             shown = ", ".join(self.flaky[:_FLAKY_SHOWN])
