@@ -173,8 +173,8 @@ class JurorCalibration(NamedTuple):
 
     >>> c = JurorCalibration("a", 10, 1, Rate.of(8, 10), Rate.of(1, 9))
     >>> print(c)
-    a: failure recall 8/10 = 80.0% [49.0%, 94.3%]; false alarms 1/9 = 11.1% [2.0%, 43.5%]; \
-1 of 10 unparsed
+    a: failure recall 8/10 = 80.0% [49.0%, 94.3%]; false alarms 1/9 = 11.1% [2.0%, 43.5%]; 1 of 10
+    unparsed
     """
 
     juror: str
@@ -222,8 +222,8 @@ class JurorPair(NamedTuple):
 
     >>> pair = JurorPair("a", "b", 20, 17, 0.7, 20, 3, 3, 2, 0.6078)
     >>> print(pair)
-    a ~ b: agree 17/20 = 85.0% [64.0%, 94.8%], kappa 0.70; errors 3 and 3 of 20, \
-2 shared, phi 0.61
+    a ~ b: agree 17/20 = 85.0% [64.0%, 94.8%], kappa 0.70; errors 3 and 3 of 20,
+    2 shared, phi 0.61
     """
 
     a: str
