@@ -12,6 +12,7 @@ import ast
 import json
 import math
 import random
+import re
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -136,14 +137,8 @@ def test_estimators_are_unbiased(p: float) -> None:
 )
 def test_bad_arguments_raise(n: object, c: object, k: object, fragment: str) -> None:
     for func in (pass_at_k, pass_all_k):
-        with pytest.raises(StatisticsError, match=f"{func.__name__}: .*" + _escaped(fragment)):
+        with pytest.raises(StatisticsError, match=f"{func.__name__}: .*" + re.escape(fragment)):
             func(n, c, k)  # type: ignore[arg-type]
-
-
-def _escaped(text: str) -> str:
-    import re
-
-    return re.escape(text)
 
 
 counts = st.integers(1, 60).flatmap(
