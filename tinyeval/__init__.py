@@ -56,6 +56,18 @@ _EXPORTS: dict[str, str] = {
     "pairwise_kappas": "agreement",
     "AgreementInterval": "agreement",
     "PairKappa": "agreement",
+    # trials, juries and stopping early
+    "pass_at_k": "trials",
+    "pass_all_k": "trials",
+    "summarize_trials": "trials",
+    "TrialSummary": "trials",
+    "jury_verdict": "jury",
+    "juror_agreement": "jury",
+    "dawid_skene": "jury",
+    "shared_family": "jury",
+    "ConfidenceSequence": "sequential",
+    "gate_decision": "sequential",
+    "sequential_gate": "sequential",
     # retrieval and graded scores
     "recall_at_k": "retrieval",
     "precision_at_k": "retrieval",
