@@ -701,6 +701,7 @@ def _check_human_kind(
     parsed = [
         _as_label(value, "judge", index) for index, value in enumerate(judged) if value is not None
     ]
+    allowed: tuple[str, ...] | None
     if pairwise:
         kind, allowed, expected = "is pairwise", ("A", "B", "TIE"), "A, B or TIE"
     elif parsed and all(_is_number(label) for label in parsed):

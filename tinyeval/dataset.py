@@ -250,7 +250,9 @@ def _detect_format(path: str) -> tuple[str, bool]:
 def _open_text(path: str, gz: bool) -> IO[str]:
     if path == "-":
         return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", newline="")
-    raw: IO[bytes] = gzip.open(path, "rb") if gz else open(path, "rb")  # noqa: SIM115
+    raw: IO[bytes] = (
+        gzip.open(path, "rb") if gz else open(path, "rb")  # type: ignore[assignment]  # noqa: SIM115
+    )
     return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import InputError, plural
 from .records import Completeness, completeness, tally
@@ -244,6 +244,12 @@ def _ids(tally: Any) -> tuple[str, ...]:
     return tuple(str(item) for item in value or ())
 
 
+class _Counts(NamedTuple):
+    errors: int
+    unparsed: int
+    unchecked: int
+
+
 def _verdict(
     name: str,
     tally: Any,
@@ -254,22 +260,22 @@ def _verdict(
     confidence: float,
 ) -> CategoryVerdict:
     passed, total = _field(tally, "passed"), _field(tally, "total")
-    counts = {key: _field(tally, key) for key in ("errors", "unparsed", "unchecked")}
+    counts = _Counts(_field(tally, "errors"), _field(tally, "unparsed"), _field(tally, "unchecked"))
     ids = _ids(tally)
     if total == 0:
         return CategoryVerdict(
-            name, None, **counts, threshold=threshold,
+            name, None, *counts, threshold=threshold,
             outcome="ungated" if threshold is None else "block",
             blocking=threshold is not None, note="no cases in this category",
         )  # fmt: skip
     measured = Rate.of(passed, total, confidence)
     if threshold is None:
-        return CategoryVerdict(name, measured, **counts, threshold=None, outcome="ungated",
+        return CategoryVerdict(name, measured, *counts, threshold=None, outcome="ungated",
                                blocking=False, unchecked_ids=ids)  # fmt: skip
-    unchecked = counts["unchecked"]
+    unchecked = counts.unchecked
     if unchecked and not allow_unchecked:
         note = f"{plural(unchecked, 'case')} had nothing to check them"
-        return CategoryVerdict(name, measured, **counts, threshold=threshold, outcome="block",
+        return CategoryVerdict(name, measured, *counts, threshold=threshold, outcome="block",
                                blocking=True, note=note, unchecked_ids=ids)  # fmt: skip
     if measured.value < threshold:
         outcome, blocking, more = "block", True, None  # below is never given the benefit of doubt
@@ -282,7 +288,7 @@ def _verdict(
         needed = cases_to_decide(passed, total, threshold, confidence)
         more = None if needed is None else needed - total
         blocking = inconclusive == "block"
-    return CategoryVerdict(name, measured, **counts, threshold=threshold, outcome=outcome,
+    return CategoryVerdict(name, measured, *counts, threshold=threshold, outcome=outcome,
                            blocking=blocking, more_cases_needed=more,
                            unchecked_ids=ids)  # fmt: skip
 
@@ -344,17 +350,17 @@ def gate(
     limits = {name: parse_threshold(value) for name, value in (thresholds or {}).items()}
     default = parse_threshold(default_threshold) if default_threshold is not None else None
     names = sorted({*tallies, *limits})
-    settings = {"inconclusive": policy, "allow_unchecked": allow_unchecked,
-                "confidence": confidence}  # fmt: skip
     verdicts = tuple(
-        _verdict(name, tallies.get(name, {}), limits.get(name, default), **settings)
+        _verdict(name, tallies.get(name, {}), limits.get(name, default), inconclusive=policy,
+                 allow_unchecked=allow_unchecked, confidence=confidence)
         for name in names
-    )
+    )  # fmt: skip
     total = {
         key: sum(_field(tally, key) for tally in tallies.values())
         for key in ("passed", "total", "errors", "unparsed", "unchecked")
     }
-    overall = _verdict("global", total, None, **settings)
+    overall = _verdict("global", total, None, inconclusive=policy,
+                       allow_unchecked=allow_unchecked, confidence=confidence)  # fmt: skip
     return GateReport(verdicts, overall, policy, confidence, completeness, allow_unchecked)
 
 

@@ -453,7 +453,7 @@ class Evidence(NamedTuple):
     failure: str | None
 
 
-class _Pairs(list):  # type: ignore[type-arg]
+class _Pairs(list[tuple[str, Any]]):
     """The key/value pairs of one JSON object, in the order they were written."""
 
 
@@ -520,7 +520,11 @@ def parse_evidence(text: str, response: str) -> Evidence:
         return _unparsed("a PASS must come with quote null")
     if verdict == "FAIL" and (quote is None or not _normalize_space(quote)):
         return _unparsed("a FAIL must come with a non-empty quote")
-    if verdict == "FAIL" and _normalize_space(quote) not in _normalize_space(response):  # type: ignore[arg-type]
+    if (
+        verdict == "FAIL"
+        and quote is not None
+        and (_normalize_space(quote) not in _normalize_space(response))
+    ):
         return Evidence(
             None,
             quote,
@@ -803,7 +807,7 @@ def _tally(ballots: Sequence[_Vote]) -> dict[str, Any]:
                 "error": None,
             }
     failed = [ballot for ballot in ballots if ballot.failure]
-    kinds = Counter(ballot.failure for ballot in failed)
+    kinds = Counter(ballot.failure or "unparsed" for ballot in failed)
     failure = min(kinds, key=lambda kind: (-kinds[kind], _FAILURE_PRECEDENCE[kind]))
     errors = [ballot.error for ballot in failed if ballot.error]
     error = errors[0] if failure == "error" else None

@@ -653,7 +653,7 @@ def _quota_exhausted(body: bytes) -> bool:
     error = payload.get("error") if isinstance(payload, dict) else None
     if not isinstance(error, dict):
         return False
-    details = error.get("details") if isinstance(error.get("details"), dict) else {}
+    details: dict[str, Any] = error["details"] if isinstance(error.get("details"), dict) else {}
     codes = {error.get("code"), error.get("type"), details.get("error_code")}
     return bool(codes & _QUOTA_CODES)
 
@@ -850,7 +850,7 @@ class _OpenAIModel(_HTTPModel):
 
 def _reply_from(payload: Mapping[str, Any], text: str, tokens_in: str, tokens_out: str) -> Reply:
     """A Reply with the usage and model name a server's JSON reports (under its own key names)."""
-    usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
+    usage: dict[str, Any] = payload["usage"] if isinstance(payload.get("usage"), dict) else {}
     reported = payload.get("model")
     return Reply(
         text,

@@ -215,8 +215,10 @@ def describe_failure(row: Mapping[str, Any], *, width: int = 100) -> str:
     if row.get("status") == "unchecked":
         reason = row.get("judge_skipped") or "no check and no judge looked at it"
         return shorten(" ".join(f"unchecked: {reason}".split()), width)
-    checks = row.get("checks") if isinstance(row.get("checks"), Mapping) else {}
-    details = row.get("check_details") if isinstance(row.get("check_details"), Mapping) else {}
+    checks: Mapping[str, Any] = row.get("checks") or {}
+    details: Mapping[str, Any] = row.get("check_details") or {}
+    if not isinstance(checks, Mapping) or not isinstance(details, Mapping):
+        checks, details = {}, {}
     failed = [name for name, ok in checks.items() if not ok]
     if failed:
         parts = [f"{name}: {details[name]}" if details.get(name) else str(name) for name in failed]

@@ -781,7 +781,7 @@ def prepare_cases(
 
     from . import dataset
 
-    read = {"fields": fields, "id_from_line": id_from_line, "format": format}
+    read: dict[str, Any] = {"fields": fields, "id_from_line": id_from_line, "format": format}
     wanted = set(only) if only is not None else None
     if outputs is not None:
         wanted = set(outputs) if wanted is None else wanted & set(outputs)

@@ -208,9 +208,10 @@ def _open_unit(value: Any, name: str, func: str) -> float:
     """``value`` as a float strictly between 0 and 1."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise StatisticsError(f"{func}: {name} must be a number between 0 and 1, got {value!r}")
-    if not 0.0 < value < 1.0:  # also false for NaN
+    number = float(value)
+    if not 0.0 < number < 1.0:  # also false for NaN
         raise StatisticsError(f"{func}: {name} must be between 0 and 1 (exclusive), got {value!r}")
-    return float(value)
+    return number
 
 
 def _planned_power(value: Any, func: str) -> float:

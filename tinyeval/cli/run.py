@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -503,7 +503,9 @@ class _Execution:
     def extra_summary(self, result: Any) -> dict[str, Any]:
         from ..report import failure_lines, usage_line
 
-        failed = [row for _, rows in sorted(self.failures.items()) for row in rows]
+        failed: list[Mapping[str, Any]] = [
+            row for _, rows in sorted(self.failures.items()) for row in rows
+        ]
         text = failure_lines(failed, shown=self.args.show_failures, where=self.args.out)
         if text:
             text.append("")
