@@ -155,6 +155,27 @@ def _missing_needs(judge: Any, case: Case) -> list[str]:
     return [need for need in getattr(judge, "needs", ()) if not have.get(need, True)]
 
 
+JudgeCategories = frozenset[str] | Mapping[str, frozenset[str]] | None
+"""Where judges look: every category (None), these categories, or per judge name (empty: all)."""
+
+
+def _judges_category(judge: Any, category: str, where: JudgeCategories) -> bool:
+    if where is None:
+        return True
+    if isinstance(where, frozenset):
+        return category in where
+    own = where.get(getattr(judge, "name", ""), frozenset())
+    return not own or category in own
+
+
+def _judge_categories(given: Iterable[str] | Mapping[str, Iterable[str]] | None) -> JudgeCategories:
+    if given is None:
+        return None
+    if isinstance(given, Mapping):
+        return {str(name): frozenset(categories) for name, categories in given.items()}
+    return frozenset(given)
+
+
 def evaluate_case(
     case: Case,
     *,
@@ -164,7 +185,7 @@ def evaluate_case(
     generate_model: CallModel | None = None,
     prompt_template: str | None = None,
     judge_all: bool = False,
-    judge_categories: frozenset[str] | None = None,
+    judge_categories: JudgeCategories = None,
     dataset_fingerprint: str | None = None,
     run: Mapping[str, Any] | None = None,
 ) -> Row:
@@ -206,7 +227,8 @@ def evaluate_case(
 
         judges_ok = True
         cannot_judge: list[str] = []
-        if judges and judge_categories is not None and case.category not in judge_categories:
+        applicable = [j for j in judges if _judges_category(j, case.category, judge_categories)]
+        if judges and not applicable:
             row["judge_skipped"] = "category not judged"
         elif judges and not checks_ok and not judge_all:
             row["judge_skipped"] = "a code check failed"
@@ -215,7 +237,7 @@ def evaluate_case(
                 raise RunnerError("judges were given but no judge model")
             row["judge_model"] = model_spec(judge_model)
             row["judge_temperature"] = getattr(judge_model, "temperature", None)
-            for judge in judges:
+            for judge in applicable:
                 missing = _missing_needs(judge, case)
                 if missing:
                     cannot_judge.append(f"{judge.name} needs a {' and a '.join(missing)}")
@@ -392,7 +414,7 @@ def run(
     generate_model: CallModel | str | None = None,
     prompt_template: str | None = None,
     judge_all: bool = False,
-    judge_categories: Iterable[str] | None = None,
+    judge_categories: Iterable[str] | Mapping[str, Iterable[str]] | None = None,
     out: str | Path | IO[str] | None = None,
     resume: bool = False,
     shard: tuple[int, int] | None = None,
@@ -412,7 +434,8 @@ def run(
     ``expect`` block. ``judges`` is a :class:`~tinyeval.judge.Judge` or a list
     of them, with distinct names; they run only on cases whose code checks
     passed (``judge_all=True`` runs them there too), and, with
-    ``judge_categories``, only in those categories. Model arguments take a
+    ``judge_categories``, only in those categories (a mapping of judge name to
+    categories gives each judge its own; an empty list means every category). Model arguments take a
     ``prompt -> str`` callable or a spec string such as ``"builtin"`` or
     ``"openai:gpt-4o-mini"``.
 
@@ -481,7 +504,7 @@ def run(
         generate_model=generate_model,
         prompt_template=prompt_template,
         judge_all=judge_all,
-        judge_categories=frozenset(judge_categories) if judge_categories is not None else None,
+        judge_categories=_judge_categories(judge_categories),
         dataset_fingerprint=dataset_fingerprint,
         run=dict(manifest) if manifest is not None else None,
     )

@@ -21,12 +21,12 @@ import sys
 
 from ..errors import IncompleteError, InputError
 from ..stats import StatisticsError
-from . import cost, labels, pairwise, results, run, statistics
+from . import cost, labels, pairwise, results, run, statistics, suite
 from ._common import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, PROG, UsageError
 
 __all__ = ["UsageError", "build_parser", "main"]
 
-_COMMAND_MODULES = (run, results, pairwise, labels, statistics, cost)  # the order of --help
+_COMMAND_MODULES = (run, suite, results, pairwise, labels, statistics, cost)  # the order of --help
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -44,7 +44,19 @@ def _add_run(sub: Any) -> None:
         "code checks from each case's expect block first, then the judge where one is asked "
         "for, one result row per case, a table per category and a gate.",
     )
-    p.add_argument("cases", metavar="CASES", help="the cases file ('-' reads JSONL from stdin)")
+    p.add_argument(
+        "cases",
+        nargs="?",
+        metavar="CASES",
+        help="the cases file ('-' reads JSONL from stdin); omit it to run the suite file "
+        "(tinyeval.toml, or [tool.tinyeval] in pyproject.toml) found here or above",
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="the suite file to run (default, when CASES is omitted: the one found here or "
+        "above); options given on the command line win over it",
+    )
     p.add_argument(
         "--out",
         default=DEFAULT_OUT,
@@ -156,13 +168,16 @@ def _add_run(sub: Any) -> None:
         metavar="N",
         help="list up to N failed cases per category and why (default: 5; 0 lists none)",
     )
-    p.set_defaults(handler=_cmd_run)
     _add_run_execution_options(p)
+    # what every option is when not given, so a suite file can fill in what was left out
+    defaults = {action.dest: action.default for action in p._actions}
+    p.set_defaults(handler=_cmd_run, option_defaults=defaults, suite_judges=(),
+                   suite_overridden=[])  # fmt: skip
 
 
 def _check_run_options(args: argparse.Namespace) -> None:
     """Options that only mean something with another one, and numbers out of range."""
-    judged = bool(args.criterion or args.rubric)
+    judged = bool(args.criterion or args.rubric or args.suite_judges)
     needs = [
         ("--judge-model", args.judge_model is not None, judged, "--criterion or --rubric"),
         ("--votes", args.votes != 1, judged, "--criterion or --rubric"),
@@ -238,15 +253,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from ..gating import gate, gate_settings
     from ..records import run_manifest
     from ..report import summary_dict, summary_text
-    from ..runner import prepare_cases
+    from ..runner import check_judges, prepare_cases
+    from .suite import apply_suite, judges_from_suite
 
     # Everything that can be wrong with the command is found before the cases are read,
     # and everything wrong with the cases before any of them runs.
+    suite = apply_suite(args)
     _check_run_options(args)
     fields = parse_field_mapping(args.field)
     gating = gate_options(args)
     settings = gate_settings(**gating)
     judges = _judges_from_args(args)
+    judge_categories: Any = args.judge_category
+    if not judges and args.suite_judges:
+        judges, per_judge = judges_from_suite(args)
+        check_judges(judges, args.judge_model or "builtin")
+        judge_categories = per_judge
     args.judge_model = args.judge_model or "builtin"
     shard = parse_shard(args.shard) if args.shard else None
     execution = _Execution(args, judges)  # models, price, template, calibration: checked now
@@ -270,8 +292,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         judges={j.name: j.rubric_fingerprint for j in judges},
         judge_model=args.judge_model if judges else None,
         gate=settings,
+        suite=suite.fingerprint if suite is not None else None,
     )
-    result = execution.run(ready, manifest=manifest, shard=shard)
+    result = execution.run(ready, manifest=manifest, shard=shard, judge_categories=judge_categories)
     report = gate(result.sorted_categories(), **gating)
     judged = sum(t.judged for t in result.categories.values())
     unparsed = sum(t.unparsed for t in result.categories.values())
@@ -291,7 +314,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         "rubric_fingerprints": {j.name: j.rubric_fingerprint for j in judges},
         "usage": result.usage,
         "elapsed_s": round(result.elapsed_s, 3),
-    }
+        "suite": None if suite is None else {"path": suite.path, "fingerprint": suite.fingerprint,
+                                             "overridden": list(args.suite_overridden)},
+    }  # fmt: skip
     extra = execution.extra_summary(result)
     info.update(extra["json"])
     if args.json:
@@ -302,6 +327,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         selected = f" ({ready.selected:,} selected)" if ready.selected != ready.in_file else ""
         header = (f"{plural(ready.in_file, 'case')}{selected} from {args.cases} (dataset "
                   f"{ready.fingerprint}){judge_part} · rows in {args.out}\n")  # fmt: skip
+        if suite is not None:
+            again = args.suite_overridden
+            header = (f"suite {suite.path} ({suite.fingerprint})"
+                      f"{'; given again, overriding it: ' + ', '.join(again) if again else ''}\n"
+                      + header)  # fmt: skip
         print(summary_text(report, header=header, judged=judged, unparsed=unparsed,
                            errors=result.errors, extra_lines=tuple(extra["text"])))  # fmt: skip
     elif not report.passed:
@@ -443,7 +473,14 @@ class _Execution:
         model, self.cache = open_model(self.args, spec, max_tokens=max_tokens, cache=self.cache)
         return model
 
-    def run(self, ready: Any, *, manifest: dict[str, Any], shard: tuple[int, int] | None) -> Any:
+    def run(
+        self,
+        ready: Any,
+        *,
+        manifest: dict[str, Any],
+        shard: tuple[int, int] | None,
+        judge_categories: Any,
+    ) -> Any:
         import contextlib
 
         from ..records import write_row
@@ -473,7 +510,7 @@ class _Execution:
                 result = run(
                     ready.cases, judges=self.judges, judge_model=self.judge_model,
                     generate_model=self.generate_model, prompt_template=self.template,
-                    judge_all=args.judge_all, judge_categories=args.judge_category,
+                    judge_all=args.judge_all, judge_categories=judge_categories,
                     out=args.out, resume=args.resume, shard=shard,
                     concurrency=args.concurrency, max_errors=args.max_errors,
                     case_timeout=args.case_timeout, fail_fast=args.fail_fast or None,
