@@ -28,9 +28,9 @@ def test_run_with_no_options_runs_the_suite_and_gates_as_the_long_command(tmp_pa
     folder = example(tmp_path)
     short = tinyeval("run", "--json", cwd=folder)
     assert short.returncode == 1, short.stderr
-    long = tinyeval("run", "cases.jsonl", "--criterion", "unsupported-claims", "--judge-category",
-                    "support_answers", "--threshold", "amount_extraction=1.0",
-                    "--default-threshold", "0.5", "--json", "--out", "long.jsonl", cwd=folder)  # fmt: skip
+    flags = ["--criterion", "unsupported-claims", "--judge-category", "support_answers",
+             "--threshold", "amount_extraction=1.0", "--default-threshold", "0.5"]  # fmt: skip
+    long = tinyeval("run", "cases.jsonl", *flags, "--json", "--out", "long.jsonl", cwd=folder)
     assert long.returncode == 1, long.stderr
     a, b = json.loads(short.stdout)["gate"], json.loads(long.stdout)["gate"]
     assert a["blocking"] == b["blocking"] == ["amount_extraction"]
