@@ -194,14 +194,13 @@ class TestReportFiles:
         assert done.returncode == 1, done.stderr
         root = ET.parse(tmp_path / "j.xml").getroot()
         suites = {s.get("name"): s for s in root.iter("testsuite")}
-        assert suites["amounts"].get("tests") == "10" and suites["amounts"].get("failures") == "2"
+        cases_suite = suites["tinyeval.cases"]
+        assert cases_suite.get("tests") == "10" and cases_suite.get("failures") == "2"
         failed = sorted(
-            c.get("name")
-            for c in suites["amounts"].iter("testcase")
-            if c.find("failure") is not None
+            c.get("name") for c in cases_suite.iter("testcase") if c.find("failure") is not None
         )
-        assert failed == ["c8", "c9"]
-        gate_case = suites["gate"].find("testcase")
+        assert failed == ["c8", "c9"]  # the category blocks, so its failed cases are failures
+        gate_case = suites["tinyeval.gate"].find("testcase")
         assert gate_case is not None and gate_case.find("failure") is not None
         markdown = (tmp_path / "m.md").read_text(encoding="utf-8")
         assert "| amounts | 8/10 = 80.0% [49.0%, 94.3%] | 90.0% | **BLOCKS**" in markdown

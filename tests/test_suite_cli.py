@@ -76,3 +76,30 @@ def test_init_writes_a_starter_that_loads_and_never_overwrites(tmp_path: Path) -
     assert load_suite(tmp_path / "tinyeval.toml").cases
     again = tinyeval("init", cwd=tmp_path)
     assert again.returncode == 2 and "exists already" in again.stderr
+
+
+def test_two_runs_in_github_actions_leave_both_summaries_and_annotate_the_failing_case(
+    tmp_path: Path,
+) -> None:
+    folder = example(tmp_path)
+    summary = tmp_path / "step-summary.md"
+    summary.write_text("earlier step\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GITHUB_STEP_SUMMARY": str(summary)}
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-m", "tinyeval", "run", "-q"], cwd=folder,
+                              env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 1, done.stderr
+    text = summary.read_text()
+    assert text.startswith("earlier step\n") and text.count("amount_extraction") >= 2
+    errors = [line for line in done.stdout.splitlines() if line.startswith("::error ")]
+    assert len(errors) == 1 and "amount_extraction" in errors[0]
+    # the annotation points at the first failing case's line in the cases file
+    lines = (folder / "cases.jsonl").read_text().splitlines()
+    first = next(i for i, line in enumerate(lines, 1) if '"amt-018"' in line)
+    assert "file=cases.jsonl" in errors[0] and f"line={first}," in errors[0]
+    junit = tinyeval("run", "-q", "--junit", "j.xml", cwd=folder)
+    assert junit.returncode == 1
+    import xml.etree.ElementTree as ET
+
+    gate = next(s for s in ET.parse(folder / "j.xml").getroot() if s.get("name") == "tinyeval.gate")
+    assert [c.get("name") for c in gate if c.find("failure") is not None] == ["amount_extraction"]

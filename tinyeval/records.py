@@ -5,7 +5,8 @@ A result row is one JSON object per case, written as soon as the case finishes:
 
 =======================  ============================================================
 ``id``, ``category``     the case's id and category; ``origin``, ``input``,
-                         ``context``, ``label`` are copied from the case
+                         ``context``, ``label`` are copied from the case, and
+                         ``line`` is where it stands in the cases file
 ``output``               the response that was checked (logged or generated)
 ``checks``               ``{name: true | false}``; ``check_details`` says why a check failed
 ``judges``               ``{name: verdict}``, one per judge, in the order they ran (the
@@ -99,6 +100,7 @@ def new_row(
         "id": case.id,
         "category": case.category,
         "origin": case.origin,
+        "line": getattr(case, "line", None),
         "input": case.input,
         "output": case.output,
         "context": case.context,
@@ -133,6 +135,7 @@ def run_manifest(
     judge_model: str | None = None,
     gate: Mapping[str, Any] | None = None,
     suite: str | None = None,
+    cases_file: str | None = None,
 ) -> dict[str, Any]:
     """What a run was meant to see, stored in every row's ``run`` so a reader can tell a
     complete run from a partial one and gate it as the run did.
@@ -141,7 +144,8 @@ def run_manifest(
     evaluate; ``shard`` is ``(I, N)`` and ``shard_cases`` how many of them fall
     in this shard; ``sample`` the ``{"size", "seed"}`` of a sampled run; ``only``
     the size of an id restriction; ``judges`` each judge's rubric fingerprint;
-    ``gate`` the thresholds and settings; ``suite`` the suite file's fingerprint.
+    ``gate`` the thresholds and settings; ``suite`` the suite file's fingerprint;
+    ``cases_file`` the file the cases were read from.
 
     >>> run_manifest(cases=30, shard=(1, 3), shard_cases=11)["shard"]
     '1/3'
@@ -156,6 +160,7 @@ def run_manifest(
         "judge_model": judge_model,
         "gate": dict(gate or {}),
         "suite": suite,
+        "cases_file": cases_file,
     }
 
 

@@ -240,7 +240,10 @@ def gate_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def add_report_files(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--junit", metavar="FILE", help="also write JUnit XML: a test per case, and the gate"
+        "--junit",
+        metavar="FILE",
+        help="also write JUnit XML: a test per category failing exactly when it blocks, and a "
+        "test per case (failures the gate tolerates are skipped, with their reason)",
     )
     p.add_argument(
         "--markdown",
@@ -252,24 +255,56 @@ def add_report_files(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="also write a self-contained HTML report (table, chart, judge, every failed case)",
     )
+    p.add_argument(
+        "--github",
+        action="store_true",
+        help="append the summary to $GITHUB_STEP_SUMMARY and print ::error/::warning "
+        "annotations (on by default when GITHUB_STEP_SUMMARY is set)",
+    )
 
 
 def write_reports(
-    args: argparse.Namespace, rows: Any, report: Any, *, run_info: dict[str, Any] | None = None
+    args: argparse.Namespace,
+    rows: Any,
+    report: Any,
+    *,
+    run_info: dict[str, Any] | None = None,
+    cases_file: str | None = None,
 ) -> None:
-    """Write the --junit, --markdown and --html files asked for, each all or nothing.
+    """Write the --junit, --markdown and --html files asked for, each all or nothing, and the
+    GitHub job summary and annotations when running in GitHub Actions (or with --github).
 
-    ``rows`` is a function returning the result rows, called only when a file needs them.
+    ``rows`` is a function returning the result rows, called only when something needs them.
     """
     from ..records import write_text_atomically
-    from ..report import html_report, junit_xml, summary_markdown
+    from ..report import (
+        append_step_summary,
+        github_summary,
+        html_report,
+        junit_gate_xml,
+        summary_markdown,
+        workflow_commands,
+    )
 
+    github = bool(getattr(args, "github", False) or os.environ.get("GITHUB_STEP_SUMMARY"))
+    if not (args.junit or args.markdown or args.html or github):
+        return
+    every = list(rows()) if (args.junit or args.html or github) else []
     if args.junit:
-        write_text_atomically(args.junit, junit_xml(list(rows()), report) + "\n")
+        write_text_atomically(args.junit, junit_gate_xml(report, every) + "\n")
     if args.markdown:
         write_text_atomically(args.markdown, summary_markdown(report) + "\n")
     if args.html:
-        write_text_atomically(args.html, html_report(list(rows()), report, run_info=run_info))
+        write_text_atomically(args.html, html_report(every, report, run_info=run_info))
+    if github:
+        written = append_step_summary(github_summary(report, every))
+        if written is None and getattr(args, "github", False):
+            print(f"{PROG}: --github: GITHUB_STEP_SUMMARY is not set, so no job summary was "
+                  "written; the annotations follow", file=sys.stderr)  # fmt: skip
+        places = {str(r["id"]): (cases_file, r["line"]) for r in every
+                  if cases_file and isinstance(r.get("line"), int)}  # fmt: skip
+        for command in workflow_commands(report, every, cases=places, cases_file=cases_file):
+            print(command)
 
 
 def parse_shard(text: str) -> tuple[int, int]:

@@ -293,6 +293,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         judge_model=args.judge_model if judges else None,
         gate=settings,
         suite=suite.fingerprint if suite is not None else None,
+        cases_file=args.cases,
     )
     result = execution.run(ready, manifest=manifest, shard=shard, judge_categories=judge_categories)
     report = gate(result.sorted_categories(), **gating)
@@ -337,10 +338,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     elif not report.passed:
         print(summary_text(report, judged=judged, unparsed=unparsed, errors=result.errors),
               file=sys.stderr)  # fmt: skip
-    if args.junit or args.markdown or args.html:
-        from ..records import read_rows
+    from ..records import read_rows
 
-        write_reports(args, lambda: read_rows(args.out), report, run_info=info)
+    write_reports(args, lambda: read_rows(args.out), report, run_info=info, cases_file=args.cases)
     if not result.complete:
         print(
             f"{PROG}: the run stopped early: {result.stopped_reason}. Rows were kept for "
