@@ -118,7 +118,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
                            errors=errors, extra_lines=tuple(notes)))  # fmt: skip
         if holdout is not None:
             print(holdout_text(holdout, held_out=args.holdout, salt=args.salt))
-    manifest = rows[0].get("run") if isinstance(rows[0].get("run"), dict) else {}
+    manifest: dict[str, Any] = rows[0]["run"] if isinstance(rows[0].get("run"), dict) else {}
     write_reports(args, lambda: rows, report, run_info=info, cases_file=manifest.get("cases_file"))
     if not report.complete:
         return EXIT_INCOMPLETE
