@@ -108,6 +108,7 @@ _EXPORTS: dict[str, str] = {
     "in_holdout": "dataset",
     "dataset_fingerprint": "dataset",
     "DatasetError": "dataset",
+    "ResultsNotCasesError": "dataset",
     # code checks
     "check": "checks",
     "run_checks": "checks",

@@ -67,6 +67,7 @@ __all__ = [
     "RECOGNISED_KEYS",
     "Case",
     "DatasetError",
+    "ResultsNotCasesError",
     "dataset_fingerprint",
     "in_holdout",
     "iter_cases",
@@ -676,12 +677,27 @@ def _located(where: dict[str, Any]) -> Iterator[None]:
         raise DatasetError(message, field=exc.field, **where) from None
 
 
+class ResultsNotCasesError(DatasetError):
+    """A results file (rows written by ``tinyeval run``) given where cases were expected."""
+
+
+# keys every result row has and no cases file does (see tinyeval.records)
+_RESULT_ROW_KEYS = frozenset({"status", "checks", "tinyeval_version", "dataset_fingerprint"})
+_RESULT_STATUSES = ("pass", "fail", "error", "unchecked")
+
+
 def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> Case:
     if not isinstance(record, Mapping):
         raise DatasetError(
             f"expected a JSON object for each case, got {_describe(record)}", **where
         )
     rec = dict(record)
+    if rec.keys() >= _RESULT_ROW_KEYS and rec.get("status") in _RESULT_STATUSES:
+        raise ResultsNotCasesError(
+            "looks like a results file written by tinyeval run, not a cases file: its rows "
+            "have no expect blocks, so running them as cases would check nothing",
+            **where,
+        )
     _refuse_near_misses(rec, where, line_id=line_id)
 
     raw_id = rec.pop("id", _MISSING)

@@ -249,7 +249,7 @@ def _recorded_outputs(path: str | None) -> dict[str, Any] | None:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from .. import __version__
-    from ..dataset import parse_field_mapping
+    from ..dataset import ResultsNotCasesError, parse_field_mapping
     from ..gating import gate, gate_settings
     from ..records import run_manifest
     from ..report import summary_dict, summary_text
@@ -280,6 +280,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             outputs=_recorded_outputs(args.rejudge), shard=shard,
         )  # fmt: skip
         _check_against_cases(args, gating["thresholds"], ready)
+    except ResultsNotCasesError as exc:
+        execution.close()
+        hint = "to re-judge it use --rejudge RESULTS with the cases file"
+        raise UsageError(f"{exc}; {hint}") from None
     except BaseException:
         execution.close()
         raise
