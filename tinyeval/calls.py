@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import math
 import threading
 import weakref
@@ -50,6 +51,7 @@ from .errors import InputError, plural
 __all__ = [
     "USAGE_KEYS",
     "CallModel",
+    "ChatPrompt",
     "CostError",
     "Estimate",
     "Price",
@@ -117,6 +119,63 @@ class Reply(str):
         return (
             f"Reply({str(self)!r}, usage={self.usage!r}, model={self.model!r}, "
             f"cached={self.cached!r})"
+        )
+
+
+class ChatPrompt(str):
+    """A conversation sent to a chat model: the message list, with roles, kept whole.
+
+    It is still a ``str`` (the contract is ``prompt -> str``): its text is the
+    OpenAI-shaped message list as JSON, which is what a ``cmd:`` or ``py:``
+    model receives, and what the cache keys on. Chat adapters send
+    :attr:`messages` as they are (the Anthropic adapter sends
+    :attr:`anthropic_messages` with :attr:`system` apart), with :attr:`tools`
+    (OpenAI function definitions) when the case gives them.
+
+    >>> prompt = ChatPrompt([{"role": "system", "content": "Be brief."},
+    ...                      {"role": "user", "content": "Hours?"}])
+    >>> str(prompt)
+    '[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hours?"}]'
+    >>> prompt.system, prompt.messages[-1]["content"]
+    ('Be brief.', 'Hours?')
+    """
+
+    messages: tuple[dict[str, Any], ...]
+    anthropic_messages: tuple[dict[str, Any], ...]
+    system: str | None
+    tools: tuple[dict[str, Any], ...]
+
+    def __new__(
+        cls,
+        messages: Iterable[Mapping[str, Any]],
+        *,
+        anthropic_messages: Iterable[Mapping[str, Any]] | None = None,
+        tools: Iterable[Mapping[str, Any]] = (),
+    ) -> ChatPrompt:
+        listed = tuple(dict(message) for message in messages)
+        self = super().__new__(cls, json.dumps(listed, ensure_ascii=False))
+        self.messages = listed
+        systems = [m.get("content") for m in listed if m.get("role") == "system"]
+        self.system = "\n\n".join(str(text) for text in systems if text) or None
+        if anthropic_messages is None:
+            anthropic_messages = [m for m in listed if m.get("role") != "system"]
+        self.anthropic_messages = tuple(dict(message) for message in anthropic_messages)
+        self.tools = tuple(dict(tool) for tool in tools)
+        return self
+
+    @classmethod
+    def of(cls, conversation: Any, *, tools: Iterable[Mapping[str, Any]] = ()) -> ChatPrompt:
+        """The prompt for a :class:`~tinyeval.conversation.Conversation` (what the model saw).
+
+        >>> from tinyeval.conversation import Conversation
+        >>> c = Conversation.from_messages([{"role": "user", "content": "Hi"}])
+        >>> ChatPrompt.of(c).messages
+        ({'role': 'user', 'content': 'Hi'},)
+        """
+        return cls(
+            conversation.to_messages("openai"),
+            anthropic_messages=conversation.to_messages("anthropic"),
+            tools=tools,
         )
 
 

@@ -127,7 +127,16 @@ def default_name(criterion: str) -> str:
 
 # === Untrusted text: blocks and markers ===========================================
 
-BLOCK_NAMES = ("QUESTION", "CONTEXT", "RESPONSE", "RESPONSE A", "RESPONSE B")
+BLOCK_NAMES = (
+    "SYSTEM PROMPT",
+    "EARLIER TURNS",
+    "QUESTION",
+    "AGENT STEPS",
+    "CONTEXT",
+    "RESPONSE",
+    "RESPONSE A",
+    "RESPONSE B",
+)
 
 
 def _markers(name: str) -> tuple[str, str]:
@@ -151,7 +160,9 @@ _GAP = (
 )
 _ANGLE_RUN = re.compile(f"{_ANGLE}(?:{_GAP}{_ANGLE})+|[{_ANGLES_MULTI}]")
 _MARKER_TEXT = re.compile(
-    r"<<<\s*(?:END\s+)?(?:QUESTION|CONTEXT|RESPONSE(?:\s+[AB])?)\s*>>>", re.IGNORECASE
+    r"<<<\s*(?:END\s+)?(?:QUESTION|CONTEXT|RESPONSE(?:\s+[AB])?|SYSTEM\s+PROMPT|EARLIER\s+TURNS|"
+    r"AGENT\s+STEPS)\s*>>>",
+    re.IGNORECASE,
 )
 
 
@@ -696,18 +707,25 @@ class Judge:
             f"name={self.name!r})"
         )
 
+    takes_conversation = True  # the runner hands it a case's conversation, cut into parts
+
     def render(
         self,
         response: str,
         *,
         context: str | Sequence[str] | None = None,
         question: str | None = None,
+        conversation: Any = None,
     ) -> str:
         """The exact prompt the model receives for this response.
 
         The response, context and question go inside marker blocks, after
         :func:`neutralize`. A context may be a list of passages (joined by blank
-        lines). Rendering is deterministic, so prompts can be cached.
+        lines). A ``conversation`` (a :class:`~tinyeval.conversation.JudgeParts`:
+        a logged chat or agent run) adds its system prompt, earlier turns and
+        agent steps as blocks of their own around the question (its last user
+        turn), never a JSON dump. Rendering is deterministic, so prompts can be
+        cached.
 
         >>> prompt = Judge("Is polite.").render("Thanks!")
         >>> prompt.splitlines()[2], prompt.count("<<<RESPONSE>>>")
@@ -715,12 +733,24 @@ class Judge:
         """
         if not isinstance(response, str):
             raise JudgeError(f"response must be a string, got {type(response).__name__}")
+        shown_question = _optional_block("QUESTION", question)
+        if conversation is not None:
+            shown_question = "\n".join(
+                block
+                for block in (
+                    _optional_block("SYSTEM PROMPT", conversation.system),
+                    _optional_block("EARLIER TURNS", conversation.earlier),
+                    _optional_block("QUESTION", conversation.question or question),
+                    _optional_block("AGENT STEPS", conversation.steps),
+                )
+                if block
+            )
         values = {
             "criterion": self.criterion_text,
             "steps": _render_steps(self.steps),
             "response": _block("RESPONSE", response),
             "context": _optional_block("CONTEXT", context),
-            "question": _optional_block("QUESTION", question),
+            "question": shown_question,
         }
         return _fill(self.template, values)
 
@@ -731,9 +761,11 @@ class Judge:
         response: str,
         context: str | Sequence[str] | None = None,
         question: str | None = None,
+        conversation: Any = None,
     ) -> Verdict:
         """Judge ``response`` with ``call_model`` and return a :class:`Verdict`."""
-        prompt = self.render(response, context=context, question=question)
+        prompt = self.render(response, context=context, question=question,
+                             conversation=conversation)  # fmt: skip
         shown = neutralize(response)  # the response as the model sees it
         ballots = [
             self._vote(call_model, prompt, sample, response, shown) for sample in range(self.votes)

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from .calls import Reply, accepted_keywords, ask
+from .calls import ChatPrompt, Reply, accepted_keywords, ask
 from .errors import InputError, TinyevalError
 
 __all__ = [
@@ -820,9 +820,15 @@ class _OpenAIModel(_HTTPModel):
         """The JSON body of one call (the batch module sends the same body)."""
         body: dict[str, Any] = {
             "model": self.name,
-            "messages": [{"role": "user", "content": prompt}],
+            "messages": (
+                list(prompt.messages)
+                if isinstance(prompt, ChatPrompt)
+                else [{"role": "user", "content": prompt}]
+            ),
             "seed": sample,
         }
+        if isinstance(prompt, ChatPrompt) and prompt.tools:
+            body["tools"] = list(prompt.tools)
         if self.temperature is not None:
             body["temperature"] = self.temperature
         if self.max_tokens is not None:
@@ -912,8 +918,17 @@ class _AnthropicModel(_HTTPModel):
         body: dict[str, Any] = {
             "model": self.name,
             "max_tokens": self.max_tokens or ANTHROPIC_DEFAULT_MAX_TOKENS,
-            "messages": [{"role": "user", "content": prompt}],
+            "messages": (
+                list(prompt.anthropic_messages)
+                if isinstance(prompt, ChatPrompt)
+                else [{"role": "user", "content": prompt}]
+            ),
         }
+        if isinstance(prompt, ChatPrompt):
+            if prompt.system:
+                body["system"] = prompt.system
+            if prompt.tools:
+                body["tools"] = [_anthropic_tool(tool) for tool in prompt.tools]
         if self.temperature is not None:
             body["temperature"] = self.temperature
         return body
@@ -974,3 +989,13 @@ _SCHEME_FACTORIES: dict[str, Callable[[str, str, _Options], Model]] = {
     "cmd": _command_factory,
     "py": _python_factory,
 }
+
+
+def _anthropic_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    """An OpenAI function definition as the Messages API's tool (name, description, schema)."""
+    function = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+    return {
+        "name": function.get("name"),
+        "description": function.get("description", ""),
+        "input_schema": function.get("parameters") or {"type": "object", "properties": {}},
+    }

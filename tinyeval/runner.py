@@ -28,12 +28,12 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
 from . import checks as checks_mod
-from .calls import USAGE_KEYS, CallModel, add_usage, ask, model_spec
+from .calls import USAGE_KEYS, CallModel, ChatPrompt, add_usage, ask, model_spec
 from .dataset import Case
 from .errors import InputError, utc_stamp
 from .records import (
@@ -151,8 +151,30 @@ def _evaluate_noting_start(starts: dict[str, float], case: Case, **task: Any) ->
 
 def _missing_needs(judge: Any, case: Case) -> list[str]:
     """What ``judge`` needs (``Judge.needs``) that ``case`` does not have."""
-    have = {"context": case.context is not None, "question": case.input not in (None, "")}
+    conversation = getattr(case, "conversation", None)
+    asked = conversation.question if conversation is not None else case.input
+    have = {"context": case.context is not None, "question": asked not in (None, "")}
     return [need for need in getattr(judge, "needs", ()) if not have.get(need, True)]
+
+
+def _generation_prompt(case: Case, template: str | None) -> str:
+    """What the generate model is sent: a logged conversation as its message list, with roles
+    (and the case's ``meta["tools"]`` definitions), or the input as text in the template."""
+    conversation = getattr(case, "conversation", None)
+    if conversation is not None:
+        tools = case.meta.get("tools") if isinstance(case.meta, Mapping) else None
+        return ChatPrompt.of(conversation, tools=tools if isinstance(tools, list) else ())
+    prompt = input_text(case.input)
+    return prompt if template is None else template.replace("{input}", prompt)
+
+
+def _conversation_parts(case: Case, output: str) -> Any:
+    """A conversation case cut into what the judge is shown (system, earlier turns, the
+    question, the agent's steps, the response), or None for a plain case."""
+    conversation = getattr(case, "conversation", None)
+    if conversation is None:
+        return None
+    return conversation.with_response(output, case.tool_calls).judge_parts()
 
 
 JudgeCategories = frozenset[str] | Mapping[str, frozenset[str]] | None
@@ -188,6 +210,7 @@ def evaluate_case(
     judge_categories: JudgeCategories = None,
     dataset_fingerprint: str | None = None,
     run: Mapping[str, Any] | None = None,
+    regenerate: bool = False,
 ) -> Row:
     """Evaluate one case into one result row; never raises for the case's own failures.
 
@@ -205,13 +228,12 @@ def evaluate_case(
     row = new_row(case, dataset_fingerprint=dataset_fingerprint, run=run)
     try:
         output = case.output
-        if output is None:
+        tool_calls = case.tool_calls
+        if output is None or (regenerate and generate_model is not None):
             if generate_model is None:
                 raise RunnerError("the case has no output and no generate model was given")
-            prompt = input_text(case.input)
-            if prompt_template is not None:
-                prompt = prompt_template.replace("{input}", prompt)
-            reply = ask(generate_model, prompt)
+            reply = ask(generate_model, _generation_prompt(case, prompt_template))
+            tool_calls = ()  # the logged calls belong to the logged output, not this one
             add_usage(
                 usage, getattr(reply, "usage", None), cached=getattr(reply, "cached", False) is True
             )
@@ -219,6 +241,8 @@ def evaluate_case(
             row["output"] = output
             row["generate_model"] = model_spec(generate_model)
 
+        if tool_calls is not case.tool_calls:
+            case = replace(case, output=output, tool_calls=tool_calls)
         all_checks = [*checks_mod.checks_from_expect(case.expect), *checks]
         results = checks_mod.run_checks_detailed(output, all_checks, case=case)
         row["checks"] = {name: r.passed for name, r in results.items()}
@@ -237,17 +261,17 @@ def evaluate_case(
                 raise RunnerError("judges were given but no judge model")
             row["judge_model"] = model_spec(judge_model)
             row["judge_temperature"] = getattr(judge_model, "temperature", None)
+            parts = _conversation_parts(case, output)
+            question = input_text(case.input) if parts is None else (parts.question or "")
             for judge in applicable:
                 missing = _missing_needs(judge, case)
                 if missing:
                     cannot_judge.append(f"{judge.name} needs a {' and a '.join(missing)}")
                     continue
-                verdict = judge(
-                    judge_model,
-                    response=output,
-                    context=case.context,
-                    question=input_text(case.input),
-                )
+                asked: dict[str, Any] = {"context": case.context, "question": question}
+                if parts is not None and getattr(judge, "takes_conversation", False):
+                    asked["conversation"] = parts
+                verdict = judge(judge_model, response=output, **asked)
                 data = verdict.to_dict()
                 add_usage(usage, data.get("usage"))
                 row["judges"][data["name"]] = data
@@ -413,6 +437,7 @@ def run(
     judge_model: CallModel | str | None = None,
     generate_model: CallModel | str | None = None,
     prompt_template: str | None = None,
+    regenerate: bool = False,
     judge_all: bool = False,
     judge_categories: Iterable[str] | Mapping[str, Iterable[str]] | None = None,
     out: str | Path | IO[str] | None = None,
@@ -437,7 +462,9 @@ def run(
     ``judge_categories``, only in those categories (a mapping of judge name to
     categories gives each judge its own; an empty list means every category). Model arguments take a
     ``prompt -> str`` callable or a spec string such as ``"builtin"`` or
-    ``"openai:gpt-4o-mini"``.
+    ``"openai:gpt-4o-mini"``. A case without an output is generated from its
+    input (a logged conversation is sent as its message list, with roles);
+    ``regenerate=True`` generates every case, logged output or not.
 
     Cases run on ``executor`` (any :class:`concurrent.futures.Executor`) or on
     a thread pool of ``concurrency`` workers; each row is written to ``out`` and
@@ -503,6 +530,7 @@ def run(
         judge_model=judge_model,
         generate_model=generate_model,
         prompt_template=prompt_template,
+        regenerate=regenerate,
         judge_all=judge_all,
         judge_categories=_judge_categories(judge_categories),
         dataset_fingerprint=dataset_fingerprint,

@@ -79,7 +79,7 @@ def _add_run(sub: Any) -> None:
     )
     data.add_argument(
         "--format",
-        choices=["jsonl", "json", "csv", "yaml"],
+        choices=["jsonl", "json", "csv", "yaml", "otel"],
         help="the file format, when the name does not tell it",
     )
     data.add_argument(
@@ -190,6 +190,7 @@ def _check_run_options(args: argparse.Namespace) -> None:
          "--generate-model"),
         ("--max-tokens", args.max_tokens is not None, bool(args.generate_model),
          "--generate-model"),
+        ("--regenerate", args.regenerate, bool(args.generate_model), "--generate-model"),
     ]  # fmt: skip
     for option, given, partner_given, partner in needs:
         if given and not partner_given:
@@ -382,6 +383,12 @@ def _add_run_execution_options(p: argparse.ArgumentParser) -> None:
         help="generate the output of cases that have none, from their input",
     )
     ex.add_argument(
+        "--regenerate",
+        action="store_true",
+        help="generate every case's output, even where a logged one exists (a logged "
+        "conversation is sent as its message list, with roles)",
+    )
+    ex.add_argument(
         "--prompt-template",
         metavar="FILE",
         help="a text file with {input} where the case's input goes (for --generate-model)",
@@ -514,6 +521,7 @@ class _Execution:
                 result = run(
                     ready.cases, judges=self.judges, judge_model=self.judge_model,
                     generate_model=self.generate_model, prompt_template=self.template,
+                    regenerate=args.regenerate,
                     judge_all=args.judge_all, judge_categories=judge_categories,
                     out=args.out, resume=args.resume, shard=shard,
                     concurrency=args.concurrency, max_errors=args.max_errors,
