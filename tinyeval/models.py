@@ -993,7 +993,8 @@ _SCHEME_FACTORIES: dict[str, Callable[[str, str, _Options], Model]] = {
 
 def _anthropic_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
     """An OpenAI function definition as the Messages API's tool (name, description, schema)."""
-    function = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+    inner = tool.get("function")
+    function: Mapping[str, Any] = inner if isinstance(inner, Mapping) else tool
     return {
         "name": function.get("name"),
         "description": function.get("description", ""),
