@@ -945,7 +945,8 @@ class _TooLarge(Exception):
 def _read_body(response: Any, limit: int, watchdog: _Watchdog) -> bytes:
     """A reply body, read a chunk at a time; refused past ``limit`` bytes or the deadline."""
     length = response.headers.get("Content-Length")
-    if length is not None and length.strip().isdigit() and int(length) > limit:
+    declared = int(length) if length is not None and length.strip().isdigit() else None
+    if declared is not None and declared > limit:
         raise _TooLarge(limit)
     parts: list[bytes] = []
     size = 0
@@ -958,7 +959,10 @@ def _read_body(response: Any, limit: int, watchdog: _Watchdog) -> bytes:
             raise TimeoutError
     if watchdog.fired:
         raise TimeoutError
-    return b"".join(parts)
+    body = b"".join(parts)
+    if declared is not None and len(body) < declared:  # read(n) returns short, never raises
+        raise http.client.IncompleteRead(body, declared - len(body))
+    return body
 
 
 class _Watchdog:
