@@ -1,4 +1,4 @@
-"""Every report writer returns writable text and JUnit stays valid XML 1.0, whatever the rows hold."""
+"""Every report writer returns writable text; JUnit stays valid XML 1.0 whatever the rows hold."""
 
 from __future__ import annotations
 
