@@ -1113,7 +1113,7 @@ class TestFingerprint:
 # --------------------------------------------------------------------------- properties of parsing
 
 _TEXT = st.text(max_size=15)
-_CHARS = st.characters(codec="utf-8", exclude_characters="\x00")  # CSV refuses a raw NUL, as JSON does
+_CHARS = st.characters(codec="utf-8", exclude_characters="\x00")  # CSV refuses a raw NUL
 _NONBLANK = st.text(_CHARS, min_size=1, max_size=15).filter(lambda s: s.strip() != "")
 _RECORDS = st.lists(
     st.fixed_dictionaries(

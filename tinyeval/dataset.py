@@ -334,7 +334,7 @@ def _too_many_digits() -> str:
     return f"an integer too long to read (Python reads integers of at most {limit:,} digits)"
 
 
-class _DuplicateKey(Exception):
+class _DuplicateKey(TinyevalError):
     pass
 
 

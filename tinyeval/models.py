@@ -936,7 +936,7 @@ def _read_quietly(response: urllib.error.HTTPError) -> bytes:
         return b""
 
 
-class _TooLarge(Exception):
+class _TooLarge(TinyevalError):
     def __init__(self, limit: int) -> None:
         super().__init__(limit)
         self.limit = limit
