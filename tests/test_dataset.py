@@ -1113,12 +1113,13 @@ class TestFingerprint:
 # --------------------------------------------------------------------------- properties of parsing
 
 _TEXT = st.text(max_size=15)
-_NONBLANK = st.text(min_size=1, max_size=15).filter(lambda s: s.strip() != "")
+_CHARS = st.characters(codec="utf-8", exclude_characters="\x00")  # CSV refuses a raw NUL
+_NONBLANK = st.text(_CHARS, min_size=1, max_size=15).filter(lambda s: s.strip() != "")
 _RECORDS = st.lists(
     st.fixed_dictionaries(
         {
-            "input": st.text(min_size=1, max_size=30),
-            "output": st.text(min_size=1, max_size=30),
+            "input": st.text(_CHARS, min_size=1, max_size=30),
+            "output": st.text(_CHARS, min_size=1, max_size=30),
             "category": _NONBLANK,
             "label": st.sampled_from([None, "PASS", "FAIL"]),
         }

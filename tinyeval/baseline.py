@@ -14,8 +14,11 @@ only, in the language-neutral ways described below; for any other criterion
 judge, which the parser counts as *unparsed*, never as a pass.
 
 ``unsupported-claims`` (needs a context)
-    The response is split into claims (sentences and list items; questions are
-    not claims). Every number, amount or date in a claim must occur in the
+    The response is split into claims (sentences and list items). A question
+    is not a claim, but a statement with a question tag is (``"..., ¿ok?"``),
+    and so are the numbers and dates a question states; a sentence about the
+    response itself (``"Here's a summary of the passage:"``) is not, but what
+    follows its colon is. Every number, amount or date in a claim must occur in the
     context, compared by value: ``1.500``, ``1,500`` and ``1500`` are equal,
     as are ``1.250,50`` and ``1,250.50`` (see :func:`parse_number_tokens`).
     A token such as ``1.500`` that can be read two ways is supported if the
@@ -359,6 +362,70 @@ def _is_question(sentence: str) -> bool:
     return sentence.endswith("?") or sentence.startswith("¿")
 
 
+# A statement with a question tacked on ("..., ¿ok?", "..., right?", "... ¿verdad?"): the
+# statement is still a claim.
+_TAG_QUESTION = re.compile(
+    r"[\s,;:—–-]*¿?\s*\b(?:ok|okay|right|correct|yes|no|eh|sí|si|verdad|cierto|vale|ya|"
+    r"de acuerdo|correcto|is that (?:ok|right)|está bien|esta bien)\s*\?+$",
+    re.IGNORECASE,
+)
+
+# Words that make a sentence about the response itself ("Here's a summary of the passage:").
+_FRAME_OPENING = re.compile(
+    r"^\W*(?:here(?:'s| is| are)|below (?:is|are)|the following(?: is| are)?|this is|"
+    r"these are|in summary|to summari[sz]e|in short|in brief|aqu[ií](?: tienes| tenés| está|"
+    r" va| hay| te dejo)?|a continuaci[oó]n|este es|estos son|en resumen|resumiendo|"
+    r"en pocas palabras)\b",
+    re.IGNORECASE,
+)
+_FRAME_NOUN = re.compile(
+    r"\b(?:summary|summaries|overview|answer|response|reply|breakdown|list|points?|passage|"
+    r"text|article|document|recap|version|outline|highlights|takeaways|resumen|respuesta|"
+    r"puntos?|texto|pasaje|documento|lista|art[ií]culo|s[ií]ntesis)\b",
+    re.IGNORECASE,
+)
+
+
+def _checkable_part(sentence: str) -> str | None:
+    """The part of a sentence that makes a claim about the world, or None.
+
+    A framing sentence about the response itself makes none ("Here's a concise
+    summary of the passage:"), but what follows its colon does ("Here's a
+    summary: the warranty is 2 years"). A statement with a question tag is
+    checked without the tag ("The fee is 5%, ¿ok?"). Any other question is not
+    a claim, except for the numbers and dates it states ("¿Sabías que la
+    tasa es 12%?"), returned for checking with the question mark removed.
+
+    >>> _checkable_part("Here's a concise summary of the passage:") is None
+    True
+    >>> _checkable_part("Here's a summary: the warranty is 2 years")
+    'the warranty is 2 years'
+    >>> _checkable_part("La garantía es de 5 años, ¿ok?")
+    'La garantía es de 5 años'
+    >>> _checkable_part("¿Algo más?") is None
+    True
+    """
+    text = _clean(sentence).strip().replace("\u2019", "'")
+    if _is_question(text):
+        tagged = _TAG_QUESTION.search(text)
+        claim = text[: tagged.start()].strip() if tagged else ""
+        if re.search(r"\w", claim) and not _is_question(claim):
+            return claim
+        inner = text.lstrip("¿").rstrip("?").strip()
+        if "¿" in inner:  # "Statement. ¿question?" joined without a space
+            head = inner.split("¿", 1)[0].strip(" ,;:")
+            if head:
+                return head
+        return inner if parse_number_tokens(inner) else None
+    if _FRAME_OPENING.match(text):
+        head, colon, rest = text.partition(":")
+        if colon and _FRAME_NOUN.search(head):
+            return rest.strip() or None
+        if not colon and _FRAME_NOUN.search(text) and not parse_number_tokens(text):
+            return None
+    return sentence
+
+
 _REFUSALS = (
     "i don't know", "i do not know", "i can't", "i cannot", "i can not", "i'm unable",
     "i am unable", "i'm not able", "i am not able", "i'm not sure", "i am not sure",
@@ -470,7 +537,8 @@ def _unsupported_claims(response: str, context: str | None, question: str | None
     if context is None:
         raise _CannotJudge("The built-in judge cannot check unsupported-claims without a context.")
     index = _Context(context)
-    claims = [claim for claim in split_claims(response) if not _is_question(claim)]
+    parts = (_checkable_part(sentence) for sentence in split_claims(response))
+    claims = [claim for claim in parts if claim is not None]
     claims = [claim for claim in claims if content_words(claim) or parse_number_tokens(claim)]
     if not claims:
         return _Finding("PASS", "The response makes no factual claim to check.")

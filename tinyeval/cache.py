@@ -200,7 +200,9 @@ None CacheStats(hits=1, misses=1, stores=1)
     def __init__(self, path: str | os.PathLike[str] = DEFAULT_PATH) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
-        self._hits = self._misses = self._stores = 0
+        self._hits = self._misses = self._stores = self._failures = 0
+        self.warning: str | None = None
+        """The first failed look-up or store, said once; None while there is none."""
         self._connection: sqlite3.Connection | None = None
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -214,10 +216,47 @@ None CacheStats(hits=1, misses=1, stores=1)
             self._prepare(self._connection)
         except sqlite3.DatabaseError as exc:
             self.close()
-            raise CacheError(f"{self.path} is not a tinyeval cache: {exc}") from None
+            raise CacheError(self._open_problem(exc)) from None
         except CacheError:
             self.close()
             raise
+
+    def _open_problem(self, exc: sqlite3.DatabaseError) -> str:
+        """Why the file cannot be opened, naming the real cause: a full disk or a file cut
+        short by an earlier failed write is not "not a cache"."""
+        try:
+            with open(self.path, "rb") as file:
+                header = file.read(100)
+            size = self.path.stat().st_size
+        except OSError:
+            header, size = b"", 0
+        magic = b"SQLite format 3\x00"
+        ours = header.startswith(magic) or (size < len(magic) and magic.startswith(header))
+        damaged = "not a database" in str(exc) or "malformed" in str(exc)
+        if ours and damaged:
+            expected = 100
+            if len(header) == 100:
+                page_size = int.from_bytes(header[16:18], "big")
+                page_size = 65536 if page_size == 1 else page_size
+                expected = page_size * int.from_bytes(header[28:32], "big")
+            if size < expected or size % 512:
+                return (
+                    f"{self.path} is a cut-short file ({size:,} bytes; an earlier write failed?)"
+                    f": {exc}; delete it and the cache starts again empty"
+                )
+            return f"{self.path} is a damaged cache: {exc}; delete it to start again empty"
+        if "not a database" in str(exc):
+            return f"{self.path} is not a tinyeval cache: {exc}"
+        return f"cannot use the cache {self.path}: {exc}"
+
+    def _failed(self, doing: str, exc: Exception) -> None:
+        """Count a failed look-up or store; the first one becomes :attr:`warning`."""
+        self._failures += 1
+        if self.warning is None:
+            self.warning = (
+                f"the cache {self.path} could not {doing} ({exc}); replies are used all the same"
+                " but not stored"
+            )
 
     def _prepare(self, connection: sqlite3.Connection) -> None:
         connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
@@ -454,6 +493,13 @@ None CacheStats(hits=1, misses=1, stores=1)
         with self._lock:
             return CacheStats(self._hits, self._misses, self._stores)
 
+    @property
+    def failures(self) -> int:
+        """Look-ups and stores that failed (a full disk, a read-only file) since it was opened;
+        each reply concerned was used all the same. :attr:`warning` describes the first."""
+        with self._lock:
+            return self._failures
+
     def __len__(self) -> int:
         with self._lock:
             return int(self._db().execute("SELECT COUNT(*) FROM replies").fetchone()[0])
@@ -494,11 +540,20 @@ class CachedModel(Model):
         key: dict[str, Any] = {"sample": sample, "temperature": self.temperature}
         extra = self._extra(json_schema)
         if not self.refresh:
-            stored = self.cache.get(self.spec, prompt, extra=extra, **key)
+            try:
+                stored = self.cache.get(self.spec, prompt, extra=extra, **key)
+            except (sqlite3.Error, OSError) as exc:  # an unreadable cache is a miss, said once
+                with self.cache._lock:
+                    self.cache._failed("be read", exc)
+                stored = None
             if stored is not None:
                 return stored
         reply = self.inner(prompt, sample=sample, json_schema=json_schema)
-        self.cache.put(self.spec, prompt, reply, extra=extra, **key)
+        try:
+            self.cache.put(self.spec, prompt, reply, extra=extra, **key)
+        except (sqlite3.Error, OSError) as exc:  # a paid reply is never lost to a full disk
+            with self.cache._lock:
+                self.cache._failed("store a reply", exc)
         return reply
 
     def _extra(self, json_schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -516,7 +571,10 @@ def cached(
     back with ``cached=True``. ``refresh=True`` ignores stored replies but
     stores the new ones. A plain function is wrapped with
     :func:`~tinyeval.models.as_model` first (``spec`` names it in the cache).
-    Failed calls are never stored.
+    Failed calls are never stored. A store that fails (a full disk, a
+    read-only file) never turns a reply that was paid for into an error: the
+    reply is returned, the failure is counted in ``cache.failures``
+    and the first one is described in ``cache.warning``.
 
     >>> import tempfile
     >>> calls = []

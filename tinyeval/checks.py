@@ -51,16 +51,22 @@ Every error in an ``expect`` block or in a check definition raises
 
 from __future__ import annotations
 
+import atexit
 import difflib
 import hashlib
+import importlib
 import inspect
 import json
 import math
+import queue
 import re
+import subprocess
+import sys
+import threading
 import types
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, TypeAlias, overload
@@ -720,19 +726,417 @@ def not_contains(text: str) -> NamedCheck:
     return NamedCheck(f"not_contains:{_label(text)}", run)
 
 
+# --- bounding user regexes ---
+#
+# Python's re backtracks, so a pattern such as ``^(a+)+$`` takes exponential
+# time on "aaaa...ab", and even ``\s+$`` is quadratic on a long run of spaces.
+# A thread running re cannot be stopped, so tinyeval bounds user regexes twice:
+#
+# 1. at build time it refuses the exponential shapes it can recognise exactly
+#    (an unbounded quantifier over something that itself holds an unbounded
+#    quantifier, and an unbounded quantifier over alternatives that can start
+#    with the same character), pointing to possessive quantifiers and atomic
+#    groups, which do not backtrack;
+# 2. at run time a pattern with any unbounded quantifier is matched in a small
+#    worker process under a time budget; past it the worker is killed (and
+#    replaced on the next call) and the check fails, saying so. Patterns without
+#    one are linear in the output and run in-process.
+
+REGEX_TIMEOUT = 2.0
+"""Seconds a user regex may take on one output before its check fails."""
+
+# the parser behind re.compile: private, so tinyeval only reads the tree it builds
+_sre_parser: Any
+_sre_constants: Any
+try:
+    _sre_parser = importlib.import_module("re._parser")
+    _sre_constants = importlib.import_module("re._constants")
+except ImportError:  # pragma: no cover - a Python without it skips the build-time refusal
+    _sre_parser = None
+
+_UNBOUNDED = 1 << 16  # a {m,n} quantifier with n above this counts as unbounded
+
+
+def _walk_subpatterns(value: Any) -> Iterator[Any]:
+    """Every nested parsed sub-sequence inside one node's argument."""
+    if isinstance(value, _sre_parser.SubPattern):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _walk_subpatterns(item)
+
+
+def _has_unbounded(sequence: Any) -> bool:
+    """Whether a parsed sequence holds a backtracking unbounded quantifier."""
+    for op, argument in sequence:
+        if (
+            op in (_sre_constants.MAX_REPEAT, _sre_constants.MIN_REPEAT)
+            and argument[1] > _UNBOUNDED
+        ):
+            return True
+        if op in (_sre_constants.ATOMIC_GROUP, _sre_constants.POSSESSIVE_REPEAT):
+            continue  # neither gives back what it matched
+        if any(_has_unbounded(sub) for sub in _walk_subpatterns(argument)):
+            return True
+    return False
+
+
+def _first_items(sequence: Any) -> list[tuple[Any, Any]] | None:
+    """What the first character a sequence matches can be; None when unknown."""
+    items: list[tuple[Any, Any]] = []
+    for op, argument in sequence:
+        if op is _sre_constants.AT:
+            continue
+        if op in (_sre_constants.LITERAL, _sre_constants.NOT_LITERAL, _sre_constants.ANY):
+            return [*items, (op, argument)]
+        if op is _sre_constants.IN:
+            return [*items, (op, argument)]
+        if op is _sre_constants.SUBPATTERN:
+            inner = _first_items(argument[3])
+            return None if inner is None else items + inner
+        if op is _sre_constants.ATOMIC_GROUP:
+            inner = _first_items(argument)
+            return None if inner is None else items + inner
+        if op in (
+            _sre_constants.MAX_REPEAT,
+            _sre_constants.MIN_REPEAT,
+            _sre_constants.POSSESSIVE_REPEAT,
+        ):
+            inner = _first_items(argument[2])
+            if inner is None:
+                return None
+            items += inner
+            if argument[0] > 0:
+                return items
+            continue
+        if op is _sre_constants.BRANCH:
+            for alternative in argument[1]:
+                inner = _first_items(alternative)
+                if inner is None:
+                    return None
+                items += inner
+            return items  # an empty alternative is ignored: a slight under-estimate
+        return None  # a back-reference, a lookaround, a conditional: not followed
+    return items
+
+
+_CATEGORY_TESTS = {
+    "CATEGORY_DIGIT": re.compile(r"\d"),
+    "CATEGORY_NOT_DIGIT": re.compile(r"\D"),
+    "CATEGORY_SPACE": re.compile(r"\s"),
+    "CATEGORY_NOT_SPACE": re.compile(r"\S"),
+    "CATEGORY_WORD": re.compile(r"\w"),
+    "CATEGORY_NOT_WORD": re.compile(r"\W"),
+}
+
+
+def _in_class(items: Any, code: int) -> bool:
+    negate = False
+    found = False
+    for op, argument in items:
+        if op is _sre_constants.NEGATE:
+            negate = True
+        elif op is _sre_constants.LITERAL:
+            found = found or argument == code
+        elif op is _sre_constants.RANGE:
+            found = found or argument[0] <= code <= argument[1]
+        elif op is _sre_constants.CATEGORY:
+            test = _CATEGORY_TESTS.get(str(argument))
+            found = found or test is None or test.match(chr(code)) is not None
+        else:
+            found = True  # a class item not modelled here: assume it may match
+    return found != negate
+
+
+def _may_start_with(item: tuple[Any, Any], code: int) -> bool:
+    op, argument = item
+    if op is _sre_constants.LITERAL:
+        return bool(argument == code)
+    if op is _sre_constants.NOT_LITERAL:
+        return bool(argument != code)
+    if op is _sre_constants.IN:
+        return _in_class(argument, code)
+    return True  # ANY
+
+
+def _codes_in(value: Any) -> Iterator[int]:
+    """Every literal code point and range end in a parsed tree (the overlap samples)."""
+    if isinstance(value, (list, tuple, _sre_parser.SubPattern)):
+        items = list(value)
+        literal = (_sre_constants.LITERAL, _sre_constants.NOT_LITERAL)
+        if len(items) == 2 and items[0] in literal and isinstance(items[1], int):
+            yield items[1]
+            return
+        if len(items) == 2 and items[0] is _sre_constants.RANGE:
+            yield from items[1]
+            return
+        for item in items:
+            yield from _codes_in(item)
+
+
+def _overlap(first: list[tuple[Any, Any]], second: list[tuple[Any, Any]], samples: Any) -> bool:
+    return any(
+        any(_may_start_with(a, code) for a in first)
+        and any(_may_start_with(b, code) for b in second)
+        for code in samples
+    )
+
+
+def _ambiguous_branch(sequence: Any, samples: Any) -> bool:
+    """Whether a sequence holds alternatives that can start with the same character."""
+    for op, argument in sequence:
+        if op is _sre_constants.BRANCH:
+            alternatives = [list(alternative) for alternative in argument[1]]
+            firsts = [_first_items(alternative) for alternative in alternatives]
+            for i in range(len(alternatives)):
+                for j in range(i + 1, len(alternatives)):
+                    if alternatives[i] == alternatives[j]:
+                        return True  # the same alternative twice: (a|a)
+                    first, second = firsts[i], firsts[j]
+                    if not first or not second:
+                        continue  # an empty or unknown start: not claimed ambiguous
+                    if _overlap(first, second, samples):
+                        return True
+        if op in (_sre_constants.ATOMIC_GROUP, _sre_constants.POSSESSIVE_REPEAT):
+            continue
+        if any(_ambiguous_branch(sub, samples) for sub in _walk_subpatterns(argument)):
+            return True
+    return False
+
+
+_SINGLE = ("LITERAL", "NOT_LITERAL", "IN", "ANY")
+
+
+def _char_items(sequence: Any) -> list[tuple[Any, Any]]:
+    """Every single-character item anywhere in a parsed sequence."""
+    found: list[tuple[Any, Any]] = []
+    for op, argument in sequence:
+        if str(op) in _SINGLE:
+            found.append((op, argument))
+        for sub in _walk_subpatterns(argument):
+            found += _char_items(sub)
+    return found
+
+
+def _mandatory_items(sequence: Any) -> list[tuple[Any, Any]]:
+    """The single characters a sequence must match outside its unbounded quantifiers."""
+    found: list[tuple[Any, Any]] = []
+    for op, argument in sequence:
+        if str(op) in _SINGLE:
+            found.append((op, argument))
+        elif op is _sre_constants.SUBPATTERN:
+            found += _mandatory_items(argument[3])
+        elif op is _sre_constants.MAX_REPEAT and argument[0] >= 1 and argument[1] <= _UNBOUNDED:
+            found += _mandatory_items(argument[2])
+    return found
+
+
+def _flatten(sequence: Any) -> Iterator[tuple[Any, Any]]:
+    for op, argument in sequence:
+        if op is _sre_constants.SUBPATTERN:
+            yield from _flatten(argument[3])
+        else:
+            yield op, argument
+
+
+def _separated(body: Any, samples: Any) -> bool:
+    """Whether each pass of a repeated body must match a character its inner
+    unbounded quantifiers cannot, as the comma in ``(\\d+,)*``: then the
+    passes cannot trade characters and there is one way to match."""
+    items = list(_flatten(body))
+    inner: list[tuple[Any, Any]] = []
+    for op, argument in items:
+        if (
+            op in (_sre_constants.MAX_REPEAT, _sre_constants.MIN_REPEAT)
+            and argument[1] > _UNBOUNDED
+        ):
+            inner += _char_items(argument[2])
+        elif op is _sre_constants.BRANCH and _has_unbounded([(op, argument)]):
+            if len(items) > 1 or not all(_separated(alt, samples) for alt in argument[1]):
+                return False
+        elif _has_unbounded([(op, argument)]):
+            return False  # an unbounded quantifier deeper in: not analysed
+    if not inner:
+        return True
+    return any(
+        not any(_may_start_with(item, code) and _may_start_with(other, code) for code in samples)
+        for item in _mandatory_items(items)
+        for other in inner
+    )
+
+
+def _exponential_shape(sequence: Any, samples: Any) -> str | None:
+    """Why a parsed pattern can backtrack exponentially, or None."""
+    for op, argument in sequence:
+        if op in (_sre_constants.ATOMIC_GROUP, _sre_constants.POSSESSIVE_REPEAT):
+            continue
+        unbounded = op in (_sre_constants.MAX_REPEAT, _sre_constants.MIN_REPEAT)
+        if unbounded and argument[1] > _UNBOUNDED:
+            body = argument[2]
+            if _has_unbounded(body) and not _separated(body, samples):
+                return "it nests an unbounded quantifier inside another, as in (a+)+"
+            if _ambiguous_branch(body, samples):
+                return (
+                    "it repeats, without bound, alternatives that can match the same"
+                    " text, as in (a|a)* or (ab|a.)*"
+                )
+        for sub in _walk_subpatterns(argument):
+            why = _exponential_shape(sub, samples)
+            if why:
+                return why
+    return None
+
+
+def _refuse_exponential(compiled: re.Pattern[str], field: str) -> None:
+    if _sre_parser is None:  # pragma: no cover
+        return
+    parsed = _sre_parser.parse(compiled.pattern, compiled.flags & ~re.UNICODE)
+    samples = sorted({*range(128), 0xA0, 0xE9, 0x0661, 0x4E2D, *_codes_in(parsed)})
+    why = _exponential_shape(parsed, samples)
+    if why:
+        raise CheckSpecError(
+            f"regex {compiled.pattern!r} can take exponential time: {why}; make the inner"
+            " part possessive (a++, a*+) or atomic ((?>...)), or drop one quantifier",
+            field=field,
+        )
+
+
+def _can_backtrack(compiled: re.Pattern[str]) -> bool:
+    if _sre_parser is None:  # pragma: no cover
+        return True
+    return _has_unbounded(_sre_parser.parse(compiled.pattern, compiled.flags & ~re.UNICODE))
+
+
+_WORKER_SOURCE = """
+import json, re, sys
+cache = {}
+for line in sys.stdin:
+    pattern, flags, text = json.loads(line)
+    key = (pattern, flags)
+    if key not in cache:
+        cache.clear() if len(cache) > 256 else None
+        cache[key] = re.compile(pattern, flags)
+    found = cache[key].search(text)
+    reply = None if found is None else [found.start(), found.end()]
+    sys.stdout.write(json.dumps(reply) + "\\n")
+    sys.stdout.flush()
+"""
+
+
+class _RegexWorker:
+    """One process that runs searches; killed and replaced when one overruns."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[str] | None = None
+
+    def _start(self) -> subprocess.Popen[str]:
+        if self._process is None or self._process.poll() is not None:
+            self._process = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _WORKER_SOURCE],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+                encoding="utf-8",
+                errors="surrogatepass",
+            )
+        return self._process
+
+    def _kill(self) -> None:
+        process, self._process = self._process, None
+        if process is not None:
+            process.kill()
+            process.wait()
+            for stream in (process.stdin, process.stdout):
+                if stream is not None:
+                    with suppress(OSError):
+                        stream.close()
+
+    def search(
+        self, compiled: re.Pattern[str], text: str, timeout: float
+    ) -> tuple[int, int] | None:
+        """``(start, end)`` of the first match, None without one; TimeoutError past ``timeout``."""
+        request = json.dumps([compiled.pattern, compiled.flags, text]) + "\n"
+        with self._lock:
+            process = self._start()
+            assert process.stdin is not None and process.stdout is not None
+            replies: queue.SimpleQueue[str] = queue.SimpleQueue()
+            stdout = process.stdout
+
+            def read() -> None:
+                try:
+                    replies.put(stdout.readline())
+                except (OSError, ValueError):
+                    replies.put("")
+
+            try:
+                process.stdin.write(request)
+                process.stdin.flush()
+            except OSError:
+                self._kill()
+                raise TimeoutError("the regex worker stopped") from None
+            reader = threading.Thread(target=read, daemon=True)
+            reader.start()
+            try:
+                reply = replies.get(timeout=timeout)
+            except queue.Empty:
+                self._kill()
+                raise TimeoutError(f"no result within {timeout:g} s") from None
+            if not reply:
+                self._kill()
+                raise TimeoutError("the regex worker stopped")
+        found = json.loads(reply)
+        return None if found is None else (found[0], found[1])
+
+
+_WORKER = _RegexWorker()
+atexit.register(_WORKER._kill)
+
+
+def _bounded_search(
+    compiled: re.Pattern[str], backtracks: bool, output: str, timeout: float
+) -> tuple[int, int] | str | None:
+    """``(start, end)``, None, or why the search was stopped (a check detail)."""
+    if not backtracks:
+        found = compiled.search(output)
+        return None if found is None else found.span()
+    try:
+        return _WORKER.search(compiled, output, timeout)
+    except TimeoutError as error:
+        return (
+            f"regex stopped on an output of {len(output):,} characters: {error};"
+            " the pattern backtracks too much on it"
+        )
+    except OSError:  # no interpreter to start a worker with: run in-process, unbounded
+        found = compiled.search(output)
+        return None if found is None else found.span()
+
+
 def _compile(pattern: str | re.Pattern[str], field: str) -> re.Pattern[str]:
     if isinstance(pattern, re.Pattern):
         if not pattern.pattern:
             raise CheckSpecError("expected a non-empty regex, got an empty one", field=field)
-        return pattern
-    _require_text(pattern, field)
-    try:
-        return re.compile(pattern)
-    except re.error as error:
-        raise CheckSpecError(f"invalid regex {pattern!r}: {error}", field=field) from None
+        compiled = pattern
+    else:
+        _require_text(pattern, field)
+        try:
+            compiled = re.compile(pattern)
+        except (re.error, RecursionError, OverflowError) as error:
+            raise CheckSpecError(f"invalid regex {pattern!r}: {error}", field=field) from None
+    if not isinstance(compiled.pattern, str):
+        raise CheckSpecError("expected a text regex, got a bytes one", field=field)
+    _refuse_exponential(compiled, field)
+    return compiled
 
 
-def matches(pattern: str | re.Pattern[str]) -> NamedCheck:
+def _require_timeout(timeout: Any, field: str) -> float:
+    if not _is_number(timeout) or not 0 < timeout < math.inf:
+        raise CheckSpecError(f"expected a positive number of seconds, got {timeout!r}", field=field)
+    return float(timeout)
+
+
+def matches(pattern: str | re.Pattern[str], *, timeout: float = REGEX_TIMEOUT) -> NamedCheck:
     """``regex:PATTERN``: ``re.search(pattern, output)`` finds a match.
 
     No flags are added: write ``(?i)`` for case-insensitive, ``(?m)`` to make
@@ -742,35 +1146,70 @@ def matches(pattern: str | re.Pattern[str]) -> NamedCheck:
     >>> cbu.name, cbu("CBU 0170099220000067797370").passed, cbu("no CBU").detail
     ('regex:\\\\b\\\\d{22}\\\\b', True, 'no match')
 
+    A user regex can never hang a run. Python's :mod:`re` backtracks, so some
+    patterns take exponential time on some outputs (``^(a+)+$`` on 34 a's and a
+    ``b`` runs for hours) and a thread running one cannot be stopped. So:
+
+    * the pattern is refused when it is built (:class:`CheckSpecError`) if it
+      has a shape known to backtrack exponentially: an unbounded quantifier
+      around something that holds another one (``(a+)+``, ``(a*)*``,
+      ``(\\w+\\s?)*``), or around alternatives that can start with the same
+      character (``(a|a)*``, ``(\\w|-\\d)+``). Possessive quantifiers
+      (``a++``) and atomic groups (``(?>...)``) do not backtrack and are
+      accepted;
+    * a pattern with any unbounded quantifier (``*``, ``+``, ``{n,}``) is run in
+      a worker process under a time budget of ``timeout`` seconds (default
+      :data:`REGEX_TIMEOUT`, 2 s); past it the worker is killed and the check
+      fails with a detail saying why. Patterns without one take time linear in
+      the output and run in-process.
+
+    >>> matches(r"^(a+)+$")
+    Traceback (most recent call last):
+    ...
+    tinyeval.checks.CheckSpecError: regex: regex '^(a+)+$' can take exponential time: ...
+
     Raises :class:`CheckSpecError` for an empty or invalid pattern (with
-    :mod:`re`'s message).
+    :mod:`re`'s message), or one of the shapes above.
     """
     compiled = _compile(pattern, "regex")
+    budget = _require_timeout(timeout, "timeout")
+    backtracks = _can_backtrack(compiled)
 
     def run(output: str) -> CheckResult:
-        return CheckResult(True) if compiled.search(output) else CheckResult(False, "no match")
+        found = _bounded_search(compiled, backtracks, output, budget)
+        if isinstance(found, str):
+            return CheckResult(False, found)
+        return CheckResult(True) if found is not None else CheckResult(False, "no match")
 
     return NamedCheck(f"regex:{_label(compiled.pattern)}", run)
 
 
-def not_matches(pattern: str | re.Pattern[str]) -> NamedCheck:
+def not_matches(pattern: str | re.Pattern[str], *, timeout: float = REGEX_TIMEOUT) -> NamedCheck:
     """``not_regex:PATTERN``: ``re.search(pattern, output)`` finds no match.
 
     >>> no_dot_decimal = not_matches(r"\\d\\.\\d{2}\\b")
     >>> no_dot_decimal("$1.250,50").passed, no_dot_decimal("$1250.50").detail
     (True, "matched '0.50' at character 4")
 
-    Raises :class:`CheckSpecError` for an empty or invalid pattern.
+    The pattern is bounded as in :func:`matches`: refused when it can take
+    exponential time, and run under ``timeout`` seconds when it can backtrack;
+    a search stopped by the budget fails the check.
+
+    Raises :class:`CheckSpecError` for an empty or invalid pattern, or one that
+    can take exponential time.
     """
     compiled = _compile(pattern, "not_regex")
+    budget = _require_timeout(timeout, "timeout")
+    backtracks = _can_backtrack(compiled)
 
     def run(output: str) -> CheckResult:
-        found = compiled.search(output)
+        found = _bounded_search(compiled, backtracks, output, budget)
+        if isinstance(found, str):
+            return CheckResult(False, found)
         if found is None:
             return CheckResult(True)
-        return CheckResult(
-            False, f"matched {_show_text(found.group())} at character {found.start()}"
-        )
+        start, end = found
+        return CheckResult(False, f"matched {_show_text(output[start:end])} at character {start}")
 
     return NamedCheck(f"not_regex:{_label(compiled.pattern)}", run)
 

@@ -48,10 +48,10 @@ import contextlib
 import csv
 import gzip
 import hashlib
-import io
 import json
 import math
 import random
+import re
 import sys
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -61,9 +61,10 @@ from typing import IO, Any
 
 from . import checks, traces
 from .conversation import Conversation, from_messages, looks_like_messages
-from .errors import InputError, TinyevalError
+from .errors import InputError, TinyevalError, plural
 
 __all__ = [
+    "MAX_LINE_BYTES",
     "RECOGNISED_KEYS",
     "Case",
     "DatasetError",
@@ -248,21 +249,180 @@ def _detect_format(path: str) -> tuple[str, bool]:
     return fmt, gz
 
 
-def _open_text(path: str, gz: bool) -> IO[str]:
+MAX_LINE_BYTES = 64 * 2**20
+"""The longest line a cases file may hold, in bytes (64 MiB); JSON and YAML files,
+read whole, may not be longer than this in total. Raise it with ``max_line_bytes``."""
+
+_CHUNK = 2**20  # bytes read at a time: memory stays near the line cap, whatever the file
+
+
+def _open_bytes(path: str, gz: bool) -> IO[bytes]:
     if path == "-":
-        return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", newline="")
-    raw: IO[bytes] = (
-        gzip.open(path, "rb") if gz else open(path, "rb")  # type: ignore[assignment]  # noqa: SIM115
+        return sys.stdin.buffer
+    if gz:
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return open(path, "rb")
+
+
+def _too_long(limit: int, path: str, line: int, what: str = "the line") -> DatasetError:
+    return DatasetError(
+        f"{what} is longer than {plural(limit, 'byte')} (max_line_bytes); is this the right"
+        " file? pass a larger max_line_bytes to read it",
+        path=path,
+        line=line,
     )
-    return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
 
 
-def _records_jsonl(stream: IO[str], path: str) -> Iterator[tuple[int, Any]]:
-    for number, text in enumerate(stream, start=1):
+def _lines(raw: IO[bytes], path: str, limit: int) -> Iterator[tuple[int, str]]:
+    """The file's lines, decoded from UTF-8 (a BOM dropped), each ending kept, with their numbers.
+
+    Reads at most ``_CHUNK`` bytes at a time and refuses a line over ``limit``
+    bytes before holding more of it, so a file that is one endless line
+    (``/dev/zero``, a gzip bomb) ends in an error with bounded memory.
+
+    >>> import io
+    >>> list(_lines(io.BytesIO(b"\\xef\\xbb\\xbfa\\r\\nb"), "f.jsonl", 10))
+    [(1, 'a\\r\\n'), (2, 'b')]
+    """
+    number = 0
+    pending: list[bytes] = []
+    size = 0
+
+    def decoded(data: bytes) -> str:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DatasetError(
+                f"not UTF-8 text (byte {data[exc.start]:#04x} cannot be decoded); "
+                "save the file as UTF-8",
+                path=path,
+                line=number,
+            ) from None
+        return text[1:] if number == 1 and text.startswith("\ufeff") else text
+
+    while chunk := raw.read(_CHUNK):
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            number += 1
+            if size + end - start > limit:
+                raise _too_long(limit, path, number)
+            piece = chunk[start : end + 1]
+            yield number, decoded(b"".join([*pending, piece]) if pending else piece)
+            pending, size, start = [], 0, end + 1
+        if start < len(chunk):
+            pending.append(chunk[start:])
+            size += len(chunk) - start
+            if size > limit:
+                raise _too_long(limit, path, number + 1)
+    if pending:
+        number += 1
+        yield number, decoded(b"".join(pending))
+
+
+def _read_whole(raw: IO[bytes], path: str, limit: int) -> str:
+    """A whole JSON or YAML document, refused past ``limit`` bytes."""
+    parts, size = [], 0
+    for number, text in _lines(raw, path, limit):
+        size += len(text)
+        if size > limit:
+            raise _too_long(limit, path, number, "the document (JSON and YAML are read whole)")
+        parts.append(text)
+    return "".join(parts)
+
+
+def _too_many_digits() -> str:
+    limit = sys.get_int_max_str_digits()
+    return f"an integer too long to read (Python reads integers of at most {limit:,} digits)"
+
+
+class _DuplicateKey(TinyevalError):
+    pass
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's members as a dict, refusing a key given twice (last-wins hides data)."""
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return result
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_pairs)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+@contextlib.contextmanager
+def _json_errors(path: str, line: int | None, field: str | None = None) -> Iterator[None]:
+    """Turn every way decoding JSON can fail, but a syntax error, into a one-line error."""
+    try:
+        yield
+    except _DuplicateKey as exc:
+        raise DatasetError(
+            f"duplicate key {exc.args[0]!r} in a JSON object", path=path, line=line, field=field
+        ) from None
+    except RecursionError:
+        raise DatasetError(
+            "JSON nested too deeply to read (deeper than the interpreter's limit)",
+            path=path,
+            line=line,
+            field=field,
+        ) from None
+    except (json.JSONDecodeError, DatasetError):
+        raise
+    except ValueError:  # an integer beyond Python's digit limit
+        raise DatasetError(_too_many_digits(), path=path, line=line, field=field) from None
+
+
+def _decode_json(text: str, path: str, line: int | None, field: str | None = None) -> Any:
+    """One JSON value; a duplicate key, too deep a nesting, too long an integer or a lone
+    surrogate is a one-line :class:`DatasetError` (a syntax error stays a JSONDecodeError).
+
+    >>> _decode_json('{"id": "a", "id": "b"}', "cases.jsonl", 4)
+    Traceback (most recent call last):
+    ...
+    tinyeval.dataset.DatasetError: cases.jsonl:4: duplicate key 'id' in a JSON object
+    """
+    with _json_errors(path, line, field):
+        value = _DECODER.decode(text)
+    if _SURROGATE_ESCAPE.search(text):
+        _refuse_surrogates(value, path, line, field)
+    return value
+
+
+def _refuse_surrogates(value: Any, path: str, line: int | None, field: str | None) -> None:
+    """Refuse a lone surrogate (``"\\ud800"`` escaped in JSON or YAML): it is not text."""
+    stack: list[tuple[str | None, Any]] = [(field, value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise DatasetError(
+                    f"a lone surrogate ({item[exc.start]!r}) is not text; "
+                    "fix the escape that made it",
+                    path=path,
+                    line=line,
+                    field=where,
+                ) from None
+        elif isinstance(item, Mapping):
+            for key, member in item.items():
+                stack.append((f"{where}.{key}" if where else str(key), member))
+                stack.append((where, key))
+        elif isinstance(item, list):
+            stack.extend((f"{where or ''}[{n}]", member) for n, member in enumerate(item))
+
+
+def _records_jsonl(lines: Iterable[tuple[int, str]], path: str) -> Iterator[tuple[int, Any]]:
+    for number, text in lines:
         if not text.strip():
             continue
         try:  # without the line ending, an error at the end of the line gets its real column
-            yield number, json.loads(text.rstrip("\r\n"))
+            yield number, _decode_json(text.rstrip("\r\n"), path, number)
         except json.JSONDecodeError as exc:
             if not text.endswith("\n"):
                 raise DatasetError(
@@ -294,9 +454,10 @@ def _json_problem(exc: json.JSONDecodeError) -> str:
 
 def _records_json(text: str, path: str) -> Iterator[tuple[int, Any]]:
     """Yield the items of a top-level JSON list with the line each starts on."""
-    decoder = json.JSONDecoder()
+    decoder = _DECODER
     try:
-        whole = json.loads(text)
+        with _json_errors(path, None):  # structure first; an item's own problems get its line
+            whole = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DatasetError(
             f"not valid JSON: {_json_problem(exc)}", path=path, line=exc.lineno
@@ -324,7 +485,10 @@ def _records_json(text: str, path: str) -> Iterator[tuple[int, Any]]:
             pos += 1
         if pos >= len(text) or text[pos] == "]":
             return
-        item, end = decoder.raw_decode(text, pos)
+        with _json_errors(path, line):
+            item, end = decoder.raw_decode(text, pos)
+        if _SURROGATE_ESCAPE.search(text, pos, end):
+            _refuse_surrogates(item, path, line, None)
         yield line, item
         line += text.count("\n", pos, end)
         pos = end
@@ -353,12 +517,12 @@ _CSV_FIELD_LIMIT = 2**31 - 1  # logged contexts outgrow the csv module's default
 
 
 def _records_csv(
-    stream: IO[str], path: str, json_cells: Iterable[str] = _JSON_CELLS
+    lines: Iterable[tuple[int, str]], path: str, json_cells: Iterable[str] = _JSON_CELLS
 ) -> Iterator[tuple[int, Any]]:
     json_cells = frozenset(json_cells)
     if csv.field_size_limit() < _CSV_FIELD_LIMIT:
         csv.field_size_limit(_CSV_FIELD_LIMIT)
-    reader = csv.reader(stream, strict=True)
+    reader = csv.reader((text for _, text in lines), strict=True)
     start = 1  # the line the row being read begins on
     try:
         header = next(reader, None)
@@ -367,6 +531,7 @@ def _records_csv(
             header = next(reader, None)
         if header is None:
             return
+        _refuse_nul(header, header, path, start)
         names = [name.strip() for name in header]
         _check_separator(names, path, start)
         if not all(names):
@@ -420,13 +585,14 @@ def _csv_record(
             path=path,
             line=line,
         )
+    _refuse_nul(names, cells, path, line)
     record: dict[str, Any] = {}
     for key, cell in zip(names, cells, strict=False):  # [] (a blank line) gives no record
         if cell == "":
             continue
         if key in json_cells:
             try:
-                record[key] = json.loads(cell)
+                record[key] = _decode_json(cell, path, line, key)
             except json.JSONDecodeError as exc:
                 raise DatasetError(
                     f"expected JSON in this cell: {_json_problem(exc)}",
@@ -437,6 +603,18 @@ def _csv_record(
         else:
             record[key] = cell
     return record
+
+
+def _refuse_nul(names: list[str], cells: list[str], path: str, line: int) -> None:
+    """Refuse a NUL character in a CSV cell, as JSON refuses one in a string."""
+    for key, cell in zip(names, cells, strict=False):
+        if "\x00" in cell:
+            raise DatasetError(
+                "a NUL character (\\x00) in the cell; is this a text file?",
+                path=path,
+                line=line,
+                field=key if cell is not key else None,
+            )
 
 
 def _count(number: int, noun: str) -> str:
@@ -453,14 +631,27 @@ def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
             "(or convert the file to JSONL)",
             path=path,
         ) from None
+    loader = _yaml_loader(yaml)(text)
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        root = loader.get_single_node()
+        if root is not None:
+            _refuse_alias_bomb(root, path)
+        data = None if root is None else loader.construct_document(root)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise DatasetError(f"not valid YAML: {problem}", path=path, line=line) from None
+    except RecursionError:
+        raise DatasetError(
+            "YAML nested too deeply to read (deeper than the interpreter's limit)", path=path
+        ) from None
+    except DatasetError:
+        raise
+    except ValueError:  # an integer beyond Python's digit limit
+        raise DatasetError(_too_many_digits(), path=path) from None
+    finally:
+        loader.dispose()
     if data is None:
         return
     if isinstance(data, dict) and isinstance(data.get("cases"), list):
@@ -483,65 +674,143 @@ def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
             raise DatasetError(
                 f"a value JSON cannot hold ({exc}); quote dates and times", path=path, line=line
             ) from None
+        _refuse_surrogates(item, path, line, None)
         yield line, item
 
 
+YAML_MAX_EXPANSION = 100
+"""How many times larger than the YAML file's own nodes its aliases may make it."""
+
+
+def _yaml_loader(yaml: Any) -> Any:
+    """PyYAML's SafeLoader, refusing a mapping key given twice."""
+
+    class Loader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    twice = key in seen
+                    seen.add(key)
+                except TypeError:
+                    continue  # an unhashable key: PyYAML itself refuses it below
+                if twice:
+                    raise yaml.constructor.ConstructorError(
+                        None,
+                        None,
+                        f"duplicate key {key!r} in a mapping",
+                        key_node.start_mark,
+                    )
+            return super().construct_mapping(node, deep=deep)
+
+    return Loader
+
+
+def _refuse_alias_bomb(root: Any, path: str) -> None:
+    """Refuse aliases that expand the document far beyond its own size (a "billion
+    laughs"), or that refer to themselves, before anything is built from it."""
+    distinct: set[int] = set()
+    sizes: dict[int, int] = {}
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    open_nodes: set[int] = set()
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children = _yaml_children(node)
+        if done:
+            open_nodes.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in children)
+            continue
+        if key in sizes:
+            continue
+        if key in open_nodes:
+            raise DatasetError(
+                "a YAML alias refers to a node that holds it",
+                path=path,
+                line=node.start_mark.line + 1,
+            )
+        open_nodes.add(key)
+        distinct.add(key)
+        stack.append((node, True))
+        for child in children:
+            if id(child) in open_nodes:
+                raise DatasetError(
+                    "a YAML alias refers to a node that holds it",
+                    path=path,
+                    line=child.start_mark.line + 1,
+                )
+            if id(child) not in sizes:
+                stack.append((child, False))
+    bound = YAML_MAX_EXPANSION * len(distinct) + 10_000
+    if sizes[id(root)] > bound:
+        raise DatasetError(
+            f"YAML aliases expand {_count(len(distinct), 'node')} to more than"
+            f" {bound:,}; refusing what looks like an alias bomb",
+            path=path,
+        )
+
+
+def _yaml_children(node: Any) -> list[Any]:
+    value = node.value
+    if not isinstance(value, list):
+        return []
+    children: list[Any] = []
+    for item in value:
+        children.extend(item if isinstance(item, tuple) else (item,))
+    return children
+
+
 def _iter_records(
-    path: str, fmt: str | None, json_cells: Iterable[str] = _JSON_CELLS
+    path: str,
+    fmt: str | None,
+    json_cells: Iterable[str] = _JSON_CELLS,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> Iterator[tuple[int, Any]]:
     detected, gz = _detect_format(path) if fmt is None else (fmt, path.lower().endswith(".gz"))
     if detected not in _FORMATS:
         raise DatasetError(
             f"unknown format {detected!r}; expected one of {', '.join(_FORMATS)}", path=path
         )
+    if isinstance(max_line_bytes, bool) or not isinstance(max_line_bytes, int):
+        raise DatasetError(
+            f"expected a number of bytes, got {max_line_bytes!r}", field="max_line_bytes"
+        )
+    if max_line_bytes < 1:
+        raise DatasetError(
+            f"expected a positive number of bytes, got {max_line_bytes}", field="max_line_bytes"
+        )
     try:
-        with _open_text(path, gz) as stream:
+        raw = _open_bytes(path, gz)
+        try:
+            lines = _lines(raw, path, max_line_bytes)
             if detected == "jsonl":
-                yield from _records_jsonl(stream, path)
+                yield from _records_jsonl(lines, path)
             elif detected == "csv":
-                yield from _records_csv(stream, path, json_cells)
+                yield from _records_csv(lines, path, json_cells)
             else:
-                text = stream.read()
+                text = _read_whole(raw, path, max_line_bytes)
                 if detected == "json":
                     yield from _records_json(text, path)
                 elif detected == "otel":
                     yield from traces.records_from_otel(_otel_document(text, path), text, path)
                 else:
                     yield from _records_yaml(text, path)
-    except UnicodeDecodeError as exc:
-        byte = exc.object[exc.start] if isinstance(exc.object, bytes) else None
-        shown = f"byte {byte:#04x} cannot be decoded" if byte is not None else "cannot be decoded"
-        raise DatasetError(
-            f"not UTF-8 text ({shown}); save the file as UTF-8",
-            path=path,
-            line=_invalid_utf8_line(path, gz),
-        ) from None
+        finally:
+            if raw is not sys.stdin.buffer:
+                raw.close()
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise DatasetError(f"not a readable gzip file: {exc}", path=path) from None
 
 
 def _otel_document(text: str, path: str) -> Any:
     try:
-        return json.loads(text)
+        with _json_errors(path, None):
+            return json.loads(text)
     except json.JSONDecodeError as exc:
         raise DatasetError(
             f"not valid JSON: {_json_problem(exc)}", path=path, line=exc.lineno
         ) from None
-
-
-def _invalid_utf8_line(path: str, gz: bool) -> int | None:
-    """The line of the first byte that is not UTF-8 (re-reads the file; None for stdin)."""
-    if path == "-":
-        return None
-    try:
-        with gzip.open(path, "rb") if gz else open(path, "rb") as raw:
-            data = raw.read()
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return data.count(b"\n", 0, exc.start) + 1
-    except (OSError, EOFError, zlib.error):
-        return None
-    return None
 
 
 # --------------------------------------------------------------------------- validation
@@ -869,6 +1138,7 @@ def iter_cases(
     id_from_line: bool = False,
     format: str | None = None,
     unique_ids: bool = True,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> Iterator[Case]:
     """Read and validate cases one at a time, without holding the file in memory.
 
@@ -880,6 +1150,14 @@ def iter_cases(
     long the file: the ids seen are kept in memory up to 50,000 of them and in
     a temporary SQLite index on disk beyond. ``unique_ids=False`` skips the
     duplicate check, for a second pass over a file already read once.
+
+    Hostile files end in a :class:`DatasetError`, never a hang or a crash: a
+    line longer than ``max_line_bytes`` (default :data:`MAX_LINE_BYTES`,
+    64 MiB; for JSON and YAML, read whole, the whole file) is refused before
+    more of it is read, so ``/dev/zero`` or a gzip bomb cost bounded memory;
+    so are a key given twice in one object, a lone surrogate in any string,
+    nesting too deep for the interpreter, an integer beyond Python's digit
+    limit, a NUL in a CSV cell, and YAML aliases that expand far past the file.
 
     >>> import json, tempfile, os
     >>> rows = [{"request_id": "r1", "q": {"text": "¿Cuánto cobran?"}, "a": "Nada."}]
@@ -897,11 +1175,13 @@ def iter_cases(
         _check_recognised(key, field_name="--field")
     # The line of a first occurrence is looked up only when a duplicate shows.
     with _IdIndex() as seen:
-        for line, case in _validated(path, fields, id_from_line, format):
+        for line, case in _validated(path, fields, id_from_line, format, max_line_bytes):
             if unique_ids and not seen.add(case.id):
                 first = ""
                 if path != "-":
-                    earlier = _first_line(path, fields, id_from_line, format, case.id)
+                    earlier = _first_line(
+                        path, fields, id_from_line, format, case.id, max_line_bytes
+                    )
                     first = f" (first on line {earlier})"
                 raise DatasetError(
                     f"duplicate id {case.id!r}{first}; ids must be unique",
@@ -964,7 +1244,11 @@ class _IdIndex:
 
 
 def _validated(
-    path: str, fields: Mapping[str, str], id_from_line: bool, format: str | None
+    path: str,
+    fields: Mapping[str, str],
+    id_from_line: bool,
+    format: str | None,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> Iterator[tuple[int, Case]]:
     """Every record of the file as a validated case, with its line.
 
@@ -974,7 +1258,7 @@ def _validated(
     found = dict.fromkeys(fields, 0)
     records = 0
     json_cells = {*_JSON_CELLS, *(fields[key] for key in _JSON_CELLS if key in fields)}
-    for line, record in _iter_records(path, format, json_cells):
+    for line, record in _iter_records(path, format, json_cells, max_line_bytes):
         where: dict[str, Any] = {"path": path, "line": line}
         records += 1
         if fields:
@@ -994,13 +1278,18 @@ def _validated(
 
 
 def _first_line(
-    path: str, fields: Mapping[str, str], id_from_line: bool, format: str | None, case_id: str
+    path: str,
+    fields: Mapping[str, str],
+    id_from_line: bool,
+    format: str | None,
+    case_id: str,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> int | None:
     """The line where ``case_id`` first occurs (read again: only on the error path)."""
     return next(
         (
             line
-            for line, case in _validated(path, fields, id_from_line, format)
+            for line, case in _validated(path, fields, id_from_line, format, max_line_bytes)
             if case.id == case_id
         ),
         None,
@@ -1013,10 +1302,12 @@ def load(
     fields: Mapping[str, str] | None = None,
     id_from_line: bool = False,
     format: str | None = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> list[Case]:
     """Load and validate every case of a file; raise :class:`DatasetError` on the first problem.
 
     An empty file is an error: a gate over zero cases would pass vacuously.
+    ``max_line_bytes`` bounds a line as in :func:`iter_cases`.
 
     >>> import tempfile, os
     >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
@@ -1026,7 +1317,15 @@ def load(
     [('a', 'default'), ('b', 'tone')]
     >>> os.remove(f.name)
     """
-    cases = list(iter_cases(path, fields=fields, id_from_line=id_from_line, format=format))
+    cases = list(
+        iter_cases(
+            path,
+            fields=fields,
+            id_from_line=id_from_line,
+            format=format,
+            max_line_bytes=max_line_bytes,
+        )
+    )
     if not cases:
         raise DatasetError("no cases in the file", path=str(path))
     return cases

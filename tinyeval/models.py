@@ -22,6 +22,14 @@ reply, a cache row or an error message: every message is passed through
 :func:`scrub` before it is raised, and so is the text of every reply (a server
 that echoes the request's headers back cannot put a key into a result).
 
+Bounds: ``timeout`` bounds each whole HTTP attempt (connecting, the headers
+and the body), however slowly a server sends; a reply body over
+``max_response_bytes`` (default 8 MiB) is refused before more of it is read;
+a reply that is not valid text (not UTF-8, or a lone surrogate) is a
+:class:`ModelCallError`. Keys are stripped of surrounding whitespace, a key
+with a control character inside is refused, and :func:`scrub` removes a key in
+every escaped form (raw, ``repr``, JSON, percent-encoded).
+
 Retries: on HTTP 408, 409, 425, 429, any 5xx, connection errors and timeouts
 the call is retried up to ``retries`` times with exponential backoff and full
 jitter (a random wait between 0 and 1, 2, 4, 8 … seconds, at most 30), or
@@ -33,6 +41,7 @@ that says the account's quota or spend limit is used up is not retried either.
 from __future__ import annotations
 
 import abc
+import contextlib
 import email.utils
 import http.client
 import importlib
@@ -43,8 +52,10 @@ import random
 import re
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -75,6 +86,9 @@ ANTHROPIC_DEFAULT_BASE = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
 ANTHROPIC_DEFAULT_MAX_TOKENS = 1024  # the Messages API requires max_tokens
 RETRY_AFTER_CAP = 60.0  # seconds: never wait longer than this for one Retry-After
+MAX_RESPONSE_BYTES = 8 * 2**20  # the largest reply body read from a server (8 MiB)
+_READ_CHUNK = 64 * 1024  # a reply body is read this much at a time, against the cap and deadline
+_ERROR_BODY_BYTES = 64 * 1024  # what is read of an error reply: enough for its message
 BACKOFF_BASE = 1.0  # seconds: the first backoff window
 BACKOFF_CAP = 30.0  # seconds: the largest backoff window
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})  # plus every 5xx
@@ -193,24 +207,57 @@ def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
     ['sk-test-SECRET123']
     """
     env = os.environ if environ is None else environ
-    values = {
-        value
-        for name, value in env.items()
-        if name.upper().endswith(_SECRET_NAME_ENDINGS) and len(value) >= _MIN_SECRET_LENGTH
-    }
+    values = set()
+    for name, value in env.items():
+        if not name.upper().endswith(_SECRET_NAME_ENDINGS):
+            continue
+        for form in (value, value.strip()):  # a key read from a file often ends in a newline
+            if len(form) >= _MIN_SECRET_LENGTH:
+                values.add(form)
     return sorted(values, key=len, reverse=True)
 
 
 def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     """Remove every secret from ``text``: the ones given and those in the environment.
 
+    Each secret is removed in every form it can take in an error message or an
+    echoed request: as it is, without surrounding whitespace, and escaped as
+    ``repr`` escapes it, as JSON escapes it and percent-encoded.
+
     >>> scrub("bad key sk-test-SECRET123", ["sk-test-SECRET123"])
     'bad key ***'
+    >>> scrub("Invalid header value b'Bearer sk-test-SECRET123\\\\n'", ["sk-test-SECRET123\\n"])
+    "Invalid header value b'Bearer ***'"
     """
     candidates = {s for s in secrets if s} | set(secret_values())
-    for secret in sorted(candidates, key=len, reverse=True):
-        text = text.replace(secret, "***")
+    forms: set[str] = set()
+    for secret in candidates:
+        forms.update(_escaped_forms(secret))
+    for form in sorted(forms, key=len, reverse=True):  # longest first: no half-removed key
+        text = text.replace(form, "***")
     return text
+
+
+def _escaped_forms(secret: str) -> set[str]:
+    """A secret as it may appear in text: raw, stripped, repr-, JSON- and percent-escaped."""
+    forms = set()
+    for value in {secret, secret.strip()}:
+        if not value:
+            continue
+        forms.update(
+            {
+                value,
+                repr(value)[1:-1],
+                json.dumps(value)[1:-1],
+                json.dumps(value, ensure_ascii=False)[1:-1],
+                urllib.parse.quote(value, safe=""),
+                urllib.parse.quote_plus(value, safe=""),
+                urllib.parse.quote(value),
+            }
+        )
+        with contextlib.suppress(UnicodeEncodeError):
+            forms.add(repr(value.encode("utf-8"))[2:-1])
+    return forms
 
 
 def _scrub_reply(reply: Reply, secrets: Iterable[str] = ()) -> Reply:
@@ -229,8 +276,11 @@ def _scrub_reply(reply: Reply, secrets: Iterable[str] = ()) -> Reply:
     True
     """
     secrets = list(secrets)
+    _refuse_invalid_text(str(reply), "the reply")
     text = scrub(str(reply), secrets)
     model = getattr(reply, "model", None)
+    if isinstance(model, str):
+        _refuse_invalid_text(model, "the reported model name")
     reported = scrub(model, secrets) if isinstance(model, str) else model
     if text == str(reply) and reported == model and isinstance(reply, Reply):
         return reply
@@ -241,6 +291,58 @@ def _scrub_reply(reply: Reply, secrets: Iterable[str] = ()) -> Reply:
         cached=bool(getattr(reply, "cached", False)),
         latency_ms=getattr(reply, "latency_ms", None),
     )
+
+
+def _key_from_environment(variable: str) -> str | None:
+    """An API key from the environment, without surrounding whitespace; None when unset.
+
+    A key read from a file often ends in a newline (``\\n``, or ``\\r\\n`` from a
+    Windows ``.env``): that is stripped. A control character or a non-ASCII
+    character inside the key cannot be sent in a header and is refused, with a
+    message that never shows the key.
+
+    >>> os.environ["TINYEVAL_DOCTEST_KEY"] = "sk-test-SECRET123\\r\\n"
+    >>> _key_from_environment("TINYEVAL_DOCTEST_KEY")
+    'sk-test-SECRET123'
+    >>> os.environ["TINYEVAL_DOCTEST_KEY"] = "sk-test-\\x07SECRET123"
+    >>> _key_from_environment("TINYEVAL_DOCTEST_KEY")
+    Traceback (most recent call last):
+    ...
+    tinyeval.models.ModelConfigError: TINYEVAL_DOCTEST_KEY holds a control character (U+0007) ...
+    >>> del os.environ["TINYEVAL_DOCTEST_KEY"]
+    """
+    key = os.environ.get(variable, "").strip()
+    if not key:
+        return None
+    for position, char in enumerate(key, start=1):
+        if ord(char) < 0x20 or ord(char) == 0x7F:
+            raise ModelConfigError(
+                f"{variable} holds a control character (U+{ord(char):04X}) at character"
+                f" {position} of the key; remove it (the key is not shown)"
+            )
+        if ord(char) > 0x7E:
+            raise ModelConfigError(
+                f"{variable} holds a character that is not ASCII at character {position}"
+                " of the key; an API key is ASCII (the key is not shown)"
+            )
+    return key
+
+
+def _refuse_invalid_text(text: str, what: str) -> None:
+    """A lone surrogate is not text: no file, row or report can hold it.
+
+    >>> _refuse_invalid_text("ok \\ud800", "the reply")
+    Traceback (most recent call last):
+    ...
+    tinyeval.models.ModelCallError: the reply is not valid text: a lone surrogate ... character 4
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ModelCallError(
+            f"{what} is not valid text: a lone surrogate ({text[exc.start]!r})"
+            f" at character {exc.start + 1:,}"
+        ) from None
 
 
 def _config_error(message: str, secrets: Iterable[str] = ()) -> ModelConfigError:
@@ -260,17 +362,21 @@ def resolve(
     temperature: float | None = 0.0,
     max_tokens: int | None = None,
     sleep: Sleep = time.sleep,
+    max_response_bytes: int = MAX_RESPONSE_BYTES,
 ) -> Model:
     """The :class:`Model` named by ``spec`` (see the module docstring for the forms).
 
     ``base_url`` overrides the server (otherwise ``OPENAI_BASE_URL`` or
     ``ANTHROPIC_BASE_URL``, then the vendor's address). ``timeout`` is in
-    seconds per attempt; ``retries`` is how many times a failed HTTP call is
+    seconds per attempt, and bounds the whole attempt (connecting, headers and
+    body) however slowly the server sends; ``max_response_bytes`` is the largest
+    reply body read (a larger one is refused); ``retries`` is how many times a failed HTTP call is
     tried again; ``temperature`` None leaves it to the server; ``sleep`` is
     the function that waits between attempts (tests pass a fake).
 
     Raises :class:`ModelConfigError` for an unknown scheme, an empty model
-    name, a missing key, an unknown command or an unimportable function.
+    name, a missing key (or one with a control character inside), an unknown
+    command or an unimportable function.
 
     >>> model = resolve("cmd:cat")
     >>> model("PASS: the amount is 1,250.50"), model.temperature
@@ -281,7 +387,17 @@ def resolve(
     spec = spec.strip()
     _check_options(timeout=timeout, retries=retries, temperature=temperature, max_tokens=max_tokens)
     _refuse_secret_in_spec(spec)
-    options = _Options(base_url, timeout, retries, temperature, max_tokens, sleep)
+    if (
+        isinstance(max_response_bytes, bool)
+        or not isinstance(max_response_bytes, int)
+        or max_response_bytes < 1
+    ):
+        raise ModelConfigError(
+            f"max_response_bytes must be an integer >= 1, got {max_response_bytes!r}"
+        )
+    options = _Options(
+        base_url, timeout, retries, temperature, max_tokens, sleep, max_response_bytes
+    )
     if spec in BUILTINS:  # a short name for a py: target inside this package
         return _python_model(spec, BUILTINS[spec], options)
     scheme, sep, rest = spec.partition(":")
@@ -304,12 +420,14 @@ class _Options(NamedTuple):
     temperature: float | None
     max_tokens: int | None
     sleep: Sleep
+    max_response_bytes: int = MAX_RESPONSE_BYTES
 
 
 def _openai_factory(spec: str, name: str, o: _Options) -> Model:
     return _openai_model(
         spec, name, o.base_url, o.temperature, o.max_tokens,
         timeout=o.timeout, retries=o.retries, sleep=o.sleep,
+        max_response_bytes=o.max_response_bytes,
     )  # fmt: skip
 
 
@@ -317,6 +435,7 @@ def _anthropic_factory(spec: str, name: str, o: _Options) -> Model:
     return _anthropic_model(
         spec, name, o.base_url, o.temperature, o.max_tokens,
         timeout=o.timeout, retries=o.retries, sleep=o.sleep,
+        max_response_bytes=o.max_response_bytes,
     )  # fmt: skip
 
 
@@ -680,6 +799,7 @@ class _HTTPModel(Model):
         temperature: float | None,
         max_tokens: int | None,
         sleep: Sleep,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
         settings = {"url": _public_url(url), "max_tokens": max_tokens}
         super().__init__(spec, temperature=temperature, settings=settings)
@@ -691,6 +811,7 @@ class _HTTPModel(Model):
         self._headers = dict(headers)
         self._key = key
         self._sleep = sleep
+        self.max_response_bytes = max_response_bytes
 
     def _secrets(self) -> list[str]:
         return [self._key] if self._key else []
@@ -713,17 +834,25 @@ class _HTTPModel(Model):
 
     def _attempt(self, data: bytes) -> bytes | _Failure:
         request = urllib.request.Request(self._url, data=data, headers=self._request_headers())
+        watchdog = _Watchdog(self.timeout)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                return response.read()
+            with watchdog, watchdog.opener().open(request, timeout=self.timeout) as response:
+                return _read_body(response, self.max_response_bytes, watchdog)
+        except _TooLarge as exc:
+            return _Failure(
+                f"the reply from {_host_port(self._url)} is larger than "
+                f"{exc.limit:,} bytes (max_response_bytes); it was not read further",
+                retryable=False,
+            )
         except urllib.error.HTTPError as exc:
             with exc:
                 body = _read_quietly(exc)
             return self._http_failure(exc.code, exc.headers, body)
-        except urllib.error.URLError as exc:
-            return self._network_failure(exc.reason)
-        except (OSError, http.client.HTTPException) as exc:
-            return self._network_failure(exc)
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+            if watchdog.fired:
+                return self._network_failure(TimeoutError())
+            reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+            return self._network_failure(reason)
 
     def _request_headers(self) -> dict[str, str]:
         from . import __version__
@@ -771,7 +900,18 @@ class _HTTPModel(Model):
 
     def _decode(self, body: bytes) -> Any:
         try:
-            return json.loads(body.decode("utf-8"))
+            text = body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ModelCallError(
+                f"{self.spec}: the server at {_host_port(self._url)} sent a reply that is not "
+                f"UTF-8 text (byte {body[exc.start]:#04x} at {exc.start:,})"
+            ) from None
+        try:
+            return json.loads(text)
+        except RecursionError:
+            raise ModelCallError(
+                f"{self.spec}: the server at {_host_port(self._url)} sent JSON nested too deeply"
+            ) from None
         except ValueError:
             text = scrub(body.decode("utf-8", errors="replace").strip(), self._secrets())
             snippet = _shorten(text, 120)
@@ -789,10 +929,110 @@ class _HTTPModel(Model):
 
 
 def _read_quietly(response: urllib.error.HTTPError) -> bytes:
+    """The start of an error reply's body: enough for its message, never all of a huge one."""
     try:
-        return response.read()
+        return response.read(_ERROR_BODY_BYTES)
     except (OSError, http.client.HTTPException):
         return b""
+
+
+class _TooLarge(TinyevalError):
+    def __init__(self, limit: int) -> None:
+        super().__init__(limit)
+        self.limit = limit
+
+
+def _read_body(response: Any, limit: int, watchdog: _Watchdog) -> bytes:
+    """A reply body, read a chunk at a time; refused past ``limit`` bytes or the deadline."""
+    length = response.headers.get("Content-Length")
+    declared = int(length) if length is not None and length.strip().isdigit() else None
+    if declared is not None and declared > limit:
+        raise _TooLarge(limit)
+    parts: list[bytes] = []
+    size = 0
+    while chunk := response.read(_READ_CHUNK):
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge(limit)
+        parts.append(chunk)
+        if watchdog.fired:
+            raise TimeoutError
+    if watchdog.fired:
+        raise TimeoutError
+    body = b"".join(parts)
+    if declared is not None and len(body) < declared:  # read(n) returns short, never raises
+        raise http.client.IncompleteRead(body, declared - len(body))
+    return body
+
+
+class _Watchdog:
+    """Bounds one whole HTTP attempt: at the deadline it shuts the connection's socket,
+    so a server that sends a byte now and then cannot hold a call past ``timeout``
+    (a socket timeout alone bounds each read, not their sum)."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.fired = False
+        self._sockets: list[Any] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(timeout, self._fire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _Watchdog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+    def start(self) -> None:
+        if not self._timer.is_alive() and not self.fired:
+            self._timer.start()
+
+    def watch(self, sock: Any) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            fired = self.fired
+        if fired:
+            self._shut(sock)
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            sockets = list(self._sockets)
+        for sock in sockets:
+            self._shut(sock)
+
+    @staticmethod
+    def _shut(sock: Any) -> None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+    def opener(self) -> urllib.request.OpenerDirector:
+        """An opener whose connections are watched from the moment they connect."""
+        watchdog = self
+        self.start()
+
+        def watched(base: type[http.client.HTTPConnection]) -> Any:
+            class Watched(base):  # type: ignore[valid-type, misc]
+                def connect(self) -> None:
+                    super().connect()
+                    watchdog.watch(self.sock)
+
+            return Watched
+
+        class HTTP(urllib.request.HTTPHandler):
+            def http_open(self, req: Any) -> Any:
+                return self.do_open(watched(http.client.HTTPConnection), req)
+
+        class HTTPS(urllib.request.HTTPSHandler):
+            def https_open(self, req: Any) -> Any:
+                return self.do_open(
+                    watched(http.client.HTTPSConnection),
+                    req,
+                    context=self._context,  # type: ignore[attr-defined]
+                )
+
+        return urllib.request.build_opener(HTTP(), HTTPS())
 
 
 def _usage(input_tokens: Any, output_tokens: Any) -> dict[str, int] | None:
@@ -875,11 +1115,12 @@ def _openai_model(
     timeout: float,
     retries: int,
     sleep: Sleep,
+    max_response_bytes: int,
 ) -> Model:
     base = _check_base_url(
         spec, base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE
     )
-    key = os.environ.get("OPENAI_API_KEY") or None
+    key = _key_from_environment("OPENAI_API_KEY")
     if key is None and urllib.parse.urlsplit(base).hostname == "api.openai.com":
         raise ModelConfigError(
             f"{spec} needs OPENAI_API_KEY in the environment "
@@ -897,6 +1138,7 @@ def _openai_model(
         temperature=_float_or_none(temperature),
         max_tokens=max_tokens,
         sleep=sleep,
+        max_response_bytes=max_response_bytes,
     )
 
 
@@ -960,11 +1202,12 @@ def _anthropic_model(
     timeout: float,
     retries: int,
     sleep: Sleep,
+    max_response_bytes: int,
 ) -> Model:
     base = _check_base_url(
         spec, base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_DEFAULT_BASE
     )
-    key = os.environ.get("ANTHROPIC_API_KEY") or None
+    key = _key_from_environment("ANTHROPIC_API_KEY")
     if key is None:
         raise ModelConfigError(f"{spec} needs ANTHROPIC_API_KEY in the environment")
     path = "/messages" if base.endswith("/v1") else "/v1/messages"
@@ -979,6 +1222,7 @@ def _anthropic_model(
         temperature=_float_or_none(temperature),
         max_tokens=max_tokens,
         sleep=sleep,
+        max_response_bytes=max_response_bytes,
     )
 
 

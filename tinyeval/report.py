@@ -4,6 +4,12 @@ Text, JSON, Markdown, JUnit XML and a single-file HTML page. Every rate is
 printed with its denominator and its Wilson interval
 (``17/20 = 85.0% [64.0%, 94.8%]``); a category that blocks is marked
 ``BLOCKS``; the global line is shown and labelled as never gating.
+
+Every writer returns text that can be written anywhere: a lone surrogate
+taken from a row (``"\\ud800"``, which no UTF-8 file can hold) is shown as
+its escape ``\\ud800``; in JUnit XML so is every other character XML 1.0
+forbids (the C0 controls but tab, line feed and carriage return, and U+FFFE
+and U+FFFF), so a control character in an id cannot make the file unreadable.
 """
 
 from __future__ import annotations
@@ -29,6 +35,38 @@ __all__ = [
     "summary_text",
     "usage_line",
 ]
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _writable(text: str) -> str:
+    """``text`` with each lone surrogate shown as its escape, so any file can hold it.
+
+    >>> _writable("ok \\ud800 ok")
+    'ok \\\\ud800 ok'
+    """
+    return _SURROGATE.sub(_visible, text)
+
+
+def _xml_text(text: str) -> str:
+    """``text`` with every character XML 1.0 forbids shown as its escape.
+
+    >>> _xml_text("a\\x07b\\tc\\udfff")
+    'a\\\\x07b\\tc\\\\udfff'
+    """
+    return _NOT_XML.sub(_visible, text)
+
+
+def _count(number: int, noun: str, plural: str | None = None) -> str:
+    """``number`` and ``noun``, plural unless there is exactly one: ``1 case``, ``2 cases``."""
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"
 
 
 def _pct(value: float | None) -> str:
@@ -114,7 +152,7 @@ def summary_text(
     lines.extend(_unchecked_lines(report))
     lines.extend(extra_lines)
     lines.append(_gate_line(report))
-    return "\n".join(lines)
+    return _writable("\n".join(lines))
 
 
 def _unchecked_lines(report: GateReport) -> list[str]:
@@ -211,10 +249,10 @@ def describe_failure(row: Mapping[str, Any], *, width: int = 100) -> str:
     'error: TimeoutError: no reply'
     """
     if row.get("status") == "error":
-        return shorten(" ".join(f"error: {row.get('error')}".split()), width)
+        return _writable(shorten(" ".join(f"error: {row.get('error')}".split()), width))
     if row.get("status") == "unchecked":
         reason = row.get("judge_skipped") or "no check and no judge looked at it"
-        return shorten(" ".join(f"unchecked: {reason}".split()), width)
+        return _writable(shorten(" ".join(f"unchecked: {reason}".split()), width))
     checks: Mapping[str, Any] = row.get("checks") or {}
     details: Mapping[str, Any] = row.get("check_details") or {}
     if not isinstance(checks, Mapping) or not isinstance(details, Mapping):
@@ -222,7 +260,7 @@ def describe_failure(row: Mapping[str, Any], *, width: int = 100) -> str:
     failed = [name for name, ok in checks.items() if not ok]
     if failed:
         parts = [f"{name}: {details[name]}" if details.get(name) else str(name) for name in failed]
-        return _listed(parts, width)
+        return _writable(_listed(parts, width))
     for judge in verdicts(row).values():
         if judge.get("verdict") == "PASS" or "winner" in judge:
             continue
@@ -233,7 +271,7 @@ def describe_failure(row: Mapping[str, Any], *, width: int = 100) -> str:
             text = f"judge {name}: no verdict ({judge.get('failure')}){said}"
         else:
             text = f"judge {name}: {judge.get('reason') or judge.get('verdict')}"
-        return shorten(" ".join(text.split()), width)
+        return _writable(shorten(" ".join(text.split()), width))
     return "not passed"
 
 
@@ -269,7 +307,7 @@ def failure_lines(rows: list[Mapping[str, Any]], *, shown: int, where: str) -> l
             f"  {row.get('category')!s:<{width}}  {row.get('id')!s:<{id_width}}  "
             f"{describe_failure(row)}"
         )
-    return lines
+    return [_writable(line) for line in lines]
 
 
 def _md_cell(text: str) -> str:
@@ -318,7 +356,7 @@ def summary_markdown(report: GateReport, *, title: str = "tinyeval") -> str:
         lines.append(f"| {_md_cell(v.category)} | {rate} | {_pct(v.threshold)} | {mark} |")
     overall = _rate_cell(report.overall, report.confidence)
     lines.append(f"| *global* | {overall} | — | shown, never gates |")
-    return "\n".join(lines)
+    return _writable("\n".join(lines))
 
 
 def junit_xml(rows: list[Mapping[str, Any]], report: GateReport) -> str:
@@ -370,7 +408,7 @@ def junit_xml(rows: list[Mapping[str, Any]], report: GateReport) -> str:
         if v.blocking:
             message = f"{_rate_cell(v, report.confidence)} {_mark(v, report.on)}"
             ET.SubElement(case, "failure", message=message).text = message
-    return ET.tostring(root, encoding="unicode", xml_declaration=True)
+    return _xml_text(ET.tostring(root, encoding="unicode", xml_declaration=True))
 
 
 # --------------------------------------------------------------------------- HTML
@@ -442,7 +480,7 @@ footer{margin-top:32px;color:#718096;font-size:.85em}
 
 
 def _esc(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    return html.escape(_writable(str(value)), quote=True)
 
 
 def _clip(text: str, limit: int) -> str:
@@ -840,7 +878,7 @@ def html_report(
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{_esc(title)}: gate {word}</title>\n"
         f"<style>{_HTML_STYLE}</style>\n"
-        f"</head>\n<body>\n<main>\n{body}\n</main>\n</body>\n</html>\n"
+        f"</head>\n<body>\n<main>\n{_writable(body)}\n</main>\n</body>\n</html>\n"
     )
 
 
