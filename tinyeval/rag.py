@@ -1179,11 +1179,12 @@ def self_evaluation_warning(
     (either may be None): same family (:func:`model_family`: gpt-4o and
     gpt-4o-mini, claude-3-5-sonnet and claude-3-haiku, two Llamas) or the very
     same spec. Zheng et al. 2023, "Judging LLM-as-a-Judge with MT-Bench and
-    Chatbot Arena" (NeurIPS Datasets and Benchmarks), found *self-enhancement
-    bias*: GPT-4 and Claude-v1 as judges favoured their own answers (by about
-    10% and 25% higher win rates), so a judge of the generator's family
-    inflates its scores; use a judge from another family, or calibrate this
-    one against human labels.
+    Chatbot Arena" (NeurIPS Datasets and Benchmarks), describe *self-enhancement
+    bias*: in their study GPT-4 as a judge favoured its own answers with a 10%
+    higher win rate and Claude-v1 with a 25% higher one (GPT-3.5 did not favour
+    itself, and the authors call the evidence limited). A judge of the
+    generator's family may so inflate its scores: judge with another family's
+    model, or calibrate this one against human labels.
 
     >>> print(self_evaluation_warning("openai:gpt-4o", "openai:gpt-4o-mini"))
     self-evaluation: the generating model (openai:gpt-4o) and the judge model \
@@ -1193,10 +1194,10 @@ calibrate this judge against human labels
     >>> self_evaluation_warning("anthropic:claude-3-5-sonnet-latest", "openai:gpt-4o") is None
     True
     """
-    generated = [name for name in (generate_spec, generate_reported) if isinstance(name, str)]
-    judging = [name for name in (judge_spec, judge_reported) if isinstance(name, str)]
-    for gen in generated:
-        for jud in judging:
+    generated = _sides(generate_spec, generate_reported)
+    judging = _sides(judge_spec, judge_reported)
+    for gen, gen_shown in generated:
+        for jud, jud_shown in judging:
             family = model_family(gen)
             if family is not None and family == model_family(jud):
                 kind = f"both {family} models"
@@ -1205,12 +1206,23 @@ calibrate this judge against human labels
             else:
                 continue
             return (
-                f"self-evaluation: the generating model ({gen}) and the judge model ({jud}) "
-                f"are {kind}; a judge tends to favour answers of its own family "
+                f"self-evaluation: the generating model ({gen_shown}) and the judge model "
+                f"({jud_shown}) are {kind}; a judge tends to favour answers of its own family "
                 "(self-enhancement bias, Zheng et al. 2023, MT-Bench): judge with another "
                 "family's model, or calibrate this judge against human labels"
             )
     return None
+
+
+def _sides(spec: str | None, reported: str | None) -> list[tuple[str, str]]:
+    """The names to compare for one side, each with how the warning shows that side."""
+    spec = spec if isinstance(spec, str) and spec.strip() else None
+    reported = reported if isinstance(reported, str) and reported.strip() else None
+    if spec and reported and reported != spec:
+        shown = f"{spec}, reported as {reported}"
+    else:
+        shown = spec or (f"reported as {reported}" if reported else "")
+    return [(name, shown) for name in (spec, reported) if name]
 
 
 # === The factory ===================================================================
