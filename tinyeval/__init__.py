@@ -56,6 +56,21 @@ _EXPORTS: dict[str, str] = {
     "pairwise_kappas": "agreement",
     "AgreementInterval": "agreement",
     "PairKappa": "agreement",
+    # RAG and custom criteria
+    "ClaimsJudge": "rag",
+    "ContextRelevanceJudge": "rag",
+    "GradedJudge": "rag",
+    "answer_relevance_judge": "rag",
+    "context_precision": "rag",
+    "graded_scores": "rag",
+    "make_judge": "rag",
+    "model_family": "rag",
+    "self_evaluation_warning": "rag",
+    "write_steps": "rag",
+    # limits on what is read
+    "MAX_LINE_BYTES": "dataset",
+    "MAX_RESPONSE_BYTES": "models",
+    "REGEX_TIMEOUT": "checks",
     # trials, juries and stopping early
     "pass_at_k": "trials",
     "pass_all_k": "trials",
