@@ -767,6 +767,8 @@ class PreparedCases:
     the run is to see across all its shards (after sample, id restriction and
     outputs to re-judge), ``in_shard`` those of this shard. ``without_output``
     counts selected cases with no output (they need a generate model).
+    ``queries`` holds the retrieval data (``retrieved`` and ``relevant``) of
+    the selected cases that have any, for :func:`tinyeval.retrieval_report`.
     """
 
     cases: Iterable[Case]
@@ -778,6 +780,7 @@ class PreparedCases:
     without_output: int = 0
     first_without_output: Case | None = None
     unknown_only: tuple[str, ...] = ()
+    queries: list[Any] = field(default_factory=list)  # retrieval data, for the retrieval table
 
 
 class _Reread:
@@ -886,6 +889,10 @@ def _note(ready: PreparedCases, case: Case, shard: tuple[int, int] | None) -> No
     ready.selected += 1
     if shard is None or shard_index(case.id, shard[1]) == shard[0]:
         ready.in_shard += 1
+        if isinstance(case.meta, Mapping) and "retrieved" in case.meta:
+            from .retrieval import queries_from_cases
+
+            ready.queries.extend(queries_from_cases([case]))
         ready.categories.add(case.category)
         if case.output is None:
             ready.without_output += 1

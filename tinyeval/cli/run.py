@@ -98,16 +98,33 @@ def _add_run(sub: Any) -> None:
         help="check and judge again the outputs recorded in RESULTS (an earlier run's rows), "
         "with the expect blocks of CASES; nothing is generated",
     )
-    add_threshold_options(p.add_argument_group("the gate"))
+    gate_group = p.add_argument_group("the gate")
+    add_threshold_options(gate_group)
+    gate_group.add_argument(
+        "--k",
+        default="1,3,5,10",
+        metavar="K,K,…",
+        help="the cutoffs of the retrieval table, for cases with retrieved and relevant "
+        "(default: 1,3,5,10)",
+    )
+    gate_group.add_argument(
+        "--retrieval-threshold",
+        action="append",
+        default=[],
+        metavar="METRIC@K=VALUE",
+        help="a minimum for every category with retrieval data, e.g. recall@5=0.8, hit@1=90%%, "
+        "mrr=0.5 (repeatable; a category below it blocks)",
+    )
     judging = p.add_argument_group("the judge (runs only when a criterion is given)")
     judging.add_argument(
         "--criterion",
         action="append",
         default=[],
         metavar="TEXT|NAME",
-        help="one property to judge, as text or a built-in name: "
-        "unsupported-claims, answers-the-question, refuses-when-ambiguous "
-        "(repeatable: one judge per criterion)",
+        help="one property to judge, as text or a built-in name: unsupported-claims, "
+        "answers-the-question, refuses-when-ambiguous; faithfulness-by-claims, "
+        "answer-relevance, context-relevance; or graded:TEXT for a 1-5 score (repeatable: one "
+        "judge per criterion)",
     )
     judging.add_argument(
         "--rubric",
@@ -210,7 +227,7 @@ def _check_run_options(args: argparse.Namespace) -> None:
 
 
 def _judges_from_args(args: argparse.Namespace) -> list[Any]:
-    from ..judge import Judge, load_rubric
+    from ..judge import load_rubric
     from ..runner import check_judges
 
     if not (args.criterion or args.rubric):
@@ -219,7 +236,10 @@ def _judges_from_args(args: argparse.Namespace) -> list[Any]:
         raise UsageError(
             f"--votes must be an odd number (1, 3, 5…) so a majority exists, got {args.votes}"
         )
-    judges = [Judge(text, votes=args.votes, style=args.judge_style) for text in args.criterion]
+    from ..rag import make_judge
+
+    judges = [make_judge(text, votes=args.votes, style=args.judge_style)
+              for text in args.criterion]  # fmt: skip
     judges += [load_rubric(path).judge(votes=args.votes, style=args.judge_style)
                for path in args.rubric]  # fmt: skip
     return check_judges(judges, args.judge_model or "builtin")
@@ -302,6 +322,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     )
     result = execution.run(ready, manifest=manifest, shard=shard, judge_categories=judge_categories)
     report = gate(result.sorted_categories(), **gating)
+    retrieval = _retrieval(args, ready.queries, gating)
     judged = sum(t.judged for t in result.categories.values())
     unparsed = sum(t.unparsed for t in result.categories.values())
     info = {
@@ -325,6 +346,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
     }  # fmt: skip
     extra = execution.extra_summary(result)
     info.update(extra["json"])
+    warning = _self_evaluation(args, judges)
+    if warning:
+        info["self_evaluation_warning"] = warning
+        extra["text"].append(f"warning: {warning}")
+    if retrieval is not None:
+        table, verdict = retrieval
+        info["retrieval"] = table.to_dict()
+        if verdict is not None:
+            info["retrieval_gate"] = verdict.to_dict()
+        extra["text"][:0] = [table.to_text(), *([verdict.to_text()] if verdict else []), ""]
+        if verdict is not None and not verdict.passed:
+            names = ", ".join(verdict.blocking)
+            extra["text"].append(f"retrieval gate: FAILED — blocking: {names}")
     if args.json:
         print_json(summary_dict(report, run_info=info, judged=judged, unparsed=unparsed,
                                 errors=result.errors))  # fmt: skip
@@ -354,7 +388,36 @@ def _cmd_run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_INCOMPLETE
-    return EXIT_OK if report.passed else EXIT_GATE_FAILED
+    blocks = retrieval is not None and retrieval[1] is not None and not retrieval[1].passed
+    return EXIT_OK if report.passed and not blocks else EXIT_GATE_FAILED
+
+
+def _retrieval(args: argparse.Namespace, queries: list[Any], gating: dict[str, Any]) -> Any:
+    """The retrieval table (and its gate) of the cases with retrieval data, or None."""
+    from ..retrieval import parse_retrieval_threshold, retrieval_report
+
+    thresholds = [parse_retrieval_threshold(text) for text in args.retrieval_threshold]
+    if not any(query.retrieved is not None for query in queries):
+        if thresholds:
+            raise UsageError("--retrieval-threshold: no case has retrieved and relevant data")
+        return None
+    try:
+        ks = {int(k) for k in args.k.split(",") if k.strip()}
+    except ValueError:
+        raise UsageError(f"--k expects whole numbers separated by commas, got {args.k!r}") from None
+    ks |= {t.k for t in thresholds if t.k is not None}
+    table = retrieval_report(sorted(queries, key=lambda query: str(query[0])), ks=sorted(ks))
+    on = "lower" if gating.get("inconclusive") == "block" else "rate"
+    return table, (table.check(thresholds, on=on) if thresholds else None)
+
+
+def _self_evaluation(args: argparse.Namespace, judges: list[Any]) -> str | None:
+    """The warning when the generating model and the judge are of one family."""
+    if not (judges and args.generate_model):
+        return None
+    from ..rag import self_evaluation_warning
+
+    return self_evaluation_warning(args.generate_model, args.judge_model)
 
 
 def _check_against_cases(args: argparse.Namespace, thresholds: dict[str, Any], ready: Any) -> None:

@@ -1,0 +1,73 @@
+"""The RAG example through the command line: a retrieval table apart from generation, a
+retrieval threshold that blocks, and faithfulness by claims with the offline judge."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RAG = ROOT / "examples" / "rag" / "cases.jsonl"
+
+
+def tinyeval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "utf-8"}
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    return subprocess.run([sys.executable, "-m", "tinyeval", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def recall_at_5_by_hand() -> dict[str, float]:
+    """Mean recall@5 per category, straight from the file (ids deduplicated at first rank)."""
+    sums: dict[str, list[float]] = {}
+    for line in RAG.read_text(encoding="utf-8").splitlines():
+        case = json.loads(line)
+        if "retrieved" not in case or not case.get("relevant"):
+            continue
+        ranking: list[str] = []
+        for item in case["retrieved"]:
+            doc = str(item["doc_id"] if isinstance(item, dict) else item)
+            if doc not in ranking:
+                ranking.append(doc)
+        relevant = case["relevant"]
+        wanted = {str(k) for k, v in relevant.items() if v > 0} if isinstance(relevant, dict) \
+            else {str(r) for r in relevant}  # fmt: skip
+        found = len(wanted & set(ranking[:5])) / len(wanted)
+        sums.setdefault(case["category"], []).append(found)
+    return {name: sum(values) / len(values) for name, values in sums.items()}
+
+
+def test_the_rag_example_prints_a_retrieval_table_and_a_threshold_blocks(tmp_path: Path) -> None:
+    done = tinyeval("run", str(RAG), "--out", "rows.jsonl", "--json",
+                    "--retrieval-threshold", "recall@5=0.8", cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    summary = json.loads(done.stdout)
+    by_hand = recall_at_5_by_hand()
+    table = summary["retrieval"]["categories"]
+    for category, value in by_hand.items():
+        assert abs(table[category]["metrics"]["recall@5"]["mean"] - value) < 1e-9
+    blocking = sorted(summary["retrieval_gate"]["blocking"])
+    assert blocking == sorted(c for c, v in by_hand.items() if v < 0.8)
+    text = tinyeval("run", str(RAG), "--out", "rows.jsonl", "--retrieval-threshold",
+                    "recall@5=0.8", cwd=tmp_path).stdout  # fmt: skip
+    assert "retrieval: 45 of 45 cases had retrieval data" in text
+    assert "MRR" in text and "retrieval gate: FAILED — blocking:" in text
+
+
+def test_faithfulness_by_claims_with_the_offline_judge_stores_each_claim(tmp_path: Path) -> None:
+    done = tinyeval("run", str(RAG), "--criterion", "faithfulness-by-claims", "--out",
+                    "rows.jsonl", "-q", cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    judged = [r for r in rows if r["judges"]]
+    assert judged
+    for row in judged:
+        verdict = row["judges"]["faithfulness-by-claims"]
+        assert len(verdict["claim_verdicts"]) == len(verdict["claims"])
+        supported = sum(v["verdict"] == "PASS" for v in verdict["claim_verdicts"])
+        if verdict["claims"]:
+            assert abs(verdict["score"] - supported / len(verdict["claims"])) < 1e-9
+        assert (verdict["verdict"] == "PASS") == (supported == len(verdict["claims"]) > 0)
