@@ -71,3 +71,21 @@ def test_faithfulness_by_claims_with_the_offline_judge_stores_each_claim(tmp_pat
         if verdict["claims"]:
             assert abs(verdict["score"] - supported / len(verdict["claims"])) < 1e-9
         assert (verdict["verdict"] == "PASS") == (supported == len(verdict["claims"]) > 0)
+
+
+def test_a_graded_judge_prints_its_histogram_and_bottom_ten_percent(tmp_path: Path) -> None:
+    (tmp_path / "grader.py").write_text(
+        "def score(prompt):\n"
+        "    return '1' if 'bad' in prompt else '5'\n"
+    )  # fmt: skip
+    records = [{"id": f"c{i:02d}", "output": "bad" if i < 2 else "good", "input": "q?",
+                "expect": {"max_words": 3}} for i in range(20)]  # fmt: skip
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    done = tinyeval("run", "c.jsonl", "--criterion", "graded:The answer is good.",
+                    "--judge-model", "py:grader:score", "--no-cache", cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    # 2 of 20 scored 1 and 18 scored 5: the bottom 10% is exactly the two low ones
+    assert "bottom 10% (score <= 1): c00 1, c01 1" in done.stdout
+    assert "more than 80% of scores fall on two values" in done.stdout
+    # without a pass mark the score gates nothing: every case passes on its code check alone
+    assert "20/20 = 100.0%" in done.stdout

@@ -308,7 +308,8 @@ class CategoryTally:
         found = verdicts(row)
         for verdict in found.values():
             self.judged += 1
-            if verdict_label(verdict) is None and not verdict_errored(verdict):
+            ungated = verdict.get("failure") == "ungated"  # a graded score with no pass mark
+            if verdict_label(verdict) is None and not verdict_errored(verdict) and not ungated:
                 self.unparsed += 1
         primary = next(iter(found.values()), None)
         if primary is not None and primary.get("verdict") is not None:

@@ -250,6 +250,7 @@ def evaluate_case(
         checks_ok = all(row["checks"].values())
 
         judges_ok = True
+        gated_by_judge = False
         cannot_judge: list[str] = []
         applicable = [j for j in judges if _judges_category(j, case.category, judge_categories)]
         if judges and not applicable:
@@ -278,6 +279,9 @@ def evaluate_case(
                 row["rubric_fingerprint"] = row["rubric_fingerprint"] or data["rubric_fingerprint"]
                 if getattr(verdict, "error", None) and not row["error"]:
                     row["error"] = f"judge {data['name']}: {verdict.error}"
+                if data.get("failure") == "ungated":
+                    continue  # a graded score without a pass mark is shown, never gates
+                gated_by_judge = True
                 judges_ok = judges_ok and data.get("verdict") == "PASS"
             if cannot_judge:
                 row["judge_skipped"] = "the case cannot be judged: " + "; ".join(cannot_judge)
@@ -285,7 +289,7 @@ def evaluate_case(
             row["status"] = "error"
         elif not (checks_ok and judges_ok):
             row["status"] = "fail"
-        elif cannot_judge or not (row["checks"] or row["judges"]):
+        elif cannot_judge or not (row["checks"] or gated_by_judge):
             row["status"] = "unchecked"  # nothing (or not everything asked for) looked at it
         else:
             row["status"] = "pass"

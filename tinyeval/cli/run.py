@@ -346,6 +346,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     }  # fmt: skip
     extra = execution.extra_summary(result)
     info.update(extra["json"])
+    extra["text"][:0] = _graded_summaries(args, judges)
     warning = _self_evaluation(args, judges)
     if warning:
         info["self_evaluation_warning"] = warning
@@ -409,6 +410,25 @@ def _retrieval(args: argparse.Namespace, queries: list[Any], gating: dict[str, A
     table = retrieval_report(sorted(queries, key=lambda query: str(query[0])), ks=sorted(ks))
     on = "lower" if gating.get("inconclusive") == "block" else "rate"
     return table, (table.check(thresholds, on=on) if thresholds else None)
+
+
+def _graded_summaries(args: argparse.Namespace, judges: list[Any]) -> list[str]:
+    """Each graded judge's scores: the histogram beside the mean, and the bottom 10% by id."""
+    from ..graded import graded_summary
+    from ..rag import GradedJudge, graded_scores
+    from ..records import read_rows
+
+    graded = [judge for judge in judges if isinstance(judge, GradedJudge)]
+    if not graded:
+        return []
+    rows = read_rows(args.out)
+    lines = []
+    for judge in graded:
+        scores = graded_scores(rows, judge.name)
+        if scores:
+            lines += [f"graded scores of {judge.name}:",
+                      graded_summary(scores, scale=judge.scale).to_text(), ""]  # fmt: skip
+    return lines
 
 
 def _self_evaluation(args: argparse.Namespace, judges: list[Any]) -> str | None:
