@@ -488,11 +488,12 @@ def test_a_graded_judge_without_a_threshold_never_passes():
     judge = GradedJudge("The answer is complete.")
     verdict = judge(lambda p: "5\nComplete.", response="x")
     assert (verdict.verdict, verdict.failure, verdict.score) == (None, "ungated", 5.0)
-    row = tinyeval.run([Case(id="a", output="x")], judges=[judge], judge_model=lambda p: "5").rows[
-        0
-    ]
-    assert row["status"] == "fail"
+    run = tinyeval.run([Case(id="a", output="x")], judges=[judge], judge_model=lambda p: "5")
+    row = run.rows[0]
+    # the score is shown, but nothing gated the case: unchecked, which is never a pass
+    assert row["status"] == "unchecked"
     assert row["judges"][judge.name]["score"] == 5.0
+    assert run.categories["default"].unparsed == 0  # an ungated score is not a parse failure
 
 
 def test_a_graded_judge_gates_only_through_pass_at():

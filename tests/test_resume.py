@@ -349,3 +349,67 @@ def test_a_dask_executor_runs_the_cases(tmp_path: Path) -> None:
     assert (tally.passed, tally.failed, tally.errors, tally.total) == (21, 2, 0, 23)
     written = [json.loads(line)["id"] for line in out.read_text(encoding="utf-8").splitlines()]
     assert sorted(written) == sorted(rows)
+
+
+HANGING_MODEL = """
+import time
+
+def generate(prompt):
+    if prompt.endswith("0"):
+        return "answer fast"
+    time.sleep(30)  # far longer than the test waits: only abandoning ends the run in time
+    return "answer slow"
+"""
+
+
+def read_stderr_until(process: subprocess.Popen[str], text: str, seconds: float) -> list[str]:
+    """Lines of stderr up to the first that holds ``text`` (the test fails after ``seconds``)."""
+    import selectors
+
+    assert process.stderr is not None
+    seen: list[str] = []
+    selector = selectors.DefaultSelector()
+    selector.register(process.stderr, selectors.EVENT_READ)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if selector.select(timeout=0.1):
+            line = process.stderr.readline()
+            seen.append(line)
+            if text in line:
+                return seen
+        if process.poll() is not None:
+            break
+    process.kill()
+    pytest.fail(f"no {text!r} on stderr within {seconds} s: {seen}")
+
+
+class TestStopping:
+    def start_hanging(self, tmp_path: Path) -> subprocess.Popen[str]:
+        (tmp_path / "hanging.py").write_text(HANGING_MODEL, encoding="utf-8")
+        cases = write_cases(tmp_path / "cases.jsonl", input_cases(40))
+        out = tmp_path / "rows.jsonl"
+        process = start("run", str(cases), "--out", str(out), "--generate-model",
+                        "py:hanging:generate", "--concurrency", "4", "--no-cache",
+                        cwd=tmp_path)  # fmt: skip
+        wait_for_rows(out, 1, process)  # c000 and the like answer at once
+        return process
+
+    def test_a_second_ctrl_c_abandons_the_calls_in_flight(self, tmp_path: Path) -> None:
+        process = self.start_hanging(tmp_path)
+        process.send_signal(signal.SIGINT)
+        # the first says at once what it waits for, and takes no new case
+        read_stderr_until(process, "stopping: waiting for", 20)
+        process.send_signal(signal.SIGINT)
+        started = time.monotonic()
+        _, rest = process.communicate(timeout=25)  # the calls in flight would take 30 s
+        assert time.monotonic() - started < 25
+        assert process.returncode == 130
+        assert "abandoned" in rest and "Resume with:" in rest and "Traceback" not in rest
+
+    def test_sigterm_stops_like_a_first_ctrl_c_and_says_how_to_resume(self, tmp_path: Path) -> None:
+        process = self.start_hanging(tmp_path)
+        process.send_signal(signal.SIGTERM)
+        read_stderr_until(process, "stopping: waiting for", 20)
+        process.send_signal(signal.SIGINT)  # do not wait the 30 s out
+        _, rest = process.communicate(timeout=25)
+        assert process.returncode == 130 and "--resume" in rest

@@ -475,11 +475,19 @@ def merge_rows(
 def write_row(stream: IO[str], row: Mapping[str, Any]) -> None:
     """Write one row as a JSON line and flush it, so a kill loses at most this line.
 
+    Text that UTF-8 cannot carry (a lone surrogate from a user check's detail,
+    say) is written as JSON escapes instead, so every row can be written.
+
     >>> import io
     >>> buf = io.StringIO(); write_row(buf, {"id": "a", "status": "pass"}); buf.getvalue()
     '{"id": "a", "status": "pass"}\\n'
     """
-    stream.write(json.dumps(row, ensure_ascii=False) + "\n")
+    text = json.dumps(row, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(row, ensure_ascii=True)
+    stream.write(text + "\n")
     stream.flush()
 
 

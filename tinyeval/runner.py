@@ -27,7 +27,7 @@ import json
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
@@ -89,8 +89,9 @@ class RunResult:
     dataset_fingerprint: str | None = None
     usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))
     elapsed_s: float = 0.0
-    abandoned: int = 0  # cases given up on after the per-case timeout
+    abandoned: int = 0  # cases given up on (past the per-case timeout, or on a second interrupt)
     resumed: int = 0
+    in_flight: int = 0  # cases running now
 
     def add(self, row: Row, *, keep: bool) -> None:
         """Count a row (and keep it when asked)."""
@@ -456,6 +457,8 @@ def run(
     on_row: Callable[[Row], None] | None = None,
     dataset_fingerprint: str | None = None,
     manifest: Mapping[str, Any] | None = None,
+    stop: threading.Event | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> RunResult:
     """Evaluate every case and return the tallies (and rows, unless ``keep_rows=False``).
 
@@ -483,6 +486,12 @@ def run(
     run of retries (None never stops). With ``case_timeout`` (seconds), a case
     still running that long after it started becomes an error row and the run
     moves on without it.
+
+    ``stop`` (a :class:`threading.Event`) ends the run early when set: no new
+    case is taken, the cases in flight finish and are written, and the result
+    is incomplete. A ``KeyboardInterrupt`` abandons the cases in flight at once
+    (they get no row; a resumed run does them). ``progress`` is told how many
+    cases are in flight each time that changes.
 
     ``manifest`` is what every row records as ``run`` (see
     :func:`tinyeval.records.run_manifest`); given a list of cases, it is made
@@ -554,40 +563,47 @@ def run(
     started = time.perf_counter()
     stream, owned = _open_out(out, append=resume)
     own_executor = executor is None
-    if executor is not None:
-        pool = executor
-    elif case_timeout is not None:  # a case given up on must not hold up the interpreter's exit
-        pool = DaemonThreadPool(concurrency)
-    else:
-        pool = cf.ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="tinyeval")
+    # daemon workers: a case abandoned (past its timeout, or on a second interrupt) must not
+    # hold up the interpreter's exit
+    pool = executor if executor is not None else DaemonThreadPool(concurrency)
+    control = _Control()
+    rows = _run_rows(
+        pool,
+        selected(),
+        task,
+        # enough cases queued to keep every worker busy while finished rows are written
+        window=2 * concurrency + 2,
+        result=result,
+        max_errors=max_errors,
+        case_timeout=case_timeout,
+        fail_fast=fail_fast,
+        stop=stop,
+        control=control,
+        progress=progress,
+    )
     try:
-        rows = _run_rows(
-            pool,
-            selected(),
-            task,
-            # enough cases queued to keep every worker busy while finished rows are written
-            window=2 * concurrency + 2,
-            result=result,
-            max_errors=max_errors,
-            case_timeout=case_timeout,
-            fail_fast=fail_fast,
-        )
         for row in rows:
             if stream is not None:
                 write_row(stream, row)
             result.add(row, keep=keep_rows)
             if on_row is not None:
                 on_row(row)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # asked twice: the cases in flight are abandoned, not waited for
         result.complete = False
         result.stopped_reason = "interrupted"
+        control.abandon = True
         raise
     finally:
         result.elapsed_s = time.perf_counter() - started
-        if own_executor:  # never wait for a case abandoned past its timeout
-            pool.shutdown(wait=not result.abandoned, cancel_futures=True)
+        # the row stream first: its cleanup cancels what is queued and waits for what runs
+        rows.close()
+        if own_executor:
+            pool.shutdown(wait=not (control.abandon or result.abandoned), cancel_futures=True)
         if owned and stream is not None:
             stream.close()
+    if stop is not None and stop.is_set() and result.complete:
+        result.complete = False
+        result.stopped_reason = "interrupted"
     return result
 
 
@@ -654,6 +670,13 @@ class DaemonThreadPool(cf.Executor):
                 thread.join()
 
 
+@dataclass
+class _Control:
+    """Set by the run when the row stream must stop without waiting for the cases in flight."""
+
+    abandon: bool = False
+
+
 def _run_rows(
     pool: cf.Executor,
     cases: Iterable[Case],
@@ -664,8 +687,14 @@ def _run_rows(
     max_errors: int | None,
     case_timeout: float | None = None,
     fail_fast: int | None = None,
-) -> Iterator[Row]:
+    stop: threading.Event | None = None,
+    control: _Control | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Generator[Row, None, None]:
     """Yield rows as cases finish, keeping at most ``window`` cases in flight.
+
+    ``result.in_flight`` says how many cases are running at any moment; once
+    ``stop`` is set no new case is taken.
 
     With ``case_timeout``, a case still running that long after it started is
     given an error row at once and left behind (a thread cannot be stopped; its
@@ -700,6 +729,10 @@ def _run_rows(
 
     try:
         while True:
+            if stop is not None and stop.is_set() and not stopping:
+                stopping = True
+                for future in [f for f in pending if f.cancel()]:  # queued, not yet started
+                    del pending[future]  # no row: a resumed run does them
             while not stopping and len(pending) < window:
                 case = next(case_iter, None)
                 if case is None:
@@ -710,12 +743,18 @@ def _run_rows(
                 else:
                     future = pool.submit(_evaluate_noting_start, starts, case, **task)
                 pending[future] = (next(sequence), case)
+            result.in_flight = len(pending)
+            if progress is not None:
+                progress(len(pending))
             if not pending:
                 return
             wait = _time_to_next_deadline(pending.values(), starts, case_timeout)
+            if stop is not None and not stopping:  # look at the stop request now and then
+                wait = 0.1 if wait is None else min(wait, 0.1)
             done, _ = cf.wait(pending, timeout=wait, return_when=cf.FIRST_COMPLETED)
             for future in sorted(done, key=lambda f: pending[f][0]):
                 _, case = pending.pop(future)
+                result.in_flight = len(pending)
                 starts.pop(case.id, None)  # only the cases in flight are kept
                 row = future.result()
                 count_error(row)
@@ -732,10 +771,16 @@ def _run_rows(
                         row = timed_out_row(case, case_timeout, task)
                         count_error(row)
                         yield row
+    except KeyboardInterrupt:  # raised here, while waiting: abandon what is in flight
+        if control is not None:
+            control.abandon = True
+        raise
     finally:
         for future in pending:
             future.cancel()
-        if not result.abandoned:
+        if control is not None and control.abandon:
+            result.abandoned += sum(not future.cancelled() for future in pending)
+        elif not result.abandoned:
             with contextlib.suppress(Exception):
                 cf.wait(pending)
 

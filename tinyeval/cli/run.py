@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
+import signal
 import sys
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import plural
+from ..errors import IncompleteError, plural
 from ._common import (
     EXIT_GATE_FAILED,
     EXIT_INCOMPLETE,
@@ -381,6 +384,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from ..records import read_rows
 
     write_reports(args, lambda: read_rows(args.out), report, run_info=info, cases_file=args.cases)
+    stopped_by = getattr(execution.stop, "signal", None)
+    if stopped_by is not None:  # asked to stop: said so already, with the resume command
+        return 128 + int(stopped_by)
     if not result.complete:
         print(
             f"{PROG}: the run stopped early: {result.stopped_reason}. Rows were kept for "
@@ -552,6 +558,8 @@ class _Execution:
         )
         self.failures: dict[str, list[dict[str, Any]]] = {}
         self.review_count = 0
+        self.in_flight = 0
+        self.stop = threading.Event()
         self.calibration = None
         if args.calibration:
             from ..calibration import load_calibration
@@ -575,8 +583,6 @@ class _Execution:
         shard: tuple[int, int] | None,
         judge_categories: Any,
     ) -> Any:
-        import contextlib
-
         from ..records import write_row
         from ..runner import run
 
@@ -600,6 +606,8 @@ class _Execution:
                     write_row(review, row)
                     self.review_count += 1
 
+            stop = self.stop
+            stack.enter_context(_stopping_on_signals(stop, progress, lambda: self.in_flight))
             try:
                 result = run(
                     ready.cases, judges=self.judges, judge_model=self.judge_model,
@@ -610,17 +618,33 @@ class _Execution:
                     concurrency=args.concurrency, max_errors=args.max_errors,
                     case_timeout=args.case_timeout, fail_fast=args.fail_fast or None,
                     keep_rows=False, on_row=on_row, dataset_fingerprint=ready.fingerprint,
-                    manifest=manifest,
+                    manifest=manifest, stop=stop, progress=self._progress,
                 )  # fmt: skip
             except KeyboardInterrupt:
                 progress.close()
                 print(
-                    f"{PROG}: interrupted; finished rows are kept in {args.out}. "
-                    f"Resume with:\n  {_resume_command()}",
+                    f"{PROG}: interrupted; the cases in flight were abandoned (they have no row, "
+                    f"a resumed run does them); finished rows are kept in {args.out}. Resume "
+                    f"with:\n  {_resume_command()}",
                     file=sys.stderr,
                 )
                 raise
+            except OSError as exc:  # a full disk, a file gone: the run cannot complete
+                where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+                raise IncompleteError(
+                    f"writing the results failed: {where}{exc.strerror or exc}; the rows "
+                    f"written before it are kept in {args.out} (--resume continues there)"
+                ) from None
+        if stop.is_set():
+            print(
+                f"{PROG}: stopped on request; finished rows are kept in {args.out}. Resume "
+                f"with:\n  {_resume_command()}",
+                file=sys.stderr,
+            )
         return result
+
+    def _progress(self, in_flight: int) -> None:
+        self.in_flight = in_flight
 
     def _note_failure(self, row: dict[str, Any]) -> None:
         """Keep a few failed rows of each category, to say why they failed: those with the
@@ -673,6 +697,34 @@ class _Execution:
                 f"(in {self.args.review_out})"
             )
         return {"json": data, "text": text}
+
+
+@contextlib.contextmanager
+def _stopping_on_signals(
+    stop: threading.Event, progress: Progress, in_flight: Callable[[], int]
+) -> Iterator[None]:
+    """The first Ctrl-C (or SIGTERM, a cancelled CI job) stops taking cases and says what it
+    waits for; a second Ctrl-C abandons the cases in flight at once."""
+
+    def handler(signum: int, frame: Any) -> None:
+        if stop.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        stop.signal = signum  # type: ignore[attr-defined]
+        stop.set()
+        progress.close()
+        waiting = plural(in_flight(), "case")
+        print(f"{PROG}: stopping: waiting for {waiting} in flight (Ctrl-C again to abandon "
+              "them)", file=sys.stderr, flush=True)  # fmt: skip
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def _resume_command() -> str:
