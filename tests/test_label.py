@@ -371,7 +371,9 @@ def test_cli_label_reads_one_key_per_line_from_a_pipe(tmp_path: Path) -> None:
     assert "nothing to undo" in again.stderr  # the session goes to stderr with --json
     assert read_labels(out)[expected_order(ROWS, 0)[3]]["labeler"] == "bea"
     # a second labeler is shown every case again: a case is done for whoever labelled it
-    other = cli("label", str(results), "--out", str(out), "--json", stdin="q\n", env={"USER": "cid"})
+    other = cli(
+        "label", str(results), "--out", str(out), "--json", stdin="q\n", env={"USER": "cid"}
+    )
     assert json.loads(other.stdout)["already_labelled"] == 0
 
 
