@@ -253,17 +253,17 @@ def test_uncertain_plan_probabilities_sum_to_the_budget_and_stay_positive() -> N
     plan = plan_labels(rows, 10, strategy="uncertain", seed=1)
     assert math.fsum(plan.probabilities.values()) == pytest.approx(10)
     unsure = 20 + 1  # every 7th row splits its votes, plus one unparsed reply
-    floor = 0.2 * 10 / 140  # the uniform share of the budget, spread over all 140
+    floor = 0.5 * 10 / 140  # the uniform half of the budget, spread over all 140
     certain = [p for k, p in plan.probabilities.items() if int(k[1:]) % 7 and k != "r5"]
     assert min(plan.probabilities.values()) >= floor * (1 - 1e-9) > 0
     assert certain == pytest.approx([floor] * (140 - unsure))
-    assert plan.probabilities["r7"] == pytest.approx(floor + 0.8 * 10 / unsure)
-    assert plan.probabilities["r5"] == pytest.approx(floor + 0.8 * 10 / unsure)
-    # a budget of 30 would give the unsure 30·(0.2/140 + 0.8/21) > 1 each: they are capped
-    # at 1 and the other 9 of the budget are spread over the 119 sure cases
-    capped = plan_labels(rows, 30, strategy="uncertain", seed=1).probabilities
-    assert math.fsum(capped.values()) == pytest.approx(30)
-    assert capped["r7"] == 1.0 and capped["r1"] == pytest.approx(9 / 119)
+    assert plan.probabilities["r7"] == pytest.approx(floor + 0.5 * 10 / unsure)
+    assert plan.probabilities["r5"] == pytest.approx(floor + 0.5 * 10 / unsure)
+    # a budget of 50 would give the unsure 50·(0.5/140 + 0.5/21) > 1 each: they are capped
+    # at 1 and the other 29 of the budget are spread over the 119 sure cases
+    capped = plan_labels(rows, 50, strategy="uncertain", seed=1).probabilities
+    assert math.fsum(capped.values()) == pytest.approx(50)
+    assert capped["r7"] == 1.0 and capped["r1"] == pytest.approx(29 / 119)
     random_plan = plan_labels(rows, 30, strategy="random", seed=1)
     assert len(random_plan.chosen) == 30 and set(random_plan.probabilities.values()) == {30 / 140}
 
