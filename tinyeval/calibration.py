@@ -420,7 +420,7 @@ def _interval(
     try:
         found = compute(judge, human)
     except StatisticsError as exc:
-        return None, str(exc).split(": ", 1)[-1]
+        return None, str(exc).split(": ", 1)[-1].removeprefix("the interval is undefined because ")
     return (found.low, found.high), None
 
 
