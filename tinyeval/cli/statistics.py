@@ -194,7 +194,7 @@ def _stats_shrink(plan: dict[str, Any]) -> str:
     """The clause saying how the judge shrinks every true difference."""
     se, sp = plan["sensitivity"], plan["specificity"]
     return (
-        f"the judge (sensitivity {_stats_percent(se)}, specificity {_stats_percent(sp)}) "
+        f"the judge (sensitivity {se * 100:.4g}%, specificity {sp * 100:.4g}%) "
         f"shrinks every true difference by (sensitivity + specificity − 1) = {se + sp - 1:.3g}"
     )
 
