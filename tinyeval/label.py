@@ -669,8 +669,9 @@ def plan_labels(
     about 10% there, and widens it by about 45% when the errors are spread
     evenly. The share is half because a smaller one (more labels on the
     unsure cases) gave huge weights to the few sure cases labelled and wider
-    intervals even where the errors were concentrated. The draw depends on ``seed`` and the rows only
-    (never on a label), so resuming offers the same cases.
+    intervals even where the errors were concentrated. The draw depends on
+    ``seed`` and the rows only (never on a label), so resuming offers the
+    same cases.
 
     >>> rows = [{"id": i, "output": "x", "judges": {"j": {"verdict": "PASS",
     ...          "votes": ["PASS", "FAIL" if i < 2 else "PASS"]}}} for i in range(10)]
@@ -872,7 +873,8 @@ def label_session(
     )
     offer, done = _offer(shown, existing, labeler, seed, plan, recheck, adjudicate)
     todo = [row for row in offer if row["id"] not in done]
-    if mode in ("recheck", "adjudicate"):
+    hidden = len(rows) - len(shown)
+    if mode:
         shown = offer
 
     interactive = keys is None and sys.stdin.isatty()
@@ -894,7 +896,6 @@ def label_session(
         f"already {'done' if mode in ('recheck', 'adjudicate') else 'labelled'}, "
         f"{len(todo)} to go (order: seed {seed})."
     )
-    hidden = len(rows) - len(shown)
     if hidden:
         has = "has" if hidden == 1 else "have"
         write(
@@ -943,7 +944,7 @@ def label_session(
         undone=session.undone,
         remaining=remaining,
         stopped=stopped,
-        not_shown=len(rows) - len(shown) if not mode or mode == "plan" else 0,
+        not_shown=hidden,
         out=str(out_path),
         mode=mode or "label",
         self_agreement=_self_agreement(out_path, labeler, fields) if recheck is not None else None,
