@@ -628,7 +628,7 @@ def _design(
     if by_hand:
         chosen = labelled[by_hand[0]].get("chosen")
         raise CalibrationError(
-            f"ppi_rates: {len(by_hand)} of {plural(len(labelled), 'label')} say they were "
+            f"ppi_rates: {len(by_hand)} of {plural(len(labelled), 'label')} are marked as "
             f"chosen {chosen!r} (the first is id {by_hand[0]!r}), not at random: a "
             "prediction-powered rate needs labels drawn at random from the judged cases"
         )
