@@ -176,8 +176,11 @@ def _add_calibrate(sub: Any) -> None:
         help="compare the judge with your labels: failure recall, false alarms, kappa",
         description="Join RESULTS (result rows) and LABELS (written by tinyeval label) by id "
         "and report how far the judge can stand for your criterion: agreement, the share of "
-        "your FAILs it caught, its false alarms, Cohen's kappa, the confusion matrix, and in "
-        "words what speaks against trusting it.",
+        "your FAILs it caught, its false alarms, Cohen's kappa with its interval, the confusion "
+        "matrix, and in words what speaks against trusting it. With labels from several "
+        "labelers, also their agreement with each other (the ceiling a judge can be held to); "
+        "the judge is compared with the adjudicated label, else the only labeler's, else the "
+        "majority's (ties are left out).",
     )
     p.add_argument("results", metavar="RESULTS", help="result rows written by tinyeval run")
     p.add_argument("labels", metavar="LABELS", help="the labels file written by tinyeval label")
