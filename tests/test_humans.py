@@ -444,3 +444,43 @@ def test_cli_label_budget_and_recheck(tmp_path: Path) -> None:
     assert "your re-shown labels agree with your first ones" in again.stdout
     wrong = cli("label", str(results), "--out", str(out), "--strategy", "random")
     assert wrong.returncode == 2 and "give --budget N too" in wrong.stderr
+
+
+def fce_interval(cells: dict[tuple[str, str], int]) -> tuple[float, float, float]:
+    """Cohen's kappa and its Fleiss–Cohen–Everitt (1969) 95% interval, from (a, b) counts."""
+    n = sum(cells.values())
+    labels = {label for pair in cells for label in pair}
+    row = {k: sum(c for (i, _), c in cells.items() if i == k) / n for k in labels}
+    col = {k: sum(c for (_, j), c in cells.items() if j == k) / n for k in labels}
+    p_o = sum(c for (i, j), c in cells.items() if i == j) / n
+    p_e = sum(row[k] * col[k] for k in labels)
+    kappa = (p_o - p_e) / (1 - p_e)
+    term_a = sum(
+        c / n * (1 - (row[i] + col[i]) * (1 - kappa)) ** 2 for (i, j), c in cells.items() if i == j
+    )
+    term_b = sum(c / n * (col[i] + row[j]) ** 2 for (i, j), c in cells.items() if i != j)
+    term_c = (kappa - p_e * (1 - kappa)) ** 2
+    se = math.sqrt((term_a + (1 - kappa) ** 2 * term_b - term_c) / (n * (1 - p_e) ** 2))
+    return kappa, max(-1.0, kappa - Z975 * se), min(1.0, kappa + Z975 * se)
+
+
+def test_bundled_example_prints_kappa_with_its_interval(tmp_path: Path) -> None:
+    results = tmp_path / "r.jsonl"
+    run = subprocess.run(
+        [sys.executable, "-m", "tinyeval", "run", "examples/cases.jsonl", "--criterion",
+         "unsupported-claims", "--judge-category", "support_answers", "--out", str(results),
+         "-q"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    done = cli("calibrate", str(results), "examples/labels.jsonl")
+    assert done.returncode == 0, done.stderr
+    # the bundled confusion matrix (judge, human): 10 PASS/PASS, 2 FAIL/PASS, 6 FAIL/FAIL
+    assert "human PASS          10           2" in done.stdout
+    kappa, low, high = fce_interval(
+        {("PASS", "PASS"): 10, ("FAIL", "PASS"): 2, ("FAIL", "FAIL"): 6}
+    )
+    assert kappa == pytest.approx((16 / 18 - 168 / 324) / (1 - 168 / 324))
+    assert f"kappa              {kappa:.3f} [{low:.3f}, {high:.3f}]" in done.stdout
+    assert f"is not evidence of kappa >= 0.6: its interval reaches down to {low:.2f}" in done.stdout
