@@ -484,3 +484,15 @@ def test_bundled_example_prints_kappa_with_its_interval(tmp_path: Path) -> None:
     assert kappa == pytest.approx((16 / 18 - 168 / 324) / (1 - 168 / 324))
     assert f"kappa              {kappa:.3f} [{low:.3f}, {high:.3f}]" in done.stdout
     assert f"is not evidence of kappa >= 0.6: its interval reaches down to {low:.2f}" in done.stdout
+
+
+def test_nothing_to_adjudicate_or_recheck_is_said(tmp_path: Path) -> None:
+    shown: list[str] = []
+    out = tmp_path / "labels.jsonl"
+    empty = label_session(session_rows(), out, labeler="cy", keys=[], adjudicate=True,
+                          write=shown.append)  # fmt: skip
+    assert empty.labelled == 0 and shown[-1] == (
+        "Nothing to adjudicate: no case has labels that disagree."
+    )
+    label_session(session_rows(), out, labeler="cy", keys=[], recheck=0.5, write=shown.append)
+    assert shown[-1] == "Nothing to re-show: cy has labelled none of these cases yet."

@@ -926,7 +926,11 @@ def label_session(
         if close is not None:
             close()  # leaves the terminal's key-at-a-time mode now, not at garbage collection
     remaining = len(todo) - len(session.labelled)
-    if remaining == 0 and len(shown) == 1:
+    if not shown and mode == "adjudicate":
+        write("Nothing to adjudicate: no case has labels that disagree.")
+    elif not shown and mode == "recheck":
+        write(f"Nothing to re-show: {labeler} has labelled none of these cases yet.")
+    elif remaining == 0 and len(shown) == 1:
         write(f"Done: the 1 case is labelled in {out_path}.")
     elif remaining == 0:
         write(f"Done: all {len(shown)} cases are labelled in {out_path}.")
