@@ -362,14 +362,19 @@ def test_cli_label_reads_one_key_per_line_from_a_pipe(tmp_path: Path) -> None:
     assert {r["labeler"] for r in labels.values()} == {"bea"}
 
     again = cli(
-        "label", str(results), "--out", str(out), "--json", stdin="u\ns\np\n", env={"USER": "cid"}
+        "label", str(results), "--out", str(out), "--json", stdin="u\ns\np\n", env={"USER": "bea"}
     )
     assert again.returncode == 0, again.stderr
     summary = json.loads(again.stdout)
     assert summary["already_labelled"] == 2 and summary["labelled"] == 1
     assert summary["skipped"] == 1 and summary["stopped"] == "end of input"
     assert "nothing to undo" in again.stderr  # the session goes to stderr with --json
-    assert read_labels(out)[expected_order(ROWS, 0)[3]]["labeler"] == "cid"
+    assert read_labels(out)[expected_order(ROWS, 0)[3]]["labeler"] == "bea"
+    # a second labeler is shown every case again: a case is done for whoever labelled it
+    other = cli(
+        "label", str(results), "--out", str(out), "--json", stdin="q\n", env={"USER": "cid"}
+    )
+    assert json.loads(other.stdout)["already_labelled"] == 0
 
 
 def test_cli_label_bad_input_is_one_line(tmp_path: Path) -> None:

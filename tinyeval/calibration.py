@@ -7,8 +7,10 @@ headline figures here are the ones that cannot be gamed that way:
 =====================  =========================================================
 ``failure_recall``     of the cases you labelled FAIL, how many the judge failed
 ``false_alarm_rate``   of the cases you labelled PASS, how many the judge failed
-``kappa``              agreement beyond chance (Cohen); below 0.6 the figure is
-                       the judge's opinion, not your criterion
+``kappa``              agreement beyond chance (Cohen), with its 95% interval
+                       (``kappa_interval``); unless the interval's lower bound
+                       reaches 0.6 the labels do not show that the figure is
+                       your criterion rather than the judge's opinion
 ``agreement``          shown, with its Wilson interval and the share a judge
                        always giving the commonest label would reach
 =====================  =========================================================
@@ -27,7 +29,6 @@ calibration's own uncertainty.
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -35,7 +36,32 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from .agreement import kappa_interval, spearman_interval
+from .errors import json_problem, plural
+from .humans import (
+    DISTRUST as _DISTRUST,
+)
+from .humans import (  # the label-joining helpers live there too
+    UNPARSED,
+    CalibrationError,
+    CategoryPPI,
+    HumanAgreement,
+    Label,
+    PPIRates,
+    ReferenceLabels,
+    _as_label,
+    _check_human_kind,
+    _expiry,
+    _is_number,
+    _ordered,
+    _short,
+    _unknown_judge,
+    calibration_lines,
+    human_agreement,
+    ppi_rates,
+    reference_labels,
+    self_agreement,
+)
 from .records import (
     output_fingerprint,
     primary_verdict,
@@ -48,6 +74,7 @@ from .records import (
 from .stats import (
     CorrectedRate,
     Rate,
+    StatisticsError,
     UndefinedStatisticError,
     cohen_kappa,
     corrected_pass_rate,
@@ -62,8 +89,12 @@ __all__ = [
     "MIN_LABELS",
     "Calibration",
     "CalibrationError",
+    "CategoryPPI",
     "CorrectedRate",
+    "HumanAgreement",
+    "PPIRates",
     "Rate",
+    "ReferenceLabels",
     "UncorrectedRate",
     "UndefinedCorrectionError",
     "calibrate",
@@ -73,10 +104,13 @@ __all__ = [
     "corrected_rate_for",
     "corrected_rates",
     "disagreement_rows",
+    "human_agreement",
     "load_calibration",
+    "ppi_rates",
+    "reference_labels",
+    "self_agreement",
 ]
 
-Label = str | int | float
 
 KAPPA_FLOOR = 0.6
 """Below this kappa the judge's figure is its own opinion (Landis and Koch: 'moderate')."""
@@ -89,23 +123,9 @@ CALIBRATION_FORMAT = "tinyeval-calibration"
 CALIBRATION_VERSION = 1
 UNPARSED_TOLERANCE = 0.05
 """More unparsed judge replies than this share of the pairs is a warning of its own."""
-UNPARSED = "unparsed"  # the confusion-matrix column of judge replies that did not parse
 
 
-class CalibrationError(InputError):
-    """Input that cannot be calibrated (mismatched lengths, no pairs, a bad saved file).
-
-    >>> try:
-    ...     calibrate(["PASS"], ["PASS", "FAIL"])
-    ... except CalibrationError as exc:
-    ...     print(exc)
-    calibrate: judge and human must have the same length, got 1 and 2
-    """
-
-
-def _count(number: int, noun: str, plural: str | None = None) -> str:
-    """``number`` and ``noun``, plural unless there is exactly one: ``1 label``, ``2 labels``."""
-    return f"{number} {noun if number == 1 else plural or noun + 's'}"
+_count = plural  # ``1 label``, ``2 labels``
 
 
 def _rate(successes: int, n: int) -> Rate | None:
@@ -117,37 +137,6 @@ def _rate_dict(rate: Rate | None) -> dict[str, Any] | None:
 
 
 # ---------------------------------------------------------------- labels
-
-
-def _as_label(value: Any, side: str, index: int) -> Label | None:
-    """One label as compared: booleans and any-case pass/fail become PASS/FAIL."""
-    if value is None and side == "judge":
-        return None
-    if isinstance(value, bool):
-        return "PASS" if value else "FAIL"
-    if isinstance(value, str):
-        upper = value.strip().upper()
-        return upper if upper in ("PASS", "FAIL") else value
-    if isinstance(value, int | float) and math.isfinite(value):
-        return value
-    raise CalibrationError(
-        f"calibrate: {side} label at position {index} must be 'PASS'/'FAIL', a boolean, "
-        f"a finite number or another string{', or None (unparsed)' if side == 'judge' else ''}; "
-        f"got {value!r}"
-    )
-
-
-def _is_number(label: Any) -> bool:
-    return isinstance(label, int | float) and not isinstance(label, bool)
-
-
-def _ordered(labels: Iterable[Label]) -> tuple[Label, ...]:
-    """PASS and FAIL first, then numbers in order, then other strings alphabetically."""
-    unique = set(labels)
-    first = tuple(label for label in ("PASS", "FAIL") if label in unique)
-    numbers = sorted(label for label in unique if _is_number(label))
-    words = sorted(str(label) for label in unique if isinstance(label, str) and label not in first)
-    return (*first, *numbers, *words)
 
 
 def _key(label: Label | None) -> str:
@@ -166,8 +155,12 @@ class Calibration:
     (numeric labels), the ``confusion`` matrix (human label → judge label →
     count, with an ``unparsed`` column) and, for PASS/FAIL labels,
     ``failure_recall`` (= ``specificity``), ``false_alarm_rate``,
-    ``sensitivity``. ``warnings`` says in words what makes the figure
-    untrustworthy; ``verdict`` sums it up in one sentence.
+    ``sensitivity``. ``kappa_interval`` is the ``(low, high)`` of kappa's 95%
+    large-sample interval (:func:`tinyeval.agreement.kappa_interval`; None
+    when undefined, ``kappa_interval_undefined`` says why), and
+    ``spearman_interval`` Spearman's for numeric labels. ``warnings`` says in
+    words what makes the figure untrustworthy; ``verdict`` sums it up in one
+    sentence.
 
     >>> cal = calibrate(["PASS", "FAIL", "PASS", None], ["PASS", "FAIL", "FAIL", "PASS"])
     >>> cal.n, cal.parsed, cal.unparsed, cal.judge_caught, cal.human_failures
@@ -210,6 +203,9 @@ class Calibration:
     unmatched_results: tuple[Any, ...] = field(default=(), repr=False)
     unmatched_labels: tuple[Any, ...] = field(default=(), repr=False)
     without_verdict: tuple[Any, ...] = field(default=(), repr=False)
+    kappa_interval: tuple[float, float] | None = None
+    kappa_interval_undefined: str | None = None
+    spearman_interval: tuple[float, float] | None = None
 
     @property
     def specificity(self) -> Rate | None:
@@ -280,8 +276,11 @@ class Calibration:
             "majority_share": _rate_dict(self.majority_share),
             "kappa": self.kappa,
             "kappa_undefined": self.kappa_undefined,
+            "kappa_interval": list(self.kappa_interval) if self.kappa_interval else None,
+            "kappa_interval_undefined": self.kappa_interval_undefined,
             "spearman": self.spearman,
             "spearman_undefined": self.spearman_undefined,
+            "spearman_interval": list(self.spearman_interval) if self.spearman_interval else None,
             "human_failures": self.human_failures,
             "judge_caught": self.judge_caught,
             "failure_recall": _rate_dict(self.failure_recall),
@@ -327,7 +326,7 @@ class Calibration:
         agreement          2/3 = 66.7% [20.8%, 93.9%]
         ...
         """
-        return "\n".join(_text_lines(self))
+        return "\n".join(calibration_lines(self))
 
     def save(self, path: str | Path) -> None:
         """Write the calibration to a JSON file that ``load_calibration`` reads back.
@@ -412,9 +411,27 @@ def _spearman(judge: list[Label], human: list[Label]) -> tuple[float | None, str
         return None, str(exc)
 
 
+def _interval(
+    compute: Any, judge: list[Label], human: list[Label], defined: bool
+) -> tuple[tuple[float, float] | None, str | None]:
+    """``(low, high)`` of an agreement interval, or None and why."""
+    if not defined:
+        return None, "the statistic itself is undefined"
+    try:
+        found = compute(judge, human)
+    except StatisticsError as exc:
+        return None, str(exc).split(": ", 1)[-1].removeprefix("the interval is undefined because ")
+    return (found.low, found.high), None
+
+
 def _warnings(cal: Calibration) -> list[str]:
     """What, in words, stands against trusting the judge's figure."""
     found: list[str] = []
+    if not cal.parsed:
+        return [
+            f"the judge gave no parsed verdict on the {_count(cal.n, 'labelled case')}: "
+            "nothing to calibrate"
+        ]
     judged = {label for label in cal.judge_labels if label is not None}
     if cal.parsed and judged.isdisjoint(cal.human_labels):
         found.append(
@@ -425,6 +442,13 @@ def _warnings(cal: Calibration) -> list[str]:
         found.append(
             f"kappa {cal.kappa:.2f} is below {KAPPA_FLOOR}: the figure is the judge's opinion, "
             "not your criterion"
+        )
+    elif cal.kappa is not None and cal.kappa_interval and cal.kappa_interval[0] < KAPPA_FLOOR:
+        low, high = cal.kappa_interval
+        found.append(
+            f"kappa {cal.kappa:.2f} [{low:.2f}, {high:.2f}] is not evidence of kappa >= "
+            f"{KAPPA_FLOOR}: its interval reaches down to {low:.2f}, so these labels cannot "
+            "yet tell the judge's opinion from your criterion; label more cases"
         )
     elif cal.kappa is None:
         found.append(
@@ -461,9 +485,6 @@ def _warnings(cal: Calibration) -> list[str]:
     return found
 
 
-_DISTRUST = "do not rely on the judge's figure yet"
-
-
 def _verdict(cal: Calibration) -> str:
     """One sentence that stands on its own (it is shown where the warnings are not).
 
@@ -473,9 +494,14 @@ least 50"
     """
     if not cal.warnings:
         recall = f"; it caught {cal.failure_recall} of your failures" if cal.failure_recall else ""
+        interval = (
+            f" [{cal.kappa_interval[0]:.2f}, {cal.kappa_interval[1]:.2f}]"
+            if cal.kappa_interval
+            else ""
+        )
         return (
-            f"the judge agrees with your labels beyond chance (kappa {cal.kappa:.2f} on "
-            f"{_count(cal.parsed, 'case')}{recall}): its figure can stand for your criterion"
+            f"the judge agrees with your labels beyond chance (kappa {cal.kappa:.2f}{interval} "
+            f"on {_count(cal.parsed, 'case')}{recall}): its figure can stand for your criterion"
         )
     first, more = cal.warnings[0], len(cal.warnings) - 1
     if more:
@@ -514,6 +540,10 @@ def _build(
 
     kappa, kappa_undefined = _kappa(parsed_judge, parsed_human)
     rho, rho_undefined = _spearman(parsed_judge, parsed_human)
+    kappa_low_high, kappa_interval_undefined = _interval(
+        kappa_interval, parsed_judge, parsed_human, kappa is not None
+    )
+    rho_low_high, _ = _interval(spearman_interval, parsed_judge, parsed_human, rho is not None)
 
     binary_figures: dict[str, Any] = dict.fromkeys(
         (
@@ -577,6 +607,9 @@ def _build(
         human_labels=tuple(human),
         categories=categories,
         ids=ids,
+        kappa_interval=kappa_low_high,
+        kappa_interval_undefined=kappa_interval_undefined,
+        spearman_interval=rho_low_high,
         **binary_figures,
     )
     return _with_words(draft)
@@ -646,89 +679,6 @@ def calibrate(
 # ---------------------------------------------------------------- results and labels files
 
 
-def _short(value: Any) -> str:
-    text = str(value)
-    return text if len(text) <= 20 else text[:16] + "..."
-
-
-def _expiry(mismatches: Mapping[str, list[tuple[Any, Any]]], matched: int) -> list[str]:
-    """Loud warnings for labels made against another rubric, judge model or output."""
-    found: list[str] = []
-    for what, pairs in mismatches.items():
-        if not pairs:
-            continue
-        then = sorted({_short(old) for old, _ in pairs})
-        now = sorted({_short(new) for _, new in pairs})
-        if what == "output":
-            were = "was" if len(pairs) == 1 else "were"
-            found.append(
-                f"CALIBRATION EXPIRED: {len(pairs)} of {_count(matched, 'label')} {were} given to "
-                "a different output than these results hold: the human label may not apply; "
-                "re-label them"
-            )
-        else:
-            were = "was" if len(pairs) == 1 else "were"
-            found.append(
-                f"CALIBRATION EXPIRED: {len(pairs)} of {_count(matched, 'label')} {were} compared "
-                "against "
-                f"{what} {', '.join(then)} but these results use {', '.join(now)}: re-label or "
-                f"judge with the labelled {what}"
-            )
-    return found
-
-
-def _unknown_judge(name: str, names: Iterable[str]) -> str:
-    """The message for a judge name that no row has."""
-    found = sorted(names)
-    if found:
-        listed = ", ".join(repr(n) for n in found)
-        return f"calibrate: unknown judge {name!r}; the rows have the judges {listed}"
-    return (
-        f"calibrate: unknown judge {name!r}; the rows have no named judges "
-        "(leave the judge name out to calibrate each row's judge)"
-    )
-
-
-def _check_human_kind(
-    ids: Sequence[Any],
-    judged: Sequence[Any],
-    humans: Sequence[Any],
-    labels: Mapping[Any, Mapping[str, Any]],
-    *,
-    pairwise: bool,
-) -> None:
-    """Refuse a human label the judge could never give (see ``calibrate_results``)."""
-    parsed = [
-        _as_label(value, "judge", index) for index, value in enumerate(judged) if value is not None
-    ]
-    allowed: tuple[str, ...] | None
-    if pairwise:
-        kind, allowed, expected = "is pairwise", ("A", "B", "TIE"), "A, B or TIE"
-    elif parsed and all(_is_number(label) for label in parsed):
-        kind, allowed, expected = "gives grades (numbers)", None, "a number"
-    elif all(label in ("PASS", "FAIL") for label in parsed):
-        kind, allowed, expected = "gives PASS/FAIL verdicts", ("PASS", "FAIL"), "PASS or FAIL"
-    else:
-        return  # choices of the user's own: any label may be one of them
-    for index, (key, value) in enumerate(zip(ids, humans, strict=True)):
-        human = _as_label(value, "human", index)
-        fits = _is_number(human) if allowed is None else human in allowed
-        if fits:
-            continue
-        record = labels[key]
-        source, line = getattr(record, "source", None), getattr(record, "line", None)
-        where = f" ({source}:{line})" if source and line else ""
-        hint = (
-            " (other labels are for a graded or multiple-choice judge)"
-            if allowed == ("PASS", "FAIL")
-            else ""
-        )
-        raise CalibrationError(
-            f"calibrate: id {key!r}{where} has the human label {value!r}, but the judge {kind}: "
-            f"expected {expected}{hint}"
-        )
-
-
 def calibrate_results(
     rows: Iterable[Mapping[str, Any]],
     labels: Mapping[Any, Mapping[str, Any]],
@@ -768,7 +718,7 @@ def calibrate_results(
     >>> calibrate_results(rows, {"a": {"label": "maybe"}})
     Traceback (most recent call last):
     ...
-    tinyeval.calibration.CalibrationError: calibrate: id 'a' has the human label 'maybe', but \
+    tinyeval.humans.CalibrationError: calibrate: id 'a' has the human label 'maybe', but \
 the judge gives PASS/FAIL verdicts: expected PASS or FAIL (other labels are for a graded or \
 multiple-choice judge)
 
@@ -897,7 +847,7 @@ def load_calibration(path: str | Path) -> Calibration:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise CalibrationError(
-            f"{path}:{exc.lineno}: not valid JSON: {_json_problem(exc)}"
+            f"{path}:{exc.lineno}: not valid JSON: {json_problem(exc)}"
         ) from None
     if not isinstance(document, dict) or document.get("format") != CALIBRATION_FORMAT:
         raise CalibrationError(
@@ -930,12 +880,6 @@ def load_calibration(path: str | Path) -> Calibration:
         judge_model=document.get("judge_model"),
         rubric_fingerprint=document.get("rubric_fingerprint"),
     )
-
-
-def _json_problem(exc: json.JSONDecodeError) -> str:
-    """The parser's complaint and its column as one phrase (some of its messages end in "at")."""
-    joiner = " column" if exc.msg.endswith(" at") else " at column"
-    return f"{exc.msg}{joiner} {exc.colno}"
 
 
 # ---------------------------------------------------------------- the corrected pass rate
@@ -1082,93 +1026,4 @@ def corrected_lines(
         )
         warnings.extend(w for w in item.warnings if w not in warnings)
     lines.extend(f"  warning: {w}" for w in warnings)
-    return lines
-
-
-# ---------------------------------------------------------------- text
-
-
-def _text_lines(cal: Calibration) -> list[str]:
-    lines = [f"judge vs human on {_count(cal.n, 'labelled case')}"]
-    if cal.judge_model or cal.rubric_fingerprint:
-        lines[0] += (
-            f" (judge {cal.judge_model or '?'}, rubric {_short(cal.rubric_fingerprint or '?')})"
-        )
-    lines.append("")
-    columns = [*(f"judge {label}" for label in cal.labels), UNPARSED]
-    heads = [f"human {label}" for label in cal.labels]
-    first = max(len(head) for head in heads)
-    widths = [max(len(column), 5) for column in columns]
-    lines.append(" " * first + "".join(f"  {c:>{w}}" for c, w in zip(columns, widths, strict=True)))
-    for head, human in zip(heads, cal.labels, strict=True):
-        counts = [cal.confusion[human][judge] for judge in (*cal.labels, None)]
-        lines.append(
-            f"{head:<{first}}" + "".join(f"  {c:>{w}}" for c, w in zip(counts, widths, strict=True))
-        )
-    lines.append("")
-
-    def figure(name: str, value: Any, note: str = "") -> None:
-        lines.append(f"{name:<18} {value}{'   ' + note if note else ''}")
-
-    figure("agreement", cal.agreement or "n/a (no parsed judge reply)")
-    if cal.majority_share is not None:
-        figure(
-            f"always {cal.majority_label}",
-            cal.majority_share,
-            "(the agreement of a judge that always says so)",
-        )
-    if cal.kind == "pass/fail":
-        figure(
-            "failure recall",
-            cal.failure_recall or "n/a (you labelled no case FAIL)",
-            "(your FAILs the judge also failed)",
-        )
-        figure(
-            "false alarms",
-            cal.false_alarm_rate or "n/a (you labelled no case PASS)",
-            "(judge FAIL where you said PASS)",
-        )
-    figure(
-        "kappa",
-        f"{cal.kappa:.3f}" if cal.kappa is not None else f"undefined ({cal.kappa_undefined})",
-    )
-    if cal.spearman is not None or cal.spearman_undefined != "the labels are not numbers":
-        rho = (
-            f"{cal.spearman:.3f}"
-            if cal.spearman is not None
-            else f"undefined ({cal.spearman_undefined})"
-        )
-        figure("spearman", rho)
-    figure(
-        "unparsed",
-        f"{cal.unparsed} of {_count(cal.n, 'judge reply', 'judge replies')}",
-        f"(agreement counting them as disagreement: {cal.agreement_with_unparsed})",
-    )
-    if cal.without_verdict:
-        figure(
-            "no verdict",
-            _count(len(cal.without_verdict), "labelled row"),
-            "(the judge did not run or errored; not compared)",
-        )
-    if cal.unmatched_results or cal.unmatched_labels:
-        figure(
-            "unmatched",
-            f"{_count(len(cal.unmatched_results), 'result row')} without a label, "
-            f"{_count(len(cal.unmatched_labels), 'label')} without a result row",
-        )
-    if cal.per_category and len(cal.per_category) > 1:
-        lines.append("")
-        lines.append("per category (agreement; failure recall)")
-        correctable = set(cal.correctable_categories())
-        for name, sub in sorted(cal.per_category.items()):
-            recall = f"; recall {sub.failure_recall}" if sub.failure_recall is not None else ""
-            own = name in correctable or cal.kind != "pass/fail"
-            mark = "" if own else "  (a correction uses the overall figures: see the rule)"
-            lines.append(f"  {name}: {sub.agreement or 'n/a'}{recall}{mark}")
-    lines.append("")
-    if cal.warnings:
-        lines.append(f"verdict: {_DISTRUST}:")
-        lines.extend(f"  - {warning}" for warning in cal.warnings)
-    else:
-        lines.append(f"verdict: {cal.verdict}")
     return lines

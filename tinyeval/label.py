@@ -21,6 +21,30 @@ Undo never edits the file: it appends a tombstone ``{"id": …, "undo": true,
 replays the file in order (the last label standing for an id wins), so a
 crash in the middle of an undo cannot corrupt earlier labels, and the file
 keeps an audit trail of every change of mind.
+
+**Several labelers.** Each record names its ``labeler``; a case counts as done
+for the labeler who labelled it, so a second labeler running the same command
+sees every case again, blind to the first one's labels too.
+:func:`read_label_set` keeps every labeler's standing label per id (a later
+label by the same labeler for the same id replaces the earlier one, and the
+replacements are counted). Three kinds of record have a marker of their own:
+
+* ``"adjudicated": true``: the label an adjudicator settled on where labelers
+  disagreed (``label --adjudicate``); it is not one labeler's opinion, so it
+  takes no part in agreement between labelers.
+* ``"recheck": true``: a case re-shown to the labeler who labelled it, to
+  measure their own consistency (drift); it never replaces their label.
+* ``"selection": {"strategy", "probability", "budget", "population"}``: how the
+  case came to be offered (``label --budget N --strategy random|uncertain``),
+  which prediction-powered estimates need to stay unbiased. A record saying
+  ``"chosen": "by hand"`` marks labels picked by a person, which no estimate
+  may treat as a random sample.
+
+**Fields.** Labels kept in other logs can be read through a field mapping
+(``fields={"label": "annotations.human", "id": "trace.span_id"}``): each key
+is read at its dotted path (see :func:`tinyeval.checks.get_path`), falling back
+to the record's own key when the path is absent, so tinyeval's own records
+appended to such a file still read.
 """
 
 from __future__ import annotations
@@ -37,18 +61,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import InputError, plural, utc_stamp
-from .records import iter_json_lines, output_fingerprint, provenance
+from .checks import CheckSpecError, get_path
+from .errors import InputError, did_you_mean, plural, utc_stamp
+from .records import iter_json_lines, output_fingerprint, primary_verdict, provenance
+from .stats import Rate
 
 __all__ = [
+    "LABEL_FIELDS",
+    "STRATEGIES",
     "LabelError",
+    "LabelPlan",
     "LabelRecord",
+    "LabelSet",
     "LabelSummary",
     "default_labeler",
+    "judge_uncertainty",
     "label_session",
+    "labeler_of",
     "parse_choices",
     "parse_grades",
+    "parse_label_fields",
+    "plan_labels",
+    "read_label_set",
     "read_labels",
+    "read_labels_by_labeler",
 ]
 
 Label = str | int | float
@@ -115,11 +151,89 @@ def _check_label(value: Any, where: str) -> None:
         )
 
 
-def read_labels(path: str | Path) -> dict[str | int, LabelRecord]:
+LABEL_FIELDS = ("id", "label", "labeler", "at")
+"""The keys a labels field mapping may give a path for."""
+
+
+def parse_label_fields(items: Iterable[str]) -> dict[str, str]:
+    """Parse ``KEY=PATH`` items into a field mapping for the labels readers.
+
+    >>> parse_label_fields(["label=annotations.human", "id=trace.span_id"])
+    {'label': 'annotations.human', 'id': 'trace.span_id'}
+
+    Raises ``LabelError`` for an item that is not ``KEY=PATH`` or a key other
+    than those in ``LABEL_FIELDS`` (naming the one it looks like).
+    """
+    mapping: dict[str, str] = {}
+    for item in items:
+        key, sep, path = (part.strip() for part in item.partition("="))
+        if not sep or not key or not path:
+            raise LabelError(f"expected KEY=PATH, got {item!r}", field="field")
+        if key not in LABEL_FIELDS:
+            close = did_you_mean(key, LABEL_FIELDS)
+            hint = (
+                f"; did you mean {close!r}?" if close else f"; expected {', '.join(LABEL_FIELDS)}"
+            )
+            raise LabelError(f"unknown key {key!r}{hint}", field="field")
+        mapping[key] = path
+    return mapping
+
+
+def _mapped(record: dict[str, Any], fields: Mapping[str, str], where: str) -> dict[str, Any]:
+    """``record`` with each mapped key read at its path (the record's own key when absent)."""
+    if not fields:
+        return record
+    out = dict(record)
+    for key, path in fields.items():
+        try:
+            out[key] = get_path(record, path)
+        except LookupError:
+            continue
+        except CheckSpecError as exc:
+            raise LabelError(f"{where}: {key}={path}: {exc.args[0]}") from None
+    return out
+
+
+def _replay(
+    path: str | Path, fields: Mapping[str, str] | None
+) -> tuple[dict[str | int, list[LabelRecord]], list[LabelRecord]]:
+    """Replay a labels file: each id's standing records in order, and the recheck records."""
+    stacks: dict[str | int, list[LabelRecord]] = {}
+    rechecks: list[LabelRecord] = []
+    for number, raw in iter_json_lines(path, error=LabelError):
+        where = f"{path}:{number}"
+        record = _mapped(raw, fields or {}, where)
+        key = _id_of(record, where)
+        recheck = record.get("recheck") is True
+        if record.get("undo") is True:
+            if recheck:
+                found = [i for i, r in enumerate(rechecks) if r["id"] == key]
+                if not found:
+                    raise LabelError(f"{where}: undo of a recheck of id {key!r}, which has none")
+                del rechecks[found[-1]]
+                continue
+            stack = stacks.get(key)
+            if not stack:
+                raise LabelError(f"{where}: undo for id {key!r}, which has no label standing")
+            stack.pop()
+            continue
+        if "label" not in record:
+            raise LabelError(f"{where}: expected a field 'label' (or \"undo\": true)")
+        _check_label(record["label"], where)
+        kept = LabelRecord(record, source=str(path), line=number)
+        (rechecks if recheck else stacks.setdefault(key, [])).append(kept)
+    return stacks, rechecks
+
+
+def read_labels(
+    path: str | Path, *, fields: Mapping[str, str] | None = None
+) -> dict[str | int, LabelRecord]:
     """Read a labels file into ``{id: label record}``: the last label standing wins.
 
     Lines are replayed in order; an undo line ``{"id": …, "undo": true}``
-    withdraws the most recent standing label of its id.
+    withdraws the most recent standing label of its id. Recheck records
+    (``"recheck": true``) never stand as labels. ``fields`` reads labels kept
+    under other keys (see the module docstring and :func:`parse_label_fields`).
 
     >>> import tempfile, os
     >>> lines = ['{"id": "a", "label": "PASS"}', '{"id": "b", "label": "FAIL"}',
@@ -138,21 +252,121 @@ def read_labels(path: str | Path) -> dict[str | int, LabelRecord]:
     object, lacks an ``id`` or a valid ``label``, or undoes an id that has no
     label standing; ``OSError`` when the file cannot be read.
     """
-    stacks: dict[str | int, list[LabelRecord]] = {}
-    for number, record in iter_json_lines(path, error=LabelError):
-        where = f"{path}:{number}"
-        key = _id_of(record, where)
-        if record.get("undo") is True:
-            stack = stacks.get(key)
-            if not stack:
-                raise LabelError(f"{where}: undo for id {key!r}, which has no label standing")
-            stack.pop()
-            continue
-        if "label" not in record:
-            raise LabelError(f"{where}: expected a field 'label' (or \"undo\": true)")
-        _check_label(record["label"], where)
-        stacks.setdefault(key, []).append(LabelRecord(record, source=str(path), line=number))
+    stacks, _ = _replay(path, fields)
     return {key: stack[-1] for key, stack in stacks.items() if stack}
+
+
+@dataclass(frozen=True)
+class LabelSet:
+    """A labels file read labeler by labeler (build it with :func:`read_label_set`).
+
+    ``by_labeler`` holds each labeler's standing label per id (records
+    without a ``labeler`` come under ``"unknown"``); ``adjudicated`` the
+    adjudicated label per id; ``rechecks`` the recheck records;
+    ``latest`` what :func:`read_labels` returns; ``replaced`` the ids where
+    a labeler's later label replaced an earlier one of theirs (once per
+    replaced label).
+
+    >>> s = LabelSet({}, {"ana": {"a": LabelRecord({"id": "a", "label": "PASS"})}}, {}, (), ("a",))
+    >>> s.labelers, s.to_dict()["replaced"]
+    (('ana',), 1)
+    """
+
+    latest: dict[str | int, LabelRecord]
+    by_labeler: dict[str, dict[str | int, LabelRecord]]
+    adjudicated: dict[str | int, LabelRecord]
+    rechecks: tuple[LabelRecord, ...]
+    replaced: tuple[str | int, ...]
+
+    @property
+    def labelers(self) -> tuple[str, ...]:
+        """The labelers, in the order of their first standing label."""
+        return tuple(self.by_labeler)
+
+    def disagreements(self) -> list[str | int]:
+        """Ids that two or more labelers labelled differently, in file order.
+
+        >>> ana = {"a": LabelRecord({"id": "a", "label": "PASS"})}
+        >>> ben = {"a": LabelRecord({"id": "a", "label": "FAIL"})}
+        >>> LabelSet({}, {"ana": ana, "ben": ben}, {}, (), ()).disagreements()
+        ['a']
+        """
+        seen: dict[str | int, set[str]] = {}
+        for labels in self.by_labeler.values():
+            for key, record in labels.items():
+                seen.setdefault(key, set()).add(str(record["label"]).upper())
+        return [key for key, given in seen.items() if len(given) > 1]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Counts: labels per labeler, adjudicated, rechecks, replaced."""
+        return {
+            "labelers": {name: len(labels) for name, labels in self.by_labeler.items()},
+            "adjudicated": len(self.adjudicated),
+            "rechecks": len(self.rechecks),
+            "replaced": len(self.replaced),
+            "replaced_ids": list(dict.fromkeys(self.replaced)),
+        }
+
+
+def labeler_of(record: Mapping[str, Any]) -> str:
+    """The record's labeler as a name; ``"unknown"`` when it has none.
+
+    >>> labeler_of({"labeler": "ana"}), labeler_of({})
+    ('ana', 'unknown')
+    """
+    name = record.get("labeler")
+    return str(name) if name not in (None, "") else "unknown"
+
+
+def read_label_set(path: str | Path, *, fields: Mapping[str, str] | None = None) -> LabelSet:
+    """Read a labels file keeping every labeler's standing label per id.
+
+    >>> import tempfile, os
+    >>> lines = ['{"id": "a", "label": "PASS", "labeler": "ana"}',
+    ...          '{"id": "a", "label": "FAIL", "labeler": "ben"}',
+    ...          '{"id": "a", "label": "FAIL", "labeler": "ana"}',
+    ...          '{"id": "a", "label": "FAIL", "labeler": "cy", "adjudicated": true}']
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "labels.jsonl")
+    ...     _ = open(path, "w").write("\\n".join(lines) + "\\n")
+    ...     found = read_label_set(path)
+    >>> {name: labels["a"]["label"] for name, labels in found.by_labeler.items()}
+    {'ana': 'FAIL', 'ben': 'FAIL'}
+    >>> found.replaced, list(found.adjudicated)
+    (('a',), ['a'])
+
+    Raises what :func:`read_labels` raises.
+    """
+    stacks, rechecks = _replay(path, fields)
+    by_labeler: dict[str, dict[str | int, LabelRecord]] = {}
+    adjudicated: dict[str | int, LabelRecord] = {}
+    replaced: list[str | int] = []
+    for key, stack in stacks.items():
+        for record in stack:
+            if record.get("adjudicated") is True:
+                adjudicated[key] = record
+                continue
+            mine = by_labeler.setdefault(labeler_of(record), {})
+            if key in mine:
+                replaced.append(key)
+            mine[key] = record
+    latest = {key: stack[-1] for key, stack in stacks.items() if stack}
+    return LabelSet(latest, by_labeler, adjudicated, tuple(rechecks), tuple(replaced))
+
+
+def read_labels_by_labeler(
+    path: str | Path, *, fields: Mapping[str, str] | None = None
+) -> dict[str, dict[str | int, LabelRecord]]:
+    """``{labeler: {id: record}}``: each labeler's standing label per id (no adjudications).
+
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "labels.jsonl")
+    ...     _ = open(path, "w").write('{"id": "a", "label": "PASS", "labeler": "ana"}\\n')
+    ...     read_labels_by_labeler(path)["ana"]["a"]["label"]
+    'PASS'
+    """
+    return read_label_set(path, fields=fields).by_labeler
 
 
 def default_labeler(environ: Mapping[str, str] | None = None) -> str:
@@ -345,6 +559,155 @@ def _stdin_keys(single_keys: bool) -> Iterator[str]:
     return _line_keys(stdin)
 
 
+# ---------------------------------------------------------------- choosing what to label
+
+STRATEGIES = ("random", "uncertain")
+UNIFORM_SHARE = 0.5
+"""The share of an ``uncertain`` budget spread uniformly, so no case has a tiny probability."""
+
+
+def judge_uncertainty(row: Row, judge: str | None = None) -> str | None:
+    """Why the judge is unsure of ``row``, in words, or None when it is sure.
+
+    Unsure: no parsed verdict (unparsed or errored reply), votes that split,
+    a vote whose quote was not found in the response, or a pairwise verdict
+    whose two orders disagree.
+
+    >>> judge_uncertainty({"judges": {"j": {"verdict": "PASS", "votes": ["PASS", "FAIL"]}}})
+    'the votes split'
+    >>> judge_uncertainty({"judges": {"j": {"verdict": "FAIL", "votes": ["FAIL"]}}}) is None
+    True
+    """
+    verdict = primary_verdict(row, judge)
+    if verdict is None:
+        return "no judge verdict"
+    if "verdict" not in verdict:  # pairwise
+        if verdict.get("consistent") is False:
+            return "the two pairwise orders disagree"
+        return "the pairwise reply did not parse" if verdict.get("winner") is None else None
+    failures = verdict.get("vote_failures") or []
+    if verdict.get("failure") == "unverified_quote" or "unverified_quote" in failures:
+        return "a quote was not found in the response"
+    if verdict.get("verdict") is None:
+        return "the reply did not parse"
+    votes = [vote for vote in verdict.get("votes") or [] if vote is not None]
+    if verdict.get("unanimous") is False or len(set(votes)) > 1:
+        return "the votes split"
+    return None
+
+
+@dataclass(frozen=True)
+class LabelPlan:
+    """Which cases a budgeted session offers, and each one's probability of being offered.
+
+    ``probabilities`` covers every case of the population (the ``population``
+    cases that could be shown); ``chosen`` lists the ids offered, in order.
+
+    >>> plan = LabelPlan("random", 2, 4, ("b", "d"), {k: 0.5 for k in "abcd"})
+    >>> plan.selection("b")
+    {'strategy': 'random', 'probability': 0.5, 'budget': 2, 'population': 4}
+    """
+
+    strategy: str
+    budget: int
+    population: int
+    chosen: tuple[str | int, ...]
+    probabilities: dict[str | int, float]
+
+    def selection(self, key: str | int) -> dict[str, Any]:
+        """The ``selection`` record a label of ``key`` carries."""
+        return {
+            "strategy": self.strategy,
+            "probability": self.probabilities[key],
+            "budget": self.budget,
+            "population": self.population,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"strategy", "budget", "population", "chosen"}`` (the count offered)."""
+        return {
+            "strategy": self.strategy,
+            "budget": self.budget,
+            "population": self.population,
+            "chosen": len(self.chosen),
+        }
+
+
+def _capped(weights: Mapping[str | int, float], budget: float) -> dict[str | int, float]:
+    """Probabilities proportional to ``weights`` summing to ``budget``, none above 1."""
+    fixed: dict[str | int, float] = {}
+    while True:
+        free = {key: w for key, w in weights.items() if key not in fixed}
+        left = budget - len(fixed)
+        total = sum(free.values())
+        scaled = {key: left * w / total for key, w in free.items()} if total else {}
+        over = [key for key, value in scaled.items() if value >= 1.0]
+        if not over:
+            return {**fixed, **scaled}
+        fixed.update(dict.fromkeys(over, 1.0))
+
+
+def plan_labels(
+    rows: Iterable[Row],
+    budget: int,
+    *,
+    strategy: str = "random",
+    seed: int = 0,
+    judge: str | None = None,
+) -> LabelPlan:
+    """Choose about ``budget`` of ``rows`` to label, recording each case's probability.
+
+    ``random``: a uniform sample of exactly ``budget`` cases (probability
+    budget/M for each of the M cases). ``uncertain``: each case is offered
+    independently with probability π, where a share ``UNIFORM_SHARE`` (half)
+    of the budget is spread over all cases and the rest over the cases the
+    judge is unsure of (:func:`judge_uncertainty`), none above 1; the π sum
+    to the budget, so about that many cases are offered, and every case
+    keeps π ≥ 0.5·budget/M. It pays off only when the judge's errors sit in
+    the cases it is unsure of (its sure verdicts nearly always right): in
+    ``tests/benchmarks/bench_uncertain.py`` it narrows the PPI interval by
+    about 10% there, and widens it by about 45% when the errors are spread
+    evenly. The share is half because a smaller one (more labels on the
+    unsure cases) gave huge weights to the few sure cases labelled and wider
+    intervals even where the errors were concentrated. The draw depends on
+    ``seed`` and the rows only (never on a label), so resuming offers the
+    same cases.
+
+    >>> rows = [{"id": i, "output": "x", "judges": {"j": {"verdict": "PASS",
+    ...          "votes": ["PASS", "FAIL" if i < 2 else "PASS"]}}} for i in range(10)]
+    >>> plan = plan_labels(rows, 4, strategy="uncertain")
+    >>> round(plan.probabilities[0], 2), round(plan.probabilities[5], 2)  # 0.2 + 0.5·4/2 > 1
+    (1.0, 0.25)
+    >>> round(sum(plan.probabilities.values()), 9)
+    4.0
+
+    Raises ``LabelError`` for an unknown strategy, a budget below 1, or no row.
+    """
+    if strategy not in STRATEGIES:
+        raise LabelError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise LabelError(f"the budget must be a whole number of at least 1, got {budget!r}")
+    ordered = sorted(rows, key=lambda row: (isinstance(row["id"], str), row["id"]))
+    if not ordered:
+        raise LabelError("there is no case to choose from")
+    size = len(ordered)
+    take = min(budget, size)
+    rng = random.Random(seed)
+    keys = [row["id"] for row in ordered]
+    if strategy == "random":
+        chosen = rng.sample(keys, take)
+        return LabelPlan(strategy, budget, size, tuple(chosen), dict.fromkeys(keys, take / size))
+    unsure = {row["id"] for row in ordered if judge_uncertainty(row, judge) is not None}
+    share = UNIFORM_SHARE if unsure else 1.0
+    weights = {
+        key: share / size + ((1.0 - share) / len(unsure) if key in unsure else 0.0) for key in keys
+    }
+    probabilities = _capped(weights, float(take))
+    chosen = [key for key in keys if rng.random() < probabilities[key]]
+    rng.shuffle(chosen)
+    return LabelPlan(strategy, budget, size, tuple(chosen), probabilities)
+
+
 # ---------------------------------------------------------------- the session
 
 
@@ -366,10 +729,16 @@ class LabelSummary:
     stopped: str  # "done" (end of the list) | "quit" | "end of input"
     not_shown: int = 0
     out: str = ""
+    mode: str = "label"  # "label", "plan", "recheck" or "adjudicate"
+    self_agreement: Rate | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The summary as a JSON-ready dict (the ``label --json`` object)."""
         return {
+            "mode": self.mode,
+            "self_agreement": None
+            if self.self_agreement is None
+            else self.self_agreement.to_dict(),
             "total": self.total,
             "already_labelled": self.already_labelled,
             "labelled": self.labelled,
@@ -425,6 +794,10 @@ def label_session(
     judge: str | None = None,
     width: int | None = None,
     page_lines: int | None = None,
+    plan: LabelPlan | None = None,
+    recheck: float | None = None,
+    adjudicate: bool = False,
+    fields: Mapping[str, str] | None = None,
 ) -> LabelSummary:
     """Label result rows by hand, blind to the judge, appending each label to ``out_path``.
 
@@ -440,6 +813,17 @@ def label_session(
     ``labeler``, the labels record :func:`default_labeler` (``$USER``, the
     login name, or "anonymous"). A key that means nothing in the session
     shows the line of keys again.
+
+    Three other kinds of session (at most one at a time): with ``plan``
+    (:func:`plan_labels`) only the planned cases are offered, in the plan's
+    order, and each label records its ``selection``; with ``recheck`` (a
+    fraction in (0, 1]) that share of the cases this labeler already
+    labelled is shown again, recorded with ``"recheck": true``, and the
+    summary's ``self_agreement`` is how often their two labels agree (drift);
+    with ``adjudicate`` the cases where labelers disagree are shown with
+    every labeler's label, and the label given is recorded with
+    ``"adjudicated": true``. ``fields`` reads ``out_path`` through a field
+    mapping (see :func:`read_labels`).
 
     >>> import tempfile, os
     >>> rows = [{"id": "a", "input": "2+2?", "output": "4",
@@ -472,11 +856,26 @@ def label_session(
     _check_choices(choices)
     rows = list(rows)
     _check_unique_ids(rows)
+    if sum((plan is not None, recheck is not None, adjudicate)) > 1:
+        raise LabelError("a session either follows a plan, rechecks or adjudicates: pick one")
+    if recheck is not None and not 0.0 < recheck <= 1.0:
+        raise LabelError(f"the recheck fraction must be above 0 and at most 1, got {recheck!r}")
 
     out_path = Path(out_path)
-    done = set(read_labels(out_path)) if out_path.exists() else set()
+    existing = (
+        read_label_set(out_path, fields=fields)
+        if out_path.exists()
+        else LabelSet({}, {}, {}, (), ())
+    )
     shown = [row for row in rows if row.get("output") is not None or row.get("outputs")]
-    todo = [row for row in _session_order(shown, seed) if row["id"] not in done]
+    mode = (
+        "plan" if plan else "recheck" if recheck is not None else "adjudicate" if adjudicate else ""
+    )
+    offer, done = _offer(shown, existing, labeler, seed, plan, recheck, adjudicate)
+    todo = [row for row in offer if row["id"] not in done]
+    hidden = len(rows) - len(shown)
+    if mode:
+        shown = offer
 
     interactive = keys is None and sys.stdin.isatty()
     if width is None:
@@ -486,11 +885,17 @@ def label_session(
     single_keys = all(len(key) == 1 for key in choices)
     key_source = iter(keys) if keys is not None else _stdin_keys(single_keys)
 
+    doing = {"recheck": "Re-showing", "adjudicate": "Adjudicating"}.get(mode, "Labelling")
+    if plan is not None:
+        write(
+            f"The {plan.strategy} plan offers {plural(len(plan.chosen), 'case')} of "
+            f"{plan.population} (budget {plan.budget})."
+        )
     write(
-        f"Labelling {plural(len(shown), 'case')} into {out_path}: {len(shown) - len(todo)} "
-        f"already labelled, {len(todo)} to go (order: seed {seed})."
+        f"{doing} {plural(len(shown), 'case')} into {out_path}: {len(shown) - len(todo)} "
+        f"already {'done' if mode in ('recheck', 'adjudicate') else 'labelled'}, "
+        f"{len(todo)} to go (order: seed {seed})."
     )
-    hidden = len(rows) - len(shown)
     if hidden:
         has = "has" if hidden == 1 else "have"
         write(
@@ -510,6 +915,8 @@ def label_session(
         width=width,
         page_lines=page_lines,
         break_every=break_every,
+        extra=_record_extra(plan, recheck is not None, adjudicate),
+        notes=_adjudication_notes(existing) if adjudicate else {},
     )
     try:
         with open(out_path, "a", encoding="utf-8") as stream:
@@ -519,7 +926,11 @@ def label_session(
         if close is not None:
             close()  # leaves the terminal's key-at-a-time mode now, not at garbage collection
     remaining = len(todo) - len(session.labelled)
-    if remaining == 0 and len(shown) == 1:
+    if not shown and mode == "adjudicate":
+        write("Nothing to adjudicate: no case has labels that disagree.")
+    elif not shown and mode == "recheck":
+        write(f"Nothing to re-show: {labeler} has labelled none of these cases yet.")
+    elif remaining == 0 and len(shown) == 1:
         write(f"Done: the 1 case is labelled in {out_path}.")
     elif remaining == 0:
         write(f"Done: all {len(shown)} cases are labelled in {out_path}.")
@@ -537,9 +948,85 @@ def label_session(
         undone=session.undone,
         remaining=remaining,
         stopped=stopped,
-        not_shown=len(rows) - len(shown),
+        not_shown=hidden,
         out=str(out_path),
+        mode=mode or "label",
+        self_agreement=_self_agreement(out_path, labeler, fields) if recheck is not None else None,
     )
+
+
+def _offer(
+    shown: Sequence[Row],
+    existing: LabelSet,
+    labeler: str,
+    seed: int,
+    plan: LabelPlan | None,
+    recheck: float | None,
+    adjudicate: bool,
+) -> tuple[list[Row], set[str | int]]:
+    """The rows a session offers, in order, and the ids among them already done."""
+    by_id = {row["id"]: row for row in shown}
+    mine = existing.by_labeler.get(labeler, {})
+    if plan is not None:
+        return [by_id[key] for key in plan.chosen if key in by_id], set(mine)
+    if adjudicate:
+        wanted = set(existing.disagreements())
+        return (
+            [row for row in _session_order(shown, seed) if row["id"] in wanted],
+            set(existing.adjudicated),
+        )
+    if recheck is not None:
+        rechecked = {r["id"] for r in existing.rechecks if labeler_of(r) == labeler}
+        labelled = [row for row in _session_order(shown, seed) if row["id"] in mine]
+        want = max(1, round(recheck * len(labelled))) if labelled else 0
+        again = [row for row in labelled if row["id"] in rechecked]
+        fresh = [row for row in labelled if row["id"] not in rechecked]
+        random.Random(seed + 1).shuffle(fresh)
+        offer = again[:want] + fresh[: max(0, want - len(again))]
+        return offer, rechecked
+    return _session_order(shown, seed), set(mine)
+
+
+def _record_extra(
+    plan: LabelPlan | None, recheck: bool, adjudicate: bool
+) -> Callable[[Row], dict[str, Any]]:
+    """The keys a session adds to each label record it writes."""
+
+    def extra(row: Row) -> dict[str, Any]:
+        if plan is not None:
+            return {"selection": plan.selection(row["id"])}
+        if recheck:
+            return {"recheck": True}
+        return {"adjudicated": True} if adjudicate else {}
+
+    return extra
+
+
+def _adjudication_notes(existing: LabelSet) -> dict[str | int, str]:
+    """What each labeler said, per disputed id (shown to the adjudicator)."""
+    notes: dict[str | int, str] = {}
+    for key in existing.disagreements():
+        given = [
+            f"{name} {labels[key]['label']}"
+            for name, labels in existing.by_labeler.items()
+            if key in labels
+        ]
+        notes[key] = "labels given: " + ", ".join(given)
+    return notes
+
+
+def _self_agreement(path: Path, labeler: str, fields: Mapping[str, str] | None) -> Rate | None:
+    """How often ``labeler``'s rechecks agree with their standing labels (None: no recheck)."""
+    found = read_label_set(path, fields=fields)
+    mine = found.by_labeler.get(labeler, {})
+    pairs = [
+        (str(r["label"]).upper(), str(mine[r["id"]]["label"]).upper())
+        for r in found.rechecks
+        if labeler_of(r) == labeler and r["id"] in mine
+    ]
+    if not pairs:
+        return None
+    return Rate.of(sum(a == b for a, b in pairs), len(pairs))
 
 
 def _check_unique_ids(rows: Sequence[Row]) -> None:
@@ -567,7 +1054,10 @@ class _Session:
         width: int,
         page_lines: int,
         break_every: int,
+        extra: Callable[[Row], dict[str, Any]] = lambda row: {},
+        notes: Mapping[str | int, str] | None = None,
     ) -> None:
+        self.extra, self.notes = extra, dict(notes or {})
         self.todo, self.total, self.keys, self.write = todo, total, keys, write
         self.table = _key_table(choices)
         self.help_line = _help_line(choices)
@@ -596,6 +1086,8 @@ class _Session:
         criterion = provenance(row, self.judge).criterion
         if criterion:
             lines[2:2] = _wrap(f"criterion: {_as_text(criterion)}", self.width, indent="")
+        if row["id"] in self.notes:
+            lines.append(self.notes[row["id"]])
         while self.page_lines and len(lines) > self.page_lines:
             self.write("\n".join(lines[: self.page_lines]))
             lines = lines[self.page_lines :]
@@ -649,7 +1141,10 @@ class _Session:
         self.index, was_labelled = self.history.pop()
         back = self.todo[self.index]["id"]
         if was_labelled:
-            _append(stream, {"id": back, "undo": True, "labeler": self.labeler, "at": utc_stamp()})
+            tombstone = {"id": back, "undo": True, "labeler": self.labeler, "at": utc_stamp()}
+            if self.extra(self.todo[self.index]).get("recheck"):
+                tombstone["recheck"] = True
+            _append(stream, tombstone)
             self.labelled.discard(back)
             self.undone += 1
             self.write(f"withdrew the label of {back!r}; showing it again")
@@ -660,7 +1155,7 @@ class _Session:
 
     def give(self, stream: IO[str], label: Label) -> None:
         row = self.todo[self.index]
-        _append(stream, _label_record(row, label, self.labeler, self.judge))
+        _append(stream, {**_label_record(row, label, self.labeler, self.judge), **self.extra(row)})
         self.write(f"-> {label}")
         self.history.append((self.index, True))
         self.labelled.add(row["id"])

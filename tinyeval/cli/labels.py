@@ -7,12 +7,14 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from ..humans import REFERENCE_RULE
 from ..records import write_records
 from ._common import (
     EXIT_OK,
     PROG,
     UsageError,
     print_json,
+    proportion,
     refuse_overwriting,
     same_file,
 )
@@ -64,6 +66,34 @@ def _add_label(sub: Any) -> None:
         help="offer every row; by default, when some rows were judged, only those are offered "
         "(the ones calibration compares)",
     )
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--budget",
+        type=int,
+        metavar="N",
+        help="offer about N cases chosen by --strategy, each label recording its selection "
+        "probability (what prediction-powered rates need)",
+    )
+    mode.add_argument(
+        "--recheck",
+        type=proportion,
+        metavar="FRACTION",
+        help="re-show FRACTION (0.1 or 10%%) of the cases you already labelled and report how "
+        "often you agree with yourself (drift)",
+    )
+    mode.add_argument(
+        "--adjudicate",
+        action="store_true",
+        help="walk the cases where labelers disagree, showing each one's label, and record "
+        "the adjudicated label",
+    )
+    p.add_argument(
+        "--strategy",
+        choices=("random", "uncertain"),
+        help="with --budget: random (a uniform sample) or uncertain (mostly the cases the "
+        "judge is least sure of, every case keeping a non-zero probability; default random)",
+    )
+    _add_field(p)
     p.add_argument(
         "--json",
         action="store_true",
@@ -72,11 +102,25 @@ def _add_label(sub: Any) -> None:
     p.set_defaults(handler=_cmd_label)
 
 
+def _add_field(p: Any) -> None:
+    p.add_argument(
+        "--field",
+        action="append",
+        default=[],
+        metavar="KEY=PATH",
+        help="read LABELS through a field mapping: KEY is id, label, labeler or at, PATH a "
+        "dotted path such as annotations.human (repeatable)",
+    )
+
+
 def _cmd_label(args: argparse.Namespace) -> int:
-    from ..label import label_session, parse_choices, parse_grades
+    from ..label import label_session, parse_choices, parse_grades, parse_label_fields, plan_labels
     from ..records import read_rows
 
     refuse_overwriting([args.results], [("--out", args.out)])
+    if args.strategy and args.budget is None:
+        raise UsageError("--strategy chooses the cases of a --budget: give --budget N too")
+    fields = parse_label_fields(args.field)
     labeler = args.labeler  # None: the session falls back to $USER, the login name, "anonymous"
     choices = None
     if args.grades:
@@ -94,6 +138,13 @@ def _cmd_label(args: argparse.Namespace) -> int:
         write(f"{len(judged)} of {len(rows)} rows were judged; labelling those "
               "(--all-rows offers every row)")  # fmt: skip
         rows = judged
+    plan = None
+    if args.budget is not None:
+        offered = [row for row in rows if row.get("output") is not None or row.get("outputs")]
+        plan = plan_labels(
+            offered, args.budget, strategy=args.strategy or "random", seed=args.seed,
+            judge=args.judge,
+        )  # fmt: skip
     summary = label_session(
         rows,
         args.out,
@@ -103,9 +154,19 @@ def _cmd_label(args: argparse.Namespace) -> int:
         break_every=args.break_every,
         choices=choices,
         judge=args.judge,
+        plan=plan,
+        recheck=args.recheck,
+        adjudicate=args.adjudicate,
+        fields=fields,
     )
+    if summary.mode == "recheck":
+        write(
+            f"your re-shown labels agree with your first ones: {summary.self_agreement}"
+            if summary.self_agreement is not None
+            else "no re-shown case yet: nothing to compare"
+        )
     if args.json:
-        print_json(summary.to_dict())
+        print_json({**summary.to_dict(), "plan": plan.to_dict() if plan else None})
     return EXIT_OK
 
 
@@ -115,8 +176,11 @@ def _add_calibrate(sub: Any) -> None:
         help="compare the judge with your labels: failure recall, false alarms, kappa",
         description="Join RESULTS (result rows) and LABELS (written by tinyeval label) by id "
         "and report how far the judge can stand for your criterion: agreement, the share of "
-        "your FAILs it caught, its false alarms, Cohen's kappa, the confusion matrix, and in "
-        "words what speaks against trusting it.",
+        "your FAILs it caught, its false alarms, Cohen's kappa with its interval, the confusion "
+        "matrix, and in words what speaks against trusting it. With labels from several "
+        "labelers, also their agreement with each other (the ceiling a judge can be held to); "
+        "the judge is compared with the adjudicated label, else the only labeler's, else the "
+        "majority's (ties are left out).",
     )
     p.add_argument("results", metavar="RESULTS", help="result rows written by tinyeval run")
     p.add_argument("labels", metavar="LABELS", help="the labels file written by tinyeval label")
@@ -137,13 +201,22 @@ def _add_calibrate(sub: Any) -> None:
     p.add_argument(
         "--save", metavar="CAL.json", help="save the calibration for tinyeval run --calibration"
     )
+    p.add_argument(
+        "--estimate",
+        choices=("ppi",),
+        help="ppi: also print each category's prediction-powered pass rate (the judge's "
+        "verdicts on every judged case plus your labels) beside the judge's raw rate and the "
+        "labels-only rate",
+    )
+    _add_field(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_cmd_calibrate)
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from ..calibration import calibrate_results, disagreement_rows
-    from ..label import read_labels
+    from ..humans import human_agreement, ppi_rates, reference_labels, self_agreement
+    from ..label import parse_label_fields, read_label_set
     from ..records import read_rows
 
     if same_file(args.results, args.labels):
@@ -153,11 +226,31 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         [("--save", args.save), ("--disagreements", args.disagreements)],
     )
     rows = read_rows(args.results)
-    labels = read_labels(args.labels)
+    label_set = read_label_set(args.labels, fields=parse_label_fields(args.field))
+    labels = reference_labels(label_set)
     only = [row["id"] for row in read_rows(args.only)] if args.only else None
     cal = calibrate_results(rows, labels, judge=args.judge, only=only)
     for warning in cal.expired:
         print(f"{PROG}: WARNING: {warning}", file=sys.stderr)
+    several = len(label_set.labelers) >= 2
+    humans = human_agreement(label_set, ids=only) if several else None
+    drift = self_agreement(label_set)
+    ppi = ppi_rates(rows, labels, judge=args.judge) if args.estimate == "ppi" else None
+    extra: list[str] = []
+    if label_set.replaced:
+        extra.append(
+            f"{len(label_set.replaced)} of the labels replaced an earlier label of the same "
+            "labeler for the same case (the later one stands)"
+        )
+    if several or label_set.adjudicated or labels.ties:
+        extra.append(labels.describe() + f" ({REFERENCE_RULE})")
+    if humans is not None:
+        extra.extend(["", *humans.to_text()])
+    if drift:
+        extra.extend(["", "labelers against their own re-shown cases (drift):"])
+        extra.extend(f"  {item}" for item in drift)
+    if ppi is not None:
+        extra.extend(["", *ppi.to_text()])
     notes = []
     if args.disagreements:
         found = disagreement_rows(cal, rows, labels)
@@ -167,12 +260,23 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         cal.save(args.save)
         notes.append(f"saved the calibration to {args.save}")
     if args.json:
-        print_json(cal.to_dict())
+        print_json(
+            {
+                **cal.to_dict(),
+                "labels_file": label_set.to_dict(),
+                "reference": labels.to_dict(),
+                "humans": humans.to_dict() if humans else None,
+                "self_agreement": [item.to_dict() for item in drift],
+                "ppi": ppi.to_dict() if ppi else None,
+            }
+        )
         for note in notes:
             print(f"{PROG}: {note}", file=sys.stderr)
     else:
         print(cal.to_text())
         print(f"\ndisagreements: {len(cal.disagreements())} of {cal.n} compared cases")
+        for line in extra:
+            print(line)
         for note in notes:
             print(note)
     return EXIT_OK

@@ -70,6 +70,20 @@ def _add_stats_rates(p: argparse.ArgumentParser, *, target: bool) -> None:
         action="store_true",
         help="apply Fleiss' continuity correction (a more conservative plan)",
     )
+    p.add_argument(
+        "--sensitivity",
+        help="the judge's sensitivity, P(judge PASS | truly PASS): plan for an imperfect judge",
+    )
+    p.add_argument(
+        "--specificity",
+        help="the judge's specificity, P(judge FAIL | truly FAIL); give it with --sensitivity",
+    )
+    p.add_argument(
+        "--calibration",
+        metavar="CAL.json",
+        help="take the judge's sensitivity and specificity from a saved calibration "
+        "(tinyeval calibrate --save)",
+    )
 
 
 def _stats_whole(text: str, what: str) -> int:
@@ -133,7 +147,56 @@ def _stats_plan(args: argparse.Namespace) -> dict[str, Any]:
     }
     if hasattr(args, "target"):
         plan["target"] = _stats_rate(args.target, "--target")
+    plan.update(_stats_judge(args))
     return plan
+
+
+def _stats_judge(args: argparse.Namespace) -> dict[str, Any]:
+    """The judge's sensitivity and specificity from the options, or none (a perfect judge)."""
+    given = args.sensitivity is not None or args.specificity is not None
+    if args.calibration and given:
+        raise UsageError("give --calibration or --sensitivity/--specificity, not both")
+    if args.calibration:
+        from ..calibration import load_calibration
+
+        cal = load_calibration(args.calibration)
+        if cal.sensitivity is None or cal.specificity is None:
+            missing = "PASS" if cal.sensitivity is None else "FAIL"
+            raise UsageError(
+                f"{args.calibration}: the calibration has no parsed case labelled {missing}, so "
+                "the judge's sensitivity and specificity are not both known"
+            )
+        return {
+            "sensitivity": cal.sensitivity.value,
+            "specificity": cal.specificity.value,
+            "judge_source": args.calibration,
+        }
+    if not given:
+        return {}
+    if args.sensitivity is None or args.specificity is None:
+        missing = "--sensitivity" if args.sensitivity is None else "--specificity"
+        raise UsageError(
+            f"an imperfect judge needs both --sensitivity and --specificity: give {missing}"
+        )
+    return {
+        "sensitivity": _stats_rate(args.sensitivity, "--sensitivity"),
+        "specificity": _stats_rate(args.specificity, "--specificity"),
+        "judge_source": "options",
+    }
+
+
+def _stats_judged(plan: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of the planning functions for the plan's judge."""
+    return {key: plan[key] for key in ("sensitivity", "specificity") if key in plan}
+
+
+def _stats_shrink(plan: dict[str, Any]) -> str:
+    """The clause saying how the judge shrinks every true difference."""
+    se, sp = plan["sensitivity"], plan["specificity"]
+    return (
+        f"the judge (sensitivity {se * 100:.4g}%, specificity {sp * 100:.4g}%) "
+        f"shrinks every true difference by (sensitivity + specificity − 1) = {se + sp - 1:.3g}"
+    )
 
 
 def _stats_change(baseline: float, target: float) -> str:
@@ -150,19 +213,21 @@ def _cmd_stats_sample_size(args: argparse.Namespace) -> int:
 
     plan = _stats_plan(args)
     goal = _stats_rate(args.power, "--power")
-    needed = sample_size(
-        plan["baseline"],
-        plan["target"],
-        alpha=plan["alpha"],
-        power=goal,
-        continuity=plan["continuity"],
-    )
+    settings = {"alpha": plan["alpha"], "power": goal, "continuity": plan["continuity"]}
+    needed = sample_size(plan["baseline"], plan["target"], **settings, **_stats_judged(plan))
     sentence = (
         f"To detect {_stats_change(plan['baseline'], plan['target'])} with "
         f"{_stats_percent(goal)} power at {_stats_alpha(plan['alpha'])} you need "
         f"{needed} cases per run{_stats_correction(plan['continuity'])}."
     )
     fields = {"statistic": "sample-size", **plan, "power": goal, "n": needed}
+    if "sensitivity" in plan:
+        perfect = sample_size(plan["baseline"], plan["target"], **settings)
+        sentence = sentence.removesuffix(".") + (
+            f": {_stats_shrink(plan)}, which costs {needed - perfect} cases more than the "
+            f"{perfect} a perfect judge would need."
+        )
+        fields["n_perfect_judge"] = perfect
     return _stats_print(args.json, sentence, fields)
 
 
@@ -171,23 +236,31 @@ def _cmd_stats_power(args: argparse.Namespace) -> int:
 
     plan = _stats_plan(args)
     n = _stats_whole(args.n, "--n")
-    chance = power(
-        plan["baseline"], plan["target"], n, alpha=plan["alpha"], continuity=plan["continuity"]
-    )
-    needed = sample_size(
-        plan["baseline"], plan["target"], alpha=plan["alpha"], continuity=plan["continuity"]
-    )
+    settings = {"alpha": plan["alpha"], "continuity": plan["continuity"]}
+    judged = _stats_judged(plan)
+    chance = power(plan["baseline"], plan["target"], n, **settings, **judged)
+    needed = sample_size(plan["baseline"], plan["target"], **settings, **judged)
     sentence = (
         f"With {n} cases per run, {_stats_change(plan['baseline'], plan['target'])} "
         f"is detected with {chance:.1%} power at {_stats_alpha(plan['alpha'])}"
         f"{_stats_correction(plan['continuity'])}; 80% power needs {needed} cases per run."
     )
     fields = {"statistic": "power", **plan, "n": n, "power": chance, "n_for_80_percent": needed}
+    if judged:
+        perfect = power(plan["baseline"], plan["target"], n, **settings)
+        perfect_n = sample_size(plan["baseline"], plan["target"], **settings)
+        sentence = sentence.removesuffix(".") + (
+            f". {_stats_shrink(plan)[0].upper()}{_stats_shrink(plan)[1:]}: a perfect judge "
+            f"would detect it with {perfect:.1%} power, and 80% power costs "
+            f"{needed - perfect_n} cases more than its {perfect_n}."
+        )
+        fields["power_perfect_judge"] = perfect
+        fields["n_for_80_percent_perfect_judge"] = perfect_n
     return _stats_print(args.json, sentence, fields)
 
 
 def _cmd_stats_detectable(args: argparse.Namespace) -> int:
-    from ..stats import UndefinedStatisticError, detectable_difference
+    from ..stats import UndefinedStatisticError, detectable_difference, sample_size
 
     plan = _stats_plan(args)
     n = _stats_whole(args.n, "--n")
@@ -198,16 +271,40 @@ def _cmd_stats_detectable(args: argparse.Namespace) -> int:
         f"smallest drop you can detect with {_stats_percent(goal)} power at "
         f"{_stats_alpha(plan['alpha'])}{_stats_correction(plan['continuity'])}"
     )
-    try:
-        drop: float | None = detectable_difference(
-            baseline, n, alpha=plan["alpha"], power=goal, continuity=plan["continuity"]
-        )
-    except UndefinedStatisticError:
-        drop = None  # too few cases: say so in words rather than as an error
+    judged = _stats_judged(plan)
+
+    def smallest(**judge: float) -> float | None:
+        try:
+            return detectable_difference(
+                baseline, n, alpha=plan["alpha"], power=goal, continuity=plan["continuity"],
+                **judge,
+            )  # fmt: skip
+        except UndefinedStatisticError:
+            return None  # too few cases: said in words rather than as an error
+
+    drop = smallest(**judged)
     if drop is None:
         sentence = f"{opening} does not exist: not even a drop to 0% is detected reliably."
     else:
         sentence = f"{opening} is to {baseline - drop:.1%} ({drop * 100:.1f} points)."
+    perfect: float | None = None
+    fields_extra: dict[str, Any] = {}
+    if judged:
+        perfect = smallest()
+        shrink = _stats_shrink(plan)
+        sentence += f" {shrink[0].upper()}{shrink[1:]}"
+        if perfect is None:
+            sentence += "; not even a perfect judge would detect a drop reliably here."
+        else:
+            through = sample_size(
+                baseline, baseline - perfect, alpha=plan["alpha"], power=goal,
+                continuity=plan["continuity"], **judged,
+            )  # fmt: skip
+            sentence += (
+                f"; a perfect judge would detect a drop of {perfect * 100:.1f} points, which "
+                f"through this judge takes {through} cases per run ({through - n} more)."
+            )
+            fields_extra = {"n_for_perfect_judge_drop": through}
     fields = {
         "statistic": "detectable",
         **plan,
@@ -216,6 +313,9 @@ def _cmd_stats_detectable(args: argparse.Namespace) -> int:
         "drop": drop,
         "target": None if drop is None else baseline - drop,
     }
+    if judged:
+        fields["drop_perfect_judge"] = perfect
+        fields.update(fields_extra)
     return _stats_print(args.json, sentence, fields)
 
 
