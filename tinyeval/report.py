@@ -595,7 +595,7 @@ def _info_value(key: str, value: Any, cwd: str) -> str:
         return _esc(f"about {format_usd(float(value))}")
     if key == "cache" and isinstance(value, Mapping):
         hits, misses = value.get("hits", 0), value.get("misses", 0)
-        text = f"{plural(int(hits or 0), 'hit')}, {plural(int(misses or 0), 'miss')}"
+        text = f"{plural(int(hits or 0), 'hit')}, {plural(int(misses or 0), 'miss', 'misses')}"
         if value.get("path"):
             text += f" in {_relative(value['path'], cwd)}"
         return _esc(text)
@@ -726,7 +726,7 @@ def _html_header(
     extra = [
         (_label(str(k)), shown)
         for k, v in info.items()
-        if v not in (None, "", [], {}, 0) and str(k) not in _SHOWN_APART
+        if str(k) not in _SHOWN_APART and (isinstance(v, bool) or v not in (None, "", [], {}, 0))
         for shown in [_info_value(str(k), v, cwd)]
         if shown
     ]
