@@ -616,6 +616,8 @@ def _info_value(key: str, value: Any, cwd: str) -> str:
         ]
         return _facts(pairs) if pairs else "—"
     if isinstance(value, list | tuple | set | frozenset):
+        if key.startswith("gate_settings"):  # setting names, as the text summary words them
+            return ", ".join(_esc(_label(str(item))) for item in value)
         return ", ".join(_info_value(key, item, cwd) for item in value)
     if isinstance(value, float):
         return _esc(f"{value:g}")
