@@ -711,3 +711,38 @@ def test_the_csp_and_no_script_stay() -> None:
         return [*node.attrs, *inner]
 
     assert [name for name in attributes(tree) if name.startswith("on")] == []
+
+
+def test_a_conversation_is_shown_as_a_transcript_with_its_tool_calls() -> None:
+    messages = [
+        {"role": "user", "content": "Cancel <N3007>"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function",
+             "function": {"name": "lookup_order", "arguments": '{"order_id": "N3007"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": '{"status": "processing"}'},
+        {"role": "assistant", "content": [
+            {"type": "text", "text": "Cancelling."},
+            {"type": "tool_use", "id": "t2", "name": "cancel_order",
+             "input": {"order_id": "N3007"}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t2", "content": "done"}]},
+    ]  # fmt: skip
+    rows = [row("cx-07", "cancel", "fail", input=messages, output="N3007 is cancelled.")]
+    tree = parse(html_report(rows, report_for(rows, {})))
+    details = tree.find("details", "case")
+    assert details.find("summary").text() == "details: conversation, tool calls"
+    shown = dict(
+        zip([dt.text() for dt in details.find_all("dt")],
+            [dd.find("pre").text() for dd in details.find_all("dd")], strict=True)
+    )  # fmt: skip
+    assert shown["conversation"] == "\n".join([
+        "user: Cancel <N3007>",
+        'assistant: calls lookup_order({"order_id": "N3007"})',
+        'tool (c1): {"status": "processing"}',
+        "assistant: Cancelling.",
+        '  calls cancel_order({"order_id": "N3007"})',
+        "user: tool result (t2): done",
+    ])  # fmt: skip
+    assert shown["tool calls"] == (
+        'lookup_order({"order_id": "N3007"})\ncancel_order({"order_id": "N3007"})'
+    )

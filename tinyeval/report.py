@@ -20,7 +20,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from .calls import Price, format_usd, run_cost
 from .errors import plural, shorten
@@ -1052,19 +1052,78 @@ def _tool_call_text(call: Any) -> str:
     return f"{name}({shown})"
 
 
+def _is_chat(value: Any) -> TypeGuard[list[Mapping[str, Any]]]:
+    """True for a message list (``[{"role": ..., "content": ...}, ...]``)."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(m, Mapping) and "role" in m for m in value)
+    )
+
+
+def _content_text(content: Any, calls: list[str]) -> list[str]:
+    """A message's content as lines; its tool-use blocks are appended to ``calls`` too."""
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [content]
+    if not isinstance(content, list):
+        return [json.dumps(content, ensure_ascii=False, default=str)]
+    lines = []
+    for block in content:
+        kind = block.get("type") if isinstance(block, Mapping) else None
+        if isinstance(block, str):
+            lines.append(block)
+        elif kind == "text" and isinstance(block, Mapping):
+            lines.append(str(block.get("text", "")))
+        elif kind == "tool_use":
+            calls.append(_tool_call_text(block))
+            lines.append(f"calls {calls[-1]}")
+        elif kind == "tool_result" and isinstance(block, Mapping):
+            inner = _content_text(block.get("content"), [])
+            lines.append(f"tool result ({block.get('tool_use_id')}): " + " ".join(inner))
+        else:
+            lines.append(json.dumps(block, ensure_ascii=False, default=str))
+    return lines
+
+
+def _transcript(messages: list[Mapping[str, Any]]) -> tuple[str, list[str]]:
+    """A conversation as ``role: text`` lines, and the tool calls it holds, in order."""
+    lines: list[str] = []
+    calls: list[str] = []
+    for message in messages:
+        role = str(message.get("role"))
+        if message.get("tool_call_id"):
+            role += f" ({message['tool_call_id']})"
+        said = _content_text(message.get("content"), calls)
+        for call in message.get("tool_calls") or ():
+            calls.append(_tool_call_text(call))
+            said.append(f"calls {calls[-1]}")
+        lines.append(f"{role}: " + "\n  ".join(said) if said else f"{role}: (nothing)")
+    return "\n".join(lines), calls
+
+
 def _case_details(row: Mapping[str, Any], columns: int) -> str:
     """The collapsed row under a failed case: input, context, tool calls, output, the judges."""
     parts: list[tuple[str, str]] = []
     shown: list[str] = []
-    if row.get("input") not in (None, ""):
-        parts.append(("input", _block(row["input"])))
+    calls: list[str] = []
+    given = row.get("input")
+    if _is_chat(given):
+        text, calls = _transcript(given)
+        parts.append(("conversation", _block(text)))
+        shown.append("conversation")
+    elif given not in (None, ""):
+        parts.append(("input", _block(given)))
         shown.append("input")
     if row.get("context") not in (None, ""):
         parts.append(("context", _block(row["context"])))
         shown.append("context")
-    calls = row.get("tool_calls")
-    if isinstance(calls, list | tuple) and calls:
-        parts.append(("tool calls", _block("\n".join(_tool_call_text(c) for c in calls))))
+    listed = row.get("tool_calls")
+    if isinstance(listed, list | tuple):
+        calls += [_tool_call_text(c) for c in listed]
+    if calls:
+        parts.append(("tool calls", _block("\n".join(calls))))
         shown.append("tool calls")
     output = row.get("output")
     if isinstance(output, str) and len(output) > _OUTPUT_CHARS:
