@@ -649,7 +649,7 @@ def test_a_failed_case_shows_input_context_tool_calls_and_the_judge_reply_collap
     )
     replies = [pre.text() for pre in shown["judge claims"].find_all("pre")]
     assert replies == [babble]  # the whole reply, as received
-    assert "reply 2 of 2, as received:" in shown["judge claims"].text()
+    assert "reply 2 of 2 was empty" in shown["judge claims"].text()
     # a case with nothing more to show has no details row
     assert len(tree.find_all("tr", "more")) == 1
 

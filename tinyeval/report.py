@@ -482,6 +482,7 @@ tr.unchecked td.status{color:#553c9a;font-weight:600}
 tr.more td{padding-top:0}
 details.case summary{color:#2c5282;cursor:pointer}
 details.case dl.facts{margin:4px 0 8px 1.1em}
+details.case dd p{margin:0 0 2px}
 pre{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:.85em;
  white-space:pre-wrap;overflow-wrap:anywhere;margin:0;max-height:24em;overflow-y:auto;
  background:#f7fafc;border:1px solid #e2e8f0;border-radius:3px;padding:4px 6px}
@@ -1144,7 +1145,10 @@ def _case_details(row: Mapping[str, Any], columns: int) -> str:
             raw = [str(r) for r in judge.get("raw") or []]
             for number, reply in enumerate(raw, start=1):
                 which = f"reply {number} of {len(raw)}" if len(raw) > 1 else "its reply"
-                body.append(f'<p class="note">{which}, as received:</p>{_block(reply)}')
+                if reply.strip():
+                    body.append(f'<p class="note">{which}, as received:</p>{_block(reply)}')
+                else:
+                    body.append(f'<p class="note">{which} was empty</p>')
             replies = replies or bool(raw)
         parts.append((f"judge {name}", "".join(body)))
     if not parts:
