@@ -610,6 +610,9 @@ def test_one_model_is_listed_once() -> None:
                 judges={"j": verdict("j", "FAIL", model=long_name)})]  # fmt: skip
     tree = parse(html_report(rows, report_for(rows, {})))
     assert tree.find("td", "model").text() == f"openai:{long_name}"
+    rows[0]["judge_model"] = f"openai:HuggingFaceTB/{long_name}"
+    tree = parse(html_report(rows, report_for(rows, {})))
+    assert tree.find("td", "model").text() == f"openai:HuggingFaceTB/{long_name}"
 
 
 # --------------------------------------------------------------------------- failed cases

@@ -921,7 +921,9 @@ def _judge_counts(rows: list[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def _model_text(specs: set[str], reported: set[str]) -> str:
     """Each model once: the specs the run used, then any other name the server reported."""
+    # a server reporting "m" for the spec "openai:org/m" names the same model
     known = set(specs) | {spec.partition(":")[2] for spec in specs}
+    known |= {name.rpartition("/")[2] for name in known}
     others = sorted(name for name in reported if name not in known)
     text = ", ".join(sorted(specs))
     if others:
