@@ -172,7 +172,8 @@ def test_document_is_well_formed_and_self_contained() -> None:
 
 def test_failure_table_lists_every_failed_row_grouped_by_category() -> None:
     rows = [row(f"a-{i:02}", "amounts", "pass" if i < 8 else "fail") for i in range(20)]
-    rows.append(row("a-err", "amounts", "error", output=None, error="TimeoutError: no reply"))
+    rows.append(row("a-err", "amounts", "error", output=None, error="TimeoutError: no reply",
+                    checks={}))  # fmt: skip
     rows += [row(f"t-{i}", "tone", "fail" if i == 0 else "pass") for i in range(4)]
     tree = parse(html_report(rows, report_for(rows, {"amounts": 0.9})))
     table = tree.find("table", "failures")
@@ -182,9 +183,7 @@ def test_failure_table_lists_every_failed_row_grouped_by_category() -> None:
     groups = [g.text() for g in table.find_all("tr", "group")]
     assert groups == ["amounts: 13 of 21 did not pass", "tone: 1 of 4 did not pass"]
     first = cases[0].children
-    assert [c.text() for c in first if isinstance(c, Node)][:4] == [
-        "a-08", "amounts", "ticket #1", "fail",
-    ]  # fmt: skip
+    assert [c.text() for c in first if isinstance(c, Node)][:3] == ["a-08", "ticket #1", "fail"]
     error_row = next(c for c in cases if c.find("th").text() == "a-err")
     assert "error" in error_row.classes
     assert error_row.find("td", "why").text() == "error: TimeoutError: no reply"
@@ -229,7 +228,7 @@ def test_hostile_text_is_escaped_everywhere() -> None:
         rows,
         report_for(rows, {HOSTILE: 1.0}),
         title="<h1>t</h1>",
-        run_info={"out": "<svg onload=alert(3)>", "usage": {"<k>": 1}},
+        run_info={"out": "<svg onload=alert(3)>", "notes": {"<k>": "<v>"}},
     )
     tree = parse(page)
     for tag in ("script", "img", "b", "i"):
@@ -241,14 +240,14 @@ def test_hostile_text_is_escaped_everywhere() -> None:
     case = tree.find("table", "failures").find("tr", "case")
     cells = [c.text() for c in case.children if isinstance(c, Node)]
     assert cells == [
-        '<img src=x onerror="alert(2)">', HOSTILE, "</td><td>", "fail",
-        "equals:<b>: got <i>1</i>", script,
+        '<img src=x onerror="alert(2)">', "</td><td>", "fail", "equals:<b>: got <i>1</i>", script,
     ]  # fmt: skip
+    assert tree.find("tr", "group").text().startswith(f"{HOSTILE}: ")
     gate_rows = tree.find("table", "gate").find("tbody").find_all("th")
     assert [th.text() for th in gate_rows] == [HOSTILE]
     assert chart_group(tree, HOSTILE).find("text", "name").text() == HOSTILE
-    assert "<svg onload=alert(3)>" in tree.find("details").text()
-    assert "<k>=1" in tree.find("details").text()
+    assert "results file<svg onload=alert(3)>" in tree.find("header").find("dl", "facts").text()
+    assert "<k><v>" in tree.find("details").text()  # a term and its value, not a "k=v" dump
 
 
 @settings(max_examples=40, deadline=None)
@@ -283,12 +282,12 @@ def test_category_table_matches_the_text_summary() -> None:
     tree = parse(html_report(rows, report_for(rows, {"amounts": 1.0, "tone": 0.75})))
     table = tree.find("table", "gate")
     heads = [th.text() for th in table.find("thead").find_all("th")]
-    assert heads == ["category", "pass rate [95% Wilson]", "threshold", "gate"]
+    assert heads == ["category", "pass rate [95% Wilson]", "unchecked", "threshold", "gate"]
     body = [[c.text() for c in tr.children if isinstance(c, Node)] for tr in table.find_all("tr")]
     assert body[1:] == [
-        ["amounts", "17/20 = 85.0% [64.0%, 94.8%]", "100.0%", "BLOCKS (85.0% < 100.0%)"],
-        ["tone", "12/12 = 100.0% [75.8%, 100.0%]", "75.0%", "ok"],
-        ["global", "29/32 = 90.6% [75.8%, 96.8%]", "—", "shown, never gates"],
+        ["amounts", "17/20 = 85.0% [64.0%, 94.8%]", "0", "100.0%", "BLOCKS (85.0% < 100.0%)"],
+        ["tone", "12/12 = 100.0% [75.8%, 100.0%]", "0", "75.0%", "ok"],
+        ["global", "29/32 = 90.6% [75.8%, 96.8%]", "0", "—", "shown, never gates"],
     ]
     assert "blocking" in table.find_all("tr")[1].classes
     assert table.find("strong", "blocks").text() == "BLOCKS"
@@ -319,7 +318,8 @@ def test_a_17_of_20_bar_is_85_percent_of_the_scale_with_its_interval_and_tick() 
 
 def test_blocking_is_said_in_words_not_only_colour() -> None:
     rows = [*amounts_and_tone(), row("free-1", "free", "pass")]
-    tree = parse(html_report(rows, report_for(rows, {"amounts": 1.0, "tone": 0.9})))
+    # tone 12/12 = 100.0% [75.8%, 100.0%]: the whole interval clears 75%, so it is decided
+    tree = parse(html_report(rows, report_for(rows, {"amounts": 1.0, "tone": 0.75})))
     amounts, tone, free = (chart_group(tree, c) for c in ("amounts", "tone", "free"))
     assert "blocking" in amounts.classes and tone.classes == ["ok"]
     assert amounts.find("tspan", "word").text() == "BLOCKS"
@@ -396,7 +396,8 @@ def test_judge_figures_overall_and_per_judge() -> None:
     }
     # claims: 4 verdicts, 1 PASS, 0 unparsed, 1 call error, 1 split vote (2 of 3 FAIL)
     assert by_judge["claims"] == [
-        "m-2025, openai:m", "0123456789ab", "4", format_rate(1, 4), format_rate(0, 4), "1", "1",
+        "openai:m (reported: m-2025)", "0123456789ab", "4", format_rate(1, 4), format_rate(0, 4),
+        "1", "1",
     ]  # fmt: skip
     assert by_judge["tone"] == [
         "openai:m", "0123456789ab", "2", format_rate(1, 2), format_rate(1, 2), "0", "0",
@@ -423,9 +424,9 @@ def test_header_names_every_dataset_and_the_run_info() -> None:
     facts = header.find("dl", "facts").text()
     assert "cases32 result rows" in facts
     assert "5425c98b524d7634, ffff000011112222 — rows from more than one dataset" in facts
-    details = header.find("details").text()
-    assert "cases filecases.jsonl" in details and "elapsed s1.25" in details
-    assert "stopped reason" not in details and "shown from the rows" not in details
+    assert "cases filecases.jsonl" in facts and "elapsed1.25 s" in facts
+    assert header.find_all("details") == []  # nothing left that the facts do not say
+    assert "stopped reason" not in header.text() and "shown from the rows" not in header.text()
 
 
 def test_rows_and_gate_that_disagree_are_flagged() -> None:
@@ -490,3 +491,261 @@ def test_counts_of_one_are_singular() -> None:
     page = html_report(rows, gate({"tone": {"passed": 1, "total": 1}}, {"tone": 0.5}))
     assert "The 1 case passed." in page and "1 result row<" in page
     assert "the gated category meets its threshold" in page
+
+
+# --------------------------------------------------------------------------- the gate's outcomes
+
+
+def gate_row(tree: Node, category: str) -> Node:
+    for tr in tree.find("table", "gate").find_all("tr"):
+        if tr.find_all("th") and tr.find("th").text() == category:
+            return tr
+    raise AssertionError(f"no table row for {category!r}")
+
+
+def test_an_inconclusive_category_says_so_and_how_many_more_cases() -> None:
+    # 12/13 under 80%: the rate (92.3%) meets it, the Wilson interval [66.7%, 98.6%] does not
+    rows = [row(f"t-{i:02}", "tone", "pass" if i < 12 else "fail") for i in range(13)]
+    report = report_for(rows, {"tone": 0.8})
+    (tone,) = report.categories
+    assert tone.outcome == "inconclusive" and tone.more_cases_needed
+    tree = parse(html_report(rows, report))
+    need = f"about {tone.more_cases_needed} more cases needed"
+    assert tree.find("p", "outcome").text() == "Gate PASSED"  # let through, by default
+    undecided = tree.find("div", "undecided").text()
+    assert f"tone: inconclusive — {need} (let through)" in undecided
+    tr = gate_row(tree, "tone")
+    assert tr.classes == ["inconclusive"]
+    assert tr.find("strong", "inconclusive-word").text() == "inconclusive"
+    g = chart_group(tree, "tone")
+    assert g.classes == ["inconclusive"] and g.find("tspan", "word").text() == "inconclusive"
+    assert "Inconclusive: tone." in tree.find("svg", "chart").find("desc").text()
+
+    blocked = parse(html_report(rows, report_for(rows, {"tone": 0.8}, inconclusive="block")))
+    assert blocked.find("p", "outcome").text() == "Gate FAILED"
+    tr = gate_row(blocked, "tone")
+    assert tr.classes == ["blocking", "inconclusive"]
+    assert tr.find_all("td")[-1].text() == f"inconclusive — {need} (BLOCKS)"
+    assert tr.find("strong", "blocks").text() == "BLOCKS"
+    assert chart_group(blocked, "tone").find("tspan", "word").text() == "inconclusive, BLOCKS"
+
+
+def test_unchecked_cases_have_their_column_their_bar_and_their_ids() -> None:
+    rows = [row(f"r-{i}", "raw", "pass") for i in range(6)]
+    rows += [row(f"r-u{i}", "raw", "unchecked", checks={}, judge_skipped=None) for i in range(2)]
+    rows += [row(f"t-{i}", "tone", "pass") for i in range(4)]
+    report = report_for(rows, {"raw": 0.5})
+    tree = parse(html_report(rows, report))
+    assert tree.find("p", "outcome").text() == "Gate FAILED"  # a gated category nothing checked
+    cells = [td.text() for td in gate_row(tree, "raw").find_all("td")]
+    assert cells[1] == "2" and cells[-1] == "BLOCKS (2 cases had nothing to check them)"
+    assert [td.text() for td in gate_row(tree, "tone").find_all("td")][1] == "0"
+    assert tree.find("tfoot").find_all("td")[1].text() == "2"
+    line = tree.find("p", "unchecked").text()
+    assert line.startswith("2 cases had nothing to check them") and "r-u0, r-u1" in line
+    g = chart_group(tree, "raw")
+    track, bar, unchecked = (
+        g.find("rect", "track"),
+        g.find("rect", "bar"),
+        g.find("rect", "unchecked"),
+    )
+    x0, scale = float(track.attrs["x"]), float(track.attrs["width"])
+    # 6 of 8 passed: the bar ends at 6/8 of the scale, and the 2 unchecked take the next 2/8
+    assert float(unchecked.attrs["x"]) == pytest.approx(x0 + float(bar.attrs["width"]))
+    assert float(unchecked.attrs["x"]) == pytest.approx(x0 + 6 / 8 * scale)
+    assert float(unchecked.attrs["width"]) == pytest.approx(2 / 8 * scale)
+    assert g.find("tspan", "count").text() == "· 2 unchecked"
+    assert chart_group(tree, "tone").find_all("rect", "unchecked") == []
+    case = next(tr for tr in tree.find_all("tr", "case") if tr.find("th").text() == "r-u0")
+    assert "unchecked" in case.classes
+    assert case.find("td", "why").text() == "unchecked: no check and no judge looked at it"
+
+
+def test_an_incomplete_run_has_a_banner_naming_what_is_missing() -> None:
+    from tinyeval.records import completeness
+
+    manifest = {"cases": 5, "shard": None}
+    rows = [row(f"a-{i}", "amounts", "pass", run=manifest) for i in range(3)]
+    found = completeness(rows, expected_ids=[f"a-{i}" for i in range(5)])
+    report = report_for(rows, {"amounts": 0.5}, completeness=found)
+    tree = parse(html_report(rows, report, run_info={"stopped_reason": "interrupted (Ctrl-C)"}))
+    assert tree.find("title").text() == "tinyeval report: gate INCOMPLETE"
+    banner = tree.find("section", "verdict")
+    assert "incomplete" in banner.classes
+    assert banner.find("p", "outcome").text() == "Gate INCOMPLETE"
+    assert banner.find("p", "missing").text() == "Missing: incomplete: 3 of 5 cases (ids a-3, a-4)"
+    assert "The run stopped early: interrupted (Ctrl-C)." in banner.text()
+    assert "PASSED" not in banner.text()
+
+
+# --------------------------------------------------------------------------- what was judged
+
+
+def test_the_criterion_is_shown_in_words() -> None:
+    from tinyeval.judge import CRITERIA
+
+    rows = [
+        row("s-1", "sup", "fail", judge_model="builtin",
+            judges={"unsupported-claims": verdict("unsupported-claims", "FAIL",
+                                                  criterion="unsupported-claims"),
+                    "polite": verdict("polite", "PASS", criterion="Is <polite> & kind.")}),
+        row("s-2", "sup", "pass", judge_model="builtin",
+            judges={"mine": verdict("mine", "PASS", criterion="old words")}),
+    ]  # fmt: skip
+    page = html_report(rows, report_for(rows, {}), run_info={"criteria": {"mine": "new words"}})
+    asked = parse(page).find("dl", "criteria")
+    terms = [dt.text() for dt in asked.find_all("dt")]
+    said = dict(zip(terms, [dd.text() for dd in asked.find_all("dd")], strict=True))
+    assert said == {
+        "unsupported-claims": CRITERIA["unsupported-claims"],  # a built-in name, resolved
+        "polite": "Is <polite> & kind.",  # the text the row carried, escaped
+        "mine": "new words",  # the run's own text wins over the rows'
+    }
+    assert "Is &lt;polite&gt; &amp; kind." in page
+
+
+def test_one_model_is_listed_once() -> None:
+    long_name = "SmolLM2-135M-Instruct"
+    rows = [row("s-1", "sup", "fail", judge_model=f"openai:{long_name}",
+                judges={"j": verdict("j", "FAIL", model=long_name)})]  # fmt: skip
+    tree = parse(html_report(rows, report_for(rows, {})))
+    assert tree.find("td", "model").text() == f"openai:{long_name}"
+    rows[0]["judge_model"] = f"openai:HuggingFaceTB/{long_name}"
+    tree = parse(html_report(rows, report_for(rows, {})))
+    assert tree.find("td", "model").text() == f"openai:HuggingFaceTB/{long_name}"
+
+
+# --------------------------------------------------------------------------- failed cases
+
+
+def test_a_failed_case_shows_input_context_tool_calls_and_the_judge_reply_collapsed() -> None:
+    babble = "Well, I think the response is kind of okay but maybe not. " * 5
+    calls = [
+        {"type": "function", "function": {"name": "transfer", "arguments": '{"payee": "Nacho"}'}},
+        {"type": "tool_use", "name": "notify", "input": {}},
+        "audit",
+    ]
+    rows = [
+        row("c-1", "sup", "fail", input="¿puedo <mandar> 800 mil?", context="Límite: $ 500.000",
+            tool_calls=calls, output="", judge_model="openai:m",
+            checks={"tools_forbidden:transfer": False},
+            check_details={"tools_forbidden:transfer": "called 1 time(s)"},
+            judges={"claims": verdict("claims", None, "unparsed", raw=[babble, "  "])}),
+        row("c-2", "sup", "fail", input=None, context=None, output="x"),
+    ]  # fmt: skip
+    tree = parse(html_report(rows, report_for(rows, {})))
+    case, more = tree.find("tr", "case"), tree.find("tr", "more")
+    assert case.find("td", "output").text() == "(empty output)"
+    why = [li.text() for li in case.find("td", "why").find_all("li")]
+    assert why[0] == "tools_forbidden:transfer: called 1 time(s)"
+    assert why[1].startswith('judge claims: no verdict (unparsed): replied "Well, I think')
+    details = more.find("details", "case")
+    assert "open" not in details.attrs  # collapsed by default
+    assert details.find("summary").text() == "details: input, context, tool calls, judge reply"
+    terms = [dt.text() for dt in details.find_all("dt")]
+    blocks = [dd for dd in details.find_all("dd")]
+    shown = dict(zip(terms, blocks, strict=True))
+    assert shown["input"].find("pre").text() == "¿puedo <mandar> 800 mil?"
+    assert shown["context"].find("pre").text() == "Límite: $ 500.000"
+    assert shown["tool calls"].find("pre").text() == (
+        'transfer({"payee": "Nacho"})\nnotify()\naudit()'
+    )
+    replies = [pre.text() for pre in shown["judge claims"].find_all("pre")]
+    assert replies == [babble]  # the whole reply, as received
+    assert "reply 2 of 2 was empty" in shown["judge claims"].text()
+    # a case with nothing more to show has no details row
+    assert len(tree.find_all("tr", "more")) == 1
+
+
+def test_every_failing_check_is_listed() -> None:
+    checks = {f"field:f{i}": False for i in range(7)}
+    details = {name: "not valid JSON: Expecting value: line 1 column 1 (char 0)" for name in checks}
+    rows = [row("j-1", "json", "fail", checks=checks, check_details=details)]
+    tree = parse(html_report(rows, report_for(rows, {})))
+    why = [li.text() for li in tree.find("td", "why").find_all("li")]
+    assert why == [f"{name}: {details[name]}" for name in checks]
+    assert "more)" not in tree.find("td", "why").text()
+
+
+# --------------------------------------------------------------------------- run details
+
+
+def test_run_details_are_words_and_numbers_with_relative_paths(tmp_path: Path) -> None:
+    from tinyeval import __version__
+
+    rows = [row("a", "c", "pass", tinyeval_version=__version__, run={"cases": 1})]
+    info = {
+        "tinyeval_version": __version__, "cases_file": str(tmp_path / "cases.jsonl"),
+        "cases": 1, "selected": 1, "rows": 1, "complete": True, "out": str(tmp_path / "r.jsonl"),
+        "usage": {"input_tokens": 3181, "output_tokens": 200, "cached_input_tokens": 0},
+        "cache": {"path": str(tmp_path / ".tinyeval" / "c.sqlite3"), "hits": 8, "misses": 6},
+        "review_out": "/elsewhere/review.jsonl", "resumed_rows": 4, "elapsed_s": 17.2391,
+        "calibrated": False,
+    }  # fmt: skip
+    tree = parse(html_report(rows, report_for(rows, {}), run_info=info, cwd=tmp_path))
+    header = tree.find("header")
+    terms, values = header.find_all("dt"), header.find_all("dd")
+    facts = {dt.text(): dd.text() for dt, dd in zip(terms, values, strict=True)}
+    assert facts["cases file"] == "cases.jsonl" and facts["results file"] == "r.jsonl"
+    assert facts["usage"] == "3,181 in, 200 out"
+    assert facts["cache"] == f"8 hits, 6 misses in {os.path.join('.tinyeval', 'c.sqlite3')}"
+    assert facts["review out"] == "/elsewhere/review.jsonl"  # outside the working directory
+    assert facts["calibrated"] == "no"
+    assert facts["elapsed"] == "17.24 s in this session; 4 rows kept from an earlier run"
+    text = header.text()
+    for literal in ("True", "False", "None", "=", "path", "{", "'"):
+        assert literal not in text, literal
+    assert tree.text().count(__version__) == 1  # the version once, the cases count once
+    assert text.count("1 result row") == 1 and "selected" not in text
+
+
+def test_the_csp_and_no_script_stay() -> None:
+    rows = amounts_and_tone()
+    page = html_report(rows, report_for(rows, {"amounts": 1.0}))
+    assert (
+        '<meta http-equiv="Content-Security-Policy" '
+        "content=\"default-src 'none'; style-src 'unsafe-inline'\">" in page
+    )
+    tree = parse(page)
+    assert tree.find_all("script") == []
+
+    def attributes(node: Node) -> list[str]:
+        inner = [name for c in node.children if isinstance(c, Node) for name in attributes(c)]
+        return [*node.attrs, *inner]
+
+    assert [name for name in attributes(tree) if name.startswith("on")] == []
+
+
+def test_a_conversation_is_shown_as_a_transcript_with_its_tool_calls() -> None:
+    messages = [
+        {"role": "user", "content": "Cancel <N3007>"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function",
+             "function": {"name": "lookup_order", "arguments": '{"order_id": "N3007"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": '{"status": "processing"}'},
+        {"role": "assistant", "content": [
+            {"type": "text", "text": "Cancelling."},
+            {"type": "tool_use", "id": "t2", "name": "cancel_order",
+             "input": {"order_id": "N3007"}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t2", "content": "done"}]},
+    ]  # fmt: skip
+    rows = [row("cx-07", "cancel", "fail", input=messages, output="N3007 is cancelled.")]
+    tree = parse(html_report(rows, report_for(rows, {})))
+    details = tree.find("details", "case")
+    assert details.find("summary").text() == "details: conversation, tool calls"
+    shown = dict(
+        zip([dt.text() for dt in details.find_all("dt")],
+            [dd.find("pre").text() for dd in details.find_all("dd")], strict=True)
+    )  # fmt: skip
+    assert shown["conversation"] == "\n".join([
+        "user: Cancel <N3007>",
+        'assistant: calls lookup_order({"order_id": "N3007"})',
+        'tool (c1): {"status": "processing"}',
+        "assistant: Cancelling.",
+        '  calls cancel_order({"order_id": "N3007"})',
+        "user: tool result (t2): done",
+    ])  # fmt: skip
+    assert shown["tool calls"] == (
+        'lookup_order({"order_id": "N3007"})\ncancel_order({"order_id": "N3007"})'
+    )
