@@ -104,6 +104,7 @@ def new_row(
         "input": case.input,
         "output": case.output,
         "context": case.context,
+        "tool_calls": list(case.tool_calls) if case.tool_calls else None,
         "label": case.label,
         "checks": {},
         "check_details": {},
