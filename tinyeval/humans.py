@@ -62,6 +62,7 @@ __all__ = [
     "SelfAgreement",
     "calibration_lines",
     "human_agreement",
+    "jurors_against_labels",
     "ppi_rates",
     "reference_labels",
     "self_agreement",
@@ -877,3 +878,41 @@ def calibration_lines(cal: Any) -> list[str]:
     else:
         lines.append(f"verdict: {cal.verdict}")
     return lines
+
+
+def jurors_against_labels(
+    rows: Iterable[Mapping[str, Any]],
+    labels: Mapping[Any, Mapping[str, Any]],
+    *,
+    judge: str | None = None,
+) -> Any:
+    """Each juror of a jury (and the jury) against the human labels, or None without a jury.
+
+    The rows are a jury's run (``tinyeval run`` with several ``--judge-model``):
+    each verdict keeps its jurors'. The result is a
+    :class:`tinyeval.jury.JuryAgreement`: per juror failure recall and false
+    alarms, the jury's, and how much the jurors' errors overlap.
+
+    >>> rows = [{"id": "a", "judges": {"j": {"verdict": "PASS", "jurors": {
+    ...     "x": {"verdict": "PASS"}, "y": {"verdict": "FAIL"}, "z": {"verdict": "PASS"}}}}}]
+    >>> found = jurors_against_labels(rows, {"a": {"label": "PASS"}})
+    >>> [j.juror for j in found.jurors]
+    ['x', 'y', 'z']
+    """
+    from .jury import juror_agreement
+
+    columns: dict[str, list[Any]] = {}
+    human: list[Any] = []
+    for row in rows:
+        verdict = primary_verdict(row, judge)
+        record = labels.get(row.get("id"))
+        jurors = verdict.get("jurors") if verdict is not None else None
+        if not isinstance(jurors, Mapping) or record is None:
+            continue
+        label = record.get("label")
+        human.append(label.upper() if isinstance(label, str) else label)
+        for name, juror in jurors.items():
+            columns.setdefault(str(name), []).append(juror.get("verdict"))
+    if not columns or len(set(map(len, columns.values()))) != 1:
+        return None
+    return juror_agreement(columns, human)

@@ -16,6 +16,9 @@ errs and how much their errors overlap.
                          specificity and the pass rate, estimated by the
                          Dawid and Skene (1979) model
 ``shared_family``        the model family all jurors come from, if only one
+``Jury``                 a judge asked of several models at once, as the runner
+                         runs any judge: each juror's verdict kept, the
+                         majority as the verdict
 =======================  ====================================================
 
 Verdicts are ``"PASS"``, ``"FAIL"`` (any case, or ``True``/``False``) or
@@ -43,6 +46,7 @@ __all__ = [
     "JurorCalibration",
     "JurorEstimate",
     "JurorPair",
+    "Jury",
     "JuryAgreement",
     "JuryVerdict",
     "dawid_skene",
@@ -812,3 +816,94 @@ def shared_family(models: Iterable[str]) -> str | None:
         match = _FAMILY.search(name.rsplit("/", 1)[-1].lower())
         families.add(match.group(0) if match else name.lower())
     return families.pop() if count >= 2 and len(families) == 1 else None
+
+
+# ---------------------------------------------------------------- a jury the runner runs
+
+
+class Jury:
+    """One criterion asked of several judge models: a judge the runner runs like any other.
+
+    ``judge`` is the one-criterion judge (a :class:`tinyeval.Judge` or any
+    judge object), ``models`` maps each juror's spec to its model. Each juror's
+    verdict is kept in the verdict's ``jurors``; the verdict is the majority
+    of the panel (:func:`jury_verdict`: an odd panel, a strict majority of all
+    jurors, so an unparsed juror never tips it), and a split panel is not
+    ``unanimous``, so it goes to review like split votes. The verdict is an
+    error only when every juror's call failed; one failed juror counts as
+    unparsed.
+
+    >>> from tinyeval.judge import Judge
+    >>> jury = Jury(Judge("Is polite."), {"a": lambda p: "PASS", "b": lambda p: "FAIL",
+    ...                                   "c": lambda p: "PASS"})
+    >>> found = jury(None, response="Thanks!").to_dict()
+    >>> found["verdict"], found["unanimous"], sorted(found["jurors"])
+    ('PASS', False, ['a', 'b', 'c'])
+    """
+
+    def __init__(self, judge: Any, models: Mapping[str, Any]) -> None:
+        if len(models) % 2 == 0:
+            raise InputError(
+                f"a jury needs an odd number of judge models (1, 3, 5...), got {len(models)}",
+                field="judge_model",
+            )
+        self.judge = judge
+        self.models = dict(models)
+        self.name = judge.name
+        self.criterion = judge.criterion
+        self.criterion_text = getattr(judge, "criterion_text", judge.criterion)
+        self.rubric_fingerprint = judge.rubric_fingerprint
+        self.needs = getattr(judge, "needs", ())
+        self.votes = getattr(judge, "votes", 1)
+        self.takes_conversation = getattr(judge, "takes_conversation", False)
+        self.spec = "jury:" + ",".join(self.models)
+
+    def __repr__(self) -> str:
+        return f"Jury({self.judge!r}, {list(self.models)!r})"
+
+    def __call__(self, call_model: Any = None, **asked: Any) -> JuryRun:
+        """Ask every juror (``call_model`` is not used: each juror has its own model)."""
+        found = {spec: self.judge(model, **asked) for spec, model in self.models.items()}
+        return JuryRun(self, found)
+
+
+class JuryRun:
+    """What a :class:`Jury` returns for one response: each juror's verdict and the majority."""
+
+    def __init__(self, jury: Jury, verdicts: Mapping[str, Any]) -> None:
+        self.jury = jury
+        self.verdicts = dict(verdicts)
+        data = {spec: v.to_dict() for spec, v in self.verdicts.items()}
+        self.data = data
+        self.panel = jury_verdict([d.get("verdict") for d in data.values()])
+        errors = [d.get("error") for d in data.values() if d.get("error")]
+        self.error = errors[0] if errors and len(errors) == len(data) else None
+        self.verdict = self.panel.verdict
+
+    def to_dict(self) -> dict[str, Any]:
+        """The verdict as a result row stores it, with ``jurors`` (spec → verdict)."""
+        usage: dict[str, int] = {}
+        for d in self.data.values():
+            for key, value in (d.get("usage") or {}).items():
+                usage[key] = usage.get(key, 0) + int(value)
+        verdict = self.panel.verdict
+        failure = None if verdict else ("error" if self.error else "unparsed")
+        return {
+            "name": self.jury.name,
+            "criterion": self.jury.criterion,
+            "style": "jury",
+            "verdict": verdict,
+            "parsed": verdict is not None,
+            "failure": failure,
+            "reason": str(self.panel),
+            "quote": None,
+            "votes": [d.get("verdict") for d in self.data.values()],
+            "vote_failures": [d.get("failure") for d in self.data.values()],
+            "unanimous": self.panel.unanimous,
+            "raw": [],
+            "error": self.error,
+            "model": self.jury.spec,
+            "usage": usage or None,
+            "rubric_fingerprint": self.jury.rubric_fingerprint,
+            "jurors": self.data,
+        }

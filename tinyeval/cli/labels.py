@@ -215,7 +215,13 @@ def _add_calibrate(sub: Any) -> None:
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from ..calibration import calibrate_results, disagreement_rows
-    from ..humans import human_agreement, ppi_rates, reference_labels, self_agreement
+    from ..humans import (
+        human_agreement,
+        jurors_against_labels,
+        ppi_rates,
+        reference_labels,
+        self_agreement,
+    )
     from ..label import parse_label_fields, read_label_set
     from ..records import read_rows
 
@@ -251,6 +257,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         extra.extend(f"  {item}" for item in drift)
     if ppi is not None:
         extra.extend(["", *ppi.to_text()])
+    jury = jurors_against_labels(rows, labels, judge=args.judge)
+    if jury is not None:
+        extra.extend(["", "the jury's jurors against your labels:", str(jury)])
     notes = []
     if args.disagreements:
         found = disagreement_rows(cal, rows, labels)
@@ -268,6 +277,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
                 "humans": humans.to_dict() if humans else None,
                 "self_agreement": [item.to_dict() for item in drift],
                 "ppi": ppi.to_dict() if ppi else None,
+                "jury": jury.to_dict() if jury is not None else None,
             }
         )
         for note in notes:

@@ -139,9 +139,11 @@ def _add_run(sub: Any) -> None:
     )
     judging.add_argument(
         "--judge-model",
+        action="append",
         metavar="SPEC",
         help="builtin (offline, the default), openai:MODEL, anthropic:MODEL, "
-        "cmd:COMMAND or py:MODULE:FUNCTION",
+        "cmd:COMMAND or py:MODULE:FUNCTION; given 3, 5… times, a jury: each model judges, "
+        "the majority decides, split panels go to review",
     )
     judging.add_argument(
         "--votes",
@@ -282,7 +284,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     # Everything that can be wrong with the command is found before the cases are read,
     # and everything wrong with the cases before any of them runs.
+    args.jurors = list(args.judge_model or [])
+    args.judge_model = args.jurors[0] if len(args.jurors) == 1 else None
     suite = apply_suite(args)
+    if len(args.jurors) > 1:
+        if len(args.jurors) % 2 == 0:
+            raise UsageError(
+                f"--judge-model: a jury needs an odd number of models (3, 5…), got "
+                f"{len(args.jurors)}"
+            )
+        args.judge_model = "jury:" + ",".join(args.jurors)
     _check_run_options(args)
     fields = parse_field_mapping(args.field)
     gating = gate_options(args)
@@ -350,6 +361,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     extra = execution.extra_summary(result)
     info.update(extra["json"])
     extra["text"][:0] = _graded_summaries(args, judges)
+    if len(args.jurors) > 1:
+        from ..jury import shared_family
+
+        family = shared_family(args.jurors)
+        if family:
+            extra["text"].append(
+                f"warning: every juror is of the {family} family: jurors of one family share "
+                "blind spots, so the jury adds less than it seems"
+            )
+            info["jury_warning"] = f"shared family {family}"
     warning = _self_evaluation(args, judges)
     if warning:
         info["self_evaluation_warning"] = warning
@@ -548,9 +569,16 @@ class _Execution:
                     f"{args.prompt_template}: the template has no {{input}} placeholder"
                 )
         self.cache: Any = None
-        self.judge_model = (
-            self._model(args.judge_model, max_tokens=args.judge_max_tokens) if judges else None
-        )
+        self.judge_model: Any = None
+        if judges and len(args.jurors) > 1:
+            from ..jury import Jury
+
+            models = {spec: self._model(spec, max_tokens=args.judge_max_tokens)
+                      for spec in args.jurors}  # fmt: skip
+            self.judges = [Jury(judge, models) for judge in judges]
+            self.judge_model = _Panel(args.judge_model)
+        elif judges:
+            self.judge_model = self._model(args.judge_model, max_tokens=args.judge_max_tokens)
         self.generate_model = (
             self._model(args.generate_model, max_tokens=args.max_tokens)
             if args.generate_model
@@ -697,6 +725,17 @@ class _Execution:
                 f"(in {self.args.review_out})"
             )
         return {"json": data, "text": text}
+
+
+class _Panel:
+    """The judge model a jury's run reports (``jury:SPEC,SPEC,…``); each juror calls its own."""
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        self.temperature = None
+
+    def __call__(self, prompt: str) -> str:
+        raise RuntimeError("a jury's jurors call their own models")
 
 
 @contextlib.contextmanager
