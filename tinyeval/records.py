@@ -63,6 +63,7 @@ __all__ = [
     "read_rows",
     "run_manifest",
     "tally",
+    "trial_outcomes",
     "verdict_errored",
     "verdict_label",
     "verdicts",
@@ -137,6 +138,7 @@ def run_manifest(
     gate: Mapping[str, Any] | None = None,
     suite: str | None = None,
     cases_file: str | None = None,
+    trials: int = 1,
 ) -> dict[str, Any]:
     """What a run was meant to see, stored in every row's ``run`` so a reader can tell a
     complete run from a partial one and gate it as the run did.
@@ -146,7 +148,8 @@ def run_manifest(
     in this shard; ``sample`` the ``{"size", "seed"}`` of a sampled run; ``only``
     the size of an id restriction; ``judges`` each judge's rubric fingerprint;
     ``gate`` the thresholds and settings; ``suite`` the suite file's fingerprint;
-    ``cases_file`` the file the cases were read from.
+    ``cases_file`` the file the cases were read from; ``trials`` how many times
+    each case was sampled (one row per trial).
 
     >>> run_manifest(cases=30, shard=(1, 3), shard_cases=11)["shard"]
     '1/3'
@@ -162,6 +165,7 @@ def run_manifest(
         "gate": dict(gate or {}),
         "suite": suite,
         "cases_file": cases_file,
+        "trials": trials,
     }
 
 
@@ -596,7 +600,7 @@ def read_rows(path: str | os.PathLike[str], *, repair: bool = False) -> list[Row
     """
     where = str(path)
     rows: list[Row] = []
-    first_line: dict[str, int] = {}
+    first_line: dict[tuple[str, Any], int] = {}
     with open(path, "rb") as stream:
         data = stream.read()
     good_end = 0
@@ -620,11 +624,12 @@ def read_rows(path: str | os.PathLike[str], *, repair: bool = False) -> list[Row
         if row is None:
             continue
         _check_row(row, where, number)
-        key = row["id"]
+        key = (row["id"], row.get("trial"))
         if key in first_line:
+            what = f"the case {key[0]!r}" + (f" (trial {key[1]})" if key[1] is not None else "")
             raise ResultsFileError(
-                f"the case {key!r} has a second row (the first is on line {first_line[key]}): "
-                "a results file holds one row per case",
+                f"{what} has a second row (the first is on line {first_line[key]}): "
+                "a results file holds one row per case (and trial)",
                 path=where,
                 line=number,
             )
@@ -658,3 +663,24 @@ def _check_row(row: Any, path: str, line: int) -> None:
                 f"expected {'an object' if types == (dict,) else 'a string'}", path=path,
                 line=line, field=key,
             )  # fmt: skip
+
+
+def trial_outcomes(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, list[bool]]]:
+    """For repeated trials: per category, each case's trial outcomes in trial order (pass = True).
+
+    >>> rows = [{"id": "a", "category": "c", "trial": 1, "status": "fail"},
+    ...         {"id": "a", "category": "c", "trial": 0, "status": "pass"}]
+    >>> trial_outcomes(rows)
+    {'c': {'a': [True, False]}}
+    """
+    found: dict[str, dict[str, list[tuple[int, bool]]]] = {}
+    for row in rows:
+        category = str(row.get("category") or "default")
+        trial = row.get("trial") or 0
+        found.setdefault(category, {}).setdefault(str(row["id"]), []).append(
+            (int(trial), row.get("status") == "pass")
+        )
+    return {
+        category: {key: [ok for _, ok in sorted(items)] for key, items in sorted(cases.items())}
+        for category, cases in sorted(found.items())
+    }

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -145,8 +146,20 @@ def timed_out_row(case: Case, seconds: float, task: Mapping[str, Any]) -> Row:
     return row
 
 
-def _evaluate_noting_start(starts: dict[str, float], case: Case, **task: Any) -> Row:
-    starts[case.id] = time.monotonic()  # when it left the queue: the per-case clock starts here
+@dataclass(frozen=True)
+class _Trial(Case):
+    """One of the repeated trials of a case (``run(trials=K)``): the case and its index."""
+
+    trial: int = 0
+
+
+def _key(case: Case) -> tuple[str, int]:
+    """A case in flight: its id and, for repeated trials, the trial's index."""
+    return case.id, getattr(case, "trial", 0)
+
+
+def _evaluate_noting_start(starts: dict[tuple[str, int], float], case: Case, **task: Any) -> Row:
+    starts[_key(case)] = time.monotonic()  # when it left the queue: the per-case clock starts here
     return evaluate_case(case, **task)
 
 
@@ -227,13 +240,18 @@ def evaluate_case(
     started = time.perf_counter()
     usage: dict[str, int] = {}
     row = new_row(case, dataset_fingerprint=dataset_fingerprint, run=run)
+    trial = getattr(case, "trial", None)
+    if trial is not None:
+        row["trial"] = trial
     try:
         output = case.output
         tool_calls = case.tool_calls
         if output is None or (regenerate and generate_model is not None):
             if generate_model is None:
                 raise RunnerError("the case has no output and no generate model was given")
-            reply = ask(generate_model, _generation_prompt(case, prompt_template))
+            reply = ask(
+                generate_model, _generation_prompt(case, prompt_template), sample=trial or 0
+            )
             tool_calls = ()  # the logged calls belong to the logged output, not this one
             add_usage(
                 usage, getattr(reply, "usage", None), cached=getattr(reply, "cached", False) is True
@@ -443,6 +461,7 @@ def run(
     generate_model: CallModel | str | None = None,
     prompt_template: str | None = None,
     regenerate: bool = False,
+    trials: int = 1,
     judge_all: bool = False,
     judge_categories: Iterable[str] | Mapping[str, Iterable[str]] | None = None,
     out: str | Path | IO[str] | None = None,
@@ -472,6 +491,10 @@ def run(
     ``"openai:gpt-4o-mini"``. A case without an output is generated from its
     input (a logged conversation is sent as its message list, with roles);
     ``regenerate=True`` generates every case, logged output or not.
+    ``trials=K`` generates (and checks and judges) each case K times, with
+    distinct sample indexes so a cache keeps them apart: one row per trial,
+    with its ``trial`` index (see :func:`tinyeval.summarize_trials` for the
+    figures with the case as the unit).
 
     Cases run on ``executor`` (any :class:`concurrent.futures.Executor`) or on
     a thread pool of ``concurrency`` workers; each row is written to ``out`` and
@@ -515,6 +538,13 @@ def run(
             f"case_timeout must be a positive number of seconds, got {case_timeout!r}"
         )
     shard = _check_shard(shard)
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+        raise RunnerError(f"trials must be a whole number >= 1, got {trials!r}", field="trials")
+    if trials > 1 and generate_model is None:
+        raise RunnerError(
+            "repeated trials sample the system under test: they need a generate model",
+            field="trials",
+        )
     if resume and not isinstance(out, str | Path):
         raise RunnerError("resume needs out to be a path: the rows to keep are read from it")
     judge_list = check_judges(judges, judge_model)
@@ -535,7 +565,7 @@ def run(
     previous: list[Row] = []
     if resume and isinstance(out, str | Path):
         previous = _previous_rows(out, dataset_fingerprint, judge_list, judge_model)
-    done = {row["id"] for row in previous}
+    done = {(row["id"], row.get("trial") or 0) for row in previous}
 
     task = dict(
         checks=tuple(checks),
@@ -557,8 +587,14 @@ def run(
         for case in cases:
             if shard and shard_index(case.id, shard[1]) != shard[0]:
                 continue
-            if case.id not in done:
-                yield case
+            if trials == 1:
+                if (case.id, 0) not in done:
+                    yield case
+                continue
+            fields = {f.name: getattr(case, f.name) for f in dataclasses.fields(case)}
+            for trial in range(trials):
+                if (case.id, trial) not in done:
+                    yield _Trial(**fields, trial=trial)
 
     started = time.perf_counter()
     stream, owned = _open_out(out, append=resume)
@@ -701,7 +737,7 @@ def _run_rows(
     late result is ignored).
     """
     pending: dict[cf.Future[Row], tuple[int, Case]] = {}  # future -> (submission order, case)
-    starts: dict[str, float] = {}
+    starts: dict[tuple[str, int], float] = {}
     sequence = itertools.count()
     case_iter = iter(cases)
     errors = model_successes = 0
@@ -755,17 +791,17 @@ def _run_rows(
             for future in sorted(done, key=lambda f: pending[f][0]):
                 _, case = pending.pop(future)
                 result.in_flight = len(pending)
-                starts.pop(case.id, None)  # only the cases in flight are kept
+                starts.pop(_key(case), None)  # only the cases in flight are kept
                 row = future.result()
                 count_error(row)
                 yield row
             if case_timeout is not None:
                 now = time.monotonic()
                 for future, (_, case) in list(pending.items()):
-                    began = starts.get(case.id)
+                    began = starts.get(_key(case))
                     if began is not None and now - began >= case_timeout and not future.done():
                         del pending[future]
-                        del starts[case.id]
+                        del starts[_key(case)]
                         future.cancel()
                         result.abandoned += 1
                         row = timed_out_row(case, case_timeout, task)
@@ -786,13 +822,15 @@ def _run_rows(
 
 
 def _time_to_next_deadline(
-    in_flight: Iterable[tuple[int, Case]], starts: Mapping[str, float], case_timeout: float | None
+    in_flight: Iterable[tuple[int, Case]],
+    starts: Mapping[tuple[str, int], float],
+    case_timeout: float | None,
 ) -> float | None:
     """Seconds until the first running case reaches its timeout (None: no timeout)."""
     if case_timeout is None:
         return None
     now = time.monotonic()
-    remaining = [starts[case.id] + case_timeout - now for _, case in in_flight if case.id in starts]
+    remaining = [starts[_key(c)] + case_timeout - now for _, c in in_flight if _key(c) in starts]
     return max(0.0, min(remaining)) if remaining else min(case_timeout, 0.05)
 
 

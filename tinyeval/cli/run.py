@@ -213,6 +213,7 @@ def _check_run_options(args: argparse.Namespace) -> None:
         ("--max-tokens", args.max_tokens is not None, bool(args.generate_model),
          "--generate-model"),
         ("--regenerate", args.regenerate, bool(args.generate_model), "--generate-model"),
+        ("--trials", args.trials != 1, bool(args.generate_model), "--generate-model"),
     ]  # fmt: skip
     for option, given, partner_given, partner in needs:
         if given and not partner_given:
@@ -333,9 +334,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
         gate=settings,
         suite=suite.fingerprint if suite is not None else None,
         cases_file=args.cases,
+        trials=args.trials,
     )
     result = execution.run(ready, manifest=manifest, shard=shard, judge_categories=judge_categories)
-    report = gate(result.sorted_categories(), **gating)
+    trial_lines: list[str] = []
+    if args.trials > 1:  # the gate counts cases, not trials: the case is the unit
+        tallies, trial_lines, trial_data = _trial_figures(args)
+        report = gate(tallies, **gating)
+    else:
+        report = gate(result.sorted_categories(), **gating)
+        trial_data = None
     retrieval = _retrieval(args, ready.queries, gating)
     judged = sum(t.judged for t in result.categories.values())
     unparsed = sum(t.unparsed for t in result.categories.values())
@@ -360,7 +368,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     }  # fmt: skip
     extra = execution.extra_summary(result)
     info.update(extra["json"])
-    extra["text"][:0] = _graded_summaries(args, judges)
+    extra["text"][:0] = [*trial_lines, *_graded_summaries(args, judges)]
+    if trial_data is not None:
+        info["trials"] = trial_data
     if len(args.jurors) > 1:
         from ..jury import shared_family
 
@@ -439,6 +449,24 @@ def _retrieval(args: argparse.Namespace, queries: list[Any], gating: dict[str, A
     return table, (table.check(thresholds, on=on) if thresholds else None)
 
 
+def _trial_figures(args: argparse.Namespace) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
+    """With --trials: case-level tallies for the gate, the text per category, the JSON."""
+    from ..records import read_rows, trial_outcomes
+    from ..trials import summarize_trials
+
+    tallies: dict[str, Any] = {}
+    lines: list[str] = []
+    data: dict[str, Any] = {"k": args.trials, "gate": args.trials_gate, "categories": {}}
+    for category, outcomes in trial_outcomes(read_rows(args.out)).items():
+        summary = summarize_trials(outcomes)
+        judge = all if args.trials_gate == "all" else any
+        passed = sum(judge(trials) for trials in outcomes.values())
+        tallies[category] = {"passed": passed, "total": len(outcomes)}
+        data["categories"][category] = summary.to_dict()
+        lines += [f"trials of {category}:", str(summary), ""]
+    return tallies, lines, data
+
+
 def _graded_summaries(args: argparse.Namespace, judges: list[Any]) -> list[str]:
     """Each graded judge's scores: the histogram beside the mean, and the bottom 10% by id."""
     from ..graded import graded_summary
@@ -491,6 +519,21 @@ def _add_run_execution_options(p: argparse.ArgumentParser) -> None:
         "--generate-model",
         metavar="SPEC",
         help="generate the output of cases that have none, from their input",
+    )
+    ex.add_argument(
+        "--trials",
+        type=int,
+        default=1,
+        metavar="K",
+        help="generate (check and judge) each case K times: one row per trial, figures with "
+        "the case as the unit, the flaky cases listed (needs --generate-model)",
+    )
+    ex.add_argument(
+        "--trials-gate",
+        choices=["all", "any"],
+        default="all",
+        help="with --trials, a case passes the gate when all its trials pass (pass^k, the "
+        "default: what a user relying on it every time meets) or any does (pass@k)",
     )
     ex.add_argument(
         "--regenerate",
@@ -640,7 +683,7 @@ class _Execution:
                 result = run(
                     ready.cases, judges=self.judges, judge_model=self.judge_model,
                     generate_model=self.generate_model, prompt_template=self.template,
-                    regenerate=args.regenerate,
+                    regenerate=args.regenerate, trials=args.trials,
                     judge_all=args.judge_all, judge_categories=judge_categories,
                     out=args.out, resume=args.resume, shard=shard,
                     concurrency=args.concurrency, max_errors=args.max_errors,
@@ -680,6 +723,8 @@ class _Execution:
         if row.get("status") == "pass" or not self.args.show_failures:
             return
         kept = self.failures.setdefault(str(row.get("category")), [])
+        if any(other["id"] == row["id"] for other in kept):
+            return  # with --trials, one line per case (its first failed trial)
         kept.append(row)
         kept.sort(key=lambda r: str(r["id"]))
         del kept[self.args.show_failures :]

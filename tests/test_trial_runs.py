@@ -1,0 +1,56 @@
+"""Repeated trials through the command line: one row per trial, the case as the unit."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+GENERATOR = """
+import zlib
+
+def generate(prompt, *, sample=0):
+    group = zlib.crc32(prompt.encode()) % 10
+    if group < 8:
+        return "right"  # 80%: always right
+    if group == 8:
+        return "wrong"  # 10%: always wrong
+    return "right" if sample % 2 == 0 else "wrong"  # 10%: right in trials 0, 2 and 4 of 5
+"""
+
+
+def test_five_trials_find_the_flaky_cases_and_gate_on_the_case(tmp_path: Path) -> None:
+    (tmp_path / "gen.py").write_text(GENERATOR)
+    cases = [{"id": f"c{i:02d}", "input": f"question {i}", "expect": {"contains": ["right"]}}
+             for i in range(60)]  # fmt: skip
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    groups = {c["id"]: zlib.crc32(c["input"].encode()) % 10 for c in cases}
+    steady = [i for i, g in groups.items() if g < 8]
+    half = sorted(i for i, g in groups.items() if g == 9)
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    command = [sys.executable, "-m", "tinyeval", "run", "cases.jsonl", "--generate-model",
+               "py:gen:generate", "--trials", "5", "--no-cache", "--json",
+               "--out", "rows.jsonl"]  # fmt: skip
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = (tmp_path / "rows.jsonl").read_text().splitlines()
+    assert len(rows) == 5 * 60  # one row per trial
+    summary = json.loads(done.stdout)
+    trials = summary["trials"]["categories"]["default"]
+    assert trials["flaky"] == half
+    # by hand: pass^5 counts the always-right cases; pass@1 is the mean over all 300 trials
+    assert abs(trials["pass_all_k"]["value"] - len(steady) / 60) < 1e-12
+    assert abs(trials["pass_rate"]["value"] - (5 * len(steady) + 3 * len(half)) / 300) < 1e-12
+    # the honest interval (case as the unit) is wider than trials taken as independent draws
+    honest = trials["pass_rate"]["high"] - trials["pass_rate"]["low"]
+    naive = trials["naive"]["high"] - trials["naive"]["low"]
+    assert honest > naive
+    # the gate counts cases: a case passes when all five of its trials pass
+    gate = summary["gate"]["categories"]["default"]
+    assert (gate["passed"], gate["total"]) == (len(steady), 60)
