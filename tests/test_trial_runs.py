@@ -54,3 +54,30 @@ def test_five_trials_find_the_flaky_cases_and_gate_on_the_case(tmp_path: Path) -
     # the gate counts cases: a case passes when all five of its trials pass
     gate = summary["gate"]["categories"]["default"]
     assert (gate["passed"], gate["total"]) == (len(steady), 60)
+
+
+def test_stop_when_decided_stops_both_categories_early_with_the_right_outcome(
+    tmp_path: Path,
+) -> None:
+    cases = [{"id": f"a{i:03d}", "category": "good", "output": "ok",
+              "expect": {"contains": ["ok"]}} for i in range(300)]  # fmt: skip
+    cases += [{"id": f"b{i:03d}", "category": "bad", "output": "ok" if i % 2 else "no",
+               "expect": {"contains": ["ok"]}} for i in range(300)]  # fmt: skip
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "tinyeval", "run", "cases.jsonl", "--default-threshold", "0.8",
+         "--stop-when-decided", "--json", "--out", "rows.jsonl"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    summary = json.loads(done.stdout)
+    decided = summary["decided_early"]
+    assert decided["good"]["outcome"] == "pass" and decided["bad"]["outcome"] == "block"
+    rows = (tmp_path / "rows.jsonl").read_text().splitlines()
+    assert len(rows) < 200  # far fewer than the 600 cases
+    assert summary["gate"]["blocking"] == ["bad"]
+    # a results file of a run meant to stop early is not "incomplete" when gated later
+    gate = subprocess.run([sys.executable, "-m", "tinyeval", "gate", "rows.jsonl"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert gate.returncode == 1 and "INCOMPLETE" not in gate.stdout

@@ -139,6 +139,7 @@ def run_manifest(
     suite: str | None = None,
     cases_file: str | None = None,
     trials: int = 1,
+    sequential: bool = False,
 ) -> dict[str, Any]:
     """What a run was meant to see, stored in every row's ``run`` so a reader can tell a
     complete run from a partial one and gate it as the run did.
@@ -149,7 +150,9 @@ def run_manifest(
     the size of an id restriction; ``judges`` each judge's rubric fingerprint;
     ``gate`` the thresholds and settings; ``suite`` the suite file's fingerprint;
     ``cases_file`` the file the cases were read from; ``trials`` how many times
-    each case was sampled (one row per trial).
+    each case was sampled (one row per trial); ``sequential`` that the run was
+    to stop each category once its gate was decided (fewer rows than cases is
+    then its design, not a loss).
 
     >>> run_manifest(cases=30, shard=(1, 3), shard_cases=11)["shard"]
     '1/3'
@@ -166,6 +169,7 @@ def run_manifest(
         "suite": suite,
         "cases_file": cases_file,
         "trials": trials,
+        "sequential": sequential,
     }
 
 
@@ -413,6 +417,8 @@ def completeness(
     if not manifests:
         expected = len(ids) + len(missing_ids) if expected_ids is not None else None
         return Completeness(seen=len(ids), expected=expected, missing_ids=missing_ids)
+    if any(m.get("sequential") for m in manifests):  # meant to stop once decided
+        return Completeness(seen=len(ids), expected=None, missing_ids=missing_ids)
     expected = max(_whole(m.get("cases")) for m in manifests)
     shard_names = {m.get("shard") for m in manifests}
     shards: int | None = None

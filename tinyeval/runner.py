@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from . import checks as checks_mod
 from .calls import USAGE_KEYS, CallModel, ChatPrompt, add_usage, ask, model_spec
@@ -49,6 +49,7 @@ from .records import (
 
 __all__ = [
     "DaemonThreadPool",
+    "EarlyDecision",
     "PairsResult",
     "PreparedCases",
     "RunResult",
@@ -93,6 +94,7 @@ class RunResult:
     abandoned: int = 0  # cases given up on (past the per-case timeout, or on a second interrupt)
     resumed: int = 0
     in_flight: int = 0  # cases running now
+    decisions: dict[str, Any] = field(default_factory=dict)  # categories stopped when decided
 
     def add(self, row: Row, *, keep: bool) -> None:
         """Count a row (and keep it when asked)."""
@@ -478,6 +480,7 @@ def run(
     manifest: Mapping[str, Any] | None = None,
     stop: threading.Event | None = None,
     progress: Callable[[int], None] | None = None,
+    stop_when_decided: Mapping[str, float] | None = None,
 ) -> RunResult:
     """Evaluate every case and return the tallies (and rows, unless ``keep_rows=False``).
 
@@ -515,6 +518,12 @@ def run(
     is incomplete. A ``KeyboardInterrupt`` abandons the cases in flight at once
     (they get no row; a resumed run does them). ``progress`` is told how many
     cases are in flight each time that changes.
+
+    ``stop_when_decided`` (category → threshold) stops sending a category's
+    cases once an anytime-valid confidence sequence of its pass rate
+    (:class:`tinyeval.ConfidenceSequence`, valid however often it is looked at)
+    lies wholly on one side of its threshold; ``result.decisions`` says when.
+    Give the cases in a random order, or the early stop is not a fair sample.
 
     ``manifest`` is what every row records as ``run`` (see
     :func:`tinyeval.records.run_manifest`); given a list of cases, it is made
@@ -583,10 +592,18 @@ def run(
     for row in previous:
         result.add(row, keep=keep_rows)
 
+    sequences: dict[str, Any] = {}
+    if stop_when_decided:
+        from .sequential import ConfidenceSequence
+
+        sequences = {name: ConfidenceSequence() for name in stop_when_decided}
+
     def selected() -> Iterator[Case]:
         for case in cases:
             if shard and shard_index(case.id, shard[1]) != shard[0]:
                 continue
+            if case.category in result.decisions:
+                continue  # decided: its remaining cases would change nothing
             if trials == 1:
                 if (case.id, 0) not in done:
                     yield case
@@ -622,6 +639,8 @@ def run(
             if stream is not None:
                 write_row(stream, row)
             result.add(row, keep=keep_rows)
+            if sequences:
+                _watch(result, sequences, stop_when_decided or {}, row)
             if on_row is not None:
                 on_row(row)
     except KeyboardInterrupt:  # asked twice: the cases in flight are abandoned, not waited for
@@ -641,6 +660,38 @@ def run(
         result.complete = False
         result.stopped_reason = "interrupted"
     return result
+
+
+def _watch(
+    result: RunResult, sequences: Mapping[str, Any], thresholds: Mapping[str, float], row: Row
+) -> None:
+    """Update the row's category's confidence sequence; note the category once it is decided."""
+    from .sequential import gate_decision
+
+    category = str(row["category"])
+    sequence = sequences.get(category)
+    if sequence is None or category in result.decisions:
+        return
+    sequence.update(row["status"] == "pass")
+    decision = gate_decision(sequence, thresholds[category])
+    if decision != "undecided":
+        result.decisions[category] = EarlyDecision(category, decision, sequence.n,
+                                                   sequence.low, sequence.high)  # fmt: skip
+
+
+class EarlyDecision(NamedTuple):
+    """A category decided before all its cases ran: the outcome, after how many cases, and
+    the confidence sequence's interval then."""
+
+    category: str
+    outcome: str
+    cases: int
+    low: float
+    high: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"outcome", "cases", "low", "high"}``."""
+        return {"outcome": self.outcome, "cases": self.cases, "low": self.low, "high": self.high}
 
 
 def _open_out(out: str | Path | IO[str] | None, append: bool) -> tuple[IO[str] | None, bool]:
@@ -896,6 +947,7 @@ def prepare_cases(
     only: Iterable[str] | None = None,
     outputs: Mapping[str, str | None] | None = None,
     shard: tuple[int, int] | None = None,
+    shuffle: bool = False,
 ) -> PreparedCases:
     """Read and validate every case of ``path`` before anything runs, and select the run's.
 
@@ -904,8 +956,10 @@ def prepare_cases(
     output, as recorded in an earlier run's rows) keeps only those cases and
     gives them that output, so they are checked and judged again without
     being generated; ``shard=(I, N)`` counts the cases of shard I (the run
-    itself selects them). A regular file is streamed twice (once to validate
-    and fingerprint, once to run) so memory stays flat; standard input, a pipe
+    itself selects them); ``shuffle`` puts the cases in a random order fixed by
+    ``seed`` (for stopping early on a fair sample). A regular file is streamed
+    twice (once to validate and fingerprint, once to run) so memory stays
+    flat; standard input, a pipe
     or any other non-seekable source is read once, into memory. The dataset
     fingerprint is that of the cases as the file has them.
 
@@ -950,7 +1004,7 @@ def prepare_cases(
             yield case
 
     wanted_ids = set(only) if only is not None else set()
-    streamable = path != "-" and sample_size is None
+    streamable = path != "-" and sample_size is None and not shuffle
     if streamable:
         try:
             streamable = stat.S_ISREG(os.stat(path).st_mode)
@@ -965,6 +1019,8 @@ def prepare_cases(
         loaded: list[Case] = dataset.load(path, **read)
         if sample_size is not None:
             loaded = dataset.sample(loaded, sample_size, seed=seed)
+        elif shuffle:
+            loaded = dataset.sample(loaded, len(loaded), seed=seed)
         ready.fingerprint = dataset.dataset_fingerprint(noted(loaded))
         ready.cases = [kept for kept in map(keep, loaded) if kept is not None]
     if only is not None:

@@ -314,6 +314,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             args.cases, fields=fields, id_from_line=args.id_from_line, format=args.format,
             sample_size=args.sample, seed=args.seed, only=only,
             outputs=_recorded_outputs(args.rejudge), shard=shard,
+            shuffle=args.stop_when_decided,
         )  # fmt: skip
         _check_against_cases(args, gating["thresholds"], ready)
     except ResultsNotCasesError as exc:
@@ -335,6 +336,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         suite=suite.fingerprint if suite is not None else None,
         cases_file=args.cases,
         trials=args.trials,
+        sequential=args.stop_when_decided,
     )
     result = execution.run(ready, manifest=manifest, shard=shard, judge_categories=judge_categories)
     trial_lines: list[str] = []
@@ -344,6 +346,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         report = gate(result.sorted_categories(), **gating)
         trial_data = None
+    early = _early_lines(result, ready) if args.stop_when_decided else []
     retrieval = _retrieval(args, ready.queries, gating)
     judged = sum(t.judged for t in result.categories.values())
     unparsed = sum(t.unparsed for t in result.categories.values())
@@ -368,7 +371,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     }  # fmt: skip
     extra = execution.extra_summary(result)
     info.update(extra["json"])
-    extra["text"][:0] = [*trial_lines, *_graded_summaries(args, judges)]
+    extra["text"][:0] = [*early, *trial_lines, *_graded_summaries(args, judges)]
+    if args.stop_when_decided:
+        info["decided_early"] = {c: d.to_dict() for c, d in result.decisions.items()}
     if trial_data is not None:
         info["trials"] = trial_data
     if len(args.jurors) > 1:
@@ -449,6 +454,22 @@ def _retrieval(args: argparse.Namespace, queries: list[Any], gating: dict[str, A
     return table, (table.check(thresholds, on=on) if thresholds else None)
 
 
+def _early_lines(result: Any, ready: Any) -> list[str]:
+    """What stopping when decided saved: per category, the outcome and cases needed."""
+    lines = ["stopped when decided (anytime-valid 95% confidence sequence, Robbins 1970):"]
+    for category, decision in sorted(result.decisions.items()):
+        ran = result.categories[category].total
+        lines.append(f"  {category}: {decision.outcome} after {decision.cases} cases "
+                     f"[{decision.low:.1%}, {decision.high:.1%}]; {ran} ran")  # fmt: skip
+    skipped = ready.in_shard - result.total
+    tokens = sum(result.usage.get(k, 0) for k in ("input_tokens", "output_tokens"))
+    per_case = tokens / result.total if result.total else 0
+    saved = f", about {round(per_case * skipped):,} tokens" if tokens else ""
+    lines.append(f"  {plural(skipped, 'case')} not run{saved}; a later full run (with the "
+                 "cache) pays only for those")  # fmt: skip
+    return [*lines, ""]
+
+
 def _trial_figures(args: argparse.Namespace) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
     """With --trials: case-level tallies for the gate, the text per category, the JSON."""
     from ..records import read_rows, trial_outcomes
@@ -519,6 +540,12 @@ def _add_run_execution_options(p: argparse.ArgumentParser) -> None:
         "--generate-model",
         metavar="SPEC",
         help="generate the output of cases that have none, from their input",
+    )
+    ex.add_argument(
+        "--stop-when-decided",
+        action="store_true",
+        help="take the cases in a random order (--seed) and stop each gated category once an "
+        "anytime-valid confidence sequence puts it on one side of its threshold",
     )
     ex.add_argument(
         "--trials",
@@ -690,6 +717,7 @@ class _Execution:
                     case_timeout=args.case_timeout, fail_fast=args.fail_fast or None,
                     keep_rows=False, on_row=on_row, dataset_fingerprint=ready.fingerprint,
                     manifest=manifest, stop=stop, progress=self._progress,
+                    stop_when_decided=self.decide_at(ready),
                 )  # fmt: skip
             except KeyboardInterrupt:
                 progress.close()
@@ -713,6 +741,21 @@ class _Execution:
                 file=sys.stderr,
             )
         return result
+
+    def decide_at(self, ready: Any) -> dict[str, float] | None:
+        """With --stop-when-decided: each gated category's threshold."""
+        if not self.args.stop_when_decided:
+            return None
+        from ..gating import gate_settings
+
+        settings = gate_settings(**gate_options(self.args))
+        default = settings["default_threshold"]
+        limits = {c: settings["thresholds"].get(c, default) for c in ready.categories}
+        found = {c: float(t) for c, t in limits.items() if t is not None}
+        if not found:
+            raise UsageError("--stop-when-decided needs thresholds: it stops a category once "
+                             "its gate is decided")  # fmt: skip
+        return found
 
     def _progress(self, in_flight: int) -> None:
         self.in_flight = in_flight
