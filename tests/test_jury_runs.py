@@ -55,3 +55,11 @@ def test_a_jury_of_three_scripted_judges_with_known_errors(tmp_path: Path) -> No
     assert jurors["py:jurors:lenient"]["failure_recall"]["successes"] == 0
     assert jurors["py:jurors:strict"]["false_alarm_rate"]["successes"] == 6
     assert jurors["py:jurors:reader"]["failure_recall"]["text"].startswith("4/4")
+
+    # without labels, the jurors' error rates can be estimated from the verdicts alone
+    estimate = subprocess.run([*run[:-1], "--dawid-skene", "--json"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert estimate.returncode == 0, estimate.stderr
+    found = json.loads(estimate.stdout)["dawid_skene"]
+    assert {j["juror"] for j in found["jurors"]} == {"py:jurors:lenient", "py:jurors:strict",
+                                                      "py:jurors:reader"}  # fmt: skip

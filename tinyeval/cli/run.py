@@ -146,6 +146,12 @@ def _add_run(sub: Any) -> None:
         "the majority decides, split panels go to review",
     )
     judging.add_argument(
+        "--dawid-skene",
+        action="store_true",
+        help="with a jury and no labels: estimate each juror's sensitivity and specificity "
+        "from their verdicts alone (the Dawid-Skene model; it assumes jurors err independently)",
+    )
+    judging.add_argument(
         "--votes",
         type=int,
         default=1,
@@ -386,6 +392,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 "blind spots, so the jury adds less than it seems"
             )
             info["jury_warning"] = f"shared family {family}"
+        if args.dawid_skene:
+            estimate = _dawid_skene(args)
+            if estimate is not None:
+                info["dawid_skene"] = estimate.to_dict()
+                extra["text"] += ["estimated without labels (Dawid-Skene):", str(estimate)]
     warning = _self_evaluation(args, judges)
     if warning:
         info["self_evaluation_warning"] = warning
@@ -452,6 +463,22 @@ def _retrieval(args: argparse.Namespace, queries: list[Any], gating: dict[str, A
     table = retrieval_report(sorted(queries, key=lambda query: str(query[0])), ks=sorted(ks))
     on = "lower" if gating.get("inconclusive") == "block" else "rate"
     return table, (table.check(thresholds, on=on) if thresholds else None)
+
+
+def _dawid_skene(args: argparse.Namespace) -> Any:
+    """The jurors' error rates estimated from their verdicts alone (None with too few)."""
+    from ..jury import dawid_skene
+    from ..records import read_rows, verdicts
+
+    by_case: dict[str, dict[str, Any]] = {}
+    for row in read_rows(args.out):
+        for name, verdict in verdicts(row).items():
+            jurors = verdict.get("jurors")
+            if isinstance(jurors, Mapping):
+                by_case[f"{row['id']}/{name}"] = {
+                    str(spec): juror.get("verdict") for spec, juror in jurors.items()
+                }
+    return dawid_skene(by_case) if by_case else None
 
 
 def _early_lines(result: Any, ready: Any) -> list[str]:
