@@ -275,3 +275,27 @@ def test_two_processes_writing_at_once(tmp_path: Path) -> None:
     with ResponseCache(path) as store:
         assert len(store) == 300 + 300 + 300  # a's, b's, and the common ones once
         assert store.get("openai:m", "b 299") == "b reply 299"
+
+
+def test_identical_calls_in_flight_at_once_are_sent_once(cache: ResponseCache) -> None:
+    started = threading.Event()
+    release = threading.Event()
+    calls: list[str] = []
+
+    def slow(prompt: str) -> str:
+        calls.append(prompt)
+        started.set()
+        release.wait(10)
+        return "PASS"
+
+    model = cached(slow, cache)
+    replies: list[str] = []
+    threads = [threading.Thread(target=lambda: replies.append(model("same"))) for _ in range(6)]
+    threads[0].start()
+    assert started.wait(10)  # the first call is in flight; the others arrive while it is
+    for t in threads[1:]:
+        t.start()
+    release.set()
+    for t in threads:
+        t.join(10)
+    assert calls == ["same"] and replies == ["PASS"] * 6

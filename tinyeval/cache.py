@@ -535,19 +535,65 @@ class CachedModel(Model):
         self.cache = cache
         self.refresh = refresh
         self.supports_json_schema = inner.supports_json_schema
+        # identical calls in flight at once are sent once: the others wait for that reply
+        self._in_flight: dict[str, threading.Event] = {}
+        self._in_flight_lock = threading.Lock()
+
+    def peek(
+        self, prompt: str, *, sample: int = 0, json_schema: Mapping[str, Any] | None = None
+    ) -> Reply | None:
+        """The stored reply for this call, without calling the model (None: a miss).
+
+        >>> import tempfile, os
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     with ResponseCache(os.path.join(folder, "c.sqlite3")) as store:
+        ...         model = cached(lambda p: p.upper(), store)
+        ...         before = model.peek("hi"); _ = model("hi")
+        ...         before, str(model.peek("hi"))
+        (None, 'HI')
+        """
+        key: dict[str, Any] = {"sample": sample, "temperature": self.temperature}
+        try:
+            return self.cache.get(self.spec, prompt, extra=self._extra(json_schema), **key)
+        except (sqlite3.Error, OSError):
+            return None
 
     def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
         key: dict[str, Any] = {"sample": sample, "temperature": self.temperature}
         extra = self._extra(json_schema)
-        if not self.refresh:
-            try:
-                stored = self.cache.get(self.spec, prompt, extra=extra, **key)
-            except (sqlite3.Error, OSError) as exc:  # an unreadable cache is a miss, said once
-                with self.cache._lock:
-                    self.cache._failed("be read", exc)
-                stored = None
-            if stored is not None:
-                return stored
+        flight = f"{self.spec}\0{sample}\0{self.temperature}\0{extra}\0{prompt_digest(prompt)}"
+        with self._in_flight_lock:
+            waiting = self._in_flight.get(flight)
+            if waiting is None:
+                self._in_flight[flight] = threading.Event()
+        if waiting is not None:  # the same call is being made: its reply will be in the cache
+            waiting.wait()
+        try:
+            if not self.refresh:
+                try:
+                    stored = self.cache.get(self.spec, prompt, extra=extra, **key)
+                except (sqlite3.Error, OSError) as exc:  # an unreadable cache is a miss, said once
+                    with self.cache._lock:
+                        self.cache._failed("be read", exc)
+                    stored = None
+                if stored is not None:
+                    return stored
+            return self._call_inner(prompt, sample, json_schema, key, extra)
+        finally:
+            if waiting is None:
+                with self._in_flight_lock:
+                    done = self._in_flight.pop(flight, None)
+                if done is not None:
+                    done.set()
+
+    def _call_inner(
+        self,
+        prompt: str,
+        sample: int,
+        json_schema: Mapping[str, Any] | None,
+        key: dict[str, Any],
+        extra: dict[str, Any] | None,
+    ) -> Reply:
         reply = self.inner(prompt, sample=sample, json_schema=json_schema)
         try:
             self.cache.put(self.spec, prompt, reply, extra=extra, **key)
