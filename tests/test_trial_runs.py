@@ -81,3 +81,31 @@ def test_stop_when_decided_stops_both_categories_early_with_the_right_outcome(
     gate = subprocess.run([sys.executable, "-m", "tinyeval", "gate", "rows.jsonl"], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert gate.returncode == 1 and "INCOMPLETE" not in gate.stdout
+
+
+PRICED = """
+from tinyeval.calls import Reply
+
+def generate(prompt):
+    return Reply("answer", usage={"input_tokens": 100_000, "output_tokens": 0})
+"""
+
+
+def test_max_cost_stops_within_one_in_flight_window_of_the_cap(tmp_path: Path) -> None:
+    (tmp_path / "priced.py").write_text(PRICED)
+    cases = [{"id": f"c{i:03d}", "input": f"q{i}", "expect": {"contains": ["answer"]}}
+             for i in range(200)]  # fmt: skip
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    done = subprocess.run(
+        [sys.executable, "-m", "tinyeval", "run", "cases.jsonl", "--generate-model",
+         "py:priced:generate", "--price", "in=1,out=1", "--max-cost", "1", "--concurrency", "4",
+         "--no-cache", "--out", "rows.jsonl", "-q"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    assert "the spend cap of $1.00 was reached" in done.stderr and "--resume" in done.stderr
+    rows = len((tmp_path / "rows.jsonl").read_text().splitlines())
+    # each call costs $0.10: the cap is reached at 10 calls; at most one window (2 × 4 + 2
+    # cases) more were already on their way
+    assert 10 <= rows <= 10 + 10

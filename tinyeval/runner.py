@@ -34,7 +34,17 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from . import checks as checks_mod
-from .calls import USAGE_KEYS, CallModel, ChatPrompt, add_usage, ask, model_spec
+from .calls import (
+    USAGE_KEYS,
+    CallModel,
+    ChatPrompt,
+    Price,
+    add_usage,
+    ask,
+    format_usd,
+    model_spec,
+    run_cost,
+)
 from .dataset import Case
 from .errors import InputError, utc_stamp
 from .records import (
@@ -95,6 +105,7 @@ class RunResult:
     resumed: int = 0
     in_flight: int = 0  # cases running now
     decisions: dict[str, Any] = field(default_factory=dict)  # categories stopped when decided
+    capped: str | None = None  # why the spend cap stopped the run
 
     def add(self, row: Row, *, keep: bool) -> None:
         """Count a row (and keep it when asked)."""
@@ -481,6 +492,8 @@ def run(
     stop: threading.Event | None = None,
     progress: Callable[[int], None] | None = None,
     stop_when_decided: Mapping[str, float] | None = None,
+    max_cost: float | None = None,
+    price: Price | None = None,
 ) -> RunResult:
     """Evaluate every case and return the tallies (and rows, unless ``keep_rows=False``).
 
@@ -525,6 +538,10 @@ def run(
     lies wholly on one side of its threshold; ``result.decisions`` says when.
     Give the cases in a random order, or the early stop is not a fair sample.
 
+    ``max_cost`` (US dollars, with ``price``) stops taking cases once what
+    was spent, plus what the cases in flight will likely cost, would pass it;
+    the result is then incomplete, and a resumed run continues.
+
     ``manifest`` is what every row records as ``run`` (see
     :func:`tinyeval.records.run_manifest`); given a list of cases, it is made
     from its length, so a reader of the rows can tell whether they are complete.
@@ -547,6 +564,11 @@ def run(
             f"case_timeout must be a positive number of seconds, got {case_timeout!r}"
         )
     shard = _check_shard(shard)
+    if max_cost is not None and (price is None or not max_cost > 0):
+        raise RunnerError("max_cost needs a price and a positive number of dollars",
+                          field="max_cost")  # fmt: skip
+    if max_cost is not None:
+        stop = stop if stop is not None else threading.Event()
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise RunnerError(f"trials must be a whole number >= 1, got {trials!r}", field="trials")
     if trials > 1 and generate_model is None:
@@ -619,6 +641,7 @@ def run(
     # daemon workers: a case abandoned (past its timeout, or on a second interrupt) must not
     # hold up the interpreter's exit
     pool = executor if executor is not None else DaemonThreadPool(concurrency)
+    started_rows = result.total  # rows kept from an earlier run are not this session's spending
     control = _Control()
     rows = _run_rows(
         pool,
@@ -641,6 +664,8 @@ def run(
             result.add(row, keep=keep_rows)
             if sequences:
                 _watch(result, sequences, stop_when_decided or {}, row)
+            if max_cost is not None and price is not None and stop is not None:
+                _mind_the_cap(result, max_cost, price, stop, started_rows)
             if on_row is not None:
                 on_row(row)
     except KeyboardInterrupt:  # asked twice: the cases in flight are abandoned, not waited for
@@ -658,8 +683,24 @@ def run(
             stream.close()
     if stop is not None and stop.is_set() and result.complete:
         result.complete = False
-        result.stopped_reason = "interrupted"
+        result.stopped_reason = result.capped or "interrupted"
     return result
+
+
+def _mind_the_cap(
+    result: RunResult, max_cost: float, price: Price, stop: threading.Event, before: int
+) -> None:
+    """Stop taking cases once the spent plus the in-flight cases' likely cost reaches the cap."""
+    usage = {key: result.usage.get(key, 0) for key in ("input_tokens", "output_tokens")}
+    spent = run_cost([usage], price)
+    done = max(result.total - before, 1)
+    projected = spent + spent / done * result.in_flight
+    if projected >= max_cost and not stop.is_set():
+        result.capped = (
+            f"the spend cap of {format_usd(max_cost)} was reached: {format_usd(spent)} spent, "
+            f"about {format_usd(projected - spent)} more in flight"
+        )
+        stop.set()
 
 
 def _watch(

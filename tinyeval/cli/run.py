@@ -219,6 +219,7 @@ def _check_run_options(args: argparse.Namespace) -> None:
         ("--max-tokens", args.max_tokens is not None, bool(args.generate_model),
          "--generate-model"),
         ("--regenerate", args.regenerate, bool(args.generate_model), "--generate-model"),
+        ("--max-cost", args.max_cost is not None, bool(args.price), "--price"),
         ("--trials", args.trials != 1, bool(args.generate_model), "--generate-model"),
     ]  # fmt: skip
     for option, given, partner_given, partner in needs:
@@ -639,6 +640,13 @@ def _add_run_execution_options(p: argparse.ArgumentParser) -> None:
         help="run only shard I of N (a stable slice by id; join with tinyeval merge)",
     )
     ex.add_argument(
+        "--max-cost",
+        type=float,
+        metavar="USD",
+        help="with --price: stop taking cases once the spent plus the likely cost of the cases "
+        "in flight would pass USD; the run is then incomplete (exit 3) and --resume continues",
+    )
+    ex.add_argument(
         "--price",
         metavar="in=X,out=Y",
         help="USD per million input and output tokens, to report the run's cost",
@@ -745,6 +753,7 @@ class _Execution:
                     keep_rows=False, on_row=on_row, dataset_fingerprint=ready.fingerprint,
                     manifest=manifest, stop=stop, progress=self._progress,
                     stop_when_decided=self.decide_at(ready),
+                    max_cost=args.max_cost, price=self.price,
                 )  # fmt: skip
             except KeyboardInterrupt:
                 progress.close()
@@ -761,7 +770,7 @@ class _Execution:
                     f"writing the results failed: {where}{exc.strerror or exc}; the rows "
                     f"written before it are kept in {args.out} (--resume continues there)"
                 ) from None
-        if stop.is_set():
+        if stop.is_set() and result.capped is None:
             print(
                 f"{PROG}: stopped on request; finished rows are kept in {args.out}. Resume "
                 f"with:\n  {_resume_command()}",
