@@ -109,3 +109,29 @@ def test_max_cost_stops_within_one_in_flight_window_of_the_cap(tmp_path: Path) -
     # each call costs $0.10: the cap is reached at 10 calls; at most one window (2 × 4 + 2
     # cases) more were already on their way
     assert 10 <= rows <= 10 + 10
+
+
+def test_a_dry_run_counts_the_real_prompts_and_calls_nothing(tmp_path: Path) -> None:
+    (tmp_path / "spy.py").write_text(
+        "import pathlib\n"
+        "def judge(prompt):\n"
+        "    pathlib.Path('called').write_text('yes')\n"
+        "    return 'PASS'\n"
+    )  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    done = subprocess.run(
+        [sys.executable, "-m", "tinyeval", "run", str(ROOT / "examples" / "cases.jsonl"),
+         "--criterion", "unsupported-claims", "--judge-category", "support_answers",
+         "--judge-model", "py:spy:judge", "--votes", "3", "--dry-run", "--json",
+         "--price", "in=1,out=5", "--out", "rows.jsonl"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    support = [json.loads(line) for line in (ROOT / "examples" / "cases.jsonl").read_text()
+               .splitlines() if '"support_answers"' in line]  # fmt: skip
+    # every support answer with a context reaches the judge when its code checks pass: 3 votes
+    assert plan["calls"]["judge"] % 3 == 0 and 0 < plan["calls"]["judge"] <= 3 * len(support)
+    assert plan["calls"]["generate"] == 0 and plan["cost_usd"] > 0
+    assert "<<<RESPONSE>>>" in plan["first_prompt"]["judge"]
+    assert not (tmp_path / "called").exists() and not (tmp_path / "rows.jsonl").exists()

@@ -46,7 +46,7 @@ from .calls import (
     run_cost,
 )
 from .dataset import Case
-from .errors import InputError, utc_stamp
+from .errors import InputError, plural, utc_stamp
 from .records import (
     CategoryTally,
     Row,
@@ -59,12 +59,14 @@ from .records import (
 
 __all__ = [
     "DaemonThreadPool",
+    "DryRun",
     "EarlyDecision",
     "PairsResult",
     "PreparedCases",
     "RunResult",
     "RunnerError",
     "check_judges",
+    "dry_run",
     "evaluate_case",
     "input_text",
     "prepare_cases",
@@ -932,6 +934,155 @@ def _resolve(model: CallModel | str | None) -> CallModel | None:
     from .models import resolve
 
     return resolve(model)
+
+
+# === A dry run ===
+
+CHARS_PER_TOKEN = 4
+"""The dry run's token estimate: about four characters of English text per token (OpenAI's
+rule of thumb); a cached reply's reported usage is exact and used instead when there is one."""
+
+
+@dataclass
+class DryRun:
+    """What a run would send, counted and rendered without calling any model.
+
+    ``calls`` and ``tokens_in`` count by kind (``"generate"``, ``"judge"``);
+    ``cached`` how many of those calls the response cache already answers;
+    ``estimated`` the calls whose prompt could not be rendered yet (a judge of
+    an output still to be generated, or a judge without one fixed prompt);
+    ``first_prompt`` the first rendered prompt of each kind.
+
+    >>> from tinyeval.dataset import Case
+    >>> from tinyeval.judge import Judge
+    >>> plan = dry_run([Case(id="a", input="Hours?", output="9 to 5.")],
+    ...                judges=[Judge("answers-the-question", votes=3)], judge_model="builtin")
+    >>> plan.calls["judge"], plan.first_prompt["judge"].count("<<<QUESTION>>>")
+    (3, 1)
+    """
+
+    cases: int = 0
+    calls: dict[str, int] = field(default_factory=lambda: {"generate": 0, "judge": 0})
+    tokens_in: dict[str, int] = field(default_factory=lambda: {"generate": 0, "judge": 0})
+    cached: dict[str, int] = field(default_factory=lambda: {"generate": 0, "judge": 0})
+    estimated: int = 0
+    offline: int = 0  # calls to the built-in offline judge: no cost
+    first_prompt: dict[str, str] = field(default_factory=dict)
+
+    def cost(self, price: Price) -> float:
+        """US dollars for the input tokens of the calls neither the cache nor the offline judge
+        would answer (a floor: output tokens are not known before the replies)."""
+        total = sum(self.tokens_in.values())
+        free = sum(self.cached.values()) + self.offline
+        share = max(0.0, 1 - free / max(sum(self.calls.values()), 1))
+        return run_cost([{"input_tokens": round(total * share), "output_tokens": 0}], price)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The counts as JSON (prompts included)."""
+        return {
+            "cases": self.cases,
+            "calls": dict(self.calls),
+            "tokens_in": dict(self.tokens_in),
+            "cached": dict(self.cached),
+            "estimated": self.estimated,
+            "offline": self.offline,
+            "chars_per_token": CHARS_PER_TOKEN,
+            "first_prompt": dict(self.first_prompt),
+        }
+
+    def to_text(self, price: Price | None = None) -> str:
+        """What the run would call and cost, and the first prompt of each kind."""
+        lines = [f"dry run: {plural(self.cases, 'case')}, no model called"]
+        for kind in ("generate", "judge"):
+            if self.calls[kind]:
+                lines.append(
+                    f"  {kind}: {plural(self.calls[kind], 'call')}, about "
+                    f"{self.tokens_in[kind]:,} tokens in (~{CHARS_PER_TOKEN} characters a token); "
+                    f"the cache answers {self.cached[kind]:,}"
+                )
+        if self.offline:
+            lines.append(f"  of the judge calls, {self.offline:,} go to the built-in offline "
+                         "judge (no cost)")  # fmt: skip
+        if self.estimated:
+            lines.append(f"  {plural(self.estimated, 'call')} counted without a rendered prompt "
+                         "(judges of outputs still to be generated, or judges without one "
+                         "fixed prompt): their tokens are not in the figure")  # fmt: skip
+        if price is not None:
+            dollars = format_usd(self.cost(price))
+            lines.append(f"  cost of the input tokens not in the cache: about {dollars} at "
+                         f"{price} (output tokens come on top)")  # fmt: skip
+        for kind, prompt in self.first_prompt.items():
+            lines += ["", f"first {kind} prompt:", prompt]
+        return "\n".join(lines)
+
+
+def dry_run(
+    cases: Iterable[Case],
+    *,
+    checks: Sequence[Any] = (),
+    judges: Any = (),
+    judge_model: CallModel | str | None = None,
+    generate_model: CallModel | str | None = None,
+    prompt_template: str | None = None,
+    regenerate: bool = False,
+    trials: int = 1,
+    judge_all: bool = False,
+    judge_categories: Iterable[str] | Mapping[str, Iterable[str]] | None = None,
+) -> DryRun:
+    """Render every prompt a :func:`run` with these arguments would send, and count them,
+    without calling any model. Code checks run (they are free) to tell which cases the
+    judge would see.
+    """
+    judge_list = check_judges(judges, judge_model)
+    judge_spec = judge_model if isinstance(judge_model, str) else model_spec(judge_model)
+    where = _judge_categories(judge_categories)
+    plan = DryRun()
+    for case in cases:
+        plan.cases += 1
+        output = case.output
+        if output is None or (regenerate and generate_model is not None):
+            prompt = _generation_prompt(case, prompt_template)
+            for trial in range(trials):
+                _count(plan, "generate", prompt, _peek(generate_model, prompt, trial))
+            output = None
+        for judge in judge_list:
+            if not _judges_category(judge, case.category, where) or _missing_needs(judge, case):
+                continue
+            votes = getattr(judge, "votes", 1) * (trials if output is None else 1)
+            if judge_spec == "builtin":
+                plan.offline += votes
+            render = getattr(judge, "render", None)
+            if output is None or render is None:
+                plan.calls["judge"] += votes
+                plan.estimated += votes
+                continue
+            results = checks_mod.run_checks_detailed(
+                output, [*checks_mod.checks_from_expect(case.expect), *checks], case=case
+            )
+            if not judge_all and not all(r.passed for r in results.values()):
+                continue
+            parts = _conversation_parts(case, output)
+            question = input_text(case.input) if parts is None else (parts.question or "")
+            asked: dict[str, Any] = {"context": case.context, "question": question}
+            if parts is not None and getattr(judge, "takes_conversation", False):
+                asked["conversation"] = parts
+            prompt = render(output, **asked)
+            for sample in range(getattr(judge, "votes", 1)):
+                _count(plan, "judge", prompt, _peek(judge_model, prompt, sample))
+    return plan
+
+
+def _peek(model: Any, prompt: str, sample: int) -> Any:
+    peek = getattr(model, "peek", None)
+    return peek(prompt, sample=sample) if callable(peek) else None
+
+
+def _count(plan: DryRun, kind: str, prompt: str, stored: Any) -> None:
+    plan.calls[kind] += 1
+    usage = getattr(stored, "usage", None) or {}
+    plan.tokens_in[kind] += int(usage.get("input_tokens") or -(-len(prompt) // CHARS_PER_TOKEN))
+    plan.cached[kind] += stored is not None
+    plan.first_prompt.setdefault(kind, prompt)
 
 
 # === Which cases a run sees ===

@@ -331,6 +331,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except BaseException:
         execution.close()
         raise
+    if args.dry_run:
+        return _dry_run(args, execution, ready, judges, judge_categories)
     manifest = run_manifest(
         cases=ready.selected,
         shard=shard,
@@ -464,6 +466,30 @@ def _retrieval(args: argparse.Namespace, queries: list[Any], gating: dict[str, A
     table = retrieval_report(sorted(queries, key=lambda query: str(query[0])), ks=sorted(ks))
     on = "lower" if gating.get("inconclusive") == "block" else "rate"
     return table, (table.check(thresholds, on=on) if thresholds else None)
+
+
+def _dry_run(
+    args: argparse.Namespace, execution: Any, ready: Any, judges: list[Any], where: Any
+) -> int:
+    from ..runner import dry_run
+
+    try:
+        plan = dry_run(
+            ready.cases, judges=execution.judges, judge_model=execution.judge_model,
+            generate_model=execution.generate_model, prompt_template=execution.template,
+            regenerate=args.regenerate, trials=args.trials, judge_all=args.judge_all,
+            judge_categories=where,
+        )  # fmt: skip
+    finally:
+        execution.close()
+    if args.json:
+        data = plan.to_dict()
+        if execution.price is not None:
+            data["cost_usd"] = plan.cost(execution.price)
+        print_json(data)
+    else:
+        print(plan.to_text(execution.price))
+    return EXIT_OK
 
 
 def _dawid_skene(args: argparse.Namespace) -> Any:
@@ -638,6 +664,12 @@ def _add_run_execution_options(p: argparse.ArgumentParser) -> None:
         "--shard",
         metavar="I/N",
         help="run only shard I of N (a stable slice by id; join with tinyeval merge)",
+    )
+    ex.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="render every prompt the run would send and count calls, tokens, cache hits and "
+        "cost, without calling any model or writing a row",
     )
     ex.add_argument(
         "--max-cost",
