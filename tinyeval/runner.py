@@ -1140,6 +1140,7 @@ def prepare_cases(
     outputs: Mapping[str, str | None] | None = None,
     shard: tuple[int, int] | None = None,
     shuffle: bool = False,
+    max_line_bytes: int | None = None,
 ) -> PreparedCases:
     """Read and validate every case of ``path`` before anything runs, and select the run's.
 
@@ -1169,6 +1170,8 @@ def prepare_cases(
     from . import dataset
 
     read: dict[str, Any] = {"fields": fields, "id_from_line": id_from_line, "format": format}
+    if max_line_bytes is not None:
+        read["max_line_bytes"] = max_line_bytes
     wanted = set(only) if only is not None else None
     if outputs is not None:
         wanted = set(outputs) if wanted is None else wanted & set(outputs)

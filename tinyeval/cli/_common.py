@@ -153,6 +153,13 @@ def add_model_options(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
     )
     ex.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     ex.add_argument(
+        "--max-response-bytes",
+        type=int,
+        metavar="N",
+        help="the largest reply read from a model server, in bytes (default: 8 MiB); a "
+        "larger one is a failed call, refused before more of it is read",
+    )
+    ex.add_argument(
         "--refresh",
         action="store_true",
         help="call the models again and overwrite what the cache holds",
@@ -167,7 +174,7 @@ def open_model(
 
     Returns the model and the cache (opened on first need, shared by later models).
     """
-    from ..models import resolve
+    from ..models import MAX_RESPONSE_BYTES, resolve
 
     model = resolve(
         spec,
@@ -175,6 +182,7 @@ def open_model(
         timeout=args.timeout,
         temperature=args.temperature,
         max_tokens=max_tokens,
+        max_response_bytes=args.max_response_bytes or MAX_RESPONSE_BYTES,
     )
     if args.no_cache or spec == "builtin":
         return model, cache

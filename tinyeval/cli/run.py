@@ -90,6 +90,13 @@ def _add_run(sub: Any) -> None:
     )
     data.add_argument("--seed", default="0", help="seed for --sample (default: 0)")
     data.add_argument(
+        "--max-line-bytes",
+        type=int,
+        metavar="N",
+        help="the longest line (or, for JSON and YAML, file) read, in bytes (default: 64 MiB); "
+        "a longer one is refused before it fills memory",
+    )
+    data.add_argument(
         "--only",
         metavar="IDS|FILE",
         help="run only these cases: ids separated by commas, or a file of ids (one per line, "
@@ -321,7 +328,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             args.cases, fields=fields, id_from_line=args.id_from_line, format=args.format,
             sample_size=args.sample, seed=args.seed, only=only,
             outputs=_recorded_outputs(args.rejudge), shard=shard,
-            shuffle=args.stop_when_decided,
+            shuffle=args.stop_when_decided, max_line_bytes=args.max_line_bytes,
         )  # fmt: skip
         _check_against_cases(args, gating["thresholds"], ready)
     except ResultsNotCasesError as exc:
@@ -863,6 +870,9 @@ class _Execution:
         if self.cache is not None:
             hits, misses, _stores = self.cache.stats()
             data["cache"] = {"path": self.args.cache, "hits": hits, "misses": misses}
+            if self.cache.warning:
+                data["cache"]["warning"] = self.cache.warning
+                text.append(f"warning: the response cache: {self.cache.warning}")
         if self.calibration is not None:
             from ..calibration import corrected_lines, corrected_rates
 
