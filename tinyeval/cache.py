@@ -539,6 +539,10 @@ class CachedModel(Model):
         self._in_flight: dict[str, threading.Event] = {}
         self._in_flight_lock = threading.Lock()
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # another process (a distributed executor) opens the same cache file itself
+        return (_reopened, (self.inner, str(self.cache.path), self.refresh))
+
     def peek(
         self, prompt: str, *, sample: int = 0, json_schema: Mapping[str, Any] | None = None
     ) -> Reply | None:
@@ -606,6 +610,19 @@ class CachedModel(Model):
         if not self.settings and json_schema is None:
             return None
         return {"settings": self.settings, "json_schema": json_schema}
+
+
+_OPENED: dict[str, ResponseCache] = {}  # per process: each cache file opened once
+_OPENED_LOCK = threading.Lock()
+
+
+def _reopened(inner: Model, path: str, refresh: bool) -> CachedModel:
+    """A cached model unpickled in another process, on the same cache file (opened once there)."""
+    with _OPENED_LOCK:
+        store = _OPENED.get(path)
+        if store is None:
+            store = _OPENED[path] = ResponseCache(path)
+    return CachedModel(inner, store, refresh=refresh)
 
 
 def cached(

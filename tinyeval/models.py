@@ -513,6 +513,13 @@ class _FunctionModel(Model):
         self._function = function
         self.supports_json_schema = "json_schema" in accepted_keywords(function)
 
+    resolved = False  # True when resolve() found it by spec (py: or builtin)
+
+    def __reduce__(self) -> Any:
+        if self.resolved:  # by name: the other process imports it as resolve() did here
+            return (_resolve_again, (self.spec, self.temperature))
+        return super().__reduce__()
+
     def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
         try:
             result = ask(self._function, prompt, sample=sample, json_schema=json_schema)
@@ -575,7 +582,9 @@ def _python_model(spec: str, target: str, options: _Options) -> Model:
         raise ModelConfigError(
             f"{spec}: {attribute!r} is a {type(function).__name__}, not callable"
         )
-    return _FunctionModel(spec, function, temperature=_float_or_none(options.temperature))
+    model = _FunctionModel(spec, function, temperature=_float_or_none(options.temperature))
+    model.resolved = True  # it can be resolved again by its spec in another process
+    return model
 
 
 # ---------------------------------------------------------------------------
@@ -812,6 +821,15 @@ class _HTTPModel(Model):
         self._key = key
         self._sleep = sleep
         self.max_response_bytes = max_response_bytes
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # sent to another process (a distributed executor) without its key: the receiving
+        # side reads the key from its own environment, as resolve() does
+        return (
+            _rebuild_http,
+            (type(self), self.spec, self.name, self._url, self.timeout, self.retries,
+             self.temperature, self.max_tokens, self.max_response_bytes),
+        )  # fmt: skip
 
     def _secrets(self) -> list[str]:
         return [self._key] if self._key else []
@@ -1244,3 +1262,32 @@ def _anthropic_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
         "description": function.get("description", ""),
         "input_schema": function.get("parameters") or {"type": "object", "properties": {}},
     }
+
+
+def _rebuild_http(
+    cls: type[_HTTPModel],
+    spec: str,
+    name: str,
+    url: str,
+    timeout: float,
+    retries: int,
+    temperature: float | None,
+    max_tokens: int | None,
+    max_response_bytes: int,
+) -> _HTTPModel:
+    """An HTTP model unpickled in another process, its key read from that process's environment."""
+    key = _key_from_environment(cls.key_variable) if cls.key_variable else None
+    if cls.key_variable == "ANTHROPIC_API_KEY":
+        headers = {"x-api-key": key or "", "anthropic-version": ANTHROPIC_VERSION}
+    else:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return cls(
+        spec, name, url=url, headers=headers, key=key, timeout=timeout, retries=retries,
+        temperature=temperature, max_tokens=max_tokens, sleep=time.sleep,
+        max_response_bytes=max_response_bytes,
+    )  # fmt: skip
+
+
+def _resolve_again(spec: str, temperature: float | None) -> Model:
+    """A ``py:`` or ``builtin`` model unpickled in another process: resolved there by its spec."""
+    return resolve(spec, temperature=temperature)

@@ -673,6 +673,13 @@ def _add_run_execution_options(p: argparse.ArgumentParser) -> None:
         help="run only shard I of N (a stable slice by id; join with tinyeval merge)",
     )
     ex.add_argument(
+        "--executor",
+        metavar="dask:local|dask://HOST:PORT",
+        help="run the cases on a Dask cluster (pip install 'dask[distributed]'): dask:local "
+        "starts one on this machine, dask://HOST:PORT joins a scheduler; rows are still written "
+        "here, and the response cache file must be one every worker can open",
+    )
+    ex.add_argument(
         "--dry-run",
         action="store_true",
         help="render every prompt the run would send and count calls, tokens, cache hits and "
@@ -778,6 +785,7 @@ class _Execution:
                     write_row(review, row)
                     self.review_count += 1
 
+            executor = stack.enter_context(_executor(args.executor, args.concurrency))
             stop = self.stop
             stack.enter_context(_stopping_on_signals(stop, progress, lambda: self.in_flight))
             try:
@@ -792,7 +800,7 @@ class _Execution:
                     keep_rows=False, on_row=on_row, dataset_fingerprint=ready.fingerprint,
                     manifest=manifest, stop=stop, progress=self._progress,
                     stop_when_decided=self.decide_at(ready),
-                    max_cost=args.max_cost, price=self.price,
+                    max_cost=args.max_cost, price=self.price, executor=executor,
                 )  # fmt: skip
             except KeyboardInterrupt:
                 progress.close()
@@ -891,6 +899,34 @@ class _Execution:
                 f"(in {self.args.review_out})"
             )
         return {"json": data, "text": text}
+
+
+@contextlib.contextmanager
+def _executor(spec: str | None, concurrency: int) -> Iterator[Any]:
+    """The executor --executor names (None: the runner's own thread pool)."""
+    if spec is None:
+        yield None
+        return
+    if spec != "dask:local" and not spec.startswith("dask://"):
+        raise UsageError(f"--executor expects dask:local or dask://HOST:PORT, got {spec!r}")
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise UsageError(
+            "--executor dask needs Dask's distributed scheduler: pip install 'dask[distributed]'"
+        ) from None
+    if spec == "dask:local":
+        cluster = LocalCluster(n_workers=2, threads_per_worker=max(1, concurrency // 2),
+                               processes=True, dashboard_address=None)  # fmt: skip
+        client = Client(cluster)
+    else:
+        cluster, client = None, Client(spec.removeprefix("dask://"))
+    try:
+        yield client.get_executor()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
 
 
 class _Panel:
