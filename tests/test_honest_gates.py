@@ -128,3 +128,11 @@ def test_quiet_still_prints_why_the_gate_failed(tmp_path: Path) -> None:
     done = tinyeval("run", "c.jsonl", "--default-threshold", "1.0", "-q", cwd=tmp_path)
     assert done.returncode == 1 and done.stdout == ""
     assert "gate: FAILED — blocking: default" in done.stderr
+
+
+def test_a_misspelt_expect_key_names_its_field_once(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "c.jsonl", [{"id": "a", "output": "x", "expect": {"not_contain": ["y"]}}])
+    done = tinyeval("run", "c.jsonl", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip() == ("tinyeval: error: c.jsonl:1: expect.not_contain: unknown key "
+                                   "'not_contain'; did you mean 'not_contains'?")  # fmt: skip

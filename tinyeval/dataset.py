@@ -832,7 +832,7 @@ def _apply_mapping(
         except _PartlyMissing as exc:
             raise DatasetError(f"{key}={dotted}: {exc}", field="--field", **where) from None
         except checks.CheckSpecError as exc:
-            raise DatasetError(f"{key}={dotted}: {exc.args[0]}", field="--field") from None
+            raise DatasetError(f"{key}={dotted}: {exc.reason}", field="--field") from None
         if value is _MISSING:
             if key == "id":
                 raise DatasetError(
@@ -942,7 +942,7 @@ def _located(where: dict[str, Any]) -> Iterator[None]:
     try:
         yield
     except checks.CheckSpecError as exc:
-        message = exc.args[0] if exc.args else str(exc)
+        message = exc.reason
         raise DatasetError(message, field=exc.field, **where) from None
 
 

@@ -190,7 +190,7 @@ def _mapped(record: dict[str, Any], fields: Mapping[str, str], where: str) -> di
         except LookupError:
             continue
         except CheckSpecError as exc:
-            raise LabelError(f"{where}: {key}={path}: {exc.args[0]}") from None
+            raise LabelError(f"{where}: {key}={path}: {exc.reason}") from None
     return out
 
 

@@ -531,8 +531,8 @@ def run(
     ``stop`` (a :class:`threading.Event`) ends the run early when set: no new
     case is taken, the cases in flight finish and are written, and the result
     is incomplete. A ``KeyboardInterrupt`` abandons the cases in flight at once
-    (they get no row; a resumed run does them). ``progress`` is told how many
-    cases are in flight each time that changes.
+    (they get no row; a resumed run does them). ``progress`` is told, now and
+    then, how many cases are running.
 
     ``stop_when_decided`` (category → threshold) stops sending a category's
     cases once an anytime-valid confidence sequence of its pass rate
@@ -874,8 +874,8 @@ def _run_rows(
                     future = pool.submit(_evaluate_noting_start, starts, case, **task)
                 pending[future] = (next(sequence), case)
             result.in_flight = len(pending)
-            if progress is not None:
-                progress(len(pending))
+            if progress is not None:  # the cases running now (the others are only queued)
+                progress(sum(1 for future in pending if future.running()))
             if not pending:
                 return
             wait = _time_to_next_deadline(pending.values(), starts, case_timeout)
@@ -1111,6 +1111,7 @@ class PreparedCases:
     first_without_output: Case | None = None
     unknown_only: tuple[str, ...] = ()
     queries: list[Any] = field(default_factory=list)  # retrieval data, for the retrieval table
+    without_retrieval: dict[str, int] = field(default_factory=dict)  # per category
 
 
 class _Reread:
@@ -1231,6 +1232,10 @@ def _note(ready: PreparedCases, case: Case, shard: tuple[int, int] | None) -> No
             from .retrieval import queries_from_cases
 
             ready.queries.extend(queries_from_cases([case]))
+        else:
+            ready.without_retrieval[case.category] = (
+                ready.without_retrieval.get(case.category, 0) + 1
+            )
         ready.categories.add(case.category)
         if case.output is None:
             ready.without_output += 1

@@ -913,9 +913,9 @@ default_threshold = 0.8
 # tone = "85%"
 
 [gate]
-on = "rate"               # "rate": the observed rate; "lower": the interval's lower end
-# inconclusive = "block"  # when the interval straddles the threshold: "pass" or "block"
-allow_unchecked = false   # true lets cases that nothing checked count as passed
+# a rate at or above its threshold whose 95% interval reaches below it is inconclusive:
+inconclusive = "pass"     # "pass" lets it through, marked; "block" demands the margin
+allow_unchecked = false   # true: cases nothing checked stop blocking (still not passed)
 
 # A judge for what code cannot check: one criterion, PASS/FAIL. Repeat [[judges]]
 # for more. `criterion` is text or a built-in name (unsupported-claims,

@@ -363,7 +363,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         report = gate(result.sorted_categories(), **gating)
         trial_data = None
     early = _early_lines(result, ready) if args.stop_when_decided else []
-    retrieval = _retrieval(args, ready.queries, gating)
+    missing = [(c, None, None) for c, n in ready.without_retrieval.items() for _ in range(n)]
+    retrieval = _retrieval(args, [*ready.queries, *missing] if ready.queries else [], gating)
     judged = sum(t.judged for t in result.categories.values())
     unparsed = sum(t.unparsed for t in result.categories.values())
     info = {
