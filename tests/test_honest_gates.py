@@ -131,7 +131,8 @@ def test_quiet_still_prints_why_the_gate_failed(tmp_path: Path) -> None:
 
 
 def test_a_misspelt_expect_key_names_its_field_once(tmp_path: Path) -> None:
-    write_jsonl(tmp_path / "c.jsonl", [{"id": "a", "output": "x", "expect": {"not_contain": ["y"]}}])
+    case = {"id": "a", "output": "x", "expect": {"not_contain": ["y"]}}
+    write_jsonl(tmp_path / "c.jsonl", [case])
     done = tinyeval("run", "c.jsonl", cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.strip() == ("tinyeval: error: c.jsonl:1: expect.not_contain: unknown key "
