@@ -674,6 +674,22 @@ def _add_run_execution_options(p: argparse.ArgumentParser) -> None:
         help="run only shard I of N (a stable slice by id; join with tinyeval merge)",
     )
     ex.add_argument(
+        "--batch",
+        action="store_true",
+        help="send the judge (and generate) calls through the provider's batch API "
+        "(openai: and anthropic: models; half the price, but asynchronous): submitted once, "
+        "polled, matched back into ordinary rows; killed while pending, --resume polls the "
+        "same batch and never submits it twice",
+    )
+    ex.add_argument(
+        "--batch-poll",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="the first wait between polls of a pending batch; it doubles up to 10 minutes "
+        "(default: 30)",
+    )
+    ex.add_argument(
         "--executor",
         metavar="dask:local|dask://HOST:PORT",
         help="run the cases on a Dask cluster (pip install 'dask[distributed]'): dask:local "
@@ -736,6 +752,9 @@ class _Execution:
             if args.generate_model
             else None
         )
+        self.batch_models: list[Any] = []
+        if args.batch:
+            self._use_batches()
         self.failures: dict[str, list[dict[str, Any]]] = {}
         self.review_count = 0
         self.in_flight = 0
@@ -745,6 +764,64 @@ class _Execution:
             from ..calibration import load_calibration
 
             self.calibration = load_calibration(args.calibration)
+
+    def _use_batches(self) -> None:
+        """--batch: the judge and generate models become batch models on the same cache."""
+        from ..batch import BatchJob, BatchModel
+        from ..cache import ResponseCache
+
+        args = self.args
+        if args.no_cache:
+            raise UsageError("--batch keeps the batch and its replies in the response cache: "
+                             "drop --no-cache")  # fmt: skip
+        self.cache = self.cache if self.cache is not None else ResponseCache(args.cache)
+
+        def batched(spec: str | None, model: Any, max_tokens: int | None) -> Any:
+            if (
+                model is None
+                or spec is None
+                or spec.partition(":")[0] not in ("openai", "anthropic")
+            ):
+                return model  # builtin, cmd: and py: models are called as usual
+            job = BatchJob(spec, self.cache, base_url=args.base_url, timeout=args.timeout,
+                           temperature=args.temperature, max_tokens=max_tokens,
+                           poll_interval=args.batch_poll)  # fmt: skip
+            found = BatchModel(job)
+            self.batch_models.append(found)
+            return found
+
+        self.judge_model = batched(args.judge_model, self.judge_model, args.judge_max_tokens)
+        self.generate_model = batched(args.generate_model, self.generate_model, args.max_tokens)
+        if not self.batch_models:
+            raise UsageError("--batch: neither the judge nor the generate model is an openai: or "
+                             "anthropic: model, and only those have batch APIs")  # fmt: skip
+
+    def run_batches(self, ready: Any, judge_categories: Any) -> list[str]:
+        """Record the calls the run would make, send them as batches, until none is left."""
+        from ..runner import run
+
+        lines = []
+        for _ in range(4):  # generation, then the judges of what was generated
+            run(ready.cases, judges=self.judges, judge_model=self.judge_model,
+                generate_model=self.generate_model, prompt_template=self.template,
+                regenerate=self.args.regenerate, trials=self.args.trials,
+                judge_all=self.args.judge_all, judge_categories=judge_categories,
+                concurrency=self.args.concurrency, fail_fast=None, keep_rows=False)  # fmt: skip
+            waiting = [(m, m.take_deferred()) for m in self.batch_models]
+            if not any(requests for _, requests in waiting):
+                break
+            for model, requests in waiting:
+                if not requests:
+                    continue
+                outcome = model.job.run(requests)
+                model.absorb(outcome)
+                lines.append(f"batch: {outcome}")
+                if not outcome.complete:
+                    raise IncompleteError(
+                        f"{outcome}; the batch is still pending at the provider: run again "
+                        "with --resume later (it polls the same batch, never submits it twice)"
+                    )
+        return lines
 
     def close(self) -> None:
         """Release the cache when the run does not happen."""
@@ -767,6 +844,7 @@ class _Execution:
         from ..runner import run
 
         args = self.args
+        self.batch_lines = self.run_batches(ready, judge_categories) if self.batch_models else []
         progress = Progress(ready.in_shard, sys.stderr, enabled=not (args.quiet or args.json))
         with contextlib.ExitStack() as stack:
             stack.callback(progress.close)
@@ -866,6 +944,7 @@ class _Execution:
         if text:
             text.append("")
         data: dict[str, Any] = {"resumed_rows": result.resumed}
+        text.extend(getattr(self, "batch_lines", []))
         if self.args.shard:
             data["shard"] = self.args.shard
             text.append(f"shard {self.args.shard}: join shards with tinyeval merge")
