@@ -90,13 +90,18 @@ def test_the_package_never_imports_itself_absolutely() -> None:
 
 
 def test_leaf_modules_import_nothing_else_of_the_package() -> None:
-    # conversation needs only the errors; checks reads trajectories through conversation;
+    # conversation needs only the errors; patterns bounds user regexes on its own; check_core
+    # holds what a check is; tool_checks reads trajectories through conversation; checks adds
+    # the text and JSON checks and the expect block on top of those three;
     # traces reads OpenTelemetry exports into conversations; dataset uses checks to validate
     # expect blocks, conversation to read messages, traces to read trace exports
     allowed = {
         "errors.py": set(),
         "conversation.py": {"errors"},
-        "checks.py": {"conversation", "errors"},
+        "patterns.py": set(),
+        "check_core.py": {"errors"},
+        "tool_checks.py": {"check_core", "conversation", "errors"},
+        "checks.py": {"check_core", "errors", "patterns", "tool_checks"},
         "traces.py": {"conversation", "errors"},
         "dataset.py": {"checks", "conversation", "errors", "traces"},
     }
