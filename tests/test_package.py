@@ -93,8 +93,9 @@ def test_leaf_modules_import_nothing_else_of_the_package() -> None:
     # conversation needs only the errors; patterns bounds user regexes on its own; check_core
     # holds what a check is; tool_checks reads trajectories through conversation; checks adds
     # the text and JSON checks and the expect block on top of those three;
-    # traces reads OpenTelemetry exports into conversations; dataset uses checks to validate
-    # expect blocks, conversation to read messages, traces to read trace exports
+    # traces reads OpenTelemetry exports into conversations; formats decodes data files (traces
+    # for trace exports); dataset uses checks to validate expect blocks, conversation to read
+    # messages, formats to read the files
     allowed = {
         "errors.py": set(),
         "conversation.py": {"errors"},
@@ -103,7 +104,8 @@ def test_leaf_modules_import_nothing_else_of_the_package() -> None:
         "tool_checks.py": {"check_core", "conversation", "errors"},
         "checks.py": {"check_core", "errors", "patterns", "tool_checks"},
         "traces.py": {"conversation", "errors"},
-        "dataset.py": {"checks", "conversation", "errors", "traces"},
+        "formats.py": {"errors", "traces"},
+        "dataset.py": {"checks", "conversation", "errors", "formats"},
     }
     for name, permitted in allowed.items():
         for line, module, level in _imports(PACKAGE / name):

@@ -68,7 +68,7 @@ _EXPORTS: dict[str, str] = {
     "self_evaluation_warning": "rag",
     "write_steps": "rag",
     # limits on what is read
-    "MAX_LINE_BYTES": "dataset",
+    "MAX_LINE_BYTES": "formats",
     "MAX_RESPONSE_BYTES": "models",
     "REGEX_TIMEOUT": "patterns",
     # trials, juries and stopping early
@@ -122,7 +122,7 @@ _EXPORTS: dict[str, str] = {
     "split_holdout": "dataset",
     "in_holdout": "dataset",
     "dataset_fingerprint": "dataset",
-    "DatasetError": "dataset",
+    "DatasetError": "formats",
     "ResultsNotCasesError": "dataset",
     # code checks
     "check": "check_core",
