@@ -69,7 +69,7 @@ _EXPORTS: dict[str, str] = {
     "write_steps": "rag",
     # limits on what is read
     "MAX_LINE_BYTES": "formats",
-    "MAX_RESPONSE_BYTES": "models",
+    "MAX_RESPONSE_BYTES": "transport",
     "REGEX_TIMEOUT": "patterns",
     # trials, juries and stopping early
     "pass_at_k": "trials",
