@@ -59,14 +59,14 @@ _EXPORTS: dict[str, str] = {
     # RAG and custom criteria
     "ClaimsJudge": "rag",
     "ContextRelevanceJudge": "rag",
-    "GradedJudge": "rag",
+    "GradedJudge": "rag_graded",
     "answer_relevance_judge": "rag",
     "context_precision": "rag",
-    "graded_scores": "rag",
+    "graded_scores": "rag_graded",
     "make_judge": "rag",
     "model_family": "rag",
     "self_evaluation_warning": "rag",
-    "write_steps": "rag",
+    "write_steps": "geval_steps",
     # limits on what is read
     "MAX_LINE_BYTES": "formats",
     "MAX_RESPONSE_BYTES": "transport",

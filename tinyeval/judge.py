@@ -954,3 +954,27 @@ def __getattr__(name: str) -> Any:
 
         return getattr(pairwise, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _common_dict(
+    verdict: Any, *, style: str, votes: list[str | None], failures: list[str | None]
+) -> dict[str, Any]:
+    """The keys every judge's row form has, in the order :class:`Verdict` writes them."""
+    return {
+        "name": verdict.name,
+        "criterion": verdict.criterion,
+        "style": style,
+        "verdict": verdict.verdict,
+        "parsed": verdict.verdict is not None,
+        "failure": verdict.failure,
+        "reason": verdict.reason,
+        "quote": None,
+        "votes": votes,
+        "vote_failures": failures,
+        "unanimous": verdict.verdict is not None,
+        "raw": [str(reply) for reply in verdict.raw],
+        "error": verdict.error,
+        "model": verdict.model,
+        "usage": dict(verdict.usage) if verdict.usage is not None else None,
+        "rubric_fingerprint": verdict.rubric_fingerprint,
+    }
