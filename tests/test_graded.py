@@ -15,6 +15,7 @@ import random
 import pytest
 
 from tinyeval.errors import InputError
+from tinyeval.estimates import _t_quantile, mean_interval
 from tinyeval.graded import (
     TWO_VALUES_WARNING,
     HistogramBin,
@@ -23,7 +24,7 @@ from tinyeval.graded import (
     graded_pass_fail,
     graded_summary,
 )
-from tinyeval.stats import StatisticsError, UndefinedStatisticError, _t_quantile, mean_interval
+from tinyeval.stats import StatisticsError, UndefinedStatisticError
 
 # ------------------------------------------------------------------ the t interval
 

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeAlias
 
 from .errors import InputError, describe_json, is_number, plural
-from .stats import UndefinedStatisticError, format_rate, mean_interval
+from .estimates import mean_interval
+from .stats import UndefinedStatisticError, format_rate
 
 __all__ = [
     "TWO_VALUES_WARNING",

@@ -21,7 +21,7 @@ the rule that does not let a judge pick the labeler it agrees with.
 
 **Prediction-powered pass rates.** :func:`ppi_rates` joins the judge's
 verdicts on every judged case with the human labels on the labelled ones
-(see :func:`tinyeval.stats.ppi_pass_rate`). The judge's prediction is 1 for
+(see :func:`tinyeval.estimates.ppi_pass_rate`). The judge's prediction is 1 for
 a PASS verdict and 0 otherwise (FAIL, unparsed or errored): PPI is valid for
 any prediction, so counting an unparsed reply as FAIL costs precision, never
 validity. The labelled cases must be a random sample of the judged cases;
@@ -40,15 +40,14 @@ from typing import Any
 
 from .agreement import kappa_interval, krippendorff_alpha
 from .errors import InputError, plural
+from .estimates import PPIRate, ppi_pass_rate
 from .label import LabelRecord, LabelSet, labeler_of
 from .records import primary_verdict, verdict_label, verdicts
 from .stats import (
-    PPIRate,
     Rate,
     StatisticsError,
     UndefinedStatisticError,
     cohen_kappa,
-    ppi_pass_rate,
 )
 
 __all__ = [

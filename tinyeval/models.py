@@ -42,31 +42,42 @@ from __future__ import annotations
 
 import abc
 import contextlib
-import email.utils
 import http.client
 import importlib
 import json
 import math
 import os
-import random
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from .calls import ChatPrompt, Reply, accepted_keywords, ask
 from .errors import InputError, TinyevalError
+from .transport import (
+    BACKOFF_BASE,  # noqa: F401 - re-exported: moved to transport.py
+    BACKOFF_CAP,  # noqa: F401 - re-exported: moved to transport.py
+    MAX_RESPONSE_BYTES,
+    RETRY_AFTER_CAP,
+    RETRYABLE_STATUSES,
+    _backoff_delay,
+    _Failure,
+    _host_port,
+    _public_url,
+    _quota_exhausted,
+    _read_body,
+    _read_quietly,
+    _TooLarge,
+    _Watchdog,
+    parse_retry_after,
+)
 
 __all__ = [
     "ANTHROPIC_DEFAULT_BASE",
@@ -85,13 +96,6 @@ OPENAI_DEFAULT_BASE = "https://api.openai.com/v1"
 ANTHROPIC_DEFAULT_BASE = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
 ANTHROPIC_DEFAULT_MAX_TOKENS = 1024  # the Messages API requires max_tokens
-RETRY_AFTER_CAP = 60.0  # seconds: never wait longer than this for one Retry-After
-MAX_RESPONSE_BYTES = 8 * 2**20  # the largest reply body read from a server (8 MiB)
-_READ_CHUNK = 64 * 1024  # a reply body is read this much at a time, against the cap and deadline
-_ERROR_BODY_BYTES = 64 * 1024  # what is read of an error reply: enough for its message
-BACKOFF_BASE = 1.0  # seconds: the first backoff window
-BACKOFF_CAP = 30.0  # seconds: the largest backoff window
-RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})  # plus every 5xx
 SCHEMES = ("builtin", "openai", "anthropic", "cmd", "py")
 # short names for functions of this package, resolved through the py: door like any other;
 # the leading dot makes the import relative to the package, so a vendored copy finds its own
@@ -101,7 +105,6 @@ SPEC_FORMS = "builtin, openai:MODEL, anthropic:MODEL, cmd:COMMAND or py:MODULE:F
 # environment variables whose values are treated as secrets by scrub()
 _SECRET_NAME_ENDINGS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
 _MIN_SECRET_LENGTH = 8
-_QUOTA_CODES = frozenset({"insufficient_quota", "enforced_spend_limit_reached"})
 
 Sleep = Callable[[float], None]
 
@@ -660,82 +663,6 @@ def _strip_one_newline(text: str) -> str:
 # HTTP
 
 
-@dataclass(frozen=True)
-class _Failure:
-    """One failed HTTP attempt, described for a person."""
-
-    problem: str
-    retryable: bool
-    retry_after: float | None = None
-
-
-def parse_retry_after(
-    value: str | None, *, now: datetime | None = None, cap: float = RETRY_AFTER_CAP
-) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (seconds or an HTTP date), capped.
-
-    Returns None when the header is absent or unreadable.
-
-    >>> parse_retry_after("7")
-    7.0
-    >>> parse_retry_after("3600")
-    60.0
-    >>> now = datetime(2015, 10, 21, 7, 28, 0, tzinfo=UTC)
-    >>> parse_retry_after("Wed, 21 Oct 2015 07:28:05 GMT", now=now)
-    5.0
-    """
-    if value is None or not value.strip():
-        return None
-    text = value.strip()
-    try:
-        seconds = float(text)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(text)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        seconds = (when - (now or datetime.now(UTC))).total_seconds()
-    if math.isnan(seconds):
-        return None
-    return min(max(seconds, 0.0), cap)
-
-
-def _backoff_delay(attempt: int, retry_after: float | None) -> float:
-    """Full jitter: uniform in [0, min(cap, base * 2**(attempt-1))], or the server's wish."""
-    if retry_after is not None:
-        return retry_after
-    return random.uniform(0.0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1)))
-
-
-def _host_port(url: str) -> str:
-    """``host:port`` of a URL, without user info, path or query."""
-    parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or "?"
-    if ":" in host:
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if port is None:
-        port = 443 if parts.scheme == "https" else 80
-    return f"{host}:{port}"
-
-
-def _public_url(url: str) -> str:
-    """The URL without user info, query or fragment (those may hold credentials)."""
-    parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or "?"
-    host = f"[{host}]" if ":" in host else host
-    try:
-        port = f":{parts.port}" if parts.port is not None else ""
-    except ValueError:
-        port = ""
-    return f"{parts.scheme}://{host}{port}{parts.path}"
-
-
 def _check_base_url(spec: str, base: str) -> str:
     base = base.strip().rstrip("/")
     parts = urllib.parse.urlsplit(base)
@@ -745,49 +672,6 @@ def _check_base_url(spec: str, base: str) -> str:
             f"got {_shorten(base, 80)!r}"
         )
     return base
-
-
-def _server_message(body: bytes, secrets: Iterable[str] = ()) -> str:
-    """The server's own short explanation from an error body (JSON or text), scrubbed.
-
-    Scrubbed before it is shortened, so a cut can never leave half a key behind.
-    """
-    text = body.decode("utf-8", errors="replace").strip()
-    message = " ".join(text.split())
-    try:
-        payload = json.loads(text)
-    except ValueError:
-        payload = None
-    if isinstance(payload, dict):
-        error = payload.get("error", payload)
-        if isinstance(error, dict):
-            found = [
-                error[k]
-                for k in ("message", "detail", "type", "code")
-                if isinstance(error.get(k), str) and error[k].strip()
-            ]
-            message = found[0].strip() if found else message
-        elif isinstance(error, str) and error.strip():
-            message = error.strip()
-    return _shorten(scrub(message, secrets), 200)
-
-
-def _quota_exhausted(body: bytes) -> bool:
-    """A 429 that no amount of waiting fixes (quota or monthly spend limit reached)."""
-    try:
-        payload = json.loads(body.decode("utf-8", errors="replace"))
-    except ValueError:
-        return False
-    error = payload.get("error") if isinstance(payload, dict) else None
-    if not isinstance(error, dict):
-        return False
-    details: dict[str, Any] = error["details"] if isinstance(error.get("details"), dict) else {}
-    codes = {error.get("code"), error.get("type"), details.get("error_code")}
-    return bool(codes & _QUOTA_CODES)
-
-
-def _shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class _HTTPModel(Model):
@@ -944,113 +828,6 @@ class _HTTPModel(Model):
     def _bad_shape(self, what: str) -> ModelCallError:
         where = _host_port(self._url)
         return ModelCallError(scrub(f"{self.spec}: unexpected reply from {where}: {what}"))
-
-
-def _read_quietly(response: urllib.error.HTTPError) -> bytes:
-    """The start of an error reply's body: enough for its message, never all of a huge one."""
-    try:
-        return response.read(_ERROR_BODY_BYTES)
-    except (OSError, http.client.HTTPException):
-        return b""
-
-
-class _TooLarge(TinyevalError):
-    def __init__(self, limit: int) -> None:
-        super().__init__(limit)
-        self.limit = limit
-
-
-def _read_body(response: Any, limit: int, watchdog: _Watchdog) -> bytes:
-    """A reply body, read a chunk at a time; refused past ``limit`` bytes or the deadline."""
-    length = response.headers.get("Content-Length")
-    declared = int(length) if length is not None and length.strip().isdigit() else None
-    if declared is not None and declared > limit:
-        raise _TooLarge(limit)
-    parts: list[bytes] = []
-    size = 0
-    while chunk := response.read(_READ_CHUNK):
-        size += len(chunk)
-        if size > limit:
-            raise _TooLarge(limit)
-        parts.append(chunk)
-        if watchdog.fired:
-            raise TimeoutError
-    if watchdog.fired:
-        raise TimeoutError
-    body = b"".join(parts)
-    if declared is not None and len(body) < declared:  # read(n) returns short, never raises
-        raise http.client.IncompleteRead(body, declared - len(body))
-    return body
-
-
-class _Watchdog:
-    """Bounds one whole HTTP attempt: at the deadline it shuts the connection's socket,
-    so a server that sends a byte now and then cannot hold a call past ``timeout``
-    (a socket timeout alone bounds each read, not their sum)."""
-
-    def __init__(self, timeout: float) -> None:
-        self.timeout = timeout
-        self.fired = False
-        self._sockets: list[Any] = []
-        self._lock = threading.Lock()
-        self._timer = threading.Timer(timeout, self._fire)
-        self._timer.daemon = True
-
-    def __enter__(self) -> _Watchdog:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._timer.cancel()
-
-    def start(self) -> None:
-        if not self._timer.is_alive() and not self.fired:
-            self._timer.start()
-
-    def watch(self, sock: Any) -> None:
-        with self._lock:
-            self._sockets.append(sock)
-            fired = self.fired
-        if fired:
-            self._shut(sock)
-
-    def _fire(self) -> None:
-        with self._lock:
-            self.fired = True
-            sockets = list(self._sockets)
-        for sock in sockets:
-            self._shut(sock)
-
-    @staticmethod
-    def _shut(sock: Any) -> None:
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
-
-    def opener(self) -> urllib.request.OpenerDirector:
-        """An opener whose connections are watched from the moment they connect."""
-        watchdog = self
-        self.start()
-
-        def watched(base: type[http.client.HTTPConnection]) -> Any:
-            class Watched(base):  # type: ignore[valid-type, misc]
-                def connect(self) -> None:
-                    super().connect()
-                    watchdog.watch(self.sock)
-
-            return Watched
-
-        class HTTP(urllib.request.HTTPHandler):
-            def http_open(self, req: Any) -> Any:
-                return self.do_open(watched(http.client.HTTPConnection), req)
-
-        class HTTPS(urllib.request.HTTPSHandler):
-            def https_open(self, req: Any) -> Any:
-                return self.do_open(
-                    watched(http.client.HTTPSConnection),
-                    req,
-                    context=self._context,  # type: ignore[attr-defined]
-                )
-
-        return urllib.request.build_opener(HTTP(), HTTPS())
 
 
 def _usage(input_tokens: Any, output_tokens: Any) -> dict[str, int] | None:
@@ -1291,3 +1068,32 @@ def _rebuild_http(
 def _resolve_again(spec: str, temperature: float | None) -> Model:
     """A ``py:`` or ``builtin`` model unpickled in another process: resolved there by its spec."""
     return resolve(spec, temperature=temperature)
+
+
+def _server_message(body: bytes, secrets: Iterable[str] = ()) -> str:
+    """The server's own short explanation from an error body (JSON or text), scrubbed.
+
+    Scrubbed before it is shortened, so a cut can never leave half a key behind.
+    """
+    text = body.decode("utf-8", errors="replace").strip()
+    message = " ".join(text.split())
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict):
+        error = payload.get("error", payload)
+        if isinstance(error, dict):
+            found = [
+                error[k]
+                for k in ("message", "detail", "type", "code")
+                if isinstance(error.get(k), str) and error[k].strip()
+            ]
+            message = found[0].strip() if found else message
+        elif isinstance(error, str) and error.strip():
+            message = error.strip()
+    return _shorten(scrub(message, secrets), 200)
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -45,7 +45,8 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeAlias
 
 from .errors import InputError, describe_json, did_you_mean, is_number, plural
-from .stats import Rate, UndefinedStatisticError, format_rate, mean_interval
+from .estimates import mean_interval
+from .stats import Rate, UndefinedStatisticError, format_rate
 
 __all__ = [
     "DEFAULT_KS",

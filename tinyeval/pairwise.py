@@ -1,0 +1,276 @@
+"""The pairwise judge: A or B or TIE, always asked in both orders, and its position statistics.
+
+Built on :mod:`tinyeval.judge` (its criteria, blocks, template and
+:func:`~tinyeval.judge.parse_choice`), which re-exports every public name here.
+
+>>> judge = PairwiseJudge("unsupported-claims")
+>>> judge(lambda prompt: "TIE", a="x", b="y").winner
+'TIE'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .calls import ask
+from .judge import (
+    PAIRWISE_TEMPLATE,
+    JudgeError,
+    _block,
+    _check_template,
+    _describe_error,
+    _fill,
+    _optional_block,
+    _resolve_criterion,
+    default_name,
+    parse_choice,
+    rubric_fingerprint,
+)
+from .stats import Rate
+
+__all__ = ["PairwiseJudge", "PairwiseVerdict", "PositionStats", "position_stats"]
+
+# === Pairwise =====================================================================
+
+_SWAP = {"A": "B", "B": "A", "TIE": "TIE", None: None}
+
+
+@dataclass(frozen=True)
+class PairwiseVerdict:
+    """What a :class:`PairwiseJudge` returns.
+
+    ``first`` is the choice when ``a`` was shown first; ``second`` the choice
+    when ``b`` was shown first, mapped back to the original labels (a reply of
+    ``A`` there means ``b``, so it is stored as ``B``). ``winner`` is their
+    common value, or None when the two orders disagree or a reply did not parse
+    or the call failed (``error`` then holds the message). ``raw`` holds both
+    replies (``""`` for a call that raised).
+
+    >>> v = PairwiseVerdict(first="A", second="B", raw=["A", "A"])
+    >>> v.winner, v.consistent
+    (None, False)
+    """
+
+    first: str | None
+    second: str | None
+    raw: list[str]
+    reasons: list[str] = field(default_factory=list)
+    name: str = "pairwise"
+    criterion: str = ""
+    rubric_fingerprint: str = ""
+    error: str | None = None
+
+    @property
+    def consistent(self) -> bool:
+        """True when both orders parsed and agree."""
+        return self.first is not None and self.first == self.second
+
+    @property
+    def winner(self) -> str | None:
+        """``"A"``, ``"B"`` or ``"TIE"`` when both orders agree, else None."""
+        return self.first if self.consistent else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The pairwise verdict as a JSON object.
+
+        >>> PairwiseVerdict("B", "B", ["B", "A"]).to_dict()["winner"]
+        'B'
+        """
+        return {
+            "name": self.name,
+            "criterion": self.criterion,
+            "winner": self.winner,
+            "consistent": self.consistent,
+            "first": self.first,
+            "second": self.second,
+            "reasons": list(self.reasons),
+            "raw": [str(reply) for reply in self.raw],
+            "error": self.error,
+            "rubric_fingerprint": self.rubric_fingerprint,
+        }
+
+
+class PairwiseJudge:
+    """Which of two responses has the property more fully: A, B or TIE.
+
+    Every comparison is asked twice, ``(a, b)`` and then ``(b, a)``, and the
+    second answer is mapped back; a winner exists only when both orders agree.
+    Judges favour whichever response they see first (Zheng et al. 2023,
+    "Judging LLM-as-a-Judge with MT-Bench and Chatbot Arena", found GPT-4
+    consistent across the swap only about 65% of the time), so one order alone
+    measures position as much as quality. Track it with :func:`position_stats`.
+
+    ``template`` must contain ``{criterion}``, ``{response_a}`` and
+    ``{response_b}``; ``name`` defaults to :func:`default_name` of the criterion.
+
+    >>> pj = PairwiseJudge("answers-the-question")
+    >>> verdict = pj(lambda prompt: "A\\nThe first one.", a="Paris.", b="France is big.")
+    >>> verdict.first, verdict.second, verdict.winner
+    ('A', 'B', None)
+    """
+
+    def __init__(self, criterion: str, *, template: str | None = None, name: str | None = None):
+        self.criterion = criterion
+        self.criterion_text = _resolve_criterion(criterion)
+        self.template = PAIRWISE_TEMPLATE if template is None else template
+        _check_template(self.template, ("criterion", "response_a", "response_b"))
+        self.name = name if name is not None else default_name(criterion)
+        self.rubric_fingerprint = rubric_fingerprint(
+            self.template, self.criterion_text, (), "pairwise"
+        )
+
+    def __repr__(self) -> str:
+        return f"PairwiseJudge({self.criterion!r}, name={self.name!r})"
+
+    def render(
+        self,
+        a: str,
+        b: str,
+        *,
+        question: str | None = None,
+        context: str | Sequence[str] | None = None,
+    ) -> str:
+        """The prompt with ``a`` shown as response A and ``b`` as response B.
+
+        >>> PairwiseJudge("Is short.").render("x", "y").count("<<<RESPONSE B>>>")
+        1
+        """
+        for label, text in (("a", a), ("b", b)):
+            if not isinstance(text, str):
+                raise JudgeError(f"{label} must be a string, got {type(text).__name__}")
+        values = {
+            "criterion": self.criterion_text,
+            "response_a": _block("RESPONSE A", a),
+            "response_b": _block("RESPONSE B", b),
+            "context": _optional_block("CONTEXT", context),
+            "question": _optional_block("QUESTION", question),
+        }
+        return _fill(self.template, values)
+
+    def __call__(
+        self,
+        call_model: Callable[..., Any],
+        *,
+        a: str,
+        b: str,
+        question: str | None = None,
+        context: str | Sequence[str] | None = None,
+    ) -> PairwiseVerdict:
+        """Compare ``a`` and ``b`` in both orders and return a :class:`PairwiseVerdict`."""
+        choices: list[str | None] = []
+        reasons: list[str] = []
+        raw: list[str] = []
+        errors: list[str] = []
+        for shown_a, shown_b in ((a, b), (b, a)):
+            prompt = self.render(shown_a, shown_b, question=question, context=context)
+            try:
+                reply = ask(call_model, prompt)
+            except Exception as exc:  # recorded, never raised
+                errors.append(_describe_error(exc))
+                choices.append(None)
+                reasons.append(f"call_model failed: {errors[-1]}")
+                raw.append("")
+                continue
+            choice, reason = parse_choice(reply)
+            choices.append(choice)
+            reasons.append(reason)
+            raw.append(reply)
+        return PairwiseVerdict(
+            first=choices[0],
+            second=_SWAP[choices[1]],
+            raw=raw,
+            reasons=reasons,
+            name=self.name,
+            criterion=self.criterion,
+            rubric_fingerprint=self.rubric_fingerprint,
+            error=errors[0] if errors else None,
+        )
+
+
+@dataclass(frozen=True)
+class PositionStats:
+    """Position consistency of a pairwise judge over a run (see :func:`position_stats`).
+
+    ``n`` comparisons, each asked in both orders (``replies`` = 2 n);
+    ``both_parsed`` of them got a parsed reply in both orders, and
+    ``consistent`` of those agreed across the swap; ``parse_failures`` replies
+    did not parse or their call failed; ``ties`` parsed replies said TIE;
+    ``picks`` parsed replies chose A or B, ``first_position_picks`` of them
+    whichever response was shown first. An unbiased judge picks first about
+    half the time.
+    """
+
+    n: int
+    consistent: int
+    both_parsed: int
+    replies: int
+    parse_failures: int
+    ties: int
+    picks: int
+    first_position_picks: int
+
+    @property
+    def consistency(self) -> Rate | None:
+        """``consistent`` of the comparisons parsed in both orders; None when there are none."""
+        return Rate.of(self.consistent, self.both_parsed) if self.both_parsed else None
+
+    @property
+    def first_position(self) -> Rate | None:
+        """First-position picks among the picks; None when no reply picked A or B."""
+        return Rate.of(self.first_position_picks, self.picks) if self.picks else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The counts, plus ``consistency_rate`` and ``first_position_rate`` (None when undefined).
+
+        >>> position_stats([PairwiseVerdict("A", "A", ["A", "B"])]).to_dict()["consistency_rate"]
+        1.0
+        """
+        consistency, first = self.consistency, self.first_position
+        return {
+            "n": self.n,
+            "consistent": self.consistent,
+            "both_parsed": self.both_parsed,
+            "consistency_rate": None if consistency is None else consistency.value,
+            "replies": self.replies,
+            "parse_failures": self.parse_failures,
+            "ties": self.ties,
+            "picks": self.picks,
+            "first_position_picks": self.first_position_picks,
+            "first_position_rate": None if first is None else first.value,
+        }
+
+
+def position_stats(verdicts: Iterable[PairwiseVerdict]) -> PositionStats:
+    """Position consistency of a pairwise judge over a run, as :class:`PositionStats`.
+
+    Raises :class:`JudgeError` when there are no verdicts.
+
+    >>> always_a = PairwiseVerdict(first="A", second="B", raw=["A", "A"])
+    >>> stats = position_stats([always_a, always_a])
+    >>> stats.consistent, stats.first_position_picks, stats.picks, str(stats.consistency)
+    (0, 4, 4, '0/2 = 0.0% [0.0%, 65.8%]')
+    """
+    verdicts = list(verdicts)
+    if not verdicts:
+        raise JudgeError("position_stats needs at least one pairwise verdict, got none")
+    consistent = sum(verdict.consistent for verdict in verdicts)
+    both = sum(v.first is not None and v.second is not None for v in verdicts)
+    # in the first order ``a`` is shown first, so "A" is a first-position pick;
+    # in the second order ``b`` is shown first, and its mapped choice is "B"
+    shown_first = [(verdict.first, "A") for verdict in verdicts]
+    shown_first += [(verdict.second, "B") for verdict in verdicts]
+    parsed = [(choice, first) for choice, first in shown_first if choice is not None]
+    picks = [(choice, first) for choice, first in parsed if choice != "TIE"]
+    first_picks = sum(choice == first for choice, first in picks)
+    return PositionStats(
+        n=len(verdicts),
+        consistent=consistent,
+        both_parsed=both,
+        replies=len(shown_first),
+        parse_failures=len(shown_first) - len(parsed),
+        ties=len(parsed) - len(picks),
+        picks=len(picks),
+        first_position_picks=first_picks,
+    )

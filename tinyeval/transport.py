@@ -1,0 +1,258 @@
+"""The HTTP transport under the model adapters: deadline reads, body caps, retry timing.
+
+:mod:`tinyeval.models` sends requests with these and re-exports the public
+names (:data:`MAX_RESPONSE_BYTES`, :func:`parse_retry_after` and the
+retry constants).
+
+>>> parse_retry_after("2")
+2.0
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.utils
+import http.client
+import json
+import math
+import random
+import socket
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from .errors import TinyevalError
+
+__all__ = [
+    "BACKOFF_BASE",
+    "BACKOFF_CAP",
+    "MAX_RESPONSE_BYTES",
+    "RETRYABLE_STATUSES",
+    "RETRY_AFTER_CAP",
+    "parse_retry_after",
+]
+
+
+RETRY_AFTER_CAP = 60.0  # seconds: never wait longer than this for one Retry-After
+
+
+MAX_RESPONSE_BYTES = 8 * 2**20  # the largest reply body read from a server (8 MiB)
+
+
+_READ_CHUNK = 64 * 1024  # a reply body is read this much at a time, against the cap and deadline
+
+
+_ERROR_BODY_BYTES = 64 * 1024  # what is read of an error reply: enough for its message
+
+
+BACKOFF_BASE = 1.0  # seconds: the first backoff window
+
+
+BACKOFF_CAP = 30.0  # seconds: the largest backoff window
+
+
+RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})  # plus every 5xx
+
+
+_QUOTA_CODES = frozenset({"insufficient_quota", "enforced_spend_limit_reached"})
+
+
+@dataclass(frozen=True)
+class _Failure:
+    """One failed HTTP attempt, described for a person."""
+
+    problem: str
+    retryable: bool
+    retry_after: float | None = None
+
+
+def parse_retry_after(
+    value: str | None, *, now: datetime | None = None, cap: float = RETRY_AFTER_CAP
+) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (seconds or an HTTP date), capped.
+
+    Returns None when the header is absent or unreadable.
+
+    >>> parse_retry_after("7")
+    7.0
+    >>> parse_retry_after("3600")
+    60.0
+    >>> now = datetime(2015, 10, 21, 7, 28, 0, tzinfo=UTC)
+    >>> parse_retry_after("Wed, 21 Oct 2015 07:28:05 GMT", now=now)
+    5.0
+    """
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - (now or datetime.now(UTC))).total_seconds()
+    if math.isnan(seconds):
+        return None
+    return min(max(seconds, 0.0), cap)
+
+
+def _backoff_delay(attempt: int, retry_after: float | None) -> float:
+    """Full jitter: uniform in [0, min(cap, base * 2**(attempt-1))], or the server's wish."""
+    if retry_after is not None:
+        return retry_after
+    return random.uniform(0.0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1)))
+
+
+def _host_port(url: str) -> str:
+    """``host:port`` of a URL, without user info, path or query."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or "?"
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is None:
+        port = 443 if parts.scheme == "https" else 80
+    return f"{host}:{port}"
+
+
+def _public_url(url: str) -> str:
+    """The URL without user info, query or fragment (those may hold credentials)."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or "?"
+    host = f"[{host}]" if ":" in host else host
+    try:
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:
+        port = ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+def _quota_exhausted(body: bytes) -> bool:
+    """A 429 that no amount of waiting fixes (quota or monthly spend limit reached)."""
+    try:
+        payload = json.loads(body.decode("utf-8", errors="replace"))
+    except ValueError:
+        return False
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if not isinstance(error, dict):
+        return False
+    details: dict[str, Any] = error["details"] if isinstance(error.get("details"), dict) else {}
+    codes = {error.get("code"), error.get("type"), details.get("error_code")}
+    return bool(codes & _QUOTA_CODES)
+
+
+def _read_quietly(response: urllib.error.HTTPError) -> bytes:
+    """The start of an error reply's body: enough for its message, never all of a huge one."""
+    try:
+        return response.read(_ERROR_BODY_BYTES)
+    except (OSError, http.client.HTTPException):
+        return b""
+
+
+class _TooLarge(TinyevalError):
+    def __init__(self, limit: int) -> None:
+        super().__init__(limit)
+        self.limit = limit
+
+
+def _read_body(response: Any, limit: int, watchdog: _Watchdog) -> bytes:
+    """A reply body, read a chunk at a time; refused past ``limit`` bytes or the deadline."""
+    length = response.headers.get("Content-Length")
+    declared = int(length) if length is not None and length.strip().isdigit() else None
+    if declared is not None and declared > limit:
+        raise _TooLarge(limit)
+    parts: list[bytes] = []
+    size = 0
+    while chunk := response.read(_READ_CHUNK):
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge(limit)
+        parts.append(chunk)
+        if watchdog.fired:
+            raise TimeoutError
+    if watchdog.fired:
+        raise TimeoutError
+    body = b"".join(parts)
+    if declared is not None and len(body) < declared:  # read(n) returns short, never raises
+        raise http.client.IncompleteRead(body, declared - len(body))
+    return body
+
+
+class _Watchdog:
+    """Bounds one whole HTTP attempt: at the deadline it shuts the connection's socket,
+    so a server that sends a byte now and then cannot hold a call past ``timeout``
+    (a socket timeout alone bounds each read, not their sum)."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.fired = False
+        self._sockets: list[Any] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(timeout, self._fire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _Watchdog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+    def start(self) -> None:
+        if not self._timer.is_alive() and not self.fired:
+            self._timer.start()
+
+    def watch(self, sock: Any) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            fired = self.fired
+        if fired:
+            self._shut(sock)
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            sockets = list(self._sockets)
+        for sock in sockets:
+            self._shut(sock)
+
+    @staticmethod
+    def _shut(sock: Any) -> None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+    def opener(self) -> urllib.request.OpenerDirector:
+        """An opener whose connections are watched from the moment they connect."""
+        watchdog = self
+        self.start()
+
+        def watched(base: type[http.client.HTTPConnection]) -> Any:
+            class Watched(base):  # type: ignore[valid-type, misc]
+                def connect(self) -> None:
+                    super().connect()
+                    watchdog.watch(self.sock)
+
+            return Watched
+
+        class HTTP(urllib.request.HTTPHandler):
+            def http_open(self, req: Any) -> Any:
+                return self.do_open(watched(http.client.HTTPConnection), req)
+
+        class HTTPS(urllib.request.HTTPSHandler):
+            def https_open(self, req: Any) -> Any:
+                return self.do_open(
+                    watched(http.client.HTTPSConnection),
+                    req,
+                    context=self._context,  # type: ignore[attr-defined]
+                )
+
+        return urllib.request.build_opener(HTTP(), HTTPS())
