@@ -62,6 +62,7 @@ unfinished requests ``pending``, to be resumed later.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import http.client
 import json
@@ -795,7 +796,7 @@ class BatchModel(Model):
 _Outcome = tuple[str, Reply | None, str | None, int | None]
 
 
-class _Provider:
+class _Provider(abc.ABC):
     """What differs between the two providers: file format, endpoints, result shapes."""
 
     terminal: frozenset[str] = frozenset()
@@ -806,8 +807,9 @@ class _Provider:
         self.job = job
         self.model = job.model
 
+    @abc.abstractmethod
     def line(self, custom_id: str, request: BatchRequest) -> dict[str, Any]:
-        raise NotImplementedError
+        """Each provider defines it."""
 
     def chunks(self, fresh: Mapping[str, BatchRequest]) -> Iterable[dict[str, dict[str, Any]]]:
         """The requests to submit, as batch lines, split to fit the provider's limits."""
@@ -824,18 +826,21 @@ class _Provider:
         if chunk:
             yield chunk
 
+    @abc.abstractmethod
     def create(self, lines: Mapping[str, dict[str, Any]]) -> str:
-        raise NotImplementedError
+        """Each provider defines it."""
 
+    @abc.abstractmethod
     def status(self, batch_id: str) -> str:
-        raise NotImplementedError
+        """Each provider defines it."""
 
+    @abc.abstractmethod
     def results(self, batch_id: str, status: str) -> Iterable[tuple[str, _Outcome]]:
-        raise NotImplementedError
+        """Each provider defines it."""
 
+    @abc.abstractmethod
     def missing(self, batch_id: str, status: str) -> tuple[str, str]:
         """State and message of a request absent from an ended batch's results."""
-        raise NotImplementedError
 
     def _parsed(self, payload: Any) -> _Outcome:
         try:

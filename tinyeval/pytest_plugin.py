@@ -22,7 +22,7 @@ option ``tinyeval_suite = tinyeval.toml``.
   item was green (``gate on = "lower"`` with too few cases), and 1 when the
   session ended before every selected case ran.
 
->>> allowed_failures(40, 0.85)  # 38/40 passes an 85% gate: 2 failures are tolerated
+>>> allowed_failures(40, 0.85)  # under an 85% gate, up to 6 of 40 may fail (34/40 = 85%)
 6
 """
 

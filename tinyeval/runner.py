@@ -197,6 +197,16 @@ def _generation_prompt(case: Case, template: str | None) -> str:
     return prompt if template is None else template.replace("{input}", prompt)
 
 
+def _shown(judge: Any, case: Case, parts: Any) -> dict[str, Any]:
+    """What ``judge`` is shown of ``case`` besides the response: its context, the question (a
+    conversation's last user turn), and the conversation's parts when the judge takes them."""
+    question = input_text(case.input) if parts is None else (parts.question or "")
+    shown: dict[str, Any] = {"context": case.context, "question": question}
+    if parts is not None and getattr(judge, "takes_conversation", False):
+        shown["conversation"] = parts
+    return shown
+
+
 def _conversation_parts(case: Case, output: str) -> Any:
     """A conversation case cut into what the judge is shown (system, earlier turns, the
     question, the agent's steps, the response), or None for a plain case."""
@@ -297,16 +307,12 @@ def evaluate_case(
             row["judge_model"] = model_spec(judge_model)
             row["judge_temperature"] = getattr(judge_model, "temperature", None)
             parts = _conversation_parts(case, output)
-            question = input_text(case.input) if parts is None else (parts.question or "")
             for judge in applicable:
                 missing = _missing_needs(judge, case)
                 if missing:
                     cannot_judge.append(f"{judge.name} needs a {' and a '.join(missing)}")
                     continue
-                asked: dict[str, Any] = {"context": case.context, "question": question}
-                if parts is not None and getattr(judge, "takes_conversation", False):
-                    asked["conversation"] = parts
-                verdict = judge(judge_model, response=output, **asked)
+                verdict = judge(judge_model, response=output, **_shown(judge, case, parts))
                 data = verdict.to_dict()
                 add_usage(usage, data.get("usage"))
                 row["judges"][data["name"]] = data
@@ -1061,12 +1067,7 @@ def dry_run(
             )
             if not judge_all and not all(r.passed for r in results.values()):
                 continue
-            parts = _conversation_parts(case, output)
-            question = input_text(case.input) if parts is None else (parts.question or "")
-            asked: dict[str, Any] = {"context": case.context, "question": question}
-            if parts is not None and getattr(judge, "takes_conversation", False):
-                asked["conversation"] = parts
-            prompt = render(output, **asked)
+            prompt = render(output, **_shown(judge, case, _conversation_parts(case, output)))
             for sample in range(getattr(judge, "votes", 1)):
                 _count(plan, "judge", prompt, _peek(judge_model, prompt, sample))
     return plan
