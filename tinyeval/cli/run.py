@@ -292,9 +292,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .. import __version__
     from ..dataset import ResultsNotCasesError, parse_field_mapping
     from ..gating import gate, gate_settings
+    from ..planning import prepare_cases
     from ..records import run_manifest
     from ..report import summary_dict, summary_text
-    from ..runner import check_judges, prepare_cases
+    from ..runner import check_judges
     from .suite import apply_suite, judges_from_suite
 
     # Everything that can be wrong with the command is found before the cases are read,
@@ -479,7 +480,7 @@ def _retrieval(args: argparse.Namespace, queries: list[Any], gating: dict[str, A
 def _dry_run(
     args: argparse.Namespace, execution: Any, ready: Any, judges: list[Any], where: Any
 ) -> int:
-    from ..runner import dry_run
+    from ..planning import dry_run
 
     try:
         plan = dry_run(
