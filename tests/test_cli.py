@@ -349,7 +349,7 @@ class TestRefusedBeforeRunning:
 
     def test_cases_without_output_and_no_generate_model(self, tmp_path: Path) -> None:
         message = self.refused(tmp_path, records=[{"id": "a", "output": "x"}, {"id": "b"}])
-        assert "1 case(s) have no output (the first at" in message and "cases.jsonl:2" in message
+        assert "1 case without an output (the first at" in message and "cases.jsonl:2" in message
 
     def test_a_threshold_given_twice(self, tmp_path: Path) -> None:
         message = self.refused(tmp_path, "--threshold", "tone=0.9", "--threshold", "tone=0.8")
@@ -363,3 +363,20 @@ class TestRefusedBeforeRunning:
         done = tinyeval("run", str(cases), "--out", str(tmp_path / "o.jsonl"),
                         "--threshold", "safety=0.99")  # fmt: skip
         assert done.returncode == 1 and "no cases in this category" in done.stdout
+
+
+def test_a_library_error_about_a_setting_names_the_option_that_gave_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the library says "max_errors: …" (it knows no options); the command line says --max-errors
+    from tinyeval.cli import main
+    from tinyeval.errors import InputError
+    from tinyeval.session import RunSettings, Session
+
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"id": "a", "output": "x", "expect": {"max_words": 3}}\n')
+    assert main(["run", str(cases), "--max-errors", "-1", "--out", str(tmp_path / "r")]) == 2
+    assert capsys.readouterr().err == "tinyeval: error: --max-errors: must be 0 or more, got -1\n"
+    with pytest.raises(InputError) as caught:
+        Session(RunSettings(cases=str(cases), max_errors=-1))
+    assert str(caught.value) == "max_errors: must be 0 or more, got -1"

@@ -254,3 +254,39 @@ def test_cost_of_results_without_any_usage_is_unknown_not_zero(tmp_path: Path, c
     assert "the cost is unknown" in out and "$" not in out
     assert main(["cost", "--results", str(rows), "--price", "in=1,out=5", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["usd"] is None
+
+
+# ------------------------------------------------------------- from a cases or suite file
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def test_cost_of_a_cases_file_is_the_dry_run_of_that_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cases = str(EXAMPLES / "cases.jsonl")
+    judged = ["--criterion", "unsupported-claims", "--votes", "3"]
+    assert main(["cost", cases, *judged, "--price", "in=1,out=5", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    out = tmp_path / "never-written.jsonl"
+    assert main(["run", cases, *judged, "--dry-run", "--json", "--price", "in=1,out=5",
+                 "--out", str(out)]) == 0  # fmt: skip
+    assert json.loads(capsys.readouterr().out) == plan and not out.exists()
+    # three votes per judged case, and only the offline judge: no cost
+    assert plan["calls"]["judge"] > 0 and plan["calls"]["judge"] % 3 == 0
+    assert plan["offline"] == plan["calls"]["judge"] and plan["cost_usd"] == 0
+
+
+def test_cost_of_a_suite_counts_its_judges(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cost", "--config", str(EXAMPLES / "tinyeval.toml")]) == 0
+    text = capsys.readouterr().out
+    cases = len((EXAMPLES / "cases.jsonl").read_text(encoding="utf-8").splitlines())
+    assert text.startswith(f"dry run: {cases} cases, no model called") and "judge:" in text
+
+
+def test_cost_of_a_cases_file_refuses_what_run_refuses(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cases = str(EXAMPLES / "cases.jsonl")
+    assert main(["cost", cases, "--criterion", "x", "--votes", "2"]) == 2
+    assert "--votes: must be an odd number" in capsys.readouterr().err

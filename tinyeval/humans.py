@@ -53,6 +53,7 @@ from .stats import (
 __all__ = [
     "REFERENCE_RULE",
     "CalibrationError",
+    "CalibrationReport",
     "CategoryPPI",
     "HumanAgreement",
     "PPIRates",
@@ -60,6 +61,7 @@ __all__ = [
     "ReferenceLabels",
     "SelfAgreement",
     "calibration_lines",
+    "calibration_report",
     "human_agreement",
     "jurors_against_labels",
     "ppi_rates",
@@ -915,3 +917,94 @@ def jurors_against_labels(
     if not columns or len(set(map(len, columns.values()))) != 1:
         return None
     return juror_agreement(columns, human)
+
+
+@dataclass(frozen=True)
+class CalibrationReport:
+    """A judge calibrated against a labels file, with everything the labels say beside it.
+
+    ``calibration`` is the judge against the reference labels; ``humans`` the
+    labelers against each other (with two or more); ``drift`` each labeler
+    against their own re-shown cases; ``ppi`` the prediction-powered rates
+    (when asked for); ``jury`` each juror against the labels (for a jury's rows).
+    Made by :func:`calibration_report`.
+    """
+
+    calibration: Any
+    label_set: LabelSet
+    reference: ReferenceLabels
+    humans: HumanAgreement | None = None
+    drift: tuple[SelfAgreement, ...] = ()
+    ppi: PPIRates | None = None
+    jury: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as one JSON object (what ``calibrate --json`` prints)."""
+        return {
+            **self.calibration.to_dict(),
+            "labels_file": self.label_set.to_dict(),
+            "reference": self.reference.to_dict(),
+            "humans": self.humans.to_dict() if self.humans else None,
+            "self_agreement": [item.to_dict() for item in self.drift],
+            "ppi": self.ppi.to_dict() if self.ppi else None,
+            "jury": self.jury.to_dict() if self.jury is not None else None,
+        }
+
+    def to_text(self) -> str:
+        """The calibration's table and figures, then the labels' own figures."""
+        cal, labels = self.calibration, self.reference
+        disagreeing = len(cal.disagreements())
+        lines = [cal.to_text(), "", f"disagreements: {disagreeing} of {cal.n} compared cases"]
+        if self.label_set.replaced:
+            lines.append(f"{len(self.label_set.replaced)} of the labels replaced an earlier "
+                         "label of the same labeler for the same case (the later one "
+                         "stands)")  # fmt: skip
+        if len(self.label_set.labelers) >= 2 or self.label_set.adjudicated or labels.ties:
+            lines.append(labels.describe() + f" ({REFERENCE_RULE})")
+        if self.humans is not None:
+            lines += ["", *self.humans.to_text()]
+        if self.drift:
+            lines += ["", "labelers against their own re-shown cases (drift):"]
+            lines += [f"  {item}" for item in self.drift]
+        if self.ppi is not None:
+            lines += ["", *self.ppi.to_text()]
+        if self.jury is not None:
+            lines += ["", "the jury's jurors against your labels:", str(self.jury)]
+        return "\n".join(lines)
+
+
+def calibration_report(
+    rows: Sequence[Mapping[str, Any]],
+    label_set: LabelSet,
+    *,
+    judge: str | None = None,
+    only: Iterable[str] | None = None,
+    ppi: bool = False,
+) -> CalibrationReport:
+    """Calibrate ``judge`` (default: the rows' first) against the reference labels of
+    ``label_set``, and gather the labelers' agreement, their drift, the jury's jurors and,
+    with ``ppi``, the prediction-powered pass rates. ``only`` restricts the cases compared.
+
+    >>> from tinyeval.label import LabelRecord, LabelSet
+    >>> rows = [{"id": "a", "judges": {"j": {"verdict": "PASS"}}},
+    ...         {"id": "b", "judges": {"j": {"verdict": "PASS"}}}]
+    >>> ana = {key: LabelRecord({"id": key, "label": label})
+    ...        for key, label in (("a", "PASS"), ("b", "FAIL"))}
+    >>> report = calibration_report(rows, LabelSet(ana, {"ana": ana}, {}, (), ()))
+    >>> report.calibration.n, len(report.calibration.disagreements())
+    (2, 1)
+    """
+    from .calibration import calibrate_results
+
+    wanted = list(only) if only is not None else None
+    reference = reference_labels(label_set)
+    several = len(label_set.labelers) >= 2
+    return CalibrationReport(
+        calibration=calibrate_results(rows, reference, judge=judge, only=wanted),
+        label_set=label_set,
+        reference=reference,
+        humans=human_agreement(label_set, ids=wanted) if several else None,
+        drift=tuple(self_agreement(label_set)),
+        ppi=ppi_rates(rows, reference, judge=judge) if ppi else None,
+        jury=jurors_against_labels(rows, reference, judge=judge),
+    )

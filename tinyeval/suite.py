@@ -65,6 +65,7 @@ __all__ = [
     "ModelSettings",
     "Suite",
     "find_suite",
+    "judges_of",
     "load_suite",
     "starter_text",
 ]
@@ -135,6 +136,24 @@ class JudgeSpec:
     def applies_to(self, category: str) -> bool:
         """Whether this judge looks at cases of ``category``."""
         return not self.categories or category in self.categories
+
+    def judge(self) -> Any:
+        """The judge this entry describes (a rubric file is read now; its name gives way to
+        the entry's).
+
+        >>> JudgeSpec(criterion="Is polite.", name="polite", votes=3).judge().votes
+        3
+        """
+        if self.rubric is not None:
+            from .judge import load_rubric
+
+            rubric = load_rubric(self.rubric)
+            if self.name is not None:
+                rubric = replace(rubric, name=self.name)
+            return rubric.judge(votes=self.votes, style=self.style)
+        from .rag import make_judge
+
+        return make_judge(str(self.criterion), votes=self.votes, style=self.style, name=self.name)
 
     def to_dict(self) -> dict[str, Any]:
         """The judge as a JSON-ready dict.
@@ -345,6 +364,36 @@ class Suite:
 
 
 # === Finding and loading ===
+
+
+def judges_of(
+    specs: Sequence[JudgeSpec], *, judge_model: str = "builtin"
+) -> tuple[list[Any], dict[str, list[str]] | None]:
+    """The judges of a suite's entries, and the categories each looks at (None: every judge
+    looks at all). An entry naming a model other than the run's is refused: a run asks its
+    judges through one model.
+
+    >>> judges, where = judges_of([JudgeSpec(criterion="Is polite.", name="polite",
+    ...                                      categories=("tone",))])
+    >>> [j.name for j in judges], where
+    (['polite'], {'polite': ['tone']})
+    """
+    judges: list[Any] = []
+    categories: dict[str, list[str]] = {}
+    for spec in specs:
+        if spec.model is not None and spec.model != judge_model:
+            raise InputError(
+                f"the judge {spec.name or spec.criterion!r} names its own model {spec.model!r}: "
+                "one judge model per run (set it under [models.judge])",
+                field="judges",
+            )
+        judge = spec.judge()
+        judges.append(judge)
+        if spec.categories:
+            categories[judge.name] = list(spec.categories)
+    if not categories:
+        return judges, None
+    return judges, {judge.name: categories.get(judge.name, []) for judge in judges}
 
 
 def find_suite(start: str | os.PathLike[str] = ".") -> Path | None:

@@ -13,7 +13,6 @@ Everything here goes through the library's public path: :func:`tinyeval.load`,
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -127,32 +126,6 @@ def allowed_failures(n: int, threshold: float | None, *, on: str = "rate") -> in
     return allowed
 
 
-def _rubric(spec: JudgeSpec) -> dict[str, Any]:
-    """A judge's criterion and options from its rubric file (text, or JSON with "criterion")."""
-    assert spec.rubric is not None
-    path = spec.rubric
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read the rubric file: {exc.strerror or exc}", path=path) from None
-    if not path.endswith(".json"):
-        if not text.strip():
-            raise InputError("the rubric file is empty", path=path)
-        return {"criterion": text.strip()}
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
-    if not isinstance(data, dict) or not isinstance(data.get("criterion"), str):
-        raise InputError('expected a JSON object with a "criterion" string', path=path)
-    unknown = sorted(set(data) - {"criterion", "name", "steps", "template"})
-    if unknown:
-        raise InputError(
-            f"unknown key {unknown[0]!r}; expected criterion, name, steps, template", path=path
-        )
-    return data
-
-
 class SuiteRunner:
     """Runs a :class:`~tinyeval.suite.Suite` one case at a time, as a test runner needs.
 
@@ -170,24 +143,8 @@ class SuiteRunner:
     """
 
     def __init__(self, suite: Suite) -> None:
-        from .judge import Judge
-
         self.suite = suite
-        self.judges: list[tuple[JudgeSpec, Any]] = []
-        for spec in suite.judges:
-            options: dict[str, Any] = {"criterion": spec.criterion, "name": spec.name}
-            if spec.rubric is not None:
-                loaded = _rubric(spec)
-                options = {**loaded, "name": spec.name or loaded.get("name")}
-            judge = Judge(
-                options["criterion"],
-                votes=spec.votes,
-                style=spec.style,
-                template=options.get("template"),
-                steps=options.get("steps"),
-                name=options.get("name"),
-            )
-            self.judges.append((spec, judge))
+        self.judges: list[tuple[JudgeSpec, Any]] = [(spec, spec.judge()) for spec in suite.judges]
         self._models: dict[str, Any] = {}
 
     def _model(self, spec: str, settings: ModelSettings | None) -> Any:

@@ -54,6 +54,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _as_given(exc: Exception, parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
+    """The error as the command line spells it: a setting the library names by its keyword
+    (``max_errors``) is shown as the option that gave it (``--max-errors``)."""
+    field = getattr(exc, "field", None)
+    if not isinstance(exc, InputError) or exc.path is not None or not field:
+        return str(exc)
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    command = commands.choices[args.command]
+    options = {a.dest: max(a.option_strings, key=len) for a in command._actions if a.option_strings}
+    options.update({"fields": options.get("field"), "thresholds": options.get("threshold")})
+    if options.get(field) is None:
+        return str(exc)
+    return str(InputError(exc.reason, line=exc.line, field=options[field]))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line and return its exit code (it does not call ``sys.exit``).
 
@@ -77,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     except (InputError, StatisticsError) as exc:
         if debug:
             raise
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        print(f"{PROG}: error: {_as_given(exc, parser, args)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except IncompleteError as exc:
         if debug:

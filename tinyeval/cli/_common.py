@@ -30,6 +30,14 @@ def print_json(obj: Any) -> None:
     sys.stdout.write("\n")
 
 
+def print_plan(plan: Any, price: Any, *, as_json: bool) -> None:
+    """Print a dry run (:class:`tinyeval.planning.DryRun`): its text, or its JSON with the cost."""
+    if as_json:
+        print_json({**plan.to_dict(), **({} if price is None else {"cost_usd": plan.cost(price)})})
+    else:
+        print(plan.to_text(price))
+
+
 def proportion(text: str) -> float:
     """An argparse type for a proportion typed as ``0.2`` or ``20%``.
 

@@ -10,6 +10,7 @@ from ._common import (
     EXIT_OK,
     UsageError,
     print_json,
+    print_plan,
 )
 
 # (name, function adding the sub-command's parser); collected by tinyeval.cli
@@ -20,12 +21,25 @@ def _add_cost(sub: Any) -> None:
     p = sub.add_parser(
         "cost",
         help="estimate the judge calls, tokens and dollars of a run (or add up a finished one)",
-        description="Before a run: cases × votes × orders judge calls, their tokens and, with "
-        "--price, their cost. After a run: --results adds up the token usage recorded in the "
-        "result rows. Prices are given by you (USD per million tokens): there is no built-in "
-        "price list, because prices change.",
+        description="From a cases file or a suite file: every prompt the run would send, "
+        "rendered and counted, as run --dry-run does. By hand: cases × votes × orders judge "
+        "calls, their tokens and, with --price, their cost. After a run: --results adds up the "
+        "token usage recorded in the result rows. Prices are given by you (USD per million "
+        "tokens): there is no built-in price list, because prices change.",
     )
-    p.add_argument("--cases", type=int, metavar="N", help="number of cases to judge")
+    p.add_argument("cases_file", nargs="?", metavar="CASES",
+                   help="a cases file: render and count the calls of a run over it")  # fmt: skip
+    p.add_argument("--config", metavar="FILE",
+                   help="a suite file: its cases, judges and models (the one found here or "
+                   "above, when CASES is given without it, is not used)")  # fmt: skip
+    p.add_argument("--criterion", action="append", default=[], metavar="TEXT|NAME",
+                   help="with CASES: a criterion to judge (repeatable)")  # fmt: skip
+    p.add_argument("--judge-model", metavar="SPEC", help="with CASES: the judge model")
+    p.add_argument("--generate-model", metavar="SPEC", help="with CASES: the generate model")
+    p.add_argument("--trials", type=int, default=1, metavar="K",
+                   help="with CASES: generations per case (default: 1)")  # fmt: skip
+    p.add_argument("--cases", dest="n_cases", type=int, metavar="N",
+                   help="by hand: the number of cases to judge")  # fmt: skip
     p.add_argument("--tokens-in", type=int, metavar="N", help="input tokens per judge call")
     p.add_argument("--tokens-out", type=int, metavar="N", help="output tokens per judge call")
     p.add_argument(
@@ -55,18 +69,24 @@ def _add_cost(sub: Any) -> None:
 def _cmd_cost(args: argparse.Namespace) -> int:
     from ..calls import estimate, parse_price
 
+    if args.cases_file or args.config:
+        return _cost_of_a_run(args)
     price = parse_price(args.price) if args.price else None
     if args.results:
         return _cost_of_results(args.results, price, as_json=args.json)
     missing = [
-        f"--{name.replace('_', '-')}"
-        for name in ("cases", "tokens_in", "tokens_out")
-        if getattr(args, name) is None
+        option
+        for option, value in (
+            ("--cases", args.n_cases),
+            ("--tokens-in", args.tokens_in),
+            ("--tokens-out", args.tokens_out),
+        )
+        if value is None
     ]
     if missing:
-        raise UsageError(f"cost needs {', '.join(missing)} (or --results FILE)")
+        raise UsageError(f"cost needs {', '.join(missing)} (or CASES, or --results FILE)")
     result = estimate(
-        args.cases,
+        args.n_cases,
         args.tokens_in,
         args.tokens_out,
         votes=args.votes,
@@ -79,6 +99,23 @@ def _cmd_cost(args: argparse.Namespace) -> int:
         print(f"{result} Pass --price in=X,out=Y (USD per million tokens) for one.")
     else:
         print(result)
+    return EXIT_OK
+
+
+def _cost_of_a_run(args: argparse.Namespace) -> int:
+    """The dry run of a run over CASES (or the suite's cases): its calls, tokens and cost."""
+    from ..session import Session
+    from .run import settings_from
+    from .suite import apply_suite
+
+    args.cases, args.rubric, args.field, args.threshold = args.cases_file, [], [], []
+    for name in ("default_threshold", "inconclusive", "gate_on", "allow_unchecked", "shard"):
+        setattr(args, name, None)
+    args.suite_judges, args.suite_overridden, args.option_defaults = (), [], {}
+    suite = apply_suite(args)
+    with Session(settings_from(args, suite)) as session:
+        plan = session.dry_run(session.prepare())
+    print_plan(plan, session.price, as_json=args.json)
     return EXIT_OK
 
 

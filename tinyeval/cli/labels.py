@@ -7,7 +7,6 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..humans import REFERENCE_RULE
 from ..records import write_records
 from ._common import (
     EXIT_OK,
@@ -214,81 +213,36 @@ def _add_calibrate(sub: Any) -> None:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from ..calibration import calibrate_results, disagreement_rows
-    from ..humans import (
-        human_agreement,
-        jurors_against_labels,
-        ppi_rates,
-        reference_labels,
-        self_agreement,
-    )
+    from ..calibration import disagreement_rows
+    from ..humans import calibration_report
     from ..label import parse_label_fields, read_label_set
     from ..records import read_rows
+    from ..session import case_ids
 
     if same_file(args.results, args.labels):
         raise UsageError(f"RESULTS and LABELS are the same file {args.results}")
-    refuse_overwriting(
-        [args.results, args.labels, *filter(None, [args.only])],
-        [("--save", args.save), ("--disagreements", args.disagreements)],
-    )
+    outputs = [("--save", args.save), ("--disagreements", args.disagreements)]
+    refuse_overwriting([args.results, args.labels, *filter(None, [args.only])], outputs)
     rows = read_rows(args.results)
     label_set = read_label_set(args.labels, fields=parse_label_fields(args.field))
-    labels = reference_labels(label_set)
-    only = [row["id"] for row in read_rows(args.only)] if args.only else None
-    cal = calibrate_results(rows, labels, judge=args.judge, only=only)
-    for warning in cal.expired:
+    report = calibration_report(rows, label_set, judge=args.judge, ppi=args.estimate == "ppi",
+                                only=case_ids(args.only))  # fmt: skip
+    for warning in report.calibration.expired:
         print(f"{PROG}: WARNING: {warning}", file=sys.stderr)
-    several = len(label_set.labelers) >= 2
-    humans = human_agreement(label_set, ids=only) if several else None
-    drift = self_agreement(label_set)
-    ppi = ppi_rates(rows, labels, judge=args.judge) if args.estimate == "ppi" else None
-    extra: list[str] = []
-    if label_set.replaced:
-        extra.append(
-            f"{len(label_set.replaced)} of the labels replaced an earlier label of the same "
-            "labeler for the same case (the later one stands)"
-        )
-    if several or label_set.adjudicated or labels.ties:
-        extra.append(labels.describe() + f" ({REFERENCE_RULE})")
-    if humans is not None:
-        extra.extend(["", *humans.to_text()])
-    if drift:
-        extra.extend(["", "labelers against their own re-shown cases (drift):"])
-        extra.extend(f"  {item}" for item in drift)
-    if ppi is not None:
-        extra.extend(["", *ppi.to_text()])
-    jury = jurors_against_labels(rows, labels, judge=args.judge)
-    if jury is not None:
-        extra.extend(["", "the jury's jurors against your labels:", str(jury)])
     notes = []
     if args.disagreements:
-        found = disagreement_rows(cal, rows, labels)
+        found = disagreement_rows(report.calibration, rows, report.reference)
         write_records(args.disagreements, found)  # all or nothing, like every other output
         notes.append(f"wrote {len(found)} disagreements to {args.disagreements}")
     if args.save:
-        cal.save(args.save)
+        report.calibration.save(args.save)
         notes.append(f"saved the calibration to {args.save}")
     if args.json:
-        print_json(
-            {
-                **cal.to_dict(),
-                "labels_file": label_set.to_dict(),
-                "reference": labels.to_dict(),
-                "humans": humans.to_dict() if humans else None,
-                "self_agreement": [item.to_dict() for item in drift],
-                "ppi": ppi.to_dict() if ppi else None,
-                "jury": jury.to_dict() if jury is not None else None,
-            }
-        )
-        for note in notes:
-            print(f"{PROG}: {note}", file=sys.stderr)
+        print_json(report.to_dict())
     else:
-        print(cal.to_text())
-        print(f"\ndisagreements: {len(cal.disagreements())} of {cal.n} compared cases")
-        for line in extra:
-            print(line)
-        for note in notes:
-            print(note)
+        print(report.to_text())
+    for note in notes:  # on stderr beside --json, so the standard output stays one object
+        print(f"{PROG}: {note}" if args.json else note, file=sys.stderr if args.json else None)
     return EXIT_OK
 
 

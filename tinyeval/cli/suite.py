@@ -115,31 +115,6 @@ def _apply_models(args: argparse.Namespace, suite: Any, fill: Callable[..., None
             fill(name, values.pop())
 
 
-def judges_from_suite(args: argparse.Namespace) -> tuple[list[Any], dict[str, list[str]] | None]:
-    """The suite's judges, and which categories each looks at (None: all, for every judge)."""
-    from ..judge import Judge, load_rubric
-
-    specs = getattr(args, "suite_judges", ())
-    judges: list[Any] = []
-    categories: dict[str, list[str]] = {}
-    for spec in specs:
-        if spec.model is not None and spec.model != args.judge_model:
-            raise UsageError(
-                f"the judge {spec.name or spec.criterion!r} names its own model {spec.model!r}: "
-                "one judge model per run (set it under [models.judge])"
-            )
-        if spec.rubric:
-            judge = load_rubric(spec.rubric).judge(votes=spec.votes, style=spec.style)
-        else:
-            judge = Judge(str(spec.criterion), votes=spec.votes, style=spec.style, name=spec.name)
-        judges.append(judge)
-        if spec.categories:
-            categories[judge.name] = list(spec.categories)
-    if not categories:
-        return judges, None
-    return judges, {judge.name: categories.get(judge.name, []) for judge in judges}
-
-
 def _add_init(sub: Any) -> None:
     p = sub.add_parser(
         "init",

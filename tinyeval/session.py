@@ -1,0 +1,654 @@
+"""A whole evaluation from its settings: what ``tinyeval run`` does, as a library.
+
+:func:`tinyeval.run` takes cases, judges and models as objects. A
+:class:`Session` takes them as settings, spelled as the command line and the
+suite file spell them (model specs, criteria, rubric files, ``"CAT=RATE"``),
+and does the rest: it opens the models (with the response cache, as a jury,
+through a provider's batch API), builds the judges, reads and selects the
+cases, refuses what cannot be meant before anything runs, runs them (on a
+Dask cluster when asked), and assembles the summary: the gate, the retrieval
+table, trials, stopping early, juries, corrected rates, usage and cost.
+
+==========================  ===================================================
+``RunSettings``             every setting of a run, by name, with its default
+``Session(settings)``       the models and judges, opened; ``prepare()``,
+                            ``dry_run()``, ``run()``, ``close()``
+``RunSummary``              what a run found: the gate, its text and its JSON
+==========================  ===================================================
+
+A session never prints: it hands each row to ``on_row`` as the case finishes
+and returns a summary whose text the caller shows.
+
+>>> import tempfile, os
+>>> folder = tempfile.mkdtemp()
+>>> cases = os.path.join(folder, "cases.jsonl")
+>>> with open(cases, "w") as f:
+...     _ = f.write('{"id": "a", "category": "tone", "output": "Hi", '
+...                 '"expect": {"max_words": 3}}\\n')
+>>> settings = RunSettings(cases=cases, out=os.path.join(folder, "rows.jsonl"),
+...                        thresholds={"tone": "1.0"})
+>>> with Session(settings) as session:
+...     summary = session.run(session.prepare())
+>>> summary.passed, summary.report.categories[0].rate.successes
+(True, 1)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .calls import Price
+from .errors import IncompleteError, InputError, did_you_mean, plural
+from .gating import GateReport
+from .planning import DryRun, PreparedCases
+from .records import Row
+
+__all__ = [
+    "RunSettings",
+    "RunSummary",
+    "Session",
+    "case_ids",
+    "open_executor",
+    "refuse_unknown_categories",
+]
+
+
+@dataclass
+class RunSettings:
+    """Every setting of a run, by the names the command line's options have.
+
+    The defaults are the command line's. Values are given as they are spelled
+    there: model specs (``"openai:gpt-4o-mini"``), criteria as text or a
+    built-in name, ``thresholds`` as category → ``"95%"`` or a number, ``price``
+    as ``"in=X,out=Y"``. ``judge_model`` is one spec, or three, five… for a
+    jury. ``judges`` are a suite file's judges (used when no ``criterion`` or
+    ``rubric`` is given); ``suite`` is the suite file the settings came from.
+
+    >>> RunSettings(cases="cases.jsonl").concurrency
+    4
+    """
+
+    cases: str
+    out: str = "tinyeval-results.jsonl"
+    # reading the cases
+    fields: Mapping[str, str] = field(default_factory=dict)
+    id_from_line: bool = False
+    format: str | None = None
+    sample: int | None = None
+    seed: int | str = "0"
+    max_line_bytes: int | None = None
+    only: str | Sequence[str] | None = None  # ids, "a,b,c", or a file of ids
+    rejudge: str | None = None  # an earlier run's rows, whose outputs are judged again
+    # the gate
+    thresholds: Mapping[str, Any] = field(default_factory=dict)
+    default_threshold: Any = None
+    inconclusive: str | None = None
+    allow_unchecked: bool | None = None
+    k: str = "1,3,5,10"
+    retrieval_threshold: Sequence[str] = ()
+    # the judge
+    criterion: Sequence[str] = ()
+    rubric: Sequence[str] = ()
+    judges: Sequence[Any] = ()  # a suite's judge entries (tinyeval.suite.JudgeSpec)
+    judge_model: str | Sequence[str] | None = None
+    dawid_skene: bool = False
+    votes: int = 1
+    judge_style: str = "verdict-first"
+    judge_all: bool = False
+    judge_category: Sequence[str] | None = None
+    review_out: str | None = None
+    calibration: str | None = None
+    show_failures: int = 5
+    # calling models
+    base_url: str | None = None
+    timeout: float = 60.0
+    temperature: float = 0.0
+    judge_max_tokens: int | None = 256
+    concurrency: int = 4
+    cache: str = ".tinyeval/cache.sqlite3"
+    no_cache: bool = False
+    max_response_bytes: int | None = None
+    refresh: bool = False
+    generate_model: str | None = None
+    prompt_template: str | None = None
+    max_tokens: int | None = None
+    regenerate: bool = False
+    trials: int = 1
+    trials_gate: str = "all"
+    stop_when_decided: bool = False
+    # the run
+    max_errors: int | None = None
+    fail_fast: int = 10
+    case_timeout: float | None = None
+    resume: bool = False
+    shard: tuple[int, int] | None = None
+    batch: bool = False
+    batch_poll: float = 30.0
+    executor: str | None = None
+    max_cost: float | None = None
+    price: str | Price | None = None
+    suite: Any = None  # the tinyeval.suite.Suite these settings came from
+    suite_overridden: Sequence[str] = ()  # suite keys the caller gave again
+
+    def gate_options(self) -> dict[str, Any]:
+        """The keywords of :func:`tinyeval.gating.gate` these settings give.
+
+        >>> RunSettings(cases="c", thresholds={"tone": "0.9"}).gate_options()["thresholds"]
+        {'tone': '0.9'}
+        """
+        return {
+            "thresholds": dict(self.thresholds),
+            "default_threshold": self.default_threshold,
+            "inconclusive": self.inconclusive,
+            "allow_unchecked": self.allow_unchecked,
+        }
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What a run found: the gate, and everything said beside it.
+
+    ``info`` is the run's JSON (cases, files, fingerprints, models, usage,
+    and the parts below when present); ``lines`` the text shown under the gate
+    table (failed cases, retrieval, trials, batches, cost, warnings).
+    ``passed`` is the gate's verdict and the retrieval gate's together;
+    ``complete`` is False when the run stopped early (``stopped_reason`` says
+    why, ``capped`` when the spend cap stopped it).
+
+    >>> from tinyeval.gating import gate
+    >>> summary = RunSummary(gate({"tone": {"passed": 3, "total": 3}}, thresholds={"tone": 1.0}))
+    >>> summary.passed, summary.to_dict()["gate"]["passed"]
+    (True, True)
+    """
+
+    report: GateReport
+    info: Mapping[str, Any] = field(default_factory=dict)
+    lines: tuple[str, ...] = ()
+    judged: int = 0
+    unparsed: int = 0
+    errors: int = 0
+    complete: bool = True
+    stopped_reason: str | None = None
+    rows: int = 0
+    retrieval_passed: bool = True
+    capped: str | None = None  # why the spend cap stopped the run
+
+    @property
+    def passed(self) -> bool:
+        """Whether both the gate and the retrieval gate (when there is one) passed."""
+        return self.report.passed and self.retrieval_passed
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary as one JSON-ready object (what ``run --json`` prints)."""
+        from .report import summary_dict
+
+        return summary_dict(self.report, run_info=self.info, judged=self.judged,
+                            unparsed=self.unparsed, errors=self.errors)  # fmt: skip
+
+    def to_text(self, header: str | None = None, *, brief: bool = False) -> str:
+        """The gate table with ``header`` above it and the summary's lines below (``brief``:
+        the table alone)."""
+        from .report import summary_text
+
+        return summary_text(self.report, header=header, judged=self.judged,
+                            unparsed=self.unparsed, errors=self.errors,
+                            extra_lines=() if brief else self.lines)  # fmt: skip
+
+
+class Session:
+    """The models, judges and cache of a run, opened from :class:`RunSettings`.
+
+    Everything that can be wrong with the settings is found when the session
+    is made (before any case is read), and everything wrong with the cases by
+    :meth:`prepare` (before any of them runs). Use it as a context manager, or
+    call :meth:`close`, so the response cache is released.
+    """
+
+    def __init__(self, settings: RunSettings) -> None:
+        self.settings = s = settings
+        if s.max_errors is not None and s.max_errors < 0:
+            raise InputError(f"must be 0 or more, got {s.max_errors}", field="max_errors")
+        self.jurors = _jurors(s.judge_model)
+        spec = self.jurors[0] if len(self.jurors) == 1 else None
+        if len(self.jurors) > 1:
+            spec = "jury:" + ",".join(self.jurors)
+        self.judge_spec: str = spec or "builtin"
+        self.judges, self.judge_categories = self._judges()
+        self.price = _price(s.price)
+        self.template = _template(s.prompt_template)
+        self.cache: Any = None
+        self.judge_model: Any = None
+        self.generate_model: Any = None
+        self.batch_models: list[Any] = []
+        self.stop = threading.Event()
+        self.in_flight = 0
+        self.calibration = None
+        try:
+            self._open_models()
+            if s.calibration:
+                from .calibration import load_calibration
+
+                self.calibration = load_calibration(s.calibration)
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the response cache (a later call does nothing)."""
+        if self.cache is not None:
+            self.cache.close()
+
+    # --- opening ---
+
+    def _judges(self) -> tuple[list[Any], Any]:
+        from .runner import check_judges
+
+        s = self.settings
+        if s.criterion or s.rubric:
+            if s.votes < 1 or s.votes % 2 == 0:
+                raise InputError(f"must be an odd number (1, 3, 5…) so a majority exists, got "
+                                 f"{s.votes}", field="votes")  # fmt: skip
+            from .judge import load_rubric
+            from .rag import make_judge
+
+            judges = [make_judge(text, votes=s.votes, style=s.judge_style)
+                      for text in s.criterion]  # fmt: skip
+            judges += [load_rubric(path).judge(votes=s.votes, style=s.judge_style)
+                       for path in s.rubric]  # fmt: skip
+            return check_judges(judges, self.judge_spec), s.judge_category
+        if not s.judges:
+            return [], s.judge_category
+        from .suite import judges_of
+
+        judges, per_judge = judges_of(s.judges, judge_model=self.judge_spec)
+        return check_judges(judges, self.judge_spec), per_judge
+
+    def _model(self, spec: str, *, max_tokens: int | None) -> Any:
+        from .models import MAX_RESPONSE_BYTES, resolve
+
+        s = self.settings
+        model = resolve(spec, base_url=s.base_url, timeout=s.timeout, temperature=s.temperature,
+                        max_tokens=max_tokens,
+                        max_response_bytes=s.max_response_bytes or MAX_RESPONSE_BYTES)  # fmt: skip
+        if s.no_cache or spec == "builtin":
+            return model
+        from .cache import ResponseCache, cached
+
+        self.cache = self.cache if self.cache is not None else ResponseCache(s.cache)
+        return cached(model, self.cache, refresh=s.refresh)
+
+    def _open_models(self) -> None:
+        s = self.settings
+        if self.judges and len(self.jurors) > 1:
+            from .jury import Jury
+
+            models = {spec: self._model(spec, max_tokens=s.judge_max_tokens)
+                      for spec in self.jurors}  # fmt: skip
+            self.judges = [Jury(judge, models) for judge in self.judges]
+            self.judge_model = _Panel(self.judge_spec)
+        elif self.judges:
+            self.judge_model = self._model(self.judge_spec, max_tokens=s.judge_max_tokens)
+        if s.generate_model:
+            self.generate_model = self._model(s.generate_model, max_tokens=s.max_tokens)
+        if s.batch:
+            self._use_batches()
+
+    def _use_batches(self) -> None:
+        """The judge and generate models become batch models on the same cache."""
+        from .batch import BatchJob, BatchModel
+        from .cache import ResponseCache
+
+        s = self.settings
+        if s.no_cache:
+            raise InputError("batches keep the batch id and its replies in the response cache: "
+                             "it cannot be turned off", field="batch")  # fmt: skip
+        self.cache = self.cache if self.cache is not None else ResponseCache(s.cache)
+
+        def batched(spec: str | None, model: Any, max_tokens: int | None) -> Any:
+            if (
+                model is None
+                or spec is None
+                or spec.partition(":")[0] not in ("openai", "anthropic")
+            ):
+                return model  # builtin, cmd: and py: models are called as usual
+            job = BatchJob(spec, self.cache, base_url=s.base_url, timeout=s.timeout,
+                           temperature=s.temperature, max_tokens=max_tokens,
+                           poll_interval=s.batch_poll)  # fmt: skip
+            found = BatchModel(job)
+            self.batch_models.append(found)
+            return found
+
+        self.judge_model = batched(self.judge_spec, self.judge_model, s.judge_max_tokens)
+        self.generate_model = batched(s.generate_model, self.generate_model, s.max_tokens)
+        if not self.batch_models:
+            raise InputError("neither the judge nor the generate model is an openai: or "
+                             "anthropic: model, and only those have batch APIs",
+                             field="batch")  # fmt: skip
+
+    # --- the cases ---
+
+    def prepare(self) -> PreparedCases:
+        """Read, validate and select the run's cases, and refuse what they show cannot be
+        meant (an unknown category, cases with no output and no generate model)."""
+        from .planning import prepare_cases
+
+        s = self.settings
+        ready = prepare_cases(
+            s.cases, fields=s.fields, id_from_line=s.id_from_line, format=s.format,
+            sample_size=s.sample, seed=s.seed, only=case_ids(s.only),
+            outputs=_recorded_outputs(s.rejudge), shard=s.shard,
+            shuffle=s.stop_when_decided, max_line_bytes=s.max_line_bytes,
+        )  # fmt: skip
+        if ready.unknown_only and not ready.selected:
+            raise InputError(f"no case has the id {ready.unknown_only[0]!r}", field="only")
+        if ready.in_shard == 0:
+            where = f" in shard {s.shard[0]}/{s.shard[1]}" if s.shard else ""
+            raise InputError(f"no case to run{where}", path=s.cases)
+        refuse_unknown_categories("judge_category", s.judge_category or [], ready.categories)
+        refuse_unknown_categories("threshold", s.thresholds, ready.categories, only_typos=True)
+        if ready.without_output and not s.generate_model:
+            first = ready.first_without_output
+            assert first is not None
+            where = f"{first.source}:{first.line}" if first.line else repr(first.id)
+            raise InputError(f"{plural(ready.without_output, 'case')} without an output (the "
+                             f"first at {where}) and no generate model to generate them",
+                             field="generate_model")  # fmt: skip
+        return ready
+
+    def dry_run(self, ready: PreparedCases) -> DryRun:
+        """Every prompt the run would send, rendered and counted; no model is called."""
+        from .planning import dry_run
+
+        s = self.settings
+        return dry_run(ready.cases, judges=self.judges, judge_model=self.judge_model,
+                       generate_model=self.generate_model, prompt_template=self.template,
+                       regenerate=s.regenerate, trials=s.trials, judge_all=s.judge_all,
+                       judge_categories=self.judge_categories)  # fmt: skip
+
+    # --- the run ---
+
+    def run(
+        self,
+        ready: PreparedCases,
+        *,
+        on_row: Callable[[Row], None] | None = None,
+        executor: Executor | None = None,
+    ) -> RunSummary:
+        """Run the prepared cases into rows in ``settings.out`` and summarize them.
+
+        ``on_row`` is called with each row as its case finishes. Setting
+        :attr:`stop` (a :class:`threading.Event`) stops taking new cases;
+        :attr:`in_flight` counts the cases running. ``executor`` overrides
+        ``settings.executor``. Raises :class:`~tinyeval.errors.IncompleteError`
+        when a batch is still pending at the provider, or a row cannot be
+        written.
+        """
+        from .records import write_row
+        from .runner import run
+
+        s = self.settings
+        batch_lines = self._run_batches(ready) if self.batch_models else []
+        failures = _Failures(s.show_failures)
+        review_rows = 0
+        with contextlib.ExitStack() as stack:
+            review = None
+            if s.review_out:
+                review = stack.enter_context(
+                    open(s.review_out, "a" if s.resume else "w", encoding="utf-8")
+                )
+
+            def noted(row: Row) -> None:
+                nonlocal review_rows
+                failures.note(row)
+                if review is not None and not all(
+                    v.get("unanimous", True) for v in row["judges"].values()
+                ):
+                    write_row(review, row)
+                    review_rows += 1
+                if on_row is not None:
+                    on_row(row)
+
+            if executor is None:
+                executor = stack.enter_context(open_executor(s.executor, s.concurrency))
+            try:
+                result = run(
+                    ready.cases, judges=self.judges, judge_model=self.judge_model,
+                    generate_model=self.generate_model, prompt_template=self.template,
+                    regenerate=s.regenerate, trials=s.trials, judge_all=s.judge_all,
+                    judge_categories=self.judge_categories, out=s.out, resume=s.resume,
+                    shard=s.shard, concurrency=s.concurrency, max_errors=s.max_errors,
+                    case_timeout=s.case_timeout, fail_fast=s.fail_fast or None,
+                    keep_rows=False, on_row=noted, dataset_fingerprint=ready.fingerprint,
+                    manifest=self._manifest(ready), stop=self.stop, progress=self._in_flight,
+                    stop_when_decided=self._decide_at(ready), max_cost=s.max_cost,
+                    price=self.price, executor=executor,
+                )  # fmt: skip
+            except OSError as exc:  # a full disk, a file gone: the run cannot complete
+                where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+                raise IncompleteError(
+                    f"writing the results failed: {where}{exc.strerror or exc}; the rows "
+                    f"written before it are kept in {s.out} (a resumed run continues there)"
+                ) from None
+        from .summary import summarize
+
+        return summarize(self, ready, result, failures=failures.rows(),
+                         batch_lines=batch_lines, review_rows=review_rows)  # fmt: skip
+
+    def _in_flight(self, count: int) -> None:
+        self.in_flight = count
+
+    def _manifest(self, ready: PreparedCases) -> dict[str, Any]:
+        from .gating import gate_settings
+        from .records import run_manifest
+
+        s = self.settings
+        return run_manifest(
+            cases=ready.selected, shard=s.shard, shard_cases=ready.in_shard if s.shard else None,
+            sample={"size": s.sample, "seed": s.seed} if s.sample else None,
+            only=ready.selected if (s.only is not None or s.rejudge) else None,
+            judges={j.name: j.rubric_fingerprint for j in self.judges},
+            judge_model=self.judge_spec if self.judges else None,
+            gate=gate_settings(**s.gate_options()),
+            suite=s.suite.fingerprint if s.suite is not None else None,
+            cases_file=s.cases, trials=s.trials, sequential=s.stop_when_decided,
+        )  # fmt: skip
+
+    def _decide_at(self, ready: PreparedCases) -> dict[str, float] | None:
+        """With ``stop_when_decided``: each gated category's threshold."""
+        if not self.settings.stop_when_decided:
+            return None
+        from .gating import gate_settings
+
+        settings = gate_settings(**self.settings.gate_options())
+        default = settings["default_threshold"]
+        limits = {c: settings["thresholds"].get(c, default) for c in ready.categories}
+        found = {c: float(t) for c, t in limits.items() if t is not None}
+        if not found:
+            raise InputError("needs thresholds: it stops a category once its gate is decided",
+                             field="stop_when_decided")  # fmt: skip
+        return found
+
+    def _run_batches(self, ready: PreparedCases) -> list[str]:
+        """Record the calls the run would make, send them as batches, until none is left."""
+        from .runner import run
+
+        s = self.settings
+        lines = []
+        for _ in range(4):  # generation, then the judges of what was generated
+            run(ready.cases, judges=self.judges, judge_model=self.judge_model,
+                generate_model=self.generate_model, prompt_template=self.template,
+                regenerate=s.regenerate, trials=s.trials, judge_all=s.judge_all,
+                judge_categories=self.judge_categories, concurrency=s.concurrency,
+                fail_fast=None, keep_rows=False)  # fmt: skip
+            waiting = [(m, m.take_deferred()) for m in self.batch_models]
+            if not any(requests for _, requests in waiting):
+                break
+            for model, requests in waiting:
+                if not requests:
+                    continue
+                outcome = model.job.run(requests)
+                model.absorb(outcome)
+                lines.append(f"batch: {outcome}")
+                if not outcome.complete:
+                    raise IncompleteError(
+                        f"{outcome}; the batch is still pending at the provider: resume the "
+                        "run later (it polls the same batch, never submits it twice)"
+                    )
+        return lines
+
+
+class _Failures:
+    """A few failed rows of each category, to say why they failed: those with the smallest
+    ids, so the list is the same whatever order the cases finished in."""
+
+    def __init__(self, shown: int) -> None:
+        self.shown = shown
+        self.kept: dict[str, list[Row]] = {}
+
+    def note(self, row: Row) -> None:
+        if row.get("status") == "pass" or not self.shown:
+            return
+        kept = self.kept.setdefault(str(row.get("category")), [])
+        if any(other["id"] == row["id"] for other in kept):
+            return  # with trials, one line per case (its first failed trial)
+        kept.append(row)
+        kept.sort(key=lambda r: str(r["id"]))
+        del kept[self.shown :]
+
+    def rows(self) -> list[Row]:
+        return [row for _, rows in sorted(self.kept.items()) for row in rows]
+
+
+class _Panel:
+    """The judge model a jury's run reports (``jury:SPEC,SPEC,…``); each juror calls its own."""
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        self.temperature = None
+
+    def __call__(self, prompt: str) -> str:
+        raise RuntimeError("a jury's jurors call their own models")
+
+
+@contextlib.contextmanager
+def open_executor(spec: str | None, concurrency: int = 4) -> Iterator[Executor | None]:
+    """The executor a spec names: ``None`` (the runner's own thread pool), ``dask:local`` (a
+    local Dask cluster of two worker processes) or ``dask://HOST:PORT`` (a scheduler).
+
+    >>> with open_executor(None) as executor:
+    ...     print(executor)
+    None
+    """
+    if spec is None:
+        yield None
+        return
+    if spec != "dask:local" and not spec.startswith("dask://"):
+        raise InputError(f"expected dask:local or dask://HOST:PORT, got {spec!r}",
+                         field="executor")  # fmt: skip
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise InputError("Dask's distributed scheduler is not installed: pip install "
+                         "'dask[distributed]'", field="executor") from None  # fmt: skip
+    cluster = None
+    if spec == "dask:local":
+        cluster = LocalCluster(n_workers=2, threads_per_worker=max(1, concurrency // 2),
+                               processes=True, dashboard_address=None)  # fmt: skip
+        client = Client(cluster)
+    else:
+        client = Client(spec.removeprefix("dask://"))
+    try:
+        yield client.get_executor()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def refuse_unknown_categories(
+    field: str, names: Iterable[str], known: Iterable[str], *, only_typos: bool = False
+) -> None:
+    """Refuse category names that no case has. With ``only_typos``, only those that look like
+    a misspelling of one that does (a category that vanished must still block the gate).
+
+    >>> refuse_unknown_categories("threshold", ["tone"], {"tone", "amounts"})
+    >>> refuse_unknown_categories("threshold", ["amount"], {"tone", "amounts"})
+    Traceback (most recent call last):
+    ...
+    tinyeval.errors.InputError: threshold: no case has the category 'amount'; did you mean ...
+    """
+    listed = sorted(known)
+    for name in names:
+        if name in listed:
+            continue
+        close = did_you_mean(name, listed)
+        if close or not only_typos:
+            hint = (
+                f"did you mean {close!r}?" if close else f"the categories are {', '.join(listed)}"
+            )
+            raise InputError(f"no case has the category {name!r}; {hint}", field=field)
+
+
+def _jurors(given: str | Sequence[str] | None) -> list[str]:
+    specs = [given] if isinstance(given, str) else list(given or [])
+    if len(specs) > 1 and len(specs) % 2 == 0:
+        raise InputError(f"a jury needs an odd number of models (3, 5…), got {len(specs)}",
+                         field="judge_model")  # fmt: skip
+    return specs
+
+
+def _price(given: str | Price | None) -> Price | None:
+    if given is None or isinstance(given, Price):
+        return given
+    from .calls import parse_price
+
+    return parse_price(given)
+
+
+def _template(path: str | None) -> str | None:
+    if path is None:
+        return None
+    text = Path(path).read_text(encoding="utf-8")
+    if "{input}" not in text:
+        raise InputError("the template has no {input} placeholder", path=path)
+    return text
+
+
+def case_ids(given: str | Sequence[str] | None) -> list[str] | None:
+    """Case ids: a list, ids separated by commas, or a file of them (one per line, or JSON
+    lines with an id, such as result rows). None stays None.
+
+    >>> case_ids("a, b,c"), case_ids(None)
+    (['a', 'b', 'c'], None)
+    """
+    if given is None or not isinstance(given, str):
+        return None if given is None else [str(x) for x in given]
+    if not Path(given).is_file():
+        return [part.strip() for part in given.split(",") if part.strip()]
+    from .records import iter_json_lines
+
+    lines = Path(given).read_text(encoding="utf-8").splitlines()
+    if any(line.lstrip().startswith("{") for line in lines):
+        return [str(record.get("id")) for _, record in iter_json_lines(given)]
+    return [line.strip() for line in lines if line.strip()]
+
+
+def _recorded_outputs(path: str | None) -> dict[str, Any] | None:
+    """The outputs an earlier run recorded, by case id."""
+    if path is None:
+        return None
+    from .records import read_rows
+
+    return {row["id"]: row.get("output") for row in read_rows(path)}
