@@ -29,7 +29,7 @@ and returns a summary whose text the caller shows.
 ...                        thresholds={"tone": "1.0"})
 >>> with Session(settings) as session:
 ...     summary = session.run(session.prepare())
->>> summary.passed, summary.report.categories[0].rate.successes
+>>> summary.passed, summary.report.categories[0].measured.successes
 (True, 1)
 """
 
@@ -55,6 +55,7 @@ __all__ = [
     "Session",
     "case_ids",
     "open_executor",
+    "open_model",
     "refuse_unknown_categories",
 ]
 
@@ -276,18 +277,13 @@ class Session:
         return check_judges(judges, self.judge_spec), per_judge
 
     def _model(self, spec: str, *, max_tokens: int | None) -> Any:
-        from .models import MAX_RESPONSE_BYTES, resolve
-
         s = self.settings
-        model = resolve(spec, base_url=s.base_url, timeout=s.timeout, temperature=s.temperature,
-                        max_tokens=max_tokens,
-                        max_response_bytes=s.max_response_bytes or MAX_RESPONSE_BYTES)  # fmt: skip
-        if s.no_cache or spec == "builtin":
-            return model
-        from .cache import ResponseCache, cached
-
-        self.cache = self.cache if self.cache is not None else ResponseCache(s.cache)
-        return cached(model, self.cache, refresh=s.refresh)
+        model, self.cache = open_model(
+            spec, base_url=s.base_url, timeout=s.timeout, temperature=s.temperature,
+            max_tokens=max_tokens, max_response_bytes=s.max_response_bytes, cache_path=s.cache,
+            no_cache=s.no_cache, refresh=s.refresh, cache=self.cache,
+        )  # fmt: skip
+        return model
 
     def _open_models(self) -> None:
         s = self.settings
@@ -540,6 +536,40 @@ class _Panel:
 
     def __call__(self, prompt: str) -> str:
         raise RuntimeError("a jury's jurors call their own models")
+
+
+def open_model(
+    spec: str,
+    *,
+    base_url: str | None = None,
+    timeout: float = 60.0,
+    temperature: float = 0.0,
+    max_tokens: int | None = None,
+    max_response_bytes: int | None = None,
+    cache_path: str | None = None,
+    no_cache: bool = False,
+    refresh: bool = False,
+    cache: Any = None,
+) -> tuple[Any, Any]:
+    """The model a spec names, answered from the response cache at ``cache_path`` (or the
+    ``cache`` given, opened already) unless ``no_cache``; the offline ``builtin`` judge is
+    never cached. Returns the model and the cache (None without one).
+
+    >>> model, cache = open_model("builtin")
+    >>> cache is None, callable(model)
+    (True, True)
+    """
+    from .models import MAX_RESPONSE_BYTES, resolve
+
+    model = resolve(spec, base_url=base_url, timeout=timeout, temperature=temperature,
+                    max_tokens=max_tokens,
+                    max_response_bytes=max_response_bytes or MAX_RESPONSE_BYTES)  # fmt: skip
+    if no_cache or spec == "builtin" or (cache is None and cache_path is None):
+        return model, cache
+    from .cache import ResponseCache, cached
+
+    cache = cache if cache is not None else ResponseCache(str(cache_path))
+    return cached(model, cache, refresh=refresh), cache
 
 
 @contextlib.contextmanager

@@ -6,7 +6,8 @@ tallies, and for case-level figures the rows it wrote) and assembles one
 trials, with ``trials`` above 1), the retrieval table and its gate, what
 stopping early saved, each trial's flaky cases, graded judges' histograms, a
 jury's warnings and Dawid–Skene estimate, rates corrected for the judge's
-measured error, batches, usage, cost and the cache.
+measured error, batches, usage, cost and the cache. :func:`summarize_rows`
+does the same for the rows of a results file (``tinyeval gate`` and ``report``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from .runner import RunResult
 if TYPE_CHECKING:
     from .session import RunSummary, Session
 
-__all__ = ["summarize"]
+__all__ = ["header", "rows_header", "summarize", "summarize_rows"]
 
 
 def summarize(
@@ -140,6 +141,56 @@ def header(session: Session, ready: PreparedCases) -> str:
         given = f"; given again, overriding it: {', '.join(again)}" if again else ""
         text = f"suite {s.suite.path} ({s.suite.fingerprint}){given}\n{text}"
     return text
+
+
+def summarize_rows(
+    rows: Sequence[Row], *, source: str, gate: Mapping[str, Any] | None = None
+) -> RunSummary:
+    """The summary of a results file's rows, gated as the run that wrote them gated (the
+    settings it recorded) unless ``gate`` (keywords of :func:`tinyeval.gating.gate_rows`)
+    gives others; never a pass on an incomplete set of rows.
+
+    >>> rows = [{"id": "a", "category": "tone", "status": "pass"},
+    ...         {"id": "b", "category": "tone", "status": "fail"}]
+    >>> summary = summarize_rows(rows, source="rows.jsonl", gate={"thresholds": {"tone": 1.0}})
+    >>> summary.passed, summary.rows, summary.info["dataset_fingerprints"]
+    (False, 2, ['unknown'])
+    """
+    from .gating import gate_rows
+    from .records import tally
+    from .session import RunSummary
+
+    gated = gate_rows(rows, **(gate or {}))
+    tallies = tally(rows).values()
+    fingerprints = sorted({str(r.get("dataset_fingerprint") or "unknown") for r in rows})
+    info: dict[str, Any] = {"results": source, "rows": len(rows),
+                            "dataset_fingerprints": fingerprints,
+                            "gate_settings_from_results": list(gated.remembered),
+                            "gate_settings_overridden": list(gated.overridden)}  # fmt: skip
+    notes = []
+    if gated.remembered:
+        notes.append(f"gate settings from the results (as the run gated): "
+                     f"{', '.join(gated.remembered)}")  # fmt: skip
+    if gated.overridden:
+        notes.append(f"given again, overriding the run's: "
+                     f"{', '.join(gated.overridden)}")  # fmt: skip
+    return RunSummary(
+        gated.report, info=info, lines=tuple(notes), judged=sum(t.judged for t in tallies),
+        unparsed=sum(t.unparsed for t in tallies), errors=sum(t.errors for t in tallies),
+        complete=gated.report.complete, rows=len(rows),
+    )  # fmt: skip
+
+
+def rows_header(summary: RunSummary) -> str:
+    """The line above a results file's gate table: its rows and dataset fingerprints.
+
+    >>> rows_header(summarize_rows([{"id": "a", "category": "c", "status": "pass"}],
+    ...                            source="r.jsonl"))
+    '1 row from r.jsonl (dataset unknown)\\n'
+    """
+    info = summary.info
+    return (f"{plural(info['rows'], 'row')} from {info['results']} (dataset "
+            f"{', '.join(info['dataset_fingerprints'])})\n")  # fmt: skip
 
 
 def _run_lines(

@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping
 from typing import IO, Any
 
-from ..errors import InputError, did_you_mean
+from ..errors import InputError
 
 EXIT_OK = 0
 EXIT_GATE_FAILED = 1
@@ -81,29 +81,6 @@ def refuse_overwriting(inputs: list[str], outputs: list[tuple[str, str | None]])
                 raise UsageError(f"{option} and {other} are the same file {path}")
 
 
-def refuse_unknown_categories(
-    option: str, names: Any, known: Any, *, only_typos: bool = False
-) -> None:
-    """Refuse category names that no case has. With ``only_typos``, only those that look like
-    a misspelling of one that does (a category that vanished must still block the gate).
-
-    >>> refuse_unknown_categories("--threshold", ["tone"], {"tone", "amounts"})
-    >>> refuse_unknown_categories("--threshold", ["amount"], {"tone", "amounts"})
-    Traceback (most recent call last):
-    ...
-    tinyeval.cli._common.UsageError: --threshold: no case has the category 'amount'; did you ...
-    """
-    listed = sorted(known)
-    for name in names:
-        if name in known:
-            continue
-        close = did_you_mean(name, listed)
-        if close or not only_typos:
-            listing = f"the categories are {', '.join(listed)}"
-            hint = f"did you mean {close!r}?" if close else listing
-            raise UsageError(f"{option}: no case has the category {name!r}; {hint}")
-
-
 def thresholds_from(items: list[str]) -> dict[str, str]:
     """--threshold CATEGORY=RATE options as a dict; a category given twice is an error."""
     thresholds: dict[str, str] = {}
@@ -115,125 +92,68 @@ def thresholds_from(items: list[str]) -> dict[str, str]:
     return thresholds
 
 
+# fmt: off
 def add_model_options(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
     """Options shared by the commands that call models (run, pairwise)."""
     ex = p.add_argument_group("calling models")
-    ex.add_argument(
-        "--base-url",
-        metavar="URL",
-        help="base URL of an OpenAI-compatible server (default: $OPENAI_BASE_URL)",
-    )
-    ex.add_argument(
-        "--timeout",
-        type=float,
-        default=60.0,
-        metavar="SECONDS",
-        help="timeout of one model call (default: 60)",
-    )
-    ex.add_argument(
-        "--temperature",
-        type=float,
-        default=0.0,
-        metavar="T",
-        help="sampling temperature sent to models (default: 0, recorded in each row; "
-        "repeated samples, such as votes, differ only above 0)",
-    )
-    ex.add_argument(
-        "--judge-max-tokens",
-        type=int,
-        default=256,
-        metavar="N",
-        help="longest judge reply to ask for (default: 256; a verdict is a line and a sentence)",
-    )
-    ex.add_argument(
-        "--concurrency",
-        type=int,
-        default=4,
-        metavar="N",
-        help="cases in flight at once (default: 4)",
-    )
-    ex.add_argument(
-        "--cache",
-        default=".tinyeval/cache.sqlite3",
-        metavar="PATH",
-        help="response cache for model calls (default: .tinyeval/cache.sqlite3; "
-        "the offline builtin judge is never cached)",
-    )
+    ex.add_argument("--base-url", metavar="URL",
+                    help="base URL of an OpenAI-compatible server (default: $OPENAI_BASE_URL)")
+    ex.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                    help="timeout of one model call (default: 60)")
+    ex.add_argument("--temperature", type=float, default=0.0, metavar="T",
+                    help="sampling temperature sent to models (default: 0, recorded in each "
+                    "row; repeated samples, such as votes, differ only above 0)")
+    ex.add_argument("--judge-max-tokens", type=int, default=256, metavar="N",
+                    help="longest judge reply to ask for (default: 256; a verdict is a line and "
+                    "a sentence)")
+    ex.add_argument("--concurrency", type=int, default=4, metavar="N",
+                    help="cases in flight at once (default: 4)")
+    ex.add_argument("--cache", default=".tinyeval/cache.sqlite3", metavar="PATH",
+                    help="response cache for model calls (default: .tinyeval/cache.sqlite3; the "
+                    "offline builtin judge is never cached)")
     ex.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
-    ex.add_argument(
-        "--max-response-bytes",
-        type=int,
-        metavar="N",
-        help="the largest reply read from a model server, in bytes (default: 8 MiB); a "
-        "larger one is a failed call, refused before more of it is read",
-    )
-    ex.add_argument(
-        "--refresh",
-        action="store_true",
-        help="call the models again and overwrite what the cache holds",
-    )
+    ex.add_argument("--max-response-bytes", type=int, metavar="N",
+                    help="the largest reply read from a model server, in bytes (default: 8 "
+                    "MiB); a larger one is a failed call, refused before more of it is read")
+    ex.add_argument("--refresh", action="store_true",
+                    help="call the models again and overwrite what the cache holds")
     return ex
+# fmt: on
 
 
 def open_model(
     args: argparse.Namespace, spec: str, *, max_tokens: int | None, cache: Any
 ) -> tuple[Any, Any]:
-    """Resolve a model spec with the command's options; wrap it in the cache unless told not to.
+    """Resolve a model spec with the command's options, in the response cache unless told
+    not to; returns the model and the cache (opened on first need, shared by later models)."""
+    from ..session import open_model as open_with
 
-    Returns the model and the cache (opened on first need, shared by later models).
-    """
-    from ..models import MAX_RESPONSE_BYTES, resolve
-
-    model = resolve(
-        spec,
-        base_url=args.base_url,
-        timeout=args.timeout,
-        temperature=args.temperature,
-        max_tokens=max_tokens,
-        max_response_bytes=args.max_response_bytes or MAX_RESPONSE_BYTES,
-    )
-    if args.no_cache or spec == "builtin":
-        return model, cache
-    from ..cache import ResponseCache, cached
-
-    cache = cache if cache is not None else ResponseCache(args.cache)
-    return cached(model, cache, refresh=args.refresh), cache
+    return open_with(spec, base_url=args.base_url, timeout=args.timeout,
+                     temperature=args.temperature, max_tokens=max_tokens,
+                     max_response_bytes=args.max_response_bytes, cache_path=args.cache,
+                     no_cache=args.no_cache, refresh=args.refresh, cache=cache)  # fmt: skip
 
 
+# fmt: off
 def add_threshold_options(p: Any) -> None:
     """The gate's options (thresholds, inconclusive handling), on a parser or an argument group."""
-    p.add_argument(
-        "--threshold",
-        action="append",
-        default=[],
-        metavar="CATEGORY=RATE",
-        help="minimum pass rate for a category, e.g. amount_extraction=1.0 or =95%% (repeatable)",
-    )
-    p.add_argument(
-        "--default-threshold",
-        metavar="RATE",
-        help="threshold for categories without their own (default: none, "
-        "such categories are reported but do not gate)",
-    )
-    p.add_argument(
-        "--inconclusive",
-        choices=["pass", "block"],
-        help="what a category does whose rate meets its threshold but whose 95%% interval "
-        "reaches below it: pass (the default, marked inconclusive with the cases needed) or "
-        "block (the interval must clear the threshold)",
-    )
-    p.add_argument(
-        "--gate-on",
-        choices=["rate", "lower"],
-        help="older spelling: rate is --inconclusive pass, lower is --inconclusive block",
-    )
-    p.add_argument(
-        "--allow-unchecked",
-        action="store_true",
-        default=None,
-        help="let a gated category with cases nothing checked be decided on its rate (they "
-        "still count as not passed); by default it blocks",
-    )
+    p.add_argument("--threshold", action="append", default=[], metavar="CATEGORY=RATE",
+                   help="minimum pass rate for a category, e.g. amount_extraction=1.0 or =95%% "
+                   "(repeatable)")
+    p.add_argument("--default-threshold", metavar="RATE",
+                   help="threshold for categories without their own (default: none, such "
+                   "categories are reported but do not gate)")
+    p.add_argument("--inconclusive", choices=["pass", "block"],
+                   help="what a category does whose rate meets its threshold but whose 95%% "
+                   "interval reaches below it: pass (the default, marked inconclusive with the "
+                   "cases needed) or block (the interval must clear the threshold)")
+    p.add_argument("--gate-on", choices=["rate", "lower"],
+                   help="older spelling: rate is --inconclusive pass, lower is --inconclusive "
+                   "block")
+    p.add_argument("--allow-unchecked", action="store_true", default=None,
+                   help="let a gated category with cases nothing checked be decided on its rate "
+                   "(they still count as not passed); by default it blocks")
+# fmt: on
 
 
 def gate_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -254,29 +174,21 @@ def gate_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+# fmt: off
 def add_report_files(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--junit",
-        metavar="FILE",
-        help="also write JUnit XML: a test per category failing exactly when it blocks, and a "
-        "test per case (failures the gate tolerates are skipped, with their reason)",
-    )
-    p.add_argument(
-        "--markdown",
-        metavar="FILE",
-        help="also write the gate table as Markdown (for a PR comment)",
-    )
-    p.add_argument(
-        "--html",
-        metavar="FILE",
-        help="also write a self-contained HTML report (table, chart, judge, every failed case)",
-    )
-    p.add_argument(
-        "--github",
-        action="store_true",
-        help="append the summary to $GITHUB_STEP_SUMMARY and print ::error/::warning "
-        "annotations (on by default when GITHUB_STEP_SUMMARY is set)",
-    )
+    p.add_argument("--junit", metavar="FILE",
+                   help="also write JUnit XML: a test per category failing exactly when it "
+                   "blocks, and a test per case (failures the gate tolerates are skipped, with "
+                   "their reason)")
+    p.add_argument("--markdown", metavar="FILE",
+                   help="also write the gate table as Markdown (for a PR comment)")
+    p.add_argument("--html", metavar="FILE",
+                   help="also write a self-contained HTML report (table, chart, judge, every "
+                   "failed case)")
+    p.add_argument("--github", action="store_true",
+                   help="append the summary to $GITHUB_STEP_SUMMARY and print ::error/::warning "
+                   "annotations (on by default when GITHUB_STEP_SUMMARY is set)")
+# fmt: on
 
 
 def write_reports(

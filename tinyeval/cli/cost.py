@@ -17,6 +17,7 @@ from ._common import (
 COMMANDS: list[tuple[str, Callable[[Any], None]]] = []
 
 
+# fmt: off
 def _add_cost(sub: Any) -> None:
     p = sub.add_parser(
         "cost",
@@ -42,28 +43,17 @@ def _add_cost(sub: Any) -> None:
                    help="by hand: the number of cases to judge")  # fmt: skip
     p.add_argument("--tokens-in", type=int, metavar="N", help="input tokens per judge call")
     p.add_argument("--tokens-out", type=int, metavar="N", help="output tokens per judge call")
-    p.add_argument(
-        "--votes", type=int, default=1, metavar="N", help="judge samples per case (default: 1)"
-    )
-    p.add_argument(
-        "--orders",
-        type=int,
-        default=1,
-        metavar="N",
-        help="2 for a pairwise judge asked in both orders (default: 1)",
-    )
-    p.add_argument(
-        "--price",
-        metavar="in=X,out=Y",
-        help="USD per million input and output tokens, e.g. in=1.0,out=5.0",
-    )
-    p.add_argument(
-        "--results",
-        metavar="FILE",
-        help="instead of estimating, add up the usage recorded in a results file",
-    )
+    p.add_argument("--votes", type=int, default=1, metavar="N",
+                   help="judge samples per case (default: 1)")
+    p.add_argument("--orders", type=int, default=1, metavar="N",
+                   help="2 for a pairwise judge asked in both orders (default: 1)")
+    p.add_argument("--price", metavar="in=X,out=Y",
+                   help="USD per million input and output tokens, e.g. in=1.0,out=5.0")
+    p.add_argument("--results", metavar="FILE",
+                   help="instead of estimating, add up the usage recorded in a results file")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_cmd_cost)
+# fmt: on
 
 
 def _cmd_cost(args: argparse.Namespace) -> int:

@@ -22,94 +22,60 @@ from ._common import (
 COMMANDS: list[tuple[str, Callable[[Any], None]]] = []
 
 
+# fmt: off
 def _add_label(sub: Any) -> None:
-    p = sub.add_parser(
-        "label",
-        help="label result rows by hand, blind to the judge (resumable)",
-        description="Show the cases of RESULTS one at a time (input, context, output; never "
-        "the judge's verdict, checks or status) and append each label to LABELS at once. "
-        "Keys: p PASS, f FAIL, s skip, u undo, q quit. Running the same command again "
-        "resumes where it stopped. Without a terminal, stdin gives one key per line.",
-    )
+    p = sub.add_parser("label", help="label result rows by hand, blind to the judge (resumable)",
+                       description="Show the cases of RESULTS one at a time (input, context, "
+                       "output; never the judge's verdict, checks or status) and append each "
+                       "label to LABELS at once. Keys: p PASS, f FAIL, s skip, u undo, q quit. "
+                       "Running the same command again resumes where it stopped. Without a "
+                       "terminal, stdin gives one key per line.")
     p.add_argument("results", metavar="RESULTS", help="result rows written by tinyeval run")
-    p.add_argument(
-        "--out", required=True, metavar="LABELS", help="the labels file (JSON lines), appended to"
-    )
+    p.add_argument("--out", required=True, metavar="LABELS",
+                   help="the labels file (JSON lines), appended to")
     p.add_argument("--labeler", metavar="NAME", help="who is labelling (default: $USER)")
-    p.add_argument(
-        "--seed", type=int, default=0, help="seed of the shuffled case order (default: 0)"
-    )
-    p.add_argument(
-        "--break-every",
-        type=int,
-        default=25,
-        metavar="N",
-        help="suggest a break every N labels; 0 never (default: 25)",
-    )
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the shuffled case order (default: 0)")
+    p.add_argument("--break-every", type=int, default=25, metavar="N",
+                   help="suggest a break every N labels; 0 never (default: 25)")
     keys = p.add_mutually_exclusive_group()
-    keys.add_argument(
-        "--grades", metavar="LOW-HIGH", help="label with grades instead of PASS/FAIL, e.g. 1-5"
-    )
-    keys.add_argument(
-        "--choices", metavar="KEY=LABEL,...", help="label with other labels, e.g. a=A,b=B,t=TIE"
-    )
-    p.add_argument(
-        "--judge",
-        metavar="NAME",
-        help="the judge (by name) whose rubric and model the labels record "
-        "(default: the rows' first judge)",
-    )
-    p.add_argument(
-        "--all-rows",
-        action="store_true",
-        help="offer every row; by default, when some rows were judged, only those are offered "
-        "(the ones calibration compares)",
-    )
+    keys.add_argument("--grades", metavar="LOW-HIGH",
+                      help="label with grades instead of PASS/FAIL, e.g. 1-5")
+    keys.add_argument("--choices", metavar="KEY=LABEL,...",
+                      help="label with other labels, e.g. a=A,b=B,t=TIE")
+    p.add_argument("--judge", metavar="NAME",
+                   help="the judge (by name) whose rubric and model the labels record (default: "
+                   "the rows' first judge)")
+    p.add_argument("--all-rows", action="store_true",
+                   help="offer every row; by default, when some rows were judged, only those "
+                   "are offered (the ones calibration compares)")
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument(
-        "--budget",
-        type=int,
-        metavar="N",
-        help="offer about N cases chosen by --strategy, each label recording its selection "
-        "probability (what prediction-powered rates need)",
-    )
-    mode.add_argument(
-        "--recheck",
-        type=proportion,
-        metavar="FRACTION",
-        help="re-show FRACTION (0.1 or 10%%) of the cases you already labelled and report how "
-        "often you agree with yourself (drift)",
-    )
-    mode.add_argument(
-        "--adjudicate",
-        action="store_true",
-        help="walk the cases where labelers disagree, showing each one's label, and record "
-        "the adjudicated label",
-    )
-    p.add_argument(
-        "--strategy",
-        choices=("random", "uncertain"),
-        help="with --budget: random (a uniform sample) or uncertain (mostly the cases the "
-        "judge is least sure of, every case keeping a non-zero probability; default random)",
-    )
+    mode.add_argument("--budget", type=int, metavar="N",
+                      help="offer about N cases chosen by --strategy, each label recording its "
+                      "selection probability (what prediction-powered rates need)")
+    mode.add_argument("--recheck", type=proportion, metavar="FRACTION",
+                      help="re-show FRACTION (0.1 or 10%%) of the cases you already labelled "
+                      "and report how often you agree with yourself (drift)")
+    mode.add_argument("--adjudicate", action="store_true",
+                      help="walk the cases where labelers disagree, showing each one's label, "
+                      "and record the adjudicated label")
+    p.add_argument("--strategy", choices=("random", "uncertain"),
+                   help="with --budget: random (a uniform sample) or uncertain (mostly the "
+                   "cases the judge is least sure of, every case keeping a non-zero "
+                   "probability; default random)")
     _add_field(p)
-    p.add_argument(
-        "--json",
-        action="store_true",
-        help="print a JSON summary on stdout; the session itself goes to stderr",
-    )
+    p.add_argument("--json", action="store_true",
+                   help="print a JSON summary on stdout; the session itself goes to stderr")
     p.set_defaults(handler=_cmd_label)
+# fmt: on
 
 
+# fmt: off
 def _add_field(p: Any) -> None:
-    p.add_argument(
-        "--field",
-        action="append",
-        default=[],
-        metavar="KEY=PATH",
-        help="read LABELS through a field mapping: KEY is id, label, labeler or at, PATH a "
-        "dotted path such as annotations.human (repeatable)",
-    )
+    p.add_argument("--field", action="append", default=[], metavar="KEY=PATH",
+                   help="read LABELS through a field mapping: KEY is id, label, labeler or at, "
+                   "PATH a dotted path such as annotations.human (repeatable)")
+# fmt: on
 
 
 def _cmd_label(args: argparse.Namespace) -> int:
@@ -169,6 +135,7 @@ def _cmd_label(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# fmt: off
 def _add_calibrate(sub: Any) -> None:
     p = sub.add_parser(
         "calibrate",
@@ -183,33 +150,24 @@ def _add_calibrate(sub: Any) -> None:
     )
     p.add_argument("results", metavar="RESULTS", help="result rows written by tinyeval run")
     p.add_argument("labels", metavar="LABELS", help="the labels file written by tinyeval label")
-    p.add_argument(
-        "--judge", metavar="NAME", help="which judge of the rows to calibrate (default: the first)"
-    )
-    p.add_argument(
-        "--only",
-        metavar="FILE",
-        help="score only the ids in FILE (result rows, such as a --disagreements file)",
-    )
-    p.add_argument(
-        "--disagreements",
-        metavar="FILE",
-        help="write every case where judge and human differ: the result row plus "
-        "'human', your label record",
-    )
-    p.add_argument(
-        "--save", metavar="CAL.json", help="save the calibration for tinyeval run --calibration"
-    )
-    p.add_argument(
-        "--estimate",
-        choices=("ppi",),
-        help="ppi: also print each category's prediction-powered pass rate (the judge's "
-        "verdicts on every judged case plus your labels) beside the judge's raw rate and the "
-        "labels-only rate",
-    )
+    p.add_argument("--judge", metavar="NAME",
+                   help="which judge of the rows to calibrate (default: the first)")
+    p.add_argument("--only", metavar="FILE",
+                   help="score only the ids in FILE (result rows, such as a --disagreements "
+                   "file)")
+    p.add_argument("--disagreements", metavar="FILE",
+                   help="write every case where judge and human differ: the result row plus "
+                   "'human', your label record")
+    p.add_argument("--save", metavar="CAL.json",
+                   help="save the calibration for tinyeval run --calibration")
+    p.add_argument("--estimate", choices=("ppi",),
+                   help="ppi: also print each category's prediction-powered pass rate (the "
+                   "judge's verdicts on every judged case plus your labels) beside the judge's "
+                   "raw rate and the labels-only rate")
     _add_field(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_cmd_calibrate)
+# fmt: on
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:

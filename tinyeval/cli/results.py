@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import plural
-from ..records import tally, write_records
+from ..records import write_records
 from ._common import (
     EXIT_GATE_FAILED,
     EXIT_INCOMPLETE,
@@ -20,7 +20,6 @@ from ._common import (
     print_json,
     proportion,
     refuse_overwriting,
-    refuse_unknown_categories,
     write_reports,
 )
 
@@ -51,78 +50,54 @@ def _add_report(sub: Any) -> None:
     )
 
 
+# fmt: off
 def _add_results_command(
     sub: Any, name: str, *, summary: str, description: str, handler: Callable[..., int]
 ) -> None:
     p = sub.add_parser(name, help=summary, description=description)
     p.add_argument("results", metavar="RESULTS", help="a results file written by tinyeval run")
     add_threshold_options(p)
-    p.add_argument(
-        "--holdout",
-        type=proportion,
-        metavar="FRACTION",
-        help="also compare the development cases with the held-out ones, split as "
-        "tinyeval split does (e.g. 0.2); the gate itself is unchanged",
-    )
-    p.add_argument(
-        "--salt", default="tinyeval-holdout", help="salt of the holdout split (as for split)"
-    )
+    p.add_argument("--holdout", type=proportion, metavar="FRACTION",
+                   help="also compare the development cases with the held-out ones, split as "
+                   "tinyeval split does (e.g. 0.2); the gate itself is unchanged")
+    p.add_argument("--salt", default="tinyeval-holdout",
+                   help="salt of the holdout split (as for split)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     add_report_files(p)
     p.set_defaults(handler=handler)
+# fmt: on
 
 
 def _cmd_gate(args: argparse.Namespace) -> int:
-    from ..gating import compare_holdout_rows, gate_rows, holdout_text
+    from ..gating import compare_holdout_rows, holdout_text
     from ..records import read_rows
-    from ..report import summary_dict, summary_text
+    from ..session import refuse_unknown_categories
+    from ..summary import rows_header, summarize_rows
 
-    refuse_overwriting(
-        [args.results],
-        [("--junit", args.junit), ("--markdown", args.markdown), ("--html", args.html)],
-    )
+    refuse_overwriting([args.results], [("--junit", args.junit), ("--markdown", args.markdown),
+                                        ("--html", args.html)])  # fmt: skip
     rows = read_rows(args.results)
     if not rows:
         raise UsageError(f"{args.results}: no result rows")
     options = gate_options(args)
-    refuse_unknown_categories("--threshold", options["thresholds"],
+    refuse_unknown_categories("threshold", options["thresholds"],
                               {str(r.get("category")) for r in rows}, only_typos=True)  # fmt: skip
-    gated = gate_rows(rows, **options)
-    report = gated.report
-    judged = sum(t.judged for t in tally(rows).values())
-    unparsed = sum(t.unparsed for t in tally(rows).values())
-    errors = sum(t.errors for t in tally(rows).values())
-    fingerprints = sorted({str(r.get("dataset_fingerprint") or "unknown") for r in rows})
+    summary = summarize_rows(rows, source=args.results, gate=options)
     holdout = compare_holdout_rows(rows, args.holdout, salt=args.salt) if args.holdout else None
-    info: dict[str, Any] = {"results": args.results, "rows": len(rows),
-                            "dataset_fingerprints": fingerprints,
-                            "gate_settings_from_results": list(gated.remembered),
-                            "gate_settings_overridden": list(gated.overridden)}  # fmt: skip
-    notes = []
-    if gated.remembered:
-        notes.append(f"gate settings from the results (as the run gated): "
-                     f"{', '.join(gated.remembered)}")  # fmt: skip
-    if gated.overridden:
-        notes.append(f"given again on the command line, overriding the run's: "
-                     f"{', '.join(gated.overridden)}")  # fmt: skip
     if args.json:
-        if holdout is not None:
-            info["holdout"] = {c.category: c.to_dict() for c in holdout}
-        print_json(summary_dict(report, run_info=info, judged=judged, unparsed=unparsed,
-                                errors=errors))  # fmt: skip
+        holdout_json = {} if holdout is None else {"holdout": {c.category: c.to_dict()
+                                                               for c in holdout}}  # fmt: skip
+        print_json({**summary.to_dict(), **holdout_json})
     else:
-        header = (
-            f"{plural(len(rows), 'row')} from {args.results} (dataset {', '.join(fingerprints)})\n"
-        )
-        print(summary_text(report, header=header, judged=judged, unparsed=unparsed,
-                           errors=errors, extra_lines=tuple(notes)))  # fmt: skip
+        print(summary.to_text(rows_header(summary)))
         if holdout is not None:
             print(holdout_text(holdout, held_out=args.holdout, salt=args.salt))
     manifest: dict[str, Any] = rows[0]["run"] if isinstance(rows[0].get("run"), dict) else {}
-    write_reports(args, lambda: rows, report, run_info=info, cases_file=manifest.get("cases_file"))
-    if not report.complete:
+    write_reports(args, lambda: rows, summary.report, run_info=dict(summary.info),
+                  cases_file=manifest.get("cases_file"))  # fmt: skip
+    if not summary.complete:
         return EXIT_INCOMPLETE
-    return EXIT_OK if report.passed else EXIT_GATE_FAILED
+    return EXIT_OK if summary.passed else EXIT_GATE_FAILED
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -130,23 +105,19 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return EXIT_INCOMPLETE if code == EXIT_INCOMPLETE else EXIT_OK
 
 
+# fmt: off
 def _add_merge(sub: Any) -> None:
-    p = sub.add_parser(
-        "merge",
-        help="join the results of shards (run --shard I/N) into one file",
-        description="Join result files into one. Every file must come from the same dataset "
-        "(same fingerprint), no case or shard may appear twice, and every shard of the run "
-        "must be there.",
-    )
+    p = sub.add_parser("merge", help="join the results of shards (run --shard I/N) into one file",
+                       description="Join result files into one. Every file must come from the "
+                       "same dataset (same fingerprint), no case or shard may appear twice, and "
+                       "every shard of the run must be there.")
     p.add_argument("results", nargs="+", metavar="RESULTS", help="result files to join")
     p.add_argument("--out", required=True, metavar="FILE", help="the joined results file")
-    p.add_argument(
-        "--allow-partial",
-        action="store_true",
-        help="merge even when shards or cases are missing (the result is incomplete: exit 3, "
-        "and gate on it exits 3 too)",
-    )
+    p.add_argument("--allow-partial", action="store_true",
+                   help="merge even when shards or cases are missing (the result is incomplete: "
+                   "exit 3, and gate on it exits 3 too)")
     p.set_defaults(handler=_cmd_merge)
+# fmt: on
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
@@ -162,37 +133,27 @@ def _cmd_merge(args: argparse.Namespace) -> int:
     return EXIT_OK if found.complete else EXIT_INCOMPLETE
 
 
+# fmt: off
 def _add_split(sub: Any) -> None:
-    p = sub.add_parser(
-        "split",
-        help="split cases into development and holdout sets by a stable hash of the id",
-        description="Write the development and holdout cases to two JSONL files. A case's side "
-        "depends only on its id and the salt, so it never moves when the file grows. Tune "
-        "rubrics and prompts on development; check on the holdout that what you tuned still "
-        "holds (tinyeval gate --holdout).",
-    )
+    p = sub.add_parser("split",
+                       help="split cases into development and holdout sets by a stable hash of "
+                       "the id",
+                       description="Write the development and holdout cases to two JSONL files. "
+                       "A case's side depends only on its id and the salt, so it never moves "
+                       "when the file grows. Tune rubrics and prompts on development; check on "
+                       "the holdout that what you tuned still holds (tinyeval gate --holdout).")
     p.add_argument("cases", metavar="CASES", help="the cases file")
-    p.add_argument(
-        "--holdout",
-        type=proportion,
-        default=0.2,
-        metavar="FRACTION",
-        help="share of cases held out (default: 0.2)",
-    )
-    p.add_argument(
-        "--salt", default="tinyeval-holdout", help="salt of the hash (default: tinyeval-holdout)"
-    )
+    p.add_argument("--holdout", type=proportion, default=0.2, metavar="FRACTION",
+                   help="share of cases held out (default: 0.2)")
+    p.add_argument("--salt", default="tinyeval-holdout",
+                   help="salt of the hash (default: tinyeval-holdout)")
     p.add_argument("--dev-out", required=True, metavar="FILE", help="where development cases go")
     p.add_argument("--holdout-out", required=True, metavar="FILE", help="where holdout cases go")
-    p.add_argument(
-        "--field",
-        action="append",
-        default=[],
-        metavar="KEY=PATH",
-        help="map a recognised key to a dotted path (repeatable)",
-    )
+    p.add_argument("--field", action="append", default=[], metavar="KEY=PATH",
+                   help="map a recognised key to a dotted path (repeatable)")
     p.add_argument("--json", action="store_true", help="print the counts as JSON")
     p.set_defaults(handler=_cmd_split)
+# fmt: on
 
 
 def _cmd_split(args: argparse.Namespace) -> int:
@@ -224,26 +185,23 @@ def _cmd_split(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# fmt: off
 def _add_compare(sub: Any) -> None:
-    p = sub.add_parser(
-        "compare",
-        help="compare two runs case by case (before → after), with McNemar's exact test",
-        description="Pair the rows of two results files by id and report, per category, how many "
-        "cases broke (pass → fail) and how many were fixed (fail → pass), with McNemar's exact "
-        "two-sided p-value.",
-    )
+    p = sub.add_parser("compare",
+                       help="compare two runs case by case (before → after), with McNemar's "
+                       "exact test",
+                       description="Pair the rows of two results files by id and report, per "
+                       "category, how many cases broke (pass → fail) and how many were fixed "
+                       "(fail → pass), with McNemar's exact two-sided p-value.")
     p.add_argument("before", metavar="BEFORE", help="results of the earlier run")
     p.add_argument("after", metavar="AFTER", help="results of the later run")
-    p.add_argument(
-        "--alpha", type=proportion, default=0.05, help="significance level (default: 0.05)"
-    )
-    p.add_argument(
-        "--fail-on-regression",
-        action="store_true",
-        help="exit 1 when a category got significantly worse",
-    )
+    p.add_argument("--alpha", type=proportion, default=0.05,
+                   help="significance level (default: 0.05)")
+    p.add_argument("--fail-on-regression", action="store_true",
+                   help="exit 1 when a category got significantly worse")
     p.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
     p.set_defaults(handler=_cmd_compare)
+# fmt: on
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:

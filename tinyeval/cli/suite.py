@@ -115,16 +115,16 @@ def _apply_models(args: argparse.Namespace, suite: Any, fill: Callable[..., None
             fill(name, values.pop())
 
 
+# fmt: off
 def _add_init(sub: Any) -> None:
-    p = sub.add_parser(
-        "init",
-        help="write a commented starter suite file, tinyeval.toml",
-        description="Write a commented tinyeval.toml in the working directory (or PATH): the "
-        "cases file, thresholds, judges and reports of a suite, so that `tinyeval run` needs "
-        "no options. It refuses to write over an existing file.",
-    )
+    p = sub.add_parser("init", help="write a commented starter suite file, tinyeval.toml",
+                       description="Write a commented tinyeval.toml in the working directory "
+                       "(or PATH): the cases file, thresholds, judges and reports of a suite, "
+                       "so that `tinyeval run` needs no options. It refuses to write over an "
+                       "existing file.")
     p.add_argument("path", nargs="?", default="tinyeval.toml", metavar="PATH")
     p.set_defaults(handler=_cmd_init)
+# fmt: on
 
 
 def _cmd_init(args: argparse.Namespace) -> int:
