@@ -57,6 +57,7 @@ __all__ = [
     "open_executor",
     "open_model",
     "refuse_unknown_categories",
+    "suite_options",
 ]
 
 
@@ -536,6 +537,50 @@ class _Panel:
 
     def __call__(self, prompt: str) -> str:
         raise RuntimeError("a jury's jurors call their own models")
+
+
+def suite_options(suite: Any) -> dict[str, Any]:
+    """What a suite file (a :class:`tinyeval.suite.Suite`) sets, by the names of
+    :class:`RunSettings` and of the command line's options; None where it sets nothing.
+
+    ``thresholds`` is category → rate as text, ``fields`` key → path, ``judges``
+    the suite's judge entries; ``junit``, ``markdown`` and ``html`` the report
+    files. One model setting (temperature, timeout, base URL) serves both
+    models, so the judge and generate models may not differ in one.
+
+    >>> from tinyeval.suite import Suite
+    >>> options = suite_options(Suite(cases=("cases.jsonl",), thresholds={"tone": 0.9}))
+    >>> options["cases"], options["thresholds"], options["judge_model"]
+    ('cases.jsonl', {'tone': '0.9'}, None)
+    """
+    if len(suite.cases) > 1:
+        raise InputError(f"one cases file per run (got {len(suite.cases)})", path=suite.path,
+                         field="cases")  # fmt: skip
+    judge, generate = suite.judge_model, suite.generate_model
+    options: dict[str, Any] = {
+        "cases": suite.cases[0] if suite.cases else None,
+        "fields": dict(suite.fields), "format": suite.format,
+        "id_from_line": suite.id_from_line or None, "concurrency": suite.concurrency,
+        "thresholds": {k: str(v) for k, v in suite.thresholds.items()},
+        "default_threshold": None if suite.default_threshold is None
+        else str(suite.default_threshold),
+        "inconclusive": suite.inconclusive or {"lower": "block"}.get(suite.gate_on),
+        "allow_unchecked": suite.allow_unchecked or None, "judges": tuple(suite.judges),
+        "judge_model": judge.spec if judge else None,
+        "judge_max_tokens": judge.max_tokens if judge else None,
+        "generate_model": generate.spec if generate else None,
+        "max_tokens": generate.max_tokens if generate else None,
+        "prompt_template": generate.prompt_template if generate else None,
+        "price": suite.price, "out": suite.out,
+        "junit": suite.junit, "markdown": suite.markdown, "html": suite.html,
+    }  # fmt: skip
+    for name in ("temperature", "timeout", "base_url"):
+        values = {getattr(m, name) for m in (judge, generate) if m is not None} - {None}
+        if len(values) > 1:
+            raise InputError(f"the judge and generate models differ in {name}; one value is "
+                             "used for both", path=suite.path, field="models")  # fmt: skip
+        options[name] = values.pop() if values else None
+    return options
 
 
 def open_model(
