@@ -110,40 +110,16 @@ def _cost_of_a_run(args: argparse.Namespace) -> int:
 
 
 def _cost_of_results(path: str, price: Any, *, as_json: bool) -> int:
-    from ..calls import format_tokens, format_usd, run_cost, tally_usage
     from ..records import read_rows
+    from ..summary import cost_of_rows
 
-    rows = read_rows(path)
-    usages = [row.get("usage") if isinstance(row.get("usage"), dict) else None for row in rows]
-    usage = tally_usage(usages)
-    known = usage.calls - usage.unknown
-    usd = None if price is None or not known else run_cost(usages, price)
+    found = cost_of_rows(read_rows(path), price, source=path)
     if as_json:
-        print_json(
-            {
-                "results": path,
-                "rows": usage.calls,
-                "rows_without_usage": usage.unknown,
-                "tokens_in": usage.input_tokens,
-                "tokens_out": usage.output_tokens,
-                "price": None if price is None else price.to_dict(),
-                "usd": None if usd is None else round(usd, 6),
-            }
-        )
-        return EXIT_OK
-    if not known:
-        print(f"{usage.calls:,} rows in {path}, none with token usage: the cost is unknown "
-              "(the models called reported no usage, or no model was called)")  # fmt: skip
-        return EXIT_OK
-    line = (
-        f"{usage.calls:,} rows in {path}, {known:,} with token usage: "
-        f"{format_tokens(usage.input_tokens)} tokens in, "
-        f"{format_tokens(usage.output_tokens)} out"
-    )
-    if usd is None:
-        print(f"{line}; no price given (--price in=X,out=Y, USD per million tokens).")
+        print_json(found.to_dict())
+    elif found.usd is None and found.rows > found.rows_without_usage:
+        print(str(found).removesuffix(".") + " (--price in=X,out=Y, USD per million tokens).")
     else:
-        print(f"{line}; about {format_usd(usd)} at {price}.")
+        print(found)
     return EXIT_OK
 
 
