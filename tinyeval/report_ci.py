@@ -315,7 +315,8 @@ def workflow_commands(
     line of the category's first failing case (smallest id), so the
     annotation lands on it in the pull request. ``cases`` gives the places:
     the loaded cases (their ``source`` and ``line``) or a mapping ``id ->
-    (file, line)``; without one, ``cases_file`` alone is named. An incomplete
+    (file, line)``; without one, each row's own ``line`` in ``cases_file`` (or
+    ``cases_file`` alone, for a row without a line). An incomplete
     run adds an ``::error`` of its own. Messages and properties are escaped
     by GitHub's rules (``%``, CR and LF; and ``:`` and ``,`` in properties).
 
@@ -326,7 +327,11 @@ def workflow_commands(
     >>> print(workflow_commands(report, rows, cases={"amt-018": ("cases.jsonl", 18)})[0])
     ::error file=cases.jsonl,line=18,title=tinyeval gate%3A amounts blocks::amounts: 0/1 = ...
     """
+    rows = list(rows)
     places = _locations(cases)
+    if not places and cases_file:
+        places = {str(r["id"]): (cases_file, r["line"]) for r in rows
+                  if isinstance(r.get("line"), int)}  # fmt: skip
     failed = _failed_by_category(rows)
     commands = []
     reason = _incomplete_reason(report, incomplete)

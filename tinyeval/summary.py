@@ -150,7 +150,8 @@ def summarize_rows(
 ) -> RunSummary:
     """The summary of a results file's rows, gated as the run that wrote them gated (the
     settings it recorded) unless ``gate`` (keywords of :func:`tinyeval.gating.gate_rows`)
-    gives others; never a pass on an incomplete set of rows.
+    gives others; never a pass on an incomplete set of rows. A threshold for a category
+    that looks like a misspelling of the rows' is refused.
 
     >>> rows = [{"id": "a", "category": "tone", "status": "pass"},
     ...         {"id": "b", "category": "tone", "status": "fail"}]
@@ -160,8 +161,11 @@ def summarize_rows(
     """
     from .gating import gate_rows
     from .records import tally
-    from .session import RunSummary
+    from .session import RunSummary, refuse_unknown_categories
 
+    thresholds = (gate or {}).get("thresholds") or {}
+    refuse_unknown_categories("threshold", thresholds, {str(r.get("category")) for r in rows},
+                              only_typos=True)  # fmt: skip
     gated = gate_rows(rows, **(gate or {}))
     tallies = tally(rows).values()
     fingerprints = sorted({str(r.get("dataset_fingerprint") or "unknown") for r in rows})

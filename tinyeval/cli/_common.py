@@ -229,9 +229,7 @@ def write_reports(
         if written is None and getattr(args, "github", False):
             print(f"{PROG}: --github: GITHUB_STEP_SUMMARY is not set, so no job summary was "
                   "written; the annotations follow", file=sys.stderr)  # fmt: skip
-        places = {str(r["id"]): (cases_file, r["line"]) for r in every
-                  if cases_file and isinstance(r.get("line"), int)}  # fmt: skip
-        for command in workflow_commands(report, every, cases=places, cases_file=cases_file):
+        for command in workflow_commands(report, every, cases_file=cases_file):
             print(command)
 
 

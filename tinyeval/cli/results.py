@@ -71,7 +71,6 @@ def _add_results_command(
 def _cmd_gate(args: argparse.Namespace) -> int:
     from ..gating import compare_holdout_rows, holdout_text
     from ..records import read_rows
-    from ..session import refuse_unknown_categories
     from ..summary import rows_header, summarize_rows
 
     refuse_overwriting([args.results], [("--junit", args.junit), ("--markdown", args.markdown),
@@ -79,10 +78,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     rows = read_rows(args.results)
     if not rows:
         raise UsageError(f"{args.results}: no result rows")
-    options = gate_options(args)
-    refuse_unknown_categories("threshold", options["thresholds"],
-                              {str(r.get("category")) for r in rows}, only_typos=True)  # fmt: skip
-    summary = summarize_rows(rows, source=args.results, gate=options)
+    summary = summarize_rows(rows, source=args.results, gate=gate_options(args))
     holdout = compare_holdout_rows(rows, args.holdout, salt=args.salt) if args.holdout else None
     if args.json:
         holdout_json = {} if holdout is None else {"holdout": {c.category: c.to_dict()
@@ -157,7 +153,7 @@ def _add_split(sub: Any) -> None:
 
 
 def _cmd_split(args: argparse.Namespace) -> int:
-    from ..dataset import load, parse_field_mapping, split_holdout
+    from ..dataset import Case, load, parse_field_mapping, split_holdout
 
     refuse_overwriting(
         [args.cases], [("--dev-out", args.dev_out), ("--holdout-out", args.holdout_out)]
@@ -165,7 +161,7 @@ def _cmd_split(args: argparse.Namespace) -> int:
     cases = load(args.cases, fields=parse_field_mapping(args.field))
     dev, holdout = split_holdout(cases, args.holdout, salt=args.salt)
     for path, part in ((args.dev_out, dev), (args.holdout_out, holdout)):
-        write_records(path, [case.to_record() for case in part])
+        write_records(path, map(Case.to_record, part))
     if args.json:
         print_json(
             {
