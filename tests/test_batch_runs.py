@@ -70,3 +70,29 @@ def test_a_run_killed_while_its_batch_is_pending_resumes_by_polling_it(tmp_path:
         assert resumed.returncode == 0, resumed.stderr
         assert server.counts["submissions"] == 1  # polled the same batch, never submitted again
     assert len((tmp_path / "rows.jsonl").read_text().splitlines()) == 40
+
+
+def test_sigterm_while_a_batch_is_pending_stops_polling_at_once(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    cases = [{"id": f"c{i}", "input": "q?", "output": "answer"} for i in range(5)]
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    # a poll interval of ten minutes: only a stop that interrupts the wait ends the run soon
+    flags = ["run", "cases.jsonl", "--criterion", "Is good.", "--judge-model",
+             "openai:judge-model", "--batch", "--batch-poll", "600",
+             "--out", "rows.jsonl"]  # fmt: skip
+    with FakeBatchServer(delay_polls=10_000, lifetime=90) as server:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": KEY_OPENAI,
+               "OPENAI_BASE_URL": server.openai_base}  # fmt: skip
+        process = subprocess.Popen([sys.executable, "-m", "tinyeval", *flags], cwd=tmp_path,
+                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)  # fmt: skip
+        deadline = time.monotonic() + 60
+        while server.counts["polls"] < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)  # far less than the ten-minute wait
+    assert process.returncode == 3, stderr
+    assert "stopped on request while a batch is pending" in stderr
+    assert server.counts["submissions"] == 1

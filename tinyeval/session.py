@@ -322,7 +322,7 @@ class Session:
                 return model  # builtin, cmd: and py: models are called as usual
             job = BatchJob(spec, self.cache, base_url=s.base_url, timeout=s.timeout,
                            temperature=s.temperature, max_tokens=max_tokens,
-                           poll_interval=s.batch_poll)  # fmt: skip
+                           poll_interval=s.batch_poll, sleep=self._wait)  # fmt: skip
             found = BatchModel(job)
             self.batch_models.append(found)
             return found
@@ -442,6 +442,13 @@ class Session:
 
         return summarize(self, ready, result, failures=failures.rows(),
                          batch_lines=batch_lines, review_rows=review_rows)  # fmt: skip
+
+    def _wait(self, seconds: float) -> None:
+        """Wait between polls of a pending batch, unless asked to stop (then stop at once)."""
+        if self.stop.wait(seconds):
+            raise IncompleteError("stopped on request while a batch is pending at the provider: "
+                                  "resume the run later (it polls the same batch, never "
+                                  "submits it twice)")  # fmt: skip
 
     def _in_flight(self, count: int) -> None:
         self.in_flight = count
