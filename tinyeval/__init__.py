@@ -171,7 +171,7 @@ _EXPORTS: dict[str, str] = {
     "RunnerError": "runner",
     "ResultsFileError": "records",
     "GateError": "gating",
-    "LabelError": "label",
+    "LabelError": "label_file",
     "UsageError": "cli",
     # the suite file and tests
     "load_suite": "suite",
@@ -215,16 +215,16 @@ _EXPORTS: dict[str, str] = {
     "load_calibration": "calibration",
     "corrected_rate_for": "calibration",
     "label_session": "label",
-    "read_label_set": "label",
-    "read_labels_by_labeler": "label",
+    "read_label_set": "label_file",
+    "read_labels_by_labeler": "label_file",
     "plan_labels": "label",
     "ppi_rates": "humans",
     "PPIRates": "humans",
     "human_agreement": "humans",
     "reference_labels": "humans",
-    "read_labels": "label",
-    "LabelRecord": "label",
-    "default_labeler": "label",
+    "read_labels": "label_file",
+    "LabelRecord": "label_file",
+    "default_labeler": "label_file",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -41,7 +41,7 @@ from typing import Any
 from .agreement import kappa_interval, krippendorff_alpha
 from .errors import InputError, plural
 from .estimates import PPIRate, ppi_pass_rate
-from .label import LabelRecord, LabelSet, labeler_of
+from .label_file import LabelRecord, LabelSet, labeler_of
 from .records import primary_verdict, verdict_label, verdicts
 from .stats import (
     Rate,
@@ -331,7 +331,7 @@ def human_agreement(label_set: LabelSet, *, ids: Iterable[Any] | None = None) ->
     :func:`tinyeval.agreement.kappa_interval` (95%); where it is undefined
     (two labelers agreeing on every shared case) kappa is shown without one.
 
-    >>> from tinyeval.label import LabelSet, LabelRecord
+    >>> from tinyeval.label_file import LabelSet, LabelRecord
     >>> def labels(*given):
     ...     return {i: LabelRecord({"id": i, "label": g}) for i, g in enumerate(given)}
     >>> found = human_agreement(LabelSet({}, {"ana": labels("PASS", "FAIL", "PASS", "FAIL"),
@@ -424,7 +424,7 @@ out
 def reference_labels(label_set: LabelSet) -> ReferenceLabels:
     """One human label per case by ``REFERENCE_RULE``; the record kept is one giving that label.
 
-    >>> from tinyeval.label import LabelSet, LabelRecord
+    >>> from tinyeval.label_file import LabelSet, LabelRecord
     >>> def one(label):
     ...     return LabelRecord({"id": "a", "label": label})
     >>> s = LabelSet({}, {"ana": {"a": one("PASS")}, "ben": {"a": one("fail")},
@@ -487,7 +487,7 @@ class SelfAgreement:
 def self_agreement(label_set: LabelSet) -> tuple[SelfAgreement, ...]:
     """Each labeler's rechecks against their standing label of the same case.
 
-    >>> from tinyeval.label import LabelSet, LabelRecord
+    >>> from tinyeval.label_file import LabelSet, LabelRecord
     >>> ana = {k: LabelRecord({"id": k, "label": "PASS"}) for k in "ab"}
     >>> again = (LabelRecord({"id": "a", "label": "PASS", "labeler": "ana", "recheck": True}),
     ...          LabelRecord({"id": "b", "label": "FAIL", "labeler": "ana", "recheck": True}))
