@@ -206,6 +206,19 @@ def test_bad_grades(text: str) -> None:
         parse_grades(text)
 
 
+def test_setup_errors_name_the_parameter_never_an_option(tmp_path: Path) -> None:
+    # the library names its parameter (field=); only the command line spells it as an option
+    with pytest.raises(LabelError) as grades:
+        parse_grades("5-1")
+    with pytest.raises(LabelError) as choices:
+        parse_choices("a")
+    with pytest.raises(LabelError) as labeler:
+        label_session(ROWS, tmp_path / "l.jsonl", labeler=" ", keys=[])
+    found = [(e.value.field, str(e.value)) for e in (grades, choices, labeler)]
+    assert [field for field, _ in found] == ["grades", "choices", "labeler"]
+    assert not any("--" in text for _, text in found)
+
+
 def test_rows_without_output_are_counted_not_shown(tmp_path: Path) -> None:
     rows = [make_row("a"), {**make_row("b"), "output": None}]
     summary, text, _ = run_session(tmp_path, ["p"], rows=rows)
@@ -390,7 +403,7 @@ def test_cli_label_bad_input_is_one_line(tmp_path: Path) -> None:
         "5-1",
     )
     assert bad.returncode == 2
-    assert bad.stderr.strip().count("\n") == 0 and "--grades expects LOW-HIGH" in bad.stderr
+    assert bad.stderr.strip().count("\n") == 0 and "grades: expected LOW-HIGH" in bad.stderr
 
 
 def _read_until(fd: int, needles: tuple[bytes, ...], seen: bytearray, log: bytearray) -> bytes:

@@ -852,7 +852,7 @@ def load_calibration(path: str | Path) -> Calibration:
     if not isinstance(document, dict) or document.get("format") != CALIBRATION_FORMAT:
         raise CalibrationError(
             f'{path}: expected a JSON object with "format": "{CALIBRATION_FORMAT}" '
-            "(written by tinyeval calibrate --save)"
+            "(written by Calibration.save)"
         )
     if document.get("version") != CALIBRATION_VERSION:
         raise CalibrationError(

@@ -462,7 +462,7 @@ def label_session(
     if labeler is None:
         labeler = default_labeler()
     if not labeler.strip():
-        raise LabelError("the labeler name is blank: give a name (--labeler NAME)")
+        raise LabelError("the name is blank: give a name", field="labeler")
     if break_every < 0:
         raise LabelError(f"break_every must be 0 (never) or more, got {break_every}")
     choices = dict(choices) if choices is not None else dict(PASS_FAIL)

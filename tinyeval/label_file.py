@@ -86,7 +86,7 @@ class LabelError(InputError):
     ...     parse_grades("5-1")
     ... except LabelError as exc:
     ...     print(exc)
-    --grades expects LOW-HIGH with LOW < HIGH, e.g. 1-5; got '5-1'
+    grades: expected LOW-HIGH with LOW < HIGH, e.g. 1-5; got '5-1'
     """
 
 
@@ -389,7 +389,9 @@ def parse_grades(text: str) -> dict[str, Label]:
     except ValueError:
         low = high = 0
     if not sep or low >= high:
-        raise LabelError(f"--grades expects LOW-HIGH with LOW < HIGH, e.g. 1-5; got {text!r}")
+        raise LabelError(
+            f"expected LOW-HIGH with LOW < HIGH, e.g. 1-5; got {text!r}", field="grades"
+        )
     return {str(grade): grade for grade in range(low, high + 1)}
 
 
@@ -406,7 +408,9 @@ def parse_choices(text: str) -> dict[str, Label]:
     for item in text.split(","):
         key, sep, label = (part.strip() for part in item.partition("="))
         if not sep or not key or not label:
-            raise LabelError(f"--choices expects KEY=LABEL,KEY=LABEL; got {item!r} in {text!r}")
+            raise LabelError(
+                f"expected KEY=LABEL,KEY=LABEL; got {item!r} in {text!r}", field="choices"
+            )
         choices[key] = label
     _check_choices(choices)
     return choices
