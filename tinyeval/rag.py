@@ -42,11 +42,11 @@ import math
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, NamedTuple
 
 from .baseline import builtin_judge, split_claims
-from .calls import ask, model_spec, reported_model, sum_usage
+from .calls import ask, model_spec
 from .errors import InputError, describe_json, plural, shorten
 from .geval_steps import (
     MAX_STEPS,  # noqa: F401 - re-exported: moved to geval_steps.py
@@ -62,8 +62,10 @@ from .judge import (
     _common_dict,
     _describe_error,
     _fill,
+    _JudgeVerdict,
     _optional_block,
     _refuse_markers,
+    _stamp,
 )
 from .rag_graded import GRADED_TEMPLATE, GradedJudge, ScoreVerdict, graded_scores, parse_score
 from .stats import UndefinedStatisticError
@@ -230,7 +232,7 @@ class ClaimVerdict(NamedTuple):
 
 
 @dataclass(frozen=True)
-class ClaimsVerdict:
+class ClaimsVerdict(_JudgeVerdict):
     """What a :class:`ClaimsJudge` returns.
 
     ``claims`` as extracted (empty when the extraction did not parse) and
@@ -252,25 +254,14 @@ class ClaimsVerdict:
     (0.5, ['a.', 'b.'])
     """
 
-    verdict: str | None
-    reason: str
     failure: str | None
     claims: tuple[str, ...] = ()
     claim_verdicts: tuple[ClaimVerdict, ...] = ()
     extraction: str = "model"
     raw: tuple[str, ...] = ()
+    _: KW_ONLY
     name: str = "faithfulness-by-claims"
     criterion: str = "unsupported-claims"
-    rubric_fingerprint: str = ""
-    style: str = "verdict-first"
-    error: str | None = None
-    usage: dict[str, int] | None = None
-    model: str | None = None
-
-    @property
-    def parsed(self) -> bool:
-        """True when there is a verdict (PASS or FAIL)."""
-        return self.verdict is not None
 
     @property
     def supported(self) -> int:
@@ -445,12 +436,7 @@ class ClaimsJudge:
             reason,
             failure,
             raw=tuple(raw),
-            name=self.name,
-            criterion=self.criterion,
-            rubric_fingerprint=self.rubric_fingerprint,
-            style=self.style,
-            usage=sum_usage(raw),
-            model=reported_model(raw),
+            **_stamp(self, raw),
             **extra,
         )
 
@@ -588,7 +574,7 @@ class PassageVerdict(NamedTuple):
 
 
 @dataclass(frozen=True)
-class ContextVerdict:
+class ContextVerdict(_JudgeVerdict):
     """What a :class:`ContextRelevanceJudge` returns.
 
     ``passage_verdicts`` in rank order. ``verdict`` is PASS when at least one
@@ -604,23 +590,12 @@ class ContextVerdict:
     (0.5, 1)
     """
 
-    verdict: str | None
-    reason: str
     failure: str | None
     passage_verdicts: tuple[PassageVerdict, ...] = ()
     raw: tuple[str, ...] = ()
+    _: KW_ONLY
     name: str = "context-relevance"
     criterion: str = "context-relevance"
-    rubric_fingerprint: str = ""
-    style: str = "verdict-first"
-    error: str | None = None
-    usage: dict[str, int] | None = None
-    model: str | None = None
-
-    @property
-    def parsed(self) -> bool:
-        """True when there is a verdict (PASS or FAIL)."""
-        return self.verdict is not None
 
     @property
     def relevant(self) -> int:
@@ -734,13 +709,8 @@ class ContextRelevanceJudge:
             failure,
             passage_verdicts=tuple(judged),
             raw=tuple(raw),
-            name=self.name,
-            criterion=self.criterion,
-            rubric_fingerprint=self.rubric_fingerprint,
-            style=self.style,
             error=errors[0] if errors and failure == "error" else None,
-            usage=sum_usage(raw),
-            model=reported_model(raw),
+            **_stamp(self, raw),
         )
 
 
