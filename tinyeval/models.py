@@ -426,22 +426,6 @@ class _Options(NamedTuple):
     max_response_bytes: int = MAX_RESPONSE_BYTES
 
 
-def _openai_factory(spec: str, name: str, o: _Options) -> Model:
-    return _openai_model(
-        spec, name, o.base_url, o.temperature, o.max_tokens,
-        timeout=o.timeout, retries=o.retries, sleep=o.sleep,
-        max_response_bytes=o.max_response_bytes,
-    )  # fmt: skip
-
-
-def _anthropic_factory(spec: str, name: str, o: _Options) -> Model:
-    return _anthropic_model(
-        spec, name, o.base_url, o.temperature, o.max_tokens,
-        timeout=o.timeout, retries=o.retries, sleep=o.sleep,
-        max_response_bytes=o.max_response_bytes,
-    )  # fmt: skip
-
-
 def _command_factory(spec: str, command: str, o: _Options) -> Model:
     return _command_model(spec, command, o.timeout, o.temperature)
 
@@ -900,20 +884,35 @@ def _reply_from(payload: Mapping[str, Any], text: str, tokens_in: str, tokens_ou
     )
 
 
-def _openai_model(
+def _http_model(
+    adapter: type[_HTTPModel],
     spec: str,
     name: str,
-    base_url: str | None,
-    temperature: float | None,
-    max_tokens: int | None,
+    o: _Options,
     *,
-    timeout: float,
-    retries: int,
-    sleep: Sleep,
-    max_response_bytes: int,
+    url: str,
+    headers: Mapping[str, str],
+    key: str | None,
 ) -> Model:
+    """An HTTP adapter for ``url``, with the settings :func:`resolve` was given."""
+    return adapter(
+        spec,
+        name,
+        url=url,
+        headers=headers,
+        key=key,
+        timeout=o.timeout,
+        retries=o.retries,
+        temperature=_float_or_none(o.temperature),
+        max_tokens=o.max_tokens,
+        sleep=o.sleep,
+        max_response_bytes=o.max_response_bytes,
+    )
+
+
+def _openai_factory(spec: str, name: str, o: _Options) -> Model:
     base = _check_base_url(
-        spec, base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE
+        spec, o.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE
     )
     key = _key_from_environment("OPENAI_API_KEY")
     if key is None and urllib.parse.urlsplit(base).hostname == "api.openai.com":
@@ -922,18 +921,8 @@ def _openai_model(
             "(or OPENAI_BASE_URL pointing to a server that needs no key)"
         )
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return _OpenAIModel(
-        spec,
-        name,
-        url=f"{base}/chat/completions",
-        headers=headers,
-        key=key,
-        timeout=timeout,
-        retries=retries,
-        temperature=_float_or_none(temperature),
-        max_tokens=max_tokens,
-        sleep=sleep,
-        max_response_bytes=max_response_bytes,
+    return _http_model(
+        _OpenAIModel, spec, name, o, url=f"{base}/chat/completions", headers=headers, key=key
     )
 
 
@@ -987,38 +976,16 @@ class _AnthropicModel(_HTTPModel):
         return _reply_from(payload, "".join(texts), "input_tokens", "output_tokens")
 
 
-def _anthropic_model(
-    spec: str,
-    name: str,
-    base_url: str | None,
-    temperature: float | None,
-    max_tokens: int | None,
-    *,
-    timeout: float,
-    retries: int,
-    sleep: Sleep,
-    max_response_bytes: int,
-) -> Model:
+def _anthropic_factory(spec: str, name: str, o: _Options) -> Model:
     base = _check_base_url(
-        spec, base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_DEFAULT_BASE
+        spec, o.base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_DEFAULT_BASE
     )
     key = _key_from_environment("ANTHROPIC_API_KEY")
     if key is None:
         raise ModelConfigError(f"{spec} needs ANTHROPIC_API_KEY in the environment")
-    path = "/messages" if base.endswith("/v1") else "/v1/messages"
-    return _AnthropicModel(
-        spec,
-        name,
-        url=f"{base}{path}",
-        headers={"x-api-key": key, "anthropic-version": ANTHROPIC_VERSION},
-        key=key,
-        timeout=timeout,
-        retries=retries,
-        temperature=_float_or_none(temperature),
-        max_tokens=max_tokens,
-        sleep=sleep,
-        max_response_bytes=max_response_bytes,
-    )
+    url = f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
+    headers = {"x-api-key": key, "anthropic-version": ANTHROPIC_VERSION}
+    return _http_model(_AnthropicModel, spec, name, o, url=url, headers=headers, key=key)
 
 
 # the adapter for each scheme of a spec (``builtin`` goes through ``py:``, see BUILTINS)
