@@ -94,6 +94,7 @@ from .models import (
     resolve,
     scrub,
 )
+from .transport import _origin
 
 __all__ = [
     "BATCH_STATES",
@@ -806,6 +807,7 @@ class _Provider(abc.ABC):
     def __init__(self, job: BatchJob) -> None:
         self.job = job
         self.model = job.model
+        self._last: dict[str, dict[str, Any]] = {}  # each batch's latest status reply
 
     @abc.abstractmethod
     def line(self, custom_id: str, request: BatchRequest) -> dict[str, Any]:
@@ -833,6 +835,15 @@ class _Provider(abc.ABC):
     @abc.abstractmethod
     def status(self, batch_id: str) -> str:
         """Each provider defines it."""
+
+    def _status(self, batch_id: str, url: str, what: str, key: str) -> str:
+        """Ask ``url`` how batch ``batch_id`` stands: the reply's ``key``, its reply kept."""
+        payload = self.job._json(self.job._http("GET", url, what=what), what)
+        status = payload.get(key)
+        if not isinstance(status, str):
+            raise self.job._fail(f"{what}: the reply has no {key!r}")
+        self._last[batch_id] = payload
+        return status
 
     @abc.abstractmethod
     def results(self, batch_id: str, status: str) -> Iterable[tuple[str, _Outcome]]:
@@ -865,7 +876,6 @@ class _OpenAIBatches(_Provider):
         url = self.model._url
         suffix = "/chat/completions"
         self.base = url[: -len(suffix)] if url.endswith(suffix) else url.rsplit("/", 1)[0]
-        self._last: dict[str, dict[str, Any]] = {}
 
     def line(self, custom_id: str, request: BatchRequest) -> dict[str, Any]:
         assert isinstance(self.model, _OpenAIModel)
@@ -900,14 +910,8 @@ class _OpenAIBatches(_Provider):
         return self._id(created, what)
 
     def status(self, batch_id: str) -> str:
-        what = f"batch {batch_id}"
         url = f"{self.base}/batches/{urllib.parse.quote(batch_id, safe='')}"
-        payload = self.job._json(self.job._http("GET", url, what=what), what)
-        status = payload.get("status")
-        if not isinstance(status, str):
-            raise self.job._fail(f"{what}: the reply has no 'status'")
-        self._last[batch_id] = payload
-        return status
+        return self._status(batch_id, url, f"batch {batch_id}", "status")
 
     def results(self, batch_id: str, status: str) -> Iterable[tuple[str, _Outcome]]:
         payload = self._last.get(batch_id) or {}
@@ -970,7 +974,6 @@ class _AnthropicBatches(_Provider):
     def __init__(self, job: BatchJob) -> None:
         super().__init__(job)
         self.base = f"{self.model._url}/batches"  # {base}/v1/messages/batches
-        self._last: dict[str, dict[str, Any]] = {}
 
     def line(self, custom_id: str, request: BatchRequest) -> dict[str, Any]:
         assert isinstance(self.model, _AnthropicModel)
@@ -985,14 +988,8 @@ class _AnthropicBatches(_Provider):
         return self._id(created, what)
 
     def status(self, batch_id: str) -> str:
-        what = f"message batch {batch_id}"
         url = f"{self.base}/{urllib.parse.quote(batch_id, safe='')}"
-        payload = self.job._json(self.job._http("GET", url, what=what), what)
-        status = payload.get("processing_status")
-        if not isinstance(status, str):
-            raise self.job._fail(f"{what}: the reply has no 'processing_status'")
-        self._last[batch_id] = payload
-        return status
+        return self._status(batch_id, url, f"message batch {batch_id}", "processing_status")
 
     def results(self, batch_id: str, status: str) -> Iterable[tuple[str, _Outcome]]:
         payload = self._last.get(batch_id) or {}
@@ -1028,17 +1025,6 @@ class _AnthropicBatches(_Provider):
 
     def missing(self, batch_id: str, status: str) -> tuple[str, str]:
         return "errored", "the batch ended without a result for this request"
-
-
-def _origin(url: str) -> tuple[str, str, int | None]:
-    parts = urllib.parse.urlsplit(url)
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if port is None:
-        port = 443 if parts.scheme == "https" else 80
-    return (parts.scheme, (parts.hostname or "").lower(), port)
 
 
 def _multipart(

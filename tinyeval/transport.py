@@ -110,18 +110,28 @@ def _backoff_delay(attempt: int, retry_after: float | None) -> float:
     return random.uniform(0.0, min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1)))
 
 
-def _host_port(url: str) -> str:
-    """``host:port`` of a URL, without user info, path or query."""
+def _origin(url: str) -> tuple[str, str, int]:
+    """``(scheme, host, port)`` of a URL, the port filled in from the scheme when absent.
+
+    >>> _origin("https://API.example.com/v1"), _origin("http://[::1]:8080/x")
+    (('https', 'api.example.com', 443), ('http', '::1', 8080))
+    """
     parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or "?"
-    if ":" in host:
-        host = f"[{host}]"
     try:
         port = parts.port
     except ValueError:
         port = None
     if port is None:
         port = 443 if parts.scheme == "https" else 80
+    return parts.scheme, parts.hostname or "", port
+
+
+def _host_port(url: str) -> str:
+    """``host:port`` of a URL, without user info, path or query."""
+    _, host, port = _origin(url)
+    host = host or "?"
+    if ":" in host:
+        host = f"[{host}]"
     return f"{host}:{port}"
 
 
