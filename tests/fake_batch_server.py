@@ -397,8 +397,6 @@ class FakeBatchServer:
                 ):
                     self._error(400, "duplicate custom_id, or a line with another method/url")
                     return
-                server.counts["submissions"] += 1
-                server.counts["batched_requests"] += len(lines)
                 batch_id = server._new_id("batch_")
                 object_ = {
                     "id": batch_id,
@@ -411,14 +409,7 @@ class FakeBatchServer:
                     "error_file_id": None,
                     "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
                 }
-                server.batches[batch_id] = {
-                    "flavour": "openai",
-                    "object": object_,
-                    "lines": lines,
-                    "polls": 0,
-                    "key": key,
-                }
-                self._created(object_)
+                self._created("openai", object_, lines, key)
 
             def _create_anthropic(self, payload: dict[str, Any], key: str) -> None:
                 requests = payload.get("requests")
@@ -431,8 +422,6 @@ class FakeBatchServer:
                 ):
                     self._error(400, "custom_id must be unique and match ^[a-zA-Z0-9_-]{1,64}$")
                     return
-                server.counts["submissions"] += 1
-                server.counts["batched_requests"] += len(requests)
                 batch_id = server._new_id("msgbatch_")
                 object_ = {
                     "id": batch_id,
@@ -448,16 +437,21 @@ class FakeBatchServer:
                     "ended_at": None,
                     "results_url": None,
                 }
-                server.batches[batch_id] = {
-                    "flavour": "anthropic",
+                self._created("anthropic", object_, requests, key)
+
+            def _created(
+                self, flavour: str, object_: dict[str, Any], lines: list[Any], key: str
+            ) -> None:
+                """Keep a new batch and answer its creation (or fail it, as scripted)."""
+                server.counts["submissions"] += 1
+                server.counts["batched_requests"] += len(lines)
+                server.batches[object_["id"]] = {
+                    "flavour": flavour,
                     "object": object_,
-                    "lines": requests,
+                    "lines": lines,
                     "polls": 0,
                     "key": key,
                 }
-                self._created(object_)
-
-            def _created(self, object_: dict[str, Any]) -> None:
                 if server.create_failures:
                     status, created_anyway = server.create_failures.pop(0)
                     if not created_anyway:
