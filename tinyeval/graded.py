@@ -140,6 +140,19 @@ def _scores(scores: Scores) -> list[ScoredCase]:
     return found
 
 
+def _check_on_scale(cases: Iterable[ScoredCase], bounds: tuple[float, float] | None) -> None:
+    """Refuse a score outside ``bounds`` (no bounds: any score)."""
+    if bounds is None:
+        return
+    for case in cases:
+        if not bounds[0] <= case.score <= bounds[1]:
+            raise InputError(
+                f"{case.id!r}: score {case.score:g} is outside the scale "
+                f"{bounds[0]:g}-{bounds[1]:g}",
+                field="score",
+            )
+
+
 def _scale(scale: tuple[float, float] | None) -> tuple[float, float] | None:
     if scale is None:
         return None
@@ -341,14 +354,7 @@ a binary criterion with an explicit threshold says the same thing more plainly'
     bounds = _scale(scale)
     if isinstance(bins, bool) or not isinstance(bins, int) or bins < 1:
         raise InputError(f"bins must be a whole number of at least 1, got {bins!r}", field="bins")
-    if bounds is not None:
-        for case in cases:
-            if not bounds[0] <= case.score <= bounds[1]:
-                raise InputError(
-                    f"{case.id!r}: score {case.score:g} is outside the scale "
-                    f"{bounds[0]:g}-{bounds[1]:g}",
-                    field="score",
-                )
+    _check_on_scale(cases, bounds)
     values = [case.score for case in cases]
     n = len(values)
     ordered = sorted(values)
@@ -479,14 +485,7 @@ def graded_pass_fail(
     cases = _scores(scores)
     if not cases:
         raise UndefinedStatisticError("graded_pass_fail: no scores to turn into verdicts")
-    if bounds is not None:
-        for case in cases:
-            if not bounds[0] <= case.score <= bounds[1]:
-                raise InputError(
-                    f"{case.id!r}: score {case.score:g} is outside the scale "
-                    f"{bounds[0]:g}-{bounds[1]:g}",
-                    field="score",
-                )
+    _check_on_scale(cases, bounds)
     verdicts = tuple(
         GradedVerdict(case.id, case.score, "PASS" if case.score >= threshold else "FAIL")
         for case in cases

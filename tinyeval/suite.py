@@ -52,10 +52,10 @@ import math
 import os
 import re
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import InputError, describe_json, did_you_mean
 
@@ -75,6 +75,7 @@ _PYPROJECT = "pyproject.toml"
 _FORMATS = ("jsonl", "json", "csv", "yaml")
 _STYLES = ("verdict-first", "evidence-first")
 _SECRET = re.compile(r"(^|_)(api_?key|key|secret|password|token)$", re.IGNORECASE)
+_V = TypeVar("_V")
 
 
 # === The suite's parts ===
@@ -331,20 +332,9 @@ class Suite:
                 changes["cases"] = cases
                 changed.append("cases")
         if "fields" in given:
-            fields = dict(self.fields)
-            for key, value in dict(given["fields"]).items():
-                value = _string(value, _Where(f"fields.{key}"))
-                if fields.get(key) != value:
-                    fields[key] = value
-                    changed.append(f"fields.{key}")
-            changes["fields"] = fields
+            changes["fields"] = _merged(self.fields, given["fields"], "fields", _string, changed)
         if "thresholds" in given:
-            limits = dict(self.thresholds)
-            for category, value in dict(given["thresholds"]).items():
-                rate = _rate(value, _Where(f"thresholds.{category}"))
-                if limits.get(category) != rate:
-                    limits[category] = rate
-                    changed.append(f"thresholds.{category}")
+            limits = _merged(self.thresholds, given["thresholds"], "thresholds", _rate, changed)
             changes["thresholds"] = limits
         if "judges" in given:
             judges = tuple(
@@ -644,6 +634,23 @@ class _Where:
 
     def expected(self, what: str, value: Any) -> InputError:
         return self.error(f"expected {what}, got {describe_json(value)}")
+
+
+def _merged(
+    current: Mapping[str, _V],
+    given: Any,
+    table: str,
+    check: Callable[[Any, _Where], _V],
+    changed: list[str],
+) -> dict[str, _V]:
+    """``current`` with each key of ``given`` checked and set; each key that changes is noted."""
+    merged = dict(current)
+    for key, value in dict(given).items():
+        value = check(value, _Where(f"{table}.{key}"))
+        if merged.get(key) != value:
+            merged[key] = value
+            changed.append(f"{table}.{key}")
+    return merged
 
 
 def _string(value: Any, where: _Where) -> str:
