@@ -194,6 +194,15 @@ def _hits(ranking: Sequence[str], gains: Mapping[str, float], k: int) -> int:
     return len({doc for doc in ranking[:k] if doc in gains})
 
 
+def _checked_hits(
+    retrieved: Iterable[DocId | Mapping[str, Any]], relevant: Relevance, k: int, func: str
+) -> tuple[int, int, int]:
+    """``(hits among the first k, k, relevant documents)``, each input checked for ``func``."""
+    k = _cutoff(k, func)
+    gains = _relevant(relevant, func)
+    return _hits(_ranking(retrieved), gains, k), k, len(gains)
+
+
 # ---------------------------------------------------------------- per query
 
 
@@ -206,10 +215,8 @@ def hit_at_k(retrieved: Iterable[DocId | Mapping[str, Any]], relevant: Relevance
     Raises ``UndefinedStatisticError`` for an empty relevant set and
     ``InputError`` for ``k`` below 1 or a malformed list.
     """
-    func = "hit_at_k"
-    k = _cutoff(k, func)
-    gains = _relevant(relevant, func)
-    return 1.0 if _hits(_ranking(retrieved), gains, k) else 0.0
+    hits, _, _ = _checked_hits(retrieved, relevant, k, "hit_at_k")
+    return 1.0 if hits else 0.0
 
 
 def recall_at_k(
@@ -223,10 +230,8 @@ def recall_at_k(
     Raises ``UndefinedStatisticError`` for an empty relevant set and
     ``InputError`` for ``k`` below 1 or a malformed list.
     """
-    func = "recall_at_k"
-    k = _cutoff(k, func)
-    gains = _relevant(relevant, func)
-    return _hits(_ranking(retrieved), gains, k) / len(gains)
+    hits, _, total = _checked_hits(retrieved, relevant, k, "recall_at_k")
+    return hits / total
 
 
 def precision_at_k(
@@ -242,10 +247,8 @@ def precision_at_k(
     Raises ``UndefinedStatisticError`` for an empty relevant set and
     ``InputError`` for ``k`` below 1 or a malformed list.
     """
-    func = "precision_at_k"
-    k = _cutoff(k, func)
-    gains = _relevant(relevant, func)
-    return _hits(_ranking(retrieved), gains, k) / k
+    hits, cutoff, _ = _checked_hits(retrieved, relevant, k, "precision_at_k")
+    return hits / cutoff
 
 
 def reciprocal_rank(retrieved: Iterable[DocId | Mapping[str, Any]], relevant: Relevance) -> float:

@@ -229,20 +229,18 @@ def _json_or_text(value: Any) -> Any:
     return value
 
 
-def _arguments_text(arguments: Any) -> str:
-    if arguments is None:
-        return "{}"
-    if isinstance(arguments, str):
-        return arguments
-    return json.dumps(arguments, ensure_ascii=False)
-
-
-def _content_text(content: Any) -> str:
+def _content_text(content: Any, absent: str = "") -> str:
+    """A string as it is, anything else as JSON, and ``absent`` for None."""
     if content is None:
-        return ""
+        return absent
     if isinstance(content, str):
         return content
     return json.dumps(content, ensure_ascii=False)
+
+
+def _arguments_text(arguments: Any) -> str:
+    """A tool call's arguments as text; ``"{}"`` when there are none."""
+    return _content_text(arguments, "{}")
 
 
 def _parts_message(
