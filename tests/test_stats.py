@@ -530,6 +530,19 @@ def test_spearman_on_graded_scores() -> None:
     assert spearman(judge, human) == pytest.approx(13.75 / 17, rel=1e-15)
 
 
+def test_spearman_without_ties_by_hand() -> None:
+    # x = 0.5 0.1 0.9 0.3 → ranks 3 1 4 2; y = 10 20 40 30 → ranks 1 2 4 3
+    # d = 2 −1 0 −1, Σd² = 6; with no ties r = 1 − 6·Σd² / (n(n² − 1)) = 1 − 36/60 = 0.4
+    x, y = [0.5, 0.1, 0.9, 0.3], [10, 20, 40, 30]
+    assert spearman(x, y) == pytest.approx(0.4, rel=1e-15)
+    # the same values inside lists cannot be hashed and are ranked by sorted position
+    assert spearman([[v] for v in x], y) == spearman(x, y)
+    # one tie on one side takes the tied path: x = 0.5 0.1 0.9 0.1 → ranks 3 1.5 4 1.5
+    # dx = 0.5 −1 1.5 −1 (Σdx² = 4.5), dy = −1.5 −0.5 1.5 0.5 (Σdy² = 5)
+    # Σdx·dy = −0.75 + 0.5 + 2.25 − 0.5 = 1.5; r = 1.5 / sqrt(22.5)
+    assert spearman([0.5, 0.1, 0.9, 0.1], y) == pytest.approx(1.5 / math.sqrt(22.5), rel=1e-15)
+
+
 finite = st.floats(-1e6, 1e6, allow_nan=False)
 
 
@@ -700,6 +713,15 @@ class TestAgainstOtherLibraries:
             y = [rng.choice([rng.random(), 0.5]) for _ in range(size)]
             if len(set(x)) < 2 or len(set(y)) < 2:
                 continue
+            expected = scipy_stats.spearmanr(x, y).statistic
+            assert spearman(x, y) == pytest.approx(expected, rel=1e-12, abs=1e-15)
+
+    def test_spearman_without_ties_matches_scipy(self) -> None:
+        scipy_stats = pytest.importorskip("scipy.stats")
+        rng = random.Random(7)
+        for size in (2, 3, 10, 100, 5000):
+            x = [rng.random() for _ in range(size)]  # no ties: the path that never builds ranks
+            y = [v + rng.gauss(0.0, 0.5) for v in x]
             expected = scipy_stats.spearmanr(x, y).statistic
             assert spearman(x, y) == pytest.approx(expected, rel=1e-12, abs=1e-15)
 

@@ -53,6 +53,7 @@ who always says the same thing, raises its subclass
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 import operator
@@ -1012,37 +1013,32 @@ def cohen_kappa(a: Iterable[Hashable], b: Iterable[Hashable]) -> float:
     return (agreed * n - chance) / (n * n - chance)
 
 
-def _doubled_ranks(values: list[Any], func: str, name: str) -> tuple[list[int], int]:
+def _doubled_ranks(values: list[Any]) -> tuple[list[int], int]:
     """Twice the average rank of each value, and the centred sum of their squares.
 
     Ties share the mean of their positions, as in scipy.stats.spearmanr.
     Doubling keeps tied ranks such as 2.5 whole, so the correlation can be
     summed exactly in integers. Doubled ranks average n + 1, and their centred
     sum of squares is ((n³ − n) − Σ(t³ − t)) / 3 over the tie runs of size t.
+
+    >>> _doubled_ranks([30, 10, 20, 10]), _doubled_ranks([[30], [10], [20], [10]])
+    (([8, 3, 6, 3], 18), ([8, 3, 6, 3], 18))
     """
-    if any(value != value for value in values):  # NaN has no place in an order
-        raise StatisticsError(f"{func}: {name} contains NaN, which cannot be ranked")
     n = len(values)
-    order = sorted(range(n), key=values.__getitem__)
-    ranks = [0] * n
-    for doubled, index in zip(range(2, 2 * n + 1, 2), order, strict=True):
-        ranks[index] = doubled
-    # Then give each run of equal values the mean of its positions: a run at
-    # sorted positions first … last (from 0) has doubled rank first + last + 2.
-    ordered = list(map(values.__getitem__, order))
-    tied_with_next = [i for i in range(n - 1) if ordered[i] == ordered[i + 1]]
-    ties = 0  # Σ(t³ − t)
-    first = last = -2
-    for i in [*tied_with_next, n]:  # n closes the final run
-        if i != last:  # ``i`` starts a new run; close the previous one
-            if first >= 0:
-                for position in range(first, last + 1):
-                    ranks[order[position]] = first + last + 2
-                size = last - first + 1
-                ties += size * size * size - size
-            first = i
-        last = i + 1
-    return ranks, (n * n * n - n - ties) // 3
+    try:
+        counts = Counter(values)
+    except TypeError:  # values that sort but cannot be hashed: rank their places in the order
+        order = sorted(range(n), key=values.__getitem__)
+        places = [0] * n
+        for before, index in itertools.pairwise(order):
+            places[index] = places[before] + (values[index] != values[before])
+        return _doubled_ranks(places)
+    doubled: dict[Any, int] = {}
+    first = ties = 0  # t equal values at sorted places first … first + t − 1: 2·first + t + 1
+    for value in sorted(counts):
+        size = counts[value]
+        doubled[value], first, ties = 2 * first + size + 1, first + size, ties + size**3 - size
+    return list(map(doubled.__getitem__, values)), (n * n * n - n - ties) // 3
 
 
 def spearman(x: Iterable[Any], y: Iterable[Any]) -> float:
@@ -1064,12 +1060,27 @@ def spearman(x: Iterable[Any], y: Iterable[Any]) -> float:
     func = "spearman"
     xs, ys = _paired(x, y, func)
     n = len(xs)
-    (rx, sxx), (ry, syy) = _doubled_ranks(xs, func, "x"), _doubled_ranks(ys, func, "y")
-    if sxx == 0 or syy == 0:
-        which = "x" if sxx == 0 else "y"
-        raise UndefinedStatisticError(f"{func}: undefined because {which} is constant")
+    for values, name in ((xs, "x"), (ys, "y")):
+        if any(map(operator.ne, values, values)):  # NaN has no place in an order
+            raise StatisticsError(f"{func}: {name} contains NaN, which cannot be ranked")
+    try:
+        distinct = len(set(xs)) == n == len(set(ys))
+    except TypeError:  # values that cannot be hashed
+        distinct = False
+    if distinct:  # no ties, and no rank list: in x's sorted order x's ranks are 2, 4, …, 2n;
+        # if the j-th smallest y (rank 2j + 2) is at place aⱼ, ΣRx·Ry = 4·Σ(j+1)·aⱼ + 2n(n+1)
+        sxx = syy = (n * n * n - n) // 3
+        y_by_x = list(map(ys.__getitem__, sorted(range(n), key=xs.__getitem__)))
+        places = sorted(range(n), key=y_by_x.__getitem__)
+        products = 4 * sum(map(operator.mul, range(1, n + 1), places)) + 2 * n * (n + 1)
+    else:
+        (rx, sxx), (ry, syy) = _doubled_ranks(xs), _doubled_ranks(ys)
+        if sxx == 0 or syy == 0:
+            which = "x" if sxx == 0 else "y"
+            raise UndefinedStatisticError(f"{func}: undefined because {which} is constant")
+        products = sum(map(operator.mul, rx, ry))
     # Σ(Rx − (n+1))(Ry − (n+1)) = ΣRx·Ry − n(n+1)², since ΣR = n(n+1) for both
-    sxy = sum(map(operator.mul, rx, ry)) - n * (n + 1) * (n + 1)
+    sxy = products - n * (n + 1) * (n + 1)
     # r² as an exact ratio of integers (one rounding, never above 1), then a
     # correctly rounded square root.
     return math.copysign(math.sqrt(sxy * sxy / (sxx * syy)), sxy)

@@ -5,7 +5,9 @@ Run from the project root:
     python tests/benchmarks/bench_stats.py
 
 The data are seeded, so every run times the same inputs; the figure printed
-is the best of three runs, in seconds.
+is the best of three runs, in seconds. When SciPy is installed, each spearman
+line is followed by ``scipy.stats.spearmanr`` on the same lists, timed in the
+same run, and the ratio of the two.
 """
 
 from __future__ import annotations
@@ -36,6 +38,20 @@ def best_of(repeats: int, func: Callable[..., Any], *args: Any) -> tuple[float, 
     return best, value
 
 
+def against_scipy(seconds: float, value: float, x: list[Any], y: list[Any]) -> None:
+    """Time ``scipy.stats.spearmanr`` on the same lists, if SciPy is installed; print the ratio."""
+    try:
+        from scipy.stats import spearmanr
+    except ImportError:
+        print("  (scipy not installed: no reference timing)")
+        return
+    theirs, result = best_of(REPEATS, spearmanr, x, y)
+    print(
+        f"  scipy.stats.spearmanr:              {theirs:6.3f} s  (rho = {result.statistic:.4f}, "
+        f"difference {abs(value - result.statistic):.1e}); tinyeval/scipy = {seconds / theirs:.2f}"
+    )
+
+
 def judge_and_human(rng: random.Random, labels: list[str]) -> tuple[list[str], list[str]]:
     """A judge that copies the human 70% of the time and guesses otherwise."""
     human = [rng.choice(labels) for _ in range(PAIRS)]
@@ -62,11 +78,13 @@ def main() -> None:
     y = [v + rng.gauss(0.0, 0.3) for v in x]
     seconds, value = best_of(REPEATS, spearman, x, y)
     print(f"spearman, continuous scores:          {seconds:6.3f} s  (rho = {value:.4f})")
+    against_scipy(seconds, value, x, y)
 
     grades = [rng.randint(1, 5) for _ in range(PAIRS)]
     other = [min(5, max(1, g + rng.choice((-1, 0, 0, 1)))) for g in grades]
     seconds, value = best_of(REPEATS, spearman, grades, other)
     print(f"spearman, 1-5 grades (heavy ties):    {seconds:6.3f} s  (rho = {value:.4f})")
+    against_scipy(seconds, value, grades, other)
 
     seconds, value = best_of(REPEATS, mcnemar, 500_500, 499_500)
     print(f"mcnemar, 1,000,000 changed cases:     {seconds:6.3f} s  (p = {value:.4f})")
