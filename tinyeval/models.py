@@ -702,6 +702,19 @@ class _HTTPModel(Model):
     def _secrets(self) -> list[str]:
         return [self._key] if self._key else []
 
+    def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
+        return self._reply(self._post(self._request_body(prompt, sample, json_schema)))
+
+    @abc.abstractmethod
+    def _request_body(
+        self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        """The JSON body of one call (each provider defines it; batches send the same body)."""
+
+    @abc.abstractmethod
+    def _reply(self, payload: Any) -> Reply:
+        """The reply in the provider's decoded JSON answer (each provider defines it)."""
+
     def _post(self, body: Mapping[str, Any]) -> Any:
         """POST ``body`` as JSON and return the decoded JSON reply, retrying as documented."""
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
@@ -830,9 +843,6 @@ class _OpenAIModel(_HTTPModel):
     supports_json_schema = True
     key_variable = "OPENAI_API_KEY"
 
-    def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
-        return self._reply(self._post(self._request_body(prompt, sample, json_schema)))
-
     def _request_body(
         self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None
     ) -> dict[str, Any]:
@@ -933,9 +943,6 @@ class _AnthropicModel(_HTTPModel):
     """``POST {base}/v1/messages``, the Anthropic Messages API."""
 
     key_variable = "ANTHROPIC_API_KEY"
-
-    def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
-        return self._reply(self._post(self._request_body(prompt, sample, json_schema)))
 
     def _request_body(
         self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None
