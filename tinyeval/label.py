@@ -83,6 +83,7 @@ __all__ = [
     "read_label_set",
     "read_labels",
     "read_labels_by_labeler",
+    "rows_to_offer",
 ]
 
 
@@ -285,6 +286,20 @@ def _capped(weights: Mapping[str | int, float], budget: float) -> dict[str | int
         fixed.update(dict.fromkeys(over, 1.0))
 
 
+def rows_to_offer(rows: Sequence[Row], *, all_rows: bool = False) -> tuple[list[Row], str | None]:
+    """The rows a labeling session offers, and a note when not all of them: when some rows were
+    judged, only those (the ones a calibration compares), unless ``all_rows``.
+
+    >>> offered, note = rows_to_offer([{"id": "a", "judges": {"j": {}}}, {"id": "b", "judges": {}}])
+    >>> [row["id"] for row in offered], note
+    (['a'], '1 of 2 rows were judged; labelling those')
+    """
+    judged = [row for row in rows if row.get("judges")]
+    if all_rows or not judged or len(judged) == len(rows):
+        return list(rows), None
+    return judged, f"{len(judged)} of {len(rows)} rows were judged; labelling those"
+
+
 def plan_labels(
     rows: Iterable[Row],
     budget: int,
@@ -319,8 +334,10 @@ def plan_labels(
     >>> round(sum(plan.probabilities.values()), 9)
     4.0
 
-    Raises ``LabelError`` for an unknown strategy, a budget below 1, or no row.
+    Rows without an output (nothing to label) are never offered. Raises
+    ``LabelError`` for an unknown strategy, a budget below 1, or no row.
     """
+    rows = [row for row in rows if row.get("output") is not None or row.get("outputs")]
     if strategy not in STRATEGIES:
         raise LabelError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:

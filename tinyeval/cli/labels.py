@@ -79,7 +79,14 @@ def _add_field(p: Any) -> None:
 
 
 def _cmd_label(args: argparse.Namespace) -> int:
-    from ..label import label_session, parse_choices, parse_grades, parse_label_fields, plan_labels
+    from ..label import (
+        label_session,
+        parse_choices,
+        parse_grades,
+        parse_label_fields,
+        plan_labels,
+        rows_to_offer,
+    )
     from ..records import read_rows
 
     refuse_overwriting([args.results], [("--out", args.out)])
@@ -97,19 +104,13 @@ def _cmd_label(args: argparse.Namespace) -> int:
     def write(text: str) -> None:
         print(text, file=stream, flush=True)
 
-    rows = read_rows(args.results)
-    judged = [row for row in rows if row.get("judges")]
-    if judged and not args.all_rows and len(judged) < len(rows):
-        write(f"{len(judged)} of {len(rows)} rows were judged; labelling those "
-              "(--all-rows offers every row)")  # fmt: skip
-        rows = judged
+    rows, note = rows_to_offer(read_rows(args.results), all_rows=args.all_rows)
+    if note:
+        write(f"{note} (--all-rows offers every row)")
     plan = None
     if args.budget is not None:
-        offered = [row for row in rows if row.get("output") is not None or row.get("outputs")]
-        plan = plan_labels(
-            offered, args.budget, strategy=args.strategy or "random", seed=args.seed,
-            judge=args.judge,
-        )  # fmt: skip
+        plan = plan_labels(rows, args.budget, strategy=args.strategy or "random", seed=args.seed,
+                           judge=args.judge)  # fmt: skip
     summary = label_session(
         rows,
         args.out,
