@@ -149,19 +149,12 @@ class SuiteRunner:
 
     def _model(self, spec: str, settings: ModelSettings | None) -> Any:
         if spec not in self._models:
-            from .models import resolve
+            from .session import open_model
 
-            options: dict[str, Any] = {}
-            if settings is not None:
-                if settings.base_url is not None:
-                    options["base_url"] = settings.base_url
-                if settings.timeout is not None:
-                    options["timeout"] = settings.timeout
-                if settings.temperature is not None:
-                    options["temperature"] = settings.temperature
-                if settings.max_tokens is not None:
-                    options["max_tokens"] = settings.max_tokens
-            self._models[spec] = resolve(spec, **options)
+            names = ("base_url", "timeout", "temperature", "max_tokens") if settings else ()
+            given = {name: getattr(settings, name) for name in names}
+            options = {name: value for name, value in given.items() if value is not None}
+            self._models[spec], _ = open_model(spec, **options)
         return self._models[spec]
 
     def judges_for(self, category: str) -> tuple[list[Any], str | None]:
