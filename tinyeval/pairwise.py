@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .calls import ask
 from .judge import (
@@ -28,9 +28,18 @@ from .judge import (
     parse_choice,
     rubric_fingerprint,
 )
-from .stats import Rate
+from .stats import Rate, format_rate
 
-__all__ = ["PairwiseJudge", "PairwiseVerdict", "PositionStats", "position_stats"]
+if TYPE_CHECKING:
+    from .runner import PairsResult
+
+__all__ = [
+    "PairwiseJudge",
+    "PairwiseSummary",
+    "PairwiseVerdict",
+    "PositionStats",
+    "position_stats",
+]
 
 # === Pairwise =====================================================================
 
@@ -274,3 +283,140 @@ def position_stats(verdicts: Iterable[PairwiseVerdict]) -> PositionStats:
         picks=len(picks),
         first_position_picks=first_picks,
     )
+
+
+# === The summary of a pairwise run ===
+
+
+@dataclass(frozen=True)
+class PairwiseSummary:
+    """What a pairwise run found: who won how often, how the judge treated position, what failed.
+
+    ``n`` cases were compared on ``criterion`` by ``judge_model``: ``a_wins``
+    and ``b_wins`` had a winner in both orders, ``ties`` a tie in both, and
+    ``no_winner`` none (the orders disagreed, a reply did not parse, or a
+    call failed). ``call_errors`` holds the message of each comparison whose
+    model call failed; ``not_compared`` counts the cases missing from one side
+    or without an output. ``a`` and ``b`` name where the two responses came
+    from in the text form. Build one with :meth:`of`.
+
+    >>> verdicts = [PairwiseVerdict("A", "A", ["A", "B"]), PairwiseVerdict("A", "B", ["A", "A"])]
+    >>> summary = PairwiseSummary.of(verdicts, PairwiseJudge("Is short."), judge_model="builtin")
+    >>> summary.a_wins, summary.no_winner, summary.to_dict()["position"]["consistent"]
+    (1, 1, 1)
+    """
+
+    criterion: str
+    judge_model: str
+    n: int
+    a_wins: int
+    b_wins: int
+    ties: int
+    no_winner: int
+    call_errors: tuple[str, ...]
+    not_compared: int
+    position: PositionStats
+    rubric_fingerprint: str = ""
+    a: str = "A"
+    b: str = "B"
+
+    @classmethod
+    def of(
+        cls,
+        result: PairsResult | Iterable[PairwiseVerdict],
+        judge: PairwiseJudge,
+        *,
+        judge_model: str,
+        a: str = "A",
+        b: str = "B",
+    ) -> PairwiseSummary:
+        """Summarise what :func:`~tinyeval.runner.run_pairs` returned, or a list of verdicts.
+
+        ``judge`` is the :class:`PairwiseJudge` that compared them (its criterion and
+        rubric fingerprint are reported), ``judge_model`` names its model. Raises
+        :class:`~tinyeval.judge.JudgeError` when nothing was compared.
+
+        >>> tie = PairwiseVerdict("TIE", "TIE", ["TIE", "TIE"])
+        >>> PairwiseSummary.of([tie], PairwiseJudge("Is short."), judge_model="builtin").ties
+        1
+        """
+        if isinstance(result, Iterable):
+            verdicts, not_compared = list(result), 0
+        else:
+            verdicts, not_compared = list(result.verdicts), result.not_compared
+        if not verdicts:
+            raise JudgeError("a pairwise summary needs at least one compared case, got none")
+        winners = [verdict.winner for verdict in verdicts]
+        return cls(
+            criterion=judge.criterion,
+            judge_model=judge_model,
+            n=len(verdicts),
+            a_wins=winners.count("A"),
+            b_wins=winners.count("B"),
+            ties=winners.count("TIE"),
+            no_winner=winners.count(None),
+            call_errors=tuple(verdict.error for verdict in verdicts if verdict.error),
+            not_compared=not_compared,
+            position=position_stats(verdicts),
+            rubric_fingerprint=judge.rubric_fingerprint,
+            a=a,
+            b=b,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The figures as one JSON object (``tinyeval pairwise --json``); ``call_errors`` counts.
+
+        >>> tie = PairwiseVerdict("TIE", "TIE", ["TIE", "TIE"])
+        >>> summary = PairwiseSummary.of([tie], PairwiseJudge("Is short."), judge_model="x")
+        >>> figures = summary.to_dict()
+        >>> figures["ties"], figures["call_errors"], figures["position"]["ties"]
+        (1, 0, 2)
+        """
+        return {
+            "criterion": self.criterion,
+            "judge_model": self.judge_model,
+            "n": self.n,
+            "a_wins": self.a_wins,
+            "b_wins": self.b_wins,
+            "ties": self.ties,
+            "no_winner": self.no_winner,
+            "call_errors": len(self.call_errors),
+            "not_compared": self.not_compared,
+            "position": self.position.to_dict(),
+            "rubric_fingerprint": self.rubric_fingerprint,
+        }
+
+    def to_text(self) -> str:
+        """The summary as lines for a terminal (``tinyeval pairwise``), each rate with its interval.
+
+        >>> tie = PairwiseVerdict("TIE", "TIE", ["TIE", "TIE"])
+        >>> judge = PairwiseJudge("Is short.")
+        >>> print(PairwiseSummary.of([tie], judge, judge_model="builtin").to_text().splitlines()[3])
+          tie:                1/1 = 100.0% [20.7%, 100.0%]
+        """
+        n, position = self.n, self.position
+        consistency = position.consistency or "n/a (no comparison parsed in both orders)"
+        first = position.first_position or "n/a (no reply picked A or B)"
+        lines = [
+            f"{n} cases compared on {self.criterion!r} (judge {self.judge_model}), "
+            "each asked in both orders:",
+            f"  A better ({self.a}): {format_rate(self.a_wins, n)}",
+            f"  B better ({self.b}): {format_rate(self.b_wins, n)}",
+            f"  tie:                {format_rate(self.ties, n)}",
+            "  no winner (the orders disagreed, a reply did not parse, or a call failed): "
+            f"{format_rate(self.no_winner, n)}",
+            f"position consistency: {consistency}; first-position picks: {first} "
+            "(an unbiased judge sits near 50%)",
+            f"replies that did not parse or whose call failed: {position.parse_failures} of "
+            f"{position.replies}",
+        ]
+        if self.call_errors:
+            lines.append(f"comparisons with a failed model call: {len(self.call_errors)} "
+                         f"(first: {self.call_errors[0]})")  # fmt: skip
+        if self.not_compared:
+            lines.append(f"not compared: {self.not_compared} cases missing from one file or "
+                         "without an output")  # fmt: skip
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.to_text()

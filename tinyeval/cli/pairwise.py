@@ -59,10 +59,9 @@ def _add_pairwise(sub: Any) -> None:
 
 
 def _cmd_pairwise(args: argparse.Namespace) -> int:
-    from ..judge import PairwiseJudge, position_stats
+    from ..pairwise import PairwiseJudge, PairwiseSummary
     from ..records import read_rows
     from ..runner import run_pairs
-    from ..stats import format_rate
 
     refuse_overwriting([args.a, args.b], [("--out", args.out)])
     judge = PairwiseJudge(args.criterion)
@@ -80,37 +79,11 @@ def _cmd_pairwise(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.a} and {args.b} share no case with an output on both sides")
     if args.out:
         write_records(args.out, done.rows)
-    verdicts = done.verdicts
-    n = len(verdicts)
-    counts = {w: sum(v.winner == w for v in verdicts) for w in ("A", "B", "TIE", None)}
-    position = position_stats(verdicts)
-    call_errors = [v.error for v in verdicts if v.error]
+    summary = PairwiseSummary.of(done, judge, judge_model=args.judge_model, a=args.a, b=args.b)
     if args.json:
-        print_json({
-            "criterion": args.criterion, "judge_model": args.judge_model, "n": n,
-            "a_wins": counts["A"], "b_wins": counts["B"], "ties": counts["TIE"],
-            "no_winner": counts[None], "call_errors": len(call_errors),
-            "not_compared": done.not_compared, "position": position.to_dict(),
-            "rubric_fingerprint": judge.rubric_fingerprint,
-        })  # fmt: skip
-        return EXIT_OK
-    print(f"{n} cases compared on {args.criterion!r} (judge {args.judge_model}), "
-          "each asked in both orders:")  # fmt: skip
-    print(f"  A better ({args.a}): {format_rate(counts['A'], n)}")
-    print(f"  B better ({args.b}): {format_rate(counts['B'], n)}")
-    print(f"  tie:                {format_rate(counts['TIE'], n)}")
-    print(f"  no winner (the orders disagreed, a reply did not parse, or a call failed): "
-          f"{format_rate(counts[None], n)}")  # fmt: skip
-    consistency = position.consistency or "n/a (no comparison parsed in both orders)"
-    first = position.first_position or "n/a (no reply picked A or B)"
-    print(f"position consistency: {consistency}; first-position picks: {first} "
-          "(an unbiased judge sits near 50%)")  # fmt: skip
-    print(f"replies that did not parse or whose call failed: {position.parse_failures} of "
-          f"{position.replies}")  # fmt: skip
-    if call_errors:
-        print(f"comparisons with a failed model call: {len(call_errors)} (first: {call_errors[0]})")
-    if done.not_compared:
-        print(f"not compared: {done.not_compared} cases missing from one file or without an output")
+        print_json(summary.to_dict())
+    else:
+        print(summary.to_text())
     return EXIT_OK
 
 
