@@ -43,6 +43,15 @@ _EXPORTS: dict[str, str] = {
     "StatisticsError": "stats",
     "cases_to_decide": "stats",
     "UndefinedStatisticError": "stats",
+    # the statistics said in one sentence each
+    "Sentence": "sentences",
+    "JudgeRates": "sentences",
+    "wilson_sentence": "sentences",
+    "sample_size_sentence": "sentences",
+    "power_sentence": "sentences",
+    "detectable_sentence": "sentences",
+    "mcnemar_sentence": "sentences",
+    "judge_rates_from_calibration": "sentences",
     # estimates from few labels, and agreement between raters
     "ppi_pass_rate": "estimates",
     "PPIRate": "estimates",
@@ -144,6 +153,7 @@ _EXPORTS: dict[str, str] = {
     "parse_evidence": "judge",
     "position_stats": "pairwise",
     "PositionStats": "pairwise",
+    "PairwiseSummary": "pairwise",
     "load_rubric": "judge",
     "parse_choice": "judge",
     "JudgeError": "judge",
