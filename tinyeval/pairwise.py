@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .calls import ask
+from .errors import plural
 from .judge import (
     PAIRWISE_TEMPLATE,
     JudgeError,
@@ -414,8 +415,8 @@ class PairwiseSummary:
             lines.append(f"comparisons with a failed model call: {len(self.call_errors)} "
                          f"(first: {self.call_errors[0]})")  # fmt: skip
         if self.not_compared:
-            lines.append(f"not compared: {self.not_compared} cases missing from one file or "
-                         "without an output")  # fmt: skip
+            missing = plural(self.not_compared, "case")
+            lines.append(f"not compared: {missing} missing from one file or without an output")
         return "\n".join(lines)
 
     def __str__(self) -> str:

@@ -60,9 +60,15 @@ def _as_given(exc: Exception, parser: argparse.ArgumentParser, args: argparse.Na
     field = getattr(exc, "field", None)
     if not isinstance(exc, InputError) or exc.path is not None or not field:
         return str(exc)
-    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    command = commands.choices[args.command]
-    options = {a.dest: max(a.option_strings, key=len) for a in command._actions if a.option_strings}
+    command = parser  # the (sub-)command that was run: tinyeval stats wilson is two levels down
+    while True:
+        subs = [a for a in command._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs or getattr(args, subs[0].dest, None) is None:
+            break
+        command = subs[0].choices[getattr(args, subs[0].dest)]
+    options: dict[str, str | None] = {
+        a.dest: max(a.option_strings, key=len) for a in command._actions if a.option_strings
+    }
     options.update({"fields": options.get("field"), "thresholds": options.get("threshold")})
     if options.get(field) is None:
         return str(exc)
