@@ -23,39 +23,28 @@ from ._common import (
 COMMANDS: list[tuple[str, Callable[[Any], None]]] = []
 
 
+# fmt: off
 def _add_pairwise(sub: Any) -> None:
-    p = sub.add_parser(
-        "pairwise",
-        help="which of two runs answered better, each case asked in both orders",
-        description="Pair two results files by case id and ask a pairwise judge which output is "
-        "better on one criterion, always in both orders (A/B, then B/A). A case has a winner "
-        "only when both orders agree; the judge's position consistency and first-position "
-        "preference are reported.",
-    )
+    p = sub.add_parser("pairwise",
+                       help="which of two runs answered better, each case asked in both orders",
+                       description="Pair two results files by case id and ask a pairwise judge "
+                       "which output is better on one criterion, always in both orders (A/B, "
+                       "then B/A). A case has a winner only when both orders agree; the judge's "
+                       "position consistency and first-position preference are reported.")
     p.add_argument("a", metavar="RESULTS_A", help="results whose outputs are response A")
     p.add_argument("b", metavar="RESULTS_B", help="results whose outputs are response B")
-    p.add_argument(
-        "--criterion",
-        required=True,
-        metavar="TEXT|NAME",
-        help="the one property to compare on (text, or a built-in name)",
-    )
+    p.add_argument("--criterion", required=True, metavar="TEXT|NAME",
+                   help="the one property to compare on (text, or a built-in name)")
     p.add_argument("--judge-model", default="builtin", metavar="SPEC", help="default: builtin")
-    p.add_argument(
-        "--category",
-        action="append",
-        metavar="CATEGORY",
-        help="compare only cases of this category (repeatable; default: all)",
-    )
-    p.add_argument(
-        "--out",
-        metavar="FILE",
-        help="write a result row per compared case (calibrate and label read them; the "
-        "label of a pairwise verdict is its winner)",
-    )
+    p.add_argument("--category", action="append", metavar="CATEGORY",
+                   help="compare only cases of this category (repeatable; default: all)")
+    p.add_argument("--out", metavar="FILE",
+                   help="write a result row per compared case (calibrate and label read them; "
+                   "the label of a pairwise verdict is its winner)")
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     add_model_options(p)
     p.set_defaults(handler=_cmd_pairwise)
+# fmt: on
 
 
 def _cmd_pairwise(args: argparse.Namespace) -> int:
