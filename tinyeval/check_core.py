@@ -70,6 +70,8 @@ class CheckResult:
             raise CheckSpecError(f"expected a string or None, got {self.detail!r}", field="detail")
 
 
+_PASS = CheckResult(True)  # results are frozen: every passing check without a detail shares one
+
 CheckOutcome: TypeAlias = "bool | CheckResult | tuple[bool, str]"
 CheckFunction: TypeAlias = "Callable[..., CheckOutcome]"
 
@@ -94,11 +96,16 @@ class NamedCheck:
     def __init__(self, name: str, func: CheckFunction) -> None:
         if not isinstance(name, str) or not name.strip():
             raise CheckSpecError(f"expected a non-empty string, got {name!r}", field="name")
-        if not callable(func):
+        if type(func) is types.FunctionType:  # the common case, read without inspect's cost
+            code = func.__code__
+            wants_case = code.co_argcount >= 2 or bool(code.co_flags & inspect.CO_VARARGS)
+        elif not callable(func):
             raise CheckSpecError(f"expected a callable, got {_describe(func)}", field=name)
+        else:
+            wants_case = _takes_two_arguments(func)
         self.name = name
         self.func = func
-        self._wants_case = _takes_two_arguments(func)
+        self._wants_case = wants_case
 
     def __call__(self, output: str, case: Any = None) -> CheckOutcome:
         if self._wants_case:
@@ -235,22 +242,43 @@ def get_path(obj: Any, path: str) -> Any:
     return current
 
 
+def get_segments(obj: Any, segments: Sequence[str]) -> Any:
+    """The value at an already split (and checked) path: :func:`get_path` without the split.
+
+    >>> get_segments({"a": [{"b": 1}]}, ("a", "0", "b"))
+    1
+    """
+    current = obj
+    for position, segment in enumerate(segments):
+        if type(current) is dict and segment in current:  # the common case, first
+            current = current[segment]
+        else:
+            current = _step(current, segment, ".".join(segments[:position]))
+    return current
+
+
 def _step(container: Any, segment: str, where: str) -> Any:
-    place = repr(where) if where else "the top level"
-    inside = f"in {place}" if where else "at the top level"
     if isinstance(container, Mapping):
         if segment in container:
             return container[segment]
-        raise LookupError(f"no key {segment!r} {inside}")
+        raise LookupError(f"no key {segment!r} {_inside(where)}")
     if isinstance(container, Sequence) and not isinstance(container, str):
         digits = segment[1:] if segment.startswith("-") else segment
         if not (digits.isascii() and digits.isdigit()):
-            raise LookupError(f"{place} is an array, and {segment!r} is not an index")
+            raise LookupError(f"{_place(where)} is an array, and {segment!r} is not an index")
         index = int(segment)
         if -len(container) <= index < len(container):
             return container[index]
-        raise LookupError(f"no index {index} {inside} (length {len(container)})")
-    raise LookupError(f"{place} is {_json_type(container)}, not an object or an array")
+        raise LookupError(f"no index {index} {_inside(where)} (length {len(container)})")
+    raise LookupError(f"{_place(where)} is {_json_type(container)}, not an object or an array")
+
+
+def _place(where: str) -> str:
+    return repr(where) if where else "the top level"
+
+
+def _inside(where: str) -> str:
+    return f"in {_place(where)}" if where else "at the top level"
 
 
 def tool_names(tool_calls: Iterable[Any] | None) -> list[str]:

@@ -54,11 +54,11 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .check_core import (
+    _PASS,
     CheckFunction,
     CheckResult,
     CheckSpecError,
@@ -78,6 +78,7 @@ from .check_core import (
     _split_path,
     check,
     get_path,
+    get_segments,
     tool_names,
 )
 from .errors import did_you_mean
@@ -151,21 +152,21 @@ def valid_json() -> NamedCheck:
 
     def is_valid_json(output: str) -> CheckResult:
         ok, value = _parse_json(output)
-        return CheckResult(True) if ok else CheckResult(False, value)
+        return _PASS if ok else CheckResult(False, value)
 
     return NamedCheck("valid_json", is_valid_json)
 
 
 def _json_path_check(name: str, path: str, judge: Callable[[Any], CheckResult]) -> NamedCheck:
     """A check that parses the output, finds ``path`` and hands its value to ``judge``."""
-    _split_path(path)
+    segments = tuple(_split_path(path))
 
     def run(output: str) -> CheckResult:
         ok, parsed = _parse_json(output)
         if not ok:
             return CheckResult(False, parsed)
         try:
-            value = get_path(parsed, path)
+            value = get_segments(parsed, segments)
         except LookupError as error:
             return CheckResult(False, f"missing: {error}")
         return judge(value)
@@ -179,7 +180,7 @@ def has_field(path: str) -> NamedCheck:
     >>> run_checks('{"payee": {"name": null}}', [has_field("payee.name"), has_field("amount")])
     {'field:payee.name': True, 'field:amount': False}
     """
-    return _json_path_check("field", path, lambda value: CheckResult(True))
+    return _json_path_check("field", path, lambda value: _PASS)
 
 
 def has_fields(*paths: str) -> list[NamedCheck]:
@@ -216,7 +217,7 @@ def equals(path: str, value: Any) -> NamedCheck:
 
     def judge(actual: Any) -> CheckResult:
         if _json_equal(actual, value):
-            return CheckResult(True)
+            return _PASS
         return CheckResult(False, f"got {_show_typed(actual, value)}, expected {_show(value)}")
 
     return _json_path_check("equals", path, judge)
@@ -251,7 +252,7 @@ def one_of(path: str, values: Sequence[Any]) -> NamedCheck:
 
     def judge(actual: Any) -> CheckResult:
         if any(_json_equal(actual, value) for value in allowed):
-            return CheckResult(True)
+            return _PASS
         return CheckResult(False, f"got {_show(actual)}, expected one of {_show(allowed)}")
 
     return _json_path_check("one_of", path, judge)
@@ -287,7 +288,7 @@ def in_range(path: str, low: float | None, high: float | None) -> NamedCheck:
                 False, f"got {_show(actual)} ({_json_type(actual)}), expected a number"
             )
         if (low is None or low <= actual) and (high is None or actual <= high):
-            return CheckResult(True)
+            return _PASS
         return CheckResult(False, f"got {_show(actual)}, expected {wanted}")
 
     return _json_path_check("range", path, judge)
@@ -309,7 +310,7 @@ def contains(text: str) -> NamedCheck:
     _require_text(text, "contains")
 
     def run(output: str) -> CheckResult:
-        return CheckResult(True) if text in output else CheckResult(False, "not found")
+        return _PASS if text in output else CheckResult(False, "not found")
 
     return NamedCheck(f"contains:{_label(text)}", run)
 
@@ -328,7 +329,7 @@ def not_contains(text: str) -> NamedCheck:
     def run(output: str) -> CheckResult:
         position = output.find(text)
         if position < 0:
-            return CheckResult(True)
+            return _PASS
         return CheckResult(False, f"found at character {position}")
 
     return NamedCheck(f"not_contains:{_label(text)}", run)
@@ -406,7 +407,7 @@ def matches(pattern: str | re.Pattern[str], *, timeout: float = REGEX_TIMEOUT) -
         found = bounded_search(compiled, backtracks, output, budget)
         if isinstance(found, str):
             return CheckResult(False, found)
-        return CheckResult(True) if found is not None else CheckResult(False, "no match")
+        return _PASS if found is not None else CheckResult(False, "no match")
 
     return NamedCheck(f"regex:{_label(compiled.pattern)}", run)
 
@@ -434,7 +435,7 @@ def not_matches(pattern: str | re.Pattern[str], *, timeout: float = REGEX_TIMEOU
         if isinstance(found, str):
             return CheckResult(False, found)
         if found is None:
-            return CheckResult(True)
+            return _PASS
         start, end = found
         return CheckResult(False, f"matched {_show_text(output[start:end])} at character {start}")
 
@@ -454,7 +455,7 @@ def max_chars(n: int) -> NamedCheck:
     def run(output: str) -> CheckResult:
         count = len(output)
         if count <= limit:
-            return CheckResult(True)
+            return _PASS
         return CheckResult(False, f"{count} characters, more than {limit}")
 
     return NamedCheck("max_chars", run)
@@ -473,7 +474,7 @@ def max_words(n: int) -> NamedCheck:
     def run(output: str) -> CheckResult:
         count = len(output.split())
         if count <= limit:
-            return CheckResult(True)
+            return _PASS
         return CheckResult(False, f"{count} words, more than {limit}")
 
     return NamedCheck("max_words", run)
@@ -482,13 +483,21 @@ def max_words(n: int) -> NamedCheck:
 # === Building checks from an expect block ===
 
 
-@contextmanager
-def _blame(field: str) -> Iterator[None]:
-    """Re-raise a factory's CheckSpecError under the ``expect`` field it came from."""
-    try:
-        yield
-    except CheckSpecError as error:
-        raise CheckSpecError(error.message, field=field) from None
+class _blame:
+    """Re-raise a factory's CheckSpecError under the ``expect`` field it came from (a class,
+    not a generator: it is entered once per check built)."""
+
+    __slots__ = ("field",)
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
+        if isinstance(error, CheckSpecError):
+            raise CheckSpecError(error.message, field=self.field) from None
 
 
 def _items(value: Any, field: str, *, single_ok: bool) -> list[tuple[str, Any]]:
@@ -693,6 +702,9 @@ _BUILDERS: dict[str, Callable[[Any, str], list[NamedCheck]]] = {
 EXPECT_KEYS: tuple[str, ...] = tuple(_BUILDERS)
 """The keys an ``expect`` block may use, in the order their checks run."""
 
+_ORDER = {key: index for index, key in enumerate(_BUILDERS)}
+_FIELDS = {key: f"expect.{key}" for key in _BUILDERS}
+
 
 def checks_from_expect(expect: Mapping[str, Any]) -> list[NamedCheck]:
     """Validate a case's ``expect`` block and build its checks.
@@ -728,14 +740,13 @@ def checks_from_expect(expect: Mapping[str, Any]) -> list[NamedCheck]:
             f"expected an object of expectations, got {_describe(expect)}", field="expect"
         )
     for key in expect:
-        if not isinstance(key, str):
-            raise CheckSpecError(f"expected string keys, got {_describe(key)}", field="expect")
         if key not in _BUILDERS:
+            if not isinstance(key, str):
+                raise CheckSpecError(f"expected string keys, got {_describe(key)}", field="expect")
             raise CheckSpecError(_unknown_key_message(key), field=f"expect.{key}")
     built: list[NamedCheck] = []
-    for key, build in _BUILDERS.items():
-        if key in expect:
-            built.extend(build(expect[key], f"expect.{key}"))
+    for key in sorted(expect, key=_ORDER.__getitem__):  # only the keys given, in EXPECT_KEYS order
+        built.extend(_BUILDERS[key](expect[key], _FIELDS[key]))
     _require_unique_names(built, field="expect")
     return built
 
@@ -747,7 +758,9 @@ def _unknown_key_message(key: str) -> str:
     return f"unknown key {key!r}; expected one of {', '.join(EXPECT_KEYS)}"
 
 
-def _require_unique_names(checks: Iterable[NamedCheck], *, field: str) -> None:
+def _require_unique_names(checks: Sequence[NamedCheck], *, field: str) -> None:
+    if len({named.name for named in checks}) == len(checks):
+        return
     seen: set[str] = set()
     for named in checks:
         if named.name in seen:
@@ -797,10 +810,10 @@ def _as_result(outcome: Any) -> CheckResult:
 
 def _run_one(named: NamedCheck, output: str, case: Any) -> CheckResult:
     try:
-        outcome = named(output, case)
+        outcome = named.func(output, case) if named._wants_case else named.func(output)
     except Exception as error:  # one broken check must not hide the others' results
         return CheckResult(False, f"raised {type(error).__name__}: {error}")
-    return _as_result(outcome)
+    return outcome if type(outcome) is CheckResult else _as_result(outcome)
 
 
 def run_checks_detailed(
@@ -825,7 +838,7 @@ def run_checks_detailed(
     Raises :class:`CheckSpecError` before running anything when two checks
     share a name, an item is not a check, or ``output`` is not a string.
     """
-    named = [_as_named(item) for item in checks]
+    named = [item if type(item) is NamedCheck else _as_named(item) for item in checks]
     _require_unique_names(named, field="checks")
     if output is None:
         return {item.name: CheckResult(False, "no output") for item in named}

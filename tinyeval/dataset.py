@@ -44,7 +44,6 @@ This module uses :mod:`tinyeval.checks` (itself standalone) to validate the
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
@@ -114,6 +113,31 @@ class Case:
     conversation: Conversation | None = None
     source: str | None = field(default=None, compare=False)
     line: int | None = field(default=None, compare=False)
+    # the checks of ``expect``, built once when the case was read (see expect_checks)
+    built_checks: tuple[Mapping[str, Any], tuple[checks.NamedCheck, ...]] | None = field(
+        default=None, compare=False, repr=False
+    )
+
+    def expect_checks(self) -> list[checks.NamedCheck]:
+        """The checks of the case's ``expect`` block: those built when it was read, or built now.
+
+        >>> [c.name for c in Case(id="a", expect={"max_words": 3}).expect_checks()]
+        ['max_words']
+        """
+        built = self.built_checks
+        if built is not None and built[0] is self.expect:  # not an expect replaced since
+            return list(built[1])
+        return checks.checks_from_expect(self.expect)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # built checks are closures, which cannot be pickled: an executor in another process
+        # gets the case without them and builds them there, once
+        state = dict(self.__dict__)
+        state["built_checks"] = None
+        return state
+
+    def __setstate__(self, state: Mapping[str, Any]) -> None:
+        self.__dict__.update(state)
 
     def to_dict(self) -> dict[str, Any]:
         """The case as a plain JSON-ready dict (recognised keys, then ``meta``).
@@ -161,6 +185,8 @@ class Case:
         record.update(self.meta)
         return record
 
+
+_RECOGNISED = frozenset(RECOGNISED_KEYS)
 
 # --------------------------------------------------------------------------- reading
 
@@ -293,6 +319,8 @@ def _near_miss(key: str, absent: list[str]) -> str | None:
 def _refuse_near_misses(record: Mapping[str, Any], where: dict[str, Any], *, line_id: Any) -> None:
     """Other keys are kept as meta, but one that looks like a misspelt recognised key is an error:
     ``"expects"`` must not quietly become meta while the case runs with no expectations."""
+    if _RECOGNISED.issuperset(record):  # the common case: nothing to look at
+        return
     absent = [k for k in RECOGNISED_KEYS if k not in record and not (k == "id" and line_id)]
     for key in record:
         if key in RECOGNISED_KEYS or not isinstance(key, str):
@@ -307,14 +335,21 @@ def _refuse_near_misses(record: Mapping[str, Any], where: dict[str, Any], *, lin
             )
 
 
-@contextlib.contextmanager
-def _located(where: dict[str, Any]) -> Iterator[None]:
-    """Turn a check's specification error into a dataset error at this file and line."""
-    try:
-        yield
-    except checks.CheckSpecError as exc:
-        message = exc.reason
-        raise DatasetError(message, field=exc.field, **where) from None
+class _located:
+    """Turn a check's specification error into a dataset error at this file and line (a class,
+    not a generator: it is entered twice per case read)."""
+
+    __slots__ = ("where",)
+
+    def __init__(self, where: dict[str, Any]) -> None:
+        self.where = where
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: Any, trace: Any) -> None:
+        if isinstance(exc, checks.CheckSpecError):
+            raise DatasetError(exc.reason, field=exc.field, **self.where) from None
 
 
 class ResultsNotCasesError(DatasetError):
@@ -404,8 +439,9 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
         expect = {}
     if not isinstance(expect, Mapping):
         _expect_type(expect, "an object of expectations", "expect", where)
+    expect = dict(expect)
     with _located(where):
-        checks.checks_from_expect(expect)
+        built = tuple(checks.checks_from_expect(expect))
 
     tool_calls = rec.pop("tool_calls", None)
     if tool_calls is None:
@@ -431,7 +467,7 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
         output=output,
         context=context,
         category=category,
-        expect=dict(expect),
+        expect=expect,
         origin=origin,
         tool_calls=tuple(tool_calls),
         label=label,
@@ -439,6 +475,7 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
         conversation=conversation,
         source=where.get("path"),
         line=where.get("line"),
+        built_checks=(expect, built),
     )
 
 

@@ -13,7 +13,6 @@ a YAML alias bomb) with a :class:`DatasetError` that names the file and line.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import gzip
 import json
@@ -181,26 +180,30 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_unique_pairs)
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-@contextlib.contextmanager
-def _json_errors(path: str, line: int | None, field: str | None = None) -> Iterator[None]:
-    """Turn every way decoding JSON can fail, but a syntax error, into a one-line error."""
-    try:
-        yield
-    except _DuplicateKey as exc:
-        raise DatasetError(
-            f"duplicate key {exc.args[0]!r} in a JSON object", path=path, line=line, field=field
-        ) from None
-    except RecursionError:
-        raise DatasetError(
-            "JSON nested too deeply to read (deeper than the interpreter's limit)",
-            path=path,
-            line=line,
-            field=field,
-        ) from None
-    except (json.JSONDecodeError, DatasetError):
-        raise
-    except ValueError:  # an integer beyond Python's digit limit
-        raise DatasetError(_too_many_digits(), path=path, line=line, field=field) from None
+class _json_errors:
+    """Turn every way decoding JSON can fail, but a syntax error, into a one-line error (a
+    class, not a generator: it is entered once per line read)."""
+
+    __slots__ = ("field", "line", "path")
+
+    def __init__(self, path: str, line: int | None, field: str | None = None) -> None:
+        self.path, self.line, self.field = path, line, field
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: Any, trace: Any) -> None:
+        if exc is None or isinstance(exc, json.JSONDecodeError | DatasetError):
+            return
+        where = {"path": self.path, "line": self.line, "field": self.field}
+        if isinstance(exc, _DuplicateKey):
+            raise DatasetError(f"duplicate key {exc.args[0]!r} in a JSON object", **where) from None
+        if isinstance(exc, RecursionError):
+            raise DatasetError(
+                "JSON nested too deeply to read (deeper than the interpreter's limit)", **where
+            ) from None
+        if isinstance(exc, ValueError):  # an integer beyond Python's digit limit
+            raise DatasetError(_too_many_digits(), **where) from None
 
 
 def _decode_json(text: str, path: str, line: int | None, field: str | None = None) -> Any:

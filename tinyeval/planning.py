@@ -151,7 +151,7 @@ def dry_run(
                 plan.estimated += votes
                 continue
             results = checks_mod.run_checks_detailed(
-                output, [*checks_mod.checks_from_expect(case.expect), *checks], case=case
+                output, [*case.expect_checks(), *checks], case=case
             )
             if not judge_all and not all(r.passed for r in results.values()):
                 continue

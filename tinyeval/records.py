@@ -39,6 +39,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,6 +85,23 @@ class ResultsFileError(InputError):
 
 # === Making rows ===
 
+_STAMPED: tuple[int, str] = (-1, "")  # (millisecond, its utc_stamp), shared by the rows of a run
+
+
+def row_stamp() -> str:
+    """:func:`tinyeval.errors.utc_stamp`, computed once per millisecond (rows are stamped
+    twice each, and many finish within the same millisecond).
+
+    >>> row_stamp() <= row_stamp()
+    True
+    """
+    global _STAMPED
+    now = time.time_ns() // 1_000_000
+    stamped = _STAMPED
+    if stamped[0] != now:
+        stamped = _STAMPED = (now, utc_stamp())
+    return stamped[1]
+
 
 def new_row(
     case: Any, *, dataset_fingerprint: str | None = None, run: Mapping[str, Any] | None = None
@@ -119,7 +137,7 @@ def new_row(
         "dataset_fingerprint": dataset_fingerprint,
         "run": dict(run) if run is not None else None,
         "tinyeval_version": __version__,
-        "started_at": utc_stamp(),
+        "started_at": row_stamp(),
         "finished_at": None,
         "latency_ms": None,
         "usage": None,

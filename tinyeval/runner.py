@@ -46,12 +46,13 @@ from .calls import (
     run_cost,
 )
 from .dataset import Case
-from .errors import InputError, utc_stamp
+from .errors import InputError
 from .records import (
     CategoryTally,
     Row,
     new_row,
     read_rows,
+    row_stamp,
     run_manifest,
     verdicts,
     write_row,
@@ -283,7 +284,7 @@ def evaluate_case(
 
         if tool_calls is not case.tool_calls:
             case = replace(case, output=output, tool_calls=tool_calls)
-        all_checks = [*checks_mod.checks_from_expect(case.expect), *checks]
+        all_checks = [*case.expect_checks(), *checks]
         results = checks_mod.run_checks_detailed(output, all_checks, case=case)
         row["checks"] = {name: r.passed for name, r in results.items()}
         row["check_details"] = {name: r.detail for name, r in results.items() if r.detail}
@@ -332,7 +333,7 @@ def evaluate_case(
     except Exception as exc:  # the case errors; the run goes on
         row["status"] = "error"
         row["error"] = f"{type(exc).__name__}: {exc}"
-    row["finished_at"] = utc_stamp()
+    row["finished_at"] = row_stamp()
     row["latency_ms"] = round((time.perf_counter() - started) * 1000, 3)
     row["usage"] = usage or None
     return row
@@ -647,6 +648,9 @@ def run(
     pool = executor if executor is not None else DaemonThreadPool(concurrency)
     started_rows = result.total  # rows kept from an earlier run are not this session's spending
     control = _Control()
+    inline = None
+    if executor is None and case_timeout is None and (not checks or concurrency == 1):
+        inline = _calls_no_model(task)
     rows = _run_rows(
         pool,
         selected(),
@@ -660,6 +664,7 @@ def run(
         stop=stop,
         control=control,
         progress=progress,
+        inline=inline,
     )
     try:
         for row in rows:
@@ -689,6 +694,22 @@ def run(
         result.complete = False
         result.stopped_reason = result.capped or "interrupted"
     return result
+
+
+def _calls_no_model(task: Mapping[str, Any]) -> Callable[[Case], bool]:
+    """Whether a case of this run is sure to call no model: it has an output (or nothing could
+    generate one) and no judge looks at its category. Such a case runs in the calling thread.
+    Extra checks of the caller's own keep their thread when the run has several (they may be
+    slow), and so does every case under a per-case timeout (only a thread can be left behind)."""
+    judges, where = task["judges"], task["judge_categories"]
+    generate, regenerate = task["generate_model"], task["regenerate"]
+
+    def no_model(case: Case) -> bool:
+        if generate is not None and (regenerate or case.output is None):
+            return False
+        return not any(_judges_category(judge, case.category, where) for judge in judges)
+
+    return no_model
 
 
 def _mind_the_cap(
@@ -822,8 +843,12 @@ def _run_rows(
     stop: threading.Event | None = None,
     control: _Control | None = None,
     progress: Callable[[int], None] | None = None,
+    inline: Callable[[Case], bool] | None = None,
 ) -> Generator[Row, None, None]:
     """Yield rows as cases finish, keeping at most ``window`` cases in flight.
+
+    A case for which ``inline`` says True (one that calls no model) is
+    evaluated here, in the calling thread, rather than handed to ``pool``.
 
     ``result.in_flight`` says how many cases are running at any moment; once
     ``stop`` is set no new case is taken.
@@ -870,6 +895,13 @@ def _run_rows(
                 if case is None:
                     stopping = True
                     break
+                if inline is not None and inline(case):  # no model call: no thread hop either
+                    row = evaluate_case(case, **task)
+                    count_error(row)
+                    yield row
+                    if stop is not None and stop.is_set():
+                        break
+                    continue
                 if case_timeout is None:
                     future = pool.submit(evaluate_case, case, **task)
                 else:
