@@ -27,7 +27,14 @@ from .runner import (
     shard_index,
 )
 
-__all__ = ["CHARS_PER_TOKEN", "DryRun", "PreparedCases", "dry_run", "prepare_cases"]
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "READ_ONCE_BYTES",
+    "DryRun",
+    "PreparedCases",
+    "dry_run",
+    "prepare_cases",
+]
 
 
 # === A dry run ===
@@ -218,6 +225,32 @@ class _Reread:
                 yield kept
 
 
+READ_ONCE_BYTES = 2**20
+"""A regular file up to this size (1 MiB) is read once, its validated cases kept in memory
+for the run; a larger one is read twice (to validate and fingerprint, then to run), so that
+memory does not grow with the file."""
+
+
+class _Kept:
+    """The cases read by the validating pass, kept for the run (iterable again and again; not a
+    sequence, so a run given them counts them as it would a stream)."""
+
+    def __init__(self, cases: list[Case]) -> None:
+        self._cases = cases
+
+    def __iter__(self) -> Iterator[Case]:
+        return iter(self._cases)
+
+
+def _size(path: str) -> int:
+    import os
+
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return READ_ONCE_BYTES + 1  # let the reader name the problem
+
+
 def prepare_cases(
     path: str,
     *,
@@ -240,10 +273,11 @@ def prepare_cases(
     gives them that output, so they are checked and judged again without
     being generated; ``shard=(I, N)`` counts the cases of shard I (the run
     itself selects them); ``shuffle`` puts the cases in a random order fixed by
-    ``seed`` (for stopping early on a fair sample). A regular file is streamed
-    twice (once to validate and fingerprint, once to run) so memory stays
-    flat; standard input, a pipe
-    or any other non-seekable source is read once, into memory. The dataset
+    ``seed`` (for stopping early on a fair sample). A regular file larger than
+    :data:`READ_ONCE_BYTES` is streamed twice (once to validate and
+    fingerprint, once to run) so memory stays flat; a smaller one is read
+    once, and so is standard input, a pipe or any other non-seekable source
+    (into memory). The dataset
     fingerprint is that of the cases as the file has them.
 
     >>> import tempfile, os
@@ -296,10 +330,22 @@ def prepare_cases(
         except OSError:
             streamable = True  # let the reader name the problem
     if streamable:
-        ready.fingerprint = dataset.dataset_fingerprint(noted(dataset.iter_cases(path, **read)))
+        # a small file is read once, its cases kept (memory bounded by READ_ONCE_BYTES); a
+        # larger one is streamed again for the run, so memory stays flat however long it is
+        kept: list[Case] | None = [] if _size(path) <= READ_ONCE_BYTES else None
+
+        def keeping(cases: Iterable[Case]) -> Iterator[Case]:
+            for case in noted(cases):
+                if kept is not None:
+                    chosen = keep(case)
+                    if chosen is not None:
+                        kept.append(chosen)
+                yield case
+
+        ready.fingerprint = dataset.dataset_fingerprint(keeping(dataset.iter_cases(path, **read)))
         if ready.in_file == 0:
             raise dataset.DatasetError("no cases in the file", path=path)
-        ready.cases = _Reread(path, read, keep)
+        ready.cases = _Kept(kept) if kept is not None else _Reread(path, read, keep)
     else:
         loaded: list[Case] = dataset.load(path, **read)
         if sample_size is not None:

@@ -648,9 +648,12 @@ def run(
     pool = executor if executor is not None else DaemonThreadPool(concurrency)
     started_rows = result.total  # rows kept from an earlier run are not this session's spending
     control = _Control()
+    # A case runs in this thread, rather than on a worker, when a worker would add nothing: on
+    # one worker, or when it calls no model (under a per-case timeout only a worker can be
+    # left behind; an executor given is used for every case)
     inline = None
-    if executor is None and case_timeout is None and (not checks or concurrency == 1):
-        inline = _calls_no_model(task)
+    if executor is None and case_timeout is None:
+        inline = _always if concurrency == 1 else _calls_no_model(task) if not checks else None
     rows = _run_rows(
         pool,
         selected(),
@@ -696,11 +699,14 @@ def run(
     return result
 
 
+def _always(case: Case) -> bool:
+    return True
+
+
 def _calls_no_model(task: Mapping[str, Any]) -> Callable[[Case], bool]:
     """Whether a case of this run is sure to call no model: it has an output (or nothing could
     generate one) and no judge looks at its category. Such a case runs in the calling thread.
-    Extra checks of the caller's own keep their thread when the run has several (they may be
-    slow), and so does every case under a per-case timeout (only a thread can be left behind)."""
+    Extra checks of the caller's own keep their workers (they may be slow)."""
     judges, where = task["judges"], task["judge_categories"]
     generate, regenerate = task["generate_model"], task["regenerate"]
 
@@ -895,7 +901,9 @@ def _run_rows(
                 if case is None:
                     stopping = True
                     break
-                if inline is not None and inline(case):  # no model call: no thread hop either
+                if inline is not None and inline(case):  # run here: no thread hop
+                    if progress is not None:
+                        progress(1)
                     row = evaluate_case(case, **task)
                     count_error(row)
                     yield row
