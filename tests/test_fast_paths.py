@@ -172,3 +172,20 @@ def test_row_stamps_are_utc_stamps() -> None:
     first = row_stamp()
     assert len(first) == len(utc_stamp()) and first[10] == "T" and first.endswith("Z")
     assert utc_stamp() >= first and row_stamp() >= first
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_an_async_model_is_awaited_on_one_loop(concurrency: int) -> None:
+    import asyncio
+
+    loops: set[int] = set()
+
+    async def generate(prompt: str) -> str:
+        loops.add(id(asyncio.get_running_loop()))
+        await asyncio.sleep(0)
+        return "hola"
+
+    cases = [Case(id=f"c{i}", input="Hi", expect={"max_words": 1}) for i in range(12)]
+    result = tinyeval.run(cases, generate_model=generate, concurrency=concurrency)
+    assert result.categories["default"].passed == 12
+    assert len(loops) == 1  # one long-lived loop for every call, never one per call

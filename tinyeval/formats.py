@@ -195,15 +195,15 @@ class _json_errors:
     def __exit__(self, kind: Any, exc: Any, trace: Any) -> None:
         if exc is None or isinstance(exc, json.JSONDecodeError | DatasetError):
             return
-        where = {"path": self.path, "line": self.line, "field": self.field}
         if isinstance(exc, _DuplicateKey):
-            raise DatasetError(f"duplicate key {exc.args[0]!r} in a JSON object", **where) from None
-        if isinstance(exc, RecursionError):
-            raise DatasetError(
-                "JSON nested too deeply to read (deeper than the interpreter's limit)", **where
-            ) from None
-        if isinstance(exc, ValueError):  # an integer beyond Python's digit limit
-            raise DatasetError(_too_many_digits(), **where) from None
+            reason = f"duplicate key {exc.args[0]!r} in a JSON object"
+        elif isinstance(exc, RecursionError):
+            reason = "JSON nested too deeply to read (deeper than the interpreter's limit)"
+        elif isinstance(exc, ValueError):  # an integer beyond Python's digit limit
+            reason = _too_many_digits()
+        else:
+            return
+        raise DatasetError(reason, path=self.path, line=self.line, field=self.field) from None
 
 
 def _decode_json(text: str, path: str, line: int | None, field: str | None = None) -> Any:

@@ -8,11 +8,12 @@ with the defaults, the memory part about two):
 latency   CASES judged cases (output and context) with a judge that sleeps
           LATENCY seconds and answers "PASS", at CONCURRENCY in flight. The
           ideal wall time is CASES × LATENCY / CONCURRENCY; the floor is the
-          same sleeps on a bare thread pool (what Python itself costs).
+          same sleeps on a bare thread pool (what Python itself costs). Run
+          with a sync judge (time.sleep) and an async one (asyncio.sleep).
 overhead  microseconds per case with a zero-latency model: code checks only,
           then with a judge, on 1 and 4 threads, rows kept in memory or not.
-cache     the latency run twice through a response cache: calls made and
-          wall time of the second run (every reply served from the cache).
+cache     the latency run three times through a response cache: calls made and
+          wall time of the re-runs (every reply served from the cache).
 memory    peak RSS of ``python -m tinyeval run FILE --out /dev/null -q``
           (checks only) on SMALL and BIG generated cases, read from the
           child's own rusage, and the bytes per case that the loader's
@@ -24,6 +25,7 @@ Scale with --cases, --latency, --concurrency, --overhead-cases, --small, --big.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import concurrent.futures as cf
 import json
 import os
@@ -61,6 +63,17 @@ class CountingJudge:
             self.calls += 1
         if self.latency:
             time.sleep(self.latency)
+        return "PASS\nok"
+
+
+class AsyncCountingJudge(CountingJudge):
+    """The same judge as an ``async def`` model: it awaits ``asyncio.sleep(latency)``."""
+
+    async def __call__(self, prompt: str) -> str:  # type: ignore[override]
+        with self._lock:
+            self.calls += 1
+        if self.latency:
+            await asyncio.sleep(self.latency)
         return "PASS\nok"
 
 
@@ -114,10 +127,6 @@ def part_latency(args: argparse.Namespace) -> None:
             list(pool.map(time.sleep, [latency] * n))
 
     floor = min(timed(bare_pool) for _ in range(args.repeat))
-    times = [
-        judged_run(judged_cases(n), CountingJudge(latency), concurrency) for _ in range(args.repeat)
-    ]
-    best, worst = min(times), max(times)
     print(
         f"\n[latency] {n:,} judged cases, judge sleeps {latency * 1000:.0f} ms, "
         f"concurrency {concurrency}, keep_rows=False"
@@ -128,11 +137,16 @@ def part_latency(args: argparse.Namespace) -> None:
         f"  bare thread pool, sleeps only       = {floor:.3f} s "
         f"({(floor / ideal - 1) * 100:+.1f}% vs ideal)"
     )
-    print(
-        f"  tinyeval.run (best of {len(times)}) = {best:.3f} s "
-        f"({(best / ideal - 1) * 100:+.1f}% vs ideal, {(best / floor - 1) * 100:+.1f}% "
-        f"vs bare pool); worst {worst:.3f} s ({(worst / ideal - 1) * 100:+.1f}%)"
-    )
+    for kind, judge in (("sync", CountingJudge), ("async", AsyncCountingJudge)):
+        times = [
+            judged_run(judged_cases(n), judge(latency), concurrency) for _ in range(args.repeat)
+        ]
+        best, worst = min(times), max(times)
+        print(
+            f"  tinyeval.run, {kind} judge (best of {len(times)}) = {best:.3f} s "
+            f"= {best / ideal:.3f}× ideal ({(best / floor - 1) * 100:+.1f}% vs bare pool); "
+            f"worst {worst:.3f} s = {worst / ideal:.3f}×"
+        )
 
 
 def part_overhead(args: argparse.Namespace) -> None:
@@ -174,7 +188,7 @@ def part_cache(args: argparse.Namespace) -> None:
     )
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "cache.sqlite3")
-        for attempt in ("first run", "second run"):
+        for attempt in ("first run", "second run", "third run"):
             judge = CountingJudge(latency)
             with ResponseCache(path) as store:
                 model = cached(judge, store, spec="py:bench:judge")
