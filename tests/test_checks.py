@@ -757,15 +757,18 @@ def test_check_result_rejects_truthy_non_bools() -> None:
 
 
 def test_json_is_parsed_once_per_distinct_output(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = []
-    real_loads = json.loads
+    from tinyeval import check_core
 
-    def counting_loads(text: str, **kwargs: Any) -> Any:
-        calls.append(text)
-        return real_loads(text, **kwargs)
+    calls = []
+    real = check_core._DECODER
+
+    class Counting:
+        def decode(self, text: str) -> Any:
+            calls.append(text)
+            return real.decode(text)
 
     checks._parse_json.cache_clear()
-    monkeypatch.setattr(json, "loads", counting_loads)  # the module check_core parses with
+    monkeypatch.setattr(check_core, "_DECODER", Counting())  # the decoder check_core parses with
     output = '{"amount": 125050, "currency": "ARS", "unique": 8812}'
     built = [valid_json(), *has_fields("amount", "currency"), equals("amount", 125050)]
     assert all(run_checks(output, built).values())

@@ -187,7 +187,9 @@ def _parse_json(text: str) -> tuple[bool, Any]:
     parsed value is shared: checks must only read it.
     """
     try:
-        return True, json.loads(text, parse_constant=_reject_constant)
+        if text.startswith("\ufeff"):  # json.loads names a BOM; the decoder alone would not
+            return True, json.loads(text, parse_constant=_reject_constant)
+        return True, _DECODER.decode(text)
     except ValueError as error:  # json.JSONDecodeError is a ValueError
         reason = f"not valid JSON: {error}"
     except RecursionError:
@@ -199,6 +201,9 @@ def _parse_json(text: str) -> tuple[bool, Any]:
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)  # set up once, not per output
 
 
 def _split_path(path: str) -> list[str]:
