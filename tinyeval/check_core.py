@@ -116,6 +116,14 @@ class NamedCheck:
         return f"NamedCheck({self.name!r})"
 
 
+def _own_check(name: str, func: Callable[[str], CheckResult]) -> NamedCheck:
+    """A :class:`NamedCheck` of one of the package's own one-argument checks, made without
+    looking at ``func`` (built for every case read: the general constructor costs more)."""
+    named = NamedCheck.__new__(NamedCheck)
+    named.name, named.func, named._wants_case = name, func, False
+    return named
+
+
 def _takes_two_arguments(func: Callable[..., Any]) -> bool:
     """Whether ``func`` can be called with ``(output, case)`` rather than ``(output)``."""
     if isinstance(func, types.FunctionType):  # the common case, read without inspect's cost
@@ -215,6 +223,19 @@ def _split_path(path: str) -> list[str]:
     if not all(segments):
         raise CheckSpecError(f"expected no empty part in a dotted path, got {path!r}", field="path")
     return segments
+
+
+def _segments(path: str) -> tuple[str, ...]:
+    """The parts of a dotted path, checked as :func:`get_path` checks them (remembered: the
+    same few paths come back in every case)."""
+    if isinstance(path, str):
+        return _cached_segments(path)
+    return tuple(_split_path(path))  # raises the CheckSpecError
+
+
+@lru_cache(maxsize=4096)
+def _cached_segments(path: str) -> tuple[str, ...]:
+    return tuple(_split_path(path))
 
 
 def get_path(obj: Any, path: str) -> Any:
@@ -366,6 +387,7 @@ _NAME_TEXT_LIMIT = 40
 _CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 
 
+@lru_cache(maxsize=4096)
 def _label(text: str) -> str:
     """The text part of a check name: one line, at most ~40 characters, distinct per text.
 

@@ -55,6 +55,7 @@ import difflib
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from .check_core import (
@@ -69,13 +70,14 @@ from .check_core import (
     _json_type,
     _label,
     _name_of,
+    _own_check,
     _parse_json,
     _require_json_value,
     _require_limit,
     _require_text,
+    _segments,
     _show,
     _show_text,
-    _split_path,
     check,
     get_path,
     get_segments,
@@ -154,12 +156,12 @@ def valid_json() -> NamedCheck:
         ok, value = _parse_json(output)
         return _PASS if ok else CheckResult(False, value)
 
-    return NamedCheck("valid_json", is_valid_json)
+    return _own_check("valid_json", is_valid_json)
 
 
 def _json_path_check(name: str, path: str, judge: Callable[[Any], CheckResult]) -> NamedCheck:
     """A check that parses the output, finds ``path`` and hands its value to ``judge``."""
-    segments = tuple(_split_path(path))
+    segments = _segments(path)
 
     def run(output: str) -> CheckResult:
         ok, parsed = _parse_json(output)
@@ -171,7 +173,7 @@ def _json_path_check(name: str, path: str, judge: Callable[[Any], CheckResult]) 
             return CheckResult(False, f"missing: {error}")
         return judge(value)
 
-    return NamedCheck(f"{name}:{_label(path)}", run)
+    return _own_check(f"{name}:{_label(path)}", run)
 
 
 def has_field(path: str) -> NamedCheck:
@@ -312,7 +314,7 @@ def contains(text: str) -> NamedCheck:
     def run(output: str) -> CheckResult:
         return _PASS if text in output else CheckResult(False, "not found")
 
-    return NamedCheck(f"contains:{_label(text)}", run)
+    return _own_check(f"contains:{_label(text)}", run)
 
 
 def not_contains(text: str) -> NamedCheck:
@@ -332,7 +334,7 @@ def not_contains(text: str) -> NamedCheck:
             return _PASS
         return CheckResult(False, f"found at character {position}")
 
-    return NamedCheck(f"not_contains:{_label(text)}", run)
+    return _own_check(f"not_contains:{_label(text)}", run)
 
 
 def _compile(pattern: str | re.Pattern[str], field: str) -> re.Pattern[str]:
@@ -409,7 +411,7 @@ def matches(pattern: str | re.Pattern[str], *, timeout: float = REGEX_TIMEOUT) -
             return CheckResult(False, found)
         return _PASS if found is not None else CheckResult(False, "no match")
 
-    return NamedCheck(f"regex:{_label(compiled.pattern)}", run)
+    return _own_check(f"regex:{_label(compiled.pattern)}", run)
 
 
 def not_matches(pattern: str | re.Pattern[str], *, timeout: float = REGEX_TIMEOUT) -> NamedCheck:
@@ -439,7 +441,7 @@ def not_matches(pattern: str | re.Pattern[str], *, timeout: float = REGEX_TIMEOU
         start, end = found
         return CheckResult(False, f"matched {_show_text(output[start:end])} at character {start}")
 
-    return NamedCheck(f"not_regex:{_label(compiled.pattern)}", run)
+    return _own_check(f"not_regex:{_label(compiled.pattern)}", run)
 
 
 def max_chars(n: int) -> NamedCheck:
@@ -458,7 +460,7 @@ def max_chars(n: int) -> NamedCheck:
             return _PASS
         return CheckResult(False, f"{count} characters, more than {limit}")
 
-    return NamedCheck("max_chars", run)
+    return _own_check("max_chars", run)
 
 
 def max_words(n: int) -> NamedCheck:
@@ -477,7 +479,7 @@ def max_words(n: int) -> NamedCheck:
             return _PASS
         return CheckResult(False, f"{count} words, more than {limit}")
 
-    return NamedCheck("max_words", run)
+    return _own_check("max_words", run)
 
 
 # === Building checks from an expect block ===
@@ -543,7 +545,7 @@ def _path_map(value: Any, field: str, what: str) -> list[tuple[str, Any]]:
 def _build_valid_json(value: Any, field: str) -> list[NamedCheck]:
     if not isinstance(value, bool):
         raise CheckSpecError(f"expected true or false, got {_describe(value)}", field=field)
-    return [valid_json()] if value else []
+    return [_VALID_JSON] if value else []
 
 
 def _build_fields(value: Any, field: str) -> list[NamedCheck]:
@@ -599,9 +601,12 @@ def _text_builder(factory: Callable[[str], NamedCheck]) -> Callable[[Any, str], 
 
 
 def _limit_builder(factory: Callable[[int], NamedCheck]) -> Callable[[Any, str], list[NamedCheck]]:
+    # checks hold no state: the cases that give one limit share its check (typed: True is not 1)
+    shared = lru_cache(maxsize=256, typed=True)(factory)
+
     def build(value: Any, field: str) -> list[NamedCheck]:
         with _blame(field):
-            return [factory(value)]
+            return [shared(value) if type(value) is int else factory(value)]
 
     return build
 
@@ -674,6 +679,8 @@ def _build_no_tool_errors(value: Any, field: str) -> list[NamedCheck]:
         raise CheckSpecError(f"expected true or false, got {_describe(value)}", field=field)
     return [no_tool_errors()] if value else []
 
+
+_VALID_JSON = valid_json()  # checks hold no state: every expect block shares this one
 
 # The order here is the order of the checks in a result row.
 _BUILDERS: dict[str, Callable[[Any, str], list[NamedCheck]]] = {
