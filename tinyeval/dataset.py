@@ -94,6 +94,9 @@ class Case:
     ``output`` is the logged response as text (``None`` when it is to be
     generated); a JSON object or list given as output is kept as its compact
     JSON text. ``source`` and ``line`` say where the case was read from.
+    ``built_checks`` carries the checks of ``expect``, built when the case was
+    read (:meth:`expect_checks` uses them); it takes no part in comparisons and
+    is left out when the case is pickled (they are built again there, once).
 
     >>> case = Case(id="amt-001", output='{"amount_cents": 125050}', category="amounts")
     >>> case.category, case.expect
