@@ -9,7 +9,8 @@ latency   CASES judged cases (output and context) with a judge that sleeps
           LATENCY seconds and answers "PASS", at CONCURRENCY in flight. The
           ideal wall time is CASES × LATENCY / CONCURRENCY; the floor is the
           same sleeps on a bare thread pool (what Python itself costs). Run
-          with a sync judge (time.sleep) and an async one (asyncio.sleep).
+          with a sync judge (time.sleep) and an async one (asyncio.sleep), in
+          process and as a whole `tinyeval run` process (a py: judge model).
 overhead  microseconds per case with a zero-latency model: code checks only,
           then with a judge, on 1 and 4 threads, rows kept in memory or not.
 cache     the latency run three times through a response cache: calls made and
@@ -147,6 +148,49 @@ def part_latency(args: argparse.Namespace) -> None:
             f"= {best / ideal:.3f}× ideal ({(best / floor - 1) * 100:+.1f}% vs bare pool); "
             f"worst {worst:.3f} s = {worst / ideal:.3f}×"
         )
+    for kind, function in (("sync", "judge"), ("async", "async_judge")):
+        times = [cli_judged_run(n, latency, concurrency, function) for _ in range(args.repeat)]
+        best = min(times)
+        print(
+            f"  whole CLI process, {kind} judge (best of {len(times)}) = {best:.3f} s "
+            f"= {best / ideal:.3f}× ideal (interpreter start and reading included)"
+        )
+
+
+JUDGE_MODULE = """
+import asyncio, time
+
+LATENCY = {latency!r}
+
+
+def judge(prompt):
+    time.sleep(LATENCY)
+    return "PASS\\nok"
+
+
+async def async_judge(prompt):
+    await asyncio.sleep(LATENCY)
+    return "PASS\\nok"
+"""
+
+
+def cli_judged_run(n: int, latency: float, concurrency: int, function: str) -> float:
+    """The whole ``tinyeval run`` process on ``n`` judged cases: wall seconds."""
+    with tempfile.TemporaryDirectory() as folder:
+        Path(folder, "bench_judge.py").write_text(JUDGE_MODULE.format(latency=latency))
+        cases = Path(folder, "cases.jsonl")
+        with open(cases, "w", encoding="utf-8") as stream:
+            for case in judged_cases(n):
+                record = {"id": case.id, "input": case.input, "output": case.output,
+                          "context": case.context}  # fmt: skip
+                stream.write(json.dumps(record) + "\n")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), folder])}
+        argv = [sys.executable, "-m", "tinyeval", "run", str(cases), "--out", os.devnull, "-q",
+                "--criterion", "unsupported-claims", "--judge-model", f"py:bench_judge:{function}",
+                "--concurrency", str(concurrency), "--no-cache"]  # fmt: skip
+        began = time.perf_counter()
+        subprocess.run(argv, env=env, cwd=folder, check=True)
+        return time.perf_counter() - began
 
 
 def part_overhead(args: argparse.Namespace) -> None:
@@ -183,7 +227,7 @@ def part_cache(args: argparse.Namespace) -> None:
     n, latency, concurrency = args.cases, args.latency, args.concurrency
     cases = judged_cases(n)
     print(
-        f"\n[cache] {n:,} judged cases, judge sleeps {latency * 1000:.0f} ms, run twice "
+        f"\n[cache] {n:,} judged cases, judge sleeps {latency * 1000:.0f} ms, run three times "
         f"through a ResponseCache"
     )
     with tempfile.TemporaryDirectory() as folder:
