@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import functools
 import http.client
 import importlib
 import json
@@ -232,13 +233,21 @@ def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     >>> scrub("Invalid header value b'Bearer sk-test-SECRET123\\\\n'", ["sk-test-SECRET123\\n"])
     "Invalid header value b'Bearer ***'"
     """
-    candidates = {s for s in secrets if s} | set(secret_values())
-    forms: set[str] = set()
-    for secret in candidates:
-        forms.update(_escaped_forms(secret))
-    for form in sorted(forms, key=len, reverse=True):  # longest first: no half-removed key
-        text = text.replace(form, "***")
+    candidates = frozenset({s for s in secrets if s} | set(secret_values()))
+    for form in _forms_longest_first(candidates):  # longest first: no half-removed key
+        if form in text:
+            text = text.replace(form, "***")
     return text
+
+
+@functools.lru_cache(maxsize=32)
+def _forms_longest_first(secrets: frozenset[str]) -> tuple[str, ...]:
+    """Every escaped form of these secrets, longest first (computed once per set of secrets:
+    a run scrubs every reply with the same few)."""
+    forms: set[str] = set()
+    for secret in secrets:
+        forms.update(_escaped_forms(secret))
+    return tuple(sorted(forms, key=len, reverse=True))
 
 
 def _escaped_forms(secret: str) -> set[str]:

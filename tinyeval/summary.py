@@ -306,8 +306,10 @@ def _retrieval(
     from .retrieval import parse_retrieval_threshold, retrieval_report
 
     thresholds = [parse_retrieval_threshold(text) for text in thresholds_text]
-    missing = [(c, None, None) for c, n in ready.without_retrieval.items() for _ in range(n)]
-    queries = [*ready.queries, *missing] if ready.queries else []
+    queries: list[Any] = []
+    if ready.queries:  # the cases without retrieval data count as queries that found nothing
+        missing = ready.without_retrieval.items()
+        queries = [*ready.queries, *((c, None, None) for c, n in missing for _ in range(n))]
     if not any(query.retrieved is not None for query in queries):
         if thresholds:
             raise InputError("no case has retrieved and relevant data",
