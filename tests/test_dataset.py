@@ -612,7 +612,7 @@ class TestEncodingAndFormat:
             None,
             None,
             "cannot tell the format",
-            "give the format (--format on the command line, format= in Python)",
+            "give the format (format jsonl, json, csv, yaml or otel)",
         )
 
     def test_format_override(self, tmp_path: Path) -> None:
@@ -720,7 +720,7 @@ class TestFieldMapping:
         path = write(tmp_path / "log.jsonl", jsonl(self.LOG))
         with pytest.raises(DatasetError) as info:
             load(path, fields={"ouptut": "response"})
-        assert info.value.field == "--field"
+        assert info.value.field == "fields"
         assert "unknown key 'ouptut'; did you mean 'output'?" in str(info.value)
 
     def test_parse_field_mapping(self) -> None:
@@ -735,8 +735,8 @@ class TestFieldMapping:
     def test_malformed_field_text(self, text: str) -> None:
         with pytest.raises(DatasetError) as info:
             parse_field_mapping([text])
-        assert info.value.field == "--field"
-        assert str(info.value) == f"--field: expected KEY=PATH, got {text!r}"
+        assert info.value.field == "fields"
+        assert str(info.value) == f"fields: expected KEY=PATH, got {text!r}"
 
     def test_unknown_key_without_a_close_match_lists_the_keys(self) -> None:
         with pytest.raises(DatasetError) as info:
@@ -869,7 +869,7 @@ class TestIdFromLine:
 
     def test_without_the_option_the_id_is_required(self, tmp_path: Path) -> None:
         path = write(tmp_path / "cases.jsonl", jsonl({"input": "a"}))
-        assert_error(load_error(path), path, 1, "id", "--id-from-line")
+        assert_error(load_error(path), path, 1, "id", "(id_from_line)")
 
     def test_an_explicit_id_can_collide_with_a_line_name(self, tmp_path: Path) -> None:
         path = write(tmp_path / "cases.jsonl", jsonl({"id": "line-2"}, {"input": "b"}))
@@ -1378,7 +1378,7 @@ class TestFieldPathFoundNowhere:
         records = [{"rid": f"r{i}", "response": {"text": "x"}} for i in range(3)]
         path = write(tmp_path / "log.jsonl", jsonl(*records))
         error = load_error(path, fields={"id": "rid", "output": "response.txt"})
-        assert error.field == "--field"
+        assert error.field == "fields"
         assert "output=response.txt: the path is in none of the 3 records" in str(error)
 
     def test_a_path_missing_from_some_records_is_fine(self, tmp_path: Path) -> None:
@@ -1544,7 +1544,7 @@ class TestWildcardPaths:
         error = load_error(
             write(tmp_path / "c.jsonl", jsonl(record)), fields={"context": "docs.*.text"}
         )
-        assert (error.line, error.field) == (1, "--field")
+        assert (error.line, error.field) == (1, "fields")
         assert "context=docs.*.text: element 1 of 'docs': no key 'text'" in str(error)
 
     def test_a_star_over_something_that_is_not_a_list(self, tmp_path: Path) -> None:

@@ -263,3 +263,41 @@ def test_no_public_name_is_shadowed_by_a_submodule() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
     assert done.stdout.split() == ["Calibration", "True"]
+
+
+def test_no_library_module_names_a_command_line_option_in_an_error_it_raises() -> None:
+    """The library speaks of its own keywords (``max_errors``); only the command line (and the
+    pytest plugin, whose options are pytest's) may say ``--max-errors``."""
+    import re
+
+    option = re.compile(r"(?<![\w-])--[a-z]")
+    found = []
+    for path in sorted((ROOT / "tinyeval").glob("*.py")):
+        if path.name == "pytest_plugin.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Raise) or node.exc is None:
+                continue
+            for part in ast.walk(node.exc):
+                text = part.value if isinstance(part, ast.Constant) else None
+                if isinstance(text, str) and option.search(text):
+                    found.append(f"{path.name}:{node.lineno}: {text!r}")
+    assert found == []
+
+
+def test_the_command_line_shows_a_setting_in_a_message_as_its_option(tmp_path: Path) -> None:
+    import contextlib
+    import io
+
+    from tinyeval.cli import main
+
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"input": "no id here"}\n')
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert main(["run", str(cases), "--out", str(tmp_path / "rows.jsonl")]) == 2
+    assert err.getvalue() == (
+        f"tinyeval: error: {cases}:1: id: every case needs an id (a non-empty string), or name "
+        "the cases by their line (--id-from-line)\n"
+    )

@@ -202,15 +202,15 @@ def parse_field_mapping(items: Iterable[str]) -> dict[str, str]:
     >>> parse_field_mapping(["inptu=question"])
     Traceback (most recent call last):
     ...
-    tinyeval.formats.DatasetError: --field: unknown key 'inptu'; did you mean 'input'?
+    tinyeval.formats.DatasetError: fields: unknown key 'inptu'; did you mean 'input'?
     """
     mapping: dict[str, str] = {}
     for item in items:
         key, sep, path = item.partition("=")
         key, path = key.strip(), path.strip()
         if not sep or not key or not path:
-            raise DatasetError(f"expected KEY=PATH, got {item!r}", field="--field")
-        _check_recognised(key, field_name="--field")
+            raise DatasetError(f"expected KEY=PATH, got {item!r}", field="fields")
+        _check_recognised(key, field_name="fields")
         mapping[key] = path
     return mapping
 
@@ -246,9 +246,9 @@ def _apply_mapping(
         except LookupError:
             value = _MISSING
         except _PartlyMissing as exc:
-            raise DatasetError(f"{key}={dotted}: {exc}", field="--field", **where) from None
+            raise DatasetError(f"{key}={dotted}: {exc}", field="fields", **where) from None
         except checks.CheckSpecError as exc:
-            raise DatasetError(f"{key}={dotted}: {exc.reason}", field="--field") from None
+            raise DatasetError(f"{key}={dotted}: {exc.reason}", field="fields") from None
         if value is _MISSING:
             if key == "id":
                 raise DatasetError(
@@ -332,7 +332,7 @@ def _refuse_near_misses(record: Mapping[str, Any], where: dict[str, Any], *, lin
         if meant is not None:
             raise DatasetError(
                 f"unknown key {key!r}; did you mean {meant!r}? (if it is your own data, keep it "
-                f"under another name, or map it with --field {meant}={key})",
+                f"under another name, or map it (fields {meant}={key}))",
                 field=key,
                 **where,
             )
@@ -383,7 +383,8 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
         raw_id = line_id
     if raw_id is _MISSING:
         raise DatasetError(
-            "every case needs an id (a non-empty string); or use --id-from-line",
+            "every case needs an id (a non-empty string), or name the cases by their line "
+            "(id_from_line)",
             field="id",
             **where,
         )
@@ -583,7 +584,7 @@ def iter_cases(
     path = str(path)
     fields = dict(fields or {})
     for key in fields:
-        _check_recognised(key, field_name="--field")
+        _check_recognised(key, field_name="fields")
     # The line of a first occurrence is looked up only when a duplicate shows.
     with _IdIndex() as seen:
         for line, case in _validated(path, fields, id_from_line, format, max_line_bytes):
@@ -684,7 +685,7 @@ def _validated(
             raise DatasetError(
                 f"{key}={fields[key]}: the path is in none of the {records} records",
                 path=path,
-                field="--field",
+                field="fields",
             )
 
 

@@ -66,9 +66,9 @@ class InputError(TinyevalError, ValueError):
 
     >>> str(InputError("expected a non-empty string", path="cases.jsonl", line=3, field="id"))
     'cases.jsonl:3: id: expected a non-empty string'
-    >>> error = InputError("expected KEY=PATH, got 'input'", field="--field")
+    >>> error = InputError("expected KEY=PATH, got 'input'", field="fields")
     >>> str(error), error.path, error.line
-    ("--field: expected KEY=PATH, got 'input'", None, None)
+    ("fields: expected KEY=PATH, got 'input'", None, None)
     >>> str(InputError("no cases in the file", path="-"))
     '<stdin>: no cases in the file'
     """

@@ -67,8 +67,8 @@ def _detect_format(path: str) -> tuple[str, bool]:
     if fmt is None:
         raise DatasetError(
             "cannot tell the format from the file name; expected .jsonl, .ndjson, .json, .csv, "
-            ".yaml or .yml (optionally .gz), or give the format (--format on the command line, "
-            "format= in Python)",
+            ".yaml or .yml (optionally .gz), or give the format (format jsonl, json, csv, yaml or "
+            "otel)",
             path=path,
         )
     return fmt, gz

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 
 from ..errors import IncompleteError, InputError
@@ -56,9 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _as_given(exc: Exception, parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
     """The error as the command line spells it: a setting the library names by its keyword
-    (``max_errors``) is shown as the option that gave it (``--max-errors``)."""
-    field = getattr(exc, "field", None)
-    if not isinstance(exc, InputError) or exc.path is not None or not field:
+    (``max_errors``, as the field or in parentheses in the reason) is shown as the option that
+    gives it (``--max-errors``)."""
+    if not isinstance(exc, InputError):
         return str(exc)
     command = parser  # the (sub-)command that was run: tinyeval stats wilson is two levels down
     while True:
@@ -70,9 +71,17 @@ def _as_given(exc: Exception, parser: argparse.ArgumentParser, args: argparse.Na
         a.dest: max(a.option_strings, key=len) for a in command._actions if a.option_strings
     }
     options.update({"fields": options.get("field"), "thresholds": options.get("threshold")})
-    if options.get(field) is None:
+
+    def option(found: re.Match[str]) -> str:
+        return f"({options.get(found[1]) or found[1]}{found[2]}"
+
+    reason = re.sub(r"\((\w+)([ )])", option, exc.reason)
+    field = exc.field
+    if exc.path is None and field and options.get(field):
+        field = options[field]
+    if (reason, field) == (exc.reason, exc.field):
         return str(exc)
-    return str(InputError(exc.reason, line=exc.line, field=options[field]))
+    return str(InputError(reason, path=exc.path, line=exc.line, field=field))
 
 
 def main(argv: list[str] | None = None) -> int:
