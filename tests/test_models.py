@@ -742,3 +742,16 @@ def test_async_models_work_inside_a_running_event_loop_through_both_doors() -> N
         return direct, adapted
 
     assert asyncio.run(inside_a_loop()) == ("PASS []", "PASS []")
+
+
+def test_a_secret_put_in_the_environment_after_a_first_scrub_is_still_removed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tinyeval.models import scrub
+
+    monkeypatch.delenv("LATE_API_KEY", raising=False)
+    assert scrub("the reply sk-late-0123456789") == "the reply sk-late-0123456789"
+    monkeypatch.setenv("LATE_API_KEY", "sk-late-0123456789")  # remembered answers are stale now
+    assert scrub("the reply sk-late-0123456789") == "the reply ***"
+    monkeypatch.delenv("LATE_API_KEY")
+    assert scrub("the reply sk-late-0123456789") == "the reply sk-late-0123456789"

@@ -201,6 +201,9 @@ class Model(abc.ABC):
 # secrets
 
 
+_ENVIRONMENT_SECRETS: list[Any] = [None, ()]  # the last environment seen, and its secrets
+
+
 def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
     """Values of environment variables named like secrets (``*KEY``, ``*TOKEN`` …).
 
@@ -210,7 +213,18 @@ def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
     >>> secret_values({"OPENAI_API_KEY": "sk-test-SECRET123", "HOME": "/home/me"})
     ['sk-test-SECRET123']
     """
-    env = os.environ if environ is None else environ
+    if environ is None:
+        # The environment rarely changes during a run, and every reply is scrubbed: remember
+        # the answer for the environment as it is (its raw entries compared, nothing decoded).
+        raw = getattr(os.environ, "_data", None)
+        snapshot = tuple(raw.items()) if isinstance(raw, dict) else None
+        if snapshot is not None and snapshot == _ENVIRONMENT_SECRETS[0]:
+            return list(_ENVIRONMENT_SECRETS[1])
+        found = secret_values(dict(os.environ))
+        if snapshot is not None:
+            _ENVIRONMENT_SECRETS[:] = [snapshot, tuple(found)]
+        return found
+    env = environ
     values = set()
     for name, value in env.items():
         if not name.upper().endswith(_SECRET_NAME_ENDINGS):
