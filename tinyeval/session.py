@@ -210,6 +210,15 @@ class Session:
     is made (before any case is read), and everything wrong with the cases by
     :meth:`prepare` (before any of them runs). Use it as a context manager, or
     call :meth:`close`, so the response cache is released.
+
+    >>> session = Session(RunSettings(cases="cases.jsonl", criterion=["answers-the-question"],
+    ...                               votes=3))
+    >>> session.judge_spec, [judge.name for judge in session.judges], session.judges[0].votes
+    ('builtin', ['answers-the-question'], 3)
+    >>> Session(RunSettings(cases="cases.jsonl", criterion=["Is polite."], votes=2))
+    Traceback (most recent call last):
+    ...
+    tinyeval.errors.InputError: votes: must be an odd number (1, 3, 5…) so a majority exists, got 2
     """
 
     def __init__(self, settings: RunSettings) -> None:

@@ -242,7 +242,13 @@ class RowsCost:
 
 
 def cost_of_rows(rows: Sequence[Row], price: Price | None, *, source: str) -> RowsCost:
-    """Add up the token usage the rows recorded, and its cost at ``price``."""
+    """Add up the token usage the rows recorded, and its cost at ``price``.
+
+    >>> found = cost_of_rows([{"usage": {"input_tokens": 10, "output_tokens": 2}}], None,
+    ...                      source="r.jsonl")
+    >>> found.tokens_in, found.usd
+    (10, None)
+    """
     from .calls import run_cost, tally_usage
 
     usages = [row.get("usage") if isinstance(row.get("usage"), dict) else None for row in rows]
