@@ -52,7 +52,8 @@ def _add_cost(sub: Any) -> None:
     p.add_argument("--results", metavar="FILE",
                    help="instead of estimating, add up the usage recorded in a results file")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(handler=_cmd_cost)
+    # what every option is when not given, so a suite file can fill in what was left out
+    p.set_defaults(handler=_cmd_cost, option_defaults={a.dest: a.default for a in p._actions})
 # fmt: on
 
 
@@ -101,7 +102,7 @@ def _cost_of_a_run(args: argparse.Namespace) -> int:
     args.cases, args.rubric, args.field, args.threshold = args.cases_file, [], [], []
     for name in ("default_threshold", "inconclusive", "gate_on", "allow_unchecked", "shard"):
         setattr(args, name, None)
-    args.suite_judges, args.suite_overridden, args.option_defaults = (), [], {}
+    args.suite_judges, args.suite_overridden = (), []
     suite = apply_suite(args)
     with Session(settings_from(args, suite)) as session:
         plan = session.dry_run(session.prepare())
