@@ -35,6 +35,8 @@ def _add_cost(sub: Any) -> None:
                    "above, when CASES is given without it, is not used)")  # fmt: skip
     p.add_argument("--criterion", action="append", default=[], metavar="TEXT|NAME",
                    help="with CASES: a criterion to judge (repeatable)")  # fmt: skip
+    p.add_argument("--judge-category", action="append", metavar="CATEGORY",
+                   help="with CASES: judge only cases of this category (repeatable)")
     p.add_argument("--judge-model", metavar="SPEC", help="with CASES: the judge model")
     p.add_argument("--generate-model", metavar="SPEC", help="with CASES: the generate model")
     p.add_argument("--trials", type=int, default=1, metavar="K",
