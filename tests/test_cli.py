@@ -380,3 +380,31 @@ def test_a_library_error_about_a_setting_names_the_option_that_gave_it(
     with pytest.raises(InputError) as caught:
         Session(RunSettings(cases=str(cases), max_errors=-1))
     assert str(caught.value) == "max_errors: must be 0 or more, got -1"
+
+
+def test_the_run_command_and_run_settings_have_the_same_defaults() -> None:
+    """A setting left out means the same thing from Python as on the command line."""
+    import argparse
+    from dataclasses import MISSING, fields
+
+    from tinyeval.cli import build_parser
+    from tinyeval.session import RunSettings
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    parser = commands.choices["run"]
+    given = {a.dest: a.default for a in parser._actions}
+    spelled_apart = {"fields": "field", "thresholds": "threshold", "judges": "suite_judges"}
+    compared = 0
+    for setting in fields(RunSettings):
+        dest = spelled_apart.get(setting.name, setting.name)
+        if dest not in given or (setting.default is MISSING and setting.default_factory is MISSING):
+            continue
+        default = (setting.default if setting.default is not MISSING
+                   else setting.default_factory())  # fmt: skip
+        cli_default = given[dest]
+        if isinstance(default, tuple | list | dict) or default is None:
+            assert not default and not cli_default, setting.name  # nothing, either way
+        else:
+            assert default == cli_default, (setting.name, default, cli_default)
+        compared += 1
+    assert compared >= 50
