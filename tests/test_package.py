@@ -77,8 +77,6 @@ def test_module_level_imports_are_standard_library_only() -> None:
             else:
                 continue
             for name in names:
-                if path.name == "pytest_plugin.py" and name == "pytest":
-                    continue  # the plugin is imported by pytest only, through its entry point
                 assert name in allowed, f"{path.name}:{node.lineno} imports {name} at module level"
 
 

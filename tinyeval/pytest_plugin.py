@@ -28,17 +28,24 @@ option ``tinyeval_suite = tinyeval.toml``.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-import pytest
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import TinyevalError
 from .testing import SuiteRunner, allowed_failures
 
-__all__ = ["CaseItem", "CasesFile", "TinyevalPlugin"]
+if TYPE_CHECKING:  # pytest is imported by the hooks, never when this module is
+    import pytest
+
+    _FileBase = pytest.File
+    _ItemBase = pytest.Item
+else:
+    _FileBase = _ItemBase = object
+
+__all__ = ["pytest_addoption", "pytest_configure"]  # its pytest classes: see __getattr__
 
 _PLUGIN = "tinyeval-suite"
 
@@ -76,19 +83,61 @@ def pytest_configure(config: pytest.Config) -> None:
     elif ini:
         base = config.inipath.parent if config.inipath else config.rootpath
         path = base / ini
+    import pytest
+
     try:
         suite = load_suite(path, start=config.invocation_params.dir)
         runner = SuiteRunner(suite)
     except TinyevalError as exc:
         raise pytest.UsageError(f"tinyeval: {exc}") from None
     config.addinivalue_line("markers", "tinyeval: a case of the tinyeval suite")
-    config.pluginmanager.register(TinyevalPlugin(config, runner), _PLUGIN)
+    config.pluginmanager.register(_types().TinyevalPlugin(config, runner), _PLUGIN)
 
 
-def _plugin(config: pytest.Config) -> TinyevalPlugin:
+def _plugin(config: pytest.Config) -> _Session:
     plugin = config.pluginmanager.get_plugin(_PLUGIN)
-    assert isinstance(plugin, TinyevalPlugin), "the tinyeval plugin is configured"
+    assert isinstance(plugin, _Session), "the tinyeval plugin is configured"
     return plugin
+
+
+class _Types(NamedTuple):
+    CasesFile: type[_CasesFile]
+    CaseItem: type[_CaseItem]
+    TinyevalPlugin: type[_Session]
+
+
+@functools.cache
+def _types() -> _Types:
+    """The plugin's pytest classes, made once, on the first hook that needs them (so this
+    module imports pytest only when pytest runs it)."""
+    import pytest
+
+    class CasesFile(_CasesFile, pytest.File):
+        __doc__ = _CasesFile.__doc__
+        __qualname__ = "CasesFile"
+
+    class CaseItem(_CaseItem, pytest.Item):
+        __doc__ = _CaseItem.__doc__
+        __qualname__ = "CaseItem"
+
+    class TinyevalPlugin(_Session):
+        __doc__ = _Session.__doc__
+        __qualname__ = "TinyevalPlugin"
+        pytest_collection_modifyitems = pytest.hookimpl(tryfirst=True)(
+            _Session.pytest_collection_modifyitems
+        )
+        pytest_runtest_makereport = pytest.hookimpl(hookwrapper=True)(
+            _Session.pytest_runtest_makereport
+        )
+
+    return _Types(CasesFile, CaseItem, TinyevalPlugin)
+
+
+def __getattr__(name: str) -> Any:
+    """``CasesFile``, ``CaseItem`` and ``TinyevalPlugin``, made on first use (they need pytest)."""
+    if name in _Types._fields:
+        return getattr(_types(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _CaseFailed(TinyevalError):
@@ -123,11 +172,13 @@ def _failure_message(row: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-class CasesFile(pytest.File):
+class _CasesFile(_FileBase):
     """A cases file as a pytest collector: one :class:`CaseItem` per case, in file order."""
 
-    def collect(self) -> Iterator[CaseItem]:
+    def collect(self) -> Iterator[_CaseItem]:
         """The cases of the file, loaded and validated by :func:`tinyeval.load`."""
+        import pytest
+
         from .dataset import load
 
         plugin = _plugin(self.config)
@@ -138,13 +189,15 @@ class CasesFile(pytest.File):
         except TinyevalError as exc:
             raise pytest.UsageError(f"tinyeval: {exc}") from None
         for case in cases:
-            yield CaseItem.from_parent(self, name=case.id, case=case)
+            yield _types().CaseItem.from_parent(self, name=case.id, case=case)
 
 
-class CaseItem(pytest.Item):
+class _CaseItem(_ItemBase):
     """One case as a test: passes when its row passes; see the module for failed cases."""
 
     def __init__(self, *, case: Any, **kwargs: Any) -> None:
+        import pytest
+
         super().__init__(**kwargs)
         self.case = case
         self.add_marker(pytest.mark.tinyeval)
@@ -153,6 +206,8 @@ class CaseItem(pytest.Item):
 
     def runtest(self) -> None:
         """Evaluate the case; raise :class:`_CaseFailed`, or xfail when the gate tolerates it."""
+        import pytest
+
         plugin = _plugin(self.config)
         row = plugin.runner.evaluate(self.case)
         self.row = row
@@ -177,7 +232,7 @@ class CaseItem(pytest.Item):
         return self.path, (self.case.line or 1) - 1, f"case {self.case.id}"
 
 
-class TinyevalPlugin:
+class _Session:
     """The session part: collect the cases, gather their rows, print the table, gate."""
 
     def __init__(self, config: pytest.Config, runner: SuiteRunner) -> None:
@@ -192,14 +247,13 @@ class TinyevalPlugin:
 
     # --- collection
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_collection_modifyitems(
+    def pytest_collection_modifyitems(  # tryfirst: see _types
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
         """Add the suite's cases after the other tests (before ``-k`` and ``--lf`` select)."""
         ours: list[pytest.Item] = []
         for path in self.runner.suite.cases:
-            collector = CasesFile.from_parent(session, path=Path(path).absolute())
+            collector = _types().CasesFile.from_parent(session, path=Path(path).absolute())
             ours.extend(collector.collect())
         self.collected = len(ours)
         items.extend(ours)
@@ -208,7 +262,7 @@ class TinyevalPlugin:
         """Count the selected cases per category: the gate's tolerance depends on them."""
         counts: dict[str, int] = {}
         for item in session.items:
-            if isinstance(item, CaseItem):
+            if isinstance(item, _CaseItem):
                 self.selected[item.nodeid] = item.case.category
                 counts[item.case.category] = counts.get(item.case.category, 0) + 1
         suite = self.runner.suite
@@ -230,11 +284,10 @@ class TinyevalPlugin:
 
     # --- rows, also from pytest-xdist workers (a report attribute travels with the report)
 
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: Any) -> Any:
+    def pytest_runtest_makereport(self, item: pytest.Item, call: Any) -> Any:  # a hookwrapper
         """Attach the case's result row to its report."""
         outcome = yield
-        if isinstance(item, CaseItem) and call.when == "call" and item.row is not None:
+        if isinstance(item, _CaseItem) and call.when == "call" and item.row is not None:
             outcome.get_result().tinyeval_row = item.row
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -247,6 +300,8 @@ class TinyevalPlugin:
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Gate the rows: exit status 1 when a category blocks or cases did not run."""
+        import pytest
+
         if hasattr(self.config, "workerinput") or not self.selected:
             return  # an xdist worker: the controller gates
         rows = [self.rows[node] for node in self.selected if node in self.rows]
