@@ -38,6 +38,7 @@ from typing import Any
 
 from .agreement import kappa_interval, spearman_interval
 from .errors import json_problem, plural
+from .estimates import CorrectedRate, corrected_pass_rate
 from .humans import (
     DISTRUST as _DISTRUST,
 )
@@ -71,15 +72,7 @@ from .records import (
     verdicts,
     write_text_atomically,
 )
-from .stats import (
-    CorrectedRate,
-    Rate,
-    StatisticsError,
-    UndefinedStatisticError,
-    cohen_kappa,
-    corrected_pass_rate,
-    spearman,
-)
+from .stats import Rate, StatisticsError, UndefinedStatisticError, cohen_kappa, spearman
 
 UndefinedCorrectionError = UndefinedStatisticError  # the name before the correction moved to stats
 
@@ -896,7 +889,8 @@ def corrected_rate_for(
     seed: int = 0,
     draws: int = BOOTSTRAP_DRAWS,
 ) -> CorrectedRate:
-    """Correct ``passes`` of ``n`` with a calibration, as a :class:`~tinyeval.stats.CorrectedRate`.
+    """Correct ``passes`` of ``n`` with a calibration, as an
+    :class:`~tinyeval.estimates.CorrectedRate`.
 
     Uses the category's own sensitivity and specificity when ``category`` is
     one of ``calibration.correctable_categories()``, otherwise the overall

@@ -1,8 +1,17 @@
-"""Estimates beyond a plain pass rate: prediction-powered rates, and the interval of a mean.
+"""Estimates beyond a plain pass rate: corrected and prediction-powered rates, a mean's interval.
 
 Like :mod:`tinyeval.stats`, which it builds on, this module needs only the
 standard library and ``stats.py`` (copy the two files together to use it on
 its own).
+
+A judge's rates with its known errors taken out
+
+=========================  ===================================================
+``corrected_pass_rate``    What is the pass rate, given the judge's measured
+                           sensitivity and specificity? (Rogan–Gladen, with
+                           the uncertainty of all three in the interval)
+``CorrectedRate``          Its result: the corrected rate and its interval.
+=========================  ===================================================
 
 Prediction-powered rates (judge verdicts on every case, human labels on some)
 
@@ -30,12 +39,234 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable
+import random
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from .stats import Interval, StatisticsError, UndefinedStatisticError, _clip, _open_unit, _z
+from .stats import Interval, Rate, StatisticsError, UndefinedStatisticError, _open_unit, _z
 
-__all__ = ["PPIRate", "mean_interval", "ppi_pass_rate"]
+__all__ = ["CorrectedRate", "PPIRate", "corrected_pass_rate", "mean_interval", "ppi_pass_rate"]
+
+# ---------------------------------------------------------------- the corrected pass rate
+
+
+@dataclass(frozen=True)
+class CorrectedRate:
+    """An observed pass rate corrected for the judge's errors, with its interval.
+
+    >>> c = corrected_pass_rate(70, 100, 0.9, 0.8)
+    >>> round(c.rate, 4), c.clipped
+    (0.7143, False)
+    """
+
+    rate: float
+    low: float
+    high: float
+    observed: Rate
+    sensitivity: float
+    specificity: float
+    clipped: bool
+    method: str
+    draws: int
+    undefined_draws: int
+    warnings: tuple[str, ...] = ()
+    scope: str | None = None  # set by a calibration: "overall" or the category whose rates it used
+    category: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"rate", "low", "high", "method", "observed", "sensitivity", "specificity",
+        "clipped", "draws", "undefined_draws", "warnings", "scope", "category"}``.
+
+        >>> corrected_pass_rate(70, 100, 0.9, 0.8).to_dict()["method"]  # doctest: +ELLIPSIS
+        'Rogan-Gladen correction; 95% interval from a seeded parametric bootstrap (2000 draws, ...'
+        """
+        return {
+            "rate": self.rate,
+            "low": self.low,
+            "high": self.high,
+            "method": self.method,
+            "observed": self.observed.to_dict(),
+            "sensitivity": self.sensitivity,
+            "specificity": self.specificity,
+            "clipped": self.clipped,
+            "draws": self.draws,
+            "undefined_draws": self.undefined_draws,
+            "warnings": list(self.warnings),
+            "scope": self.scope,
+            "category": self.category,
+        }
+
+
+def _proportion(value: Any, name: str) -> tuple[float, tuple[int, int] | None]:
+    """A proportion given as a float, or as ``(successes, trials)`` to carry its uncertainty."""
+    func = "corrected_pass_rate"
+    if isinstance(value, tuple | list):
+        if len(value) != 2 or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
+            raise StatisticsError(
+                f"{func}: {name} as counts must be (successes, trials), got {value!r}"
+            )
+        successes, trials = value
+        if not 0 <= successes <= trials or trials == 0:
+            raise StatisticsError(
+                f"{func}: {name} needs 0 <= successes <= trials and trials > 0, got {value!r}"
+            )
+        return successes / trials, (successes, trials)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+        raise StatisticsError(f"{func}: {name} must be a proportion in [0, 1], got {value!r}")
+    return float(value), None
+
+
+def _rogan_gladen(observed: float, sensitivity: float, specificity: float) -> float | None:
+    """(p_obs + spec − 1) / (sens + spec − 1); None when the denominator is not positive."""
+    youden = sensitivity + specificity - 1.0
+    if youden <= 1e-12:
+        return None
+    return (observed + specificity - 1.0) / youden
+
+
+def _clip(value: float) -> float:
+    return min(1.0, max(0.0, value))
+
+
+def _percentile(ordered: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (NumPy's default)."""
+    position = q * (len(ordered) - 1)
+    below = math.floor(position)
+    above = min(below + 1, len(ordered) - 1)
+    return ordered[below] + (ordered[above] - ordered[below]) * (position - below)
+
+
+def _jeffreys(rng: random.Random, successes: int, trials: int) -> float:
+    return rng.betavariate(successes + 0.5, trials - successes + 0.5)
+
+
+def corrected_pass_rate(
+    observed_pass: int,
+    n: int,
+    sensitivity: float | tuple[int, int],
+    specificity: float | tuple[int, int],
+    *,
+    confidence: float = 0.95,
+    draws: int = 2000,
+    seed: int = 0,
+) -> CorrectedRate:
+    """Correct a judge's observed pass rate for its known errors (Rogan and Gladen 1978).
+
+    "Positive" is PASS: ``sensitivity`` = P(judge PASS | human PASS) and
+    ``specificity`` = P(judge FAIL | human FAIL), each a proportion or, to
+    carry the calibration's own uncertainty into the interval,
+    ``(successes, trials)`` counts. The estimate is
+    ``(p_obs + spec − 1) / (sens + spec − 1)``, clipped to [0, 1].
+
+    The interval comes from a seeded parametric bootstrap: ``draws`` times,
+    p_obs, and the sensitivity and specificity given as counts, are drawn from
+    their Jeffreys posteriors Beta(k + ½, n − k + ½) with
+    ``random.Random(seed)``, corrected and clipped; the interval is the
+    central ``confidence`` share of those corrected rates. A draw with
+    sens + spec ≤ 1 has no correction; such draws are counted in
+    ``undefined_draws``, and when they exceed 1 − ``confidence`` of all draws
+    the interval is [0, 1] (the data cannot rule out a useless judge).
+
+    70 of 100 pass; the judge passes 90% of real passes and fails 80% of real
+    failures: (0.70 + 0.80 − 1) / (0.90 + 0.80 − 1) = 0.50 / 0.70 = 0.714.
+
+    >>> c = corrected_pass_rate(70, 100, (90, 100), (40, 50))
+    >>> round(c.rate, 3), c.low < c.rate < c.high
+    (0.714, True)
+
+    >>> corrected_pass_rate(50, 100, 0.5, 0.5)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tinyeval.stats.UndefinedStatisticError: corrected_pass_rate: undefined when ...
+
+    Raises ``UndefinedStatisticError`` when sens + spec ≤ 1 and
+    ``StatisticsError`` for counts or proportions out of range.
+    """
+    func = "corrected_pass_rate"
+    if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+        raise StatisticsError(f"{func}: n must be a whole number above 0, got {n!r}")
+    if (
+        isinstance(observed_pass, bool)
+        or not isinstance(observed_pass, int)
+        or not 0 <= observed_pass <= n
+    ):
+        raise StatisticsError(
+            f"{func}: observed_pass must be a whole number in 0..{n}, got {observed_pass!r}"
+        )
+    if not 0.0 < confidence < 1.0:
+        raise StatisticsError(f"{func}: confidence must be between 0 and 1, got {confidence!r}")
+    if isinstance(draws, bool) or not isinstance(draws, int) or draws < 100:
+        raise StatisticsError(
+            f"{func}: draws must be a whole number of at least 100, got {draws!r}"
+        )
+    sens, sens_counts = _proportion(sensitivity, "sensitivity")
+    spec, spec_counts = _proportion(specificity, "specificity")
+    raw = _rogan_gladen(observed_pass / n, sens, spec)
+    if raw is None:
+        raise UndefinedStatisticError(
+            f"{func}: undefined when sensitivity + specificity <= 1 (got {sens:.3f} + "
+            f"{spec:.3f}): the judge tells PASS from FAIL no better than chance"
+        )
+
+    rng = random.Random(seed)
+    corrected: list[float] = []
+    for _ in range(draws):
+        p = _jeffreys(rng, observed_pass, n)
+        se = _jeffreys(rng, *sens_counts) if sens_counts else sens
+        sp = _jeffreys(rng, *spec_counts) if spec_counts else spec
+        value = _rogan_gladen(p, se, sp)
+        if value is not None:
+            corrected.append(_clip(value))
+    undefined = draws - len(corrected)
+    alpha = 1.0 - confidence
+    warnings: list[str] = []
+    if undefined > alpha * draws:
+        low, high = 0.0, 1.0
+        warnings.append(
+            f"{undefined} of {draws} bootstrap draws had sensitivity + specificity <= 1: the "
+            "labels cannot rule out a judge no better than chance, so the interval is [0, 1]"
+        )
+    else:
+        corrected.sort()
+        low, high = _percentile(corrected, alpha / 2), _percentile(corrected, 1 - alpha / 2)
+        if undefined:
+            warnings.append(
+                f"{undefined} of {draws} bootstrap draws had no correction and were left out"
+            )
+    if raw != _clip(raw):
+        warnings.append(
+            f"the corrected rate {raw:.1%} fell outside [0, 1] and was clipped: the observed rate "
+            "and the calibration disagree"
+        )
+
+    def described(name: str, value: float, counts: tuple[int, int] | None) -> str:
+        return (
+            f"{name} {counts[0]}/{counts[1]}" if counts else f"{name} {value:.3f} (taken as exact)"
+        )
+
+    method = (
+        f"Rogan-Gladen correction; {confidence:.0%} interval from a seeded parametric bootstrap "
+        f"({draws} draws, seed {seed}) over Jeffreys Beta posteriors of the observed pass rate "
+        f"{observed_pass}/{n}, {described('sensitivity', sens, sens_counts)} and "
+        f"{described('specificity', spec, spec_counts)}"
+    )
+    return CorrectedRate(
+        rate=_clip(raw),
+        low=low,
+        high=high,
+        observed=Rate.of(observed_pass, n),
+        sensitivity=sens,
+        specificity=spec,
+        clipped=raw != _clip(raw),
+        method=method,
+        draws=draws,
+        undefined_draws=undefined,
+        warnings=tuple(warnings),
+    )
+
 
 # ---------------------------------------------------------------- prediction-powered rates
 
