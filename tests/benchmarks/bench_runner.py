@@ -46,6 +46,9 @@ import tinyeval  # noqa: E402
 from tinyeval.cache import ResponseCache, cached  # noqa: E402
 from tinyeval.dataset import Case  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_checks_only import cli_run  # noqa: E402  (one way to time the CLI process)
+
 CONTEXT = "Refunds are paid back to the original card within 5 business days."
 AMOUNT = json.dumps({"amount_cents": 125050, "currency": "ARS"})
 AMOUNT_EXPECT = {"valid_json": True, "fields": ["currency"], "equals": {"amount_cents": 125050}}
@@ -257,20 +260,6 @@ def write_cases(path: Path, n: int) -> None:
             stream.write(json.dumps(record) + "\n")
 
 
-def cli_peak_rss(path: Path) -> tuple[float, float]:
-    """Run the CLI on ``path``; return (wall seconds, peak RSS in MiB) of that child alone."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    argv = [sys.executable, "-m", "tinyeval", "run", str(path), "--out", os.devnull, "-q"]
-    began = time.perf_counter()
-    child = subprocess.Popen(argv, env=env, cwd=path.parent)
-    _pid, status, usage = os.wait4(child.pid, 0)  # this child's own rusage
-    elapsed = time.perf_counter() - began
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode != 0:
-        raise SystemExit(f"the run on {path} exited {child.returncode}")
-    return elapsed, usage.ru_maxrss / 1024  # ru_maxrss is in KiB on Linux
-
-
 def loader_bytes_per_case(path: Path, n: int) -> float:
     """Peak memory traced while streaming the file through the loader, per case."""
     tracemalloc.start()
@@ -292,7 +281,8 @@ def part_memory(args: argparse.Namespace) -> None:
             path = Path(folder) / f"cases-{n}.jsonl"
             write_cases(path, n)
             size = path.stat().st_size
-            elapsed, rss = cli_peak_rss(path)
+            timing, rss = cli_run(path)
+            elapsed = timing.wall
             figures[n] = (elapsed, rss, size)
             print(
                 f"  {n:>10,} cases ({size / 2**20:6.1f} MiB file): peak RSS {rss:6.1f} MiB, "
