@@ -264,25 +264,22 @@ class Session:
     # --- opening ---
 
     def _judges(self) -> tuple[list[Any], Any]:
+        """The judges of the criteria and rubric files given, or else of the suite's entries."""
         from .runner import check_judges
+        from .suite import JudgeSpec, judges_of
 
         s = self.settings
         if s.criterion or s.rubric:
             if s.votes < 1 or s.votes % 2 == 0:
                 raise InputError(f"must be an odd number (1, 3, 5…) so a majority exists, got "
                                  f"{s.votes}", field="votes")  # fmt: skip
-            from .judge import load_rubric
-            from .rag import make_judge
-
-            judges = [make_judge(text, votes=s.votes, style=s.judge_style)
-                      for text in s.criterion]  # fmt: skip
-            judges += [load_rubric(path).judge(votes=s.votes, style=s.judge_style)
-                       for path in s.rubric]  # fmt: skip
+            votes, style = s.votes, s.judge_style
+            specs = [JudgeSpec(criterion=text, votes=votes, style=style) for text in s.criterion]
+            specs += [JudgeSpec(rubric=path, votes=votes, style=style) for path in s.rubric]
+            judges, _ = judges_of(specs, judge_model=self.judge_spec)
             return check_judges(judges, self.judge_spec), s.judge_category
         if not s.judges:
             return [], s.judge_category
-        from .suite import judges_of
-
         judges, per_judge = judges_of(s.judges, judge_model=self.judge_spec)
         return check_judges(judges, self.judge_spec), per_judge
 

@@ -56,6 +56,10 @@ def _add_cost(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     # what every option is when not given, so a suite file can fill in what was left out
     p.set_defaults(handler=_cmd_cost, option_defaults={a.dest: a.default for a in p._actions})
+    # the run settings a cost of CASES takes from no option of its own: the run's defaults
+    p.set_defaults(rubric=[], field=[], threshold=[], default_threshold=None, inconclusive=None,
+                   gate_on=None, allow_unchecked=None, shard=None, suite_judges=(),
+                   suite_overridden=[])
 # fmt: on
 
 
@@ -101,10 +105,7 @@ def _cost_of_a_run(args: argparse.Namespace) -> int:
     from .run import settings_from
     from .suite import apply_suite
 
-    args.cases, args.rubric, args.field, args.threshold = args.cases_file, [], [], []
-    for name in ("default_threshold", "inconclusive", "gate_on", "allow_unchecked", "shard"):
-        setattr(args, name, None)
-    args.suite_judges, args.suite_overridden = (), []
+    args.cases = args.cases_file
     suite = apply_suite(args)
     with Session(settings_from(args, suite)) as session:
         plan = session.dry_run(session.prepare())
