@@ -588,53 +588,86 @@ def iter_cases(
     # The line of a first occurrence is looked up only when a duplicate shows.
     with _IdIndex() as seen:
         for line, case in _validated(path, fields, id_from_line, format, max_line_bytes):
-            if unique_ids and not seen.add(case.id):
-                first = ""
-                if path != "-":
-                    earlier = _first_line(
-                        path, fields, id_from_line, format, case.id, max_line_bytes
-                    )
-                    first = f" (first on line {earlier})"
-                raise DatasetError(
-                    f"duplicate id {case.id!r}{first}; ids must be unique",
-                    field="id",
-                    path=path,
-                    line=line,
-                )
+            if unique_ids:
+                repeated = seen.add(case.id, line)
+                if repeated is not None:
+                    raise _duplicate(repeated, path, fields, id_from_line, format, max_line_bytes)
             yield case
+        repeated = seen.flush()
+        if repeated is not None:
+            raise _duplicate(repeated, path, fields, id_from_line, format, max_line_bytes)
+
+
+def _duplicate(
+    repeated: tuple[str, int],
+    path: str,
+    fields: Mapping[str, str],
+    id_from_line: bool,
+    format: str | None,
+    max_line_bytes: int,
+) -> DatasetError:
+    case_id, line = repeated
+    first = ""
+    if path != "-":
+        earlier = _first_line(path, fields, id_from_line, format, case_id, max_line_bytes)
+        first = f" (first on line {earlier})"
+    return DatasetError(
+        f"duplicate id {case_id!r}{first}; ids must be unique", field="id", path=path, line=line
+    )
 
 
 class _IdIndex:
     """The ids seen so far, in flat memory: a set of 96-bit digests while it is small,
-    then a temporary SQLite table on disk (deleted when closed).
+    then a temporary SQLite table on disk (deleted when closed), filled in batches.
 
-    >>> with _IdIndex(spill_after=2) as seen:
-    ...     [seen.add(i) for i in ["a", "b", "c", "a", "c", "d"]]
-    [True, True, True, False, False, True]
+    :meth:`add` gives the first id seen twice, with the line it was seen again
+    on, or None; past the spill, a repeat of an id already on disk shows when
+    its batch is written (at the latest by :meth:`flush`), so keep adding until
+    then: what it gives is still the first repeat in file order.
+
+    >>> with _IdIndex(spill_after=2, batch=3) as seen:
+    ...     [seen.add(i, n) for n, i in enumerate(["a", "b", "c", "d", "a"], 1)], seen.flush()
+    ([None, None, None, None, None], ('a', 5))
+    >>> with _IdIndex() as seen:
+    ...     [seen.add(i, n) for n, i in enumerate(["a", "b", "a"], 1)]
+    [None, None, ('a', 3)]
     """
 
-    def __init__(self, *, spill_after: int = 50_000) -> None:
+    def __init__(self, *, spill_after: int = 50_000, batch: int = 10_000) -> None:
         self._memory: set[bytes] = set()
         self._spill_after = spill_after
+        self._batch = batch
+        self._pending: dict[bytes, tuple[str, int]] = {}  # past the spill, in file order
         self._db: Any = None
 
-    def add(self, case_id: str) -> bool:
-        """Record an id; False when it was already there."""
-        digest = hashlib.blake2b(case_id.encode("utf-8"), digest_size=12).digest()
+    def add(self, case_id: str, line: int) -> tuple[str, int] | None:
+        """Record an id read on ``line``; the first repeat found so far, or None."""
+        digest = hashlib.blake2b(case_id.encode("utf-8", "surrogatepass"), digest_size=12).digest()
         if self._db is None:
             if digest in self._memory:
-                return False
+                return case_id, line
             self._memory.add(digest)
             if len(self._memory) > self._spill_after:
                 self._spill()
-            return True
+            return None
+        if digest in self._pending:  # an earlier id of this batch may repeat one on disk
+            return self.flush() or (case_id, line)
+        self._pending[digest] = (case_id, line)
+        return self.flush() if len(self._pending) >= self._batch else None
+
+    def flush(self) -> tuple[str, int] | None:
+        """Write the pending batch; the first of its ids already on disk, or None."""
+        if not self._pending:
+            return None
         import sqlite3
 
-        try:
-            self._db.execute("INSERT INTO ids VALUES (?)", (digest,))
+        pending, self._pending = self._pending, {}
+        before = self._db.total_changes
+        try:  # a repeat stops the batch: the rows written before it say which one it is
+            self._db.executemany("INSERT INTO ids VALUES (?)", ((d,) for d in pending))
         except sqlite3.IntegrityError:
-            return False
-        return True
+            return list(pending.values())[self._db.total_changes - before]
+        return None
 
     def _spill(self) -> None:
         import sqlite3
@@ -827,8 +860,11 @@ def case_digest(case: Case) -> int:
     >>> case_digest(Case(id="a")) == case_digest(Case(id="a", line=7))
     True
     """
-    blob = json.dumps(case.to_dict(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return int.from_bytes(hashlib.sha256(blob.encode("utf-8")).digest(), "big")
+    blob = _CANONICAL.encode(case.to_dict())
+    return int.from_bytes(hashlib.sha256(blob.encode("utf-8", "surrogatepass")).digest(), "big")
+
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 def dataset_fingerprint(cases: Iterable[Case]) -> str:
@@ -847,9 +883,38 @@ def dataset_fingerprint(cases: Iterable[Case]) -> str:
     >>> len(dataset_fingerprint([a]))
     16
     """
-    total = 0
-    count = 0
-    for case in cases:
-        total = (total + case_digest(case)) % 2**256
-        count += 1
-    return hashlib.sha256(f"{count}:{total:064x}".encode()).hexdigest()[:16]
+    return Fingerprinting().of(cases)
+
+
+class Fingerprinting:
+    """:func:`dataset_fingerprint` taken as the cases stream by (for a run that reads its
+    file once): :meth:`adding` passes each case on, :meth:`value` is the fingerprint of
+    those passed so far.
+
+    >>> taking = Fingerprinting()
+    >>> [c.id for c in taking.adding([Case(id="a"), Case(id="b")])]
+    ['a', 'b']
+    >>> taking.value() == dataset_fingerprint([Case(id="b"), Case(id="a")])
+    True
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.total = 0
+
+    def adding(self, cases: Iterable[Case]) -> Iterator[Case]:
+        """Each case of ``cases``, added to the fingerprint as it passes."""
+        for case in cases:
+            self.total = (self.total + case_digest(case)) % 2**256
+            self.count += 1
+            yield case
+
+    def of(self, cases: Iterable[Case]) -> str:
+        """Add every case of ``cases`` and give the fingerprint."""
+        for _ in self.adding(cases):
+            pass
+        return self.value()
+
+    def value(self) -> str:
+        """The fingerprint of the cases added so far."""
+        return hashlib.sha256(f"{self.count}:{self.total:064x}".encode()).hexdigest()[:16]

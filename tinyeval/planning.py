@@ -208,6 +208,17 @@ class PreparedCases:
     unknown_only: tuple[str, ...] = ()
     queries: list[Any] = field(default_factory=list)  # retrieval data, for the retrieval table
     without_retrieval: dict[str, int] = field(default_factory=dict)  # per category
+    read: bool = True  # False until a one-pass stream has been read to its end
+
+    def finish_reading(self) -> None:
+        """Read a one-pass stream to its end (counting and fingerprinting, running nothing),
+        so the figures above are whole; nothing to do once it has been read.
+
+        >>> PreparedCases(cases=[], fingerprint="f").finish_reading()
+        """
+        if not self.read and isinstance(self.cases, _OnePass):
+            for _ in self.cases:
+                pass
 
 
 class _Reread:
@@ -223,6 +234,36 @@ class _Reread:
             kept = self.keep(case)
             if kept is not None:
                 yield kept
+
+
+class _OnePass:
+    """A stream over the file that validates each case, checks its id, counts it and adds it
+    to the fingerprint as it goes: the reading pass and the run's in one. It can be iterated
+    once; :meth:`PreparedCases.finish_reading` reads what a run left."""
+
+    def __init__(
+        self,
+        ready: PreparedCases,
+        stream: Iterator[Case],
+        noted: Callable[[Iterable[Case]], Iterator[Case]],
+        keep: Callable[[Case], Case | None],
+        done: Callable[[str], None],
+    ) -> None:
+        from .dataset import Fingerprinting
+
+        self.ready, self.keep, self.done = ready, keep, done
+        self._digests = Fingerprinting()
+        self._stream = noted(self._digests.adding(stream))
+
+    def __iter__(self) -> Iterator[Case]:
+        keep = self.keep
+        for case in self._stream:
+            kept = keep(case)
+            if kept is not None:
+                yield kept
+        if not self.ready.read:
+            self.ready.read = True
+            self.done(self._digests.value())
 
 
 READ_ONCE_BYTES = 2**20
@@ -242,15 +283,6 @@ class _Kept:
         return iter(self._cases)
 
 
-def _size(path: str) -> int:
-    import os
-
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return READ_ONCE_BYTES + 1  # let the reader name the problem
-
-
 def prepare_cases(
     path: str,
     *,
@@ -264,6 +296,7 @@ def prepare_cases(
     shard: tuple[int, int] | None = None,
     shuffle: bool = False,
     max_line_bytes: int | None = None,
+    one_pass: bool = False,
 ) -> PreparedCases:
     """Read and validate every case of ``path`` before anything runs, and select the run's.
 
@@ -279,6 +312,12 @@ def prepare_cases(
     once, and so is standard input, a pipe or any other non-seekable source
     (into memory). The dataset
     fingerprint is that of the cases as the file has them.
+
+    ``one_pass=True`` (for a run that calls no model, so that nothing is spent
+    before a bad case is found) reads such a larger file once, as the run
+    goes: ``cases`` validates each case as it is taken, and the counts and the
+    fingerprint are whole only once it has been read to the end (``read``
+    turns True; :meth:`PreparedCases.finish_reading` reads what is left).
 
     >>> import tempfile, os
     >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
@@ -323,16 +362,31 @@ def prepare_cases(
             yield case
 
     wanted_ids = set(only) if only is not None else set()
+
+    def finished(fingerprint: str) -> None:  # once every case has been read
+        if ready.in_file == 0:
+            raise dataset.DatasetError("no cases in the file", path=path)
+        ready.fingerprint = fingerprint
+        if only is not None:
+            ready.unknown_only = tuple(sorted(wanted_ids - seen_ids))
+
     streamable = path != "-" and sample_size is None and not shuffle
+    size = None
     if streamable:
         try:
-            streamable = stat.S_ISREG(os.stat(path).st_mode)
+            found = os.stat(path)
         except OSError:
-            streamable = True  # let the reader name the problem
+            pass  # let the reader name the problem
+        else:
+            streamable, size = stat.S_ISREG(found.st_mode), found.st_size
     if streamable:
         # a small file is read once, its cases kept (memory bounded by READ_ONCE_BYTES); a
         # larger one is streamed again for the run, so memory stays flat however long it is
-        kept: list[Case] | None = [] if _size(path) <= READ_ONCE_BYTES else None
+        kept: list[Case] | None = [] if size is not None and size <= READ_ONCE_BYTES else None
+        if kept is None and one_pass and size is not None:
+            ready.read = False
+            ready.cases = _OnePass(ready, dataset.iter_cases(path, **read), noted, keep, finished)
+            return ready
 
         def keeping(cases: Iterable[Case]) -> Iterator[Case]:
             for case in noted(cases):
@@ -342,20 +396,16 @@ def prepare_cases(
                         kept.append(chosen)
                 yield case
 
-        ready.fingerprint = dataset.dataset_fingerprint(keeping(dataset.iter_cases(path, **read)))
-        if ready.in_file == 0:
-            raise dataset.DatasetError("no cases in the file", path=path)
+        finished(dataset.dataset_fingerprint(keeping(dataset.iter_cases(path, **read))))
         ready.cases = _Kept(kept) if kept is not None else _Reread(path, read, keep)
-    else:
-        loaded: list[Case] = dataset.load(path, **read)
-        if sample_size is not None:
-            loaded = dataset.sample(loaded, sample_size, seed=seed)
-        elif shuffle:
-            loaded = dataset.sample(loaded, len(loaded), seed=seed)
-        ready.fingerprint = dataset.dataset_fingerprint(noted(loaded))
-        ready.cases = [kept for kept in map(keep, loaded) if kept is not None]
-    if only is not None:
-        ready.unknown_only = tuple(sorted(wanted_ids - seen_ids))
+        return ready
+    loaded: list[Case] = dataset.load(path, **read)
+    if sample_size is not None:
+        loaded = dataset.sample(loaded, sample_size, seed=seed)
+    elif shuffle:
+        loaded = dataset.sample(loaded, len(loaded), seed=seed)
+    ready.cases = [kept for kept in map(keep, loaded) if kept is not None]
+    finished(dataset.dataset_fingerprint(noted(loaded)))
     return ready
 
 

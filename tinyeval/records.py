@@ -54,6 +54,7 @@ __all__ = [
     "Provenance",
     "ResultsFileError",
     "Row",
+    "RowsWrittenWhole",
     "completeness",
     "iter_json_lines",
     "merge_rows",
@@ -501,7 +502,10 @@ def merge_rows(
 # === Writing and reading result files ===
 
 
-def write_row(stream: IO[str], row: Mapping[str, Any]) -> None:
+_ROW_ENCODER = json.JSONEncoder(ensure_ascii=False)  # made once: json.dumps makes one a call
+
+
+def write_row(stream: IO[str], row: Mapping[str, Any], *, flush: bool = True) -> None:
     """Write one row as a JSON line and flush it, so a kill loses at most this line.
 
     Text that UTF-8 cannot carry (a lone surrogate from a user check's detail,
@@ -511,13 +515,107 @@ def write_row(stream: IO[str], row: Mapping[str, Any]) -> None:
     >>> buf = io.StringIO(); write_row(buf, {"id": "a", "status": "pass"}); buf.getvalue()
     '{"id": "a", "status": "pass"}\\n'
     """
-    text = json.dumps(row, ensure_ascii=False)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = json.dumps(row, ensure_ascii=True)
+    text = _ROW_ENCODER.encode(row)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = json.dumps(row, ensure_ascii=True)
     stream.write(text + "\n")
-    stream.flush()
+    if flush:
+        stream.flush()
+
+
+class RowsWrittenWhole:
+    """Rows written before the run knows its dataset fingerprint and manifest, made a result
+    file once it does: all at once, or not at all.
+
+    A run that reads its cases file once, as it goes, learns the fingerprint
+    and the case count (which every row records) only at the end. Its rows go
+    to a temporary file beside ``path`` with a placeholder for the two, then
+    :meth:`finish` writes ``path`` with the real values, in one step (readers
+    see the old file or the new one); :meth:`discard` leaves no file behind
+    (a bad case found late, a refused setting, an interruption). Rows bound for
+    the null device are written straight to it.
+
+    >>> import tempfile, os
+    >>> from tinyeval.dataset import Case
+    >>> folder = tempfile.mkdtemp()
+    >>> rows = RowsWrittenWhole(os.path.join(folder, "rows.jsonl"))
+    >>> rows.write(new_row(Case(id="a", output="hola")))
+    >>> os.listdir(folder) != ["rows.jsonl"]  # nothing there yet but the temporary file
+    True
+    >>> rows.finish("0123456789abcdef", {"cases": 1})
+    >>> [(r["id"], r["dataset_fingerprint"], r["run"]) for r in read_rows(rows.path)]
+    [('a', '0123456789abcdef', {'cases': 1})]
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        import secrets
+
+        self.path = Path(path)
+        self._mark = secrets.token_hex(16)  # cannot occur in a row by chance
+        self._temporary: Path | None = None
+        if _is_null_device(self.path):
+            self._stream: IO[str] = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle, name = tempfile.mkstemp(
+            prefix=f".{self.path.name}.", suffix=".partial", dir=self.path.parent
+        )
+        self._temporary = Path(name)
+        self._stream = os.fdopen(handle, "w", encoding="utf-8")
+
+    def write(self, row: Row) -> None:
+        """Write one row (its ``dataset_fingerprint`` and ``run`` are filled in later)."""
+        kept = row["dataset_fingerprint"], row["run"]
+        row["dataset_fingerprint"] = row["run"] = self._mark
+        try:
+            write_row(self._stream, row, flush=False)
+        finally:
+            row["dataset_fingerprint"], row["run"] = kept
+
+    def finish(self, dataset_fingerprint: str, run: Mapping[str, Any] | None) -> None:
+        """Make the result file, every row with this fingerprint and manifest."""
+        self._stream.close()
+        if self._temporary is None:
+            return
+        mark = self._mark
+        placeholder = json.dumps({"dataset_fingerprint": mark, "run": mark})[1:-1].encode()
+        real = {"dataset_fingerprint": dataset_fingerprint, "run": run}
+        filled = json.dumps(real, ensure_ascii=False)[1:-1].encode("utf-8")
+        handle, name = tempfile.mkstemp(
+            prefix=f".{self.path.name}.", suffix=".partial", dir=self.path.parent
+        )
+        try:
+            with open(self._temporary, "rb") as rows, os.fdopen(handle, "wb") as whole:
+                for line in rows:
+                    if placeholder not in line:  # a row this writer did not write
+                        raise IncompleteError(f"{self._temporary}: a row changed while the "
+                                              "run wrote it")  # fmt: skip
+                    whole.write(line.replace(placeholder, filled, 1))
+            os.chmod(name, 0o666 & ~_umask())
+            os.replace(name, self.path)
+        except BaseException:
+            Path(name).unlink(missing_ok=True)
+            self.discard()
+            raise
+        self._temporary.unlink(missing_ok=True)
+        self._temporary = None
+
+    def discard(self) -> None:
+        """Leave no file behind: the run is not to have a result file."""
+        self._stream.close()
+        if self._temporary is not None:
+            self._temporary.unlink(missing_ok=True)
+            self._temporary = None
+
+
+def _is_null_device(path: Path) -> bool:
+    try:
+        return path.samefile(os.devnull)
+    except OSError:
+        return False
 
 
 def _umask() -> int:

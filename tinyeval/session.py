@@ -344,7 +344,13 @@ class Session:
 
     def prepare(self) -> PreparedCases:
         """Read, validate and select the run's cases, and refuse what they show cannot be
-        meant (an unknown category, cases with no output and no generate model)."""
+        meant (an unknown category, cases with no output and no generate model).
+
+        A run that calls no model reads a large file once, as it runs (nothing
+        is spent before a bad case shows, and its rows are written whole at the
+        end): its cases are then refused, if they must be, when the run has read
+        them all (``ready.read`` is False until then).
+        """
         from .planning import prepare_cases
 
         s = self.settings
@@ -353,7 +359,21 @@ class Session:
             sample_size=s.sample, seed=s.seed, only=case_ids(s.only),
             outputs=_recorded_outputs(s.rejudge), shard=s.shard,
             shuffle=s.stop_when_decided, max_line_bytes=s.max_line_bytes,
+            one_pass=self._one_pass(),
         )  # fmt: skip
+        if ready.read:
+            self._refuse(ready)
+        return ready
+
+    def _one_pass(self) -> bool:
+        """Whether the run may read its cases once, as it goes: it calls no model, so a bad
+        case found late has cost nothing, and its rows can wait to be written whole."""
+        s = self.settings
+        return (not self.judges and self.generate_model is None and not s.resume
+                and not s.review_out and _file_or_null_device(s.out))  # fmt: skip
+
+    def _refuse(self, ready: PreparedCases) -> None:
+        s = self.settings
         if ready.unknown_only and not ready.selected:
             raise InputError(f"no case has the id {ready.unknown_only[0]!r}", field="only")
         if ready.in_shard == 0:
@@ -368,17 +388,21 @@ class Session:
             raise InputError(f"{plural(ready.without_output, 'case')} without an output (the "
                              f"first at {where}) and no generate model to generate them",
                              field="generate_model")  # fmt: skip
-        return ready
 
     def dry_run(self, ready: PreparedCases) -> DryRun:
         """Every prompt the run would send, rendered and counted; no model is called."""
         from .planning import dry_run
 
         s = self.settings
-        return dry_run(ready.cases, judges=self.judges, judge_model=self.judge_model,
+        deferred = not ready.read
+        plan = dry_run(ready.cases, judges=self.judges, judge_model=self.judge_model,
                        generate_model=self.generate_model, prompt_template=self.template,
                        regenerate=s.regenerate, trials=s.trials, judge_all=s.judge_all,
                        judge_categories=self.judge_categories)  # fmt: skip
+        if deferred:
+            ready.finish_reading()
+            self._refuse(ready)
+        return plan
 
     # --- the run ---
 
@@ -398,23 +422,29 @@ class Session:
         when a batch is still pending at the provider, or a row cannot be
         written.
         """
-        from .records import write_row
+        from .records import RowsWrittenWhole, write_row
         from .runner import run
 
         s = self.settings
         batch_lines = self._run_batches(ready) if self.batch_models else []
         failures = _Failures(s.show_failures)
         review_rows = 0
+        one_pass = not ready.read  # the rows wait for the fingerprint, known at the end
         with contextlib.ExitStack() as stack:
             review = None
             if s.review_out:
                 review = stack.enter_context(
                     open(s.review_out, "a" if s.resume else "w", encoding="utf-8")
                 )
+            whole = RowsWrittenWhole(s.out) if one_pass else None
+            if whole is not None:
+                stack.callback(whole.discard)  # a file only once finished
 
             def noted(row: Row) -> None:
                 nonlocal review_rows
                 failures.note(row)
+                if whole is not None:
+                    whole.write(row)
                 if review is not None and not all(
                     v.get("unanimous", True) for v in row["judges"].values()
                 ):
@@ -430,19 +460,27 @@ class Session:
                     ready.cases, judges=self.judges, judge_model=self.judge_model,
                     generate_model=self.generate_model, prompt_template=self.template,
                     regenerate=s.regenerate, trials=s.trials, judge_all=s.judge_all,
-                    judge_categories=self.judge_categories, out=s.out, resume=s.resume,
-                    shard=s.shard, concurrency=s.concurrency, max_errors=s.max_errors,
-                    case_timeout=s.case_timeout, fail_fast=s.fail_fast or None,
-                    keep_rows=False, on_row=noted, dataset_fingerprint=ready.fingerprint,
-                    manifest=self._manifest(ready), stop=self.stop, progress=self._in_flight,
-                    stop_when_decided=self._decide_at(ready), max_cost=s.max_cost,
-                    price=self.price, executor=executor,
+                    judge_categories=self.judge_categories, out=None if one_pass else s.out,
+                    resume=s.resume, shard=s.shard, concurrency=s.concurrency,
+                    max_errors=s.max_errors, case_timeout=s.case_timeout,
+                    fail_fast=s.fail_fast or None, keep_rows=False, on_row=noted,
+                    dataset_fingerprint=ready.fingerprint or None,
+                    manifest=None if one_pass else self._manifest(ready), stop=self.stop,
+                    progress=self._in_flight, stop_when_decided=self._decide_at(ready),
+                    max_cost=s.max_cost, price=self.price, executor=executor,
                 )  # fmt: skip
+                if whole is not None:
+                    ready.finish_reading()  # a run stopped early leaves cases unread
+                    self._refuse(ready)
+                    whole.finish(ready.fingerprint, self._manifest(ready))
+                    result.dataset_fingerprint = ready.fingerprint
             except OSError as exc:  # a full disk, a file gone: the run cannot complete
                 where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+                kept = "none is kept" if one_pass else (
+                    f"the rows written before it are kept in {s.out} (a resumed run continues "
+                    "there)")  # fmt: skip
                 raise IncompleteError(
-                    f"writing the results failed: {where}{exc.strerror or exc}; the rows "
-                    f"written before it are kept in {s.out} (a resumed run continues there)"
+                    f"writing the results failed: {where}{exc.strerror or exc}; {kept}"
                 ) from None
         from .summary import summarize
 
@@ -731,6 +769,23 @@ def case_ids(given: str | Sequence[str] | None) -> list[str] | None:
     if any(line.lstrip().startswith("{") for line in lines):
         return [str(record.get("id")) for _, record in iter_json_lines(given)]
     return [line.strip() for line in lines if line.strip()]
+
+
+def _file_or_null_device(path: str) -> bool:
+    """Whether ``path`` is a regular file, the null device or not there yet (not a pipe, a
+    terminal or standard output, where rows must come as they finish)."""
+    import os
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return True
+    if stat.S_ISREG(mode):
+        return True
+    with contextlib.suppress(OSError):
+        return os.path.samefile(path, os.devnull)
+    return False
 
 
 def _recorded_outputs(path: str | None) -> dict[str, Any] | None:

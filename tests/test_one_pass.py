@@ -1,0 +1,165 @@
+"""A run that calls no model reads a large cases file once, as it runs, and writes its rows
+whole at the end. What it must keep from the two-pass run: the same rows, the same
+fingerprint and manifest, nothing written when a case or a setting is refused (however late
+it shows), and every duplicate id found, with its line."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from tinyeval import checks, planning
+from tinyeval.cli import main
+from tinyeval.dataset import _IdIndex, dataset_fingerprint, load
+from tinyeval.records import read_rows
+
+EXPECT = {"valid_json": True, "fields": ["currency"], "equals": {"amount": 5}}
+STAMPS = ("started_at", "finished_at", "latency_ms")
+
+
+def write_cases(path: Path, n: int, *, extra: list[str] = ()) -> Path:  # type: ignore[assignment]
+    with open(path, "w", encoding="utf-8") as stream:
+        for i in range(n):
+            output = json.dumps({"amount": 5 if i % 3 else 50, "currency": "ARS"})
+            record = {"id": f"c{i}", "category": f"k{i % 2}", "output": output, "expect": EXPECT}
+            stream.write(json.dumps(record) + "\n")
+        for line in extra:
+            stream.write(line + "\n")
+    return path
+
+
+@pytest.fixture
+def large(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file counts as large: read twice, or once as the run goes."""
+    monkeypatch.setattr(planning, "READ_ONCE_BYTES", 0)
+
+
+@pytest.fixture
+def builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    counted: list[int] = []
+    original = checks.checks_from_expect
+
+    def counting(expect):  # type: ignore[no-untyped-def]
+        counted.append(1)
+        return original(expect)
+
+    monkeypatch.setattr(checks, "checks_from_expect", counting)
+    return counted
+
+
+def without_stamps(path: Path) -> list[dict[str, object]]:
+    return [{k: v for k, v in row.items() if k not in STAMPS} for row in read_rows(path)]
+
+
+def run(*args: str) -> int:
+    try:
+        return main(["run", *args, "-q"])
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+@pytest.mark.usefixtures("large")
+def test_one_pass_rows_are_the_two_pass_rows(tmp_path: Path, builds: list[int]) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", 9)
+    one = tmp_path / "one.jsonl"
+    assert run(str(cases), "--out", str(one)) == 0
+    assert len(builds) == 9  # read once: each case's checks built once
+    two = tmp_path / "two.jsonl"
+    # a resumable run writes each row as it finishes: it reads the file before running (twice)
+    assert run(str(cases), "--out", str(two), "--resume") == 0
+    assert len(builds) == 9 + 18
+    rows = without_stamps(one)
+    assert rows == without_stamps(two)
+    fingerprint = dataset_fingerprint(load(cases))
+    assert [row["dataset_fingerprint"] for row in rows] == [fingerprint] * 9
+    assert [row["run"]["cases"] for row in rows] == [9] * 9  # type: ignore[index]
+    assert [row["status"] for row in rows] == ["fail", "pass", "pass"] * 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cases.jsonl", "one.jsonl", "two.jsonl"]
+
+
+@pytest.mark.usefixtures("large")
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (['{"id": "late", "output": "x", "expect": {"max_chars": -1}}'], ":10: expect.max_chars"),
+        (['{"id": "c4", "output": "x"}'], ":10: id: duplicate id 'c4' (first on line 5)"),
+        (["{not json"], ":10: not valid JSON"),
+    ],
+)
+def test_a_bad_case_at_the_end_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], said: str
+) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", 9, extra=extra)
+    out = tmp_path / "rows.jsonl"
+    out.write_text('{"kept": "an earlier results file"}\n', encoding="utf-8")
+    assert run(str(cases), "--out", str(out)) == 2
+    error = capsys.readouterr().err.strip()
+    assert said in error and len(error.splitlines()) == 1
+    assert out.read_text(encoding="utf-8") == '{"kept": "an earlier results file"}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cases.jsonl", "rows.jsonl"]
+
+
+@pytest.mark.usefixtures("large")
+def test_a_setting_the_cases_refuse_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", 4)
+    out = tmp_path / "rows.jsonl"
+    assert run(str(cases), "--out", str(out), "--only", "c9") == 2
+    assert "no case has the id 'c9'" in capsys.readouterr().err
+    assert not out.exists() and [p.name for p in tmp_path.iterdir()] == ["cases.jsonl"]
+
+
+@pytest.mark.usefixtures("large")
+def test_an_interrupted_one_pass_run_leaves_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", 6)
+    seen = []
+    original = checks.checks_from_expect
+
+    def interrupting(expect):  # type: ignore[no-untyped-def]
+        seen.append(1)
+        if len(seen) == 4:
+            raise KeyboardInterrupt
+        return original(expect)
+
+    monkeypatch.setattr(checks, "checks_from_expect", interrupting)
+    assert run(str(cases), "--out", str(tmp_path / "rows.jsonl")) == 130
+    assert [p.name for p in tmp_path.iterdir()] == ["cases.jsonl"]
+
+
+@pytest.mark.usefixtures("large")
+def test_the_null_device_takes_the_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", 6)
+    assert run(str(cases), "--out", "/dev/null", "--json") == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["dataset_fingerprint"] == dataset_fingerprint(load(cases))
+    assert summary["cases"] == summary["rows"] == 6
+    assert summary["gate"]["categories"]["k0"]["passed"] == 2
+
+
+def test_the_id_index_finds_the_first_repeat_in_file_order() -> None:
+    """Against a plain set, on ids that spill to disk in small batches."""
+    generator = random.Random(7)
+    for trial in range(200):
+        ids = [f"id{generator.randrange(60)}" for _ in range(generator.randrange(1, 40))]
+        expected = None
+        seen: set[str] = set()
+        for line, case_id in enumerate(ids, 1):
+            if case_id in seen:
+                expected = (case_id, line)
+                break
+            seen.add(case_id)
+        found = None
+        with _IdIndex(spill_after=trial % 7, batch=1 + trial % 5) as index:
+            for line, case_id in enumerate(ids, 1):
+                found = index.add(case_id, line)
+                if found is not None:
+                    break
+            else:
+                found = index.flush()
+        assert found == expected, (ids, trial)
