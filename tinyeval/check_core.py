@@ -435,6 +435,9 @@ def _describe(value: Any) -> str:
 
 
 def _is_number(value: Any) -> bool:
+    kind = type(value)
+    if kind is int or kind is float:  # the common case, without the isinstance calls
+        return True
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 

@@ -527,7 +527,7 @@ def _items(value: Any, field: str, *, single_ok: bool) -> list[tuple[str, Any]]:
 
 
 def _path_map(value: Any, field: str, what: str) -> list[tuple[str, Any]]:
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         raise CheckSpecError(
             f"expected an object of path → {what}, got {_describe(value)}", field=field
         )
@@ -682,21 +682,42 @@ def _build_no_tool_errors(value: Any, field: str) -> list[NamedCheck]:
 
 _VALID_JSON = valid_json()  # checks hold no state: every expect block shares this one
 
+
+def _sharing(
+    build: Callable[[Any, str], list[NamedCheck]],
+) -> Callable[[Any, str], list[NamedCheck]]:
+    """``build``, its checks shared by the blocks that give it the same string or list of
+    strings (checks hold no state; most files repeat a few such values in every case)."""
+
+    @lru_cache(maxsize=512)
+    def shared(key: str | tuple[str, ...], field: str) -> tuple[NamedCheck, ...]:
+        return tuple(build(list(key) if type(key) is tuple else key, field))
+
+    def built(value: Any, field: str) -> list[NamedCheck]:
+        if type(value) is str:
+            return list(shared(value, field))
+        if type(value) is list and all(type(item) is str for item in value):
+            return list(shared(tuple(value), field))
+        return build(value, field)
+
+    return built
+
+
 # The order here is the order of the checks in a result row.
 _BUILDERS: dict[str, Callable[[Any, str], list[NamedCheck]]] = {
     "valid_json": _build_valid_json,
-    "fields": _build_fields,
+    "fields": _sharing(_build_fields),
     "equals": _build_equals,
     "one_of": _build_one_of,
     "range": _build_range,
-    "contains": _text_builder(contains),
-    "not_contains": _text_builder(not_contains),
-    "regex": _text_builder(matches),
-    "not_regex": _text_builder(not_matches),
+    "contains": _sharing(_text_builder(contains)),
+    "not_contains": _sharing(_text_builder(not_contains)),
+    "regex": _sharing(_text_builder(matches)),
+    "not_regex": _sharing(_text_builder(not_matches)),
     "max_chars": _limit_builder(max_chars),
     "max_words": _limit_builder(max_words),
-    "tools_forbidden": _tools_builder(tools_forbidden),
-    "tools_required": _tools_builder(tools_required),
+    "tools_forbidden": _sharing(_tools_builder(tools_forbidden)),
+    "tools_required": _sharing(_tools_builder(tools_required)),
     "tools_sequence": _build_tools_sequence,
     "tools_match": _build_tools_match,
     "tools_before": _build_tools_before,
@@ -742,7 +763,7 @@ def checks_from_expect(expect: Mapping[str, Any]) -> list[NamedCheck]:
     empty list or object (a check that cannot fail is a defect), a range with
     min > max, or two entries that would give the same check name.
     """
-    if not isinstance(expect, Mapping):
+    if type(expect) is not dict and not isinstance(expect, Mapping):
         raise CheckSpecError(
             f"expected an object of expectations, got {_describe(expect)}", field="expect"
         )
@@ -854,6 +875,16 @@ def run_checks_detailed(
             f"expected the output as a string or None, got {_describe(output)}", field="output"
         )
     return {item.name: _run_one(item, output, case) for item in named}
+
+
+def run_built_checks(output: str, built: Sequence[NamedCheck], case: Any) -> dict[str, CheckResult]:
+    """:func:`run_checks_detailed` for checks already known to be named and distinct (those of
+    an ``expect`` block, from :func:`checks_from_expect`), on an output known to be text.
+
+    >>> run_built_checks("hola", checks_from_expect({"max_chars": 3}), None)
+    {'max_chars': CheckResult(passed=False, detail='4 characters, more than 3')}
+    """
+    return {item.name: _run_one(item, output, case) for item in built}
 
 
 def run_checks(

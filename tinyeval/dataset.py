@@ -365,7 +365,9 @@ _RESULT_STATUSES = ("pass", "fail", "error", "unchecked")
 
 
 def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> Case:
-    if not isinstance(record, Mapping):
+    # Every case read goes through here: the common shapes (a dict, a string id, no
+    # messages, no label...) are recognised by their exact type first, and the rest checked.
+    if type(record) is not dict and not isinstance(record, Mapping):
         raise DatasetError(
             f"expected a JSON object for each case, got {_describe(record)}", **where
         )
@@ -388,12 +390,16 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
             field="id",
             **where,
         )
-    if isinstance(raw_id, int) and not isinstance(raw_id, bool):
-        raw_id = str(raw_id)
-    if not isinstance(raw_id, str) or not raw_id.strip():
-        _expect_type(raw_id, "a non-empty string", "id", where)
+    if type(raw_id) is not str or not raw_id.strip():
+        if isinstance(raw_id, int) and not isinstance(raw_id, bool):
+            raw_id = str(raw_id)
+        if not isinstance(raw_id, str) or not raw_id.strip():
+            _expect_type(raw_id, "a non-empty string", "id", where)
 
-    conversation, final = _read_conversation(rec, where)
+    if "messages" not in rec and not isinstance(rec.get("input"), list):
+        conversation, final = None, None  # a plain input: no conversation to read
+    else:
+        conversation, final = _read_conversation(rec, where)
     null_output = "output" in rec and rec["output"] is None
     output = rec.pop("output", None)
     if final is not None:
@@ -421,27 +427,31 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
             _expect_type(output, "a string, a JSON object or list, or null", "output", where)
 
     context = rec.pop("context", None)
-    if isinstance(context, list) and all(isinstance(c, str) for c in context):
+    if context is None or type(context) is str:
+        pass
+    elif isinstance(context, list) and all(isinstance(c, str) for c in context):
         context = "\n\n".join(context)
-    elif context is not None and not isinstance(context, str):
+    elif not isinstance(context, str):
         _expect_type(context, "a string, a list of strings, or null", "context", where)
 
     category = rec.pop("category", "default")
-    if category is None:
-        category = "default"
-    if not isinstance(category, str) or not category.strip():
-        _expect_type(category, "a non-empty string", "category", where)
+    if type(category) is not str or not category.strip():
+        if category is None:
+            category = "default"
+        if not isinstance(category, str) or not category.strip():
+            _expect_type(category, "a non-empty string", "category", where)
 
     origin = rec.pop("origin", None)
-    if isinstance(origin, (int, float)) and not isinstance(origin, bool):
-        origin = str(origin)
-    if origin is not None and not isinstance(origin, str):
-        _expect_type(origin, "a string or null", "origin", where)
+    if origin is not None and type(origin) is not str:
+        if isinstance(origin, (int, float)) and not isinstance(origin, bool):
+            origin = str(origin)
+        if not isinstance(origin, str):
+            _expect_type(origin, "a string or null", "origin", where)
 
     expect = rec.pop("expect", None)
     if expect is None:
         expect = {}
-    if not isinstance(expect, Mapping):
+    if type(expect) is not dict and not isinstance(expect, Mapping):
         _expect_type(expect, "an object of expectations", "expect", where)
     expect = dict(expect)
     with _located(where):
@@ -452,20 +462,24 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
         tool_calls = []
     if not isinstance(tool_calls, list):
         _expect_type(tool_calls, "a list of tool calls", "tool_calls", where)
-    with _located(where):
-        checks.tool_names(tool_calls)
-    if null_output and tool_calls:
-        output = ""  # "content": null with tool calls: a response that only calls tools
+    if tool_calls:
+        with _located(where):
+            checks.tool_names(tool_calls)
+        if null_output:
+            output = ""  # "content": null with tool calls: a response that only calls tools
 
     label = rec.pop("label", None)
-    if isinstance(label, str) and label.strip().upper() in ("PASS", "FAIL"):
+    if label is None:
+        pass
+    elif isinstance(label, str) and label.strip().upper() in ("PASS", "FAIL"):
         label = label.strip().upper()
     elif isinstance(label, str) and _parse_number(label) is not None:
         label = _parse_number(label)
-    elif label is not None and not _is_finite_number(label):
+    elif not _is_finite_number(label):
         _expect_type(label, '"PASS", "FAIL", a number, or null', "label", where)
 
-    return Case(
+    case = _NEW_CASE(Case)  # every field given: the dataclass's frozen __init__ costs 5x more
+    case.__dict__.update(
         id=raw_id,
         input=rec.pop("input", None),
         output=output,
@@ -481,6 +495,10 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
         line=where.get("line"),
         built_checks=(expect, built),
     )
+    return case
+
+
+_NEW_CASE = object.__new__
 
 
 def _read_conversation(

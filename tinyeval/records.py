@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
+from . import __version__
 from .errors import IncompleteError, InputError, json_problem, plural, shorten, utc_stamp
 
 __all__ = [
@@ -114,8 +115,6 @@ def new_row(
     >>> row["id"], row["status"], row["judges"], row["run"]
     ('a', 'error', {}, None)
     """
-    from . import __version__
-
     return {
         "id": case.id,
         "category": case.category,
@@ -207,6 +206,8 @@ def verdicts(row: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     {'old': {'name': 'old', 'verdict': 'FAIL'}}
     """
     judges = row.get("judges")
+    if type(judges) is dict and not judges and "judge" not in row:
+        return {}  # the common row: no judge looked at it
     if isinstance(judges, Mapping) and judges:
         return {str(name): v for name, v in judges.items() if isinstance(v, Mapping)}
     old = row.get("judge")

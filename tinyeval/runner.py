@@ -284,11 +284,14 @@ def evaluate_case(
 
         if tool_calls is not case.tool_calls:
             case = replace(case, output=output, tool_calls=tool_calls)
-        all_checks = [*case.expect_checks(), *checks]
-        results = checks_mod.run_checks_detailed(output, all_checks, case=case)
-        row["checks"] = {name: r.passed for name, r in results.items()}
+        if checks or type(output) is not str:
+            results = checks_mod.run_checks_detailed(output, [*case.expect_checks(), *checks],
+                                                     case=case)  # fmt: skip
+        else:  # the case's own checks only: built, named and told apart when it was read
+            results = checks_mod.run_built_checks(output, case.expect_checks(), case)
+        passed = row["checks"] = {name: r.passed for name, r in results.items()}
         row["check_details"] = {name: r.detail for name, r in results.items() if r.detail}
-        checks_ok = all(row["checks"].values())
+        checks_ok = all(passed.values())
 
         judges_ok = True
         gated_by_judge = False
