@@ -11,14 +11,16 @@ from typing import ClassVar
 import pytest
 
 from tinyeval.checks import check
-from tinyeval.cli._common import Progress, parse_shard
+from tinyeval.cli._common import Progress
 from tinyeval.dataset import Case
+from tinyeval.errors import InputError
 from tinyeval.records import ResultsFileError, read_rows
 from tinyeval.runner import (
     evaluate_case,
     run,
     shard_index,
 )
+from tinyeval.session import parse_shard
 
 
 def amount_case(i: int, cents: int, *, right: bool = True) -> Case:
@@ -268,7 +270,7 @@ class TestShards:
 
     @pytest.mark.parametrize("text", ["0/2", "3/2", "1", "a/b", "1/0"])
     def test_bad_shard_text(self, text: str) -> None:
-        with pytest.raises(ValueError, match="--shard"):
+        with pytest.raises(InputError, match="shard: expected I/N"):
             parse_shard(text)
 
 

@@ -39,7 +39,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +56,10 @@ __all__ = [
     "case_ids",
     "open_executor",
     "open_model",
+    "parse_shard",
     "refuse_unknown_categories",
     "suite_options",
+    "with_suite",
 ]
 
 
@@ -138,6 +140,39 @@ class RunSettings:
     suite: Any = None  # the tinyeval.suite.Suite these settings came from
     suite_overridden: Sequence[str] = ()  # suite keys the caller gave again
 
+    def refuse_out_of_range(self) -> None:
+        """Refuse a number out of its range, and settings that cannot go together.
+
+        >>> RunSettings(cases="c", concurrency=0).refuse_out_of_range()
+        Traceback (most recent call last):
+        ...
+        tinyeval.errors.InputError: concurrency: must be 1 or more, got 0
+        """
+        least = {"max_errors": 0, "fail_fast": 0, "show_failures": 0, "concurrency": 1,
+                 "sample": 1}  # fmt: skip
+        for name, low in least.items():
+            value = getattr(self, name)
+            if value is not None and value < low:
+                raise InputError(f"must be {low} or more, got {value}", field=name)
+        if self.rejudge and self.generate_model:
+            raise InputError("checks and judges recorded outputs; it takes no generate model "
+                             "(generate_model)", field="rejudge")  # fmt: skip
+
+    def unused(self) -> list[tuple[str, tuple[str, ...]]]:
+        """The settings given (not at their default) that have no effect without another one,
+        each with the settings that would give it one.
+
+        >>> RunSettings(cases="c", votes=3, max_cost=5.0, price="in=1,out=2").unused()
+        [('votes', ('criterion', 'rubric'))]
+        """
+        judged = bool(self.criterion or self.rubric or self.judges)
+        present = {"criterion": judged, "rubric": judged, "price": bool(self.price),
+                   "generate_model": bool(self.generate_model)}  # fmt: skip
+        defaults = {f.name: f.default for f in fields(self)}
+        return [(name, partners) for name, partners in _NEEDS.items()
+                if getattr(self, name) != defaults[name]
+                and not any(present[p] for p in partners)]  # fmt: skip
+
     def gate_options(self) -> dict[str, Any]:
         """The keywords of :func:`tinyeval.gating.gate` these settings give.
 
@@ -150,6 +185,23 @@ class RunSettings:
             "inconclusive": self.inconclusive,
             "allow_unchecked": self.allow_unchecked,
         }
+
+
+_JUDGED = ("criterion", "rubric")
+_NEEDS = {  # a setting, and the settings without which it has no effect
+    "judge_model": _JUDGED,
+    "votes": _JUDGED,
+    "judge_style": _JUDGED,
+    "judge_all": _JUDGED,
+    "judge_category": _JUDGED,
+    "review_out": _JUDGED,
+    "calibration": _JUDGED,
+    "prompt_template": ("generate_model",),
+    "max_tokens": ("generate_model",),
+    "regenerate": ("generate_model",),
+    "max_cost": ("price",),
+    "trials": ("generate_model",),
+}
 
 
 @dataclass(frozen=True)
@@ -223,8 +275,7 @@ class Session:
 
     def __init__(self, settings: RunSettings) -> None:
         self.settings = s = settings
-        if s.max_errors is not None and s.max_errors < 0:
-            raise InputError(f"must be 0 or more, got {s.max_errors}", field="max_errors")
+        s.refuse_out_of_range()
         self.jurors = _jurors(s.judge_model)
         spec = self.jurors[0] if len(self.jurors) == 1 else None
         if len(self.jurors) > 1:
@@ -632,6 +683,78 @@ def suite_options(suite: Any) -> dict[str, Any]:
                              "used for both", path=suite.path, field="models")  # fmt: skip
         options[name] = values.pop() if values else None
     return options
+
+
+def with_suite(options: Mapping[str, Any], suite: Any) -> tuple[dict[str, Any], list[str]]:
+    """``options`` (by the names of :func:`suite_options`) with what ``suite`` sets filled in
+    where an option is left out or at its default, and the suite's keys that the options set
+    to something else (said in the run's header).
+
+    Fields and thresholds are merged key by key, the options winning; the suite's judges are
+    used only when the options give no ``criterion`` or ``rubric``.
+
+    >>> from tinyeval.suite import Suite
+    >>> suite = Suite(cases=("cases.jsonl",), thresholds={"tone": 0.9, "amounts": 1.0},
+    ...               concurrency=8, out="suite.jsonl")
+    >>> options, overridden = with_suite({"thresholds": {"tone": "0.8"}, "out": "mine.jsonl"},
+    ...                                  suite)
+    >>> options["cases"], options["thresholds"], options["concurrency"], options["out"]
+    ('cases.jsonl', {'tone': '0.8', 'amounts': '1.0'}, 8, 'mine.jsonl')
+    >>> overridden
+    ['thresholds.tone', 'out']
+    """
+    import os
+
+    defaults = {f.name: f.default for f in fields(RunSettings)}
+    found, merged, overridden = suite_options(suite), dict(options), []
+    cases = found.pop("cases")
+    if merged.get("cases") is None:
+        merged["cases"] = cases
+    elif cases and os.path.abspath(merged["cases"]) != os.path.abspath(cases):
+        overridden.append("cases")
+    if merged["cases"] is None:
+        raise InputError("the suite names no cases file", path=suite.path, field="cases")
+    given = merged.get("fields") or {}
+    overridden += ["fields"] if given and found["fields"] else []
+    merged["fields"] = {**found.pop("fields"), **given}
+    given = merged.get("thresholds") or {}
+    overridden += [
+        f"thresholds.{category}" for category in given if category in found["thresholds"]
+    ]
+    merged["thresholds"] = {**found.pop("thresholds"), **given}
+    judges = found.pop("judges")
+    if judges and not (merged.get("criterion") or merged.get("rubric")):
+        merged["judges"] = judges
+    if merged.get("inconclusive") is not None:
+        found.pop("inconclusive")
+    for name, value in found.items():
+        if value is None:
+            continue
+        if merged.get(name, defaults.get(name)) == defaults.get(name):
+            merged[name] = value
+        elif merged[name] != value:
+            overridden.append(name)
+    return merged, overridden
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """Parse a shard given as ``I/N`` (shard I of N, 1-based).
+
+    >>> parse_shard("2/4")
+    (2, 4)
+    >>> parse_shard("5/4")
+    Traceback (most recent call last):
+    ...
+    tinyeval.errors.InputError: shard: expected I/N with 1 <= I <= N, got '5/4'
+    """
+    left, sep, right = text.partition("/")
+    try:
+        index, count = int(left), int(right)
+    except ValueError:
+        index = count = 0
+    if not sep or count < 1 or not 1 <= index <= count:
+        raise InputError(f"expected I/N with 1 <= I <= N, got {text!r}", field="shard")
+    return index, count
 
 
 def open_model(

@@ -121,19 +121,6 @@ def add_model_options(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
 # fmt: on
 
 
-def open_model(
-    args: argparse.Namespace, spec: str, *, max_tokens: int | None, cache: Any
-) -> tuple[Any, Any]:
-    """Resolve a model spec with the command's options, in the response cache unless told
-    not to; returns the model and the cache (opened on first need, shared by later models)."""
-    from ..session import open_model as open_with
-
-    return open_with(spec, base_url=args.base_url, timeout=args.timeout,
-                     temperature=args.temperature, max_tokens=max_tokens,
-                     max_response_bytes=args.max_response_bytes, cache_path=args.cache,
-                     no_cache=args.no_cache, refresh=args.refresh, cache=cache)  # fmt: skip
-
-
 # fmt: off
 def add_threshold_options(p: Any) -> None:
     """The gate's options (thresholds, inconclusive handling), on a parser or an argument group."""
@@ -196,89 +183,43 @@ def write_reports(
     rows: Any,
     report: Any,
     *,
-    run_info: dict[str, Any] | None = None,
-    cases_file: str | None = None,
+    run_info: Any = None,
+    cases_file: Any = None,
 ) -> None:
-    """Write the --junit, --markdown and --html files asked for, each all or nothing, and the
-    GitHub job summary and annotations when running in GitHub Actions (or with --github).
+    """Write the --junit, --markdown and --html files asked for and, in GitHub Actions (or
+    with --github), the job summary; print the annotations. ``rows``: rows or a results file."""
+    from ..report import write_reports as write
 
-    ``rows`` is a function returning the result rows, called only when something needs them.
-    """
-    from ..records import write_text_atomically
-    from ..report import (
-        append_step_summary,
-        github_summary,
-        html_report,
-        junit_gate_xml,
-        summary_markdown,
-        workflow_commands,
-    )
-
-    github = bool(getattr(args, "github", False) or os.environ.get("GITHUB_STEP_SUMMARY"))
-    if not (args.junit or args.markdown or args.html or github):
-        return
-    every = list(rows()) if (args.junit or args.html or github) else []
-    if args.junit:
-        write_text_atomically(args.junit, junit_gate_xml(report, every) + "\n")
-    if args.markdown:
-        write_text_atomically(args.markdown, summary_markdown(report) + "\n")
-    if args.html:
-        write_text_atomically(args.html, html_report(every, report, run_info=run_info))
-    if github:
-        written = append_step_summary(github_summary(report, every))
-        if written is None and getattr(args, "github", False):
-            print(f"{PROG}: --github: GITHUB_STEP_SUMMARY is not set, so no job summary was "
-                  "written; the annotations follow", file=sys.stderr)  # fmt: skip
-        for command in workflow_commands(report, every, cases_file=cases_file):
-            print(command)
-
-
-def parse_shard(text: str) -> tuple[int, int]:
-    """Parse ``--shard I/N`` (shard I of N, 1-based).
-
-    >>> parse_shard("2/4")
-    (2, 4)
-    """
-    left, sep, right = text.partition("/")
-    try:
-        index, count = int(left), int(right)
-    except ValueError:
-        index = count = 0
-    if not sep or count < 1 or not 1 <= index <= count:
-        raise UsageError(f"--shard expects I/N with 1 <= I <= N, got {text!r}")
-    return index, count
+    written = write(report, rows, junit=args.junit, markdown=args.markdown, html=args.html,
+                    github=args.github or None, run_info=run_info,
+                    cases_file=cases_file)  # fmt: skip
+    if args.github and written.step_summary is None:
+        print(f"{PROG}: --github: GITHUB_STEP_SUMMARY is not set, so no job summary was "
+              "written; the annotations follow", file=sys.stderr)  # fmt: skip
+    for command in written.annotations:
+        print(command)
 
 
 class Progress:
     """One self-overwriting status line on a terminal: done/total, rate, ETA, failures, errors.
 
     It prints nothing unless ``stream`` is a terminal, so piped output stays clean.
-    Rows kept from an earlier run (``resumed``) count in the totals but not in
-    the speed or the ETA, which measure this session alone.
     """
 
-    def __init__(
-        self, total: int, stream: IO[str], *, enabled: bool = True, resumed: int = 0
-    ) -> None:
+    def __init__(self, total: int, stream: IO[str], *, enabled: bool = True) -> None:
         self.total = total
         self.stream = stream
         self.enabled = enabled and bool(getattr(stream, "isatty", lambda: False)())
-        self.resumed = resumed
-        self.done = resumed
-        self.failed = self.errors = 0
+        self.done = self.failed = self.errors = 0
         self.started = time.perf_counter()
         self._last = 0.0
         self._closed = False
 
-    def count_earlier(self, row: Mapping[str, Any]) -> None:
-        """Count a row kept from an earlier run in the failures and errors."""
-        self.failed += row.get("status") == "fail"
-        self.errors += row.get("status") == "error"
-
     def update(self, row: Mapping[str, Any]) -> None:
         """Count one finished row and redraw at most ten times a second."""
         self.done += 1
-        self.count_earlier(row)
+        self.failed += row.get("status") == "fail"
+        self.errors += row.get("status") == "error"
         now = time.perf_counter()
         if self.enabled and (now - self._last > 0.1 or self.done == self.total):
             self._last = now
@@ -289,12 +230,12 @@ class Progress:
         """The status line.
 
         >>> import io
-        >>> p = Progress(10, io.StringIO(), resumed=4); p.update({"status": "fail"})
+        >>> p = Progress(10, io.StringIO()); p.update({"status": "fail"})
         >>> p.line(p.started + 2.0)
-        '5/10 · 0.5 cases/s · ETA 10s · 1 failed · 0 errors'
+        '1/10 · 0.5 cases/s · ETA 18s · 1 failed · 0 errors'
         """
         elapsed = max((now or time.perf_counter()) - self.started, 1e-9)
-        rate = (self.done - self.resumed) / elapsed
+        rate = self.done / elapsed
         eta = (self.total - self.done) / rate if rate > 0 else float("inf")
         eta_text = f"{eta:.0f}s" if eta != float("inf") else "?"
         return (

@@ -54,12 +54,9 @@ def _add_cost(sub: Any) -> None:
     p.add_argument("--results", metavar="FILE",
                    help="instead of estimating, add up the usage recorded in a results file")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    # what every option is when not given, so a suite file can fill in what was left out
-    p.set_defaults(handler=_cmd_cost, option_defaults={a.dest: a.default for a in p._actions})
     # the run settings a cost of CASES takes from no option of its own: the run's defaults
-    p.set_defaults(rubric=[], field=[], threshold=[], default_threshold=None, inconclusive=None,
-                   gate_on=None, allow_unchecked=None, shard=None, suite_judges=(),
-                   suite_overridden=[])
+    p.set_defaults(handler=_cmd_cost, field=[], threshold=[], default_threshold=None,
+                   inconclusive=None, gate_on=None, allow_unchecked=None, shard=None)
 # fmt: on
 
 
@@ -103,11 +100,9 @@ def _cost_of_a_run(args: argparse.Namespace) -> int:
     """The dry run of a run over CASES (or the suite's cases): its calls, tokens and cost."""
     from ..session import Session
     from .run import settings_from
-    from .suite import apply_suite
 
     args.cases = args.cases_file
-    suite = apply_suite(args)
-    with Session(settings_from(args, suite)) as session:
+    with Session(settings_from(args)) as session:
         plan = session.dry_run(session.prepare())
     print_plan(plan, session.price, as_json=args.json)
     return EXIT_OK

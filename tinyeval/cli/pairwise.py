@@ -14,7 +14,6 @@ from ._common import (
     PROG,
     UsageError,
     add_model_options,
-    open_model,
     print_json,
     refuse_overwriting,
 )
@@ -51,10 +50,14 @@ def _cmd_pairwise(args: argparse.Namespace) -> int:
     from ..pairwise import PairwiseJudge, PairwiseSummary
     from ..records import read_rows
     from ..runner import run_pairs
+    from ..session import open_model
 
     refuse_overwriting([args.a, args.b], [("--out", args.out)])
     judge = PairwiseJudge(args.criterion)
-    model, cache = open_model(args, args.judge_model, max_tokens=args.judge_max_tokens, cache=None)
+    model, cache = open_model(args.judge_model, base_url=args.base_url, timeout=args.timeout,
+                              temperature=args.temperature, max_tokens=args.judge_max_tokens,
+                              max_response_bytes=args.max_response_bytes, cache_path=args.cache,
+                              no_cache=args.no_cache, refresh=args.refresh)  # fmt: skip
     try:
         done = run_pairs(read_rows(args.a), read_rows(args.b), judge, model,
                          categories=args.category, concurrency=args.concurrency)  # fmt: skip

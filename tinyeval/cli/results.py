@@ -89,7 +89,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
         if holdout is not None:
             print(holdout_text(holdout, held_out=args.holdout, salt=args.salt))
     manifest: dict[str, Any] = rows[0]["run"] if isinstance(rows[0].get("run"), dict) else {}
-    write_reports(args, lambda: rows, summary.report, run_info=dict(summary.info),
+    write_reports(args, rows, summary.report, run_info=summary.info,
                   cases_file=manifest.get("cases_file"))  # fmt: skip
     if not summary.complete:
         return EXIT_INCOMPLETE

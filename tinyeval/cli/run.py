@@ -24,7 +24,6 @@ from ._common import (
     add_report_files,
     add_threshold_options,
     gate_options,
-    parse_shard,
     print_json,
     print_plan,
     refuse_overwriting,
@@ -126,80 +125,54 @@ def _add_run(sub: Any) -> None:
                    help="list up to N failed cases per category and why (default: 5; 0 lists "
                    "none)")
     _add_run_execution_options(p)
-    # what every option is when not given, so a suite file can fill in what was left out
-    defaults = {action.dest: action.default for action in p._actions}
-    p.set_defaults(handler=_cmd_run, option_defaults=defaults, suite_judges=(),
-                   suite_overridden=[])  # fmt: skip
+    p.set_defaults(handler=_cmd_run)
 # fmt: on
 
 
-def _check_run_options(args: argparse.Namespace) -> None:
-    """Options that only mean something with another one, and numbers out of range."""
-    judged = bool(args.criterion or args.rubric or args.suite_judges)
-    needs = [
-        ("--judge-model", args.judge_model is not None, judged, "--criterion or --rubric"),
-        ("--votes", args.votes != 1, judged, "--criterion or --rubric"),
-        ("--judge-style", args.judge_style != "verdict-first", judged, "--criterion or --rubric"),
-        ("--judge-all", args.judge_all, judged, "--criterion or --rubric"),
-        ("--judge-category", bool(args.judge_category), judged, "--criterion or --rubric"),
-        ("--review-out", bool(args.review_out), judged, "--criterion or --rubric"),
-        ("--calibration", bool(args.calibration), judged, "--criterion or --rubric"),
-        ("--prompt-template", bool(args.prompt_template), bool(args.generate_model),
-         "--generate-model"),
-        ("--max-tokens", args.max_tokens is not None, bool(args.generate_model),
-         "--generate-model"),
-        ("--regenerate", args.regenerate, bool(args.generate_model), "--generate-model"),
-        ("--max-cost", args.max_cost is not None, bool(args.price), "--price"),
-        ("--trials", args.trials != 1, bool(args.generate_model), "--generate-model"),
-    ]  # fmt: skip
-    for option, given, partner_given, partner in needs:
-        if given and not partner_given:
-            raise UsageError(f"{option} has no effect without {partner}")
-    for option, value in (("--fail-fast", args.fail_fast), ("--show-failures", args.show_failures),
-                          ("--concurrency", args.concurrency - 1)):  # fmt: skip
-        if value < 0:
-            raise UsageError(f"{option} must be {1 if option == '--concurrency' else 0} or more")
-    if args.sample is not None and args.sample < 1:
-        raise UsageError(f"--sample must be 1 or more, got {args.sample}")
-    if args.rejudge and args.generate_model:
-        raise UsageError("--rejudge checks recorded outputs; it does not take --generate-model")
-    refuse_overwriting([args.cases, *filter(None, [args.rejudge])],
-                       [("--out", args.out), ("--review-out", args.review_out),
+def _check_run_options(args: argparse.Namespace, settings: Any) -> None:
+    """Options that only mean something with another one, and outputs over an input."""
+    for name, partners in settings.unused():
+        wanted = " or ".join(f"--{partner.replace('_', '-')}" for partner in partners)
+        raise UsageError(f"--{name.replace('_', '-')} has no effect without {wanted}")
+    refuse_overwriting([settings.cases, *filter(None, [settings.rejudge])],
+                       [("--out", settings.out), ("--review-out", settings.review_out),
                         ("--junit", args.junit), ("--markdown", args.markdown),
                         ("--html", args.html)])  # fmt: skip
 
 
-def settings_from(args: argparse.Namespace, suite: Any = None) -> Any:
-    """The run's :class:`~tinyeval.session.RunSettings` from its parsed options."""
+def settings_from(args: argparse.Namespace) -> Any:
+    """The run's :class:`~tinyeval.session.RunSettings` from its parsed options, with the suite
+    file's where they are left out (``args`` takes the suite's values too: its report files)."""
     from dataclasses import fields
 
     from ..dataset import parse_field_mapping
-    from ..session import RunSettings
+    from ..session import RunSettings, parse_shard, with_suite
+    from .suite import suite_of
 
-    named = {f.name for f in fields(RunSettings)} & set(vars(args))
-    given = {name: getattr(args, name) for name in named}
-    gating = gate_options(args)  # thresholds as a dict; --gate-on folded into inconclusive
-    return RunSettings(**{
-        **given, **gating, "fields": parse_field_mapping(args.field),
-        "shard": parse_shard(args.shard) if args.shard else None,
-        "judges": args.suite_judges, "suite": suite, "suite_overridden": args.suite_overridden,
-    })  # fmt: skip
+    options = {**vars(args), **gate_options(args), "fields": parse_field_mapping(args.field),
+               "shard": parse_shard(args.shard) if args.shard else None}  # fmt: skip
+    overridden: list[str] = []
+    suite = suite_of(args)
+    if suite is not None:
+        options, overridden = with_suite(options, suite)
+        vars(args).update(options)
+    named = {f.name for f in fields(RunSettings)} & set(options)
+    return RunSettings(**{name: options[name] for name in named}, suite=suite,
+                       suite_overridden=overridden)  # fmt: skip
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from ..dataset import ResultsNotCasesError
-    from ..records import read_rows
     from ..session import Session
     from ..summary import header
-    from .suite import apply_suite
 
     # Everything that can be wrong with the command is found before the cases are read,
     # and everything wrong with the cases before any of them runs.
     jurors = list(args.judge_model or [])
     args.judge_model = jurors[0] if len(jurors) == 1 else (jurors or None)
-    suite = apply_suite(args)
-    _check_run_options(args)
-    session = Session(settings_from(args, suite))
+    settings = settings_from(args)
+    _check_run_options(args, settings)
+    session = Session(settings)
     with session:
         try:
             ready = session.prepare()
@@ -216,8 +189,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(summary.to_text(header(session, ready)))
     elif not summary.report.passed:
         print(summary.to_text(brief=True), file=sys.stderr)
-    write_reports(args, lambda: read_rows(args.out), summary.report, run_info=dict(summary.info),
-                  cases_file=args.cases)  # fmt: skip
+    write_reports(args, args.out, summary.report, run_info=summary.info, cases_file=args.cases)
     stopped_by = getattr(session.stop, "signal", None)
     if stopped_by is not None:  # asked to stop: said so already, with the resume command
         return 128 + int(stopped_by)
