@@ -27,7 +27,10 @@ from ._common import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, PROG, UsageError
 
 __all__ = ["UsageError", "build_parser", "main"]
 
-_COMMAND_MODULES = (run, suite, results, pairwise, labels, statistics, cost)  # the order of --help
+# what adds each sub-command's parser, in the order of --help
+_COMMANDS = (run.add_run, suite.add_init, results.add_gate_and_report, results.add_compare,
+             results.add_merge, results.add_split, pairwise.add_pairwise, labels.add_label,
+             labels.add_calibrate, statistics.add_stats, cost.add_cost)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,9 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for module in _COMMAND_MODULES:
-        for _name, add in module.COMMANDS:
-            add(sub)
+    for add in _COMMANDS:
+        add(sub)
     return parser
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from typing import Any
 
 from ._common import (
@@ -13,12 +12,9 @@ from ._common import (
     print_plan,
 )
 
-# (name, function adding the sub-command's parser); collected by tinyeval.cli
-COMMANDS: list[tuple[str, Callable[[Any], None]]] = []
-
 
 # fmt: off
-def _add_cost(sub: Any) -> None:
+def add_cost(sub: Any) -> None:
     p = sub.add_parser(
         "cost",
         help="estimate the judge calls, tokens and dollars of a run (or add up a finished one)",
@@ -120,6 +116,3 @@ def _cost_of_results(path: str, price: Any, *, as_json: bool) -> int:
     else:
         print(found)
     return EXIT_OK
-
-
-COMMANDS.append(("cost", _add_cost))

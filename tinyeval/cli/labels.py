@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from ..records import write_records
@@ -18,12 +17,9 @@ from ._common import (
     same_file,
 )
 
-# (name, function adding the sub-command's parser); collected by tinyeval.cli
-COMMANDS: list[tuple[str, Callable[[Any], None]]] = []
-
 
 # fmt: off
-def _add_label(sub: Any) -> None:
+def add_label(sub: Any) -> None:
     p = sub.add_parser("label", help="label result rows by hand, blind to the judge (resumable)",
                        description="Show the cases of RESULTS one at a time (input, context, "
                        "output; never the judge's verdict, checks or status) and append each "
@@ -137,7 +133,7 @@ def _cmd_label(args: argparse.Namespace) -> int:
 
 
 # fmt: off
-def _add_calibrate(sub: Any) -> None:
+def add_calibrate(sub: Any) -> None:
     p = sub.add_parser(
         "calibrate",
         help="compare the judge with your labels: failure recall, false alarms, kappa",
@@ -203,7 +199,3 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     for note in notes:  # on stderr beside --json, so the standard output stays one object
         print(f"{PROG}: {note}" if args.json else note, file=sys.stderr if args.json else None)
     return EXIT_OK
-
-
-COMMANDS.append(("label", _add_label))
-COMMANDS.append(("calibrate", _add_calibrate))

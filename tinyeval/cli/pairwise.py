@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from ..records import write_records
@@ -18,12 +17,9 @@ from ._common import (
     refuse_overwriting,
 )
 
-# (name, function adding the sub-command's parser); collected by tinyeval.cli
-COMMANDS: list[tuple[str, Callable[[Any], None]]] = []
-
 
 # fmt: off
-def _add_pairwise(sub: Any) -> None:
+def add_pairwise(sub: Any) -> None:
     p = sub.add_parser("pairwise",
                        help="which of two runs answered better, each case asked in both orders",
                        description="Pair two results files by case id and ask a pairwise judge "
@@ -77,6 +73,3 @@ def _cmd_pairwise(args: argparse.Namespace) -> int:
     else:
         print(summary.to_text())
     return EXIT_OK
-
-
-COMMANDS.append(("pairwise", _add_pairwise))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from ..errors import plural
@@ -23,48 +22,30 @@ from ._common import (
     write_reports,
 )
 
-# (name, function adding the sub-command's parser); collected by tinyeval.cli
-COMMANDS: list[tuple[str, Callable[[Any], None]]] = []
-
-
-def _add_gate(sub: Any) -> None:
-    _add_results_command(
-        sub,
-        "gate",
-        summary="apply per-category thresholds to a results file (e.g. merged shards); exit 1 "
-        "when a category blocks",
-        description="Recompute the per-category table and gate from result rows, without "
-        "running anything. Exit 1 when a category blocks.",
-        handler=_cmd_gate,
-    )
-
-
-def _add_report(sub: Any) -> None:
-    _add_results_command(
-        sub,
-        "report",
-        summary="render a results file: the table, and --html/--junit/--markdown files (exit 0)",
-        description="The same table and files as gate, for reading rather than gating: "
-        "it exits 0 whatever the thresholds say (bad input still exits 2).",
-        handler=_cmd_report,
-    )
+_GATE_AND_REPORT = (
+    ("gate", "apply per-category thresholds to a results file (e.g. merged shards); exit 1 when "
+     "a category blocks", "Recompute the per-category table and gate from result rows, without "
+     "running anything. Exit 1 when a category blocks."),
+    ("report", "render a results file: the table, and --html/--junit/--markdown files (exit 0)",
+     "The same table and files as gate, for reading rather than gating: it exits 0 whatever "
+     "the thresholds say (bad input still exits 2)."),
+)  # fmt: skip
 
 
 # fmt: off
-def _add_results_command(
-    sub: Any, name: str, *, summary: str, description: str, handler: Callable[..., int]
-) -> None:
-    p = sub.add_parser(name, help=summary, description=description)
-    p.add_argument("results", metavar="RESULTS", help="a results file written by tinyeval run")
-    add_threshold_options(p)
-    p.add_argument("--holdout", type=proportion, metavar="FRACTION",
-                   help="also compare the development cases with the held-out ones, split as "
-                   "tinyeval split does (e.g. 0.2); the gate itself is unchanged")
-    p.add_argument("--salt", default="tinyeval-holdout",
-                   help="salt of the holdout split (as for split)")
-    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    add_report_files(p)
-    p.set_defaults(handler=handler)
+def add_gate_and_report(sub: Any) -> None:
+    for name, summary, description in _GATE_AND_REPORT:
+        p = sub.add_parser(name, help=summary, description=description)
+        p.add_argument("results", metavar="RESULTS", help="a results file written by tinyeval run")
+        add_threshold_options(p)
+        p.add_argument("--holdout", type=proportion, metavar="FRACTION",
+                       help="also compare the development cases with the held-out ones, split "
+                       "as tinyeval split does (e.g. 0.2); the gate itself is unchanged")
+        p.add_argument("--salt", default="tinyeval-holdout",
+                       help="salt of the holdout split (as for split)")
+        p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+        add_report_files(p)
+        p.set_defaults(handler=_cmd_gate if name == "gate" else _cmd_report)
 # fmt: on
 
 
@@ -102,7 +83,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 # fmt: off
-def _add_merge(sub: Any) -> None:
+def add_merge(sub: Any) -> None:
     p = sub.add_parser("merge", help="join the results of shards (run --shard I/N) into one file",
                        description="Join result files into one. Every file must come from the "
                        "same dataset (same fingerprint), no case or shard may appear twice, and "
@@ -130,7 +111,7 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 
 
 # fmt: off
-def _add_split(sub: Any) -> None:
+def add_split(sub: Any) -> None:
     p = sub.add_parser("split",
                        help="split cases into development and holdout sets by a stable hash of "
                        "the id",
@@ -182,7 +163,7 @@ def _cmd_split(args: argparse.Namespace) -> int:
 
 
 # fmt: off
-def _add_compare(sub: Any) -> None:
+def add_compare(sub: Any) -> None:
     p = sub.add_parser("compare",
                        help="compare two runs case by case (before → after), with McNemar's "
                        "exact test",
@@ -218,10 +199,3 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.fail_on_regression and report.regressions(args.alpha):
         return EXIT_GATE_FAILED
     return EXIT_OK
-
-
-COMMANDS.append(("gate", _add_gate))
-COMMANDS.append(("report", _add_report))
-COMMANDS.append(("compare", _add_compare))
-COMMANDS.append(("merge", _add_merge))
-COMMANDS.append(("split", _add_split))

@@ -30,15 +30,11 @@ from ._common import (
     write_reports,
 )
 
-# (name, function adding the sub-command's parser); collected by tinyeval.cli
-COMMANDS: list[tuple[str, Callable[[Any], None]]] = []
-
-
 DEFAULT_OUT = "tinyeval-results.jsonl"
 
 
 # fmt: off
-def _add_run(sub: Any) -> None:
+def add_run(sub: Any) -> None:
     p = sub.add_parser(
         "run",
         help="evaluate a cases file: code checks, then the judge, then the gate per category",
@@ -322,6 +318,3 @@ def _resume_command() -> str:
     else:
         words = [program, *sys.argv[1:]]
     return shlex.join(words if "--resume" in words else [*words, "--resume"])
-
-
-COMMANDS.append(("run", _add_run))

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from typing import Any
 
 from .. import sentences
 from ._common import EXIT_OK, UsageError, print_json, proportion
 
-# (name, function adding the sub-command's parser); collected by tinyeval.cli
-COMMANDS: list[tuple[str, Callable[[Any], None]]] = []
 
-
-def _add_stats(sub: Any) -> None:
+def add_stats(sub: Any) -> None:
     p = sub.add_parser(
         "stats",
         help="intervals, sample sizes, power and paired tests, in sentences for a pull request",
@@ -143,6 +139,3 @@ def _cmd_stats_mcnemar(args: argparse.Namespace) -> int:
     if not 0.0 < alpha < 1.0:  # said as typed; the library names its keyword instead
         raise UsageError(f"--alpha must be between 0 and 1 (exclusive), got {args.alpha!r}")
     return _stats_print(args, sentences.mcnemar_sentence(b, c, alpha))
-
-
-COMMANDS.append(("stats", _add_stats))

@@ -9,14 +9,10 @@ the file, and the run says which ones did.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ._common import EXIT_OK, UsageError
-
-# (name, function adding the sub-command's parser); collected by tinyeval.cli
-COMMANDS: list[tuple[str, Callable[[Any], None]]] = []
 
 
 def suite_of(args: argparse.Namespace) -> Any:
@@ -35,7 +31,7 @@ def suite_of(args: argparse.Namespace) -> Any:
 
 
 # fmt: off
-def _add_init(sub: Any) -> None:
+def add_init(sub: Any) -> None:
     p = sub.add_parser(
         "init",
         help="write a commented starter suite file, tinyeval.toml",
@@ -61,6 +57,3 @@ def _cmd_init(args: argparse.Namespace) -> int:
     write_text_atomically(target, starter_text())
     print(f"wrote {target}: set cases, thresholds and judges, then run `tinyeval run`")
     return EXIT_OK
-
-
-COMMANDS.append(("init", _add_init))
