@@ -106,30 +106,28 @@ def main(argv: list[str] | None = None) -> int:
         # the reader went away (``tinyeval … | head``): not an error of ours
         sys.stderr.close()
         return EXIT_OK
-    except (InputError, StatisticsError) as exc:
+    except Exception as exc:
         if debug:
             raise
-        print(f"{PROG}: error: {_as_given(exc, parser, args)}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except IncompleteError as exc:
-        if debug:
-            raise
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return EXIT_INCOMPLETE
-    except OSError as exc:
-        if debug:
-            raise
-        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        print(f"{PROG}: error: {where}{exc.strerror or exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except Exception as exc:  # a bug of ours: one line and exit 3, never a gate's exit 1
-        if debug:
-            raise
-        from ..models import scrub
+        code, said = _failure(exc, parser, args)
+        print(f"{PROG}: {said}", file=sys.stderr)
+        return code
 
-        print(
-            f"{PROG}: internal error, the command could not complete: {type(exc).__name__}: "
-            f"{scrub(str(exc))} (run again with --debug for the traceback, and please report it)",
-            file=sys.stderr,
-        )
-        return EXIT_INCOMPLETE
+
+def _failure(
+    exc: Exception, parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> tuple[int, str]:
+    """The exit code of an error and the line that says it."""
+    if isinstance(exc, InputError | StatisticsError):
+        return EXIT_BAD_INPUT, f"error: {_as_given(exc, parser, args)}"
+    if isinstance(exc, IncompleteError):
+        return EXIT_INCOMPLETE, str(exc)
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        return EXIT_BAD_INPUT, f"error: {where}{exc.strerror or exc}"
+    from ..models import scrub  # a bug of ours: one line and exit 3, never a gate's exit 1
+
+    return EXIT_INCOMPLETE, (
+        f"internal error, the command could not complete: {type(exc).__name__}: "
+        f"{scrub(str(exc))} (run again with --debug for the traceback, and please report it)"
+    )

@@ -64,25 +64,15 @@ def _cmd_cost(args: argparse.Namespace) -> int:
     price = parse_price(args.price) if args.price else None
     if args.results:
         return _cost_of_results(args.results, price, as_json=args.json)
-    missing = [
-        option
-        for option, value in (
-            ("--cases", args.n_cases),
-            ("--tokens-in", args.tokens_in),
-            ("--tokens-out", args.tokens_out),
-        )
-        if value is None
-    ]
+    needed = {
+        "--cases": args.n_cases,
+        "--tokens-in": args.tokens_in,
+        "--tokens-out": args.tokens_out,
+    }
+    missing = [option for option, value in needed.items() if value is None]
     if missing:
         raise UsageError(f"cost needs {', '.join(missing)} (or CASES, or --results FILE)")
-    result = estimate(
-        args.n_cases,
-        args.tokens_in,
-        args.tokens_out,
-        votes=args.votes,
-        orders=args.orders,
-        price=price,
-    )
+    result = estimate(*needed.values(), votes=args.votes, orders=args.orders, price=price)
     if args.json:
         print_json(result.to_dict())
     elif price is None:
