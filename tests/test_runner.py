@@ -11,7 +11,7 @@ from typing import ClassVar
 import pytest
 
 from tinyeval.checks import check
-from tinyeval.cli._common import Progress
+from tinyeval.cli._common import StatusLine
 from tinyeval.dataset import Case
 from tinyeval.errors import InputError
 from tinyeval.records import ResultsFileError, read_rows
@@ -276,7 +276,7 @@ class TestShards:
 
 def test_progress_is_silent_when_not_a_terminal() -> None:
     stream = io.StringIO()
-    progress = Progress(3, stream)
+    progress = StatusLine(3, stream)
     for _ in range(3):
         progress.update({"status": "pass"})
     progress.close()
@@ -289,7 +289,7 @@ def test_progress_draws_on_a_terminal() -> None:
             return True
 
     stream = Tty()
-    progress = Progress(2, stream)
+    progress = StatusLine(2, stream)
     progress.update({"status": "fail"})
     progress.update({"status": "error"})
     progress.close()

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, fields
@@ -50,6 +51,7 @@ from .planning import DryRun, PreparedCases
 from .records import Row
 
 __all__ = [
+    "Progress",
     "RunSettings",
     "RunSummary",
     "Session",
@@ -57,6 +59,7 @@ __all__ = [
     "open_executor",
     "open_model",
     "parse_shard",
+    "parse_thresholds",
     "refuse_unknown_categories",
     "suite_options",
     "with_suite",
@@ -608,6 +611,36 @@ class Session:
         return lines
 
 
+class Progress:
+    """How far a run is: rows done of ``total``, their speed and the time left, failures and
+    errors. Give it each row as its case finishes (``Session.run``'s ``on_row``).
+
+    >>> progress = Progress(10)
+    >>> progress.update({"status": "fail"})
+    >>> progress.line(progress.started + 2.0)
+    '1/10 · 0.5 cases/s · ETA 18s · 1 failed · 0 errors'
+    """
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.done = self.failed = self.errors = 0
+        self.started = time.perf_counter()
+
+    def update(self, row: Mapping[str, Any]) -> None:
+        """Count one finished row."""
+        self.done += 1
+        self.failed += row.get("status") == "fail"
+        self.errors += row.get("status") == "error"
+
+    def line(self, now: float | None = None) -> str:
+        """The progress in one line, as of ``now`` (a :func:`time.perf_counter` reading)."""
+        elapsed = max((now or time.perf_counter()) - self.started, 1e-9)
+        rate = self.done / elapsed
+        eta = f"{(self.total - self.done) / rate:.0f}s" if rate > 0 else "?"
+        return (f"{self.done}/{self.total} · {rate:.1f} cases/s · ETA {eta} · "
+                f"{self.failed} failed · {self.errors} errors")  # fmt: skip
+
+
 class _Failures:
     """A few failed rows of each category, to say why they failed: those with the smallest
     ids, so the list is the same whatever order the cases finished in."""
@@ -735,6 +768,28 @@ def with_suite(options: Mapping[str, Any], suite: Any) -> tuple[dict[str, Any], 
         elif merged[name] != value:
             overridden.append(name)
     return merged, overridden
+
+
+def parse_thresholds(items: Iterable[str]) -> dict[str, str]:
+    """Thresholds given as ``CATEGORY=RATE`` items, by category; a category given twice is
+    refused (which of the two was meant?).
+
+    >>> parse_thresholds(["amount_extraction=1.0", "tone = 95%"])
+    {'amount_extraction': '1.0', 'tone': '95%'}
+    >>> parse_thresholds(["tone=0.9", "tone=0.8"])
+    Traceback (most recent call last):
+    ...
+    tinyeval.errors.InputError: thresholds: the category 'tone' is given twice
+    """
+    thresholds: dict[str, str] = {}
+    for item in items:
+        category, sep, rate = (part.strip() for part in item.partition("="))
+        if not sep or not category:
+            raise InputError(f"expected CATEGORY=RATE, got {item!r}", field="thresholds")
+        if category in thresholds:
+            raise InputError(f"the category {category!r} is given twice", field="thresholds")
+        thresholds[category] = rate
+    return thresholds
 
 
 def parse_shard(text: str) -> tuple[int, int]:

@@ -49,18 +49,6 @@ def proportion(text: str) -> float:
     return float(number.removesuffix("%")) / scale  # a ValueError becomes argparse's message
 
 
-def parse_key_value(text: str, *, option: str) -> tuple[str, str]:
-    """Split ``KEY=VALUE`` as given to a repeatable option such as ``--threshold``.
-
-    >>> parse_key_value("amount_extraction=1.0", option="--threshold")
-    ('amount_extraction', '1.0')
-    """
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise UsageError(f"{option} expects KEY=VALUE, got {text!r}")
-    return key.strip(), value.strip()
-
-
 def same_file(a: str, b: str) -> bool:
     try:
         return os.path.samefile(a, b)
@@ -79,17 +67,6 @@ def refuse_overwriting(inputs: list[str], outputs: list[tuple[str, str | None]])
         for other, other_path in given[i + 1 :]:
             if same_file(path, other_path):
                 raise UsageError(f"{option} and {other} are the same file {path}")
-
-
-def thresholds_from(items: list[str]) -> dict[str, str]:
-    """--threshold CATEGORY=RATE options as a dict; a category given twice is an error."""
-    thresholds: dict[str, str] = {}
-    for item in items:
-        category, rate = parse_key_value(item, option="--threshold")
-        if category in thresholds:
-            raise UsageError(f"--threshold: the category {category!r} is given twice")
-        thresholds[category] = rate
-    return thresholds
 
 
 # fmt: off
@@ -145,18 +122,16 @@ def add_threshold_options(p: Any) -> None:
 
 def gate_options(args: argparse.Namespace) -> dict[str, Any]:
     """The gate keywords of :func:`tinyeval.gating.gate` from the command's options."""
-    if args.gate_on and args.inconclusive:
-        wanted = {"lower": "block", "rate": "pass"}[args.gate_on]
-        if wanted != args.inconclusive:
-            raise UsageError(
-                f"--gate-on {args.gate_on} and --inconclusive {args.inconclusive} contradict "
-                "each other; give one"
-            )
-    inconclusive = args.inconclusive or {"lower": "block", "rate": "pass", None: None}[args.gate_on]
+    from ..session import parse_thresholds
+
+    older = {"lower": "block", "rate": "pass", None: None}[args.gate_on]
+    if args.inconclusive and older and older != args.inconclusive:
+        raise UsageError(f"--gate-on {args.gate_on} and --inconclusive {args.inconclusive} "
+                         "contradict each other; give one")  # fmt: skip
     return {
-        "thresholds": thresholds_from(args.threshold),
+        "thresholds": parse_thresholds(args.threshold),
         "default_threshold": args.default_threshold,
-        "inconclusive": inconclusive,
+        "inconclusive": args.inconclusive or older,
         "allow_unchecked": args.allow_unchecked,
     }
 
@@ -200,52 +175,32 @@ def write_reports(
         print(command)
 
 
-class Progress:
-    """One self-overwriting status line on a terminal: done/total, rate, ETA, failures, errors.
-
-    It prints nothing unless ``stream`` is a terminal, so piped output stays clean.
-    """
+class StatusLine:
+    """A run's :class:`~tinyeval.session.Progress` as one self-overwriting line on a terminal,
+    redrawn at most ten times a second; nothing unless ``stream`` is a terminal, so piped
+    output stays clean."""
 
     def __init__(self, total: int, stream: IO[str], *, enabled: bool = True) -> None:
-        self.total = total
+        from ..session import Progress
+
+        self.progress = Progress(total)
         self.stream = stream
         self.enabled = enabled and bool(getattr(stream, "isatty", lambda: False)())
-        self.done = self.failed = self.errors = 0
-        self.started = time.perf_counter()
         self._last = 0.0
         self._closed = False
 
     def update(self, row: Mapping[str, Any]) -> None:
-        """Count one finished row and redraw at most ten times a second."""
-        self.done += 1
-        self.failed += row.get("status") == "fail"
-        self.errors += row.get("status") == "error"
+        """Count one finished row and redraw the line."""
+        self.progress.update(row)
         now = time.perf_counter()
-        if self.enabled and (now - self._last > 0.1 or self.done == self.total):
+        if self.enabled and (now - self._last > 0.1 or self.progress.done == self.progress.total):
             self._last = now
-            self.stream.write("\r\x1b[K" + self.line(now))
+            self.stream.write("\r\x1b[K" + self.progress.line(now))
             self.stream.flush()
-
-    def line(self, now: float | None = None) -> str:
-        """The status line.
-
-        >>> import io
-        >>> p = Progress(10, io.StringIO()); p.update({"status": "fail"})
-        >>> p.line(p.started + 2.0)
-        '1/10 · 0.5 cases/s · ETA 18s · 1 failed · 0 errors'
-        """
-        elapsed = max((now or time.perf_counter()) - self.started, 1e-9)
-        rate = self.done / elapsed
-        eta = (self.total - self.done) / rate if rate > 0 else float("inf")
-        eta_text = f"{eta:.0f}s" if eta != float("inf") else "?"
-        return (
-            f"{self.done}/{self.total} · {rate:.1f} cases/s · ETA {eta_text} · "
-            f"{self.failed} failed · {self.errors} errors"
-        )
 
     def close(self) -> None:
         """End the status line (once; later calls do nothing)."""
-        if self.enabled and self.done and not self._closed:
+        if self.enabled and self.progress.done and not self._closed:
             self.stream.write("\n")
             self.stream.flush()
         self._closed = True

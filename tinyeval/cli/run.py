@@ -18,7 +18,7 @@ from ._common import (
     EXIT_INCOMPLETE,
     EXIT_OK,
     PROG,
-    Progress,
+    StatusLine,
     UsageError,
     add_model_options,
     add_report_files,
@@ -199,7 +199,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, session: Any, ready: Any) -> Any:
     """The run, with the progress line, and Ctrl-C and SIGTERM handled."""
-    progress = Progress(ready.in_shard, sys.stderr, enabled=not (args.quiet or args.json))
+    progress = StatusLine(ready.in_shard, sys.stderr, enabled=not (args.quiet or args.json))
     with contextlib.ExitStack() as stack:
         stack.callback(progress.close)
         stack.enter_context(_stopping_on_signals(session.stop, progress,
@@ -283,7 +283,7 @@ def _add_run_execution_options(p: argparse.ArgumentParser) -> None:
 
 @contextlib.contextmanager
 def _stopping_on_signals(
-    stop: threading.Event, progress: Progress, in_flight: Callable[[], int]
+    stop: threading.Event, progress: StatusLine, in_flight: Callable[[], int]
 ) -> Iterator[None]:
     """The first Ctrl-C (or SIGTERM, a cancelled CI job) stops taking cases and says what it
     waits for; a second Ctrl-C abandons the cases in flight at once."""
