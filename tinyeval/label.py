@@ -572,6 +572,10 @@ def label_session(
             f"{reason}: {len(session.labelled)} labelled in this session, {remaining} to go; "
             "run the same command to resume."
         )
+    agreement = _self_agreement(out_path, labeler, fields) if recheck is not None else None
+    if recheck is not None:
+        write(f"your re-shown labels agree with your first ones: {agreement}"
+              if agreement is not None else "no re-shown case yet: nothing to compare")  # fmt: skip
     return LabelSummary(
         total=len(shown),
         already_labelled=len(shown) - len(todo),
@@ -583,7 +587,7 @@ def label_session(
         not_shown=hidden,
         out=str(out_path),
         mode=mode or "label",
-        self_agreement=_self_agreement(out_path, labeler, fields) if recheck is not None else None,
+        self_agreement=agreement,
     )
 
 

@@ -89,11 +89,8 @@ def _cmd_label(args: argparse.Namespace) -> int:
     if args.strategy and args.budget is None:
         raise UsageError("--strategy chooses the cases of a --budget: give --budget N too")
     fields = parse_label_fields(args.field)
-    labeler = args.labeler  # None: the session falls back to $USER, the login name, "anonymous"
-    choices = None
-    if args.grades:
-        choices = parse_grades(args.grades)
-    elif args.choices:
+    choices = parse_grades(args.grades) if args.grades else None
+    if args.choices:  # --grades and --choices exclude each other
         choices = parse_choices(args.choices)
     stream = sys.stderr if args.json else sys.stdout
 
@@ -110,7 +107,7 @@ def _cmd_label(args: argparse.Namespace) -> int:
     summary = label_session(
         rows,
         args.out,
-        labeler=labeler,
+        labeler=args.labeler,  # None: $USER, the login name, or "anonymous"
         seed=args.seed,
         write=write,
         break_every=args.break_every,
@@ -121,12 +118,6 @@ def _cmd_label(args: argparse.Namespace) -> int:
         adjudicate=args.adjudicate,
         fields=fields,
     )
-    if summary.mode == "recheck":
-        write(
-            f"your re-shown labels agree with your first ones: {summary.self_agreement}"
-            if summary.self_agreement is not None
-            else "no re-shown case yet: nothing to compare"
-        )
     if args.json:
         print_json({**summary.to_dict(), "plan": plan.to_dict() if plan else None})
     return EXIT_OK
