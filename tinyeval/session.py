@@ -36,6 +36,7 @@ and returns a summary whose text the caller shows.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -60,7 +61,9 @@ __all__ = [
     "open_model",
     "parse_shard",
     "parse_thresholds",
+    "refuse_overwriting",
     "refuse_unknown_categories",
+    "same_file",
     "suite_options",
     "with_suite",
 ]
@@ -279,6 +282,7 @@ class Session:
     def __init__(self, settings: RunSettings) -> None:
         self.settings = s = settings
         s.refuse_out_of_range()
+        refuse_overwriting([s.cases, s.rejudge], {"out": s.out, "review_out": s.review_out})
         self.jurors = _jurors(s.judge_model)
         spec = self.jurors[0] if len(self.jurors) == 1 else None
         if len(self.jurors) > 1:
@@ -736,8 +740,6 @@ def with_suite(options: Mapping[str, Any], suite: Any) -> tuple[dict[str, Any], 
     >>> overridden
     ['thresholds.tone', 'out']
     """
-    import os
-
     defaults = {f.name: f.default for f in fields(RunSettings)}
     found, merged, overridden = suite_options(suite), dict(options), []
     cases = found.pop("cases")
@@ -768,6 +770,40 @@ def with_suite(options: Mapping[str, Any], suite: Any) -> tuple[dict[str, Any], 
         elif merged[name] != value:
             overridden.append(name)
     return merged, overridden
+
+
+def same_file(a: str, b: str) -> bool:
+    """Whether two paths name one file (compared as paths when one does not exist yet).
+
+    >>> same_file("rows.jsonl", "./rows.jsonl"), same_file("rows.jsonl", "other.jsonl")
+    (True, False)
+    """
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def refuse_overwriting(inputs: Iterable[str | None], outputs: Mapping[str, str | None]) -> None:
+    """Refuse an output (a setting's name → its path) that is one of the ``inputs``, and two
+    outputs that are one file: either would lose data. None and ``"-"`` (stdin) are passed over.
+
+    >>> refuse_overwriting(["cases.jsonl", None], {"out": "rows.jsonl", "review_out": None})
+    >>> refuse_overwriting(["cases.jsonl"], {"out": "./cases.jsonl"})
+    Traceback (most recent call last):
+    ...
+    tinyeval.errors.InputError: out: ./cases.jsonl is the input file cases.jsonl; write elsewhere
+    """
+    given = [(name, path) for name, path in outputs.items() if path]
+    for name, path in given:
+        for source in inputs:
+            if source and source != "-" and same_file(source, path):
+                raise InputError(f"{path} is the input file {source}; write elsewhere", field=name)
+    for i, (name, path) in enumerate(given):
+        for other, other_path in given[i + 1 :]:
+            if same_file(path, other_path):
+                raise InputError(f"{path} is the same file as another output ({other})",
+                                 field=name)  # fmt: skip
 
 
 def parse_thresholds(items: Iterable[str]) -> dict[str, str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Mapping
@@ -47,26 +46,6 @@ def proportion(text: str) -> float:
     number = text.strip()
     scale = 100.0 if number.endswith("%") else 1.0
     return float(number.removesuffix("%")) / scale  # a ValueError becomes argparse's message
-
-
-def same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # one of them does not exist (yet): compare the paths
-        return os.path.realpath(a) == os.path.realpath(b)
-
-
-def refuse_overwriting(inputs: list[str], outputs: list[tuple[str, str | None]]) -> None:
-    """An output that is an input, or two outputs that are one file, would lose data."""
-    given = [(option, path) for option, path in outputs if path]
-    for option, path in given:
-        for source in inputs:
-            if source != "-" and same_file(source, path):
-                raise UsageError(f"{option} {path} is the input file {source}; write elsewhere")
-    for i, (option, path) in enumerate(given):
-        for other, other_path in given[i + 1 :]:
-            if same_file(path, other_path):
-                raise UsageError(f"{option} and {other} are the same file {path}")
 
 
 # fmt: off

@@ -13,8 +13,6 @@ from ._common import (
     UsageError,
     print_json,
     proportion,
-    refuse_overwriting,
-    same_file,
 )
 
 
@@ -84,8 +82,9 @@ def _cmd_label(args: argparse.Namespace) -> int:
         rows_to_offer,
     )
     from ..records import read_rows
+    from ..session import refuse_overwriting
 
-    refuse_overwriting([args.results], [("--out", args.out)])
+    refuse_overwriting([args.results], {"out": args.out})
     if args.strategy and args.budget is None:
         raise UsageError("--strategy chooses the cases of a --budget: give --budget N too")
     fields = parse_label_fields(args.field)
@@ -163,12 +162,12 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from ..humans import calibration_report
     from ..label import parse_label_fields, read_label_set
     from ..records import read_rows
-    from ..session import case_ids
+    from ..session import case_ids, refuse_overwriting, same_file
 
     if same_file(args.results, args.labels):
         raise UsageError(f"RESULTS and LABELS are the same file {args.results}")
-    outputs = [("--save", args.save), ("--disagreements", args.disagreements)]
-    refuse_overwriting([args.results, args.labels, *filter(None, [args.only])], outputs)
+    outputs = {"save": args.save, "disagreements": args.disagreements}
+    refuse_overwriting([args.results, args.labels, args.only], outputs)
     rows = read_rows(args.results)
     label_set = read_label_set(args.labels, fields=parse_label_fields(args.field))
     report = calibration_report(rows, label_set, judge=args.judge, ppi=args.estimate == "ppi",

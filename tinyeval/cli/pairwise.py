@@ -14,7 +14,6 @@ from ._common import (
     UsageError,
     add_model_options,
     print_json,
-    refuse_overwriting,
 )
 
 
@@ -46,9 +45,9 @@ def _cmd_pairwise(args: argparse.Namespace) -> int:
     from ..pairwise import PairwiseJudge, PairwiseSummary
     from ..records import read_rows
     from ..runner import run_pairs
-    from ..session import open_model
+    from ..session import open_model, refuse_overwriting
 
-    refuse_overwriting([args.a, args.b], [("--out", args.out)])
+    refuse_overwriting([args.a, args.b], {"out": args.out})
     judge = PairwiseJudge(args.criterion)
     model, cache = open_model(args.judge_model, base_url=args.base_url, timeout=args.timeout,
                               temperature=args.temperature, max_tokens=args.judge_max_tokens,

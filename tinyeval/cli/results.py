@@ -18,7 +18,6 @@ from ._common import (
     gate_options,
     print_json,
     proportion,
-    refuse_overwriting,
     write_reports,
 )
 
@@ -52,10 +51,11 @@ def add_gate_and_report(sub: Any) -> None:
 def _cmd_gate(args: argparse.Namespace) -> int:
     from ..gating import compare_holdout_rows, holdout_text
     from ..records import read_rows
+    from ..session import refuse_overwriting
     from ..summary import rows_header, summarize_rows
 
-    refuse_overwriting([args.results], [("--junit", args.junit), ("--markdown", args.markdown),
-                                        ("--html", args.html)])  # fmt: skip
+    refuse_overwriting([args.results], {"junit": args.junit, "markdown": args.markdown,
+                                        "html": args.html})  # fmt: skip
     rows = read_rows(args.results)
     if not rows:
         raise UsageError(f"{args.results}: no result rows")
@@ -99,8 +99,9 @@ def add_merge(sub: Any) -> None:
 
 def _cmd_merge(args: argparse.Namespace) -> int:
     from ..records import completeness, merge_rows, read_rows
+    from ..session import refuse_overwriting
 
-    refuse_overwriting(args.results, [("--out", args.out)])
+    refuse_overwriting(args.results, {"out": args.out})
     sources = [(path, read_rows(path)) for path in args.results]
     merged = merge_rows(sources, allow_partial=args.allow_partial)
     write_records(args.out, merged)  # all or nothing: never a half-merged file
@@ -135,10 +136,9 @@ def add_split(sub: Any) -> None:
 
 def _cmd_split(args: argparse.Namespace) -> int:
     from ..dataset import Case, load, parse_field_mapping, split_holdout
+    from ..session import refuse_overwriting
 
-    refuse_overwriting(
-        [args.cases], [("--dev-out", args.dev_out), ("--holdout-out", args.holdout_out)]
-    )
+    refuse_overwriting([args.cases], {"dev_out": args.dev_out, "holdout_out": args.holdout_out})
     cases = load(args.cases, fields=parse_field_mapping(args.field))
     dev, holdout = split_holdout(cases, args.holdout, salt=args.salt)
     for path, part in ((args.dev_out, dev), (args.holdout_out, holdout)):

@@ -26,7 +26,6 @@ from ._common import (
     gate_options,
     print_json,
     print_plan,
-    refuse_overwriting,
     write_reports,
 )
 
@@ -127,13 +126,14 @@ def add_run(sub: Any) -> None:
 
 def _check_run_options(args: argparse.Namespace, settings: Any) -> None:
     """Options that only mean something with another one, and outputs over an input."""
+    from ..session import refuse_overwriting
+
     for name, partners in settings.unused():
         wanted = " or ".join(f"--{partner.replace('_', '-')}" for partner in partners)
         raise UsageError(f"--{name.replace('_', '-')} has no effect without {wanted}")
-    refuse_overwriting([settings.cases, *filter(None, [settings.rejudge])],
-                       [("--out", settings.out), ("--review-out", settings.review_out),
-                        ("--junit", args.junit), ("--markdown", args.markdown),
-                        ("--html", args.html)])  # fmt: skip
+    refuse_overwriting([settings.cases, settings.rejudge],
+                       {"out": settings.out, "review_out": settings.review_out, "junit": args.junit,
+                        "markdown": args.markdown, "html": args.html})  # fmt: skip
 
 
 def settings_from(args: argparse.Namespace) -> Any:
