@@ -57,11 +57,10 @@ def add_model_options(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
     ex.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                     help="timeout of one model call (default: 60)")
     ex.add_argument("--temperature", type=float, default=0.0, metavar="T",
-                    help="sampling temperature sent to models (default: 0, recorded in each "
-                    "row; repeated samples, such as votes, differ only above 0)")
+                    help="sampling temperature sent to models, recorded in each row (default: "
+                    "0; votes differ only above 0)")
     ex.add_argument("--judge-max-tokens", type=int, default=256, metavar="N",
-                    help="longest judge reply to ask for (default: 256; a verdict is a line and "
-                    "a sentence)")
+                    help="longest judge reply to ask for (default: 256)")
     ex.add_argument("--concurrency", type=int, default=4, metavar="N",
                     help="cases in flight at once (default: 4)")
     ex.add_argument("--cache", default=".tinyeval/cache.sqlite3", metavar="PATH",
@@ -94,8 +93,8 @@ def add_threshold_options(p: Any) -> None:
                    help="older spelling: rate is --inconclusive pass, lower is --inconclusive "
                    "block")
     p.add_argument("--allow-unchecked", action="store_true", default=None,
-                   help="let a gated category with cases nothing checked be decided on its rate "
-                   "(they still count as not passed); by default it blocks")
+                   help="decide a gated category with unchecked cases on its rate (they count "
+                   "as not passed); by default it blocks")
 # fmt: on
 
 
@@ -118,9 +117,8 @@ def gate_options(args: argparse.Namespace) -> dict[str, Any]:
 # fmt: off
 def add_report_files(p: argparse.ArgumentParser) -> None:
     p.add_argument("--junit", metavar="FILE",
-                   help="also write JUnit XML: a test per category failing exactly when it "
-                   "blocks, and a test per case (failures the gate tolerates are skipped, with "
-                   "their reason)")
+                   help="also write JUnit XML: a test per category, failing when it blocks, and "
+                   "a test per case (failures the gate tolerates are skipped)")
     p.add_argument("--markdown", metavar="FILE",
                    help="also write the gate table as Markdown (for a PR comment)")
     p.add_argument("--html", metavar="FILE",

@@ -67,8 +67,7 @@ def add_run(sub: Any) -> None:
                       "(default: 64 MiB); a longer one is refused before it fills memory")
     data.add_argument("--only", metavar="IDS|FILE",
                       help="run only these cases: ids separated by commas, or a file of ids "
-                      "(one per line, or JSON lines with an id, such as a calibrate "
-                      "--disagreements file)")
+                      "(one per line, or JSON lines with an id: calibrate --disagreements)")
     data.add_argument("--rejudge", metavar="RESULTS",
                       help="check and judge again the outputs recorded in RESULTS (an earlier "
                       "run's rows), with the expect blocks of CASES; nothing is generated")
@@ -97,8 +96,7 @@ def add_run(sub: Any) -> None:
                          "model judges, the majority decides, split panels go to review")
     judging.add_argument("--dawid-skene", action="store_true",
                          help="with a jury and no labels: estimate each juror's sensitivity and "
-                         "specificity from their verdicts alone (the Dawid-Skene model; it "
-                         "assumes jurors err independently)")
+                         "specificity from the verdicts alone (Dawid-Skene; errors independent)")
     judging.add_argument("--votes", type=int, default=1, metavar="N",
                          help="ask the judge N times and take the majority (default: 1)")
     judging.add_argument("--judge-style", choices=["verdict-first", "evidence-first"],
@@ -117,8 +115,7 @@ def add_run(sub: Any) -> None:
     p.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
     add_report_files(p)
     p.add_argument("--show-failures", type=int, default=5, metavar="N",
-                   help="list up to N failed cases per category and why (default: 5; 0 lists "
-                   "none)")
+                   help="list up to N failed cases per category and why (default: 5)")
     _add_run_execution_options(p)
     p.set_defaults(handler=_cmd_run)
 # fmt: on
@@ -225,16 +222,13 @@ def _add_run_execution_options(p: argparse.ArgumentParser) -> None:
                     help="generate the output of cases that have none, from their input")
     ex.add_argument("--stop-when-decided", action="store_true",
                     help="take the cases in a random order (--seed) and stop each gated "
-                    "category once an anytime-valid confidence sequence puts it on one side of "
-                    "its threshold")
+                    "category once an anytime-valid confidence sequence decides its gate")
     ex.add_argument("--trials", type=int, default=1, metavar="K",
                     help="generate (check and judge) each case K times: one row per trial, "
-                    "figures with the case as the unit, the flaky cases listed (needs "
-                    "--generate-model)")
+                    "figures with the case as the unit, the flaky cases listed")
     ex.add_argument("--trials-gate", choices=["all", "any"], default="all",
                     help="with --trials, a case passes the gate when all its trials pass "
-                    "(pass^k, the default: what a user relying on it every time meets) or any "
-                    "does (pass@k)")
+                    "(pass^k, the default) or when any does (pass@k)")
     ex.add_argument("--regenerate", action="store_true",
                     help="generate every case's output, even where a logged one exists (a "
                     "logged conversation is sent as its message list, with roles)")
@@ -258,24 +252,21 @@ def _add_run_execution_options(p: argparse.ArgumentParser) -> None:
                     help="run only shard I of N (a stable slice by id; join with tinyeval merge)")
     ex.add_argument("--batch", action="store_true",
                     help="send the judge (and generate) calls through the provider's batch API "
-                    "(openai: and anthropic: models; half the price, but asynchronous): "
-                    "submitted once, polled, matched back into ordinary rows; killed while "
-                    "pending, --resume polls the same batch and never submits it twice")
+                    "(openai: and anthropic: models; half the price, but asynchronous); "
+                    "--resume polls a pending batch again, never submitting it twice")
     ex.add_argument("--batch-poll", type=float, default=30.0, metavar="SECONDS",
                     help="the first wait between polls of a pending batch; it doubles up to 10 "
                     "minutes (default: 30)")
     ex.add_argument("--executor", metavar="dask:local|dask://HOST:PORT",
                     help="run the cases on a Dask cluster (pip install 'dask[distributed]'): "
-                    "dask:local starts one on this machine, dask://HOST:PORT joins a scheduler; "
-                    "rows are still written here, and the response cache file must be one every "
-                    "worker can open")
+                    "dask:local starts one here, dask://HOST:PORT joins a scheduler; every "
+                    "worker must be able to open the response cache file")
     ex.add_argument("--dry-run", action="store_true",
                     help="render every prompt the run would send and count calls, tokens, cache "
                     "hits and cost, without calling any model or writing a row")
     ex.add_argument("--max-cost", type=float, metavar="USD",
                     help="with --price: stop taking cases once the spent plus the likely cost "
-                    "of the cases in flight would pass USD; the run is then incomplete (exit 3) "
-                    "and --resume continues")
+                    "of the cases in flight would pass USD (exit 3; --resume continues)")
     ex.add_argument("--price", metavar="in=X,out=Y",
                     help="USD per million input and output tokens, to report the run's cost")
 # fmt: on
