@@ -38,8 +38,7 @@ def add_label(sub: Any) -> None:
     keys.add_argument("--choices", metavar="KEY=LABEL,...",
                       help="label with other labels, e.g. a=A,b=B,t=TIE")
     p.add_argument("--judge", metavar="NAME",
-                   help="the judge (by name) whose rubric and model the labels record (default: "
-                   "the rows' first judge)")
+                   help="the judge whose rubric and model the labels record (default: the first)")
     p.add_argument("--all-rows", action="store_true",
                    help="offer every row; by default, when some rows were judged, only those "
                    "are offered (the ones calibration compares)")
@@ -54,9 +53,8 @@ def add_label(sub: Any) -> None:
                       help="walk the cases where labelers disagree, showing each one's label, "
                       "and record the adjudicated label")
     p.add_argument("--strategy", choices=("random", "uncertain"),
-                   help="with --budget: random (a uniform sample) or uncertain (mostly the "
-                   "cases the judge is least sure of, every case keeping a non-zero "
-                   "probability; default random)")
+                   help="with --budget: random (a uniform sample, the default) or uncertain "
+                   "(mostly the cases the judge is least sure of; every case keeps a chance)")
     _add_field(p)
     p.add_argument("--json", action="store_true",
                    help="print a JSON summary on stdout; the session itself goes to stderr")
@@ -140,17 +138,15 @@ def add_calibrate(sub: Any) -> None:
     p.add_argument("--judge", metavar="NAME",
                    help="which judge of the rows to calibrate (default: the first)")
     p.add_argument("--only", metavar="FILE",
-                   help="score only the ids in FILE (result rows, such as a --disagreements "
-                   "file)")
+                   help="score only the ids in FILE (result rows: a --disagreements file)")
     p.add_argument("--disagreements", metavar="FILE",
                    help="write every case where judge and human differ: the result row plus "
                    "'human', your label record")
     p.add_argument("--save", metavar="CAL.json",
                    help="save the calibration for tinyeval run --calibration")
     p.add_argument("--estimate", choices=("ppi",),
-                   help="ppi: also print each category's prediction-powered pass rate (the "
-                   "judge's verdicts on every judged case plus your labels) beside the judge's "
-                   "raw rate and the labels-only rate")
+                   help="ppi: also print each category's prediction-powered pass rate (judge "
+                   "verdicts plus your labels) beside the raw and the labels-only rates")
     _add_field(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_cmd_calibrate)
