@@ -451,7 +451,8 @@ def label_session(
     order, and each label records its ``selection``; with ``recheck`` (a
     fraction in (0, 1]) that share of the cases this labeler already
     labelled is shown again, recorded with ``"recheck": true``, and the
-    summary's ``self_agreement`` is how often their two labels agree (drift);
+    summary's ``self_agreement`` is how often their two labels agree (drift,
+    also said through ``write`` at the end);
     with ``adjudicate`` the cases where labelers disagree are shown with
     every labeler's label, and the label given is recorded with
     ``"adjudicated": true``. ``fields`` reads ``out_path`` through a field
