@@ -156,3 +156,40 @@ def test_the_workflow_file_is_valid_yaml() -> None:
     steps = workflow["jobs"]["eval"]["steps"]
     run = next(step["run"] for step in steps if step.get("name") == "Evaluate")
     assert "--github" in run and "--junit" in run
+
+
+def test_write_reports_writes_what_is_asked_and_reads_a_results_file_only_when_needed(
+    tmp_path: Path,
+) -> None:
+    from tinyeval.report import write_reports
+
+    rows = [{"id": i, "category": "tone", "status": s, "input": "x", "output": "y"}
+            for i, s in (("a", "pass"), ("b", "fail"))]  # fmt: skip
+    report = gate({"tone": {"passed": 1, "total": 2}}, thresholds={"tone": 1.0})
+    table = tmp_path / "gate.md"
+    # a Markdown table needs no rows: a results file that does not exist is never opened
+    written = write_reports(report, str(tmp_path / "missing.jsonl"), markdown=str(table),
+                            environ={})  # fmt: skip
+    assert written.files == (str(table),) and written.step_summary is None
+    assert written.annotations == () and "BLOCKS" in table.read_text(encoding="utf-8")
+    junit, summary = tmp_path / "gate.xml", tmp_path / "summary.md"
+    results = tmp_path / "rows.jsonl"
+    results.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    written = write_reports(report, str(results), junit=str(junit),
+                            environ={"GITHUB_STEP_SUMMARY": str(summary)})  # fmt: skip
+    cases = {c.get("name") for c in ET.parse(junit).getroot().iter("testcase")}
+    assert {"a", "b"} <= cases  # a test per case, read from the results file
+    assert written.step_summary == str(summary) and "tone" in summary.read_text(encoding="utf-8")
+    assert any(a.startswith("::error") and "tone" in a for a in written.annotations)
+
+
+def test_write_reports_without_github_writes_no_summary_even_when_one_is_set(
+    tmp_path: Path,
+) -> None:
+    from tinyeval.report import write_reports
+
+    summary = tmp_path / "summary.md"
+    report = gate({"tone": {"passed": 2, "total": 2}}, thresholds={"tone": 1.0})
+    written = write_reports(report, [], github=False,
+                            environ={"GITHUB_STEP_SUMMARY": str(summary)})  # fmt: skip
+    assert written == ((), None, ()) and not summary.exists()

@@ -495,4 +495,5 @@ def test_nothing_to_adjudicate_or_recheck_is_said(tmp_path: Path) -> None:
         "Nothing to adjudicate: no case has labels that disagree."
     )
     label_session(session_rows(), out, labeler="cy", keys=[], recheck=0.5, write=shown.append)
-    assert shown[-1] == "Nothing to re-show: cy has labelled none of these cases yet."
+    assert shown[-2:] == ["Nothing to re-show: cy has labelled none of these cases yet.",
+                          "no re-shown case yet: nothing to compare"]  # fmt: skip

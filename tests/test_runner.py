@@ -11,14 +11,16 @@ from typing import ClassVar
 import pytest
 
 from tinyeval.checks import check
-from tinyeval.cli._common import Progress, parse_shard
+from tinyeval.cli._common import StatusLine
 from tinyeval.dataset import Case
+from tinyeval.errors import InputError
 from tinyeval.records import ResultsFileError, read_rows
 from tinyeval.runner import (
     evaluate_case,
     run,
     shard_index,
 )
+from tinyeval.session import parse_shard
 
 
 def amount_case(i: int, cents: int, *, right: bool = True) -> Case:
@@ -268,13 +270,13 @@ class TestShards:
 
     @pytest.mark.parametrize("text", ["0/2", "3/2", "1", "a/b", "1/0"])
     def test_bad_shard_text(self, text: str) -> None:
-        with pytest.raises(ValueError, match="--shard"):
+        with pytest.raises(InputError, match="shard: expected I/N"):
             parse_shard(text)
 
 
 def test_progress_is_silent_when_not_a_terminal() -> None:
     stream = io.StringIO()
-    progress = Progress(3, stream)
+    progress = StatusLine(3, stream)
     for _ in range(3):
         progress.update({"status": "pass"})
     progress.close()
@@ -287,7 +289,7 @@ def test_progress_draws_on_a_terminal() -> None:
             return True
 
     stream = Tty()
-    progress = Progress(2, stream)
+    progress = StatusLine(2, stream)
     progress.update({"status": "fail"})
     progress.update({"status": "error"})
     progress.close()

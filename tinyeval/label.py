@@ -451,7 +451,8 @@ def label_session(
     order, and each label records its ``selection``; with ``recheck`` (a
     fraction in (0, 1]) that share of the cases this labeler already
     labelled is shown again, recorded with ``"recheck": true``, and the
-    summary's ``self_agreement`` is how often their two labels agree (drift);
+    summary's ``self_agreement`` is how often their two labels agree (drift,
+    also said through ``write`` at the end);
     with ``adjudicate`` the cases where labelers disagree are shown with
     every labeler's label, and the label given is recorded with
     ``"adjudicated": true``. ``fields`` reads ``out_path`` through a field
@@ -572,6 +573,10 @@ def label_session(
             f"{reason}: {len(session.labelled)} labelled in this session, {remaining} to go; "
             "run the same command to resume."
         )
+    agreement = _self_agreement(out_path, labeler, fields) if recheck is not None else None
+    if recheck is not None:
+        write(f"your re-shown labels agree with your first ones: {agreement}"
+              if agreement is not None else "no re-shown case yet: nothing to compare")  # fmt: skip
     return LabelSummary(
         total=len(shown),
         already_labelled=len(shown) - len(todo),
@@ -583,7 +588,7 @@ def label_session(
         not_shown=hidden,
         out=str(out_path),
         mode=mode or "label",
-        self_agreement=_self_agreement(out_path, labeler, fields) if recheck is not None else None,
+        self_agreement=agreement,
     )
 
 

@@ -36,10 +36,12 @@ and returns a summary whose text the caller shows.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -50,14 +52,20 @@ from .planning import DryRun, PreparedCases
 from .records import Row
 
 __all__ = [
+    "Progress",
     "RunSettings",
     "RunSummary",
     "Session",
     "case_ids",
     "open_executor",
     "open_model",
+    "parse_shard",
+    "parse_thresholds",
+    "refuse_overwriting",
     "refuse_unknown_categories",
+    "same_file",
     "suite_options",
+    "with_suite",
 ]
 
 
@@ -138,6 +146,39 @@ class RunSettings:
     suite: Any = None  # the tinyeval.suite.Suite these settings came from
     suite_overridden: Sequence[str] = ()  # suite keys the caller gave again
 
+    def refuse_out_of_range(self) -> None:
+        """Refuse a number out of its range, and settings that cannot go together.
+
+        >>> RunSettings(cases="c", concurrency=0).refuse_out_of_range()
+        Traceback (most recent call last):
+        ...
+        tinyeval.errors.InputError: concurrency: must be 1 or more, got 0
+        """
+        least = {"max_errors": 0, "fail_fast": 0, "show_failures": 0, "concurrency": 1,
+                 "sample": 1}  # fmt: skip
+        for name, low in least.items():
+            value = getattr(self, name)
+            if value is not None and value < low:
+                raise InputError(f"must be {low} or more, got {value}", field=name)
+        if self.rejudge and self.generate_model:
+            raise InputError("checks and judges recorded outputs; it takes no generate model "
+                             "(generate_model)", field="rejudge")  # fmt: skip
+
+    def unused(self) -> list[tuple[str, tuple[str, ...]]]:
+        """The settings given (not at their default) that have no effect without another one,
+        each with the settings that would give it one.
+
+        >>> RunSettings(cases="c", votes=3, max_cost=5.0, price="in=1,out=2").unused()
+        [('votes', ('criterion', 'rubric'))]
+        """
+        judged = bool(self.criterion or self.rubric or self.judges)
+        present = {"criterion": judged, "rubric": judged, "price": bool(self.price),
+                   "generate_model": bool(self.generate_model)}  # fmt: skip
+        defaults = {f.name: f.default for f in fields(self)}
+        return [(name, partners) for name, partners in _NEEDS.items()
+                if getattr(self, name) != defaults[name]
+                and not any(present[p] for p in partners)]  # fmt: skip
+
     def gate_options(self) -> dict[str, Any]:
         """The keywords of :func:`tinyeval.gating.gate` these settings give.
 
@@ -150,6 +191,23 @@ class RunSettings:
             "inconclusive": self.inconclusive,
             "allow_unchecked": self.allow_unchecked,
         }
+
+
+_JUDGED = ("criterion", "rubric")
+_NEEDS = {  # a setting, and the settings without which it has no effect
+    "judge_model": _JUDGED,
+    "votes": _JUDGED,
+    "judge_style": _JUDGED,
+    "judge_all": _JUDGED,
+    "judge_category": _JUDGED,
+    "review_out": _JUDGED,
+    "calibration": _JUDGED,
+    "prompt_template": ("generate_model",),
+    "max_tokens": ("generate_model",),
+    "regenerate": ("generate_model",),
+    "max_cost": ("price",),
+    "trials": ("generate_model",),
+}
 
 
 @dataclass(frozen=True)
@@ -223,8 +281,8 @@ class Session:
 
     def __init__(self, settings: RunSettings) -> None:
         self.settings = s = settings
-        if s.max_errors is not None and s.max_errors < 0:
-            raise InputError(f"must be 0 or more, got {s.max_errors}", field="max_errors")
+        s.refuse_out_of_range()
+        refuse_overwriting([s.cases, s.rejudge], {"out": s.out, "review_out": s.review_out})
         self.jurors = _jurors(s.judge_model)
         spec = self.jurors[0] if len(self.jurors) == 1 else None
         if len(self.jurors) > 1:
@@ -557,6 +615,36 @@ class Session:
         return lines
 
 
+class Progress:
+    """How far a run is: rows done of ``total``, their speed and the time left, failures and
+    errors. Give it each row as its case finishes (``Session.run``'s ``on_row``).
+
+    >>> progress = Progress(10)
+    >>> progress.update({"status": "fail"})
+    >>> progress.line(progress.started + 2.0)
+    '1/10 · 0.5 cases/s · ETA 18s · 1 failed · 0 errors'
+    """
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.done = self.failed = self.errors = 0
+        self.started = time.perf_counter()
+
+    def update(self, row: Mapping[str, Any]) -> None:
+        """Count one finished row."""
+        self.done += 1
+        self.failed += row.get("status") == "fail"
+        self.errors += row.get("status") == "error"
+
+    def line(self, now: float | None = None) -> str:
+        """The progress in one line, as of ``now`` (a :func:`time.perf_counter` reading)."""
+        elapsed = max((now or time.perf_counter()) - self.started, 1e-9)
+        rate = self.done / elapsed
+        eta = f"{(self.total - self.done) / rate:.0f}s" if rate > 0 else "?"
+        return (f"{self.done}/{self.total} · {rate:.1f} cases/s · ETA {eta} · "
+                f"{self.failed} failed · {self.errors} errors")  # fmt: skip
+
+
 class _Failures:
     """A few failed rows of each category, to say why they failed: those with the smallest
     ids, so the list is the same whatever order the cases finished in."""
@@ -632,6 +720,132 @@ def suite_options(suite: Any) -> dict[str, Any]:
                              "used for both", path=suite.path, field="models")  # fmt: skip
         options[name] = values.pop() if values else None
     return options
+
+
+def with_suite(options: Mapping[str, Any], suite: Any) -> tuple[dict[str, Any], list[str]]:
+    """``options`` (by the names of :func:`suite_options`) with what ``suite`` sets filled in
+    where an option is left out or at its default, and the suite's keys that the options set
+    to something else (said in the run's header).
+
+    Fields and thresholds are merged key by key, the options winning; the suite's judges are
+    used only when the options give no ``criterion`` or ``rubric``.
+
+    >>> from tinyeval.suite import Suite
+    >>> suite = Suite(cases=("cases.jsonl",), thresholds={"tone": 0.9, "amounts": 1.0},
+    ...               concurrency=8, out="suite.jsonl")
+    >>> options, overridden = with_suite({"thresholds": {"tone": "0.8"}, "out": "mine.jsonl"},
+    ...                                  suite)
+    >>> options["cases"], options["thresholds"], options["concurrency"], options["out"]
+    ('cases.jsonl', {'tone': '0.8', 'amounts': '1.0'}, 8, 'mine.jsonl')
+    >>> overridden
+    ['thresholds.tone', 'out']
+    """
+    defaults = {f.name: f.default for f in fields(RunSettings)}
+    found, merged, overridden = suite_options(suite), dict(options), []
+    cases = found.pop("cases")
+    if merged.get("cases") is None:
+        merged["cases"] = cases
+    elif cases and os.path.abspath(merged["cases"]) != os.path.abspath(cases):
+        overridden.append("cases")
+    if merged["cases"] is None:
+        raise InputError("the suite names no cases file", path=suite.path, field="cases")
+    given = merged.get("fields") or {}
+    overridden += ["fields"] if given and found["fields"] else []
+    merged["fields"] = {**found.pop("fields"), **given}
+    given = merged.get("thresholds") or {}
+    overridden += [
+        f"thresholds.{category}" for category in given if category in found["thresholds"]
+    ]
+    merged["thresholds"] = {**found.pop("thresholds"), **given}
+    judges = found.pop("judges")
+    if judges and not (merged.get("criterion") or merged.get("rubric")):
+        merged["judges"] = judges
+    if merged.get("inconclusive") is not None:
+        found.pop("inconclusive")
+    for name, value in found.items():
+        if value is None:
+            continue
+        if merged.get(name, defaults.get(name)) == defaults.get(name):
+            merged[name] = value
+        elif merged[name] != value:
+            overridden.append(name)
+    return merged, overridden
+
+
+def same_file(a: str, b: str) -> bool:
+    """Whether two paths name one file (compared as paths when one does not exist yet).
+
+    >>> same_file("rows.jsonl", "./rows.jsonl"), same_file("rows.jsonl", "other.jsonl")
+    (True, False)
+    """
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def refuse_overwriting(inputs: Iterable[str | None], outputs: Mapping[str, str | None]) -> None:
+    """Refuse an output (a setting's name → its path) that is one of the ``inputs``, and two
+    outputs that are one file: either would lose data. None and ``"-"`` (stdin) are passed over.
+
+    >>> refuse_overwriting(["cases.jsonl", None], {"out": "rows.jsonl", "review_out": None})
+    >>> refuse_overwriting(["cases.jsonl"], {"out": "./cases.jsonl"})
+    Traceback (most recent call last):
+    ...
+    tinyeval.errors.InputError: out: ./cases.jsonl is the input file cases.jsonl; write elsewhere
+    """
+    given = [(name, path) for name, path in outputs.items() if path]
+    for name, path in given:
+        for source in inputs:
+            if source and source != "-" and same_file(source, path):
+                raise InputError(f"{path} is the input file {source}; write elsewhere", field=name)
+    for i, (name, path) in enumerate(given):
+        for other, other_path in given[i + 1 :]:
+            if same_file(path, other_path):
+                raise InputError(f"{path} is the same file as another output ({other})",
+                                 field=name)  # fmt: skip
+
+
+def parse_thresholds(items: Iterable[str]) -> dict[str, str]:
+    """Thresholds given as ``CATEGORY=RATE`` items, by category; a category given twice is
+    refused (which of the two was meant?).
+
+    >>> parse_thresholds(["amount_extraction=1.0", "tone = 95%"])
+    {'amount_extraction': '1.0', 'tone': '95%'}
+    >>> parse_thresholds(["tone=0.9", "tone=0.8"])
+    Traceback (most recent call last):
+    ...
+    tinyeval.errors.InputError: thresholds: the category 'tone' is given twice
+    """
+    thresholds: dict[str, str] = {}
+    for item in items:
+        category, sep, rate = (part.strip() for part in item.partition("="))
+        if not sep or not category:
+            raise InputError(f"expected CATEGORY=RATE, got {item!r}", field="thresholds")
+        if category in thresholds:
+            raise InputError(f"the category {category!r} is given twice", field="thresholds")
+        thresholds[category] = rate
+    return thresholds
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """Parse a shard given as ``I/N`` (shard I of N, 1-based).
+
+    >>> parse_shard("2/4")
+    (2, 4)
+    >>> parse_shard("5/4")
+    Traceback (most recent call last):
+    ...
+    tinyeval.errors.InputError: shard: expected I/N with 1 <= I <= N, got '5/4'
+    """
+    left, sep, right = text.partition("/")
+    try:
+        index, count = int(left), int(right)
+    except ValueError:
+        index = count = 0
+    if not sep or count < 1 or not 1 <= index <= count:
+        raise InputError(f"expected I/N with 1 <= I <= N, got {text!r}", field="shard")
+    return index, count
 
 
 def open_model(

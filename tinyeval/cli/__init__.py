@@ -27,7 +27,10 @@ from ._common import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, PROG, UsageError
 
 __all__ = ["UsageError", "build_parser", "main"]
 
-_COMMAND_MODULES = (run, suite, results, pairwise, labels, statistics, cost)  # the order of --help
+# what adds each sub-command's parser, in the order of --help
+_COMMANDS = (run.add_run, suite.add_init, results.add_gate_and_report, results.add_compare,
+             results.add_merge, results.add_split, pairwise.add_pairwise, labels.add_label,
+             labels.add_calibrate, statistics.add_stats, cost.add_cost)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,9 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for module in _COMMAND_MODULES:
-        for _name, add in module.COMMANDS:
-            add(sub)
+    for add in _COMMANDS:
+        add(sub)
     return parser
 
 
@@ -104,30 +106,28 @@ def main(argv: list[str] | None = None) -> int:
         # the reader went away (``tinyeval … | head``): not an error of ours
         sys.stderr.close()
         return EXIT_OK
-    except (InputError, StatisticsError) as exc:
+    except Exception as exc:
         if debug:
             raise
-        print(f"{PROG}: error: {_as_given(exc, parser, args)}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except IncompleteError as exc:
-        if debug:
-            raise
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return EXIT_INCOMPLETE
-    except OSError as exc:
-        if debug:
-            raise
-        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        print(f"{PROG}: error: {where}{exc.strerror or exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except Exception as exc:  # a bug of ours: one line and exit 3, never a gate's exit 1
-        if debug:
-            raise
-        from ..models import scrub
+        code, said = _failure(exc, parser, args)
+        print(f"{PROG}: {said}", file=sys.stderr)
+        return code
 
-        print(
-            f"{PROG}: internal error, the command could not complete: {type(exc).__name__}: "
-            f"{scrub(str(exc))} (run again with --debug for the traceback, and please report it)",
-            file=sys.stderr,
-        )
-        return EXIT_INCOMPLETE
+
+def _failure(
+    exc: Exception, parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> tuple[int, str]:
+    """The exit code of an error and the line that says it."""
+    if isinstance(exc, InputError | StatisticsError):
+        return EXIT_BAD_INPUT, f"error: {_as_given(exc, parser, args)}"
+    if isinstance(exc, IncompleteError):
+        return EXIT_INCOMPLETE, str(exc)
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        return EXIT_BAD_INPUT, f"error: {where}{exc.strerror or exc}"
+    from ..models import scrub  # a bug of ours: one line and exit 3, never a gate's exit 1
+
+    return EXIT_INCOMPLETE, (
+        f"internal error, the command could not complete: {type(exc).__name__}: "
+        f"{scrub(str(exc))} (run again with --debug for the traceback, and please report it)"
+    )

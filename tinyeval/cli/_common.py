@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Mapping
@@ -49,49 +48,6 @@ def proportion(text: str) -> float:
     return float(number.removesuffix("%")) / scale  # a ValueError becomes argparse's message
 
 
-def parse_key_value(text: str, *, option: str) -> tuple[str, str]:
-    """Split ``KEY=VALUE`` as given to a repeatable option such as ``--threshold``.
-
-    >>> parse_key_value("amount_extraction=1.0", option="--threshold")
-    ('amount_extraction', '1.0')
-    """
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise UsageError(f"{option} expects KEY=VALUE, got {text!r}")
-    return key.strip(), value.strip()
-
-
-def same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # one of them does not exist (yet): compare the paths
-        return os.path.realpath(a) == os.path.realpath(b)
-
-
-def refuse_overwriting(inputs: list[str], outputs: list[tuple[str, str | None]]) -> None:
-    """An output that is an input, or two outputs that are one file, would lose data."""
-    given = [(option, path) for option, path in outputs if path]
-    for option, path in given:
-        for source in inputs:
-            if source != "-" and same_file(source, path):
-                raise UsageError(f"{option} {path} is the input file {source}; write elsewhere")
-    for i, (option, path) in enumerate(given):
-        for other, other_path in given[i + 1 :]:
-            if same_file(path, other_path):
-                raise UsageError(f"{option} and {other} are the same file {path}")
-
-
-def thresholds_from(items: list[str]) -> dict[str, str]:
-    """--threshold CATEGORY=RATE options as a dict; a category given twice is an error."""
-    thresholds: dict[str, str] = {}
-    for item in items:
-        category, rate = parse_key_value(item, option="--threshold")
-        if category in thresholds:
-            raise UsageError(f"--threshold: the category {category!r} is given twice")
-        thresholds[category] = rate
-    return thresholds
-
-
 # fmt: off
 def add_model_options(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
     """Options shared by the commands that call models (run, pairwise)."""
@@ -101,11 +57,10 @@ def add_model_options(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
     ex.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                     help="timeout of one model call (default: 60)")
     ex.add_argument("--temperature", type=float, default=0.0, metavar="T",
-                    help="sampling temperature sent to models (default: 0, recorded in each "
-                    "row; repeated samples, such as votes, differ only above 0)")
+                    help="sampling temperature sent to models, recorded in each row (default: "
+                    "0; votes differ only above 0)")
     ex.add_argument("--judge-max-tokens", type=int, default=256, metavar="N",
-                    help="longest judge reply to ask for (default: 256; a verdict is a line and "
-                    "a sentence)")
+                    help="longest judge reply to ask for (default: 256)")
     ex.add_argument("--concurrency", type=int, default=4, metavar="N",
                     help="cases in flight at once (default: 4)")
     ex.add_argument("--cache", default=".tinyeval/cache.sqlite3", metavar="PATH",
@@ -119,19 +74,6 @@ def add_model_options(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
                     help="call the models again and overwrite what the cache holds")
     return ex
 # fmt: on
-
-
-def open_model(
-    args: argparse.Namespace, spec: str, *, max_tokens: int | None, cache: Any
-) -> tuple[Any, Any]:
-    """Resolve a model spec with the command's options, in the response cache unless told
-    not to; returns the model and the cache (opened on first need, shared by later models)."""
-    from ..session import open_model as open_with
-
-    return open_with(spec, base_url=args.base_url, timeout=args.timeout,
-                     temperature=args.temperature, max_tokens=max_tokens,
-                     max_response_bytes=args.max_response_bytes, cache_path=args.cache,
-                     no_cache=args.no_cache, refresh=args.refresh, cache=cache)  # fmt: skip
 
 
 # fmt: off
@@ -151,25 +93,23 @@ def add_threshold_options(p: Any) -> None:
                    help="older spelling: rate is --inconclusive pass, lower is --inconclusive "
                    "block")
     p.add_argument("--allow-unchecked", action="store_true", default=None,
-                   help="let a gated category with cases nothing checked be decided on its rate "
-                   "(they still count as not passed); by default it blocks")
+                   help="decide a gated category with unchecked cases on its rate (they count "
+                   "as not passed); by default it blocks")
 # fmt: on
 
 
 def gate_options(args: argparse.Namespace) -> dict[str, Any]:
     """The gate keywords of :func:`tinyeval.gating.gate` from the command's options."""
-    if args.gate_on and args.inconclusive:
-        wanted = {"lower": "block", "rate": "pass"}[args.gate_on]
-        if wanted != args.inconclusive:
-            raise UsageError(
-                f"--gate-on {args.gate_on} and --inconclusive {args.inconclusive} contradict "
-                "each other; give one"
-            )
-    inconclusive = args.inconclusive or {"lower": "block", "rate": "pass", None: None}[args.gate_on]
+    from ..session import parse_thresholds
+
+    older = {"lower": "block", "rate": "pass", None: None}[args.gate_on]
+    if args.inconclusive and older and older != args.inconclusive:
+        raise UsageError(f"--gate-on {args.gate_on} and --inconclusive {args.inconclusive} "
+                         "contradict each other; give one")  # fmt: skip
     return {
-        "thresholds": thresholds_from(args.threshold),
+        "thresholds": parse_thresholds(args.threshold),
         "default_threshold": args.default_threshold,
-        "inconclusive": inconclusive,
+        "inconclusive": args.inconclusive or older,
         "allow_unchecked": args.allow_unchecked,
     }
 
@@ -177,9 +117,8 @@ def gate_options(args: argparse.Namespace) -> dict[str, Any]:
 # fmt: off
 def add_report_files(p: argparse.ArgumentParser) -> None:
     p.add_argument("--junit", metavar="FILE",
-                   help="also write JUnit XML: a test per category failing exactly when it "
-                   "blocks, and a test per case (failures the gate tolerates are skipped, with "
-                   "their reason)")
+                   help="also write JUnit XML: a test per category, failing when it blocks, and "
+                   "a test per case (failures the gate tolerates are skipped)")
     p.add_argument("--markdown", metavar="FILE",
                    help="also write the gate table as Markdown (for a PR comment)")
     p.add_argument("--html", metavar="FILE",
@@ -196,115 +135,49 @@ def write_reports(
     rows: Any,
     report: Any,
     *,
-    run_info: dict[str, Any] | None = None,
-    cases_file: str | None = None,
+    run_info: Any = None,
+    cases_file: Any = None,
 ) -> None:
-    """Write the --junit, --markdown and --html files asked for, each all or nothing, and the
-    GitHub job summary and annotations when running in GitHub Actions (or with --github).
+    """Write the --junit, --markdown and --html files asked for and, in GitHub Actions (or
+    with --github), the job summary; print the annotations. ``rows``: rows or a results file."""
+    from ..report import write_reports as write
 
-    ``rows`` is a function returning the result rows, called only when something needs them.
-    """
-    from ..records import write_text_atomically
-    from ..report import (
-        append_step_summary,
-        github_summary,
-        html_report,
-        junit_gate_xml,
-        summary_markdown,
-        workflow_commands,
-    )
-
-    github = bool(getattr(args, "github", False) or os.environ.get("GITHUB_STEP_SUMMARY"))
-    if not (args.junit or args.markdown or args.html or github):
-        return
-    every = list(rows()) if (args.junit or args.html or github) else []
-    if args.junit:
-        write_text_atomically(args.junit, junit_gate_xml(report, every) + "\n")
-    if args.markdown:
-        write_text_atomically(args.markdown, summary_markdown(report) + "\n")
-    if args.html:
-        write_text_atomically(args.html, html_report(every, report, run_info=run_info))
-    if github:
-        written = append_step_summary(github_summary(report, every))
-        if written is None and getattr(args, "github", False):
-            print(f"{PROG}: --github: GITHUB_STEP_SUMMARY is not set, so no job summary was "
-                  "written; the annotations follow", file=sys.stderr)  # fmt: skip
-        for command in workflow_commands(report, every, cases_file=cases_file):
-            print(command)
+    written = write(report, rows, junit=args.junit, markdown=args.markdown, html=args.html,
+                    github=args.github or None, run_info=run_info,
+                    cases_file=cases_file)  # fmt: skip
+    if args.github and written.step_summary is None:
+        print(f"{PROG}: --github: GITHUB_STEP_SUMMARY is not set, so no job summary was "
+              "written; the annotations follow", file=sys.stderr)  # fmt: skip
+    for command in written.annotations:
+        print(command)
 
 
-def parse_shard(text: str) -> tuple[int, int]:
-    """Parse ``--shard I/N`` (shard I of N, 1-based).
+class StatusLine:
+    """A run's :class:`~tinyeval.session.Progress` as one self-overwriting line on a terminal,
+    redrawn at most ten times a second; nothing unless ``stream`` is a terminal, so piped
+    output stays clean."""
 
-    >>> parse_shard("2/4")
-    (2, 4)
-    """
-    left, sep, right = text.partition("/")
-    try:
-        index, count = int(left), int(right)
-    except ValueError:
-        index = count = 0
-    if not sep or count < 1 or not 1 <= index <= count:
-        raise UsageError(f"--shard expects I/N with 1 <= I <= N, got {text!r}")
-    return index, count
+    def __init__(self, total: int, stream: IO[str], *, enabled: bool = True) -> None:
+        from ..session import Progress
 
-
-class Progress:
-    """One self-overwriting status line on a terminal: done/total, rate, ETA, failures, errors.
-
-    It prints nothing unless ``stream`` is a terminal, so piped output stays clean.
-    Rows kept from an earlier run (``resumed``) count in the totals but not in
-    the speed or the ETA, which measure this session alone.
-    """
-
-    def __init__(
-        self, total: int, stream: IO[str], *, enabled: bool = True, resumed: int = 0
-    ) -> None:
-        self.total = total
+        self.progress = Progress(total)
         self.stream = stream
         self.enabled = enabled and bool(getattr(stream, "isatty", lambda: False)())
-        self.resumed = resumed
-        self.done = resumed
-        self.failed = self.errors = 0
-        self.started = time.perf_counter()
         self._last = 0.0
         self._closed = False
 
-    def count_earlier(self, row: Mapping[str, Any]) -> None:
-        """Count a row kept from an earlier run in the failures and errors."""
-        self.failed += row.get("status") == "fail"
-        self.errors += row.get("status") == "error"
-
     def update(self, row: Mapping[str, Any]) -> None:
-        """Count one finished row and redraw at most ten times a second."""
-        self.done += 1
-        self.count_earlier(row)
+        """Count one finished row and redraw the line."""
+        self.progress.update(row)
         now = time.perf_counter()
-        if self.enabled and (now - self._last > 0.1 or self.done == self.total):
+        if self.enabled and (now - self._last > 0.1 or self.progress.done == self.progress.total):
             self._last = now
-            self.stream.write("\r\x1b[K" + self.line(now))
+            self.stream.write("\r\x1b[K" + self.progress.line(now))
             self.stream.flush()
-
-    def line(self, now: float | None = None) -> str:
-        """The status line.
-
-        >>> import io
-        >>> p = Progress(10, io.StringIO(), resumed=4); p.update({"status": "fail"})
-        >>> p.line(p.started + 2.0)
-        '5/10 · 0.5 cases/s · ETA 10s · 1 failed · 0 errors'
-        """
-        elapsed = max((now or time.perf_counter()) - self.started, 1e-9)
-        rate = (self.done - self.resumed) / elapsed
-        eta = (self.total - self.done) / rate if rate > 0 else float("inf")
-        eta_text = f"{eta:.0f}s" if eta != float("inf") else "?"
-        return (
-            f"{self.done}/{self.total} · {rate:.1f} cases/s · ETA {eta_text} · "
-            f"{self.failed} failed · {self.errors} errors"
-        )
 
     def close(self) -> None:
         """End the status line (once; later calls do nothing)."""
-        if self.enabled and self.done and not self._closed:
+        if self.enabled and self.progress.done and not self._closed:
             self.stream.write("\n")
             self.stream.flush()
         self._closed = True

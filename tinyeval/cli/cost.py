@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from typing import Any
 
 from ._common import (
@@ -13,12 +12,9 @@ from ._common import (
     print_plan,
 )
 
-# (name, function adding the sub-command's parser); collected by tinyeval.cli
-COMMANDS: list[tuple[str, Callable[[Any], None]]] = []
-
 
 # fmt: off
-def _add_cost(sub: Any) -> None:
+def add_cost(sub: Any) -> None:
     p = sub.add_parser(
         "cost",
         help="estimate the judge calls, tokens and dollars of a run (or add up a finished one)",
@@ -54,12 +50,9 @@ def _add_cost(sub: Any) -> None:
     p.add_argument("--results", metavar="FILE",
                    help="instead of estimating, add up the usage recorded in a results file")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    # what every option is when not given, so a suite file can fill in what was left out
-    p.set_defaults(handler=_cmd_cost, option_defaults={a.dest: a.default for a in p._actions})
     # the run settings a cost of CASES takes from no option of its own: the run's defaults
-    p.set_defaults(rubric=[], field=[], threshold=[], default_threshold=None, inconclusive=None,
-                   gate_on=None, allow_unchecked=None, shard=None, suite_judges=(),
-                   suite_overridden=[])
+    p.set_defaults(handler=_cmd_cost, field=[], threshold=[], default_threshold=None,
+                   inconclusive=None, gate_on=None, allow_unchecked=None, shard=None)
 # fmt: on
 
 
@@ -71,25 +64,15 @@ def _cmd_cost(args: argparse.Namespace) -> int:
     price = parse_price(args.price) if args.price else None
     if args.results:
         return _cost_of_results(args.results, price, as_json=args.json)
-    missing = [
-        option
-        for option, value in (
-            ("--cases", args.n_cases),
-            ("--tokens-in", args.tokens_in),
-            ("--tokens-out", args.tokens_out),
-        )
-        if value is None
-    ]
+    needed = {
+        "--cases": args.n_cases,
+        "--tokens-in": args.tokens_in,
+        "--tokens-out": args.tokens_out,
+    }
+    missing = [option for option, value in needed.items() if value is None]
     if missing:
         raise UsageError(f"cost needs {', '.join(missing)} (or CASES, or --results FILE)")
-    result = estimate(
-        args.n_cases,
-        args.tokens_in,
-        args.tokens_out,
-        votes=args.votes,
-        orders=args.orders,
-        price=price,
-    )
+    result = estimate(*needed.values(), votes=args.votes, orders=args.orders, price=price)
     if args.json:
         print_json(result.to_dict())
     elif price is None:
@@ -103,11 +86,9 @@ def _cost_of_a_run(args: argparse.Namespace) -> int:
     """The dry run of a run over CASES (or the suite's cases): its calls, tokens and cost."""
     from ..session import Session
     from .run import settings_from
-    from .suite import apply_suite
 
     args.cases = args.cases_file
-    suite = apply_suite(args)
-    with Session(settings_from(args, suite)) as session:
+    with Session(settings_from(args)) as session:
         plan = session.dry_run(session.prepare())
     print_plan(plan, session.price, as_json=args.json)
     return EXIT_OK
@@ -125,6 +106,3 @@ def _cost_of_results(path: str, price: Any, *, as_json: bool) -> int:
     else:
         print(found)
     return EXIT_OK
-
-
-COMMANDS.append(("cost", _add_cost))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from ..records import write_records
@@ -14,16 +13,11 @@ from ._common import (
     UsageError,
     print_json,
     proportion,
-    refuse_overwriting,
-    same_file,
 )
-
-# (name, function adding the sub-command's parser); collected by tinyeval.cli
-COMMANDS: list[tuple[str, Callable[[Any], None]]] = []
 
 
 # fmt: off
-def _add_label(sub: Any) -> None:
+def add_label(sub: Any) -> None:
     p = sub.add_parser("label", help="label result rows by hand, blind to the judge (resumable)",
                        description="Show the cases of RESULTS one at a time (input, context, "
                        "output; never the judge's verdict, checks or status) and append each "
@@ -44,8 +38,7 @@ def _add_label(sub: Any) -> None:
     keys.add_argument("--choices", metavar="KEY=LABEL,...",
                       help="label with other labels, e.g. a=A,b=B,t=TIE")
     p.add_argument("--judge", metavar="NAME",
-                   help="the judge (by name) whose rubric and model the labels record (default: "
-                   "the rows' first judge)")
+                   help="the judge whose rubric and model the labels record (default: the first)")
     p.add_argument("--all-rows", action="store_true",
                    help="offer every row; by default, when some rows were judged, only those "
                    "are offered (the ones calibration compares)")
@@ -60,9 +53,8 @@ def _add_label(sub: Any) -> None:
                       help="walk the cases where labelers disagree, showing each one's label, "
                       "and record the adjudicated label")
     p.add_argument("--strategy", choices=("random", "uncertain"),
-                   help="with --budget: random (a uniform sample) or uncertain (mostly the "
-                   "cases the judge is least sure of, every case keeping a non-zero "
-                   "probability; default random)")
+                   help="with --budget: random (a uniform sample, the default) or uncertain "
+                   "(mostly the cases the judge is least sure of; every case keeps a chance)")
     _add_field(p)
     p.add_argument("--json", action="store_true",
                    help="print a JSON summary on stdout; the session itself goes to stderr")
@@ -88,16 +80,14 @@ def _cmd_label(args: argparse.Namespace) -> int:
         rows_to_offer,
     )
     from ..records import read_rows
+    from ..session import refuse_overwriting
 
-    refuse_overwriting([args.results], [("--out", args.out)])
+    refuse_overwriting([args.results], {"out": args.out})
     if args.strategy and args.budget is None:
         raise UsageError("--strategy chooses the cases of a --budget: give --budget N too")
     fields = parse_label_fields(args.field)
-    labeler = args.labeler  # None: the session falls back to $USER, the login name, "anonymous"
-    choices = None
-    if args.grades:
-        choices = parse_grades(args.grades)
-    elif args.choices:
+    choices = parse_grades(args.grades) if args.grades else None
+    if args.choices:  # --grades and --choices exclude each other
         choices = parse_choices(args.choices)
     stream = sys.stderr if args.json else sys.stdout
 
@@ -114,7 +104,7 @@ def _cmd_label(args: argparse.Namespace) -> int:
     summary = label_session(
         rows,
         args.out,
-        labeler=labeler,
+        labeler=args.labeler,  # None: $USER, the login name, or "anonymous"
         seed=args.seed,
         write=write,
         break_every=args.break_every,
@@ -125,19 +115,13 @@ def _cmd_label(args: argparse.Namespace) -> int:
         adjudicate=args.adjudicate,
         fields=fields,
     )
-    if summary.mode == "recheck":
-        write(
-            f"your re-shown labels agree with your first ones: {summary.self_agreement}"
-            if summary.self_agreement is not None
-            else "no re-shown case yet: nothing to compare"
-        )
     if args.json:
         print_json({**summary.to_dict(), "plan": plan.to_dict() if plan else None})
     return EXIT_OK
 
 
 # fmt: off
-def _add_calibrate(sub: Any) -> None:
+def add_calibrate(sub: Any) -> None:
     p = sub.add_parser(
         "calibrate",
         help="compare the judge with your labels: failure recall, false alarms, kappa",
@@ -154,17 +138,15 @@ def _add_calibrate(sub: Any) -> None:
     p.add_argument("--judge", metavar="NAME",
                    help="which judge of the rows to calibrate (default: the first)")
     p.add_argument("--only", metavar="FILE",
-                   help="score only the ids in FILE (result rows, such as a --disagreements "
-                   "file)")
+                   help="score only the ids in FILE (result rows: a --disagreements file)")
     p.add_argument("--disagreements", metavar="FILE",
                    help="write every case where judge and human differ: the result row plus "
                    "'human', your label record")
     p.add_argument("--save", metavar="CAL.json",
                    help="save the calibration for tinyeval run --calibration")
     p.add_argument("--estimate", choices=("ppi",),
-                   help="ppi: also print each category's prediction-powered pass rate (the "
-                   "judge's verdicts on every judged case plus your labels) beside the judge's "
-                   "raw rate and the labels-only rate")
+                   help="ppi: also print each category's prediction-powered pass rate (judge "
+                   "verdicts plus your labels) beside the raw and the labels-only rates")
     _add_field(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_cmd_calibrate)
@@ -176,12 +158,12 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from ..humans import calibration_report
     from ..label import parse_label_fields, read_label_set
     from ..records import read_rows
-    from ..session import case_ids
+    from ..session import case_ids, refuse_overwriting, same_file
 
     if same_file(args.results, args.labels):
         raise UsageError(f"RESULTS and LABELS are the same file {args.results}")
-    outputs = [("--save", args.save), ("--disagreements", args.disagreements)]
-    refuse_overwriting([args.results, args.labels, *filter(None, [args.only])], outputs)
+    outputs = {"save": args.save, "disagreements": args.disagreements}
+    refuse_overwriting([args.results, args.labels, args.only], outputs)
     rows = read_rows(args.results)
     label_set = read_label_set(args.labels, fields=parse_label_fields(args.field))
     report = calibration_report(rows, label_set, judge=args.judge, ppi=args.estimate == "ppi",
@@ -203,7 +185,3 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     for note in notes:  # on stderr beside --json, so the standard output stays one object
         print(f"{PROG}: {note}" if args.json else note, file=sys.stderr if args.json else None)
     return EXIT_OK
-
-
-COMMANDS.append(("label", _add_label))
-COMMANDS.append(("calibrate", _add_calibrate))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from ..records import write_records
@@ -14,17 +13,12 @@ from ._common import (
     PROG,
     UsageError,
     add_model_options,
-    open_model,
     print_json,
-    refuse_overwriting,
 )
-
-# (name, function adding the sub-command's parser); collected by tinyeval.cli
-COMMANDS: list[tuple[str, Callable[[Any], None]]] = []
 
 
 # fmt: off
-def _add_pairwise(sub: Any) -> None:
+def add_pairwise(sub: Any) -> None:
     p = sub.add_parser("pairwise",
                        help="which of two runs answered better, each case asked in both orders",
                        description="Pair two results files by case id and ask a pairwise judge "
@@ -51,10 +45,14 @@ def _cmd_pairwise(args: argparse.Namespace) -> int:
     from ..pairwise import PairwiseJudge, PairwiseSummary
     from ..records import read_rows
     from ..runner import run_pairs
+    from ..session import open_model, refuse_overwriting
 
-    refuse_overwriting([args.a, args.b], [("--out", args.out)])
+    refuse_overwriting([args.a, args.b], {"out": args.out})
     judge = PairwiseJudge(args.criterion)
-    model, cache = open_model(args, args.judge_model, max_tokens=args.judge_max_tokens, cache=None)
+    model, cache = open_model(args.judge_model, base_url=args.base_url, timeout=args.timeout,
+                              temperature=args.temperature, max_tokens=args.judge_max_tokens,
+                              max_response_bytes=args.max_response_bytes, cache_path=args.cache,
+                              no_cache=args.no_cache, refresh=args.refresh)  # fmt: skip
     try:
         done = run_pairs(read_rows(args.a), read_rows(args.b), judge, model,
                          categories=args.category, concurrency=args.concurrency)  # fmt: skip
@@ -74,6 +72,3 @@ def _cmd_pairwise(args: argparse.Namespace) -> int:
     else:
         print(summary.to_text())
     return EXIT_OK
-
-
-COMMANDS.append(("pairwise", _add_pairwise))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from ..errors import plural
@@ -19,62 +18,44 @@ from ._common import (
     gate_options,
     print_json,
     proportion,
-    refuse_overwriting,
     write_reports,
 )
 
-# (name, function adding the sub-command's parser); collected by tinyeval.cli
-COMMANDS: list[tuple[str, Callable[[Any], None]]] = []
-
-
-def _add_gate(sub: Any) -> None:
-    _add_results_command(
-        sub,
-        "gate",
-        summary="apply per-category thresholds to a results file (e.g. merged shards); exit 1 "
-        "when a category blocks",
-        description="Recompute the per-category table and gate from result rows, without "
-        "running anything. Exit 1 when a category blocks.",
-        handler=_cmd_gate,
-    )
-
-
-def _add_report(sub: Any) -> None:
-    _add_results_command(
-        sub,
-        "report",
-        summary="render a results file: the table, and --html/--junit/--markdown files (exit 0)",
-        description="The same table and files as gate, for reading rather than gating: "
-        "it exits 0 whatever the thresholds say (bad input still exits 2).",
-        handler=_cmd_report,
-    )
+_GATE_AND_REPORT = (
+    ("gate", "apply per-category thresholds to a results file (e.g. merged shards); exit 1 when "
+     "a category blocks", "Recompute the per-category table and gate from result rows, without "
+     "running anything. Exit 1 when a category blocks."),
+    ("report", "render a results file: the table, and --html/--junit/--markdown files (exit 0)",
+     "The same table and files as gate, for reading rather than gating: it exits 0 whatever "
+     "the thresholds say (bad input still exits 2)."),
+)  # fmt: skip
 
 
 # fmt: off
-def _add_results_command(
-    sub: Any, name: str, *, summary: str, description: str, handler: Callable[..., int]
-) -> None:
-    p = sub.add_parser(name, help=summary, description=description)
-    p.add_argument("results", metavar="RESULTS", help="a results file written by tinyeval run")
-    add_threshold_options(p)
-    p.add_argument("--holdout", type=proportion, metavar="FRACTION",
-                   help="also compare the development cases with the held-out ones, split as "
-                   "tinyeval split does (e.g. 0.2); the gate itself is unchanged")
-    p.add_argument("--salt", default="tinyeval-holdout",
-                   help="salt of the holdout split (as for split)")
-    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    add_report_files(p)
-    p.set_defaults(handler=handler)
+def add_gate_and_report(sub: Any) -> None:
+    for name, summary, description in _GATE_AND_REPORT:
+        p = sub.add_parser(name, help=summary, description=description)
+        p.add_argument("results", metavar="RESULTS", help="a results file written by tinyeval run")
+        add_threshold_options(p)
+        p.add_argument("--holdout", type=proportion, metavar="FRACTION",
+                       help="also compare the development cases with the held-out ones, split "
+                       "as tinyeval split does (e.g. 0.2); the gate itself is unchanged")
+        p.add_argument("--salt", default="tinyeval-holdout",
+                       help="salt of the holdout split (as for split)")
+        p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+        add_report_files(p)
+        p.set_defaults(handler=_cmd_gate if name == "gate" else _cmd_report)
 # fmt: on
 
 
 def _cmd_gate(args: argparse.Namespace) -> int:
     from ..gating import compare_holdout_rows, holdout_text
     from ..records import read_rows
+    from ..session import refuse_overwriting
     from ..summary import rows_header, summarize_rows
 
-    refuse_overwriting([args.results], [("--junit", args.junit), ("--markdown", args.markdown),
-                                        ("--html", args.html)])  # fmt: skip
+    refuse_overwriting([args.results], {"junit": args.junit, "markdown": args.markdown,
+                                        "html": args.html})  # fmt: skip
     rows = read_rows(args.results)
     if not rows:
         raise UsageError(f"{args.results}: no result rows")
@@ -89,7 +70,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
         if holdout is not None:
             print(holdout_text(holdout, held_out=args.holdout, salt=args.salt))
     manifest: dict[str, Any] = rows[0]["run"] if isinstance(rows[0].get("run"), dict) else {}
-    write_reports(args, lambda: rows, summary.report, run_info=dict(summary.info),
+    write_reports(args, rows, summary.report, run_info=summary.info,
                   cases_file=manifest.get("cases_file"))  # fmt: skip
     if not summary.complete:
         return EXIT_INCOMPLETE
@@ -102,7 +83,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 # fmt: off
-def _add_merge(sub: Any) -> None:
+def add_merge(sub: Any) -> None:
     p = sub.add_parser("merge", help="join the results of shards (run --shard I/N) into one file",
                        description="Join result files into one. Every file must come from the "
                        "same dataset (same fingerprint), no case or shard may appear twice, and "
@@ -118,8 +99,9 @@ def _add_merge(sub: Any) -> None:
 
 def _cmd_merge(args: argparse.Namespace) -> int:
     from ..records import completeness, merge_rows, read_rows
+    from ..session import refuse_overwriting
 
-    refuse_overwriting(args.results, [("--out", args.out)])
+    refuse_overwriting(args.results, {"out": args.out})
     sources = [(path, read_rows(path)) for path in args.results]
     merged = merge_rows(sources, allow_partial=args.allow_partial)
     write_records(args.out, merged)  # all or nothing: never a half-merged file
@@ -130,7 +112,7 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 
 
 # fmt: off
-def _add_split(sub: Any) -> None:
+def add_split(sub: Any) -> None:
     p = sub.add_parser("split",
                        help="split cases into development and holdout sets by a stable hash of "
                        "the id",
@@ -154,25 +136,17 @@ def _add_split(sub: Any) -> None:
 
 def _cmd_split(args: argparse.Namespace) -> int:
     from ..dataset import Case, load, parse_field_mapping, split_holdout
+    from ..session import refuse_overwriting
 
-    refuse_overwriting(
-        [args.cases], [("--dev-out", args.dev_out), ("--holdout-out", args.holdout_out)]
-    )
+    refuse_overwriting([args.cases], {"dev_out": args.dev_out, "holdout_out": args.holdout_out})
     cases = load(args.cases, fields=parse_field_mapping(args.field))
     dev, holdout = split_holdout(cases, args.holdout, salt=args.salt)
     for path, part in ((args.dev_out, dev), (args.holdout_out, holdout)):
         write_records(path, map(Case.to_record, part))
     if args.json:
-        print_json(
-            {
-                "cases": len(cases),
-                "dev": len(dev),
-                "holdout": len(holdout),
-                "salt": args.salt,
-                "dev_out": args.dev_out,
-                "holdout_out": args.holdout_out,
-            }
-        )
+        counts = {"cases": len(cases), "dev": len(dev), "holdout": len(holdout)}
+        print_json({**counts, "salt": args.salt, "dev_out": args.dev_out,
+                    "holdout_out": args.holdout_out})  # fmt: skip
     else:
         print(
             f"{len(cases)} cases: {len(dev)} for development in {args.dev_out}, "
@@ -182,7 +156,7 @@ def _cmd_split(args: argparse.Namespace) -> int:
 
 
 # fmt: off
-def _add_compare(sub: Any) -> None:
+def add_compare(sub: Any) -> None:
     p = sub.add_parser("compare",
                        help="compare two runs case by case (before → after), with McNemar's "
                        "exact test",
@@ -218,10 +192,3 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.fail_on_regression and report.regressions(args.alpha):
         return EXIT_GATE_FAILED
     return EXIT_OK
-
-
-COMMANDS.append(("gate", _add_gate))
-COMMANDS.append(("report", _add_report))
-COMMANDS.append(("compare", _add_compare))
-COMMANDS.append(("merge", _add_merge))
-COMMANDS.append(("split", _add_split))

@@ -18,28 +18,22 @@ from ._common import (
     EXIT_INCOMPLETE,
     EXIT_OK,
     PROG,
-    Progress,
+    StatusLine,
     UsageError,
     add_model_options,
     add_report_files,
     add_threshold_options,
     gate_options,
-    parse_shard,
     print_json,
     print_plan,
-    refuse_overwriting,
     write_reports,
 )
-
-# (name, function adding the sub-command's parser); collected by tinyeval.cli
-COMMANDS: list[tuple[str, Callable[[Any], None]]] = []
-
 
 DEFAULT_OUT = "tinyeval-results.jsonl"
 
 
 # fmt: off
-def _add_run(sub: Any) -> None:
+def add_run(sub: Any) -> None:
     p = sub.add_parser(
         "run",
         help="evaluate a cases file: code checks, then the judge, then the gate per category",
@@ -73,8 +67,7 @@ def _add_run(sub: Any) -> None:
                       "(default: 64 MiB); a longer one is refused before it fills memory")
     data.add_argument("--only", metavar="IDS|FILE",
                       help="run only these cases: ids separated by commas, or a file of ids "
-                      "(one per line, or JSON lines with an id, such as a calibrate "
-                      "--disagreements file)")
+                      "(one per line, or JSON lines with an id: calibrate --disagreements)")
     data.add_argument("--rejudge", metavar="RESULTS",
                       help="check and judge again the outputs recorded in RESULTS (an earlier "
                       "run's rows), with the expect blocks of CASES; nothing is generated")
@@ -103,8 +96,7 @@ def _add_run(sub: Any) -> None:
                          "model judges, the majority decides, split panels go to review")
     judging.add_argument("--dawid-skene", action="store_true",
                          help="with a jury and no labels: estimate each juror's sensitivity and "
-                         "specificity from their verdicts alone (the Dawid-Skene model; it "
-                         "assumes jurors err independently)")
+                         "specificity from the verdicts alone (Dawid-Skene; errors independent)")
     judging.add_argument("--votes", type=int, default=1, metavar="N",
                          help="ask the judge N times and take the majority (default: 1)")
     judging.add_argument("--judge-style", choices=["verdict-first", "evidence-first"],
@@ -123,83 +115,57 @@ def _add_run(sub: Any) -> None:
     p.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
     add_report_files(p)
     p.add_argument("--show-failures", type=int, default=5, metavar="N",
-                   help="list up to N failed cases per category and why (default: 5; 0 lists "
-                   "none)")
+                   help="list up to N failed cases per category and why (default: 5)")
     _add_run_execution_options(p)
-    # what every option is when not given, so a suite file can fill in what was left out
-    defaults = {action.dest: action.default for action in p._actions}
-    p.set_defaults(handler=_cmd_run, option_defaults=defaults, suite_judges=(),
-                   suite_overridden=[])  # fmt: skip
+    p.set_defaults(handler=_cmd_run)
 # fmt: on
 
 
-def _check_run_options(args: argparse.Namespace) -> None:
-    """Options that only mean something with another one, and numbers out of range."""
-    judged = bool(args.criterion or args.rubric or args.suite_judges)
-    needs = [
-        ("--judge-model", args.judge_model is not None, judged, "--criterion or --rubric"),
-        ("--votes", args.votes != 1, judged, "--criterion or --rubric"),
-        ("--judge-style", args.judge_style != "verdict-first", judged, "--criterion or --rubric"),
-        ("--judge-all", args.judge_all, judged, "--criterion or --rubric"),
-        ("--judge-category", bool(args.judge_category), judged, "--criterion or --rubric"),
-        ("--review-out", bool(args.review_out), judged, "--criterion or --rubric"),
-        ("--calibration", bool(args.calibration), judged, "--criterion or --rubric"),
-        ("--prompt-template", bool(args.prompt_template), bool(args.generate_model),
-         "--generate-model"),
-        ("--max-tokens", args.max_tokens is not None, bool(args.generate_model),
-         "--generate-model"),
-        ("--regenerate", args.regenerate, bool(args.generate_model), "--generate-model"),
-        ("--max-cost", args.max_cost is not None, bool(args.price), "--price"),
-        ("--trials", args.trials != 1, bool(args.generate_model), "--generate-model"),
-    ]  # fmt: skip
-    for option, given, partner_given, partner in needs:
-        if given and not partner_given:
-            raise UsageError(f"{option} has no effect without {partner}")
-    for option, value in (("--fail-fast", args.fail_fast), ("--show-failures", args.show_failures),
-                          ("--concurrency", args.concurrency - 1)):  # fmt: skip
-        if value < 0:
-            raise UsageError(f"{option} must be {1 if option == '--concurrency' else 0} or more")
-    if args.sample is not None and args.sample < 1:
-        raise UsageError(f"--sample must be 1 or more, got {args.sample}")
-    if args.rejudge and args.generate_model:
-        raise UsageError("--rejudge checks recorded outputs; it does not take --generate-model")
-    refuse_overwriting([args.cases, *filter(None, [args.rejudge])],
-                       [("--out", args.out), ("--review-out", args.review_out),
-                        ("--junit", args.junit), ("--markdown", args.markdown),
-                        ("--html", args.html)])  # fmt: skip
+def _check_run_options(args: argparse.Namespace, settings: Any) -> None:
+    """Options that only mean something with another one, and outputs over an input."""
+    from ..session import refuse_overwriting
+
+    for name, partners in settings.unused():
+        wanted = " or ".join(f"--{partner.replace('_', '-')}" for partner in partners)
+        raise UsageError(f"--{name.replace('_', '-')} has no effect without {wanted}")
+    refuse_overwriting([settings.cases, settings.rejudge],
+                       {"out": settings.out, "review_out": settings.review_out, "junit": args.junit,
+                        "markdown": args.markdown, "html": args.html})  # fmt: skip
 
 
-def settings_from(args: argparse.Namespace, suite: Any = None) -> Any:
-    """The run's :class:`~tinyeval.session.RunSettings` from its parsed options."""
+def settings_from(args: argparse.Namespace) -> Any:
+    """The run's :class:`~tinyeval.session.RunSettings` from its parsed options, with the suite
+    file's where they are left out (``args`` takes the suite's values too: its report files)."""
     from dataclasses import fields
 
     from ..dataset import parse_field_mapping
-    from ..session import RunSettings
+    from ..session import RunSettings, parse_shard, with_suite
+    from .suite import suite_of
 
-    named = {f.name for f in fields(RunSettings)} & set(vars(args))
-    given = {name: getattr(args, name) for name in named}
-    gating = gate_options(args)  # thresholds as a dict; --gate-on folded into inconclusive
-    return RunSettings(**{
-        **given, **gating, "fields": parse_field_mapping(args.field),
-        "shard": parse_shard(args.shard) if args.shard else None,
-        "judges": args.suite_judges, "suite": suite, "suite_overridden": args.suite_overridden,
-    })  # fmt: skip
+    options = {**vars(args), **gate_options(args), "fields": parse_field_mapping(args.field),
+               "shard": parse_shard(args.shard) if args.shard else None}  # fmt: skip
+    overridden: list[str] = []
+    suite = suite_of(args)
+    if suite is not None:
+        options, overridden = with_suite(options, suite)
+        vars(args).update(options)
+    named = {f.name for f in fields(RunSettings)} & set(options)
+    return RunSettings(**{name: options[name] for name in named}, suite=suite,
+                       suite_overridden=overridden)  # fmt: skip
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from ..dataset import ResultsNotCasesError
-    from ..records import read_rows
     from ..session import Session
     from ..summary import header
-    from .suite import apply_suite
 
     # Everything that can be wrong with the command is found before the cases are read,
     # and everything wrong with the cases before any of them runs.
     jurors = list(args.judge_model or [])
     args.judge_model = jurors[0] if len(jurors) == 1 else (jurors or None)
-    suite = apply_suite(args)
-    _check_run_options(args)
-    session = Session(settings_from(args, suite))
+    settings = settings_from(args)
+    _check_run_options(args, settings)
+    session = Session(settings)
     with session:
         try:
             ready = session.prepare()
@@ -216,8 +182,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(summary.to_text(header(session, ready)))
     elif not summary.report.passed:
         print(summary.to_text(brief=True), file=sys.stderr)
-    write_reports(args, lambda: read_rows(args.out), summary.report, run_info=dict(summary.info),
-                  cases_file=args.cases)  # fmt: skip
+    write_reports(args, args.out, summary.report, run_info=summary.info, cases_file=args.cases)
     stopped_by = getattr(session.stop, "signal", None)
     if stopped_by is not None:  # asked to stop: said so already, with the resume command
         return 128 + int(stopped_by)
@@ -231,7 +196,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, session: Any, ready: Any) -> Any:
     """The run, with the progress line, and Ctrl-C and SIGTERM handled."""
-    progress = Progress(ready.in_shard, sys.stderr, enabled=not (args.quiet or args.json))
+    progress = StatusLine(ready.in_shard, sys.stderr, enabled=not (args.quiet or args.json))
     with contextlib.ExitStack() as stack:
         stack.callback(progress.close)
         stack.enter_context(_stopping_on_signals(session.stop, progress,
@@ -257,16 +222,13 @@ def _add_run_execution_options(p: argparse.ArgumentParser) -> None:
                     help="generate the output of cases that have none, from their input")
     ex.add_argument("--stop-when-decided", action="store_true",
                     help="take the cases in a random order (--seed) and stop each gated "
-                    "category once an anytime-valid confidence sequence puts it on one side of "
-                    "its threshold")
+                    "category once an anytime-valid confidence sequence decides its gate")
     ex.add_argument("--trials", type=int, default=1, metavar="K",
                     help="generate (check and judge) each case K times: one row per trial, "
-                    "figures with the case as the unit, the flaky cases listed (needs "
-                    "--generate-model)")
+                    "figures with the case as the unit, the flaky cases listed")
     ex.add_argument("--trials-gate", choices=["all", "any"], default="all",
                     help="with --trials, a case passes the gate when all its trials pass "
-                    "(pass^k, the default: what a user relying on it every time meets) or any "
-                    "does (pass@k)")
+                    "(pass^k, the default) or when any does (pass@k)")
     ex.add_argument("--regenerate", action="store_true",
                     help="generate every case's output, even where a logged one exists (a "
                     "logged conversation is sent as its message list, with roles)")
@@ -290,24 +252,21 @@ def _add_run_execution_options(p: argparse.ArgumentParser) -> None:
                     help="run only shard I of N (a stable slice by id; join with tinyeval merge)")
     ex.add_argument("--batch", action="store_true",
                     help="send the judge (and generate) calls through the provider's batch API "
-                    "(openai: and anthropic: models; half the price, but asynchronous): "
-                    "submitted once, polled, matched back into ordinary rows; killed while "
-                    "pending, --resume polls the same batch and never submits it twice")
+                    "(openai: and anthropic: models; half the price, but asynchronous); "
+                    "--resume polls a pending batch again, never submitting it twice")
     ex.add_argument("--batch-poll", type=float, default=30.0, metavar="SECONDS",
                     help="the first wait between polls of a pending batch; it doubles up to 10 "
                     "minutes (default: 30)")
     ex.add_argument("--executor", metavar="dask:local|dask://HOST:PORT",
                     help="run the cases on a Dask cluster (pip install 'dask[distributed]'): "
-                    "dask:local starts one on this machine, dask://HOST:PORT joins a scheduler; "
-                    "rows are still written here, and the response cache file must be one every "
-                    "worker can open")
+                    "dask:local starts one here, dask://HOST:PORT joins a scheduler; every "
+                    "worker must be able to open the response cache file")
     ex.add_argument("--dry-run", action="store_true",
                     help="render every prompt the run would send and count calls, tokens, cache "
                     "hits and cost, without calling any model or writing a row")
     ex.add_argument("--max-cost", type=float, metavar="USD",
                     help="with --price: stop taking cases once the spent plus the likely cost "
-                    "of the cases in flight would pass USD; the run is then incomplete (exit 3) "
-                    "and --resume continues")
+                    "of the cases in flight would pass USD (exit 3; --resume continues)")
     ex.add_argument("--price", metavar="in=X,out=Y",
                     help="USD per million input and output tokens, to report the run's cost")
 # fmt: on
@@ -315,7 +274,7 @@ def _add_run_execution_options(p: argparse.ArgumentParser) -> None:
 
 @contextlib.contextmanager
 def _stopping_on_signals(
-    stop: threading.Event, progress: Progress, in_flight: Callable[[], int]
+    stop: threading.Event, progress: StatusLine, in_flight: Callable[[], int]
 ) -> Iterator[None]:
     """The first Ctrl-C (or SIGTERM, a cancelled CI job) stops taking cases and says what it
     waits for; a second Ctrl-C abandons the cases in flight at once."""
@@ -350,6 +309,3 @@ def _resume_command() -> str:
     else:
         words = [program, *sys.argv[1:]]
     return shlex.join(words if "--resume" in words else [*words, "--resume"])
-
-
-COMMANDS.append(("run", _add_run))

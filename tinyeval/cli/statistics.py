@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from typing import Any
 
 from .. import sentences
 from ._common import EXIT_OK, UsageError, print_json, proportion
 
-# (name, function adding the sub-command's parser); collected by tinyeval.cli
-COMMANDS: list[tuple[str, Callable[[Any], None]]] = []
 
-
-def _add_stats(sub: Any) -> None:
+def add_stats(sub: Any) -> None:
     p = sub.add_parser(
         "stats",
         help="intervals, sample sizes, power and paired tests, in sentences for a pull request",
@@ -90,11 +86,9 @@ def _stats_rate(text: str, what: str) -> float:
 
 def _stats_plan(args: argparse.Namespace) -> dict[str, Any]:
     """The keyword arguments of a planning sentence, from the options as typed."""
-    plan: dict[str, Any] = {"baseline": _stats_rate(args.baseline, "--baseline"),
-                            "alpha": _stats_rate(args.alpha, "--alpha"),
-                            "continuity": args.continuity}  # fmt: skip
-    if hasattr(args, "target"):
-        plan["target"] = _stats_rate(args.target, "--target")
+    rates = [name for name in ("baseline", "alpha", "target", "power") if hasattr(args, name)]
+    plan: dict[str, Any] = {name: _stats_rate(getattr(args, name), f"--{name}") for name in rates}
+    plan["continuity"] = args.continuity
     given = args.sensitivity is not None or args.specificity is not None
     if args.calibration and given:
         raise UsageError("give --calibration or --sensitivity/--specificity, not both")
@@ -113,8 +107,6 @@ def _stats_plan(args: argparse.Namespace) -> dict[str, Any]:
                     judge_source="options")  # fmt: skip
     if hasattr(args, "n"):
         plan["n"] = _stats_whole(args.n, "--n")
-    if hasattr(args, "power"):
-        plan["power"] = _stats_rate(args.power, "--power")
     return plan
 
 
@@ -140,9 +132,4 @@ def _cmd_stats_plan(args: argparse.Namespace) -> int:
 def _cmd_stats_mcnemar(args: argparse.Namespace) -> int:
     b, c = _stats_whole(args.b, "B"), _stats_whole(args.c, "C")
     alpha = _stats_rate(args.alpha, "--alpha")
-    if not 0.0 < alpha < 1.0:  # said as typed; the library names its keyword instead
-        raise UsageError(f"--alpha must be between 0 and 1 (exclusive), got {args.alpha!r}")
     return _stats_print(args, sentences.mcnemar_sentence(b, c, alpha))
-
-
-COMMANDS.append(("stats", _add_stats))

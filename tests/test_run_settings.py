@@ -1,0 +1,141 @@
+"""The checks and parsers of a run's settings, and a suite file filling them in (session.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tinyeval.errors import InputError
+from tinyeval.session import (
+    Progress,
+    RunSettings,
+    parse_shard,
+    parse_thresholds,
+    with_suite,
+)
+from tinyeval.suite import JudgeSpec, Suite
+
+
+@pytest.mark.parametrize(
+    ("given", "field", "reason"),
+    [
+        ({"max_errors": -1}, "max_errors", "must be 0 or more, got -1"),
+        ({"fail_fast": -2}, "fail_fast", "must be 0 or more, got -2"),
+        ({"show_failures": -1}, "show_failures", "must be 0 or more, got -1"),
+        ({"concurrency": 0}, "concurrency", "must be 1 or more, got 0"),
+        ({"sample": 0}, "sample", "must be 1 or more, got 0"),
+    ],
+)
+def test_numbers_out_of_range_are_refused_with_their_setting(
+    given: dict, field: str, reason: str
+) -> None:
+    with pytest.raises(InputError) as caught:
+        RunSettings(cases="c.jsonl", **given).refuse_out_of_range()
+    assert (caught.value.field, caught.value.reason) == (field, reason)
+
+
+def test_the_lowest_values_allowed_pass() -> None:
+    RunSettings(cases="c", max_errors=0, fail_fast=0, show_failures=0, concurrency=1,
+                sample=1).refuse_out_of_range()  # fmt: skip
+
+
+def test_rejudging_takes_no_generate_model() -> None:
+    with pytest.raises(InputError) as caught:
+        RunSettings(cases="c", rejudge="rows.jsonl", generate_model="builtin").refuse_out_of_range()
+    assert caught.value.field == "rejudge" and "(generate_model)" in caught.value.reason
+
+
+def test_unused_names_each_setting_without_its_partner_in_order() -> None:
+    settings = RunSettings(cases="c", judge_model="openai:m", votes=3, prompt_template="t.txt",
+                           trials=2, max_cost=1.0)  # fmt: skip
+    assert settings.unused() == [
+        ("judge_model", ("criterion", "rubric")),
+        ("votes", ("criterion", "rubric")),
+        ("prompt_template", ("generate_model",)),
+        ("max_cost", ("price",)),
+        ("trials", ("generate_model",)),
+    ]
+
+
+def test_a_partner_from_anywhere_gives_a_setting_its_effect() -> None:
+    assert RunSettings(cases="c").unused() == []  # every setting at its default
+    assert RunSettings(cases="c", votes=3, criterion=["Is polite."]).unused() == []
+    assert RunSettings(cases="c", votes=3, rubric=["r.txt"]).unused() == []
+    suite_judge = JudgeSpec(criterion="Is polite.")
+    assert RunSettings(cases="c", judge_model="builtin", judges=[suite_judge]).unused() == []
+    assert RunSettings(cases="c", trials=3, generate_model="builtin").unused() == []
+
+
+def test_thresholds_are_parsed_by_category() -> None:
+    assert parse_thresholds([]) == {}
+    assert parse_thresholds([" tone = 90% ", "amounts=1"]) == {"tone": "90%", "amounts": "1"}
+    for bad in ("tone", "=0.9"):
+        with pytest.raises(InputError) as caught:
+            parse_thresholds([bad])
+        assert caught.value.field == "thresholds" and "CATEGORY=RATE" in caught.value.reason
+
+
+@pytest.mark.parametrize("text", ["0/2", "3/2", "1", "a/b", "1/0", "2/"])
+def test_a_shard_outside_one_to_n_is_refused(text: str) -> None:
+    with pytest.raises(InputError) as caught:
+        parse_shard(text)
+    assert caught.value.field == "shard" and repr(text) in caught.value.reason
+
+
+def test_a_shard_is_one_based() -> None:
+    assert [parse_shard(t) for t in ("1/1", "1/3", "3/3")] == [(1, 1), (1, 3), (3, 3)]
+
+
+class TestWithSuite:
+    suite = Suite(path="tinyeval.toml", cases=("cases.jsonl",), fields={"input": "q"},
+                  thresholds={"tone": 0.9, "amounts": 1.0}, concurrency=8, out="suite.jsonl",
+                  judges=(JudgeSpec(criterion="Is polite."),), junit="suite.xml")  # fmt: skip
+
+    def test_what_the_options_leave_out_comes_from_the_suite(self) -> None:
+        options, overridden = with_suite({"concurrency": 4, "out": "tinyeval-results.jsonl"},
+                                         self.suite)  # fmt: skip
+        assert options["cases"] == "cases.jsonl" and options["fields"] == {"input": "q"}
+        assert options["thresholds"] == {"tone": "0.9", "amounts": "1.0"}
+        assert (options["concurrency"], options["out"], options["junit"]) == (
+            8, "suite.jsonl", "suite.xml")  # fmt: skip
+        assert [j.criterion for j in options["judges"]] == ["Is polite."]
+        assert overridden == []
+
+    def test_options_given_win_key_by_key_and_are_said(self) -> None:
+        given = {"cases": "other.jsonl", "fields": {"output": "a"}, "thresholds": {"tone": "0.5"},
+                 "concurrency": 2, "junit": "mine.xml", "criterion": ["Is short."]}  # fmt: skip
+        options, overridden = with_suite(given, self.suite)
+        assert options["cases"] == "other.jsonl"
+        assert options["fields"] == {"input": "q", "output": "a"}
+        assert options["thresholds"] == {"tone": "0.5", "amounts": "1.0"}
+        assert (options["concurrency"], options["junit"]) == (2, "mine.xml")
+        assert "judges" not in options  # a criterion given: the suite's judges are not used
+        assert overridden == ["cases", "fields", "thresholds.tone", "concurrency", "junit"]
+
+    def test_an_option_given_as_the_suite_has_it_overrides_nothing(self) -> None:
+        _, overridden = with_suite({"cases": "cases.jsonl", "concurrency": 8}, self.suite)
+        assert overridden == []
+
+    def test_a_suite_without_cases_needs_them_from_the_options(self) -> None:
+        with pytest.raises(InputError) as caught:
+            with_suite({}, Suite(path="tinyeval.toml"))
+        assert (caught.value.path, caught.value.field) == ("tinyeval.toml", "cases")
+        options, _ = with_suite({"cases": "given.jsonl"}, Suite(path="tinyeval.toml"))
+        assert options["cases"] == "given.jsonl"
+
+    def test_the_gate_handling_given_keeps_the_suite_from_setting_it(self) -> None:
+        suite = Suite(cases=("c.jsonl",), inconclusive="block")
+        assert with_suite({}, suite)[0]["inconclusive"] == "block"
+        options, overridden = with_suite({"inconclusive": "pass"}, suite)
+        assert (options["inconclusive"], overridden) == ("pass", [])
+
+
+def test_progress_counts_rows_and_says_the_time_left() -> None:
+    progress = Progress(4)
+    for status in ("pass", "fail", "error"):
+        progress.update({"status": status})
+    assert (progress.done, progress.failed, progress.errors) == (3, 1, 1)
+    # 3 rows in 6 s: 0.5 cases/s, so the 1 left takes 2 s
+    assert progress.line(progress.started + 6.0) == (
+        "3/4 · 0.5 cases/s · ETA 2s · 1 failed · 1 errors"
+    )
+    assert Progress(2).line().startswith("0/2 · 0.0 cases/s · ETA ? ·")
