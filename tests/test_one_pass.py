@@ -115,7 +115,7 @@ def test_a_setting_the_cases_refuse_writes_nothing(
 
 @pytest.mark.usefixtures("large")
 def test_an_interrupted_one_pass_run_leaves_no_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cases = write_cases(tmp_path / "cases.jsonl", 6)
     seen = []
@@ -130,6 +130,7 @@ def test_an_interrupted_one_pass_run_leaves_no_file(
     monkeypatch.setattr(checks, "checks_from_expect", interrupting)
     assert run(str(cases), "--out", str(tmp_path / "rows.jsonl")) == 130
     assert [p.name for p in tmp_path.iterdir()] == ["cases.jsonl"]
+    assert "interrupted; nothing was written to" in capsys.readouterr().err
 
 
 @pytest.mark.usefixtures("large")

@@ -623,9 +623,15 @@ class Progress:
     >>> progress.update({"status": "fail"})
     >>> progress.line(progress.started + 2.0)
     '1/10 · 0.5 cases/s · ETA 18s · 1 failed · 0 errors'
+
+    A run that reads its file as it goes knows its total only at the end (None until then):
+
+    >>> progress = Progress(None); progress.update({"status": "pass"})
+    >>> progress.line(progress.started + 2.0)
+    '1 · 0.5 cases/s · 0 failed · 0 errors'
     """
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int | None) -> None:
         self.total = total
         self.done = self.failed = self.errors = 0
         self.started = time.perf_counter()
@@ -640,6 +646,8 @@ class Progress:
         """The progress in one line, as of ``now`` (a :func:`time.perf_counter` reading)."""
         elapsed = max((now or time.perf_counter()) - self.started, 1e-9)
         rate = self.done / elapsed
+        if self.total is None:
+            return f"{self.done} · {rate:.1f} cases/s · {self.failed} failed · {self.errors} errors"
         eta = f"{(self.total - self.done) / rate:.0f}s" if rate > 0 else "?"
         return (f"{self.done}/{self.total} · {rate:.1f} cases/s · ETA {eta} · "
                 f"{self.failed} failed · {self.errors} errors")  # fmt: skip

@@ -157,7 +157,7 @@ class StatusLine:
     redrawn at most ten times a second; nothing unless ``stream`` is a terminal, so piped
     output stays clean."""
 
-    def __init__(self, total: int, stream: IO[str], *, enabled: bool = True) -> None:
+    def __init__(self, total: int | None, stream: IO[str], *, enabled: bool = True) -> None:
         from ..session import Progress
 
         self.progress = Progress(total)

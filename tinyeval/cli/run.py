@@ -196,7 +196,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, session: Any, ready: Any) -> Any:
     """The run, with the progress line, and Ctrl-C and SIGTERM handled."""
-    progress = StatusLine(ready.in_shard, sys.stderr, enabled=not (args.quiet or args.json))
+    total = ready.in_shard if ready.read else None  # read as it runs: known at the end
+    progress = StatusLine(total, sys.stderr, enabled=not (args.quiet or args.json))
     with contextlib.ExitStack() as stack:
         stack.callback(progress.close)
         stack.enter_context(_stopping_on_signals(session.stop, progress,
@@ -205,6 +206,11 @@ def _run(args: argparse.Namespace, session: Any, ready: Any) -> Any:
             summary = session.run(ready, on_row=progress.update)
         except KeyboardInterrupt:
             progress.close()
+            if total is None:  # its rows were to be written whole, once the file was read
+                print(f"{PROG}: interrupted; nothing was written to {args.out} (a run that "
+                      "calls no model writes its rows at the end): run it again",
+                      file=sys.stderr)  # fmt: skip
+                raise
             print(f"{PROG}: interrupted; the cases in flight were abandoned (they have no row, "
                   f"a resumed run does them); finished rows are kept in {args.out}. Resume "
                   f"with:\n  {_resume_command()}", file=sys.stderr)  # fmt: skip
