@@ -37,17 +37,20 @@ a run at $1.00/$5.00 per million tokens.
 from __future__ import annotations
 
 import _thread
-import asyncio
 import inspect
 import json
 import math
+import sys
 import threading
 import weakref
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from .errors import InputError, plural
+
+if TYPE_CHECKING:  # asyncio is imported on the first awaitable: a sync run never pays for it
+    import asyncio
 
 __all__ = [
     "USAGE_KEYS",
@@ -232,6 +235,8 @@ class _Loop:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def run(self, awaitable: Awaitable[_T]) -> _T:
+        import asyncio
+
         loop = self._get()
         if _running_loop() is loop:  # awaited from a coroutine on our own loop: cannot block it
             raise RuntimeError("a model awaited from inside tinyeval's own event loop")
@@ -255,6 +260,8 @@ class _Loop:
         return tasks[0].result()
 
     def _get(self) -> asyncio.AbstractEventLoop:
+        import asyncio
+
         with self._lock:
             if self._loop is None or self._loop.is_closed():
                 loop = asyncio.new_event_loop()
@@ -267,6 +274,9 @@ class _Loop:
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
+    asyncio = sys.modules.get("asyncio")  # a loop can run only once asyncio is imported
+    if asyncio is None:
+        return None
     try:
         return asyncio.get_running_loop()
     except RuntimeError:

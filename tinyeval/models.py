@@ -43,20 +43,14 @@ from __future__ import annotations
 import abc
 import contextlib
 import functools
-import http.client
 import importlib
 import json
 import math
 import os
 import re
-import shlex
-import shutil
-import subprocess
 import sys
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -612,6 +606,8 @@ class _CommandModel(Model):
         self._timeout = timeout
 
     def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
+        import subprocess
+
         env = dict(os.environ, TINYEVAL_SAMPLE=str(sample))
         if self.temperature is not None:
             env["TINYEVAL_TEMPERATURE"] = repr(self.temperature)
@@ -643,6 +639,9 @@ class _CommandModel(Model):
 
 
 def _command_model(spec: str, command: str, timeout: float, temperature: float | None) -> Model:
+    import shlex
+    import shutil
+
     try:
         argv = shlex.split(command)
     except ValueError as exc:
@@ -755,6 +754,10 @@ class _HTTPModel(Model):
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _attempt(self, data: bytes) -> bytes | _Failure:
+        import http.client
+        import urllib.error
+        import urllib.request
+
         request = urllib.request.Request(self._url, data=data, headers=self._request_headers())
         watchdog = _Watchdog(self.timeout)
         try:

@@ -27,6 +27,7 @@ The criterion names :func:`make_judge` knows: ``faithfulness-by-claims``,
 ``answer-relevance``, ``context-relevance``, ``graded:<criterion text>``; any
 other text is an ordinary :class:`~tinyeval.judge.Judge` criterion.
 
+>>> from tinyeval.baseline import builtin_judge
 >>> judge = ClaimsJudge()
 >>> verdict = judge(builtin_judge, response="The fee is ARS 150. Cards arrive in 9 days.",
 ...                 context="From the 11th transfer on, each costs ARS 150.")
@@ -41,11 +42,11 @@ import json
 import math
 import os
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, NamedTuple
 
-from .baseline import builtin_judge, split_claims
 from .calls import ask, model_spec
 from .errors import InputError, describe_json, plural, shorten
 from .geval_steps import (
@@ -134,10 +135,16 @@ def _own_fingerprint(kind: str, parts: Mapping[str, Any]) -> str:
 def is_builtin(call_model: Any) -> bool:
     """True for the offline built-in judge: the function itself or the ``builtin`` spec.
 
+    >>> from tinyeval.baseline import builtin_judge
     >>> is_builtin(builtin_judge), is_builtin(lambda prompt: "PASS")
     (True, False)
     """
-    return call_model is builtin_judge or model_spec(call_model) == "builtin"
+    # the built-in judge's module is imported only when it is used: until then no callable
+    # can be it
+    baseline = sys.modules.get(f"{__package__}.baseline")
+    if baseline is not None and call_model is baseline.builtin_judge:
+        return True
+    return model_spec(call_model) == "builtin"
 
 
 def _combine(verdicts: Sequence[str | None], failures: Sequence[str | None]) -> tuple[Any, ...]:
@@ -376,6 +383,8 @@ class ClaimsJudge:
         """Extract the claims of ``response`` and judge each against ``context``."""
         raw: list[str] = []
         if is_builtin(call_model):
+            from .baseline import split_claims
+
             extraction = "split_claims"
             found = [claim for claim in split_claims(response) if not _is_question(claim)]
             claims: tuple[str, ...] | None = tuple(found) or None

@@ -309,6 +309,9 @@ def _retrieval(
 ) -> Any:
     """The retrieval table (and its gate) of the cases with retrieval data, or None."""
     from .errors import InputError
+
+    if not ready.queries and not thresholds_text:
+        return None  # no case has retrieval data, and no gate asks for it
     from .retrieval import parse_retrieval_threshold, retrieval_report
 
     thresholds = [parse_retrieval_threshold(text) for text in thresholds_text]

@@ -11,21 +11,21 @@ retry constants).
 from __future__ import annotations
 
 import contextlib
-import email.utils
-import http.client
 import json
 import math
 import random
 import socket
 import threading
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import TinyevalError
+
+if TYPE_CHECKING:  # the HTTP modules are imported on the first call that needs them
+    import urllib.error
+    import urllib.request
 
 __all__ = [
     "BACKOFF_BASE",
@@ -91,6 +91,8 @@ def parse_retry_after(
     try:
         seconds = float(text)
     except ValueError:
+        import email.utils
+
         try:
             when = email.utils.parsedate_to_datetime(text)
         except (TypeError, ValueError, IndexError):
@@ -163,6 +165,8 @@ def _quota_exhausted(body: bytes) -> bool:
 
 def _read_quietly(response: urllib.error.HTTPError) -> bytes:
     """The start of an error reply's body: enough for its message, never all of a huge one."""
+    import http.client
+
     try:
         return response.read(_ERROR_BODY_BYTES)
     except (OSError, http.client.HTTPException):
@@ -194,6 +198,8 @@ def _read_body(response: Any, limit: int, watchdog: _Watchdog) -> bytes:
         raise TimeoutError
     body = b"".join(parts)
     if declared is not None and len(body) < declared:  # read(n) returns short, never raises
+        import http.client
+
         raise http.client.IncompleteRead(body, declared - len(body))
     return body
 
@@ -242,6 +248,9 @@ class _Watchdog:
 
     def opener(self) -> urllib.request.OpenerDirector:
         """An opener whose connections are watched from the moment they connect."""
+        import http.client
+        import urllib.request
+
         watchdog = self
         self.start()
 
