@@ -164,3 +164,46 @@ def test_the_id_index_finds_the_first_repeat_in_file_order() -> None:
             else:
                 found = index.flush()
         assert found == expected, (ids, trial)
+
+
+@pytest.mark.usefixtures("large")
+def test_a_session_can_plan_then_run_the_same_prepared_cases(tmp_path: Path) -> None:
+    """A dry run reads the one-pass stream to its end; the run then reads the file again,
+    with the fingerprint known, rather than finding the stream spent."""
+    from tinyeval.session import RunSettings, Session
+
+    cases = write_cases(tmp_path / "cases.jsonl", 6)
+    out = tmp_path / "rows.jsonl"
+    with Session(RunSettings(cases=str(cases), out=str(out))) as session:
+        ready = session.prepare()
+        assert not ready.read and ready.fingerprint == ""
+        plan = session.dry_run(ready)
+        assert ready.read and ready.fingerprint == dataset_fingerprint(load(cases))
+        assert plan.cases == 6
+        summary = session.run(ready)
+    assert summary.rows == 6 and len(read_rows(out)) == 6
+
+
+@pytest.mark.usefixtures("large")
+def test_a_run_stopped_early_reads_the_rest_for_its_fingerprint(tmp_path: Path) -> None:
+    """Stopped on request after three rows: those three are written, with the fingerprint and
+    case count of the whole file (read to its end, unrun), so a resumed run can take them."""
+    from tinyeval.session import RunSettings, Session
+
+    cases = write_cases(tmp_path / "cases.jsonl", 9)
+    out = tmp_path / "rows.jsonl"
+    with Session(RunSettings(cases=str(cases), out=str(out))) as session:
+        ready = session.prepare()
+
+        def stop_after_three(row: dict[str, object]) -> None:
+            if ready.in_file >= 3:
+                session.stop.set()
+
+        summary = session.run(ready, on_row=stop_after_three)
+    assert not summary.complete and ready.in_file == 9
+    rows = read_rows(out)
+    assert len(rows) == 3
+    assert {row["dataset_fingerprint"] for row in rows} == {dataset_fingerprint(load(cases))}
+    assert {row["run"]["cases"] for row in rows} == {9}  # type: ignore[index]
+    assert run(str(cases), "--out", str(out), "--resume") == 0
+    assert sorted(row["id"] for row in read_rows(out)) == sorted(f"c{i}" for i in range(9))

@@ -238,8 +238,9 @@ class _Reread:
 
 class _OnePass:
     """A stream over the file that validates each case, checks its id, counts it and adds it
-    to the fingerprint as it goes: the reading pass and the run's in one. It can be iterated
-    once; :meth:`PreparedCases.finish_reading` reads what a run left."""
+    to the fingerprint as it goes: the reading pass and the run's in one. Iterating it again
+    before it has been read to the end goes on where it stopped (what
+    :meth:`PreparedCases.finish_reading` does); once it has, it reads the file afresh."""
 
     def __init__(
         self,
@@ -248,14 +249,18 @@ class _OnePass:
         noted: Callable[[Iterable[Case]], Iterator[Case]],
         keep: Callable[[Case], Case | None],
         done: Callable[[str], None],
+        again: Iterable[Case],
     ) -> None:
         from .dataset import Fingerprinting
 
-        self.ready, self.keep, self.done = ready, keep, done
+        self.ready, self.keep, self.done, self.again = ready, keep, done, again
         self._digests = Fingerprinting()
         self._stream = noted(self._digests.adding(stream))
 
     def __iter__(self) -> Iterator[Case]:
+        if self.ready.read:
+            yield from self.again
+            return
         keep = self.keep
         for case in self._stream:
             kept = keep(case)
@@ -385,7 +390,9 @@ def prepare_cases(
         kept: list[Case] | None = [] if size is not None and size <= READ_ONCE_BYTES else None
         if kept is None and one_pass and size is not None:
             ready.read = False
-            ready.cases = _OnePass(ready, dataset.iter_cases(path, **read), noted, keep, finished)
+            stream = dataset.iter_cases(path, **read)
+            again = _Reread(path, read, keep)
+            ready.cases = _OnePass(ready, stream, noted, keep, finished, again)
             return ready
 
         def keeping(cases: Iterable[Case]) -> Iterator[Case]:
