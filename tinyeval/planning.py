@@ -420,7 +420,8 @@ def _note(ready: PreparedCases, case: Case, shard: tuple[int, int] | None) -> No
     ready.selected += 1
     if shard is None or shard_index(case.id, shard[1]) == shard[0]:
         ready.in_shard += 1
-        if isinstance(case.meta, Mapping) and "retrieved" in case.meta:
+        meta = case.meta
+        if (type(meta) is dict or isinstance(meta, Mapping)) and "retrieved" in meta:
             from .retrieval import queries_from_cases
 
             ready.queries.extend(queries_from_cases([case]))

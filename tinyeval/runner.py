@@ -275,9 +275,9 @@ def evaluate_case(
                 generate_model, _generation_prompt(case, prompt_template), sample=trial or 0
             )
             tool_calls = ()  # the logged calls belong to the logged output, not this one
-            add_usage(
-                usage, getattr(reply, "usage", None), cached=getattr(reply, "cached", False) is True
-            )
+            if type(reply) is not str:  # a Reply carries its usage and whether it was cached
+                cached = getattr(reply, "cached", False) is True
+                add_usage(usage, getattr(reply, "usage", None), cached=cached)
             output = str(reply)
             row["output"] = output
             row["generate_model"] = model_spec(generate_model)

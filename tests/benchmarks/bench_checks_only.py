@@ -1,6 +1,7 @@
 """Code checks only: tinyeval against a hand-written loop doing the same work, in one run.
 
-    python tests/benchmarks/bench_checks_only.py [--cases N] [--inprocess-cases M] [--profile]
+    python tests/benchmarks/bench_checks_only.py [--cases N] [--inprocess-cases M] [--stages]
+                                                 [--profile]
 
 Generates N cases (default 100,000; ``--cases 1000000`` for 10^6) into a
 temporary JSONL file. Every case has the same four code checks from its
@@ -20,7 +21,9 @@ in-process ``tinyeval.run`` on M cases in memory (default min(N, 100,000)), each
            and checked, rows not kept; its floor is a plain loop calling the
            same model and the same checks by hand
 
-It prints the cases/s of each and the ratios. ``--profile`` also prints the
+It prints the cases/s of each and the ratios. ``--stages`` also times the
+one-pass run of a checks-only file a stage at a time (reading, decoding,
+building, ids, fingerprint, checks, rows), in CPU µs per case. ``--profile`` also prints the
 top of a cProfile of the CLI's run (in this process, on at most 100,000 cases).
 """
 
@@ -134,6 +137,64 @@ def cli_run(path: Path) -> tuple[Timing, float]:
     return Timing(elapsed, cpu), usage.ru_maxrss / 1024  # KiB on Linux
 
 
+def stages(path: Path, n: int) -> list[tuple[str, float]]:
+    """CPU µs per case of the one-pass reading and running, built up a stage at a time: each
+    pipeline is the one before it plus one more piece, so the differences are what each costs."""
+    from tinyeval import dataset, formats, planning, runner
+    from tinyeval.records import RowsWrittenWhole
+
+    name, limit = str(path), dataset.MAX_LINE_BYTES
+
+    def lines() -> None:
+        with open(name, "rb") as raw:
+            for _ in formats._lines(raw, name, limit):
+                pass
+
+    def records() -> None:
+        for _ in formats._iter_records(name, None, set(), limit):
+            pass
+
+    def built() -> None:
+        for _ in dataset._validated(name, {}, False, None):
+            pass
+
+    def unique() -> None:
+        for _ in dataset.iter_cases(name):
+            pass
+
+    def fingerprinted() -> None:
+        for _ in planning.prepare_cases(name, one_pass=True).cases:
+            pass
+
+    def checked() -> None:
+        runner.run(planning.prepare_cases(name, one_pass=True).cases, keep_rows=False)
+
+    def written() -> None:
+        rows = RowsWrittenWhole(os.devnull)
+        ready = planning.prepare_cases(name, one_pass=True)
+        runner.run(ready.cases, keep_rows=False, on_row=rows.write)
+        rows.finish(ready.fingerprint, None)
+
+    pipelines = [
+        ("lines read and decoded from UTF-8", lines),
+        ("+ JSON decoded, duplicate keys refused", records),
+        ("+ cases and their checks built, validated", built),
+        ("+ duplicate ids refused", unique),
+        ("+ fingerprinted and counted", fingerprinted),
+        ("+ checks run, rows built and tallied", checked),
+        ("+ rows encoded and written (null device)", written),
+    ]
+    saved = planning.READ_ONCE_BYTES
+    planning.READ_ONCE_BYTES = 0  # the path of a large file, whatever this one's size
+    try:
+        return [
+            (label, min(timed(action)[0].cpu for _ in range(2)) / n * 1e6)
+            for label, action in pipelines
+        ]
+    finally:
+        planning.READ_ONCE_BYTES = saved
+
+
 def sync_model(prompt: str) -> str:
     return GENERATED[prompt]
 
@@ -185,6 +246,16 @@ def profile_cli(path: Path, top: int) -> None:
     print(text.getvalue())
 
 
+def print_stages(path: Path, n: int) -> None:
+    scale, _ = timed(lambda: hand_loop(path))
+    print(f"\n[stages] CPU µs per case on {n:,} cases, each line the one above plus one piece")
+    print(f"  {'(the hand-written loop, for scale)':<46} {scale.cpu / n * 1e6:7.1f}")
+    before = 0.0
+    for label, micros in stages(path, n):
+        print(f"  {label:<46} {micros:7.1f}  (+{micros - before:.1f})")
+        before = micros
+
+
 def rate(n: int, took: Timing) -> str:
     return (
         f"{n / took.wall / 1000:7.1f}k cases/s ({took.wall / n * 1e6:6.1f} µs per case; "
@@ -202,6 +273,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--inprocess-cases", type=int, help="in-process cases (min(N, 10^5))")
     parser.add_argument("--skip-cli", action="store_true", help="leave out the CLI process")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of the CLI run")
+    parser.add_argument(
+        "--stages", action="store_true", help="time the one-pass run a stage at a time"
+    )
     parser.add_argument("--top", type=int, default=35, help="profile lines shown (35)")
     args = parser.parse_args(argv)
     n = args.cases
@@ -220,10 +294,13 @@ def main(argv: list[str] | None = None) -> None:
             cli_s, rss = cli_run(path)
             print(f"  tinyeval run (CLI process)   {rate(n, cli_s)}, peak RSS {rss:.1f} MiB")
             print(f"  ratio CLI / loop             {ratio(cli_s, loop_s)}")
-        if args.profile:
+        if args.profile or args.stages:
             small = Path(folder) / "profiled.jsonl"
             write_cases(small, min(n, 100_000))
+        if args.profile:
             profile_cli(small, args.top)
+        if args.stages:
+            print_stages(small, min(n, 100_000))
 
     cases = generated_cases(m)
     print(f"\n[in process] {m:,} cases generated by a 0 ms model, then the same 4 checks")
