@@ -110,11 +110,11 @@ def test_a_saved_calibration_gives_the_judge(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--sensitivity", "0.9"], "needs both --sensitivity and --specificity"),
+        (["--sensitivity", "0.9"], "--specificity: an imperfect judge needs both its"),
         (["--sensitivity", "0.5", "--specificity", "0.5"], "no better than chance"),
         (["--sensitivity", "x", "--specificity", "0.8"], "--sensitivity must be a proportion"),
         (["--calibration", "nope.json"], "nope.json"),
-        (["--calibration", "c.json", "--sensitivity", "0.9"], "not both"),
+        (["--calibration", "c.json", "--sensitivity", "0.9"], "--calibration: give a calibra"),
     ],
 )
 def test_bad_judge_options_are_one_line_exit_2(args: list[str], message: str) -> None:

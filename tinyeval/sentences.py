@@ -36,6 +36,7 @@ __all__ = [
     "JudgeRates",
     "Sentence",
     "detectable_sentence",
+    "judge_rates",
     "judge_rates_from_calibration",
     "mcnemar_sentence",
     "power_sentence",
@@ -98,6 +99,37 @@ class JudgeRates(NamedTuple):
         """The two rates and their source as a JSON object."""
         return {"sensitivity": self.sensitivity, "specificity": self.specificity,
                 "source": self.source}  # fmt: skip
+
+
+def judge_rates(
+    sensitivity: float | None = None,
+    specificity: float | None = None,
+    calibration: str | Path | None = None,
+) -> JudgeRates | None:
+    """The imperfect judge a plan is for: given as its two rates, or read from a saved
+    calibration (:func:`judge_rates_from_calibration`); None for a perfect judge.
+
+    >>> judge_rates(0.9, 0.8)
+    JudgeRates(sensitivity=0.9, specificity=0.8, source='options')
+    >>> judge_rates() is None
+    True
+    >>> judge_rates(0.9)
+    Traceback (most recent call last):
+    ...
+    tinyeval.errors.InputError: specificity: an imperfect judge needs both its sensitivity and ...
+    """
+    given = sensitivity is not None or specificity is not None
+    if calibration is not None and given:
+        raise InputError("give a calibration or the judge's two rates, not both",
+                         field="calibration")  # fmt: skip
+    if calibration is not None:
+        return judge_rates_from_calibration(calibration)
+    if not given:
+        return None
+    if sensitivity is None or specificity is None:
+        raise InputError("an imperfect judge needs both its sensitivity and its specificity",
+                         field="sensitivity" if sensitivity is None else "specificity")  # fmt: skip
+    return JudgeRates(sensitivity, specificity, "options")
 
 
 def judge_rates_from_calibration(path: str | Path) -> JudgeRates:

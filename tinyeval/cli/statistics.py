@@ -89,22 +89,14 @@ def _stats_plan(args: argparse.Namespace) -> dict[str, Any]:
     rates = [name for name in ("baseline", "alpha", "target", "power") if hasattr(args, name)]
     plan: dict[str, Any] = {name: _stats_rate(getattr(args, name), f"--{name}") for name in rates}
     plan["continuity"] = args.continuity
-    given = args.sensitivity is not None or args.specificity is not None
-    if args.calibration and given:
-        raise UsageError("give --calibration or --sensitivity/--specificity, not both")
-    if args.calibration:
-        judge = sentences.judge_rates_from_calibration(args.calibration)
+    judge = sentences.judge_rates(
+        *(_stats_rate(text, f"--{name}") if text is not None else None
+          for name, text in (("sensitivity", args.sensitivity), ("specificity", args.specificity))),
+        calibration=args.calibration,
+    )  # fmt: skip
+    if judge is not None:
         plan.update(sensitivity=judge.sensitivity, specificity=judge.specificity,
                     judge_source=judge.source)  # fmt: skip
-    elif given and (args.sensitivity is None or args.specificity is None):
-        missing = "--sensitivity" if args.sensitivity is None else "--specificity"
-        raise UsageError(
-            f"an imperfect judge needs both --sensitivity and --specificity: give {missing}"
-        )
-    elif given:
-        plan.update(sensitivity=_stats_rate(args.sensitivity, "--sensitivity"),
-                    specificity=_stats_rate(args.specificity, "--specificity"),
-                    judge_source="options")  # fmt: skip
     if hasattr(args, "n"):
         plan["n"] = _stats_whole(args.n, "--n")
     return plan
