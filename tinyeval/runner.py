@@ -867,6 +867,9 @@ def _run_rows(
     late result is ignored).
     """
     pending: dict[cf.Future[Row], tuple[int, Case]] = {}  # future -> (submission order, case)
+    # Each future puts itself here when done: waiting costs the same however many are in
+    # flight (cf.wait sets up and takes down a waiter on every pending future, each time).
+    finished: queue.SimpleQueue[cf.Future[Row]] = queue.SimpleQueue()
     starts: dict[tuple[str, int], float] = {}
     sequence = itertools.count()
     case_iter = iter(cases)
@@ -918,6 +921,7 @@ def _run_rows(
                 else:
                     future = pool.submit(_evaluate_noting_start, starts, case, **task)
                 pending[future] = (next(sequence), case)
+                future.add_done_callback(finished.put)
             result.in_flight = len(pending)
             if progress is not None:  # the cases running now (the others are only queued)
                 progress(sum(1 for future in pending if future.running()))
@@ -926,7 +930,7 @@ def _run_rows(
             wait = _time_to_next_deadline(pending.values(), starts, case_timeout)
             if stop is not None and not stopping:  # look at the stop request now and then
                 wait = 0.1 if wait is None else min(wait, 0.1)
-            done, _ = cf.wait(pending, timeout=wait, return_when=cf.FIRST_COMPLETED)
+            done = _finished(finished, wait, pending)
             for future in sorted(done, key=lambda f: pending[f][0]):
                 _, case = pending.pop(future)
                 result.in_flight = len(pending)
@@ -958,6 +962,24 @@ def _run_rows(
         elif not result.abandoned:
             with contextlib.suppress(Exception):
                 cf.wait(pending)
+
+
+def _finished(
+    finished: queue.SimpleQueue[cf.Future[Row]],
+    wait: float | None,
+    pending: Mapping[cf.Future[Row], Any],
+) -> set[cf.Future[Row]]:
+    """The futures still pending that are done: waiting up to ``wait`` seconds for the first
+    (None: as long as it takes), then taking every other one already there."""
+    done = set()
+    try:
+        future = finished.get(timeout=wait)
+        while True:
+            if future in pending:  # not one dropped already (cancelled, or past its timeout)
+                done.add(future)
+            future = finished.get_nowait()
+    except queue.Empty:
+        return done
 
 
 def _time_to_next_deadline(

@@ -89,11 +89,12 @@ def _stats_plan(args: argparse.Namespace) -> dict[str, Any]:
     rates = [name for name in ("baseline", "alpha", "target", "power") if hasattr(args, name)]
     plan: dict[str, Any] = {name: _stats_rate(getattr(args, name), f"--{name}") for name in rates}
     plan["continuity"] = args.continuity
-    judge = sentences.judge_rates(
-        *(_stats_rate(text, f"--{name}") if text is not None else None
-          for name, text in (("sensitivity", args.sensitivity), ("specificity", args.specificity))),
-        calibration=args.calibration,
-    )  # fmt: skip
+
+    def rate(name: str) -> float | None:
+        text = getattr(args, name)
+        return None if text is None else _stats_rate(text, f"--{name}")
+
+    judge = sentences.judge_rates(rate("sensitivity"), rate("specificity"), args.calibration)
     if judge is not None:
         plan.update(sensitivity=judge.sensitivity, specificity=judge.specificity,
                     judge_source=judge.source)  # fmt: skip
