@@ -207,3 +207,15 @@ def test_a_run_stopped_early_reads_the_rest_for_its_fingerprint(tmp_path: Path) 
     assert {row["run"]["cases"] for row in rows} == {9}  # type: ignore[index]
     assert run(str(cases), "--out", str(out), "--resume") == 0
     assert sorted(row["id"] for row in read_rows(out)) == sorted(f"c{i}" for i in range(9))
+
+
+@pytest.mark.usefixtures("large")
+def test_an_output_that_cannot_be_written_is_said_as_in_a_two_pass_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", 3)
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where a folder should be", encoding="utf-8")
+    for extra in ([], ["--resume"]):  # read once as it runs; read first, rows as they finish
+        assert run(str(cases), "--out", str(blocked / "rows.jsonl"), *extra) == 3
+        assert "writing the results failed" in capsys.readouterr().err

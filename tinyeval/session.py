@@ -494,9 +494,7 @@ class Session:
                 review = stack.enter_context(
                     open(s.review_out, "a" if s.resume else "w", encoding="utf-8")
                 )
-            whole = RowsWrittenWhole(s.out) if one_pass else None
-            if whole is not None:
-                stack.callback(whole.discard)  # a file only once finished
+            whole: RowsWrittenWhole | None = None
 
             def noted(row: Row) -> None:
                 nonlocal review_rows
@@ -514,6 +512,9 @@ class Session:
             if executor is None:
                 executor = stack.enter_context(open_executor(s.executor, s.concurrency))
             try:
+                if one_pass:
+                    whole = RowsWrittenWhole(s.out)
+                    stack.callback(whole.discard)  # a file only once finished
                 result = run(
                     ready.cases, judges=self.judges, judge_model=self.judge_model,
                     generate_model=self.generate_model, prompt_template=self.template,
