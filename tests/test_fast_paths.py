@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import tinyeval
-from tinyeval import checks, planning, runner
+from tinyeval import planning, runner
 from tinyeval.dataset import Case, dataset_fingerprint, iter_cases, load
 from tinyeval.errors import utc_stamp
 from tinyeval.records import row_stamp
@@ -27,20 +27,6 @@ def write_cases(path: Path, n: int) -> Path:
             record = {"id": f"c{i}", "category": f"k{i % 2}", "output": output, "expect": EXPECT}
             stream.write(json.dumps(record) + "\n")
     return path
-
-
-@pytest.fixture
-def builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts every build of an expect block's checks."""
-    counted: list[int] = []
-    original = checks.checks_from_expect
-
-    def counting(expect):  # type: ignore[no-untyped-def]
-        counted.append(1)
-        return original(expect)
-
-    monkeypatch.setattr(checks, "checks_from_expect", counting)
-    return counted
 
 
 def statuses(result: runner.RunResult) -> dict[str, tuple[int, int]]:

@@ -37,19 +37,6 @@ def large(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(planning, "READ_ONCE_BYTES", 0)
 
 
-@pytest.fixture
-def builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    counted: list[int] = []
-    original = checks.checks_from_expect
-
-    def counting(expect):  # type: ignore[no-untyped-def]
-        counted.append(1)
-        return original(expect)
-
-    monkeypatch.setattr(checks, "checks_from_expect", counting)
-    return counted
-
-
 def without_stamps(path: Path) -> list[dict[str, object]]:
     return [{k: v for k, v in row.items() if k not in STAMPS} for row in read_rows(path)]
 
