@@ -507,7 +507,8 @@ _ROW_ENCODER = json.JSONEncoder(ensure_ascii=False)  # made once: json.dumps mak
 
 
 def write_row(stream: IO[str], row: Mapping[str, Any], *, flush: bool = True) -> None:
-    """Write one row as a JSON line and flush it, so a kill loses at most this line.
+    """Write one row as a JSON line and flush it, so a kill loses at most this line
+    (``flush=False`` for a temporary file, which a failure discards whole).
 
     Text that UTF-8 cannot carry (a lone surrogate from a user check's detail,
     say) is written as JSON escapes instead, so every row can be written.
@@ -541,14 +542,14 @@ class RowsWrittenWhole:
 
     >>> import tempfile, os
     >>> from tinyeval.dataset import Case
-    >>> folder = tempfile.mkdtemp()
-    >>> rows = RowsWrittenWhole(os.path.join(folder, "rows.jsonl"))
-    >>> rows.write(new_row(Case(id="a", output="hola")))
-    >>> os.listdir(folder) != ["rows.jsonl"]  # nothing there yet but the temporary file
-    True
-    >>> rows.finish("0123456789abcdef", {"cases": 1})
-    >>> [(r["id"], r["dataset_fingerprint"], r["run"]) for r in read_rows(rows.path)]
-    [('a', '0123456789abcdef', {'cases': 1})]
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     rows = RowsWrittenWhole(os.path.join(folder, "rows.jsonl"))
+    ...     rows.write(new_row(Case(id="a", output="hola")))
+    ...     before = [name.endswith(".partial") for name in os.listdir(folder)]
+    ...     rows.finish("0123456789abcdef", {"cases": 1})
+    ...     after = [(r["id"], r["dataset_fingerprint"], r["run"]) for r in read_rows(rows.path)]
+    >>> before, after  # only the temporary file, then only the results file
+    ([True], [('a', '0123456789abcdef', {'cases': 1})])
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:

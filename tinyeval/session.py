@@ -479,6 +479,11 @@ class Session:
         ``settings.executor``. Raises :class:`~tinyeval.errors.IncompleteError`
         when a batch is still pending at the provider, or a row cannot be
         written.
+
+        Cases prepared to be read once, as the run goes (``ready.read`` False),
+        are refused at the end if they must be, and their rows reach
+        ``settings.out`` only then, all at once; the rows ``on_row`` sees have
+        no ``dataset_fingerprint`` or ``run`` yet (the written ones do).
         """
         from .records import RowsWrittenWhole, write_row
         from .runner import run
