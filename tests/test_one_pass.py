@@ -117,7 +117,9 @@ def test_an_interrupted_one_pass_run_leaves_no_file(
     monkeypatch.setattr(checks, "checks_from_expect", interrupting)
     assert run(str(cases), "--out", str(tmp_path / "rows.jsonl")) == 130
     assert [p.name for p in tmp_path.iterdir()] == ["cases.jsonl"]
-    assert "interrupted; nothing was written to" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert "interrupted. A run that calls no model writes its rows once it has read" in said
+    assert "nothing was written to" in said
 
 
 @pytest.mark.usefixtures("large")
@@ -172,13 +174,15 @@ def test_a_session_can_plan_then_run_the_same_prepared_cases(tmp_path: Path) -> 
 
 
 @pytest.mark.usefixtures("large")
-def test_a_run_stopped_early_reads_the_rest_for_its_fingerprint(tmp_path: Path) -> None:
-    """Stopped on request after three rows: those three are written, with the fingerprint and
-    case count of the whole file (read to its end, unrun), so a resumed run can take them."""
+def test_a_run_stopped_early_writes_nothing(tmp_path: Path) -> None:
+    """Stopped on request after three rows: nothing was spent, so nothing is written (reading
+    the rest of the file for the fingerprint would make a stop as slow as half a run), and an
+    earlier results file is left as it was."""
     from tinyeval.session import RunSettings, Session
 
     cases = write_cases(tmp_path / "cases.jsonl", 9)
     out = tmp_path / "rows.jsonl"
+    out.write_text('{"kept": "an earlier results file"}\n', encoding="utf-8")
     with Session(RunSettings(cases=str(cases), out=str(out))) as session:
         ready = session.prepare()
 
@@ -187,13 +191,29 @@ def test_a_run_stopped_early_reads_the_rest_for_its_fingerprint(tmp_path: Path) 
                 session.stop.set()
 
         summary = session.run(ready, on_row=stop_after_three)
-    assert not summary.complete and ready.in_file == 9
-    rows = read_rows(out)
-    assert len(rows) == 3
-    assert {row["dataset_fingerprint"] for row in rows} == {dataset_fingerprint(load(cases))}
-    assert {row["run"]["cases"] for row in rows} == {9}  # type: ignore[index]
-    assert run(str(cases), "--out", str(out), "--resume") == 0
-    assert sorted(row["id"] for row in read_rows(out)) == sorted(f"c{i}" for i in range(9))
+    assert not summary.complete and not ready.read and summary.rows == 3
+    assert out.read_text(encoding="utf-8") == '{"kept": "an earlier results file"}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cases.jsonl", "rows.jsonl"]
+
+
+def test_the_command_line_says_a_stopped_one_pass_run_wrote_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """More errors than --max-errors stop the run: exit 3, and the message says that nothing
+    was written rather than offering to resume."""
+    monkeypatch.setattr(planning, "READ_ONCE_BYTES", 0)
+    cases = write_cases(tmp_path / "cases.jsonl", 6)
+    monkeypatch.setattr(checks, "run_built_checks", _raising)  # every case errors
+    out = tmp_path / "rows.jsonl"
+    assert run(str(cases), "--out", str(out), "--max-errors", "1") == 3
+    said = capsys.readouterr().err
+    assert "the run stopped early: more than 1 cases errored" in said
+    assert f"nothing was written to {out}; fix the cause and run it again" in said
+    assert not out.exists()
+
+
+def _raising(output: str, built: object, case: object) -> dict[str, object]:
+    raise RuntimeError("a check that breaks")
 
 
 @pytest.mark.usefixtures("large")

@@ -483,7 +483,9 @@ class Session:
         Cases prepared to be read once, as the run goes (``ready.read`` False),
         are refused at the end if they must be, and their rows reach
         ``settings.out`` only then, all at once; the rows ``on_row`` sees have
-        no ``dataset_fingerprint`` or ``run`` yet (the written ones do).
+        no ``dataset_fingerprint`` or ``run`` yet (the written ones do). Such a
+        run stopped before the end of its file writes nothing (``ready.read``
+        stays False).
         """
         from .records import RowsWrittenWhole, write_row
         from .runner import run
@@ -533,11 +535,12 @@ class Session:
                     progress=self._in_flight, stop_when_decided=self._decide_at(ready),
                     max_cost=s.max_cost, price=self.price, executor=executor,
                 )  # fmt: skip
-                if whole is not None:
-                    ready.finish_reading()  # a run stopped early leaves cases unread
+                if whole is not None and ready.read:  # the whole file read: rows written
                     self._refuse(ready)
                     whole.finish(ready.fingerprint, self._manifest(ready))
                     result.dataset_fingerprint = ready.fingerprint
+                # stopped before the end of the file: nothing is written (nothing was spent,
+                # and reading the rest for the fingerprint would make a stop slow)
             except OSError as exc:  # a full disk, a file gone: the run cannot complete
                 where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
                 kept = "none is kept" if one_pass else (

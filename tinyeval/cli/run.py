@@ -30,6 +30,8 @@ from ._common import (
 )
 
 DEFAULT_OUT = "tinyeval-results.jsonl"
+_NOTHING_WRITTEN = ("A run that calls no model writes its rows once it has read its whole file: "
+                    "nothing was written")  # fmt: skip
 
 
 # fmt: off
@@ -182,10 +184,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(summary.to_text(header(session, ready)))
     elif not summary.report.passed:
         print(summary.to_text(brief=True), file=sys.stderr)
-    write_reports(args, args.out, summary.report, run_info=summary.info, cases_file=args.cases)
+    rows = args.out if ready.read else []  # a run read as it went and stopped wrote none
+    write_reports(args, rows, summary.report, run_info=summary.info, cases_file=args.cases)
     stopped_by = getattr(session.stop, "signal", None)
     if stopped_by is not None:  # asked to stop: said so already, with the resume command
         return 128 + int(stopped_by)
+    if not summary.complete and not ready.read:
+        print(f"{PROG}: the run stopped early: {summary.stopped_reason}. {_NOTHING_WRITTEN} "
+              f"to {args.out}; fix the cause and run it again", file=sys.stderr)  # fmt: skip
+        return EXIT_INCOMPLETE
     if not summary.complete:
         print(f"{PROG}: the run stopped early: {summary.stopped_reason}. Rows were kept for "
               f"{summary.rows} of {ready.in_shard} cases in {args.out}; fix the cause and run "
@@ -207,15 +214,17 @@ def _run(args: argparse.Namespace, session: Any, ready: Any) -> Any:
         except KeyboardInterrupt:
             progress.close()
             if total is None:  # its rows were to be written whole, once the file was read
-                print(f"{PROG}: interrupted; nothing was written to {args.out} (a run that "
-                      "calls no model writes its rows at the end): run it again",
+                print(f"{PROG}: interrupted. {_NOTHING_WRITTEN} to {args.out}; run it again",
                       file=sys.stderr)  # fmt: skip
                 raise
             print(f"{PROG}: interrupted; the cases in flight were abandoned (they have no row, "
                   f"a resumed run does them); finished rows are kept in {args.out}. Resume "
                   f"with:\n  {_resume_command()}", file=sys.stderr)  # fmt: skip
             raise
-    if session.stop.is_set() and summary.capped is None:
+    if session.stop.is_set() and summary.capped is None and not ready.read:
+        print(f"{PROG}: stopped on request. {_NOTHING_WRITTEN} to {args.out}; run it again",
+              file=sys.stderr)  # fmt: skip
+    elif session.stop.is_set() and summary.capped is None:
         print(f"{PROG}: stopped on request; finished rows are kept in {args.out}. Resume "
               f"with:\n  {_resume_command()}", file=sys.stderr)  # fmt: skip
     return summary
