@@ -559,8 +559,10 @@ def _build_fields(value: Any, field: str) -> list[NamedCheck]:
 def _build_equals(value: Any, field: str) -> list[NamedCheck]:
     built = []
     for path, expected in _path_map(value, field, "value"):
-        with _blame(f"{field}.{path}"):
+        try:  # a try costs nothing until it catches (built for every case read)
             built.append(equals(path, expected))
+        except CheckSpecError as error:
+            raise CheckSpecError(error.message, field=f"{field}.{path}") from None
     return built
 
 

@@ -355,7 +355,11 @@ def tally(rows: Iterable[Mapping[str, Any]]) -> dict[str, CategoryTally]:
     """
     found: dict[str, CategoryTally] = {}
     for row in rows:
-        found.setdefault(str(row.get("category") or "default"), CategoryTally()).add(row)
+        key = str(row.get("category") or "default")
+        tally_of = found.get(key)
+        if tally_of is None:
+            tally_of = found[key] = CategoryTally()
+        tally_of.add(row)
     return dict(sorted(found.items()))
 
 

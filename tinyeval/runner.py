@@ -108,7 +108,12 @@ class RunResult:
 
     def add(self, row: Row, *, keep: bool) -> None:
         """Count a row (and keep it when asked)."""
-        self.categories.setdefault(str(row["category"]), CategoryTally()).add(row)
+        category = row["category"]
+        key = category if type(category) is str else str(category)
+        tally = self.categories.get(key)
+        if tally is None:  # (not setdefault: it would make a tally for every row)
+            tally = self.categories[key] = CategoryTally()
+        tally.add(row)
         add_usage(self.usage, row.get("usage"))
         if keep:
             self.rows.append(row)
@@ -296,7 +301,11 @@ def evaluate_case(
         judges_ok = True
         gated_by_judge = False
         cannot_judge: list[str] = []
-        applicable = [j for j in judges if _judges_category(j, case.category, judge_categories)]
+        applicable = (
+            [j for j in judges if _judges_category(j, case.category, judge_categories)]
+            if judges
+            else []
+        )
         if judges and not applicable:
             row["judge_skipped"] = "category not judged"
         elif judges and not checks_ok and not judge_all:
@@ -629,13 +638,14 @@ def run(
         sequences = {name: ConfidenceSequence() for name in stop_when_decided}
 
     def selected() -> Iterator[Case]:
+        decided = result.decisions
         for case in cases:
             if shard and shard_index(case.id, shard[1]) != shard[0]:
                 continue
-            if case.category in result.decisions:
+            if decided and case.category in decided:
                 continue  # decided: its remaining cases would change nothing
             if trials == 1:
-                if (case.id, 0) not in done:
+                if not done or (case.id, 0) not in done:
                     yield case
                 continue
             fields = {f.name: getattr(case, f.name) for f in dataclasses.fields(case)}
