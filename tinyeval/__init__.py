@@ -196,6 +196,8 @@ _EXPORTS: dict[str, str] = {
     "summary_markdown": "report_text",
     "junit_xml": "report_text",
     "html_report": "report_html",
+    "write_reports": "report",
+    "ReportsWritten": "report",
     "ResponseCache": "cache",
     "cached": "cache",
     "parse_price": "calls",

@@ -63,6 +63,7 @@ __all__ = [
     "RECOGNISED_KEYS",
     "Case",
     "DatasetError",
+    "Fingerprinting",
     "ResultsNotCasesError",
     "dataset_fingerprint",
     "in_holdout",
