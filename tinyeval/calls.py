@@ -212,9 +212,8 @@ def accepted_keywords(call_model: CallModel) -> frozenset[str]:
     >>> accepted_keywords(lambda prompt, **kwargs: prompt), accepted_keywords(len)
     (frozenset(), frozenset())
     """
-    try:
-        with _KEYWORDS_LOCK:
-            known = _KEYWORDS_SEEN.get(call_model)
+    try:  # one dict lookup, atomic as it is: no lock (the writes below take one)
+        known = _KEYWORDS_SEEN.get(call_model)
     except TypeError:  # unhashable or not weakly referenceable: just look
         return _signature_keywords(call_model)
     if known is None:
