@@ -236,7 +236,9 @@ class _Loop:
     def run(self, awaitable: Awaitable[_T]) -> _T:
         import asyncio
 
-        loop = self._get()
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            loop = self._get()
         if _running_loop() is loop:  # awaited from a coroutine on our own loop: cannot block it
             raise RuntimeError("a model awaited from inside tinyeval's own event loop")
         # A bare lock, released by the task's done-callback, hands the result back: half
@@ -246,7 +248,10 @@ class _Loop:
         tasks: list[asyncio.Future[_T]] = []
 
         def start() -> None:
-            task = asyncio.ensure_future(_awaited(awaitable), loop=loop)
+            if inspect.iscoroutine(awaitable):  # the usual: an async def's call, run as a task
+                task = loop.create_task(awaitable)
+            else:
+                task = asyncio.ensure_future(_awaited(awaitable), loop=loop)
             tasks.append(task)
             task.add_done_callback(lambda _: finished.release())
 
