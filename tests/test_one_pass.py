@@ -226,3 +226,27 @@ def test_an_output_that_cannot_be_written_is_said_as_in_a_two_pass_run(
     for extra in ([], ["--resume"]):  # read once as it runs; read first, rows as they finish
         assert run(str(cases), "--out", str(blocked / "rows.jsonl"), *extra) == 3
         assert "writing the results failed" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("large")
+def test_a_results_file_reached_through_a_link_stays_linked(tmp_path: Path) -> None:
+    """As opening the link for writing would: the file it names gets the rows."""
+    cases = write_cases(tmp_path / "cases.jsonl", 3)
+    (tmp_path / "kept").mkdir()
+    real = tmp_path / "kept" / "rows.jsonl"
+    real.write_text("", encoding="utf-8")
+    link = tmp_path / "rows.jsonl"
+    link.symlink_to(real)
+    assert run(str(cases), "--out", str(link)) == 0
+    assert link.is_symlink() and len(read_rows(real)) == 3
+    assert [p.name for p in (tmp_path / "kept").iterdir()] == ["rows.jsonl"]
+
+
+@pytest.mark.usefixtures("large")
+def test_a_results_file_replaced_keeps_its_mode(tmp_path: Path) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", 3)
+    out = tmp_path / "rows.jsonl"
+    out.write_text("", encoding="utf-8")
+    out.chmod(0o600)
+    assert run(str(cases), "--out", str(out)) == 0
+    assert out.stat().st_mode & 0o777 == 0o600 and len(read_rows(out)) == 3

@@ -560,14 +560,16 @@ class RowsWrittenWhole:
         import secrets
 
         self.path = Path(path)
+        # a symbolic link is written through, as opening it would: the file it names is replaced
+        self._target = Path(os.path.realpath(path))
         self._mark = secrets.token_hex(16)  # cannot occur in a row by chance
         self._temporary: Path | None = None
         if _is_null_device(self.path):
             self._stream: IO[str] = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._target.parent.mkdir(parents=True, exist_ok=True)
         handle, name = tempfile.mkstemp(
-            prefix=f".{self.path.name}.", suffix=".partial", dir=self.path.parent
+            prefix=f".{self._target.name}.", suffix=".partial", dir=self._target.parent
         )
         self._temporary = Path(name)
         self._stream = os.fdopen(handle, "w", encoding="utf-8")
@@ -591,7 +593,7 @@ class RowsWrittenWhole:
         real = {"dataset_fingerprint": dataset_fingerprint, "run": run}
         filled = json.dumps(real, ensure_ascii=False)[1:-1].encode("utf-8")
         handle, name = tempfile.mkstemp(
-            prefix=f".{self.path.name}.", suffix=".partial", dir=self.path.parent
+            prefix=f".{self._target.name}.", suffix=".partial", dir=self._target.parent
         )
         try:
             with open(self._temporary, "rb") as rows, os.fdopen(handle, "wb") as whole:
@@ -600,8 +602,12 @@ class RowsWrittenWhole:
                         raise IncompleteError(f"{self._temporary}: a row changed while the "
                                               "run wrote it")  # fmt: skip
                     whole.write(line.replace(placeholder, filled, 1))
-            os.chmod(name, 0o666 & ~_umask())
-            os.replace(name, self.path)
+            try:  # the mode of the file it replaces, as writing into that file would keep
+                mode = os.stat(self._target).st_mode & 0o7777
+            except OSError:
+                mode = 0o666 & ~_umask()
+            os.chmod(name, mode)
+            os.replace(name, self._target)
         except BaseException:
             Path(name).unlink(missing_ok=True)
             self.discard()
