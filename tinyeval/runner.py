@@ -22,6 +22,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import itertools
 import json
@@ -886,6 +887,9 @@ def _run_rows(
     errors = model_successes = 0
     stopping = False
 
+    every_case_here = inline is _always
+    evaluate: Callable[[Case], Row] = functools.partial(evaluate_case, **task)
+
     def count_error(row: Row) -> None:
         nonlocal errors, model_successes, stopping
         if row["status"] != "error":
@@ -917,11 +921,12 @@ def _run_rows(
                 if case is None:
                     stopping = True
                     break
-                if inline is not None and inline(case):  # run here: no thread hop
+                if every_case_here or (inline is not None and inline(case)):  # no thread hop
                     if progress is not None:
                         progress(1)
-                    row = evaluate_case(case, **task)
-                    count_error(row)
+                    row = evaluate(case)
+                    if row["status"] == "error" or not model_successes:
+                        count_error(row)
                     yield row
                     if stop is not None and stop.is_set():
                         break
