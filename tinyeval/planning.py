@@ -210,16 +210,6 @@ class PreparedCases:
     without_retrieval: dict[str, int] = field(default_factory=dict)  # per category
     read: bool = True  # False until a one-pass stream has been read to its end
 
-    def finish_reading(self) -> None:
-        """Read a one-pass stream to its end (counting and fingerprinting, running nothing),
-        so the figures above are whole; nothing to do once it has been read.
-
-        >>> PreparedCases(cases=[], fingerprint="f").finish_reading()
-        """
-        if not self.read and isinstance(self.cases, _OnePass):
-            for _ in self.cases:
-                pass
-
 
 class _Reread:
     """Iterating gives a fresh, validated stream over the file (its ids checked already)."""
@@ -238,37 +228,27 @@ class _Reread:
 
 class _OnePass:
     """A stream over the file that validates each case, checks its id, counts it and adds it
-    to the fingerprint as it goes: the reading pass and the run's in one. Iterating it again
-    before it has been read to the end goes on where it stopped (what
-    :meth:`PreparedCases.finish_reading` does); once it has, it reads the file afresh."""
+    to the fingerprint as it goes: the reading pass and the run's in one. Once it has been
+    read to the end (``ready.read``), iterating it again reads the file afresh."""
 
     def __init__(
         self,
         ready: PreparedCases,
-        stream: Iterator[Case],
-        noted: Callable[[Iterable[Case]], Iterator[Case]],
-        keep: Callable[[Case], Case | None],
-        done: Callable[[str], None],
+        noted: Iterator[tuple[Case, Case | None]],
+        done: Callable[[], None],
         again: Iterable[Case],
     ) -> None:
-        from .dataset import Fingerprinting
-
-        self.ready, self.keep, self.done, self.again = ready, keep, done, again
-        self._digests = Fingerprinting()
-        self._stream = noted(self._digests.adding(stream))
+        self.ready, self.noted, self.done, self.again = ready, noted, done, again
 
     def __iter__(self) -> Iterator[Case]:
         if self.ready.read:
             yield from self.again
             return
-        keep = self.keep
-        for case in self._stream:
-            kept = keep(case)
+        for _, kept in self.noted:
             if kept is not None:
                 yield kept
-        if not self.ready.read:
-            self.ready.read = True
-            self.done(self._digests.value())
+        self.ready.read = True
+        self.done()
 
 
 READ_ONCE_BYTES = 2**20
@@ -322,7 +302,7 @@ def prepare_cases(
     before a bad case is found) reads such a larger file once, as the run
     goes: ``cases`` validates each case as it is taken, and the counts and the
     fingerprint are whole only once it has been read to the end (``read``
-    turns True; :meth:`PreparedCases.finish_reading` reads what is left).
+    turns True).
 
     >>> import tempfile, os
     >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
@@ -356,7 +336,8 @@ def prepare_cases(
 
     ready = PreparedCases(cases=(), fingerprint="")
 
-    def noted(cases: Iterable[Case]) -> Iterator[Case]:
+    def noted(cases: Iterable[Case]) -> Iterator[tuple[Case, Case | None]]:
+        """Each case counted, with what the run keeps of it (None: not selected)."""
         for case in cases:
             ready.in_file += 1
             if only is not None and case.id in wanted_ids:
@@ -364,7 +345,7 @@ def prepare_cases(
             kept = keep(case)
             if kept is not None:
                 _note(ready, kept, shard)
-            yield case
+            yield case, kept
 
     wanted_ids = set(only) if only is not None else set()
 
@@ -374,6 +355,13 @@ def prepare_cases(
         ready.fingerprint = fingerprint
         if only is not None:
             ready.unknown_only = tuple(sorted(wanted_ids - seen_ids))
+
+    def keeping(cases: Iterable[Case], into: list[Case] | None) -> Iterator[Case]:
+        """Every case, counted; the selected ones also put ``into`` the list (if one)."""
+        for case, chosen in noted(cases):
+            if into is not None and chosen is not None:
+                into.append(chosen)
+            yield case
 
     streamable = path != "-" and sample_size is None and not shuffle
     size = None
@@ -390,20 +378,13 @@ def prepare_cases(
         kept: list[Case] | None = [] if size is not None and size <= READ_ONCE_BYTES else None
         if kept is None and one_pass and size is not None:
             ready.read = False
-            stream = dataset.iter_cases(path, **read)
+            digests = dataset.Fingerprinting()
+            stream = noted(digests.adding(dataset.iter_cases(path, **read)))
             again = _Reread(path, read, keep)
-            ready.cases = _OnePass(ready, stream, noted, keep, finished, again)
+            ready.cases = _OnePass(ready, stream, lambda: finished(digests.value()), again)
             return ready
 
-        def keeping(cases: Iterable[Case]) -> Iterator[Case]:
-            for case in noted(cases):
-                if kept is not None:
-                    chosen = keep(case)
-                    if chosen is not None:
-                        kept.append(chosen)
-                yield case
-
-        finished(dataset.dataset_fingerprint(keeping(dataset.iter_cases(path, **read))))
+        finished(dataset.dataset_fingerprint(keeping(dataset.iter_cases(path, **read), kept)))
         ready.cases = _Kept(kept) if kept is not None else _Reread(path, read, keep)
         return ready
     loaded: list[Case] = dataset.load(path, **read)
@@ -411,8 +392,9 @@ def prepare_cases(
         loaded = dataset.sample(loaded, sample_size, seed=seed)
     elif shuffle:
         loaded = dataset.sample(loaded, len(loaded), seed=seed)
-    ready.cases = [kept for kept in map(keep, loaded) if kept is not None]
-    finished(dataset.dataset_fingerprint(noted(loaded)))
+    selected: list[Case] = []
+    finished(dataset.dataset_fingerprint(keeping(loaded, selected)))
+    ready.cases = selected
     return ready
 
 

@@ -457,8 +457,7 @@ class Session:
                        generate_model=self.generate_model, prompt_template=self.template,
                        regenerate=s.regenerate, trials=s.trials, judge_all=s.judge_all,
                        judge_categories=self.judge_categories)  # fmt: skip
-        if deferred:
-            ready.finish_reading()
+        if deferred:  # the dry run has read the whole stream: the counts are whole
             self._refuse(ready)
         return plan
 
