@@ -38,6 +38,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -573,6 +574,20 @@ class RowsWrittenWhole:
         )
         self._temporary = Path(name)
         self._stream = os.fdopen(handle, "w", encoding="utf-8")
+
+    @staticmethod
+    def can_write(path: str | os.PathLike[str]) -> bool:
+        """Whether rows can go to ``path`` whole, at the end: a regular file, one not there
+        yet or the null device (not a pipe or a terminal, where they must come as they finish).
+
+        >>> RowsWrittenWhole.can_write(os.devnull), RowsWrittenWhole.can_write("new.jsonl")
+        (True, True)
+        """
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            return True
+        return stat.S_ISREG(mode) or _is_null_device(Path(path))
 
     def write(self, row: Row) -> None:
         """Write one row (its ``dataset_fingerprint`` and ``run`` are filled in later)."""

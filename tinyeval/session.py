@@ -426,9 +426,11 @@ class Session:
     def _one_pass(self) -> bool:
         """Whether the run may read its cases once, as it goes: it calls no model, so a bad
         case found late has cost nothing, and its rows can wait to be written whole."""
+        from .records import RowsWrittenWhole
+
         s = self.settings
         return (not self.judges and self.generate_model is None and not s.resume
-                and not s.review_out and _file_or_null_device(s.out))  # fmt: skip
+                and not s.review_out and RowsWrittenWhole.can_write(s.out))  # fmt: skip
 
     def _refuse(self, ready: PreparedCases) -> None:
         s = self.settings
@@ -999,23 +1001,6 @@ def case_ids(given: str | Sequence[str] | None) -> list[str] | None:
     if any(line.lstrip().startswith("{") for line in lines):
         return [str(record.get("id")) for _, record in iter_json_lines(given)]
     return [line.strip() for line in lines if line.strip()]
-
-
-def _file_or_null_device(path: str) -> bool:
-    """Whether ``path`` is a regular file, the null device or not there yet (not a pipe, a
-    terminal or standard output, where rows must come as they finish)."""
-    import os
-    import stat
-
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return True
-    if stat.S_ISREG(mode):
-        return True
-    with contextlib.suppress(OSError):
-        return os.path.samefile(path, os.devnull)
-    return False
 
 
 def _recorded_outputs(path: str | None) -> dict[str, Any] | None:
