@@ -339,21 +339,9 @@ def _refuse_near_misses(record: Mapping[str, Any], where: dict[str, Any], *, lin
             )
 
 
-class _located:
-    """Turn a check's specification error into a dataset error at this file and line (a class,
-    not a generator: it is entered twice per case read)."""
-
-    __slots__ = ("where",)
-
-    def __init__(self, where: dict[str, Any]) -> None:
-        self.where = where
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, exc: Any, trace: Any) -> None:
-        if isinstance(exc, checks.CheckSpecError):
-            raise DatasetError(exc.reason, field=exc.field, **self.where) from None
+def _at(error: checks.CheckSpecError, where: dict[str, Any]) -> DatasetError:
+    """A check's specification error as a dataset error at this file and line."""
+    return DatasetError(error.reason, field=error.field, **where)
 
 
 class ResultsNotCasesError(DatasetError):
@@ -455,10 +443,10 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
     if type(expect) is not dict and not isinstance(expect, Mapping):
         _expect_type(expect, "an object of expectations", "expect", where)
     expect = dict(expect)
-    try:  # (a try costs nothing until it catches; a with block costs two calls a case)
+    try:  # (a try costs nothing until it catches; this runs for every case read)
         built = tuple(checks.checks_from_expect(expect))
     except checks.CheckSpecError as exc:
-        raise DatasetError(exc.reason, field=exc.field, **where) from None
+        raise _at(exc, where) from None
 
     tool_calls = rec.pop("tool_calls", None)
     if tool_calls is None:
@@ -466,8 +454,10 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
     if not isinstance(tool_calls, list):
         _expect_type(tool_calls, "a list of tool calls", "tool_calls", where)
     if tool_calls:
-        with _located(where):
+        try:
             checks.tool_names(tool_calls)
+        except checks.CheckSpecError as exc:
+            raise _at(exc, where) from None
         if null_output:
             output = ""  # "content": null with tool calls: a response that only calls tools
 
