@@ -47,7 +47,7 @@ from tinyeval.cache import ResponseCache, cached  # noqa: E402
 from tinyeval.dataset import Case  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_checks_only import cli_run  # noqa: E402  (one way to time the CLI process)
+from bench_checks_only import cli_run, write_cases  # noqa: E402  (one CLI timing, one corpus)
 
 CONTEXT = "Refunds are paid back to the original card within 5 business days."
 AMOUNT = json.dumps({"amount_cents": 125050, "currency": "ARS"})
@@ -246,18 +246,6 @@ def part_cache(args: argparse.Namespace) -> None:
                 f"{hits:,} cache hits, {misses:,} misses, {stores:,} stored "
                 f"({elapsed / n * 1e6:.0f} µs per case)"
             )
-
-
-def write_cases(path: Path, n: int) -> None:
-    with open(path, "w", encoding="utf-8") as stream:
-        for i in range(n):
-            record = {
-                "id": f"case-{i:07d}",
-                "category": f"cat{i % 5}",
-                "output": AMOUNT,
-                "expect": AMOUNT_EXPECT,
-            }
-            stream.write(json.dumps(record) + "\n")
 
 
 def loader_bytes_per_case(path: Path, n: int) -> float:
