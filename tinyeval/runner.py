@@ -26,7 +26,6 @@ import functools
 import hashlib
 import itertools
 import json
-import queue
 import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
@@ -48,6 +47,7 @@ from .calls import (
 )
 from .dataset import Case
 from .errors import InputError
+from .pool import DaemonThreadPool, Finished
 from .records import (
     CategoryTally,
     Row,
@@ -789,60 +789,6 @@ def _open_out(out: str | Path | IO[str] | None, append: bool) -> tuple[IO[str] |
     return out, False
 
 
-class DaemonThreadPool(cf.Executor):
-    """A small thread pool whose workers never hold up the interpreter's exit.
-
-    :class:`concurrent.futures.ThreadPoolExecutor` joins its threads when the
-    interpreter exits, so a case abandoned past its timeout would keep a
-    finished run from ending. These workers are daemon threads instead.
-
-    >>> with DaemonThreadPool(2) as pool:
-    ...     [f.result() for f in [pool.submit(pow, 2, n) for n in range(4)]]
-    [1, 2, 4, 8]
-    """
-
-    def __init__(self, workers: int) -> None:
-        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._threads = [
-            threading.Thread(target=self._work, name=f"tinyeval-{i}", daemon=True)
-            for i in range(workers)
-        ]
-        for thread in self._threads:
-            thread.start()
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future[Any]:
-        """Queue ``fn(*args, **kwargs)`` and return its future."""
-        future: cf.Future[Any] = cf.Future()
-        self._jobs.put((future, fn, args, kwargs))
-        return future
-
-    def _work(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            future, fn, args, kwargs = job
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                future.set_result(fn(*args, **kwargs))
-            except BaseException as exc:  # handed to whoever waits on the future
-                future.set_exception(exc)
-
-    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        """Stop the workers once the queued jobs are done (or cancelled)."""
-        if cancel_futures:
-            while True:
-                try:
-                    job = self._jobs.get_nowait()
-                except queue.Empty:
-                    break
-                if job is not None:
-                    job[0].cancel()
-        for _ in self._threads:
-            self._jobs.put(None)
-        if wait:
-            for thread in self._threads:
-                thread.join()
-
-
 @dataclass
 class _Control:
     """Set by the run when the row stream must stop without waiting for the cases in flight."""
@@ -878,9 +824,7 @@ def _run_rows(
     late result is ignored).
     """
     pending: dict[cf.Future[Row], tuple[int, Case]] = {}  # future -> (submission order, case)
-    # Each future puts itself here when done: waiting costs the same however many are in
-    # flight (cf.wait sets up and takes down a waiter on every pending future, each time).
-    finished: queue.SimpleQueue[cf.Future[Row]] = queue.SimpleQueue()
+    finished: Finished[Row] = Finished()
     starts: dict[tuple[str, int], float] = {}
     sequence = itertools.count()
     case_iter = iter(cases)
@@ -936,7 +880,7 @@ def _run_rows(
                 else:
                     future = pool.submit(_evaluate_noting_start, starts, case, **task)
                 pending[future] = (next(sequence), case)
-                future.add_done_callback(finished.put)
+                finished.watch(future)
             result.in_flight = len(pending)
             if progress is not None:  # the cases running now (the others are only queued)
                 progress(sum(1 for future in pending if future.running()))
@@ -945,7 +889,7 @@ def _run_rows(
             wait = _time_to_next_deadline(pending.values(), starts, case_timeout)
             if stop is not None and not stopping:  # look at the stop request now and then
                 wait = 0.1 if wait is None else min(wait, 0.1)
-            done = _finished(finished, wait, pending)
+            done = finished.take(wait, pending)
             for future in sorted(done, key=lambda f: pending[f][0]):
                 _, case = pending.pop(future)
                 result.in_flight = len(pending)
@@ -977,24 +921,6 @@ def _run_rows(
         elif not result.abandoned:
             with contextlib.suppress(Exception):
                 cf.wait(pending)
-
-
-def _finished(
-    finished: queue.SimpleQueue[cf.Future[Row]],
-    wait: float | None,
-    pending: Mapping[cf.Future[Row], Any],
-) -> set[cf.Future[Row]]:
-    """The futures still pending that are done: waiting up to ``wait`` seconds for the first
-    (None: as long as it takes), then taking every other one already there."""
-    done = set()
-    try:
-        future = finished.get(timeout=wait)
-        while True:
-            if future in pending:  # not one dropped already (cancelled, or past its timeout)
-                done.add(future)
-            future = finished.get_nowait()
-    except queue.Empty:
-        return done
 
 
 def _time_to_next_deadline(
