@@ -665,9 +665,9 @@ def run(
     # A case runs in this thread, rather than on a worker, when a worker would add nothing: on
     # one worker, or when it calls no model (under a per-case timeout only a worker can be
     # left behind; an executor given is used for every case)
-    inline = None
+    inline: Callable[[Case], bool] | bool = False
     if executor is None and case_timeout is None:
-        inline = _always if concurrency == 1 else _calls_no_model(task) if not checks else None
+        inline = True if concurrency == 1 else _calls_no_model(task) if not checks else False
     rows = _run_rows(
         pool,
         selected(),
@@ -711,10 +711,6 @@ def run(
         result.complete = False
         result.stopped_reason = result.capped or "interrupted"
     return result
-
-
-def _always(case: Case) -> bool:
-    return True
 
 
 def _calls_no_model(task: Mapping[str, Any]) -> Callable[[Case], bool]:
@@ -809,12 +805,13 @@ def _run_rows(
     stop: threading.Event | None = None,
     control: _Control | None = None,
     progress: Callable[[int], None] | None = None,
-    inline: Callable[[Case], bool] | None = None,
+    inline: Callable[[Case], bool] | bool = False,
 ) -> Generator[Row, None, None]:
     """Yield rows as cases finish, keeping at most ``window`` cases in flight.
 
-    A case for which ``inline`` says True (one that calls no model) is
-    evaluated here, in the calling thread, rather than handed to ``pool``.
+    A case is evaluated here, in the calling thread, rather than handed to
+    ``pool`` when ``inline`` is True, or says True of it (one that calls no
+    model).
 
     ``result.in_flight`` says how many cases are running at any moment; once
     ``stop`` is set no new case is taken.
@@ -831,7 +828,6 @@ def _run_rows(
     errors = model_successes = 0
     stopping = False
 
-    every_case_here = inline is _always
     evaluate: Callable[[Case], Row] = functools.partial(evaluate_case, **task)
 
     def count_error(row: Row) -> None:
@@ -865,7 +861,7 @@ def _run_rows(
                 if case is None:
                     stopping = True
                     break
-                if every_case_here or (inline is not None and inline(case)):  # no thread hop
+                if inline is True or (inline is not False and inline(case)):  # no thread hop
                     if progress is not None:
                         progress(1)
                     row = evaluate(case)
