@@ -175,3 +175,11 @@ def test_an_async_model_is_awaited_on_one_loop(concurrency: int) -> None:
     result = tinyeval.run(cases, generate_model=generate, concurrency=concurrency)
     assert result.categories["default"].passed == 12
     assert len(loops) == 1  # one long-lived loop for every call, never one per call
+
+
+def test_a_case_read_has_every_field_of_the_dataclass(tmp_path: Path) -> None:
+    """Cases read are made without the dataclass's __init__ (it costs 5x more): each must still
+    have every field, so a field added to Case cannot be left unset by the reader."""
+    case = next(iter_cases(write_cases(tmp_path / "cases.jsonl", 1)))
+    assert set(vars(case)) == {f.name for f in dataclasses.fields(Case)}
+    assert case == Case(**{f.name: getattr(case, f.name) for f in dataclasses.fields(Case)})
