@@ -7,10 +7,11 @@ with the defaults, the memory part about two):
 
 latency   CASES judged cases (output and context) with a judge that sleeps
           LATENCY seconds and answers "PASS", at CONCURRENCY in flight. The
-          ideal wall time is CASES × LATENCY / CONCURRENCY; the floor is the
-          same sleeps on a bare thread pool (what Python itself costs). Run
-          with a sync judge (time.sleep) and an async one (asyncio.sleep), in
-          process and as a whole `tinyeval run` process (a py: judge model).
+          ideal wall time is CASES × LATENCY / CONCURRENCY; the floors are the
+          same sleeps on a bare thread pool and on a bare event loop (what
+          Python itself costs). Run with a sync judge (time.sleep) and an async
+          one (asyncio.sleep), in process and as a whole `tinyeval run` process
+          (a py: judge model), beside a bare interpreter's start.
 overhead  microseconds per case with a zero-latency model: code checks only,
           then with a judge, on 1 and 4 threads, rows kept in memory or not.
 cache     the latency run three times through a response cache: calls made and
@@ -47,7 +48,11 @@ from tinyeval.cache import ResponseCache, cached  # noqa: E402
 from tinyeval.dataset import Case  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_checks_only import cli_run, write_cases  # noqa: E402  (one CLI timing, one corpus)
+from bench_checks_only import (  # noqa: E402  (one CLI timing, one corpus)
+    child_env,
+    cli_run,
+    write_cases,
+)
 
 CONTEXT = "Refunds are paid back to the original card within 5 business days."
 AMOUNT = json.dumps({"amount_cents": 125050, "currency": "ARS"})
@@ -130,7 +135,21 @@ def part_latency(args: argparse.Namespace) -> None:
         with cf.ThreadPoolExecutor(concurrency) as pool:
             list(pool.map(time.sleep, [latency] * n))
 
+    def bare_loop() -> None:  # CONCURRENCY coroutines taking the sleeps from one list
+        async def worker(sleeps: list[float]) -> None:
+            while sleeps:
+                await asyncio.sleep(sleeps.pop())
+
+        async def main() -> None:
+            sleeps = [latency] * n
+            await asyncio.gather(*(worker(sleeps) for _ in range(concurrency)))
+
+        asyncio.run(main())
+
     floor = min(timed(bare_pool) for _ in range(args.repeat))
+    loop_floor = min(timed(bare_loop) for _ in range(args.repeat))
+    start = min(timed(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True))
+                for _ in range(5))  # fmt: skip
     print(
         f"\n[latency] {n:,} judged cases, judge sleeps {latency * 1000:.0f} ms, "
         f"concurrency {concurrency}, keep_rows=False"
@@ -141,6 +160,12 @@ def part_latency(args: argparse.Namespace) -> None:
         f"  bare thread pool, sleeps only       = {floor:.3f} s "
         f"({(floor / ideal - 1) * 100:+.1f}% vs ideal)"
     )
+    print(
+        f"  bare event loop, asyncio.sleep only  = {loop_floor:.3f} s "
+        f"({(loop_floor / ideal - 1) * 100:+.1f}% vs ideal)"
+    )
+    print(f"  a bare interpreter, python -c pass  = {start:.3f} s (best of 5)")
+    floors = {"sync": floor, "async": loop_floor}
     for kind, judge in (("sync", CountingJudge), ("async", AsyncCountingJudge)):
         times = [
             judged_run(judged_cases(n), judge(latency), concurrency) for _ in range(args.repeat)
@@ -148,7 +173,7 @@ def part_latency(args: argparse.Namespace) -> None:
         best, worst = min(times), max(times)
         print(
             f"  tinyeval.run, {kind} judge (best of {len(times)}) = {best:.3f} s "
-            f"= {best / ideal:.3f}× ideal ({(best / floor - 1) * 100:+.1f}% vs bare pool); "
+            f"= {best / ideal:.3f}× ideal ({(best / floors[kind] - 1) * 100:+.1f}% vs its floor); "
             f"worst {worst:.3f} s = {worst / ideal:.3f}×"
         )
     for kind, function in (("sync", "judge"), ("async", "async_judge")):
@@ -156,7 +181,8 @@ def part_latency(args: argparse.Namespace) -> None:
         best = min(times)
         print(
             f"  whole CLI process, {kind} judge (best of {len(times)}) = {best:.3f} s "
-            f"= {best / ideal:.3f}× ideal (interpreter start and reading included)"
+            f"= {best / ideal:.3f}× ideal (interpreter start and reading included; "
+            f"{(best - start) / ideal:.3f}× without the bare interpreter's start)"
         )
 
 
@@ -187,7 +213,7 @@ def cli_judged_run(n: int, latency: float, concurrency: int, function: str) -> f
                 record = {"id": case.id, "input": case.input, "output": case.output,
                           "context": case.context}  # fmt: skip
                 stream.write(json.dumps(record) + "\n")
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), folder])}
+        env = child_env(folder)
         argv = [sys.executable, "-m", "tinyeval", "run", str(cases), "--out", os.devnull, "-q",
                 "--criterion", "unsupported-claims", "--judge-model", f"py:bench_judge:{function}",
                 "--concurrency", str(concurrency), "--no-cache"]  # fmt: skip
