@@ -15,12 +15,14 @@ import importlib
 import json
 import queue
 import re
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
 from contextlib import suppress
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # started on the first search that needs a time limit
+    import subprocess
 
 __all__ = ["REGEX_TIMEOUT", "bounded_search", "can_backtrack", "exponential_shape"]
 
@@ -335,6 +337,8 @@ class _RegexWorker:
         self._process: subprocess.Popen[str] | None = None
 
     def _start(self) -> subprocess.Popen[str]:
+        import subprocess
+
         if self._process is None or self._process.poll() is not None:
             self._process = subprocess.Popen(
                 [sys.executable, "-I", "-S", "-c", _WORKER_SOURCE],

@@ -51,7 +51,6 @@ import json
 import math
 import os
 import re
-import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -429,6 +428,8 @@ def _shown(path: Path) -> Path:
 
 
 def _has_tool_table(path: Path) -> bool:
+    import tomllib  # imported only to read a suite file: a run without one never pays
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
@@ -472,6 +473,8 @@ def load_suite(
                 path=os.fspath(path),
             )
         path = found
+    import tomllib
+
     shown = os.fspath(path)
     try:
         raw = Path(path).read_bytes()

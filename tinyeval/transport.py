@@ -14,7 +14,6 @@ import contextlib
 import json
 import math
 import random
-import socket
 import threading
 import urllib.parse
 from dataclasses import dataclass
@@ -243,6 +242,8 @@ class _Watchdog:
 
     @staticmethod
     def _shut(sock: Any) -> None:
+        import socket
+
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
 
