@@ -408,3 +408,41 @@ def test_the_run_command_and_run_settings_have_the_same_defaults() -> None:
             assert default == cli_default, (setting.name, default, cli_default)
         compared += 1
     assert compared >= 50
+
+
+def test_a_command_line_that_names_its_command_builds_that_command_alone() -> None:
+    """``main`` builds only the named command's parser; each name maps to the function that
+    adds it, and that parser is the one the whole parser has."""
+    import argparse
+
+    from tinyeval.cli import _ADDED_BY, build_parser
+
+    def commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+        action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        return dict(action.choices)
+
+    whole = commands(build_parser())
+    assert set(whole) == set(_ADDED_BY)
+    for name in whole:
+        alone = commands(build_parser(name))
+        assert name in alone and set(alone) <= set(whole), name
+        assert alone[name].format_help() == whole[name].format_help(), name
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--help"], "    cost      estimate"),  # the top-level help lists every command
+        (["--help", "run"], "    cost      estimate"),
+        (["rn", "cases.jsonl"], "invalid choice: 'rn' (choose from 'run', 'init'"),
+    ],
+)
+def test_help_and_a_misspelt_command_still_see_every_command(
+    argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tinyeval.cli import main
+
+    with pytest.raises(SystemExit):
+        main(argv)
+    captured = capsys.readouterr()
+    assert expected in captured.out + captured.err

@@ -298,6 +298,8 @@ def _run_lines(
 
 
 def _failure_lines(failures: Sequence[Row], *, shown: int, where: str) -> list[str]:
+    if not failures:
+        return []
     from .report import failure_lines
 
     text = failure_lines(list(failures), shown=shown, where=where)
@@ -373,12 +375,13 @@ def _trial_figures(
 
 def _graded_summaries(out: str, judges: Sequence[Any]) -> list[str]:
     """Each graded judge's scores: the histogram beside the mean, and the bottom 10% by id."""
-    from .graded import graded_summary
     from .rag import GradedJudge, graded_scores
 
     graded = [judge for judge in judges if isinstance(judge, GradedJudge)]
     if not graded:
         return []
+    from .graded import graded_summary
+
     rows = read_rows(out)
     lines = []
     for judge in graded:
