@@ -52,6 +52,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "BatchEntry",
     "CacheError",
+    "CacheOnly",
     "CacheStats",
     "CachedModel",
     "ResponseCache",
@@ -306,8 +307,13 @@ None CacheStats(hits=1, misses=1, stores=1)
         sample: int = 0,
         temperature: float | None = 0.0,
         extra: Any = None,
+        count: bool = True,
     ) -> Reply | None:
-        """The stored reply for this key (with ``cached=True``), or None."""
+        """The stored reply for this key (with ``cached=True``), or None.
+
+        ``count=False`` leaves the look-up out of :meth:`stats` (a look-up made
+        only to see whether a call could be answered, counted later if it is).
+        """
         key = (
             spec,
             prompt_digest(prompt),
@@ -327,9 +333,9 @@ None CacheStats(hits=1, misses=1, stores=1)
                 .fetchone()
             )
             if row is None:
-                self._misses += 1
+                self._misses += count
                 return None
-            self._hits += 1
+            self._hits += count
         text, input_tokens, output_tokens, model, latency_ms = row
         usage = None
         if input_tokens is not None and output_tokens is not None:
@@ -488,6 +494,10 @@ None CacheStats(hits=1, misses=1, stores=1)
             )
             return [row[0] for row in rows.fetchall()]
 
+    def _add_hits(self, hits: int) -> None:
+        with self._lock:
+            self._hits += hits
+
     def stats(self) -> CacheStats:
         """Hits, misses and stores counted by this object since it was opened."""
         with self._lock:
@@ -562,6 +572,25 @@ class CachedModel(Model):
         except (sqlite3.Error, OSError):
             return None
 
+    def cache_only(self) -> CacheOnly | None:
+        """This model answering from its cache alone (None with ``refresh``, which never reads).
+
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     with ResponseCache(os.path.join(folder, "c.sqlite3")) as store:
+        ...         model = cached(lambda p: p.upper(), store)
+        ...         _ = model("hi")
+        ...         only = model.cache_only()
+        ...         hit = str(only("hi"))
+        ...         try:
+        ...             only("never asked")
+        ...         except _CacheMiss:
+        ...             hit += ", then a miss"
+        >>> hit
+        'HI, then a miss'
+        """
+        return None if self.refresh else CacheOnly(self)
+
     def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
         key: dict[str, Any] = {"sample": sample, "temperature": self.temperature}
         extra = self._extra(json_schema)
@@ -610,6 +639,63 @@ class CachedModel(Model):
         if not self.settings and json_schema is None:
             return None
         return {"settings": self.settings, "json_schema": json_schema}
+
+
+class _CacheMiss(BaseException):
+    """A call :class:`CacheOnly` cannot answer. A ``BaseException``, so that no judge records it
+    as a failed call: whoever asked (the runner) catches it and makes the call for real."""
+
+
+class CacheOnly(Model):
+    """A :class:`CachedModel` that answers from its cache alone and raises :class:`_CacheMiss`
+    for anything else, never calling the model (see :meth:`CachedModel.cache_only`).
+
+    Its look-ups are left out of the cache's :meth:`~ResponseCache.stats` until
+    :meth:`settle` counts the hits of an attempt that needed no call;
+    :meth:`forget` drops those of one that missed. The runner uses it to
+    evaluate a case in its own thread when the cache answers everything the case
+    asks, and so a fully cached re-run costs no thread hops.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     with ResponseCache(os.path.join(folder, "c.sqlite3")) as store:
+    ...         model = cached(lambda p: p.upper(), store)
+    ...         _ = model("hi")  # a miss, then stored
+    ...         only = model.cache_only()
+    ...         _ = only("hi"), only("hi")
+    ...         before = store.stats().hits
+    ...         only.settle()
+    ...         print(before, store.stats().hits)
+    0 2
+    """
+
+    def __init__(self, model: CachedModel) -> None:
+        super().__init__(model.spec, temperature=model.temperature, settings=model.settings)
+        self.supports_json_schema = model.supports_json_schema
+        self.model = model
+        self.hits = 0
+
+    def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
+        model = self.model
+        try:
+            stored = model.cache.get(model.spec, prompt, sample=sample, count=False,
+                                     temperature=model.temperature,
+                                     extra=model._extra(json_schema))  # fmt: skip
+        except (sqlite3.Error, OSError):  # the real call says so, once
+            stored = None
+        if stored is None:
+            raise _CacheMiss
+        self.hits += 1
+        return stored
+
+    def settle(self) -> None:
+        """Count the hits so far in the cache's statistics (the attempt needed no call)."""
+        self.model.cache._add_hits(self.hits)
+        self.hits = 0
+
+    def forget(self) -> None:
+        """Drop the hits so far (the attempt missed: its calls will be made, and counted, again)."""
+        self.hits = 0
 
 
 _OPENED: dict[str, ResponseCache] = {}  # per process: each cache file opened once

@@ -715,6 +715,10 @@ class Judge:
     ('PASS', ['PASS', 'FAIL', 'PASS'], False)
     """
 
+    calls_only_the_given_model = True
+    """It calls no model but the one it is given, so the runner may answer its calls from that
+    model's cache in its own thread. Read from this very class: a subclass says it itself."""
+
     def __init__(
         self,
         criterion: str,

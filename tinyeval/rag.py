@@ -330,6 +330,10 @@ class ClaimsJudge:
     ('PASS', 1.0, 3)
     """
 
+    calls_only_the_given_model = True
+    """It calls no model but the one it is given, so the runner may answer its calls from that
+    model's cache in its own thread. Read from this very class: a subclass says it itself."""
+
     def __init__(
         self,
         criterion: str = "unsupported-claims",
@@ -652,6 +656,10 @@ class ContextRelevanceJudge:
     >>> verdict.verdict, verdict.context_precision
     ('PASS', 0.5)
     """
+
+    calls_only_the_given_model = True
+    """It calls no model but the one it is given, so the runner may answer its calls from that
+    model's cache in its own thread. Read from this very class: a subclass says it itself."""
 
     def __init__(
         self, *, votes: int = 1, style: str = "verdict-first", name: str = "context-relevance"

@@ -26,6 +26,7 @@ import functools
 import hashlib
 import itertools
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
@@ -666,8 +667,11 @@ def run(
     # one worker, or when it calls no model (under a per-case timeout only a worker can be
     # left behind; an executor given is used for every case)
     inline: Callable[[Case], bool] | bool = False
+    from_cache = None
     if executor is None and case_timeout is None:
         inline = True if concurrency == 1 else _calls_no_model(task) if not checks else False
+        if inline is not True:
+            from_cache = _from_cache(task)
     rows = _run_rows(
         pool,
         selected(),
@@ -682,6 +686,7 @@ def run(
         control=control,
         progress=progress,
         inline=inline,
+        from_cache=from_cache,
     )
     try:
         for row in rows:
@@ -726,6 +731,52 @@ def _calls_no_model(task: Mapping[str, Any]) -> Callable[[Case], bool]:
         return not any(_judges_category(judge, case.category, where) for judge in judges)
 
     return no_model
+
+
+def _from_cache(task: Mapping[str, Any]) -> Callable[[Case], Row | None] | None:
+    """What evaluates a case in the calling thread when the judge model's cache answers every
+    call it makes (None: the case would call the model, so a worker runs it), or None when
+    that cannot be: a model without a cache, or a judge that may call a model of its own.
+
+    A fully cached re-run so costs no thread hops: its cases are read from the cache as
+    fast as one thread can, where 32 workers would contend for the interpreter. Once the
+    cache has missed clearly more often than it answered (a first run), it is not tried
+    again, so a run that calls its model pays for at most a few dozen look-ups.
+    """
+    cache = sys.modules.get(f"{__package__}.cache")  # not imported: the model cannot be cached
+    model, judges = task["judge_model"], task["judges"]
+    # read from the judge's very class: a subclass may call a model of its own
+    if (
+        cache is None
+        or not isinstance(model, cache.CachedModel)
+        or not judges
+        or not all(vars(type(judge)).get("calls_only_the_given_model", False) for judge in judges)
+    ):
+        return None
+    answering = model.cache_only()
+    if answering is None:  # refreshing: every call is made again
+        return None
+    miss = cache._CacheMiss
+
+    attempt = dict(task, judge_model=answering)
+    generate, regenerate = task["generate_model"], task["regenerate"]
+    answered = missed = 0
+
+    def from_cache(case: Case) -> Row | None:
+        nonlocal answered, missed
+        if missed > answered + 32 or (generate is not None and (regenerate or case.output is None)):
+            return None
+        try:
+            row = evaluate_case(case, **attempt)
+        except miss:
+            answering.forget()
+            missed += 1
+            return None
+        answering.settle()
+        answered += 1
+        return row
+
+    return from_cache
 
 
 def _mind_the_cap(
@@ -806,12 +857,14 @@ def _run_rows(
     control: _Control | None = None,
     progress: Callable[[int], None] | None = None,
     inline: Callable[[Case], bool] | bool = False,
+    from_cache: Callable[[Case], Row | None] | None = None,
 ) -> Generator[Row, None, None]:
     """Yield rows as cases finish, keeping at most ``window`` cases in flight.
 
     A case is evaluated here, in the calling thread, rather than handed to
     ``pool`` when ``inline`` is True, or says True of it (one that calls no
-    model).
+    model), or when ``from_cache`` gives its row (the cache answered all its
+    calls).
 
     ``result.in_flight`` says how many cases are running at any moment; once
     ``stop`` is set no new case is taken.
@@ -861,10 +914,14 @@ def _run_rows(
                 if case is None:
                     stopping = True
                     break
+                row = None
                 if inline is True or (inline is not False and inline(case)):  # no thread hop
                     if progress is not None:
                         progress(1)
                     row = evaluate(case)
+                elif from_cache is not None:
+                    row = from_cache(case)
+                if row is not None:
                     if row["status"] == "error" or not model_successes:
                         count_error(row)
                     yield row
