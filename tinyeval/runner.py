@@ -915,9 +915,10 @@ def _run_rows(
                     stopping = True
                     break
                 row = None
-                if inline is True or (inline is not False and inline(case)):  # no thread hop
-                    if progress is not None:
-                        progress(1)
+                here = inline is True or (inline is not False and inline(case))  # no thread hop
+                if (here or from_cache is not None) and progress is not None:
+                    progress(1)
+                if here:
                     row = evaluate(case)
                 elif from_cache is not None:
                     row = from_cache(case)
