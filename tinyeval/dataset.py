@@ -51,12 +51,14 @@ import random
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import checks
-from .conversation import Conversation, from_messages, looks_like_messages
 from .errors import InputError, TinyevalError
 from .formats import _JSON_CELLS, MAX_LINE_BYTES, DatasetError, _describe, _iter_records
+
+if TYPE_CHECKING:  # read only from cases with messages: a plain file never loads it
+    from .conversation import Conversation
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -507,6 +509,8 @@ def _read_conversation(
     messages = rec.pop("messages", None)
     system = rec.get("system")
     system = system if isinstance(system, str | list) else None
+    from .conversation import looks_like_messages  # only cases that may hold messages come here
+
     if messages is None:
         given = rec.get("input")
         if not looks_like_messages(given):
@@ -527,6 +531,8 @@ def _read_conversation(
 
 
 def _conversation(messages: Any, system: Any, key: str, where: dict[str, Any]) -> Conversation:
+    from .conversation import from_messages
+
     try:
         return from_messages(messages, system=system)
     except InputError as exc:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .check_core import (
     _NO_CASE,
@@ -32,8 +32,10 @@ from .check_core import (
     _tool_calls_of,
     tool_names,
 )
-from .conversation import Conversation, ToolCall, ToolResult, from_messages, read_tool_calls
 from .errors import InputError, did_you_mean, plural, shorten
+
+if TYPE_CHECKING:  # loaded by the first case with a conversation or tool calls to read
+    from .conversation import Conversation, ToolCall, ToolResult
 
 __all__ = [
     "TOOLS_MATCH_MODES",
@@ -164,6 +166,8 @@ def trajectory_results(case: Any) -> tuple[ToolResult, ...]:
 
 
 def _conversation_of(case: Any) -> Conversation | None:
+    from .conversation import Conversation, from_messages
+
     if case is None:
         return None
     if isinstance(case, Mapping):
@@ -179,6 +183,8 @@ def _conversation_of(case: Any) -> Conversation | None:
 
 
 def _as_tool_call(call: Any, index: int) -> ToolCall:
+    from .conversation import read_tool_calls
+
     try:
         (parsed,) = read_tool_calls([call])
     except InputError as error:
