@@ -227,3 +227,47 @@ def test_only_a_cached_model_is_tried_first_whatever_attributes_another_has() ->
     result = tinyeval.run(cases(6), judges=Judge("unsupported-claims"), concurrency=3,
                           judge_model=model)  # fmt: skip
     assert result.errors == 0 and len(model.prompts) == 6
+
+
+def test_a_rerun_that_generates_and_judges_from_the_cache_calls_neither_model(
+    store: ResponseCache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def generator(prompt: str) -> str:
+        return f"The fee is ARS 150 ({len(prompt)})."
+
+    asked = [Case(id=f"g{i}", input=f"What is fee {i}?", context="Each transfer costs ARS 150.")
+             for i in range(12)]  # fmt: skip
+    judge = Judge("unsupported-claims")
+
+    def run(generate: Recorder | Any, judging: Recorder, **options: Any) -> Any:
+        return tinyeval.run(asked, judges=judge, concurrency=4, **options,
+                            generate_model=cached(generate, store, spec="py:t:generate"),
+                            judge_model=cached(judging, store, spec="py:t:judge"))  # fmt: skip
+
+    first = run(generator, Recorder())
+    assert first.total == 12 and first.errors == 0
+    threads = lookups_by_thread(store, monkeypatch)
+    calls: list[str] = []
+    again = run(lambda prompt: calls.append(prompt) or "never", judging := Recorder())
+    assert calls == [] and judging.prompts == []
+    assert set(threads) == {"MainThread"} and len(threads) == 24  # a generation and a verdict
+    on_workers = run(generator, Recorder(), case_timeout=60)
+    key = lambda row: row["id"]  # noqa: E731
+    assert without_timing(sorted(again.rows, key=key)) == without_timing(
+        sorted(on_workers.rows, key=key)
+    )
+
+
+def test_checks_of_the_callers_own_keep_every_case_on_a_worker(store: ResponseCache) -> None:
+    """They may be slow: a cached re-run with them still runs its cases on the workers."""
+    seen: set[str] = set()
+
+    def slow_check(output: str) -> bool:
+        seen.add(threading.current_thread().name)
+        return True
+
+    judge = Judge("unsupported-claims")
+    for _ in range(2):
+        tinyeval.run(cases(10), judges=judge, checks=[slow_check], concurrency=4,
+                     judge_model=cached(Recorder(), store, spec="py:t:judge"))  # fmt: skip
+    assert seen and "MainThread" not in seen

@@ -734,45 +734,54 @@ def _calls_no_model(task: Mapping[str, Any]) -> Callable[[Case], bool]:
 
 
 def _from_cache(task: Mapping[str, Any]) -> Callable[[Case], Row | None] | None:
-    """What evaluates a case in the calling thread when the judge model's cache answers every
-    call it makes (None: the case would call the model, so a worker runs it), or None when
-    that cannot be: a model without a cache, or a judge that may call a model of its own.
+    """What evaluates a case in the calling thread when the caches of the models it calls
+    answer every call it makes (None: it would call a model, so a worker runs it), or None
+    when that cannot be: a model without a cache, a judge that may call a model of its own,
+    or checks of the caller's own (they may be slow, and keep their workers).
 
     A fully cached re-run so costs no thread hops: its cases are read from the cache as
     fast as one thread can, where 32 workers would contend for the interpreter. Once the
     cache has missed clearly more often than it answered (a first run), it is not tried
-    again, so a run that calls its model pays for at most a few dozen look-ups.
+    again, so a run that calls its models pays for at most a few dozen look-ups.
     """
-    cache = sys.modules.get(f"{__package__}.cache")  # not imported: the model cannot be cached
-    model, judges = task["judge_model"], task["judges"]
-    # read from the judge's very class: a subclass may call a model of its own
-    if (
-        cache is None
-        or not isinstance(model, cache.CachedModel)
-        or not judges
-        or not all(vars(type(judge)).get("calls_only_the_given_model", False) for judge in judges)
-    ):
+    cache = sys.modules.get(f"{__package__}.cache")  # not imported: no model can be cached
+    judges = task["judges"]
+    if cache is None or task["checks"]:
         return None
-    answering = model.cache_only()
-    if answering is None:  # refreshing: every call is made again
-        return None
-    miss = cache._CacheMiss
 
-    attempt = dict(task, judge_model=answering)
+    def answering(model: Any) -> Any:  # the model answering from its cache alone, or None
+        return model.cache_only() if isinstance(model, cache.CachedModel) else None
+
+    judging = answering(task["judge_model"]) if judges else None
+    # a judge's own class must say it calls only the model given (a subclass may not)
+    if judges and (judging is None or not all(
+        vars(type(judge)).get("calls_only_the_given_model", False) for judge in judges
+    )):  # fmt: skip
+        return None
     generate, regenerate = task["generate_model"], task["regenerate"]
+    generating = answering(generate)
+    views = [view for view in (judging, generating) if view is not None]
+    if not views:  # nothing a cache could answer (or refreshing: every call is made again)
+        return None
+    attempt = dict(task, judge_model=judging or task["judge_model"],
+                   generate_model=generating or generate)  # fmt: skip
+    miss = cache._CacheMiss
     answered = missed = 0
 
     def from_cache(case: Case) -> Row | None:
         nonlocal answered, missed
-        if missed > answered + 32 or (generate is not None and (regenerate or case.output is None)):
+        generates = generate is not None and (regenerate or case.output is None)
+        if missed > answered + 32 or (generates and generating is None):
             return None
         try:
             row = evaluate_case(case, **attempt)
         except miss:
-            answering.forget()
+            for view in views:
+                view.forget()
             missed += 1
             return None
-        answering.settle()
+        for view in views:
+            view.settle()
         answered += 1
         return row
 
