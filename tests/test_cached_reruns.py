@@ -38,7 +38,7 @@ class Recorder:
             self.threads.add(threading.current_thread().name)
         if "one per line" in prompt:  # a claims extraction
             return "The fee is ARS 150."
-        if "score" in prompt.lower() and "1 to 5" in prompt:
+        if prompt.startswith("You are scoring"):  # a graded judge
             return "4\nMostly complete."
         return "PASS\nStated."
 
@@ -91,7 +91,7 @@ def test_a_fully_cached_rerun_runs_in_the_calling_thread_with_the_same_rows(
     first_model = Recorder()
     first = tinyeval.run(cases(30), judges=judge, concurrency=8,
                          judge_model=cached(first_model, store, spec="py:t:judge"))  # fmt: skip
-    assert first.total == 30 and first.errors == 0
+    assert first.total == 30 and {row["status"] for row in first.rows} == {"pass"}
     assert first_model.threads and "MainThread" not in first_model.threads  # on workers
     hits_before, misses_before, _ = store.stats()
     asked = hits_before + misses_before  # every call the first run asked for (some repeat)
