@@ -663,15 +663,11 @@ def run(
     pool = executor if executor is not None else DaemonThreadPool(concurrency)
     started_rows = result.total  # rows kept from an earlier run are not this session's spending
     control = _Control()
-    # A case runs in this thread, rather than on a worker, when a worker would add nothing: on
-    # one worker, or when it calls no model (under a per-case timeout only a worker can be
-    # left behind; an executor given is used for every case)
-    inline: Callable[[Case], bool] | bool = False
-    from_cache = None
+    # under a per-case timeout only a worker can be left behind; an executor given is used
+    # for every case
+    here = None
     if executor is None and case_timeout is None:
-        inline = True if concurrency == 1 else _calls_no_model(task) if not checks else False
-        if inline is not True:
-            from_cache = _from_cache(task)
+        here = _here(task, every_case=concurrency == 1)
     rows = _run_rows(
         pool,
         selected(),
@@ -685,8 +681,7 @@ def run(
         stop=stop,
         control=control,
         progress=progress,
-        inline=inline,
-        from_cache=from_cache,
+        here=here,
     )
     try:
         for row in rows:
@@ -718,10 +713,28 @@ def run(
     return result
 
 
+def _here(task: Mapping[str, Any], *, every_case: bool) -> Callable[[Case], Row | None] | None:
+    """What evaluates a case in the calling thread, where a worker would add nothing, and gives
+    its row (None: a worker is to run it); None when no case is to run here.
+
+    Every case runs here on one worker (``every_case``); on more, a case sure to call no
+    model, or one whose every call the cache answers (:func:`_from_cache`). Checks of the
+    caller's own keep every case on its worker: they may be slow.
+    """
+    evaluate: Callable[[Case], Row] = functools.partial(evaluate_case, **task)
+    if every_case:
+        return evaluate
+    if task["checks"]:
+        return None
+    no_model, from_cache = _calls_no_model(task), _from_cache(task)
+    if from_cache is None:
+        return lambda case: evaluate(case) if no_model(case) else None
+    return lambda case: evaluate(case) if no_model(case) else from_cache(case)
+
+
 def _calls_no_model(task: Mapping[str, Any]) -> Callable[[Case], bool]:
     """Whether a case of this run is sure to call no model: it has an output (or nothing could
-    generate one) and no judge looks at its category. Such a case runs in the calling thread.
-    Extra checks of the caller's own keep their workers (they may be slow)."""
+    generate one) and no judge looks at its category."""
     judges, where = task["judges"], task["judge_categories"]
     generate, regenerate = task["generate_model"], task["regenerate"]
 
@@ -736,8 +749,8 @@ def _calls_no_model(task: Mapping[str, Any]) -> Callable[[Case], bool]:
 def _from_cache(task: Mapping[str, Any]) -> Callable[[Case], Row | None] | None:
     """What evaluates a case in the calling thread when the caches of the models it calls
     answer every call it makes (None: it would call a model, so a worker runs it), or None
-    when that cannot be: a model without a cache, a judge that may call a model of its own,
-    or checks of the caller's own (they may be slow, and keep their workers).
+    when that cannot be: a model without a cache, or a judge that may call a model of its own
+    (one whose very class does not set ``calls_only_the_given_model``; a subclass may).
 
     A fully cached re-run so costs no thread hops: its cases are read from the cache as
     fast as one thread can, where 32 workers would contend for the interpreter. Once the
@@ -746,14 +759,13 @@ def _from_cache(task: Mapping[str, Any]) -> Callable[[Case], Row | None] | None:
     """
     cache = sys.modules.get(f"{__package__}.cache")  # not imported: no model can be cached
     judges = task["judges"]
-    if cache is None or task["checks"]:
+    if cache is None:
         return None
 
     def answering(model: Any) -> Any:  # the model answering from its cache alone, or None
         return model.cache_only() if isinstance(model, cache.CachedModel) else None
 
     judging = answering(task["judge_model"]) if judges else None
-    # a judge's own class must say it calls only the model given (a subclass may not)
     if judges and (judging is None or not all(
         vars(type(judge)).get("calls_only_the_given_model", False) for judge in judges
     )):  # fmt: skip
@@ -865,15 +877,12 @@ def _run_rows(
     stop: threading.Event | None = None,
     control: _Control | None = None,
     progress: Callable[[int], None] | None = None,
-    inline: Callable[[Case], bool] | bool = False,
-    from_cache: Callable[[Case], Row | None] | None = None,
+    here: Callable[[Case], Row | None] | None = None,
 ) -> Generator[Row, None, None]:
     """Yield rows as cases finish, keeping at most ``window`` cases in flight.
 
-    A case is evaluated here, in the calling thread, rather than handed to
-    ``pool`` when ``inline`` is True, or says True of it (one that calls no
-    model), or when ``from_cache`` gives its row (the cache answered all its
-    calls).
+    A case is evaluated in the calling thread, rather than handed to ``pool``,
+    when ``here`` gives its row (see :func:`_here`).
 
     ``result.in_flight`` says how many cases are running at any moment; once
     ``stop`` is set no new case is taken.
@@ -889,8 +898,6 @@ def _run_rows(
     case_iter = iter(cases)
     errors = model_successes = 0
     stopping = False
-
-    evaluate: Callable[[Case], Row] = functools.partial(evaluate_case, **task)
 
     def count_error(row: Row) -> None:
         nonlocal errors, model_successes, stopping
@@ -923,21 +930,17 @@ def _run_rows(
                 if case is None:
                     stopping = True
                     break
-                row = None
-                here = inline is True or (inline is not False and inline(case))  # no thread hop
-                if (here or from_cache is not None) and progress is not None:
-                    progress(1)
-                if here:
-                    row = evaluate(case)
-                elif from_cache is not None:
-                    row = from_cache(case)
-                if row is not None:
-                    if row["status"] == "error" or not model_successes:
-                        count_error(row)
-                    yield row
-                    if stop is not None and stop.is_set():
-                        break
-                    continue
+                if here is not None:  # no thread hop, when a worker would add nothing
+                    if progress is not None:
+                        progress(1)
+                    row = here(case)
+                    if row is not None:
+                        if row["status"] == "error" or not model_successes:
+                            count_error(row)
+                        yield row
+                        if stop is not None and stop.is_set():
+                            break
+                        continue
                 if case_timeout is None:
                     future = pool.submit(evaluate_case, case, **task)
                 else:
