@@ -35,6 +35,7 @@ failed. Its label for calibration is the verdict's ``winner``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -568,10 +569,7 @@ class RowsWrittenWhole:
         if _is_null_device(self.path):
             self._stream: IO[str] = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
             return
-        self._target.parent.mkdir(parents=True, exist_ok=True)
-        handle, name = tempfile.mkstemp(
-            prefix=f".{self._target.name}.", suffix=".partial", dir=self._target.parent
-        )
+        handle, name = _temporary_beside(self._target)
         self._temporary = Path(name)
         self._stream = os.fdopen(handle, "w", encoding="utf-8")
 
@@ -607,24 +605,18 @@ class RowsWrittenWhole:
         placeholder = json.dumps({"dataset_fingerprint": mark, "run": mark})[1:-1].encode()
         real = {"dataset_fingerprint": dataset_fingerprint, "run": run}
         filled = json.dumps(real, ensure_ascii=False)[1:-1].encode("utf-8")
-        handle, name = tempfile.mkstemp(
-            prefix=f".{self._target.name}.", suffix=".partial", dir=self._target.parent
-        )
+        try:  # the mode of the file it replaces, as writing into that file would keep
+            mode: int | None = os.stat(self._target).st_mode & 0o7777
+        except OSError:
+            mode = None
         try:
-            with open(self._temporary, "rb") as rows, os.fdopen(handle, "wb") as whole:
+            with open(self._temporary, "rb") as rows, _replacing(self._target, mode) as whole:
                 for line in rows:
                     if placeholder not in line:  # a row this writer did not write
                         raise IncompleteError(f"{self._temporary}: a row changed while the "
                                               "run wrote it")  # fmt: skip
                     whole.write(line.replace(placeholder, filled, 1))
-            try:  # the mode of the file it replaces, as writing into that file would keep
-                mode = os.stat(self._target).st_mode & 0o7777
-            except OSError:
-                mode = 0o666 & ~_umask()
-            os.chmod(name, mode)
-            os.replace(name, self._target)
         except BaseException:
-            Path(name).unlink(missing_ok=True)
             self.discard()
             raise
         self._temporary.unlink(missing_ok=True)
@@ -664,15 +656,26 @@ def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
     ...     open(target, encoding="utf-8").read(), sorted(os.listdir(folder))
     ('# ok\\n', ['report.md'])
     """
-    target = Path(path)
+    with _replacing(Path(path)) as stream:
+        stream.write(text.encode("utf-8"))
+
+
+def _temporary_beside(target: Path) -> tuple[int, str]:
+    """A new temporary file in ``target``'s folder (made if need be): its handle and name."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(
-        prefix=f".{target.name}.", suffix=".partial", dir=target.parent
-    )
+    return tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+
+
+@contextlib.contextmanager
+def _replacing(target: Path, mode: int | None = None) -> Iterator[IO[bytes]]:
+    """A stream to a temporary file beside ``target`` that replaces it in one step when the
+    block ends, with ``mode`` (by default 0o666 less the umask, not a temporary file's private
+    one); if the block fails, nothing is left behind."""
+    handle, temporary = _temporary_beside(target)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
-        os.chmod(temporary, 0o666 & ~_umask())
+        with os.fdopen(handle, "wb") as stream:
+            yield stream
+        os.chmod(temporary, 0o666 & ~_umask() if mode is None else mode)
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
