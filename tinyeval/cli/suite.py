@@ -24,10 +24,11 @@ def suite_of(args: argparse.Namespace) -> Any:
         return load_suite(args.config)
     if args.cases is not None:
         return None
-    if find_suite(".") is None:
+    found = find_suite(".")  # looked for once: it may read every pyproject.toml above
+    if found is None:
         raise UsageError("give a CASES file, or write a suite file (tinyeval init) so that "
                          "tinyeval run knows what to run")  # fmt: skip
-    return load_suite(start=".")
+    return load_suite(found)
 
 
 # fmt: off
