@@ -330,9 +330,7 @@ class ClaimsJudge:
     ('PASS', 1.0, 3)
     """
 
-    calls_only_the_given_model = True
-    """It calls no model but the one it is given, so the runner may answer its calls from that
-    model's cache in its own thread. Read from this very class: a subclass says it itself."""
+    calls_only_the_given_model = True  # no model but the one given (see runner._from_cache)
 
     def __init__(
         self,
@@ -657,9 +655,7 @@ class ContextRelevanceJudge:
     ('PASS', 0.5)
     """
 
-    calls_only_the_given_model = True
-    """It calls no model but the one it is given, so the runner may answer its calls from that
-    model's cache in its own thread. Read from this very class: a subclass says it itself."""
+    calls_only_the_given_model = True  # no model but the one given (see runner._from_cache)
 
     def __init__(
         self, *, votes: int = 1, style: str = "verdict-first", name: str = "context-relevance"

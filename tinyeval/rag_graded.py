@@ -141,9 +141,7 @@ class GradedJudge:
     'ungated'
     """
 
-    calls_only_the_given_model = True
-    """It calls no model but the one it is given, so the runner may answer its calls from that
-    model's cache in its own thread. Read from this very class: a subclass says it itself."""
+    calls_only_the_given_model = True  # no model but the one given (see runner._from_cache)
 
     def __init__(
         self,

@@ -749,8 +749,11 @@ def _calls_no_model(task: Mapping[str, Any]) -> Callable[[Case], bool]:
 def _from_cache(task: Mapping[str, Any]) -> Callable[[Case], Row | None] | None:
     """What evaluates a case in the calling thread when the caches of the models it calls
     answer every call it makes (None: it would call a model, so a worker runs it), or None
-    when that cannot be: a model without a cache, or a judge that may call a model of its own
-    (one whose very class does not set ``calls_only_the_given_model``; a subclass may).
+    when that cannot be: a model without a cache, or a judge that may call a model of its own.
+    A judge class says it calls no model but the one it is given by setting
+    ``calls_only_the_given_model = True`` in its own body (``Judge``, the RAG judges, the
+    graded judge): the attribute is read from the judge's very class, so a subclass, which
+    may call a model of its own, says it itself.
 
     A fully cached re-run so costs no thread hops: its cases are read from the cache as
     fast as one thread can, where 32 workers would contend for the interpreter. Once the
