@@ -174,7 +174,7 @@ class RunSettings:
         judged = bool(self.criterion or self.rubric or self.judges)
         present = {"criterion": judged, "rubric": judged, "price": bool(self.price),
                    "generate_model": bool(self.generate_model)}  # fmt: skip
-        defaults = {f.name: f.default for f in fields(self)}
+        defaults = _setting_defaults()
         return [(name, partners) for name, partners in _NEEDS.items()
                 if getattr(self, name) != defaults[name]
                 and not any(present[p] for p in partners)]  # fmt: skip
@@ -191,6 +191,11 @@ class RunSettings:
             "inconclusive": self.inconclusive,
             "allow_unchecked": self.allow_unchecked,
         }
+
+
+def _setting_defaults() -> dict[str, Any]:
+    """Each run setting's default (a field with a default factory: ``MISSING``)."""
+    return {f.name: f.default for f in fields(RunSettings)}
 
 
 _JUDGED = ("criterion", "rubric")
@@ -758,7 +763,7 @@ def with_suite(options: Mapping[str, Any], suite: Any) -> tuple[dict[str, Any], 
     >>> overridden
     ['thresholds.tone', 'out']
     """
-    defaults = {f.name: f.default for f in fields(RunSettings)}
+    defaults = _setting_defaults()
     found, merged, overridden = suite_options(suite), dict(options), []
     cases = found.pop("cases")
     if merged.get("cases") is None:
