@@ -7,8 +7,7 @@ import json
 import pytest
 
 from tinyeval.judge import JudgeError
-from tinyeval.pairwise import PairwiseJudge, PairwiseSummary, PairwiseVerdict
-from tinyeval.runner import run_pairs
+from tinyeval.pairwise import PairwiseJudge, PairwiseSummary, PairwiseVerdict, run_pairs
 from tinyeval.stats import format_rate
 
 JUDGE = PairwiseJudge("unsupported-claims")

@@ -205,7 +205,7 @@ _EXPORTS: dict[str, str] = {
     # running and gating
     "run": "runner",
     "RunResult": "runner",
-    "run_pairs": "runner",
+    "run_pairs": "pairwise",
     "Session": "session",
     "RunSettings": "session",
     "RunSummary": "session",

@@ -1,4 +1,5 @@
-"""The pairwise judge: A or B or TIE, always asked in both orders, and its position statistics.
+"""The pairwise judge: A or B or TIE, always asked in both orders, its position statistics, and
+two runs compared case by case with it (:func:`run_pairs`).
 
 Built on :mod:`tinyeval.judge` (its criteria, blocks, template and
 :func:`~tinyeval.judge.parse_choice`), which re-exports every public name here.
@@ -10,7 +11,8 @@ Built on :mod:`tinyeval.judge` (its criteria, blocks, template and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,14 +34,17 @@ from .judge import (
 from .stats import Rate, format_rate
 
 if TYPE_CHECKING:
-    from .runner import PairsResult
+    from .calls import CallModel
+    from .records import Row
 
 __all__ = [
+    "PairsResult",
     "PairwiseJudge",
     "PairwiseSummary",
     "PairwiseVerdict",
     "PositionStats",
     "position_stats",
+    "run_pairs",
 ]
 
 # === Pairwise =====================================================================
@@ -331,7 +336,7 @@ class PairwiseSummary:
         a: str = "A",
         b: str = "B",
     ) -> PairwiseSummary:
-        """Summarise what :func:`~tinyeval.runner.run_pairs` returned, or a list of verdicts.
+        """Summarise what :func:`run_pairs` returned, or a list of verdicts.
 
         ``judge`` is the :class:`PairwiseJudge` that compared them (its criterion and
         rubric fingerprint are reported), ``judge_model`` names its model. Raises
@@ -421,3 +426,111 @@ class PairwiseSummary:
 
     def __str__(self) -> str:
         return self.to_text()
+
+
+# === Pairwise runs: two runs' outputs compared case by case ===
+
+
+@dataclass
+class PairsResult:
+    """What :func:`run_pairs` produced: one row per compared case, the verdicts, and
+    what could not be compared.
+
+    ``stopped_reason`` is set when the first comparison's model call failed and
+    nothing more was compared (a dead server is not worth a run of retries).
+    """
+
+    rows: list[Row]
+    verdicts: list[Any]
+    not_compared: int
+    stopped_reason: str | None = None
+
+
+def run_pairs(
+    rows_a: Iterable[Mapping[str, Any]],
+    rows_b: Iterable[Mapping[str, Any]],
+    judge: Any,
+    judge_model: CallModel | str,
+    *,
+    categories: Iterable[str] | None = None,
+    concurrency: int = 1,
+) -> PairsResult:
+    """Compare two runs' outputs case by case with a pairwise judge, in both orders.
+
+    Cases are paired by id; a case missing from one side, or without an
+    output on both, is not compared (``not_compared`` counts them). Each
+    compared case gives a result row (see :mod:`tinyeval.records`) whose
+    ``judges`` holds the pairwise verdict, so ``calibrate`` and ``label`` read
+    it like any other row.
+
+    >>> a = [{"id": "q1", "category": "c", "output": "Paris."}]
+    >>> b = [{"id": "q1", "category": "c", "output": "France is big."}]
+    >>> always_a_first = lambda prompt: "A" if "Paris." in prompt.split("RESPONSE B")[0] else "B"
+    >>> done = run_pairs(a, b, PairwiseJudge("answers-the-question"), always_a_first)
+    >>> row = done.rows[0]
+    >>> row["status"], row["judges"]["answers-the-question"]["winner"]
+    ('pass', 'A')
+    """
+    from .runner import RunnerError, _resolve, input_text
+
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise RunnerError(f"concurrency must be a positive integer, got {concurrency!r}")
+    model = _resolve(judge_model)
+    assert model is not None
+    wanted = set(categories) if categories is not None else None
+
+    def keep(row: Mapping[str, Any]) -> bool:
+        return wanted is None or row.get("category") in wanted
+
+    first = {r["id"]: r for r in rows_a if keep(r)}
+    second = {r["id"]: r for r in rows_b if keep(r)}
+    pairs = [
+        (first[key], second[key])
+        for key in first
+        if key in second
+        and first[key].get("output") is not None
+        and second[key].get("output") is not None
+    ]
+    not_compared = len(set(first) | set(second)) - len(pairs)
+    if not pairs:
+        return PairsResult([], [], not_compared)
+
+    def compare(pair: tuple[Mapping[str, Any], Mapping[str, Any]]) -> Any:
+        a, b = pair
+        return judge(model, a=a["output"], b=b["output"], question=input_text(a.get("input")),
+                     context=a.get("context"))  # fmt: skip
+
+    found = [compare(pairs[0])]  # alone first: a dead model fails it at once
+    if found[0].error:
+        return PairsResult([], found, not_compared, f"the model call failed: {found[0].error}")
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        found += pool.map(compare, pairs[1:])
+    rows = [_pair_row(a, b, verdict, model) for (a, b), verdict in zip(pairs, found, strict=True)]
+    return PairsResult(rows, found, not_compared)
+
+
+def _pair_row(a: Mapping[str, Any], b: Mapping[str, Any], verdict: Any, model: Any) -> Row:
+    from .calls import model_spec
+    from .dataset import Case
+    from .records import new_row
+
+    case = Case(
+        id=str(a["id"]),
+        input=a.get("input"),
+        output=None,
+        context=a.get("context"),
+        category=str(b.get("category") or a.get("category") or "default"),
+        origin=a.get("origin"),
+        label=None,
+    )
+    row = new_row(case, dataset_fingerprint=a.get("dataset_fingerprint"))
+    data = verdict.to_dict()
+    row["output"] = None
+    row["outputs"] = {"a": a.get("output"), "b": b.get("output")}
+    row["judges"] = {data["name"]: data}
+    row["judge_model"] = model_spec(model)
+    row["rubric_fingerprint"] = data.get("rubric_fingerprint")
+    row["status"] = "error" if verdict.error else ("pass" if verdict.winner else "fail")
+    row["error"] = verdict.error
+    row["finished_at"] = row["started_at"]
+    return row

@@ -42,9 +42,8 @@ def add_pairwise(sub: Any) -> None:
 
 
 def _cmd_pairwise(args: argparse.Namespace) -> int:
-    from ..pairwise import PairwiseJudge, PairwiseSummary
+    from ..pairwise import PairwiseJudge, PairwiseSummary, run_pairs
     from ..records import read_rows
-    from ..runner import run_pairs
     from ..session import open_model, refuse_overwriting
 
     refuse_overwriting([args.a, args.b], {"out": args.out})
