@@ -34,8 +34,9 @@ def test_numbers_out_of_range_are_refused_with_their_setting(
 
 
 def test_the_lowest_values_allowed_pass() -> None:
-    RunSettings(cases="c", max_errors=0, fail_fast=0, show_failures=0, concurrency=1,
-                sample=1).refuse_out_of_range()  # fmt: skip
+    lowest = RunSettings(cases="c", max_errors=0, fail_fast=0, show_failures=0, concurrency=1,
+                         sample=1)  # fmt: skip
+    assert lowest.refuse_out_of_range() is None  # raises InputError for any one below
 
 
 def test_rejudging_takes_no_generate_model() -> None:
