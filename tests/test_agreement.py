@@ -1,4 +1,4 @@
-"""Tests for tinyeval.agreement and for planning with an imperfect judge.
+"""Tests for tinyeval.humans.agreement and for planning with an imperfect judge.
 
 Kappa and its interval are checked against a published SAS printout, Fleiss'
 kappa against Fleiss (1971) and a textbook example, Krippendorff's alpha
@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinyeval.agreement import (
+from tinyeval.humans.agreement import (
     AgreementInterval,
     PairKappa,
     fleiss_kappa,

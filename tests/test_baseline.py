@@ -1,4 +1,4 @@
-"""Tests for tinyeval.baseline, the built-in offline judge, on hand-made cases."""
+"""Tests for tinyeval.judges.builtin, the built-in offline judge, on hand-made cases."""
 
 from __future__ import annotations
 
@@ -9,14 +9,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tinyeval.baseline import (
+from tinyeval.judge import CRITERIA, Judge, parse_evidence
+from tinyeval.judges.builtin import (
     CANNOT_JUDGE,
     builtin_judge,
     content_words,
     parse_number_tokens,
     split_claims,
 )
-from tinyeval.judge import CRITERIA, Judge, PairwiseJudge, parse_evidence
+from tinyeval.judges.pairwise import PairwiseJudge
 
 # ---- numbers ------------------------------------------------------------------------
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tinyeval.baseline import builtin_judge
 from tinyeval.judge import Judge
+from tinyeval.judges.builtin import builtin_judge
 
 claims = Judge("unsupported-claims")
 WARRANTY = "La garantía del equipo es de 2 años. The device warranty is 2 years."

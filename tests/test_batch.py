@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.fake_batch_server import KEY_ANTHROPIC, KEY_OPENAI, FakeBatchServer, scripted_answer
-from tinyeval.batch import BatchError, BatchJob, BatchRequest
 from tinyeval.cache import ResponseCache, cached
 from tinyeval.models import ModelConfigError, resolve
+from tinyeval.scale.batch import BatchError, BatchJob, BatchRequest
 
 FLAVOURS = ("openai", "anthropic")
 
@@ -304,8 +304,8 @@ def test_judged_run_through_batch_model_equals_a_direct_run(
     tmp_path: Path, flavour: str, n: int
 ) -> None:
     from tinyeval import Judge, run
-    from tinyeval.batch import BatchModel
     from tinyeval.dataset import Case
+    from tinyeval.scale.batch import BatchModel
 
     fake = FakeTime()
     cases = [
@@ -348,8 +348,8 @@ def test_judged_run_through_batch_model_equals_a_direct_run(
 
 def test_batch_failures_become_error_rows(tmp_path: Path) -> None:
     from tinyeval import Judge, run
-    from tinyeval.batch import BatchModel
     from tinyeval.dataset import Case
+    from tinyeval.scale.batch import BatchModel
 
     fake = FakeTime()
     cases = [Case(id="ok", input="q?", output="good"),

@@ -17,8 +17,8 @@ import tinyeval
 from tinyeval.cache import ResponseCache, _CacheMiss, cached
 from tinyeval.dataset import Case
 from tinyeval.judge import Judge
-from tinyeval.rag import ClaimsJudge, ContextRelevanceJudge
-from tinyeval.rag_graded import GradedJudge
+from tinyeval.judges.graded_judge import GradedJudge
+from tinyeval.rag.judges import ClaimsJudge, ContextRelevanceJudge
 
 TIMING = ("started_at", "finished_at", "latency_ms")
 

@@ -22,7 +22,7 @@ from tinyeval.calibration import (
     load_calibration,
 )
 from tinyeval.cli import main
-from tinyeval.label import output_fingerprint
+from tinyeval.humans.session import output_fingerprint
 from tinyeval.stats import wilson_interval
 
 P, F = "PASS", "FAIL"
@@ -283,7 +283,7 @@ def test_pairwise_winners_are_read() -> None:
 
 
 def test_a_label_the_pass_fail_judge_cannot_give_is_an_error(tmp_path: Path) -> None:
-    from tinyeval.label import read_labels
+    from tinyeval.humans.session import read_labels
 
     rows = [result_row("a", P), result_row("b", F), result_row("c", None)]
     path = write_jsonl(

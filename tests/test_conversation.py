@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinyeval.conversation import Conversation, ToolCall, from_messages, looks_like_messages
+from tinyeval.agents.conversation import Conversation, ToolCall, from_messages, looks_like_messages
 from tinyeval.errors import InputError
 from tinyeval.judge import neutralize, read_blocks
 

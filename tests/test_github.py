@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tinyeval.ci.testing import SuiteRunner
 from tinyeval.dataset import load
 from tinyeval.gating import gate
 from tinyeval.report import (
@@ -18,7 +19,6 @@ from tinyeval.report import (
     workflow_commands,
 )
 from tinyeval.suite import load_suite
-from tinyeval.testing import SuiteRunner
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENE = ROOT / "examples" / "pytest"

@@ -1,4 +1,4 @@
-"""Tests for tinyeval.graded and the Student t interval it and the retrieval report use.
+"""Tests for tinyeval.judges.graded and the Student t interval it and the retrieval report use.
 
 t quantiles are checked against a published table (NIST/SEMATECH e-Handbook,
 section 1.3.6.7.2, "Critical values of the Student's t distribution") and
@@ -15,8 +15,8 @@ import random
 import pytest
 
 from tinyeval.errors import InputError
-from tinyeval.estimates import _t_quantile, mean_interval
-from tinyeval.graded import (
+from tinyeval.estimates.ppi import _t_quantile, mean_interval
+from tinyeval.judges.graded import (
     TWO_VALUES_WARNING,
     HistogramBin,
     Quantiles,

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from tinyeval.calibration import CalibrationError, calibrate, calibrate_results
-from tinyeval.humans import human_agreement, ppi_rates, reference_labels, self_agreement
-from tinyeval.label import (
+from tinyeval.estimates.ppi import ppi_pass_rate
+from tinyeval.humans.labelers import human_agreement, ppi_rates, reference_labels, self_agreement
+from tinyeval.humans.session import (
     LabelError,
     label_session,
     parse_label_fields,
@@ -23,7 +24,6 @@ from tinyeval.label import (
     read_labels,
     read_labels_by_labeler,
 )
-from tinyeval.stats import ppi_pass_rate
 
 ROOT = Path(__file__).resolve().parents[1]
 Z975 = 1.959963984540054

@@ -18,7 +18,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tinyeval import judge as judge_module
-from tinyeval.baseline import builtin_judge
 from tinyeval.calls import accepted_keywords
 from tinyeval.judge import (
     _ANGLE_RUN,
@@ -28,17 +27,16 @@ from tinyeval.judge import (
     VERDICT_TEMPLATE,
     Judge,
     JudgeError,
-    PairwiseJudge,
-    PairwiseVerdict,
     Verdict,
     neutralize,
     parse_choice,
     parse_evidence,
     parse_verdict,
-    position_stats,
     read_blocks,
     rubric_fingerprint,
 )
+from tinyeval.judges.builtin import builtin_judge
+from tinyeval.judges.pairwise import PairwiseJudge, PairwiseVerdict, position_stats
 
 ANGLE_LIKE = judge_module._ANGLES_OPEN + judge_module._ANGLES_CLOSE + judge_module._ANGLES_MULTI
 CORPUS_PATH = Path(__file__).parent / "data" / "adversarial_responses.jsonl"

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from tinyeval.ci.testing import SuiteRunner
 from tinyeval.dataset import load
 from tinyeval.gating import GateReport, gate
 from tinyeval.report import junit_gate_xml, junit_xml
 from tinyeval.suite import load_suite
-from tinyeval.testing import SuiteRunner
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENE = ROOT / "examples" / "pytest"

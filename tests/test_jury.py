@@ -1,4 +1,4 @@
-"""Tests for tinyeval.jury: the panel's verdict, jurors against labels, Dawid-Skene.
+"""Tests for tinyeval.judges.jury: the panel's verdict, jurors against labels, Dawid-Skene.
 
 Expected values are worked by hand from scripted jurors (the arithmetic in
 comments), checked against numpy (phi as a Pearson correlation) and against
@@ -14,9 +14,9 @@ import random
 
 import pytest
 
-import tinyeval.jury as jury_module
+import tinyeval.judges.jury as jury_module
 from tinyeval.errors import InputError
-from tinyeval.jury import (
+from tinyeval.judges.jury import (
     dawid_skene,
     juror_agreement,
     jury_verdict,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tinyeval.label import (
+from tinyeval.humans.session import (
     LabelError,
     label_session,
     output_fingerprint,
@@ -262,7 +262,7 @@ def test_without_a_labeler_name_the_login_or_anonymous_is_used(
 ) -> None:
     import getpass
 
-    from tinyeval.label import default_labeler
+    from tinyeval.humans.session import default_labeler
 
     for variable in ("USER", "USERNAME"):
         monkeypatch.delenv(variable, raising=False)

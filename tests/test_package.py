@@ -87,45 +87,10 @@ def test_the_package_never_imports_itself_absolutely() -> None:
             assert not (level == 0 and module == "tinyeval"), f"{path.name}:{line}"
 
 
-def test_leaf_modules_import_nothing_else_of_the_package() -> None:
-    # conversation needs only the errors; patterns bounds user regexes on its own; check_core
-    # holds what a check is; tool_checks reads trajectories through conversation; checks adds
-    # the text and JSON checks and the expect block on top of those three;
-    # traces reads OpenTelemetry exports into conversations; formats decodes data files (traces
-    # for trace exports); dataset uses checks to validate expect blocks, conversation to read
-    # messages, formats to read the files
-    allowed = {
-        "errors.py": set(),
-        "conversation.py": {"errors"},
-        "patterns.py": set(),
-        "check_core.py": {"errors"},
-        "tool_checks.py": {"check_core", "conversation", "errors"},
-        "checks.py": {"check_core", "errors", "patterns", "tool_checks"},
-        "traces.py": {"conversation", "errors"},
-        "formats.py": {"errors", "traces"},
-        "dataset.py": {"checks", "conversation", "errors", "formats"},
-    }
-    for name, permitted in allowed.items():
-        for line, module, level in _imports(PACKAGE / name):
-            if level:
-                assert module in permitted, f"{name}:{line} imports .{module}"
-
-
 def test_stats_needs_nothing_else_of_the_package(tmp_path: Path) -> None:
-    """Its one relative import (the error root) is optional: the file copied alone still works.
-
-    The names that moved to estimates.py are loaded by the module ``__getattr__`` on first use
-    only, so that import sits inside a function."""
+    """Its one relative import (the error root) is optional: the file copied alone still works."""
     relative = [(line, module) for line, module, level in _imports(PACKAGE / "stats.py") if level]
-    assert [module for _, module in relative] == ["errors", "estimates"], relative
-    tree = ast.parse((PACKAGE / "stats.py").read_text(encoding="utf-8"))
-    lazy = [
-        node.name
-        for node in ast.walk(tree)
-        if isinstance(node, ast.FunctionDef)
-        and any(isinstance(inner, ast.ImportFrom) and inner.level for inner in ast.walk(node))
-    ]
-    assert lazy == ["__getattr__"], lazy
+    assert [module for _, module in relative] == ["errors"], relative
     shutil.copy(PACKAGE / "stats.py", tmp_path / "stats.py")
     code = (
         "import stats\n"

@@ -1,4 +1,4 @@
-"""The summary of a pairwise run (tinyeval.pairwise.PairwiseSummary), counted by hand."""
+"""The summary of a pairwise run (tinyeval.judges.pairwise.PairwiseSummary), counted by hand."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tinyeval.judge import JudgeError
-from tinyeval.pairwise import PairwiseJudge, PairwiseSummary, PairwiseVerdict, run_pairs
+from tinyeval.judges.pairwise import PairwiseJudge, PairwiseSummary, PairwiseVerdict, run_pairs
 from tinyeval.stats import format_rate
 
 JUDGE = PairwiseJudge("unsupported-claims")

@@ -17,12 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinyeval.stats import (
-    PPIRate,
-    StatisticsError,
-    UndefinedStatisticError,
-    ppi_pass_rate,
-)
+from tinyeval.estimates.ppi import PPIRate, ppi_pass_rate
+from tinyeval.stats import StatisticsError, UndefinedStatisticError
 
 Z95 = 1.959964
 

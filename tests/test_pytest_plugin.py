@@ -32,7 +32,7 @@ def pytest_in(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     env.pop("GITHUB_STEP_SUMMARY", None)
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "tinyeval.pytest_plugin", *args],
+        [sys.executable, "-m", "pytest", "-p", "tinyeval.ci.pytest_plugin", *args],
         cwd=folder,
         env=env,
         capture_output=True,

@@ -1,5 +1,5 @@
-"""Tests for tinyeval.rag: faithfulness by claims, relevance, context precision, G-Eval steps,
-graded scores and the self-evaluation warning.
+"""Tests for tinyeval.rag.judges: faithfulness by claims, relevance, context precision,
+G-Eval steps, graded scores and the self-evaluation warning.
 
 Every LLM-based metric runs on scripted models (plain functions that answer from the prompt),
 so each expected value is written out by hand below. Context precision is checked against the
@@ -18,14 +18,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tinyeval
-from tinyeval.baseline import builtin_judge, split_claims
 from tinyeval.calls import Reply
 from tinyeval.dataset import Case
 from tinyeval.errors import InputError
-from tinyeval.graded import graded_summary
 from tinyeval.judge import Judge, JudgeError, default_name, load_rubric, read_blocks
+from tinyeval.judges.builtin import builtin_judge, split_claims
+from tinyeval.judges.graded import graded_summary
 from tinyeval.models import resolve
-from tinyeval.rag import (
+from tinyeval.rag.judges import (
     ANSWER_RELEVANCE,
     CONTEXT_RELEVANCE,
     NO_CLAIMS,

@@ -1,4 +1,4 @@
-"""Tests for tinyeval.retrieval: per-query metrics, the per-category report, thresholds.
+"""Tests for tinyeval.rag.retrieval: per-query metrics, the per-category report, thresholds.
 
 Expected values are worked by hand in the tests (log2 values to 7 decimals:
 log2(3) = 1.5849625, log2(5) = 2.3219281, log2(7) = 2.8073549), checked
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import tinyeval
 from tinyeval.errors import InputError
-from tinyeval.retrieval import (
+from tinyeval.rag.retrieval import (
     MeanValue,
     RetrievalThreshold,
     hit_at_k,

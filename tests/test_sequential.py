@@ -1,4 +1,4 @@
-"""Tests for tinyeval.sequential: the confidence sequence and the early gate decision.
+"""Tests for tinyeval.estimates.sequential: the confidence sequence and the early gate decision.
 
 The interval's ends are checked against closed forms worked by hand from
 Robbins' condition ``(t+1)·C(t, s)·mˢ(1−m)ᶠ > α`` and against that condition
@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import tinyeval.sequential as sequential_module
-from tinyeval.sequential import ConfidenceSequence, gate_decision, sequential_gate
+import tinyeval.estimates.sequential as sequential_module
+from tinyeval.estimates.sequential import ConfidenceSequence, gate_decision, sequential_gate
 from tinyeval.stats import StatisticsError, wilson_interval
 
 

@@ -46,10 +46,8 @@ def test_stats_imports_only_the_standard_library() -> None:
         if isinstance(node, ast.Import):
             imported.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level:
-            # only the optional error root (test_package checks the file works alone), and
-            # estimates for the names that moved there, on first use (test_package checks where)
-            moved = node.module is None and [alias.name for alias in node.names] == ["estimates"]
-            assert node.module == "errors" or moved, "stats must not import the rest of the package"
+            # only the optional error root (test_package checks the file works alone)
+            assert node.module == "errors", "stats must not import the rest of the package"
         elif isinstance(node, ast.ImportFrom):
             imported.add((node.module or "").split(".")[0])
     assert imported <= set(sys.stdlib_module_names), imported - set(sys.stdlib_module_names)

@@ -338,7 +338,7 @@ def test_overrides_are_validated_and_unknown_names_refused() -> None:
 def test_the_example_suite_evaluates_as_the_readme_command_does() -> None:
     """The suite, run a case at a time, gives the rows the long command line gives."""
     import tinyeval
-    from tinyeval.testing import SuiteRunner
+    from tinyeval.ci.testing import SuiteRunner
 
     suite = load_suite(EXAMPLES / "tinyeval.toml")
     cases = tinyeval.load(suite.cases[0])

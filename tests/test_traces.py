@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 
 import tinyeval
 from tinyeval import checks
-from tinyeval.conversation import from_messages
+from tinyeval.agents.conversation import from_messages
+from tinyeval.agents.otel import records_from_otel
 from tinyeval.dataset import DatasetError, load
 from tinyeval.errors import InputError
-from tinyeval.traces import records_from_otel
 
 EXPORT = Path(__file__).parent / "data" / "otel_genai_export.json"
 SYSTEM = (

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tinyeval import checks
+from tinyeval.agents.conversation import from_messages
 from tinyeval.checks import (
     CheckResult,
     CheckSpecError,
@@ -27,7 +28,6 @@ from tinyeval.checks import (
     tools_sequence,
     trajectory,
 )
-from tinyeval.conversation import from_messages
 
 
 def openai_log(calls: list[tuple[str, Any]], *, error_for: str | None = None) -> dict[str, Any]:

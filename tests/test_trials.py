@@ -1,4 +1,4 @@
-"""Tests for tinyeval.trials: pass@k, pass^k and the case-level summary of repeated trials.
+"""Tests for tinyeval.estimates.trials: pass@k, pass^k and the case-level summary of trials.
 
 Expected values are worked by hand in the test (the arithmetic in a
 comment), computed exactly with ``math.comb`` and ``Fraction``, or checked
@@ -21,18 +21,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import tinyeval.trials as trials_module
+import tinyeval.estimates.trials as trials_module
+from tinyeval.estimates.trials import CaseTrials, pass_all_k, pass_at_k, summarize_trials
 from tinyeval.stats import StatisticsError, UndefinedStatisticError, wilson_interval
-from tinyeval.trials import CaseTrials, pass_all_k, pass_at_k, summarize_trials
 
 Z = 1.959963984540054
 
 # ------------------------------------------------------------------ module shape
 
 
-@pytest.mark.parametrize("module", ["trials", "jury", "sequential"])
+@pytest.mark.parametrize("module", ["estimates/trials", "judges/jury", "estimates/sequential"])
 def test_module_imports_only_the_standard_library_stats_and_errors(module: str) -> None:
-    path = Path(trials_module.__file__).with_name(f"{module}.py")
+    path = Path(trials_module.__file__).parents[1] / f"{module}.py"
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

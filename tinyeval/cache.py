@@ -17,7 +17,7 @@ hash is part of the key).
 :func:`cached` wraps a model so that unchanged inputs are served from the
 store (``reply.cached`` is True) and new ones are called and stored.
 
-The same file keeps the bookkeeping of provider batches (:mod:`tinyeval.batch`):
+The same file keeps the bookkeeping of provider batches (:mod:`tinyeval.scale.batch`):
 which batch each request was submitted in (by its custom id, a digest of the
 key above: :func:`reply_key`) and whether it is still pending, so a process
 that dies while a batch runs can resume polling it.
@@ -84,7 +84,7 @@ CREATE TABLE IF NOT EXISTS replies (
 """
 
 
-# Provider batches waiting for results (see tinyeval.batch). Created on first use, so a
+# Provider batches waiting for results (see tinyeval.scale.batch). Created on first use, so a
 # cache file that never saw a batch is unchanged and older versions ignore the tables.
 _BATCH_SCHEMA = """
 CREATE TABLE IF NOT EXISTS batches (
@@ -376,7 +376,7 @@ None CacheStats(hits=1, misses=1, stores=1)
             )
             self._stores += 1
 
-    # ---- provider batches (tinyeval.batch keeps its bookkeeping here)
+    # ---- provider batches (tinyeval.scale.batch keeps its bookkeeping here)
 
     def _batch_tables(self) -> sqlite3.Connection:
         """The connection, with the batch tables created on first use (call with the lock)."""

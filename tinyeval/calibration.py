@@ -36,13 +36,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .agreement import kappa_interval, spearman_interval
 from .errors import json_problem, plural
-from .estimates import CorrectedRate, corrected_pass_rate
-from .humans import (
+from .estimates.ppi import CorrectedRate, corrected_pass_rate
+from .humans.agreement import kappa_interval, spearman_interval
+from .humans.labelers import (
     DISTRUST as _DISTRUST,
 )
-from .humans import (  # the label-joining helpers live there too
+from .humans.labelers import (  # the label-joining helpers live there too
     UNPARSED,
     CalibrationError,
     CategoryPPI,
@@ -149,7 +149,7 @@ class Calibration:
     count, with an ``unparsed`` column) and, for PASS/FAIL labels,
     ``failure_recall`` (= ``specificity``), ``false_alarm_rate``,
     ``sensitivity``. ``kappa_interval`` is the ``(low, high)`` of kappa's 95%
-    large-sample interval (:func:`tinyeval.agreement.kappa_interval`; None
+    large-sample interval (:func:`tinyeval.humans.agreement.kappa_interval`; None
     when undefined, ``kappa_interval_undefined`` says why), and
     ``spearman_interval`` Spearman's for numeric labels. ``warnings`` says in
     words what makes the figure untrustworthy; ``verdict`` sums it up in one
@@ -711,7 +711,7 @@ def calibrate_results(
     >>> calibrate_results(rows, {"a": {"label": "maybe"}})
     Traceback (most recent call last):
     ...
-    tinyeval.humans.CalibrationError: calibrate: id 'a' has the human label 'maybe', but \
+    tinyeval.humans.labelers.CalibrationError: calibrate: id 'a' has the human label 'maybe', but \
 the judge gives PASS/FAIL verdicts: expected PASS or FAIL (other labels are for a graded or \
 multiple-choice judge)
 
@@ -890,7 +890,7 @@ def corrected_rate_for(
     draws: int = BOOTSTRAP_DRAWS,
 ) -> CorrectedRate:
     """Correct ``passes`` of ``n`` with a calibration, as an
-    :class:`~tinyeval.estimates.CorrectedRate`.
+    :class:`~tinyeval.estimates.ppi.CorrectedRate`.
 
     Uses the category's own sensitivity and specificity when ``category`` is
     one of ``calibration.correctable_categories()``, otherwise the overall

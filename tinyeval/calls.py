@@ -169,9 +169,9 @@ class ChatPrompt(str):
 
     @classmethod
     def of(cls, conversation: Any, *, tools: Iterable[Mapping[str, Any]] = ()) -> ChatPrompt:
-        """The prompt for a :class:`~tinyeval.conversation.Conversation` (what the model saw).
+        """The prompt for a :class:`~tinyeval.agents.conversation.Conversation`.
 
-        >>> from tinyeval.conversation import Conversation
+        >>> from tinyeval.agents.conversation import Conversation
         >>> c = Conversation.from_messages([{"role": "user", "content": "Hi"}])
         >>> ChatPrompt.of(c).messages
         ({'role': 'user', 'content': 'Hi'},)

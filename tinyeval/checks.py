@@ -58,6 +58,21 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from ._regex import REGEX_TIMEOUT, bounded_search, can_backtrack, exponential_shape
+from .agents.tools import (
+    TOOLS_MATCH_MODES,
+    max_repeats,
+    max_tool_calls,
+    no_tool_errors,
+    tool_args,
+    tools_before,
+    tools_forbidden,
+    tools_match,
+    tools_required,
+    tools_sequence,
+    trajectory,
+    trajectory_results,
+)
 from .check_core import (
     _PASS,
     CheckFunction,
@@ -84,21 +99,6 @@ from .check_core import (
     tool_names,
 )
 from .errors import did_you_mean
-from .patterns import REGEX_TIMEOUT, bounded_search, can_backtrack, exponential_shape
-from .tool_checks import (
-    TOOLS_MATCH_MODES,
-    max_repeats,
-    max_tool_calls,
-    no_tool_errors,
-    tool_args,
-    tools_before,
-    tools_forbidden,
-    tools_match,
-    tools_required,
-    tools_sequence,
-    trajectory,
-    trajectory_results,
-)
 
 __all__ = [
     "EXPECT_KEYS",

@@ -15,7 +15,7 @@ Recognised keys: ``id`` (required), ``input``, ``output``, ``context``,
 ``label`` and ``messages``. Any other key is kept in :attr:`Case.meta`.
 
 **Conversations.** ``messages`` is a chat message list (OpenAI or Anthropic
-shapes, see :mod:`tinyeval.conversation`), read into :attr:`Case.conversation`
+shapes, see :mod:`tinyeval.agents.conversation`), read into :attr:`Case.conversation`
 at load time; a top-level ``system`` next to it is Anthropic's system prompt.
 When the list ends with an assistant turn and the case has no ``output``, that
 turn is the response: its text is the output (empty when it only calls
@@ -36,7 +36,7 @@ blank line between passages, which is also how the judge shows a list.
 
 **Traces.** ``format="otel"`` (detected for a ``.json`` file whose top level
 has ``resourceSpans``) reads an OpenTelemetry GenAI trace export, one case
-per trace (see :mod:`tinyeval.traces`).
+per trace (see :mod:`tinyeval.agents.otel`).
 
 This module uses :mod:`tinyeval.checks` (itself standalone) to validate the
 ``expect`` block, so a typo never becomes a check that checks nothing.
@@ -54,11 +54,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import checks
+from ._formats import _JSON_CELLS, MAX_LINE_BYTES, DatasetError, _describe, _iter_records
 from .errors import InputError, TinyevalError
-from .formats import _JSON_CELLS, MAX_LINE_BYTES, DatasetError, _describe, _iter_records
 
 if TYPE_CHECKING:  # read only from cases with messages: a plain file never loads it
-    from .conversation import Conversation
+    from .agents.conversation import Conversation
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -149,7 +149,7 @@ class Case:
         """The case as a plain JSON-ready dict (recognised keys, then ``meta``).
 
         A case with a conversation also has ``"conversation"`` (its
-        :meth:`~tinyeval.conversation.Conversation.to_dict`); a case without
+        :meth:`~tinyeval.agents.conversation.Conversation.to_dict`); a case without
         one has no such key.
 
         >>> Case(id="x", input="hola").to_dict()["input"]
@@ -205,7 +205,7 @@ def parse_field_mapping(items: Iterable[str]) -> dict[str, str]:
     >>> parse_field_mapping(["inptu=question"])
     Traceback (most recent call last):
     ...
-    tinyeval.formats.DatasetError: fields: unknown key 'inptu'; did you mean 'input'?
+    tinyeval._formats.DatasetError: fields: unknown key 'inptu'; did you mean 'input'?
     """
     mapping: dict[str, str] = {}
     for item in items:
@@ -509,7 +509,9 @@ def _read_conversation(
     messages = rec.pop("messages", None)
     system = rec.get("system")
     system = system if isinstance(system, str | list) else None
-    from .conversation import looks_like_messages  # only cases that may hold messages come here
+    from .agents.conversation import (
+        looks_like_messages,  # only cases that may hold messages come here
+    )
 
     if messages is None:
         given = rec.get("input")
@@ -531,7 +533,7 @@ def _read_conversation(
 
 
 def _conversation(messages: Any, system: Any, key: str, where: dict[str, Any]) -> Conversation:
-    from .conversation import from_messages
+    from .agents.conversation import from_messages
 
     try:
         return from_messages(messages, system=system)

@@ -51,7 +51,7 @@ from .calls import ask, reported_model, sum_usage
 from .errors import InputError, json_problem
 
 if TYPE_CHECKING:  # for type checkers only; at run time __getattr__ below loads them
-    from .pairwise import PairwiseJudge, PairwiseVerdict, PositionStats, position_stats
+    from .judges.pairwise import PairwiseJudge, PairwiseVerdict, PositionStats, position_stats
 
 __all__ = [
     "CRITERIA",
@@ -766,7 +766,7 @@ class Judge:
 
         The response, context and question go inside marker blocks, after
         :func:`neutralize`. A context may be a list of passages (joined by blank
-        lines). A ``conversation`` (a :class:`~tinyeval.conversation.JudgeParts`:
+        lines). A ``conversation`` (a :class:`~tinyeval.agents.conversation.JudgeParts`:
         a logged chat or agent run) adds its system prompt, earlier turns and
         agent steps as blocks of their own around the question (its last user
         turn), never a JSON dump. Rendering is deterministic, so prompts can be
@@ -972,26 +972,6 @@ def load_rubric(path: str | os.PathLike[str]) -> Rubric:
         template=spec.get("template"),
         source=where,
     )
-
-
-# === Moved to pairwise.py ===
-
-_IN_PAIRWISE = frozenset({"PairwiseJudge", "PairwiseVerdict", "PositionStats", "position_stats"})
-
-
-def __getattr__(name: str) -> Any:
-    """``judge.PairwiseJudge`` and the other names that moved to :mod:`tinyeval.pairwise`.
-
-    >>> __getattr__("PairwiseJudge").__module__
-    'tinyeval.pairwise'
-    """
-    if name in _IN_PAIRWISE:
-        # imported on first use: pairwise builds on this module, so importing it above
-        # would be a cycle
-        from . import pairwise
-
-        return getattr(pairwise, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _common_dict(

@@ -26,7 +26,7 @@ kinds of record have a marker of their own:
   measure their own consistency (drift); it never replaces their label.
 * ``"selection": {"strategy", "probability", "budget", "population"}``: how the
   case came to be offered (a budgeted session, see
-  :func:`tinyeval.label.plan_labels`), which prediction-powered estimates need
+  :func:`tinyeval.humans.session.plan_labels`), which prediction-powered estimates need
   to stay unbiased. A record saying ``"chosen": "by hand"`` marks labels
   picked by a person, which no estimate may treat as a random sample.
 
@@ -38,7 +38,7 @@ appended to such a file still read.
 
 **Keys.** :func:`parse_grades` and :func:`parse_choices` turn a short text into
 the keys a session offers (``p`` PASS and ``f`` FAIL by default); the session
-itself (:mod:`tinyeval.label`) keeps ``s``, ``u`` and ``q``.
+itself (:mod:`tinyeval.humans.session`) keeps ``s``, ``u`` and ``q``.
 """
 
 from __future__ import annotations

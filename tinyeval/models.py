@@ -54,9 +54,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
-from .calls import ChatPrompt, Reply, accepted_keywords, ask
-from .errors import InputError, TinyevalError
-from .transport import (
+from ._http import (
     BACKOFF_BASE,  # noqa: F401 - re-exported: moved to transport.py
     BACKOFF_CAP,  # noqa: F401 - re-exported: moved to transport.py
     MAX_RESPONSE_BYTES,
@@ -73,6 +71,8 @@ from .transport import (
     _Watchdog,
     parse_retry_after,
 )
+from .calls import ChatPrompt, Reply, accepted_keywords, ask
+from .errors import InputError, TinyevalError
 
 __all__ = [
     "ANTHROPIC_DEFAULT_BASE",
@@ -94,7 +94,7 @@ ANTHROPIC_DEFAULT_MAX_TOKENS = 1024  # the Messages API requires max_tokens
 SCHEMES = ("builtin", "openai", "anthropic", "cmd", "py")
 # short names for functions of this package, resolved through the py: door like any other;
 # the leading dot makes the import relative to the package, so a vendored copy finds its own
-BUILTINS = {"builtin": ".baseline:builtin_judge"}
+BUILTINS = {"builtin": ".judges.builtin:builtin_judge"}
 SPEC_FORMS = "builtin, openai:MODEL, anthropic:MODEL, cmd:COMMAND or py:MODULE:FUNCTION"
 
 # environment variables whose values are treated as secrets by scrub()

@@ -404,7 +404,7 @@ def _note(ready: PreparedCases, case: Case, shard: tuple[int, int] | None) -> No
         ready.in_shard += 1
         meta = case.meta
         if (type(meta) is dict or isinstance(meta, Mapping)) and "retrieved" in meta:
-            from .retrieval import queries_from_cases
+            from .rag.retrieval import queries_from_cases
 
             ready.queries.extend(queries_from_cases([case]))
         else:

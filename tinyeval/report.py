@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from .ci.github import append_step_summary, github_summary, junit_gate_xml, workflow_commands
+from .ci.html import html_report
 from .gating import GateReport
-from .report_ci import append_step_summary, github_summary, junit_gate_xml, workflow_commands
-from .report_html import html_report
 from .report_text import (
     describe_failure,
     failure_lines,

@@ -1,7 +1,7 @@
 """The run's tallies and gate as text, JSON, Markdown and JUnit XML, and the helpers they share.
 
 :mod:`tinyeval.report` re-exports every public name here; the HTML page is in
-:mod:`tinyeval.report_html` and the CI writers in :mod:`tinyeval.report_ci`.
+:mod:`tinyeval.ci.html` and the CI writers in :mod:`tinyeval.ci.github`.
 
 >>> _count(1, "case"), _count(3, "case")
 ('1 case', '3 cases')

@@ -15,7 +15,7 @@ schema is :mod:`tinyeval.records`'s.
 ``evaluate_case``        one case into one row (what ``run`` sends to workers)
 =======================  ======================================================
 
-Two runs compared case by case with a pairwise judge: :func:`tinyeval.pairwise.run_pairs`.
+Two runs compared case by case with a pairwise judge: :func:`tinyeval.judges.pairwise.run_pairs`.
 """
 
 from __future__ import annotations
@@ -634,7 +634,7 @@ def run(
 
     sequences: dict[str, Any] = {}
     if stop_when_decided:
-        from .sequential import ConfidenceSequence
+        from .estimates.sequential import ConfidenceSequence
 
         sequences = {name: ConfidenceSequence() for name in stop_when_decided}
 
@@ -822,7 +822,7 @@ def _watch(
     result: RunResult, sequences: Mapping[str, Any], thresholds: Mapping[str, float], row: Row
 ) -> None:
     """Update the row's category's confidence sequence; note the category once it is decided."""
-    from .sequential import gate_decision
+    from .estimates.sequential import gate_decision
 
     category = str(row["category"])
     sequence = sequences.get(category)
@@ -1010,21 +1010,3 @@ def _resolve(model: CallModel | str | None) -> CallModel | None:
     from .models import resolve
 
     return resolve(model)
-
-
-# === Moved to pairwise.py ===
-
-_IN_PAIRWISE = frozenset({"PairsResult", "run_pairs"})
-
-
-def __getattr__(name: str) -> Any:
-    """``runner.run_pairs`` and ``runner.PairsResult``, which moved to :mod:`tinyeval.pairwise`.
-
-    >>> __getattr__("run_pairs").__module__
-    'tinyeval.pairwise'
-    """
-    if name in _IN_PAIRWISE:
-        from . import pairwise  # on first use: pairwise imports this module in its functions
-
-        return getattr(pairwise, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -358,7 +358,7 @@ class Session:
     def _open_models(self) -> None:
         s = self.settings
         if self.judges and len(self.jurors) > 1:
-            from .jury import Jury
+            from .judges.jury import Jury
 
             models = {spec: self._model(spec, max_tokens=s.judge_max_tokens)
                       for spec in self.jurors}  # fmt: skip
@@ -373,8 +373,8 @@ class Session:
 
     def _use_batches(self) -> None:
         """The judge and generate models become batch models on the same cache."""
-        from .batch import BatchJob, BatchModel
         from .cache import ResponseCache
+        from .scale.batch import BatchJob, BatchModel
 
         s = self.settings
         if s.no_cache:

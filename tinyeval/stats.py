@@ -42,7 +42,7 @@ Comparing runs and raters
 A judge's pass rate corrected for its known errors (``corrected_pass_rate``,
 ``CorrectedRate``), prediction-powered rates (``ppi_pass_rate``, ``PPIRate``)
 and the Student t interval of a mean (``mean_interval``) live in
-:mod:`tinyeval.estimates`, which builds on this module; ``stats.ppi_pass_rate``
+:mod:`tinyeval.estimates.ppi`, which builds on this module; ``stats.ppi_pass_rate``
 and the others still resolve here, loaded on first use.
 
 Bad input raises ``StatisticsError`` (a ``ValueError``). A value that does not
@@ -860,25 +860,3 @@ def spearman(x: Iterable[Any], y: Iterable[Any]) -> float:
     # r² as an exact ratio of integers (one rounding, never above 1), then a
     # correctly rounded square root.
     return math.copysign(math.sqrt(sxy * sxy / (sxx * syy)), sxy)
-
-
-# ---------------------------------------------------------------- moved to estimates.py
-
-_IN_ESTIMATES = frozenset(
-    {"CorrectedRate", "PPIRate", "corrected_pass_rate", "mean_interval", "ppi_pass_rate"}
-)
-
-
-def __getattr__(name: str) -> Any:
-    """``stats.ppi_pass_rate`` and the other names that moved to :mod:`tinyeval.estimates`.
-
-    >>> __getattr__("mean_interval").__module__
-    'tinyeval.estimates'
-    """
-    if name in _IN_ESTIMATES:
-        # imported on first use only: estimates imports this module, and this file copied
-        # alone (without estimates.py) must still import
-        from . import estimates
-
-        return getattr(estimates, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -151,7 +151,7 @@ class JudgeSpec:
             if self.name is not None:
                 rubric = replace(rubric, name=self.name)
             return rubric.judge(votes=self.votes, style=self.style)
-        from .rag import make_judge
+        from .rag.judges import make_judge
 
         return make_judge(str(self.criterion), votes=self.votes, style=self.style, name=self.name)
 

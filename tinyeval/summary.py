@@ -103,7 +103,7 @@ def summarize(
     if len(session.jurors) > 1:
         text += _jury_lines(session, info)
     if judges and s.generate_model:
-        from .rag import self_evaluation_warning
+        from .rag.judges import self_evaluation_warning
 
         warning = self_evaluation_warning(s.generate_model, session.judge_spec)
         if warning:
@@ -314,7 +314,7 @@ def _retrieval(
 
     if not ready.queries and not thresholds_text:
         return None  # no case has retrieval data, and no gate asks for it
-    from .retrieval import parse_retrieval_threshold, retrieval_report
+    from .rag.retrieval import parse_retrieval_threshold, retrieval_report
 
     thresholds = [parse_retrieval_threshold(text) for text in thresholds_text]
     queries: list[Any] = []
@@ -357,8 +357,8 @@ def _trial_figures(
     out: str, trials: int, trials_gate: str
 ) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
     """Case-level tallies for the gate, the text per category, the JSON."""
+    from .estimates.trials import summarize_trials
     from .records import trial_outcomes
-    from .trials import summarize_trials
 
     tallies: dict[str, Any] = {}
     lines: list[str] = []
@@ -375,12 +375,12 @@ def _trial_figures(
 
 def _graded_summaries(out: str, judges: Sequence[Any]) -> list[str]:
     """Each graded judge's scores: the histogram beside the mean, and the bottom 10% by id."""
-    from .rag import GradedJudge, graded_scores
+    from .rag.judges import GradedJudge, graded_scores
 
     graded = [judge for judge in judges if isinstance(judge, GradedJudge)]
     if not graded:
         return []
-    from .graded import graded_summary
+    from .judges.graded import graded_summary
 
     rows = read_rows(out)
     lines = []
@@ -395,7 +395,7 @@ def _graded_summaries(out: str, judges: Sequence[Any]) -> list[str]:
 def _jury_lines(session: Session, info: dict[str, Any]) -> list[str]:
     """A jury of one family's warning, and with ``dawid_skene`` the jurors' error rates
     estimated from their verdicts alone."""
-    from .jury import dawid_skene, shared_family
+    from .judges.jury import dawid_skene, shared_family
     from .records import verdicts
 
     lines = []

@@ -31,12 +31,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tinyeval.stats import (
-    StatisticsError,
-    corrected_pass_rate,
-    ppi_pass_rate,
-    wilson_interval,
-)
+from tinyeval.estimates.ppi import corrected_pass_rate, ppi_pass_rate
+from tinyeval.stats import StatisticsError, wilson_interval
 
 # (name, true pass rate, sensitivity, specificity, cases, labels)
 SCENARIOS = [

@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tinyeval.sequential import sequential_gate
+from tinyeval.estimates.sequential import sequential_gate
 from tinyeval.stats import wilson_interval
 
 SUITE = 300

@@ -13,8 +13,8 @@ from __future__ import annotations
 import random
 import sys
 
-from tinyeval.humans import ppi_rates
-from tinyeval.label import plan_labels
+from tinyeval.humans.labelers import ppi_rates
+from tinyeval.humans.session import plan_labels
 
 SCENARIOS = {
     # (accuracy when sure, accuracy when the votes split)

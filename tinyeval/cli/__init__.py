@@ -21,8 +21,11 @@ import re
 import sys
 
 from ..errors import IncompleteError, InputError
+from ..humans import cli as labels
+from ..judges import cli as pairwise
+from ..scale import cli as cost
 from ..stats import StatisticsError
-from . import cost, labels, pairwise, results, run, statistics, suite
+from . import results, run, statistics, suite
 from ._common import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, PROG, UsageError
 
 __all__ = ["UsageError", "build_parser", "main"]

@@ -1,0 +1,658 @@
+"""Reading data files: JSONL, JSON, CSV and YAML records, gzip, and the bounds on what is read.
+
+:func:`tinyeval.dataset.load` turns the records read here into cases; this
+module only decodes files into ``(line, record)`` pairs, refusing what it
+cannot read safely (a line past :data:`MAX_LINE_BYTES`, a duplicate JSON key,
+a YAML alias bomb) with a :class:`DatasetError` that names the file and line.
+
+>>> import io
+>>> raw = io.BytesIO(b'{"id": 1}\\n\\n{"id": 2}\\n')
+>>> list(_records_jsonl(_lines(raw, "c.jsonl", 100), "c.jsonl"))
+[(1, {'id': 1}), (3, {'id': 2})]
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import re
+import sys
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from .agents import otel as traces
+from .errors import InputError, TinyevalError, plural
+
+__all__ = ["MAX_LINE_BYTES", "YAML_MAX_EXPANSION", "DatasetError"]
+
+_FORMATS = ("jsonl", "json", "csv", "yaml", "otel")
+_SUFFIX_FORMATS = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+    ".csv": "csv",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+}
+
+
+class DatasetError(InputError):
+    """A dataset that cannot be loaded as it is.
+
+    The message reads ``FILE:LINE: FIELD: what was expected``; the parts are
+    also available as the attributes ``path``, ``line`` and ``field``. A
+    problem with no file behind it (a bad option or argument) reads
+    ``FIELD: what was expected``.
+
+    >>> str(DatasetError("expected a non-empty string", path="cases.jsonl", line=3, field="id"))
+    'cases.jsonl:3: id: expected a non-empty string'
+    >>> str(DatasetError("expected KEY=PATH, got 'input'", field="fields"))
+    "fields: expected KEY=PATH, got 'input'"
+    """
+
+
+def _detect_format(path: str) -> tuple[str, bool]:
+    """Return (format, gzipped) from a file name."""
+    if path == "-":
+        return "jsonl", False
+    p = Path(path)
+    suffixes = [s.lower() for s in p.suffixes]
+    gz = bool(suffixes) and suffixes[-1] == ".gz"
+    if gz:
+        suffixes = suffixes[:-1]
+    fmt = _SUFFIX_FORMATS.get(suffixes[-1]) if suffixes else None
+    if fmt is None:
+        raise DatasetError(
+            "cannot tell the format from the file name; expected .jsonl, .ndjson, .json, .csv, "
+            ".yaml or .yml (optionally .gz), or give the format (format jsonl, json, csv, yaml or "
+            "otel)",
+            path=path,
+        )
+    return fmt, gz
+
+
+MAX_LINE_BYTES = 64 * 2**20
+"""The longest line a cases file may hold, in bytes (64 MiB); JSON and YAML files,
+read whole, may not be longer than this in total. Raise it with ``max_line_bytes``."""
+
+_CHUNK = 2**20  # bytes read at a time: memory stays near the line cap, whatever the file
+
+
+def _open_bytes(path: str, gz: bool) -> IO[bytes]:
+    if path == "-":
+        return sys.stdin.buffer
+    if gz:
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return open(path, "rb")
+
+
+def _too_long(limit: int, path: str, line: int, what: str = "the line") -> DatasetError:
+    return DatasetError(
+        f"{what} is longer than {plural(limit, 'byte')} (max_line_bytes); is this the right"
+        " file? pass a larger max_line_bytes to read it",
+        path=path,
+        line=line,
+    )
+
+
+def _lines(raw: IO[bytes], path: str, limit: int) -> Iterator[tuple[int, str]]:
+    """The file's lines, decoded from UTF-8 (a BOM dropped), each ending kept, with their numbers.
+
+    Reads at most ``_CHUNK`` bytes at a time and refuses a line over ``limit``
+    bytes before holding more of it, so a file that is one endless line
+    (``/dev/zero``, a gzip bomb) ends in an error with bounded memory.
+
+    >>> import io
+    >>> list(_lines(io.BytesIO(b"\\xef\\xbb\\xbfa\\r\\nb"), "f.jsonl", 10))
+    [(1, 'a\\r\\n'), (2, 'b')]
+    """
+    number = 0
+    pending: list[bytes] = []
+    size = 0
+
+    def decoded(data: bytes) -> str:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DatasetError(
+                f"not UTF-8 text (byte {data[exc.start]:#04x} cannot be decoded); "
+                "save the file as UTF-8",
+                path=path,
+                line=number,
+            ) from None
+        return text[1:] if number == 1 and text.startswith("\ufeff") else text
+
+    while chunk := raw.read(_CHUNK):
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            number += 1
+            if size + end - start > limit:
+                raise _too_long(limit, path, number)
+            piece = chunk[start : end + 1]
+            yield number, decoded(b"".join([*pending, piece]) if pending else piece)
+            pending, size, start = [], 0, end + 1
+        if start < len(chunk):
+            pending.append(chunk[start:])
+            size += len(chunk) - start
+            if size > limit:
+                raise _too_long(limit, path, number + 1)
+    if pending:
+        number += 1
+        yield number, decoded(b"".join(pending))
+
+
+def _read_whole(raw: IO[bytes], path: str, limit: int) -> str:
+    """A whole JSON or YAML document, refused past ``limit`` bytes."""
+    parts, size = [], 0
+    for number, text in _lines(raw, path, limit):
+        size += len(text)
+        if size > limit:
+            raise _too_long(limit, path, number, "the document (JSON and YAML are read whole)")
+        parts.append(text)
+    return "".join(parts)
+
+
+def _too_many_digits() -> str:
+    limit = sys.get_int_max_str_digits()
+    return f"an integer too long to read (Python reads integers of at most {limit:,} digits)"
+
+
+class _DuplicateKey(TinyevalError):
+    pass
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's members as a dict, refusing a key given twice (last-wins hides data)."""
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return result
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_pairs)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+class _json_errors:
+    """Turn every way decoding JSON can fail, but a syntax error, into a one-line error (a
+    class, not a generator: it is entered once per line read)."""
+
+    __slots__ = ("field", "line", "path")
+
+    def __init__(self, path: str, line: int | None, field: str | None = None) -> None:
+        self.path, self.line, self.field = path, line, field
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: Any, trace: Any) -> None:
+        if exc is None or isinstance(exc, json.JSONDecodeError | DatasetError):
+            return
+        if isinstance(exc, _DuplicateKey):
+            reason = f"duplicate key {exc.args[0]!r} in a JSON object"
+        elif isinstance(exc, RecursionError):
+            reason = "JSON nested too deeply to read (deeper than the interpreter's limit)"
+        elif isinstance(exc, ValueError):  # an integer beyond Python's digit limit
+            reason = _too_many_digits()
+        else:
+            return
+        raise DatasetError(reason, path=self.path, line=self.line, field=self.field) from None
+
+
+def _decode_json(text: str, path: str, line: int | None, field: str | None = None) -> Any:
+    """One JSON value; a duplicate key, too deep a nesting, too long an integer or a lone
+    surrogate is a one-line :class:`DatasetError` (a syntax error stays a JSONDecodeError).
+
+    >>> _decode_json('{"id": "a", "id": "b"}', "cases.jsonl", 4)
+    Traceback (most recent call last):
+    ...
+    tinyeval._formats.DatasetError: cases.jsonl:4: duplicate key 'id' in a JSON object
+    """
+    with _json_errors(path, line, field):
+        value = _DECODER.decode(text)
+    if _SURROGATE_ESCAPE.search(text):
+        _refuse_surrogates(value, path, line, field)
+    return value
+
+
+def _refuse_surrogates(value: Any, path: str, line: int | None, field: str | None) -> None:
+    """Refuse a lone surrogate (``"\\ud800"`` escaped in JSON or YAML): it is not text."""
+    stack: list[tuple[str | None, Any]] = [(field, value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise DatasetError(
+                    f"a lone surrogate ({item[exc.start]!r}) is not text; "
+                    "fix the escape that made it",
+                    path=path,
+                    line=line,
+                    field=where,
+                ) from None
+        elif isinstance(item, Mapping):
+            for key, member in item.items():
+                stack.append((f"{where}.{key}" if where else str(key), member))
+                stack.append((where, key))
+        elif isinstance(item, list):
+            stack.extend((f"{where or ''}[{n}]", member) for n, member in enumerate(item))
+
+
+def _records_jsonl(lines: Iterable[tuple[int, str]], path: str) -> Iterator[tuple[int, Any]]:
+    for number, text in lines:
+        if not text.strip():
+            continue
+        try:  # without the line ending, an error at the end of the line gets its real column
+            yield number, _decode_json(text.rstrip("\r\n"), path, number)
+        except json.JSONDecodeError as exc:
+            if not text.endswith("\n"):
+                raise DatasetError(
+                    f"the last line is not complete JSON: {_json_problem(exc)} "
+                    "(is the file cut short?)",
+                    path=path,
+                    line=number,
+                ) from None
+            raise DatasetError(
+                f"not valid JSON: {_json_problem(exc)}", path=path, line=number
+            ) from None
+
+
+def _json_problem(exc: json.JSONDecodeError) -> str:
+    """What the JSON parser objected to and the column it was at, read as one phrase.
+
+    Some of its messages already end in "at" ("Unterminated string starting at"),
+    so the column is joined without a second one.
+
+    >>> try:
+    ...     json.loads('{"id": "b')
+    ... except json.JSONDecodeError as exc:
+    ...     _json_problem(exc)
+    'Unterminated string starting at column 8'
+    """
+    joiner = " column" if exc.msg.endswith(" at") else " at column"
+    return f"{exc.msg}{joiner} {exc.colno}"
+
+
+def _records_json(text: str, path: str) -> Iterator[tuple[int, Any]]:
+    """Yield the items of a top-level JSON list with the line each starts on."""
+    decoder = _DECODER
+    try:
+        with _json_errors(path, None):  # structure first; an item's own problems get its line
+            whole = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(
+            f"not valid JSON: {_json_problem(exc)}", path=path, line=exc.lineno
+        ) from None
+    if isinstance(whole, dict) and "resourceSpans" in whole:
+        yield from traces.records_from_otel(whole, text, path)
+        return
+    if isinstance(whole, dict) and isinstance(whole.get("cases"), list):
+        start = _member_start(text, "cases")
+    elif isinstance(whole, list):
+        start = text.index("[")
+    else:
+        raise DatasetError(
+            'expected a JSON list of cases (or an object with a "cases" list), '
+            f"got {_describe(whole)}",
+            path=path,
+            line=1,
+        )
+    pos = start + 1
+    line = text.count("\n", 0, pos) + 1
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            if text[pos] == "\n":
+                line += 1
+            pos += 1
+        if pos >= len(text) or text[pos] == "]":
+            return
+        with _json_errors(path, line):
+            item, end = decoder.raw_decode(text, pos)
+        if _SURROGATE_ESCAPE.search(text, pos, end):
+            _refuse_surrogates(item, path, line, None)
+        yield line, item
+        line += text.count("\n", pos, end)
+        pos = end
+
+
+def _member_start(text: str, key: str) -> int:
+    """Where the value of ``key`` begins in a valid top-level JSON object (the last one wins)."""
+    decoder = json.JSONDecoder()
+    pos, found = text.index("{") + 1, -1
+    while True:
+        while text[pos] in " \t\r\n,":
+            pos += 1
+        if text[pos] == "}":
+            return found
+        name, pos = decoder.raw_decode(text, pos)
+        pos = text.index(":", pos) + 1
+        while text[pos] in " \t\r\n":
+            pos += 1
+        if name == key:
+            found = pos
+        _, pos = decoder.raw_decode(text, pos)
+
+
+_JSON_CELLS = ("expect", "tool_calls", "messages")
+_CSV_FIELD_LIMIT = 2**31 - 1  # logged contexts outgrow the csv module's default 128 KiB per cell
+
+
+def _records_csv(
+    lines: Iterable[tuple[int, str]], path: str, json_cells: Iterable[str] = _JSON_CELLS
+) -> Iterator[tuple[int, Any]]:
+    json_cells = frozenset(json_cells)
+    if csv.field_size_limit() < _CSV_FIELD_LIMIT:
+        csv.field_size_limit(_CSV_FIELD_LIMIT)
+    reader = csv.reader((text for _, text in lines), strict=True)
+    start = 1  # the line the row being read begins on
+    try:
+        header = next(reader, None)
+        while header == []:  # blank lines before the header
+            start = reader.line_num + 1
+            header = next(reader, None)
+        if header is None:
+            return
+        _refuse_nul(header, header, path, start)
+        names = [name.strip() for name in header]
+        _check_separator(names, path, start)
+        if not all(names):
+            raise DatasetError("the header row has an empty column name", path=path, line=start)
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise DatasetError(
+                f"the header row names the column {twice[0]!r} twice", path=path, line=start
+            )
+        start = reader.line_num + 1
+        for cells in reader:  # a blank line gives [] and is skipped
+            record = _csv_record(names, cells, path, start, json_cells)
+            if record:
+                yield start, record
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise DatasetError(f"not valid CSV: {exc}", path=path, line=start) from None
+
+
+def _check_separator(names: list[str], path: str, line: int) -> None:
+    """Refuse a header that is one column holding semicolons or tabs: another separator."""
+    if len(names) != 1 or not any(sep in names[0] for sep in ";\t"):
+        return
+    shown = names[0] if len(names[0]) <= 60 else names[0][:57] + "..."
+    raise DatasetError(
+        f"the header has 1 column {shown!r}: tinyeval reads comma-separated CSV "
+        "(re-export with commas)",
+        path=path,
+        line=line,
+    )
+
+
+def _csv_record(
+    names: list[str],
+    cells: list[str],
+    path: str,
+    line: int,
+    json_cells: frozenset[str] = frozenset(_JSON_CELLS),
+) -> dict[str, Any]:
+    """One CSV row as a record: an empty cell is an absent value, JSON cells are decoded.
+
+    The JSON cells are the columns named ``expect``, ``tool_calls`` or
+    ``messages``, and the columns a field mapping sends to those keys.
+
+    A row must have as many cells as the header has columns (a blank line,
+    no cells at all, is skipped before it gets here).
+    """
+    if cells and len(cells) != len(names):
+        raise DatasetError(
+            f"{_count(len(cells), 'cell')} but the header has {_count(len(names), 'column')}",
+            path=path,
+            line=line,
+        )
+    _refuse_nul(names, cells, path, line)
+    record: dict[str, Any] = {}
+    for key, cell in zip(names, cells, strict=False):  # [] (a blank line) gives no record
+        if cell == "":
+            continue
+        if key in json_cells:
+            try:
+                record[key] = _decode_json(cell, path, line, key)
+            except json.JSONDecodeError as exc:
+                raise DatasetError(
+                    f"expected JSON in this cell: {_json_problem(exc)}",
+                    path=path,
+                    line=line,
+                    field=key,
+                ) from None
+        else:
+            record[key] = cell
+    return record
+
+
+def _refuse_nul(names: list[str], cells: list[str], path: str, line: int) -> None:
+    """Refuse a NUL character in a CSV cell, as JSON refuses one in a string."""
+    for key, cell in zip(names, cells, strict=False):
+        if "\x00" in cell:
+            raise DatasetError(
+                "a NUL character (\\x00) in the cell; is this a text file?",
+                path=path,
+                line=line,
+                field=key if cell is not key else None,
+            )
+
+
+def _count(number: int, noun: str) -> str:
+    """``number`` and ``noun``, plural unless there is exactly one: ``1 cell``, ``3 cells``."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
+    try:
+        import yaml  # optional: only when a YAML file is given
+    except ImportError:
+        raise DatasetError(
+            "reading YAML needs PyYAML, which is not installed: pip install pyyaml "
+            "(or convert the file to JSONL)",
+            path=path,
+        ) from None
+    loader = _yaml_loader(yaml)(text)
+    try:
+        root = loader.get_single_node()
+        if root is not None:
+            _refuse_alias_bomb(root, path)
+        data = None if root is None else loader.construct_document(root)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise DatasetError(f"not valid YAML: {problem}", path=path, line=line) from None
+    except RecursionError:
+        raise DatasetError(
+            "YAML nested too deeply to read (deeper than the interpreter's limit)", path=path
+        ) from None
+    except DatasetError:
+        raise
+    except ValueError:  # an integer beyond Python's digit limit
+        raise DatasetError(_too_many_digits(), path=path) from None
+    finally:
+        loader.dispose()
+    if data is None:
+        return
+    if isinstance(data, dict) and isinstance(data.get("cases"), list):
+        nodes = [v for k, v in root.value if k.value == "cases"][-1].value  # the last one wins
+        data = data["cases"]
+    elif isinstance(data, list):
+        nodes = root.value
+    else:
+        raise DatasetError(
+            'expected a YAML list of cases (or a mapping with a "cases" list), '
+            f"got {_describe(data)}",
+            path=path,
+            line=1,
+        )
+    for node, item in zip(nodes, data, strict=True):
+        line = node.start_mark.line + 1
+        try:
+            json.dumps(item, sort_keys=True)
+        except (TypeError, ValueError) as exc:
+            raise DatasetError(
+                f"a value JSON cannot hold ({exc}); quote dates and times", path=path, line=line
+            ) from None
+        _refuse_surrogates(item, path, line, None)
+        yield line, item
+
+
+YAML_MAX_EXPANSION = 100
+"""How many times larger than the YAML file's own nodes its aliases may make it."""
+
+
+def _yaml_loader(yaml: Any) -> Any:
+    """PyYAML's SafeLoader, refusing a mapping key given twice."""
+
+    class Loader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    twice = key in seen
+                    seen.add(key)
+                except TypeError:
+                    continue  # an unhashable key: PyYAML itself refuses it below
+                if twice:
+                    raise yaml.constructor.ConstructorError(
+                        None,
+                        None,
+                        f"duplicate key {key!r} in a mapping",
+                        key_node.start_mark,
+                    )
+            return super().construct_mapping(node, deep=deep)
+
+    return Loader
+
+
+def _refuse_alias_bomb(root: Any, path: str) -> None:
+    """Refuse aliases that expand the document far beyond its own size (a "billion
+    laughs"), or that refer to themselves, before anything is built from it."""
+    distinct: set[int] = set()
+    sizes: dict[int, int] = {}
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    open_nodes: set[int] = set()
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children = _yaml_children(node)
+        if done:
+            open_nodes.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in children)
+            continue
+        if key in sizes:
+            continue
+        if key in open_nodes:
+            raise DatasetError(
+                "a YAML alias refers to a node that holds it",
+                path=path,
+                line=node.start_mark.line + 1,
+            )
+        open_nodes.add(key)
+        distinct.add(key)
+        stack.append((node, True))
+        for child in children:
+            if id(child) in open_nodes:
+                raise DatasetError(
+                    "a YAML alias refers to a node that holds it",
+                    path=path,
+                    line=child.start_mark.line + 1,
+                )
+            if id(child) not in sizes:
+                stack.append((child, False))
+    bound = YAML_MAX_EXPANSION * len(distinct) + 10_000
+    if sizes[id(root)] > bound:
+        raise DatasetError(
+            f"YAML aliases expand {_count(len(distinct), 'node')} to more than"
+            f" {bound:,}; refusing what looks like an alias bomb",
+            path=path,
+        )
+
+
+def _yaml_children(node: Any) -> list[Any]:
+    value = node.value
+    if not isinstance(value, list):
+        return []
+    children: list[Any] = []
+    for item in value:
+        children.extend(item if isinstance(item, tuple) else (item,))
+    return children
+
+
+def _iter_records(
+    path: str,
+    fmt: str | None,
+    json_cells: Iterable[str] = _JSON_CELLS,
+    max_line_bytes: int = MAX_LINE_BYTES,
+) -> Iterator[tuple[int, Any]]:
+    detected, gz = _detect_format(path) if fmt is None else (fmt, path.lower().endswith(".gz"))
+    if detected not in _FORMATS:
+        raise DatasetError(
+            f"unknown format {detected!r}; expected one of {', '.join(_FORMATS)}", path=path
+        )
+    if isinstance(max_line_bytes, bool) or not isinstance(max_line_bytes, int):
+        raise DatasetError(
+            f"expected a number of bytes, got {max_line_bytes!r}", field="max_line_bytes"
+        )
+    if max_line_bytes < 1:
+        raise DatasetError(
+            f"expected a positive number of bytes, got {max_line_bytes}", field="max_line_bytes"
+        )
+    try:
+        raw = _open_bytes(path, gz)
+        try:
+            lines = _lines(raw, path, max_line_bytes)
+            if detected == "jsonl":
+                yield from _records_jsonl(lines, path)
+            elif detected == "csv":
+                yield from _records_csv(lines, path, json_cells)
+            else:
+                text = _read_whole(raw, path, max_line_bytes)
+                if detected == "json":
+                    yield from _records_json(text, path)
+                elif detected == "otel":
+                    yield from traces.records_from_otel(_otel_document(text, path), text, path)
+                else:
+                    yield from _records_yaml(text, path)
+        finally:
+            if raw is not sys.stdin.buffer:
+                raw.close()
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise DatasetError(f"not a readable gzip file: {exc}", path=path) from None
+
+
+def _otel_document(text: str, path: str) -> Any:
+    try:
+        with _json_errors(path, None):
+            return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(
+            f"not valid JSON: {_json_problem(exc)}", path=path, line=exc.lineno
+        ) from None
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if isinstance(value, str):
+        return f"string {value[:40]!r}"
+    if isinstance(value, (int, float)):
+        return f"number {value!r}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__

@@ -1,0 +1,365 @@
+"""The gate for CI: a JUnit file (a test case per category), GitHub's summary and annotations.
+
+Every public name here is re-exported by :mod:`tinyeval.report`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..gating import CategoryVerdict, GateReport
+
+# ------------------------------------------------------------------- CI: a JUnit gate, GitHub
+from ..report_text import _mark, _md_cell, _pct, _rate_cell, describe_failure, summary_markdown
+
+__all__ = [
+    "append_step_summary",
+    "github_summary",
+    "junit_gate_xml",
+    "workflow_commands",
+]
+
+
+def _gate_state(v: CategoryVerdict) -> str:
+    """``block``, ``inconclusive`` (let through), ``pass`` or ``ungated``.
+
+    >>> from tinyeval.gating import gate
+    >>> [_gate_state(v) for v in gate({"t": {"passed": 9, "total": 10}}).categories]
+    ['ungated']
+    """
+    if v.blocking:
+        return "block"
+    return v.outcome
+
+
+def _incomplete_reason(report: GateReport, incomplete: str | None) -> str | None:
+    """Why the results are incomplete: as given, or as the report says (None when complete)."""
+    if incomplete:
+        return incomplete
+    return None if report.complete else str(report.completeness)
+
+
+def _verdict_line(v: CategoryVerdict, report: GateReport) -> str:
+    """``17/20 = 85.0% [64.0%, 94.8%], threshold 100.0%: BLOCKS (85.0% < 100.0%)``."""
+    state = _gate_state(v)
+    mark = "inconclusive" if state == "inconclusive" else _mark(v, report.on)
+    return f"{_rate_cell(v, report.confidence)}, threshold {_pct(v.threshold)}: {mark}"
+
+
+def _failed_by_category(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    """Rows that did not pass, by category, each list sorted by id (stable whatever the order)."""
+    failed: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        if row.get("status") != "pass":
+            failed.setdefault(str(row.get("category", "default")), []).append(row)
+    for members in failed.values():
+        members.sort(key=lambda r: str(r.get("id")))
+    return failed
+
+
+def junit_gate_xml(
+    report: GateReport, rows: Iterable[Mapping[str, Any]], *, incomplete: str | None = None
+) -> str:
+    """JUnit XML whose failures are exactly the gate's: red in CI only when a category blocks.
+
+    Two test suites. ``tinyeval.gate`` has one test case per category: a
+    ``<failure>`` when the category blocks, ``<skipped>`` when it has no
+    threshold (it is shown, not gated), passed otherwise; plus a ``complete``
+    test case with an ``<error>`` when the results are incomplete
+    (``incomplete`` says why, or the report's own ``incomplete`` mark).
+    ``tinyeval.cases`` has one test case per case, class name
+    ``tinyeval.cases.CATEGORY``: a case that did not pass is a ``<failure>``
+    (``<error>`` when it errored) in a category that blocks, and
+    ``<skipped>`` with the reason in a category whose gate passed — a failure
+    the gate tolerates. Jenkins, GitLab and the GitHub test-report actions
+    count skipped tests apart and do not turn the build red for them, yet
+    show their message; a property would be kept by Jenkins only and shown by
+    none of them.
+
+    >>> from tinyeval.gating import gate
+    >>> rows = [{"id": "a1", "category": "amounts", "status": "fail",
+    ...          "checks": {"valid_json": False}},
+    ...         {"id": "t1", "category": "tone", "status": "fail", "checks": {"polite": False}},
+    ...         {"id": "t2", "category": "tone", "status": "pass"}]
+    >>> report = gate({"amounts": {"passed": 0, "total": 1}, "tone": {"passed": 1, "total": 2}},
+    ...               {"amounts": 1.0, "tone": 0.5})
+    >>> xml = junit_gate_xml(report, rows)
+    >>> '<testsuite name="tinyeval.gate" tests="2" failures="1" errors="0" skipped="0">' in xml
+    True
+    >>> '<testcase classname="tinyeval.cases.tone" name="t1" time="0.000"><skipped' in xml
+    True
+    """
+    import xml.etree.ElementTree as ET
+
+    rows = list(rows)
+    blocking = {v.category for v in report.categories if v.blocking}
+    root = ET.Element("testsuites", name="tinyeval")
+
+    gate_suite = ET.SubElement(root, "testsuite", name="tinyeval.gate")
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    failed = _failed_by_category(rows)
+    for v in report.categories:
+        case = ET.SubElement(
+            gate_suite, "testcase", classname="tinyeval.gate", name=v.category, time="0.000"
+        )
+        counts["tests"] += 1
+        line = _verdict_line(v, report)
+        state = _gate_state(v)
+        if state == "block":
+            counts["failures"] += 1
+            members = failed.get(v.category, [])
+            detail = [line, *(f"{r.get('id')}: {describe_failure(r, width=300)}" for r in members)]
+            kind = "inconclusive" if v.outcome == "inconclusive" else "blocking"
+            ET.SubElement(case, "failure", message=line, type=kind).text = "\n".join(detail)
+        elif state == "ungated":
+            counts["skipped"] += 1
+            ET.SubElement(case, "skipped", message=f"not gated (no threshold): {line}")
+        else:
+            ET.SubElement(case, "system-out").text = line
+    reason = _incomplete_reason(report, incomplete)
+    if reason:
+        case = ET.SubElement(
+            gate_suite, "testcase", classname="tinyeval.gate", name="complete", time="0.000"
+        )
+        counts["tests"] += 1
+        counts["errors"] += 1
+        ET.SubElement(case, "error", message=reason, type="incomplete").text = reason
+    for key, value in counts.items():
+        gate_suite.set(key, str(value))
+
+    case_suite = ET.SubElement(root, "testsuite", name="tinyeval.cases")
+    case_counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for row in rows:
+        category = str(row.get("category", "default"))
+        seconds = float(row.get("latency_ms") or 0.0) / 1000
+        case = ET.SubElement(
+            case_suite, "testcase", classname=f"tinyeval.cases.{category}",
+            name=str(row.get("id")), time=f"{seconds:.3f}",
+        )  # fmt: skip
+        case_counts["tests"] += 1
+        status = row.get("status")
+        if status == "pass":
+            continue
+        why = describe_failure(row, width=1000)
+        if category in blocking:
+            kind = "error" if status == "error" else "failure"
+            case_counts["errors" if kind == "error" else "failures"] += 1
+            ET.SubElement(case, kind, message=why, type=str(status)).text = why
+        else:
+            case_counts["skipped"] += 1
+            message = f"did not pass ({status}), tolerated: category {category} passes its gate"
+            ET.SubElement(case, "skipped", message=message, type=str(status)).text = why
+    for key, value in case_counts.items():
+        case_suite.set(key, str(value))
+    for key in ("tests", "failures", "errors"):
+        root.set(key, str(counts[key] + case_counts[key]))
+    for element in root.iter():  # what XML 1.0 cannot carry, shown as an escape instead
+        if element.text:
+            element.text = _xml_safe(element.text)
+        for name, text in element.attrib.items():
+            element.set(name, _xml_safe(text))
+    return ET.tostring(root, encoding="unicode", xml_declaration=True)
+
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_safe(text: str) -> str:
+    """``text`` without the characters XML 1.0 forbids, each shown as its escape.
+
+    >>> _xml_safe("ok\\x1b[31m red\\x00")
+    'ok\\\\x1b[31m red\\\\x00'
+    """
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def github_summary(
+    report: GateReport,
+    rows: Iterable[Mapping[str, Any]],
+    *,
+    title: str = "tinyeval",
+    shown: int = 10,
+    incomplete: str | None = None,
+) -> str:
+    """The Markdown for a GitHub Actions job summary: the table, what blocks, and why.
+
+    Under the gate's table: the blocking categories with their figures, the
+    inconclusive ones, an incomplete run's reason, then the cases that did not
+    pass (up to ``shown`` per category, smallest ids first) with the reason
+    each failed. Text from the rows is escaped as in :func:`summary_markdown`.
+
+    >>> from tinyeval.gating import gate
+    >>> rows = [{"id": "amt-018", "category": "amounts", "status": "fail",
+    ...          "checks": {"equals:amount_cents": False},
+    ...          "check_details": {"equals:amount_cents": "got 1250, expected 125050"}}]
+    >>> text = github_summary(gate({"amounts": {"passed": 0, "total": 1}}, {"amounts": 1.0}), rows)
+    >>> print(text.split("\\n\\n", 2)[2])
+    **Blocking:** `amounts` — 0/1 = 0.0% [0.0%, 79.3%], threshold 100.0%: BLOCKS (0.0% < 100.0%)
+    <BLANKLINE>
+    #### Cases that did not pass
+    <BLANKLINE>
+    | category | case | gate | why |
+    | --- | --- | --- | --- |
+    | amounts | amt-018 | blocks | equals:amount_cents: got 1250, expected 125050 |
+    """
+    lines = [summary_markdown(report, title=title), ""]
+    reason = _incomplete_reason(report, incomplete)
+    if reason:
+        lines += [f"**Incomplete:** {_md_cell(reason)} — the gate cannot pass on these results", ""]
+    for word, state in (("Blocking", "block"), ("Inconclusive", "inconclusive")):
+        for v in report.categories:
+            if _gate_state(v) == state:
+                line = _verdict_line(v, report).replace("|", "\\|")
+                lines += [f"**{word}:** `{_md_cell(v.category)}` — {line}", ""]
+    failed = _failed_by_category(rows)
+    if not failed:
+        lines.append("Every case passed.")
+        return "\n".join(lines)
+    lines += [
+        "#### Cases that did not pass",
+        "",
+        "| category | case | gate | why |",
+        "| --- | --- | --- | --- |",
+    ]
+    blocking = {v.category for v in report.categories if v.blocking}
+    hidden = []
+    for category in sorted(failed):
+        members = failed[category]
+        for row in members[: max(shown, 0)]:
+            why = describe_failure(row, width=300)
+            counted = "blocks" if category in blocking else "tolerated"
+            lines.append(
+                f"| {_md_cell(category)} | {_md_cell(str(row.get('id')))} | {counted} "
+                f"| {_md_cell(why)} |"
+            )
+        if len(members) > shown:
+            hidden.append(f"{len(members) - shown} more in {_md_cell(category)}")
+    if hidden:
+        lines += ["", f"Not listed: {', '.join(hidden)} (every row is in the results file)."]
+    return "\n".join(lines)
+
+
+def append_step_summary(
+    markdown: str, path: str | None = None, *, environ: Mapping[str, str] | None = None
+) -> str | None:
+    """Append ``markdown`` to the job summary file; never overwrite what earlier steps wrote.
+
+    The file is ``path``, or the one named by ``GITHUB_STEP_SUMMARY`` in
+    ``environ`` (default: the process environment). Returns the path written
+    to, or None when there is none (not running in GitHub Actions).
+
+    >>> import os, tempfile
+    >>> name = os.path.join(tempfile.mkdtemp(), "summary.md")
+    >>> for text in ("first", "second"):
+    ...     _ = append_step_summary(text, environ={"GITHUB_STEP_SUMMARY": name})
+    >>> print(open(name).read())
+    first
+    <BLANKLINE>
+    second
+    <BLANKLINE>
+    """
+    import os
+
+    target = path or (os.environ if environ is None else environ).get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return None
+    with open(target, "a", encoding="utf-8") as stream:
+        if stream.tell() > 0:
+            stream.write("\n")  # a blank line between this summary and what came before
+        stream.write(markdown.rstrip("\n") + "\n")
+    return target
+
+
+def _command_data(text: str) -> str:
+    """A workflow command's message escaped as GitHub's runner reads it back.
+
+    >>> _command_data("50% done\\nnext")
+    '50%25 done%0Anext'
+    """
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _command_property(text: str) -> str:
+    """A workflow command's property value: also ``:`` and ``,``, which end a property.
+
+    >>> _command_property("a:b,c")
+    'a%3Ab%2Cc'
+    """
+    return _command_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _locations(cases: Any) -> dict[str, tuple[str | None, int | None]]:
+    """Case id -> (file, line), from a mapping of that shape or from cases with those attributes."""
+    if isinstance(cases, Mapping):
+        return {str(k): (v[0], v[1]) for k, v in cases.items()}
+    found: dict[str, tuple[str | None, int | None]] = {}
+    for case in cases or ():
+        found[str(case.id)] = (getattr(case, "source", None), getattr(case, "line", None))
+    return found
+
+
+def workflow_commands(
+    report: GateReport,
+    rows: Iterable[Mapping[str, Any]],
+    *,
+    cases: Any = (),
+    cases_file: str | None = None,
+    incomplete: str | None = None,
+) -> list[str]:
+    """GitHub Actions ``::error`` / ``::warning`` lines for what blocks and what is undecided.
+
+    One ``::error`` per blocking category and one ``::warning`` per
+    inconclusive one that does not block, each pointing at the cases file and
+    line of the category's first failing case (smallest id), so the
+    annotation lands on it in the pull request. ``cases`` gives the places:
+    the loaded cases (their ``source`` and ``line``) or a mapping ``id ->
+    (file, line)``; without one, each row's own ``line`` in ``cases_file`` (or
+    ``cases_file`` alone, for a row without a line). An incomplete
+    run adds an ``::error`` of its own. Messages and properties are escaped
+    by GitHub's rules (``%``, CR and LF; and ``:`` and ``,`` in properties).
+
+    >>> from tinyeval.gating import gate
+    >>> rows = [{"id": "amt-018", "category": "amounts", "status": "fail",
+    ...          "checks": {"equals:amount_cents": False}}]
+    >>> report = gate({"amounts": {"passed": 0, "total": 1}}, {"amounts": 1.0})
+    >>> print(workflow_commands(report, rows, cases={"amt-018": ("cases.jsonl", 18)})[0])
+    ::error file=cases.jsonl,line=18,title=tinyeval gate%3A amounts blocks::amounts: 0/1 = ...
+    """
+    rows = list(rows)
+    places = _locations(cases)
+    if not places and cases_file:
+        places = {str(r["id"]): (cases_file, r["line"]) for r in rows
+                  if isinstance(r.get("line"), int)}  # fmt: skip
+    failed = _failed_by_category(rows)
+    commands = []
+    reason = _incomplete_reason(report, incomplete)
+    if reason:
+        props = f"file={_command_property(cases_file)}," if cases_file else ""
+        title = _command_property("tinyeval: results incomplete")
+        commands.append(f"::error {props}title={title}::{_command_data(reason)}")
+    for v in report.categories:
+        state = _gate_state(v)
+        if state not in ("block", "inconclusive"):
+            continue
+        level = "error" if state == "block" else "warning"
+        word = "blocks" if state == "block" else "is inconclusive"
+        message = f"{v.category}: {_verdict_line(v, report)}"
+        members = failed.get(v.category) or []
+        first = members[0] if members else None
+        parts: list[str] = []
+        file, line = cases_file, None
+        if first is not None:
+            message += (
+                f"; first failing case {first.get('id')}: {describe_failure(first, width=300)}"
+            )
+            file, line = places.get(str(first.get("id")), (cases_file, None))
+            file = file or cases_file
+        if file:
+            parts.append(f"file={_command_property(str(file))}")
+            if line:
+                parts.append(f"line={int(line)}")
+        parts.append(f"title={_command_property(f'tinyeval gate: {v.category} {word}')}")
+        commands.append(f"::{level} {','.join(parts)}::{_command_data(message)}")
+    return commands

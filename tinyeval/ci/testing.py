@@ -1,0 +1,227 @@
+"""Evaluate a suite from tests: a case at a time, the gate over the rows, and ``assert_gate``.
+
+The pytest plugin (:mod:`tinyeval.ci.pytest_plugin`) is built on these, and so can
+a hand-written test::
+
+    def test_gate():
+        result = tinyeval.run(tinyeval.load("cases.jsonl"))
+        tinyeval.assert_gate(result.rows, thresholds={"amount_extraction": 1.0})
+
+Everything here goes through the library's public path: :func:`tinyeval.load`,
+:class:`tinyeval.Judge`, :func:`tinyeval.run` and :func:`tinyeval.gate`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..gating import GateReport, gate
+from ..suite import JudgeSpec, ModelSettings, Suite
+
+__all__ = [
+    "SuiteRunner",
+    "allowed_failures",
+    "assert_gate",
+    "tally_rows",
+]
+
+
+def tally_rows(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    """Per-category counts from result rows, as :func:`tinyeval.gate` takes them.
+
+    Every row is in its category's ``total``; only ``status == "pass"`` is
+    passed, so errored and unchecked cases count against the rate.
+
+    >>> tally_rows([{"category": "tone", "status": "pass"},
+    ...             {"category": "tone", "status": "error"}])
+    {'tone': {'passed': 1, 'total': 2, 'errors': 1, 'unparsed': 0}}
+    """
+    tallies: dict[str, dict[str, int]] = {}
+    for row in rows:
+        slot = tallies.setdefault(
+            str(row.get("category", "default")),
+            {"passed": 0, "total": 0, "errors": 0, "unparsed": 0},
+        )
+        slot["total"] += 1
+        slot["passed"] += row.get("status") == "pass"
+        slot["errors"] += row.get("status") == "error"
+        slot["unparsed"] += sum(
+            1
+            for verdict in (row.get("judges") or {}).values()
+            if verdict.get("verdict") is None and verdict.get("failure") != "error"
+        )
+    return dict(sorted(tallies.items()))
+
+
+def assert_gate(
+    report_or_rows: GateReport | Iterable[Mapping[str, Any]] | Any,
+    thresholds: Mapping[str, float | str] | None = None,
+    *,
+    default_threshold: float | str | None = None,
+    on: str = "rate",
+    confidence: float = 0.95,
+) -> GateReport:
+    """Fail a test when a category blocks, with the gate's table as the assertion message.
+
+    Takes a :class:`~tinyeval.gating.GateReport`, a
+    :class:`~tinyeval.runner.RunResult` (its rows) or result rows; with rows,
+    the gate is computed from ``thresholds``, ``default_threshold`` and ``on``.
+    Returns the report when nothing blocks.
+
+    >>> rows = [{"id": str(i), "category": "amounts", "status": "pass" if i < 17 else "fail"}
+    ...         for i in range(20)]
+    >>> assert_gate(rows, thresholds={"amounts": 1.0})
+    Traceback (most recent call last):
+    ...
+    AssertionError: a category is under its threshold:
+    category  pass rate [95% Wilson]         threshold  gate
+    amounts   17/20 = 85.0% [64.0%, 94.8%]   100.0%     BLOCKS (85.0% < 100.0%)
+    ...
+    >>> assert_gate(rows, thresholds={"amounts": "80%"}).passed
+    True
+    """
+    from ..report import summary_text
+
+    if isinstance(report_or_rows, GateReport):
+        report = report_or_rows
+    else:
+        rows = getattr(report_or_rows, "rows", report_or_rows)
+        report = gate(
+            tally_rows(rows),
+            thresholds,
+            default_threshold=default_threshold,
+            on=on,
+            confidence=confidence,
+        )
+    if report.blocking:
+        raise AssertionError(f"a category is under its threshold:\n{summary_text(report)}")
+    return report
+
+
+def allowed_failures(n: int, threshold: float | None, *, on: str = "rate") -> int | None:
+    """How many of ``n`` cases may fail with the category still passing its gate.
+
+    None when the category is not gated; -1 when it blocks even if every
+    case passes (``on="lower"`` with too few cases for the threshold).
+
+    >>> allowed_failures(40, 0.85), allowed_failures(20, 1.0), allowed_failures(12, None)
+    (6, 0, None)
+    >>> allowed_failures(12, 0.9, on="lower")  # 12/12 has a lower bound of 75.8%
+    -1
+    """
+    if threshold is None:
+        return None
+    if on == "rate":
+        # the largest f with (n - f) / n >= threshold, in integers: no float rounding at the edge
+        return max(f for f in range(n + 1) if (n - f) >= threshold * n - 1e-9) if n else 0
+    from ..stats import wilson_interval
+
+    allowed = -1
+    for f in range(n + 1):
+        if n and wilson_interval(n - f, n)[0] >= threshold:
+            allowed = f
+    return allowed
+
+
+class SuiteRunner:
+    """Runs a :class:`~tinyeval.suite.Suite` one case at a time, as a test runner needs.
+
+    The judges and models are built once; :meth:`evaluate` runs one case
+    through :func:`tinyeval.run` (its code checks, then the judges that look at
+    its category) and returns its result row; :meth:`gate` judges rows against
+    the suite's thresholds.
+
+    >>> from tinyeval.dataset import Case
+    >>> runner = SuiteRunner(Suite(thresholds={"amounts": 1.0}))
+    >>> row = runner.evaluate(Case(id="a", category="amounts", output='{"cents": 5}',
+    ...                            expect={"equals": {"cents": 50}}))
+    >>> row["status"], runner.gate([row]).passed
+    ('fail', False)
+    """
+
+    def __init__(self, suite: Suite) -> None:
+        self.suite = suite
+        self.judges: list[tuple[JudgeSpec, Any]] = [(spec, spec.judge()) for spec in suite.judges]
+        self._models: dict[str, Any] = {}
+
+    def _model(self, spec: str, settings: ModelSettings | None) -> Any:
+        if spec not in self._models:
+            from ..session import open_model
+
+            names = ("base_url", "timeout", "temperature", "max_tokens") if settings else ()
+            given = {name: getattr(settings, name) for name in names}
+            options = {name: value for name, value in given.items() if value is not None}
+            self._models[spec], _ = open_model(spec, **options)
+        return self._models[spec]
+
+    def judges_for(self, category: str) -> tuple[list[Any], str | None]:
+        """The judges that look at ``category``, and the model spec they share (None: no judge).
+
+        Judges of one category must share a model: a case's judges are asked
+        through one model in one run.
+        """
+        settings = self.suite.judge_model
+        default = settings.spec if settings else "builtin"
+        chosen = [(spec, judge) for spec, judge in self.judges if spec.applies_to(category)]
+        models = sorted({spec.model or default for spec, _ in chosen})
+        if len(models) > 1:
+            raise InputError(
+                f"the judges of category {category!r} ask different models "
+                f"({', '.join(models)}); give them one model",
+                path=self.suite.path,
+                field="judges",
+            )
+        return [judge for _, judge in chosen], (models[0] if models else None)
+
+    def evaluate(self, case: Any) -> dict[str, Any]:
+        """Run one case: its code checks, then the judges of its category; return its row."""
+        from ..runner import run
+
+        judges, model_spec = self.judges_for(case.category)
+        settings = self.suite.judge_model
+        judge_model = self._model(model_spec, settings) if model_spec else None
+        generate = self.suite.generate_model
+        template = None
+        if generate is not None and generate.prompt_template:
+            template = Path(generate.prompt_template).read_text(encoding="utf-8")
+        result = run(
+            [case],
+            judges=judges,
+            judge_model=judge_model,
+            generate_model=self._model(generate.spec, generate) if generate else None,
+            prompt_template=template,
+            fail_fast=None,
+        )
+        return dict(result.rows[0])
+
+    def gate(
+        self, rows: Iterable[Mapping[str, Any]], *, only: Sequence[str] | None = None
+    ) -> GateReport:
+        """The suite's gate over ``rows``; with ``only``, thresholds of just those categories.
+
+        ``only`` is for a selection of the cases (a test run with ``-k``): a
+        category left out of the selection is not a category that vanished.
+        The suite's ``inconclusive`` and ``allow_unchecked`` settings are passed
+        on to :func:`tinyeval.gate` when it takes them.
+        """
+        import inspect
+
+        thresholds = dict(self.suite.thresholds)
+        if only is not None:
+            thresholds = {k: v for k, v in thresholds.items() if k in only}
+        options: dict[str, Any] = {}
+        accepted = inspect.signature(gate).parameters
+        if self.suite.inconclusive is not None and "inconclusive" in accepted:
+            options["inconclusive"] = self.suite.inconclusive
+        if self.suite.allow_unchecked and "allow_unchecked" in accepted:
+            options["allow_unchecked"] = True
+        return gate(
+            tally_rows(rows),
+            thresholds,
+            default_threshold=self.suite.default_threshold,
+            on=self.suite.gate_on,
+            **options,
+        )

@@ -1,0 +1,187 @@
+"""``tinyeval label`` and ``tinyeval calibrate``: human labels, and the judge against them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ..cli._common import (
+    EXIT_OK,
+    PROG,
+    UsageError,
+    print_json,
+    proportion,
+)
+from ..records import write_records
+
+
+# fmt: off
+def add_label(sub: Any) -> None:
+    p = sub.add_parser("label", help="label result rows by hand, blind to the judge (resumable)",
+                       description="Show the cases of RESULTS one at a time (input, context, "
+                       "output; never the judge's verdict, checks or status) and append each "
+                       "label to LABELS at once. Keys: p PASS, f FAIL, s skip, u undo, q quit. "
+                       "Running the same command again resumes where it stopped. Without a "
+                       "terminal, stdin gives one key per line.")
+    p.add_argument("results", metavar="RESULTS", help="result rows written by tinyeval run")
+    p.add_argument("--out", required=True, metavar="LABELS",
+                   help="the labels file (JSON lines), appended to")
+    p.add_argument("--labeler", metavar="NAME", help="who is labelling (default: $USER)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the shuffled case order (default: 0)")
+    p.add_argument("--break-every", type=int, default=25, metavar="N",
+                   help="suggest a break every N labels; 0 never (default: 25)")
+    keys = p.add_mutually_exclusive_group()
+    keys.add_argument("--grades", metavar="LOW-HIGH",
+                      help="label with grades instead of PASS/FAIL, e.g. 1-5")
+    keys.add_argument("--choices", metavar="KEY=LABEL,...",
+                      help="label with other labels, e.g. a=A,b=B,t=TIE")
+    p.add_argument("--judge", metavar="NAME",
+                   help="the judge whose rubric and model the labels record (default: the first)")
+    p.add_argument("--all-rows", action="store_true",
+                   help="offer every row; by default, when some rows were judged, only those "
+                   "are offered (the ones calibration compares)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--budget", type=int, metavar="N",
+                      help="offer about N cases chosen by --strategy, each label recording its "
+                      "selection probability (what prediction-powered rates need)")
+    mode.add_argument("--recheck", type=proportion, metavar="FRACTION",
+                      help="re-show FRACTION (0.1 or 10%%) of the cases you already labelled "
+                      "and report how often you agree with yourself (drift)")
+    mode.add_argument("--adjudicate", action="store_true",
+                      help="walk the cases where labelers disagree, showing each one's label, "
+                      "and record the adjudicated label")
+    p.add_argument("--strategy", choices=("random", "uncertain"),
+                   help="with --budget: random (a uniform sample, the default) or uncertain "
+                   "(mostly the cases the judge is least sure of; every case keeps a chance)")
+    _add_field(p)
+    p.add_argument("--json", action="store_true",
+                   help="print a JSON summary on stdout; the session itself goes to stderr")
+    p.set_defaults(handler=_cmd_label)
+# fmt: on
+
+
+# fmt: off
+def _add_field(p: Any) -> None:
+    p.add_argument("--field", action="append", default=[], metavar="KEY=PATH",
+                   help="read LABELS through a field mapping: KEY is id, label, labeler or at, "
+                   "PATH a dotted path such as annotations.human (repeatable)")
+# fmt: on
+
+
+def _cmd_label(args: argparse.Namespace) -> int:
+    from ..records import read_rows
+    from ..session import refuse_overwriting
+    from .session import (
+        label_session,
+        parse_choices,
+        parse_grades,
+        parse_label_fields,
+        plan_labels,
+        rows_to_offer,
+    )
+
+    refuse_overwriting([args.results], {"out": args.out})
+    if args.strategy and args.budget is None:
+        raise UsageError("--strategy chooses the cases of a --budget: give --budget N too")
+    fields = parse_label_fields(args.field)
+    choices = parse_grades(args.grades) if args.grades else None
+    if args.choices:  # --grades and --choices exclude each other
+        choices = parse_choices(args.choices)
+    stream = sys.stderr if args.json else sys.stdout
+
+    def write(text: str) -> None:
+        print(text, file=stream, flush=True)
+
+    rows, note = rows_to_offer(read_rows(args.results), all_rows=args.all_rows)
+    if note:
+        write(f"{note} (--all-rows offers every row)")
+    plan = None
+    if args.budget is not None:
+        plan = plan_labels(rows, args.budget, strategy=args.strategy or "random", seed=args.seed,
+                           judge=args.judge)  # fmt: skip
+    summary = label_session(
+        rows,
+        args.out,
+        labeler=args.labeler,  # None: $USER, the login name, or "anonymous"
+        seed=args.seed,
+        write=write,
+        break_every=args.break_every,
+        choices=choices,
+        judge=args.judge,
+        plan=plan,
+        recheck=args.recheck,
+        adjudicate=args.adjudicate,
+        fields=fields,
+    )
+    if args.json:
+        print_json({**summary.to_dict(), "plan": plan.to_dict() if plan else None})
+    return EXIT_OK
+
+
+# fmt: off
+def add_calibrate(sub: Any) -> None:
+    p = sub.add_parser(
+        "calibrate",
+        help="compare the judge with your labels: failure recall, false alarms, kappa",
+        description="Join RESULTS (result rows) and LABELS (written by tinyeval label) by id "
+        "and report how far the judge can stand for your criterion: agreement, the share of "
+        "your FAILs it caught, its false alarms, Cohen's kappa with its interval, the confusion "
+        "matrix, and in words what speaks against trusting it. With labels from several "
+        "labelers, also their agreement with each other (the ceiling a judge can be held to); "
+        "the judge is compared with the adjudicated label, else the only labeler's, else the "
+        "majority's (ties are left out).",
+    )
+    p.add_argument("results", metavar="RESULTS", help="result rows written by tinyeval run")
+    p.add_argument("labels", metavar="LABELS", help="the labels file written by tinyeval label")
+    p.add_argument("--judge", metavar="NAME",
+                   help="which judge of the rows to calibrate (default: the first)")
+    p.add_argument("--only", metavar="FILE",
+                   help="score only the ids in FILE (result rows: a --disagreements file)")
+    p.add_argument("--disagreements", metavar="FILE",
+                   help="write every case where judge and human differ: the result row plus "
+                   "'human', your label record")
+    p.add_argument("--save", metavar="CAL.json",
+                   help="save the calibration for tinyeval run --calibration")
+    p.add_argument("--estimate", choices=("ppi",),
+                   help="ppi: also print each category's prediction-powered pass rate (judge "
+                   "verdicts plus your labels) beside the raw and the labels-only rates")
+    _add_field(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(handler=_cmd_calibrate)
+# fmt: on
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from ..calibration import disagreement_rows
+    from ..records import read_rows
+    from ..session import case_ids, refuse_overwriting, same_file
+    from .labelers import calibration_report
+    from .session import parse_label_fields, read_label_set
+
+    if same_file(args.results, args.labels):
+        raise UsageError(f"RESULTS and LABELS are the same file {args.results}")
+    outputs = {"save": args.save, "disagreements": args.disagreements}
+    refuse_overwriting([args.results, args.labels, args.only], outputs)
+    rows = read_rows(args.results)
+    label_set = read_label_set(args.labels, fields=parse_label_fields(args.field))
+    report = calibration_report(rows, label_set, judge=args.judge, ppi=args.estimate == "ppi",
+                                only=case_ids(args.only))  # fmt: skip
+    for warning in report.calibration.expired:
+        print(f"{PROG}: WARNING: {warning}", file=sys.stderr)
+    notes = []
+    if args.disagreements:
+        found = disagreement_rows(report.calibration, rows, report.reference)
+        write_records(args.disagreements, found)  # all or nothing, like every other output
+        notes.append(f"wrote {len(found)} disagreements to {args.disagreements}")
+    if args.save:
+        report.calibration.save(args.save)
+        notes.append(f"saved the calibration to {args.save}")
+    if args.json:
+        print_json(report.to_dict())
+    else:
+        print(report.to_text())
+    for note in notes:  # on stderr beside --json, so the standard output stays one object
+        print(f"{PROG}: {note}" if args.json else note, file=sys.stderr if args.json else None)
+    return EXIT_OK

@@ -1,0 +1,1010 @@
+"""People against people, and a few labels against many verdicts.
+
+What the calibration of a judge needs from a labels file beyond one label per
+case:
+
+==========================  ===================================================
+``human_agreement``         Cohen's kappa of every pair of labelers (with n and
+                            an interval) and Krippendorff's alpha over all: the
+                            ceiling a judge can be held to
+``reference_labels``        the one human label per case the judge is compared
+                            with (the rule is ``REFERENCE_RULE``)
+``self_agreement``          each labeler against their own re-shown cases (drift)
+``ppi_rates``               prediction-powered pass rates per category and overall
+==========================  ===================================================
+
+**Which human label the judge is compared with.** The adjudicated label when
+there is one; otherwise the label of the only labeler of the case; otherwise
+the label most labelers gave; a case whose labelers split evenly (a tie) has no
+reference label and is left out, counted in ``ReferenceLabels.ties``. This is
+the rule that does not let a judge pick the labeler it agrees with.
+
+**Prediction-powered pass rates.** :func:`ppi_rates` joins the judge's
+verdicts on every judged case with the human labels on the labelled ones
+(see :func:`tinyeval.estimates.ppi.ppi_pass_rate`). The judge's prediction is 1 for
+a PASS verdict and 0 otherwise (FAIL, unparsed or errored): PPI is valid for
+any prediction, so counting an unparsed reply as FAIL costs precision, never
+validity. The labelled cases must be a random sample of the judged cases;
+labels that record a non-uniform ``selection`` (``label --strategy uncertain``)
+are reweighted by their probabilities.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InputError, plural
+from ..estimates.ppi import PPIRate, ppi_pass_rate
+from ..label_file import LabelRecord, LabelSet, labeler_of
+from ..records import primary_verdict, verdict_label, verdicts
+from ..stats import (
+    Rate,
+    StatisticsError,
+    UndefinedStatisticError,
+    cohen_kappa,
+)
+from .agreement import kappa_interval, krippendorff_alpha
+
+__all__ = [
+    "REFERENCE_RULE",
+    "CalibrationError",
+    "CalibrationReport",
+    "CategoryPPI",
+    "HumanAgreement",
+    "PPIRates",
+    "PairAgreement",
+    "ReferenceLabels",
+    "SelfAgreement",
+    "calibration_lines",
+    "calibration_report",
+    "human_agreement",
+    "jurors_against_labels",
+    "ppi_rates",
+    "reference_labels",
+    "self_agreement",
+]
+
+REFERENCE_RULE = (
+    "the adjudicated label if there is one, else the only labeler's, else the majority's; "
+    "cases whose labelers split evenly are left out"
+)
+GLOBAL = "global"
+
+
+class CalibrationError(InputError):
+    """Input that cannot be calibrated (mismatched lengths, no pairs, a bad saved file).
+
+    >>> try:
+    ...     ppi_rates([], {})
+    ... except CalibrationError as exc:
+    ...     print(exc)
+    ppi_rates: no result row has a verdict of the judge
+    """
+
+
+def _norm(label: Any) -> Any:
+    """A human label as compared: any-case pass/fail as PASS/FAIL, booleans too."""
+    if isinstance(label, bool):
+        return "PASS" if label else "FAIL"
+    if isinstance(label, str):
+        upper = label.strip().upper()
+        return upper if upper in ("PASS", "FAIL") else label
+    return label
+
+
+def _is_number(label: Any) -> bool:
+    return isinstance(label, int | float) and not isinstance(label, bool)
+
+
+# ---------------------------------------------------------------- joining labels to verdicts
+# (helpers of tinyeval.calibration: comparing labels, and refusing labels of the wrong kind)
+
+Label = str | int | float
+
+
+def _as_label(value: Any, side: str, index: int) -> Label | None:
+    """One label as compared: booleans and any-case pass/fail become PASS/FAIL."""
+    if value is None and side == "judge":
+        return None
+    if isinstance(value, bool):
+        return "PASS" if value else "FAIL"
+    if isinstance(value, str):
+        upper = value.strip().upper()
+        return upper if upper in ("PASS", "FAIL") else value
+    if isinstance(value, int | float) and math.isfinite(value):
+        return value
+    raise CalibrationError(
+        f"calibrate: {side} label at position {index} must be 'PASS'/'FAIL', a boolean, "
+        f"a finite number or another string{', or None (unparsed)' if side == 'judge' else ''}; "
+        f"got {value!r}"
+    )
+
+
+def _ordered(labels: Iterable[Label]) -> tuple[Label, ...]:
+    """PASS and FAIL first, then numbers in order, then other strings alphabetically."""
+    unique = set(labels)
+    first = tuple(label for label in ("PASS", "FAIL") if label in unique)
+    numbers = sorted(label for label in unique if _is_number(label))
+    words = sorted(str(label) for label in unique if isinstance(label, str) and label not in first)
+    return (*first, *numbers, *words)
+
+
+def _short(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 20 else text[:16] + "..."
+
+
+def _expiry(mismatches: Mapping[str, list[tuple[Any, Any]]], matched: int) -> list[str]:
+    """Loud warnings for labels made against another rubric, judge model or output."""
+    found: list[str] = []
+    for what, pairs in mismatches.items():
+        if not pairs:
+            continue
+        then = sorted({_short(old) for old, _ in pairs})
+        now = sorted({_short(new) for _, new in pairs})
+        if what == "output":
+            were = "was" if len(pairs) == 1 else "were"
+            found.append(
+                f"CALIBRATION EXPIRED: {len(pairs)} of {plural(matched, 'label')} {were} given to "
+                "a different output than these results hold: the human label may not apply; "
+                "re-label them"
+            )
+        else:
+            were = "was" if len(pairs) == 1 else "were"
+            found.append(
+                f"CALIBRATION EXPIRED: {len(pairs)} of {plural(matched, 'label')} {were} compared "
+                "against "
+                f"{what} {', '.join(then)} but these results use {', '.join(now)}: re-label or "
+                f"judge with the labelled {what}"
+            )
+    return found
+
+
+def _unknown_judge(name: str, names: Iterable[str]) -> str:
+    """The message for a judge name that no row has."""
+    found = sorted(names)
+    if found:
+        listed = ", ".join(repr(n) for n in found)
+        return f"calibrate: unknown judge {name!r}; the rows have the judges {listed}"
+    return (
+        f"calibrate: unknown judge {name!r}; the rows have no named judges "
+        "(leave the judge name out to calibrate each row's judge)"
+    )
+
+
+def _check_human_kind(
+    ids: Sequence[Any],
+    judged: Sequence[Any],
+    humans: Sequence[Any],
+    labels: Mapping[Any, Mapping[str, Any]],
+    *,
+    pairwise: bool,
+) -> None:
+    """Refuse a human label the judge could never give (see ``calibrate_results``)."""
+    parsed = [
+        _as_label(value, "judge", index) for index, value in enumerate(judged) if value is not None
+    ]
+    allowed: tuple[str, ...] | None
+    if pairwise:
+        kind, allowed, expected = "is pairwise", ("A", "B", "TIE"), "A, B or TIE"
+    elif parsed and all(_is_number(label) for label in parsed):
+        kind, allowed, expected = "gives grades (numbers)", None, "a number"
+    elif all(label in ("PASS", "FAIL") for label in parsed):
+        kind, allowed, expected = "gives PASS/FAIL verdicts", ("PASS", "FAIL"), "PASS or FAIL"
+    else:
+        return  # choices of the user's own: any label may be one of them
+    for index, (key, value) in enumerate(zip(ids, humans, strict=True)):
+        human = _as_label(value, "human", index)
+        fits = _is_number(human) if allowed is None else human in allowed
+        if fits:
+            continue
+        record = labels[key]
+        source, line = getattr(record, "source", None), getattr(record, "line", None)
+        where = f" ({source}:{line})" if source and line else ""
+        hint = (
+            " (other labels are for a graded or multiple-choice judge)"
+            if allowed == ("PASS", "FAIL")
+            else ""
+        )
+        raise CalibrationError(
+            f"calibrate: id {key!r}{where} has the human label {value!r}, but the judge {kind}: "
+            f"expected {expected}{hint}"
+        )
+
+
+# ---------------------------------------------------------------- people against people
+
+
+@dataclass(frozen=True)
+class PairAgreement:
+    """Cohen's kappa of two labelers on the ``n`` cases both labelled, with its interval.
+
+    >>> print(PairAgreement("ana", "ben", 40, 0.65, (0.41, 0.84), None))
+    ana vs ben: kappa 0.65 [0.41, 0.84] on 40 cases
+    """
+
+    labeler_a: str
+    labeler_b: str
+    n: int
+    kappa: float | None
+    interval: tuple[float, float] | None
+    undefined: str | None  # why kappa, or its interval, is not given
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"labeler_a", "labeler_b", "n", "kappa", "low", "high", "undefined"}``."""
+        low, high = self.interval if self.interval else (None, None)
+        return {
+            "labeler_a": self.labeler_a,
+            "labeler_b": self.labeler_b,
+            "n": self.n,
+            "kappa": self.kappa,
+            "low": low,
+            "high": high,
+            "undefined": self.undefined,
+        }
+
+    def __str__(self) -> str:
+        head = f"{self.labeler_a} vs {self.labeler_b}: kappa "
+        cases = plural(self.n, "case")
+        if self.kappa is None:
+            return f"{head}undefined on {cases} ({self.undefined})"
+        if self.interval is None:
+            return f"{head}{self.kappa:.2f} on {cases} (no interval: {self.undefined})"
+        low, high = self.interval
+        return f"{head}{self.kappa:.2f} [{low:.2f}, {high:.2f}] on {cases}"
+
+
+@dataclass(frozen=True)
+class HumanAgreement:
+    """How far the labelers agree with each other (build it with :func:`human_agreement`).
+
+    ``alpha`` is Krippendorff's alpha over every case with two or more labels
+    (nominal for labels, ordinal for numeric grades), ``alpha_cases`` how
+    many such cases there are.
+
+    >>> h = HumanAgreement(("ana", "ben"), (), 0.5, None, 10, "nominal")
+    >>> h.to_dict()["alpha"], h.to_text()[0]
+    (0.5, 'human vs human (2 labelers; the ceiling a judge can be held to):')
+    """
+
+    labelers: tuple[str, ...]
+    pairs: tuple[PairAgreement, ...]
+    alpha: float | None
+    alpha_undefined: str | None
+    alpha_cases: int
+    level: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The labelers, each pair's figures, and alpha with its case count."""
+        return {
+            "labelers": list(self.labelers),
+            "pairs": [pair.to_dict() for pair in self.pairs],
+            "alpha": self.alpha,
+            "alpha_undefined": self.alpha_undefined,
+            "alpha_cases": self.alpha_cases,
+            "level": self.level,
+        }
+
+    def to_text(self) -> list[str]:
+        """The lines ``tinyeval calibrate`` prints."""
+        lines = [
+            f"human vs human ({len(self.labelers)} labelers; the ceiling a judge can be held to):"
+        ]
+        lines.extend(f"  {pair}" for pair in self.pairs)
+        if self.alpha is None:
+            lines.append(f"  Krippendorff's alpha undefined ({self.alpha_undefined})")
+        else:
+            lines.append(
+                f"  Krippendorff's alpha ({self.level}) {self.alpha:.2f} over "
+                f"{plural(self.alpha_cases, 'case')} with two or more labels"
+            )
+        return lines
+
+
+def _pair(name_a: str, name_b: str, a: Mapping[Any, Any], b: Mapping[Any, Any]) -> PairAgreement:
+    shared = [key for key in a if key in b]
+    xs, ys = [_norm(a[k]["label"]) for k in shared], [_norm(b[k]["label"]) for k in shared]
+    if len(shared) < 2:
+        return PairAgreement(name_a, name_b, len(shared), None, None, "fewer than 2 shared cases")
+    try:
+        found = kappa_interval(xs, ys)
+        return PairAgreement(
+            name_a, name_b, len(shared), found.estimate, (found.low, found.high), None
+        )
+    except UndefinedStatisticError as exc:
+        reason = str(exc).split(": ", 1)[-1]
+    try:
+        return PairAgreement(name_a, name_b, len(shared), cohen_kappa(xs, ys), None, reason)
+    except StatisticsError as exc:
+        return PairAgreement(name_a, name_b, len(shared), None, None, str(exc).split(": ", 1)[-1])
+
+
+def human_agreement(label_set: LabelSet, *, ids: Iterable[Any] | None = None) -> HumanAgreement:
+    """Agreement among the labelers of ``label_set`` (restricted to ``ids`` when given).
+
+    Kappa's interval is the large-sample one of
+    :func:`tinyeval.humans.agreement.kappa_interval` (95%); where it is undefined
+    (two labelers agreeing on every shared case) kappa is shown without one.
+
+    >>> from tinyeval.label_file import LabelSet, LabelRecord
+    >>> def labels(*given):
+    ...     return {i: LabelRecord({"id": i, "label": g}) for i, g in enumerate(given)}
+    >>> found = human_agreement(LabelSet({}, {"ana": labels("PASS", "FAIL", "PASS", "FAIL"),
+    ...                                       "ben": labels("PASS", "FAIL", "FAIL", "FAIL")},
+    ...                                  {}, (), ()))
+    >>> print(found.pairs[0])  # p_o = 3/4, p_e = 1/2 · 1/4 + 1/2 · 3/4 = 1/2; se = 0.375
+    ana vs ben: kappa 0.50 [-0.23, 1.00] on 4 cases
+
+    Raises ``CalibrationError`` when the labels come from fewer than 2 labelers.
+    """
+    keep = set(ids) if ids is not None else None
+    by = {
+        name: {k: r for k, r in labels.items() if keep is None or k in keep}
+        for name, labels in label_set.by_labeler.items()
+    }
+    if len(by) < 2:
+        raise CalibrationError(
+            f"human_agreement: needs labels from at least 2 labelers, got {len(by)}"
+        )
+    pairs = tuple(_pair(a, b, by[a], by[b]) for a, b in itertools.combinations(by, 2))
+    cases: dict[Any, list[Any]] = {}
+    for labels in by.values():
+        for key, record in labels.items():
+            cases.setdefault(key, []).append(_norm(record["label"]))
+    units = [given for given in cases.values() if len(given) >= 2]
+    numeric = bool(units) and all(_is_number(v) for given in units for v in given)
+    level = "ordinal" if numeric else "nominal"
+    alpha: float | None = None
+    alpha_undefined: str | None = None
+    if not units:
+        alpha_undefined = "no case has labels from two labelers"
+    else:
+        try:
+            alpha = krippendorff_alpha(units, level=level)
+        except StatisticsError as exc:
+            alpha_undefined = str(exc).split(": ", 1)[-1]
+    return HumanAgreement(tuple(by), pairs, alpha, alpha_undefined, len(units), level)
+
+
+@dataclass(frozen=True)
+class ReferenceLabels(Mapping[Any, LabelRecord]):
+    """The human label each case's judge verdict is compared with (see ``REFERENCE_RULE``).
+
+    A mapping id → label record, plus how each label was settled.
+
+    >>> r = ReferenceLabels({"a": LabelRecord({"id": "a", "label": "PASS"})}, 0, 1, 0, ("b",))
+    >>> list(r), r.to_dict()["ties"]
+    (['a'], ['b'])
+    """
+
+    records: dict[Any, LabelRecord]
+    adjudicated: int
+    single: int
+    majority: int
+    ties: tuple[Any, ...]
+
+    def __getitem__(self, key: Any) -> LabelRecord:
+        return self.records[key]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.records)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def to_dict(self) -> dict[str, Any]:
+        """How many labels each part of the rule settled, and the tied ids left out."""
+        return {
+            "rule": REFERENCE_RULE,
+            "adjudicated": self.adjudicated,
+            "single": self.single,
+            "majority": self.majority,
+            "ties": list(self.ties),
+        }
+
+    def describe(self) -> str:
+        """The rule's outcome in one line.
+
+        >>> print(ReferenceLabels({}, 1, 2, 3, ("x",)).describe())
+        judge compared with: 1 adjudicated label, 3 majority labels, 2 single labels; 1 tie left \
+out
+        """
+        return (
+            f"judge compared with: {plural(self.adjudicated, 'adjudicated label')}, "
+            f"{plural(self.majority, 'majority label')}, {plural(self.single, 'single label')}; "
+            f"{plural(len(self.ties), 'tie')} left out"
+        )
+
+
+def reference_labels(label_set: LabelSet) -> ReferenceLabels:
+    """One human label per case by ``REFERENCE_RULE``; the record kept is one giving that label.
+
+    >>> from tinyeval.label_file import LabelSet, LabelRecord
+    >>> def one(label):
+    ...     return LabelRecord({"id": "a", "label": label})
+    >>> s = LabelSet({}, {"ana": {"a": one("PASS")}, "ben": {"a": one("fail")},
+    ...                   "cy": {"a": one("FAIL")}}, {}, (), ())
+    >>> found = reference_labels(s)
+    >>> found["a"]["label"], found.majority
+    ('fail', 1)
+    """
+    records: dict[Any, LabelRecord] = {}
+    adjudicated = single = majority = 0
+    ties: list[Any] = []
+    keys = list(label_set.adjudicated)
+    for labels in label_set.by_labeler.values():
+        keys.extend(labels)
+    for key in dict.fromkeys(keys):
+        if key in label_set.adjudicated:
+            records[key] = label_set.adjudicated[key]
+            adjudicated += 1
+            continue
+        given = [labels[key] for labels in label_set.by_labeler.values() if key in labels]
+        if len(given) == 1:
+            records[key] = given[0]
+            single += 1
+            continue
+        counts = Counter(_norm(record["label"]) for record in given)
+        (top, most), *rest = counts.most_common()
+        if rest and rest[0][1] == most:
+            ties.append(key)
+            continue
+        records[key] = next(r for r in given if _norm(r["label"]) == top)
+        majority += 1
+    return ReferenceLabels(records, adjudicated, single, majority, tuple(ties))
+
+
+@dataclass(frozen=True)
+class SelfAgreement:
+    """One labeler's re-shown cases against their standing labels: their own consistency.
+
+    >>> print(SelfAgreement("ana", Rate.of(9, 10), None))
+    ana against themself: 9/10 = 90.0% [59.6%, 98.2%] agree
+    """
+
+    labeler: str
+    agreement: Rate
+    kappa: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"labeler", "agreement", "kappa"}``."""
+        return {
+            "labeler": self.labeler,
+            "agreement": self.agreement.to_dict(),
+            "kappa": self.kappa,
+        }
+
+    def __str__(self) -> str:
+        kappa = f" (kappa {self.kappa:.2f})" if self.kappa is not None else ""
+        return f"{self.labeler} against themself: {self.agreement} agree{kappa}"
+
+
+def self_agreement(label_set: LabelSet) -> tuple[SelfAgreement, ...]:
+    """Each labeler's rechecks against their standing label of the same case.
+
+    >>> from tinyeval.label_file import LabelSet, LabelRecord
+    >>> ana = {k: LabelRecord({"id": k, "label": "PASS"}) for k in "ab"}
+    >>> again = (LabelRecord({"id": "a", "label": "PASS", "labeler": "ana", "recheck": True}),
+    ...          LabelRecord({"id": "b", "label": "FAIL", "labeler": "ana", "recheck": True}))
+    >>> print(self_agreement(LabelSet({}, {"ana": ana}, {}, again, ()))[0].agreement)
+    1/2 = 50.0% [9.5%, 90.5%]
+    """
+    pairs: dict[str, list[tuple[Any, Any]]] = {}
+    for record in label_set.rechecks:
+        name = labeler_of(record)
+        mine = label_set.by_labeler.get(name, {})
+        if record["id"] in mine:
+            first = _norm(mine[record["id"]]["label"])
+            pairs.setdefault(name, []).append((first, _norm(record["label"])))
+    found = []
+    for name, given in pairs.items():
+        kappa: float | None = None
+        if len(given) >= 2:
+            try:
+                kappa = cohen_kappa([a for a, _ in given], [b for _, b in given])
+            except StatisticsError:
+                kappa = None
+        agreed = sum(a == b for a, b in given)
+        found.append(SelfAgreement(name, Rate.of(agreed, len(given)), kappa))
+    return tuple(found)
+
+
+# ---------------------------------------------------------------- prediction-powered rates
+
+
+@dataclass(frozen=True)
+class CategoryPPI:
+    """One category's (or ``"global"``) judge rate, labels-only rate and PPI rate.
+
+    ``ppi`` is None when it cannot be computed, and ``reason`` says why.
+    ``labels_rate`` is the labels' own Wilson rate (unweighted).
+
+    >>> c = CategoryPPI("c", Rate.of(7, 10), None, None, "needs at least 2 human labels, got 0")
+    >>> print(c)
+    c: judge 7/10 = 70.0% [39.7%, 89.2%]; no labels; PPI: needs at least 2 human labels, got 0
+    """
+
+    category: str
+    judge_rate: Rate
+    labels_rate: Rate | None
+    ppi: PPIRate | None
+    reason: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"category", "judge_rate", "labels_rate", "ppi", "reason"}``."""
+        return {
+            "category": self.category,
+            "judge_rate": self.judge_rate.to_dict(),
+            "labels_rate": None if self.labels_rate is None else self.labels_rate.to_dict(),
+            "ppi": None if self.ppi is None else self.ppi.to_dict(),
+            "reason": self.reason,
+        }
+
+    def __str__(self) -> str:
+        labels = f"labels {self.labels_rate}" if self.labels_rate else "no labels"
+        if self.ppi is None:
+            found = f"PPI: {self.reason}"
+        else:
+            p = self.ppi
+            name = ("PPI++" if p.tuned else "PPI") + (" weighted" if p.weighted else "")
+            found = (
+                f"{name} {p.value:.1%} [{p.low:.1%}, {p.high:.1%}] "
+                f"(worth {p.effective_labels:.0f} labels; λ = {p.lambda_:.2f})"
+            )
+        return f"{self.category}: judge {self.judge_rate}; {labels}; {found}"
+
+
+@dataclass(frozen=True)
+class PPIRates(Mapping[str, CategoryPPI]):
+    """Prediction-powered pass rates per category and ``"global"`` (from :func:`ppi_rates`).
+
+    A mapping category → :class:`CategoryPPI`; ``design`` says how the labels
+    were drawn (``"uniform"``, ``"assumed uniform"`` or ``"weighted"``) and
+    ``warnings`` what the estimate assumes.
+
+    >>> r = PPIRates({}, "assumed uniform", ("the estimate assumes a random sample",), "j", 0.95)
+    >>> len(r), r.to_dict()["warnings"]
+    (0, ['the estimate assumes a random sample'])
+    """
+
+    rates: dict[str, CategoryPPI]
+    design: str
+    warnings: tuple[str, ...]
+    judge: str | None
+    confidence: float
+
+    def __getitem__(self, key: str) -> CategoryPPI:
+        return self.rates[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.rates)
+
+    def __len__(self) -> int:
+        return len(self.rates)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"judge", "confidence", "design", "warnings", "rates": {category: …}}``."""
+        return {
+            "judge": self.judge,
+            "confidence": self.confidence,
+            "design": self.design,
+            "warnings": list(self.warnings),
+            "rates": {name: item.to_dict() for name, item in self.rates.items()},
+        }
+
+    def to_text(self) -> list[str]:
+        """The lines ``tinyeval calibrate --estimate ppi`` prints."""
+        lines = [
+            f"prediction-powered pass rates ({self.confidence:.0%}; judge {self.judge or '?'}; "
+            f"labels {self.design}):"
+        ]
+        lines.extend(f"  {item}" for item in self.rates.values())
+        lines.extend(f"  warning: {warning}" for warning in self.warnings)
+        return lines
+
+
+def _human_pass(record: Mapping[str, Any], key: Any) -> bool:
+    label = _norm(record.get("label"))
+    if label not in ("PASS", "FAIL"):
+        where = ""
+        source, line = getattr(record, "source", None), getattr(record, "line", None)
+        if source and line:
+            where = f" ({source}:{line})"
+        raise CalibrationError(
+            f"ppi_rates: id {key!r}{where} has the human label {record.get('label')!r}: "
+            "a prediction-powered pass rate needs PASS/FAIL labels"
+        )
+    return label == "PASS"
+
+
+def _design(
+    labelled: Mapping[Any, Mapping[str, Any]], population: int
+) -> tuple[str, dict[Any, float], list[str]]:
+    """How the labels were drawn: ``(design, probabilities, warnings)``; refuses a bad one."""
+    by_hand = [key for key, r in labelled.items() if r.get("chosen") not in (None, "at random")]
+    if by_hand:
+        chosen = labelled[by_hand[0]].get("chosen")
+        raise CalibrationError(
+            f"ppi_rates: {len(by_hand)} of {plural(len(labelled), 'label')} are marked as "
+            f"chosen {chosen!r} (the first is id {by_hand[0]!r}), not at random: a "
+            "prediction-powered rate needs labels drawn at random from the judged cases"
+        )
+    selections = {key: r.get("selection") for key, r in labelled.items()}
+    recorded = [key for key, value in selections.items() if value is not None]
+    if not recorded:
+        return (
+            "assumed uniform",
+            {},
+            [
+                "the labels record no selection: the estimate assumes a random sample "
+                "(each judged case equally likely to be labelled)"
+            ],
+        )
+    if len(recorded) < len(labelled):
+        raise CalibrationError(
+            f"ppi_rates: {len(recorded)} of {plural(len(labelled), 'label')} record how they "
+            "were chosen and the others do not: one random design must cover every label"
+        )
+    designs, probabilities = set(), {}
+    for key, value in selections.items():
+        chance = value.get("probability") if isinstance(value, Mapping) else None
+        if (
+            isinstance(chance, bool)
+            or not isinstance(chance, int | float)
+            or not 0 < chance <= 1
+            or not isinstance(value, Mapping)
+        ):
+            raise CalibrationError(
+                f"ppi_rates: the selection of id {key!r} must be an object with a "
+                f"probability above 0 and at most 1, got {value!r}"
+            )
+        designs.add((value.get("strategy"), value.get("budget"), value.get("population")))
+        probabilities[key] = float(chance)
+    if len(designs) > 1:
+        raise CalibrationError(
+            f"ppi_rates: the labels come from {len(designs)} selection designs "
+            "(strategy, budget, population differ): estimate each one's labels separately"
+        )
+    strategy, _, drawn_from = next(iter(designs))
+    warnings = []
+    if drawn_from is not None and drawn_from != population:
+        warnings.append(
+            f"the labels were drawn from {plural(drawn_from, 'case')} but these results have "
+            f"{population} judged: the recorded probabilities may not apply"
+        )
+    if strategy == "random" and len(set(probabilities.values())) == 1:
+        return "uniform", {}, warnings
+    return "weighted", probabilities, warnings
+
+
+def ppi_rates(
+    rows: Iterable[Mapping[str, Any]],
+    labels: Mapping[Any, Mapping[str, Any]],
+    *,
+    judge: str | None = None,
+    confidence: float = 0.95,
+    tuned: bool = True,
+) -> PPIRates:
+    """Prediction-powered pass rates per category and ``"global"`` from rows and human labels.
+
+    The population is every row with a verdict of ``judge`` (default: each
+    row's first judge); the judge predicts PASS (1) for a PASS verdict and
+    FAIL (0) for anything else. ``labels`` (``read_labels`` or
+    ``reference_labels``) are matched by id; labels of ids without a judged
+    row are left out (said in ``warnings``). The labels' ``selection``
+    records decide the estimator: none at all, uniform PPI with a warning
+    that the estimate assumes a random sample; a ``random`` selection,
+    uniform PPI; unequal probabilities, the inverse-probability-weighted
+    estimator. A category where PPI is undefined gets a ``reason`` instead.
+
+    Ten judged cases (7 PASS); three labelled, the judge wrong on one: plain
+    PPI is 5/7 + (0 + 0 − 1)/3 = 0.381 (see ``ppi_pass_rate``).
+
+    >>> rows = [{"id": i, "judges": {"j": {"verdict": v}}}
+    ...         for i, v in enumerate(["PASS", "FAIL", "PASS"] + ["PASS"] * 5 + ["FAIL"] * 2)]
+    >>> labels = {0: {"label": "PASS"}, 1: {"label": "FAIL"}, 2: {"label": "FAIL"}}
+    >>> found = ppi_rates(rows, labels, tuned=False)
+    >>> round(found["global"].ppi.value, 3), found.design
+    (0.381, 'assumed uniform')
+
+    Raises ``CalibrationError`` when no row has a verdict of the judge, the
+    judge's verdicts are not PASS/FAIL, a human label is not PASS/FAIL, or
+    the labels say they were not drawn at random (a ``"chosen"`` other than
+    ``"at random"``, such as ``"by hand"``), record a selection for some
+    labels only, or mix selection designs.
+    """
+    func = "ppi_rates"
+    population: list[tuple[Any, str, float]] = []
+    names: set[str] = set()
+    for row in rows:
+        names.update(verdicts(row))
+        verdict = primary_verdict(row, judge)
+        if verdict is None:
+            continue
+        said = verdict_label(verdict)
+        if "verdict" not in verdict or (said is not None and _norm(said) not in ("PASS", "FAIL")):
+            raise CalibrationError(
+                f"{func}: the judge's verdict on id {row.get('id')!r} is {said!r}: a "
+                "prediction-powered pass rate needs a PASS/FAIL judge"
+            )
+        category = str(row.get("category") or "default")
+        population.append((row.get("id"), category, 1.0 if _norm(said) == "PASS" else 0.0))
+    if not population:
+        if judge is not None and names:
+            raise CalibrationError(f"{func}: no result row has a verdict of the judge {judge!r}")
+        raise CalibrationError(f"{func}: no result row has a verdict of the judge")
+    judged = {key for key, _, _ in population}
+    labelled = {key: labels[key] for key in judged if key in labels}
+    design, probabilities, warnings = _design(labelled, len(population))
+    if design != "weighted":
+        probabilities = dict.fromkeys(labelled, 1.0)
+    outside = [key for key in labels if key not in judged]
+    if outside:
+        warnings.append(f"{plural(len(outside), 'label')} without a judged row left out")
+    humans = {key: _human_pass(record, key) for key, record in labelled.items()}
+    groups: dict[str, list[tuple[Any, str, float]]] = {}
+    for item in population:
+        groups.setdefault(item[1], []).append(item)
+    rates: dict[str, CategoryPPI] = {}
+    for name, members in [*sorted(groups.items()), (GLOBAL, population)]:
+        f_l = [f == 1.0 for key, _, f in members if key in humans]
+        y = [humans[key] for key, _, _ in members if key in humans]
+        f_u = [f == 1.0 for key, _, f in members if key not in humans]
+        judge_rate = Rate.of(int(sum(f for _, _, f in members)), len(members), confidence)
+        labels_rate = Rate.of(sum(y), len(y), confidence) if y else None
+        weights = [probabilities[key] for key, _, _ in members if key in humans]
+        try:
+            found: PPIRate | None = ppi_pass_rate(
+                f_l, y, f_u, confidence=confidence, tuned=tuned,
+                selection_probabilities=weights if design == "weighted" else None,
+            )  # fmt: skip
+            reason = None
+        except StatisticsError as exc:
+            found, reason = None, str(exc).removeprefix("ppi_pass_rate: ")
+        rates[name] = CategoryPPI(name, judge_rate, labels_rate, found, reason)
+    return PPIRates(rates, design, tuple(warnings), judge or _first_name(names), confidence)
+
+
+def _first_name(names: set[str]) -> str | None:
+    return next(iter(sorted(names)), None) if len(names) == 1 else None
+
+
+# ---------------------------------------------------------------- text
+
+
+DISTRUST = "do not rely on the judge's figure yet"
+UNPARSED = "unparsed"  # the confusion-matrix column of judge replies that did not parse
+
+
+def calibration_lines(cal: Any) -> list[str]:
+    """The lines of ``Calibration.to_text`` (a :class:`tinyeval.calibration.Calibration`).
+
+    >>> from tinyeval.calibration import calibrate
+    >>> calibration_lines(calibrate(["PASS", "FAIL"], ["PASS", "FAIL"]))[0]
+    'judge vs human on 2 labelled cases'
+    """
+    lines = [f"judge vs human on {plural(cal.n, 'labelled case')}"]
+    if cal.judge_model or cal.rubric_fingerprint:
+        lines[0] += (
+            f" (judge {cal.judge_model or '?'}, rubric {_short(cal.rubric_fingerprint or '?')})"
+        )
+    lines.append("")
+    columns = [*(f"judge {label}" for label in cal.labels), UNPARSED]
+    heads = [f"human {label}" for label in cal.labels]
+    first = max(len(head) for head in heads)
+    widths = [max(len(column), 5) for column in columns]
+    lines.append(" " * first + "".join(f"  {c:>{w}}" for c, w in zip(columns, widths, strict=True)))
+    for head, human in zip(heads, cal.labels, strict=True):
+        counts = [cal.confusion[human][judge] for judge in (*cal.labels, None)]
+        lines.append(
+            f"{head:<{first}}" + "".join(f"  {c:>{w}}" for c, w in zip(counts, widths, strict=True))
+        )
+    lines.append("")
+
+    def figure(name: str, value: Any, note: str = "") -> None:
+        lines.append(f"{name:<18} {value}{'   ' + note if note else ''}")
+
+    figure("agreement", cal.agreement or "n/a (no parsed judge reply)")
+    if cal.majority_share is not None:
+        figure(
+            f"always {cal.majority_label}",
+            cal.majority_share,
+            "(the agreement of a judge that always says so)",
+        )
+    none_parsed = "n/a (no parsed judge reply)"
+    if cal.kind == "pass/fail":
+        figure(
+            "failure recall",
+            cal.failure_recall
+            or (none_parsed if not cal.parsed else "n/a (you labelled no case FAIL)"),
+            "(your FAILs the judge also failed)",
+        )
+        figure(
+            "false alarms",
+            cal.false_alarm_rate
+            or (none_parsed if not cal.parsed else "n/a (you labelled no case PASS)"),
+            "(judge FAIL where you said PASS)",
+        )
+    if cal.kappa is None:
+        figure("kappa", f"undefined ({cal.kappa_undefined})")
+    elif cal.kappa_interval:
+        low, high = cal.kappa_interval
+        figure("kappa", f"{cal.kappa:.3f} [{low:.3f}, {high:.3f}]", "(95%, large-sample)")
+    else:
+        figure("kappa", f"{cal.kappa:.3f}", f"(no interval: {cal.kappa_interval_undefined})")
+    if cal.spearman is not None or cal.spearman_undefined != "the labels are not numbers":
+        rho = (
+            f"{cal.spearman:.3f}"
+            if cal.spearman is not None
+            else f"undefined ({cal.spearman_undefined})"
+        )
+        if cal.spearman_interval:
+            rho += f" [{cal.spearman_interval[0]:.3f}, {cal.spearman_interval[1]:.3f}]"
+        figure("spearman", rho)
+    figure(
+        "unparsed",
+        f"{cal.unparsed} of {plural(cal.n, 'judge reply', 'judge replies')}",
+        f"(agreement counting them as disagreement: {cal.agreement_with_unparsed})",
+    )
+    if cal.without_verdict:
+        figure(
+            "no verdict",
+            plural(len(cal.without_verdict), "labelled row"),
+            "(the judge did not run or errored; not compared)",
+        )
+    if cal.unmatched_results or cal.unmatched_labels:
+        figure(
+            "unmatched",
+            f"{plural(len(cal.unmatched_results), 'result row')} without a label, "
+            f"{plural(len(cal.unmatched_labels), 'label')} without a result row",
+        )
+    if cal.per_category and len(cal.per_category) > 1:
+        lines.append("")
+        lines.append("per category (agreement; failure recall)")
+        correctable = set(cal.correctable_categories())
+        for name, sub in sorted(cal.per_category.items()):
+            recall = f"; recall {sub.failure_recall}" if sub.failure_recall is not None else ""
+            own = name in correctable or cal.kind != "pass/fail"
+            mark = "" if own else "  (a correction uses the overall figures: see the rule)"
+            lines.append(f"  {name}: {sub.agreement or 'n/a'}{recall}{mark}")
+    lines.append("")
+    if cal.warnings:
+        lines.append(f"verdict: {DISTRUST}:")
+        lines.extend(f"  - {warning}" for warning in cal.warnings)
+    else:
+        lines.append(f"verdict: {cal.verdict}")
+    return lines
+
+
+def jurors_against_labels(
+    rows: Iterable[Mapping[str, Any]],
+    labels: Mapping[Any, Mapping[str, Any]],
+    *,
+    judge: str | None = None,
+) -> Any:
+    """Each juror of a jury (and the jury) against the human labels, or None without a jury.
+
+    The rows are a jury's run (``tinyeval run`` with several ``--judge-model``):
+    each verdict keeps its jurors'. The result is a
+    :class:`tinyeval.judges.jury.JuryAgreement`: per juror failure recall and false
+    alarms, the jury's, and how much the jurors' errors overlap.
+
+    >>> rows = [{"id": "a", "judges": {"j": {"verdict": "PASS", "jurors": {
+    ...     "x": {"verdict": "PASS"}, "y": {"verdict": "FAIL"}, "z": {"verdict": "PASS"}}}}}]
+    >>> found = jurors_against_labels(rows, {"a": {"label": "PASS"}})
+    >>> [j.juror for j in found.jurors]
+    ['x', 'y', 'z']
+    """
+    from ..judges.jury import juror_agreement
+
+    columns: dict[str, list[Any]] = {}
+    human: list[Any] = []
+    for row in rows:
+        verdict = primary_verdict(row, judge)
+        record = labels.get(row.get("id"))
+        jurors = verdict.get("jurors") if verdict is not None else None
+        if not isinstance(jurors, Mapping) or record is None:
+            continue
+        label = record.get("label")
+        human.append(label.upper() if isinstance(label, str) else label)
+        for name, juror in jurors.items():
+            columns.setdefault(str(name), []).append(juror.get("verdict"))
+    if not columns or len(set(map(len, columns.values()))) != 1:
+        return None
+    return juror_agreement(columns, human)
+
+
+@dataclass(frozen=True)
+class CalibrationReport:
+    """A judge calibrated against a labels file, with everything the labels say beside it.
+
+    ``calibration`` is the judge against the reference labels; ``humans`` the
+    labelers against each other (with two or more); ``drift`` each labeler
+    against their own re-shown cases; ``ppi`` the prediction-powered rates
+    (when asked for); ``jury`` each juror against the labels (for a jury's rows).
+    Made by :func:`calibration_report`.
+    """
+
+    calibration: Any
+    label_set: LabelSet
+    reference: ReferenceLabels
+    humans: HumanAgreement | None = None
+    drift: tuple[SelfAgreement, ...] = ()
+    ppi: PPIRates | None = None
+    jury: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as one JSON object (what ``calibrate --json`` prints)."""
+        return {
+            **self.calibration.to_dict(),
+            "labels_file": self.label_set.to_dict(),
+            "reference": self.reference.to_dict(),
+            "humans": self.humans.to_dict() if self.humans else None,
+            "self_agreement": [item.to_dict() for item in self.drift],
+            "ppi": self.ppi.to_dict() if self.ppi else None,
+            "jury": self.jury.to_dict() if self.jury is not None else None,
+        }
+
+    def to_text(self) -> str:
+        """The calibration's table and figures, then the labels' own figures."""
+        cal, labels = self.calibration, self.reference
+        disagreeing = len(cal.disagreements())
+        lines = [cal.to_text(), "", f"disagreements: {disagreeing} of {cal.n} compared cases"]
+        if self.label_set.replaced:
+            lines.append(f"{len(self.label_set.replaced)} of the labels replaced an earlier "
+                         "label of the same labeler for the same case (the later one "
+                         "stands)")  # fmt: skip
+        if len(self.label_set.labelers) >= 2 or self.label_set.adjudicated or labels.ties:
+            lines.append(labels.describe() + f" ({REFERENCE_RULE})")
+        if self.humans is not None:
+            lines += ["", *self.humans.to_text()]
+        if self.drift:
+            lines += ["", "labelers against their own re-shown cases (drift):"]
+            lines += [f"  {item}" for item in self.drift]
+        if self.ppi is not None:
+            lines += ["", *self.ppi.to_text()]
+        if self.jury is not None:
+            lines += ["", "the jury's jurors against your labels:", str(self.jury)]
+        return "\n".join(lines)
+
+
+def calibration_report(
+    rows: Sequence[Mapping[str, Any]],
+    label_set: LabelSet,
+    *,
+    judge: str | None = None,
+    only: Iterable[str] | None = None,
+    ppi: bool = False,
+) -> CalibrationReport:
+    """Calibrate ``judge`` (default: the rows' first) against the reference labels of
+    ``label_set``, and gather the labelers' agreement, their drift, the jury's jurors and,
+    with ``ppi``, the prediction-powered pass rates. ``only`` restricts the cases compared.
+
+    >>> from tinyeval.humans.session import LabelRecord, LabelSet
+    >>> rows = [{"id": "a", "judges": {"j": {"verdict": "PASS"}}},
+    ...         {"id": "b", "judges": {"j": {"verdict": "PASS"}}}]
+    >>> ana = {key: LabelRecord({"id": key, "label": label})
+    ...        for key, label in (("a", "PASS"), ("b", "FAIL"))}
+    >>> report = calibration_report(rows, LabelSet(ana, {"ana": ana}, {}, (), ()))
+    >>> report.calibration.n, len(report.calibration.disagreements())
+    (2, 1)
+    """
+    from ..calibration import calibrate_results
+
+    wanted = list(only) if only is not None else None
+    reference = reference_labels(label_set)
+    several = len(label_set.labelers) >= 2
+    return CalibrationReport(
+        calibration=calibrate_results(rows, reference, judge=judge, only=wanted),
+        label_set=label_set,
+        reference=reference,
+        humans=human_agreement(label_set, ids=wanted) if several else None,
+        drift=tuple(self_agreement(label_set)),
+        ppi=ppi_rates(rows, reference, judge=judge) if ppi else None,
+        jury=jurors_against_labels(rows, reference, judge=judge),
+    )

@@ -1,0 +1,152 @@
+"""G-Eval steps: written once by a model for a criterion, checked strictly, frozen in a file.
+
+:mod:`tinyeval.rag.judges` re-exports every public name here; a
+:class:`~tinyeval.judge.Judge` given ``steps=`` shows them in its prompt.
+
+>>> steps, _ = parse_steps("1. Read the context.\\n2. Find each figure in it.")
+>>> steps
+('Read the context.', 'Find each figure in it.')
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..calls import ask
+from ..errors import plural, shorten
+from ..judge import (
+    CRITERIA,
+    Judge,
+    JudgeError,
+    Rubric,
+    _describe_error,
+    _fill,
+    default_name,
+    load_rubric,
+)
+
+__all__ = ["MAX_STEPS", "STEPS_TEMPLATE", "parse_steps", "write_steps"]
+
+CallModel = Callable[..., Any]
+
+
+# === G-Eval steps, written once and frozen =========================================
+
+STEPS_TEMPLATE = """\
+You are writing the evaluation steps a grader will follow to decide one property of a \
+response.
+
+PROPERTY: {criterion}
+
+Write 2 to 8 short, concrete steps that a grader follows in order to decide whether a \
+response has this property, ending with the step that decides PASS or FAIL. Each step \
+checks something that can be seen in the response, the question or the context. Answer \
+with the numbered steps only, one per line, in exactly this form:
+1. <first step>
+2. <second step>
+Write nothing else: no heading, no blank lines, no text after the last step."""
+"""The prompt :func:`write_steps` sends, once per criterion."""
+
+_STEP = re.compile(r"^(\d{1,2})\.[ \t]+(\S.*)$")
+MAX_STEPS = 10
+
+
+def parse_steps(text: str) -> tuple[tuple[str, ...] | None, str]:
+    """Read numbered evaluation steps strictly: ``(steps or None, reason)``.
+
+    Every non-blank line must be ``N. step`` with N counting 1, 2, 3... in
+    order; 1 to :data:`MAX_STEPS` steps. Anything else is unusable (None).
+
+    >>> parse_steps("1. Find each figure.\\n2. Look for it in the context.")
+    (('Find each figure.', 'Look for it in the context.'), '2 steps')
+    >>> parse_steps("Steps:\\n1. Read it.")
+    (None, "line 1 is not 'N. step': 'Steps:'")
+    """
+    if not isinstance(text, str):
+        return None, f"expected a text reply, got {type(text).__name__}"
+    lines = [(n, line.strip()) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if not lines:
+        return None, "the reply is empty"
+    steps: list[str] = []
+    for number, line in lines:
+        match = _STEP.match(line)
+        if not match:
+            return None, f"line {number} is not 'N. step': {shorten(repr(line))}"
+        if int(match.group(1)) != len(steps) + 1:
+            return None, f"line {number} is step {match.group(1)}, expected {len(steps) + 1}"
+        steps.append(match.group(2).strip())
+    if len(steps) > MAX_STEPS:
+        return None, f"{len(steps)} steps, at most {MAX_STEPS} are usable"
+    return tuple(steps), plural(len(steps), "step")
+
+
+def write_steps(
+    criterion: str,
+    call_model: CallModel,
+    *,
+    path: str | os.PathLike[str],
+    name: str | None = None,
+    overwrite: bool = False,
+) -> Rubric:
+    """G-Eval steps for ``criterion``, asked of ``call_model`` once and frozen in ``path``.
+
+    When ``path`` exists it is read back (:func:`tinyeval.judge.load_rubric`)
+    and the model is not called: re-running never re-generates the steps, so
+    every run judges with the same rubric, and its fingerprint (which covers
+    the steps) is the one in every row. ``overwrite=True`` asks again. A file
+    holding another criterion is refused. Otherwise the model gets
+    :data:`STEPS_TEMPLATE`; its reply is read by :func:`parse_steps`, and an
+    unusable reply raises :class:`~tinyeval.judge.JudgeError` (nothing is
+    written). The file is a rubric JSON object ``{"criterion", "name",
+    "steps"}``, written atomically; ``path`` must end in ``.json``.
+
+    >>> import tempfile, os
+    >>> where = os.path.join(tempfile.mkdtemp(), "polite.json")
+    >>> rubric = write_steps("Is polite.", lambda p: "1. Read it.\\n2. Look for rudeness.",
+    ...                      path=where)
+    >>> rubric.steps, Judge("Is polite.", steps=rubric.steps).steps
+    (('Read it.', 'Look for rudeness.'), ['Read it.', 'Look for rudeness.'])
+    >>> write_steps("Is polite.", lambda p: "never asked", path=where).steps
+    ('Read it.', 'Look for rudeness.')
+    """
+    where = Path(path)
+    if where.suffix != ".json":
+        raise JudgeError("a steps file must end in .json (a rubric JSON file)", path=str(where))
+    criterion_text = CRITERIA.get(criterion, criterion)
+    if where.exists() and not overwrite:
+        rubric = load_rubric(where)
+        if rubric.criterion != criterion:
+            raise JudgeError(
+                f"the file holds steps for another criterion ({shorten(repr(rubric.criterion))}); "
+                "use another path, or overwrite=True to write new steps",
+                path=str(where),
+                field="criterion",
+            )
+        if not rubric.steps:
+            raise JudgeError("the file has no steps", path=str(where), field="steps")
+        return rubric
+    Judge(criterion)  # refuses an empty criterion or one holding a block marker
+    prompt = _fill(STEPS_TEMPLATE, {"criterion": criterion_text})
+    try:
+        reply = ask(call_model, prompt)
+    except Exception as exc:
+        raise JudgeError(f"the model could not write the steps: {_describe_error(exc)}") from exc
+    steps, why = parse_steps(reply)
+    if steps is None:
+        raise JudgeError(
+            f"the model's steps could not be used: {why}; the reply was "
+            f"{shorten(repr(reply), 120)}; nothing was written",
+            path=str(where),
+        )
+    Judge(criterion, steps=steps)  # refuses a step holding a block marker
+    spec = {"criterion": criterion, "name": name or default_name(criterion), "steps": list(steps)}
+    where.parent.mkdir(parents=True, exist_ok=True)
+    partial = where.with_name(f".{where.name}.partial")
+    partial.write_text(json.dumps(spec, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    os.replace(partial, where)
+    return load_rubric(where)
