@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 import tinyeval
+from tinyeval import calibration, gating, report
+from tinyeval.ci.html import html_report
 from tinyeval.errors import IncompleteError
+from tinyeval.humans.session import label_session
 from tinyeval.records import (
     ResultsFileError,
     completeness,
@@ -41,19 +44,19 @@ def test_a_results_file_written_before_the_row_had_an_owner_is_read_by_every_rea
     assert counts["amount_extraction"].passed == 17
     assert counts["support_answers"].judged == 18
     # gate: no manifest, so completeness is unknown, never "incomplete"
-    gated = tinyeval.gate_rows(rows, {"amount_extraction": 1.0})
+    gated = gating.gate_rows(rows, {"amount_extraction": 1.0})
     assert gated.report.complete and not gated.report.passed
     # calibrate against the bundled labels, label a session, report, compare
     labels = tinyeval.read_labels(ROOT / "examples" / "labels.jsonl")
-    cal = tinyeval.calibrate_results(rows, labels)
+    cal = calibration.calibrate_results(rows, labels)
     assert cal.n == 18
-    summary = tinyeval.label_session(
+    summary = label_session(
         judged, tmp_path / "labels.jsonl", labeler="t", keys=iter("q"), write=lambda text: None
     )
     assert (summary.total, summary.labelled, summary.stopped) == (18, 0, "quit")
-    assert "amount_extraction" in tinyeval.summary_text(gated.report)
-    assert "<html" in tinyeval.html_report(rows, gated.report)
-    assert "<testsuites" in tinyeval.junit_xml(rows, gated.report)
+    assert "amount_extraction" in report.summary_text(gated.report)
+    assert "<html" in html_report(rows, gated.report)
+    assert "<testsuites" in report.junit_xml(rows, gated.report)
     assert tinyeval.compare_runs(rows, rows).overall.n == 62
 
 
