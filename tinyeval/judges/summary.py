@@ -31,7 +31,8 @@ def jury_section(session: Any, ready: PreparedCases, result: Any) -> Section:
     estimated from their verdicts alone."""
     from .jury import dawid_skene, shared_family
 
-    lines, info = [], {}
+    lines: list[str] = []
+    info: dict[str, Any] = {}
     family = shared_family(session.jurors)
     if family:
         lines.append(f"warning: every juror is of the {family} family: jurors of one family "
