@@ -124,12 +124,11 @@ def summarize(
     report = gate(counted[0] if counted else result.sorted_categories(), **s.gate_options())
     sections = {name: _extra("section", name, name)(session, ready, result)
                 for name in _sections(session, ready)}  # fmt: skip
-    text: list[str] = []
-    for name in ("retrieval", "graded"):
-        text += sections[name].lines if name in sections else []
+    text: list[str] = [*sections["retrieval"].lines] if "retrieval" in sections else []
     for name, observer in (observers or {}).items():
         text += observer.summary()
         info[name] = observer.to_dict()
+    text += sections["graded"].lines if "graded" in sections else []
     text += _failure_lines(failures, shown=s.show_failures, where=s.out)
     text += batch_lines
     info["resumed_rows"] = result.resumed
@@ -413,11 +412,8 @@ def summary_dict(
     unparsed: int = 0,
     errors: int = 0,
 ) -> dict[str, Any]:
-    """The run's summary as one JSON-ready object (what ``run --json`` prints).
-
-    Keys: ``gate`` (see :meth:`GateReport.to_dict`), ``judge`` (``judged``,
-    ``unparsed``, ``unparsed_rate``), ``errors``, plus whatever ``run_info``
-    carries (cases, files, fingerprints, models, usage).
+    """The run's summary as one JSON object (what ``run --json`` prints): ``run_info`` with
+    ``gate``, ``judge`` (``judged``, ``unparsed``, ``unparsed_rate``) and ``errors``.
 
     >>> from tinyeval.gating import gate
     >>> d = summary_dict(gate({"tone": {"passed": 1, "total": 2}}), judged=2, unparsed=1)
@@ -541,10 +537,8 @@ def _md_cell(text: str) -> str:
 def summary_markdown(report: GateReport, *, title: str = "tinyeval") -> str:
     """The gate as a Markdown table, for a pull-request comment or a CI job summary.
 
-    The heading says ``gate PASSED``, ``gate FAILED`` or, when no category
-    has a threshold, ``not gated (no thresholds)``. Category names are
-    escaped (``|``, ``<``, ``>``, ``&``), so a name cannot break the table or
-    inject markup into the page that shows it.
+    Category names are escaped (``|``, ``<``, ``>``, ``&``): a name cannot break the table
+    or inject markup into the page that shows it.
 
     >>> from tinyeval.gating import gate
     >>> print(summary_markdown(gate({"amounts": {"passed": 17, "total": 20}}, {"amounts": 1.0})))
