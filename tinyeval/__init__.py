@@ -78,15 +78,28 @@ _EXTRAS: dict[str, dict[str, str]] = {
     "criterion": {},
     "model": {"builtin": "judges.builtin:builtin_judge"},
     # what wraps the judge or the models of a run (a jury of several judge models, batches)
-    "wrapper": {},
+    "wrapper": {
+        "batch": "scale.session_batches:Batches",
+    },
     # run observers: watch the rows of a run and may stop it
     "observer": {},
     # sections of the run's summary, gate estimators, reports written after a run
-    "section": {},
+    "section": {
+        "retrieval": "rag.summary:retrieval_section",
+        "self_evaluation": "rag.summary:self_evaluation_section",
+        "graded": "judges.summary:graded_section",
+        "jury": "judges.summary:jury_section",
+    },
     "estimator": {},
-    "report": {},
+    "report": {
+        "junit": "ci.github:junit_report",
+        "html": "ci.html:html_page",
+        "github": "ci.github:github_report",
+    },
     # executors by scheme ("dask")
-    "executor": {},
+    "executor": {
+        "dask": "scale.executors:open_dask",
+    },
     # command-line commands, and option groups of `tinyeval run`
     "command": {},
     "options": {},

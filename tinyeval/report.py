@@ -1,51 +1,574 @@
-"""Turn a run's tallies and gate into what people read.
+"""A run's summary and its reports: text, JSON and Markdown, and the sections extras add.
 
-Text, JSON, Markdown, JUnit XML and a single-file HTML page. Every rate is
-printed with its denominator and its Wilson interval
-(``17/20 = 85.0% [64.0%, 94.8%]``); a category that blocks is marked
-``BLOCKS``; the global line is shown and labelled as never gating.
-
-Every writer returns text that can be written anywhere: a lone surrogate
-taken from a row (``"\\ud800"``, which no UTF-8 file can hold) is shown as
-its escape ``\\ud800``; in JUnit XML so is every other character XML 1.0
-forbids (the C0 controls but tab, line feed and carriage return, and U+FFFE
-and U+FFFF), so a control character in an id cannot make the file unreadable.
+:func:`summarize` assembles a finished session's :class:`~tinyeval.session.RunSummary`;
+extras contribute sections (``_EXTRAS["section"]``: the retrieval table, graded scores, a
+jury's warnings) and reports (``_EXTRAS["report"]``: JUnit, HTML, GitHub). Every rate is
+printed with its denominator and Wilson interval; a lone surrogate taken from a row is shown
+as its escape (``\\ud800``), so any file can hold the text.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple
+import html
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .ci.github import append_step_summary, github_summary, junit_gate_xml, workflow_commands
-from .ci.html import html_report
-from .gating import GateReport
-from .report_text import (
-    describe_failure,
-    failure_lines,
-    junit_xml,
-    summary_dict,
-    summary_markdown,
-    summary_text,
-    usage_line,
-)
+from . import _extra
+from .calls import Price, format_usd, run_cost
+from .errors import plural, shorten
+from .gating import CategoryVerdict, GateReport
+from .planning import PreparedCases
+from .records import Row, read_rows, verdicts
+from .runner import RunResult
+from .stats import format_rate
+
+if TYPE_CHECKING:
+    from .session import RunSummary, Session
 
 __all__ = [
     "ReportsWritten",
-    "append_step_summary",
+    "Section",
     "describe_failure",
     "failure_lines",
-    "github_summary",
-    "html_report",
-    "junit_gate_xml",
-    "junit_xml",
+    "header",
+    "rows_header",
+    "summarize",
+    "summarize_rows",
     "summary_dict",
     "summary_markdown",
     "summary_text",
     "usage_line",
-    "workflow_commands",
     "write_reports",
 ]
+
+
+class Section(NamedTuple):
+    """A part of the run's summary an extra contributes: text ``lines``, a JSON part ``info``
+    (merged into the run's JSON), and ``failed``, the line saying why when the section gates
+    and its gate failed (the run then fails).
+
+    >>> Section(["retrieval: ..."], {"retrieval": {}}).failed is None
+    True
+    """
+
+    lines: list[str]
+    info: dict[str, Any]
+    failed: str | None = None
+
+
+def _sections(session: Session, ready: PreparedCases) -> list[str]:
+    """The sections the run uses, decided without loading an extra."""
+    s, judges = session.settings, session.judges
+    used = {
+        "retrieval": bool(ready.queries or s.retrieval_threshold),
+        "graded": any(getattr(judge, "scale", None) is not None for judge in judges),
+        "jury": len(session.jurors) > 1,
+        "self_evaluation": bool(judges and s.generate_model),
+    }
+    return [name for name, on in used.items() if on]
+
+
+def summarize(
+    session: Session,
+    ready: PreparedCases,
+    result: RunResult,
+    *,
+    observers: Mapping[str, Any] | None = None,
+    failures: Sequence[Row] = (),
+    batch_lines: Sequence[str] = (),
+    review_rows: int = 0,
+) -> RunSummary:
+    """The summary of ``result``, a run of ``ready`` by ``session`` watched by ``observers``
+    (by the setting that turned each on).
+
+    >>> import tempfile, os
+    >>> from tinyeval.session import RunSettings, Session
+    >>> folder = tempfile.mkdtemp()
+    >>> cases = os.path.join(folder, "cases.jsonl")
+    >>> with open(cases, "w") as f:
+    ...     _ = f.write('{"id": "a", "output": "one two three", "expect": {"max_words": 2}}\\n')
+    >>> with Session(RunSettings(cases=cases, out=os.path.join(folder, "r.jsonl"))) as session:
+    ...     summary = session.run(session.prepare())
+    >>> summary.lines[0], summary.info["rows"]
+    ('cases that did not pass (up to 5 per category; every row is in ...r.jsonl):', 1)
+    """
+    from . import __version__
+    from .gating import gate
+    from .session import RunSummary
+
+    s = session.settings
+    judges = session.judges
+    info: dict[str, Any] = {
+        "tinyeval_version": __version__,
+        "cases_file": s.cases,
+        "cases": ready.in_file,
+        "selected": ready.selected,
+        "rows": result.total,
+        "complete": result.complete,
+        "stopped_reason": result.stopped_reason,
+        "out": s.out,
+        "dataset_fingerprint": ready.fingerprint,
+        "judge_model": session.judge_spec if judges else None,
+        "judges": [j.name for j in judges],
+        "criteria": {j.name: j.criterion_text for j in judges},
+        "rubric_fingerprints": {j.name: j.rubric_fingerprint for j in judges},
+        "usage": result.usage,
+        "elapsed_s": round(result.elapsed_s, 3),
+        "suite": None if s.suite is None else {"path": s.suite.path,
+                                               "fingerprint": s.suite.fingerprint,
+                                               "overridden": list(s.suite_overridden)},
+    }  # fmt: skip
+    # an observer that changes what the gate counts (trials: the case, not the trial) says so
+    counted = [o.tallies() for o in (observers or {}).values() if hasattr(o, "tallies")]
+    report = gate(counted[0] if counted else result.sorted_categories(), **s.gate_options())
+    sections = {name: _extra("section", name, name)(session, ready, result)
+                for name in _sections(session, ready)}  # fmt: skip
+    text: list[str] = [*sections["retrieval"].lines] if "retrieval" in sections else []
+    for name, observer in (observers or {}).items():
+        text += observer.summary()
+        info[name] = observer.to_dict()
+    text += sections["graded"].lines if "graded" in sections else []
+    text += _failure_lines(failures, shown=s.show_failures, where=s.out)
+    text += batch_lines
+    info["resumed_rows"] = result.resumed
+    text += _run_lines(session, result, info, review_rows)
+    for name in ("jury", "self_evaluation"):
+        text += sections[name].lines if name in sections else []
+    failed = [part.failed for part in sections.values() if part.failed]
+    for part in sections.values():
+        info.update(part.info)
+    stopped_by = getattr(result, "stopped_by", None)
+    tallies_now = result.categories.values()
+    return RunSummary(
+        report, info=info, lines=(*text, *failed), judged=sum(t.judged for t in tallies_now),
+        unparsed=sum(t.unparsed for t in tallies_now), errors=result.errors,
+        complete=result.complete, stopped_reason=result.stopped_reason, rows=result.total,
+        sections_passed=not failed,
+        capped=result.stopped_reason if stopped_by == "max_cost" else None,
+    )  # fmt: skip
+
+
+def header(session: Session, ready: PreparedCases) -> str:
+    """The line above the gate table: the cases, the dataset, the judges, the rows file (and
+    the suite file, when one gave the settings).
+
+    >>> from tinyeval.session import RunSettings, Session
+    >>> from tinyeval.planning import PreparedCases
+    >>> print(header(Session(RunSettings(cases="c.jsonl")), PreparedCases((), "ab12", in_file=3,
+    ...                                                                   selected=3)), end="")
+    3 cases from c.jsonl (dataset ab12) · rows in tinyeval-results.jsonl
+    """
+    s = session.settings
+    names = ", ".join(j.name for j in session.judges)
+    judge_part = f" · judge {session.judge_spec}: {names}" if session.judges else ""
+    selected = f" ({ready.selected:,} selected)" if ready.selected != ready.in_file else ""
+    text = (f"{plural(ready.in_file, 'case')}{selected} from {s.cases} (dataset "
+            f"{ready.fingerprint}){judge_part} · rows in {s.out}\n")  # fmt: skip
+    if s.suite is not None:
+        again = list(s.suite_overridden)
+        given = f"; given again, overriding it: {', '.join(again)}" if again else ""
+        text = f"suite {s.suite.path} ({s.suite.fingerprint}){given}\n{text}"
+    return text
+
+
+def summarize_rows(
+    rows: Sequence[Row], *, source: str, gate: Mapping[str, Any] | None = None
+) -> RunSummary:
+    """The summary of a results file's rows, gated as the run that wrote them gated (the
+    settings it recorded) unless ``gate`` (keywords of :func:`tinyeval.gating.gate_rows`)
+    gives others; never a pass on an incomplete set of rows. A threshold for a category
+    that looks like a misspelling of the rows' is refused.
+
+    >>> rows = [{"id": "a", "category": "tone", "status": "pass"},
+    ...         {"id": "b", "category": "tone", "status": "fail"}]
+    >>> summary = summarize_rows(rows, source="rows.jsonl", gate={"thresholds": {"tone": 1.0}})
+    >>> summary.passed, summary.rows, summary.info["dataset_fingerprints"]
+    (False, 2, ['unknown'])
+    """
+    from .gating import gate_rows
+    from .records import tally
+    from .session import RunSummary, refuse_unknown_categories
+
+    thresholds = (gate or {}).get("thresholds") or {}
+    refuse_unknown_categories("threshold", thresholds, {str(r.get("category")) for r in rows},
+                              only_typos=True)  # fmt: skip
+    gated = gate_rows(rows, **(gate or {}))
+    tallies = tally(rows).values()
+    fingerprints = sorted({str(r.get("dataset_fingerprint") or "unknown") for r in rows})
+    info: dict[str, Any] = {"results": source, "rows": len(rows),
+                            "dataset_fingerprints": fingerprints,
+                            "gate_settings_from_results": list(gated.remembered),
+                            "gate_settings_overridden": list(gated.overridden)}  # fmt: skip
+    notes = []
+    if gated.remembered:
+        notes.append(f"gate settings from the results (as the run gated): "
+                     f"{', '.join(gated.remembered)}")  # fmt: skip
+    if gated.overridden:
+        notes.append(f"given again, overriding the run's: "
+                     f"{', '.join(gated.overridden)}")  # fmt: skip
+    return RunSummary(
+        gated.report, info=info, lines=tuple(notes), judged=sum(t.judged for t in tallies),
+        unparsed=sum(t.unparsed for t in tallies), errors=sum(t.errors for t in tallies),
+        complete=gated.report.complete, rows=len(rows),
+    )  # fmt: skip
+
+
+def rows_header(summary: RunSummary) -> str:
+    """The line above a results file's gate table: its rows and dataset fingerprints.
+
+    >>> rows_header(summarize_rows([{"id": "a", "category": "c", "status": "pass"}],
+    ...                            source="r.jsonl"))
+    '1 row from r.jsonl (dataset unknown)\\n'
+    """
+    info = summary.info
+    return (f"{plural(info['rows'], 'row')} from {info['results']} (dataset "
+            f"{', '.join(info['dataset_fingerprints'])})\n")  # fmt: skip
+
+
+def _run_lines(
+    session: Session, result: RunResult, info: dict[str, Any], review_rows: int
+) -> list[str]:
+    """Shards, resumed rows, usage and cost, the cache, corrected rates, the review file."""
+    s = session.settings
+    text = []
+    if s.shard:
+        info["shard"] = f"{s.shard[0]}/{s.shard[1]}"
+        text.append(f"shard {info['shard']}: join shards with tinyeval merge")
+    if result.resumed:
+        text.append(f"resumed: {result.resumed} rows were kept from the earlier run")
+    line, cost = usage_line(result.usage, session.price)
+    if line:
+        text.append(line)
+    if cost is not None:
+        info["cost_usd"] = cost
+    if session.cache is not None:
+        hits, misses, _stores = session.cache.stats()
+        info["cache"] = {"path": s.cache, "hits": hits, "misses": misses}
+        if session.cache.warning:
+            info["cache"]["warning"] = session.cache.warning
+            text.append(f"warning: the response cache: {session.cache.warning}")
+    if session.calibration is not None:
+        from .calibration import corrected_lines, corrected_rates
+
+        judge = session.judges[0]
+        corrected = corrected_rates(session.calibration, result.sorted_categories(),
+                                    judge=judge, judge_model=session.judge_spec)  # fmt: skip
+        info["corrected"] = {name: item.to_dict() for name, item in corrected.items()}
+        text += corrected_lines(corrected, source=str(s.calibration), judge=judge.name)
+    if s.review_out:
+        info["review_out"], info["review_rows"] = s.review_out, review_rows
+        text.append(f"non-unanimous verdicts for review: {review_rows} (in {s.review_out})")
+    return text
+
+
+def _failure_lines(failures: Sequence[Row], *, shown: int, where: str) -> list[str]:
+    if not failures:
+        return []
+    text = failure_lines(list(failures), shown=shown, where=where)
+    return [*text, ""] if text else []
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _writable(text: str) -> str:
+    """``text`` with each lone surrogate shown as its escape, so any file can hold it.
+
+    >>> _writable("ok \\ud800 ok")
+    'ok \\\\ud800 ok'
+    """
+    return _SURROGATE.sub(_visible, text)
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1%}"
+
+
+def _rate_cell(v: CategoryVerdict, confidence: float = 0.95) -> str:
+    if v.total == 0:
+        return "0 cases"
+    return format_rate(v.passed, v.total, confidence)
+
+
+def _mark(v: CategoryVerdict, on: str = "rate") -> str:
+    """The gate column: ok, BLOCKS and why, inconclusive and what would decide it."""
+    if v.threshold is None:
+        return "no threshold"
+    if v.outcome == "inconclusive":
+        if v.more_cases_needed is None:
+            need = "no suite size decides it at this rate"
+        else:
+            need = f"about {plural(v.more_cases_needed, 'more case')} needed"
+        verdict = "BLOCKS" if v.blocking else "let through"
+        return f"inconclusive — {need} ({verdict})"
+    if not v.blocking:
+        return "ok"
+    if v.note:
+        return f"BLOCKS ({v.note})"
+    return f"BLOCKS ({_pct(v.rate)} < {_pct(v.threshold)})"
+
+
+def summary_text(
+    report: GateReport,
+    *,
+    header: str | None = None,
+    judged: int = 0,
+    unparsed: int = 0,
+    errors: int = 0,
+    extra_lines: tuple[str, ...] = (),
+) -> str:
+    """The run's summary as a plain-text table, one line per category.
+
+    >>> from tinyeval.gating import gate
+    >>> report = gate({"amounts": {"passed": 17, "total": 20}, "tone": {"passed": 12, "total": 12}},
+    ...               {"amounts": 1.0}, default_threshold=0.7)
+    >>> print(summary_text(report))
+    category  pass rate [95% Wilson]           threshold  gate
+    amounts   17/20 = 85.0% [64.0%, 94.8%]     100.0%     BLOCKS (85.0% < 100.0%)
+    tone      12/12 = 100.0% [75.8%, 100.0%]   70.0%      ok
+    global    29/32 = 90.6% [75.8%, 96.8%]     —          shown, never gates
+    <BLANKLINE>
+    gate: FAILED — blocking: amounts (1 of 2 gated)
+    """
+    width = max([len("category"), len("global")] + [len(c.category) for c in report.categories])
+    show_unchecked = any(c.unchecked for c in report.categories)
+    cells = [
+        (c.category, _rate_cell(c, report.confidence), str(c.unchecked), _pct(c.threshold),
+         _mark(c, report.on))
+        for c in report.categories
+    ]  # fmt: skip
+    overall = report.overall
+    cells.append(("global", _rate_cell(overall, report.confidence), str(overall.unchecked), "—",
+                  "shown, never gates"))  # fmt: skip
+    conf = f"{report.confidence:.0%}"
+    rate_width = max(len(f"pass rate [{conf} Wilson]"), *(len(c[1]) for c in cells))
+    lines = [header] if header else []
+    title = f"pass rate [{conf} Wilson]"
+    middle = "unchecked  " if show_unchecked else ""
+    lines.append(f"{'category':<{width}}  {title:<{rate_width}}   {middle}{'threshold':<9}  gate")
+    for name, rate, unchecked, threshold, mark in cells:
+        middle = f"{unchecked:<9}  " if show_unchecked else ""
+        line = f"{name:<{width}}  {rate:<{rate_width}}   {middle}{threshold:<9}  {mark}"
+        lines.append(line.rstrip())
+    lines.append("")
+    if judged:
+        lines.append(
+            f"judge verdicts that did not parse: {format_rate(unparsed, judged)} "
+            "(counted as not passed)"
+        )
+    if errors:
+        lines.append(
+            f'cases that errored: {errors} (counted as not passed; see the rows\' "error")'
+        )
+    lines.extend(_unchecked_lines(report))
+    lines.extend(extra_lines)
+    lines.append(_gate_line(report))
+    return _writable("\n".join(lines))
+
+
+def _unchecked_lines(report: GateReport) -> list[str]:
+    """``N cases had nothing to check them: ids …``, when any had nothing."""
+    count = report.overall.unchecked
+    if not count:
+        return []
+    ids = [i for c in report.categories for i in c.unchecked_ids]
+    shown = ", ".join(ids[:10]) + (f" and {count - min(len(ids), 10):,} more" if count > 10 else "")
+    text = f"{plural(count, 'case')} had nothing to check them (no check, no judge that could "
+    return [f"{text}judge them): {shown}; they count as not passed"]
+
+
+def _gate_line(report: GateReport) -> str:
+    gated = [c for c in report.categories if c.threshold is not None]
+    if not report.complete:
+        return f"gate: INCOMPLETE — {report.completeness}: no gate is decided on missing cases"
+    if not gated:
+        return "gate: no thresholds given, so nothing gates"
+    undecided = [c for c in report.undecided if not c.blocking]
+    if report.passed:
+        text = (
+            "gate: PASSED — the gated category meets its threshold"
+            if len(gated) == 1
+            else f"gate: PASSED — all {len(gated)} gated categories meet their thresholds"
+        )
+        if undecided:
+            names = ", ".join(c.category for c in undecided)
+            text += f" (inconclusive, let through: {names})"
+        return text
+    names = ", ".join(c.category for c in report.blocking)
+    return f"gate: FAILED — blocking: {names} ({len(report.blocking)} of {len(gated)} gated)"
+
+
+def summary_dict(
+    report: GateReport,
+    *,
+    run_info: Mapping[str, Any] | None = None,
+    judged: int = 0,
+    unparsed: int = 0,
+    errors: int = 0,
+) -> dict[str, Any]:
+    """The run's summary as one JSON object (what ``run --json`` prints): ``run_info`` with
+    ``gate``, ``judge`` (``judged``, ``unparsed``, ``unparsed_rate``) and ``errors``.
+
+    >>> from tinyeval.gating import gate
+    >>> d = summary_dict(gate({"tone": {"passed": 1, "total": 2}}), judged=2, unparsed=1)
+    >>> d["judge"]["unparsed_rate"], d["gate"]["passed"]
+    (0.5, True)
+    """
+    data: dict[str, Any] = dict(run_info or {})
+    data["gate"] = report.to_dict()
+    data["judge"] = {
+        "judged": judged,
+        "unparsed": unparsed,
+        "unparsed_rate": (unparsed / judged) if judged else None,
+    }
+    data["errors"] = errors
+    return data
+
+
+def usage_line(usage: Mapping[str, int], price: Price | None = None) -> tuple[str, float | None]:
+    """The run's token line (and its cost in US dollars, with a price): ``("", None)`` when no
+    call reported usage. Tokens replayed from the cache are shown apart and not costed.
+
+    >>> usage_line({"input_tokens": 1500, "output_tokens": 200}, Price(1.0, 5.0))
+    ('tokens: 1,500 in, 200 out; cost about $0.0025', 0.0025)
+    """
+    if not any(usage.values()):
+        return "", None
+    line = f"tokens: {usage.get('input_tokens', 0):,} in, {usage.get('output_tokens', 0):,} out"
+    cost = None
+    if price is not None:
+        paid = {key: usage.get(key, 0) for key in ("input_tokens", "output_tokens")}
+        cost = run_cost([paid], price)
+        line += f"; cost about {format_usd(cost)}"
+    cached_in = usage.get("cached_input_tokens", 0)
+    cached_out = usage.get("cached_output_tokens", 0)
+    if cached_in or cached_out:
+        line += f"; replayed from the cache, not paid again: {cached_in:,} in, {cached_out:,} out"
+    return line, cost
+
+
+def describe_failure(row: Mapping[str, Any], *, width: int = 100) -> str:
+    """Why a result row did not pass, in one line: the first failed check, the judge, or the error.
+
+    >>> describe_failure({"status": "fail", "checks": {"valid_json": True, "equals:amount": False},
+    ...                   "check_details": {"equals:amount": "got 1250, expected 125050"}})
+    'equals:amount: got 1250, expected 125050'
+    >>> describe_failure({"status": "error", "error": "TimeoutError: no reply", "checks": {}})
+    'error: TimeoutError: no reply'
+    """
+    if row.get("status") == "error":
+        return _writable(shorten(" ".join(f"error: {row.get('error')}".split()), width))
+    if row.get("status") == "unchecked":
+        reason = row.get("judge_skipped") or "no check and no judge looked at it"
+        return _writable(shorten(" ".join(f"unchecked: {reason}".split()), width))
+    checks: Mapping[str, Any] = row.get("checks") or {}
+    details: Mapping[str, Any] = row.get("check_details") or {}
+    if not isinstance(checks, Mapping) or not isinstance(details, Mapping):
+        checks, details = {}, {}
+    failed = [name for name, ok in checks.items() if not ok]
+    if failed:
+        parts = [f"{name}: {details[name]}" if details.get(name) else str(name) for name in failed]
+        return _writable(_listed(parts, width))
+    for judge in verdicts(row).values():
+        if judge.get("verdict") == "PASS" or "winner" in judge:
+            continue
+        name = judge.get("name")
+        if judge.get("verdict") is None:
+            replies = [str(r) for r in judge.get("raw") or [] if str(r).strip()]
+            said = f': replied "{shorten(" ".join(replies[0].split()), 60)}"' if replies else ""
+            text = f"judge {name}: no verdict ({judge.get('failure')}){said}"
+        else:
+            text = f"judge {name}: {judge.get('reason') or judge.get('verdict')}"
+        return _writable(shorten(" ".join(text.split()), width))
+    return "not passed"
+
+
+def _listed(parts: list[str], width: int) -> str:
+    """As many of ``parts`` as fit in ``width``, then ``(+N more)`` for the rest."""
+    parts = [" ".join(part.split()) for part in parts]
+    text = parts[0]
+    for index, part in enumerate(parts[1:], start=1):
+        rest = len(parts) - index - 1
+        tail = f" (+{rest} more)" if rest else ""
+        if len(text) + 2 + len(part) + len(tail) > width:
+            return shorten(text, width - 12) + f" (+{len(parts) - index} more)"
+        text += "; " + part
+    return shorten(text, width)
+
+
+def failure_lines(rows: list[Mapping[str, Any]], *, shown: int, where: str) -> list[str]:
+    """Lines listing failed cases by category (up to ``shown`` each) and why.
+
+    >>> rows = [{"id": "amt-3", "category": "amounts", "status": "fail",
+    ...          "checks": {"valid_json": False}, "check_details": {}}]
+    >>> print("\\n".join(failure_lines(rows, shown=5, where="rows.jsonl")))
+    cases that did not pass (up to 5 per category; every row is in rows.jsonl):
+      amounts  amt-3  valid_json
+    """
+    if not rows:
+        return []
+    width = max(len(str(r.get("category"))) for r in rows)
+    id_width = max(len(str(r.get("id"))) for r in rows)
+    lines = [f"cases that did not pass (up to {shown} per category; every row is in {where}):"]
+    for row in rows:
+        lines.append(
+            f"  {row.get('category')!s:<{width}}  {row.get('id')!s:<{id_width}}  "
+            f"{describe_failure(row)}"
+        )
+    return [_writable(line) for line in lines]
+
+
+def _md_cell(text: str) -> str:
+    """Text safe inside a Markdown table cell: no markup, no ``|`` that splits the cell.
+
+    >>> print(_md_cell("a|b<i>&c"))
+    a\\|b&lt;i&gt;&amp;c
+    """
+    text = " ".join(html.escape(text, quote=False).split())
+    return text.replace("|", "\\|")
+
+
+def summary_markdown(report: GateReport, *, title: str = "tinyeval") -> str:
+    """The gate as a Markdown table, for a pull-request comment or a CI job summary.
+
+    Category names are escaped (``|``, ``<``, ``>``, ``&``): a name cannot break the table
+    or inject markup into the page that shows it.
+
+    >>> from tinyeval.gating import gate
+    >>> print(summary_markdown(gate({"amounts": {"passed": 17, "total": 20}}, {"amounts": 1.0})))
+    ### tinyeval: gate FAILED
+    <BLANKLINE>
+    | category | pass rate [95% Wilson] | threshold | gate |
+    | --- | --- | --- | --- |
+    | amounts | 17/20 = 85.0% [64.0%, 94.8%] | 100.0% | **BLOCKS** (85.0% < 100.0%) |
+    | *global* | 17/20 = 85.0% [64.0%, 94.8%] | — | shown, never gates |
+    """
+    if not any(v.threshold is not None for v in report.categories):
+        outcome = "not gated (no thresholds)"
+    else:
+        outcome = "gate PASSED" if report.passed else "gate FAILED"
+    conf = f"{report.confidence:.0%}"
+    lines = [
+        f"### {title}: {outcome}",
+        "",
+        f"| category | pass rate [{conf} Wilson] | threshold | gate |",
+        "| --- | --- | --- | --- |",
+    ]
+    for v in report.categories:
+        mark = _mark(v, report.on).replace("|", "\\|")
+        if v.blocking:
+            mark = mark.replace("BLOCKS", "**BLOCKS**", 1)
+        rate = _rate_cell(v, report.confidence)
+        lines.append(f"| {_md_cell(v.category)} | {rate} | {_pct(v.threshold)} | {mark} |")
+    overall = _rate_cell(report.overall, report.confidence)
+    lines.append(f"| *global* | {overall} | — | shown, never gates |")
+    return _writable("\n".join(lines))
 
 
 class ReportsWritten(NamedTuple):
@@ -79,41 +602,40 @@ def write_reports(
     cases_file: str | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ReportsWritten:
-    """Write the report files asked for, each all or nothing: ``junit`` (JUnit XML),
-    ``markdown`` (the gate table) and ``html`` (the single-file page); and with ``github``
-    (by default, when ``GITHUB_STEP_SUMMARY`` is set in ``environ``, the process environment
-    unless given) append the job summary and make the annotations.
-
-    ``rows`` are the result rows, or the path of a results file, read only when a report
-    needs the rows; ``cases_file`` is where the annotations point when a row has no source.
+    """Write the report files asked for, each all or nothing: ``markdown`` (the gate table),
+    and through the reports of ``_EXTRAS["report"]`` ``junit`` (JUnit XML) and ``html`` (the
+    single-file page); with ``github`` (by default, when ``GITHUB_STEP_SUMMARY`` is set in
+    ``environ``, else the process environment) append the job summary and make the
+    annotations. ``rows`` (or a results file's path) are read only when a report needs them;
+    ``cases_file`` is where the annotations point when a row has no source.
 
     >>> import os, tempfile
     >>> from tinyeval.gating import gate
     >>> report = gate({"tone": {"passed": 2, "total": 3}}, thresholds={"tone": 0.9})
-    >>> folder = tempfile.mkdtemp()
-    >>> table = os.path.join(folder, "gate.md")
+    >>> table = os.path.join(tempfile.mkdtemp(), "gate.md")
     >>> written = write_reports(report, [], markdown=table, environ={})
     >>> written.files == (table,), "BLOCKS" in open(table, encoding="utf-8").read()
     (True, True)
     """
     import os
 
-    from .records import read_rows, write_text_atomically
+    from .records import write_text_atomically
 
     env = os.environ if environ is None else environ
     github = bool(env.get("GITHUB_STEP_SUMMARY")) if github is None else github
     every: list[Mapping[str, Any]] = []
     if junit or html or github:
         every = list(read_rows(rows) if isinstance(rows, str) else rows)
-    if junit:
-        write_text_atomically(junit, junit_gate_xml(report, every) + "\n")
     if markdown:
         write_text_atomically(markdown, summary_markdown(report) + "\n")
-    if html:
-        write_text_atomically(html, html_report(every, report, run_info=run_info))
+    for name, path in (("junit", junit), ("html", html)):
+        if path:
+            text = _extra("report", name, f"the {name} report")(report, every, run_info=run_info)
+            write_text_atomically(path, text)
     files = tuple(path for path in (junit, markdown, html) if path)
     if not github:
         return ReportsWritten(files, None, ())
-    summary = append_step_summary(github_summary(report, every), environ=env)
-    annotations = workflow_commands(report, every, cases_file=cases_file)
+    summary, annotations = _extra("report", "github", "the GitHub report")(
+        report, every, cases_file=cases_file, environ=env
+    )
     return ReportsWritten(files, summary, tuple(annotations))

@@ -1,23 +1,9 @@
 """A whole evaluation from its settings: what ``tinyeval run`` does, as a library.
 
-:func:`tinyeval.run` takes cases, judges and models as objects. A
-:class:`Session` takes them as settings, spelled as the command line and the
-suite file spell them (model specs, criteria, rubric files, ``"CAT=RATE"``),
-and does the rest: it opens the models (with the response cache, as a jury,
-through a provider's batch API), builds the judges, reads and selects the
-cases, refuses what cannot be meant before anything runs, runs them (on a
-Dask cluster when asked), and assembles the summary: the gate, the retrieval
-table, trials, stopping early, juries, corrected rates, usage and cost.
-
-==========================  ===================================================
-``RunSettings``             every setting of a run, by name, with its default
-``Session(settings)``       the models and judges, opened; ``prepare()``,
-                            ``dry_run()``, ``run()``, ``close()``
-``RunSummary``              what a run found: the gate, its text and its JSON
-==========================  ===================================================
-
-A session never prints: it hands each row to ``on_row`` as the case finishes
-and returns a summary whose text the caller shows.
+:class:`RunSettings` holds every setting of a run, spelled as the command line and the suite
+file spell them; a :class:`Session` opens the models and judges they name, reads and selects
+the cases, refuses what cannot be meant before anything runs, runs them, and returns a
+:class:`RunSummary`. A session never prints: it hands each row to ``on_row``.
 
 >>> import tempfile, os
 >>> folder = tempfile.mkdtemp()
@@ -45,7 +31,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .calls import Price
+from . import _EXTRAS, _extra
+from .calls import Price, parse_price
 from .errors import IncompleteError, InputError, did_you_mean, plural
 from .gating import GateReport
 from .planning import DryRun, PreparedCases
@@ -219,12 +206,10 @@ _NEEDS = {  # a setting, and the settings without which it has no effect
 class RunSummary:
     """What a run found: the gate, and everything said beside it.
 
-    ``info`` is the run's JSON (cases, files, fingerprints, models, usage,
-    and the parts below when present); ``lines`` the text shown under the gate
-    table (failed cases, retrieval, trials, batches, cost, warnings).
-    ``passed`` is the gate's verdict and the retrieval gate's together;
-    ``complete`` is False when the run stopped early (``stopped_reason`` says
-    why, ``capped`` when the spend cap stopped it).
+    ``info`` is the run's JSON and ``lines`` the text shown under the gate table.
+    ``sections_passed`` is False when a section that gates (the retrieval gate) failed;
+    ``complete`` is False when the run stopped early (``stopped_reason`` says why,
+    ``capped`` when the spend cap stopped it).
 
     >>> from tinyeval.gating import gate
     >>> summary = RunSummary(gate({"tone": {"passed": 3, "total": 3}}, thresholds={"tone": 1.0}))
@@ -241,13 +226,13 @@ class RunSummary:
     complete: bool = True
     stopped_reason: str | None = None
     rows: int = 0
-    retrieval_passed: bool = True
-    capped: str | None = None  # why the spend cap stopped the run
+    sections_passed: bool = True
+    capped: str | None = None
 
     @property
     def passed(self) -> bool:
-        """Whether both the gate and the retrieval gate (when there is one) passed."""
-        return self.report.passed and self.retrieval_passed
+        """Whether the gate and every section that gates passed."""
+        return self.report.passed and self.sections_passed
 
     def to_dict(self) -> dict[str, Any]:
         """The summary as one JSON-ready object (what ``run --json`` prints)."""
@@ -269,10 +254,9 @@ class RunSummary:
 class Session:
     """The models, judges and cache of a run, opened from :class:`RunSettings`.
 
-    Everything that can be wrong with the settings is found when the session
-    is made (before any case is read), and everything wrong with the cases by
-    :meth:`prepare` (before any of them runs). Use it as a context manager, or
-    call :meth:`close`, so the response cache is released.
+    Everything wrong with the settings is found when the session is made, and everything
+    wrong with the cases by :meth:`prepare`, before any case runs. Use it as a context
+    manager, or call :meth:`close`, so the response cache is released.
 
     >>> session = Session(RunSettings(cases="cases.jsonl", criterion=["answers-the-question"],
     ...                               votes=3))
@@ -294,12 +278,12 @@ class Session:
             spec = "jury:" + ",".join(self.jurors)
         self.judge_spec: str = spec or "builtin"
         self.judges, self.judge_categories = self._judges()
-        self.price = _price(s.price)
+        self.price = parse_price(s.price) if isinstance(s.price, str) else s.price  # cost line
         self.template = _template(s.prompt_template)
         self.cache: Any = None
         self.judge_model: Any = None
         self.generate_model: Any = None
-        self.batch_models: list[Any] = []
+        self.batches: Any = None  # the batch models, with --batch
         self.stop = threading.Event()
         self.in_flight = 0
         self.calibration = None
@@ -358,50 +342,17 @@ class Session:
     def _open_models(self) -> None:
         s = self.settings
         if self.judges and len(self.jurors) > 1:
-            from .judges.jury import Jury
-
+            jury = _extra("wrapper", "jury", "a jury of judge models")
             models = {spec: self._model(spec, max_tokens=s.judge_max_tokens)
                       for spec in self.jurors}  # fmt: skip
-            self.judges = [Jury(judge, models) for judge in self.judges]
+            self.judges = [jury(judge, models) for judge in self.judges]
             self.judge_model = _Panel(self.judge_spec)
         elif self.judges:
             self.judge_model = self._model(self.judge_spec, max_tokens=s.judge_max_tokens)
         if s.generate_model:
             self.generate_model = self._model(s.generate_model, max_tokens=s.max_tokens)
-        if s.batch:
-            self._use_batches()
-
-    def _use_batches(self) -> None:
-        """The judge and generate models become batch models on the same cache."""
-        from .cache import ResponseCache
-        from .scale.batch import BatchJob, BatchModel
-
-        s = self.settings
-        if s.no_cache:
-            raise InputError("batches keep the batch id and its replies in the response cache: "
-                             "it cannot be turned off", field="batch")  # fmt: skip
-        self.cache = self.cache if self.cache is not None else ResponseCache(s.cache)
-
-        def batched(spec: str | None, model: Any, max_tokens: int | None) -> Any:
-            if (
-                model is None
-                or spec is None
-                or spec.partition(":")[0] not in ("openai", "anthropic")
-            ):
-                return model  # builtin, cmd: and py: models are called as usual
-            job = BatchJob(spec, self.cache, base_url=s.base_url, timeout=s.timeout,
-                           temperature=s.temperature, max_tokens=max_tokens,
-                           poll_interval=s.batch_poll, sleep=self._wait)  # fmt: skip
-            found = BatchModel(job)
-            self.batch_models.append(found)
-            return found
-
-        self.judge_model = batched(self.judge_spec, self.judge_model, s.judge_max_tokens)
-        self.generate_model = batched(s.generate_model, self.generate_model, s.max_tokens)
-        if not self.batch_models:
-            raise InputError("neither the judge nor the generate model is an openai: or "
-                             "anthropic: model, and only those have batch APIs",
-                             field="batch")  # fmt: skip
+        if s.batch:  # the judge and generate models become batch models on the same cache
+            self.batches = _extra("wrapper", "batch", "batch")(self)
 
     # --- the cases ---
 
@@ -409,10 +360,8 @@ class Session:
         """Read, validate and select the run's cases, and refuse what they show cannot be
         meant (an unknown category, cases with no output and no generate model).
 
-        A run that calls no model reads a large file once, as it runs (nothing
-        is spent before a bad case shows, and its rows are written whole at the
-        end): its cases are then refused, if they must be, when the run has read
-        them all (``ready.read`` is False until then).
+        A run that calls no model reads a large file once, as it runs, and refuses its
+        cases, if it must, when it has read them all (``ready.read`` is False until then).
         """
         from .planning import prepare_cases
 
@@ -470,6 +419,21 @@ class Session:
 
     # --- the run ---
 
+    def observers(self, ready: PreparedCases, only: Sequence[str] | None = None) -> dict[str, Any]:
+        """The run's observers by the setting that turns each on: one for each setting of
+        ``_EXTRAS["observer"]`` given (not at its default), of those in ``only`` when given.
+
+        >>> Session(RunSettings(cases="c.jsonl")).observers(PreparedCases((), "ab12"))
+        {}
+        """
+        defaults = _setting_defaults()
+        return {
+            name: _extra("observer", name, name)(self.settings, ready)
+            for name in _EXTRAS["observer"]
+            if (only is None or name in only)
+            and getattr(self.settings, name, None) != defaults.get(name)
+        }
+
     def run(
         self,
         ready: PreparedCases,
@@ -479,25 +443,23 @@ class Session:
     ) -> RunSummary:
         """Run the prepared cases into rows in ``settings.out`` and summarize them.
 
-        ``on_row`` is called with each row as its case finishes. Setting
-        :attr:`stop` (a :class:`threading.Event`) stops taking new cases;
-        :attr:`in_flight` counts the cases running. ``executor`` overrides
-        ``settings.executor``. Raises :class:`~tinyeval.errors.IncompleteError`
-        when a batch is still pending at the provider, or a row cannot be
-        written.
+        ``on_row`` is called with each row as its case finishes. Setting :attr:`stop`
+        stops taking new cases; :attr:`in_flight` counts the cases running. ``executor``
+        (any :class:`concurrent.futures.Executor`) overrides ``settings.executor``. Raises
+        :class:`~tinyeval.errors.IncompleteError` when a batch is still pending at the
+        provider, or a row cannot be written.
 
-        Cases prepared to be read once, as the run goes (``ready.read`` False),
-        are refused at the end if they must be, and their rows reach
-        ``settings.out`` only then, all at once; the rows ``on_row`` sees have
-        no ``dataset_fingerprint`` or ``run`` yet (the written ones do). Such a
-        run stopped before the end of its file writes nothing (``ready.read``
-        stays False).
+        Cases read once, as the run goes (``ready.read`` False), are refused at the end if
+        they must be, and their rows reach ``settings.out`` only then, all at once (the rows
+        ``on_row`` sees have no ``dataset_fingerprint`` or ``run`` yet); such a run stopped
+        before the end of its file writes nothing.
         """
         from .records import RowsWrittenWhole, write_row
         from .runner import run
 
         s = self.settings
-        batch_lines = self._run_batches(ready) if self.batch_models else []
+        batch_lines = self.batches.run(ready) if self.batches is not None else []
+        observers = self.observers(ready)
         failures = _Failures(s.show_failures)
         review_rows = 0
         one_pass = not ready.read  # the rows wait for the fingerprint, known at the end
@@ -531,15 +493,14 @@ class Session:
                 result = run(
                     ready.cases, judges=self.judges, judge_model=self.judge_model,
                     generate_model=self.generate_model, prompt_template=self.template,
-                    regenerate=s.regenerate, trials=s.trials, judge_all=s.judge_all,
+                    regenerate=s.regenerate, judge_all=s.judge_all,
                     judge_categories=self.judge_categories, out=None if one_pass else s.out,
                     resume=s.resume, shard=s.shard, concurrency=s.concurrency,
                     max_errors=s.max_errors, case_timeout=s.case_timeout,
                     fail_fast=s.fail_fast or None, keep_rows=False, on_row=noted,
                     dataset_fingerprint=ready.fingerprint or None,
                     manifest=None if one_pass else self._manifest(ready), stop=self.stop,
-                    progress=self._in_flight, stop_when_decided=self._decide_at(ready),
-                    max_cost=s.max_cost, price=self.price, executor=executor,
+                    progress=self._in_flight, observers=list(observers.values()), executor=executor,
                 )  # fmt: skip
                 if whole is not None and ready.read:  # the whole file read: rows written
                     self._refuse(ready)
@@ -555,17 +516,10 @@ class Session:
                 raise IncompleteError(
                     f"writing the results failed: {where}{exc.strerror or exc}; {kept}"
                 ) from None
-        from .summary import summarize
+        from .report import summarize
 
-        return summarize(self, ready, result, failures=failures.rows(),
+        return summarize(self, ready, result, observers=observers, failures=failures.rows(),
                          batch_lines=batch_lines, review_rows=review_rows)  # fmt: skip
-
-    def _wait(self, seconds: float) -> None:
-        """Wait between polls of a pending batch, unless asked to stop (then stop at once)."""
-        if self.stop.wait(seconds):
-            raise IncompleteError("stopped on request while a batch is pending at the provider: "
-                                  "resume the run later (it polls the same batch, never "
-                                  "submits it twice)")  # fmt: skip
 
     def _in_flight(self, count: int) -> None:
         self.in_flight = count
@@ -585,49 +539,6 @@ class Session:
             suite=s.suite.fingerprint if s.suite is not None else None,
             cases_file=s.cases, trials=s.trials, sequential=s.stop_when_decided,
         )  # fmt: skip
-
-    def _decide_at(self, ready: PreparedCases) -> dict[str, float] | None:
-        """With ``stop_when_decided``: each gated category's threshold."""
-        if not self.settings.stop_when_decided:
-            return None
-        from .gating import gate_settings
-
-        settings = gate_settings(**self.settings.gate_options())
-        default = settings["default_threshold"]
-        limits = {c: settings["thresholds"].get(c, default) for c in ready.categories}
-        found = {c: float(t) for c, t in limits.items() if t is not None}
-        if not found:
-            raise InputError("needs thresholds: it stops a category once its gate is decided",
-                             field="stop_when_decided")  # fmt: skip
-        return found
-
-    def _run_batches(self, ready: PreparedCases) -> list[str]:
-        """Record the calls the run would make, send them as batches, until none is left."""
-        from .runner import run
-
-        s = self.settings
-        lines = []
-        for _ in range(4):  # generation, then the judges of what was generated
-            run(ready.cases, judges=self.judges, judge_model=self.judge_model,
-                generate_model=self.generate_model, prompt_template=self.template,
-                regenerate=s.regenerate, trials=s.trials, judge_all=s.judge_all,
-                judge_categories=self.judge_categories, concurrency=s.concurrency,
-                fail_fast=None, keep_rows=False)  # fmt: skip
-            waiting = [(m, m.take_deferred()) for m in self.batch_models]
-            if not any(requests for _, requests in waiting):
-                break
-            for model, requests in waiting:
-                if not requests:
-                    continue
-                outcome = model.job.run(requests)
-                model.absorb(outcome)
-                lines.append(f"batch: {outcome}")
-                if not outcome.complete:
-                    raise IncompleteError(
-                        f"{outcome}; the batch is still pending at the provider: resume the "
-                        "run later (it polls the same batch, never submits it twice)"
-                    )
-        return lines
 
 
 class Progress:
@@ -907,8 +818,8 @@ def open_model(
 
 @contextlib.contextmanager
 def open_executor(spec: str | None, concurrency: int = 4) -> Iterator[Executor | None]:
-    """The executor a spec names: ``None`` (the runner's own thread pool), ``dask:local`` (a
-    local Dask cluster of two worker processes) or ``dask://HOST:PORT`` (a scheduler).
+    """The executor a spec names: ``None`` (the runner's own thread pool) or ``SCHEME:…``,
+    an executor an extra brings (``dask:local``, ``dask://HOST:PORT``).
 
     >>> with open_executor(None) as executor:
     ...     print(executor)
@@ -917,27 +828,12 @@ def open_executor(spec: str | None, concurrency: int = 4) -> Iterator[Executor |
     if spec is None:
         yield None
         return
-    if spec != "dask:local" and not spec.startswith("dask://"):
-        raise InputError(f"expected dask:local or dask://HOST:PORT, got {spec!r}",
-                         field="executor")  # fmt: skip
-    try:
-        from distributed import Client, LocalCluster
-    except ImportError:
-        raise InputError("Dask's distributed scheduler is not installed: pip install "
-                         "'dask[distributed]'", field="executor") from None  # fmt: skip
-    cluster = None
-    if spec == "dask:local":
-        cluster = LocalCluster(n_workers=2, threads_per_worker=max(1, concurrency // 2),
-                               processes=True, dashboard_address=None)  # fmt: skip
-        client = Client(cluster)
-    else:
-        client = Client(spec.removeprefix("dask://"))
-    try:
-        yield client.get_executor()
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+    scheme = spec.partition(":")[0]
+    if scheme not in _EXTRAS["executor"]:
+        known = " or ".join(f"{name}:…" for name in _EXTRAS["executor"]) or "no executor"
+        raise InputError(f"expected {known}, got {spec!r}", field="executor")
+    with _extra("executor", scheme, f"the executor {spec}")(spec, concurrency) as executor:
+        yield executor
 
 
 def refuse_unknown_categories(
@@ -970,14 +866,6 @@ def _jurors(given: str | Sequence[str] | None) -> list[str]:
         raise InputError(f"a jury needs an odd number of models (3, 5…), got {len(specs)}",
                          field="judge_model")  # fmt: skip
     return specs
-
-
-def _price(given: str | Price | None) -> Price | None:
-    if given is None or isinstance(given, Price):
-        return given
-    from .calls import parse_price
-
-    return parse_price(given)
 
 
 def _template(path: str | None) -> str | None:

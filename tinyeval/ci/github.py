@@ -1,6 +1,7 @@
-"""The gate for CI: a JUnit file (a test case per category), GitHub's summary and annotations.
+"""The gate for CI: JUnit files, GitHub's job summary and annotations.
 
-Every public name here is re-exported by :mod:`tinyeval.report`.
+:func:`junit_report` and :func:`github_report` are the reports ``write_reports`` reaches
+through ``_EXTRAS["report"]``.
 """
 
 from __future__ import annotations
@@ -10,14 +11,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..gating import CategoryVerdict, GateReport
-
-# ------------------------------------------------------------------- CI: a JUnit gate, GitHub
-from ..report_text import _mark, _md_cell, _pct, _rate_cell, describe_failure, summary_markdown
+from ..report import _mark, _md_cell, _pct, _rate_cell, _visible, describe_failure, summary_markdown
 
 __all__ = [
     "append_step_summary",
+    "github_report",
     "github_summary",
     "junit_gate_xml",
+    "junit_report",
+    "junit_xml",
     "workflow_commands",
 ]
 
@@ -169,10 +171,10 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 def _xml_safe(text: str) -> str:
     """``text`` without the characters XML 1.0 forbids, each shown as its escape.
 
-    >>> _xml_safe("ok\\x1b[31m red\\x00")
-    'ok\\\\x1b[31m red\\\\x00'
+    >>> _xml_safe("ok\\x1b[31m red\\x00 \\udfff")
+    'ok\\\\x1b[31m red\\\\x00 \\\\udfff'
     """
-    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _NOT_XML.sub(_visible, text)
 
 
 def github_summary(
@@ -363,3 +365,70 @@ def workflow_commands(
         parts.append(f"title={_command_property(f'tinyeval gate: {v.category} {word}')}")
         commands.append(f"::{level} {','.join(parts)}::{_command_data(message)}")
     return commands
+
+
+def junit_xml(rows: list[Mapping[str, Any]], report: GateReport) -> str:
+    """JUnit XML: one test suite per category with a test case per case, plus the gate.
+
+    Errored cases are ``<error>``, failed ones ``<failure>``; each blocking category is a
+    failed ``gate`` test.
+
+    >>> from tinyeval.gating import gate
+    >>> rows = [{"id": "a", "category": "c", "status": "pass", "latency_ms": 5.0},
+    ...         {"id": "b", "category": "c", "status": "fail", "checks": {"valid_json": False}}]
+    >>> xml = junit_xml(rows, gate({"c": {"passed": 1, "total": 2}}, {"c": 1.0}))
+    >>> '<testcase classname="c" name="b" time="0.000"><failure message="valid_json"' in xml
+    True
+    """
+    import xml.etree.ElementTree as ET
+
+    root = ET.Element("testsuites", name="tinyeval")
+    by_category: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        by_category.setdefault(str(row.get("category")), []).append(row)
+    for category, members in by_category.items():
+        failures = sum(1 for r in members if r.get("status") == "fail")
+        errors = sum(1 for r in members if r.get("status") == "error")
+        suite = ET.SubElement(
+            root, "testsuite", name=category, tests=str(len(members)),
+            failures=str(failures), errors=str(errors),
+        )  # fmt: skip
+        for row in members:
+            seconds = float(row.get("latency_ms") or 0.0) / 1000
+            case = ET.SubElement(
+                suite, "testcase", classname=category, name=str(row.get("id")),
+                time=f"{seconds:.3f}",
+            )  # fmt: skip
+            if row.get("status") != "pass":
+                kind = "error" if row.get("status") == "error" else "failure"
+                reason = describe_failure(row, width=1000)
+                ET.SubElement(case, kind, message=reason).text = reason
+    gated = [v for v in report.categories if v.threshold is not None]
+    suite = ET.SubElement(
+        root, "testsuite", name="gate", tests=str(len(gated)),
+        failures=str(sum(1 for v in gated if v.blocking)), errors="0",
+    )  # fmt: skip
+    for v in gated:
+        case = ET.SubElement(suite, "testcase", classname="gate", name=v.category, time="0.000")
+        if v.blocking:
+            message = f"{_rate_cell(v, report.confidence)} {_mark(v, report.on)}"
+            ET.SubElement(case, "failure", message=message).text = message
+    return _xml_safe(ET.tostring(root, encoding="unicode", xml_declaration=True))
+
+
+def junit_report(report: GateReport, rows: list[Mapping[str, Any]], *, run_info: Any = None) -> str:
+    """The JUnit gate file's text (the ``junit`` report of ``write_reports``)."""
+    return junit_gate_xml(report, rows) + "\n"
+
+
+def github_report(
+    report: GateReport,
+    rows: list[Mapping[str, Any]],
+    *,
+    cases_file: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[str | None, list[str]]:
+    """Append the job summary (the file written, or None) and make the annotations (the
+    ``github`` report of ``write_reports``)."""
+    summary = append_step_summary(github_summary(report, rows), environ=environ)
+    return summary, workflow_commands(report, rows, cases_file=cases_file)

@@ -17,7 +17,7 @@ from ..calls import format_usd
 from ..errors import plural, shorten
 from ..gating import CategoryVerdict, GateReport
 from ..records import verdicts
-from ..report_text import (
+from ..report import (
     _gate_line,
     _mark,
     _pct,
@@ -929,3 +929,10 @@ def html_report(
         f"<style>{_HTML_STYLE}</style>\n"
         f"</head>\n<body>\n<main>\n{_writable(body)}\n</main>\n</body>\n</html>\n"
     )
+
+
+def html_page(
+    report: GateReport, rows: list[Mapping[str, Any]], *, run_info: Mapping[str, Any] | None
+) -> str:
+    """The page of :func:`html_report` (the ``html`` report of ``write_reports``)."""
+    return html_report(rows, report, run_info=run_info)

@@ -9,18 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from tinyeval.ci.testing import SuiteRunner
-from tinyeval.dataset import load
-from tinyeval.gating import gate
-from tinyeval.report import (
+from tinyeval.ci.github import (
     append_step_summary,
     github_summary,
     junit_gate_xml,
     workflow_commands,
 )
+from tinyeval.ci.testing import SuiteRunner
+from tinyeval.dataset import load
+from tinyeval.gating import gate
 from tinyeval.suite import load_suite
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCENE = ROOT / "examples" / "pytest"
 WORKFLOW = ROOT / "examples" / "github" / "tinyeval.yml"
 

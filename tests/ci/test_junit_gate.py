@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from tinyeval.ci.github import junit_gate_xml, junit_xml
 from tinyeval.ci.testing import SuiteRunner
 from tinyeval.dataset import load
 from tinyeval.gating import GateReport, gate
-from tinyeval.report import junit_gate_xml, junit_xml
 from tinyeval.suite import load_suite
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCENE = ROOT / "examples" / "pytest"
-XSD = Path(__file__).resolve().parent / "data" / "jenkins-xunit-junit-10.xsd"
+XSD = Path(__file__).resolve().parents[1] / "data" / "jenkins-xunit-junit-10.xsd"
 
 
 def scene_rows() -> tuple[list[dict], GateReport]:

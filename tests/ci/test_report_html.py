@@ -15,13 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tinyeval.ci.html import html_report
 from tinyeval.gating import GateReport, gate
 from tinyeval.records import read_rows
-from tinyeval.report import html_report
 from tinyeval.runner import RunResult
 from tinyeval.stats import format_rate
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 VOID = {"meta", "br", "hr", "img", "input", "link", "col", "wbr", "source", "area", "base"}
 HOSTILE = '"&<>'
 
