@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tinyeval import checks
+from tinyeval.agents.tools import tool_names, tools_forbidden, tools_required
 from tinyeval.checks import (
     CheckResult,
     CheckSpecError,
@@ -33,9 +34,6 @@ from tinyeval.checks import (
     one_of,
     run_checks,
     run_checks_detailed,
-    tool_names,
-    tools_forbidden,
-    tools_required,
     valid_json,
 )
 
@@ -757,10 +755,8 @@ def test_check_result_rejects_truthy_non_bools() -> None:
 
 
 def test_json_is_parsed_once_per_distinct_output(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tinyeval import check_core
-
     calls = []
-    real = check_core._DECODER
+    real = checks._DECODER
 
     class Counting:
         def decode(self, text: str) -> Any:
@@ -768,7 +764,7 @@ def test_json_is_parsed_once_per_distinct_output(monkeypatch: pytest.MonkeyPatch
             return real.decode(text)
 
     checks._parse_json.cache_clear()
-    monkeypatch.setattr(check_core, "_DECODER", Counting())  # the decoder check_core parses with
+    monkeypatch.setattr(checks, "_DECODER", Counting())  # the decoder checks parse with
     output = '{"amount": 125050, "currency": "ARS", "unique": 8812}'
     built = [valid_json(), *has_fields("amount", "currency"), equals("amount", 125050)]
     assert all(run_checks(output, built).values())

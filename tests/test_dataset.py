@@ -331,7 +331,7 @@ class TestJsonList:
         ("text", "got"),
         [
             ('{"id": "a"}', "got an object"),
-            ('"cases"', "got string 'cases'"),
+            ('"cases"', 'got string "cases"'),
             ('{"cases": {"id": "a"}}', "got an object"),
             ("3", "got number 3"),
         ],
@@ -700,7 +700,7 @@ class TestFieldMapping:
     def test_a_mapped_value_is_still_validated(self, tmp_path: Path) -> None:
         path = write(tmp_path / "log.jsonl", jsonl(self.LOG))
         error = load_error(path, fields={"id": "request_id", "label": "team"})
-        assert_error(error, path, 1, "label", "got string 'pagos'")
+        assert_error(error, path, 1, "label", 'got string "pagos"')
 
     def test_mapping_csv_columns(self, tmp_path: Path) -> None:
         path = write(
@@ -750,7 +750,7 @@ class TestFieldMapping:
 # (bad record on line 3 of a file, field named, fragment of the message)
 BAD_RECORDS = [
     ('{"input": "q"}', "id", "every case needs an id"),
-    ('{"id": ""}', "id", "expected a non-empty string, got string ''"),
+    ('{"id": ""}', "id", 'expected a non-empty string, got string ""'),
     ('{"id": "   "}', "id", "expected a non-empty string"),
     ('{"id": ["a"]}', "id", "got a list"),
     ('{"id": true}', "id", "got boolean true"),
@@ -782,10 +782,10 @@ BAD_RECORDS = [
     ('{"id": "x", "tool_calls": {}}', "tool_calls", "got an object"),
     ('{"id": "x", "tool_calls": 0}', "tool_calls", "got number 0"),
     ('{"id": "x", "tool_calls": [{"tool": "transfer"}]}', "tool_calls", "entry 0"),
-    ('{"id": "x", "label": "MAYBE"}', "label", "got string 'MAYBE'"),
+    ('{"id": "x", "label": "MAYBE"}', "label", 'got string "MAYBE"'),
     ('{"id": "x", "label": true}', "label", "got boolean true"),
-    ('{"id": "x", "label": "nan"}', "label", "got string 'nan'"),
-    ('{"id": "x", "label": "inf"}', "label", "got string 'inf'"),
+    ('{"id": "x", "label": "nan"}', "label", 'got string "nan"'),
+    ('{"id": "x", "label": "inf"}', "label", 'got string "inf"'),
     ('{"id": "x", "label": NaN}', "label", "got number nan"),
     ('{"id": "x", "label": -Infinity}', "label", "got number -inf"),
     ('{"id": "x", "label": ["PASS"]}', "label", "got a list"),

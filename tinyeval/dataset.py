@@ -51,14 +51,12 @@ import random
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from . import checks
-from ._formats import _JSON_CELLS, MAX_LINE_BYTES, DatasetError, _describe, _iter_records
+from . import _extra, checks
+from ._formats import _JSON_CELLS, MAX_LINE_BYTES, DatasetError, _iter_records
 from .errors import InputError, TinyevalError
-
-if TYPE_CHECKING:  # read only from cases with messages: a plain file never loads it
-    from .agents.conversation import Conversation
+from .errors import describe_json as _describe
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -116,7 +114,7 @@ class Case:
     tool_calls: Sequence[Any] = ()
     label: str | float | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
-    conversation: Conversation | None = None
+    conversation: Any = None  # an object of the extra that read the messages
     source: str | None = field(default=None, compare=False)
     line: int | None = field(default=None, compare=False)
     # the checks of ``expect``, built once when the case was read (see expect_checks)
@@ -341,7 +339,7 @@ def _refuse_near_misses(record: Mapping[str, Any], where: dict[str, Any], *, lin
             )
 
 
-def _at(error: checks.CheckSpecError, where: dict[str, Any]) -> DatasetError:
+def _at(error: InputError, where: dict[str, Any]) -> DatasetError:
     """A check's specification error as a dataset error at this file and line."""
     return DatasetError(error.reason, field=error.field, **where)
 
@@ -387,7 +385,7 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
         if not isinstance(raw_id, str) or not raw_id.strip():
             _expect_type(raw_id, "a non-empty string", "id", where)
 
-    if "messages" not in rec and not isinstance(rec.get("input"), list):
+    if "messages" not in rec and not _has_messages(rec.get("input")):
         conversation, final = None, None  # a plain input: no conversation to read
     else:
         conversation, final = _read_conversation(rec, where)
@@ -447,7 +445,7 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
     expect = dict(expect)
     try:  # (a try costs nothing until it catches; this runs for every case read)
         built = tuple(checks.checks_from_expect(expect))
-    except checks.CheckSpecError as exc:
+    except InputError as exc:  # a wrong expect block, or a key whose extra this copy lacks
         raise _at(exc, where) from None
 
     tool_calls = rec.pop("tool_calls", None)
@@ -457,8 +455,8 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
         _expect_type(tool_calls, "a list of tool calls", "tool_calls", where)
     if tool_calls:
         try:
-            checks.tool_names(tool_calls)
-        except checks.CheckSpecError as exc:
+            _extra("reader", "tool_calls", what="a case with tool_calls")(tool_calls)
+        except InputError as exc:
             raise _at(exc, where) from None
         if null_output:
             output = ""  # "content": null with tool calls: a response that only calls tools
@@ -496,51 +494,23 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
 _NEW_CASE = object.__new__
 
 
-def _read_conversation(
-    rec: dict[str, Any], where: dict[str, Any]
-) -> tuple[Conversation | None, Any]:
-    """Read ``messages`` (or an ``input`` message list) into a conversation.
-
-    Returns ``(conversation, final)``: ``final`` is the closing assistant turn
-    when ``messages`` ends with one and there is no output, split off the
-    conversation (and off the input it becomes); else None. ``messages`` is
-    removed from the record; ``input`` is set from it when absent.
-    """
-    messages = rec.pop("messages", None)
-    system = rec.get("system")
-    system = system if isinstance(system, str | list) else None
-    from .agents.conversation import (
-        looks_like_messages,  # only cases that may hold messages come here
-    )
-
-    if messages is None:
-        given = rec.get("input")
-        if not looks_like_messages(given):
-            return None, None
-        return _conversation(given, system, "input", where), None
-    if not isinstance(messages, list):
-        _expect_type(messages, "a list of chat messages", "messages", where)
-    conversation = _conversation(messages, system, "messages", where)
-    final = conversation.final_turn if rec.get("output") is None else None
-    if final is not None:
-        conversation = conversation.without_final()
-        messages = messages[:-1]
-    elif conversation.final_turn is not None:
-        final = conversation.final_turn  # with an output too: refused by the caller
-    if rec.get("input") is None:
-        rec["input"] = messages
-    return conversation, final
-
-
-def _conversation(messages: Any, system: Any, key: str, where: dict[str, Any]) -> Conversation:
-    from .agents.conversation import from_messages
-
+def _read_conversation(rec: dict[str, Any], where: dict[str, Any]) -> tuple[Any, Any]:
+    """``(conversation, final)`` of a record that holds chat messages, read by the extra that
+    reads them (``Case.conversation`` holds its object; the core only calls its methods)."""
+    read = _extra("reader", "messages", what="a case with chat messages")
     try:
-        return from_messages(messages, system=system)
+        return read(rec)
     except InputError as exc:
-        place = exc.field or "messages"
-        field_name = key + place.removeprefix("messages") if place.startswith("messages") else place
-        raise DatasetError(exc.reason, field=field_name, **where) from None
+        raise DatasetError(exc.reason, field=exc.field, **where) from None
+
+
+def _has_messages(value: Any) -> bool:
+    """Whether ``value`` looks like a chat message list: objects that all have a ``role``."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(item, Mapping) and "role" in item for item in value)
+    )
 
 
 def _parse_number(text: str) -> int | float | None:

@@ -938,3 +938,50 @@ def _named_results(turn: Turn, names: Mapping[str, str]) -> Turn:
         for r in turn.tool_results
     )
     return replace(turn, tool_results=results)
+
+
+def read_case_messages(record: dict[str, Any]) -> tuple[Conversation | None, Any]:
+    """Read a case record's ``messages`` (or ``input`` message list) into a conversation.
+
+    Returns ``(conversation, final)``: ``final`` is the closing assistant turn when
+    ``messages`` ends with one (split off the conversation when the case has no output),
+    else None. ``messages`` is removed from the record; ``input`` is set from it when absent.
+
+    >>> record = {"messages": [{"role": "user", "content": "hi"}]}
+    >>> conversation, final = read_case_messages(record)
+    >>> final, record["input"]
+    (None, [{'role': 'user', 'content': 'hi'}])
+
+    Raises :class:`~tinyeval.errors.InputError` naming the field for a list it cannot read.
+    """
+    messages = record.pop("messages", None)
+    system = record.get("system")
+    system = system if isinstance(system, str | list) else None
+    if messages is None:
+        given = record.get("input")
+        if not looks_like_messages(given):
+            return None, None
+        return _case_conversation(given, system, "input"), None
+    if not isinstance(messages, list):
+        raise InputError(
+            f"expected a list of chat messages, got {describe_json(messages)}", field="messages"
+        )
+    conversation = _case_conversation(messages, system, "messages")
+    final = conversation.final_turn if record.get("output") is None else None
+    if final is not None:
+        conversation = conversation.without_final()
+        messages = messages[:-1]
+    elif conversation.final_turn is not None:
+        final = conversation.final_turn  # with an output too: refused by the caller
+    if record.get("input") is None:
+        record["input"] = messages
+    return conversation, final
+
+
+def _case_conversation(messages: Any, system: Any, key: str) -> Conversation:
+    try:
+        return from_messages(messages, system=system)
+    except InputError as exc:
+        place = exc.field or "messages"
+        field = key + place.removeprefix("messages") if place.startswith("messages") else place
+        raise InputError(exc.reason, field=field) from None
