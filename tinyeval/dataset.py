@@ -55,7 +55,7 @@ from typing import Any
 
 from . import _extra, checks
 from ._formats import _JSON_CELLS, MAX_LINE_BYTES, DatasetError, _iter_records
-from .errors import InputError, TinyevalError
+from .errors import InputError, TinyevalError, did_you_mean
 from .errors import describe_json as _describe
 
 __all__ = [
@@ -195,39 +195,42 @@ _RECOGNISED = frozenset(RECOGNISED_KEYS)
 # --------------------------------------------------------------------------- reading
 
 
-def parse_field_mapping(items: Iterable[str]) -> dict[str, str]:
-    """Parse ``--field KEY=PATH`` options into a mapping for :func:`load`.
+def parse_field_mapping(
+    items: Iterable[str],
+    *,
+    keys: Sequence[str] = RECOGNISED_KEYS,
+    field: str = "fields",
+    error: type[InputError] = DatasetError,
+) -> dict[str, str]:
+    """Parse ``KEY=PATH`` items (``--field``) into a mapping; each KEY one of ``keys``.
 
     >>> parse_field_mapping(["input=request.messages.0.content", "id=request_id"])
     {'input': 'request.messages.0.content', 'id': 'request_id'}
-    >>> parse_field_mapping(["inptu=question"])
-    Traceback (most recent call last):
-    ...
-    tinyeval._formats.DatasetError: fields: unknown key 'inptu'; did you mean 'input'?
+
+    Raises ``error`` (on ``field``) for an item not ``KEY=PATH`` or an unknown key, naming
+    the key it looks like.
     """
     mapping: dict[str, str] = {}
     for item in items:
-        key, sep, path = item.partition("=")
-        key, path = key.strip(), path.strip()
+        key, sep, path = (part.strip() for part in item.partition("="))
         if not sep or not key or not path:
-            raise DatasetError(f"expected KEY=PATH, got {item!r}", field="fields")
-        _check_recognised(key, field_name="fields")
+            raise error(f"expected KEY=PATH, got {item!r}", field=field)
+        _check_recognised(key, keys, field, error)
         mapping[key] = path
     return mapping
 
 
-def _check_recognised(key: str, *, field_name: str) -> None:
-    if key in RECOGNISED_KEYS:
+def _check_recognised(
+    key: str,
+    keys: Sequence[str] = RECOGNISED_KEYS,
+    field: str = "fields",
+    error: type[InputError] = DatasetError,
+) -> None:
+    if key in keys:
         return
-    import difflib
-
-    close = difflib.get_close_matches(key, RECOGNISED_KEYS, n=1)
-    hint = (
-        f"; did you mean {close[0]!r}?"
-        if close
-        else f"; expected one of {', '.join(RECOGNISED_KEYS)}"
-    )
-    raise DatasetError(f"unknown key {key!r}{hint}", field=field_name)
+    close = did_you_mean(key, keys)
+    hint = f"; did you mean {close!r}?" if close else f"; expected one of {', '.join(keys)}"
+    raise error(f"unknown key {key!r}{hint}", field=field)
 
 
 # --------------------------------------------------------------------------- validation
@@ -573,7 +576,7 @@ def iter_cases(
     path = str(path)
     fields = dict(fields or {})
     for key in fields:
-        _check_recognised(key, field_name="fields")
+        _check_recognised(key)
     # The line of a first occurrence is looked up only when a duplicate shows.
     with _IdIndex() as seen:
         for line, case in _validated(path, fields, id_from_line, format, max_line_bytes):
