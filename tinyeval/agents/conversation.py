@@ -940,19 +940,21 @@ def _named_results(turn: Turn, names: Mapping[str, str]) -> Turn:
     return replace(turn, tool_results=results)
 
 
-def read_case_messages(record: dict[str, Any]) -> tuple[Conversation | None, Any]:
+def read_case_messages(record: dict[str, Any]) -> Conversation | None:
     """Read a case record's ``messages`` (or ``input`` message list) into a conversation.
 
-    Returns ``(conversation, final)``: ``final`` is the closing assistant turn when
-    ``messages`` ends with one (split off the conversation when the case has no output),
-    else None. ``messages`` is removed from the record; ``input`` is set from it when absent.
+    ``messages`` leaves the record (``input`` is set from it when absent). A closing assistant
+    turn, when the case has no output, is split off: its text becomes the output, its tool
+    calls the case's ``tool_calls``.
 
-    >>> record = {"messages": [{"role": "user", "content": "hi"}]}
-    >>> conversation, final = read_case_messages(record)
-    >>> final, record["input"]
-    (None, [{'role': 'user', 'content': 'hi'}])
+    >>> record = {"messages": [{"role": "user", "content": "hi"},
+    ...                        {"role": "assistant", "content": "hello"}]}
+    >>> conversation = read_case_messages(record)
+    >>> record["output"], record["input"]
+    ('hello', [{'role': 'user', 'content': 'hi'}])
 
-    Raises :class:`~tinyeval.errors.InputError` naming the field for a list it cannot read.
+    Raises :class:`~tinyeval.errors.InputError` naming the field for a list it cannot read,
+    or a response given twice.
     """
     messages = record.pop("messages", None)
     system = record.get("system")
@@ -960,22 +962,35 @@ def read_case_messages(record: dict[str, Any]) -> tuple[Conversation | None, Any
     if messages is None:
         given = record.get("input")
         if not looks_like_messages(given):
-            return None, None
-        return _case_conversation(given, system, "input"), None
+            return None
+        return _case_conversation(given, system, "input")
     if not isinstance(messages, list):
         raise InputError(
             f"expected a list of chat messages, got {describe_json(messages)}", field="messages"
         )
     conversation = _case_conversation(messages, system, "messages")
-    final = conversation.final_turn if record.get("output") is None else None
+    final = conversation.final_turn
+    if final is not None and record.get("output") is not None:
+        raise InputError(
+            "the messages end with an assistant turn and the case has an output too; "
+            "give the response once (leave it out of the messages, or drop the output)",
+            field="messages",
+        )
     if final is not None:
         conversation = conversation.without_final()
         messages = messages[:-1]
-    elif conversation.final_turn is not None:
-        final = conversation.final_turn  # with an output too: refused by the caller
+        record["output"] = final.text
+        if final.tool_calls:
+            if record.get("tool_calls") is not None:
+                raise InputError(
+                    "the messages end with an assistant turn that calls tools and the case has "
+                    "tool_calls too; give the calls once",
+                    field="tool_calls",
+                )
+            record["tool_calls"] = [call.to_dict() for call in final.tool_calls]
     if record.get("input") is None:
         record["input"] = messages
-    return conversation, final
+    return conversation
 
 
 def _case_conversation(messages: Any, system: Any, key: str) -> Conversation:
