@@ -800,3 +800,40 @@ class OneArgument:
 )
 def test_checks_get_the_case_only_when_they_take_it(func: Any, expected: bool) -> None:
     assert NamedCheck("mine", func)("x") is expected
+
+
+# --- the registry of expect keys ----------------------------------------------------------
+
+
+def test_an_extras_key_in_a_copy_without_it_says_which_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    import tinyeval
+    from tinyeval.dataset import DatasetError, load
+
+    monkeypatch.setitem(tinyeval._EXTRAS["expect"], "gone_key", "gone.tools:build")
+    with pytest.raises(tinyeval.InputError) as info:
+        checks_from_expect({"gone_key": ["x"]})
+    assert (
+        str(info.value) == "the expect key 'gone_key' needs tinyeval/gone/, which this copy lacks"
+    )
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"id": "a", "output": "hi", "expect": {"gone_key": ["x"]}}\n')
+    with pytest.raises(DatasetError) as at:
+        load(str(cases))
+    assert str(at.value).endswith(
+        "cases.jsonl:1: the expect key 'gone_key' needs tinyeval/gone/, which this copy lacks"
+    )
+
+
+def test_register_expect_adds_a_key_run_after_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(checks, "_EXPECT", dict(checks._EXPECT))
+    checks.register_expect("terse", lambda value, field: [max_words(value)])
+    built = checks_from_expect({"terse": 3, "contains": "hi"})
+    assert [c.name for c in built] == ["contains:hi", "max_words"]
+    with pytest.raises(CheckSpecError, match="is taken"):
+        checks.register_expect("contains", lambda value, field: [])
+    with pytest.raises(CheckSpecError, match="is taken"):
+        checks.register_expect("tools_required", lambda value, field: [])
+    with pytest.raises(CheckSpecError, match="did you mean 'terse'"):
+        checks_from_expect({"terse_": 1})

@@ -1618,3 +1618,33 @@ def test_a_star_path_gives_every_element_in_order(texts: list[str]) -> None:
     record = {"docs": [{"text": text} for text in texts]}
     assert _get_mapped(record, "docs.*.text") == texts
     assert _get_mapped({"rows": [[t] for t in texts]}, "rows.*.0") == texts
+
+
+# --- the one bounded reader -------------------------------------------------------------
+
+
+def test_iter_json_lines_bounds_lines_and_raises_the_callers_error(tmp_path: Path) -> None:
+    from tinyeval._formats import iter_json_lines, read_text
+    from tinyeval.errors import InputError
+
+    class LabelsError(InputError):
+        pass
+
+    path = tmp_path / "labels.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.write('\ufeff{"id": "a"}\n{"id": "' + "x" * 50 + '"}\n')
+    assert list(iter_json_lines(path, max_line_bytes=100)) == [
+        (1, {"id": "a"}),
+        (2, {"id": "x" * 50}),
+    ]
+    with pytest.raises(LabelsError) as info:
+        list(iter_json_lines(path, max_line_bytes=20, what="a label line", error=LabelsError))
+    assert (info.value.path, info.value.line) == (str(path), 2)
+    assert "a label line is longer than 20 bytes" in str(info.value)
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text('{"id": "a", "id": "b"}\n')
+    with pytest.raises(LabelsError, match="duplicate key 'id'"):
+        list(iter_json_lines(twice, error=LabelsError))
+    assert read_text(path).startswith('{"id": "a"}')
+    with pytest.raises(DatasetError, match="the rubric is longer than 10 bytes"):
+        read_text(path, what="the rubric", max_bytes=10)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import _extra
-from .errors import InputError, TinyevalError, describe_json, json_problem, plural
+from .errors import InputError, TinyevalError, describe_json, json_problem, plural, shorten
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -76,14 +76,6 @@ MAX_TEXT_BYTES = MAX_LINE_BYTES
 """The largest file read whole (JSON, YAML, :func:`read_text`), in bytes (64 MiB)."""
 
 _CHUNK = 2**20  # bytes read at a time: memory stays near the line cap, whatever the file
-
-
-def _open_bytes(path: str, gz: bool) -> IO[bytes]:
-    if path == "-":
-        return sys.stdin.buffer
-    if gz:
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return open(path, "rb")
 
 
 def _too_long(limit: int, path: str, line: int, what: str) -> DatasetError:
@@ -270,8 +262,11 @@ def _whole_json(text: str, path: str) -> Any:
 
 
 def _otel(document: Any, text: str, path: str) -> Iterator[tuple[int, Any]]:
-    read = _extra("reader", "otel", what="an OpenTelemetry trace file")
-    return read(document, text, path)  # type: ignore[no-any-return]
+    try:
+        read = _extra("reader", "otel", what="an OpenTelemetry trace file")
+    except InputError as exc:  # this copy lacks the extra
+        raise DatasetError(exc.reason, path=path) from None
+    return read(document, text, path)
 
 
 def _records_json(text: str, path: str) -> Iterator[tuple[int, Any]]:
@@ -371,9 +366,8 @@ def _check_separator(names: list[str], path: str, line: int) -> None:
     """Refuse a header that is one column holding semicolons or tabs: another separator."""
     if len(names) != 1 or not any(sep in names[0] for sep in ";\t"):
         return
-    shown = names[0] if len(names[0]) <= 60 else names[0][:57] + "..."
     raise DatasetError(
-        f"the header has 1 column {shown!r}: tinyeval reads comma-separated CSV "
+        f"the header has 1 column {shorten(names[0], 60)!r}: tinyeval reads comma-separated CSV "
         "(re-export with commas)",
         path=path,
         line=line,
@@ -387,14 +381,7 @@ def _csv_record(
     line: int,
     json_cells: frozenset[str] = frozenset(_JSON_CELLS),
 ) -> dict[str, Any]:
-    """One CSV row as a record: an empty cell is an absent value, JSON cells are decoded.
-
-    The JSON cells are the columns named ``expect``, ``tool_calls`` or
-    ``messages``, and the columns a field mapping sends to those keys.
-
-    A row must have as many cells as the header has columns (a blank line,
-    no cells at all, is skipped before it gets here).
-    """
+    """One CSV row as a record: an empty cell is absent, ``json_cells`` are decoded."""
     if cells and len(cells) != len(names):
         raise DatasetError(
             f"{plural(len(cells), 'cell')} but the header has {plural(len(names), 'column')}",
@@ -579,12 +566,20 @@ def _check_limit(limit: Any, name: str) -> None:
         raise DatasetError(f"expected a positive number of bytes, got {limit}", field=name)
 
 
+def _open_bytes(path: str) -> IO[bytes]:
+    if path == "-":
+        return sys.stdin.buffer
+    if path.lower().endswith(".gz"):
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return open(path, "rb")
+
+
 @contextmanager
 def _opened(path: str, error: type[InputError]) -> Iterator[IO[bytes]]:
     """The file's bytes (gunzipped for ``.gz``, standard input for ``-``); every problem
     reading it is an ``error`` naming the file."""
     try:
-        raw = _open_bytes(path, path != "-" and path.lower().endswith(".gz"))
+        raw = _open_bytes(path)
         try:
             yield raw
         finally:

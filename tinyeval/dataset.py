@@ -440,9 +440,8 @@ _NEW_CASE = object.__new__
 def _read_conversation(rec: dict[str, Any], where: dict[str, Any]) -> Any:
     """The conversation of a record that holds chat messages, read by the extra that reads
     them (it also sets the record's output and tool_calls from a closing assistant turn)."""
-    read = _extra("reader", "messages", what="a case with chat messages")
     try:
-        return read(rec)
+        return _extra("reader", "messages", what="a case with chat messages")(rec)
     except InputError as exc:
         raise DatasetError(exc.reason, field=exc.field, **where) from None
 
