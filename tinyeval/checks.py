@@ -738,14 +738,6 @@ def _build_valid_json(value: Any, field: str) -> list[NamedCheck]:
     return [_VALID_JSON] if value else []
 
 
-def _build_fields(value: Any, field: str) -> list[NamedCheck]:
-    built = []
-    for subfield, path in _items(value, field, single_ok=False):
-        with _blame(subfield):
-            built.append(has_field(path))
-    return built
-
-
 def _build_equals(value: Any, field: str) -> list[NamedCheck]:
     built = []
     for path, expected in _path_map(value, field, "value"):
@@ -781,10 +773,12 @@ def _build_range(value: Any, field: str) -> list[NamedCheck]:
     return built
 
 
-def _text_builder(factory: Callable[[str], NamedCheck]) -> Callable[[Any, str], list[NamedCheck]]:
+def _text_builder(
+    factory: Callable[[str], NamedCheck], *, single_ok: bool = True
+) -> Callable[[Any, str], list[NamedCheck]]:
     def build(value: Any, field: str) -> list[NamedCheck]:
         built = []
-        for subfield, text in _items(value, field, single_ok=True):
+        for subfield, text in _items(value, field, single_ok=single_ok):
             with _blame(subfield):
                 built.append(factory(text))
         return built
@@ -834,7 +828,7 @@ Builder: TypeAlias = "Callable[[Any, str], list[NamedCheck]]"
 # and loaded on first use; register_expect adds more.
 _EXPECT: dict[str, Builder] = {
     "valid_json": _build_valid_json,
-    "fields": _sharing(_build_fields),
+    "fields": _sharing(_text_builder(has_field, single_ok=False)),
     "equals": _build_equals,
     "one_of": _build_one_of,
     "range": _build_range,
@@ -859,6 +853,7 @@ def register_expect(key: str, builder: Builder) -> None:
     >>> register_expect("short", lambda value, field: [max_words(value)])
     >>> [c.name for c in checks_from_expect({"short": 5})]
     ['max_words']
+    >>> del _EXPECT["short"]
     """
     if not isinstance(key, str) or not key.strip():
         raise CheckSpecError(f"expected a non-empty string, got {_describe(key)}", field="key")
@@ -915,8 +910,6 @@ def checks_from_expect(expect: Mapping[str, Any]) -> list[NamedCheck]:
 
 
 def _require_unique_names(checks: Sequence[NamedCheck], *, field: str) -> None:
-    if len({named.name for named in checks}) == len(checks):
-        return
     seen: set[str] = set()
     for named in checks:
         if named.name in seen:
