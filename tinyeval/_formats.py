@@ -239,16 +239,11 @@ def _records_jsonl(lines: Iterable[tuple[int, str]], path: str) -> Iterator[tupl
         try:  # without the line ending, an error at the end of the line gets its real column
             yield number, _decode_json(text.rstrip("\r\n"), path, number)
         except json.JSONDecodeError as exc:
+            reason = f"not valid JSON: {json_problem(exc)}"
             if not text.endswith("\n"):
-                raise DatasetError(
-                    f"the last line is not complete JSON: {json_problem(exc)} "
-                    "(is the file cut short?)",
-                    path=path,
-                    line=number,
-                ) from None
-            raise DatasetError(
-                f"not valid JSON: {json_problem(exc)}", path=path, line=number
-            ) from None
+                reason = f"the last line is not complete JSON: {json_problem(exc)}"
+                reason += " (is the file cut short?)"
+            raise DatasetError(reason, path=path, line=number) from None
 
 
 def _whole_json(text: str, path: str) -> Any:
