@@ -125,9 +125,7 @@ class NamedCheck:
 
 
 def _own_check(name: str, func: Callable[[str], CheckResult]) -> NamedCheck:
-    """A :class:`NamedCheck` of the package's own one-argument ``func``, made without
-    inspecting it (built for every case read).
-    """
+    """A :class:`NamedCheck` of the package's own ``func(output)``, made without inspecting it."""
     named = NamedCheck.__new__(NamedCheck)
     named.name, named.func, named._wants_case = name, func, False
     return named
@@ -225,7 +223,7 @@ def _split_path(path: str) -> list[str]:
 
 
 def _segments(path: str) -> tuple[str, ...]:
-    """The checked parts of a dotted path (remembered: the same paths come in every case)."""
+    """The checked parts of a dotted path (cached: the same paths come in every case)."""
     if isinstance(path, str):
         return _cached_segments(path)
     return tuple(_split_path(path))  # raises the CheckSpecError
@@ -295,9 +293,7 @@ _CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 
 @lru_cache(maxsize=4096)
 def _label(text: str) -> str:
-    """The text part of a check name: short one-line texts as they are, others cut to 32
-    characters (control characters escaped), ``…`` and 6 hex digits of their SHA-256.
-    """
+    """A check name's text: as it is when short and on one line, else cut, escaped and hashed."""
     if len(text) <= _NAME_TEXT_LIMIT and not _CONTROL_CHARACTER.search(text):
         return text
     escaped = _CONTROL_CHARACTER.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
@@ -522,10 +518,8 @@ def in_range(path: str, low: float | None, high: float | None) -> NamedCheck:
     wanted = " <= ".join(part for part in (_bound(low), "value", _bound(high)) if part)
 
     def judge(actual: Any) -> CheckResult:
-        if not _is_number(actual):
-            return CheckResult(
-                False, f"got {_show(actual)} ({_json_type(actual)}), expected a number"
-            )
+        if not _is_number(actual):  # its type always differs from a number's, so it is shown
+            return CheckResult(False, f"got {_show_typed(actual, 0)}, expected a number")
         if (low is None or low <= actual) and (high is None or actual <= high):
             return _PASS
         return CheckResult(False, f"got {_show(actual)}, expected {wanted}")
@@ -803,9 +797,7 @@ _VALID_JSON = valid_json()  # checks hold no state: every expect block shares th
 def _sharing(
     build: Callable[[Any, str], list[NamedCheck]],
 ) -> Callable[[Any, str], list[NamedCheck]]:
-    """``build``, its checks shared by blocks giving the same string or strings (checks hold
-    no state; files repeat a few such values in every case).
-    """
+    """``build``, its checks shared by blocks giving the same strings (checks hold no state)."""
 
     @lru_cache(maxsize=512)
     def shared(key: str | tuple[str, ...], field: str) -> tuple[NamedCheck, ...]:
@@ -873,14 +865,10 @@ def _load_builder(key: Any) -> None:
     if not isinstance(key, str):
         raise CheckSpecError(f"expected string keys, got {_describe(key)}", field="expect")
     if key not in _EXTRAS["expect"]:
-        known = [*EXPECT_KEYS, *_EXPECT]
+        known = list(dict.fromkeys([*EXPECT_KEYS, *_EXPECT]))
         close = did_you_mean(key, known)
-        if close:
-            raise CheckSpecError(
-                f"unknown key {key!r}; did you mean {close!r}?", field=f"expect.{key}"
-            )
-        shown = ", ".join(dict.fromkeys(known))
-        raise CheckSpecError(f"unknown key {key!r}; expected one of {shown}", field=f"expect.{key}")
+        hint = f"did you mean {close!r}?" if close else f"expected one of {', '.join(known)}"
+        raise CheckSpecError(f"unknown key {key!r}; {hint}", field=f"expect.{key}")
     _EXPECT[key] = _extra("expect", key, what=f"the expect key {key!r}")
 
 
