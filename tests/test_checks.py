@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import pickle
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -13,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tinyeval import checks
+from tinyeval.agents.tools import tools_forbidden, tools_required
 from tinyeval.checks import (
     CheckResult,
     CheckSpecError,
@@ -33,9 +33,6 @@ from tinyeval.checks import (
     one_of,
     run_checks,
     run_checks_detailed,
-    tool_names,
-    tools_forbidden,
-    tools_required,
     valid_json,
 )
 
@@ -383,103 +380,6 @@ def test_length_limits_agree_with_len_and_split(output: str, limit: int) -> None
     assert run_one(max_words(limit), output).passed is (len(output.split()) <= limit)
 
 
-# --- tools ------------------------------------------------------------------------------
-
-OPENAI_CALL = {
-    "id": "call_1",
-    "type": "function",
-    "function": {"name": "transfer", "arguments": '{"amount": 125050}'},
-}
-OPENAI_LEGACY_CALL = {"name": "transfer", "arguments": '{"amount": 125050}'}
-ANTHROPIC_CALL = {"type": "tool_use", "id": "toolu_1", "name": "transfer", "input": {}}
-
-
-@dataclass
-class SdkFunction:
-    name: str
-    arguments: str = "{}"
-
-
-@dataclass
-class SdkToolCall:
-    function: SdkFunction
-    type: str = "function"
-
-
-@pytest.mark.parametrize(
-    "call",
-    [
-        "transfer",
-        OPENAI_CALL,
-        OPENAI_LEGACY_CALL,
-        ANTHROPIC_CALL,
-        SdkToolCall(SdkFunction("transfer")),
-    ],
-    ids=["plain", "openai", "openai-legacy", "anthropic", "sdk-object"],
-)
-def test_tool_names_reads_every_shape(call: Any) -> None:
-    assert tool_names([call]) == ["transfer"]
-    case = {"tool_calls": [call]}
-    assert run_checks("ok", tools_forbidden("transfer"), case=case) == {
-        "tools_forbidden:transfer": False
-    }
-    assert run_checks("ok", tools_required("transfer"), case=case) == {
-        "tools_required:transfer": True
-    }
-
-
-@pytest.mark.parametrize(
-    "calls",
-    [
-        [{"tool": "transfer"}],
-        [{"type": "function", "function": {"arguments": "{}"}}],
-        [{"type": "function", "function": "transfer"}],
-        [{"name": ""}],
-        [42],
-        [None],
-        "transfer",
-        {"name": "transfer"},
-    ],
-)
-def test_tool_names_rejects_unknown_shapes(calls: Any) -> None:
-    with pytest.raises(CheckSpecError) as info:
-        tool_names(calls)
-    assert info.value.field == "tool_calls"
-
-
-def test_unknown_tool_shape_in_a_case_fails_that_check_with_the_reason() -> None:
-    result = run_one(tools_forbidden("transfer")[0], "ok", case={"tool_calls": [{"tool": "x"}]})
-    assert result.passed is False
-    assert (result.detail or "").startswith("raised CheckSpecError: tool_calls: entry 0")
-
-
-def test_no_tool_calls_means_no_tools_called() -> None:
-    cases: list[dict[str, Any]] = [{}, {"tool_calls": None}, {"tool_calls": []}]
-    for case in cases:
-        assert run_checks("ok", tools_forbidden("transfer"), case=case) == {
-            "tools_forbidden:transfer": True
-        }
-        result = run_one(tools_required("transfer")[0], "ok", case=case)
-        assert result == CheckResult(False, "not called (tools called: none)")
-
-
-def test_tool_checks_read_case_objects_too() -> None:
-    @dataclass
-    class Case:
-        tool_calls: list[Any] = field(default_factory=list)
-
-    assert run_one(tools_forbidden("transfer")[0], "ok", case=Case(["transfer", "transfer"])) == (
-        CheckResult(False, "called 2 time(s)")
-    )
-    assert run_one(tools_forbidden("transfer")[0], "ok", case=Case()).passed
-
-
-def test_tool_checks_without_a_case_fail_and_say_why() -> None:
-    result = run_one(tools_forbidden("transfer")[0], "ok")
-    assert result.passed is False
-    assert "no case given" in (result.detail or "")
-
-
 # --- checks_from_expect: building -------------------------------------------------------
 
 
@@ -757,10 +657,8 @@ def test_check_result_rejects_truthy_non_bools() -> None:
 
 
 def test_json_is_parsed_once_per_distinct_output(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tinyeval import check_core
-
     calls = []
-    real = check_core._DECODER
+    real = checks._DECODER
 
     class Counting:
         def decode(self, text: str) -> Any:
@@ -768,7 +666,7 @@ def test_json_is_parsed_once_per_distinct_output(monkeypatch: pytest.MonkeyPatch
             return real.decode(text)
 
     checks._parse_json.cache_clear()
-    monkeypatch.setattr(check_core, "_DECODER", Counting())  # the decoder check_core parses with
+    monkeypatch.setattr(checks, "_DECODER", Counting())  # the decoder checks parse with
     output = '{"amount": 125050, "currency": "ARS", "unique": 8812}'
     built = [valid_json(), *has_fields("amount", "currency"), equals("amount", 125050)]
     assert all(run_checks(output, built).values())
@@ -804,3 +702,40 @@ class OneArgument:
 )
 def test_checks_get_the_case_only_when_they_take_it(func: Any, expected: bool) -> None:
     assert NamedCheck("mine", func)("x") is expected
+
+
+# --- the registry of expect keys ----------------------------------------------------------
+
+
+def test_an_extras_key_in_a_copy_without_it_says_which_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    import tinyeval
+    from tinyeval.dataset import DatasetError, load
+
+    monkeypatch.setitem(tinyeval._EXTRAS["expect"], "gone_key", "gone.tools:build")
+    with pytest.raises(tinyeval.InputError) as info:
+        checks_from_expect({"gone_key": ["x"]})
+    assert (
+        str(info.value) == "the expect key 'gone_key' needs tinyeval/gone/, which this copy lacks"
+    )
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"id": "a", "output": "hi", "expect": {"gone_key": ["x"]}}\n')
+    with pytest.raises(DatasetError) as at:
+        load(str(cases))
+    assert str(at.value).endswith(
+        "cases.jsonl:1: the expect key 'gone_key' needs tinyeval/gone/, which this copy lacks"
+    )
+
+
+def test_register_expect_adds_a_key_run_after_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(checks, "_EXPECT", dict(checks._EXPECT))
+    checks.register_expect("terse", lambda value, field: [max_words(value)])
+    built = checks_from_expect({"terse": 3, "contains": "hi"})
+    assert [c.name for c in built] == ["contains:hi", "max_words"]
+    with pytest.raises(CheckSpecError, match="is taken"):
+        checks.register_expect("contains", lambda value, field: [])
+    with pytest.raises(CheckSpecError, match="is taken"):
+        checks.register_expect("tools_required", lambda value, field: [])
+    with pytest.raises(CheckSpecError, match="did you mean 'terse'"):
+        checks_from_expect({"terse_": 1})

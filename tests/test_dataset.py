@@ -331,7 +331,7 @@ class TestJsonList:
         ("text", "got"),
         [
             ('{"id": "a"}', "got an object"),
-            ('"cases"', "got string 'cases'"),
+            ('"cases"', 'got string "cases"'),
             ('{"cases": {"id": "a"}}', "got an object"),
             ("3", "got number 3"),
         ],
@@ -700,7 +700,7 @@ class TestFieldMapping:
     def test_a_mapped_value_is_still_validated(self, tmp_path: Path) -> None:
         path = write(tmp_path / "log.jsonl", jsonl(self.LOG))
         error = load_error(path, fields={"id": "request_id", "label": "team"})
-        assert_error(error, path, 1, "label", "got string 'pagos'")
+        assert_error(error, path, 1, "label", 'got string "pagos"')
 
     def test_mapping_csv_columns(self, tmp_path: Path) -> None:
         path = write(
@@ -738,6 +738,21 @@ class TestFieldMapping:
         assert info.value.field == "fields"
         assert str(info.value) == f"fields: expected KEY=PATH, got {text!r}"
 
+    def test_unknown_key_names_the_close_one(self) -> None:
+        with pytest.raises(DatasetError) as info:
+            parse_field_mapping(["inptu=question"])
+        assert str(info.value) == "fields: unknown key 'inptu'; did you mean 'input'?"
+
+    def test_other_keys_field_and_error(self) -> None:
+        from tinyeval.errors import InputError
+
+        keys = ("id", "label")
+        assert parse_field_mapping(["label=a.b"], keys=keys) == {"label": "a.b"}
+        with pytest.raises(InputError) as info:
+            parse_field_mapping(["input=q"], keys=keys, field="field", error=InputError)
+        assert type(info.value) is InputError
+        assert str(info.value) == "field: unknown key 'input'; expected one of id, label"
+
     def test_unknown_key_without_a_close_match_lists_the_keys(self) -> None:
         with pytest.raises(DatasetError) as info:
             parse_field_mapping(["zzz=q"])
@@ -750,7 +765,7 @@ class TestFieldMapping:
 # (bad record on line 3 of a file, field named, fragment of the message)
 BAD_RECORDS = [
     ('{"input": "q"}', "id", "every case needs an id"),
-    ('{"id": ""}', "id", "expected a non-empty string, got string ''"),
+    ('{"id": ""}', "id", 'expected a non-empty string, got string ""'),
     ('{"id": "   "}', "id", "expected a non-empty string"),
     ('{"id": ["a"]}', "id", "got a list"),
     ('{"id": true}', "id", "got boolean true"),
@@ -782,10 +797,10 @@ BAD_RECORDS = [
     ('{"id": "x", "tool_calls": {}}', "tool_calls", "got an object"),
     ('{"id": "x", "tool_calls": 0}', "tool_calls", "got number 0"),
     ('{"id": "x", "tool_calls": [{"tool": "transfer"}]}', "tool_calls", "entry 0"),
-    ('{"id": "x", "label": "MAYBE"}', "label", "got string 'MAYBE'"),
+    ('{"id": "x", "label": "MAYBE"}', "label", 'got string "MAYBE"'),
     ('{"id": "x", "label": true}', "label", "got boolean true"),
-    ('{"id": "x", "label": "nan"}', "label", "got string 'nan'"),
-    ('{"id": "x", "label": "inf"}', "label", "got string 'inf'"),
+    ('{"id": "x", "label": "nan"}', "label", 'got string "nan"'),
+    ('{"id": "x", "label": "inf"}', "label", 'got string "inf"'),
     ('{"id": "x", "label": NaN}', "label", "got number nan"),
     ('{"id": "x", "label": -Infinity}', "label", "got number -inf"),
     ('{"id": "x", "label": ["PASS"]}', "label", "got a list"),
@@ -1603,3 +1618,33 @@ def test_a_star_path_gives_every_element_in_order(texts: list[str]) -> None:
     record = {"docs": [{"text": text} for text in texts]}
     assert _get_mapped(record, "docs.*.text") == texts
     assert _get_mapped({"rows": [[t] for t in texts]}, "rows.*.0") == texts
+
+
+# --- the one bounded reader -------------------------------------------------------------
+
+
+def test_iter_json_lines_bounds_lines_and_raises_the_callers_error(tmp_path: Path) -> None:
+    from tinyeval._formats import iter_json_lines, read_text
+    from tinyeval.errors import InputError
+
+    class LabelsError(InputError):
+        pass
+
+    path = tmp_path / "labels.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.write('\ufeff{"id": "a"}\n{"id": "' + "x" * 50 + '"}\n')
+    assert list(iter_json_lines(path, max_line_bytes=100)) == [
+        (1, {"id": "a"}),
+        (2, {"id": "x" * 50}),
+    ]
+    with pytest.raises(LabelsError) as info:
+        list(iter_json_lines(path, max_line_bytes=20, what="a label line", error=LabelsError))
+    assert (info.value.path, info.value.line) == (str(path), 2)
+    assert "a label line is longer than 20 bytes" in str(info.value)
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text('{"id": "a", "id": "b"}\n')
+    with pytest.raises(LabelsError, match="duplicate key 'id'"):
+        list(iter_json_lines(twice, error=LabelsError))
+    assert read_text(path).startswith('{"id": "a"}')
+    with pytest.raises(DatasetError, match="the rubric is longer than 10 bytes"):
+        read_text(path, what="the rubric", max_bytes=10)

@@ -71,9 +71,23 @@ __all__ = ["__version__", *_EXPORTS]
 # Copy tinyeval/ without a subpackage and everything else still works; what needed it says so.
 _EXTRAS: dict[str, dict[str, str]] = {
     # expect keys: builder(value, where) -> the key's named checks
-    "expect": {},
+    "expect": {
+        "tools_forbidden": "agents.tools:build_tools_forbidden",
+        "tools_required": "agents.tools:build_tools_required",
+        "tools_sequence": "agents.tools:build_tools_sequence",
+        "tools_match": "agents.tools:build_tools_match",
+        "tools_before": "agents.tools:build_tools_before",
+        "tool_args": "agents.tools:build_tool_args",
+        "max_tool_calls": "agents.tools:build_max_tool_calls",
+        "max_repeats": "agents.tools:build_max_repeats",
+        "no_tool_errors": "agents.tools:build_no_tool_errors",
+    },
     # case readers: a file format or a case shape the core's loader does not read itself
-    "reader": {},
+    "reader": {
+        "messages": "agents.conversation:read_case_messages",
+        "otel": "agents.otel:records_from_otel",
+        "tool_calls": "agents.tools:tool_names",
+    },
     # criteria with a judge of their own (name or "prefix:"), and models by spec
     "criterion": {},
     "model": {"builtin": "judges.builtin:builtin_judge"},

@@ -1,14 +1,9 @@
-"""Reading data files: JSONL, JSON, CSV and YAML records, gzip, and the bounds on what is read.
+"""Reading data files with bounds: JSONL, JSON, CSV and YAML records, gzip, BOM, UTF-8.
 
-:func:`tinyeval.dataset.load` turns the records read here into cases; this
-module only decodes files into ``(line, record)`` pairs, refusing what it
-cannot read safely (a line past :data:`MAX_LINE_BYTES`, a duplicate JSON key,
-a YAML alias bomb) with a :class:`DatasetError` that names the file and line.
-
->>> import io
->>> raw = io.BytesIO(b'{"id": 1}\\n\\n{"id": 2}\\n')
->>> list(_records_jsonl(_lines(raw, "c.jsonl", 100), "c.jsonl"))
-[(1, {'id': 1}), (3, {'id': 2})]
+:func:`read_text` and :func:`iter_json_lines` are the package's one bounded reader of text
+and JSON Lines files; :func:`tinyeval.dataset.load` reads cases through ``_iter_records``.
+Whatever cannot be read safely (a line past :data:`MAX_LINE_BYTES`, a duplicate JSON key, a
+YAML alias bomb) is a :class:`DatasetError` naming the file and line.
 """
 
 from __future__ import annotations
@@ -16,17 +11,26 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import os
 import re
 import sys
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from .agents import otel as traces
-from .errors import InputError, TinyevalError, plural
+from . import _extra
+from .errors import InputError, TinyevalError, describe_json, json_problem, plural, shorten
 
-__all__ = ["MAX_LINE_BYTES", "YAML_MAX_EXPANSION", "DatasetError"]
+__all__ = [
+    "MAX_LINE_BYTES",
+    "MAX_TEXT_BYTES",
+    "YAML_MAX_EXPANSION",
+    "DatasetError",
+    "iter_json_lines",
+    "read_text",
+]
 
 _FORMATS = ("jsonl", "json", "csv", "yaml", "otel")
 _SUFFIX_FORMATS = {
@@ -40,28 +44,19 @@ _SUFFIX_FORMATS = {
 
 
 class DatasetError(InputError):
-    """A dataset that cannot be loaded as it is.
-
-    The message reads ``FILE:LINE: FIELD: what was expected``; the parts are
-    also available as the attributes ``path``, ``line`` and ``field``. A
-    problem with no file behind it (a bad option or argument) reads
-    ``FIELD: what was expected``.
+    """A data file that cannot be read as it is: ``FILE:LINE: FIELD: what was expected``.
 
     >>> str(DatasetError("expected a non-empty string", path="cases.jsonl", line=3, field="id"))
     'cases.jsonl:3: id: expected a non-empty string'
-    >>> str(DatasetError("expected KEY=PATH, got 'input'", field="fields"))
-    "fields: expected KEY=PATH, got 'input'"
     """
 
 
-def _detect_format(path: str) -> tuple[str, bool]:
-    """Return (format, gzipped) from a file name."""
+def _detect_format(path: str) -> str:
+    """The format a file name says."""
     if path == "-":
-        return "jsonl", False
-    p = Path(path)
-    suffixes = [s.lower() for s in p.suffixes]
-    gz = bool(suffixes) and suffixes[-1] == ".gz"
-    if gz:
+        return "jsonl"
+    suffixes = [s.lower() for s in Path(path).suffixes]
+    if suffixes and suffixes[-1] == ".gz":
         suffixes = suffixes[:-1]
     fmt = _SUFFIX_FORMATS.get(suffixes[-1]) if suffixes else None
     if fmt is None:
@@ -71,25 +66,19 @@ def _detect_format(path: str) -> tuple[str, bool]:
             "otel)",
             path=path,
         )
-    return fmt, gz
+    return fmt
 
 
 MAX_LINE_BYTES = 64 * 2**20
-"""The longest line a cases file may hold, in bytes (64 MiB); JSON and YAML files,
-read whole, may not be longer than this in total. Raise it with ``max_line_bytes``."""
+"""The longest line a file may hold, in bytes (64 MiB); raise it with ``max_line_bytes``."""
+
+MAX_TEXT_BYTES = MAX_LINE_BYTES
+"""The largest file read whole (JSON, YAML, :func:`read_text`), in bytes (64 MiB)."""
 
 _CHUNK = 2**20  # bytes read at a time: memory stays near the line cap, whatever the file
 
 
-def _open_bytes(path: str, gz: bool) -> IO[bytes]:
-    if path == "-":
-        return sys.stdin.buffer
-    if gz:
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return open(path, "rb")
-
-
-def _too_long(limit: int, path: str, line: int, what: str = "the line") -> DatasetError:
+def _too_long(limit: int, path: str, line: int, what: str) -> DatasetError:
     return DatasetError(
         f"{what} is longer than {plural(limit, 'byte')} (max_line_bytes); is this the right"
         " file? pass a larger max_line_bytes to read it",
@@ -98,15 +87,12 @@ def _too_long(limit: int, path: str, line: int, what: str = "the line") -> Datas
     )
 
 
-def _lines(raw: IO[bytes], path: str, limit: int) -> Iterator[tuple[int, str]]:
-    """The file's lines, decoded from UTF-8 (a BOM dropped), each ending kept, with their numbers.
-
-    Reads at most ``_CHUNK`` bytes at a time and refuses a line over ``limit``
-    bytes before holding more of it, so a file that is one endless line
-    (``/dev/zero``, a gzip bomb) ends in an error with bounded memory.
+def _lines(raw: IO[bytes], path: str, limit: int, what: str) -> Iterator[tuple[int, str]]:
+    """The lines decoded from UTF-8 (a BOM dropped), endings kept, numbered; a line over
+    ``limit`` bytes is refused before more of it is held (``/dev/zero``, a gzip bomb).
 
     >>> import io
-    >>> list(_lines(io.BytesIO(b"\\xef\\xbb\\xbfa\\r\\nb"), "f.jsonl", 10))
+    >>> list(_lines(io.BytesIO(b"\\xef\\xbb\\xbfa\\r\\nb"), "f.jsonl", 10, "the line"))
     [(1, 'a\\r\\n'), (2, 'b')]
     """
     number = 0
@@ -130,7 +116,7 @@ def _lines(raw: IO[bytes], path: str, limit: int) -> Iterator[tuple[int, str]]:
         while (end := chunk.find(b"\n", start)) >= 0:
             number += 1
             if size + end - start > limit:
-                raise _too_long(limit, path, number)
+                raise _too_long(limit, path, number, what)
             piece = chunk[start : end + 1]
             yield number, decoded(b"".join([*pending, piece]) if pending else piece)
             pending, size, start = [], 0, end + 1
@@ -138,19 +124,19 @@ def _lines(raw: IO[bytes], path: str, limit: int) -> Iterator[tuple[int, str]]:
             pending.append(chunk[start:])
             size += len(chunk) - start
             if size > limit:
-                raise _too_long(limit, path, number + 1)
+                raise _too_long(limit, path, number + 1, what)
     if pending:
         number += 1
         yield number, decoded(b"".join(pending))
 
 
-def _read_whole(raw: IO[bytes], path: str, limit: int) -> str:
-    """A whole JSON or YAML document, refused past ``limit`` bytes."""
+def _read_whole(raw: IO[bytes], path: str, limit: int, what: str) -> str:
+    """A whole document, refused past ``limit`` bytes."""
     parts, size = [], 0
-    for number, text in _lines(raw, path, limit):
+    for number, text in _lines(raw, path, limit, what):
         size += len(text)
         if size > limit:
-            raise _too_long(limit, path, number, "the document (JSON and YAML are read whole)")
+            raise _too_long(limit, path, number, what)
         parts.append(text)
     return "".join(parts)
 
@@ -253,46 +239,37 @@ def _records_jsonl(lines: Iterable[tuple[int, str]], path: str) -> Iterator[tupl
         try:  # without the line ending, an error at the end of the line gets its real column
             yield number, _decode_json(text.rstrip("\r\n"), path, number)
         except json.JSONDecodeError as exc:
+            reason = f"not valid JSON: {json_problem(exc)}"
             if not text.endswith("\n"):
-                raise DatasetError(
-                    f"the last line is not complete JSON: {_json_problem(exc)} "
-                    "(is the file cut short?)",
-                    path=path,
-                    line=number,
-                ) from None
-            raise DatasetError(
-                f"not valid JSON: {_json_problem(exc)}", path=path, line=number
-            ) from None
+                reason = f"the last line is not complete JSON: {json_problem(exc)}"
+                reason += " (is the file cut short?)"
+            raise DatasetError(reason, path=path, line=number) from None
 
 
-def _json_problem(exc: json.JSONDecodeError) -> str:
-    """What the JSON parser objected to and the column it was at, read as one phrase.
+def _whole_json(text: str, path: str) -> Any:
+    try:
+        with _json_errors(path, None):
+            return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(
+            f"not valid JSON: {json_problem(exc)}", path=path, line=exc.lineno
+        ) from None
 
-    Some of its messages already end in "at" ("Unterminated string starting at"),
-    so the column is joined without a second one.
 
-    >>> try:
-    ...     json.loads('{"id": "b')
-    ... except json.JSONDecodeError as exc:
-    ...     _json_problem(exc)
-    'Unterminated string starting at column 8'
-    """
-    joiner = " column" if exc.msg.endswith(" at") else " at column"
-    return f"{exc.msg}{joiner} {exc.colno}"
+def _otel(document: Any, text: str, path: str) -> Iterator[tuple[int, Any]]:
+    try:
+        read = _extra("reader", "otel", what="an OpenTelemetry trace file")
+    except InputError as exc:  # this copy lacks the extra
+        raise DatasetError(exc.reason, path=path) from None
+    return read(document, text, path)
 
 
 def _records_json(text: str, path: str) -> Iterator[tuple[int, Any]]:
     """Yield the items of a top-level JSON list with the line each starts on."""
     decoder = _DECODER
-    try:
-        with _json_errors(path, None):  # structure first; an item's own problems get its line
-            whole = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DatasetError(
-            f"not valid JSON: {_json_problem(exc)}", path=path, line=exc.lineno
-        ) from None
+    whole = _whole_json(text, path)  # structure first; an item's own problems get its line
     if isinstance(whole, dict) and "resourceSpans" in whole:
-        yield from traces.records_from_otel(whole, text, path)
+        yield from _otel(whole, text, path)
         return
     if isinstance(whole, dict) and isinstance(whole.get("cases"), list):
         start = _member_start(text, "cases")
@@ -301,7 +278,7 @@ def _records_json(text: str, path: str) -> Iterator[tuple[int, Any]]:
     else:
         raise DatasetError(
             'expected a JSON list of cases (or an object with a "cases" list), '
-            f"got {_describe(whole)}",
+            f"got {describe_json(whole)}",
             path=path,
             line=1,
         )
@@ -384,9 +361,8 @@ def _check_separator(names: list[str], path: str, line: int) -> None:
     """Refuse a header that is one column holding semicolons or tabs: another separator."""
     if len(names) != 1 or not any(sep in names[0] for sep in ";\t"):
         return
-    shown = names[0] if len(names[0]) <= 60 else names[0][:57] + "..."
     raise DatasetError(
-        f"the header has 1 column {shown!r}: tinyeval reads comma-separated CSV "
+        f"the header has 1 column {shorten(names[0], 60)!r}: tinyeval reads comma-separated CSV "
         "(re-export with commas)",
         path=path,
         line=line,
@@ -400,17 +376,10 @@ def _csv_record(
     line: int,
     json_cells: frozenset[str] = frozenset(_JSON_CELLS),
 ) -> dict[str, Any]:
-    """One CSV row as a record: an empty cell is an absent value, JSON cells are decoded.
-
-    The JSON cells are the columns named ``expect``, ``tool_calls`` or
-    ``messages``, and the columns a field mapping sends to those keys.
-
-    A row must have as many cells as the header has columns (a blank line,
-    no cells at all, is skipped before it gets here).
-    """
+    """One CSV row as a record: an empty cell is absent, ``json_cells`` are decoded."""
     if cells and len(cells) != len(names):
         raise DatasetError(
-            f"{_count(len(cells), 'cell')} but the header has {_count(len(names), 'column')}",
+            f"{plural(len(cells), 'cell')} but the header has {plural(len(names), 'column')}",
             path=path,
             line=line,
         )
@@ -424,7 +393,7 @@ def _csv_record(
                 record[key] = _decode_json(cell, path, line, key)
             except json.JSONDecodeError as exc:
                 raise DatasetError(
-                    f"expected JSON in this cell: {_json_problem(exc)}",
+                    f"expected JSON in this cell: {json_problem(exc)}",
                     path=path,
                     line=line,
                     field=key,
@@ -444,11 +413,6 @@ def _refuse_nul(names: list[str], cells: list[str], path: str, line: int) -> Non
                 line=line,
                 field=key if cell is not key else None,
             )
-
-
-def _count(number: int, noun: str) -> str:
-    """``number`` and ``noun``, plural unless there is exactly one: ``1 cell``, ``3 cells``."""
-    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
@@ -491,7 +455,7 @@ def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
     else:
         raise DatasetError(
             'expected a YAML list of cases (or a mapping with a "cases" list), '
-            f"got {_describe(data)}",
+            f"got {describe_json(data)}",
             path=path,
             line=1,
         )
@@ -574,7 +538,7 @@ def _refuse_alias_bomb(root: Any, path: str) -> None:
     bound = YAML_MAX_EXPANSION * len(distinct) + 10_000
     if sizes[id(root)] > bound:
         raise DatasetError(
-            f"YAML aliases expand {_count(len(distinct), 'node')} to more than"
+            f"YAML aliases expand {plural(len(distinct), 'node')} to more than"
             f" {bound:,}; refusing what looks like an alias bomb",
             path=path,
         )
@@ -590,69 +554,111 @@ def _yaml_children(node: Any) -> list[Any]:
     return children
 
 
+def _check_limit(limit: Any, name: str) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise DatasetError(f"expected a number of bytes, got {limit!r}", field=name)
+    if limit < 1:
+        raise DatasetError(f"expected a positive number of bytes, got {limit}", field=name)
+
+
+def _open_bytes(path: str) -> IO[bytes]:
+    if path == "-":
+        return sys.stdin.buffer
+    if path.lower().endswith(".gz"):
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return open(path, "rb")
+
+
+@contextmanager
+def _opened(path: str, error: type[InputError]) -> Iterator[IO[bytes]]:
+    """The file's bytes (gunzipped for ``.gz``, standard input for ``-``); every problem
+    reading it is an ``error`` naming the file."""
+    try:
+        raw = _open_bytes(path)
+        try:
+            yield raw
+        finally:
+            if raw is not sys.stdin.buffer:
+                raw.close()
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise error(f"not a readable gzip file: {exc}", path=path) from None
+    except DatasetError as exc:
+        if error is DatasetError:
+            raise
+        raise error(exc.reason, path=exc.path, line=exc.line, field=exc.field) from None
+
+
+def read_text(
+    path: str | os.PathLike[str],
+    *,
+    what: str = "the file",
+    max_bytes: int = MAX_TEXT_BYTES,
+    error: type[InputError] = DatasetError,
+) -> str:
+    """A whole UTF-8 text file (BOM dropped, ``.gz`` decompressed), refused past ``max_bytes``.
+
+    ``what`` names the file in the error; ``error`` is the error class raised.
+
+    >>> import os, tempfile
+    >>> with tempfile.NamedTemporaryFile("wb", suffix=".txt", delete=False) as f:
+    ...     _ = f.write(b"\\xef\\xbb\\xbfhola\\n")
+    >>> read_text(f.name)
+    'hola\\n'
+    >>> os.remove(f.name)
+    """
+    _check_limit(max_bytes, "max_bytes")
+    with _opened(str(path), error) as raw:
+        return _read_whole(raw, str(path), max_bytes, what)
+
+
+def iter_json_lines(
+    path: str | os.PathLike[str],
+    *,
+    what: str = "the line",
+    max_line_bytes: int = MAX_LINE_BYTES,
+    error: type[InputError] = DatasetError,
+) -> Iterator[tuple[int, Any]]:
+    """``(line, value)`` for each non-blank line of a JSON Lines file, read with bounds.
+
+    A line past ``max_line_bytes`` (``what`` names it), a duplicate key, a line that is not
+    JSON (a cut last line said so) raise ``error`` naming the file and line.
+
+    >>> import os, tempfile
+    >>> with tempfile.NamedTemporaryFile("wb", suffix=".jsonl", delete=False) as f:
+    ...     _ = f.write(b'{"id": 1}\\n\\n[2]\\n')
+    >>> list(iter_json_lines(f.name))
+    [(1, {'id': 1}), (3, [2])]
+    >>> os.remove(f.name)
+    """
+    _check_limit(max_line_bytes, "max_line_bytes")
+    with _opened(str(path), error) as raw:
+        lines = _lines(raw, str(path), max_line_bytes, what)
+        yield from _records_jsonl(lines, str(path))
+
+
 def _iter_records(
     path: str,
     fmt: str | None,
     json_cells: Iterable[str] = _JSON_CELLS,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> Iterator[tuple[int, Any]]:
-    detected, gz = _detect_format(path) if fmt is None else (fmt, path.lower().endswith(".gz"))
+    detected = _detect_format(path) if fmt is None else fmt
     if detected not in _FORMATS:
         raise DatasetError(
             f"unknown format {detected!r}; expected one of {', '.join(_FORMATS)}", path=path
         )
-    if isinstance(max_line_bytes, bool) or not isinstance(max_line_bytes, int):
-        raise DatasetError(
-            f"expected a number of bytes, got {max_line_bytes!r}", field="max_line_bytes"
-        )
-    if max_line_bytes < 1:
-        raise DatasetError(
-            f"expected a positive number of bytes, got {max_line_bytes}", field="max_line_bytes"
-        )
-    try:
-        raw = _open_bytes(path, gz)
-        try:
-            lines = _lines(raw, path, max_line_bytes)
-            if detected == "jsonl":
-                yield from _records_jsonl(lines, path)
-            elif detected == "csv":
-                yield from _records_csv(lines, path, json_cells)
-            else:
-                text = _read_whole(raw, path, max_line_bytes)
-                if detected == "json":
-                    yield from _records_json(text, path)
-                elif detected == "otel":
-                    yield from traces.records_from_otel(_otel_document(text, path), text, path)
-                else:
-                    yield from _records_yaml(text, path)
-        finally:
-            if raw is not sys.stdin.buffer:
-                raw.close()
-    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
-        raise DatasetError(f"not a readable gzip file: {exc}", path=path) from None
-
-
-def _otel_document(text: str, path: str) -> Any:
-    try:
-        with _json_errors(path, None):
-            return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DatasetError(
-            f"not valid JSON: {_json_problem(exc)}", path=path, line=exc.lineno
-        ) from None
-
-
-def _describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"boolean {str(value).lower()}"
-    if isinstance(value, str):
-        return f"string {value[:40]!r}"
-    if isinstance(value, (int, float)):
-        return f"number {value!r}"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
+    if detected == "jsonl":
+        yield from iter_json_lines(path, max_line_bytes=max_line_bytes)
+        return
+    _check_limit(max_line_bytes, "max_line_bytes")
+    with _opened(path, DatasetError) as raw:
+        if detected == "csv":
+            yield from _records_csv(_lines(raw, path, max_line_bytes, "the line"), path, json_cells)
+            return
+        text = _read_whole(raw, path, max_line_bytes, "the document (JSON and YAML are read whole)")
+    if detected == "json":
+        yield from _records_json(text, path)
+    elif detected == "otel":
+        yield from _otel(_whole_json(text, path), text, path)
+    else:
+        yield from _records_yaml(text, path)

@@ -1,9 +1,10 @@
 """Bounding user regexes: refuse exponential shapes, run the rest under a time budget.
 
-The ``regex`` and ``not_regex`` checks of :mod:`tinyeval.checks` use this
-module; it needs nothing else of the package.
+Python's ``re`` backtracks (``^(a+)+$`` is exponential on "aaa…ab") and a thread running it
+cannot be stopped. So the shapes known to backtrack exponentially (an unbounded quantifier
+over one, or over alternatives that can start alike) are refused at build time, and a pattern
+with any unbounded quantifier runs in a worker process killed past its time budget.
 
->>> import re
 >>> exponential_shape(re.compile(r"^(a+)+$")) is not None, can_backtrack(re.compile("abc"))
 (True, False)
 """
@@ -26,33 +27,12 @@ if TYPE_CHECKING:  # started on the first search that needs a time limit
 
 __all__ = ["REGEX_TIMEOUT", "bounded_search", "can_backtrack", "exponential_shape"]
 
-# --- bounding user regexes ---
-#
-# Python's re backtracks, so a pattern such as ``^(a+)+$`` takes exponential
-# time on "aaaa...ab", and even ``\s+$`` is quadratic on a long run of spaces.
-# A thread running re cannot be stopped, so tinyeval bounds user regexes twice:
-#
-# 1. at build time it refuses the exponential shapes it can recognise exactly
-#    (an unbounded quantifier over something that itself holds an unbounded
-#    quantifier, and an unbounded quantifier over alternatives that can start
-#    with the same character), pointing to possessive quantifiers and atomic
-#    groups, which do not backtrack;
-# 2. at run time a pattern with any unbounded quantifier is matched in a small
-#    worker process under a time budget; past it the worker is killed (and
-#    replaced on the next call) and the check fails, saying so. Patterns without
-#    one are linear in the output and run in-process.
-
 REGEX_TIMEOUT = 2.0
 """Seconds a user regex may take on one output before its check fails."""
 
-# the parser behind re.compile: private, so tinyeval only reads the tree it builds
-_sre_parser: Any
-_sre_constants: Any
-try:
-    _sre_parser = importlib.import_module("re._parser")
-    _sre_constants = importlib.import_module("re._constants")
-except ImportError:  # pragma: no cover - a Python without it skips the build-time refusal
-    _sre_parser = None
+# the parser behind re.compile (private: only the tree it builds is read)
+_sre_parser: Any = importlib.import_module("re._parser")
+_sre_constants: Any = importlib.import_module("re._constants")
 
 _UNBOUNDED = 1 << 16  # a {m,n} quantifier with n above this counts as unbounded
 
@@ -81,21 +61,19 @@ def _has_unbounded(sequence: Any) -> bool:
     return False
 
 
+_SINGLE = ("LITERAL", "NOT_LITERAL", "IN", "ANY")
+
+
 def _first_items(sequence: Any) -> list[tuple[Any, Any]] | None:
     """What the first character a sequence matches can be; None when unknown."""
     items: list[tuple[Any, Any]] = []
     for op, argument in sequence:
         if op is _sre_constants.AT:
             continue
-        if op in (_sre_constants.LITERAL, _sre_constants.NOT_LITERAL, _sre_constants.ANY):
+        if str(op) in _SINGLE:
             return [*items, (op, argument)]
-        if op is _sre_constants.IN:
-            return [*items, (op, argument)]
-        if op is _sre_constants.SUBPATTERN:
-            inner = _first_items(argument[3])
-            return None if inner is None else items + inner
-        if op is _sre_constants.ATOMIC_GROUP:
-            inner = _first_items(argument)
+        if op in (_sre_constants.SUBPATTERN, _sre_constants.ATOMIC_GROUP):
+            inner = _first_items(argument[3] if op is _sre_constants.SUBPATTERN else argument)
             return None if inner is None else items + inner
         if op in (
             _sre_constants.MAX_REPEAT,
@@ -204,9 +182,6 @@ def _ambiguous_branch(sequence: Any, samples: Any) -> bool:
     return False
 
 
-_SINGLE = ("LITERAL", "NOT_LITERAL", "IN", "ANY")
-
-
 def _char_items(sequence: Any) -> list[tuple[Any, Any]]:
     """Every single-character item anywhere in a parsed sequence."""
     found: list[tuple[Any, Any]] = []
@@ -290,13 +265,9 @@ def _exponential_shape(sequence: Any, samples: Any) -> str | None:
 def exponential_shape(compiled: re.Pattern[str]) -> str | None:
     """Why ``compiled`` can take exponential time, or None when no known shape is found.
 
-    >>> exponential_shape(re.compile(r"(a|a)*c")) is not None
-    True
     >>> exponential_shape(re.compile(r"(a++)+$")) is None  # possessive: no backtracking
     True
     """
-    if _sre_parser is None:  # pragma: no cover
-        return None
     parsed = _sre_parser.parse(compiled.pattern, compiled.flags & ~re.UNICODE)
     samples = sorted({*range(128), 0xA0, 0xE9, 0x0661, 0x4E2D, *_codes_in(parsed)})
     return _exponential_shape(parsed, samples)
@@ -308,8 +279,6 @@ def can_backtrack(compiled: re.Pattern[str]) -> bool:
     >>> can_backtrack(re.compile(r"\\d{22}")), can_backtrack(re.compile(r"\\s+$"))
     (False, True)
     """
-    if _sre_parser is None:  # pragma: no cover
-        return True
     return _has_unbounded(_sre_parser.parse(compiled.pattern, compiled.flags & ~re.UNICODE))
 
 
@@ -405,15 +374,11 @@ atexit.register(_WORKER._kill)
 def bounded_search(
     compiled: re.Pattern[str], backtracks: bool, output: str, timeout: float
 ) -> tuple[int, int] | str | None:
-    """``(start, end)``, None, or why the search was stopped (a check detail).
-
-    A pattern that cannot backtrack is searched in-process; one that can, in
-    the worker process under ``timeout`` seconds.
+    """``(start, end)``, None, or why the search was stopped (a check detail); a pattern that
+    can backtrack runs in the worker under ``timeout`` seconds.
 
     >>> bounded_search(re.compile("b+"), True, "abba", 2.0)
     (1, 3)
-    >>> bounded_search(re.compile("z"), False, "abba", 2.0) is None
-    True
     """
     if not backtracks:
         found = compiled.search(output)

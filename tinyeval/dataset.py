@@ -1,45 +1,13 @@
 """Cases: load them from logs, validate them before anything runs, sample and split them.
 
-A case is one logged interaction (or one to be generated) plus what it is
-expected to satisfy. Files are JSONL (one object a line; ``-`` reads standard
-input), a JSON list, CSV with a header row, or YAML when PyYAML is installed,
-each optionally gzip-compressed (``.gz``). Text is UTF-8, with or without a BOM.
-
-Every problem is found at load time and raised as :class:`DatasetError`, whose
-message names the file, the line, the field and what was expected::
+Files are JSONL (``-`` reads standard input), a JSON list, CSV with a header row, or YAML
+(with PyYAML), each optionally ``.gz``. Every problem is found at load time and raised as
+:class:`DatasetError` naming the file, line and field::
 
     cases.jsonl:12: expect.not_contain: unknown key; did you mean 'not_contains'?
 
-Recognised keys: ``id`` (required), ``input``, ``output``, ``context``,
-``category`` (default ``"default"``), ``expect``, ``origin``, ``tool_calls``,
-``label`` and ``messages``. Any other key is kept in :attr:`Case.meta`.
-
-**Conversations.** ``messages`` is a chat message list (OpenAI or Anthropic
-shapes, see :mod:`tinyeval.agents.conversation`), read into :attr:`Case.conversation`
-at load time; a top-level ``system`` next to it is Anthropic's system prompt.
-When the list ends with an assistant turn and the case has no ``output``, that
-turn is the response: its text is the output (empty when it only calls
-tools), its tool calls are the case's ``tool_calls``, and the conversation
-kept is what came before it. Without an ``input``, the input is the message
-list (without that response). An ``input`` that is itself a message list is
-read into a conversation the same way (but never split). A case whose
-``output`` is null and that has tool calls (``"content": null`` with
-``tool_calls``, as chat APIs log a response that only calls tools) has the
-empty text as its output; an absent output is still one to generate.
-
-**Field paths** (``fields=``, ``--field KEY=PATH``) are dotted paths into each
-record; ``*`` stands for every element of a list, so
-``context=retrieval.docs.*.text`` maps the texts of all documents to a list.
-
-**Context** given as a list of strings (or mapped to one) is joined with a
-blank line between passages, which is also how the judge shows a list.
-
-**Traces.** ``format="otel"`` (detected for a ``.json`` file whose top level
-has ``resourceSpans``) reads an OpenTelemetry GenAI trace export, one case
-per trace (see :mod:`tinyeval.agents.otel`).
-
-This module uses :mod:`tinyeval.checks` (itself standalone) to validate the
-``expect`` block, so a typo never becomes a check that checks nothing.
+Chat ``messages`` and OpenTelemetry traces are read by an extra through the door
+``_EXTRAS["reader"]``; ``Case.conversation`` holds what it read.
 """
 
 from __future__ import annotations
@@ -51,14 +19,12 @@ import random
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from . import checks
-from ._formats import _JSON_CELLS, MAX_LINE_BYTES, DatasetError, _describe, _iter_records
-from .errors import InputError, TinyevalError
-
-if TYPE_CHECKING:  # read only from cases with messages: a plain file never loads it
-    from .agents.conversation import Conversation
+from . import _extra, checks
+from ._formats import _JSON_CELLS, MAX_LINE_BYTES, DatasetError, _iter_records
+from .errors import InputError, TinyevalError, did_you_mean
+from .errors import describe_json as _describe
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -92,18 +58,13 @@ RECOGNISED_KEYS = (
 
 @dataclass(frozen=True)
 class Case:
-    """One case: what was asked, what the system answered, and what it must satisfy.
+    """One case: what was asked, what the system answered (None: to generate), what it must satisfy.
 
-    ``output`` is the logged response as text (``None`` when it is to be
-    generated); a JSON object or list given as output is kept as its compact
-    JSON text. ``source`` and ``line`` say where the case was read from.
-    ``built_checks`` carries the checks of ``expect``, built when the case was
-    read (:meth:`expect_checks` uses them); it takes no part in comparisons and
-    is left out when the case is pickled (they are built again there, once).
+    ``built_checks`` holds the checks of ``expect`` built when the case was read; it takes no
+    part in comparisons and is not pickled.
 
-    >>> case = Case(id="amt-001", output='{"amount_cents": 125050}', category="amounts")
-    >>> case.category, case.expect
-    ('amounts', {})
+    >>> Case(id="amt-001", output='{"amount_cents": 125050}', category="amounts").category
+    'amounts'
     """
 
     id: str
@@ -116,7 +77,7 @@ class Case:
     tool_calls: Sequence[Any] = ()
     label: str | float | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
-    conversation: Conversation | None = None
+    conversation: Any = None  # an object of the extra that read the messages
     source: str | None = field(default=None, compare=False)
     line: int | None = field(default=None, compare=False)
     # the checks of ``expect``, built once when the case was read (see expect_checks)
@@ -125,7 +86,7 @@ class Case:
     )
 
     def expect_checks(self) -> list[checks.NamedCheck]:
-        """The checks of the case's ``expect`` block: those built when it was read, or built now.
+        """The checks of ``expect``: those built when the case was read, or built now.
 
         >>> [c.name for c in Case(id="a", expect={"max_words": 3}).expect_checks()]
         ['max_words']
@@ -146,11 +107,7 @@ class Case:
         self.__dict__.update(state)
 
     def to_dict(self) -> dict[str, Any]:
-        """The case as a plain JSON-ready dict (recognised keys, then ``meta``).
-
-        A case with a conversation also has ``"conversation"`` (its
-        :meth:`~tinyeval.agents.conversation.Conversation.to_dict`); a case without
-        one has no such key.
+        """The case as a JSON-ready dict (recognised keys, ``meta``, and its conversation's).
 
         >>> Case(id="x", input="hola").to_dict()["input"]
         'hola'
@@ -197,39 +154,42 @@ _RECOGNISED = frozenset(RECOGNISED_KEYS)
 # --------------------------------------------------------------------------- reading
 
 
-def parse_field_mapping(items: Iterable[str]) -> dict[str, str]:
-    """Parse ``--field KEY=PATH`` options into a mapping for :func:`load`.
+def parse_field_mapping(
+    items: Iterable[str],
+    *,
+    keys: Sequence[str] = RECOGNISED_KEYS,
+    field: str = "fields",
+    error: type[InputError] = DatasetError,
+) -> dict[str, str]:
+    """Parse ``KEY=PATH`` items (``--field``) into a mapping; each KEY one of ``keys``.
 
     >>> parse_field_mapping(["input=request.messages.0.content", "id=request_id"])
     {'input': 'request.messages.0.content', 'id': 'request_id'}
-    >>> parse_field_mapping(["inptu=question"])
-    Traceback (most recent call last):
-    ...
-    tinyeval._formats.DatasetError: fields: unknown key 'inptu'; did you mean 'input'?
+
+    Raises ``error`` (on ``field``) for an item not ``KEY=PATH`` or an unknown key, naming
+    the key it looks like.
     """
     mapping: dict[str, str] = {}
     for item in items:
-        key, sep, path = item.partition("=")
-        key, path = key.strip(), path.strip()
+        key, sep, path = (part.strip() for part in item.partition("="))
         if not sep or not key or not path:
-            raise DatasetError(f"expected KEY=PATH, got {item!r}", field="fields")
-        _check_recognised(key, field_name="fields")
+            raise error(f"expected KEY=PATH, got {item!r}", field=field)
+        _check_recognised(key, keys, field, error)
         mapping[key] = path
     return mapping
 
 
-def _check_recognised(key: str, *, field_name: str) -> None:
-    if key in RECOGNISED_KEYS:
+def _check_recognised(
+    key: str,
+    keys: Sequence[str] = RECOGNISED_KEYS,
+    field: str = "fields",
+    error: type[InputError] = DatasetError,
+) -> None:
+    if key in keys:
         return
-    import difflib
-
-    close = difflib.get_close_matches(key, RECOGNISED_KEYS, n=1)
-    hint = (
-        f"; did you mean {close[0]!r}?"
-        if close
-        else f"; expected one of {', '.join(RECOGNISED_KEYS)}"
-    )
-    raise DatasetError(f"unknown key {key!r}{hint}", field=field_name)
+    close = did_you_mean(key, keys)
+    hint = f"; did you mean {close!r}?" if close else f"; expected one of {', '.join(keys)}"
+    raise error(f"unknown key {key!r}{hint}", field=field)
 
 
 # --------------------------------------------------------------------------- validation
@@ -341,7 +301,7 @@ def _refuse_near_misses(record: Mapping[str, Any], where: dict[str, Any], *, lin
             )
 
 
-def _at(error: checks.CheckSpecError, where: dict[str, Any]) -> DatasetError:
+def _at(error: InputError, where: dict[str, Any]) -> DatasetError:
     """A check's specification error as a dataset error at this file and line."""
     return DatasetError(error.reason, field=error.field, **where)
 
@@ -387,30 +347,11 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
         if not isinstance(raw_id, str) or not raw_id.strip():
             _expect_type(raw_id, "a non-empty string", "id", where)
 
-    if "messages" not in rec and not isinstance(rec.get("input"), list):
-        conversation, final = None, None  # a plain input: no conversation to read
-    else:
-        conversation, final = _read_conversation(rec, where)
     null_output = "output" in rec and rec["output"] is None
+    conversation = None  # a plain input: no conversation to read
+    if "messages" in rec or _has_messages(rec.get("input")):
+        conversation = _read_conversation(rec, where)
     output = rec.pop("output", None)
-    if final is not None:
-        if output is not None:
-            raise DatasetError(
-                "the messages end with an assistant turn and the case has an output too; "
-                "give the response once (leave it out of the messages, or drop the output)",
-                field="messages",
-                **where,
-            )
-        output = final.text
-        if final.tool_calls:
-            if rec.get("tool_calls") is not None:
-                raise DatasetError(
-                    "the messages end with an assistant turn that calls tools and the case has "
-                    "tool_calls too; give the calls once",
-                    field="tool_calls",
-                    **where,
-                )
-            rec["tool_calls"] = [call.to_dict() for call in final.tool_calls]
     if output is not None and not isinstance(output, str):
         if isinstance(output, (dict, list)):
             output = _text_of(output)
@@ -447,7 +388,7 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
     expect = dict(expect)
     try:  # (a try costs nothing until it catches; this runs for every case read)
         built = tuple(checks.checks_from_expect(expect))
-    except checks.CheckSpecError as exc:
+    except InputError as exc:  # a wrong expect block, or a key whose extra this copy lacks
         raise _at(exc, where) from None
 
     tool_calls = rec.pop("tool_calls", None)
@@ -457,8 +398,8 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
         _expect_type(tool_calls, "a list of tool calls", "tool_calls", where)
     if tool_calls:
         try:
-            checks.tool_names(tool_calls)
-        except checks.CheckSpecError as exc:
+            _extra("reader", "tool_calls", what="a case with tool_calls")(tool_calls)
+        except InputError as exc:
             raise _at(exc, where) from None
         if null_output:
             output = ""  # "content": null with tool calls: a response that only calls tools
@@ -496,51 +437,22 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
 _NEW_CASE = object.__new__
 
 
-def _read_conversation(
-    rec: dict[str, Any], where: dict[str, Any]
-) -> tuple[Conversation | None, Any]:
-    """Read ``messages`` (or an ``input`` message list) into a conversation.
-
-    Returns ``(conversation, final)``: ``final`` is the closing assistant turn
-    when ``messages`` ends with one and there is no output, split off the
-    conversation (and off the input it becomes); else None. ``messages`` is
-    removed from the record; ``input`` is set from it when absent.
-    """
-    messages = rec.pop("messages", None)
-    system = rec.get("system")
-    system = system if isinstance(system, str | list) else None
-    from .agents.conversation import (
-        looks_like_messages,  # only cases that may hold messages come here
-    )
-
-    if messages is None:
-        given = rec.get("input")
-        if not looks_like_messages(given):
-            return None, None
-        return _conversation(given, system, "input", where), None
-    if not isinstance(messages, list):
-        _expect_type(messages, "a list of chat messages", "messages", where)
-    conversation = _conversation(messages, system, "messages", where)
-    final = conversation.final_turn if rec.get("output") is None else None
-    if final is not None:
-        conversation = conversation.without_final()
-        messages = messages[:-1]
-    elif conversation.final_turn is not None:
-        final = conversation.final_turn  # with an output too: refused by the caller
-    if rec.get("input") is None:
-        rec["input"] = messages
-    return conversation, final
-
-
-def _conversation(messages: Any, system: Any, key: str, where: dict[str, Any]) -> Conversation:
-    from .agents.conversation import from_messages
-
+def _read_conversation(rec: dict[str, Any], where: dict[str, Any]) -> Any:
+    """The conversation of a record that holds chat messages, read by the extra that reads
+    them (it also sets the record's output and tool_calls from a closing assistant turn)."""
     try:
-        return from_messages(messages, system=system)
+        return _extra("reader", "messages", what="a case with chat messages")(rec)
     except InputError as exc:
-        place = exc.field or "messages"
-        field_name = key + place.removeprefix("messages") if place.startswith("messages") else place
-        raise DatasetError(exc.reason, field=field_name, **where) from None
+        raise DatasetError(exc.reason, field=exc.field, **where) from None
+
+
+def _has_messages(value: Any) -> bool:
+    """Whether ``value`` looks like a chat message list: objects that all have a ``role``."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(item, Mapping) and "role" in item for item in value)
+    )
 
 
 def _parse_number(text: str) -> int | float | None:
@@ -571,39 +483,25 @@ def iter_cases(
     unique_ids: bool = True,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> Iterator[Case]:
-    """Read and validate cases one at a time, without holding the file in memory.
+    """Read and validate cases one at a time, in flat memory (ids past 50,000 spill to SQLite).
 
-    ``fields`` maps a recognised key to a dotted path in the file's own
-    records (``{"input": "request.messages.0.content"}``). With
-    ``id_from_line``, a record without an ``id`` is named ``line-N``. Raises
-    :class:`DatasetError` at the first bad record, so consume it fully (or
-    use :func:`load`) before acting on any case. Memory stays flat however
-    long the file: the ids seen are kept in memory up to 50,000 of them and in
-    a temporary SQLite index on disk beyond. ``unique_ids=False`` skips the
-    duplicate check, for a second pass over a file already read once.
-
-    Hostile files end in a :class:`DatasetError`, never a hang or a crash: a
-    line longer than ``max_line_bytes`` (default :data:`MAX_LINE_BYTES`,
-    64 MiB; for JSON and YAML, read whole, the whole file) is refused before
-    more of it is read, so ``/dev/zero`` or a gzip bomb cost bounded memory;
-    so are a key given twice in one object, a lone surrogate in any string,
-    nesting too deep for the interpreter, an integer beyond Python's digit
-    limit, a NUL in a CSV cell, and YAML aliases that expand far past the file.
+    ``fields`` maps a recognised key to a dotted path in the records; with ``id_from_line`` a
+    record without an id is ``line-N``; ``unique_ids=False`` skips the duplicate check.
+    Raises :class:`DatasetError` at the first bad record (a line past ``max_line_bytes``, a
+    duplicate key, a lone surrogate, too deep nesting, a YAML alias bomb...): consume it all
+    before acting on any case.
 
     >>> import json, tempfile, os
-    >>> rows = [{"request_id": "r1", "q": {"text": "¿Cuánto cobran?"}, "a": "Nada."}]
     >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
-    ...     _ = f.write("\\n".join(json.dumps(r) for r in rows))
-    ...     name = f.name
-    >>> mapping = {"id": "request_id", "input": "q.text", "output": "a"}
-    >>> [c.input for c in iter_cases(name, fields=mapping)]
-    ['¿Cuánto cobran?']
-    >>> os.remove(name)
+    ...     _ = f.write(json.dumps({"request_id": "r1", "q": {"text": "¿Cuánto?"}}))
+    >>> [c.input for c in iter_cases(f.name, fields={"id": "request_id", "input": "q.text"})]
+    ['¿Cuánto?']
+    >>> os.remove(f.name)
     """
     path = str(path)
     fields = dict(fields or {})
     for key in fields:
-        _check_recognised(key, field_name="fields")
+        _check_recognised(key)
     # The line of a first occurrence is looked up only when a duplicate shows.
     with _IdIndex() as seen:
         for line, case in _validated(path, fields, id_from_line, format, max_line_bytes):
@@ -636,20 +534,14 @@ def _duplicate(
 
 
 class _IdIndex:
-    """The ids seen so far, in flat memory: a set of 96-bit digests while it is small,
-    then a temporary SQLite table on disk (deleted when closed), filled in batches.
+    """The ids seen, in flat memory: a set of 96-bit digests, then a temporary SQLite table.
 
-    :meth:`add` gives the first id seen twice, with the line it was seen again
-    on, or None; past the spill, a repeat of an id already on disk shows when
-    its batch is written (at the latest by :meth:`flush`), so keep adding until
-    then: what it gives is still the first repeat in file order.
+    :meth:`add` gives the first repeated id and its line, or None; past the spill a repeat shows
+    when its batch is written (at the latest by :meth:`flush`).
 
     >>> with _IdIndex(spill_after=2, batch=3) as seen:
     ...     [seen.add(i, n) for n, i in enumerate(["a", "b", "c", "d", "a"], 1)], seen.flush()
     ([None, None, None, None, None], ('a', 5))
-    >>> with _IdIndex() as seen:
-    ...     [seen.add(i, n) for n, i in enumerate(["a", "b", "a"], 1)]
-    [None, None, ('a', 3)]
     """
 
     def __init__(self, *, spill_after: int = 50_000, batch: int = 10_000) -> None:
@@ -722,10 +614,8 @@ def _validated(
     format: str | None,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> Iterator[tuple[int, Case]]:
-    """Every record of the file as a validated case, with its line.
-
-    A ``--field`` path found in none of the records is an error once the file
-    is read: a misspelt path must not leave every case without its output.
+    """Every record as a validated case, with its line; a ``--field`` path found in no record is
+    an error once the file is read.
     """
     found = dict.fromkeys(fields, 0)
     records = 0
@@ -776,17 +666,13 @@ def load(
     format: str | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> list[Case]:
-    """Load and validate every case of a file; raise :class:`DatasetError` on the first problem.
-
-    An empty file is an error: a gate over zero cases would pass vacuously.
-    ``max_line_bytes`` bounds a line as in :func:`iter_cases`.
+    """Load and validate every case of a file (an empty file is an error: a gate over nothing).
 
     >>> import tempfile, os
     >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
-    ...     _ = f.write('{"id": "a", "output": "hola", "expect": {"max_words": 3}}\\n\\n')
-    ...     _ = f.write('{"id": "b", "output": "chau", "category": "tone"}\\n')
+    ...     _ = f.write('{"id": "a", "output": "hola", "category": "tone"}\\n')
     >>> [(c.id, c.category) for c in load(f.name)]
-    [('a', 'default'), ('b', 'tone')]
+    [('a', 'tone')]
     >>> os.remove(f.name)
     """
     cases = list(
@@ -807,18 +693,11 @@ def load(
 
 
 def sample(cases: Iterable[Case], n: int, *, seed: int | str) -> list[Case]:
-    """Pick ``n`` cases at random, reproducibly: the same seed gives the same sample.
-
-    A seeded shuffle rather than the first ``n`` lines, so a sample does not all
-    come from the top of the file (usually the oldest logs). Raises
-    :class:`DatasetError` (field ``sample size``) when ``n`` is not a
-    non-negative integer or is more than there are cases.
+    """``n`` cases picked by a seeded shuffle: the same seed gives the same sample.
 
     >>> cases = [Case(id=str(i)) for i in range(10)]
     >>> [c.id for c in sample(cases, 3, seed=7)] == [c.id for c in sample(cases, 3, seed=7)]
     True
-    >>> len(sample(cases, 3, seed=1))
-    3
     """
     pool = list(cases)
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
@@ -851,20 +730,12 @@ def in_holdout(case_id: str, fraction: float, *, salt: str = "tinyeval-holdout")
 def split_holdout(
     cases: Iterable[Case], fraction: float, *, salt: str = "tinyeval-holdout"
 ) -> tuple[list[Case], list[Case]]:
-    """Split cases into (development, holdout) by a stable hash of each id.
+    """Split cases into (development, holdout) by a stable hash of each id and the salt: when
+    the file grows, no case changes sides.
 
-    A case's side depends only on its id and the salt, never on the file's
-    order or size: when the file grows, no case moves between the two sets.
-    Tune prompts and rubrics on development; look at the holdout only to check
-    that what you tuned still holds.
-
-    >>> cases = [Case(id=f"c{i}") for i in range(1000)]
-    >>> dev, hold = split_holdout(cases, 0.2)
+    >>> dev, hold = split_holdout([Case(id=f"c{i}") for i in range(1000)], 0.2)
     >>> len(hold)
     193
-    >>> _, hold_again = split_holdout(cases + [Case(id="new")], 0.2)
-    >>> {c.id for c in hold} <= {c.id for c in hold_again}
-    True
     """
     if not 0.0 < fraction < 1.0:
         raise DatasetError(
@@ -895,28 +766,18 @@ _CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",
 
 
 def dataset_fingerprint(cases: Iterable[Case]) -> str:
-    """A short, order-independent fingerprint of a set of cases.
-
-    Two files holding the same cases in any order give the same fingerprint;
-    changing any field of any case changes it. It is stored with every result
-    row so that two runs can be checked to be over the same data. It streams:
-    memory does not grow with the number of cases.
+    """A short, order-independent fingerprint of a set of cases (streamed).
 
     >>> a, b = Case(id="a", output="x"), Case(id="b", output="y")
     >>> dataset_fingerprint([a, b]) == dataset_fingerprint([b, a])
     True
-    >>> dataset_fingerprint([a, b]) == dataset_fingerprint([a, Case(id="b", output="z")])
-    False
-    >>> len(dataset_fingerprint([a]))
-    16
     """
     return Fingerprinting().of(cases)
 
 
 class Fingerprinting:
-    """:func:`dataset_fingerprint` taken as the cases stream by (for a run that reads its
-    file once): :meth:`adding` passes each case on, :meth:`value` is the fingerprint of
-    those passed so far.
+    """:func:`dataset_fingerprint` taken as the cases stream by: :meth:`adding` passes each on,
+    :meth:`value` is the fingerprint so far.
 
     >>> taking = Fingerprinting()
     >>> [c.id for c in taking.adding([Case(id="a"), Case(id="b")])]

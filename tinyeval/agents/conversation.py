@@ -938,3 +938,65 @@ def _named_results(turn: Turn, names: Mapping[str, str]) -> Turn:
         for r in turn.tool_results
     )
     return replace(turn, tool_results=results)
+
+
+def read_case_messages(record: dict[str, Any]) -> Conversation | None:
+    """Read a case record's ``messages`` (or ``input`` message list) into a conversation.
+
+    ``messages`` leaves the record (``input`` is set from it when absent). A closing assistant
+    turn, when the case has no output, is split off: its text becomes the output, its tool
+    calls the case's ``tool_calls``.
+
+    >>> record = {"messages": [{"role": "user", "content": "hi"},
+    ...                        {"role": "assistant", "content": "hello"}]}
+    >>> conversation = read_case_messages(record)
+    >>> record["output"], record["input"]
+    ('hello', [{'role': 'user', 'content': 'hi'}])
+
+    Raises :class:`~tinyeval.errors.InputError` naming the field for a list it cannot read,
+    or a response given twice.
+    """
+    messages = record.pop("messages", None)
+    system = record.get("system")
+    system = system if isinstance(system, str | list) else None
+    if messages is None:
+        given = record.get("input")
+        if not looks_like_messages(given):
+            return None
+        return _case_conversation(given, system, "input")
+    if not isinstance(messages, list):
+        raise InputError(
+            f"expected a list of chat messages, got {describe_json(messages)}", field="messages"
+        )
+    conversation = _case_conversation(messages, system, "messages")
+    final = conversation.final_turn
+    if final is not None and record.get("output") is not None:
+        raise InputError(
+            "the messages end with an assistant turn and the case has an output too; "
+            "give the response once (leave it out of the messages, or drop the output)",
+            field="messages",
+        )
+    if final is not None:
+        conversation = conversation.without_final()
+        messages = messages[:-1]
+        record["output"] = final.text
+        if final.tool_calls:
+            if record.get("tool_calls") is not None:
+                raise InputError(
+                    "the messages end with an assistant turn that calls tools and the case has "
+                    "tool_calls too; give the calls once",
+                    field="tool_calls",
+                )
+            record["tool_calls"] = [call.to_dict() for call in final.tool_calls]
+    if record.get("input") is None:
+        record["input"] = messages
+    return conversation
+
+
+def _case_conversation(messages: Any, system: Any, key: str) -> Conversation:
+    try:
+        return from_messages(messages, system=system)
+    except InputError as exc:
+        place = exc.field or "messages"
+        field = key + place.removeprefix("messages") if place.startswith("messages") else place
+        raise InputError(exc.reason, field=field) from None

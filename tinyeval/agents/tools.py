@@ -1,9 +1,8 @@
 """Tool checks: the tools a case called, and the trajectory of its conversation, in order.
 
-These are the ``tools_*``, ``tool_args``, ``max_tool_calls``, ``max_repeats``
-and ``no_tool_errors`` checks of :mod:`tinyeval.checks`, which re-exports every
-public name here; an ``expect`` block builds them through
-:func:`tinyeval.checks.checks_from_expect`.
+The ``tools_*``, ``tool_args``, ``max_tool_calls``, ``max_repeats`` and ``no_tool_errors``
+keys of an ``expect`` block come here through the door ``_EXTRAS["expect"]``; the
+``build_*`` functions are their builders.
 
 >>> from tinyeval.checks import run_checks
 >>> run_checks("Listo", tools_required("lookup"), case={"tool_calls": ["lookup"]})
@@ -13,24 +12,26 @@ public name here; an ``expect`` block builds them through
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..check_core import (
-    _NO_CASE,
+from ..checks import (
     CheckResult,
     CheckSpecError,
     NamedCheck,
+    _blame,
     _describe,
+    _items,
     _json_equal,
     _label,
+    _limit_builder,
     _parse_json,
+    _path_map,
     _require_json_value,
     _require_limit,
     _require_text,
+    _sharing,
     _show,
-    _tool_calls_of,
-    tool_names,
 )
 from ..errors import InputError, did_you_mean, plural, shorten
 
@@ -43,6 +44,7 @@ __all__ = [
     "max_tool_calls",
     "no_tool_errors",
     "tool_args",
+    "tool_names",
     "tools_before",
     "tools_forbidden",
     "tools_match",
@@ -531,3 +533,158 @@ def no_tool_errors() -> NamedCheck:
         return CheckResult(False, f"{who} returned an error: {shorten(first.text, 60)}{more}")
 
     return NamedCheck("no_tool_errors", run)
+
+
+# === Reading tool calls ===
+
+
+def tool_names(tool_calls: Iterable[Any] | None) -> list[str]:
+    """The names of the tools called, in call order, from any supported shape.
+
+    Accepted shapes, freely mixed: a plain name (``"transfer"``); OpenAI chat
+    completions (``{"type": "function", "function": {"name": ..., "arguments": ...}}``);
+    the older OpenAI ``{"name": ..., "arguments": ...}``; Anthropic
+    (``{"type": "tool_use", "name": ..., "input": {...}}``); and objects with
+    the same attributes (as the vendors' SDKs return). ``None`` means no call.
+
+    >>> tool_names([
+    ...     "lookup_balance",
+    ...     {"type": "function", "function": {"name": "transfer", "arguments": "{}"}},
+    ...     {"name": "notify", "arguments": "{}"},
+    ...     {"type": "tool_use", "id": "toolu_1", "name": "audit", "input": {}},
+    ... ])
+    ['lookup_balance', 'transfer', 'notify', 'audit']
+    >>> tool_names(None)
+    []
+    >>> tool_names([{"tool": "transfer"}])
+    Traceback (most recent call last):
+      ...
+    tinyeval.checks.CheckSpecError: tool_calls: entry 0: expected a tool name, ...
+
+    Raises :class:`CheckSpecError` (field ``tool_calls``) for a shape it does
+    not recognise; it never guesses.
+    """
+    if tool_calls is None:
+        return []
+    if isinstance(tool_calls, str | bytes | Mapping) or not isinstance(tool_calls, Iterable):
+        raise CheckSpecError(
+            f"expected a list of tool calls, got {_describe(tool_calls)}", field="tool_calls"
+        )
+    return [_tool_name(call, index) for index, call in enumerate(tool_calls)]
+
+
+_TOOL_SHAPES = (
+    "a tool name, an OpenAI call {'function': {'name': ...}}, "
+    "{'name': ..., 'arguments': ...} or an Anthropic {'type': 'tool_use', 'name': ...}"
+)
+
+
+def _tool_name(call: Any, index: int) -> str:
+    if isinstance(call, str):
+        name: Any = call
+    else:
+        function = _attribute(call, "function")
+        name = _attribute(function if function is not None else call, "name")
+    if not isinstance(name, str) or not name:
+        raise CheckSpecError(
+            f"entry {index}: expected {_TOOL_SHAPES}, got {_describe(call)}", field="tool_calls"
+        )
+    return name
+
+
+def _attribute(obj: Any, key: str) -> Any:
+    """``obj[key]`` for a mapping, ``obj.key`` for an object, None when absent."""
+    if isinstance(obj, Mapping):
+        return obj.get(key)
+    if obj is None or isinstance(obj, str | bytes | int | float | list | tuple):
+        return None
+    return getattr(obj, key, None)
+
+
+_NO_CASE = object()
+
+
+def _tool_calls_of(case: Any) -> Any:
+    if case is None:
+        return _NO_CASE
+    if isinstance(case, Mapping):
+        return case.get("tool_calls")
+    return getattr(case, "tool_calls", None)
+
+
+# === Builders of the expect keys ===
+
+
+def _tools_builder(
+    factory: Callable[..., list[NamedCheck]],
+) -> Callable[[Any, str], list[NamedCheck]]:
+    def build(value: Any, field: str) -> list[NamedCheck]:
+        built = []
+        for subfield, name in _items(value, field, single_ok=False):
+            with _blame(subfield):
+                built.extend(factory(name))
+        return built
+
+    return build
+
+
+def build_tools_sequence(value: Any, field: str) -> list[NamedCheck]:
+    if isinstance(value, list | tuple):
+        for index, name in enumerate(value):
+            _require_text(name, f"{field}[{index}]")
+    with _blame(field):
+        return [tools_sequence(value)]
+
+
+def build_tools_match(value: Any, field: str) -> list[NamedCheck]:
+    shape = '{"tools": [...], "mode": "strict|unordered|subset|superset"}'
+    if not isinstance(value, Mapping):
+        raise CheckSpecError(f"expected {shape}, got {_describe(value)}", field=field)
+    for key in value:
+        if key not in ("tools", "mode"):
+            hint = did_you_mean(str(key), ("tools", "mode"))
+            shown = f"; did you mean {hint!r}?" if hint else f"; expected {shape}"
+            raise CheckSpecError(f"unknown key {key!r}{shown}", field=f"{field}.{key}")
+    if "tools" not in value:
+        raise CheckSpecError(f'expected {shape}, got no "tools"', field=field)
+    mode = value.get("mode", "strict")
+    with _blame(f"{field}.mode"):
+        if mode not in TOOLS_MATCH_MODES:
+            tools_match([], mode)
+    with _blame(f"{field}.tools"):
+        return [tools_match(value["tools"], mode)]
+
+
+def build_tools_before(value: Any, field: str) -> list[NamedCheck]:
+    shape = "[first, then] or a list of such pairs"
+    if not isinstance(value, list | tuple) or not value:
+        raise CheckSpecError(f"expected {shape}, got {_describe(value)}", field=field)
+    pairs = [value] if all(isinstance(item, str) for item in value) else list(value)
+    built = []
+    for index, pair in enumerate(pairs):
+        subfield = field if pairs[0] is value else f"{field}[{index}]"
+        if not isinstance(pair, list | tuple) or len(pair) != 2:
+            raise CheckSpecError(f"expected {shape}, got {_describe(pair)}", field=subfield)
+        with _blame(subfield):
+            built.append(tools_before(pair[0], pair[1]))
+    return built
+
+
+def build_tool_args(value: Any, field: str) -> list[NamedCheck]:
+    built = []
+    for name, arguments in _path_map(value, field, "arguments"):
+        with _blame(f"{field}.{name}"):
+            built.append(tool_args(name, arguments))
+    return built
+
+
+def build_no_tool_errors(value: Any, field: str) -> list[NamedCheck]:
+    if not isinstance(value, bool):
+        raise CheckSpecError(f"expected true or false, got {_describe(value)}", field=field)
+    return [no_tool_errors()] if value else []
+
+
+build_tools_forbidden = _sharing(_tools_builder(tools_forbidden))
+build_tools_required = _sharing(_tools_builder(tools_required))
+build_max_tool_calls = _limit_builder(max_tool_calls)
+build_max_repeats = _limit_builder(max_repeats)

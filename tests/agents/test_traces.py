@@ -21,12 +21,13 @@ from hypothesis import strategies as st
 
 import tinyeval
 from tinyeval import checks
+from tinyeval.agents import tools
 from tinyeval.agents.conversation import from_messages
 from tinyeval.agents.otel import records_from_otel
 from tinyeval.dataset import DatasetError, load
 from tinyeval.errors import InputError
 
-EXPORT = Path(__file__).parent / "data" / "otel_genai_export.json"
+EXPORT = Path(__file__).parents[1] / "data" / "otel_genai_export.json"
 SYSTEM = (
     "You are Acme's support agent. Look an order up before changing it. "
     "Refunds only for orders not yet shipped."
@@ -52,7 +53,7 @@ def test_current_conventions_conversation_model_and_usage() -> None:
     assert case.conversation.system == SYSTEM
     assert case.conversation.question == "Where is my order A1043?"
     assert case.output == "Order A1043 has shipped with UPS and should arrive on December 3."
-    assert [(k.name, k.arguments) for k in checks.trajectory(case)] == [
+    assert [(k.name, k.arguments) for k in tools.trajectory(case)] == [
         ("lookup_order", {"order_id": "A1043"})
     ]
     (result,) = case.conversation.tool_results
@@ -65,7 +66,7 @@ def test_current_conventions_conversation_model_and_usage() -> None:
 
 def test_a_failing_tool_span_is_an_error_result() -> None:
     case = load(EXPORT)[1]
-    assert [k.name for k in checks.trajectory(case)] == ["lookup_order", "issue_refund"]
+    assert [k.name for k in tools.trajectory(case)] == ["lookup_order", "issue_refund"]
     assert case.conversation is not None
     refund = case.conversation.tool_results[1]
     assert (refund.name, refund.is_error, refund.text) == (
@@ -82,14 +83,14 @@ def test_older_flattened_attributes() -> None:
     assert case.output.startswith("You can return unused items within 30 days")  # type: ignore[union-attr]
     assert case.meta["model"] == "gpt-4o-mini-2024-07-18"
     assert case.meta["usage"] == {"input_tokens": 88, "output_tokens": 41}
-    assert checks.trajectory(case) == ()
+    assert tools.trajectory(case) == ()
 
 
 def test_events_and_a_tool_result_found_in_the_next_chat_span() -> None:
     case = load(EXPORT)[3]
     assert case.conversation is not None
     assert case.conversation.question == "Cancel order C77, I ordered the wrong size."
-    assert [(k.name, k.arguments) for k in checks.trajectory(case)] == [
+    assert [(k.name, k.arguments) for k in tools.trajectory(case)] == [
         ("cancel_order", {"order_id": "C77"})
     ]
     (result,) = case.conversation.tool_results

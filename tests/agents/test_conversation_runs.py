@@ -12,7 +12,7 @@ from pathlib import Path
 import tinyeval
 from tinyeval.judge import read_blocks
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 LOGS = [
     {"trace": {"span_id": f"s{i}"}, "metadata": {"route": "faq"},

@@ -12,21 +12,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tinyeval import checks
+from tinyeval.agents import tools
 from tinyeval.agents.conversation import from_messages
-from tinyeval.checks import (
-    CheckResult,
-    CheckSpecError,
-    checks_from_expect,
+from tinyeval.agents.tools import (
     max_repeats,
     max_tool_calls,
     no_tool_errors,
-    run_checks,
-    run_checks_detailed,
     tool_args,
     tools_before,
     tools_match,
     tools_sequence,
     trajectory,
+)
+from tinyeval.checks import (
+    CheckResult,
+    CheckSpecError,
+    checks_from_expect,
+    run_checks,
+    run_checks_detailed,
 )
 
 
@@ -111,7 +114,7 @@ def test_tools_match_modes(log: Any) -> None:
     ]
     for made, *expected in table:
         case = log([(name, {}) for name in made])
-        got = [one(tools_match(reference, mode), case).passed for mode in checks.TOOLS_MATCH_MODES]
+        got = [one(tools_match(reference, mode), case).passed for mode in tools.TOOLS_MATCH_MODES]
         assert got == expected, made
 
 
@@ -346,7 +349,7 @@ def test_any_argument_text_is_read_without_raising(text: str) -> None:
 
 # --- the agent example, end to end ---------------------------------------------------
 
-AGENT_EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "agent" / "cases.jsonl"
+AGENT_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent" / "cases.jsonl"
 
 # What each logged conversation did wrong, as designed when the example was written, and so
 # which check must fail. Cases not listed pass every check.
