@@ -114,23 +114,19 @@ def steps_judge(
     *,
     steps: Sequence[str] | str | None,
     name: str | None = None,
-    pass_at: float | None = None,
-    scale: tuple[int, int] | None = None,
+    pass_at: None = None,
+    scale: None = None,
     steps_path: str | os.PathLike[str] | None = None,
     steps_model: CallModel | None = None,
     **options: Any,
 ) -> StepsJudge:
     """The ``"criterion"`` door's ``"steps"`` entry: a :class:`StepsJudge` for a criterion
-    given with ``steps`` (a list, or ``"auto"``); ``options`` go to the judge.
+    given with ``steps`` (a list, or ``"auto"``); ``options`` go to the judge (``pass_at`` and
+    ``scale`` are refused before, by :func:`~tinyeval.judge.make_judge`).
 
     >>> steps_judge("Is polite.", steps=["Read it."], votes=3).votes
     3
     """
-    if pass_at is not None or scale is not None:
-        raise JudgeError(
-            f"pass_at and scale belong to graded judges (graded:<criterion>), not to {criterion!r}",
-            field="pass_at" if pass_at is not None else "scale",
-        )
     found, name = resolve_steps(
         criterion, steps, name=name, steps_path=steps_path, steps_model=steps_model
     )

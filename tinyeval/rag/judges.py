@@ -29,9 +29,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, NamedTuple
 
+from .. import _extra
 from ..calls import ask, model_spec
 from ..errors import InputError, describe_json, plural, shorten
-from .. import _extra
 from ..judge import (
     BaseVerdict,
     Judge,
@@ -62,9 +62,9 @@ __all__ = [
     "answer_relevance_judge",
     "context_precision",
     "is_builtin",
-    "rag_judge",
     "model_family",
     "parse_claims",
+    "rag_judge",
     "retrieved_passages",
     "self_evaluation_warning",
     "split_passages",
@@ -250,7 +250,7 @@ class ClaimsVerdict(BaseVerdict):
     def to_dict(self) -> dict[str, Any]:
         """The row form: a judge's keys plus ``claims``, ``claim_verdicts``, ``score``,
         ``supported``, ``judged`` and ``extraction``."""
-        data = self.base_dict(style=self.style, votes=[self.verdict], failures=[self.failure])
+        data = self.base_dict()
         data.update(
             claims=list(self.claims),
             claim_verdicts=[cv.to_dict() for cv in self.claim_verdicts],
@@ -587,7 +587,7 @@ class ContextVerdict(BaseVerdict):
     def to_dict(self) -> dict[str, Any]:
         """The row form: a judge's keys plus ``passage_verdicts``, ``passages``,
         ``relevant`` and ``context_precision``."""
-        data = self.base_dict(style=self.style, votes=[self.verdict], failures=[self.failure])
+        data = self.base_dict()
         data.update(
             passage_verdicts=[pv.to_dict() for pv in self.passage_verdicts],
             passages=len(self.passage_verdicts),
@@ -793,6 +793,7 @@ def _sides(spec: str | None, reported: str | None) -> list[tuple[str, str]]:
 
 # === The factory ===================================================================
 
+
 def rag_judge(
     criterion: str,
     *,
@@ -800,8 +801,6 @@ def rag_judge(
     style: str = "verdict-first",
     steps: Any = None,
     name: str | None = None,
-    pass_at: float | None = None,
-    scale: tuple[int, int] | None = None,
     **_: Any,
 ) -> Judge | ClaimsJudge | ContextRelevanceJudge:
     """The ``"criterion"`` door's entry for each of :data:`RAG_CRITERIA`.
@@ -809,11 +808,6 @@ def rag_judge(
     >>> rag_judge("faithfulness-by-claims").name
     'faithfulness-by-claims'
     """
-    if pass_at is not None or scale is not None:
-        raise JudgeError(
-            f"pass_at and scale belong to graded judges (graded:<criterion>), not to {criterion!r}",
-            field="pass_at" if pass_at is not None else "scale",
-        )
     if steps is not None:
         raise JudgeError(f"{criterion} takes no steps", field="steps")
     if criterion == "faithfulness-by-claims":
