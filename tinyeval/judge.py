@@ -605,7 +605,7 @@ def make_judge(
         )
     if key is None:
         return Judge(criterion, votes=votes, style=style, name=name)
-    factory = _extra("criterion", key, f"the criterion {key!r}")
+    factory = _extra("criterion", key, f"the criterion {criterion!r}")
     return factory(
         criterion,
         votes=votes,
