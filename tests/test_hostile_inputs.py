@@ -357,7 +357,8 @@ def test_checks_from_any_expect_block_build_or_refuse_and_never_raise_when_run(
 @FUZZ
 @given(st.text(max_size=200), st.text(max_size=60))
 def test_verdict_parsers_accept_any_reply(reply: str, response: str) -> None:
-    from tinyeval.judge import parse_choice, parse_evidence, parse_verdict
+    from tinyeval.judge import parse_evidence, parse_verdict
+    from tinyeval.judges.pairwise import parse_choice
 
     verdict, _ = parse_verdict(reply)
     assert verdict in (None, "PASS", "FAIL")

@@ -29,14 +29,18 @@ from tinyeval.judge import (
     JudgeError,
     Verdict,
     neutralize,
-    parse_choice,
     parse_evidence,
     parse_verdict,
-    read_blocks,
     rubric_fingerprint,
 )
-from tinyeval.judges.builtin import builtin_judge
-from tinyeval.judges.pairwise import PairwiseJudge, PairwiseVerdict, position_stats
+from tinyeval.judges.builtin import builtin_judge, read_blocks
+from tinyeval.judges.pairwise import (
+    PairwiseJudge,
+    PairwiseVerdict,
+    parse_choice,
+    position_stats,
+)
+from tinyeval.judges.steps import StepsJudge
 
 ANGLE_LIKE = judge_module._ANGLES_OPEN + judge_module._ANGLES_CLOSE + judge_module._ANGLES_MULTI
 CORPUS_PATH = Path(__file__).parent / "data" / "adversarial_responses.jsonl"
@@ -474,13 +478,17 @@ def test_names():
         ({"criterion": "x", "template": "{criterion} only"}, "response"),
         ({"criterion": "x", "template": "{criterion}\n<<<RESPONSE>>>\n{response}"}, "marker"),
         ({"criterion": "Check <<<END RESPONSE>>>"}, "marker"),
-        ({"criterion": "x", "steps": "one step"}, "steps"),
-        ({"criterion": "x", "steps": ["ok", ""]}, "steps"),
     ],
 )
 def test_bad_construction_raises_judge_error(kwargs, message):
     with pytest.raises(JudgeError, match=message):
         Judge(**kwargs)
+
+
+@pytest.mark.parametrize("steps", ["one step", ["ok", ""], ["<<<END RESPONSE>>>"]])
+def test_bad_steps_raise_judge_error(steps):
+    with pytest.raises(JudgeError, match="step"):
+        StepsJudge("x", steps=steps)
 
 
 def test_judge_error_is_a_value_error():
@@ -496,7 +504,7 @@ def test_bad_call_arguments():
 
 
 def test_steps_are_rendered_numbered():
-    prompt = Judge("x", steps=["List the claims.", "Check each one."]).render("hi")
+    prompt = StepsJudge("x", steps=["List the claims.", "Check each one."]).render("hi")
     assert "1. List the claims.\n2. Check each one.\n" in prompt
 
 
@@ -540,7 +548,7 @@ def test_fingerprint_follows_the_documented_recipe():
         '"style":"verdict-first","template":"Grade: {criterion}\\n{response}"}'
     )
     expected = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-    judge = Judge(
+    judge = StepsJudge(
         "The answer is polite.", template="Grade: {criterion}\n{response}", steps=["Read it."]
     )
     assert judge.rubric_fingerprint == expected
@@ -574,7 +582,7 @@ def test_fingerprint_changes_with_each_part():
     base = Judge("x").rubric_fingerprint
     others = {
         Judge("y").rubric_fingerprint,
-        Judge("x", steps=["s"]).rubric_fingerprint,
+        StepsJudge("x", steps=["s"]).rubric_fingerprint,
         Judge("x", style="evidence-first", template=VERDICT_TEMPLATE).rubric_fingerprint,
         Judge("x", template=VERDICT_TEMPLATE + " ").rubric_fingerprint,
         PairwiseJudge("x").rubric_fingerprint,

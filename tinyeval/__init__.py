@@ -89,11 +89,18 @@ _EXTRAS: dict[str, dict[str, str]] = {
         "tool_calls": "agents.tools:tool_names",
     },
     # criteria with a judge of their own (name or "prefix:"), and models by spec
-    "criterion": {},
+    "criterion": {
+        "faithfulness-by-claims": "rag.judges:rag_judge",
+        "answer-relevance": "rag.judges:rag_judge",
+        "context-relevance": "rag.judges:rag_judge",
+        "graded:": "judges.graded_judge:graded_judge",
+        "steps": "judges.steps:steps_judge",
+    },
     "model": {"builtin": "judges.builtin:builtin_judge"},
     # what wraps the judge or the models of a run (a jury of several judge models, batches)
     "wrapper": {
         "batch": "scale.session_batches:Batches",
+        "jury": "judges.jury:Jury",
     },
     # run observers: watch the rows of a run and may stop it
     "observer": {},

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from tinyeval.agents.conversation import Conversation, ToolCall, from_messages, looks_like_messages
 from tinyeval.errors import InputError
-from tinyeval.judge import neutralize, read_blocks
+from tinyeval.judge import neutralize
+from tinyeval.judges.builtin import read_blocks
 
 OPENAI = [
     {"role": "system", "content": "You are the support agent of Acme."},

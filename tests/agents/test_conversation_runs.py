@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import tinyeval
-from tinyeval.judge import read_blocks
+from tinyeval.judges.builtin import read_blocks
 
 ROOT = Path(__file__).resolve().parents[2]
 

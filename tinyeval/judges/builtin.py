@@ -69,17 +69,58 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from ..errors import TinyevalError
-from ..judge import CRITERIA, read_blocks
+from ..judge import CRITERIA
 
 __all__ = [
     "ANSWER_OVERLAP",
+    "BLOCK_NAMES",
     "CLAIM_OVERLAP",
     "NumberToken",
     "builtin_judge",
     "content_words",
     "parse_number_tokens",
+    "read_blocks",
     "split_claims",
 ]
+
+# === The prompt's blocks, read back =============================================
+
+BLOCK_NAMES = (
+    "SYSTEM PROMPT",
+    "EARLIER TURNS",
+    "QUESTION",
+    "AGENT STEPS",
+    "CONTEXT",
+    "RESPONSE",
+    "RESPONSE A",
+    "RESPONSE B",
+)
+
+
+def _block_pattern(name: str) -> re.Pattern[str]:
+    opening, closing = re.escape(f"<<<{name}>>>"), re.escape(f"<<<END {name}>>>")
+    return re.compile(f"^{opening}\n(.*?)\n{closing}$", re.MULTILINE | re.DOTALL)
+
+
+_BLOCK_PATTERNS = {name: _block_pattern(name) for name in BLOCK_NAMES}
+
+
+def read_blocks(prompt: str) -> tuple[dict[str, str], str]:
+    """``(blocks, rest)``: the text of each block of a rendered prompt by name, as shown,
+    and the prompt with the blocks cut out (the trusted text).
+
+    >>> blocks, rest = read_blocks("Judge this.\\n<<<RESPONSE>>>\\nHi.\\n<<<END RESPONSE>>>\\n")
+    >>> blocks, rest
+    ({'RESPONSE': 'Hi.'}, 'Judge this.\\n\\n')
+    """
+    blocks: dict[str, str] = {}
+    for name, pattern in _BLOCK_PATTERNS.items():
+        match = pattern.search(prompt)
+        if match:
+            blocks[name] = match.group(1)
+            prompt = prompt[: match.start()] + prompt[match.end() :]
+    return blocks, prompt
+
 
 CLAIM_OVERLAP = Fraction(1, 2)
 """A claim needs at least this share of its content words and numbers in the context."""

@@ -6,15 +6,6 @@ interval, the quantiles, the histogram and the **bottom 10% by id**, and it
 warns when a 1–5 scale has collapsed onto two values (it is a PASS/FAIL
 criterion in disguise, and should be written as one).
 
-=========================  ===================================================
-Function                   Gives
-=========================  ===================================================
-``graded_summary``         A :class:`GradedSummary`: n, mean with a Student t
-                           interval, quantiles, histogram, bottom 10%, warnings.
-``graded_pass_fail``       PASS/FAIL per case through an explicit threshold: the
-                           only way a graded score may gate.
-=========================  ===================================================
-
 Scores come as ``(id, score)`` pairs or a mapping id → score; ids are strings
 or whole numbers and must be unique; scores are finite numbers.
 """

@@ -1,8 +1,7 @@
 """The graded judge: a strictly parsed score on a scale, which gates only through ``pass_at``.
 
-:mod:`tinyeval.rag.judges` re-exports every public name here and builds this judge for
-``graded:<criterion>`` in :func:`~tinyeval.rag.judges.make_judge`; the scores of a run are
-summarised by :mod:`tinyeval.judges.graded`.
+:func:`tinyeval.judge.make_judge` builds it for ``graded:<criterion>`` through the
+``"criterion"`` door (:func:`graded_judge`); :mod:`tinyeval.judges.graded` summarises scores.
 
 >>> parse_score("4")
 (4.0, '')
@@ -10,6 +9,7 @@ summarised by :mod:`tinyeval.judges.graded`.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
@@ -18,25 +18,32 @@ from typing import Any
 from ..calls import ask, reported_model, sum_usage
 from ..errors import is_number, shorten
 from ..judge import (
+    BaseVerdict,
     Judge,
     JudgeError,
-    _common_dict,
-    _describe_error,
-    _first_line,
-    _header,
-    _JudgeVerdict,
     default_name,
+    describe_error,
+    first_line,
+    header,
     rubric_fingerprint,
 )
+from .steps import StepsJudge, resolve_steps
 
-__all__ = ["GRADED_TEMPLATE", "GradedJudge", "ScoreVerdict", "graded_scores", "parse_score"]
+__all__ = [
+    "GRADED_TEMPLATE",
+    "GradedJudge",
+    "ScoreVerdict",
+    "graded_judge",
+    "graded_scores",
+    "parse_score",
+]
 
 CallModel = Callable[..., Any]
 
 
 # === Graded scores =================================================================
 
-GRADED_TEMPLATE = _header("scoring", "score", "scores") + (
+GRADED_TEMPLATE = header("scoring", "score", "scores") + (
     "\nAnswer in exactly this format. First line: {scale_rule}, and nothing else on that "
     "line. Second line: one sentence explaining the score. Write nothing else."
 )
@@ -82,7 +89,7 @@ def parse_score(text: str, scale: tuple[int, int] = (1, 5)) -> tuple[float | Non
     rule = "a decimal from 0 to 1" if unit else f"a whole number from {low} to {high}"
     if not isinstance(text, str):
         return None, f"unparsed: expected a text reply, got {type(text).__name__}"
-    first, rest = _first_line(text)
+    first, rest = first_line(text)
     pattern = _UNIT if unit else _INTEGER
     if first.isascii() and pattern.match(first):
         value = float(first)
@@ -92,7 +99,7 @@ def parse_score(text: str, scale: tuple[int, int] = (1, 5)) -> tuple[float | Non
 
 
 @dataclass(frozen=True)
-class ScoreVerdict(_JudgeVerdict):
+class ScoreVerdict(BaseVerdict):
     """What a :class:`GradedJudge` returns.
 
     ``score`` on ``scale`` (None when the reply did not parse or the call
@@ -115,7 +122,7 @@ class ScoreVerdict(_JudgeVerdict):
 
     def to_dict(self) -> dict[str, Any]:
         """The row form: a judge's keys plus ``score``, ``scale`` and ``pass_at``."""
-        data = _common_dict(self, style=self.style, votes=[self.verdict], failures=[self.failure])
+        data = self.base_dict()
         data.update(score=self.score, scale=list(self.scale), pass_at=self.pass_at)
         return data
 
@@ -131,7 +138,7 @@ class GradedJudge:
     without a label. Summarise the scores with
     :func:`graded_scores` and :func:`tinyeval.judges.graded.graded_summary` (histogram,
     quantiles, bottom 10% by id). ``steps`` are G-Eval steps, as for
-    :class:`~tinyeval.judge.Judge`.
+    :class:`~tinyeval.judges.steps.StepsJudge`.
 
     >>> judge = GradedJudge("The answer is complete.", pass_at=4)
     >>> verdict = judge(lambda prompt: "3\\nIt misses the limit.", response="Fee: ARS 150.")
@@ -168,10 +175,14 @@ class GradedJudge:
         )
         self.template = GRADED_TEMPLATE.replace("{scale_rule}", rule)
         # a Judge checks the criterion, the steps and the template, and renders the prompt
-        self._renderer = Judge(criterion, template=self.template, steps=steps)
+        self._renderer = (
+            Judge(criterion, template=self.template)
+            if steps is None
+            else StepsJudge(criterion, template=self.template, steps=steps)
+        )
         self.criterion = criterion
         self.criterion_text = self._renderer.criterion_text
-        self.steps = self._renderer.steps
+        self.steps = getattr(self._renderer, "steps", [])
         self.votes = 1
         self.style = "graded"
         self.name = name if name is not None else f"graded-{default_name(criterion)}"
@@ -217,7 +228,7 @@ class GradedJudge:
         try:
             reply = ask(call_model, prompt)
         except Exception as exc:  # recorded, never raised
-            message = _describe_error(exc)
+            message = describe_error(exc)
             return ScoreVerdict(
                 None, f"call_model failed: {message}", "error", error=message, **common
             )
@@ -248,3 +259,32 @@ def graded_scores(rows: Iterable[Mapping[str, Any]], judge_name: str) -> list[tu
         if is_number(score) and isinstance(score, int | float):
             found.append((str(row.get("id")), float(score)))
     return found
+
+
+def graded_judge(
+    criterion: str,
+    *,
+    votes: int = 1,
+    steps: Sequence[str] | str | None = None,
+    name: str | None = None,
+    pass_at: float | None = None,
+    scale: tuple[int, int] | None = None,
+    steps_path: str | os.PathLike[str] | None = None,
+    steps_model: CallModel | None = None,
+    **_: Any,
+) -> GradedJudge:
+    """The ``"criterion"`` door's ``"graded:"`` entry: a :class:`GradedJudge` of the text after
+    the colon (``scale`` (1, 5) unless given); ``steps`` as for a steps judge.
+
+    >>> graded_judge("graded:Is clear.", pass_at=4).scale
+    (1, 5)
+    """
+    text = criterion[len("graded:") :].strip()
+    if not text:
+        raise JudgeError("graded: needs the criterion after the colon, as graded:Is clear.")
+    if votes != 1:
+        raise JudgeError("a graded judge takes one vote", field="votes")
+    found, name = resolve_steps(
+        text, steps, name=name, steps_path=steps_path, steps_model=steps_model
+    )
+    return GradedJudge(text, scale=scale or (1, 5), pass_at=pass_at, steps=found, name=name)

@@ -5,22 +5,6 @@ averages some of them away, but only when the jurors err on *different*
 cases. So alongside the jury's verdict this module measures how each juror
 errs and how much their errors overlap.
 
-=======================  ====================================================
-``jury_verdict``         one case: the majority of the panel, unanimity, and
-                         whether it goes to review
-``juror_agreement``      many cases: agreement between jurors (kappa) and,
-                         with human labels, each juror's and the jury's
-                         failure recall and false alarms, and the correlation
-                         of the jurors' errors
-``dawid_skene``          many cases, no labels: each juror's sensitivity and
-                         specificity and the pass rate, estimated by the
-                         Dawid and Skene (1979) model
-``shared_family``        the model family all jurors come from, if only one
-``Jury``                 a judge asked of several models at once, as the runner
-                         runs any judge: each juror's verdict kept, the
-                         majority as the verdict
-=======================  ====================================================
-
 Verdicts are ``"PASS"``, ``"FAIL"`` (any case, or ``True``/``False``) or
 ``None`` for a reply that did not parse. Sensitivity is P(juror PASS | truly
 PASS) and specificity P(juror FAIL | truly FAIL), as in

@@ -1,7 +1,6 @@
-"""G-Eval steps: written once by a model for a criterion, checked strictly, frozen in a file.
-
-:mod:`tinyeval.rag.judges` re-exports every public name here; a
-:class:`~tinyeval.judge.Judge` given ``steps=`` shows them in its prompt.
+"""G-Eval steps: the judge that shows them, and steps written once by a model, checked
+strictly, frozen in a rubric file. :func:`tinyeval.judge.make_judge` reaches
+:func:`steps_judge` through the ``"criterion"`` door's ``"steps"`` entry.
 
 >>> steps, _ = parse_steps("1. Read the context.\\n2. Find each figure in it.")
 >>> steps
@@ -13,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +23,114 @@ from ..judge import (
     Judge,
     JudgeError,
     Rubric,
-    _describe_error,
-    _fill,
     default_name,
+    describe_error,
+    fill,
     load_rubric,
+    refuse_markers,
+    rubric_fingerprint,
 )
 
-__all__ = ["MAX_STEPS", "STEPS_TEMPLATE", "parse_steps", "write_steps"]
+__all__ = [
+    "MAX_STEPS",
+    "STEPS_TEMPLATE",
+    "StepsJudge",
+    "parse_steps",
+    "steps_judge",
+    "write_steps",
+]
 
 CallModel = Callable[..., Any]
+
+
+# === The judge with evaluation steps ===============================================
+
+
+def check_steps(steps: Sequence[str]) -> list[str]:
+    """``steps`` as a list, refused unless each is a non-empty string without a marker."""
+    if isinstance(steps, str) or not all(isinstance(step, str) and step.strip() for step in steps):
+        raise JudgeError("steps must be a list of non-empty strings (one string per step)")
+    for step in steps:
+        refuse_markers(step, "a step")
+    return list(steps)
+
+
+def render_steps(steps: Sequence[str]) -> str:
+    """The steps as the prompt shows them: a numbered list under one line, or ``""``."""
+    if not steps:
+        return ""
+    numbered = "\n".join(f"{i}. {step.strip()}" for i, step in enumerate(steps, 1))
+    return f"Follow these evaluation steps:\n{numbered}\n"
+
+
+class StepsJudge(Judge):
+    """A :class:`~tinyeval.judge.Judge` that shows evaluation ``steps`` (G-Eval style) as a
+    numbered list in its prompt's ``{steps}``; its fingerprint covers them.
+
+    >>> judge = StepsJudge("Is polite.", steps=["Read it.", "Look for rudeness."])
+    >>> "2. Look for rudeness." in judge.render("Thanks!"), judge.steps
+    (True, ['Read it.', 'Look for rudeness.'])
+    """
+
+    def __init__(self, criterion: str, *, steps: Sequence[str], **options: Any) -> None:
+        super().__init__(criterion, **options)
+        self.steps = check_steps(steps)
+        self.rubric_fingerprint = rubric_fingerprint(
+            self.template, self.criterion_text, self.steps, self.style
+        )
+
+    def trusted_values(self) -> dict[str, str]:
+        return {**super().trusted_values(), "steps": render_steps(self.steps)}
+
+
+def resolve_steps(
+    criterion: str,
+    steps: Sequence[str] | str | None,
+    *,
+    name: str | None,
+    steps_path: str | os.PathLike[str] | None,
+    steps_model: CallModel | None,
+) -> tuple[list[str] | None, str | None]:
+    """``(steps, name)``: a list as given, or for ``"auto"`` the steps :func:`write_steps`
+    froze in ``steps_path`` (the name defaults to the file's)."""
+    if steps != "auto":
+        if isinstance(steps, str):
+            raise JudgeError(
+                f'steps must be a list of strings or "auto", got {steps!r}', field="steps"
+            )
+        return (None if steps is None else list(steps)), name
+    if steps_path is None or steps_model is None:
+        raise JudgeError(
+            'steps="auto" needs steps_path (the rubric file to freeze them in) and '
+            "steps_model (the model that writes them)",
+            field="steps",
+        )
+    rubric = write_steps(criterion, steps_model, path=steps_path, name=name)
+    return list(rubric.steps or ()), name or rubric.name
+
+
+def steps_judge(
+    criterion: str,
+    *,
+    steps: Sequence[str] | str | None,
+    name: str | None = None,
+    pass_at: None = None,
+    scale: None = None,
+    steps_path: str | os.PathLike[str] | None = None,
+    steps_model: CallModel | None = None,
+    **options: Any,
+) -> StepsJudge:
+    """The ``"criterion"`` door's ``"steps"`` entry: a :class:`StepsJudge` for a criterion
+    given with ``steps`` (a list, or ``"auto"``); ``options`` go to the judge (``pass_at`` and
+    ``scale`` are refused before, by :func:`~tinyeval.judge.make_judge`).
+
+    >>> steps_judge("Is polite.", steps=["Read it."], votes=3).votes
+    3
+    """
+    found, name = resolve_steps(
+        criterion, steps, name=name, steps_path=steps_path, steps_model=steps_model
+    )
+    return StepsJudge(criterion, steps=found or [], name=name, **options)
 
 
 # === G-Eval steps, written once and frozen =========================================
@@ -109,7 +207,7 @@ def write_steps(
     >>> where = os.path.join(tempfile.mkdtemp(), "polite.json")
     >>> rubric = write_steps("Is polite.", lambda p: "1. Read it.\\n2. Look for rudeness.",
     ...                      path=where)
-    >>> rubric.steps, Judge("Is polite.", steps=rubric.steps).steps
+    >>> rubric.steps, StepsJudge("Is polite.", steps=rubric.steps).steps
     (('Read it.', 'Look for rudeness.'), ['Read it.', 'Look for rudeness.'])
     >>> write_steps("Is polite.", lambda p: "never asked", path=where).steps
     ('Read it.', 'Look for rudeness.')
@@ -131,11 +229,11 @@ def write_steps(
             raise JudgeError("the file has no steps", path=str(where), field="steps")
         return rubric
     Judge(criterion)  # refuses an empty criterion or one holding a block marker
-    prompt = _fill(STEPS_TEMPLATE, {"criterion": criterion_text})
+    prompt = fill(STEPS_TEMPLATE, {"criterion": criterion_text})
     try:
         reply = ask(call_model, prompt)
     except Exception as exc:
-        raise JudgeError(f"the model could not write the steps: {_describe_error(exc)}") from exc
+        raise JudgeError(f"the model could not write the steps: {describe_error(exc)}") from exc
     steps, why = parse_steps(reply)
     if steps is None:
         raise JudgeError(
@@ -143,7 +241,7 @@ def write_steps(
             f"{shorten(repr(reply), 120)}; nothing was written",
             path=str(where),
         )
-    Judge(criterion, steps=steps)  # refuses a step holding a block marker
+    check_steps(steps)  # refuses a step holding a block marker
     spec = {"criterion": criterion, "name": name or default_name(criterion), "steps": list(steps)}
     where.parent.mkdir(parents=True, exist_ok=True)
     partial = where.with_name(f".{where.name}.partial")

@@ -6,26 +6,10 @@ verdict object with the row form every judge has (``to_dict()``), so the
 runner runs these judges unchanged and ``calibrate`` calibrates them against
 human labels like any other judge.
 
-==================================  ==================================================
-``ClaimsJudge()``                   faithfulness by claims: extract the claims, judge
-                                    each against the context; PASS only when all hold
-``answer_relevance_judge()``        does the response address the question
-``ContextRelevanceJudge()``         is each retrieved passage relevant (one call each);
-                                    context precision from the verdicts and the ranking
-``context_precision(relevant)``     the RAGAS context precision of a ranking
-``write_steps(criterion, model)``   G-Eval steps written once by a model, frozen in a file
-``GradedJudge(criterion, scale)``   a strictly parsed graded score; gates only via
-                                    ``pass_at``
-``graded_scores(rows, name)``       ``(id, score)`` pairs for ``graded_summary``
-``self_evaluation_warning(g, j)``   the generator and the judge are of one family
-``make_judge(criterion, ...)``      the right judge for a criterion name
-``parse_claims``, ``parse_steps``,  the strict parsers
-``parse_score``
-==================================  ==================================================
-
-The criterion names :func:`make_judge` knows: ``faithfulness-by-claims``,
-``answer-relevance``, ``context-relevance``, ``graded:<criterion text>``; any
-other text is an ordinary :class:`~tinyeval.judge.Judge` criterion.
+``ClaimsJudge`` (``faithfulness-by-claims``), :func:`answer_relevance_judge`
+(``answer-relevance``) and ``ContextRelevanceJudge`` (``context-relevance``, with
+:func:`context_precision`) are what :func:`tinyeval.judge.make_judge` builds for those
+criteria, through the ``"criterion"`` door (:func:`rag_judge`).
 
 >>> from tinyeval.judges.builtin import builtin_judge
 >>> judge = ClaimsJudge()
@@ -40,41 +24,26 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import re
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, NamedTuple
 
+from .. import _extra
 from ..calls import ask, model_spec
 from ..errors import InputError, describe_json, plural, shorten
 from ..judge import (
+    BaseVerdict,
     Judge,
     JudgeError,
     Verdict,
-    _block,
-    _common_dict,
-    _describe_error,
-    _fill,
-    _JudgeVerdict,
-    _optional_block,
-    _refuse_markers,
-    _stamp,
+    block,
+    describe_error,
+    fill,
+    refuse_markers,
+    stamp,
 )
-from ..judges.graded_judge import (
-    GRADED_TEMPLATE,
-    GradedJudge,
-    ScoreVerdict,
-    graded_scores,
-    parse_score,
-)
-from ..judges.steps import (
-    MAX_STEPS,  # noqa: F401 - re-exported: moved to geval_steps.py
-    STEPS_TEMPLATE,
-    parse_steps,
-    write_steps,
-)
+from ..judges.graded_judge import GradedJudge, graded_scores  # noqa: F401 - for summary.py
 from ..stats import UndefinedStatisticError
 
 __all__ = [
@@ -82,31 +51,23 @@ __all__ = [
     "CLAIMS_TEMPLATE",
     "CONTEXT_RELEVANCE",
     "CONTEXT_RELEVANCE_TEMPLATE",
-    "GRADED_TEMPLATE",
     "NO_CLAIMS",
     "RAG_CRITERIA",
-    "STEPS_TEMPLATE",
     "ClaimVerdict",
     "ClaimsJudge",
     "ClaimsVerdict",
     "ContextRelevanceJudge",
     "ContextVerdict",
-    "GradedJudge",
     "PassageVerdict",
-    "ScoreVerdict",
     "answer_relevance_judge",
     "context_precision",
-    "graded_scores",
     "is_builtin",
-    "make_judge",
     "model_family",
     "parse_claims",
-    "parse_score",
-    "parse_steps",
+    "rag_judge",
     "retrieved_passages",
     "self_evaluation_warning",
     "split_passages",
-    "write_steps",
 ]
 
 CallModel = Callable[..., Any]
@@ -125,7 +86,7 @@ CONTEXT_RELEVANCE = (
 """The ``context-relevance`` property, asked of one retrieved passage at a time."""
 
 RAG_CRITERIA = ("faithfulness-by-claims", "answer-relevance", "context-relevance")
-"""The criterion names :func:`make_judge` builds a RAG judge for (besides ``graded:...``)."""
+"""The criteria :func:`rag_judge` builds a judge for."""
 
 NO_CLAIMS = "NO CLAIMS"
 """What the claim extractor answers, alone on its line, for a response without claims."""
@@ -145,12 +106,7 @@ def is_builtin(call_model: Any) -> bool:
     >>> is_builtin(builtin_judge), is_builtin(lambda prompt: "PASS")
     (True, False)
     """
-    # the built-in judge's module is imported only when it is used: until then no callable
-    # can be it
-    baseline = sys.modules.get(__package__.rpartition(".")[0] + ".judges.builtin")
-    if baseline is not None and call_model is baseline.builtin_judge:
-        return True
-    return model_spec(call_model) == "builtin"
+    return call_model is _extra("model", "builtin") or model_spec(call_model) == "builtin"
 
 
 def _combine(verdicts: Sequence[str | None], failures: Sequence[str | None]) -> tuple[Any, ...]:
@@ -245,7 +201,7 @@ class ClaimVerdict(NamedTuple):
 
 
 @dataclass(frozen=True)
-class ClaimsVerdict(_JudgeVerdict):
+class ClaimsVerdict(BaseVerdict):
     """What a :class:`ClaimsJudge` returns.
 
     ``claims`` as extracted (empty when the extraction did not parse) and
@@ -294,7 +250,7 @@ class ClaimsVerdict(_JudgeVerdict):
     def to_dict(self) -> dict[str, Any]:
         """The row form: a judge's keys plus ``claims``, ``claim_verdicts``, ``score``,
         ``supported``, ``judged`` and ``extraction``."""
-        data = _common_dict(self, style=self.style, votes=[self.verdict], failures=[self.failure])
+        data = self.base_dict()
         data.update(
             claims=list(self.claims),
             claim_verdicts=[cv.to_dict() for cv in self.claim_verdicts],
@@ -357,7 +313,7 @@ class ClaimsJudge:
         self.template = CLAIMS_TEMPLATE if template is None else template
         if not isinstance(self.template, str) or "{response}" not in self.template:
             raise JudgeError("the extraction template must be a string containing {response}")
-        _refuse_markers(self.template, "the extraction template")
+        refuse_markers(self.template, "the extraction template")
         self.rubric_fingerprint = _own_fingerprint(
             "faithfulness-by-claims",
             {"extract": self.template, "claim": self.claim_judge.rubric_fingerprint},
@@ -375,10 +331,10 @@ class ClaimsJudge:
         if not isinstance(response, str):
             raise JudgeError(f"response must be a string, got {type(response).__name__}")
         values = {
-            "response": _block("RESPONSE", response),
-            "question": _optional_block("QUESTION", question),
+            "response": block("RESPONSE", response),
+            "question": block("QUESTION", question),
         }
-        return _fill(self.template, values)
+        return fill(self.template, values)
 
     def __call__(
         self,
@@ -402,7 +358,7 @@ class ClaimsJudge:
             try:
                 reply = ask(call_model, self.render(response, question=question))
             except Exception as exc:  # recorded, never raised
-                message = _describe_error(exc)
+                message = describe_error(exc)
                 return self._verdict(
                     None, f"call_model failed: {message}", "error", raw, error=message
                 )
@@ -453,7 +409,7 @@ class ClaimsJudge:
             reason,
             failure,
             raw=tuple(raw),
-            **_stamp(self, raw),
+            **stamp(self, raw),
             **extra,
         )
 
@@ -591,7 +547,7 @@ class PassageVerdict(NamedTuple):
 
 
 @dataclass(frozen=True)
-class ContextVerdict(_JudgeVerdict):
+class ContextVerdict(BaseVerdict):
     """What a :class:`ContextRelevanceJudge` returns.
 
     ``passage_verdicts`` in rank order. ``verdict`` is PASS when at least one
@@ -631,7 +587,7 @@ class ContextVerdict(_JudgeVerdict):
     def to_dict(self) -> dict[str, Any]:
         """The row form: a judge's keys plus ``passage_verdicts``, ``passages``,
         ``relevant`` and ``context_precision``."""
-        data = _common_dict(self, style=self.style, votes=[self.verdict], failures=[self.failure])
+        data = self.base_dict()
         data.update(
             passage_verdicts=[pv.to_dict() for pv in self.passage_verdicts],
             passages=len(self.passage_verdicts),
@@ -729,7 +685,7 @@ class ContextRelevanceJudge:
             passage_verdicts=tuple(judged),
             raw=tuple(raw),
             error=errors[0] if errors and failure == "error" else None,
-            **_stamp(self, raw),
+            **stamp(self, raw),
         )
 
 
@@ -837,73 +793,25 @@ def _sides(spec: str | None, reported: str | None) -> list[tuple[str, str]]:
 
 # === The factory ===================================================================
 
-AnyJudge = Judge | ClaimsJudge | ContextRelevanceJudge | GradedJudge
 
-
-def make_judge(
+def rag_judge(
     criterion: str,
     *,
     votes: int = 1,
     style: str = "verdict-first",
-    steps: Sequence[str] | str | None = None,
+    steps: Any = None,
     name: str | None = None,
-    pass_at: float | None = None,
-    scale: tuple[int, int] | None = None,
-    steps_path: str | os.PathLike[str] | None = None,
-    steps_model: CallModel | None = None,
-) -> AnyJudge:
-    """The judge a criterion name asks for.
+    **_: Any,
+) -> Judge | ClaimsJudge | ContextRelevanceJudge:
+    """The ``"criterion"`` door's entry for each of :data:`RAG_CRITERIA`.
 
-    ``faithfulness-by-claims`` → :class:`ClaimsJudge`; ``answer-relevance`` →
-    :func:`answer_relevance_judge`; ``context-relevance`` →
-    :class:`ContextRelevanceJudge`; ``graded:<text>`` → :class:`GradedJudge` of
-    ``<text>`` (``scale``, default (1, 5), and ``pass_at``); anything else → a
-    :class:`~tinyeval.judge.Judge`. ``steps`` (a :class:`Judge` or graded judge
-    only) is a list, or ``"auto"``: :func:`write_steps` with ``steps_model``
-    into ``steps_path`` (read back, never re-written, when it exists).
-    ``pass_at`` and ``scale`` belong to graded judges only.
-
-    >>> make_judge("faithfulness-by-claims").name, make_judge("graded:Is clear.").scale
-    ('faithfulness-by-claims', (1, 5))
-    >>> make_judge("Is polite.", pass_at=3)
-    Traceback (most recent call last):
-    ...
-    tinyeval.judge.JudgeError: pass_at: pass_at and scale belong to graded judges \
-(graded:<criterion>), not to 'Is polite.'
+    >>> rag_judge("faithfulness-by-claims").name
+    'faithfulness-by-claims'
     """
-    if not isinstance(criterion, str) or not criterion.strip():
-        raise JudgeError(f"criterion must be a non-empty string, got {criterion!r}")
-    graded = criterion.startswith("graded:")
-    if not graded and (pass_at is not None or scale is not None):
-        raise JudgeError(
-            f"pass_at and scale belong to graded judges (graded:<criterion>), not to {criterion!r}",
-            field="pass_at" if pass_at is not None else "scale",
-        )
-    if criterion in RAG_CRITERIA:
-        if steps is not None:
-            raise JudgeError(f"{criterion} takes no steps", field="steps")
-        if criterion == "faithfulness-by-claims":
-            return ClaimsJudge(votes=votes, style=style, name=name or criterion)
-        if criterion == "answer-relevance":
-            return answer_relevance_judge(votes=votes, style=style, name=name or criterion)
-        return ContextRelevanceJudge(votes=votes, style=style, name=name or criterion)
-    text = criterion[len("graded:") :].strip() if graded else criterion
-    if not text:
-        raise JudgeError("graded: needs the criterion after the colon, as graded:Is clear.")
-    if steps == "auto":
-        if steps_path is None or steps_model is None:
-            raise JudgeError(
-                'steps="auto" needs steps_path (the rubric file to freeze them in) and '
-                "steps_model (the model that writes them)",
-                field="steps",
-            )
-        rubric = write_steps(text, steps_model, path=steps_path, name=name)
-        name = name or rubric.name
-        steps = list(rubric.steps or ())
-    elif isinstance(steps, str):
-        raise JudgeError(f'steps must be a list of strings or "auto", got {steps!r}', field="steps")
-    if graded:
-        if votes != 1:
-            raise JudgeError("a graded judge takes one vote", field="votes")
-        return GradedJudge(text, scale=scale or (1, 5), pass_at=pass_at, steps=steps, name=name)
-    return Judge(text, votes=votes, style=style, steps=steps, name=name)
+    if steps is not None:
+        raise JudgeError(f"{criterion} takes no steps", field="steps")
+    if criterion == "faithfulness-by-claims":
+        return ClaimsJudge(votes=votes, style=style, name=name or criterion)
+    if criterion == "answer-relevance":
+        return answer_relevance_judge(votes=votes, style=style, name=name or criterion)
+    return ContextRelevanceJudge(votes=votes, style=style, name=name or criterion)

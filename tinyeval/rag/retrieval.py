@@ -3,22 +3,10 @@
 If recall@5 is 0.62, no prompt fixes the other 38%: the documents the answer
 needed never reached the model. These figures say so before any judge runs.
 
-Per query (each returns a float in [0, 1])
-
-=========================  ===================================================
-Function                   Answers
-=========================  ===================================================
-``hit_at_k``               Is any relevant document in the first k? (1.0 or 0.0)
-``recall_at_k``            What share of the relevant documents is in the first k?
-``precision_at_k``         What share of the first k positions holds a relevant one?
-``reciprocal_rank``        1 / the rank of the first relevant document (0.0 if none).
-``ndcg_at_k``              DCG of the first k over the best possible DCG (graded gains).
-=========================  ===================================================
-
-Over many queries: ``retrieval_report`` gives, per category and overall, the
-hit rate@k with its Wilson interval and the mean recall@k, precision@k, nDCG@k
-and MRR, each with a Student t interval; ``RetrievalReport.check`` evaluates
-thresholds such as ``recall@5>=0.8`` category by category.
+Per query, :func:`hit_at_k`, :func:`recall_at_k`, :func:`precision_at_k`,
+:func:`reciprocal_rank` and :func:`ndcg_at_k` each return a float in [0, 1]. Over many
+queries, :func:`retrieval_report` gives each per category and overall, with intervals;
+``RetrievalReport.check`` evaluates thresholds such as ``recall@5>=0.8``.
 
 Conventions, the same in every function:
 

@@ -21,9 +21,11 @@ import tinyeval
 from tinyeval.calls import Reply
 from tinyeval.dataset import Case
 from tinyeval.errors import InputError
-from tinyeval.judge import Judge, JudgeError, default_name, load_rubric, read_blocks
-from tinyeval.judges.builtin import builtin_judge, split_claims
+from tinyeval.judge import Judge, JudgeError, default_name, load_rubric, make_judge
+from tinyeval.judges.builtin import builtin_judge, read_blocks, split_claims
 from tinyeval.judges.graded import graded_summary
+from tinyeval.judges.graded_judge import GradedJudge, graded_scores, parse_score
+from tinyeval.judges.steps import StepsJudge, parse_steps, write_steps
 from tinyeval.models import resolve
 from tinyeval.rag.judges import (
     ANSWER_RELEVANCE,
@@ -31,19 +33,13 @@ from tinyeval.rag.judges import (
     NO_CLAIMS,
     ClaimsJudge,
     ContextRelevanceJudge,
-    GradedJudge,
     answer_relevance_judge,
     context_precision,
-    graded_scores,
-    make_judge,
     model_family,
     parse_claims,
-    parse_score,
-    parse_steps,
     retrieved_passages,
     self_evaluation_warning,
     split_passages,
-    write_steps,
 )
 from tinyeval.stats import UndefinedStatisticError
 
@@ -601,7 +597,7 @@ def test_make_judge_dispatch():
     graded = make_judge("graded:Is complete.", scale=(0, 1), pass_at=0.5)
     assert isinstance(graded, GradedJudge) and graded.scale == (0, 1)
     plain = make_judge("Is polite.", votes=3, steps=["Read it."], name="polite")
-    assert type(plain) is Judge and (plain.votes, plain.steps, plain.name) == (
+    assert type(plain) is StepsJudge and (plain.votes, plain.steps, plain.name) == (
         3,
         ["Read it."],
         "polite",

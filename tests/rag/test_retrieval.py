@@ -33,7 +33,7 @@ from tinyeval.rag.retrieval import (
 )
 from tinyeval.stats import Rate, UndefinedStatisticError, wilson_interval
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "rag" / "cases.jsonl"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "rag" / "cases.jsonl"
 
 # One ranking used throughout: relevant documents at ranks 2, 4 and 6; d5 is never retrieved.
 RANKING = ["d3", "d1", "d7", "d2", "d9", "d4"]
