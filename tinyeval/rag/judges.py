@@ -43,7 +43,6 @@ from ..judge import (
     refuse_markers,
     stamp,
 )
-from ..judges.graded_judge import GradedJudge, graded_scores  # noqa: F401 - for summary.py
 from ..stats import UndefinedStatisticError
 
 __all__ = [
