@@ -22,8 +22,7 @@ from tinyeval.cache import (
     ResponseCache,
     cached,
 )
-from tinyeval.calls import Reply
-from tinyeval.models import Model, ModelCallError, as_model
+from tinyeval.models import Model, ModelCallError, Reply, as_model
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -248,7 +247,7 @@ def test_two_processes_writing_at_once(tmp_path: Path) -> None:
         """
         import sys
         from tinyeval.cache import ResponseCache
-        from tinyeval.calls import Reply
+        from tinyeval.models import Reply
         name, path = sys.argv[1], sys.argv[2]
         with ResponseCache(path) as store:
             for i in range(300):

@@ -563,7 +563,7 @@ def judge_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
         textwrap.dedent(
             """
             import asyncio
-            from tinyeval.calls import Reply
+            from tinyeval.models import Reply
 
             def plain(prompt):
                 return "PASS" if "ok" in prompt else "FAIL"
@@ -730,7 +730,7 @@ def test_async_models_work_inside_a_running_event_loop_through_both_doors() -> N
     """The judge's door (calls.ask) and the adapter's (as_model) follow one contract."""
     import asyncio
 
-    from tinyeval.calls import ask
+    from tinyeval.models import ask
 
     async def judge(prompt, **kwargs):
         await asyncio.sleep(0)

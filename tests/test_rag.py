@@ -18,13 +18,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tinyeval
-from tinyeval.calls import Reply
 from tinyeval.dataset import Case
 from tinyeval.errors import InputError
 from tinyeval.judge import Judge, JudgeError, default_name, load_rubric, read_blocks
 from tinyeval.judges.builtin import builtin_judge, split_claims
 from tinyeval.judges.graded import graded_summary
-from tinyeval.models import resolve
+from tinyeval.models import Reply, resolve
 from tinyeval.rag.judges import (
     ANSWER_RELEVANCE,
     CONTEXT_RELEVANCE,

@@ -1,8 +1,5 @@
-"""The HTTP transport under the model adapters: deadline reads, body caps, retry timing.
-
-:mod:`tinyeval.models` sends requests with these and re-exports the public
-names (:data:`MAX_RESPONSE_BYTES`, :func:`parse_retry_after` and the
-retry constants).
+"""The HTTP transport under the model adapters: deadline reads, body caps, retry timing, and
+the scrubbing of keys from every message (:mod:`tinyeval.models` offers the public names).
 
 >>> parse_retry_after("2")
 2.0
@@ -11,11 +8,14 @@ retry constants).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
+import os
 import random
 import threading
 import urllib.parse
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -33,7 +33,13 @@ __all__ = [
     "RETRYABLE_STATUSES",
     "RETRY_AFTER_CAP",
     "parse_retry_after",
+    "scrub",
+    "secret_values",
 ]
+
+# environment variables whose values are treated as secrets by scrub()
+_SECRET_NAME_ENDINGS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+_MIN_SECRET_LENGTH = 8
 
 
 RETRY_AFTER_CAP = 60.0  # seconds: never wait longer than this for one Retry-After
@@ -276,3 +282,117 @@ class _Watchdog:
                 )
 
         return urllib.request.build_opener(HTTP(), HTTPS())
+
+
+_ENVIRONMENT_SECRETS: list[Any] = [None, ()]  # the last environment seen, and its secrets
+
+
+def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Values of environment variables named like secrets (``*KEY``, ``*TOKEN`` …).
+
+    Values shorter than 8 characters are ignored (too likely to occur in
+    ordinary text). Longest first, so overlapping secrets are removed whole.
+
+    >>> secret_values({"OPENAI_API_KEY": "sk-test-SECRET123", "HOME": "/home/me"})
+    ['sk-test-SECRET123']
+    """
+    if environ is None:
+        # The environment rarely changes during a run, and every reply is scrubbed: remember
+        # the answer for the environment as it is (its raw entries compared, nothing decoded).
+        raw = getattr(os.environ, "_data", None)
+        snapshot = tuple(raw.items()) if isinstance(raw, dict) else None
+        if snapshot is not None and snapshot == _ENVIRONMENT_SECRETS[0]:
+            return list(_ENVIRONMENT_SECRETS[1])
+        found = secret_values(dict(os.environ))
+        if snapshot is not None:
+            _ENVIRONMENT_SECRETS[:] = [snapshot, tuple(found)]
+        return found
+    env = environ
+    values = set()
+    for name, value in env.items():
+        if not name.upper().endswith(_SECRET_NAME_ENDINGS):
+            continue
+        for form in (value, value.strip()):  # a key read from a file often ends in a newline
+            if len(form) >= _MIN_SECRET_LENGTH:
+                values.add(form)
+    return sorted(values, key=len, reverse=True)
+
+
+def scrub(text: str, secrets: Iterable[str] = ()) -> str:
+    """Remove every secret from ``text``: the ones given and those in the environment.
+
+    Each secret is removed in every form it can take in an error message or an
+    echoed request: as it is, without surrounding whitespace, and escaped as
+    ``repr`` escapes it, as JSON escapes it and percent-encoded.
+
+    >>> scrub("bad key sk-test-SECRET123", ["sk-test-SECRET123"])
+    'bad key ***'
+    >>> scrub("Invalid header value b'Bearer sk-test-SECRET123\\\\n'", ["sk-test-SECRET123\\n"])
+    "Invalid header value b'Bearer ***'"
+    """
+    candidates = frozenset({s for s in secrets if s} | set(secret_values()))
+    for form in _forms_longest_first(candidates):  # longest first: no half-removed key
+        if form in text:
+            text = text.replace(form, "***")
+    return text
+
+
+@functools.lru_cache(maxsize=32)
+def _forms_longest_first(secrets: frozenset[str]) -> tuple[str, ...]:
+    """Every escaped form of these secrets, longest first (computed once per set of secrets:
+    a run scrubs every reply with the same few)."""
+    forms: set[str] = set()
+    for secret in secrets:
+        forms.update(_escaped_forms(secret))
+    return tuple(sorted(forms, key=len, reverse=True))
+
+
+def _escaped_forms(secret: str) -> set[str]:
+    """A secret as it may appear in text: raw, stripped, repr-, JSON- and percent-escaped."""
+    forms = set()
+    for value in {secret, secret.strip()}:
+        if not value:
+            continue
+        forms.update(
+            {
+                value,
+                repr(value)[1:-1],
+                json.dumps(value)[1:-1],
+                json.dumps(value, ensure_ascii=False)[1:-1],
+                urllib.parse.quote(value, safe=""),
+                urllib.parse.quote_plus(value, safe=""),
+                urllib.parse.quote(value),
+            }
+        )
+        with contextlib.suppress(UnicodeEncodeError):
+            forms.add(repr(value.encode("utf-8"))[2:-1])
+    return forms
+
+
+def _server_message(body: bytes, secrets: Iterable[str] = ()) -> str:
+    """The server's own short explanation from an error body (JSON or text), scrubbed.
+
+    Scrubbed before it is shortened, so a cut can never leave half a key behind.
+    """
+    text = body.decode("utf-8", errors="replace").strip()
+    message = " ".join(text.split())
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict):
+        error = payload.get("error", payload)
+        if isinstance(error, dict):
+            found = [
+                error[k]
+                for k in ("message", "detail", "type", "code")
+                if isinstance(error.get(k), str) and error[k].strip()
+            ]
+            message = found[0].strip() if found else message
+        elif isinstance(error, str) and error.strip():
+            message = error.strip()
+    return _shorten(scrub(message, secrets), 200)
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -17,10 +17,7 @@ hash is part of the key).
 :func:`cached` wraps a model so that unchanged inputs are served from the
 store (``reply.cached`` is True) and new ones are called and stored.
 
-The same file keeps the bookkeeping of provider batches (:mod:`tinyeval.scale.batch`):
-which batch each request was submitted in (by its custom id, a digest of the
-key above: :func:`reply_key`) and whether it is still pending, so a process
-that dies while a batch runs can resume polling it.
+An extra may keep tables of its own in the same file (:meth:`ResponseCache.tables`).
 
 Safe to share between threads (one connection behind a lock, short
 transactions) and between processes (write-ahead log, a 30 s busy timeout).
@@ -30,6 +27,7 @@ file systems.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -37,20 +35,18 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, NamedTuple
 
-from .calls import Reply
 from .errors import InputError
-from .models import Model, as_model
+from .models import Model, Reply, as_model
 
 __all__ = [
     "DEFAULT_PATH",
     "SCHEMA_VERSION",
-    "BatchEntry",
     "CacheError",
     "CacheOnly",
     "CacheStats",
@@ -81,27 +77,6 @@ CREATE TABLE IF NOT EXISTS replies (
     created_at    TEXT    NOT NULL,
     PRIMARY KEY (spec, prompt_sha256, sample, temperature, extra)
 ) WITHOUT ROWID;
-"""
-
-
-# Provider batches waiting for results (see tinyeval.scale.batch). Created on first use, so a
-# cache file that never saw a batch is unchanged and older versions ignore the tables.
-_BATCH_SCHEMA = """
-CREATE TABLE IF NOT EXISTS batches (
-    batch_id   TEXT NOT NULL PRIMARY KEY,
-    spec       TEXT NOT NULL,
-    status     TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS batch_requests (
-    custom_id  TEXT NOT NULL PRIMARY KEY,
-    batch_id   TEXT NOT NULL,
-    state      TEXT NOT NULL,
-    detail     TEXT,
-    updated_at TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS batch_requests_by_batch ON batch_requests (batch_id);
 """
 
 
@@ -170,19 +145,6 @@ def reply_key(
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-class BatchEntry(NamedTuple):
-    """Where one request of a provider batch stands: its batch, ``state`` and error ``detail``.
-
-    ``state`` is ``pending`` until the batch's results are read, then
-    ``succeeded``, ``errored``, ``expired`` or ``canceled``.
-    """
-
-    custom_id: str
-    batch_id: str
-    state: str
-    detail: str | None
-
-
 class ResponseCache:
     """A SQLite store of model replies (see the module docstring for the key).
 
@@ -205,6 +167,7 @@ None CacheStats(hits=1, misses=1, stores=1)
         self.warning: str | None = None
         """The first failed look-up or store, said once; None while there is none."""
         self._connection: sqlite3.Connection | None = None
+        self._schemas: set[str] = set()  # extras' schemas already run (see tables())
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -376,123 +339,21 @@ None CacheStats(hits=1, misses=1, stores=1)
             )
             self._stores += 1
 
-    # ---- provider batches (tinyeval.scale.batch keeps its bookkeeping here)
+    @contextlib.contextmanager
+    def tables(self, schema: str) -> Iterator[sqlite3.Connection]:
+        """The connection, under the cache's lock, for an extra's own tables in this file.
 
-    def _batch_tables(self) -> sqlite3.Connection:
-        """The connection, with the batch tables created on first use (call with the lock)."""
-        connection = self._db()
-        if not getattr(self, "_batch_ready", False):
-            for statement in _BATCH_SCHEMA.split(";"):
-                if statement.strip():
-                    connection.execute(statement)
-            self._batch_ready = True
-        return connection
-
-    def record_batch(self, batch_id: str, spec: str, custom_ids: Iterable[str]) -> None:
-        """Remember that ``custom_ids`` were submitted as batch ``batch_id`` (all pending).
-
-        A request recorded before under another batch now belongs to this one.
-
-        >>> with ResponseCache(":memory:") as cache:
-        ...     cache.record_batch("batch_1", "openai:m", ["a", "b"])
-        ...     cache.batch_entries(["a", "c"])
-        {'a': BatchEntry(custom_id='a', batch_id='batch_1', state='pending', detail=None)}
+        ``schema`` holds ``CREATE … IF NOT EXISTS`` statements, run on first use, so a
+        file that never sees the extra is unchanged (older versions ignore its tables).
         """
-        now = datetime.now(UTC).isoformat(timespec="seconds")
-        rows = [(custom_id, batch_id, "pending", None, now) for custom_id in custom_ids]
         with self._lock:
-            connection = self._batch_tables()
-            connection.execute("BEGIN IMMEDIATE")
-            try:
-                connection.execute(
-                    "INSERT OR REPLACE INTO batches (batch_id, spec, status, created_at, "
-                    "updated_at) VALUES (?, ?, 'submitted', ?, ?)",
-                    (batch_id, spec, now, now),
-                )
-                connection.executemany(
-                    "INSERT OR REPLACE INTO batch_requests (custom_id, batch_id, state, "
-                    "detail, updated_at) VALUES (?, ?, ?, ?, ?)",
-                    rows,
-                )
-                connection.execute("COMMIT")
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
-
-    def batch_entries(self, custom_ids: Iterable[str]) -> dict[str, BatchEntry]:
-        """The recorded entries of those ``custom_ids`` that were ever submitted in a batch."""
-        wanted = list(dict.fromkeys(custom_ids))
-        found: dict[str, BatchEntry] = {}
-        with self._lock:
-            connection = self._batch_tables()
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                rows = connection.execute(
-                    "SELECT custom_id, batch_id, state, detail FROM batch_requests "
-                    f"WHERE custom_id IN ({marks})",
-                    chunk,
-                ).fetchall()
-                found.update((row[0], BatchEntry(*row)) for row in rows)
-        return found
-
-    def update_batch(
-        self,
-        batch_id: str,
-        status: str,
-        states: Mapping[str, tuple[str, str | None]] | None = None,
-    ) -> None:
-        """Store the provider's ``status`` of a batch and the final state of its requests.
-
-        ``states`` maps a custom id to ``(state, detail)``; only requests that
-        still belong to ``batch_id`` are changed.
-
-        >>> with ResponseCache(":memory:") as cache:
-        ...     cache.record_batch("batch_1", "openai:m", ["a", "b"])
-        ...     cache.update_batch("batch_1", "completed", {"a": ("errored", "HTTP 500")})
-        ...     [entry.state for entry in cache.batch_entries(["a", "b"]).values()]
-        ...     cache.pending_batches()
-        ['errored', 'pending']
-        ['batch_1']
-        """
-        now = datetime.now(UTC).isoformat(timespec="seconds")
-        rows = [
-            (state, detail, now, custom_id, batch_id)
-            for custom_id, (state, detail) in (states or {}).items()
-        ]
-        with self._lock:
-            connection = self._batch_tables()
-            connection.execute("BEGIN IMMEDIATE")
-            try:
-                connection.execute(
-                    "UPDATE batches SET status = ?, updated_at = ? WHERE batch_id = ?",
-                    (status, now, batch_id),
-                )
-                connection.executemany(
-                    "UPDATE batch_requests SET state = ?, detail = ?, updated_at = ? "
-                    "WHERE custom_id = ? AND batch_id = ?",
-                    rows,
-                )
-                connection.execute("COMMIT")
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
-
-    def pending_batches(self, spec: str | None = None) -> list[str]:
-        """Ids of batches (of ``spec``, or all) that still have pending requests, oldest first."""
-        query = (
-            "SELECT b.batch_id FROM batches b WHERE EXISTS (SELECT 1 FROM batch_requests r "
-            "WHERE r.batch_id = b.batch_id AND r.state = 'pending')"
-        )
-        arguments: tuple[str, ...] = ()
-        if spec is not None:
-            query += " AND b.spec = ?"
-            arguments = (spec,)
-        with self._lock:
-            rows = self._batch_tables().execute(
-                query + " ORDER BY b.created_at, b.batch_id", arguments
-            )
-            return [row[0] for row in rows.fetchall()]
+            connection = self._db()
+            if schema not in self._schemas:
+                for statement in schema.split(";"):
+                    if statement.strip():
+                        connection.execute(statement)
+                self._schemas.add(schema)
+            yield connection
 
     def _add_hits(self, hits: int) -> None:
         with self._lock:

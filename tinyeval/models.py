@@ -1,62 +1,49 @@
-"""Model adapters: one spec string picks the function that sends a prompt to a model.
+"""Models: the ``call_model`` contract, the adapters :func:`resolve` builds from a spec, retries.
 
-``resolve(spec)`` returns a :class:`Model`, a callable
-``model(prompt, *, sample=0, json_schema=None) -> Reply``. A :class:`Reply` is
-a ``str`` (so any code that wants text can use it as text) that also carries
-the token usage, the model name the server reported, whether it came from the
-cache, and the latency.
+Anything that answers a prompt is a model: a ``prompt -> str`` function, sync
+or async, or a :class:`Model` from a spec. Every caller goes through :func:`ask`:
+``sample`` and ``json_schema`` reach only a callable that names them (never a
+``**kwargs`` catch-all), an awaitable is awaited on one long-lived background
+event loop, and anything but a string is an error.
 
 ======================  ==================================================
 spec                    what it calls
 ======================  ==================================================
-``builtin``             the offline baseline judge (no network, no key)
+``builtin``             the offline baseline judge (``tinyeval/judges/``)
 ``openai:MODEL``        any OpenAI-compatible ``POST {base}/chat/completions``
 ``anthropic:MODEL``     the Anthropic Messages API ``POST {base}/v1/messages``
 ``cmd:COMMAND``         a command: the prompt on stdin, the reply on stdout
 ``py:MODULE:FUNCTION``  a Python function ``prompt -> str`` (async allowed)
 ======================  ==================================================
 
-HTTP calls use :mod:`urllib.request` only. Keys come from the environment
-(``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``) and never appear in a spec, a
-reply, a cache row or an error message: every message is passed through
-:func:`scrub` before it is raised, and so is the text of every reply (a server
-that echoes the request's headers back cannot put a key into a result).
-
-Bounds: ``timeout`` bounds each whole HTTP attempt (connecting, the headers
-and the body), however slowly a server sends; a reply body over
-``max_response_bytes`` (default 8 MiB) is refused before more of it is read;
-a reply that is not valid text (not UTF-8, or a lone surrogate) is a
-:class:`ModelCallError`. Keys are stripped of surrounding whitespace, a key
-with a control character inside is refused, and :func:`scrub` removes a key in
-every escaped form (raw, ``repr``, JSON, percent-encoded).
-
-Retries: on HTTP 408, 409, 425, 429, any 5xx, connection errors and timeouts
-the call is retried up to ``retries`` times with exponential backoff and full
-jitter (a random wait between 0 and 1, 2, 4, 8 … seconds, at most 30), or
-exactly the server's ``Retry-After`` when it sends one (capped at 60 s). Other
-4xx answers are not retried: asking again would get the same answer. A 429
-that says the account's quota or spend limit is used up is not retried either.
+Keys come from the environment (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``) and
+are scrubbed from every message and reply. Failed HTTP calls (408, 409, 425,
+429, 5xx, timeouts, connection errors) are retried with jittered exponential
+backoff, or after the server's ``Retry-After``; see :mod:`tinyeval._http`.
 """
 
 from __future__ import annotations
 
+import _thread
 import abc
-import contextlib
-import functools
 import importlib
+import inspect
 import json
 import math
 import os
 import re
 import sys
+import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+import weakref
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+from . import _extra
 from ._http import (
-    BACKOFF_BASE,  # noqa: F401 - re-exported: moved to transport.py
-    BACKOFF_CAP,  # noqa: F401 - re-exported: moved to transport.py
+    BACKOFF_CAP,
     MAX_RESPONSE_BYTES,
     RETRY_AFTER_CAP,
     RETRYABLE_STATUSES,
@@ -67,39 +54,447 @@ from ._http import (
     _quota_exhausted,
     _read_body,
     _read_quietly,
+    _server_message,
+    _shorten,
     _TooLarge,
     _Watchdog,
     parse_retry_after,
+    scrub,
+    secret_values,
 )
-from .calls import ChatPrompt, Reply, accepted_keywords, ask
 from .errors import InputError, TinyevalError
+
+if TYPE_CHECKING:  # asyncio is imported on the first awaitable: a sync run never pays for it
+    import asyncio
 
 __all__ = [
     "ANTHROPIC_DEFAULT_BASE",
+    "BACKOFF_CAP",
     "OPENAI_DEFAULT_BASE",
+    "RETRY_AFTER_CAP",
+    "USAGE_KEYS",
+    "CallModel",
+    "ChatPrompt",
     "Model",
     "ModelCallError",
     "ModelConfigError",
+    "Reply",
+    "Usage",
+    "accepted_keywords",
+    "add_usage",
     "as_model",
+    "ask",
+    "format_tokens",
+    "model_spec",
     "parse_retry_after",
+    "reported_model",
     "resolve",
+    "run_awaitable",
     "scrub",
     "secret_values",
+    "sum_usage",
+    "tally_usage",
 ]
+
+CallModel = Callable[..., Any]
+"""Any model: ``call_model(prompt, **keywords)`` returns a ``str`` or an awaitable of one."""
+
+_T = TypeVar("_T")
+# === The reply ===
+
+
+class Reply(str):
+    """A model's reply: the text itself, plus what is known about the call.
+
+    Attributes: ``usage`` (``{"input_tokens": int, "output_tokens": int}`` or
+    None), ``model`` (the model name the server reported, or None),
+    ``cached`` (True when served from a :class:`~tinyeval.cache.ResponseCache`)
+    and ``latency_ms`` (wall time of the call, retries and waits included).
+
+    >>> reply = Reply("PASS", usage={"input_tokens": 12, "output_tokens": 1})
+    >>> reply == "PASS", reply.usage["output_tokens"], reply.cached
+    (True, 1, False)
+    """
+
+    usage: dict[str, int] | None
+    model: str | None
+    cached: bool
+    latency_ms: float | None
+
+    def __new__(
+        cls,
+        text: str,
+        *,
+        usage: Mapping[str, int] | None = None,
+        model: str | None = None,
+        cached: bool = False,
+        latency_ms: float | None = None,
+    ) -> Reply:
+        self = super().__new__(cls, text)
+        self.usage = dict(usage) if usage is not None else None
+        self.model = model
+        self.cached = cached
+        self.latency_ms = latency_ms
+        return self
+
+    def __repr__(self) -> str:
+        return (
+            f"Reply({str(self)!r}, usage={self.usage!r}, model={self.model!r}, "
+            f"cached={self.cached!r})"
+        )
+
+
+class ChatPrompt(str):
+    """A conversation sent to a chat model: the message list, with roles, kept whole.
+
+    It is still a ``str`` (the contract is ``prompt -> str``): its text is the
+    OpenAI-shaped message list as JSON, which is what a ``cmd:`` or ``py:``
+    model receives, and what the cache keys on. Chat adapters send
+    :attr:`messages` as they are (the Anthropic adapter sends
+    :attr:`anthropic_messages` with :attr:`system` apart), with :attr:`tools`
+    (OpenAI function definitions) when the case gives them.
+
+    >>> prompt = ChatPrompt([{"role": "system", "content": "Be brief."},
+    ...                      {"role": "user", "content": "Hours?"}])
+    >>> str(prompt)
+    '[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hours?"}]'
+    >>> prompt.system, prompt.messages[-1]["content"]
+    ('Be brief.', 'Hours?')
+    """
+
+    messages: tuple[dict[str, Any], ...]
+    anthropic_messages: tuple[dict[str, Any], ...]
+    system: str | None
+    tools: tuple[dict[str, Any], ...]
+
+    def __new__(
+        cls,
+        messages: Iterable[Mapping[str, Any]],
+        *,
+        anthropic_messages: Iterable[Mapping[str, Any]] | None = None,
+        tools: Iterable[Mapping[str, Any]] = (),
+    ) -> ChatPrompt:
+        listed = tuple(dict(message) for message in messages)
+        self = super().__new__(cls, json.dumps(listed, ensure_ascii=False))
+        self.messages = listed
+        systems = [m.get("content") for m in listed if m.get("role") == "system"]
+        self.system = "\n\n".join(str(text) for text in systems if text) or None
+        if anthropic_messages is None:
+            anthropic_messages = [m for m in listed if m.get("role") != "system"]
+        self.anthropic_messages = tuple(dict(message) for message in anthropic_messages)
+        self.tools = tuple(dict(tool) for tool in tools)
+        return self
+
+    @classmethod
+    def of(cls, conversation: Any, *, tools: Iterable[Mapping[str, Any]] = ()) -> ChatPrompt:
+        """The prompt for a :class:`~tinyeval.agents.conversation.Conversation`.
+
+        >>> from tinyeval.agents.conversation import Conversation
+        >>> c = Conversation.from_messages([{"role": "user", "content": "Hi"}])
+        >>> ChatPrompt.of(c).messages
+        ({'role': 'user', 'content': 'Hi'},)
+        """
+        return cls(
+            conversation.to_messages("openai"),
+            anthropic_messages=conversation.to_messages("anthropic"),
+            tools=tools,
+        )
+
+
+# === Calling a model ===
+
+_KEYWORDS = ("sample", "json_schema")
+_KEYWORDS_SEEN: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
+_KEYWORDS_LOCK = threading.Lock()
+
+
+def _signature_keywords(call_model: CallModel) -> frozenset[str]:
+    try:
+        parameters = inspect.signature(call_model).parameters
+    except (TypeError, ValueError):  # builtins and C callables without a signature
+        return frozenset()
+    by_name = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return frozenset(
+        name for name in _KEYWORDS if name in parameters and parameters[name].kind in by_name
+    )
+
+
+def accepted_keywords(call_model: CallModel) -> frozenset[str]:
+    """Which of ``sample`` and ``json_schema`` ``call_model`` takes (checked once per callable).
+
+    Only a parameter with that very name counts; a ``**kwargs`` catch-all does
+    not, and a callable without an inspectable signature takes neither.
+
+    >>> sorted(accepted_keywords(lambda prompt, *, sample=0, json_schema=None: prompt))
+    ['json_schema', 'sample']
+    >>> accepted_keywords(lambda prompt, **kwargs: prompt), accepted_keywords(len)
+    (frozenset(), frozenset())
+    """
+    try:  # one dict lookup, atomic as it is: no lock (the writes below take one)
+        known = _KEYWORDS_SEEN.get(call_model)
+    except TypeError:  # unhashable or not weakly referenceable: just look
+        return _signature_keywords(call_model)
+    if known is None:
+        known = _signature_keywords(call_model)
+        try:
+            with _KEYWORDS_LOCK:
+                _KEYWORDS_SEEN[call_model] = known
+        except TypeError:
+            pass
+    return known
+
+
+class _Loop:
+    """One event loop in a daemon thread, started on first use, shared by every call."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def run(self, awaitable: Awaitable[_T]) -> _T:
+        import asyncio
+
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            loop = self._get()
+        if _running_loop() is loop:  # awaited from a coroutine on our own loop: cannot block it
+            raise RuntimeError("a model awaited from inside tinyeval's own event loop")
+        # A bare lock, released by the task's done-callback, hands the result back: half
+        # the cost of run_coroutine_threadsafe's future, which each call paid twice over.
+        finished = _thread.allocate_lock()
+        finished.acquire()
+        tasks: list[asyncio.Future[_T]] = []
+
+        def start() -> None:
+            if inspect.iscoroutine(awaitable):  # the usual: an async def's call, run as a task
+                task = loop.create_task(awaitable)
+            else:
+                task = asyncio.ensure_future(_awaited(awaitable), loop=loop)
+            tasks.append(task)
+            task.add_done_callback(lambda _: finished.release())
+
+        loop.call_soon_threadsafe(start)
+        try:
+            finished.acquire()
+        except BaseException:  # interrupted while waiting: the call is not to go on
+            loop.call_soon_threadsafe(lambda: [task.cancel() for task in tasks])
+            raise
+        return tasks[0].result()
+
+    def _get(self) -> asyncio.AbstractEventLoop:
+        import asyncio
+
+        with self._lock:
+            if self._loop is None or self._loop.is_closed():
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="tinyeval-asyncio", daemon=True
+                )
+                thread.start()
+                self._loop = loop
+            return self._loop
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    asyncio = sys.modules.get("asyncio")  # a loop can run only once asyncio is imported
+    if asyncio is None:
+        return None
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+async def _awaited(awaitable: Awaitable[_T]) -> _T:
+    return await awaitable
+
+
+_LOOP = _Loop()
+
+
+def run_awaitable(awaitable: Awaitable[_T]) -> _T:
+    """Wait for ``awaitable`` on tinyeval's long-lived event loop and return its result.
+
+    It works the same whether or not the calling thread runs an event loop.
+
+    >>> async def reply():
+    ...     return "PASS"
+    >>> run_awaitable(reply())
+    'PASS'
+    """
+    return _LOOP.run(awaitable)
+
+
+def ask(
+    call_model: CallModel,
+    prompt: str,
+    *,
+    sample: int = 0,
+    json_schema: Mapping[str, Any] | None = None,
+) -> str:
+    """One reply from any model callable, by the rules in the module docstring.
+
+    ``sample`` and ``json_schema`` are passed only when it names them, an
+    awaitable is awaited, and anything but a string raises ``TypeError``.
+    Whatever the model raises is raised.
+
+    >>> ask(lambda prompt: prompt.upper(), "pass")
+    'PASS'
+    >>> ask(lambda prompt, *, sample=0: f"sample {sample}", "x", sample=2)
+    'sample 2'
+    >>> async def judge(prompt):
+    ...     return "FAIL"
+    >>> ask(judge, "x")
+    'FAIL'
+    """
+    accepted = accepted_keywords(call_model)
+    keywords: dict[str, Any] = {}
+    if "sample" in accepted:
+        keywords["sample"] = sample
+    if json_schema is not None and "json_schema" in accepted:
+        keywords["json_schema"] = json_schema
+    reply = call_model(prompt, **keywords)
+    if type(reply) is str:
+        return reply
+    if inspect.isawaitable(reply):
+        reply = run_awaitable(reply)
+    if not isinstance(reply, str):
+        raise TypeError(f"call_model returned {type(reply).__name__}, expected str")
+    return reply
+
+
+def model_spec(call_model: Any) -> str | None:
+    """A readable name for a model callable: its ``spec`` if it has one, else ``py:MODULE:NAME``.
+
+    >>> model_spec(None) is None
+    True
+    >>> def my_judge(prompt): return "PASS"
+    >>> model_spec(my_judge)
+    'py:tinyeval.models:my_judge'
+    """
+    if call_model is None:
+        return None
+    spec = getattr(call_model, "spec", None)
+    if isinstance(spec, str):
+        return spec
+    module = getattr(call_model, "__module__", None) or "unknown"
+    name = getattr(call_model, "__qualname__", None) or type(call_model).__qualname__
+    return f"py:{module}:{name}"
+
+
+# === Token usage ===
+
+USAGE_KEYS = ("input_tokens", "output_tokens", "cached_input_tokens", "cached_output_tokens")
+"""The token counts a row's ``usage`` holds; ``cached_*`` were replayed from the cache, not paid."""
+
+
+def add_usage(total: dict[str, int], usage: Any, *, cached: bool = False) -> None:
+    """Add one call's token counts to ``total``; with ``cached`` they count as ``cached_*``.
+
+    >>> total = {}
+    >>> add_usage(total, {"input_tokens": 10, "output_tokens": 2})
+    >>> add_usage(total, {"input_tokens": 10, "output_tokens": 2}, cached=True)
+    >>> total
+    {'input_tokens': 10, 'output_tokens': 2, 'cached_input_tokens': 10, 'cached_output_tokens': 2}
+    """
+    if usage is None or not isinstance(usage, Mapping):
+        return
+    for key in USAGE_KEYS:
+        value = usage.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value:
+            name = f"cached_{key}" if cached and not key.startswith("cached_") else key
+            total[name] = total.get(name, 0) + value
+
+
+def sum_usage(replies: Iterable[str]) -> dict[str, int] | None:
+    """Token counts over replies (``cached_*`` for cache replays); None when none reported any.
+
+    >>> sum_usage([Reply("a", usage={"input_tokens": 3, "output_tokens": 1}), "plain"])
+    {'input_tokens': 3, 'output_tokens': 1}
+    >>> sum_usage(["plain"]) is None
+    True
+    """
+    total: Counter[str] = Counter()
+    seen = False
+    for reply in replies:
+        usage = getattr(reply, "usage", None)
+        if isinstance(usage, Mapping):
+            seen = True
+            part: dict[str, int] = {}
+            add_usage(part, usage, cached=getattr(reply, "cached", False) is True)
+            total.update(part)
+    return dict(total) if seen else None
+
+
+def reported_model(replies: Iterable[str]) -> str | None:
+    """The first model name a server reported among ``replies``, or None.
+
+    >>> reported_model(["x", Reply("y", model="gpt-4o-mini-2024-07-18")])
+    'gpt-4o-mini-2024-07-18'
+    """
+    for reply in replies:
+        model = getattr(reply, "model", None)
+        if isinstance(model, str) and model:
+            return model
+    return None
+
+
+class Usage(NamedTuple):
+    """Token totals over many calls; ``unknown`` counts calls whose usage was not reported."""
+
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    unknown: int
+
+
+def tally_usage(usages: Iterable[Mapping[str, Any] | None]) -> Usage:
+    """Add up ``{"input_tokens", "output_tokens"}`` dicts; None counts as unknown.
+
+    >>> tally_usage([{"input_tokens": 1500, "output_tokens": 200}, None,
+    ...              {"input_tokens": 1400, "output_tokens": 180}])
+    Usage(calls=3, input_tokens=2900, output_tokens=380, unknown=1)
+    """
+    calls = input_tokens = output_tokens = unknown = 0
+    for usage in usages:
+        calls += 1
+        if usage is None:
+            unknown += 1
+            continue
+        input_tokens += _tokenplural(usage, "input_tokens")
+        output_tokens += _tokenplural(usage, "output_tokens")
+    return Usage(calls, input_tokens, output_tokens, unknown)
+
+
+def _tokenplural(usage: Mapping[str, Any], name: str) -> int:
+    value = usage.get(name, 0)  # absent: none of that kind was paid for (e.g. a cache replay)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(f"usage {dict(usage)!r}: {name} must be an integer >= 0, got {value!r}")
+    return value
+
+
+def format_tokens(n: int) -> str:
+    """A token count in short form: ``950``, ``1.5k``, ``360k``, ``2.7M``, ``1.2B``.
+
+    Three significant digits at most.
+
+    >>> [format_tokens(n) for n in (950, 1_500, 360_000, 999_999, 2_700_000)]
+    ['950', '1.5k', '360k', '1M', '2.7M']
+    """
+    if n < 1000:
+        return str(n)
+    for scale, suffix in ((1e3, "k"), (1e6, "M"), (1e9, "B"), (1e12, "T")):
+        shown = float(f"{n / scale:.3g}")
+        if shown < 1000 or suffix == "T":
+            return f"{shown:g}{suffix}"
+    raise AssertionError("unreachable")  # pragma: no cover
+
 
 OPENAI_DEFAULT_BASE = "https://api.openai.com/v1"
 ANTHROPIC_DEFAULT_BASE = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
 ANTHROPIC_DEFAULT_MAX_TOKENS = 1024  # the Messages API requires max_tokens
-SCHEMES = ("builtin", "openai", "anthropic", "cmd", "py")
-# short names for functions of this package, resolved through the py: door like any other;
-# the leading dot makes the import relative to the package, so a vendored copy finds its own
-BUILTINS = {"builtin": ".judges.builtin:builtin_judge"}
 SPEC_FORMS = "builtin, openai:MODEL, anthropic:MODEL, cmd:COMMAND or py:MODULE:FUNCTION"
-
-# environment variables whose values are treated as secrets by scrub()
-_SECRET_NAME_ENDINGS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
-_MIN_SECRET_LENGTH = 8
 
 Sleep = Callable[[float], None]
 
@@ -192,92 +587,6 @@ class Model(abc.ABC):
 
 
 # ---------------------------------------------------------------------------
-# secrets
-
-
-_ENVIRONMENT_SECRETS: list[Any] = [None, ()]  # the last environment seen, and its secrets
-
-
-def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
-    """Values of environment variables named like secrets (``*KEY``, ``*TOKEN`` …).
-
-    Values shorter than 8 characters are ignored (too likely to occur in
-    ordinary text). Longest first, so overlapping secrets are removed whole.
-
-    >>> secret_values({"OPENAI_API_KEY": "sk-test-SECRET123", "HOME": "/home/me"})
-    ['sk-test-SECRET123']
-    """
-    if environ is None:
-        # The environment rarely changes during a run, and every reply is scrubbed: remember
-        # the answer for the environment as it is (its raw entries compared, nothing decoded).
-        raw = getattr(os.environ, "_data", None)
-        snapshot = tuple(raw.items()) if isinstance(raw, dict) else None
-        if snapshot is not None and snapshot == _ENVIRONMENT_SECRETS[0]:
-            return list(_ENVIRONMENT_SECRETS[1])
-        found = secret_values(dict(os.environ))
-        if snapshot is not None:
-            _ENVIRONMENT_SECRETS[:] = [snapshot, tuple(found)]
-        return found
-    env = environ
-    values = set()
-    for name, value in env.items():
-        if not name.upper().endswith(_SECRET_NAME_ENDINGS):
-            continue
-        for form in (value, value.strip()):  # a key read from a file often ends in a newline
-            if len(form) >= _MIN_SECRET_LENGTH:
-                values.add(form)
-    return sorted(values, key=len, reverse=True)
-
-
-def scrub(text: str, secrets: Iterable[str] = ()) -> str:
-    """Remove every secret from ``text``: the ones given and those in the environment.
-
-    Each secret is removed in every form it can take in an error message or an
-    echoed request: as it is, without surrounding whitespace, and escaped as
-    ``repr`` escapes it, as JSON escapes it and percent-encoded.
-
-    >>> scrub("bad key sk-test-SECRET123", ["sk-test-SECRET123"])
-    'bad key ***'
-    >>> scrub("Invalid header value b'Bearer sk-test-SECRET123\\\\n'", ["sk-test-SECRET123\\n"])
-    "Invalid header value b'Bearer ***'"
-    """
-    candidates = frozenset({s for s in secrets if s} | set(secret_values()))
-    for form in _forms_longest_first(candidates):  # longest first: no half-removed key
-        if form in text:
-            text = text.replace(form, "***")
-    return text
-
-
-@functools.lru_cache(maxsize=32)
-def _forms_longest_first(secrets: frozenset[str]) -> tuple[str, ...]:
-    """Every escaped form of these secrets, longest first (computed once per set of secrets:
-    a run scrubs every reply with the same few)."""
-    forms: set[str] = set()
-    for secret in secrets:
-        forms.update(_escaped_forms(secret))
-    return tuple(sorted(forms, key=len, reverse=True))
-
-
-def _escaped_forms(secret: str) -> set[str]:
-    """A secret as it may appear in text: raw, stripped, repr-, JSON- and percent-escaped."""
-    forms = set()
-    for value in {secret, secret.strip()}:
-        if not value:
-            continue
-        forms.update(
-            {
-                value,
-                repr(value)[1:-1],
-                json.dumps(value)[1:-1],
-                json.dumps(value, ensure_ascii=False)[1:-1],
-                urllib.parse.quote(value, safe=""),
-                urllib.parse.quote_plus(value, safe=""),
-                urllib.parse.quote(value),
-            }
-        )
-        with contextlib.suppress(UnicodeEncodeError):
-            forms.add(repr(value.encode("utf-8"))[2:-1])
-    return forms
 
 
 def _scrub_reply(reply: Reply, secrets: Iterable[str] = ()) -> Reply:
@@ -418,8 +727,9 @@ def resolve(
     options = _Options(
         base_url, timeout, retries, temperature, max_tokens, sleep, max_response_bytes
     )
-    if spec in BUILTINS:  # a short name for a py: target inside this package
-        return _python_model(spec, BUILTINS[spec], options)
+    if spec == "builtin":
+        function = _extra("model", "builtin", what="the built-in judge")
+        return _resolved(spec, function, options)
     scheme, sep, rest = spec.partition(":")
     factory = _SCHEME_FACTORIES.get(scheme) if sep else None
     if factory is None:
@@ -563,7 +873,7 @@ def as_model(
 
 
 def _python_model(spec: str, target: str, options: _Options) -> Model:
-    """The function ``MODULE:QUALNAME`` names; a MODULE starting with a dot is in this package."""
+    """The function ``MODULE:QUALNAME`` names."""
     module_name, sep, attribute = target.partition(":")
     module_name, attribute = module_name.strip(), attribute.strip()
     if not sep or not module_name or not attribute:
@@ -572,7 +882,7 @@ def _python_model(spec: str, target: str, options: _Options) -> Model:
     if cwd not in sys.path and "" not in sys.path:
         sys.path.insert(0, cwd)  # as ``python -m`` does
     try:
-        module = importlib.import_module(module_name, __package__)
+        module = importlib.import_module(module_name)
     except Exception as exc:
         raise _config_error(
             f"{spec}: cannot import module {module_name!r} ({type(exc).__name__}: {exc})"
@@ -586,6 +896,10 @@ def _python_model(spec: str, target: str, options: _Options) -> Model:
         raise ModelConfigError(
             f"{spec}: {attribute!r} is a {type(function).__name__}, not callable"
         )
+    return _resolved(spec, function, options)
+
+
+def _resolved(spec: str, function: Callable[..., Any], options: _Options) -> Model:
     model = _FunctionModel(spec, function, temperature=_float_or_none(options.temperature))
     model.resolved = True  # it can be resolved again by its spec in another process
     return model
@@ -1021,7 +1335,7 @@ def _anthropic_factory(spec: str, name: str, o: _Options) -> Model:
     return _http_model(_AnthropicModel, spec, name, o, url=url, headers=headers, key=key)
 
 
-# the adapter for each scheme of a spec (``builtin`` goes through ``py:``, see BUILTINS)
+# the adapter for each scheme of a spec (``builtin`` comes through the extras' model door)
 _SCHEME_FACTORIES: dict[str, Callable[[str, str, _Options], Model]] = {
     "openai": _openai_factory,
     "anthropic": _anthropic_factory,
@@ -1068,32 +1382,3 @@ def _rebuild_http(
 def _resolve_again(spec: str, temperature: float | None) -> Model:
     """A ``py:`` or ``builtin`` model unpickled in another process: resolved there by its spec."""
     return resolve(spec, temperature=temperature)
-
-
-def _server_message(body: bytes, secrets: Iterable[str] = ()) -> str:
-    """The server's own short explanation from an error body (JSON or text), scrubbed.
-
-    Scrubbed before it is shortened, so a cut can never leave half a key behind.
-    """
-    text = body.decode("utf-8", errors="replace").strip()
-    message = " ".join(text.split())
-    try:
-        payload = json.loads(text)
-    except ValueError:
-        payload = None
-    if isinstance(payload, dict):
-        error = payload.get("error", payload)
-        if isinstance(error, dict):
-            found = [
-                error[k]
-                for k in ("message", "detail", "type", "code")
-                if isinstance(error.get(k), str) and error[k].strip()
-            ]
-            message = found[0].strip() if found else message
-        elif isinstance(error, str) and error.strip():
-            message = error.strip()
-    return _shorten(scrub(message, secrets), 200)
-
-
-def _shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -37,7 +37,7 @@ temperature, settings, JSON schema), so the same request always gets the same
 id; identical requests in one list are sent once.
 
 **Resume.** The batch id and the state of each request are kept in the
-response cache's SQLite file (:meth:`~tinyeval.cache.ResponseCache.record_batch`)
+response cache's SQLite file (:func:`record_batch`)
 as soon as the provider accepts the batch. A new job on the same cache finds
 requests that are pending in a batch and polls that batch instead of
 submitting them again. Only a process killed in the instant between the
@@ -75,9 +75,12 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from .._http import _origin
+# Batches share the adapters' private HTTP machinery: a batch request's body is the adapter's
+# own, and its failures are described the same way.
+from .._http import _backoff_delay, _Failure, _host_port, _origin, _server_message
 from ..cache import CachedModel, ResponseCache, reply_key
 from ..errors import TinyevalError, plural, shorten
 from ..models import (
@@ -86,12 +89,8 @@ from ..models import (
     ModelConfigError,
     Reply,
     _AnthropicModel,
-    _backoff_delay,
-    _Failure,
-    _host_port,
     _OpenAIModel,
     _scrub_reply,
-    _server_message,
     resolve,
     scrub,
 )
@@ -99,6 +98,7 @@ from ..models import (
 __all__ = [
     "BATCH_STATES",
     "BatchDeferred",
+    "BatchEntry",
     "BatchError",
     "BatchJob",
     "BatchModel",
@@ -106,6 +106,10 @@ __all__ = [
     "BatchRequest",
     "BatchResult",
     "BatchStatus",
+    "batch_entries",
+    "pending_batches",
+    "record_batch",
+    "update_batch",
 ]
 
 BATCH_STATES = ("succeeded", "errored", "expired", "canceled", "pending")
@@ -138,6 +142,149 @@ Clock = Callable[[], float]
 _BatchableModel = _OpenAIModel | _AnthropicModel
 # a create that failed with one of these was surely not carried out: safe to send again
 _CREATE_RETRY_STATUSES = frozenset({408, 425, 429, 502, 503, 529})
+
+
+# Where each request of a provider batch stands, kept in the response cache's file (see
+# ResponseCache.tables), so a process that dies while a batch runs can resume polling it.
+_BATCH_SCHEMA = """
+CREATE TABLE IF NOT EXISTS batches (
+    batch_id   TEXT NOT NULL PRIMARY KEY,
+    spec       TEXT NOT NULL,
+    status     TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS batch_requests (
+    custom_id  TEXT NOT NULL PRIMARY KEY,
+    batch_id   TEXT NOT NULL,
+    state      TEXT NOT NULL,
+    detail     TEXT,
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS batch_requests_by_batch ON batch_requests (batch_id);
+"""
+
+
+class BatchEntry(NamedTuple):
+    """Where one request of a provider batch stands: its batch, ``state`` and error ``detail``.
+
+    ``state`` is ``pending`` until the batch's results are read, then
+    ``succeeded``, ``errored``, ``expired`` or ``canceled``.
+    """
+
+    custom_id: str
+    batch_id: str
+    state: str
+    detail: str | None
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def record_batch(cache: ResponseCache, batch_id: str, spec: str, custom_ids: Iterable[str]) -> None:
+    """Remember that ``custom_ids`` were submitted as batch ``batch_id`` (all pending).
+
+    A request recorded before under another batch now belongs to this one.
+
+    >>> with ResponseCache(":memory:") as cache:
+    ...     record_batch(cache, "batch_1", "openai:m", ["a", "b"])
+    ...     batch_entries(cache, ["a", "c"])
+    {'a': BatchEntry(custom_id='a', batch_id='batch_1', state='pending', detail=None)}
+    """
+    now = _now()
+    rows = [(custom_id, batch_id, "pending", None, now) for custom_id in custom_ids]
+    with cache.tables(_BATCH_SCHEMA) as connection:
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            connection.execute(
+                "INSERT OR REPLACE INTO batches (batch_id, spec, status, created_at, "
+                "updated_at) VALUES (?, ?, 'submitted', ?, ?)",
+                (batch_id, spec, now, now),
+            )
+            connection.executemany(
+                "INSERT OR REPLACE INTO batch_requests (custom_id, batch_id, state, "
+                "detail, updated_at) VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+
+
+def batch_entries(cache: ResponseCache, custom_ids: Iterable[str]) -> dict[str, BatchEntry]:
+    """The recorded entries of those ``custom_ids`` that were ever submitted in a batch."""
+    wanted = list(dict.fromkeys(custom_ids))
+    found: dict[str, BatchEntry] = {}
+    with cache.tables(_BATCH_SCHEMA) as connection:
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = connection.execute(
+                "SELECT custom_id, batch_id, state, detail FROM batch_requests "
+                f"WHERE custom_id IN ({marks})",
+                chunk,
+            ).fetchall()
+            found.update((row[0], BatchEntry(*row)) for row in rows)
+    return found
+
+
+def update_batch(
+    cache: ResponseCache,
+    batch_id: str,
+    status: str,
+    states: Mapping[str, tuple[str, str | None]] | None = None,
+) -> None:
+    """Store the provider's ``status`` of a batch and the final state of its requests.
+
+    ``states`` maps a custom id to ``(state, detail)``; only requests that
+    still belong to ``batch_id`` are changed.
+
+    >>> with ResponseCache(":memory:") as cache:
+    ...     record_batch(cache, "batch_1", "openai:m", ["a", "b"])
+    ...     update_batch(cache, "batch_1", "completed", {"a": ("errored", "HTTP 500")})
+    ...     [entry.state for entry in batch_entries(cache, ["a", "b"]).values()]
+    ...     pending_batches(cache)
+    ['errored', 'pending']
+    ['batch_1']
+    """
+    now = _now()
+    rows = [
+        (state, detail, now, custom_id, batch_id)
+        for custom_id, (state, detail) in (states or {}).items()
+    ]
+    with cache.tables(_BATCH_SCHEMA) as connection:
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            connection.execute(
+                "UPDATE batches SET status = ?, updated_at = ? WHERE batch_id = ?",
+                (status, now, batch_id),
+            )
+            connection.executemany(
+                "UPDATE batch_requests SET state = ?, detail = ?, updated_at = ? "
+                "WHERE custom_id = ? AND batch_id = ?",
+                rows,
+            )
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+
+
+def pending_batches(cache: ResponseCache, spec: str | None = None) -> list[str]:
+    """Ids of batches (of ``spec``, or all) that still have pending requests, oldest first."""
+    query = (
+        "SELECT b.batch_id FROM batches b WHERE EXISTS (SELECT 1 FROM batch_requests r "
+        "WHERE r.batch_id = b.batch_id AND r.state = 'pending')"
+    )
+    arguments: tuple[str, ...] = ()
+    if spec is not None:
+        query += " AND b.spec = ?"
+        arguments = (spec,)
+    with cache.tables(_BATCH_SCHEMA) as connection:
+        rows = connection.execute(query + " ORDER BY b.created_at, b.batch_id", arguments)
+        return [row[0] for row in rows.fetchall()]
 
 
 class BatchError(TinyevalError, RuntimeError):
@@ -510,7 +657,7 @@ class BatchJob:
             stored = self._stored(request)
             if stored is not None:
                 early[custom_id] = BatchResult(custom_id, request, "succeeded", "cache", stored)
-        entries = self.cache.batch_entries(cid for cid in wanted if cid not in early)
+        entries = batch_entries(self.cache, (cid for cid in wanted if cid not in early))
         resumed = list(
             dict.fromkeys(entry.batch_id for entry in entries.values() if entry.state == "pending")
         )
@@ -523,7 +670,7 @@ class BatchJob:
         submissions = 0
         for chunk in self._provider.chunks(fresh):
             batch_id = self._provider.create(chunk)
-            self.cache.record_batch(batch_id, self.spec, list(chunk))
+            record_batch(self.cache, batch_id, self.spec, list(chunk))
             batches.append(BatchStatus(batch_id, "submitted", True))
             submissions += 1
         return tuple(batches), submissions, early
@@ -540,7 +687,7 @@ class BatchJob:
                     status = self._provider.status(batch.batch_id)
                     polls += 1
                     statuses[index] = batch._replace(status=status)
-                    self.cache.update_batch(batch.batch_id, status)
+                    update_batch(self.cache, batch.batch_id, status)
             if all(batch.status in self._provider.terminal for batch in statuses):
                 return statuses, polls
             window = min(self.max_poll_interval, self.poll_interval * 2**attempt)
@@ -554,7 +701,7 @@ class BatchJob:
         self, batch: BatchStatus, wanted: Mapping[str, BatchRequest]
     ) -> dict[str, BatchResult]:
         """Read an ended batch's results: store replies in the cache and the states of all."""
-        entries = self.cache.batch_entries(wanted)
+        entries = batch_entries(self.cache, wanted)
         mine = {
             cid: request
             for cid, request in wanted.items()
@@ -578,7 +725,8 @@ class BatchJob:
                 results[custom_id] = BatchResult(
                     custom_id, request, missing_state, "batch", None, missing_error
                 )
-        self.cache.update_batch(
+        update_batch(
+            self.cache,
             batch.batch_id,
             batch.status,
             {cid: (result.state, result.error) for cid, result in results.items()},
