@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import _thread
 import abc
+import functools
 import importlib
 import inspect
 import json
@@ -100,16 +101,11 @@ CallModel = Callable[..., Any]
 """Any model: ``call_model(prompt, **keywords)`` returns a ``str`` or an awaitable of one."""
 
 _T = TypeVar("_T")
-# === The reply ===
 
 
 class Reply(str):
-    """A model's reply: the text itself, plus what is known about the call.
-
-    Attributes: ``usage`` (``{"input_tokens": int, "output_tokens": int}`` or
-    None), ``model`` (the model name the server reported, or None),
-    ``cached`` (True when served from a :class:`~tinyeval.cache.ResponseCache`)
-    and ``latency_ms`` (wall time of the call, retries and waits included).
+    """A model's reply: the text, its token ``usage``, the ``model`` the server reported,
+    whether it was ``cached``, and ``latency_ms`` (retries and waits included).
 
     >>> reply = Reply("PASS", usage={"input_tokens": 12, "output_tokens": 1})
     >>> reply == "PASS", reply.usage["output_tokens"], reply.cached
@@ -145,14 +141,9 @@ class Reply(str):
 
 
 class ChatPrompt(str):
-    """A conversation sent to a chat model: the message list, with roles, kept whole.
-
-    It is still a ``str`` (the contract is ``prompt -> str``): its text is the
-    OpenAI-shaped message list as JSON, which is what a ``cmd:`` or ``py:``
-    model receives, and what the cache keys on. Chat adapters send
-    :attr:`messages` as they are (the Anthropic adapter sends
-    :attr:`anthropic_messages` with :attr:`system` apart), with :attr:`tools`
-    (OpenAI function definitions) when the case gives them.
+    """A conversation for a chat model, kept whole: a ``str`` (the OpenAI-shaped messages as
+    JSON, what ``cmd:``/``py:`` models get and the cache keys on) that the chat adapters send
+    as messages, with ``system`` apart for Anthropic and ``tools`` when the case gives them.
 
     >>> prompt = ChatPrompt([{"role": "system", "content": "Be brief."},
     ...                      {"role": "user", "content": "Hours?"}])
@@ -187,21 +178,13 @@ class ChatPrompt(str):
 
     @classmethod
     def of(cls, conversation: Any, *, tools: Iterable[Mapping[str, Any]] = ()) -> ChatPrompt:
-        """The prompt for a :class:`~tinyeval.agents.conversation.Conversation`.
-
-        >>> from tinyeval.agents.conversation import Conversation
-        >>> c = Conversation.from_messages([{"role": "user", "content": "Hi"}])
-        >>> ChatPrompt.of(c).messages
-        ({'role': 'user', 'content': 'Hi'},)
-        """
+        """The prompt for a conversation: anything with ``to_messages("openai"|"anthropic")``."""
         return cls(
             conversation.to_messages("openai"),
             anthropic_messages=conversation.to_messages("anthropic"),
             tools=tools,
         )
 
-
-# === Calling a model ===
 
 _KEYWORDS = ("sample", "json_schema")
 _KEYWORDS_SEEN: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
@@ -220,15 +203,10 @@ def _signature_keywords(call_model: CallModel) -> frozenset[str]:
 
 
 def accepted_keywords(call_model: CallModel) -> frozenset[str]:
-    """Which of ``sample`` and ``json_schema`` ``call_model`` takes (checked once per callable).
-
-    Only a parameter with that very name counts; a ``**kwargs`` catch-all does
-    not, and a callable without an inspectable signature takes neither.
+    """Which of ``sample`` and ``json_schema`` ``call_model`` names as parameters (looked up once).
 
     >>> sorted(accepted_keywords(lambda prompt, *, sample=0, json_schema=None: prompt))
     ['json_schema', 'sample']
-    >>> accepted_keywords(lambda prompt, **kwargs: prompt), accepted_keywords(len)
-    (frozenset(), frozenset())
     """
     try:  # one dict lookup, atomic as it is: no lock (the writes below take one)
         known = _KEYWORDS_SEEN.get(call_model)
@@ -313,9 +291,8 @@ _LOOP = _Loop()
 
 
 def run_awaitable(awaitable: Awaitable[_T]) -> _T:
-    """Wait for ``awaitable`` on tinyeval's long-lived event loop and return its result.
-
-    It works the same whether or not the calling thread runs an event loop.
+    """Wait for ``awaitable`` on tinyeval's long-lived event loop (whether or not the calling
+    thread runs one) and return its result.
 
     >>> async def reply():
     ...     return "PASS"
@@ -332,20 +309,11 @@ def ask(
     sample: int = 0,
     json_schema: Mapping[str, Any] | None = None,
 ) -> str:
-    """One reply from any model callable, by the rules in the module docstring.
+    """One reply from any model callable, by the rules in the module docstring (anything but a
+    string raises ``TypeError``; whatever the model raises is raised).
 
-    ``sample`` and ``json_schema`` are passed only when it names them, an
-    awaitable is awaited, and anything but a string raises ``TypeError``.
-    Whatever the model raises is raised.
-
-    >>> ask(lambda prompt: prompt.upper(), "pass")
-    'PASS'
     >>> ask(lambda prompt, *, sample=0: f"sample {sample}", "x", sample=2)
     'sample 2'
-    >>> async def judge(prompt):
-    ...     return "FAIL"
-    >>> ask(judge, "x")
-    'FAIL'
     """
     accepted = accepted_keywords(call_model)
     keywords: dict[str, Any] = {}
@@ -366,8 +334,6 @@ def ask(
 def model_spec(call_model: Any) -> str | None:
     """A readable name for a model callable: its ``spec`` if it has one, else ``py:MODULE:NAME``.
 
-    >>> model_spec(None) is None
-    True
     >>> def my_judge(prompt): return "PASS"
     >>> model_spec(my_judge)
     'py:tinyeval.models:my_judge'
@@ -381,8 +347,6 @@ def model_spec(call_model: Any) -> str | None:
     name = getattr(call_model, "__qualname__", None) or type(call_model).__qualname__
     return f"py:{module}:{name}"
 
-
-# === Token usage ===
 
 USAGE_KEYS = ("input_tokens", "output_tokens", "cached_input_tokens", "cached_output_tokens")
 """The token counts a row's ``usage`` holds; ``cached_*`` were replayed from the cache, not paid."""
@@ -411,8 +375,6 @@ def sum_usage(replies: Iterable[str]) -> dict[str, int] | None:
 
     >>> sum_usage([Reply("a", usage={"input_tokens": 3, "output_tokens": 1}), "plain"])
     {'input_tokens': 3, 'output_tokens': 1}
-    >>> sum_usage(["plain"]) is None
-    True
     """
     total: Counter[str] = Counter()
     seen = False
@@ -474,9 +436,7 @@ def _tokenplural(usage: Mapping[str, Any], name: str) -> int:
 
 
 def format_tokens(n: int) -> str:
-    """A token count in short form: ``950``, ``1.5k``, ``360k``, ``2.7M``, ``1.2B``.
-
-    Three significant digits at most.
+    """A token count in short form, three significant digits at most.
 
     >>> [format_tokens(n) for n in (950, 1_500, 360_000, 999_999, 2_700_000)]
     ['950', '1.5k', '360k', '1M', '2.7M']
@@ -500,47 +460,20 @@ Sleep = Callable[[float], None]
 
 
 class ModelConfigError(InputError):
-    """A model spec or setting that cannot work: unknown scheme, missing key, bad option.
-
-    >>> resolve("gpt-4o-mini")
-    Traceback (most recent call last):
-    ...
-    tinyeval.models.ModelConfigError: unknown model spec 'gpt-4o-mini': expected builtin, \
-openai:MODEL, anthropic:MODEL, cmd:COMMAND or py:MODULE:FUNCTION; for an OpenAI-compatible \
-model write openai:gpt-4o-mini
-    """
+    """A model spec or setting that cannot work: unknown scheme, missing key, bad option."""
 
 
 class ModelCallError(TinyevalError, RuntimeError):
-    """A model call that failed, after the retries it was allowed.
-
-    The message names the spec, what went wrong (HTTP status and the server's
-    own short message, a timeout, an unreachable host, an exit code) and how
-    many attempts were made. It never contains a key or a request header.
-
-    >>> model = resolve("cmd:false")
-    >>> model("hello")
-    Traceback (most recent call last):
-    ...
-    tinyeval.models.ModelCallError: cmd:false: the command exited with code 1
-    """
+    """A model call that failed after its retries: the spec, what went wrong and how many
+    attempts were made; never a key or a request header."""
 
 
 class Model(abc.ABC):
     """A callable model: ``model(prompt, *, sample=0, json_schema=None) -> Reply``.
 
-    Built by :func:`resolve` (from a spec) or :func:`as_model` (from any
-    function). Attributes: ``spec`` (never contains a key), ``temperature``
-    (None means the server's default), ``settings`` (the other non-secret
-    settings that change replies, such as the base URL and ``max_tokens``;
-    the cache keys on them) and ``supports_json_schema`` (whether a
-    ``json_schema`` passed to a call is enforced; adapters that cannot
-    enforce one ignore it, so the prompt must still ask for the format).
-
-    ``sample`` numbers the independent samples of one prompt (votes): the
-    cache keys on it, the OpenAI adapter sends it as ``seed`` and commands see
-    it as ``TINYEVAL_SAMPLE``. At temperature 0 distinct samples are usually
-    identical; use a temperature above 0 when votes should differ.
+    ``spec`` never holds a key; ``settings`` are the other non-secret settings that
+    change replies (the cache keys on them); ``sample`` numbers the independent samples
+    of one prompt (sent as ``seed``, or ``TINYEVAL_SAMPLE`` to a command).
 
     >>> model = as_model(lambda prompt: prompt.upper(), spec="py:demo:upper")
     >>> model("pass"), model.spec
@@ -563,7 +496,6 @@ class Model(abc.ABC):
     def __call__(
         self, prompt: str, *, sample: int = 0, json_schema: Mapping[str, Any] | None = None
     ) -> Reply:
-        """Send ``prompt`` and return the reply (see the class docstring)."""
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
         if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
@@ -586,24 +518,9 @@ class Model(abc.ABC):
         return f"<{type(self).__name__} {self.spec!r} temperature={self.temperature!r}>"
 
 
-# ---------------------------------------------------------------------------
-
-
 def _scrub_reply(reply: Reply, secrets: Iterable[str] = ()) -> Reply:
-    """``reply`` with every secret removed from its text and reported model name.
-
-    A reply that holds no secret is returned as it is; otherwise a new
-    :class:`Reply` keeps the usage, cache flag and latency of the old one.
-
-    >>> echo = Reply("you sent Bearer sk-test-SECRET123", usage={"input_tokens": 3,
-    ...              "output_tokens": 4})
-    >>> clean = _scrub_reply(echo, ["sk-test-SECRET123"])
-    >>> str(clean), clean.usage["output_tokens"]
-    ('you sent Bearer ***', 4)
-    >>> plain = Reply("PASS")
-    >>> _scrub_reply(plain, ["sk-test-SECRET123"]) is plain
-    True
-    """
+    """``reply`` with every secret removed from its text and reported model name (the same
+    object when it holds none; refused when it is not valid text)."""
     secrets = list(secrets)
     _refuse_invalid_text(str(reply), "the reply")
     text = scrub(str(reply), secrets)
@@ -623,23 +540,8 @@ def _scrub_reply(reply: Reply, secrets: Iterable[str] = ()) -> Reply:
 
 
 def _key_from_environment(variable: str) -> str | None:
-    """An API key from the environment, without surrounding whitespace; None when unset.
-
-    A key read from a file often ends in a newline (``\\n``, or ``\\r\\n`` from a
-    Windows ``.env``): that is stripped. A control character or a non-ASCII
-    character inside the key cannot be sent in a header and is refused, with a
-    message that never shows the key.
-
-    >>> os.environ["TINYEVAL_DOCTEST_KEY"] = "sk-test-SECRET123\\r\\n"
-    >>> _key_from_environment("TINYEVAL_DOCTEST_KEY")
-    'sk-test-SECRET123'
-    >>> os.environ["TINYEVAL_DOCTEST_KEY"] = "sk-test-\\x07SECRET123"
-    >>> _key_from_environment("TINYEVAL_DOCTEST_KEY")
-    Traceback (most recent call last):
-    ...
-    tinyeval.models.ModelConfigError: TINYEVAL_DOCTEST_KEY holds a control character (U+0007) ...
-    >>> del os.environ["TINYEVAL_DOCTEST_KEY"]
-    """
+    """An API key from the environment, stripped (a file's trailing newline); None when unset.
+    A control or non-ASCII character inside cannot go in a header: refused, the key unshown."""
     key = os.environ.get(variable, "").strip()
     if not key:
         return None
@@ -658,13 +560,7 @@ def _key_from_environment(variable: str) -> str | None:
 
 
 def _refuse_invalid_text(text: str, what: str) -> None:
-    """A lone surrogate is not text: no file, row or report can hold it.
-
-    >>> _refuse_invalid_text("ok \\ud800", "the reply")
-    Traceback (most recent call last):
-    ...
-    tinyeval.models.ModelCallError: the reply is not valid text: a lone surrogate ... character 4
-    """
+    """A lone surrogate is not text: no file, row or report can hold it."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -672,14 +568,6 @@ def _refuse_invalid_text(text: str, what: str) -> None:
             f"{what} is not valid text: a lone surrogate ({text[exc.start]!r})"
             f" at character {exc.start + 1:,}"
         ) from None
-
-
-def _config_error(message: str, secrets: Iterable[str] = ()) -> ModelConfigError:
-    return ModelConfigError(scrub(message, secrets))
-
-
-# ---------------------------------------------------------------------------
-# resolve
 
 
 def resolve(
@@ -695,17 +583,11 @@ def resolve(
 ) -> Model:
     """The :class:`Model` named by ``spec`` (see the module docstring for the forms).
 
-    ``base_url`` overrides the server (otherwise ``OPENAI_BASE_URL`` or
-    ``ANTHROPIC_BASE_URL``, then the vendor's address). ``timeout`` is in
-    seconds per attempt, and bounds the whole attempt (connecting, headers and
-    body) however slowly the server sends; ``max_response_bytes`` is the largest
-    reply body read (a larger one is refused); ``retries`` is how many times a failed HTTP call is
-    tried again; ``temperature`` None leaves it to the server; ``sleep`` is
-    the function that waits between attempts (tests pass a fake).
-
-    Raises :class:`ModelConfigError` for an unknown scheme, an empty model
-    name, a missing key (or one with a control character inside), an unknown
-    command or an unimportable function.
+    ``base_url`` overrides the server (else ``OPENAI_BASE_URL``/``ANTHROPIC_BASE_URL``, then
+    the vendor's); ``timeout`` bounds each whole HTTP attempt, in seconds; ``retries`` is how
+    often a failed HTTP call is tried again; ``max_response_bytes`` is the largest reply body
+    read; ``temperature`` None leaves it to the server; ``sleep`` waits between attempts.
+    Raises :class:`ModelConfigError` for a spec or setting that cannot work.
 
     >>> model = resolve("cmd:cat")
     >>> model("PASS: the amount is 1,250.50"), model.temperature
@@ -715,7 +597,11 @@ def resolve(
         raise ModelConfigError(f"a model spec must be a string, got {type(spec).__name__}")
     spec = spec.strip()
     _check_options(timeout=timeout, retries=retries, temperature=temperature, max_tokens=max_tokens)
-    _refuse_secret_in_spec(spec)
+    if scrub(spec) != spec:  # a spec is recorded in results and caches
+        raise ModelConfigError(
+            "the model spec contains the value of a secret environment variable; "
+            "pass keys through the environment only"
+        )
     if (
         isinstance(max_response_bytes, bool)
         or not isinstance(max_response_bytes, int)
@@ -724,25 +610,29 @@ def resolve(
         raise ModelConfigError(
             f"max_response_bytes must be an integer >= 1, got {max_response_bytes!r}"
         )
+    temperature = None if temperature is None else float(temperature)
     options = _Options(
         base_url, timeout, retries, temperature, max_tokens, sleep, max_response_bytes
     )
     if spec == "builtin":
-        function = _extra("model", "builtin", what="the built-in judge")
-        return _resolved(spec, function, options)
+        return _resolved(spec, _extra("model", "builtin", what="the built-in judge"), temperature)
     scheme, sep, rest = spec.partition(":")
-    factory = _SCHEME_FACTORIES.get(scheme) if sep else None
-    if factory is None:
+    if not sep or scheme not in ("openai", "anthropic", "cmd", "py"):
         raise ModelConfigError(
             f"unknown model spec {spec!r}: expected {SPEC_FORMS}{_scheme_hint(spec)}"
         )
     if not rest.strip():
         raise ModelConfigError(f"model spec {spec!r} is incomplete: expected {SPEC_FORMS}")
-    return factory(spec, rest.strip(), options)
+    if scheme == "cmd":
+        return _command_model(spec, rest.strip(), timeout, temperature)
+    if scheme == "py":
+        return _python_model(spec, rest.strip(), temperature)
+    adapter = _OpenAIModel if scheme == "openai" else _AnthropicModel
+    return adapter.open(spec, rest.strip(), options)
 
 
 class _Options(NamedTuple):
-    """What :func:`resolve` was asked for, handed to the adapter of the spec's scheme."""
+    """What :func:`resolve` was asked for, as an HTTP adapter keeps it."""
 
     base_url: str | None
     timeout: float
@@ -750,28 +640,14 @@ class _Options(NamedTuple):
     temperature: float | None
     max_tokens: int | None
     sleep: Sleep
-    max_response_bytes: int = MAX_RESPONSE_BYTES
-
-
-def _command_factory(spec: str, command: str, o: _Options) -> Model:
-    return _command_model(spec, command, o.timeout, o.temperature)
-
-
-def _python_factory(spec: str, target: str, o: _Options) -> Model:
-    return _python_model(spec, target, o)
+    max_response_bytes: int
 
 
 _MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/@-]*")
 
 
 def _scheme_hint(spec: str) -> str:
-    """For a bare model name (no scheme), how to write it as an OpenAI-compatible spec.
-
-    >>> _scheme_hint("gpt-4o-mini")
-    '; for an OpenAI-compatible model write openai:gpt-4o-mini'
-    >>> _scheme_hint("foo:bar"), _scheme_hint("two words")
-    ('', '')
-    """
+    """For a bare model name (no scheme), how to write it as an OpenAI-compatible spec."""
     if ":" in spec or not _MODEL_NAME.fullmatch(spec):
         return ""
     return f"; for an OpenAI-compatible model write openai:{spec}"
@@ -799,26 +675,8 @@ def _check_options(
         raise ModelConfigError(f"max_tokens must be an integer >= 1 or None, got {max_tokens!r}")
 
 
-def _refuse_secret_in_spec(spec: str) -> None:
-    """A spec is recorded in results and caches, so it must never hold a key."""
-    if scrub(spec) != spec:
-        raise ModelConfigError(
-            "the model spec contains the value of a secret environment variable; "
-            "pass keys through the environment only"
-        )
-
-
-def _float_or_none(value: float | None) -> float | None:
-    return None if value is None else float(value)
-
-
-# ---------------------------------------------------------------------------
-# Python functions: builtin and py:MODULE:FUNCTION
-
-
 class _FunctionModel(Model):
-    """A Python function ``prompt -> str`` (sync or async) behind the Model interface,
-    called by the one contract of :func:`tinyeval.calls.ask`."""
+    """A Python function ``prompt -> str`` (sync or async), called through :func:`ask`."""
 
     def __init__(
         self, spec: str, function: Callable[..., Any], *, temperature: float | None
@@ -831,7 +689,7 @@ class _FunctionModel(Model):
 
     def __reduce__(self) -> Any:
         if self.resolved:  # by name: the other process imports it as resolve() did here
-            return (_resolve_again, (self.spec, self.temperature))
+            return (functools.partial(resolve, temperature=self.temperature), (self.spec,))
         return super().__reduce__()
 
     def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
@@ -849,16 +707,12 @@ class _FunctionModel(Model):
 def as_model(
     function: Callable[..., Any], *, spec: str | None = None, temperature: float | None = None
 ) -> Model:
-    """Wrap any function ``prompt -> str`` (sync or async) as a :class:`Model`.
-
-    It receives ``sample=`` and ``json_schema=`` only if its signature accepts
-    them. ``spec`` defaults to ``py:MODULE:QUALNAME``; pass one for lambdas,
-    which all share the name ``<lambda>``. A :class:`Model` is returned as is.
+    """Wrap any function ``prompt -> str`` (sync or async) as a :class:`Model` (a Model is
+    returned as is); ``spec`` defaults to ``py:MODULE:QUALNAME``: pass one for lambdas.
 
     >>> async def judge(prompt, *, sample=0):
     ...     return "PASS" if "1,250.50" in prompt else "FAIL"
-    >>> model = as_model(judge, spec="py:mine:judge")
-    >>> model("the amount is 1,250.50")
+    >>> as_model(judge, spec="py:mine:judge")("the amount is 1,250.50")
     Reply('PASS', usage=None, model=None, cached=False)
     """
     if isinstance(function, Model):
@@ -872,7 +726,7 @@ def as_model(
     return _FunctionModel(spec, function, temperature=temperature)
 
 
-def _python_model(spec: str, target: str, options: _Options) -> Model:
+def _python_model(spec: str, target: str, temperature: float | None) -> Model:
     """The function ``MODULE:QUALNAME`` names."""
     module_name, sep, attribute = target.partition(":")
     module_name, attribute = module_name.strip(), attribute.strip()
@@ -884,8 +738,8 @@ def _python_model(spec: str, target: str, options: _Options) -> Model:
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:
-        raise _config_error(
-            f"{spec}: cannot import module {module_name!r} ({type(exc).__name__}: {exc})"
+        raise ModelConfigError(
+            scrub(f"{spec}: cannot import module {module_name!r} ({type(exc).__name__}: {exc})")
         ) from exc
     function: Any = module
     for part in attribute.split("."):
@@ -896,17 +750,13 @@ def _python_model(spec: str, target: str, options: _Options) -> Model:
         raise ModelConfigError(
             f"{spec}: {attribute!r} is a {type(function).__name__}, not callable"
         )
-    return _resolved(spec, function, options)
+    return _resolved(spec, function, temperature)
 
 
-def _resolved(spec: str, function: Callable[..., Any], options: _Options) -> Model:
-    model = _FunctionModel(spec, function, temperature=_float_or_none(options.temperature))
+def _resolved(spec: str, function: Callable[..., Any], temperature: float | None) -> Model:
+    model = _FunctionModel(spec, function, temperature=temperature)
     model.resolved = True  # it can be resolved again by its spec in another process
     return model
-
-
-# ---------------------------------------------------------------------------
-# cmd:COMMAND
 
 
 class _CommandModel(Model):
@@ -964,7 +814,7 @@ def _command_model(spec: str, command: str, timeout: float, temperature: float |
         raise ModelConfigError(f"model spec {spec!r} is incomplete: expected cmd:COMMAND")
     if shutil.which(argv[0]) is None:
         raise ModelConfigError(f"{spec}: command {argv[0]!r} not found on PATH")
-    return _CommandModel(spec, argv, timeout=timeout, temperature=_float_or_none(temperature))
+    return _CommandModel(spec, argv, timeout=timeout, temperature=temperature)
 
 
 def _last_line(text: str) -> str:
@@ -979,61 +829,59 @@ def _strip_one_newline(text: str) -> str:
     return text
 
 
-# ---------------------------------------------------------------------------
-# HTTP
-
-
-def _check_base_url(spec: str, base: str) -> str:
-    base = base.strip().rstrip("/")
-    parts = urllib.parse.urlsplit(base)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise _config_error(
-            f"{spec}: the base URL must start with http:// or https:// and name a host, "
-            f"got {_shorten(base, 80)!r}"
-        )
-    return base
-
-
 class _HTTPModel(Model):
-    """Shared HTTP machinery: POST JSON, retry, and describe failures."""
+    """An HTTP adapter: POST JSON, retry, and describe failures."""
 
     key_variable = ""
+    base_variable = ""
+    default_base = ""
 
-    def __init__(
-        self,
-        spec: str,
-        name: str,
-        *,
-        url: str,
-        headers: Mapping[str, str],
-        key: str | None,
-        timeout: float,
-        retries: int,
-        temperature: float | None,
-        max_tokens: int | None,
-        sleep: Sleep,
-        max_response_bytes: int = MAX_RESPONSE_BYTES,
-    ) -> None:
-        settings = {"url": _public_url(url), "max_tokens": max_tokens}
-        super().__init__(spec, temperature=temperature, settings=settings)
+    def __init__(self, spec: str, name: str, url: str, key: str | None, options: _Options) -> None:
+        settings = {"url": _public_url(url), "max_tokens": options.max_tokens}
+        super().__init__(spec, temperature=options.temperature, settings=settings)
         self.name = name
-        self.max_tokens = max_tokens
-        self.timeout = timeout
-        self.retries = retries
+        self.options = options
+        self.max_tokens = options.max_tokens
+        self.timeout = options.timeout
+        self.retries = options.retries
+        self.max_response_bytes = options.max_response_bytes
+        self._sleep = options.sleep
         self._url = url
-        self._headers = dict(headers)
         self._key = key
-        self._sleep = sleep
-        self.max_response_bytes = max_response_bytes
+
+    @classmethod
+    def open(cls, spec: str, name: str, options: _Options) -> _HTTPModel:
+        """The adapter for ``name`` at the base URL given, in the environment, or the vendor's."""
+        base = options.base_url or os.environ.get(cls.base_variable) or cls.default_base
+        base = base.strip().rstrip("/")
+        parts = urllib.parse.urlsplit(base)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ModelConfigError(
+                scrub(
+                    f"{spec}: the base URL must start with http:// or https:// and name a host, "
+                    f"got {_shorten(base, 80)!r}"
+                )
+            )
+        key = _key_from_environment(cls.key_variable)
+        cls._check_key(spec, key, parts.hostname)
+        return cls(spec, name, cls._url_of(base), key, options)
+
+    @staticmethod
+    def _check_key(spec: str, key: str | None, host: str) -> None:
+        """Refuse a missing key where the server needs one."""
+
+    @staticmethod
+    def _url_of(base: str) -> str:
+        return base
+
+    def _auth_headers(self) -> dict[str, str]:
+        return {}
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # sent to another process (a distributed executor) without its key: the receiving
-        # side reads the key from its own environment, as resolve() does
-        return (
-            _rebuild_http,
-            (type(self), self.spec, self.name, self._url, self.timeout, self.retries,
-             self.temperature, self.max_tokens, self.max_response_bytes),
-        )  # fmt: skip
+        # sent to another process (a distributed executor) without its key or its sleep: the
+        # receiving side reads the key from its own environment, as resolve() does
+        options = self.options._replace(sleep=time.sleep)
+        return (_rebuild_http, (type(self), self.spec, self.name, self._url, options))
 
     def _secrets(self) -> list[str]:
         return [self._key] if self._key else []
@@ -1100,7 +948,7 @@ class _HTTPModel(Model):
             "Content-Type": "application/json",
             "Accept": "application/json",
             "User-Agent": f"tinyeval/{__version__}",
-            **self._headers,
+            **self._auth_headers(),
         }
 
     def _http_failure(self, status: int, headers: Any, body: bytes) -> _Failure:
@@ -1167,6 +1015,13 @@ class _HTTPModel(Model):
         return ModelCallError(scrub(f"{self.spec}: unexpected reply from {where}: {what}"))
 
 
+def _rebuild_http(
+    cls: type[_HTTPModel], spec: str, name: str, url: str, options: _Options
+) -> _HTTPModel:
+    """An HTTP model unpickled in another process, its key read from that process's environment."""
+    return cls(spec, name, url, _key_from_environment(cls.key_variable), options)
+
+
 def _usage(input_tokens: Any, output_tokens: Any) -> dict[str, int] | None:
     counts = (input_tokens, output_tokens)
     if all(isinstance(n, int) and not isinstance(n, bool) for n in counts):
@@ -1174,7 +1029,15 @@ def _usage(input_tokens: Any, output_tokens: Any) -> dict[str, int] | None:
     return None
 
 
-# ---- openai:MODEL
+def _reply_from(payload: Mapping[str, Any], text: str, tokens_in: str, tokens_out: str) -> Reply:
+    """A Reply with the usage and model name a server's JSON reports (under its own key names)."""
+    usage: dict[str, Any] = payload["usage"] if isinstance(payload.get("usage"), dict) else {}
+    reported = payload.get("model")
+    return Reply(
+        text,
+        usage=_usage(usage.get(tokens_in), usage.get(tokens_out)),
+        model=reported if isinstance(reported, str) else None,
+    )
 
 
 class _OpenAIModel(_HTTPModel):
@@ -1182,6 +1045,23 @@ class _OpenAIModel(_HTTPModel):
 
     supports_json_schema = True
     key_variable = "OPENAI_API_KEY"
+    base_variable = "OPENAI_BASE_URL"
+    default_base = OPENAI_DEFAULT_BASE
+
+    @staticmethod
+    def _check_key(spec: str, key: str | None, host: str) -> None:
+        if key is None and host == "api.openai.com":
+            raise ModelConfigError(
+                f"{spec} needs OPENAI_API_KEY in the environment "
+                "(or OPENAI_BASE_URL pointing to a server that needs no key)"
+            )
+
+    @staticmethod
+    def _url_of(base: str) -> str:
+        return f"{base}/chat/completions"
+
+    def _auth_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._key}"} if self._key else {}
 
     def _request_body(
         self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None
@@ -1223,66 +1103,24 @@ class _OpenAIModel(_HTTPModel):
         return _reply_from(payload, content, "prompt_tokens", "completion_tokens")
 
 
-def _reply_from(payload: Mapping[str, Any], text: str, tokens_in: str, tokens_out: str) -> Reply:
-    """A Reply with the usage and model name a server's JSON reports (under its own key names)."""
-    usage: dict[str, Any] = payload["usage"] if isinstance(payload.get("usage"), dict) else {}
-    reported = payload.get("model")
-    return Reply(
-        text,
-        usage=_usage(usage.get(tokens_in), usage.get(tokens_out)),
-        model=reported if isinstance(reported, str) else None,
-    )
-
-
-def _http_model(
-    adapter: type[_HTTPModel],
-    spec: str,
-    name: str,
-    o: _Options,
-    *,
-    url: str,
-    headers: Mapping[str, str],
-    key: str | None,
-) -> Model:
-    """An HTTP adapter for ``url``, with the settings :func:`resolve` was given."""
-    return adapter(
-        spec,
-        name,
-        url=url,
-        headers=headers,
-        key=key,
-        timeout=o.timeout,
-        retries=o.retries,
-        temperature=_float_or_none(o.temperature),
-        max_tokens=o.max_tokens,
-        sleep=o.sleep,
-        max_response_bytes=o.max_response_bytes,
-    )
-
-
-def _openai_factory(spec: str, name: str, o: _Options) -> Model:
-    base = _check_base_url(
-        spec, o.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE
-    )
-    key = _key_from_environment("OPENAI_API_KEY")
-    if key is None and urllib.parse.urlsplit(base).hostname == "api.openai.com":
-        raise ModelConfigError(
-            f"{spec} needs OPENAI_API_KEY in the environment "
-            "(or OPENAI_BASE_URL pointing to a server that needs no key)"
-        )
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return _http_model(
-        _OpenAIModel, spec, name, o, url=f"{base}/chat/completions", headers=headers, key=key
-    )
-
-
-# ---- anthropic:MODEL
-
-
 class _AnthropicModel(_HTTPModel):
     """``POST {base}/v1/messages``, the Anthropic Messages API."""
 
     key_variable = "ANTHROPIC_API_KEY"
+    base_variable = "ANTHROPIC_BASE_URL"
+    default_base = ANTHROPIC_DEFAULT_BASE
+
+    @staticmethod
+    def _check_key(spec: str, key: str | None, host: str) -> None:
+        if key is None:
+            raise ModelConfigError(f"{spec} needs ANTHROPIC_API_KEY in the environment")
+
+    @staticmethod
+    def _url_of(base: str) -> str:
+        return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
+
+    def _auth_headers(self) -> dict[str, str]:
+        return {"x-api-key": self._key or "", "anthropic-version": ANTHROPIC_VERSION}
 
     def _request_body(
         self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None
@@ -1323,27 +1161,6 @@ class _AnthropicModel(_HTTPModel):
         return _reply_from(payload, "".join(texts), "input_tokens", "output_tokens")
 
 
-def _anthropic_factory(spec: str, name: str, o: _Options) -> Model:
-    base = _check_base_url(
-        spec, o.base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_DEFAULT_BASE
-    )
-    key = _key_from_environment("ANTHROPIC_API_KEY")
-    if key is None:
-        raise ModelConfigError(f"{spec} needs ANTHROPIC_API_KEY in the environment")
-    url = f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
-    headers = {"x-api-key": key, "anthropic-version": ANTHROPIC_VERSION}
-    return _http_model(_AnthropicModel, spec, name, o, url=url, headers=headers, key=key)
-
-
-# the adapter for each scheme of a spec (``builtin`` comes through the extras' model door)
-_SCHEME_FACTORIES: dict[str, Callable[[str, str, _Options], Model]] = {
-    "openai": _openai_factory,
-    "anthropic": _anthropic_factory,
-    "cmd": _command_factory,
-    "py": _python_factory,
-}
-
-
 def _anthropic_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
     """An OpenAI function definition as the Messages API's tool (name, description, schema)."""
     inner = tool.get("function")
@@ -1353,32 +1170,3 @@ def _anthropic_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
         "description": function.get("description", ""),
         "input_schema": function.get("parameters") or {"type": "object", "properties": {}},
     }
-
-
-def _rebuild_http(
-    cls: type[_HTTPModel],
-    spec: str,
-    name: str,
-    url: str,
-    timeout: float,
-    retries: int,
-    temperature: float | None,
-    max_tokens: int | None,
-    max_response_bytes: int,
-) -> _HTTPModel:
-    """An HTTP model unpickled in another process, its key read from that process's environment."""
-    key = _key_from_environment(cls.key_variable) if cls.key_variable else None
-    if cls.key_variable == "ANTHROPIC_API_KEY":
-        headers = {"x-api-key": key or "", "anthropic-version": ANTHROPIC_VERSION}
-    else:
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return cls(
-        spec, name, url=url, headers=headers, key=key, timeout=timeout, retries=retries,
-        temperature=temperature, max_tokens=max_tokens, sleep=time.sleep,
-        max_response_bytes=max_response_bytes,
-    )  # fmt: skip
-
-
-def _resolve_again(spec: str, temperature: float | None) -> Model:
-    """A ``py:`` or ``builtin`` model unpickled in another process: resolved there by its spec."""
-    return resolve(spec, temperature=temperature)
