@@ -23,9 +23,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tinyeval import models
+from tinyeval._http import BACKOFF_CAP, RETRY_AFTER_CAP
 from tinyeval.models import (
-    BACKOFF_CAP,
-    RETRY_AFTER_CAP,
     ModelCallError,
     ModelConfigError,
     Reply,

@@ -44,21 +44,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from . import _extra
 from ._http import (
-    BACKOFF_CAP,
     MAX_RESPONSE_BYTES,
-    RETRY_AFTER_CAP,
-    RETRYABLE_STATUSES,
     _backoff_delay,
     _Failure,
     _host_port,
+    _Poster,
     _public_url,
-    _quota_exhausted,
-    _read_body,
-    _read_quietly,
-    _server_message,
     _shorten,
-    _TooLarge,
-    _Watchdog,
     parse_retry_after,
     scrub,
     secret_values,
@@ -70,9 +62,7 @@ if TYPE_CHECKING:  # asyncio is imported on the first awaitable: a sync run neve
 
 __all__ = [
     "ANTHROPIC_DEFAULT_BASE",
-    "BACKOFF_CAP",
     "OPENAI_DEFAULT_BASE",
-    "RETRY_AFTER_CAP",
     "USAGE_KEYS",
     "CallModel",
     "ChatPrompt",
@@ -829,7 +819,7 @@ def _strip_one_newline(text: str) -> str:
     return text
 
 
-class _HTTPModel(Model):
+class _HTTPModel(_Poster, Model):
     """An HTTP adapter: POST JSON, retry, and describe failures."""
 
     key_variable = ""
@@ -877,6 +867,16 @@ class _HTTPModel(Model):
     def _auth_headers(self) -> dict[str, str]:
         return {}
 
+    def _request_headers(self) -> dict[str, str]:
+        from . import __version__
+
+        return {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": f"tinyeval/{__version__}",
+            **self._auth_headers(),
+        }
+
     def __reduce__(self) -> tuple[Any, ...]:
         # sent to another process (a distributed executor) without its key or its sleep: the
         # receiving side reads the key from its own environment, as resolve() does
@@ -914,76 +914,6 @@ class _HTTPModel(Model):
                 )
             self._sleep(_backoff_delay(attempt, outcome.retry_after))
         raise AssertionError("unreachable")  # pragma: no cover
-
-    def _attempt(self, data: bytes) -> bytes | _Failure:
-        import http.client
-        import urllib.error
-        import urllib.request
-
-        request = urllib.request.Request(self._url, data=data, headers=self._request_headers())
-        watchdog = _Watchdog(self.timeout)
-        try:
-            with watchdog, watchdog.opener().open(request, timeout=self.timeout) as response:
-                return _read_body(response, self.max_response_bytes, watchdog)
-        except _TooLarge as exc:
-            return _Failure(
-                f"the reply from {_host_port(self._url)} is larger than "
-                f"{exc.limit:,} bytes (max_response_bytes); it was not read further",
-                retryable=False,
-            )
-        except urllib.error.HTTPError as exc:
-            with exc:
-                body = _read_quietly(exc)
-            return self._http_failure(exc.code, exc.headers, body)
-        except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
-            if watchdog.fired:
-                return self._network_failure(TimeoutError())
-            reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-            return self._network_failure(reason)
-
-    def _request_headers(self) -> dict[str, str]:
-        from . import __version__
-
-        return {
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "User-Agent": f"tinyeval/{__version__}",
-            **self._auth_headers(),
-        }
-
-    def _http_failure(self, status: int, headers: Any, body: bytes) -> _Failure:
-        where = _host_port(self._url)
-        message = _server_message(body, self._secrets()) or "(no message)"
-        if status == 404:
-            return _Failure(
-                f"HTTP 404 from {where}: the server does not know the model {self.name!r} "
-                f"(or {_public_url(self._url)} is not the right address): {message}",
-                retryable=False,
-            )
-        if status in (401, 403):
-            hint = f"; check {self.key_variable}" if self.key_variable else ""
-            return _Failure(f"HTTP {status} from {where}: {message}{hint}", retryable=False)
-        retryable = status in RETRYABLE_STATUSES or 500 <= status <= 599
-        if status == 429 and _quota_exhausted(body):
-            retryable = False
-        retry_after = None
-        if headers is not None:
-            retry_after = parse_retry_after(headers.get("Retry-After"))
-            if retry_after is None:  # OpenAI also sends the wait in milliseconds
-                milliseconds = parse_retry_after(headers.get("retry-after-ms"), cap=math.inf)
-                if milliseconds is not None:
-                    retry_after = min(milliseconds / 1000.0, RETRY_AFTER_CAP)
-        return _Failure(f"HTTP {status} from {where}: {message}", retryable, retry_after)
-
-    def _network_failure(self, reason: object) -> _Failure:
-        where = _host_port(self._url)
-        if isinstance(reason, TimeoutError):
-            return _Failure(f"no reply from {where} within {self.timeout:g} s", retryable=True)
-        if isinstance(reason, OSError):
-            detail = reason.strerror or str(reason) or type(reason).__name__
-        else:
-            detail = str(reason) or type(reason).__name__
-        return _Failure(f"cannot reach {where} ({detail})", retryable=True)
 
     def _decode(self, body: bytes) -> Any:
         try:
