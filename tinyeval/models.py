@@ -488,7 +488,7 @@ class Model(abc.ABC):
     ) -> Reply:
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
-        if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
+        if not _whole(sample, 0):
             raise ModelConfigError(f"sample must be an integer >= 0, got {sample!r}")
         start = time.perf_counter()
         reply = _scrub_reply(self._call(prompt, sample, json_schema), self._secrets())
@@ -586,19 +586,11 @@ def resolve(
     if not isinstance(spec, str):
         raise ModelConfigError(f"a model spec must be a string, got {type(spec).__name__}")
     spec = spec.strip()
-    _check_options(timeout=timeout, retries=retries, temperature=temperature, max_tokens=max_tokens)
+    _check_options(timeout, retries, temperature, max_tokens, max_response_bytes)
     if scrub(spec) != spec:  # a spec is recorded in results and caches
         raise ModelConfigError(
             "the model spec contains the value of a secret environment variable; "
             "pass keys through the environment only"
-        )
-    if (
-        isinstance(max_response_bytes, bool)
-        or not isinstance(max_response_bytes, int)
-        or max_response_bytes < 1
-    ):
-        raise ModelConfigError(
-            f"max_response_bytes must be an integer >= 1, got {max_response_bytes!r}"
         )
     temperature = None if temperature is None else float(temperature)
     options = _Options(
@@ -643,14 +635,18 @@ def _scheme_hint(spec: str) -> str:
     return f"; for an OpenAI-compatible model write openai:{spec}"
 
 
+def _whole(value: Any, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
 def _check_options(
-    *, timeout: float, retries: int, temperature: float | None, max_tokens: int | None
+    timeout: float, retries: int, temperature: float | None, max_tokens: int | None, limit: int
 ) -> None:
     if isinstance(timeout, bool) or not isinstance(timeout, int | float):
         raise ModelConfigError(f"timeout must be a number of seconds, got {timeout!r}")
     if not (math.isfinite(timeout) and timeout > 0):
         raise ModelConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+    if not _whole(retries, 0):
         raise ModelConfigError(f"retries must be an integer >= 0, got {retries!r}")
     if temperature is not None and (
         isinstance(temperature, bool)
@@ -659,10 +655,10 @@ def _check_options(
         or temperature < 0
     ):
         raise ModelConfigError(f"temperature must be a number >= 0 or None, got {temperature!r}")
-    if max_tokens is not None and (
-        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
-    ):
+    if max_tokens is not None and not _whole(max_tokens, 1):
         raise ModelConfigError(f"max_tokens must be an integer >= 1 or None, got {max_tokens!r}")
+    if not _whole(limit, 1):
+        raise ModelConfigError(f"max_response_bytes must be an integer >= 1, got {limit!r}")
 
 
 class _FunctionModel(Model):
@@ -717,7 +713,7 @@ def as_model(
 
 
 def _python_model(spec: str, target: str, temperature: float | None) -> Model:
-    """The function ``MODULE:QUALNAME`` names."""
+    """The function ``MODULE:QUALNAME`` names; a MODULE starting with a dot is in this package."""
     module_name, sep, attribute = target.partition(":")
     module_name, attribute = module_name.strip(), attribute.strip()
     if not sep or not module_name or not attribute:
@@ -726,7 +722,7 @@ def _python_model(spec: str, target: str, temperature: float | None) -> Model:
     if cwd not in sys.path and "" not in sys.path:
         sys.path.insert(0, cwd)  # as ``python -m`` does
     try:
-        module = importlib.import_module(module_name)
+        module = importlib.import_module(module_name, __package__)
     except Exception as exc:
         raise ModelConfigError(
             scrub(f"{spec}: cannot import module {module_name!r} ({type(exc).__name__}: {exc})")
@@ -916,28 +912,23 @@ class _HTTPModel(_Poster, Model):
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _decode(self, body: bytes) -> Any:
+        server = f"{self.spec}: the server at {_host_port(self._url)} sent"
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ModelCallError(
-                f"{self.spec}: the server at {_host_port(self._url)} sent a reply that is not "
-                f"UTF-8 text (byte {body[exc.start]:#04x} at {exc.start:,})"
+                f"{server} a reply that is not UTF-8 text"
+                f" (byte {body[exc.start]:#04x} at {exc.start:,})"
             ) from None
         try:
             return json.loads(text)
         except RecursionError:
-            raise ModelCallError(
-                f"{self.spec}: the server at {_host_port(self._url)} sent JSON nested too deeply"
-            ) from None
+            raise ModelCallError(f"{server} JSON nested too deeply") from None
         except ValueError:
             text = scrub(body.decode("utf-8", errors="replace").strip(), self._secrets())
             snippet = _shorten(text, 120)
             raise ModelCallError(
-                scrub(
-                    f"{self.spec}: the server at {_host_port(self._url)} sent a reply that is "
-                    f"not JSON: {snippet!r}",
-                    self._secrets(),
-                )
+                scrub(f"{server} a reply that is not JSON: {snippet!r}", self._secrets())
             ) from None
 
     def _bad_shape(self, what: str) -> ModelCallError:
@@ -952,22 +943,17 @@ def _rebuild_http(
     return cls(spec, name, url, _key_from_environment(cls.key_variable), options)
 
 
-def _usage(input_tokens: Any, output_tokens: Any) -> dict[str, int] | None:
-    counts = (input_tokens, output_tokens)
-    if all(isinstance(n, int) and not isinstance(n, bool) for n in counts):
-        return {"input_tokens": input_tokens, "output_tokens": output_tokens}
-    return None
-
-
 def _reply_from(payload: Mapping[str, Any], text: str, tokens_in: str, tokens_out: str) -> Reply:
     """A Reply with the usage and model name a server's JSON reports (under its own key names)."""
     usage: dict[str, Any] = payload["usage"] if isinstance(payload.get("usage"), dict) else {}
+    counts: dict[str, Any] = {
+        "input_tokens": usage.get(tokens_in),
+        "output_tokens": usage.get(tokens_out),
+    }
+    known = all(isinstance(n, int) and not isinstance(n, bool) for n in counts.values())
     reported = payload.get("model")
-    return Reply(
-        text,
-        usage=_usage(usage.get(tokens_in), usage.get(tokens_out)),
-        model=reported if isinstance(reported, str) else None,
-    )
+    model = reported if isinstance(reported, str) else None
+    return Reply(text, usage=counts if known else None, model=model)
 
 
 class _OpenAIModel(_HTTPModel):
