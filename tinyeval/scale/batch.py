@@ -1,63 +1,24 @@
 """Provider batch APIs: many model calls sent as one asynchronous job, at about half the price.
 
-A :class:`BatchJob` takes a model spec (``openai:MODEL`` or
-``anthropic:MODEL``, resolved as :func:`tinyeval.models.resolve` does: same
-base URL, key variables and settings) and a list of :class:`BatchRequest`
-(prompt, sample index, JSON schema). :meth:`BatchJob.run` writes the
-provider's batch file, submits it, polls it with exponential backoff and
-jitter, reads the results, matches them back by custom id and returns a
-:class:`BatchOutcome` with one :class:`BatchResult` per request: a
-:class:`~tinyeval.models.Reply` (text, usage, the model name the server
-reported) or an error (status and message, keys removed).
+A :class:`BatchJob` takes an ``openai:MODEL`` or ``anthropic:MODEL`` spec (resolved as
+:func:`tinyeval.models.resolve` does) and requests (:class:`BatchRequest`); :meth:`BatchJob.run`
+submits the provider's batch with the body the ordinary adapter sends, polls it with
+jittered backoff, and returns a :class:`BatchOutcome`: one :class:`BatchResult` per request,
+a :class:`~tinyeval.models.Reply` or an error (keys removed). It follows the providers'
+references: OpenAI's Files and Batch APIs (``POST /files``, ``POST /batches``, output and
+error files of request output objects) and Anthropic's Message Batches
+(``POST /v1/messages/batches``, ``results_url`` JSONL).
 
-The wire formats follow the providers' API references:
+**Resume.** Custom ids are digests of the response cache key, so the same request always
+gets the same id. The batch and the state of each request are kept in the response cache's
+file (:func:`record_batch`) as soon as the provider accepts it; a new job on the same cache
+polls a pending batch instead of submitting again. Succeeded replies go into the ordinary
+cache, so ``cached(resolve(spec), cache)`` replays them with no call.
 
-- OpenAI: "Batch API" guide; API reference "Files: Upload file" (``POST
-  /files``, multipart, ``purpose=batch``) and "Files: Retrieve file content"
-  (``GET /files/{id}/content``); "Batch: Create batch" (``POST /batches`` with
-  ``input_file_id``, ``endpoint``, ``completion_window: "24h"``), "Batch:
-  Retrieve batch" (``status`` validating, in_progress, finalizing, completed,
-  failed, expired, cancelling, cancelled; ``output_file_id``,
-  ``error_file_id``), "The request input object" (``custom_id``, ``method``,
-  ``url``, ``body``) and "The request output object" (``custom_id``,
-  ``response: {status_code, body}``, ``error``).
-- Anthropic: "Batch processing" guide; API reference "Create a Message Batch"
-  (``POST /v1/messages/batches`` with ``requests: [{custom_id, params}]``),
-  "Retrieve a Message Batch" (``processing_status`` in_progress, canceling,
-  ended; ``request_counts``; ``results_url``) and "Retrieve Message Batch
-  results" (JSONL of ``custom_id`` and ``result: {type: succeeded | errored |
-  canceled | expired, message | error}``), with the ``x-api-key`` and
-  ``anthropic-version`` headers.
-
-The body of each request is the one the ordinary adapter sends, so a batch
-reply and a direct reply to the same request are the same call.
-
-**Custom ids** are derived from the response cache key (spec, prompt, sample,
-temperature, settings, JSON schema), so the same request always gets the same
-id; identical requests in one list are sent once.
-
-**Resume.** The batch id and the state of each request are kept in the
-response cache's SQLite file (:func:`record_batch`)
-as soon as the provider accepts the batch. A new job on the same cache finds
-requests that are pending in a batch and polls that batch instead of
-submitting them again. Only a process killed in the instant between the
-provider's answer and that write can leave a batch the cache does not know.
-Succeeded replies go into the ordinary cache under the key
-:func:`~tinyeval.cache.cached` uses, so a later run of the same prompts
-through ``cached(resolve(spec), cache)`` replays them with no call.
-
-**Failures.** A request that fails inside a batch is a per-request error
-(``state`` errored, expired or canceled); with ``on_failure="retry"`` it is
-sent again as an ordinary call (through the cache) instead. An expired,
-cancelled or failed batch is reported as such in :attr:`BatchOutcome.batches`.
-Transport failures (after the retries :func:`~tinyeval.models.resolve`
-documents) raise :class:`BatchError`.
-
-**Bounds.** Every reply read from the server has a size bound: 8 MiB for a
-JSON object, ``max_result_bytes`` for a results file, 64 KiB for an error
-body. A results URL on another host than the base URL is refused (the key is
-never sent elsewhere). Polling stops after ``max_wait`` seconds with the
-unfinished requests ``pending``, to be resumed later.
+**Failures and bounds.** A request that fails inside a batch is a per-request error, or with
+``on_failure="retry"`` an ordinary call. Transport failures raise :class:`BatchError`. Every
+reply read has a size bound; a results URL on another host is refused (the key never goes
+elsewhere); polling stops after ``max_wait`` seconds, the rest ``pending``.
 """
 
 from __future__ import annotations
