@@ -22,8 +22,7 @@ from tinyeval.cache import (
     ResponseCache,
     cached,
 )
-from tinyeval.calls import Reply
-from tinyeval.models import Model, ModelCallError, as_model
+from tinyeval.models import Model, ModelCallError, Reply, as_model
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -248,7 +247,7 @@ def test_two_processes_writing_at_once(tmp_path: Path) -> None:
         """
         import sys
         from tinyeval.cache import ResponseCache
-        from tinyeval.calls import Reply
+        from tinyeval.models import Reply
         name, path = sys.argv[1], sys.argv[2]
         with ResponseCache(path) as store:
             for i in range(300):
@@ -299,3 +298,11 @@ def test_identical_calls_in_flight_at_once_are_sent_once(cache: ResponseCache) -
     for t in threads:
         t.join(10)
     assert calls == ["same"] and replies == ["PASS"] * 6
+
+
+def test_peek_reads_the_stored_reply_without_calling(tmp_path: Path) -> None:
+    with ResponseCache(tmp_path / "c.sqlite3") as store:
+        model = cached(lambda prompt: prompt.upper(), store, spec="py:t:upper")
+        assert model.peek("hi") is None
+        model("hi")
+        assert str(model.peek("hi")) == "HI"

@@ -271,3 +271,18 @@ def test_checks_of_the_callers_own_keep_every_case_on_a_worker(store: ResponseCa
         tinyeval.run(cases(10), judges=judge, checks=[slow_check], concurrency=4,
                      judge_model=cached(Recorder(), store, spec="py:t:judge"))  # fmt: skip
     assert seen and "MainThread" not in seen
+
+
+def test_cache_only_hits_count_once_settled(store: ResponseCache) -> None:
+    model = cached(lambda prompt: prompt.upper(), store, spec="py:t:upper")
+    model("hi")  # a miss, then stored
+    only = model.cache_only()
+    assert only is not None
+    assert (str(only("hi")), str(only("hi"))) == ("HI", "HI")
+    before = store.stats().hits
+    only.settle()
+    assert (before, store.stats().hits) == (0, 2)
+    only("hi")
+    only.forget()
+    only.settle()
+    assert store.stats().hits == 2

@@ -18,7 +18,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tinyeval import judge as judge_module
-from tinyeval.calls import accepted_keywords
 from tinyeval.judge import (
     _ANGLE_RUN,
     CRITERIA,
@@ -41,6 +40,7 @@ from tinyeval.judges.pairwise import (
     position_stats,
 )
 from tinyeval.judges.steps import StepsJudge
+from tinyeval.models import accepted_keywords
 
 ANGLE_LIKE = judge_module._ANGLES_OPEN + judge_module._ANGLES_CLOSE + judge_module._ANGLES_MULTI
 CORPUS_PATH = Path(__file__).parent / "data" / "adversarial_responses.jsonl"

@@ -23,9 +23,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tinyeval import models
+from tinyeval._http import BACKOFF_CAP, RETRY_AFTER_CAP
 from tinyeval.models import (
-    BACKOFF_CAP,
-    RETRY_AFTER_CAP,
     ModelCallError,
     ModelConfigError,
     Reply,
@@ -563,7 +562,7 @@ def judge_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
         textwrap.dedent(
             """
             import asyncio
-            from tinyeval.calls import Reply
+            from tinyeval.models import Reply
 
             def plain(prompt):
                 return "PASS" if "ok" in prompt else "FAIL"
@@ -730,7 +729,7 @@ def test_async_models_work_inside_a_running_event_loop_through_both_doors() -> N
     """The judge's door (calls.ask) and the adapter's (as_model) follow one contract."""
     import asyncio
 
-    from tinyeval.calls import ask
+    from tinyeval.models import ask
 
     async def judge(prompt, **kwargs):
         await asyncio.sleep(0)
@@ -755,3 +754,29 @@ def test_a_secret_put_in_the_environment_after_a_first_scrub_is_still_removed(
     assert scrub("the reply sk-late-0123456789") == "the reply ***"
     monkeypatch.delenv("LATE_API_KEY")
     assert scrub("the reply sk-late-0123456789") == "the reply sk-late-0123456789"
+
+
+def test_models_sent_to_another_process_carry_no_key(
+    server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pickle
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    model = resolve("anthropic:claude-test", base_url=server.url, timeout=5, sleep=lambda _: None)
+    data = pickle.dumps(model)  # what a process or distributed executor receives
+    assert FAKE_KEY.encode() not in data
+    copy = pickle.loads(data)  # the key is read again from this process's environment
+    server.answer(200, anthropic_ok("PASS"))
+    assert copy("hello") == "PASS" and copy.timeout == 5 and copy.settings == model.settings
+    assert server.requests[-1]["headers"]["x-api-key"] == FAKE_KEY
+    by_spec = pickle.loads(pickle.dumps(resolve("py:json:dumps", temperature=0.5)))
+    assert (by_spec.spec, by_spec.temperature, by_spec("x")) == ("py:json:dumps", 0.5, '"x"')
+
+
+def test_a_key_that_is_not_ascii_is_refused_without_showing_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-SECRÉT123")
+    with pytest.raises(ModelConfigError, match="not ASCII at character 13") as caught:
+        resolve("anthropic:claude-test")
+    assert "SECR" not in str(caught.value)

@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 
 from tinyeval.cache import ResponseCache, cached
-from tinyeval.calls import Reply
-from tinyeval.models import resolve
+from tinyeval.models import Reply, resolve
 from tinyeval.records import primary_verdict
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -84,7 +84,7 @@ def test_stop_when_decided_stops_both_categories_early_with_the_right_outcome(
 
 
 PRICED = """
-from tinyeval.calls import Reply
+from tinyeval.models import Reply
 
 def generate(prompt):
     return Reply("answer", usage={"input_tokens": 100_000, "output_tokens": 0})

@@ -1,21 +1,18 @@
-"""The HTTP transport under the model adapters: deadline reads, body caps, retry timing.
-
-:mod:`tinyeval.models` sends requests with these and re-exports the public
-names (:data:`MAX_RESPONSE_BYTES`, :func:`parse_retry_after` and the
-retry constants).
-
->>> parse_retry_after("2")
-2.0
-"""
+"""The HTTP transport under the model adapters: one POST with a deadline and a body cap,
+failures described for a person, retry timing, and keys scrubbed from every message
+(:mod:`tinyeval.models` offers the public names)."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
+import os
 import random
 import threading
 import urllib.parse
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -26,37 +23,16 @@ if TYPE_CHECKING:  # the HTTP modules are imported on the first call that needs 
     import urllib.error
     import urllib.request
 
-__all__ = [
-    "BACKOFF_BASE",
-    "BACKOFF_CAP",
-    "MAX_RESPONSE_BYTES",
-    "RETRYABLE_STATUSES",
-    "RETRY_AFTER_CAP",
-    "parse_retry_after",
-]
-
-
+# environment variables whose values are treated as secrets by scrub()
+_SECRET_NAME_ENDINGS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+_MIN_SECRET_LENGTH = 8
 RETRY_AFTER_CAP = 60.0  # seconds: never wait longer than this for one Retry-After
-
-
 MAX_RESPONSE_BYTES = 8 * 2**20  # the largest reply body read from a server (8 MiB)
-
-
 _READ_CHUNK = 64 * 1024  # a reply body is read this much at a time, against the cap and deadline
-
-
 _ERROR_BODY_BYTES = 64 * 1024  # what is read of an error reply: enough for its message
-
-
 BACKOFF_BASE = 1.0  # seconds: the first backoff window
-
-
 BACKOFF_CAP = 30.0  # seconds: the largest backoff window
-
-
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})  # plus every 5xx
-
-
 _QUOTA_CODES = frozenset({"insufficient_quota", "enforced_spend_limit_reached"})
 
 
@@ -72,14 +48,9 @@ class _Failure:
 def parse_retry_after(
     value: str | None, *, now: datetime | None = None, cap: float = RETRY_AFTER_CAP
 ) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (seconds or an HTTP date), capped.
+    """Seconds to wait from a ``Retry-After`` header (seconds or an HTTP date), capped at
+    ``cap``; None when the header is absent or unreadable.
 
-    Returns None when the header is absent or unreadable.
-
-    >>> parse_retry_after("7")
-    7.0
-    >>> parse_retry_after("3600")
-    60.0
     >>> now = datetime(2015, 10, 21, 7, 28, 0, tzinfo=UTC)
     >>> parse_retry_after("Wed, 21 Oct 2015 07:28:05 GMT", now=now)
     5.0
@@ -112,11 +83,7 @@ def _backoff_delay(attempt: int, retry_after: float | None) -> float:
 
 
 def _origin(url: str) -> tuple[str, str, int]:
-    """``(scheme, host, port)`` of a URL, the port filled in from the scheme when absent.
-
-    >>> _origin("https://API.example.com/v1"), _origin("http://[::1]:8080/x")
-    (('https', 'api.example.com', 443), ('http', '::1', 8080))
-    """
+    """``(scheme, host, port)`` of a URL, the port filled in from the scheme when absent."""
     parts = urllib.parse.urlsplit(url)
     try:
         port = parts.port
@@ -204,9 +171,8 @@ def _read_body(response: Any, limit: int, watchdog: _Watchdog) -> bytes:
 
 
 class _Watchdog:
-    """Bounds one whole HTTP attempt: at the deadline it shuts the connection's socket,
-    so a server that sends a byte now and then cannot hold a call past ``timeout``
-    (a socket timeout alone bounds each read, not their sum)."""
+    """Bounds one whole HTTP attempt: at the deadline it shuts the connection's socket (a socket
+    timeout bounds each read, not their sum: a byte now and then would hold a call for ever)."""
 
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
@@ -276,3 +242,178 @@ class _Watchdog:
                 )
 
         return urllib.request.build_opener(HTTP(), HTTPS())
+
+
+_ENVIRONMENT_SECRETS: list[Any] = [None, ()]  # the last environment seen, and its secrets
+
+
+def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Values of environment variables named like secrets (``*KEY``, ``*TOKEN`` …), longest
+    first; values under 8 characters are ignored (too likely in ordinary text).
+
+    >>> secret_values({"OPENAI_API_KEY": "sk-test-SECRET123", "HOME": "/home/me"})
+    ['sk-test-SECRET123']
+    """
+    if environ is None:
+        # The environment rarely changes during a run, and every reply is scrubbed: remember
+        # the answer for the environment as it is (its raw entries compared, nothing decoded).
+        raw = getattr(os.environ, "_data", None)
+        snapshot = tuple(raw.items()) if isinstance(raw, dict) else None
+        if snapshot is not None and snapshot == _ENVIRONMENT_SECRETS[0]:
+            return list(_ENVIRONMENT_SECRETS[1])
+        found = secret_values(dict(os.environ))
+        if snapshot is not None:
+            _ENVIRONMENT_SECRETS[:] = [snapshot, tuple(found)]
+        return found
+    values = set()
+    for name, value in environ.items():
+        if not name.upper().endswith(_SECRET_NAME_ENDINGS):
+            continue
+        for form in (value, value.strip()):  # a key read from a file often ends in a newline
+            if len(form) >= _MIN_SECRET_LENGTH:
+                values.add(form)
+    return sorted(values, key=len, reverse=True)
+
+
+def scrub(text: str, secrets: Iterable[str] = ()) -> str:
+    """Remove every secret from ``text`` (those given and the environment's) in every form it
+    takes in a message: raw, stripped, and escaped by ``repr``, JSON or percent-encoding.
+
+    >>> scrub("Invalid header value b'Bearer sk-test-SECRET123\\\\n'", ["sk-test-SECRET123\\n"])
+    "Invalid header value b'Bearer ***'"
+    """
+    candidates = frozenset({s for s in secrets if s} | set(secret_values()))
+    for form in _forms_longest_first(candidates):  # longest first: no half-removed key
+        if form in text:
+            text = text.replace(form, "***")
+    return text
+
+
+@functools.lru_cache(maxsize=32)
+def _forms_longest_first(secrets: frozenset[str]) -> tuple[str, ...]:
+    """Every escaped form of these secrets, longest first (a run scrubs with the same few)."""
+    forms: set[str] = set()
+    for secret in secrets:
+        forms.update(_escaped_forms(secret))
+    return tuple(sorted(forms, key=len, reverse=True))
+
+
+def _escaped_forms(secret: str) -> set[str]:
+    """A secret as it may appear in text: raw, stripped, repr-, JSON- and percent-escaped."""
+    forms = set()
+    for value in {secret, secret.strip()}:
+        if not value:
+            continue
+        forms.update(
+            {
+                value,
+                repr(value)[1:-1],
+                json.dumps(value)[1:-1],
+                json.dumps(value, ensure_ascii=False)[1:-1],
+                urllib.parse.quote(value, safe=""),
+                urllib.parse.quote_plus(value, safe=""),
+                urllib.parse.quote(value),
+            }
+        )
+        with contextlib.suppress(UnicodeEncodeError):
+            forms.add(repr(value.encode("utf-8"))[2:-1])
+    return forms
+
+
+def _server_message(body: bytes, secrets: Iterable[str] = ()) -> str:
+    """The server's own short explanation from an error body (JSON or text), scrubbed before
+    it is shortened, so a cut never leaves half a key behind."""
+    text = body.decode("utf-8", errors="replace").strip()
+    message = " ".join(text.split())
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict):
+        error = payload.get("error", payload)
+        if isinstance(error, dict):
+            found = [
+                error[k]
+                for k in ("message", "detail", "type", "code")
+                if isinstance(error.get(k), str) and error[k].strip()
+            ]
+            message = found[0].strip() if found else message
+        elif isinstance(error, str) and error.strip():
+            message = error.strip()
+    return _shorten(scrub(message, secrets), 200)
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class _Poster:
+    """One HTTP attempt of a model adapter (which gives these), failures described."""
+
+    _url: str
+    timeout: float
+    max_response_bytes: int
+    name: str
+    key_variable: str
+    _secrets: Callable[[], list[str]]
+    _request_headers: Callable[[], dict[str, str]]
+
+    def _attempt(self, data: bytes) -> bytes | _Failure:
+        import http.client
+        import urllib.error
+        import urllib.request
+
+        request = urllib.request.Request(self._url, data=data, headers=self._request_headers())
+        watchdog = _Watchdog(self.timeout)
+        try:
+            with watchdog, watchdog.opener().open(request, timeout=self.timeout) as response:
+                return _read_body(response, self.max_response_bytes, watchdog)
+        except _TooLarge as exc:
+            return _Failure(
+                f"the reply from {_host_port(self._url)} is larger than "
+                f"{exc.limit:,} bytes (max_response_bytes); it was not read further",
+                retryable=False,
+            )
+        except urllib.error.HTTPError as exc:
+            with exc:
+                body = _read_quietly(exc)
+            return self._http_failure(exc.code, exc.headers, body)
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+            if watchdog.fired:
+                return self._network_failure(TimeoutError())
+            reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+            return self._network_failure(reason)
+
+    def _http_failure(self, status: int, headers: Any, body: bytes) -> _Failure:
+        where = _host_port(self._url)
+        message = _server_message(body, self._secrets()) or "(no message)"
+        if status == 404:
+            return _Failure(
+                f"HTTP 404 from {where}: the server does not know the model {self.name!r} "
+                f"(or {_public_url(self._url)} is not the right address): {message}",
+                retryable=False,
+            )
+        if status in (401, 403):
+            hint = f"; check {self.key_variable}" if self.key_variable else ""
+            return _Failure(f"HTTP {status} from {where}: {message}{hint}", retryable=False)
+        retryable = status in RETRYABLE_STATUSES or 500 <= status <= 599
+        if status == 429 and _quota_exhausted(body):
+            retryable = False
+        retry_after = None
+        if headers is not None:
+            retry_after = parse_retry_after(headers.get("Retry-After"))
+            if retry_after is None:  # OpenAI also sends the wait in milliseconds
+                milliseconds = parse_retry_after(headers.get("retry-after-ms"), cap=math.inf)
+                if milliseconds is not None:
+                    retry_after = min(milliseconds / 1000.0, RETRY_AFTER_CAP)
+        return _Failure(f"HTTP {status} from {where}: {message}", retryable, retry_after)
+
+    def _network_failure(self, reason: object) -> _Failure:
+        where = _host_port(self._url)
+        if isinstance(reason, TimeoutError):
+            return _Failure(f"no reply from {where} within {self.timeout:g} s", retryable=True)
+        if isinstance(reason, OSError):
+            detail = reason.strerror or str(reason) or type(reason).__name__
+        else:
+            detail = str(reason) or type(reason).__name__
+        return _Failure(f"cannot reach {where} ({detail})", retryable=True)

@@ -1,35 +1,15 @@
 """An on-disk store of model replies, so a re-run never pays for the same call twice.
 
-:class:`ResponseCache` is a SQLite file (``.tinyeval/cache.sqlite3`` in the
-working directory unless told otherwise). A reply is stored under the key
-
-    (model spec, SHA-256 of the prompt, sample index, temperature, extra)
-
-where *extra* is a fingerprint of anything else that changes the reply: the
-server URL and ``max_tokens`` of the model, and the JSON schema of the call.
-Next to the reply text it keeps the token usage, the model name the server
-reported, the latency of the original call and when it was stored.
-
-What is never stored: API keys (the spec never contains one, and URLs are
-stored without user info or query string) and prompts in clear (only their
-hash is part of the key).
-
-:func:`cached` wraps a model so that unchanged inputs are served from the
-store (``reply.cached`` is True) and new ones are called and stored.
-
-The same file keeps the bookkeeping of provider batches (:mod:`tinyeval.scale.batch`):
-which batch each request was submitted in (by its custom id, a digest of the
-key above: :func:`reply_key`) and whether it is still pending, so a process
-that dies while a batch runs can resume polling it.
-
-Safe to share between threads (one connection behind a lock, short
-transactions) and between processes (write-ahead log, a 30 s busy timeout).
-Keep the file on a local disk: SQLite's locking is unreliable on network
-file systems.
+A SQLite file (``.tinyeval/cache.sqlite3`` unless told otherwise) keyed by (model spec,
+SHA-256 of the prompt, sample, temperature, a fingerprint of the model's settings and the
+call's JSON schema). Keys and prompts in clear are never stored. :func:`cached` wraps a
+model so that unchanged calls are served from the file (``reply.cached`` is True). Safe to
+share between threads and processes (write-ahead log); keep it on a local disk.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -37,20 +17,17 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
 from typing import Any, NamedTuple
 
-from .calls import Reply
 from .errors import InputError
-from .models import Model, as_model
+from .models import Model, Reply, as_model
 
 __all__ = [
     "DEFAULT_PATH",
     "SCHEMA_VERSION",
-    "BatchEntry",
     "CacheError",
     "CacheOnly",
     "CacheStats",
@@ -84,39 +61,8 @@ CREATE TABLE IF NOT EXISTS replies (
 """
 
 
-# Provider batches waiting for results (see tinyeval.scale.batch). Created on first use, so a
-# cache file that never saw a batch is unchanged and older versions ignore the tables.
-_BATCH_SCHEMA = """
-CREATE TABLE IF NOT EXISTS batches (
-    batch_id   TEXT NOT NULL PRIMARY KEY,
-    spec       TEXT NOT NULL,
-    status     TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS batch_requests (
-    custom_id  TEXT NOT NULL PRIMARY KEY,
-    batch_id   TEXT NOT NULL,
-    state      TEXT NOT NULL,
-    detail     TEXT,
-    updated_at TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS batch_requests_by_batch ON batch_requests (batch_id);
-"""
-
-
 class CacheError(InputError):
-    """A cache file that cannot be used: not SQLite, not ours, or from a newer version.
-
-    >>> import tempfile
-    >>> with tempfile.TemporaryDirectory() as folder:
-    ...     path = os.path.join(folder, "notes.txt")
-    ...     _ = Path(path).write_text("not a database, just text" * 100)
-    ...     ResponseCache(path)
-    Traceback (most recent call last):
-    ...
-    tinyeval.cache.CacheError: .../notes.txt is not a tinyeval cache: file is not a database
-    """
+    """A cache file that cannot be used: not SQLite, not ours, or from a newer version."""
 
 
 class CacheStats(NamedTuple):
@@ -136,16 +82,16 @@ def prompt_digest(prompt: str) -> str:
     return hashlib.sha256(prompt.encode("utf-8")).hexdigest()
 
 
-def _temperature_key(temperature: float | None) -> str:
-    return "default" if temperature is None else repr(float(temperature))
-
-
-def _extra_key(extra: Any) -> str:
-    """'' for nothing, else the SHA-256 of the canonical JSON of ``extra``."""
-    if extra is None:
-        return ""
-    canonical = json.dumps(extra, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+def _key(
+    spec: str, prompt: str, sample: int, temperature: float | None, extra: Any
+) -> tuple[str, str, int, str, str]:
+    """The cache key; ``extra`` as the SHA-256 of its canonical JSON ('' for None)."""
+    extra_key = ""
+    if extra is not None:
+        canonical = json.dumps(extra, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        extra_key = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    temperature_key = "default" if temperature is None else repr(float(temperature))
+    return (spec, prompt_digest(prompt), sample, temperature_key, extra_key)
 
 
 def reply_key(
@@ -158,53 +104,31 @@ def reply_key(
 ) -> str:
     """One SHA-256 hex digest of the whole cache key (a stable id for a request).
 
-    Equal keys give equal digests; any change to a part of the key changes it.
-
-    >>> reply_key("openai:m", "Say PASS") == reply_key("openai:m", "Say PASS", sample=0)
-    True
     >>> reply_key("openai:m", "Say PASS") == reply_key("openai:m", "Say PASS", sample=1)
     False
     """
-    parts = [spec, prompt_digest(prompt), sample, _temperature_key(temperature), _extra_key(extra)]
+    parts = _key(spec, prompt, sample, temperature, extra)
     canonical = json.dumps(parts, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-class BatchEntry(NamedTuple):
-    """Where one request of a provider batch stands: its batch, ``state`` and error ``detail``.
-
-    ``state`` is ``pending`` until the batch's results are read, then
-    ``succeeded``, ``errored``, ``expired`` or ``canceled``.
-    """
-
-    custom_id: str
-    batch_id: str
-    state: str
-    detail: str | None
 
 
 class ResponseCache:
     """A SQLite store of model replies (see the module docstring for the key).
 
-    >>> import tempfile
-    >>> with tempfile.TemporaryDirectory() as folder:
-    ...     with ResponseCache(os.path.join(folder, "cache.sqlite3")) as cache:
-    ...         cache.put("openai:m", "Say PASS", Reply("PASS", usage={"input_tokens": 9,
-    ...                                                               "output_tokens": 1}))
-    ...         hit = cache.get("openai:m", "Say PASS")
-    ...         miss = cache.get("openai:m", "Say PASS", sample=1)
-    ...         print(repr(hit), miss, cache.stats())
-    Reply('PASS', usage={'input_tokens': 9, 'output_tokens': 1}, model=None, cached=True) \
-None CacheStats(hits=1, misses=1, stores=1)
+    >>> with ResponseCache(":memory:") as cache:
+    ...     cache.put("openai:m", "Say PASS", Reply("PASS", usage={"input_tokens": 9,
+    ...                                                           "output_tokens": 1}))
+    ...     print(repr(cache.get("openai:m", "Say PASS")), cache.get("openai:m", "x"))
+    Reply('PASS', usage={'input_tokens': 9, 'output_tokens': 1}, model=None, cached=True) None
     """
 
     def __init__(self, path: str | os.PathLike[str] = DEFAULT_PATH) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._hits = self._misses = self._stores = self._failures = 0
-        self.warning: str | None = None
-        """The first failed look-up or store, said once; None while there is none."""
+        self.warning: str | None = None  # the first failed look-up or store, said once
         self._connection: sqlite3.Connection | None = None
+        self._schemas: set[str] = set()  # extras' schemas already run (see tables())
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -223,8 +147,7 @@ None CacheStats(hits=1, misses=1, stores=1)
             raise
 
     def _open_problem(self, exc: sqlite3.DatabaseError) -> str:
-        """Why the file cannot be opened, naming the real cause: a full disk or a file cut
-        short by an earlier failed write is not "not a cache"."""
+        """Why the file cannot be opened: not ours, damaged, or cut short by a failed write."""
         try:
             with open(self.path, "rb") as file:
                 header = file.read(100)
@@ -252,12 +175,13 @@ None CacheStats(hits=1, misses=1, stores=1)
 
     def _failed(self, doing: str, exc: Exception) -> None:
         """Count a failed look-up or store; the first one becomes :attr:`warning`."""
-        self._failures += 1
-        if self.warning is None:
-            self.warning = (
-                f"the cache {self.path} could not {doing} ({exc}); replies are used all the same"
-                " but not stored"
-            )
+        with self._lock:
+            self._failures += 1
+            if self.warning is None:
+                self.warning = (
+                    f"the cache {self.path} could not {doing} ({exc}); replies are used all the"
+                    " same but not stored"
+                )
 
     def _prepare(self, connection: sqlite3.Connection) -> None:
         connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
@@ -309,18 +233,9 @@ None CacheStats(hits=1, misses=1, stores=1)
         extra: Any = None,
         count: bool = True,
     ) -> Reply | None:
-        """The stored reply for this key (with ``cached=True``), or None.
-
-        ``count=False`` leaves the look-up out of :meth:`stats` (a look-up made
-        only to see whether a call could be answered, counted later if it is).
-        """
-        key = (
-            spec,
-            prompt_digest(prompt),
-            sample,
-            _temperature_key(temperature),
-            _extra_key(extra),
-        )
+        """The stored reply for this key (with ``cached=True``), or None; ``count=False`` leaves
+        the look-up out of :meth:`stats`."""
+        key = _key(spec, prompt, sample, temperature, extra)
         with self._lock:
             row = (
                 self._db()
@@ -355,11 +270,7 @@ None CacheStats(hits=1, misses=1, stores=1)
         """Store ``reply`` (its usage, reported model and latency too) under this key."""
         usage = getattr(reply, "usage", None) or {}
         row = (
-            spec,
-            prompt_digest(prompt),
-            sample,
-            _temperature_key(temperature),
-            _extra_key(extra),
+            *_key(spec, prompt, sample, temperature, extra),
             str(reply),
             usage.get("input_tokens"),
             usage.get("output_tokens"),
@@ -376,123 +287,18 @@ None CacheStats(hits=1, misses=1, stores=1)
             )
             self._stores += 1
 
-    # ---- provider batches (tinyeval.scale.batch keeps its bookkeeping here)
-
-    def _batch_tables(self) -> sqlite3.Connection:
-        """The connection, with the batch tables created on first use (call with the lock)."""
-        connection = self._db()
-        if not getattr(self, "_batch_ready", False):
-            for statement in _BATCH_SCHEMA.split(";"):
-                if statement.strip():
-                    connection.execute(statement)
-            self._batch_ready = True
-        return connection
-
-    def record_batch(self, batch_id: str, spec: str, custom_ids: Iterable[str]) -> None:
-        """Remember that ``custom_ids`` were submitted as batch ``batch_id`` (all pending).
-
-        A request recorded before under another batch now belongs to this one.
-
-        >>> with ResponseCache(":memory:") as cache:
-        ...     cache.record_batch("batch_1", "openai:m", ["a", "b"])
-        ...     cache.batch_entries(["a", "c"])
-        {'a': BatchEntry(custom_id='a', batch_id='batch_1', state='pending', detail=None)}
-        """
-        now = datetime.now(UTC).isoformat(timespec="seconds")
-        rows = [(custom_id, batch_id, "pending", None, now) for custom_id in custom_ids]
+    @contextlib.contextmanager
+    def tables(self, schema: str) -> Iterator[sqlite3.Connection]:
+        """The connection, under the cache's lock, for an extra's own tables in this file;
+        ``schema`` (``CREATE … IF NOT EXISTS`` statements) is run on first use."""
         with self._lock:
-            connection = self._batch_tables()
-            connection.execute("BEGIN IMMEDIATE")
-            try:
-                connection.execute(
-                    "INSERT OR REPLACE INTO batches (batch_id, spec, status, created_at, "
-                    "updated_at) VALUES (?, ?, 'submitted', ?, ?)",
-                    (batch_id, spec, now, now),
-                )
-                connection.executemany(
-                    "INSERT OR REPLACE INTO batch_requests (custom_id, batch_id, state, "
-                    "detail, updated_at) VALUES (?, ?, ?, ?, ?)",
-                    rows,
-                )
-                connection.execute("COMMIT")
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
-
-    def batch_entries(self, custom_ids: Iterable[str]) -> dict[str, BatchEntry]:
-        """The recorded entries of those ``custom_ids`` that were ever submitted in a batch."""
-        wanted = list(dict.fromkeys(custom_ids))
-        found: dict[str, BatchEntry] = {}
-        with self._lock:
-            connection = self._batch_tables()
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                rows = connection.execute(
-                    "SELECT custom_id, batch_id, state, detail FROM batch_requests "
-                    f"WHERE custom_id IN ({marks})",
-                    chunk,
-                ).fetchall()
-                found.update((row[0], BatchEntry(*row)) for row in rows)
-        return found
-
-    def update_batch(
-        self,
-        batch_id: str,
-        status: str,
-        states: Mapping[str, tuple[str, str | None]] | None = None,
-    ) -> None:
-        """Store the provider's ``status`` of a batch and the final state of its requests.
-
-        ``states`` maps a custom id to ``(state, detail)``; only requests that
-        still belong to ``batch_id`` are changed.
-
-        >>> with ResponseCache(":memory:") as cache:
-        ...     cache.record_batch("batch_1", "openai:m", ["a", "b"])
-        ...     cache.update_batch("batch_1", "completed", {"a": ("errored", "HTTP 500")})
-        ...     [entry.state for entry in cache.batch_entries(["a", "b"]).values()]
-        ...     cache.pending_batches()
-        ['errored', 'pending']
-        ['batch_1']
-        """
-        now = datetime.now(UTC).isoformat(timespec="seconds")
-        rows = [
-            (state, detail, now, custom_id, batch_id)
-            for custom_id, (state, detail) in (states or {}).items()
-        ]
-        with self._lock:
-            connection = self._batch_tables()
-            connection.execute("BEGIN IMMEDIATE")
-            try:
-                connection.execute(
-                    "UPDATE batches SET status = ?, updated_at = ? WHERE batch_id = ?",
-                    (status, now, batch_id),
-                )
-                connection.executemany(
-                    "UPDATE batch_requests SET state = ?, detail = ?, updated_at = ? "
-                    "WHERE custom_id = ? AND batch_id = ?",
-                    rows,
-                )
-                connection.execute("COMMIT")
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
-
-    def pending_batches(self, spec: str | None = None) -> list[str]:
-        """Ids of batches (of ``spec``, or all) that still have pending requests, oldest first."""
-        query = (
-            "SELECT b.batch_id FROM batches b WHERE EXISTS (SELECT 1 FROM batch_requests r "
-            "WHERE r.batch_id = b.batch_id AND r.state = 'pending')"
-        )
-        arguments: tuple[str, ...] = ()
-        if spec is not None:
-            query += " AND b.spec = ?"
-            arguments = (spec,)
-        with self._lock:
-            rows = self._batch_tables().execute(
-                query + " ORDER BY b.created_at, b.batch_id", arguments
-            )
-            return [row[0] for row in rows.fetchall()]
+            connection = self._db()
+            if schema not in self._schemas:
+                for statement in schema.split(";"):
+                    if statement.strip():
+                        connection.execute(statement)
+                self._schemas.add(schema)
+            yield connection
 
     def _add_hits(self, hits: int) -> None:
         with self._lock:
@@ -505,8 +311,7 @@ None CacheStats(hits=1, misses=1, stores=1)
 
     @property
     def failures(self) -> int:
-        """Look-ups and stores that failed (a full disk, a read-only file) since it was opened;
-        each reply concerned was used all the same. :attr:`warning` describes the first."""
+        """Failed look-ups and stores since it was opened (each reply was used all the same)."""
         with self._lock:
             return self._failures
 
@@ -524,12 +329,7 @@ None CacheStats(hits=1, misses=1, stores=1)
     def __enter__(self) -> ResponseCache:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
@@ -556,45 +356,24 @@ class CachedModel(Model):
     def peek(
         self, prompt: str, *, sample: int = 0, json_schema: Mapping[str, Any] | None = None
     ) -> Reply | None:
-        """The stored reply for this call, without calling the model (None: a miss).
-
-        >>> import tempfile, os
-        >>> with tempfile.TemporaryDirectory() as folder:
-        ...     with ResponseCache(os.path.join(folder, "c.sqlite3")) as store:
-        ...         model = cached(lambda p: p.upper(), store)
-        ...         before = model.peek("hi"); _ = model("hi")
-        ...         before, str(model.peek("hi"))
-        (None, 'HI')
-        """
-        key: dict[str, Any] = {"sample": sample, "temperature": self.temperature}
+        """The stored reply for this call, without calling the model (None: a miss)."""
         try:
-            return self.cache.get(self.spec, prompt, extra=self._extra(json_schema), **key)
+            return self._stored(prompt, sample, json_schema)
         except (sqlite3.Error, OSError):
             return None
 
-    def cache_only(self) -> CacheOnly | None:
-        """This model answering from its cache alone (None with ``refresh``, which never reads).
+    def _stored(
+        self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None, count: bool = True
+    ) -> Reply | None:
+        return self.cache.get(self.spec, prompt, count=count, **self._where(sample, json_schema))
 
-        >>> import tempfile
-        >>> with tempfile.TemporaryDirectory() as folder:
-        ...     with ResponseCache(os.path.join(folder, "c.sqlite3")) as store:
-        ...         model = cached(lambda p: p.upper(), store)
-        ...         _ = model("hi")
-        ...         only = model.cache_only()
-        ...         hit = str(only("hi"))
-        ...         try:
-        ...             only("never asked")
-        ...         except _CacheMiss:
-        ...             hit += ", then a miss"
-        >>> hit
-        'HI, then a miss'
-        """
+    def cache_only(self) -> CacheOnly | None:
+        """This model answering from its cache alone (None with ``refresh``, which never reads)."""
         return None if self.refresh else CacheOnly(self)
 
     def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
-        key: dict[str, Any] = {"sample": sample, "temperature": self.temperature}
-        extra = self._extra(json_schema)
-        flight = f"{self.spec}\0{sample}\0{self.temperature}\0{extra}\0{prompt_digest(prompt)}"
+        where = self._where(sample, json_schema)
+        flight = f"{self.spec}\0{where}\0{prompt_digest(prompt)}"
         with self._in_flight_lock:
             waiting = self._in_flight.get(flight)
             if waiting is None:
@@ -604,14 +383,18 @@ class CachedModel(Model):
         try:
             if not self.refresh:
                 try:
-                    stored = self.cache.get(self.spec, prompt, extra=extra, **key)
+                    stored = self._stored(prompt, sample, json_schema)
                 except (sqlite3.Error, OSError) as exc:  # an unreadable cache is a miss, said once
-                    with self.cache._lock:
-                        self.cache._failed("be read", exc)
+                    self.cache._failed("be read", exc)
                     stored = None
                 if stored is not None:
                     return stored
-            return self._call_inner(prompt, sample, json_schema, key, extra)
+            reply = self.inner(prompt, sample=sample, json_schema=json_schema)
+            try:
+                self.cache.put(self.spec, prompt, reply, **where)
+            except (sqlite3.Error, OSError) as exc:  # a paid reply is never lost to a full disk
+                self.cache._failed("store a reply", exc)
+            return reply
         finally:
             if waiting is None:
                 with self._in_flight_lock:
@@ -619,21 +402,10 @@ class CachedModel(Model):
                 if done is not None:
                     done.set()
 
-    def _call_inner(
-        self,
-        prompt: str,
-        sample: int,
-        json_schema: Mapping[str, Any] | None,
-        key: dict[str, Any],
-        extra: dict[str, Any] | None,
-    ) -> Reply:
-        reply = self.inner(prompt, sample=sample, json_schema=json_schema)
-        try:
-            self.cache.put(self.spec, prompt, reply, extra=extra, **key)
-        except (sqlite3.Error, OSError) as exc:  # a paid reply is never lost to a full disk
-            with self.cache._lock:
-                self.cache._failed("store a reply", exc)
-        return reply
+    def _where(self, sample: int, json_schema: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The cache key's parts for a call, besides its spec and prompt."""
+        extra = self._extra(json_schema)
+        return {"sample": sample, "temperature": self.temperature, "extra": extra}
 
     def _extra(self, json_schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
         if not self.settings and json_schema is None:
@@ -647,27 +419,8 @@ class _CacheMiss(BaseException):
 
 
 class CacheOnly(Model):
-    """A :class:`CachedModel` that answers from its cache alone and raises :class:`_CacheMiss`
-    for anything else, never calling the model (see :meth:`CachedModel.cache_only`).
-
-    Its look-ups are left out of the cache's :meth:`~ResponseCache.stats` until
-    :meth:`settle` counts the hits of an attempt that needed no call;
-    :meth:`forget` drops those of one that missed. The runner uses it to
-    evaluate a case in its own thread when the cache answers everything the case
-    asks, and so a fully cached re-run costs no thread hops.
-
-    >>> import tempfile
-    >>> with tempfile.TemporaryDirectory() as folder:
-    ...     with ResponseCache(os.path.join(folder, "c.sqlite3")) as store:
-    ...         model = cached(lambda p: p.upper(), store)
-    ...         _ = model("hi")  # a miss, then stored
-    ...         only = model.cache_only()
-    ...         _ = only("hi"), only("hi")
-    ...         before = store.stats().hits
-    ...         only.settle()
-    ...         print(before, store.stats().hits)
-    0 2
-    """
+    """A :class:`CachedModel` answering from its cache alone (anything else raises
+    :class:`_CacheMiss`); its hits count once :meth:`settle`d, or are dropped by :meth:`forget`."""
 
     def __init__(self, model: CachedModel) -> None:
         super().__init__(model.spec, temperature=model.temperature, settings=model.settings)
@@ -676,11 +429,8 @@ class CacheOnly(Model):
         self.hits = 0
 
     def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
-        model = self.model
         try:
-            stored = model.cache.get(model.spec, prompt, sample=sample, count=False,
-                                     temperature=model.temperature,
-                                     extra=model._extra(json_schema))  # fmt: skip
+            stored = self.model._stored(prompt, sample, json_schema, count=False)
         except (sqlite3.Error, OSError):  # the real call says so, once
             stored = None
         if stored is None:
@@ -714,26 +464,15 @@ def _reopened(inner: Model, path: str, refresh: bool) -> CachedModel:
 def cached(
     model: Any, cache: ResponseCache, *, refresh: bool = False, spec: str | None = None
 ) -> CachedModel:
-    """Wrap ``model`` so replies are read from and written to ``cache``.
+    """Wrap ``model`` (a function is wrapped by :func:`~tinyeval.models.as_model`, ``spec``
+    naming it) so replies are read from and written to ``cache``; ``refresh=True`` stores
+    without reading. Failed calls are never stored; a failed store never loses a paid reply
+    (see :attr:`ResponseCache.failures` and :attr:`~ResponseCache.warning`).
 
-    A re-run with unchanged inputs makes no call at all: the stored reply comes
-    back with ``cached=True``. ``refresh=True`` ignores stored replies but
-    stores the new ones. A plain function is wrapped with
-    :func:`~tinyeval.models.as_model` first (``spec`` names it in the cache).
-    Failed calls are never stored. A store that fails (a full disk, a
-    read-only file) never turns a reply that was paid for into an error: the
-    reply is returned, the failure is counted in ``cache.failures``
-    and the first one is described in ``cache.warning``.
-
-    >>> import tempfile
     >>> calls = []
-    >>> def judge(prompt):
-    ...     calls.append(prompt)
-    ...     return "PASS"
-    >>> with tempfile.TemporaryDirectory() as folder:
-    ...     with ResponseCache(os.path.join(folder, "c.sqlite3")) as cache:
-    ...         model = cached(judge, cache, spec="py:demo:judge")
-    ...         first, again = model("Is 2+2=4?"), model("Is 2+2=4?")
+    >>> with ResponseCache(":memory:") as cache:
+    ...     model = cached(lambda prompt: calls.append(prompt) or "PASS", cache, spec="py:t:j")
+    ...     first, again = model("Is 2+2=4?"), model("Is 2+2=4?")
     >>> (first.cached, again.cached, len(calls))
     (False, True, 1)
     """

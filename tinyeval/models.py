@@ -1,151 +1,469 @@
-"""Model adapters: one spec string picks the function that sends a prompt to a model.
+"""Models: the ``call_model`` contract, the adapters :func:`resolve` builds from a spec, retries.
 
-``resolve(spec)`` returns a :class:`Model`, a callable
-``model(prompt, *, sample=0, json_schema=None) -> Reply``. A :class:`Reply` is
-a ``str`` (so any code that wants text can use it as text) that also carries
-the token usage, the model name the server reported, whether it came from the
-cache, and the latency.
+Anything that answers a prompt is a model: a ``prompt -> str`` function, sync
+or async, or a :class:`Model` from a spec. Every caller goes through :func:`ask`:
+``sample`` and ``json_schema`` reach only a callable that names them (never a
+``**kwargs`` catch-all), an awaitable is awaited on one long-lived background
+event loop, and anything but a string is an error.
 
 ======================  ==================================================
 spec                    what it calls
 ======================  ==================================================
-``builtin``             the offline baseline judge (no network, no key)
+``builtin``             the offline baseline judge (``tinyeval/judges/``)
 ``openai:MODEL``        any OpenAI-compatible ``POST {base}/chat/completions``
 ``anthropic:MODEL``     the Anthropic Messages API ``POST {base}/v1/messages``
 ``cmd:COMMAND``         a command: the prompt on stdin, the reply on stdout
 ``py:MODULE:FUNCTION``  a Python function ``prompt -> str`` (async allowed)
 ======================  ==================================================
 
-HTTP calls use :mod:`urllib.request` only. Keys come from the environment
-(``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``) and never appear in a spec, a
-reply, a cache row or an error message: every message is passed through
-:func:`scrub` before it is raised, and so is the text of every reply (a server
-that echoes the request's headers back cannot put a key into a result).
-
-Bounds: ``timeout`` bounds each whole HTTP attempt (connecting, the headers
-and the body), however slowly a server sends; a reply body over
-``max_response_bytes`` (default 8 MiB) is refused before more of it is read;
-a reply that is not valid text (not UTF-8, or a lone surrogate) is a
-:class:`ModelCallError`. Keys are stripped of surrounding whitespace, a key
-with a control character inside is refused, and :func:`scrub` removes a key in
-every escaped form (raw, ``repr``, JSON, percent-encoded).
-
-Retries: on HTTP 408, 409, 425, 429, any 5xx, connection errors and timeouts
-the call is retried up to ``retries`` times with exponential backoff and full
-jitter (a random wait between 0 and 1, 2, 4, 8 … seconds, at most 30), or
-exactly the server's ``Retry-After`` when it sends one (capped at 60 s). Other
-4xx answers are not retried: asking again would get the same answer. A 429
-that says the account's quota or spend limit is used up is not retried either.
+Keys come from the environment (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``) and
+are scrubbed from every message and reply. Failed HTTP calls (408, 409, 425,
+429, 5xx, timeouts, connection errors) are retried with jittered exponential
+backoff, or after the server's ``Retry-After``; see :mod:`tinyeval._http`.
 """
 
 from __future__ import annotations
 
+import _thread
 import abc
-import contextlib
 import functools
 import importlib
+import inspect
 import json
 import math
 import os
 import re
 import sys
+import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+import weakref
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+from . import _extra
 from ._http import (
-    BACKOFF_BASE,  # noqa: F401 - re-exported: moved to transport.py
-    BACKOFF_CAP,  # noqa: F401 - re-exported: moved to transport.py
     MAX_RESPONSE_BYTES,
-    RETRY_AFTER_CAP,
-    RETRYABLE_STATUSES,
     _backoff_delay,
     _Failure,
     _host_port,
+    _Poster,
     _public_url,
-    _quota_exhausted,
-    _read_body,
-    _read_quietly,
-    _TooLarge,
-    _Watchdog,
+    _shorten,
     parse_retry_after,
+    scrub,
+    secret_values,
 )
-from .calls import ChatPrompt, Reply, accepted_keywords, ask
 from .errors import InputError, TinyevalError
+
+if TYPE_CHECKING:  # asyncio is imported on the first awaitable: a sync run never pays for it
+    import asyncio
 
 __all__ = [
     "ANTHROPIC_DEFAULT_BASE",
     "OPENAI_DEFAULT_BASE",
+    "USAGE_KEYS",
+    "CallModel",
+    "ChatPrompt",
     "Model",
     "ModelCallError",
     "ModelConfigError",
+    "Reply",
+    "Usage",
+    "accepted_keywords",
+    "add_usage",
     "as_model",
+    "ask",
+    "format_tokens",
+    "model_spec",
     "parse_retry_after",
+    "reported_model",
     "resolve",
+    "run_awaitable",
     "scrub",
     "secret_values",
+    "sum_usage",
+    "tally_usage",
 ]
+
+CallModel = Callable[..., Any]
+"""Any model: ``call_model(prompt, **keywords)`` returns a ``str`` or an awaitable of one."""
+
+_T = TypeVar("_T")
+
+
+class Reply(str):
+    """A model's reply: the text, its token ``usage``, the ``model`` the server reported,
+    whether it was ``cached``, and ``latency_ms`` (retries and waits included).
+
+    >>> reply = Reply("PASS", usage={"input_tokens": 12, "output_tokens": 1})
+    >>> reply == "PASS", reply.usage["output_tokens"], reply.cached
+    (True, 1, False)
+    """
+
+    usage: dict[str, int] | None
+    model: str | None
+    cached: bool
+    latency_ms: float | None
+
+    def __new__(
+        cls,
+        text: str,
+        *,
+        usage: Mapping[str, int] | None = None,
+        model: str | None = None,
+        cached: bool = False,
+        latency_ms: float | None = None,
+    ) -> Reply:
+        self = super().__new__(cls, text)
+        self.usage = dict(usage) if usage is not None else None
+        self.model = model
+        self.cached = cached
+        self.latency_ms = latency_ms
+        return self
+
+    def __repr__(self) -> str:
+        return (
+            f"Reply({str(self)!r}, usage={self.usage!r}, model={self.model!r}, "
+            f"cached={self.cached!r})"
+        )
+
+
+class ChatPrompt(str):
+    """A conversation for a chat model, kept whole: a ``str`` (the OpenAI-shaped messages as
+    JSON, what ``cmd:``/``py:`` models get and the cache keys on) that the chat adapters send
+    as messages, with ``system`` apart for Anthropic and ``tools`` when the case gives them.
+
+    >>> prompt = ChatPrompt([{"role": "system", "content": "Be brief."},
+    ...                      {"role": "user", "content": "Hours?"}])
+    >>> str(prompt)
+    '[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hours?"}]'
+    >>> prompt.system, prompt.messages[-1]["content"]
+    ('Be brief.', 'Hours?')
+    """
+
+    messages: tuple[dict[str, Any], ...]
+    anthropic_messages: tuple[dict[str, Any], ...]
+    system: str | None
+    tools: tuple[dict[str, Any], ...]
+
+    def __new__(
+        cls,
+        messages: Iterable[Mapping[str, Any]],
+        *,
+        anthropic_messages: Iterable[Mapping[str, Any]] | None = None,
+        tools: Iterable[Mapping[str, Any]] = (),
+    ) -> ChatPrompt:
+        listed = tuple(dict(message) for message in messages)
+        self = super().__new__(cls, json.dumps(listed, ensure_ascii=False))
+        self.messages = listed
+        systems = [m.get("content") for m in listed if m.get("role") == "system"]
+        self.system = "\n\n".join(str(text) for text in systems if text) or None
+        if anthropic_messages is None:
+            anthropic_messages = [m for m in listed if m.get("role") != "system"]
+        self.anthropic_messages = tuple(dict(message) for message in anthropic_messages)
+        self.tools = tuple(dict(tool) for tool in tools)
+        return self
+
+    @classmethod
+    def of(cls, conversation: Any, *, tools: Iterable[Mapping[str, Any]] = ()) -> ChatPrompt:
+        """The prompt for a conversation: anything with ``to_messages("openai"|"anthropic")``."""
+        return cls(
+            conversation.to_messages("openai"),
+            anthropic_messages=conversation.to_messages("anthropic"),
+            tools=tools,
+        )
+
+
+_KEYWORDS = ("sample", "json_schema")
+_KEYWORDS_SEEN: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
+_KEYWORDS_LOCK = threading.Lock()
+
+
+def _signature_keywords(call_model: CallModel) -> frozenset[str]:
+    try:
+        parameters = inspect.signature(call_model).parameters
+    except (TypeError, ValueError):  # builtins and C callables without a signature
+        return frozenset()
+    by_name = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return frozenset(
+        name for name in _KEYWORDS if name in parameters and parameters[name].kind in by_name
+    )
+
+
+def accepted_keywords(call_model: CallModel) -> frozenset[str]:
+    """Which of ``sample`` and ``json_schema`` ``call_model`` names as parameters (looked up once).
+
+    >>> sorted(accepted_keywords(lambda prompt, *, sample=0, json_schema=None: prompt))
+    ['json_schema', 'sample']
+    """
+    try:  # one dict lookup, atomic as it is: no lock (the writes below take one)
+        known = _KEYWORDS_SEEN.get(call_model)
+    except TypeError:  # unhashable or not weakly referenceable: just look
+        return _signature_keywords(call_model)
+    if known is None:
+        known = _signature_keywords(call_model)
+        try:
+            with _KEYWORDS_LOCK:
+                _KEYWORDS_SEEN[call_model] = known
+        except TypeError:
+            pass
+    return known
+
+
+class _Loop:
+    """One event loop in a daemon thread, started on first use, shared by every call."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def run(self, awaitable: Awaitable[_T]) -> _T:
+        import asyncio
+
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            loop = self._get()
+        if _running_loop() is loop:  # awaited from a coroutine on our own loop: cannot block it
+            raise RuntimeError("a model awaited from inside tinyeval's own event loop")
+        # A bare lock, released by the task's done-callback, hands the result back: half
+        # the cost of run_coroutine_threadsafe's future, which each call paid twice over.
+        finished = _thread.allocate_lock()
+        finished.acquire()
+        tasks: list[asyncio.Future[_T]] = []
+
+        def start() -> None:
+            if inspect.iscoroutine(awaitable):  # the usual: an async def's call, run as a task
+                task = loop.create_task(awaitable)
+            else:
+                task = asyncio.ensure_future(_awaited(awaitable), loop=loop)
+            tasks.append(task)
+            task.add_done_callback(lambda _: finished.release())
+
+        loop.call_soon_threadsafe(start)
+        try:
+            finished.acquire()
+        except BaseException:  # interrupted while waiting: the call is not to go on
+            loop.call_soon_threadsafe(lambda: [task.cancel() for task in tasks])
+            raise
+        return tasks[0].result()
+
+    def _get(self) -> asyncio.AbstractEventLoop:
+        import asyncio
+
+        with self._lock:
+            if self._loop is None or self._loop.is_closed():
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="tinyeval-asyncio", daemon=True
+                )
+                thread.start()
+                self._loop = loop
+            return self._loop
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    asyncio = sys.modules.get("asyncio")  # a loop can run only once asyncio is imported
+    if asyncio is None:
+        return None
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+async def _awaited(awaitable: Awaitable[_T]) -> _T:
+    return await awaitable
+
+
+_LOOP = _Loop()
+
+
+def run_awaitable(awaitable: Awaitable[_T]) -> _T:
+    """Wait for ``awaitable`` on tinyeval's long-lived event loop (whether or not the calling
+    thread runs one) and return its result.
+
+    >>> async def reply():
+    ...     return "PASS"
+    >>> run_awaitable(reply())
+    'PASS'
+    """
+    return _LOOP.run(awaitable)
+
+
+def ask(
+    call_model: CallModel,
+    prompt: str,
+    *,
+    sample: int = 0,
+    json_schema: Mapping[str, Any] | None = None,
+) -> str:
+    """One reply from any model callable, by the rules in the module docstring (anything but a
+    string raises ``TypeError``; whatever the model raises is raised).
+
+    >>> ask(lambda prompt, *, sample=0: f"sample {sample}", "x", sample=2)
+    'sample 2'
+    """
+    accepted = accepted_keywords(call_model)
+    keywords: dict[str, Any] = {}
+    if "sample" in accepted:
+        keywords["sample"] = sample
+    if json_schema is not None and "json_schema" in accepted:
+        keywords["json_schema"] = json_schema
+    reply = call_model(prompt, **keywords)
+    if type(reply) is str:
+        return reply
+    if inspect.isawaitable(reply):
+        reply = run_awaitable(reply)
+    if not isinstance(reply, str):
+        raise TypeError(f"call_model returned {type(reply).__name__}, expected str")
+    return reply
+
+
+def model_spec(call_model: Any) -> str | None:
+    """A readable name for a model callable: its ``spec`` if it has one, else ``py:MODULE:NAME``.
+
+    >>> def my_judge(prompt): return "PASS"
+    >>> model_spec(my_judge)
+    'py:tinyeval.models:my_judge'
+    """
+    if call_model is None:
+        return None
+    spec = getattr(call_model, "spec", None)
+    if isinstance(spec, str):
+        return spec
+    module = getattr(call_model, "__module__", None) or "unknown"
+    name = getattr(call_model, "__qualname__", None) or type(call_model).__qualname__
+    return f"py:{module}:{name}"
+
+
+USAGE_KEYS = ("input_tokens", "output_tokens", "cached_input_tokens", "cached_output_tokens")
+"""The token counts a row's ``usage`` holds; ``cached_*`` were replayed from the cache, not paid."""
+
+
+def add_usage(total: dict[str, int], usage: Any, *, cached: bool = False) -> None:
+    """Add one call's token counts to ``total``; with ``cached`` they count as ``cached_*``.
+
+    >>> total = {}
+    >>> add_usage(total, {"input_tokens": 10, "output_tokens": 2})
+    >>> add_usage(total, {"input_tokens": 10, "output_tokens": 2}, cached=True)
+    >>> total
+    {'input_tokens': 10, 'output_tokens': 2, 'cached_input_tokens': 10, 'cached_output_tokens': 2}
+    """
+    if usage is None or not isinstance(usage, Mapping):
+        return
+    for key in USAGE_KEYS:
+        value = usage.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value:
+            name = f"cached_{key}" if cached and not key.startswith("cached_") else key
+            total[name] = total.get(name, 0) + value
+
+
+def sum_usage(replies: Iterable[str]) -> dict[str, int] | None:
+    """Token counts over replies (``cached_*`` for cache replays); None when none reported any.
+
+    >>> sum_usage([Reply("a", usage={"input_tokens": 3, "output_tokens": 1}), "plain"])
+    {'input_tokens': 3, 'output_tokens': 1}
+    """
+    total: Counter[str] = Counter()
+    seen = False
+    for reply in replies:
+        usage = getattr(reply, "usage", None)
+        if isinstance(usage, Mapping):
+            seen = True
+            part: dict[str, int] = {}
+            add_usage(part, usage, cached=getattr(reply, "cached", False) is True)
+            total.update(part)
+    return dict(total) if seen else None
+
+
+def reported_model(replies: Iterable[str]) -> str | None:
+    """The first model name a server reported among ``replies``, or None.
+
+    >>> reported_model(["x", Reply("y", model="gpt-4o-mini-2024-07-18")])
+    'gpt-4o-mini-2024-07-18'
+    """
+    for reply in replies:
+        model = getattr(reply, "model", None)
+        if isinstance(model, str) and model:
+            return model
+    return None
+
+
+class Usage(NamedTuple):
+    """Token totals over many calls; ``unknown`` counts calls whose usage was not reported."""
+
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    unknown: int
+
+
+def tally_usage(usages: Iterable[Mapping[str, Any] | None]) -> Usage:
+    """Add up ``{"input_tokens", "output_tokens"}`` dicts; None counts as unknown.
+
+    >>> tally_usage([{"input_tokens": 1500, "output_tokens": 200}, None,
+    ...              {"input_tokens": 1400, "output_tokens": 180}])
+    Usage(calls=3, input_tokens=2900, output_tokens=380, unknown=1)
+    """
+    calls = input_tokens = output_tokens = unknown = 0
+    for usage in usages:
+        calls += 1
+        if usage is None:
+            unknown += 1
+            continue
+        input_tokens += _tokenplural(usage, "input_tokens")
+        output_tokens += _tokenplural(usage, "output_tokens")
+    return Usage(calls, input_tokens, output_tokens, unknown)
+
+
+def _tokenplural(usage: Mapping[str, Any], name: str) -> int:
+    value = usage.get(name, 0)  # absent: none of that kind was paid for (e.g. a cache replay)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(f"usage {dict(usage)!r}: {name} must be an integer >= 0, got {value!r}")
+    return value
+
+
+def format_tokens(n: int) -> str:
+    """A token count in short form, three significant digits at most.
+
+    >>> [format_tokens(n) for n in (950, 1_500, 360_000, 999_999, 2_700_000)]
+    ['950', '1.5k', '360k', '1M', '2.7M']
+    """
+    if n < 1000:
+        return str(n)
+    for scale, suffix in ((1e3, "k"), (1e6, "M"), (1e9, "B"), (1e12, "T")):
+        shown = float(f"{n / scale:.3g}")
+        if shown < 1000 or suffix == "T":
+            return f"{shown:g}{suffix}"
+    raise AssertionError("unreachable")  # pragma: no cover
+
 
 OPENAI_DEFAULT_BASE = "https://api.openai.com/v1"
 ANTHROPIC_DEFAULT_BASE = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
 ANTHROPIC_DEFAULT_MAX_TOKENS = 1024  # the Messages API requires max_tokens
-SCHEMES = ("builtin", "openai", "anthropic", "cmd", "py")
-# short names for functions of this package, resolved through the py: door like any other;
-# the leading dot makes the import relative to the package, so a vendored copy finds its own
-BUILTINS = {"builtin": ".judges.builtin:builtin_judge"}
 SPEC_FORMS = "builtin, openai:MODEL, anthropic:MODEL, cmd:COMMAND or py:MODULE:FUNCTION"
-
-# environment variables whose values are treated as secrets by scrub()
-_SECRET_NAME_ENDINGS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
-_MIN_SECRET_LENGTH = 8
 
 Sleep = Callable[[float], None]
 
 
 class ModelConfigError(InputError):
-    """A model spec or setting that cannot work: unknown scheme, missing key, bad option.
-
-    >>> resolve("gpt-4o-mini")
-    Traceback (most recent call last):
-    ...
-    tinyeval.models.ModelConfigError: unknown model spec 'gpt-4o-mini': expected builtin, \
-openai:MODEL, anthropic:MODEL, cmd:COMMAND or py:MODULE:FUNCTION; for an OpenAI-compatible \
-model write openai:gpt-4o-mini
-    """
+    """A model spec or setting that cannot work: unknown scheme, missing key, bad option."""
 
 
 class ModelCallError(TinyevalError, RuntimeError):
-    """A model call that failed, after the retries it was allowed.
-
-    The message names the spec, what went wrong (HTTP status and the server's
-    own short message, a timeout, an unreachable host, an exit code) and how
-    many attempts were made. It never contains a key or a request header.
-
-    >>> model = resolve("cmd:false")
-    >>> model("hello")
-    Traceback (most recent call last):
-    ...
-    tinyeval.models.ModelCallError: cmd:false: the command exited with code 1
-    """
+    """A model call that failed after its retries: the spec, what went wrong and how many
+    attempts were made; never a key or a request header."""
 
 
 class Model(abc.ABC):
     """A callable model: ``model(prompt, *, sample=0, json_schema=None) -> Reply``.
 
-    Built by :func:`resolve` (from a spec) or :func:`as_model` (from any
-    function). Attributes: ``spec`` (never contains a key), ``temperature``
-    (None means the server's default), ``settings`` (the other non-secret
-    settings that change replies, such as the base URL and ``max_tokens``;
-    the cache keys on them) and ``supports_json_schema`` (whether a
-    ``json_schema`` passed to a call is enforced; adapters that cannot
-    enforce one ignore it, so the prompt must still ask for the format).
-
-    ``sample`` numbers the independent samples of one prompt (votes): the
-    cache keys on it, the OpenAI adapter sends it as ``seed`` and commands see
-    it as ``TINYEVAL_SAMPLE``. At temperature 0 distinct samples are usually
-    identical; use a temperature above 0 when votes should differ.
+    ``spec`` never holds a key; ``settings`` are the other non-secret settings that
+    change replies (the cache keys on them); ``sample`` numbers the independent samples
+    of one prompt (sent as ``seed``, or ``TINYEVAL_SAMPLE`` to a command).
 
     >>> model = as_model(lambda prompt: prompt.upper(), spec="py:demo:upper")
     >>> model("pass"), model.spec
@@ -168,10 +486,9 @@ class Model(abc.ABC):
     def __call__(
         self, prompt: str, *, sample: int = 0, json_schema: Mapping[str, Any] | None = None
     ) -> Reply:
-        """Send ``prompt`` and return the reply (see the class docstring)."""
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
-        if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
+        if not _whole(sample, 0):
             raise ModelConfigError(f"sample must be an integer >= 0, got {sample!r}")
         start = time.perf_counter()
         reply = _scrub_reply(self._call(prompt, sample, json_schema), self._secrets())
@@ -191,110 +508,9 @@ class Model(abc.ABC):
         return f"<{type(self).__name__} {self.spec!r} temperature={self.temperature!r}>"
 
 
-# ---------------------------------------------------------------------------
-# secrets
-
-
-_ENVIRONMENT_SECRETS: list[Any] = [None, ()]  # the last environment seen, and its secrets
-
-
-def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
-    """Values of environment variables named like secrets (``*KEY``, ``*TOKEN`` …).
-
-    Values shorter than 8 characters are ignored (too likely to occur in
-    ordinary text). Longest first, so overlapping secrets are removed whole.
-
-    >>> secret_values({"OPENAI_API_KEY": "sk-test-SECRET123", "HOME": "/home/me"})
-    ['sk-test-SECRET123']
-    """
-    if environ is None:
-        # The environment rarely changes during a run, and every reply is scrubbed: remember
-        # the answer for the environment as it is (its raw entries compared, nothing decoded).
-        raw = getattr(os.environ, "_data", None)
-        snapshot = tuple(raw.items()) if isinstance(raw, dict) else None
-        if snapshot is not None and snapshot == _ENVIRONMENT_SECRETS[0]:
-            return list(_ENVIRONMENT_SECRETS[1])
-        found = secret_values(dict(os.environ))
-        if snapshot is not None:
-            _ENVIRONMENT_SECRETS[:] = [snapshot, tuple(found)]
-        return found
-    env = environ
-    values = set()
-    for name, value in env.items():
-        if not name.upper().endswith(_SECRET_NAME_ENDINGS):
-            continue
-        for form in (value, value.strip()):  # a key read from a file often ends in a newline
-            if len(form) >= _MIN_SECRET_LENGTH:
-                values.add(form)
-    return sorted(values, key=len, reverse=True)
-
-
-def scrub(text: str, secrets: Iterable[str] = ()) -> str:
-    """Remove every secret from ``text``: the ones given and those in the environment.
-
-    Each secret is removed in every form it can take in an error message or an
-    echoed request: as it is, without surrounding whitespace, and escaped as
-    ``repr`` escapes it, as JSON escapes it and percent-encoded.
-
-    >>> scrub("bad key sk-test-SECRET123", ["sk-test-SECRET123"])
-    'bad key ***'
-    >>> scrub("Invalid header value b'Bearer sk-test-SECRET123\\\\n'", ["sk-test-SECRET123\\n"])
-    "Invalid header value b'Bearer ***'"
-    """
-    candidates = frozenset({s for s in secrets if s} | set(secret_values()))
-    for form in _forms_longest_first(candidates):  # longest first: no half-removed key
-        if form in text:
-            text = text.replace(form, "***")
-    return text
-
-
-@functools.lru_cache(maxsize=32)
-def _forms_longest_first(secrets: frozenset[str]) -> tuple[str, ...]:
-    """Every escaped form of these secrets, longest first (computed once per set of secrets:
-    a run scrubs every reply with the same few)."""
-    forms: set[str] = set()
-    for secret in secrets:
-        forms.update(_escaped_forms(secret))
-    return tuple(sorted(forms, key=len, reverse=True))
-
-
-def _escaped_forms(secret: str) -> set[str]:
-    """A secret as it may appear in text: raw, stripped, repr-, JSON- and percent-escaped."""
-    forms = set()
-    for value in {secret, secret.strip()}:
-        if not value:
-            continue
-        forms.update(
-            {
-                value,
-                repr(value)[1:-1],
-                json.dumps(value)[1:-1],
-                json.dumps(value, ensure_ascii=False)[1:-1],
-                urllib.parse.quote(value, safe=""),
-                urllib.parse.quote_plus(value, safe=""),
-                urllib.parse.quote(value),
-            }
-        )
-        with contextlib.suppress(UnicodeEncodeError):
-            forms.add(repr(value.encode("utf-8"))[2:-1])
-    return forms
-
-
 def _scrub_reply(reply: Reply, secrets: Iterable[str] = ()) -> Reply:
-    """``reply`` with every secret removed from its text and reported model name.
-
-    A reply that holds no secret is returned as it is; otherwise a new
-    :class:`Reply` keeps the usage, cache flag and latency of the old one.
-
-    >>> echo = Reply("you sent Bearer sk-test-SECRET123", usage={"input_tokens": 3,
-    ...              "output_tokens": 4})
-    >>> clean = _scrub_reply(echo, ["sk-test-SECRET123"])
-    >>> str(clean), clean.usage["output_tokens"]
-    ('you sent Bearer ***', 4)
-    >>> plain = Reply("PASS")
-    >>> _scrub_reply(plain, ["sk-test-SECRET123"]) is plain
-    True
-    """
+    """``reply`` with every secret removed from its text and reported model name (the same
+    object when it holds none; refused when it is not valid text)."""
     secrets = list(secrets)
     _refuse_invalid_text(str(reply), "the reply")
     text = scrub(str(reply), secrets)
@@ -314,23 +530,8 @@ def _scrub_reply(reply: Reply, secrets: Iterable[str] = ()) -> Reply:
 
 
 def _key_from_environment(variable: str) -> str | None:
-    """An API key from the environment, without surrounding whitespace; None when unset.
-
-    A key read from a file often ends in a newline (``\\n``, or ``\\r\\n`` from a
-    Windows ``.env``): that is stripped. A control character or a non-ASCII
-    character inside the key cannot be sent in a header and is refused, with a
-    message that never shows the key.
-
-    >>> os.environ["TINYEVAL_DOCTEST_KEY"] = "sk-test-SECRET123\\r\\n"
-    >>> _key_from_environment("TINYEVAL_DOCTEST_KEY")
-    'sk-test-SECRET123'
-    >>> os.environ["TINYEVAL_DOCTEST_KEY"] = "sk-test-\\x07SECRET123"
-    >>> _key_from_environment("TINYEVAL_DOCTEST_KEY")
-    Traceback (most recent call last):
-    ...
-    tinyeval.models.ModelConfigError: TINYEVAL_DOCTEST_KEY holds a control character (U+0007) ...
-    >>> del os.environ["TINYEVAL_DOCTEST_KEY"]
-    """
+    """An API key from the environment, stripped (a file's trailing newline); None when unset.
+    A control or non-ASCII character inside cannot go in a header: refused, the key unshown."""
     key = os.environ.get(variable, "").strip()
     if not key:
         return None
@@ -349,13 +550,7 @@ def _key_from_environment(variable: str) -> str | None:
 
 
 def _refuse_invalid_text(text: str, what: str) -> None:
-    """A lone surrogate is not text: no file, row or report can hold it.
-
-    >>> _refuse_invalid_text("ok \\ud800", "the reply")
-    Traceback (most recent call last):
-    ...
-    tinyeval.models.ModelCallError: the reply is not valid text: a lone surrogate ... character 4
-    """
+    """A lone surrogate is not text: no file, row or report can hold it."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -363,14 +558,6 @@ def _refuse_invalid_text(text: str, what: str) -> None:
             f"{what} is not valid text: a lone surrogate ({text[exc.start]!r})"
             f" at character {exc.start + 1:,}"
         ) from None
-
-
-def _config_error(message: str, secrets: Iterable[str] = ()) -> ModelConfigError:
-    return ModelConfigError(scrub(message, secrets))
-
-
-# ---------------------------------------------------------------------------
-# resolve
 
 
 def resolve(
@@ -386,17 +573,11 @@ def resolve(
 ) -> Model:
     """The :class:`Model` named by ``spec`` (see the module docstring for the forms).
 
-    ``base_url`` overrides the server (otherwise ``OPENAI_BASE_URL`` or
-    ``ANTHROPIC_BASE_URL``, then the vendor's address). ``timeout`` is in
-    seconds per attempt, and bounds the whole attempt (connecting, headers and
-    body) however slowly the server sends; ``max_response_bytes`` is the largest
-    reply body read (a larger one is refused); ``retries`` is how many times a failed HTTP call is
-    tried again; ``temperature`` None leaves it to the server; ``sleep`` is
-    the function that waits between attempts (tests pass a fake).
-
-    Raises :class:`ModelConfigError` for an unknown scheme, an empty model
-    name, a missing key (or one with a control character inside), an unknown
-    command or an unimportable function.
+    ``base_url`` overrides the server (else ``OPENAI_BASE_URL``/``ANTHROPIC_BASE_URL``, then
+    the vendor's); ``timeout`` bounds each whole HTTP attempt, in seconds; ``retries`` is how
+    often a failed HTTP call is tried again; ``max_response_bytes`` is the largest reply body
+    read; ``temperature`` None leaves it to the server; ``sleep`` waits between attempts.
+    Raises :class:`ModelConfigError` for a spec or setting that cannot work.
 
     >>> model = resolve("cmd:cat")
     >>> model("PASS: the amount is 1,250.50"), model.temperature
@@ -405,34 +586,35 @@ def resolve(
     if not isinstance(spec, str):
         raise ModelConfigError(f"a model spec must be a string, got {type(spec).__name__}")
     spec = spec.strip()
-    _check_options(timeout=timeout, retries=retries, temperature=temperature, max_tokens=max_tokens)
-    _refuse_secret_in_spec(spec)
-    if (
-        isinstance(max_response_bytes, bool)
-        or not isinstance(max_response_bytes, int)
-        or max_response_bytes < 1
-    ):
+    _check_options(timeout, retries, temperature, max_tokens, max_response_bytes)
+    if scrub(spec) != spec:  # a spec is recorded in results and caches
         raise ModelConfigError(
-            f"max_response_bytes must be an integer >= 1, got {max_response_bytes!r}"
+            "the model spec contains the value of a secret environment variable; "
+            "pass keys through the environment only"
         )
+    temperature = None if temperature is None else float(temperature)
     options = _Options(
         base_url, timeout, retries, temperature, max_tokens, sleep, max_response_bytes
     )
-    if spec in BUILTINS:  # a short name for a py: target inside this package
-        return _python_model(spec, BUILTINS[spec], options)
+    if spec == "builtin":
+        return _resolved(spec, _extra("model", "builtin", what="the built-in judge"), temperature)
     scheme, sep, rest = spec.partition(":")
-    factory = _SCHEME_FACTORIES.get(scheme) if sep else None
-    if factory is None:
+    if not sep or scheme not in ("openai", "anthropic", "cmd", "py"):
         raise ModelConfigError(
             f"unknown model spec {spec!r}: expected {SPEC_FORMS}{_scheme_hint(spec)}"
         )
     if not rest.strip():
         raise ModelConfigError(f"model spec {spec!r} is incomplete: expected {SPEC_FORMS}")
-    return factory(spec, rest.strip(), options)
+    if scheme == "cmd":
+        return _command_model(spec, rest.strip(), timeout, temperature)
+    if scheme == "py":
+        return _python_model(spec, rest.strip(), temperature)
+    adapter = _OpenAIModel if scheme == "openai" else _AnthropicModel
+    return adapter.open(spec, rest.strip(), options)
 
 
 class _Options(NamedTuple):
-    """What :func:`resolve` was asked for, handed to the adapter of the spec's scheme."""
+    """What :func:`resolve` was asked for, as an HTTP adapter keeps it."""
 
     base_url: str | None
     timeout: float
@@ -440,41 +622,31 @@ class _Options(NamedTuple):
     temperature: float | None
     max_tokens: int | None
     sleep: Sleep
-    max_response_bytes: int = MAX_RESPONSE_BYTES
-
-
-def _command_factory(spec: str, command: str, o: _Options) -> Model:
-    return _command_model(spec, command, o.timeout, o.temperature)
-
-
-def _python_factory(spec: str, target: str, o: _Options) -> Model:
-    return _python_model(spec, target, o)
+    max_response_bytes: int
 
 
 _MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/@-]*")
 
 
 def _scheme_hint(spec: str) -> str:
-    """For a bare model name (no scheme), how to write it as an OpenAI-compatible spec.
-
-    >>> _scheme_hint("gpt-4o-mini")
-    '; for an OpenAI-compatible model write openai:gpt-4o-mini'
-    >>> _scheme_hint("foo:bar"), _scheme_hint("two words")
-    ('', '')
-    """
+    """For a bare model name (no scheme), how to write it as an OpenAI-compatible spec."""
     if ":" in spec or not _MODEL_NAME.fullmatch(spec):
         return ""
     return f"; for an OpenAI-compatible model write openai:{spec}"
 
 
+def _whole(value: Any, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
 def _check_options(
-    *, timeout: float, retries: int, temperature: float | None, max_tokens: int | None
+    timeout: float, retries: int, temperature: float | None, max_tokens: int | None, limit: int
 ) -> None:
     if isinstance(timeout, bool) or not isinstance(timeout, int | float):
         raise ModelConfigError(f"timeout must be a number of seconds, got {timeout!r}")
     if not (math.isfinite(timeout) and timeout > 0):
         raise ModelConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+    if not _whole(retries, 0):
         raise ModelConfigError(f"retries must be an integer >= 0, got {retries!r}")
     if temperature is not None and (
         isinstance(temperature, bool)
@@ -483,32 +655,14 @@ def _check_options(
         or temperature < 0
     ):
         raise ModelConfigError(f"temperature must be a number >= 0 or None, got {temperature!r}")
-    if max_tokens is not None and (
-        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
-    ):
+    if max_tokens is not None and not _whole(max_tokens, 1):
         raise ModelConfigError(f"max_tokens must be an integer >= 1 or None, got {max_tokens!r}")
-
-
-def _refuse_secret_in_spec(spec: str) -> None:
-    """A spec is recorded in results and caches, so it must never hold a key."""
-    if scrub(spec) != spec:
-        raise ModelConfigError(
-            "the model spec contains the value of a secret environment variable; "
-            "pass keys through the environment only"
-        )
-
-
-def _float_or_none(value: float | None) -> float | None:
-    return None if value is None else float(value)
-
-
-# ---------------------------------------------------------------------------
-# Python functions: builtin and py:MODULE:FUNCTION
+    if not _whole(limit, 1):
+        raise ModelConfigError(f"max_response_bytes must be an integer >= 1, got {limit!r}")
 
 
 class _FunctionModel(Model):
-    """A Python function ``prompt -> str`` (sync or async) behind the Model interface,
-    called by the one contract of :func:`tinyeval.calls.ask`."""
+    """A Python function ``prompt -> str`` (sync or async), called through :func:`ask`."""
 
     def __init__(
         self, spec: str, function: Callable[..., Any], *, temperature: float | None
@@ -521,7 +675,7 @@ class _FunctionModel(Model):
 
     def __reduce__(self) -> Any:
         if self.resolved:  # by name: the other process imports it as resolve() did here
-            return (_resolve_again, (self.spec, self.temperature))
+            return (functools.partial(resolve, temperature=self.temperature), (self.spec,))
         return super().__reduce__()
 
     def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
@@ -539,16 +693,12 @@ class _FunctionModel(Model):
 def as_model(
     function: Callable[..., Any], *, spec: str | None = None, temperature: float | None = None
 ) -> Model:
-    """Wrap any function ``prompt -> str`` (sync or async) as a :class:`Model`.
-
-    It receives ``sample=`` and ``json_schema=`` only if its signature accepts
-    them. ``spec`` defaults to ``py:MODULE:QUALNAME``; pass one for lambdas,
-    which all share the name ``<lambda>``. A :class:`Model` is returned as is.
+    """Wrap any function ``prompt -> str`` (sync or async) as a :class:`Model` (a Model is
+    returned as is); ``spec`` defaults to ``py:MODULE:QUALNAME``: pass one for lambdas.
 
     >>> async def judge(prompt, *, sample=0):
     ...     return "PASS" if "1,250.50" in prompt else "FAIL"
-    >>> model = as_model(judge, spec="py:mine:judge")
-    >>> model("the amount is 1,250.50")
+    >>> as_model(judge, spec="py:mine:judge")("the amount is 1,250.50")
     Reply('PASS', usage=None, model=None, cached=False)
     """
     if isinstance(function, Model):
@@ -562,7 +712,7 @@ def as_model(
     return _FunctionModel(spec, function, temperature=temperature)
 
 
-def _python_model(spec: str, target: str, options: _Options) -> Model:
+def _python_model(spec: str, target: str, temperature: float | None) -> Model:
     """The function ``MODULE:QUALNAME`` names; a MODULE starting with a dot is in this package."""
     module_name, sep, attribute = target.partition(":")
     module_name, attribute = module_name.strip(), attribute.strip()
@@ -574,8 +724,8 @@ def _python_model(spec: str, target: str, options: _Options) -> Model:
     try:
         module = importlib.import_module(module_name, __package__)
     except Exception as exc:
-        raise _config_error(
-            f"{spec}: cannot import module {module_name!r} ({type(exc).__name__}: {exc})"
+        raise ModelConfigError(
+            scrub(f"{spec}: cannot import module {module_name!r} ({type(exc).__name__}: {exc})")
         ) from exc
     function: Any = module
     for part in attribute.split("."):
@@ -586,13 +736,13 @@ def _python_model(spec: str, target: str, options: _Options) -> Model:
         raise ModelConfigError(
             f"{spec}: {attribute!r} is a {type(function).__name__}, not callable"
         )
-    model = _FunctionModel(spec, function, temperature=_float_or_none(options.temperature))
+    return _resolved(spec, function, temperature)
+
+
+def _resolved(spec: str, function: Callable[..., Any], temperature: float | None) -> Model:
+    model = _FunctionModel(spec, function, temperature=temperature)
     model.resolved = True  # it can be resolved again by its spec in another process
     return model
-
-
-# ---------------------------------------------------------------------------
-# cmd:COMMAND
 
 
 class _CommandModel(Model):
@@ -650,7 +800,7 @@ def _command_model(spec: str, command: str, timeout: float, temperature: float |
         raise ModelConfigError(f"model spec {spec!r} is incomplete: expected cmd:COMMAND")
     if shutil.which(argv[0]) is None:
         raise ModelConfigError(f"{spec}: command {argv[0]!r} not found on PATH")
-    return _CommandModel(spec, argv, timeout=timeout, temperature=_float_or_none(temperature))
+    return _CommandModel(spec, argv, timeout=timeout, temperature=temperature)
 
 
 def _last_line(text: str) -> str:
@@ -665,61 +815,69 @@ def _strip_one_newline(text: str) -> str:
     return text
 
 
-# ---------------------------------------------------------------------------
-# HTTP
-
-
-def _check_base_url(spec: str, base: str) -> str:
-    base = base.strip().rstrip("/")
-    parts = urllib.parse.urlsplit(base)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise _config_error(
-            f"{spec}: the base URL must start with http:// or https:// and name a host, "
-            f"got {_shorten(base, 80)!r}"
-        )
-    return base
-
-
-class _HTTPModel(Model):
-    """Shared HTTP machinery: POST JSON, retry, and describe failures."""
+class _HTTPModel(_Poster, Model):
+    """An HTTP adapter: POST JSON, retry, and describe failures."""
 
     key_variable = ""
+    base_variable = ""
+    default_base = ""
 
-    def __init__(
-        self,
-        spec: str,
-        name: str,
-        *,
-        url: str,
-        headers: Mapping[str, str],
-        key: str | None,
-        timeout: float,
-        retries: int,
-        temperature: float | None,
-        max_tokens: int | None,
-        sleep: Sleep,
-        max_response_bytes: int = MAX_RESPONSE_BYTES,
-    ) -> None:
-        settings = {"url": _public_url(url), "max_tokens": max_tokens}
-        super().__init__(spec, temperature=temperature, settings=settings)
+    def __init__(self, spec: str, name: str, url: str, key: str | None, options: _Options) -> None:
+        settings = {"url": _public_url(url), "max_tokens": options.max_tokens}
+        super().__init__(spec, temperature=options.temperature, settings=settings)
         self.name = name
-        self.max_tokens = max_tokens
-        self.timeout = timeout
-        self.retries = retries
+        self.options = options
+        self.max_tokens = options.max_tokens
+        self.timeout = options.timeout
+        self.retries = options.retries
+        self.max_response_bytes = options.max_response_bytes
+        self._sleep = options.sleep
         self._url = url
-        self._headers = dict(headers)
         self._key = key
-        self._sleep = sleep
-        self.max_response_bytes = max_response_bytes
+
+    @classmethod
+    def open(cls, spec: str, name: str, options: _Options) -> _HTTPModel:
+        """The adapter for ``name`` at the base URL given, in the environment, or the vendor's."""
+        base = options.base_url or os.environ.get(cls.base_variable) or cls.default_base
+        base = base.strip().rstrip("/")
+        parts = urllib.parse.urlsplit(base)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ModelConfigError(
+                scrub(
+                    f"{spec}: the base URL must start with http:// or https:// and name a host, "
+                    f"got {_shorten(base, 80)!r}"
+                )
+            )
+        key = _key_from_environment(cls.key_variable)
+        cls._check_key(spec, key, parts.hostname)
+        return cls(spec, name, cls._url_of(base), key, options)
+
+    @staticmethod
+    def _check_key(spec: str, key: str | None, host: str) -> None:
+        """Refuse a missing key where the server needs one."""
+
+    @staticmethod
+    def _url_of(base: str) -> str:
+        return base
+
+    def _auth_headers(self) -> dict[str, str]:
+        return {}
+
+    def _request_headers(self) -> dict[str, str]:
+        from . import __version__
+
+        return {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": f"tinyeval/{__version__}",
+            **self._auth_headers(),
+        }
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # sent to another process (a distributed executor) without its key: the receiving
-        # side reads the key from its own environment, as resolve() does
-        return (
-            _rebuild_http,
-            (type(self), self.spec, self.name, self._url, self.timeout, self.retries,
-             self.temperature, self.max_tokens, self.max_response_bytes),
-        )  # fmt: skip
+        # sent to another process (a distributed executor) without its key or its sleep: the
+        # receiving side reads the key from its own environment, as resolve() does
+        options = self.options._replace(sleep=time.sleep)
+        return (_rebuild_http, (type(self), self.spec, self.name, self._url, options))
 
     def _secrets(self) -> list[str]:
         return [self._key] if self._key else []
@@ -753,99 +911,24 @@ class _HTTPModel(Model):
             self._sleep(_backoff_delay(attempt, outcome.retry_after))
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _attempt(self, data: bytes) -> bytes | _Failure:
-        import http.client
-        import urllib.error
-        import urllib.request
-
-        request = urllib.request.Request(self._url, data=data, headers=self._request_headers())
-        watchdog = _Watchdog(self.timeout)
-        try:
-            with watchdog, watchdog.opener().open(request, timeout=self.timeout) as response:
-                return _read_body(response, self.max_response_bytes, watchdog)
-        except _TooLarge as exc:
-            return _Failure(
-                f"the reply from {_host_port(self._url)} is larger than "
-                f"{exc.limit:,} bytes (max_response_bytes); it was not read further",
-                retryable=False,
-            )
-        except urllib.error.HTTPError as exc:
-            with exc:
-                body = _read_quietly(exc)
-            return self._http_failure(exc.code, exc.headers, body)
-        except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
-            if watchdog.fired:
-                return self._network_failure(TimeoutError())
-            reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-            return self._network_failure(reason)
-
-    def _request_headers(self) -> dict[str, str]:
-        from . import __version__
-
-        return {
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "User-Agent": f"tinyeval/{__version__}",
-            **self._headers,
-        }
-
-    def _http_failure(self, status: int, headers: Any, body: bytes) -> _Failure:
-        where = _host_port(self._url)
-        message = _server_message(body, self._secrets()) or "(no message)"
-        if status == 404:
-            return _Failure(
-                f"HTTP 404 from {where}: the server does not know the model {self.name!r} "
-                f"(or {_public_url(self._url)} is not the right address): {message}",
-                retryable=False,
-            )
-        if status in (401, 403):
-            hint = f"; check {self.key_variable}" if self.key_variable else ""
-            return _Failure(f"HTTP {status} from {where}: {message}{hint}", retryable=False)
-        retryable = status in RETRYABLE_STATUSES or 500 <= status <= 599
-        if status == 429 and _quota_exhausted(body):
-            retryable = False
-        retry_after = None
-        if headers is not None:
-            retry_after = parse_retry_after(headers.get("Retry-After"))
-            if retry_after is None:  # OpenAI also sends the wait in milliseconds
-                milliseconds = parse_retry_after(headers.get("retry-after-ms"), cap=math.inf)
-                if milliseconds is not None:
-                    retry_after = min(milliseconds / 1000.0, RETRY_AFTER_CAP)
-        return _Failure(f"HTTP {status} from {where}: {message}", retryable, retry_after)
-
-    def _network_failure(self, reason: object) -> _Failure:
-        where = _host_port(self._url)
-        if isinstance(reason, TimeoutError):
-            return _Failure(f"no reply from {where} within {self.timeout:g} s", retryable=True)
-        if isinstance(reason, OSError):
-            detail = reason.strerror or str(reason) or type(reason).__name__
-        else:
-            detail = str(reason) or type(reason).__name__
-        return _Failure(f"cannot reach {where} ({detail})", retryable=True)
-
     def _decode(self, body: bytes) -> Any:
+        server = f"{self.spec}: the server at {_host_port(self._url)} sent"
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ModelCallError(
-                f"{self.spec}: the server at {_host_port(self._url)} sent a reply that is not "
-                f"UTF-8 text (byte {body[exc.start]:#04x} at {exc.start:,})"
+                f"{server} a reply that is not UTF-8 text"
+                f" (byte {body[exc.start]:#04x} at {exc.start:,})"
             ) from None
         try:
             return json.loads(text)
         except RecursionError:
-            raise ModelCallError(
-                f"{self.spec}: the server at {_host_port(self._url)} sent JSON nested too deeply"
-            ) from None
+            raise ModelCallError(f"{server} JSON nested too deeply") from None
         except ValueError:
             text = scrub(body.decode("utf-8", errors="replace").strip(), self._secrets())
             snippet = _shorten(text, 120)
             raise ModelCallError(
-                scrub(
-                    f"{self.spec}: the server at {_host_port(self._url)} sent a reply that is "
-                    f"not JSON: {snippet!r}",
-                    self._secrets(),
-                )
+                scrub(f"{server} a reply that is not JSON: {snippet!r}", self._secrets())
             ) from None
 
     def _bad_shape(self, what: str) -> ModelCallError:
@@ -853,14 +936,24 @@ class _HTTPModel(Model):
         return ModelCallError(scrub(f"{self.spec}: unexpected reply from {where}: {what}"))
 
 
-def _usage(input_tokens: Any, output_tokens: Any) -> dict[str, int] | None:
-    counts = (input_tokens, output_tokens)
-    if all(isinstance(n, int) and not isinstance(n, bool) for n in counts):
-        return {"input_tokens": input_tokens, "output_tokens": output_tokens}
-    return None
+def _rebuild_http(
+    cls: type[_HTTPModel], spec: str, name: str, url: str, options: _Options
+) -> _HTTPModel:
+    """An HTTP model unpickled in another process, its key read from that process's environment."""
+    return cls(spec, name, url, _key_from_environment(cls.key_variable), options)
 
 
-# ---- openai:MODEL
+def _reply_from(payload: Mapping[str, Any], text: str, tokens_in: str, tokens_out: str) -> Reply:
+    """A Reply with the usage and model name a server's JSON reports (under its own key names)."""
+    usage: dict[str, Any] = payload["usage"] if isinstance(payload.get("usage"), dict) else {}
+    counts: dict[str, Any] = {
+        "input_tokens": usage.get(tokens_in),
+        "output_tokens": usage.get(tokens_out),
+    }
+    known = all(isinstance(n, int) and not isinstance(n, bool) for n in counts.values())
+    reported = payload.get("model")
+    model = reported if isinstance(reported, str) else None
+    return Reply(text, usage=counts if known else None, model=model)
 
 
 class _OpenAIModel(_HTTPModel):
@@ -868,6 +961,23 @@ class _OpenAIModel(_HTTPModel):
 
     supports_json_schema = True
     key_variable = "OPENAI_API_KEY"
+    base_variable = "OPENAI_BASE_URL"
+    default_base = OPENAI_DEFAULT_BASE
+
+    @staticmethod
+    def _check_key(spec: str, key: str | None, host: str) -> None:
+        if key is None and host == "api.openai.com":
+            raise ModelConfigError(
+                f"{spec} needs OPENAI_API_KEY in the environment "
+                "(or OPENAI_BASE_URL pointing to a server that needs no key)"
+            )
+
+    @staticmethod
+    def _url_of(base: str) -> str:
+        return f"{base}/chat/completions"
+
+    def _auth_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._key}"} if self._key else {}
 
     def _request_body(
         self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None
@@ -909,66 +1019,24 @@ class _OpenAIModel(_HTTPModel):
         return _reply_from(payload, content, "prompt_tokens", "completion_tokens")
 
 
-def _reply_from(payload: Mapping[str, Any], text: str, tokens_in: str, tokens_out: str) -> Reply:
-    """A Reply with the usage and model name a server's JSON reports (under its own key names)."""
-    usage: dict[str, Any] = payload["usage"] if isinstance(payload.get("usage"), dict) else {}
-    reported = payload.get("model")
-    return Reply(
-        text,
-        usage=_usage(usage.get(tokens_in), usage.get(tokens_out)),
-        model=reported if isinstance(reported, str) else None,
-    )
-
-
-def _http_model(
-    adapter: type[_HTTPModel],
-    spec: str,
-    name: str,
-    o: _Options,
-    *,
-    url: str,
-    headers: Mapping[str, str],
-    key: str | None,
-) -> Model:
-    """An HTTP adapter for ``url``, with the settings :func:`resolve` was given."""
-    return adapter(
-        spec,
-        name,
-        url=url,
-        headers=headers,
-        key=key,
-        timeout=o.timeout,
-        retries=o.retries,
-        temperature=_float_or_none(o.temperature),
-        max_tokens=o.max_tokens,
-        sleep=o.sleep,
-        max_response_bytes=o.max_response_bytes,
-    )
-
-
-def _openai_factory(spec: str, name: str, o: _Options) -> Model:
-    base = _check_base_url(
-        spec, o.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE
-    )
-    key = _key_from_environment("OPENAI_API_KEY")
-    if key is None and urllib.parse.urlsplit(base).hostname == "api.openai.com":
-        raise ModelConfigError(
-            f"{spec} needs OPENAI_API_KEY in the environment "
-            "(or OPENAI_BASE_URL pointing to a server that needs no key)"
-        )
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return _http_model(
-        _OpenAIModel, spec, name, o, url=f"{base}/chat/completions", headers=headers, key=key
-    )
-
-
-# ---- anthropic:MODEL
-
-
 class _AnthropicModel(_HTTPModel):
     """``POST {base}/v1/messages``, the Anthropic Messages API."""
 
     key_variable = "ANTHROPIC_API_KEY"
+    base_variable = "ANTHROPIC_BASE_URL"
+    default_base = ANTHROPIC_DEFAULT_BASE
+
+    @staticmethod
+    def _check_key(spec: str, key: str | None, host: str) -> None:
+        if key is None:
+            raise ModelConfigError(f"{spec} needs ANTHROPIC_API_KEY in the environment")
+
+    @staticmethod
+    def _url_of(base: str) -> str:
+        return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
+
+    def _auth_headers(self) -> dict[str, str]:
+        return {"x-api-key": self._key or "", "anthropic-version": ANTHROPIC_VERSION}
 
     def _request_body(
         self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None
@@ -1009,27 +1077,6 @@ class _AnthropicModel(_HTTPModel):
         return _reply_from(payload, "".join(texts), "input_tokens", "output_tokens")
 
 
-def _anthropic_factory(spec: str, name: str, o: _Options) -> Model:
-    base = _check_base_url(
-        spec, o.base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_DEFAULT_BASE
-    )
-    key = _key_from_environment("ANTHROPIC_API_KEY")
-    if key is None:
-        raise ModelConfigError(f"{spec} needs ANTHROPIC_API_KEY in the environment")
-    url = f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
-    headers = {"x-api-key": key, "anthropic-version": ANTHROPIC_VERSION}
-    return _http_model(_AnthropicModel, spec, name, o, url=url, headers=headers, key=key)
-
-
-# the adapter for each scheme of a spec (``builtin`` goes through ``py:``, see BUILTINS)
-_SCHEME_FACTORIES: dict[str, Callable[[str, str, _Options], Model]] = {
-    "openai": _openai_factory,
-    "anthropic": _anthropic_factory,
-    "cmd": _command_factory,
-    "py": _python_factory,
-}
-
-
 def _anthropic_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
     """An OpenAI function definition as the Messages API's tool (name, description, schema)."""
     inner = tool.get("function")
@@ -1039,61 +1086,3 @@ def _anthropic_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
         "description": function.get("description", ""),
         "input_schema": function.get("parameters") or {"type": "object", "properties": {}},
     }
-
-
-def _rebuild_http(
-    cls: type[_HTTPModel],
-    spec: str,
-    name: str,
-    url: str,
-    timeout: float,
-    retries: int,
-    temperature: float | None,
-    max_tokens: int | None,
-    max_response_bytes: int,
-) -> _HTTPModel:
-    """An HTTP model unpickled in another process, its key read from that process's environment."""
-    key = _key_from_environment(cls.key_variable) if cls.key_variable else None
-    if cls.key_variable == "ANTHROPIC_API_KEY":
-        headers = {"x-api-key": key or "", "anthropic-version": ANTHROPIC_VERSION}
-    else:
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return cls(
-        spec, name, url=url, headers=headers, key=key, timeout=timeout, retries=retries,
-        temperature=temperature, max_tokens=max_tokens, sleep=time.sleep,
-        max_response_bytes=max_response_bytes,
-    )  # fmt: skip
-
-
-def _resolve_again(spec: str, temperature: float | None) -> Model:
-    """A ``py:`` or ``builtin`` model unpickled in another process: resolved there by its spec."""
-    return resolve(spec, temperature=temperature)
-
-
-def _server_message(body: bytes, secrets: Iterable[str] = ()) -> str:
-    """The server's own short explanation from an error body (JSON or text), scrubbed.
-
-    Scrubbed before it is shortened, so a cut can never leave half a key behind.
-    """
-    text = body.decode("utf-8", errors="replace").strip()
-    message = " ".join(text.split())
-    try:
-        payload = json.loads(text)
-    except ValueError:
-        payload = None
-    if isinstance(payload, dict):
-        error = payload.get("error", payload)
-        if isinstance(error, dict):
-            found = [
-                error[k]
-                for k in ("message", "detail", "type", "code")
-                if isinstance(error.get(k), str) and error[k].strip()
-            ]
-            message = found[0].strip() if found else message
-        elif isinstance(error, str) and error.strip():
-            message = error.strip()
-    return _shorten(scrub(message, secrets), 200)
-
-
-def _shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -25,7 +25,7 @@ WIDTH = 1280
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium")
 
 BABBLER = '''
-from tinyeval.calls import Reply
+from tinyeval.models import Reply
 
 
 def SmolLM2_135M_Instruct_served_locally_babbling(prompt, *, sample=0):

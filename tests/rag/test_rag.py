@@ -18,7 +18,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tinyeval
-from tinyeval.calls import Reply
 from tinyeval.dataset import Case
 from tinyeval.errors import InputError
 from tinyeval.judge import Judge, JudgeError, default_name, load_rubric, make_judge
@@ -26,7 +25,7 @@ from tinyeval.judges.builtin import builtin_judge, read_blocks, split_claims
 from tinyeval.judges.graded import graded_summary
 from tinyeval.judges.graded_judge import GradedJudge, graded_scores, parse_score
 from tinyeval.judges.steps import StepsJudge, parse_steps, write_steps
-from tinyeval.models import resolve
+from tinyeval.models import Reply, resolve
 from tinyeval.rag.judges import (
     ANSWER_RELEVANCE,
     CONTEXT_RELEVANCE,

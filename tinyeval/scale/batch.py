@@ -1,63 +1,24 @@
 """Provider batch APIs: many model calls sent as one asynchronous job, at about half the price.
 
-A :class:`BatchJob` takes a model spec (``openai:MODEL`` or
-``anthropic:MODEL``, resolved as :func:`tinyeval.models.resolve` does: same
-base URL, key variables and settings) and a list of :class:`BatchRequest`
-(prompt, sample index, JSON schema). :meth:`BatchJob.run` writes the
-provider's batch file, submits it, polls it with exponential backoff and
-jitter, reads the results, matches them back by custom id and returns a
-:class:`BatchOutcome` with one :class:`BatchResult` per request: a
-:class:`~tinyeval.models.Reply` (text, usage, the model name the server
-reported) or an error (status and message, keys removed).
+A :class:`BatchJob` takes an ``openai:MODEL`` or ``anthropic:MODEL`` spec (resolved as
+:func:`tinyeval.models.resolve` does) and requests (:class:`BatchRequest`); :meth:`BatchJob.run`
+submits the provider's batch with the body the ordinary adapter sends, polls it with
+jittered backoff, and returns a :class:`BatchOutcome`: one :class:`BatchResult` per request,
+a :class:`~tinyeval.models.Reply` or an error (keys removed). It follows the providers'
+references: OpenAI's Files and Batch APIs (``POST /files``, ``POST /batches``, output and
+error files of request output objects) and Anthropic's Message Batches
+(``POST /v1/messages/batches``, ``results_url`` JSONL).
 
-The wire formats follow the providers' API references:
+**Resume.** Custom ids are digests of the response cache key, so the same request always
+gets the same id. The batch and the state of each request are kept in the response cache's
+file (:func:`record_batch`) as soon as the provider accepts it; a new job on the same cache
+polls a pending batch instead of submitting again. Succeeded replies go into the ordinary
+cache, so ``cached(resolve(spec), cache)`` replays them with no call.
 
-- OpenAI: "Batch API" guide; API reference "Files: Upload file" (``POST
-  /files``, multipart, ``purpose=batch``) and "Files: Retrieve file content"
-  (``GET /files/{id}/content``); "Batch: Create batch" (``POST /batches`` with
-  ``input_file_id``, ``endpoint``, ``completion_window: "24h"``), "Batch:
-  Retrieve batch" (``status`` validating, in_progress, finalizing, completed,
-  failed, expired, cancelling, cancelled; ``output_file_id``,
-  ``error_file_id``), "The request input object" (``custom_id``, ``method``,
-  ``url``, ``body``) and "The request output object" (``custom_id``,
-  ``response: {status_code, body}``, ``error``).
-- Anthropic: "Batch processing" guide; API reference "Create a Message Batch"
-  (``POST /v1/messages/batches`` with ``requests: [{custom_id, params}]``),
-  "Retrieve a Message Batch" (``processing_status`` in_progress, canceling,
-  ended; ``request_counts``; ``results_url``) and "Retrieve Message Batch
-  results" (JSONL of ``custom_id`` and ``result: {type: succeeded | errored |
-  canceled | expired, message | error}``), with the ``x-api-key`` and
-  ``anthropic-version`` headers.
-
-The body of each request is the one the ordinary adapter sends, so a batch
-reply and a direct reply to the same request are the same call.
-
-**Custom ids** are derived from the response cache key (spec, prompt, sample,
-temperature, settings, JSON schema), so the same request always gets the same
-id; identical requests in one list are sent once.
-
-**Resume.** The batch id and the state of each request are kept in the
-response cache's SQLite file (:meth:`~tinyeval.cache.ResponseCache.record_batch`)
-as soon as the provider accepts the batch. A new job on the same cache finds
-requests that are pending in a batch and polls that batch instead of
-submitting them again. Only a process killed in the instant between the
-provider's answer and that write can leave a batch the cache does not know.
-Succeeded replies go into the ordinary cache under the key
-:func:`~tinyeval.cache.cached` uses, so a later run of the same prompts
-through ``cached(resolve(spec), cache)`` replays them with no call.
-
-**Failures.** A request that fails inside a batch is a per-request error
-(``state`` errored, expired or canceled); with ``on_failure="retry"`` it is
-sent again as an ordinary call (through the cache) instead. An expired,
-cancelled or failed batch is reported as such in :attr:`BatchOutcome.batches`.
-Transport failures (after the retries :func:`~tinyeval.models.resolve`
-documents) raise :class:`BatchError`.
-
-**Bounds.** Every reply read from the server has a size bound: 8 MiB for a
-JSON object, ``max_result_bytes`` for a results file, 64 KiB for an error
-body. A results URL on another host than the base URL is refused (the key is
-never sent elsewhere). Polling stops after ``max_wait`` seconds with the
-unfinished requests ``pending``, to be resumed later.
+**Failures and bounds.** A request that fails inside a batch is a per-request error, or with
+``on_failure="retry"`` an ordinary call. Transport failures raise :class:`BatchError`. Every
+reply read has a size bound; a results URL on another host is refused (the key never goes
+elsewhere); polling stops after ``max_wait`` seconds, the rest ``pending``.
 """
 
 from __future__ import annotations
@@ -75,9 +36,12 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from .._http import _origin
+# Batches share the adapters' private HTTP machinery: a batch request's body is the adapter's
+# own, and its failures are described the same way.
+from .._http import _backoff_delay, _Failure, _host_port, _origin, _server_message
 from ..cache import CachedModel, ResponseCache, reply_key
 from ..errors import TinyevalError, plural, shorten
 from ..models import (
@@ -86,12 +50,8 @@ from ..models import (
     ModelConfigError,
     Reply,
     _AnthropicModel,
-    _backoff_delay,
-    _Failure,
-    _host_port,
     _OpenAIModel,
     _scrub_reply,
-    _server_message,
     resolve,
     scrub,
 )
@@ -99,6 +59,7 @@ from ..models import (
 __all__ = [
     "BATCH_STATES",
     "BatchDeferred",
+    "BatchEntry",
     "BatchError",
     "BatchJob",
     "BatchModel",
@@ -106,6 +67,10 @@ __all__ = [
     "BatchRequest",
     "BatchResult",
     "BatchStatus",
+    "batch_entries",
+    "pending_batches",
+    "record_batch",
+    "update_batch",
 ]
 
 BATCH_STATES = ("succeeded", "errored", "expired", "canceled", "pending")
@@ -138,6 +103,149 @@ Clock = Callable[[], float]
 _BatchableModel = _OpenAIModel | _AnthropicModel
 # a create that failed with one of these was surely not carried out: safe to send again
 _CREATE_RETRY_STATUSES = frozenset({408, 425, 429, 502, 503, 529})
+
+
+# Where each request of a provider batch stands, kept in the response cache's file (see
+# ResponseCache.tables), so a process that dies while a batch runs can resume polling it.
+_BATCH_SCHEMA = """
+CREATE TABLE IF NOT EXISTS batches (
+    batch_id   TEXT NOT NULL PRIMARY KEY,
+    spec       TEXT NOT NULL,
+    status     TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS batch_requests (
+    custom_id  TEXT NOT NULL PRIMARY KEY,
+    batch_id   TEXT NOT NULL,
+    state      TEXT NOT NULL,
+    detail     TEXT,
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS batch_requests_by_batch ON batch_requests (batch_id);
+"""
+
+
+class BatchEntry(NamedTuple):
+    """Where one request of a provider batch stands: its batch, ``state`` and error ``detail``.
+
+    ``state`` is ``pending`` until the batch's results are read, then
+    ``succeeded``, ``errored``, ``expired`` or ``canceled``.
+    """
+
+    custom_id: str
+    batch_id: str
+    state: str
+    detail: str | None
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def record_batch(cache: ResponseCache, batch_id: str, spec: str, custom_ids: Iterable[str]) -> None:
+    """Remember that ``custom_ids`` were submitted as batch ``batch_id`` (all pending).
+
+    A request recorded before under another batch now belongs to this one.
+
+    >>> with ResponseCache(":memory:") as cache:
+    ...     record_batch(cache, "batch_1", "openai:m", ["a", "b"])
+    ...     batch_entries(cache, ["a", "c"])
+    {'a': BatchEntry(custom_id='a', batch_id='batch_1', state='pending', detail=None)}
+    """
+    now = _now()
+    rows = [(custom_id, batch_id, "pending", None, now) for custom_id in custom_ids]
+    with cache.tables(_BATCH_SCHEMA) as connection:
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            connection.execute(
+                "INSERT OR REPLACE INTO batches (batch_id, spec, status, created_at, "
+                "updated_at) VALUES (?, ?, 'submitted', ?, ?)",
+                (batch_id, spec, now, now),
+            )
+            connection.executemany(
+                "INSERT OR REPLACE INTO batch_requests (custom_id, batch_id, state, "
+                "detail, updated_at) VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+
+
+def batch_entries(cache: ResponseCache, custom_ids: Iterable[str]) -> dict[str, BatchEntry]:
+    """The recorded entries of those ``custom_ids`` that were ever submitted in a batch."""
+    wanted = list(dict.fromkeys(custom_ids))
+    found: dict[str, BatchEntry] = {}
+    with cache.tables(_BATCH_SCHEMA) as connection:
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = connection.execute(
+                "SELECT custom_id, batch_id, state, detail FROM batch_requests "
+                f"WHERE custom_id IN ({marks})",
+                chunk,
+            ).fetchall()
+            found.update((row[0], BatchEntry(*row)) for row in rows)
+    return found
+
+
+def update_batch(
+    cache: ResponseCache,
+    batch_id: str,
+    status: str,
+    states: Mapping[str, tuple[str, str | None]] | None = None,
+) -> None:
+    """Store the provider's ``status`` of a batch and the final state of its requests.
+
+    ``states`` maps a custom id to ``(state, detail)``; only requests that
+    still belong to ``batch_id`` are changed.
+
+    >>> with ResponseCache(":memory:") as cache:
+    ...     record_batch(cache, "batch_1", "openai:m", ["a", "b"])
+    ...     update_batch(cache, "batch_1", "completed", {"a": ("errored", "HTTP 500")})
+    ...     [entry.state for entry in batch_entries(cache, ["a", "b"]).values()]
+    ...     pending_batches(cache)
+    ['errored', 'pending']
+    ['batch_1']
+    """
+    now = _now()
+    rows = [
+        (state, detail, now, custom_id, batch_id)
+        for custom_id, (state, detail) in (states or {}).items()
+    ]
+    with cache.tables(_BATCH_SCHEMA) as connection:
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            connection.execute(
+                "UPDATE batches SET status = ?, updated_at = ? WHERE batch_id = ?",
+                (status, now, batch_id),
+            )
+            connection.executemany(
+                "UPDATE batch_requests SET state = ?, detail = ?, updated_at = ? "
+                "WHERE custom_id = ? AND batch_id = ?",
+                rows,
+            )
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+
+
+def pending_batches(cache: ResponseCache, spec: str | None = None) -> list[str]:
+    """Ids of batches (of ``spec``, or all) that still have pending requests, oldest first."""
+    query = (
+        "SELECT b.batch_id FROM batches b WHERE EXISTS (SELECT 1 FROM batch_requests r "
+        "WHERE r.batch_id = b.batch_id AND r.state = 'pending')"
+    )
+    arguments: tuple[str, ...] = ()
+    if spec is not None:
+        query += " AND b.spec = ?"
+        arguments = (spec,)
+    with cache.tables(_BATCH_SCHEMA) as connection:
+        rows = connection.execute(query + " ORDER BY b.created_at, b.batch_id", arguments)
+        return [row[0] for row in rows.fetchall()]
 
 
 class BatchError(TinyevalError, RuntimeError):
@@ -510,7 +618,7 @@ class BatchJob:
             stored = self._stored(request)
             if stored is not None:
                 early[custom_id] = BatchResult(custom_id, request, "succeeded", "cache", stored)
-        entries = self.cache.batch_entries(cid for cid in wanted if cid not in early)
+        entries = batch_entries(self.cache, (cid for cid in wanted if cid not in early))
         resumed = list(
             dict.fromkeys(entry.batch_id for entry in entries.values() if entry.state == "pending")
         )
@@ -523,7 +631,7 @@ class BatchJob:
         submissions = 0
         for chunk in self._provider.chunks(fresh):
             batch_id = self._provider.create(chunk)
-            self.cache.record_batch(batch_id, self.spec, list(chunk))
+            record_batch(self.cache, batch_id, self.spec, list(chunk))
             batches.append(BatchStatus(batch_id, "submitted", True))
             submissions += 1
         return tuple(batches), submissions, early
@@ -540,7 +648,7 @@ class BatchJob:
                     status = self._provider.status(batch.batch_id)
                     polls += 1
                     statuses[index] = batch._replace(status=status)
-                    self.cache.update_batch(batch.batch_id, status)
+                    update_batch(self.cache, batch.batch_id, status)
             if all(batch.status in self._provider.terminal for batch in statuses):
                 return statuses, polls
             window = min(self.max_poll_interval, self.poll_interval * 2**attempt)
@@ -554,7 +662,7 @@ class BatchJob:
         self, batch: BatchStatus, wanted: Mapping[str, BatchRequest]
     ) -> dict[str, BatchResult]:
         """Read an ended batch's results: store replies in the cache and the states of all."""
-        entries = self.cache.batch_entries(wanted)
+        entries = batch_entries(self.cache, wanted)
         mine = {
             cid: request
             for cid, request in wanted.items()
@@ -578,7 +686,8 @@ class BatchJob:
                 results[custom_id] = BatchResult(
                     custom_id, request, missing_state, "batch", None, missing_error
                 )
-        self.cache.update_batch(
+        update_batch(
+            self.cache,
             batch.batch_id,
             batch.status,
             {cid: (result.state, result.error) for cid, result in results.items()},

@@ -9,10 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_batch_server import KEY_ANTHROPIC, KEY_OPENAI, FakeBatchServer, scripted_answer
+from tests.scale.fake_batch_server import (
+    KEY_ANTHROPIC,
+    KEY_OPENAI,
+    FakeBatchServer,
+    scripted_answer,
+)
 from tinyeval.cache import ResponseCache, cached
 from tinyeval.models import ModelConfigError, resolve
-from tinyeval.scale.batch import BatchError, BatchJob, BatchRequest
+from tinyeval.scale.batch import BatchError, BatchJob, BatchRequest, pending_batches
 
 FLAVOURS = ("openai", "anthropic")
 
@@ -126,14 +131,14 @@ def test_killed_while_pending_resumes_the_same_batch(tmp_path: Path, flavour: st
             assert submitted.submitted and server.counts["submissions"] == 1
             del first  # the process dies while the batch is pending
         with ResponseCache(path) as cache:  # a new process, the same cache file
-            assert cache.pending_batches() == [submitted.batch_id]
+            assert pending_batches(cache) == [submitted.batch_id]
             outcome = make_job(server, flavour, cache, fake).run(requests)
             assert server.counts["submissions"] == 1
             assert outcome.submissions == 0
             assert [b.batch_id for b in outcome.batches] == [submitted.batch_id]
             assert not outcome.batches[0].submitted
             assert outcome.counts()["succeeded"] == 40
-            assert cache.pending_batches() == []
+            assert pending_batches(cache) == []
         with ResponseCache(path) as cache:  # a third run: everything from the cache
             http_before = server.counts["http"]
             outcome = make_job(server, flavour, cache, fake).run(requests)
@@ -374,7 +379,7 @@ def test_fake_server_is_bounded_in_requests(tmp_path: Path) -> None:
         with pytest.raises(BatchError, match="HTTP 503") as caught:
             job.run(prompts(2))  # upload, create, then the first poll is refused
         assert server.counts["submissions"] == 1
-        assert cache.pending_batches() != []  # the batch is recorded: a later run resumes it
+        assert pending_batches(cache) != []  # the batch is recorded: a later run resumes it
     assert_no_key(str(caught.value))
 
 

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.fake_batch_server import KEY_OPENAI, FakeBatchServer
+from tests.scale.fake_batch_server import KEY_OPENAI, FakeBatchServer
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def tinyeval(folder: Path, server: FakeBatchServer, *args: str) -> subprocess.CompletedProcess:

@@ -9,17 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tinyeval.calls import (
-    CostError,
-    Price,
-    estimate,
-    format_tokens,
-    format_usd,
-    parse_price,
-    run_cost,
-    tally_usage,
-)
 from tinyeval.cli import main
+from tinyeval.errors import InputError
+from tinyeval.models import format_tokens, tally_usage
+from tinyeval.scale.cost import CostError, Price, estimate, format_usd, parse_price, run_cost
 
 
 def test_the_worked_example() -> None:
@@ -140,7 +133,7 @@ def test_run_cost_and_tally() -> None:
     # in 3,000 x $2/1M = $0.006; out 400 x $10/1M = $0.004; total $0.01
     assert run_cost(usages, Price(2.0, 10.0)) == pytest.approx(0.01)
     assert tally_usage(usages) == (3, 3000, 400, 1)
-    with pytest.raises(CostError, match="input_tokens must be an integer"):
+    with pytest.raises(InputError, match="input_tokens must be an integer"):
         tally_usage([{"input_tokens": "12", "output_tokens": 1}])
 
 
@@ -235,7 +228,6 @@ def test_cli_results_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_tokens_replayed_from_the_cache_are_not_counted_as_spent() -> None:
-    from tinyeval.calls import run_cost, tally_usage
 
     paid = {"input_tokens": 1_000_000, "output_tokens": 0}
     replayed = {"cached_input_tokens": 1_000_000, "cached_output_tokens": 200_000}
@@ -258,7 +250,7 @@ def test_cost_of_results_without_any_usage_is_unknown_not_zero(tmp_path: Path, c
 
 # ------------------------------------------------------------- from a cases or suite file
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def test_cost_of_a_cases_file_is_the_dry_run_of_that_run(

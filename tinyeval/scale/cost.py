@@ -1,0 +1,187 @@
+"""What calls cost, in US dollars per million input and output tokens (``in=1.0,out=5.0``).
+
+There is deliberately no built-in price list: prices change often and a stale
+table would print a confident wrong figure.
+
+>>> print(estimate(300, 1500, 200, votes=3, orders=2, price=parse_price("in=1,out=5")))
+300 cases × 3 votes × 2 orders = 1,800 judge calls: 2.7M tokens in, 360k out; about $4.50 \
+a run at $1.00/$5.00 per million tokens.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+from ..errors import InputError, plural
+from ..models import format_tokens, tally_usage
+
+__all__ = ["CostError", "Estimate", "Price", "estimate", "format_usd", "parse_price", "run_cost"]
+
+_PER_MILLION = 1_000_000
+
+
+class CostError(InputError):
+    """A price or a count that cannot be used for a cost figure.
+
+    >>> parse_price("in=1.0")
+    Traceback (most recent call last):
+    ...
+    tinyeval.scale.cost.CostError: price 'in=1.0' has no 'out': expected in=USD,out=USD \
+(US dollars per million tokens), e.g. in=1.0,out=5.0
+    """
+
+
+class Price(NamedTuple):
+    """US dollars per million input tokens (``input``) and output tokens (``output``).
+
+    >>> str(Price(0.15, 0.6))
+    '$0.15/$0.60 per million tokens'
+    """
+
+    input: float
+    output: float
+
+    def __str__(self) -> str:
+        return f"{format_usd(self.input)}/{format_usd(self.output)} per million tokens"
+
+    def to_dict(self) -> dict[str, float]:
+        """``{"in": …, "out": …}``, the shape ``--json`` prints."""
+        return {"in": self.input, "out": self.output}
+
+
+_PRICE_FORMAT = "expected in=USD,out=USD (US dollars per million tokens), e.g. in=1.0,out=5.0"
+
+
+def parse_price(text: str) -> Price:
+    """Read ``"in=1.0,out=5.0"`` into a :class:`Price` (a leading ``$`` is allowed).
+
+    Raises :class:`CostError` for a missing, unknown or repeated part, or a
+    value that is not a finite number >= 0.
+
+    >>> parse_price("in=1.0, out=$5")
+    Price(input=1.0, output=5.0)
+    """
+    values: dict[str, float] = {}
+    for part in text.split(","):
+        name, sep, raw = part.partition("=")
+        name, raw = name.strip().lower(), raw.strip().removeprefix("$").strip()
+        if not sep or name not in ("in", "out"):
+            raise CostError(f"price {text!r}: cannot read {part.strip()!r}: {_PRICE_FORMAT}")
+        if name in values:
+            raise CostError(f"price {text!r} gives {name!r} twice: {_PRICE_FORMAT}")
+        values[name] = _dollars(raw, text, name)
+    for name in ("in", "out"):
+        if name not in values:
+            raise CostError(f"price {text!r} has no {name!r}: {_PRICE_FORMAT}")
+    return Price(values["in"], values["out"])
+
+
+def _dollars(raw: str, text: str, name: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise CostError(
+            f"price {text!r}: {name}={raw!r} is not a number: {_PRICE_FORMAT}"
+        ) from None
+    if not math.isfinite(value) or value < 0:
+        raise CostError(f"price {text!r}: {name} must be a finite number >= 0, got {raw!r}")
+    return value
+
+
+def run_cost(usages: Iterable[Mapping[str, Any] | None], price: Price) -> float:
+    """US dollars for the calls whose usage is known (None entries are skipped).
+
+    >>> round(run_cost([{"input_tokens": 900_000, "output_tokens": 120_000}, None],
+    ...                Price(1.0, 5.0)), 2)
+    1.5
+    """
+    usage = tally_usage(usages)
+    return _dollars_for(usage.input_tokens, usage.output_tokens, price)
+
+
+def _dollars_for(input_tokens: int, output_tokens: int, price: Price) -> float:
+    return (input_tokens * price.input + output_tokens * price.output) / _PER_MILLION
+
+
+class Estimate(NamedTuple):
+    """What a judged run will call and spend; ``usd`` is None when no price was given."""
+
+    cases: int
+    votes: int
+    orders: int
+    calls: int
+    tokens_in: int
+    tokens_out: int
+    price: Price | None
+    usd: float | None
+
+    def __str__(self) -> str:
+        calls = (
+            f"{plural(self.cases, 'case')} × {plural(self.votes, 'vote')} × "
+            f"{plural(self.orders, 'order')} = {plural(self.calls, 'judge call')}"
+        )
+        tokens = f"{format_tokens(self.tokens_in)} tokens in, {format_tokens(self.tokens_out)} out"
+        if self.price is None or self.usd is None:
+            return f"{calls}: {tokens}; no price given, so no dollar figure."
+        return f"{calls}: {tokens}; about {format_usd(self.usd)} a run at {self.price}."
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` object (totals for the whole run; price per million tokens)."""
+        return {
+            "cases": self.cases,
+            "votes": self.votes,
+            "orders": self.orders,
+            "calls": self.calls,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "price": None if self.price is None else self.price.to_dict(),
+            "usd": None if self.usd is None else round(self.usd, 6),
+        }
+
+
+def estimate(
+    cases: int,
+    tokens_in: int,
+    tokens_out: int,
+    *,
+    votes: int = 1,
+    orders: int = 1,
+    price: Price | None = None,
+) -> Estimate:
+    """Judge calls (cases × votes × orders), tokens and dollars for one run, before running it.
+
+    ``tokens_in``/``tokens_out`` are per call; ``orders`` is 2 for a pairwise
+    judge run in both orders. Raises :class:`CostError` for a negative count
+    or fewer than one vote or order.
+
+    >>> e = estimate(300, 1500, 200, orders=2, price=Price(1.0, 5.0))
+    >>> e.calls, e.tokens_in, e.tokens_out, round(e.usd, 2)
+    (600, 900000, 120000, 1.5)
+    """
+    for name, value, least in (
+        ("cases", cases, 0),
+        ("tokens_in", tokens_in, 0),
+        ("tokens_out", tokens_out, 0),
+        ("votes", votes, 1),
+        ("orders", orders, 1),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise CostError(f"{name} must be an integer >= {least}, got {value!r}")
+    calls = cases * votes * orders
+    total_in, total_out = calls * tokens_in, calls * tokens_out
+    usd = None if price is None else _dollars_for(total_in, total_out, price)
+    return Estimate(cases, votes, orders, calls, total_in, total_out, price, usd)
+
+
+def format_usd(amount: float) -> str:
+    """Dollars with cents; below one dollar, at least two significant digits.
+
+    >>> format_usd(4.5), format_usd(1234.5), format_usd(0.6), format_usd(0.075), format_usd(0.0012)
+    ('$4.50', '$1,234.50', '$0.60', '$0.075', '$0.0012')
+    """
+    if amount == 0 or abs(amount) >= 1:
+        return f"${amount:,.2f}"
+    decimals = max(2, 1 - math.floor(math.log10(abs(amount))))
+    return f"${amount:.{decimals}f}"
