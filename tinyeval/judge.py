@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 from . import _EXTRAS, _extra
-from .calls import ask, reported_model, sum_usage
+from .models import ask, reported_model, sum_usage
 from .errors import InputError, json_problem
 
 

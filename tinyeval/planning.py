@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import checks as checks_mod
-from .calls import CallModel, Price, format_usd, model_spec, run_cost
+from .models import CallModel, model_spec
+from .scale.cost import Price, format_usd, run_cost  # FIXME-DOOR
 from .dataset import Case
 from .errors import plural
 from .runner import (

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _extra
-from .calls import Price, format_usd, run_cost
+from .scale.cost import Price, format_usd, run_cost  # FIXME-DOOR
 from .errors import plural, shorten
 from .gating import CategoryVerdict, GateReport
 from .planning import PreparedCases

@@ -36,17 +36,8 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from . import checks as checks_mod
-from .calls import (
-    USAGE_KEYS,
-    CallModel,
-    ChatPrompt,
-    Price,
-    add_usage,
-    ask,
-    format_usd,
-    model_spec,
-    run_cost,
-)
+from .models import USAGE_KEYS, CallModel, ChatPrompt, add_usage, ask, model_spec
+from .scale.cost import Price, format_usd, run_cost  # FIXME-DOOR
 from .dataset import Case
 from .errors import InputError
 from .pool import DaemonThreadPool, Finished

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _EXTRAS, _extra
-from .calls import Price, parse_price
+from .scale.cost import Price, parse_price  # FIXME-DOOR
 from .errors import IncompleteError, InputError, did_you_mean, plural
 from .gating import GateReport
 from .planning import DryRun, PreparedCases

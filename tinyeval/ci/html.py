@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeGuard
 
-from ..calls import format_usd
+from ..scale.cost import format_usd  # FIXME-DOOR
 from ..errors import plural, shorten
 from ..gating import CategoryVerdict, GateReport
 from ..records import verdicts

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
-from ..calls import ask, reported_model, sum_usage
+from ..models import ask, reported_model, sum_usage
 from ..errors import is_number, shorten
 from ..judge import (
     BaseVerdict,

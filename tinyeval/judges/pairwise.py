@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..calls import ask
+from ..models import ask
 from ..errors import plural
 from ..judge import (
     JudgeError,
@@ -31,7 +31,7 @@ from ..judge import (
 from ..stats import Rate, format_rate
 
 if TYPE_CHECKING:
-    from ..calls import CallModel
+    from ..models import CallModel
     from ..records import Row
 
 __all__ = [
@@ -536,7 +536,7 @@ def run_pairs(
 
 
 def _pair_row(a: Mapping[str, Any], b: Mapping[str, Any], verdict: Any, model: Any) -> Row:
-    from ..calls import model_spec
+    from ..models import model_spec
     from ..dataset import Case
     from ..records import new_row
 

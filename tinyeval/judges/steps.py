@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..calls import ask
+from ..models import ask
 from ..errors import plural, shorten
 from ..judge import (
     CRITERIA,

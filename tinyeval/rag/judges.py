@@ -30,7 +30,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import Any, NamedTuple
 
 from .. import _extra
-from ..calls import ask, model_spec
+from ..models import ask, model_spec
 from ..errors import InputError, describe_json, plural, shorten
 from ..judge import (
     BaseVerdict,

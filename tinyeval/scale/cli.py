@@ -57,7 +57,7 @@ def add_cost(sub: Any) -> None:
 
 
 def _cmd_cost(args: argparse.Namespace) -> int:
-    from ..calls import estimate, parse_price
+    from .cost import estimate, parse_price
 
     if args.cases_file or args.config:
         return _cost_of_a_run(args)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..calls import Price
+from .cost import Price
 from ..records import Row
 
 __all__ = ["RowsCost", "cost_of_rows"]
@@ -17,7 +17,7 @@ class RowsCost:
     """What the rows of a results file say they cost: the token usage they recorded and, with
     a price, the US dollars (None when no row recorded usage: unknown, never $0).
 
-    >>> from tinyeval.calls import Price
+    >>> from tinyeval.models import Price
     >>> rows = [{"usage": {"input_tokens": 1500, "output_tokens": 200}}, {"usage": None}]
     >>> print(cost_of_rows(rows, Price(1.0, 5.0), source="r.jsonl"))  # doctest: +ELLIPSIS
     2 rows in r.jsonl, 1 with token usage: 1.5k tokens in, 200 out; about $0.0025 at $1.00/...
@@ -40,7 +40,8 @@ class RowsCost:
                 "usd": None if self.usd is None else round(self.usd, 6)}  # fmt: skip
 
     def __str__(self) -> str:
-        from ..calls import format_tokens, format_usd
+        from ..models import format_tokens
+        from .cost import format_usd
 
         known = self.rows - self.rows_without_usage
         if not known:
@@ -62,7 +63,8 @@ def cost_of_rows(rows: Sequence[Row], price: Price | None, *, source: str) -> Ro
     >>> found.tokens_in, found.usd
     (10, None)
     """
-    from ..calls import run_cost, tally_usage
+    from ..models import tally_usage
+    from .cost import run_cost
 
     usages = [row.get("usage") if isinstance(row.get("usage"), dict) else None for row in rows]
     usage = tally_usage(usages)
