@@ -133,7 +133,7 @@ class TestTheGateBlocksPerCategory:
             "amount_extraction=0.85",
         ]
         assert tinyeval(*base).returncode == 0
-        assert tinyeval(*base, "--gate-on", "lower").returncode == 1
+        assert tinyeval(*base, "--inconclusive", "block").returncode == 1
 
     def test_json_summary(self, tmp_path: Path) -> None:
         cases = write_jsonl(tmp_path / "cases.jsonl", amount_records(17, 3))
@@ -411,18 +411,19 @@ def test_the_run_command_and_run_settings_have_the_same_defaults() -> None:
 
 
 def test_a_command_line_that_names_its_command_builds_that_command_alone() -> None:
-    """``main`` builds only the named command's parser; each name maps to the function that
-    adds it, and that parser is the one the whole parser has."""
+    """``main`` builds only the named command's parser, the core's or an extra's (through
+    ``_EXTRAS["command"]``), and that parser is the one the whole parser has."""
     import argparse
 
-    from tinyeval.cli import _ADDED_BY, build_parser
+    from tinyeval import _EXTRAS
+    from tinyeval.cli import _CORE, build_parser
 
     def commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
         action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         return dict(action.choices)
 
     whole = commands(build_parser())
-    assert set(whole) == set(_ADDED_BY)
+    assert set(whole) == {*_CORE, *_EXTRAS["command"]}
     for name in whole:
         alone = commands(build_parser(name))
         assert name in alone and set(alone) <= set(whole), name

@@ -88,7 +88,12 @@ _EXTRAS: dict[str, dict[str, str]] = {
     # executors by scheme ("dask")
     "executor": {},
     # command-line commands, and option groups of `tinyeval run`
-    "command": {},
+    "command": {
+        "pairwise": "judges.cli:add_pairwise",
+        "label": "humans.cli:add_label",
+        "calibrate": "humans.cli:add_calibrate",
+        "cost": "scale.cli:add_cost",
+    },
     "options": {},
 }
 
