@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tinyeval.errors import InputError
-from tinyeval.suite import JudgeSpec, Suite, find_suite, load_suite, starter_text
+from tinyeval.suite import JudgeSpec, find_suite, load_suite, starter_text
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -91,7 +91,7 @@ _EXTRAS: dict[str, dict[str, str]] = {
     "command": {
         "pairwise": "judges.cli:add_pairwise",
         "label": "humans.cli:add_label",
-        "calibrate": "humans.cli:add_calibrate",
+        "calibrate": "humans.cli:extend_calibrate",
         "cost": "scale.cli:add_cost",
     },
     "options": {},

@@ -456,12 +456,8 @@ def judges_of(
 
 
 def find_suite(start: str | os.PathLike[str] = ".") -> Path | None:
-    """The suite file for ``start``: in that directory or the nearest parent that has one.
-
-    ``tinyeval.toml`` wins over ``pyproject.toml`` in the same directory; a
-    ``pyproject.toml`` without a ``[tool.tinyeval]`` table is passed over (one
-    that is not valid TOML too: it is not ours to judge). Returns None when no
-    directory up to the filesystem root has one.
+    """The suite file of ``start`` or of its nearest parent that has one (None: none has):
+    ``tinyeval.toml``, else a ``pyproject.toml`` with a ``[tool.tinyeval]`` table.
 
     >>> import tempfile
     >>> top = Path(tempfile.mkdtemp())
@@ -511,20 +507,17 @@ def _has_tool_table(path: Path) -> bool:
 def load_suite(
     path: str | os.PathLike[str] | None = None, *, start: str | os.PathLike[str] = "."
 ) -> Suite:
-    """Read and validate a suite file: ``path``, or the one :func:`find_suite` finds from ``start``.
-
-    ``path`` may be a directory: its own suite file is read. A
-    ``pyproject.toml`` given explicitly must have a ``[tool.tinyeval]``
-    table. Raises :class:`InputError` naming the file, line and key of the
-    first problem.
+    """Read and check a suite file: ``path`` (a file, or a directory holding one), or the one
+    :func:`find_suite` finds from ``start``. Raises :class:`InputError` naming the file, line
+    and key of the first problem.
 
     >>> import tempfile
     >>> folder = Path(tempfile.mkdtemp())
-    >>> _ = (folder / "tinyeval.toml").write_text('cases = "c.jsonl"\\n[gate]\\ninconclusiv = "block"\\n')
+    >>> _ = (folder / "tinyeval.toml").write_text('cases = "c.jsonl"\\n[gate]\\npass = 1\\n')
     >>> load_suite(folder / "tinyeval.toml")
     Traceback (most recent call last):
     ...
-    tinyeval.errors.InputError: ...tinyeval.toml:3: gate.inconclusiv: unknown key; did you mean 'inconclusive'?
+    tinyeval.errors.InputError: ...tinyeval.toml:3: gate.pass: unknown key; expected one of ...
     """
     if path is None:
         found = find_suite(start)

@@ -39,6 +39,7 @@ _CORE = {
     "compare": "results:add_compare",
     "merge": "results:add_merge",
     "split": "results:add_split",
+    "calibrate": "results:add_calibrate",
     "stats": "statistics:add_stats",
 }
 
@@ -46,7 +47,7 @@ _CORE = {
 def _adder(name: str) -> Any:
     """The function that adds the parser of the command ``name``, its module imported now."""
     if name not in _CORE:
-        return _extra("command", name, f"the command {name!r}")
+        return _extra("command", name, f"the command {name!r}")  # InputError without it
     module, _, function = _CORE[name].partition(":")
     return getattr(importlib.import_module(f".{module}", __name__), function)
 
@@ -83,7 +84,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def _commands() -> list[str]:
     """Every command: the core's, and those of the extras present in this copy."""
     present = []
-    for name in _EXTRAS["command"]:
+    for name in [n for n in _EXTRAS["command"] if n not in _CORE]:  # a core one's: extends it
         try:
             _adder(name)
         except InputError:  # a copy without that extra
@@ -140,7 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     27/30 = 90.0%; 95% Wilson interval 74.4%–96.5%.
     0
     """
-    parser = build_parser(_command_named(sys.argv[1:] if argv is None else argv))
+    try:
+        parser = build_parser(_command_named(sys.argv[1:] if argv is None else argv))
+    except InputError as exc:  # the command of an extra this copy lacks
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     args = parser.parse_args(argv)
     debug = bool(args.debug or os.environ.get("TINYEVAL_TRACEBACK"))
     try:
