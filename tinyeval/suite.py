@@ -788,9 +788,7 @@ def _check_setting(setting: Any, value: Any, where: _Where, path: Any) -> Any:
     return path(value, where)
 
 
-_CASE_FIELDS = (
-    "id", "input", "output", "context", "category", "expect", "origin", "tool_calls", "label"
-)  # fmt: skip
+_CASE_FIELDS = tuple("id input output context category expect origin tool_calls label".split())
 _JUDGE = ("criterion", "rubric", "name", "style", "votes", "model", "categories")
 _MODEL = ("spec", "temperature", "max_tokens", "timeout", "base_url")
 
@@ -819,15 +817,16 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
         if isinstance(cases, list)
         else (path(cases, at),)
     )
-    for top, inner in tables.items():
-        if top in data and inner:
-            _table(data[top], where / top, inner)
+    for top, keys in tables.items():
+        if top in data and keys:
+            _table(data[top], where / top, keys)
     for key, setting in settings.items():
         top, _, inner = key.partition(".")
-        if top in data and (not inner or inner in data[top]):
-            value = data[top][inner] if inner else data[top]
-            found[setting.name] = _check_setting(setting, value, where / top / inner if inner
-                                                 else where / top, path)  # fmt: skip
+        if top not in data or (inner and inner not in data[top]):
+            continue
+        value = data[top][inner] if inner else data[top]
+        at = where / top / inner if inner else where / top
+        found[setting.name] = _check_setting(setting, value, at, path)
     if "judges" in data:
         at = where / "judges"
         if not isinstance(data["judges"], list):
@@ -840,9 +839,9 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
     if "models" in data:
         at = where / "models"
         models = _table(data["models"], at, ("judge", "generate"))
-        for which, keys in (("judge", _MODEL), ("generate", (*_MODEL, "prompt_template"))):
+        for which, allowed in (("judge", _MODEL), ("generate", (*_MODEL, "prompt_template"))):
             if which in models:
-                found[f"{which}_model"] = _model(models[which], at / which, keys, path)
+                found[f"{which}_model"] = _model(models[which], at / which, allowed, path)
     if "price" in data:
         at = where / "price"
         price = _table(data["price"], at, ("in", "out"))
