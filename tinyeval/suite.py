@@ -788,7 +788,7 @@ def _check_setting(setting: Any, value: Any, where: _Where, path: Any) -> Any:
     return path(value, where)
 
 
-_CASE_FIELDS = tuple("id input output context category expect origin tool_calls label".split())
+_CASE_FIELDS = tuple(["id", "input", "output", "context", "category", "expect", "origin", "tool_calls", "label"])
 _JUDGE = ("criterion", "rubric", "name", "style", "votes", "model", "categories")
 _MODEL = ("spec", "temperature", "max_tokens", "timeout", "base_url")
 
