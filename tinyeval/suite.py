@@ -788,7 +788,17 @@ def _check_setting(setting: Any, value: Any, where: _Where, path: Any) -> Any:
     return path(value, where)
 
 
-_CASE_FIELDS = tuple(["id", "input", "output", "context", "category", "expect", "origin", "tool_calls", "label"])
+_CASE_FIELDS = (
+    "id",
+    "input",
+    "output",
+    "context",
+    "category",
+    "expect",
+    "origin",
+    "tool_calls",
+    "label",
+)
 _JUDGE = ("criterion", "rubric", "name", "style", "votes", "model", "categories")
 _MODEL = ("spec", "temperature", "max_tokens", "timeout", "base_url")
 
