@@ -1,16 +1,9 @@
 """The command line: ``tinyeval COMMAND …`` and ``python -m tinyeval COMMAND …``.
 
-Thin by design: each command parses its arguments, calls the library, prints,
-and returns an exit code.
-
-Exit codes: 0 the gate passed or the command did its job; 1 a gate failed;
-2 bad usage or bad input (one line on stderr, no traceback); 3 the run could
-not complete or the results are incomplete (more errored cases than
-``--max-errors``, missing cases or shards, an internal error).
-
-Any other failure is a bug of ours: one line, exit 3 (never 1, which CI reads
-as a failed gate). ``tinyeval --debug COMMAND …`` (or ``TINYEVAL_TRACEBACK=1``)
-shows the full traceback behind a one-line error.
+Exit codes: 0 the gate passed or the command did its job; 1 a gate failed; 2 bad usage or
+input (one line on stderr); 3 the run or its results are incomplete, or a bug of ours (never
+1, which CI reads as a failed gate). ``--debug`` (or ``TINYEVAL_TRACEBACK=1``) shows the
+traceback behind a one-line error.
 """
 
 from __future__ import annotations
@@ -33,7 +26,7 @@ __all__ = ["UsageError", "build_parser", "main"]
 # _EXTRAS["command"]. In the order of --help.
 _CORE = {
     "run": "run:add_run",
-    "init": "suite:add_init",
+    "init": "run:add_init",
     "gate": "results:add_gate_and_report",
     "report": "results:add_gate_and_report",
     "compare": "results:add_compare",

@@ -1,4 +1,5 @@
-"""``tinyeval run``: cases → code checks → judge(s) → one row per case → the gate."""
+"""``tinyeval run``: cases → code checks → judge(s) → one row per case → the gate; with no
+CASES (or ``--config FILE``) it runs the suite file, which ``tinyeval init`` starts."""
 
 from __future__ import annotations
 
@@ -83,7 +84,6 @@ def settings_from(args: argparse.Namespace) -> Any:
     from ..dataset import parse_field_mapping
     from ..session import parse_shard, with_suite
     from ..suite import RunSettings
-    from .suite import suite_of
 
     given = args.judge_model
     jurors = [given] if isinstance(given, str) else list(given or [])
@@ -210,3 +210,44 @@ def _resume_command() -> str:
     else:
         words = [program, *sys.argv[1:]]
     return shlex.join(words if "--resume" in words else [*words, "--resume"])
+
+
+def suite_of(args: argparse.Namespace) -> Any:
+    """The suite file that applies to a run: ``--config FILE``, or with no CASES the one found
+    here or above; None when CASES is given without ``--config``."""
+    from ..suite import find_suite, load_suite
+
+    if args.config:
+        return load_suite(args.config)
+    if args.cases is not None:
+        return None
+    found = find_suite(".")  # looked for once: it may read every pyproject.toml above
+    if found is None:
+        raise UsageError("give a CASES file, or write a suite file (tinyeval init) so that "
+                         "tinyeval run knows what to run")  # fmt: skip
+    return load_suite(found)
+
+
+def add_init(sub: Any) -> None:
+    p = sub.add_parser(
+        "init",
+        help="write a commented starter suite file, tinyeval.toml",
+        description="Write a commented tinyeval.toml in the working directory "
+        "(or PATH): the cases file, thresholds, judges and reports of a suite, "
+        "so that `tinyeval run` needs no options. It refuses to write over an "
+        "existing file.",
+    )
+    p.add_argument("path", nargs="?", default="tinyeval.toml", metavar="PATH")
+    p.set_defaults(handler=_cmd_init)
+
+
+def _cmd_init(args: argparse.Namespace) -> int:
+    from ..records import write_text_atomically
+    from ..suite import starter_text
+
+    target = Path(args.path)
+    if target.exists():
+        raise UsageError(f"{target} exists already; edit it, or give another PATH")
+    write_text_atomically(target, starter_text())
+    print(f"wrote {target}: set cases, thresholds and judges, then run `tinyeval run`")
+    return EXIT_OK
