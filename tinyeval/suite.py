@@ -60,8 +60,9 @@ _JUDGED, _GENERATED = ("criterion", "rubric"), ("generate_model",)
 def _setting(group: str | None, help: str, default: Any = None, **more: Any) -> Any:
     """A field of :class:`RunSettings` with what its option and suite key derive from: its
     group and help, and when needed ``metavar``, ``choices``, ``least`` (its lowest value),
-    ``needs`` (the settings without which it has no effect), ``many`` (a repeatable option),
-    ``flag`` (when not ``--NAME``) and ``suite`` (its key in a suite file)."""
+    ``needs`` (the settings without which it has no effect), ``rate`` (a rate from 0 to 1),
+    ``many`` (a repeatable option), ``flag`` (when not ``--NAME``) and ``suite`` (its key in
+    a suite file)."""
     metadata = {"group": group, "help": help, **more}
     if isinstance(default, dict):
         return field(default_factory=dict, metadata=metadata)
@@ -120,6 +121,7 @@ class RunSettings:
         GATE,
         "the threshold of categories without one (default: they do not gate)",
         metavar="RATE",
+        rate=True,
         suite="default_threshold",
     )
     inconclusive: str | None = _setting(
@@ -778,12 +780,12 @@ def _check_setting(setting: Any, value: Any, where: _Where, path: Any) -> Any:
             raise where.expected("a table of category = rate", value)
         return {key: _rate(rate, where / key) for key, rate in value.items()}
     if "choices" in meta:
-        return _choice(*[c for c in meta["choices"] if c != "otel"])(value, where)
+        return _choice(*meta["choices"])(value, where)
     if kind.startswith("bool"):
         return _boolean(value, where)
     if kind.startswith("int"):
         return _whole(value, where, meta.get("least", 1))
-    if meta.get("metavar") == "RATE":
+    if meta.get("rate"):
         return _rate(value, where)
     return path(value, where)
 
