@@ -572,8 +572,8 @@ def suite_options(suite: Any) -> dict[str, Any]:
         raise InputError(
             f"one cases file per run (got {len(suite.cases)})", path=suite.path, field="cases"
         )
-    options = {f.name: getattr(suite, f.name) or None for f in fields(RunSettings)
-               if "suite" in f.metadata}  # fmt: skip
+    keys = [f.name for f in fields(RunSettings) if "suite" in f.metadata]
+    options = {name: getattr(suite, name) or None for name in keys}
     threshold = options["default_threshold"]
     judge, generate = suite.judge_model, suite.generate_model
     options.update(

@@ -240,14 +240,14 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
     if same_file(args.results, args.labels):
         raise UsageError(f"RESULTS and LABELS are the same file {args.results}")
-    refuse_overwriting([args.results, args.labels, args.only],
-                       {"save": args.save, "disagreements": args.disagreements})  # fmt: skip
+    outputs = {"save": args.save, "disagreements": args.disagreements}
+    refuse_overwriting([args.results, args.labels, args.only], outputs)
     rows = read_rows(args.results)
     labels = read_label_set(args.labels, fields=parse_label_fields(args.field))
     if len(labels.labelers) > 1 or labels.adjudicated:
         _extra("command", "calibrate", "labels of several labelers")  # says what the copy lacks
-    calibration = calibrate_results(rows, labels.latest, judge=args.judge,
-                                    only=case_ids(args.only))  # fmt: skip
+    only = case_ids(args.only)
+    calibration = calibrate_results(rows, labels.latest, judge=args.judge, only=only)
     for warning in calibration.expired:
         print(f"{PROG}: WARNING: {warning}", file=sys.stderr)
     if args.disagreements:

@@ -223,8 +223,10 @@ def suite_of(args: argparse.Namespace) -> Any:
         return None
     found = find_suite(".")  # looked for once: it may read every pyproject.toml above
     if found is None:
-        raise UsageError("give a CASES file, or write a suite file (tinyeval init) so that "
-                         "tinyeval run knows what to run")  # fmt: skip
+        raise UsageError(
+            "give a CASES file, or write a suite file (tinyeval init) so that "
+            "tinyeval run knows what to run"
+        )
     return load_suite(found)
 
 
