@@ -133,7 +133,7 @@ class TestTheGateBlocksPerCategory:
             "amount_extraction=0.85",
         ]
         assert tinyeval(*base).returncode == 0
-        assert tinyeval(*base, "--gate-on", "lower").returncode == 1
+        assert tinyeval(*base, "--inconclusive", "block").returncode == 1
 
     def test_json_summary(self, tmp_path: Path) -> None:
         cases = write_jsonl(tmp_path / "cases.jsonl", amount_records(17, 3))
@@ -411,18 +411,19 @@ def test_the_run_command_and_run_settings_have_the_same_defaults() -> None:
 
 
 def test_a_command_line_that_names_its_command_builds_that_command_alone() -> None:
-    """``main`` builds only the named command's parser; each name maps to the function that
-    adds it, and that parser is the one the whole parser has."""
+    """``main`` builds only the named command's parser, the core's or an extra's (through
+    ``_EXTRAS["command"]``), and that parser is the one the whole parser has."""
     import argparse
 
-    from tinyeval.cli import _ADDED_BY, build_parser
+    from tinyeval import _EXTRAS
+    from tinyeval.cli import _CORE, build_parser
 
     def commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
         action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         return dict(action.choices)
 
     whole = commands(build_parser())
-    assert set(whole) == set(_ADDED_BY)
+    assert set(whole) == {*_CORE, *_EXTRAS["command"]}
     for name in whole:
         alone = commands(build_parser(name))
         assert name in alone and set(alone) <= set(whole), name
@@ -446,3 +447,36 @@ def test_help_and_a_misspelt_command_still_see_every_command(
         main(argv)
     captured = capsys.readouterr()
     assert expected in captured.out + captured.err
+
+
+def test_run_help_shows_at_most_30_core_options_then_each_extras_group(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The core's options come first; each extra's come after, under a title naming it."""
+    from tinyeval.cli import main
+    from tinyeval.suite import CI, ESTIMATES, GROUPS, JUDGES, RAG, SCALE
+
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    text = capsys.readouterr().out
+    first_extra = min(text.index(f"\n{title}:") for title in (ESTIMATES, SCALE, JUDGES, RAG, CI))
+    core = [line for line in text[:first_extra].splitlines() if line.startswith("  -")]
+    assert 20 <= len(core) <= 30
+    assert [title for title in GROUPS if f"\n{title}:" in text] == list(GROUPS)
+
+
+def test_every_option_of_run_is_a_setting_or_says_how_to_show_the_run() -> None:
+    """The run settings are spelled once: each option of run is a RunSettings field, but for
+    the few that say how the run is shown."""
+    import argparse
+    from dataclasses import fields
+
+    from tinyeval.cli import build_parser
+    from tinyeval.suite import RunSettings
+
+    action = next(
+        a for a in build_parser("run")._actions if isinstance(a, argparse._SubParsersAction)
+    )
+    dests = {a.dest for a in action.choices["run"]._actions}
+    shown = {"help", "cases", "config", "json", "quiet", "dry_run", "github"}
+    assert dests - shown == {f.name for f in fields(RunSettings) if "help" in f.metadata}

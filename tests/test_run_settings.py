@@ -45,15 +45,15 @@ def test_rejudging_takes_no_generate_model() -> None:
     assert caught.value.field == "rejudge" and "(generate_model)" in caught.value.reason
 
 
-def test_unused_names_each_setting_without_its_partner_in_order() -> None:
+def test_unused_names_each_setting_without_its_partner_in_field_order() -> None:
     settings = RunSettings(cases="c", judge_model="openai:m", votes=3, prompt_template="t.txt",
                            trials=2, max_cost=1.0)  # fmt: skip
     assert settings.unused() == [
         ("judge_model", ("criterion", "rubric")),
         ("votes", ("criterion", "rubric")),
-        ("prompt_template", ("generate_model",)),
-        ("max_cost", ("price",)),
         ("trials", ("generate_model",)),
+        ("max_cost", ("price",)),
+        ("prompt_template", ("generate_model",)),
     ]
 
 
@@ -110,7 +110,8 @@ class TestWithSuite:
         assert options["thresholds"] == {"tone": "0.5", "amounts": "1.0"}
         assert (options["concurrency"], options["junit"]) == (2, "mine.xml")
         assert "judges" not in options  # a criterion given: the suite's judges are not used
-        assert overridden == ["cases", "fields", "thresholds.tone", "concurrency", "junit"]
+        # fields and thresholds are said key by key: the suite has no "output" field
+        assert overridden == ["cases", "thresholds.tone", "concurrency", "junit"]
 
     def test_an_option_given_as_the_suite_has_it_overrides_nothing(self) -> None:
         _, overridden = with_suite({"cases": "cases.jsonl", "concurrency": 8}, self.suite)
@@ -123,11 +124,11 @@ class TestWithSuite:
         options, _ = with_suite({"cases": "given.jsonl"}, Suite(path="tinyeval.toml"))
         assert options["cases"] == "given.jsonl"
 
-    def test_the_gate_handling_given_keeps_the_suite_from_setting_it(self) -> None:
+    def test_the_gate_handling_given_wins_over_the_suite_and_is_said(self) -> None:
         suite = Suite(cases=("c.jsonl",), inconclusive="block")
         assert with_suite({}, suite)[0]["inconclusive"] == "block"
         options, overridden = with_suite({"inconclusive": "pass"}, suite)
-        assert (options["inconclusive"], overridden) == ("pass", [])
+        assert (options["inconclusive"], overridden) == ("pass", ["inconclusive"])
 
 
 def test_progress_counts_rows_and_says_the_time_left() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tinyeval.errors import InputError
-from tinyeval.suite import JudgeSpec, Suite, find_suite, load_suite, starter_text
+from tinyeval.suite import JudgeSpec, find_suite, load_suite, starter_text
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -139,7 +139,8 @@ def test_dotted_keys_and_pyproject_lines(tmp_path: Path) -> None:
     [
         ('cases = "c.jsonl"\nconcurrency = "4"\n', 2, "concurrency", "a whole number >= 1"),
         ('cases = "c.jsonl"\n[thresholds]\ntone = 1.5\n', 3, "thresholds.tone", "a rate"),
-        ('cases = "c.jsonl"\n[gate]\non = "lowest"\n', 3, "gate.on", "one of rate, lower"),
+        ('cases = "c.jsonl"\n[gate]\ninconclusive = "no"\n', 3, "gate.inconclusive",
+         "one of pass, block"),
         ('cases = "c.jsonl"\n[gate]\nallow_unchecked = 1\n', 3, "gate.allow_unchecked", "true"),
         ('cases = 3\n', 1, "cases", "a non-empty string"),
         ('cases = "c.jsonl"\n[[judges]]\ncriterion = "x"\nvotes = 2\n', 4, "judges[0].votes",
@@ -196,7 +197,6 @@ input = "request.q"
 amount_extraction = 1
 tone = "85%"
 [gate]
-on = "lower"
 inconclusive = "block"
 allow_unchecked = true
 [[judges]]
@@ -228,7 +228,7 @@ junit = "out/j.xml"
     base = str(tmp_path)
     assert suite.cases == (os.path.join(base, "a.jsonl"), os.path.join(base, "more/b.jsonl"))
     assert suite.thresholds == {"amount_extraction": 1.0, "tone": 0.85}
-    assert (suite.default_threshold, suite.gate_on, suite.inconclusive) == (0.5, "lower", "block")
+    assert (suite.default_threshold, suite.inconclusive) == (0.5, "block")
     assert (
         suite.allow_unchecked and suite.concurrency == 4 and suite.fields == {"input": "request.q"}
     )
@@ -272,7 +272,7 @@ def test_starter_text_loads_with_the_loader(tmp_path: Path) -> None:
     suite = load_suite(write(tmp_path, "tinyeval.toml", starter_text()))
     assert Path(suite.cases[0]).name == "cases.jsonl"
     assert suite.judge_model is not None and suite.judge_model.spec == "builtin"
-    assert suite.default_threshold == 0.8 and suite.gate_on == "rate"
+    assert suite.default_threshold == 0.8 and suite.inconclusive == "pass"
     # every key the starter shows commented out is a real key: uncommented, it loads too
     uncommented = "\n".join(
         line[2:] if line.startswith("# ") and ("=" in line or line[2:].startswith("[")) else line
@@ -291,48 +291,6 @@ def test_the_bundled_example_is_the_readme_first_command() -> None:
         ("unsupported-claims", ("support_answers",))
     ]
     assert suite.judge_model is not None and suite.judge_model.spec == "builtin"
-
-
-# --------------------------------------------------------------------------- overrides
-
-
-def test_overrides_win_and_are_reported() -> None:
-    suite = Suite(
-        cases=("cases.jsonl",),
-        thresholds={"amount_extraction": 1.0, "tone": 0.85},
-        default_threshold=0.5,
-        judges=(JudgeSpec(criterion="unsupported-claims"),),
-    )
-    changed = suite.with_overrides(
-        thresholds={"tone": "90%", "amount_extraction": 1.0},
-        default_threshold=None,  # not given
-        gate_on="lower",
-        judges=["answers-the-question"],
-        judge_model="openai:m",
-        temperature=0.0,
-        judge_max_tokens=64,
-    )
-    assert changed.thresholds == {"amount_extraction": 1.0, "tone": 0.9}
-    assert changed.default_threshold == 0.5 and changed.gate_on == "lower"
-    assert changed.judges == (JudgeSpec(criterion="answers-the-question"),)
-    assert changed.judge_model is not None
-    assert (changed.judge_model.spec, changed.judge_model.temperature) == ("openai:m", 0.0)
-    assert changed.judge_model.max_tokens == 64 and changed.generate_model is None
-    assert changed.overridden == ("gate_on", "judge_model", "judges", "thresholds.tone")
-    assert suite.overridden == () and suite.thresholds["tone"] == 0.85  # the original unchanged
-    assert changed.fingerprint != suite.fingerprint
-
-
-def test_overrides_are_validated_and_unknown_names_refused() -> None:
-    suite = Suite(cases=("c.jsonl",))
-    with pytest.raises(InputError, match=r"thresholds.tone: expected a rate"):
-        suite.with_overrides(thresholds={"tone": 2})
-    with pytest.raises(InputError, match="did you mean 'concurrency'"):
-        suite.with_overrides(concurency=3)
-    assert suite.with_overrides(concurrency=3, cases="other.jsonl").overridden == (
-        "cases",
-        "concurrency",
-    )
 
 
 def test_the_example_suite_evaluates_as_the_readme_command_does() -> None:

@@ -122,7 +122,12 @@ _EXTRAS: dict[str, dict[str, str]] = {
         "dask": "scale.executors:open_dask",
     },
     # command-line commands, and option groups of `tinyeval run`
-    "command": {},
+    "command": {
+        "pairwise": "judges.cli:add_pairwise",
+        "label": "humans.cli:add_label",
+        "calibrate": "humans.cli:extend_calibrate",
+        "cost": "scale.cli:add_cost",
+    },
     "options": {},
 }
 

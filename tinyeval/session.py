@@ -56,150 +56,7 @@ __all__ = [
 ]
 
 
-@dataclass
-class RunSettings:
-    """Every setting of a run, by the names the command line's options have.
-
-    The defaults are the command line's. Values are given as they are spelled
-    there: model specs (``"openai:gpt-4o-mini"``), criteria as text or a
-    built-in name, ``thresholds`` as category → ``"95%"`` or a number, ``price``
-    as ``"in=X,out=Y"``. ``judge_model`` is one spec, or three, five… for a
-    jury. ``judges`` are a suite file's judges (used when no ``criterion`` or
-    ``rubric`` is given); ``suite`` is the suite file the settings came from.
-
-    >>> RunSettings(cases="cases.jsonl").concurrency
-    4
-    """
-
-    cases: str
-    out: str = "tinyeval-results.jsonl"
-    # reading the cases
-    fields: Mapping[str, str] = field(default_factory=dict)
-    id_from_line: bool = False
-    format: str | None = None
-    sample: int | None = None
-    seed: int | str = "0"
-    max_line_bytes: int | None = None
-    only: str | Sequence[str] | None = None  # ids, "a,b,c", or a file of ids
-    rejudge: str | None = None  # an earlier run's rows, whose outputs are judged again
-    # the gate
-    thresholds: Mapping[str, Any] = field(default_factory=dict)
-    default_threshold: Any = None
-    inconclusive: str | None = None
-    allow_unchecked: bool | None = None
-    k: str = "1,3,5,10"
-    retrieval_threshold: Sequence[str] = ()
-    # the judge
-    criterion: Sequence[str] = ()
-    rubric: Sequence[str] = ()
-    judges: Sequence[Any] = ()  # a suite's judge entries (tinyeval.suite.JudgeSpec)
-    judge_model: str | Sequence[str] | None = None
-    dawid_skene: bool = False
-    votes: int = 1
-    judge_style: str = "verdict-first"
-    judge_all: bool = False
-    judge_category: Sequence[str] | None = None
-    review_out: str | None = None
-    calibration: str | None = None
-    show_failures: int = 5
-    # calling models
-    base_url: str | None = None
-    timeout: float = 60.0
-    temperature: float = 0.0
-    judge_max_tokens: int | None = 256
-    concurrency: int = 4
-    cache: str = ".tinyeval/cache.sqlite3"
-    no_cache: bool = False
-    max_response_bytes: int | None = None
-    refresh: bool = False
-    generate_model: str | None = None
-    prompt_template: str | None = None
-    max_tokens: int | None = None
-    regenerate: bool = False
-    trials: int = 1
-    trials_gate: str = "all"
-    stop_when_decided: bool = False
-    # the run
-    max_errors: int | None = None
-    fail_fast: int = 10
-    case_timeout: float | None = None
-    resume: bool = False
-    shard: tuple[int, int] | None = None
-    batch: bool = False
-    batch_poll: float = 30.0
-    executor: str | None = None
-    max_cost: float | None = None
-    price: str | Price | None = None
-    suite: Any = None  # the tinyeval.suite.Suite these settings came from
-    suite_overridden: Sequence[str] = ()  # suite keys the caller gave again
-
-    def refuse_out_of_range(self) -> None:
-        """Refuse a number out of its range, and settings that cannot go together.
-
-        >>> RunSettings(cases="c", concurrency=0).refuse_out_of_range()
-        Traceback (most recent call last):
-        ...
-        tinyeval.errors.InputError: concurrency: must be 1 or more, got 0
-        """
-        least = {"max_errors": 0, "fail_fast": 0, "show_failures": 0, "concurrency": 1,
-                 "sample": 1}  # fmt: skip
-        for name, low in least.items():
-            value = getattr(self, name)
-            if value is not None and value < low:
-                raise InputError(f"must be {low} or more, got {value}", field=name)
-        if self.rejudge and self.generate_model:
-            raise InputError("checks and judges recorded outputs; it takes no generate model "
-                             "(generate_model)", field="rejudge")  # fmt: skip
-
-    def unused(self) -> list[tuple[str, tuple[str, ...]]]:
-        """The settings given (not at their default) that have no effect without another one,
-        each with the settings that would give it one.
-
-        >>> RunSettings(cases="c", votes=3, max_cost=5.0, price="in=1,out=2").unused()
-        [('votes', ('criterion', 'rubric'))]
-        """
-        judged = bool(self.criterion or self.rubric or self.judges)
-        present = {"criterion": judged, "rubric": judged, "price": bool(self.price),
-                   "generate_model": bool(self.generate_model)}  # fmt: skip
-        defaults = _setting_defaults()
-        return [(name, partners) for name, partners in _NEEDS.items()
-                if getattr(self, name) != defaults[name]
-                and not any(present[p] for p in partners)]  # fmt: skip
-
-    def gate_options(self) -> dict[str, Any]:
-        """The keywords of :func:`tinyeval.gating.gate` these settings give.
-
-        >>> RunSettings(cases="c", thresholds={"tone": "0.9"}).gate_options()["thresholds"]
-        {'tone': '0.9'}
-        """
-        return {
-            "thresholds": dict(self.thresholds),
-            "default_threshold": self.default_threshold,
-            "inconclusive": self.inconclusive,
-            "allow_unchecked": self.allow_unchecked,
-        }
-
-
-def _setting_defaults() -> dict[str, Any]:
-    """Each run setting's default (a field with a default factory: ``MISSING``)."""
-    return {f.name: f.default for f in fields(RunSettings)}
-
-
-_JUDGED = ("criterion", "rubric")
-_NEEDS = {  # a setting, and the settings without which it has no effect
-    "judge_model": _JUDGED,
-    "votes": _JUDGED,
-    "judge_style": _JUDGED,
-    "judge_all": _JUDGED,
-    "judge_category": _JUDGED,
-    "review_out": _JUDGED,
-    "calibration": _JUDGED,
-    "prompt_template": ("generate_model",),
-    "max_tokens": ("generate_model",),
-    "regenerate": ("generate_model",),
-    "max_cost": ("price",),
-    "trials": ("generate_model",),
-}
+from .suite import RunSettings  # the run's settings: their one spelling
 
 
 @dataclass(frozen=True)
@@ -614,12 +471,8 @@ class _Panel:
 
 def suite_options(suite: Any) -> dict[str, Any]:
     """What a suite file (a :class:`tinyeval.suite.Suite`) sets, by the names of
-    :class:`RunSettings` and of the command line's options; None where it sets nothing.
-
-    ``thresholds`` is category → rate as text, ``fields`` key → path, ``judges``
-    the suite's judge entries; ``junit``, ``markdown`` and ``html`` the report
-    files. One model setting (temperature, timeout, base URL) serves both
-    models, so the judge and generate models may not differ in one.
+    :class:`RunSettings`; None where it sets nothing. One model setting (temperature, timeout,
+    base URL) serves both models, so the judge and generate models may not differ in one.
 
     >>> from tinyeval.suite import Suite
     >>> options = suite_options(Suite(cases=("cases.jsonl",), thresholds={"tone": 0.9}))
@@ -627,42 +480,43 @@ def suite_options(suite: Any) -> dict[str, Any]:
     ('cases.jsonl', {'tone': '0.9'}, None)
     """
     if len(suite.cases) > 1:
-        raise InputError(f"one cases file per run (got {len(suite.cases)})", path=suite.path,
-                         field="cases")  # fmt: skip
+        raise InputError(
+            f"one cases file per run (got {len(suite.cases)})", path=suite.path, field="cases"
+        )
+    keys = [f.name for f in fields(RunSettings) if "suite" in f.metadata]
+    options = {name: getattr(suite, name) or None for name in keys}
+    threshold = options["default_threshold"]
     judge, generate = suite.judge_model, suite.generate_model
-    options: dict[str, Any] = {
-        "cases": suite.cases[0] if suite.cases else None,
-        "fields": dict(suite.fields), "format": suite.format,
-        "id_from_line": suite.id_from_line or None, "concurrency": suite.concurrency,
-        "thresholds": {k: str(v) for k, v in suite.thresholds.items()},
-        "default_threshold": None if suite.default_threshold is None
-        else str(suite.default_threshold),
-        "inconclusive": suite.inconclusive or {"lower": "block"}.get(suite.gate_on),
-        "allow_unchecked": suite.allow_unchecked or None, "judges": tuple(suite.judges),
-        "judge_model": judge.spec if judge else None,
-        "judge_max_tokens": judge.max_tokens if judge else None,
-        "generate_model": generate.spec if generate else None,
-        "max_tokens": generate.max_tokens if generate else None,
-        "prompt_template": generate.prompt_template if generate else None,
-        "price": suite.price, "out": suite.out,
-        "junit": suite.junit, "markdown": suite.markdown, "html": suite.html,
-    }  # fmt: skip
+    options.update(
+        cases=suite.cases[0] if suite.cases else None,
+        thresholds={k: str(v) for k, v in suite.thresholds.items()},
+        default_threshold=None if threshold is None else str(threshold),
+        fields=dict(suite.fields),
+        judges=tuple(suite.judges),
+        price=suite.price,
+        judge_model=judge and judge.spec,
+        judge_max_tokens=judge and judge.max_tokens,
+        generate_model=generate and generate.spec,
+        max_tokens=generate and generate.max_tokens,
+        prompt_template=generate and generate.prompt_template,
+    )
     for name in ("temperature", "timeout", "base_url"):
         values = {getattr(m, name) for m in (judge, generate) if m is not None} - {None}
         if len(values) > 1:
-            raise InputError(f"the judge and generate models differ in {name}; one value is "
-                             "used for both", path=suite.path, field="models")  # fmt: skip
+            raise InputError(
+                f"the judge and generate models differ in {name}; one value is used for both",
+                path=suite.path,
+                field="models",
+            )
         options[name] = values.pop() if values else None
     return options
 
 
 def with_suite(options: Mapping[str, Any], suite: Any) -> tuple[dict[str, Any], list[str]]:
-    """``options`` (by the names of :func:`suite_options`) with what ``suite`` sets filled in
+    """``options`` (by the names of :class:`RunSettings`) with what ``suite`` sets filled in
     where an option is left out or at its default, and the suite's keys that the options set
-    to something else (said in the run's header).
-
-    Fields and thresholds are merged key by key, the options winning; the suite's judges are
-    used only when the options give no ``criterion`` or ``rubric``.
+    to something else (said in the run's header). Fields and thresholds merge key by key, the
+    options winning; the suite's judges count only without a ``criterion`` or ``rubric``.
 
     >>> from tinyeval.suite import Suite
     >>> suite = Suite(cases=("cases.jsonl",), thresholds={"tone": 0.9, "amounts": 1.0},
@@ -674,7 +528,7 @@ def with_suite(options: Mapping[str, Any], suite: Any) -> tuple[dict[str, Any], 
     >>> overridden
     ['thresholds.tone', 'out']
     """
-    defaults = _setting_defaults()
+    defaults = {f.name: f.default for f in fields(RunSettings)}
     found, merged, overridden = suite_options(suite), dict(options), []
     cases = found.pop("cases")
     if merged.get("cases") is None:
@@ -683,19 +537,13 @@ def with_suite(options: Mapping[str, Any], suite: Any) -> tuple[dict[str, Any], 
         overridden.append("cases")
     if merged["cases"] is None:
         raise InputError("the suite names no cases file", path=suite.path, field="cases")
-    given = merged.get("fields") or {}
-    overridden += ["fields"] if given and found["fields"] else []
-    merged["fields"] = {**found.pop("fields"), **given}
-    given = merged.get("thresholds") or {}
-    overridden += [
-        f"thresholds.{category}" for category in given if category in found["thresholds"]
-    ]
-    merged["thresholds"] = {**found.pop("thresholds"), **given}
+    for name in ("fields", "thresholds"):
+        given = merged.get(name) or {}
+        overridden += [f"{name}.{key}" for key in given if key in found[name]]
+        merged[name] = {**found.pop(name), **given}
     judges = found.pop("judges")
     if judges and not (merged.get("criterion") or merged.get("rubric")):
         merged["judges"] = judges
-    if merged.get("inconclusive") is not None:
-        found.pop("inconclusive")
     for name, value in found.items():
         if value is None:
             continue

@@ -1,39 +1,10 @@
-"""The suite file: what a suite is, checked in once instead of repeated on every command line.
+"""The suite file, and the run's settings: their one spelling.
 
-A suite lives in ``tinyeval.toml``, or in the ``[tool.tinyeval]`` table of
-``pyproject.toml``. :func:`find_suite` looks for one in a directory and then in
-each parent up to the filesystem root; in one directory ``tinyeval.toml`` wins,
-and a ``pyproject.toml`` without the table is passed over. :func:`load_suite`
-reads and validates it into a frozen :class:`Suite`. Paths in the file are
-relative to the file's own directory, so the suite means the same thing from
-wherever it is run.
-
-The keys (every one optional except ``cases``):
-
-==========================  =====================================================
-``cases``                   the cases file, or a list of them
-``format``                  ``jsonl``, ``json``, ``csv`` or ``yaml``, when the name does not tell
-``id_from_line``            name cases without an id ``line-N``
-``concurrency``             cases evaluated at once (a whole number >= 1)
-``default_threshold``       the threshold of a category without one of its own
-``[fields]``                recognised key = dotted path in your records
-``[thresholds]``            category = rate (``1.0``, ``0.85`` or ``"85%"``)
-``[gate]``                  ``on`` (``rate``/``lower``), ``inconclusive`` (``pass``/``block``),
-                            ``allow_unchecked`` (true/false)
-``[[judges]]``              one table per judge: ``criterion`` (text or a built-in
-                            name) or ``rubric`` (a file), ``name``, ``style``,
-                            ``votes``, ``model``, ``categories``
-``[models.judge]``          ``spec``, ``temperature``, ``max_tokens``, ``timeout``, ``base_url``
-``[models.generate]``       the same, plus ``prompt_template`` (a file with ``{input}``)
-``[price]``                 ``in`` and ``out``: US dollars per million tokens
-``[holdout]``               ``fraction`` (between 0 and 1) and ``salt``
-``[reports]``               ``out`` (result rows), ``junit``, ``markdown``, ``html``
-==========================  =====================================================
-
-Every problem is an :class:`~tinyeval.errors.InputError` naming the file, the line and the key,
-as the cases loader does: an unknown key says which one was meant, a wrong type
-says what was expected. API keys never belong in a checked-in file: a key named
-like one is refused.
+:class:`RunSettings` holds every setting of a run; the options of ``tinyeval run`` and the keys
+of a suite file (``tinyeval.toml``, or ``[tool.tinyeval]`` in ``pyproject.toml``) derive from
+it. Besides the settings' keys a suite has ``cases``, ``[[judges]]``, ``[models.judge]``,
+``[models.generate]``, ``[price]`` and ``[holdout]``. Its paths are relative to the file; every
+problem is an :class:`~tinyeval.errors.InputError` naming the file, the line and the key.
 
 >>> import os, tempfile
 >>> folder = tempfile.mkdtemp()
@@ -51,17 +22,20 @@ import json
 import math
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
+from .calls import Price
 from .errors import InputError, describe_json, did_you_mean
+from .gating import parse_threshold
 
 __all__ = [
     "SUITE_FILE",
     "JudgeSpec",
     "ModelSettings",
+    "RunSettings",
     "Suite",
     "find_suite",
     "judges_of",
@@ -71,22 +45,258 @@ __all__ = [
 
 SUITE_FILE = "tinyeval.toml"
 _PYPROJECT = "pyproject.toml"
-_FORMATS = ("jsonl", "json", "csv", "yaml")
-_STYLES = ("verdict-first", "evidence-first")
 _SECRET = re.compile(r"(^|_)(api_?key|key|secret|password|token)$", re.IGNORECASE)
-_V = TypeVar("_V")
+
+# The groups of `tinyeval run --help`, in this order: the core's first, then each extra's.
+READING, GATE, JUDGE, RUNNING = "reading the cases", "the gate", "the judge", "running"
+ESTIMATES = "trials, early stopping and corrected rates (tinyeval/estimates/)"
+SCALE = "batches, executors and the spend cap (tinyeval/scale/)"
+JUDGES, RAG = "juries and other judges (tinyeval/judges/)", "retrieval (tinyeval/rag/)"
+CI, MORE = "CI reports (tinyeval/ci/)", "more options of the core"
+GROUPS = (READING, GATE, JUDGE, RUNNING, ESTIMATES, SCALE, JUDGES, RAG, CI, MORE)
+_JUDGED, _GENERATED = ("criterion", "rubric"), ("generate_model",)
 
 
-# === The suite's parts ===
+def _setting(group: str | None, help: str, default: Any = None, **more: Any) -> Any:
+    """A field of :class:`RunSettings` with what its option and suite key derive from: its
+    group and help, and when needed ``metavar``, ``choices``, ``least`` (its lowest value),
+    ``needs`` (the settings without which it has no effect), ``rate`` (a rate from 0 to 1),
+    ``many`` (a repeatable option), ``flag`` (when not ``--NAME``) and ``suite`` (its key in
+    a suite file)."""
+    metadata = {"group": group, "help": help, **more}
+    if isinstance(default, dict):
+        return field(default_factory=dict, metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+@dataclass
+class RunSettings:
+    """Every setting of a run, spelled once: the options of ``tinyeval run``, the suite file's
+    keys and their checks derive from these fields and their metadata (:func:`_setting`).
+
+    Values are spelled as on the command line: model specs (``"openai:gpt-4o-mini"``),
+    ``thresholds`` as category → ``"95%"`` or a number, ``price`` as ``"in=X,out=Y"``;
+    ``judge_model`` is one spec, or three, five… for a jury.
+
+    >>> RunSettings(cases="cases.jsonl").concurrency
+    4
+    """
+
+    cases: str
+    out: str = _setting(
+        None,
+        "the result rows, a JSON line per case",
+        "tinyeval-results.jsonl",
+        metavar="FILE",
+        suite="reports.out",
+    )
+    fields: Mapping[str, str] = _setting(
+        READING,
+        "a key = a dotted path in your records, e.g. input=request.q (repeatable)",
+        {},
+        flag="--field",
+        metavar="KEY=PATH",
+        suite="fields",
+    )
+    format: str | None = _setting(
+        READING,
+        "the file format, when the name does not tell",
+        choices=("jsonl", "json", "csv", "yaml", "otel"),
+        suite="format",
+    )
+    sample: int | None = _setting(READING, "run a seeded sample of N cases", least=1)
+    seed: int | str = _setting(READING, "seed of --sample (default: 0)", "0")
+    only: str | Sequence[str] | None = _setting(
+        READING, "run only these ids (a,b,c), or those of a file", metavar="IDS|FILE"
+    )
+    thresholds: Mapping[str, Any] = _setting(
+        GATE,
+        "a category's least pass rate, e.g. tone=0.9 or =95%% (repeatable)",
+        {},
+        flag="--threshold",
+        metavar="CATEGORY=RATE",
+        suite="thresholds",
+    )
+    default_threshold: Any = _setting(  # noqa: RUF009
+        GATE,
+        "the threshold of categories without one (default: they do not gate)",
+        metavar="RATE",
+        rate=True,
+        suite="default_threshold",
+    )
+    inconclusive: str | None = _setting(
+        GATE,
+        "a rate at its threshold whose 95%% interval reaches below: pass (marked) or block",
+        choices=("pass", "block"),
+        suite="gate.inconclusive",
+    )
+    allow_unchecked: bool | None = _setting(
+        GATE,
+        "decide a category with unchecked cases on its rate (default: it blocks)",
+        suite="gate.allow_unchecked",
+    )
+    criterion: Sequence[str] = _setting(
+        JUDGE,
+        "a property to judge: text, or a built-in name such as unsupported-claims, "
+        "answers-the-question, graded:TEXT (repeatable)",
+        (),
+        metavar="TEXT|NAME",
+    )
+    rubric: Sequence[str] = _setting(
+        JUDGE, "a criterion from a file: text, or JSON (repeatable)", (), metavar="FILE"
+    )
+    judges: Sequence[Any] = ()  # a suite's judge entries (JudgeSpec)
+    judge_model: str | Sequence[str] | None = _setting(
+        JUDGE,
+        "builtin (the default), openai:M, anthropic:M, cmd:CMD, py:MOD:FUNC; 3, 5… times: a jury",
+        metavar="SPEC",
+        many=True,
+        needs=_JUDGED,
+    )
+    votes: int = _setting(JUDGE, "ask the judge N times, take the majority", 1, needs=_JUDGED)
+    temperature: float = _setting(JUDGE, "the models' temperature (default: 0)", 0.0, metavar="T")
+    judge_max_tokens: int | None = _setting(JUDGE, "longest judge reply (default: 256)", 256)
+    base_url: str | None = _setting(JUDGE, "an OpenAI-compatible server's URL", metavar="URL")
+    timeout: float = _setting(RUNNING, "timeout of one model call (default: 60)", 60.0)
+    case_timeout: float | None = _setting(RUNNING, "a case running longer is an error row")
+    concurrency: int = _setting(
+        RUNNING, "cases at once (default: 4)", 4, least=1, suite="concurrency"
+    )
+    cache: str = _setting(RUNNING, "the response cache", ".tinyeval/cache.sqlite3", metavar="PATH")
+    no_cache: bool = _setting(RUNNING, "neither read nor write the cache", False)
+    resume: bool = _setting(RUNNING, "keep the rows in --out, run the cases without one", False)
+    shard: tuple[int, int] | None = _setting(RUNNING, "run shard I of N only", metavar="I/N")
+    trials: int = _setting(
+        ESTIMATES, "generate, check and judge each case K times", 1, metavar="K", needs=_GENERATED
+    )
+    trials_gate: str = _setting(
+        ESTIMATES,
+        "a case passes when all trials pass (pass^k) or any (pass@k)",
+        "all",
+        choices=("all", "any"),
+    )
+    stop_when_decided: bool = _setting(
+        ESTIMATES, "stop each category once a confidence sequence decides its gate", False
+    )
+    calibration: str | None = _setting(
+        ESTIMATES,
+        "a saved calibration: also pass rates corrected for the judge's errors",
+        metavar="FILE",
+        needs=_JUDGED,
+    )
+    batch: bool = _setting(SCALE, "send the model calls through the provider's batch API", False)
+    batch_poll: float = _setting(SCALE, "first wait between polls of a batch (default: 30)", 30.0)
+    executor: str | None = _setting(
+        SCALE, "run the cases on a Dask cluster", metavar="dask:local|dask://HOST:PORT"
+    )
+    max_cost: float | None = _setting(
+        SCALE, "stop taking cases before the cost passes USD", metavar="USD", needs=("price",)
+    )
+    price: str | Price | None = _setting(  # noqa: RUF009
+        SCALE, "USD per million tokens in and out", metavar="in=X,out=Y"
+    )
+    dawid_skene: bool = _setting(JUDGES, "a jury's jurors' errors from its verdicts alone", False)
+    k: str = _setting(RAG, "cutoffs of the retrieval table (default: 1,3,5,10)", "1,3,5,10")
+    retrieval_threshold: Sequence[str] = _setting(
+        RAG, "a least value, e.g. recall@5=0.8 (repeatable)", (), metavar="METRIC@K=VALUE"
+    )
+    junit: str | None = _setting(CI, "also write JUnit XML", metavar="FILE", suite="reports.junit")
+    markdown: str | None = _setting(
+        CI, "also write the gate table as Markdown", metavar="FILE", suite="reports.markdown"
+    )
+    html: str | None = _setting(
+        CI, "also write an HTML report", metavar="FILE", suite="reports.html"
+    )
+    id_from_line: bool = _setting(
+        MORE, "name a case without an id line-N", False, suite="id_from_line"
+    )
+    max_line_bytes: int | None = _setting(MORE, "longest line read (default: 64 MiB)")
+    rejudge: str | None = _setting(
+        MORE, "check and judge again the outputs a run recorded", metavar="RESULTS"
+    )
+    judge_style: str = _setting(
+        MORE,
+        "the judge's answer format",
+        "verdict-first",
+        choices=("verdict-first", "evidence-first"),
+        needs=_JUDGED,
+    )
+    judge_all: bool = _setting(MORE, "judge cases failing their checks too", False, needs=_JUDGED)
+    judge_category: Sequence[str] | None = _setting(
+        MORE,
+        "judge only this category (repeatable)",
+        metavar="CATEGORY",
+        many=True,
+        needs=_JUDGED,
+    )
+    review_out: str | None = _setting(
+        MORE, "write the rows whose votes split", metavar="FILE", needs=_JUDGED
+    )
+    show_failures: int = _setting(MORE, "failed cases shown per category (default: 5)", 5, least=0)
+    max_response_bytes: int | None = _setting(MORE, "largest model reply read (default: 8 MiB)")
+    refresh: bool = _setting(MORE, "call the models again, overwriting the cache", False)
+    generate_model: str | None = _setting(MORE, "generate missing outputs", metavar="SPEC")
+    prompt_template: str | None = _setting(
+        MORE, "a file with {input}, the generate prompt", metavar="FILE", needs=_GENERATED
+    )
+    max_tokens: int | None = _setting(MORE, "longest generated output", needs=_GENERATED)
+    regenerate: bool = _setting(MORE, "generate logged outputs too", False, needs=_GENERATED)
+    max_errors: int | None = _setting(MORE, "stop (exit 3) after more errored cases", least=0)
+    fail_fast: int = _setting(
+        MORE, "stop (exit 3) after N errors before any call succeeded (default: 10)", 10, least=0
+    )
+    suite: Any = None  # the Suite these settings came from
+    suite_overridden: Sequence[str] = ()  # its keys the caller gave again
+
+    def refuse_out_of_range(self) -> None:
+        """Refuse a number below its least value, and settings that cannot go together.
+
+        >>> RunSettings(cases="c", concurrency=0).refuse_out_of_range()
+        Traceback (most recent call last):
+        ...
+        tinyeval.errors.InputError: concurrency: must be 1 or more, got 0
+        """
+        for f in fields(self):
+            low, value = f.metadata.get("least"), getattr(self, f.name)
+            if low is not None and value is not None and value < low:
+                raise InputError(f"must be {low} or more, got {value}", field=f.name)
+        if self.rejudge and self.generate_model:
+            reason = "checks and judges recorded outputs; it takes no generate model"
+            raise InputError(f"{reason} (generate_model)", field="rejudge")
+
+    def unused(self) -> list[tuple[str, tuple[str, ...]]]:
+        """The settings given (not at their default) that have no effect without another one,
+        each with the settings that would give it one.
+
+        >>> RunSettings(cases="c", votes=3, max_cost=5.0, price="in=1,out=2").unused()
+        [('votes', ('criterion', 'rubric'))]
+        """
+        judged = bool(self.criterion or self.rubric or self.judges)
+        present = {"criterion": judged, "rubric": judged, "price": bool(self.price)}
+        present["generate_model"] = bool(self.generate_model)
+        return [
+            (f.name, f.metadata["needs"])
+            for f in fields(self)
+            if "needs" in f.metadata
+            and getattr(self, f.name) != f.default
+            and not any(present[name] for name in f.metadata["needs"])
+        ]
+
+    def gate_options(self) -> dict[str, Any]:
+        """The keywords of :func:`tinyeval.gating.gate` these settings give.
+
+        >>> RunSettings(cases="c", thresholds={"tone": "0.9"}).gate_options()["thresholds"]
+        {'tone': '0.9'}
+        """
+        names = ("default_threshold", "inconclusive", "allow_unchecked")
+        return {"thresholds": dict(self.thresholds), **{n: getattr(self, n) for n in names}}
 
 
 @dataclass(frozen=True)
 class ModelSettings:
-    """One model and how it is called: a spec such as ``builtin`` or ``openai:MODEL``.
+    """One model of a suite and how it is called; never a key (keys come from the environment).
 
-    Never a key: API keys are read from the environment by the model adapters.
-
-    >>> ModelSettings("openai:gpt-4o-mini", temperature=0.0).to_dict()["temperature"]
+    >>> ModelSettings("openai:gpt-4o-mini", temperature=0.0).temperature
     0.0
     """
 
@@ -97,28 +307,11 @@ class ModelSettings:
     base_url: str | None = None
     prompt_template: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """The settings as a JSON-ready dict (every key, None when unset).
-
-        >>> sorted(ModelSettings("builtin").to_dict())
-        ['base_url', 'max_tokens', 'prompt_template', 'spec', 'temperature', 'timeout']
-        """
-        return {
-            "spec": self.spec,
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-            "timeout": self.timeout,
-            "base_url": self.base_url,
-            "prompt_template": self.prompt_template,
-        }
-
 
 @dataclass(frozen=True)
 class JudgeSpec:
-    """One judge as the suite describes it: a criterion (or a rubric file) and how to ask.
-
-    ``categories`` empty means every category; ``model`` None means the suite's
-    judge model.
+    """One judge of a suite: a criterion (or a rubric file), how to ask, and for which
+    categories (none: every one); ``model`` None is the suite's judge model.
 
     >>> spec = JudgeSpec(criterion="unsupported-claims", categories=("support_answers",))
     >>> spec.applies_to("support_answers"), spec.applies_to("tone")
@@ -138,8 +331,7 @@ class JudgeSpec:
         return not self.categories or category in self.categories
 
     def judge(self) -> Any:
-        """The judge this entry describes (a rubric file is read now; its name gives way to
-        the entry's).
+        """The judge this entry describes (a rubric file is read now; the entry's name wins).
 
         >>> JudgeSpec(criterion="Is polite.", name="polite", votes=3).judge().votes
         3
@@ -155,35 +347,15 @@ class JudgeSpec:
 
         return make_judge(str(self.criterion), votes=self.votes, style=self.style, name=self.name)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The judge as a JSON-ready dict.
-
-        >>> JudgeSpec(criterion="tone is polite").to_dict()["votes"]
-        1
-        """
-        return {
-            "criterion": self.criterion,
-            "rubric": self.rubric,
-            "name": self.name,
-            "style": self.style,
-            "votes": self.votes,
-            "model": self.model,
-            "categories": list(self.categories),
-        }
-
 
 @dataclass(frozen=True)
 class Suite:
-    """What a suite is: its cases, how they are read, judged and gated, and where reports go.
-
-    Paths (``cases``, rubric and template files, report paths) are stored
-    joined to the suite file's directory, so they can be opened as they are;
-    :meth:`to_dict` gives them back relative to that directory, as written.
-    ``overridden`` names the settings :meth:`with_overrides` changed.
+    """A suite file read: its paths joined to its directory (:meth:`to_dict` gives them back
+    as written), and the settings it sets, by the names of :class:`RunSettings`.
 
     >>> suite = Suite(cases=("cases.jsonl",), thresholds={"tone": 0.85})
-    >>> suite.thresholds["tone"], suite.gate_on, suite.judges
-    (0.85, 'rate', ())
+    >>> suite.thresholds["tone"], suite.inconclusive, suite.judges
+    (0.85, None, ())
     """
 
     path: str | None = None
@@ -193,7 +365,6 @@ class Suite:
     id_from_line: bool = False
     thresholds: Mapping[str, float] = field(default_factory=dict)
     default_threshold: float | None = None
-    gate_on: str = "rate"
     inconclusive: str | None = None
     allow_unchecked: bool = False
     judges: tuple[JudgeSpec, ...] = ()
@@ -207,15 +378,10 @@ class Suite:
     junit: str | None = None
     markdown: str | None = None
     html: str | None = None
-    overridden: tuple[str, ...] = ()
 
     @property
     def directory(self) -> str:
-        """The directory the suite's paths are relative to (the suite file's own).
-
-        >>> Suite(path=os.path.join("examples", "tinyeval.toml")).directory == "examples"
-        True
-        """
+        """The directory the suite's paths are relative to (the suite file's own)."""
         return os.path.dirname(self.path) if self.path else "."
 
     @property
@@ -230,47 +396,24 @@ class Suite:
         return tuple(sorted({c for j in self.judges for c in j.categories}))
 
     def to_dict(self) -> dict[str, Any]:
-        """The suite's settings as a JSON-ready dict, paths relative to the suite's directory.
-
-        This is the canonical content :attr:`fingerprint` is computed from:
-        comments, layout and the file's location do not change it.
+        """The suite as JSON, paths relative to its directory: what :attr:`fingerprint` hashes.
 
         >>> Suite(cases=("cases.jsonl",)).to_dict()["cases"]
         ['cases.jsonl']
         """
 
-        def rel(value: str | None) -> str | None:
+        def rel(value: Any) -> Any:
             return None if value is None else _relative(value, self.directory)
 
-        def model(settings: ModelSettings | None) -> dict[str, Any] | None:
-            if settings is None:
-                return None
-            return dict(settings.to_dict(), prompt_template=rel(settings.prompt_template))
-
-        return {
-            "cases": [rel(p) for p in self.cases],
-            "fields": dict(self.fields),
-            "format": self.format,
-            "id_from_line": self.id_from_line,
-            "thresholds": dict(self.thresholds),
-            "default_threshold": self.default_threshold,
-            "gate": {
-                "on": self.gate_on,
-                "inconclusive": self.inconclusive,
-                "allow_unchecked": self.allow_unchecked,
-            },
-            "judges": [dict(j.to_dict(), rubric=rel(j.rubric)) for j in self.judges],
-            "models": {"judge": model(self.judge_model), "generate": model(self.generate_model)},
-            "price": self.price,
-            "holdout": {"fraction": self.holdout, "salt": self.salt},
-            "concurrency": self.concurrency,
-            "reports": {
-                "out": rel(self.out),
-                "junit": rel(self.junit),
-                "markdown": rel(self.markdown),
-                "html": rel(self.html),
-            },
-        }
+        found = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "path"}
+        found["cases"] = [rel(p) for p in self.cases]
+        found["judges"] = [dict(asdict(j), rubric=rel(j.rubric)) for j in self.judges]
+        for name in ("judge_model", "generate_model"):
+            model = getattr(self, name)
+            found[name] = model and dict(asdict(model), prompt_template=rel(model.prompt_template))
+        for name in ("out", "junit", "markdown", "html"):
+            found[name] = rel(found[name])
+        return json.loads(json.dumps(found))
 
     @property
     def fingerprint(self) -> str:
@@ -279,88 +422,17 @@ class Suite:
         >>> a = Suite(thresholds={"tone": 0.85})
         >>> a.fingerprint == Suite(thresholds={"tone": 0.85}).fingerprint, len(a.fingerprint)
         (True, 16)
-        >>> a.fingerprint == Suite(thresholds={"tone": 0.9}).fingerprint
-        False
         """
         text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-    def with_overrides(self, **options: Any) -> Suite:
-        """A copy with the given settings replaced: command-line flags win over the file.
-
-        An option given as None is taken as not given. ``thresholds`` is merged
-        category by category; ``judges`` (a list of :class:`JudgeSpec` or of
-        criterion strings) replaces the suite's judges. ``judge_model`` and
-        ``generate_model`` take a spec string and keep the file's settings for
-        it; ``temperature``, ``timeout`` and ``base_url`` apply to both models,
-        ``judge_max_tokens`` to the judge and ``max_tokens`` and
-        ``prompt_template`` to generation. Paths given here are used as they
-        are (relative to the working directory, not to the suite file).
-        :attr:`overridden` then lists, sorted, the settings whose value changed.
-
-        >>> suite = Suite(thresholds={"amount": 1.0, "tone": 0.85}, concurrency=4)
-        >>> changed = suite.with_overrides(thresholds={"tone": "90%"}, concurrency=None)
-        >>> changed.thresholds, changed.concurrency, changed.overridden
-        ({'amount': 1.0, 'tone': 0.9}, 4, ('thresholds.tone',))
-        >>> suite.with_overrides(gate_on="lowest")
-        Traceback (most recent call last):
-        ...
-        tinyeval.errors.InputError: gate_on: expected one of rate, lower, got string "lowest"
-        """
-        given = {name: value for name, value in options.items() if value is not None}
-        known = {*_SIMPLE_OVERRIDES, *_MODEL_OVERRIDES, "thresholds", "judges", "fields", "cases"}
-        for name in given:
-            if name not in known:
-                hint = did_you_mean(name, known)
-                raise InputError(
-                    f"not a suite setting{f'; did you mean {hint!r}?' if hint else ''}", field=name
-                )
-        changes: dict[str, Any] = {}
-        changed: list[str] = []
-        for name, check in _SIMPLE_OVERRIDES.items():
-            if name in given:
-                value = check(given[name], _Where(name))
-                if value != getattr(self, name):
-                    changes[name] = value
-                    changed.append(name)
-        if "cases" in given:
-            value = given["cases"]
-            paths = (value,) if isinstance(value, str | os.PathLike) else tuple(value)
-            cases = tuple(_string(os.fspath(p), _Where("cases")) for p in paths)
-            if cases != self.cases:
-                changes["cases"] = cases
-                changed.append("cases")
-        if "fields" in given:
-            changes["fields"] = _merged(self.fields, given["fields"], "fields", _string, changed)
-        if "thresholds" in given:
-            limits = _merged(self.thresholds, given["thresholds"], "thresholds", _rate, changed)
-            changes["thresholds"] = limits
-        if "judges" in given:
-            judges = tuple(
-                j if isinstance(j, JudgeSpec) else JudgeSpec(criterion=_string(j, _Where("judges")))
-                for j in given["judges"]
-            )
-            if judges != self.judges:
-                changes["judges"] = judges
-                changed.append("judges")
-        for which in ("judge_model", "generate_model"):
-            settings = _override_model(getattr(self, which), which, given)
-            if settings != getattr(self, which):
-                changes[which] = settings
-                changed.append(which)
-        overridden = tuple(sorted({*self.overridden, *changed}))
-        return replace(self, **changes, overridden=overridden)
-
-
-# === Finding and loading ===
 
 
 def judges_of(
     specs: Sequence[JudgeSpec], *, judge_model: str = "builtin"
 ) -> tuple[list[Any], dict[str, list[str]] | None]:
     """The judges of a suite's entries, and the categories each looks at (None: every judge
-    looks at all). An entry naming a model other than the run's is refused: a run asks its
-    judges through one model.
+    looks at all). An entry naming another model than the run's is refused: one judge model
+    per run.
 
     >>> judges, where = judges_of([JudgeSpec(criterion="Is polite.", name="polite",
     ...                                      categories=("tone",))])
@@ -386,12 +458,8 @@ def judges_of(
 
 
 def find_suite(start: str | os.PathLike[str] = ".") -> Path | None:
-    """The suite file for ``start``: in that directory or the nearest parent that has one.
-
-    ``tinyeval.toml`` wins over ``pyproject.toml`` in the same directory; a
-    ``pyproject.toml`` without a ``[tool.tinyeval]`` table is passed over (one
-    that is not valid TOML too: it is not ours to judge). Returns None when no
-    directory up to the filesystem root has one.
+    """The suite file of ``start`` or of its nearest parent that has one (None: none has):
+    ``tinyeval.toml``, else a ``pyproject.toml`` with a ``[tool.tinyeval]`` table.
 
     >>> import tempfile
     >>> top = Path(tempfile.mkdtemp())
@@ -441,20 +509,17 @@ def _has_tool_table(path: Path) -> bool:
 def load_suite(
     path: str | os.PathLike[str] | None = None, *, start: str | os.PathLike[str] = "."
 ) -> Suite:
-    """Read and validate a suite file: ``path``, or the one :func:`find_suite` finds from ``start``.
-
-    ``path`` may be a directory: its own suite file is read. A
-    ``pyproject.toml`` given explicitly must have a ``[tool.tinyeval]``
-    table. Raises :class:`InputError` naming the file, line and key of the
-    first problem.
+    """Read and check a suite file: ``path`` (a file, or a directory holding one), or the one
+    :func:`find_suite` finds from ``start``. Raises :class:`InputError` naming the file, line
+    and key of the first problem.
 
     >>> import tempfile
     >>> folder = Path(tempfile.mkdtemp())
-    >>> _ = (folder / "tinyeval.toml").write_text('cases = "c.jsonl"\\n[gate]\\nonn = "lower"\\n')
+    >>> _ = (folder / "tinyeval.toml").write_text('cases = "c.jsonl"\\n[gate]\\npass = 1\\n')
     >>> load_suite(folder / "tinyeval.toml")
     Traceback (most recent call last):
     ...
-    tinyeval.errors.InputError: ...tinyeval.toml:3: gate.onn: unknown key; did you mean 'on'?
+    tinyeval.errors.InputError: ...tinyeval.toml:3: gate.pass: unknown key; expected one of ...
     """
     if path is None:
         found = find_suite(start)
@@ -639,23 +704,6 @@ class _Where:
         return self.error(f"expected {what}, got {describe_json(value)}")
 
 
-def _merged(
-    current: Mapping[str, _V],
-    given: Any,
-    table: str,
-    check: Callable[[Any, _Where], _V],
-    changed: list[str],
-) -> dict[str, _V]:
-    """``current`` with each key of ``given`` checked and set; each key that changes is noted."""
-    merged = dict(current)
-    for key, value in dict(given).items():
-        value = check(value, _Where(f"{table}.{key}"))
-        if merged.get(key) != value:
-            merged[key] = value
-            changed.append(f"{table}.{key}")
-    return merged
-
-
 def _string(value: Any, where: _Where) -> str:
     if not isinstance(value, str) or not value.strip():
         raise where.expected("a non-empty string", value)
@@ -682,19 +730,12 @@ def _number(value: Any, where: _Where, *, positive: bool = False) -> float:
 
 
 def _rate(value: Any, where: _Where) -> float:
-    """A threshold: a number from 0 to 1, or a percentage string such as ``"85%"``."""
-    rate: float | None = None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        rate = float(value)
-    elif isinstance(value, str):
-        text = value.strip()
-        try:
-            rate = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-        except ValueError:
-            rate = None
-    if rate is None or not 0.0 <= rate <= 1.0:  # also refuses NaN
-        raise where.expected('a rate from 0 to 1, or a percentage such as "85%"', value)
-    return rate
+    try:
+        if isinstance(value, bool):
+            raise InputError("a rate is no boolean")
+        return parse_threshold(value)
+    except (InputError, TypeError):
+        raise where.expected('a rate from 0 to 1, or a percentage such as "85%"', value) from None
 
 
 def _choice(*choices: str) -> Any:
@@ -706,60 +747,71 @@ def _choice(*choices: str) -> Any:
     return check
 
 
-def _fraction(value: Any, where: _Where) -> float:
-    number = _number(value, where)
-    if not 0.0 < number < 1.0:
-        raise where.expected("a fraction between 0 and 1, such as 0.2", value)
-    return number
-
-
-def _price_text(value: Any, where: _Where) -> str:
-    """A price as ``in=X,out=Y``, from that text or from the ``[price]`` table's numbers."""
-    if isinstance(value, Mapping):
-        return f"in={value['in']},out={value['out']}"
-    text = _string(value, where)
-    parts = dict(part.strip().partition("=")[::2] for part in text.split(","))
-    if sorted(parts) != ["in", "out"]:
-        raise where.expected('a price such as "in=0.15,out=0.60"', value)
-    for name, raw in parts.items():
-        try:
-            _number(float(raw.strip().removeprefix("$")), where / name)
-        except ValueError:
-            raise where.expected('a price such as "in=0.15,out=0.60"', value) from None
-    return text
-
-
-def _table(value: Any, where: _Where, keys: Iterable[str]) -> dict[str, Any]:
+def _table(value: Any, where: _Where, keys: Sequence[str]) -> dict[str, Any]:
     """A TOML table whose keys must all be among ``keys`` (a did-you-mean otherwise)."""
     if not isinstance(value, dict):
         raise where.expected("a table", value)
-    allowed = list(keys)
     for key in value:
         if _SECRET.search(key) and key != "max_tokens":
             raise (where / key).error(
                 "a suite file is checked in: never put an API key or secret in it; "
                 "the model adapters read keys from the environment (e.g. OPENAI_API_KEY)"
             )
-        if key not in allowed:
-            hint = did_you_mean(key, allowed)
-            raise (where / key).error(
-                f"unknown key; did you mean {hint!r}?" if hint else
-                f"unknown key; expected one of {', '.join(allowed)}"
-            )  # fmt: skip
+        if key not in keys:
+            hint = did_you_mean(key, keys)
+            more = f"did you mean {hint!r}?" if hint else f"expected one of {', '.join(keys)}"
+            raise (where / key).error(f"unknown key; {more}")
     return value
 
 
-_TOP = (
-    "cases", "format", "id_from_line", "concurrency", "default_threshold", "fields",
-    "thresholds", "gate", "judges", "models", "price", "holdout", "reports",
-)  # fmt: skip
+def _setting_keys() -> dict[str, Any]:
+    """The run settings a suite sets, by their key (``"gate.inconclusive"``)."""
+    return {f.metadata["suite"]: f for f in fields(RunSettings) if "suite" in f.metadata}
+
+
+def _check_setting(setting: Any, value: Any, where: _Where, path: Any) -> Any:
+    """A suite's value of a run setting, checked as its field says."""
+    meta, kind = setting.metadata, str(setting.type)
+    if setting.name == "fields":
+        table = _table(value, where, _CASE_FIELDS)
+        return {key: _string(text, where / key) for key, text in table.items()}
+    if setting.name == "thresholds":
+        if not isinstance(value, dict):
+            raise where.expected("a table of category = rate", value)
+        return {key: _rate(rate, where / key) for key, rate in value.items()}
+    if "choices" in meta:
+        return _choice(*meta["choices"])(value, where)
+    if kind.startswith("bool"):
+        return _boolean(value, where)
+    if kind.startswith("int"):
+        return _whole(value, where, meta.get("least", 1))
+    if meta.get("rate"):
+        return _rate(value, where)
+    return path(value, where)
+
+
+_CASE_FIELDS = (
+    "id",
+    "input",
+    "output",
+    "context",
+    "category",
+    "expect",
+    "origin",
+    "tool_calls",
+    "label",
+)
 _JUDGE = ("criterion", "rubric", "name", "style", "votes", "model", "categories")
 _MODEL = ("spec", "temperature", "max_tokens", "timeout", "base_url")
-_REPORTS = ("out", "junit", "markdown", "html")
 
 
 def _build(data: dict[str, Any], where: _Where) -> Suite:
-    data = _table(data, where, _TOP)
+    settings = _setting_keys()
+    tables: dict[str, list[str]] = {}
+    for key in settings:
+        top, _, inner = key.partition(".")
+        tables.setdefault(top, []).extend([inner] if inner else [])
+    data = _table(data, where, ["cases", *tables, "judges", "models", "price", "holdout"])
     base = os.path.dirname(where.file or "")
 
     def path(value: Any, at: _Where) -> str:
@@ -767,62 +819,41 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
 
     if "cases" not in data:
         raise where.error(f"no 'cases' key: name the cases file, e.g. cases = {'cases.jsonl'!r}")
-    raw_cases = data["cases"]
-    if isinstance(raw_cases, list):
-        if not raw_cases:
-            raise (where / "cases").expected("a file name or a non-empty list of them", raw_cases)
-        cases = tuple(path(p, where / "cases" / i) for i, p in enumerate(raw_cases))
-    else:
-        cases = (path(raw_cases, where / "cases"),)
-    options: dict[str, Any] = {"path": where.file, "cases": cases}
-    if "format" in data:
-        options["format"] = _choice(*_FORMATS)(data["format"], where / "format")
-    if "id_from_line" in data:
-        options["id_from_line"] = _boolean(data["id_from_line"], where / "id_from_line")
-    if "concurrency" in data:
-        options["concurrency"] = _whole(data["concurrency"], where / "concurrency")
-    if "default_threshold" in data:
-        options["default_threshold"] = _rate(data["default_threshold"], where / "default_threshold")
-    if "fields" in data:
-        at = where / "fields"
-        table = _table(data["fields"], at, ("id", "input", "output", "context", "category",
-                                            "expect", "origin", "tool_calls", "label"))  # fmt: skip
-        options["fields"] = {key: _string(value, at / key) for key, value in table.items()}
-    if "thresholds" in data:
-        at = where / "thresholds"
-        if not isinstance(data["thresholds"], dict):
-            raise at.expected("a table of category = rate", data["thresholds"])
-        options["thresholds"] = {k: _rate(v, at / k) for k, v in data["thresholds"].items()}
-    if "gate" in data:
-        at = where / "gate"
-        gate = _table(data["gate"], at, ("on", "inconclusive", "allow_unchecked"))
-        if "on" in gate:
-            options["gate_on"] = _choice("rate", "lower")(gate["on"], at / "on")
-        if "inconclusive" in gate:
-            options["inconclusive"] = _choice("pass", "block")(
-                gate["inconclusive"], at / "inconclusive"
-            )
-        if "allow_unchecked" in gate:
-            options["allow_unchecked"] = _boolean(gate["allow_unchecked"], at / "allow_unchecked")
+    cases = data["cases"]
+    if isinstance(cases, list) and not cases:
+        raise (where / "cases").expected("a file name or a non-empty list of them", cases)
+    at = where / "cases"
+    found: dict[str, Any] = {"path": where.file}
+    found["cases"] = (
+        tuple(path(p, at / i) for i, p in enumerate(cases))
+        if isinstance(cases, list)
+        else (path(cases, at),)
+    )
+    for top, keys in tables.items():
+        if top in data and keys:
+            _table(data[top], where / top, keys)
+    for key, setting in settings.items():
+        top, _, inner = key.partition(".")
+        if top not in data or (inner and inner not in data[top]):
+            continue
+        value = data[top][inner] if inner else data[top]
+        at = where / top / inner if inner else where / top
+        found[setting.name] = _check_setting(setting, value, at, path)
     if "judges" in data:
         at = where / "judges"
         if not isinstance(data["judges"], list):
             raise at.expected("an array of tables, written [[judges]]", data["judges"])
-        options["judges"] = tuple(
-            _judge(item, at / i, path) for i, item in enumerate(data["judges"])
-        )
-        names = [j.name or j.criterion or j.rubric for j in options["judges"]]
+        found["judges"] = tuple(_judge(item, at / i, path) for i, item in enumerate(data["judges"]))
+        names = [j.name or j.criterion or j.rubric for j in found["judges"]]
         for i, name in enumerate(names):
             if name in names[:i]:
                 raise (at / i).error(f"a second judge named {name!r}; give judges distinct names")
     if "models" in data:
         at = where / "models"
         models = _table(data["models"], at, ("judge", "generate"))
-        if "judge" in models:
-            options["judge_model"] = _model(models["judge"], at / "judge", _MODEL, path)
-        if "generate" in models:
-            keys = (*_MODEL, "prompt_template")
-            options["generate_model"] = _model(models["generate"], at / "generate", keys, path)
+        for which, allowed in (("judge", _MODEL), ("generate", (*_MODEL, "prompt_template"))):
+            if which in models:
+                found[f"{which}_model"] = _model(models[which], at / which, allowed, path)
     if "price" in data:
         at = where / "price"
         price = _table(data["price"], at, ("in", "out"))
@@ -830,20 +861,19 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
             if name not in price:
                 raise at.error(f"no {name!r} key: give in and out, dollars per million tokens")
             _number(price[name], at / name)
-        options["price"] = _price_text(price, at)
+        found["price"] = f"in={price['in']},out={price['out']}"
     if "holdout" in data:
         at = where / "holdout"
         holdout = _table(data["holdout"], at, ("fraction", "salt"))
         if "fraction" not in holdout:
             raise at.error("no 'fraction' key: the share of cases held out, e.g. fraction = 0.2")
-        options["holdout"] = _fraction(holdout["fraction"], at / "fraction")
+        fraction = _number(holdout["fraction"], at / "fraction")
+        if not 0.0 < fraction < 1.0:
+            raise (at / "fraction").expected("a fraction between 0 and 1, such as 0.2", fraction)
+        found["holdout"] = fraction
         if "salt" in holdout:
-            options["salt"] = _string(holdout["salt"], at / "salt")
-    if "reports" in data:
-        at = where / "reports"
-        for key, value in _table(data["reports"], at, _REPORTS).items():
-            options[key] = path(value, at / key)
-    return Suite(**options)
+            found["salt"] = _string(holdout["salt"], at / "salt")
+    return Suite(**found)
 
 
 def _judge(item: Any, where: _Where, path: Any) -> JudgeSpec:
@@ -853,91 +883,43 @@ def _judge(item: Any, where: _Where, path: Any) -> JudgeSpec:
             "a judge needs exactly one of 'criterion' (text or a built-in name) or "
             "'rubric' (a file)"
         )
-    options: dict[str, Any] = {}
-    if "criterion" in table:
-        options["criterion"] = _string(table["criterion"], where / "criterion")
-    if "rubric" in table:
-        options["rubric"] = path(table["rubric"], where / "rubric")
-    for key in ("name", "model"):
+    found: dict[str, Any] = {}
+    for key in ("criterion", "name", "model"):
         if key in table:
-            options[key] = _string(table[key], where / key)
+            found[key] = _string(table[key], where / key)
+    if "rubric" in table:
+        found["rubric"] = path(table["rubric"], where / "rubric")
     if "style" in table:
-        options["style"] = _choice(*_STYLES)(table["style"], where / "style")
+        found["style"] = _choice("verdict-first", "evidence-first")(table["style"], where / "style")
     if "votes" in table:
         votes = _whole(table["votes"], where / "votes")
         if votes % 2 == 0:
             raise (where / "votes").expected("an odd number (1, 3, 5…) so a majority exists", votes)
-        options["votes"] = votes
+        found["votes"] = votes
     if "categories" in table:
         at = where / "categories"
         if not isinstance(table["categories"], list) or not table["categories"]:
             raise at.expected("a non-empty list of category names", table["categories"])
-        options["categories"] = tuple(_string(c, at / i) for i, c in enumerate(table["categories"]))
-    return JudgeSpec(**options)
+        found["categories"] = tuple(_string(c, at / i) for i, c in enumerate(table["categories"]))
+    return JudgeSpec(**found)
 
 
 def _model(item: Any, where: _Where, keys: Sequence[str], path: Any) -> ModelSettings:
     table = _table(item, where, keys)
     if "spec" not in table:
         raise where.error("no 'spec' key: name the model, e.g. spec = 'builtin' or 'openai:MODEL'")
-    options: dict[str, Any] = {"spec": _string(table["spec"], where / "spec")}
+    found: dict[str, Any] = {"spec": _string(table["spec"], where / "spec")}
     if "temperature" in table:
-        options["temperature"] = _number(table["temperature"], where / "temperature")
+        found["temperature"] = _number(table["temperature"], where / "temperature")
     if "max_tokens" in table:
-        options["max_tokens"] = _whole(table["max_tokens"], where / "max_tokens")
+        found["max_tokens"] = _whole(table["max_tokens"], where / "max_tokens")
     if "timeout" in table:
-        options["timeout"] = _number(table["timeout"], where / "timeout", positive=True)
+        found["timeout"] = _number(table["timeout"], where / "timeout", positive=True)
     if "base_url" in table:
-        options["base_url"] = _string(table["base_url"], where / "base_url")
+        found["base_url"] = _string(table["base_url"], where / "base_url")
     if "prompt_template" in table:
-        options["prompt_template"] = path(table["prompt_template"], where / "prompt_template")
-    return ModelSettings(**options)
-
-
-_SIMPLE_OVERRIDES: dict[str, Any] = {
-    "format": _choice(*_FORMATS),
-    "id_from_line": _boolean,
-    "default_threshold": _rate,
-    "gate_on": _choice("rate", "lower"),
-    "inconclusive": _choice("pass", "block"),
-    "allow_unchecked": _boolean,
-    "price": _price_text,
-    "holdout": _fraction,
-    "salt": _string,
-    "concurrency": _whole,
-    "out": _string,
-    "junit": _string,
-    "markdown": _string,
-    "html": _string,
-}
-_MODEL_OVERRIDES = (
-    "judge_model", "generate_model", "temperature", "timeout", "base_url",
-    "judge_max_tokens", "max_tokens", "prompt_template",
-)  # fmt: skip
-
-
-def _override_model(
-    settings: ModelSettings | None, which: str, given: Mapping[str, Any]
-) -> ModelSettings | None:
-    """``settings`` with the model options of ``given`` that concern ``which`` applied."""
-    if which in given:
-        spec = _string(given[which], _Where(which))
-        settings = replace(settings, spec=spec) if settings else ModelSettings(spec)
-    if settings is None:
-        return None
-    changes: dict[str, Any] = {}
-    if "temperature" in given:
-        changes["temperature"] = _number(given["temperature"], _Where("temperature"))
-    if "timeout" in given:
-        changes["timeout"] = _number(given["timeout"], _Where("timeout"), positive=True)
-    if "base_url" in given:
-        changes["base_url"] = _string(given["base_url"], _Where("base_url"))
-    tokens = "judge_max_tokens" if which == "judge_model" else "max_tokens"
-    if tokens in given:
-        changes["max_tokens"] = _whole(given[tokens], _Where(tokens))
-    if which == "generate_model" and "prompt_template" in given:
-        changes["prompt_template"] = _string(given["prompt_template"], _Where("prompt_template"))
-    return replace(settings, **changes)
+        found["prompt_template"] = path(table["prompt_template"], where / "prompt_template")
+    return ModelSettings(**found)
 
 
 def _relative(path: str, base: str) -> str:

@@ -1,55 +1,56 @@
 """The command line: ``tinyeval COMMAND …`` and ``python -m tinyeval COMMAND …``.
 
-Thin by design: each command parses its arguments, calls the library, prints,
-and returns an exit code.
-
-Exit codes: 0 the gate passed or the command did its job; 1 a gate failed;
-2 bad usage or bad input (one line on stderr, no traceback); 3 the run could
-not complete or the results are incomplete (more errored cases than
-``--max-errors``, missing cases or shards, an internal error).
-
-Any other failure is a bug of ours: one line, exit 3 (never 1, which CI reads
-as a failed gate). ``tinyeval --debug COMMAND …`` (or ``TINYEVAL_TRACEBACK=1``)
-shows the full traceback behind a one-line error.
+Exit codes: 0 the gate passed or the command did its job; 1 a gate failed; 2 bad usage or
+input (one line on stderr); 3 the run or its results are incomplete, or a bug of ours (never
+1, which CI reads as a failed gate). ``--debug`` (or ``TINYEVAL_TRACEBACK=1``) shows the
+traceback behind a one-line error.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import re
 import sys
+from typing import Any
 
+from .. import _EXTRAS, _extra
 from ..errors import IncompleteError, InputError
-from ..humans import cli as labels
-from ..judges import cli as pairwise
-from ..scale import cli as cost
 from ..stats import StatisticsError
-from . import results, run, statistics, suite
 from ._common import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, PROG, UsageError
 
 __all__ = ["UsageError", "build_parser", "main"]
 
-# what adds each sub-command's parser, in the order of --help
-_COMMANDS = (run.add_run, suite.add_init, results.add_gate_and_report, results.add_compare,
-             results.add_merge, results.add_split, pairwise.add_pairwise, labels.add_label,
-             labels.add_calibrate, statistics.add_stats, cost.add_cost)  # fmt: skip
+# the core's commands: name -> "module:function adding its parser"; the extras' come through
+# _EXTRAS["command"]. In the order of --help.
+_CORE = {
+    "run": "run:add_run",
+    "init": "run:add_init",
+    "gate": "results:add_gate_and_report",
+    "report": "results:add_gate_and_report",
+    "compare": "results:add_compare",
+    "merge": "results:add_merge",
+    "split": "results:add_split",
+    "calibrate": "results:add_calibrate",
+    "stats": "statistics:add_stats",
+}
 
-# the sub-commands each of those adds (a test holds the two together)
-_ADDED_BY = {"run": run.add_run, "init": suite.add_init,
-             "gate": results.add_gate_and_report, "report": results.add_gate_and_report,
-             "compare": results.add_compare, "merge": results.add_merge,
-             "split": results.add_split, "pairwise": pairwise.add_pairwise,
-             "label": labels.add_label, "calibrate": labels.add_calibrate,
-             "stats": statistics.add_stats, "cost": cost.add_cost}  # fmt: skip
+
+def _adder(name: str) -> Any:
+    """The function that adds the parser of the command ``name``, its module imported now."""
+    if name not in _CORE:
+        return _extra("command", name, f"the command {name!r}")  # InputError without it
+    module, _, function = _CORE[name].partition(":")
+    return getattr(importlib.import_module(f".{module}", __name__), function)
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The top-level parser with every registered sub-command, or with only ``command``'s
-    when it names one (what :func:`main` builds for a command line that names its command:
-    a tenth of the work).
+    """The top-level parser with every command (those of the extras this copy has), or only
+    ``command``'s when it names one: what :func:`main` builds for a command line naming its
+    command (a tenth of the work).
 
-    >>> build_parser().parse_args(["gate", "rows.jsonl", "--threshold", "tone=0.9"]).threshold
+    >>> build_parser().parse_args(["gate", "rows.jsonl", "--threshold", "tone=0.9"]).thresholds
     ['tone=0.9']
     >>> build_parser("run").parse_args(["run", "cases.jsonl"]).cases
     'cases.jsonl'
@@ -67,21 +68,34 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for add in (_ADDED_BY[command],) if command in _ADDED_BY else _COMMANDS:
+    names = [command] if command in _CORE or command in _EXTRAS["command"] else _commands()
+    for add in dict.fromkeys(_adder(name) for name in names):  # gate's adds report too
         add(sub)
     return parser
 
 
+def _commands() -> list[str]:
+    """Every command: the core's, and those of the extras present in this copy."""
+    present = []
+    for name in [n for n in _EXTRAS["command"] if n not in _CORE]:  # a core one's: extends it
+        try:
+            _adder(name)
+        except InputError:  # a copy without that extra
+            continue
+        present.append(name)
+    return [*_CORE, *present]
+
+
 def _command_named(argv: list[str]) -> str | None:
-    """The sub-command ``argv`` runs, when nothing before it needs the whole parser (``--help``
-    and ``--version`` list or name every command; a misspelt command is told the choices).
+    """The command ``argv`` runs, when nothing before it needs the whole parser (``--help``
+    and ``--version`` list every command; a misspelt command is told the choices).
 
     >>> _command_named(["--debug", "run", "cases.jsonl"]), _command_named(["--help", "run"])
     ('run', None)
     """
     for arg in argv:
         if arg != "--debug":
-            return arg if arg in _ADDED_BY else None
+            return arg if arg in _CORE or arg in _EXTRAS["command"] else None
     return None
 
 
@@ -100,7 +114,6 @@ def _as_given(exc: Exception, parser: argparse.ArgumentParser, args: argparse.Na
     options: dict[str, str | None] = {
         a.dest: max(a.option_strings, key=len) for a in command._actions if a.option_strings
     }
-    options.update({"fields": options.get("field"), "thresholds": options.get("threshold")})
 
     def option(found: re.Match[str]) -> str:
         return f"({options.get(found[1]) or found[1]}{found[2]}"
@@ -121,7 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     27/30 = 90.0%; 95% Wilson interval 74.4%–96.5%.
     0
     """
-    parser = build_parser(_command_named(sys.argv[1:] if argv is None else argv))
+    try:
+        parser = build_parser(_command_named(sys.argv[1:] if argv is None else argv))
+    except InputError as exc:  # the command of an extra this copy lacks
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     args = parser.parse_args(argv)
     debug = bool(args.debug or os.environ.get("TINYEVAL_TRACEBACK"))
     try:

@@ -6,7 +6,8 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import fields
 from typing import IO, Any
 
 from ..errors import InputError
@@ -38,96 +39,96 @@ def print_plan(plan: Any, price: Any, *, as_json: bool) -> None:
 
 
 def proportion(text: str) -> float:
-    """An argparse type for a proportion typed as ``0.2`` or ``20%``.
+    """An argparse type for a proportion typed as ``0.2`` or ``20%`` (the gate's rate parser).
 
     >>> proportion("20%"), proportion("0.05")
     (0.2, 0.05)
     """
-    number = text.strip()
-    scale = 100.0 if number.endswith("%") else 1.0
-    return float(number.removesuffix("%")) / scale  # a ValueError becomes argparse's message
+    from ..gating import parse_threshold
+
+    try:
+        return parse_threshold(text)
+    except InputError as exc:  # argparse says a ValueError as "invalid proportion value"
+        raise ValueError(str(exc)) from None
 
 
-# fmt: off
-def add_model_options(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
-    """Options shared by the commands that call models (run, pairwise)."""
-    ex = p.add_argument_group("calling models")
-    ex.add_argument("--base-url", metavar="URL",
-                    help="base URL of an OpenAI-compatible server (default: $OPENAI_BASE_URL)")
-    ex.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
-                    help="timeout of one model call (default: 60)")
-    ex.add_argument("--temperature", type=float, default=0.0, metavar="T",
-                    help="sampling temperature sent to models, recorded in each row (default: "
-                    "0; votes differ only above 0)")
-    ex.add_argument("--judge-max-tokens", type=int, default=256, metavar="N",
-                    help="longest judge reply to ask for (default: 256)")
-    ex.add_argument("--concurrency", type=int, default=4, metavar="N",
-                    help="cases in flight at once (default: 4)")
-    ex.add_argument("--cache", default=".tinyeval/cache.sqlite3", metavar="PATH",
-                    help="response cache for model calls (default: .tinyeval/cache.sqlite3; the "
-                    "offline builtin judge is never cached)")
-    ex.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
-    ex.add_argument("--max-response-bytes", type=int, metavar="N",
-                    help="the largest reply read from a model server, in bytes (default: 8 "
-                    "MiB); a larger one is a failed call, refused before more of it is read")
-    ex.add_argument("--refresh", action="store_true",
-                    help="call the models again and overwrite what the cache holds")
-    return ex
-# fmt: on
+def add_settings(p: Any, names: Iterable[str] | None = None) -> dict[str | None, Any]:
+    """The options of the run settings ``names`` on ``p`` (default: every setting that has
+    one, each in its group: the core's groups first, then each extra's). Returns the groups."""
+    from ..suite import GROUPS, RunSettings
+
+    wanted = {f.name: f for f in fields(RunSettings) if "help" in f.metadata}
+    groups: dict[str | None, Any] = {None: p}
+    if names is None:
+        groups.update((title, p.add_argument_group(title)) for title in GROUPS)
+    else:
+        wanted = {name: wanted[name] for name in names}
+    for name, setting in wanted.items():
+        meta, kind = setting.metadata, str(setting.type)
+        option: dict[str, Any] = {"dest": name, "help": meta["help"], "default": setting.default}
+        if kind.startswith("bool"):
+            option["action"] = "store_true"
+        elif meta.get("many") or kind.startswith(("Sequence", "Mapping")):
+            option.update(action="append", metavar=meta.get("metavar"))
+            option["default"] = None if meta.get("many") else []
+        else:
+            option.update(metavar=meta.get("metavar"), choices=meta.get("choices"))
+            for number, metavar in ((int, "N"), (float, "SECONDS")):
+                if kind in (number.__name__, f"{number.__name__} | None"):
+                    option.update(type=number, metavar=meta.get("metavar", metavar))
+        where = groups[meta["group"] if names is None else None]
+        where.add_argument(meta.get("flag", "--" + name.replace("_", "-")), **option)
+    return groups
 
 
-# fmt: off
+def add_model_options(p: Any) -> None:
+    """The options of calling models, as ``run`` has them (for ``pairwise``)."""
+    add_settings(
+        p,
+        (
+            "base_url",
+            "timeout",
+            "temperature",
+            "judge_max_tokens",
+            "concurrency",
+            "cache",
+            "no_cache",
+            "max_response_bytes",
+            "refresh",
+        ),
+    )
+
+
 def add_threshold_options(p: Any) -> None:
-    """The gate's options (thresholds, inconclusive handling), on a parser or an argument group."""
-    p.add_argument("--threshold", action="append", default=[], metavar="CATEGORY=RATE",
-                   help="minimum pass rate for a category, e.g. amount_extraction=1.0 or =95%% "
-                   "(repeatable)")
-    p.add_argument("--default-threshold", metavar="RATE",
-                   help="threshold for categories without their own (default: none, such "
-                   "categories are reported but do not gate)")
-    p.add_argument("--inconclusive", choices=["pass", "block"],
-                   help="what a category does whose rate meets its threshold but whose 95%% "
-                   "interval reaches below it: pass (the default, marked inconclusive with the "
-                   "cases needed) or block (the interval must clear the threshold)")
-    p.add_argument("--gate-on", choices=["rate", "lower"],
-                   help="older spelling: rate is --inconclusive pass, lower is --inconclusive "
-                   "block")
-    p.add_argument("--allow-unchecked", action="store_true", default=None,
-                   help="decide a gated category with unchecked cases on its rate (they count "
-                   "as not passed); by default it blocks")
-# fmt: on
+    """The gate's options, as ``run`` has them."""
+    add_settings(p, ("thresholds", "default_threshold", "inconclusive", "allow_unchecked"))
 
 
 def gate_options(args: argparse.Namespace) -> dict[str, Any]:
     """The gate keywords of :func:`tinyeval.gating.gate` from the command's options."""
     from ..session import parse_thresholds
 
-    older = {"lower": "block", "rate": "pass", None: None}[args.gate_on]
-    if args.inconclusive and older and older != args.inconclusive:
-        raise UsageError(f"--gate-on {args.gate_on} and --inconclusive {args.inconclusive} "
-                         "contradict each other; give one")  # fmt: skip
     return {
-        "thresholds": parse_thresholds(args.threshold),
+        "thresholds": parse_thresholds(args.thresholds),
         "default_threshold": args.default_threshold,
-        "inconclusive": args.inconclusive or older,
+        "inconclusive": args.inconclusive,
         "allow_unchecked": args.allow_unchecked,
     }
 
 
-# fmt: off
-def add_report_files(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--junit", metavar="FILE",
-                   help="also write JUnit XML: a test per category, failing when it blocks, and "
-                   "a test per case (failures the gate tolerates are skipped)")
-    p.add_argument("--markdown", metavar="FILE",
-                   help="also write the gate table as Markdown (for a PR comment)")
-    p.add_argument("--html", metavar="FILE",
-                   help="also write a self-contained HTML report (table, chart, judge, every "
-                   "failed case)")
-    p.add_argument("--github", action="store_true",
-                   help="append the summary to $GITHUB_STEP_SUMMARY and print ::error/::warning "
-                   "annotations (on by default when GITHUB_STEP_SUMMARY is set)")
-# fmt: on
+def add_report_files(p: Any) -> None:
+    """The report files' options, and ``--github``."""
+    add_settings(p, ("junit", "markdown", "html"))
+    add_github(p)
+
+
+def add_github(p: Any) -> None:
+    p.add_argument(
+        "--github",
+        action="store_true",
+        help="append the summary to $GITHUB_STEP_SUMMARY and print ::error/::warning "
+        "annotations (on by default when GITHUB_STEP_SUMMARY is set)",
+    )
 
 
 def write_reports(

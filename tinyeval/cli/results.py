@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from typing import Any
 
-from ..errors import plural
+from .. import _extra
+from ..errors import InputError, plural
 from ..records import write_records
 from ._common import (
     EXIT_GATE_FAILED,
     EXIT_INCOMPLETE,
     EXIT_OK,
+    PROG,
     UsageError,
     add_report_files,
     add_threshold_options,
@@ -191,4 +194,68 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             print(f"warning: {warning}", file=sys.stderr)
     if args.fail_on_regression and report.regressions(args.alpha):
         return EXIT_GATE_FAILED
+    return EXIT_OK
+
+
+def add_calibrate(sub: Any) -> None:
+    p = sub.add_parser(
+        "calibrate",
+        help="compare the judge with your labels: failure recall, false alarms, kappa",
+        description="Join RESULTS (result rows) and LABELS (written by tinyeval label) by id and "
+        "report how far the judge can stand for your criterion: agreement, the share of your "
+        "FAILs it caught, its false alarms, Cohen's kappa with its interval, the confusion "
+        "matrix, and in words what speaks against trusting it. With labels from several "
+        "labelers (tinyeval/humans/), also their agreement with each other; the judge is then "
+        "compared with the adjudicated label, else the only labeler's, else the majority's.",
+    )
+    p.add_argument("results", metavar="RESULTS", help="result rows written by tinyeval run")
+    p.add_argument("labels", metavar="LABELS", help="the labels file written by tinyeval label")
+    p.add_argument("--judge", metavar="NAME", help="the judge of the rows to calibrate")
+    p.add_argument("--only", metavar="FILE", help="score only the ids in FILE")
+    p.add_argument(
+        "--disagreements",
+        metavar="FILE",
+        help="write every case where judge and human differ: the row plus 'human', your label",
+    )
+    p.add_argument("--save", metavar="CAL.json", help="save it, for tinyeval run --calibration")
+    p.add_argument(
+        "--field",
+        action="append",
+        default=[],
+        metavar="KEY=PATH",
+        help="read LABELS through a field mapping: KEY is id, label, labeler or at (repeatable)",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(handler=_cmd_calibrate)
+    with contextlib.suppress(InputError):  # a copy without tinyeval/humans/
+        _extra("command", "calibrate")(p)
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    """The judge against one labeler's labels (a copy without tinyeval/humans/)."""
+    from ..calibration import calibrate_results, disagreement_rows
+    from ..label_file import parse_label_fields, read_label_set
+    from ..records import read_rows
+    from ..session import case_ids, refuse_overwriting, same_file
+
+    if same_file(args.results, args.labels):
+        raise UsageError(f"RESULTS and LABELS are the same file {args.results}")
+    outputs = {"save": args.save, "disagreements": args.disagreements}
+    refuse_overwriting([args.results, args.labels, args.only], outputs)
+    rows = read_rows(args.results)
+    labels = read_label_set(args.labels, fields=parse_label_fields(args.field))
+    if len(labels.labelers) > 1 or labels.adjudicated:
+        _extra("command", "calibrate", "labels of several labelers")  # says what the copy lacks
+    only = case_ids(args.only)
+    calibration = calibrate_results(rows, labels.latest, judge=args.judge, only=only)
+    for warning in calibration.expired:
+        print(f"{PROG}: WARNING: {warning}", file=sys.stderr)
+    if args.disagreements:
+        write_records(args.disagreements, disagreement_rows(calibration, rows, labels.latest))
+    if args.save:
+        calibration.save(args.save)
+    if args.json:
+        print_json(calibration.to_dict())
+    else:
+        print(calibration.to_text())
     return EXIT_OK

@@ -1,4 +1,5 @@
-"""``tinyeval run``: cases → code checks → judge(s) → one row per case → the gate."""
+"""``tinyeval run``: cases → code checks → judge(s) → one row per case → the gate; with no
+CASES (or ``--config FILE``) it runs the suite file, which ``tinyeval init`` starts."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from ..errors import plural
+from ..suite import CI
 from ._common import (
     EXIT_GATE_FAILED,
     EXIT_INCOMPLETE,
@@ -20,21 +23,18 @@ from ._common import (
     PROG,
     StatusLine,
     UsageError,
-    add_model_options,
-    add_report_files,
-    add_threshold_options,
+    add_github,
+    add_settings,
     gate_options,
     print_json,
     print_plan,
     write_reports,
 )
 
-DEFAULT_OUT = "tinyeval-results.jsonl"
 _NOTHING_WRITTEN = ("A run that calls no model writes its rows once it has read its whole file: "
                     "nothing was written")  # fmt: skip
 
 
-# fmt: off
 def add_run(sub: Any) -> None:
     p = sub.add_parser(
         "run",
@@ -43,117 +43,62 @@ def add_run(sub: Any) -> None:
         "code checks from each case's expect block first, then the judge where one is asked "
         "for, one result row per case, a table per category and a gate.",
     )
-    p.add_argument("cases", nargs="?", metavar="CASES",
-                   help="the cases file ('-' reads JSONL from stdin); omit it to run the suite "
-                   "file (tinyeval.toml, or [tool.tinyeval] in pyproject.toml) found here or "
-                   "above")
-    p.add_argument("--config", metavar="FILE",
-                   help="the suite file to run (default, when CASES is omitted: the one found "
-                   "here or above); options given on the command line win over it")
-    p.add_argument("--out", default=DEFAULT_OUT, metavar="FILE",
-                   help="where result rows are written, one JSON line per case (default: "
-                   f"{DEFAULT_OUT})")
-    data = p.add_argument_group("reading the cases")
-    data.add_argument("--field", action="append", default=[], metavar="KEY=PATH",
-                      help="map a recognised key to a dotted path in your records, e.g. "
-                      "input=request.messages.0.content (repeatable)")
-    data.add_argument("--id-from-line", action="store_true",
-                      help="name cases without an id after their line: line-N")
-    data.add_argument("--format", choices=["jsonl", "json", "csv", "yaml", "otel"],
-                      help="the file format, when the name does not tell it")
-    data.add_argument("--sample", type=int, metavar="N",
-                      help="run a seeded random sample of N cases")
-    data.add_argument("--seed", default="0", help="seed for --sample (default: 0)")
-    data.add_argument("--max-line-bytes", type=int, metavar="N",
-                      help="the longest line (or, for JSON and YAML, file) read, in bytes "
-                      "(default: 64 MiB); a longer one is refused before it fills memory")
-    data.add_argument("--only", metavar="IDS|FILE",
-                      help="run only these cases: ids separated by commas, or a file of ids "
-                      "(one per line, or JSON lines with an id: calibrate --disagreements)")
-    data.add_argument("--rejudge", metavar="RESULTS",
-                      help="check and judge again the outputs recorded in RESULTS (an earlier "
-                      "run's rows), with the expect blocks of CASES; nothing is generated")
-    gate_group = p.add_argument_group("the gate")
-    add_threshold_options(gate_group)
-    gate_group.add_argument("--k", default="1,3,5,10", metavar="K,K,…",
-                            help="the cutoffs of the retrieval table, for cases with retrieved "
-                            "and relevant (default: 1,3,5,10)")
-    gate_group.add_argument("--retrieval-threshold", action="append", default=[],
-                            metavar="METRIC@K=VALUE",
-                            help="a minimum for every category with retrieval data, e.g. "
-                            "recall@5=0.8, hit@1=90%%, mrr=0.5 (repeatable; a category below it "
-                            "blocks)")
-    judging = p.add_argument_group("the judge (runs only when a criterion is given)")
-    judging.add_argument("--criterion", action="append", default=[], metavar="TEXT|NAME",
-                         help="one property to judge, as text or a built-in name: "
-                         "unsupported-claims, answers-the-question, refuses-when-ambiguous; "
-                         "faithfulness-by-claims, answer-relevance, context-relevance; or "
-                         "graded:TEXT for a 1-5 score (repeatable: one judge per criterion)")
-    judging.add_argument("--rubric", action="append", default=[], metavar="FILE",
-                         help='a criterion from a file: plain text, or JSON with "criterion" '
-                         'and optional "name", "steps", "template" (repeatable)')
-    judging.add_argument("--judge-model", action="append", metavar="SPEC",
-                         help="builtin (offline, the default), openai:MODEL, anthropic:MODEL, "
-                         "cmd:COMMAND or py:MODULE:FUNCTION; given 3, 5… times, a jury: each "
-                         "model judges, the majority decides, split panels go to review")
-    judging.add_argument("--dawid-skene", action="store_true",
-                         help="with a jury and no labels: estimate each juror's sensitivity and "
-                         "specificity from the verdicts alone (Dawid-Skene; errors independent)")
-    judging.add_argument("--votes", type=int, default=1, metavar="N",
-                         help="ask the judge N times and take the majority (default: 1)")
-    judging.add_argument("--judge-style", choices=["verdict-first", "evidence-first"],
-                         default="verdict-first", help="answer format the judge is asked for")
-    judging.add_argument("--judge-all", action="store_true",
-                         help="judge cases whose code checks failed too (default: skip them, "
-                         "they already fail)")
-    judging.add_argument("--judge-category", action="append", metavar="CATEGORY",
-                         help="judge only cases of this category (repeatable; default: all)")
-    judging.add_argument("--review-out", metavar="FILE",
-                         help="write the rows whose votes were not unanimous, for review")
-    judging.add_argument("--calibration", metavar="FILE",
-                         help="a saved calibration (tinyeval calibrate --save): also report "
-                         "pass rates corrected for the judge's measured error")
+    p.add_argument(
+        "cases",
+        nargs="?",
+        metavar="CASES",
+        help="the cases file ('-': JSONL on stdin); without it, the suite file (tinyeval.toml, "
+        "or [tool.tinyeval] in pyproject.toml) found here or above",
+    )
+    p.add_argument(
+        "--config", metavar="FILE", help="a suite file to run; the options given here win"
+    )
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
-    add_report_files(p)
-    p.add_argument("--show-failures", type=int, default=5, metavar="N",
-                   help="list up to N failed cases per category and why (default: 5)")
-    _add_run_execution_options(p)
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="render every prompt and count calls, tokens and cost; call no model",
+    )
+    groups = add_settings(p)
+    add_github(groups[CI])
     p.set_defaults(handler=_cmd_run)
-# fmt: on
 
 
-def _check_run_options(args: argparse.Namespace, settings: Any) -> None:
+def _check_run_options(settings: Any) -> None:
     """Options that only mean something with another one, and outputs over an input."""
     from ..session import refuse_overwriting
 
     for name, partners in settings.unused():
         wanted = " or ".join(f"--{partner.replace('_', '-')}" for partner in partners)
         raise UsageError(f"--{name.replace('_', '-')} has no effect without {wanted}")
-    refuse_overwriting([settings.cases, settings.rejudge],
-                       {"out": settings.out, "review_out": settings.review_out, "junit": args.junit,
-                        "markdown": args.markdown, "html": args.html})  # fmt: skip
+    outputs = ("out", "review_out", "junit", "markdown", "html")
+    refuse_overwriting(
+        [settings.cases, settings.rejudge], {name: getattr(settings, name) for name in outputs}
+    )
 
 
 def settings_from(args: argparse.Namespace) -> Any:
-    """The run's :class:`~tinyeval.session.RunSettings` from its parsed options, with the suite
+    """The run's :class:`~tinyeval.suite.RunSettings` from its parsed options, with the suite
     file's where they are left out (``args`` takes the suite's values too: its report files)."""
-    from dataclasses import fields
-
     from ..dataset import parse_field_mapping
-    from ..session import RunSettings, parse_shard, with_suite
-    from .suite import suite_of
+    from ..session import parse_shard, with_suite
+    from ..suite import RunSettings
 
-    options = {**vars(args), **gate_options(args), "fields": parse_field_mapping(args.field),
-               "shard": parse_shard(args.shard) if args.shard else None}  # fmt: skip
+    given = args.judge_model
+    jurors = [given] if isinstance(given, str) else list(given or [])
+    args.judge_model = jurors[0] if len(jurors) == 1 else (jurors or None)
+    options = {**vars(args), **gate_options(args), "fields": parse_field_mapping(args.fields)}
+    options["shard"] = parse_shard(args.shard) if args.shard else None
     overridden: list[str] = []
     suite = suite_of(args)
     if suite is not None:
         options, overridden = with_suite(options, suite)
         vars(args).update(options)
     named = {f.name for f in fields(RunSettings)} & set(options)
-    return RunSettings(**{name: options[name] for name in named}, suite=suite,
-                       suite_overridden=overridden)  # fmt: skip
+    return RunSettings(
+        **{name: options[name] for name in named}, suite=suite, suite_overridden=overridden
+    )
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -163,10 +108,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     # Everything that can be wrong with the command is found before the cases are read,
     # and everything wrong with the cases before any of them runs.
-    jurors = list(args.judge_model or [])
-    args.judge_model = jurors[0] if len(jurors) == 1 else (jurors or None)
     settings = settings_from(args)
-    _check_run_options(args, settings)
+    _check_run_options(settings)
     session = Session(settings)
     with session:
         try:
@@ -230,63 +173,6 @@ def _run(args: argparse.Namespace, session: Any, ready: Any) -> Any:
     return summary
 
 
-# fmt: off
-def _add_run_execution_options(p: argparse.ArgumentParser) -> None:
-    ex = add_model_options(p)
-    ex.add_argument("--generate-model", metavar="SPEC",
-                    help="generate the output of cases that have none, from their input")
-    ex.add_argument("--stop-when-decided", action="store_true",
-                    help="take the cases in a random order (--seed) and stop each gated "
-                    "category once an anytime-valid confidence sequence decides its gate")
-    ex.add_argument("--trials", type=int, default=1, metavar="K",
-                    help="generate (check and judge) each case K times: one row per trial, "
-                    "figures with the case as the unit, the flaky cases listed")
-    ex.add_argument("--trials-gate", choices=["all", "any"], default="all",
-                    help="with --trials, a case passes the gate when all its trials pass "
-                    "(pass^k, the default) or when any does (pass@k)")
-    ex.add_argument("--regenerate", action="store_true",
-                    help="generate every case's output, even where a logged one exists (a "
-                    "logged conversation is sent as its message list, with roles)")
-    ex.add_argument("--prompt-template", metavar="FILE",
-                    help="a text file with {input} where the case's input goes (for "
-                    "--generate-model)")
-    ex.add_argument("--max-tokens", type=int, metavar="N",
-                    help="longest generated output to ask for (default: the server's)")
-    ex.add_argument("--max-errors", type=int, metavar="N",
-                    help="stop and exit 3 once more than N cases have errored (default: no "
-                    "limit; errored cases always count as not passed)")
-    ex.add_argument("--fail-fast", type=int, default=10, metavar="N",
-                    help="stop and exit 3 when N cases have errored before any model call "
-                    "succeeded, e.g. an unreachable server (default: 10; 0 never stops)")
-    ex.add_argument("--case-timeout", type=float, metavar="SECONDS",
-                    help="give up on a case still running after SECONDS: it becomes an error "
-                    "row (default: none; each model call has its own --timeout)")
-    ex.add_argument("--resume", action="store_true",
-                    help="keep the rows already in --out and run only the cases without one")
-    ex.add_argument("--shard", metavar="I/N",
-                    help="run only shard I of N (a stable slice by id; join with tinyeval merge)")
-    ex.add_argument("--batch", action="store_true",
-                    help="send the judge (and generate) calls through the provider's batch API "
-                    "(openai: and anthropic: models; half the price, but asynchronous); "
-                    "--resume polls a pending batch again, never submitting it twice")
-    ex.add_argument("--batch-poll", type=float, default=30.0, metavar="SECONDS",
-                    help="the first wait between polls of a pending batch; it doubles up to 10 "
-                    "minutes (default: 30)")
-    ex.add_argument("--executor", metavar="dask:local|dask://HOST:PORT",
-                    help="run the cases on a Dask cluster (pip install 'dask[distributed]'): "
-                    "dask:local starts one here, dask://HOST:PORT joins a scheduler; every "
-                    "worker must be able to open the response cache file")
-    ex.add_argument("--dry-run", action="store_true",
-                    help="render every prompt the run would send and count calls, tokens, cache "
-                    "hits and cost, without calling any model or writing a row")
-    ex.add_argument("--max-cost", type=float, metavar="USD",
-                    help="with --price: stop taking cases once the spent plus the likely cost "
-                    "of the cases in flight would pass USD (exit 3; --resume continues)")
-    ex.add_argument("--price", metavar="in=X,out=Y",
-                    help="USD per million input and output tokens, to report the run's cost")
-# fmt: on
-
-
 @contextlib.contextmanager
 def _stopping_on_signals(
     stop: threading.Event, progress: StatusLine, in_flight: Callable[[], int]
@@ -324,3 +210,46 @@ def _resume_command() -> str:
     else:
         words = [program, *sys.argv[1:]]
     return shlex.join(words if "--resume" in words else [*words, "--resume"])
+
+
+def suite_of(args: argparse.Namespace) -> Any:
+    """The suite file that applies to a run: ``--config FILE``, or with no CASES the one found
+    here or above; None when CASES is given without ``--config``."""
+    from ..suite import find_suite, load_suite
+
+    if args.config:
+        return load_suite(args.config)
+    if args.cases is not None:
+        return None
+    found = find_suite(".")  # looked for once: it may read every pyproject.toml above
+    if found is None:
+        raise UsageError(
+            "give a CASES file, or write a suite file (tinyeval init) so that "
+            "tinyeval run knows what to run"
+        )
+    return load_suite(found)
+
+
+def add_init(sub: Any) -> None:
+    p = sub.add_parser(
+        "init",
+        help="write a commented starter suite file, tinyeval.toml",
+        description="Write a commented tinyeval.toml in the working directory "
+        "(or PATH): the cases file, thresholds, judges and reports of a suite, "
+        "so that `tinyeval run` needs no options. It refuses to write over an "
+        "existing file.",
+    )
+    p.add_argument("path", nargs="?", default="tinyeval.toml", metavar="PATH")
+    p.set_defaults(handler=_cmd_init)
+
+
+def _cmd_init(args: argparse.Namespace) -> int:
+    from ..records import write_text_atomically
+    from ..suite import starter_text
+
+    target = Path(args.path)
+    if target.exists():
+        raise UsageError(f"{target} exists already; edit it, or give another PATH")
+    write_text_atomically(target, starter_text())
+    print(f"wrote {target}: set cases, thresholds and judges, then run `tinyeval run`")
+    return EXIT_OK

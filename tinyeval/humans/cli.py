@@ -120,37 +120,16 @@ def _cmd_label(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# fmt: off
-def add_calibrate(sub: Any) -> None:
-    p = sub.add_parser(
-        "calibrate",
-        help="compare the judge with your labels: failure recall, false alarms, kappa",
-        description="Join RESULTS (result rows) and LABELS (written by tinyeval label) by id "
-        "and report how far the judge can stand for your criterion: agreement, the share of "
-        "your FAILs it caught, its false alarms, Cohen's kappa with its interval, the confusion "
-        "matrix, and in words what speaks against trusting it. With labels from several "
-        "labelers, also their agreement with each other (the ceiling a judge can be held to); "
-        "the judge is compared with the adjudicated label, else the only labeler's, else the "
-        "majority's (ties are left out).",
+def extend_calibrate(p: Any) -> None:
+    """The core's ``calibrate`` with this extra: several labelers' agreement and drift, the
+    jury's jurors, and ``--estimate ppi``."""
+    p.add_argument(
+        "--estimate",
+        choices=("ppi",),
+        help="ppi: also print each category's prediction-powered pass rate (judge verdicts plus "
+        "your labels) beside the raw and the labels-only rates",
     )
-    p.add_argument("results", metavar="RESULTS", help="result rows written by tinyeval run")
-    p.add_argument("labels", metavar="LABELS", help="the labels file written by tinyeval label")
-    p.add_argument("--judge", metavar="NAME",
-                   help="which judge of the rows to calibrate (default: the first)")
-    p.add_argument("--only", metavar="FILE",
-                   help="score only the ids in FILE (result rows: a --disagreements file)")
-    p.add_argument("--disagreements", metavar="FILE",
-                   help="write every case where judge and human differ: the result row plus "
-                   "'human', your label record")
-    p.add_argument("--save", metavar="CAL.json",
-                   help="save the calibration for tinyeval run --calibration")
-    p.add_argument("--estimate", choices=("ppi",),
-                   help="ppi: also print each category's prediction-powered pass rate (judge "
-                   "verdicts plus your labels) beside the raw and the labels-only rates")
-    _add_field(p)
-    p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_cmd_calibrate)
-# fmt: on
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:

@@ -51,8 +51,8 @@ def add_cost(sub: Any) -> None:
                    help="instead of estimating, add up the usage recorded in a results file")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     # the run settings a cost of CASES takes from no option of its own: the run's defaults
-    p.set_defaults(handler=_cmd_cost, field=[], threshold=[], default_threshold=None,
-                   inconclusive=None, gate_on=None, allow_unchecked=None, shard=None)
+    p.set_defaults(handler=_cmd_cost, fields=[], thresholds=[], default_threshold=None,
+                   inconclusive=None, allow_unchecked=None, shard=None)
 # fmt: on
 
 
