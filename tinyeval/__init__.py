@@ -60,7 +60,7 @@ _EXPORTS: dict[str, str] = {
     "Calibration": "calibration",
     "read_labels": "label_file",
     "Session": "session",
-    "RunSettings": "session",
+    "RunSettings": "suite",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 from . import _EXTRAS, _extra
-from .models import ask, reported_model, sum_usage
 from .errors import InputError, json_problem
+from .models import ask, reported_model, sum_usage
 
 
 class JudgeError(InputError):

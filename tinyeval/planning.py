@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import checks as checks_mod
-from .models import CallModel, model_spec
-from .scale.cost import Price, format_usd, run_cost  # FIXME-DOOR
 from .dataset import Case
 from .errors import plural
+from .models import CallModel, model_spec
 from .runner import (
     _conversation_parts,
     _generation_prompt,
@@ -27,6 +26,7 @@ from .runner import (
     check_judges,
     shard_index,
 )
+from .scale.cost import Price, format_usd, run_cost  # FIXME-DOOR
 
 __all__ = [
     "CHARS_PER_TOKEN",

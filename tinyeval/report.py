@@ -15,12 +15,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _extra
-from .scale.cost import Price, format_usd, run_cost  # FIXME-DOOR
 from .errors import plural, shorten
 from .gating import CategoryVerdict, GateReport
 from .planning import PreparedCases
 from .records import Row, read_rows, verdicts
 from .runner import RunResult
+from .scale.cost import Price, format_usd, run_cost  # FIXME-DOOR
 from .stats import format_rate
 
 if TYPE_CHECKING:

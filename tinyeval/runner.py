@@ -36,10 +36,9 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from . import checks as checks_mod
-from .models import USAGE_KEYS, CallModel, ChatPrompt, add_usage, ask, model_spec
-from .scale.cost import Price, format_usd, run_cost  # FIXME-DOOR
 from .dataset import Case
 from .errors import InputError
+from .models import USAGE_KEYS, CallModel, ChatPrompt, add_usage, ask, model_spec
 from .pool import DaemonThreadPool, Finished
 from .records import (
     CategoryTally,
@@ -51,6 +50,7 @@ from .records import (
     verdicts,
     write_row,
 )
+from .scale.cost import Price, format_usd, run_cost  # FIXME-DOOR
 
 __all__ = [
     "DaemonThreadPool",

@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from . import _EXTRAS, _extra
-from .scale.cost import Price, parse_price  # FIXME-DOOR
 from .errors import IncompleteError, InputError, did_you_mean, plural
 from .gating import GateReport
 from .planning import DryRun, PreparedCases
 from .records import Row
+from .scale.cost import parse_price  # FIXME-DOOR
 
 __all__ = [
     "Progress",
@@ -283,7 +283,7 @@ class Session:
         >>> Session(RunSettings(cases="c.jsonl")).observers(PreparedCases((), "ab12"))
         {}
         """
-        defaults = _setting_defaults()
+        defaults = {f.name: f.default for f in fields(RunSettings)}
         return {
             name: _extra("observer", name, name)(self.settings, ready)
             for name in _EXTRAS["observer"]

@@ -27,7 +27,6 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .calls import Price
 from .errors import InputError, describe_json, did_you_mean
 from .gating import parse_threshold
 
@@ -192,7 +191,7 @@ class RunSettings:
     max_cost: float | None = _setting(
         SCALE, "stop taking cases before the cost passes USD", metavar="USD", needs=("price",)
     )
-    price: str | Price | None = _setting(  # noqa: RUF009
+    price: Any = _setting(  # "in=X,out=Y", or a tinyeval.scale.cost.Price
         SCALE, "USD per million tokens in and out", metavar="in=X,out=Y"
     )
     dawid_skene: bool = _setting(JUDGES, "a jury's jurors' errors from its verdicts alone", False)
@@ -343,7 +342,7 @@ class JudgeSpec:
             if self.name is not None:
                 rubric = replace(rubric, name=self.name)
             return rubric.judge(votes=self.votes, style=self.style)
-        from .rag.judges import make_judge
+        from .judge import make_judge
 
         return make_judge(str(self.criterion), votes=self.votes, style=self.style, name=self.name)
 

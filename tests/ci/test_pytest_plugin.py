@@ -126,7 +126,7 @@ def test_a_category_can_block_with_every_item_green(tmp_path: Path) -> None:
     ]
     (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
     (tmp_path / "tinyeval.toml").write_text(
-        'cases = "cases.jsonl"\n[thresholds]\nrefusal = 0.9\n[gate]\non = "lower"\n'
+        'cases = "cases.jsonl"\n[thresholds]\nrefusal = 0.9\n[gate]\ninconclusive = "block"\n'
     )
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     done = pytest_in(tmp_path, "--tinyeval", "-q")
@@ -137,10 +137,13 @@ def test_a_category_can_block_with_every_item_green(tmp_path: Path) -> None:
 
 def test_a_misspelt_suite_key_is_a_usage_error(scene: Path) -> None:
     (scene / "tinyeval.toml").write_text('cases = "cases.jsonl"\n[thresholds]\ntone = 0.85\n'
-                                         '[gate]\nonn = "lower"\n')  # fmt: skip
+                                         '[gate]\ninconclusiv = "block"\n')  # fmt: skip
     done = pytest_in(scene, "--tinyeval=tinyeval.toml", "-q")
     assert done.returncode == pytest.ExitCode.USAGE_ERROR
-    assert "tinyeval.toml:5: gate.onn: unknown key; did you mean 'on'?" in done.stderr
+    assert (
+        "tinyeval.toml:5: gate.inconclusiv: unknown key; did you mean 'inconclusive'?"
+        in done.stderr
+    )
 
 
 def test_xdist_gates_on_the_controller(scene: Path) -> None:

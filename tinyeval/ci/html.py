@@ -13,7 +13,6 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeGuard
 
-from ..scale.cost import format_usd  # FIXME-DOOR
 from ..errors import plural, shorten
 from ..gating import CategoryVerdict, GateReport
 from ..records import verdicts
@@ -27,6 +26,7 @@ from ..report import (
     describe_failure,
     usage_line,
 )
+from ..scale.cost import format_usd  # FIXME-DOOR
 from ..stats import format_rate
 
 # --------------------------------------------------------------------------- HTML

@@ -268,7 +268,9 @@ class _Session:
         suite = self.runner.suite
         for category, n in counts.items():
             threshold = suite.thresholds.get(category, suite.default_threshold)
-            self.allowed[category] = allowed_failures(n, threshold, on=suite.gate_on)
+            self.allowed[category] = allowed_failures(
+                n, threshold, on="lower" if suite.inconclusive == "block" else "rate"
+            )
 
     def tolerance(self, category: str) -> str | None:
         """Why a failed case of ``category`` is tolerated (an xfail reason), or None."""

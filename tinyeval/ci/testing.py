@@ -222,6 +222,5 @@ class SuiteRunner:
             tally_rows(rows),
             thresholds,
             default_threshold=self.suite.default_threshold,
-            on=self.suite.gate_on,
             **options,
         )

@@ -54,8 +54,8 @@ def add_gate_and_report(sub: Any) -> None:
 def _cmd_gate(args: argparse.Namespace) -> int:
     from ..gating import compare_holdout_rows, holdout_text
     from ..records import read_rows
+    from ..report import rows_header, summarize_rows
     from ..session import refuse_overwriting
-    from ..summary import rows_header, summarize_rows
 
     refuse_overwriting([args.results], {"junit": args.junit, "markdown": args.markdown,
                                         "html": args.html})  # fmt: skip

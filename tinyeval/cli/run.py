@@ -103,8 +103,8 @@ def settings_from(args: argparse.Namespace) -> Any:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from ..dataset import ResultsNotCasesError
+    from ..report import header
     from ..session import Session
-    from ..summary import header
 
     # Everything that can be wrong with the command is found before the cases are read,
     # and everything wrong with the cases before any of them runs.

@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
-from ..models import ask, reported_model, sum_usage
 from ..errors import is_number, shorten
 from ..judge import (
     BaseVerdict,
@@ -27,6 +26,7 @@ from ..judge import (
     header,
     rubric_fingerprint,
 )
+from ..models import ask, reported_model, sum_usage
 from .steps import StepsJudge, resolve_steps
 
 __all__ = [

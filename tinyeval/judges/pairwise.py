@@ -15,7 +15,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..models import ask
 from ..errors import plural
 from ..judge import (
     JudgeError,
@@ -28,6 +27,7 @@ from ..judge import (
     parse_first_word,
     rubric_fingerprint,
 )
+from ..models import ask
 from ..stats import Rate, format_rate
 
 if TYPE_CHECKING:
@@ -536,8 +536,8 @@ def run_pairs(
 
 
 def _pair_row(a: Mapping[str, Any], b: Mapping[str, Any], verdict: Any, model: Any) -> Row:
-    from ..models import model_spec
     from ..dataset import Case
+    from ..models import model_spec
     from ..records import new_row
 
     case = Case(

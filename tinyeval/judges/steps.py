@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..models import ask
 from ..errors import plural, shorten
 from ..judge import (
     CRITERIA,
@@ -30,6 +29,7 @@ from ..judge import (
     refuse_markers,
     rubric_fingerprint,
 )
+from ..models import ask
 
 __all__ = [
     "MAX_STEPS",

@@ -30,7 +30,6 @@ from dataclasses import KW_ONLY, dataclass
 from typing import Any, NamedTuple
 
 from .. import _extra
-from ..models import ask, model_spec
 from ..errors import InputError, describe_json, plural, shorten
 from ..judge import (
     BaseVerdict,
@@ -43,6 +42,7 @@ from ..judge import (
     refuse_markers,
     stamp,
 )
+from ..models import ask, model_spec
 from ..stats import UndefinedStatisticError
 
 __all__ = [

@@ -96,7 +96,7 @@ def _cost_of_a_run(args: argparse.Namespace) -> int:
 
 def _cost_of_results(path: str, price: Any, *, as_json: bool) -> int:
     from ..records import read_rows
-    from ..summary import cost_of_rows
+    from .rows_cost import cost_of_rows
 
     found = cost_of_rows(read_rows(path), price, source=path)
     if as_json:

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .cost import Price
 from ..records import Row
+from .cost import Price
 
 __all__ = ["RowsCost", "cost_of_rows"]
 
