@@ -80,7 +80,11 @@ _EXTRAS: dict[str, dict[str, str]] = {
     # what wraps the judge or the models of a run (a jury of several judge models, batches)
     "wrapper": {},
     # run observers: watch the rows of a run and may stop it
-    "observer": {},
+    "observer": {
+        "trials": "estimates.trials:make",
+        "stop_when_decided": "estimates.sequential:make",
+        "max_cost": "scale.spend:make",
+    },
     # sections of the run's summary, gate estimators, reports written after a run
     "section": {},
     "estimator": {},

@@ -1,36 +1,6 @@
-"""The result row: its schema, result files written and read back, tallies, merge and resume.
-
-One module owns the row, because one module writes rows and many read them.
-A result row is one JSON object per case, written as soon as the case finishes:
-
-=======================  ============================================================
-``id``, ``category``     the case's id and category; ``origin``, ``input``,
-                         ``context``, ``label`` are copied from the case, and
-                         ``line`` is where it stands in the cases file
-``output``               the response that was checked (logged or generated)
-``checks``               ``{name: true | false}``; ``check_details`` says why a check failed
-``judges``               ``{name: verdict}``, one per judge, in the order they ran (the
-                         first is the primary judge); a verdict is ``Verdict.to_dict()``
-                         or, in a pairwise row, ``PairwiseVerdict.to_dict()``
-``judge_skipped``        why no judge ran on a case that had judges (or None)
-``status``               ``"pass"``, ``"fail"``, ``"error"`` or ``"unchecked"`` (nothing —
-                         no check, no judge — looked at the case); only ``"pass"`` passes
-``error``                the message of an errored case, or None
-``run``                  what the run was meant to see (:func:`run_manifest`): the case
-                         count, shard, sample, judges and gate settings
-provenance               ``judge_model``, ``judge_temperature``, ``rubric_fingerprint``,
-                         ``dataset_fingerprint``, ``generate_model``, ``tinyeval_version``,
-                         ``started_at``, ``finished_at``, ``latency_ms``, ``usage``
-=======================  ============================================================
-
-Rows written before this schema had a ``judge`` key repeating the first verdict
-and no ``run``; every reader here still accepts them (:func:`verdicts`,
-:func:`primary_verdict`).
-
-A pairwise row (``tinyeval pairwise``) has the same keys; its ``status`` says
-whether the comparison was decided: ``"pass"`` when both orders agree,
-``"fail"`` when they disagree or a reply did not parse, ``"error"`` when a call
-failed. Its label for calibration is the verdict's ``winner``.
+"""The result row (one JSON object per case, written as the case finishes): made, written,
+read back, tallied, merged and checked for completeness. The row's keys are in
+docs/results.md; rows of older versions (a lone ``judge`` key, no ``run``) still read.
 """
 
 from __future__ import annotations
@@ -68,7 +38,6 @@ __all__ = [
     "read_rows",
     "run_manifest",
     "tally",
-    "trial_outcomes",
     "verdict_errored",
     "verdict_label",
     "verdicts",
@@ -158,21 +127,13 @@ def run_manifest(
     gate: Mapping[str, Any] | None = None,
     suite: str | None = None,
     cases_file: str | None = None,
-    trials: int = 1,
-    sequential: bool = False,
+    observers: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """What a run was meant to see, stored in every row's ``run`` so a reader can tell a
-    complete run from a partial one and gate it as the run did.
-
-    ``cases`` is how many cases the run (all its shards together) was to
-    evaluate; ``shard`` is ``(I, N)`` and ``shard_cases`` how many of them fall
-    in this shard; ``sample`` the ``{"size", "seed"}`` of a sampled run; ``only``
-    the size of an id restriction; ``judges`` each judge's rubric fingerprint;
-    ``gate`` the thresholds and settings; ``suite`` the suite file's fingerprint;
-    ``cases_file`` the file the cases were read from; ``trials`` how many times
-    each case was sampled (one row per trial); ``sequential`` that the run was
-    to stop each category once its gate was decided (fewer rows than cases is
-    then its design, not a loss).
+    complete run from a partial one and gate it as the run did: the case count (all shards),
+    this shard's, the sample, the id restriction's size, each judge's rubric fingerprint, the
+    gate settings, the suite's fingerprint, and what each observer of the run records
+    (``Observer.manifest()``; one with ``"skips_cases"`` makes fewer rows by design).
 
     >>> run_manifest(cases=30, shard=(1, 3), shard_cases=11)["shard"]
     '1/3'
@@ -188,8 +149,7 @@ def run_manifest(
         "gate": dict(gate or {}),
         "suite": suite,
         "cases_file": cases_file,
-        "trials": trials,
-        "sequential": sequential,
+        "observers": dict(observers or {}),
     }
 
 
@@ -443,7 +403,8 @@ def completeness(
     if not manifests:
         expected = len(ids) + len(missing_ids) if expected_ids is not None else None
         return Completeness(seen=len(ids), expected=expected, missing_ids=missing_ids)
-    if any(m.get("sequential") for m in manifests):  # meant to stop once decided
+    if any(m.get("sequential") or _skips_cases(m.get("observers")) for m in manifests):
+        # fewer rows than cases by design (a run stopping each category once decided)
         return Completeness(seen=len(ids), expected=None, missing_ids=missing_ids)
     expected = max(_whole(m.get("cases")) for m in manifests)
     shard_names = {m.get("shard") for m in manifests}
@@ -455,6 +416,12 @@ def completeness(
         present = {int(str(name).partition("/")[0]) for name in shard_names}
         missing = tuple(i for i in range(1, shards + 1) if i not in present)
     return Completeness(len(ids), expected, shards, missing, missing_ids)
+
+
+def _skips_cases(observers: Any) -> bool:
+    if not isinstance(observers, Mapping):
+        return False
+    return any(isinstance(r, Mapping) and r.get("skips_cases") for r in observers.values())
 
 
 def _whole(value: Any) -> int:
@@ -815,24 +782,3 @@ def _check_row(row: Any, path: str, line: int) -> None:
                 f"expected {'an object' if types == (dict,) else 'a string'}", path=path,
                 line=line, field=key,
             )  # fmt: skip
-
-
-def trial_outcomes(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, list[bool]]]:
-    """For repeated trials: per category, each case's trial outcomes in trial order (pass = True).
-
-    >>> rows = [{"id": "a", "category": "c", "trial": 1, "status": "fail"},
-    ...         {"id": "a", "category": "c", "trial": 0, "status": "pass"}]
-    >>> trial_outcomes(rows)
-    {'c': {'a': [True, False]}}
-    """
-    found: dict[str, dict[str, list[tuple[int, bool]]]] = {}
-    for row in rows:
-        category = str(row.get("category") or "default")
-        trial = row.get("trial") or 0
-        found.setdefault(category, {}).setdefault(str(row["id"]), []).append(
-            (int(trial), row.get("status") == "pass")
-        )
-    return {
-        category: {key: [ok for _, ok in sorted(items)] for key, items in sorted(cases.items())}
-        for category, cases in sorted(found.items())
-    }
