@@ -1,6 +1,12 @@
-"""The result row (one JSON object per case, written as the case finishes): made, written,
-read back, tallied, merged and checked for completeness. The row's keys are in
-docs/results.md; rows of older versions (a lone ``judge`` key, no ``run``) still read.
+"""The result row, one JSON object per case written as the case finishes: made, written,
+read back, tallied, merged and checked for completeness.
+
+A row holds the case's ``id``, ``category``, ``origin``, ``line``, ``input``, ``output``,
+``context``, ``tool_calls`` and ``label``; ``checks`` (name -> bool) and ``check_details``;
+``judges`` (name -> verdict, the first the primary) or ``judge_skipped``; ``status`` (only
+``"pass"`` passes); ``error``; ``run`` (:func:`run_manifest`); and its provenance (judge
+model and temperature, rubric and dataset fingerprints, generate model, version, times,
+latency, usage). Rows of older versions (a lone ``judge``, no ``run``) still read.
 """
 
 from __future__ import annotations
@@ -157,13 +163,9 @@ def run_manifest(
 
 
 def verdicts(row: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    """The row's judge verdicts by name, in the order the judges ran.
+    """The row's judge verdicts by name, in the order the judges ran (an older row's lone
+    ``judge`` under its own ``name``, or ``"judge"``).
 
-    Rows written before ``judges`` existed had only ``judge``; it is returned
-    under its own ``name`` (or ``"judge"``).
-
-    >>> verdicts({"judges": {"tone": {"verdict": "PASS"}}})
-    {'tone': {'verdict': 'PASS'}}
     >>> verdicts({"judge": {"name": "old", "verdict": "FAIL"}})
     {'old': {'name': 'old', 'verdict': 'FAIL'}}
     """
@@ -183,8 +185,6 @@ def primary_verdict(row: Mapping[str, Any], judge: str | None = None) -> Mapping
 
     >>> primary_verdict({"judges": {"a": {"verdict": "PASS"}, "b": {"verdict": "FAIL"}}})
     {'verdict': 'PASS'}
-    >>> primary_verdict({"judges": {"a": {"verdict": "PASS"}}}, "b") is None
-    True
     """
     found = verdicts(row)
     if judge is not None:
@@ -201,10 +201,8 @@ class Provenance(NamedTuple):
 
 
 def provenance(row: Mapping[str, Any], judge: str | None = None) -> Provenance:
-    """The provenance of ``judge``'s verdict in ``row`` (default: the first judge's).
-
-    The rubric is the verdict's own; the model is the spec the run used (the
-    row's ``judge_model``), else the name the server reported.
+    """The provenance of ``judge``'s verdict in ``row`` (default: the first judge's): the
+    verdict's rubric, and the model spec the run used, else the name the server reported.
 
     >>> row = {"judge_model": "openai:gpt-4o-mini",
     ...        "judges": {"tone": {"rubric_fingerprint": "ab12", "criterion": "Is polite."}}}
@@ -240,10 +238,8 @@ def verdict_errored(verdict: Mapping[str, Any]) -> bool:
 def output_fingerprint(output: Any) -> str | None:
     """A short, stable digest of a row's output, so a label can tell its output changed.
 
-    >>> output_fingerprint("hola")
-    'b221d9dbb083a7f3'
-    >>> output_fingerprint(None) is None
-    True
+    >>> output_fingerprint("hola"), output_fingerprint(None)
+    ('b221d9dbb083a7f3', None)
     """
     if output is None:
         return None
@@ -256,11 +252,9 @@ def output_fingerprint(output: Any) -> str | None:
 
 @dataclass
 class CategoryTally:
-    """Counts for one category: every case is in ``total``, whatever became of it.
-
-    ``judged`` and ``unparsed`` count verdicts of all judges (an errored call
-    is not "unparsed"); ``primary_parsed`` and ``primary_passed`` count the
-    first judge's parsed verdicts, the figures a calibration corrects.
+    """Counts for one category, every case in ``total`` whatever became of it. ``judged`` and
+    ``unparsed`` count all judges' verdicts (an errored call is not unparsed);
+    ``primary_parsed`` and ``primary_passed`` the first judge's, which a calibration corrects.
 
     >>> t = CategoryTally()
     >>> for status in ("pass", "error", "unchecked"):
@@ -330,10 +324,8 @@ def tally(rows: Iterable[Mapping[str, Any]]) -> dict[str, CategoryTally]:
 
 @dataclass(frozen=True)
 class Completeness:
-    """Whether rows cover what their run was meant to see.
-
-    ``expected`` is None for rows that carry no manifest (written by an older
-    version, or by hand): nothing can be said, and ``known`` is False.
+    """Whether rows cover what their run was meant to see (``expected`` is None, and
+    ``known`` False, for rows without a manifest: nothing can be said).
 
     >>> c = completeness([{"id": "a", "run": {"cases": 3, "shard": None}}])
     >>> c.complete, c.seen, c.expected, str(c)
@@ -385,11 +377,8 @@ class Completeness:
 def completeness(
     rows: Sequence[Mapping[str, Any]], *, expected_ids: Iterable[str] | None = None
 ) -> Completeness:
-    """What ``rows`` cover against the ``run`` manifest they carry (see :func:`run_manifest`).
-
-    Rows of a sharded run are complete when every shard of the run is present
-    and every case of the run has a row; with ``expected_ids`` (the cases
-    file is at hand), the missing ids are named.
+    """What ``rows`` cover against the ``run`` manifest they carry: every shard and every case
+    of the run; with ``expected_ids`` (the cases file at hand), the missing ids are named.
 
     >>> manifest = {"cases": 2, "shard": "1/2", "shard_cases": 1}
     >>> str(completeness([{"id": "a", "run": manifest}]))
@@ -439,10 +428,6 @@ def merge_rows(
     >>> two = [{"id": "b", "dataset_fingerprint": "f", "run": {"cases": 2, "shard": "2/2"}}]
     >>> [row["id"] for row in merge_rows([("1.jsonl", one), ("2.jsonl", two)])]
     ['a', 'b']
-    >>> merge_rows([("1.jsonl", one)])
-    Traceback (most recent call last):
-    ...
-    tinyeval.errors.IncompleteError: incomplete: 1 of 2 cases (missing 1 shard: 2/2); ...
     """
     seen: dict[str, str] = {}
     fingerprints: dict[str, str] = {}
@@ -481,10 +466,8 @@ _ROW_ENCODER = json.JSONEncoder(ensure_ascii=False)  # made once: json.dumps mak
 
 def write_row(stream: IO[str], row: Mapping[str, Any], *, flush: bool = True) -> None:
     """Write one row as a JSON line and flush it, so a kill loses at most this line
-    (``flush=False`` for a temporary file, which a failure discards whole).
-
-    Text that UTF-8 cannot carry (a lone surrogate from a user check's detail,
-    say) is written as JSON escapes instead, so every row can be written.
+    (``flush=False`` for a temporary file, which a failure discards whole). Text UTF-8
+    cannot carry (a lone surrogate) is written as JSON escapes.
 
     >>> import io
     >>> buf = io.StringIO(); write_row(buf, {"id": "a", "status": "pass"}); buf.getvalue()
@@ -505,13 +488,9 @@ class RowsWrittenWhole:
     """Rows written before the run knows its dataset fingerprint and manifest, made a result
     file once it does: all at once, or not at all.
 
-    A run that reads its cases file once, as it goes, learns the fingerprint
-    and the case count (which every row records) only at the end. Its rows go
-    to a temporary file beside ``path`` with a placeholder for the two, then
-    :meth:`finish` writes ``path`` with the real values, in one step (readers
-    see the old file or the new one); :meth:`discard` leaves no file behind
-    (a bad case found late, a refused setting, an interruption). Rows bound for
-    the null device are written straight to it.
+    The rows go to a temporary file beside ``path`` with a placeholder for the two;
+    :meth:`finish` writes ``path`` with the real values in one step, :meth:`discard` leaves
+    no file behind. Rows bound for the null device are written straight to it.
 
     >>> import tempfile, os
     >>> from tinyeval.dataset import Case
@@ -580,8 +559,9 @@ class RowsWrittenWhole:
             with open(self._temporary, "rb") as rows, _replacing(self._target, mode) as whole:
                 for line in rows:
                     if placeholder not in line:  # a row this writer did not write
-                        raise IncompleteError(f"{self._temporary}: a row changed while the "
-                                              "run wrote it")  # fmt: skip
+                        raise IncompleteError(
+                            f"{self._temporary}: a row changed while the run wrote it"
+                        )
                     whole.write(line.replace(placeholder, filled, 1))
         except BaseException:
             self.discard()
@@ -611,10 +591,8 @@ def _umask() -> int:
 
 
 def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` in one step: readers see the old file or the new one.
-
-    The new file gets the usual permissions (0o666 less the umask), not the
-    private ones of a temporary file; a failure leaves no temporary file behind.
+    """Write ``text`` (UTF-8) to ``path`` in one step: readers see the old file or the new one
+    (with the usual permissions); a failure leaves no temporary file behind.
 
     >>> import tempfile, os
     >>> with tempfile.TemporaryDirectory() as folder:
@@ -665,9 +643,8 @@ def write_records(path: str | os.PathLike[str], records: Iterable[Mapping[str, A
 def iter_json_lines(
     path: str | os.PathLike[str], *, error: type[InputError] = InputError
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line number, object)`` for each non-blank line of a JSONL file.
-
-    A line that is not a JSON object raises ``error`` naming the file and line.
+    """Yield ``(line number, object)`` for each non-blank line of a JSONL file; a line that is
+    not a JSON object raises ``error`` naming the file and line.
 
     >>> import tempfile, os
     >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
@@ -699,12 +676,9 @@ def iter_json_lines(
 
 
 def read_rows(path: str | os.PathLike[str], *, repair: bool = False) -> list[Row]:
-    """Read a results file back; detect (and with ``repair``, cut) a partial last line.
-
-    A run killed mid-write leaves at most one incomplete trailing line. Without
-    ``repair`` that is an error naming the line; with it, the line is cut off
-    the file so the case runs again on a resumed run. Every id must appear once:
-    a repeated id is an error naming both lines (the same rule as ``merge``).
+    """Read a results file back. A cut last line (a run killed mid-write) is an error, or with
+    ``repair`` is cut off the file so a resumed run does its case again. A second row of a
+    case (and trial) is an error naming both lines.
 
     >>> import tempfile, os
     >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
@@ -778,7 +752,5 @@ def _check_row(row: Any, path: str, line: int) -> None:
     for key, types in _ROW_TYPES.items():
         value = row.get(key)
         if value is not None and not isinstance(value, types):
-            raise ResultsFileError(
-                f"expected {'an object' if types == (dict,) else 'a string'}", path=path,
-                line=line, field=key,
-            )  # fmt: skip
+            expected = "an object" if types == (dict,) else "a string"
+            raise ResultsFileError(f"expected {expected}", path=path, line=line, field=key)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import itertools
@@ -998,16 +999,7 @@ class DryRun:
 
     def to_dict(self) -> dict[str, Any]:
         """The counts as JSON (prompts included)."""
-        return {
-            "cases": self.cases,
-            "calls": dict(self.calls),
-            "tokens_in": dict(self.tokens_in),
-            "cached": dict(self.cached),
-            "estimated": self.estimated,
-            "offline": self.offline,
-            "chars_per_token": CHARS_PER_TOKEN,
-            "first_prompt": dict(self.first_prompt),
-        }
+        return {**dataclasses.asdict(self), "chars_per_token": CHARS_PER_TOKEN}
 
     def to_text(self, price: Any = None) -> str:
         """What the run would call and cost, and the first prompt of each kind."""
@@ -1133,17 +1125,25 @@ class PreparedCases:
     read: bool = True
 
 
-class _Reread:
-    """Iterating gives a fresh, validated stream over the file (its ids checked already)."""
+class _Again:
+    """Cases that can be iterated again and again, each time from ``make()`` (not a sequence:
+    a run given them counts them as it would a stream)."""
 
-    def __init__(self, path: str, read: Mapping[str, Any], keep: Callable[[Case], Case | None]):
-        self.path, self.read, self.keep = path, read, keep
+    def __init__(self, make: Callable[[], Iterator[Case]]) -> None:
+        self.make = make
 
     def __iter__(self) -> Iterator[Case]:
-        for case in dataset.iter_cases(self.path, **self.read, unique_ids=False):
-            kept = self.keep(case)
-            if kept is not None:
-                yield kept
+        return self.make()
+
+
+def _reread(
+    path: str, read: Mapping[str, Any], keep: Callable[[Case], Case | None]
+) -> Iterator[Case]:
+    """A fresh, validated stream over the file (its ids checked already)."""
+    for case in dataset.iter_cases(path, **read, unique_ids=False):
+        kept = keep(case)
+        if kept is not None:
+            yield kept
 
 
 class _OnePass:
@@ -1173,17 +1173,6 @@ class _OnePass:
 READ_ONCE_BYTES = 2**20
 """A regular file up to this size is read once, its cases kept in memory; a larger one is
 read twice (to validate and fingerprint, then to run), so memory does not grow with it."""
-
-
-class _Kept:
-    """The cases read by the validating pass, kept for the run (iterable again and again; not a
-    sequence, so a run given them counts them as it would a stream)."""
-
-    def __init__(self, cases: list[Case]) -> None:
-        self._cases = cases
-
-    def __iter__(self) -> Iterator[Case]:
-        return iter(self._cases)
 
 
 def prepare_cases(
@@ -1276,11 +1265,14 @@ def prepare_cases(
             ready.read = False
             digests = dataset.Fingerprinting()
             stream = noted(digests.adding(dataset.iter_cases(path, **read)))
-            again = _Reread(path, read, keep)
+            again = _Again(lambda: _reread(path, read, keep))
             ready.cases = _OnePass(ready, stream, lambda: finished(digests.value()), again)
             return ready
         finished(dataset.dataset_fingerprint(keeping(dataset.iter_cases(path, **read), kept)))
-        ready.cases = _Kept(kept) if kept is not None else _Reread(path, read, keep)
+        if kept is not None:
+            ready.cases = _Again(functools.partial(iter, kept))
+        else:
+            ready.cases = _Again(lambda: _reread(path, read, keep))
         return ready
     loaded: list[Case] = dataset.load(path, **read)
     if sample_size is not None:
