@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Container, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any, Generic, TypeVar
+from typing import IO, Any
 
 from . import checks as checks_mod
 from . import dataset
@@ -58,8 +58,6 @@ __all__ = [
     "shard_index",
     "timed_out_row",
 ]
-
-_T = TypeVar("_T")
 
 
 class RunnerError(InputError):
@@ -763,7 +761,7 @@ def _run_rows(
     none taken once ``stop`` is set. A case past ``case_timeout`` gets an error row at once
     and is left behind (a thread cannot be stopped; its late result is ignored)."""
     pending: dict[cf.Future[Row], tuple[int, Case]] = {}  # future -> (submission order, case)
-    finished: Finished[Row] = Finished()
+    finished = Finished()
     starts: dict[tuple[str, int], float] = {}
     sequence = itertools.count()
     case_iter = iter(cases)
@@ -935,18 +933,18 @@ class DaemonThreadPool(cf.Executor):
                 thread.join()
 
 
-class Finished(Generic[_T]):
+class Finished:
     """The futures given to :meth:`watch`, as they finish: each puts itself on a queue when
     done, so waiting costs the same however many are in flight (``cf.wait`` does not)."""
 
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[cf.Future[_T]] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[cf.Future[Row]] = queue.SimpleQueue()
 
-    def watch(self, future: cf.Future[_T]) -> None:
+    def watch(self, future: cf.Future[Row]) -> None:
         """Have ``future`` come out of :meth:`take` once it is done (cancelled included)."""
         future.add_done_callback(self._queue.put)
 
-    def take(self, wait: float | None, among: Container[cf.Future[_T]]) -> set[cf.Future[_T]]:
+    def take(self, wait: float | None, among: Container[cf.Future[Row]]) -> set[cf.Future[Row]]:
         """The finished futures still ``among`` those wanted: waiting up to ``wait`` seconds
         for the first (None: as long as it takes), then taking every other one already there."""
         done = set()
@@ -987,22 +985,19 @@ class DryRun:
     offline: int = 0  # calls to the built-in offline judge: no cost
     first_prompt: dict[str, str] = field(default_factory=dict)
 
-    def cost(self, price: Any) -> float:
-        """US dollars for the input tokens of the calls neither the cache nor the offline judge
-        would answer (a floor: output tokens are not known before the replies)."""
-        from .calls import run_cost
-
-        total = sum(self.tokens_in.values())
+    def billable_tokens(self) -> int:
+        """The input tokens of the calls neither the cache nor the offline judge would answer
+        (what a price applies to; output tokens are not known before the replies)."""
         free = sum(self.cached.values()) + self.offline
         share = max(0.0, 1 - free / max(sum(self.calls.values()), 1))
-        return run_cost([{"input_tokens": round(total * share), "output_tokens": 0}], price)
+        return round(sum(self.tokens_in.values()) * share)
 
     def to_dict(self) -> dict[str, Any]:
         """The counts as JSON (prompts included)."""
         return {**dataclasses.asdict(self), "chars_per_token": CHARS_PER_TOKEN}
 
-    def to_text(self, price: Any = None) -> str:
-        """What the run would call and cost, and the first prompt of each kind."""
+    def to_text(self) -> str:
+        """What the run would call, and the first prompt of each kind."""
         lines = [f"dry run: {plural(self.cases, 'case')}, no model called"]
         for kind in ("generate", "judge"):
             if self.calls[kind]:
@@ -1020,13 +1015,6 @@ class DryRun:
                 f"  {plural(self.estimated, 'call')} counted without a rendered prompt (judges "
                 "of outputs still to be generated, or judges without one fixed prompt): their "
                 "tokens are not in the figure"
-            )
-        if price is not None:
-            from .calls import format_usd
-
-            lines.append(
-                f"  cost of the input tokens not in the cache: about {format_usd(self.cost(price))}"
-                f" at {price} (output tokens come on top)"
             )
         for kind, prompt in self.first_prompt.items():
             lines += ["", f"first {kind} prompt:", prompt]
@@ -1146,30 +1134,6 @@ def _reread(
             yield kept
 
 
-class _OnePass:
-    """A stream over the file that validates, counts and fingerprints each case as the run
-    takes it; once read to the end (``ready.read``), iterating it again reads the file afresh."""
-
-    def __init__(
-        self,
-        ready: PreparedCases,
-        noted: Iterator[tuple[Case, Case | None]],
-        done: Callable[[], None],
-        again: Iterable[Case],
-    ) -> None:
-        self.ready, self.noted, self.done, self.again = ready, noted, done, again
-
-    def __iter__(self) -> Iterator[Case]:
-        if self.ready.read:
-            yield from self.again
-            return
-        for _, kept in self.noted:
-            if kept is not None:
-                yield kept
-        self.ready.read = True
-        self.done()
-
-
 READ_ONCE_BYTES = 2**20
 """A regular file up to this size is read once, its cases kept in memory; a larger one is
 read twice (to validate and fingerprint, then to run), so memory does not grow with it."""
@@ -1265,8 +1229,18 @@ def prepare_cases(
             ready.read = False
             digests = dataset.Fingerprinting()
             stream = noted(digests.adding(dataset.iter_cases(path, **read)))
-            again = _Again(lambda: _reread(path, read, keep))
-            ready.cases = _OnePass(ready, stream, lambda: finished(digests.value()), again)
+
+            def once() -> Iterator[Case]:  # the reading pass and the run's in one
+                if ready.read:  # read to the end already: read the file afresh
+                    yield from _reread(path, read, keep)
+                    return
+                for _, chosen in stream:
+                    if chosen is not None:
+                        yield chosen
+                ready.read = True
+                finished(digests.value())
+
+            ready.cases = _Again(once)
             return ready
         finished(dataset.dataset_fingerprint(keeping(dataset.iter_cases(path, **read), kept)))
         if kept is not None:

@@ -1,5 +1,6 @@
-"""The spend cap: a run observer that stops taking cases once what was spent, plus what the
-cases in flight will likely cost, would pass a number of US dollars."""
+"""Spending: the spend cap (a run observer that stops taking cases once what was spent, plus
+what the cases in flight will likely cost, would pass a number of US dollars), and what a
+dry run would cost."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from ..errors import InputError
 from ..records import Row
 from ..runner import Observer, RunResult
 
-__all__ = ["SpendCap", "make"]
+__all__ = ["SpendCap", "make", "plan_cost", "plan_cost_line"]
 
 
 class SpendCap(Observer):
@@ -55,3 +56,22 @@ def make(settings: Any, ready: Any) -> SpendCap:
     """The observer of ``max_cost`` (with ``price``, a :class:`Price` or its text)."""
     price = settings.price
     return SpendCap(settings.max_cost, parse_price(price) if isinstance(price, str) else price)
+
+
+def plan_cost(plan: Any, price: Price) -> float:
+    """US dollars for a dry run's (:class:`tinyeval.runner.DryRun`) billable input tokens.
+
+    >>> from tinyeval.runner import DryRun
+    >>> plan_cost(DryRun(calls={"generate": 1, "judge": 0}, tokens_in={"generate": 10**6,
+    ...                  "judge": 0}), Price(2.0, 8.0))
+    2.0
+    """
+    return run_cost([{"input_tokens": plan.billable_tokens(), "output_tokens": 0}], price)
+
+
+def plan_cost_line(plan: Any, price: Price) -> str:
+    """The dry run's cost, as a line of its text."""
+    return (
+        f"  cost of the input tokens not in the cache: about {format_usd(plan_cost(plan, price))}"
+        f" at {price} (output tokens come on top)"
+    )
