@@ -594,7 +594,7 @@ def run(
     own_executor = executor is None
     # daemon workers: an abandoned case must not hold up the interpreter's exit
     pool = executor if executor is not None else DaemonThreadPool(concurrency)
-    control = _Control()
+    abandon = threading.Event()  # set when the cases in flight are not to be waited for
     here = None  # under a per-case timeout, or on an executor given, every case goes to it
     if executor is None and case_timeout is None:
         here = _here(task, every_case=concurrency == 1)
@@ -609,7 +609,7 @@ def run(
         case_timeout=case_timeout,
         fail_fast=fail_fast,
         stop=stop,
-        control=control,
+        abandon=abandon,
         progress=progress,
         here=here,
     )
@@ -628,14 +628,14 @@ def run(
     except KeyboardInterrupt:  # asked twice: the cases in flight are abandoned, not waited for
         result.complete = False
         result.stopped_reason = "interrupted"
-        control.abandon = True
+        abandon.set()
         raise
     finally:
         result.elapsed_s = time.perf_counter() - started
         # the row stream first: its cleanup cancels what is queued and waits for what runs
         rows.close()
         if own_executor:
-            pool.shutdown(wait=not (control.abandon or result.abandoned), cancel_futures=True)
+            pool.shutdown(wait=not (abandon.is_set() or result.abandoned), cancel_futures=True)
         if owned and stream is not None:
             stream.close()
     if stop is not None and stop.is_set() and result.complete:
@@ -735,13 +735,6 @@ def _open_out(out: str | Path | IO[str] | None, append: bool) -> tuple[IO[str] |
     return out, False
 
 
-@dataclass
-class _Control:
-    """Set by the run when the row stream must stop without waiting for the cases in flight."""
-
-    abandon: bool = False
-
-
 def _run_rows(
     pool: cf.Executor,
     cases: Iterable[Case],
@@ -750,16 +743,17 @@ def _run_rows(
     window: int,
     result: RunResult,
     max_errors: int | None,
-    case_timeout: float | None = None,
-    fail_fast: int | None = None,
-    stop: threading.Event | None = None,
-    control: _Control | None = None,
-    progress: Callable[[int], None] | None = None,
-    here: Callable[[Case], Row | None] | None = None,
+    case_timeout: float | None,
+    fail_fast: int | None,
+    stop: threading.Event | None,
+    abandon: threading.Event,
+    progress: Callable[[int], None] | None,
+    here: Callable[[Case], Row | None] | None,
 ) -> Generator[Row, None, None]:
     """Yield rows as cases finish, at most ``window`` cases in flight (``result.in_flight``),
     none taken once ``stop`` is set. A case past ``case_timeout`` gets an error row at once
-    and is left behind (a thread cannot be stopped; its late result is ignored)."""
+    and is left behind (a thread cannot be stopped; its late result is ignored); once
+    ``abandon`` is set, the cases in flight are not waited for."""
     pending: dict[cf.Future[Row], tuple[int, Case]] = {}  # future -> (submission order, case)
     finished = Finished()
     starts: dict[tuple[str, int], float] = {}
@@ -845,13 +839,12 @@ def _run_rows(
                         count_error(row)
                         yield row
     except KeyboardInterrupt:  # raised here, while waiting: abandon what is in flight
-        if control is not None:
-            control.abandon = True
+        abandon.set()
         raise
     finally:
         for future in pending:
             future.cancel()
-        if control is not None and control.abandon:
+        if abandon.is_set():
             result.abandoned += sum(not future.cancelled() for future in pending)
         elif not result.abandoned:
             with contextlib.suppress(Exception):
