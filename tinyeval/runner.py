@@ -402,24 +402,20 @@ def check_judges(judges: Any, judge_model: CallModel | str | None = None) -> lis
                 "or each would overwrite the other's verdict",
                 field="judges",
             )
-    if found:
-        _refuse_builtin_for_own_criteria(found, "builtin" if judge_model is None else judge_model)
-    return found
-
-
-def _refuse_builtin_for_own_criteria(judges: Sequence[Any], judge_model: Any) -> None:
+    if not found:
+        return found
     from .judge import CRITERIA
 
-    spec = judge_model.strip() if isinstance(judge_model, str) else model_spec(judge_model)
-    if spec != "builtin":
-        return
-    for judge in judges:
+    model = "builtin" if judge_model is None else judge_model
+    spec = model.strip() if isinstance(model, str) else model_spec(model)
+    for judge in found if spec == "builtin" else ():
         if getattr(judge, "criterion", None) not in CRITERIA:
             raise RunnerError(
                 f"the built-in judge implements only {', '.join(CRITERIA)}; the judge "
                 f"{judge.name!r} asks for a criterion of your own: give a judge model for it",
                 field="judge_model",
             )
+    return found
 
 
 def _previous_rows(
