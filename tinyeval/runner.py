@@ -119,7 +119,7 @@ class RunResult:
 class Observer:
     """Watches a run and may stop it; every method's default does nothing.
 
-    ``name`` is the observer's key in the run's JSON summary and manifest.
+    ``name`` is its key in the run's manifest and JSON summary: the setting that turns it on.
     """
 
     name = ""

@@ -382,7 +382,7 @@ def test_the_trials_observer_runs_each_case_k_times_and_resumes_by_trial(tmp_pat
     trials = trials_module.Trials(3)
     result = run(cases, generate_model=generate, out=out, observers=[trials])
     assert result.total == 12 and sorted({r["trial"] for r in result.rows}) == [0, 1, 2]
-    assert trials.gate_tallies() == {"default": {"passed": 0, "total": 4}}
+    assert trials.tallies() == {"default": {"passed": 0, "total": 4}}
     assert trials.to_dict()["categories"]["default"]["flaky"] == ["c0", "c1", "c2", "c3"]
     again = run(cases, generate_model=generate, out=out, resume=True, observers=[trials])
     assert again.resumed == 12 and again.total == 12

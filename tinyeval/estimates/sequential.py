@@ -493,7 +493,7 @@ class StopWhenDecided:
     ('pass', True)
     """
 
-    name = "decided_early"
+    name = "stop_when_decided"
 
     def __init__(self, thresholds: Mapping[str, float], in_shard: int | None = None) -> None:
         self.thresholds = {str(c): float(t) for c, t in thresholds.items()}

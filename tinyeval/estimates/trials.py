@@ -529,7 +529,7 @@ class Trials:
             self._figures = tallies, lines, data
         return self._figures
 
-    def gate_tallies(self) -> dict[str, Any]:
+    def tallies(self) -> dict[str, Any]:
         """Per category, ``{"passed", "total"}`` counting cases, for the gate."""
         return self.figures()[0]
 

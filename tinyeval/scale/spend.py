@@ -24,7 +24,7 @@ class SpendCap(Observer):
     'the spend cap of $1.00 was reached: $2.00 spent, about $0.00 more in flight'
     """
 
-    name = "spend_cap"
+    name = "max_cost"
 
     def __init__(self, max_cost: float, price: Price | None) -> None:
         if price is None or isinstance(max_cost, bool) or not max_cost > 0:
