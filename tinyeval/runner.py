@@ -503,7 +503,7 @@ def run(
     observers: Sequence[Observer] = (),
 ) -> RunResult:
     """Evaluate every case into a row and return the tallies (and rows, unless
-    ``keep_rows=False``). The reference is docs/running.md.
+    ``keep_rows=False``).
 
     ``checks`` apply to every case on top of its ``expect`` block; ``judges`` (distinct names)
     run on cases whose checks passed (every case with ``judge_all``), in ``judge_categories``.
