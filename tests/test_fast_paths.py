@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import tinyeval
-from tinyeval import planning, runner
+from tinyeval import runner
 from tinyeval.dataset import Case, dataset_fingerprint, iter_cases, load
 from tinyeval.errors import utc_stamp
 from tinyeval.records import row_stamp
@@ -39,8 +39,8 @@ def test_checks_are_built_once_per_read_of_the_file(
 ) -> None:
     path = write_cases(tmp_path / "cases.jsonl", 6)
     if not read_once:
-        monkeypatch.setattr(planning, "READ_ONCE_BYTES", 0)
-    ready = planning.prepare_cases(str(path))
+        monkeypatch.setattr(runner, "READ_ONCE_BYTES", 0)
+    ready = runner.prepare_cases(str(path))
     result = tinyeval.run(ready.cases, dataset_fingerprint=ready.fingerprint)
     # read once: built while validating, carried to the run; read twice: once more in the
     # second read, and never in the run itself (it used to build them a third time)
@@ -144,8 +144,8 @@ def test_a_small_file_is_read_once(
 ) -> None:
     path = write_cases(tmp_path / "cases.jsonl", 4)
     if not read_once:
-        monkeypatch.setattr(planning, "READ_ONCE_BYTES", 0)
-    ready = planning.prepare_cases(str(path), only=["c1", "c2"])
+        monkeypatch.setattr(runner, "READ_ONCE_BYTES", 0)
+    ready = runner.prepare_cases(str(path), only=["c1", "c2"])
     assert ready.fingerprint == dataset_fingerprint(load(path))
     write_cases(path, 1)  # the file changes after it was read
     ids = [case.id for case in ready.cases]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tinyeval import checks, planning
+from tinyeval import checks, runner
 from tinyeval.cli import main
 from tinyeval.dataset import _IdIndex, dataset_fingerprint, load
 from tinyeval.records import read_rows
@@ -34,7 +34,7 @@ def write_cases(path: Path, n: int, *, extra: list[str] = ()) -> Path:  # type: 
 @pytest.fixture
 def large(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every file counts as large: read twice, or once as the run goes."""
-    monkeypatch.setattr(planning, "READ_ONCE_BYTES", 0)
+    monkeypatch.setattr(runner, "READ_ONCE_BYTES", 0)
 
 
 def without_stamps(path: Path) -> list[dict[str, object]]:
@@ -201,7 +201,7 @@ def test_the_command_line_says_a_stopped_one_pass_run_wrote_nothing(
 ) -> None:
     """More errors than --max-errors stop the run: exit 3, and the message says that nothing
     was written rather than offering to resume."""
-    monkeypatch.setattr(planning, "READ_ONCE_BYTES", 0)
+    monkeypatch.setattr(runner, "READ_ONCE_BYTES", 0)
     cases = write_cases(tmp_path / "cases.jsonl", 6)
     monkeypatch.setattr(checks, "run_built_checks", _raising)  # every case errors
     out = tmp_path / "rows.jsonl"

@@ -115,3 +115,7 @@ def test_merge_refuses_missing_duplicated_and_foreign_shards() -> None:
     other = [{"id": "d", "dataset_fingerprint": "g", "run": manifest(3, "3/3")}]
     with pytest.raises(ResultsFileError, match="different datasets"):
         merge_rows([("1", one), ("2", two), ("3", other)])
+
+
+def test_a_named_judge_that_did_not_judge_has_no_verdict() -> None:
+    assert primary_verdict({"judges": {"a": {"verdict": "PASS"}}}, "b") is None

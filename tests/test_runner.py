@@ -6,7 +6,9 @@ import concurrent.futures as cf
 import io
 import json
 import threading
-from typing import ClassVar
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 
@@ -16,6 +18,9 @@ from tinyeval.dataset import Case
 from tinyeval.errors import InputError
 from tinyeval.records import ResultsFileError, read_rows
 from tinyeval.runner import (
+    Observer,
+    RunnerError,
+    dry_run,
     evaluate_case,
     run,
     shard_index,
@@ -371,3 +376,66 @@ class TestFailFast:
                      judge_categories=["support"], concurrency=1)  # fmt: skip
         assert not result.complete and "before any model call succeeded" in result.stopped_reason
         assert 10 <= result.categories["support"].errors < 30  # cases in flight still finish
+
+
+def test_a_case_nothing_looked_at_is_unchecked_and_one_without_output_errors() -> None:
+    assert evaluate_case(Case(id="b", output="anything"))["status"] == "unchecked"
+    assert evaluate_case(Case(id="c"))["status"] == "error"
+
+
+class _StopAt(Observer):
+    name = "stop_at"
+
+    def __init__(self, rows: int) -> None:
+        self.rows, self.seen = rows, 0
+
+    def row(self, row: dict[str, Any], result: object) -> str | None:
+        self.seen += 1
+        return f"{self.rows} rows were enough" if self.seen >= self.rows else None
+
+    def manifest(self) -> int:
+        return self.rows
+
+
+class _SkipOdd(Observer):
+    name = "skip_odd"
+
+    def cases(self, cases: Iterable[Case]) -> Iterable[Case]:
+        return reversed(list(cases))
+
+    def skip(self, case: Case) -> bool:
+        return int(case.id) % 2 == 1
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_an_observer_stops_the_run_and_says_why(concurrency: int) -> None:
+    cases = [Case(id=str(i), output="x", expect={"contains": ["x"]}) for i in range(50)]
+    result = run(cases, observers=[_StopAt(5)], concurrency=concurrency)
+    assert not result.complete
+    assert result.stopped_by == result.stopped_reason == "5 rows were enough"
+    assert 5 <= result.total <= 5 + 2 * concurrency + 2
+
+
+def test_an_observer_expands_reorders_and_skips_cases() -> None:
+    cases = [Case(id=str(i), output="x", expect={"contains": ["x"]}) for i in range(6)]
+    result = run(cases, observers=[_SkipOdd()])
+    assert result.complete and [row["id"] for row in result.rows] == ["4", "2", "0"]
+    assert result.rows[0]["run"]["cases"] == 6  # the manifest counts the cases given
+
+
+def test_resume_refuses_rows_an_observer_recorded_otherwise(tmp_path: Path) -> None:
+    out = tmp_path / "rows.jsonl"
+    cases = [Case(id=str(i), output="x", expect={"contains": ["x"]}) for i in range(20)]
+    run(cases, out=out, observers=[_StopAt(3)])
+    assert run(cases, out=out, resume=True, observers=[_StopAt(3)]).resumed == 3
+    with pytest.raises(RunnerError, match="stop_at"):
+        run(cases, out=out, resume=True, observers=[_StopAt(4)])
+    with pytest.raises(RunnerError, match="the same settings"):
+        run(cases, out=out, resume=True)
+
+
+def test_a_dry_run_takes_runs_options_and_no_other() -> None:
+    plan = dry_run([Case(id="a", input="hi")], generate_model="cmd:cat", regenerate=True)
+    assert plan.calls["generate"] == 1 and plan.first_prompt["generate"] == "hi"
+    with pytest.raises(TypeError, match="trials"):
+        dry_run([Case(id="a", input="hi")], trials=3)

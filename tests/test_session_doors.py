@@ -16,8 +16,8 @@ import pytest
 import tinyeval
 from tinyeval import session as session_module
 from tinyeval.errors import InputError
-from tinyeval.planning import PreparedCases
 from tinyeval.report import Section
+from tinyeval.runner import PreparedCases
 from tinyeval.session import RunSettings, Session, open_executor
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -72,7 +72,7 @@ def test_stop_when_decided_stops_both_categories_early_with_the_right_outcome(
     )  # fmt: skip
     assert done.returncode == 1, done.stderr
     summary = json.loads(done.stdout)
-    decided = summary["decided_early"]
+    decided = summary["stop_when_decided"]
     assert decided["good"]["outcome"] == "pass" and decided["bad"]["outcome"] == "block"
     rows = (tmp_path / "rows.jsonl").read_text().splitlines()
     assert len(rows) < 200  # far fewer than the 600 cases

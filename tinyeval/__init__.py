@@ -103,7 +103,11 @@ _EXTRAS: dict[str, dict[str, str]] = {
         "jury": "judges.jury:Jury",
     },
     # run observers: watch the rows of a run and may stop it
-    "observer": {},
+    "observer": {
+        "trials": "estimates.trials:make",
+        "stop_when_decided": "estimates.sequential:make",
+        "max_cost": "scale.spend:make",
+    },
     # sections of the run's summary, gate estimators, reports written after a run
     "section": {
         "retrieval": "rag.summary:retrieval_section",
@@ -116,6 +120,14 @@ _EXTRAS: dict[str, dict[str, str]] = {
         "junit": "ci.github:junit_report",
         "html": "ci.html:html_page",
         "github": "ci.github:github_report",
+    },
+    # what a price costs: the dollars of a run's tokens and of a dry run's
+    "cost": {
+        "price": "scale.cost:parse_price",
+        "usage": "scale.cost:usage_cost",
+        "usd": "scale.cost:format_usd",
+        "plan": "scale.spend:plan_cost",
+        "plan_line": "scale.spend:plan_cost_line",
     },
     # executors by scheme ("dask")
     "executor": {

@@ -1,36 +1,12 @@
-"""The result row: its schema, result files written and read back, tallies, merge and resume.
+"""The result row, one JSON object per case written as the case finishes: made, written,
+read back, tallied, merged and checked for completeness.
 
-One module owns the row, because one module writes rows and many read them.
-A result row is one JSON object per case, written as soon as the case finishes:
-
-=======================  ============================================================
-``id``, ``category``     the case's id and category; ``origin``, ``input``,
-                         ``context``, ``label`` are copied from the case, and
-                         ``line`` is where it stands in the cases file
-``output``               the response that was checked (logged or generated)
-``checks``               ``{name: true | false}``; ``check_details`` says why a check failed
-``judges``               ``{name: verdict}``, one per judge, in the order they ran (the
-                         first is the primary judge); a verdict is ``Verdict.to_dict()``
-                         or, in a pairwise row, ``PairwiseVerdict.to_dict()``
-``judge_skipped``        why no judge ran on a case that had judges (or None)
-``status``               ``"pass"``, ``"fail"``, ``"error"`` or ``"unchecked"`` (nothing —
-                         no check, no judge — looked at the case); only ``"pass"`` passes
-``error``                the message of an errored case, or None
-``run``                  what the run was meant to see (:func:`run_manifest`): the case
-                         count, shard, sample, judges and gate settings
-provenance               ``judge_model``, ``judge_temperature``, ``rubric_fingerprint``,
-                         ``dataset_fingerprint``, ``generate_model``, ``tinyeval_version``,
-                         ``started_at``, ``finished_at``, ``latency_ms``, ``usage``
-=======================  ============================================================
-
-Rows written before this schema had a ``judge`` key repeating the first verdict
-and no ``run``; every reader here still accepts them (:func:`verdicts`,
-:func:`primary_verdict`).
-
-A pairwise row (``tinyeval pairwise``) has the same keys; its ``status`` says
-whether the comparison was decided: ``"pass"`` when both orders agree,
-``"fail"`` when they disagree or a reply did not parse, ``"error"`` when a call
-failed. Its label for calibration is the verdict's ``winner``.
+A row holds the case's ``id``, ``category``, ``origin``, ``line``, ``input``, ``output``,
+``context``, ``tool_calls`` and ``label``; ``checks`` (name -> bool) and ``check_details``;
+``judges`` (name -> verdict, the first the primary) or ``judge_skipped``; ``status`` (only
+``"pass"`` passes); ``error``; ``run`` (:func:`run_manifest`); and its provenance (judge
+model and temperature, rubric and dataset fingerprints, generate model, version, times,
+latency, usage). Rows of older versions (a lone ``judge``, no ``run``) still read.
 """
 
 from __future__ import annotations
@@ -68,7 +44,6 @@ __all__ = [
     "read_rows",
     "run_manifest",
     "tally",
-    "trial_outcomes",
     "verdict_errored",
     "verdict_label",
     "verdicts",
@@ -158,21 +133,13 @@ def run_manifest(
     gate: Mapping[str, Any] | None = None,
     suite: str | None = None,
     cases_file: str | None = None,
-    trials: int = 1,
-    sequential: bool = False,
+    observers: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """What a run was meant to see, stored in every row's ``run`` so a reader can tell a
-    complete run from a partial one and gate it as the run did.
-
-    ``cases`` is how many cases the run (all its shards together) was to
-    evaluate; ``shard`` is ``(I, N)`` and ``shard_cases`` how many of them fall
-    in this shard; ``sample`` the ``{"size", "seed"}`` of a sampled run; ``only``
-    the size of an id restriction; ``judges`` each judge's rubric fingerprint;
-    ``gate`` the thresholds and settings; ``suite`` the suite file's fingerprint;
-    ``cases_file`` the file the cases were read from; ``trials`` how many times
-    each case was sampled (one row per trial); ``sequential`` that the run was
-    to stop each category once its gate was decided (fewer rows than cases is
-    then its design, not a loss).
+    complete run from a partial one and gate it as the run did: the case count (all shards),
+    this shard's, the sample, the id restriction's size, each judge's rubric fingerprint, the
+    gate settings, the suite's fingerprint, and what each observer of the run records
+    (``Observer.manifest()``; one with ``"skips_cases"`` makes fewer rows by design).
 
     >>> run_manifest(cases=30, shard=(1, 3), shard_cases=11)["shard"]
     '1/3'
@@ -188,8 +155,7 @@ def run_manifest(
         "gate": dict(gate or {}),
         "suite": suite,
         "cases_file": cases_file,
-        "trials": trials,
-        "sequential": sequential,
+        "observers": dict(observers or {}),
     }
 
 
@@ -197,13 +163,9 @@ def run_manifest(
 
 
 def verdicts(row: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    """The row's judge verdicts by name, in the order the judges ran.
+    """The row's judge verdicts by name, in the order the judges ran (an older row's lone
+    ``judge`` under its own ``name``, or ``"judge"``).
 
-    Rows written before ``judges`` existed had only ``judge``; it is returned
-    under its own ``name`` (or ``"judge"``).
-
-    >>> verdicts({"judges": {"tone": {"verdict": "PASS"}}})
-    {'tone': {'verdict': 'PASS'}}
     >>> verdicts({"judge": {"name": "old", "verdict": "FAIL"}})
     {'old': {'name': 'old', 'verdict': 'FAIL'}}
     """
@@ -223,8 +185,6 @@ def primary_verdict(row: Mapping[str, Any], judge: str | None = None) -> Mapping
 
     >>> primary_verdict({"judges": {"a": {"verdict": "PASS"}, "b": {"verdict": "FAIL"}}})
     {'verdict': 'PASS'}
-    >>> primary_verdict({"judges": {"a": {"verdict": "PASS"}}}, "b") is None
-    True
     """
     found = verdicts(row)
     if judge is not None:
@@ -241,10 +201,8 @@ class Provenance(NamedTuple):
 
 
 def provenance(row: Mapping[str, Any], judge: str | None = None) -> Provenance:
-    """The provenance of ``judge``'s verdict in ``row`` (default: the first judge's).
-
-    The rubric is the verdict's own; the model is the spec the run used (the
-    row's ``judge_model``), else the name the server reported.
+    """The provenance of ``judge``'s verdict in ``row`` (default: the first judge's): the
+    verdict's rubric, and the model spec the run used, else the name the server reported.
 
     >>> row = {"judge_model": "openai:gpt-4o-mini",
     ...        "judges": {"tone": {"rubric_fingerprint": "ab12", "criterion": "Is polite."}}}
@@ -280,10 +238,8 @@ def verdict_errored(verdict: Mapping[str, Any]) -> bool:
 def output_fingerprint(output: Any) -> str | None:
     """A short, stable digest of a row's output, so a label can tell its output changed.
 
-    >>> output_fingerprint("hola")
-    'b221d9dbb083a7f3'
-    >>> output_fingerprint(None) is None
-    True
+    >>> output_fingerprint("hola"), output_fingerprint(None)
+    ('b221d9dbb083a7f3', None)
     """
     if output is None:
         return None
@@ -296,11 +252,9 @@ def output_fingerprint(output: Any) -> str | None:
 
 @dataclass
 class CategoryTally:
-    """Counts for one category: every case is in ``total``, whatever became of it.
-
-    ``judged`` and ``unparsed`` count verdicts of all judges (an errored call
-    is not "unparsed"); ``primary_parsed`` and ``primary_passed`` count the
-    first judge's parsed verdicts, the figures a calibration corrects.
+    """Counts for one category, every case in ``total`` whatever became of it. ``judged`` and
+    ``unparsed`` count all judges' verdicts (an errored call is not unparsed);
+    ``primary_parsed`` and ``primary_passed`` the first judge's, which a calibration corrects.
 
     >>> t = CategoryTally()
     >>> for status in ("pass", "error", "unchecked"):
@@ -370,10 +324,8 @@ def tally(rows: Iterable[Mapping[str, Any]]) -> dict[str, CategoryTally]:
 
 @dataclass(frozen=True)
 class Completeness:
-    """Whether rows cover what their run was meant to see.
-
-    ``expected`` is None for rows that carry no manifest (written by an older
-    version, or by hand): nothing can be said, and ``known`` is False.
+    """Whether rows cover what their run was meant to see (``expected`` is None, and
+    ``known`` False, for rows without a manifest: nothing can be said).
 
     >>> c = completeness([{"id": "a", "run": {"cases": 3, "shard": None}}])
     >>> c.complete, c.seen, c.expected, str(c)
@@ -425,11 +377,8 @@ class Completeness:
 def completeness(
     rows: Sequence[Mapping[str, Any]], *, expected_ids: Iterable[str] | None = None
 ) -> Completeness:
-    """What ``rows`` cover against the ``run`` manifest they carry (see :func:`run_manifest`).
-
-    Rows of a sharded run are complete when every shard of the run is present
-    and every case of the run has a row; with ``expected_ids`` (the cases
-    file is at hand), the missing ids are named.
+    """What ``rows`` cover against the ``run`` manifest they carry: every shard and every case
+    of the run; with ``expected_ids`` (the cases file at hand), the missing ids are named.
 
     >>> manifest = {"cases": 2, "shard": "1/2", "shard_cases": 1}
     >>> str(completeness([{"id": "a", "run": manifest}]))
@@ -443,7 +392,8 @@ def completeness(
     if not manifests:
         expected = len(ids) + len(missing_ids) if expected_ids is not None else None
         return Completeness(seen=len(ids), expected=expected, missing_ids=missing_ids)
-    if any(m.get("sequential") for m in manifests):  # meant to stop once decided
+    if any(m.get("sequential") or _skips_cases(m.get("observers")) for m in manifests):
+        # fewer rows than cases by design (a run stopping each category once decided)
         return Completeness(seen=len(ids), expected=None, missing_ids=missing_ids)
     expected = max(_whole(m.get("cases")) for m in manifests)
     shard_names = {m.get("shard") for m in manifests}
@@ -455,6 +405,12 @@ def completeness(
         present = {int(str(name).partition("/")[0]) for name in shard_names}
         missing = tuple(i for i in range(1, shards + 1) if i not in present)
     return Completeness(len(ids), expected, shards, missing, missing_ids)
+
+
+def _skips_cases(observers: Any) -> bool:
+    if not isinstance(observers, Mapping):
+        return False
+    return any(isinstance(r, Mapping) and r.get("skips_cases") for r in observers.values())
 
 
 def _whole(value: Any) -> int:
@@ -472,10 +428,6 @@ def merge_rows(
     >>> two = [{"id": "b", "dataset_fingerprint": "f", "run": {"cases": 2, "shard": "2/2"}}]
     >>> [row["id"] for row in merge_rows([("1.jsonl", one), ("2.jsonl", two)])]
     ['a', 'b']
-    >>> merge_rows([("1.jsonl", one)])
-    Traceback (most recent call last):
-    ...
-    tinyeval.errors.IncompleteError: incomplete: 1 of 2 cases (missing 1 shard: 2/2); ...
     """
     seen: dict[str, str] = {}
     fingerprints: dict[str, str] = {}
@@ -514,10 +466,8 @@ _ROW_ENCODER = json.JSONEncoder(ensure_ascii=False)  # made once: json.dumps mak
 
 def write_row(stream: IO[str], row: Mapping[str, Any], *, flush: bool = True) -> None:
     """Write one row as a JSON line and flush it, so a kill loses at most this line
-    (``flush=False`` for a temporary file, which a failure discards whole).
-
-    Text that UTF-8 cannot carry (a lone surrogate from a user check's detail,
-    say) is written as JSON escapes instead, so every row can be written.
+    (``flush=False`` for a temporary file, which a failure discards whole). Text UTF-8
+    cannot carry (a lone surrogate) is written as JSON escapes.
 
     >>> import io
     >>> buf = io.StringIO(); write_row(buf, {"id": "a", "status": "pass"}); buf.getvalue()
@@ -538,13 +488,9 @@ class RowsWrittenWhole:
     """Rows written before the run knows its dataset fingerprint and manifest, made a result
     file once it does: all at once, or not at all.
 
-    A run that reads its cases file once, as it goes, learns the fingerprint
-    and the case count (which every row records) only at the end. Its rows go
-    to a temporary file beside ``path`` with a placeholder for the two, then
-    :meth:`finish` writes ``path`` with the real values, in one step (readers
-    see the old file or the new one); :meth:`discard` leaves no file behind
-    (a bad case found late, a refused setting, an interruption). Rows bound for
-    the null device are written straight to it.
+    The rows go to a temporary file beside ``path`` with a placeholder for the two;
+    :meth:`finish` writes ``path`` with the real values in one step, :meth:`discard` leaves
+    no file behind. Rows bound for the null device are written straight to it.
 
     >>> import tempfile, os
     >>> from tinyeval.dataset import Case
@@ -613,8 +559,9 @@ class RowsWrittenWhole:
             with open(self._temporary, "rb") as rows, _replacing(self._target, mode) as whole:
                 for line in rows:
                     if placeholder not in line:  # a row this writer did not write
-                        raise IncompleteError(f"{self._temporary}: a row changed while the "
-                                              "run wrote it")  # fmt: skip
+                        raise IncompleteError(
+                            f"{self._temporary}: a row changed while the run wrote it"
+                        )
                     whole.write(line.replace(placeholder, filled, 1))
         except BaseException:
             self.discard()
@@ -644,10 +591,8 @@ def _umask() -> int:
 
 
 def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` in one step: readers see the old file or the new one.
-
-    The new file gets the usual permissions (0o666 less the umask), not the
-    private ones of a temporary file; a failure leaves no temporary file behind.
+    """Write ``text`` (UTF-8) to ``path`` in one step: readers see the old file or the new one
+    (with the usual permissions); a failure leaves no temporary file behind.
 
     >>> import tempfile, os
     >>> with tempfile.TemporaryDirectory() as folder:
@@ -698,9 +643,8 @@ def write_records(path: str | os.PathLike[str], records: Iterable[Mapping[str, A
 def iter_json_lines(
     path: str | os.PathLike[str], *, error: type[InputError] = InputError
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line number, object)`` for each non-blank line of a JSONL file.
-
-    A line that is not a JSON object raises ``error`` naming the file and line.
+    """Yield ``(line number, object)`` for each non-blank line of a JSONL file; a line that is
+    not a JSON object raises ``error`` naming the file and line.
 
     >>> import tempfile, os
     >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
@@ -732,12 +676,9 @@ def iter_json_lines(
 
 
 def read_rows(path: str | os.PathLike[str], *, repair: bool = False) -> list[Row]:
-    """Read a results file back; detect (and with ``repair``, cut) a partial last line.
-
-    A run killed mid-write leaves at most one incomplete trailing line. Without
-    ``repair`` that is an error naming the line; with it, the line is cut off
-    the file so the case runs again on a resumed run. Every id must appear once:
-    a repeated id is an error naming both lines (the same rule as ``merge``).
+    """Read a results file back. A cut last line (a run killed mid-write) is an error, or with
+    ``repair`` is cut off the file so a resumed run does its case again. A second row of a
+    case (and trial) is an error naming both lines.
 
     >>> import tempfile, os
     >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
@@ -811,28 +752,5 @@ def _check_row(row: Any, path: str, line: int) -> None:
     for key, types in _ROW_TYPES.items():
         value = row.get(key)
         if value is not None and not isinstance(value, types):
-            raise ResultsFileError(
-                f"expected {'an object' if types == (dict,) else 'a string'}", path=path,
-                line=line, field=key,
-            )  # fmt: skip
-
-
-def trial_outcomes(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, list[bool]]]:
-    """For repeated trials: per category, each case's trial outcomes in trial order (pass = True).
-
-    >>> rows = [{"id": "a", "category": "c", "trial": 1, "status": "fail"},
-    ...         {"id": "a", "category": "c", "trial": 0, "status": "pass"}]
-    >>> trial_outcomes(rows)
-    {'c': {'a': [True, False]}}
-    """
-    found: dict[str, dict[str, list[tuple[int, bool]]]] = {}
-    for row in rows:
-        category = str(row.get("category") or "default")
-        trial = row.get("trial") or 0
-        found.setdefault(category, {}).setdefault(str(row["id"]), []).append(
-            (int(trial), row.get("status") == "pass")
-        )
-    return {
-        category: {key: [ok for _, ok in sorted(items)] for key, items in sorted(cases.items())}
-        for category, cases in sorted(found.items())
-    }
+            expected = "an object" if types == (dict,) else "a string"
+            raise ResultsFileError(f"expected {expected}", path=path, line=line, field=key)

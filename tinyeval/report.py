@@ -17,10 +17,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from . import _extra
 from .errors import plural, shorten
 from .gating import CategoryVerdict, GateReport
-from .planning import PreparedCases
 from .records import Row, read_rows, verdicts
-from .runner import RunResult
-from .scale.cost import Price, format_usd, run_cost  # FIXME-DOOR
+from .runner import PreparedCases, RunResult
 from .stats import format_rate
 
 if TYPE_CHECKING:
@@ -61,7 +59,7 @@ def _sections(session: Session, ready: PreparedCases) -> list[str]:
     """The sections the run uses, decided without loading an extra."""
     s, judges = session.settings, session.judges
     used = {
-        "retrieval": bool(ready.queries or s.retrieval_threshold),
+        "retrieval": bool(session.retrieved or s.retrieval_threshold),
         "graded": any(getattr(judge, "scale", None) is not None for judge in judges),
         "jury": len(session.jurors) > 1,
         "self_evaluation": bool(judges and s.generate_model),
@@ -154,7 +152,7 @@ def header(session: Session, ready: PreparedCases) -> str:
     the suite file, when one gave the settings).
 
     >>> from tinyeval.session import RunSettings, Session
-    >>> from tinyeval.planning import PreparedCases
+    >>> from tinyeval.runner import PreparedCases
     >>> print(header(Session(RunSettings(cases="c.jsonl")), PreparedCases((), "ab12", in_file=3,
     ...                                                                   selected=3)), end="")
     3 cases from c.jsonl (dataset ab12) · rows in tinyeval-results.jsonl
@@ -431,12 +429,12 @@ def summary_dict(
     return data
 
 
-def usage_line(usage: Mapping[str, int], price: Price | None = None) -> tuple[str, float | None]:
+def usage_line(usage: Mapping[str, int], price: Any = None) -> tuple[str, float | None]:
     """The run's token line (and its cost in US dollars, with a price): ``("", None)`` when no
     call reported usage. Tokens replayed from the cache are shown apart and not costed.
 
-    >>> usage_line({"input_tokens": 1500, "output_tokens": 200}, Price(1.0, 5.0))
-    ('tokens: 1,500 in, 200 out; cost about $0.0025', 0.0025)
+    >>> usage_line({"input_tokens": 1500, "output_tokens": 200})
+    ('tokens: 1,500 in, 200 out', None)
     """
     if not any(usage.values()):
         return "", None
@@ -444,8 +442,8 @@ def usage_line(usage: Mapping[str, int], price: Price | None = None) -> tuple[st
     cost = None
     if price is not None:
         paid = {key: usage.get(key, 0) for key in ("input_tokens", "output_tokens")}
-        cost = run_cost([paid], price)
-        line += f"; cost about {format_usd(cost)}"
+        cost, said = _extra("cost", "usage", "a price")(paid, price)
+        line += f"; {said}"
     cached_in = usage.get("cached_input_tokens", 0)
     cached_out = usage.get("cached_output_tokens", 0)
     if cached_in or cached_out:

@@ -1,21 +1,7 @@
-"""Run cases through generate → code checks → judge(s), one result row per case.
-
-Every case is counted before it can fail: whatever happens to it (a check
-raises, the model times out, the judge babbles) it ends as exactly one row
-with ``status`` ``"pass"``, ``"fail"``, ``"error"`` or ``"unchecked"``, and
-every rate counts it in its denominator. Only ``"pass"`` passes: a case that
-nothing looked at (no check, no judge able to judge it) is ``"unchecked"``.
-
-Rows are handed out (and written, when ``out`` is given) as each case
-finishes, so a long run can be watched, interrupted and resumed. The rows'
-schema is :mod:`tinyeval.records`'s.
-
-=======================  ======================================================
-``run(cases, ...)``      every case into a row, on any executor; resume, shards
-``evaluate_case``        one case into one row (what ``run`` sends to workers)
-=======================  ======================================================
-
-Two runs compared case by case with a pairwise judge: :func:`tinyeval.judges.pairwise.run_pairs`.
+"""Cases into rows: prepare the cases, run them (concurrency, resume, shards, timeouts), or
+count what a run would send. Every case ends as exactly one row, its ``status`` ``"pass"``,
+``"fail"``, ``"error"`` or ``"unchecked"`` (nothing looked at it); only ``"pass"`` passes.
+Extras watch a run through :class:`Observer` (trials, early stopping, the spend cap).
 """
 
 from __future__ import annotations
@@ -27,19 +13,22 @@ import functools
 import hashlib
 import itertools
 import json
+import os
+import queue
+import stat
 import sys
 import threading
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, Any
 
 from . import checks as checks_mod
+from . import dataset
 from .dataset import Case
-from .errors import InputError
+from .errors import InputError, plural
 from .models import USAGE_KEYS, CallModel, ChatPrompt, add_usage, ask, model_spec
-from .pool import DaemonThreadPool, Finished
 from .records import (
     CategoryTally,
     Row,
@@ -50,16 +39,21 @@ from .records import (
     verdicts,
     write_row,
 )
-from .scale.cost import Price, format_usd, run_cost  # FIXME-DOOR
 
 __all__ = [
+    "CHARS_PER_TOKEN",
+    "READ_ONCE_BYTES",
     "DaemonThreadPool",
-    "EarlyDecision",
+    "DryRun",
+    "Observer",
+    "PreparedCases",
     "RunResult",
     "RunnerError",
     "check_judges",
+    "dry_run",
     "evaluate_case",
     "input_text",
+    "prepare_cases",
     "run",
     "shard_index",
     "timed_out_row",
@@ -74,12 +68,10 @@ class RunnerError(InputError):
 class RunResult:
     """What a run produced: per-category tallies, and the rows when they were kept.
 
-    ``complete`` is False when the run stopped early (``max_errors`` exceeded,
-    a dead model, interrupted); ``stopped_reason`` then says why.
-    ``resumed`` counts the rows kept from an earlier run of the same ``out``
-    (they are in the tallies and, when rows are kept, in ``rows``).
+    ``complete`` is False when the run stopped early (``stopped_reason`` says why;
+    ``stopped_by``, when an observer stopped it). ``resumed`` counts the rows kept
+    from an earlier run of the same ``out``.
 
-    >>> from tinyeval.dataset import Case
     >>> result = run([Case(id="a", output="hola", expect={"max_words": 1})])
     >>> result.total, result.complete, result.categories["default"].passed
     (1, True, 1)
@@ -95,8 +87,7 @@ class RunResult:
     abandoned: int = 0  # cases given up on (past the per-case timeout, or on a second interrupt)
     resumed: int = 0
     in_flight: int = 0  # cases running now
-    decisions: dict[str, Any] = field(default_factory=dict)  # categories stopped when decided
-    capped: str | None = None  # why the spend cap stopped the run
+    stopped_by: str | None = None  # the sentence of the observer that stopped the run
 
     def add(self, row: Row, *, keep: bool) -> None:
         """Count a row (and keep it when asked)."""
@@ -123,6 +114,41 @@ class RunResult:
     def errors(self) -> int:
         """Number of cases that errored."""
         return sum(t.errors for t in self.categories.values())
+
+
+class Observer:
+    """Watches a run and may stop it; every method's default does nothing.
+
+    ``name`` is its key in the run's manifest and JSON summary: the setting that turns it on.
+    """
+
+    name = ""
+
+    def cases(self, cases: Iterable[Case]) -> Iterable[Case]:
+        """Before the run: the cases it is to see (may expand them, or reorder them)."""
+        return cases
+
+    def skip(self, case: Case) -> bool:
+        """Before a case starts: True when it is not to run (its category is decided)."""
+        return False
+
+    def row(self, row: Row, result: RunResult) -> str | None:
+        """Each finished row, in the run's own thread: a sentence saying why the run must
+        stop, or None."""
+        return None
+
+    def summary(self) -> list[str]:
+        """Lines for the run's text summary."""
+        return []
+
+    def to_dict(self) -> dict[str, Any]:
+        """Its part of the JSON summary (under its ``name``)."""
+        return {}
+
+    def manifest(self) -> Any:
+        """What the run's manifest records of it (None: nothing); a resumed run refuses rows
+        recorded otherwise."""
+        return None
 
 
 # === One case ===
@@ -153,13 +179,6 @@ def timed_out_row(case: Case, seconds: float, task: Mapping[str, Any]) -> Row:
     row["finished_at"] = row["started_at"]
     row["latency_ms"] = round(seconds * 1000, 3)
     return row
-
-
-@dataclass(frozen=True)
-class _Trial(Case):
-    """One of the repeated trials of a case (``run(trials=K)``): the case and its index."""
-
-    trial: int = 0
 
 
 def _key(case: Case) -> tuple[str, int]:
@@ -202,8 +221,7 @@ def _shown(judge: Any, case: Case, parts: Any) -> dict[str, Any]:
 
 
 def _conversation_parts(case: Case, output: str) -> Any:
-    """A conversation case cut into what the judge is shown (system, earlier turns, the
-    question, the agent's steps, the response), or None for a plain case."""
+    """A conversation case cut into what the judge is shown, or None for a plain case."""
     conversation = getattr(case, "conversation", None)
     if conversation is None:
         return None
@@ -247,14 +265,9 @@ def evaluate_case(
 ) -> Row:
     """Evaluate one case into one result row; never raises for the case's own failures.
 
-    >>> from tinyeval.dataset import Case
     >>> row = evaluate_case(Case(id="a", output="hola", expect={"max_words": 1}))
     >>> row["status"], row["checks"]
     ('pass', {'max_words': True})
-    >>> evaluate_case(Case(id="b", output="anything"))["status"]
-    'unchecked'
-    >>> evaluate_case(Case(id="c"))["status"]
-    'error'
     """
     started = time.perf_counter()
     usage: dict[str, int] = {}
@@ -282,8 +295,8 @@ def evaluate_case(
         if tool_calls is not case.tool_calls:
             case = replace(case, output=output, tool_calls=tool_calls)
         if checks or type(output) is not str:
-            results = checks_mod.run_checks_detailed(output, [*case.expect_checks(), *checks],
-                                                     case=case)  # fmt: skip
+            extra = [*case.expect_checks(), *checks]
+            results = checks_mod.run_checks_detailed(output, extra, case=case)
         else:  # the case's own checks only: built, named and told apart when it was read
             results = checks_mod.run_built_checks(output, case.expect_checks(), case)
         passed = row["checks"] = {name: r.passed for name, r in results.items()}
@@ -349,8 +362,6 @@ def evaluate_case(
 def shard_index(case_id: str, shards: int) -> int:
     """Which of ``shards`` shards (numbered from 1) a case belongs to, by a stable hash of its id.
 
-    >>> shard_index("amt-001", 4) == shard_index("amt-001", 4)
-    True
     >>> sorted({shard_index(str(i), 3) for i in range(100)})
     [1, 2, 3]
     """
@@ -372,7 +383,16 @@ def _check_shard(shard: Any) -> tuple[int, int] | None:
     return shard[0], shard[1]
 
 
-def _judge_list(judges: Any) -> list[Any]:
+def check_judges(judges: Any, judge_model: CallModel | str | None = None) -> list[Any]:
+    """The judges as a list, refused when two share a name (one would overwrite the other's
+    verdict) or the built-in judge is asked for a criterion of your own.
+
+    >>> from tinyeval.judge import Judge
+    >>> check_judges([Judge("Is polite.", name="a"), Judge("Is short.", name="a")], "cmd:cat")
+    Traceback (most recent call last):
+    ...
+    tinyeval.runner.RunnerError: judges: two judges are named 'a': give them distinct names ...
+    """
     found = list(judges) if isinstance(judges, list | tuple) else ([judges] if judges else [])
     names = [getattr(judge, "name", None) for judge in found]
     for name in names:
@@ -382,50 +402,31 @@ def _judge_list(judges: Any) -> list[Any]:
                 "or each would overwrite the other's verdict",
                 field="judges",
             )
-    return found
-
-
-def check_judges(judges: Any, judge_model: CallModel | str | None = None) -> list[Any]:
-    """The judges as a list, refused when they cannot work together: two with one name (one
-    would overwrite the other's verdict), or the built-in judge asked for a criterion of
-    your own (it implements only its named criteria).
-
-    >>> from tinyeval.judge import Judge
-    >>> check_judges([Judge("Is polite.", name="a"), Judge("Is short.", name="a")], "cmd:cat")
-    Traceback (most recent call last):
-    ...
-    tinyeval.runner.RunnerError: judges: two judges are named 'a': give them distinct names ...
-    """
-    found = _judge_list(judges)
-    if found:
-        _refuse_builtin_for_own_criteria(found, "builtin" if judge_model is None else judge_model)
-    return found
-
-
-def _refuse_builtin_for_own_criteria(judges: Sequence[Any], judge_model: Any) -> None:
+    if not found:
+        return found
     from .judge import CRITERIA
 
-    spec = judge_model.strip() if isinstance(judge_model, str) else model_spec(judge_model)
-    if spec != "builtin":
-        return
-    for judge in judges:
+    model = "builtin" if judge_model is None else judge_model
+    spec = model.strip() if isinstance(model, str) else model_spec(model)
+    for judge in found if spec == "builtin" else ():
         if getattr(judge, "criterion", None) not in CRITERIA:
             raise RunnerError(
                 f"the built-in judge implements only {', '.join(CRITERIA)}; the judge "
                 f"{judge.name!r} asks for a criterion of your own: give a judge model for it",
                 field="judge_model",
             )
+    return found
 
 
 def _previous_rows(
-    out: str | Path, fingerprint: str | None, judges: Sequence[Any], judge_model: Any
+    out: str | Path,
+    fingerprint: str | None,
+    judges: Sequence[Any],
+    judge_model: Any,
+    observed: Mapping[str, Any],
 ) -> list[Row]:
-    """The rows an earlier run left in ``out`` that a resumed run keeps.
-
-    Refused, naming what changed, when they come from another dataset, or were
-    judged by other judges, another rubric or another judge model: mixing them
-    would gate verdicts of two different judges as one.
-    """
+    """The rows an earlier run left in ``out`` that a resumed run keeps; refused, naming what
+    changed, when another dataset, judge, rubric, judge model or observer made them."""
     if not Path(out).exists():
         return []
     rows = read_rows(out, repair=True)
@@ -462,16 +463,16 @@ def _previous_rows(
                 f"this run uses {spec!r}: move the file away or re-judge",
                 path=where,
             )
+        manifest = row.get("run")
+        before = (manifest.get("observers") or {}) if isinstance(manifest, Mapping) else None
+        if before is not None and dict(before) != dict(observed):
+            raise RunnerError(
+                f"the case {row['id']!r} was run with {json.dumps(before, sort_keys=True)}, "
+                f"this run has {json.dumps(dict(observed), sort_keys=True)} (trials, stopping "
+                "rule): move the file away or run with the same settings",
+                path=where,
+            )
     return rows
-
-
-def _sized_count(cases: Iterable[Case], shard: tuple[int, int] | None) -> tuple[int, int] | None:
-    """(cases in all, cases in the shard) when ``cases`` is a sized collection."""
-    if not isinstance(cases, Sequence):
-        return None
-    if shard is None:
-        return len(cases), len(cases)
-    return len(cases), sum(shard_index(case.id, shard[1]) == shard[0] for case in cases)
 
 
 def run(
@@ -483,7 +484,6 @@ def run(
     generate_model: CallModel | str | None = None,
     prompt_template: str | None = None,
     regenerate: bool = False,
-    trials: int = 1,
     judge_all: bool = False,
     judge_categories: Iterable[str] | Mapping[str, Iterable[str]] | None = None,
     out: str | Path | IO[str] | None = None,
@@ -500,69 +500,24 @@ def run(
     manifest: Mapping[str, Any] | None = None,
     stop: threading.Event | None = None,
     progress: Callable[[int], None] | None = None,
-    stop_when_decided: Mapping[str, float] | None = None,
-    max_cost: float | None = None,
-    price: Price | None = None,
+    observers: Sequence[Observer] = (),
 ) -> RunResult:
-    """Evaluate every case and return the tallies (and rows, unless ``keep_rows=False``).
+    """Evaluate every case into a row and return the tallies (and rows, unless
+    ``keep_rows=False``).
 
-    ``checks`` are extra checks applied to every case, on top of each case's
-    ``expect`` block. ``judges`` is a :class:`~tinyeval.judge.Judge` or a list
-    of them, with distinct names; they run only on cases whose code checks
-    passed (``judge_all=True`` runs them there too), and, with
-    ``judge_categories``, only in those categories (a mapping of judge name to
-    categories gives each judge its own; an empty list means every category). Model arguments take a
-    ``prompt -> str`` callable or a spec string such as ``"builtin"`` or
-    ``"openai:gpt-4o-mini"``. A case without an output is generated from its
-    input (a logged conversation is sent as its message list, with roles);
-    ``regenerate=True`` generates every case, logged output or not.
-    ``trials=K`` generates (and checks and judges) each case K times, with
-    distinct sample indexes so a cache keeps them apart: one row per trial,
-    with its ``trial`` index (see :func:`tinyeval.summarize_trials` for the
-    figures with the case as the unit).
+    ``checks`` apply to every case on top of its ``expect`` block; ``judges`` (distinct names)
+    run on cases whose checks passed (every case with ``judge_all``), in ``judge_categories``.
+    Models are callables or spec strings; a case without an output is generated.
+    Cases run on ``executor`` or ``concurrency`` threads; each row goes to ``out`` and
+    ``on_row`` as its case finishes. ``shard=(I, N)`` runs shard I of N; ``resume`` keeps the
+    rows in ``out``. ``max_errors``, ``fail_fast``, ``stop`` (an event) and ``observers``
+    stop a run early, incomplete; ``case_timeout`` gives up on a slow case.
 
-    Cases run on ``executor`` (any :class:`concurrent.futures.Executor`) or on
-    a thread pool of ``concurrency`` workers; each row is written to ``out`` and
-    passed to ``on_row`` as soon as its case finishes. ``shard=(I, N)`` runs only
-    the cases of shard I of N (a stable split by id). With ``resume=True``, the
-    rows already in ``out`` (a path) are kept and counted, and only cases
-    without one run; rows of another dataset, judge, rubric or judge model are
-    refused. With ``max_errors``, the run stops taking new cases once more than
-    that many have errored, and the result is marked incomplete; so it is when
-    ``fail_fast`` cases (default 10) have errored before any model call
-    succeeded — an unreachable server or a wrong model name, not worth a full
-    run of retries (None never stops). With ``case_timeout`` (seconds), a case
-    still running that long after it started becomes an error row and the run
-    moves on without it.
-
-    ``stop`` (a :class:`threading.Event`) ends the run early when set: no new
-    case is taken, the cases in flight finish and are written, and the result
-    is incomplete. A ``KeyboardInterrupt`` abandons the cases in flight at once
-    (they get no row; a resumed run does them). ``progress`` is told, now and
-    then, how many cases are running.
-
-    ``stop_when_decided`` (category → threshold) stops sending a category's
-    cases once an anytime-valid confidence sequence of its pass rate
-    (:class:`tinyeval.ConfidenceSequence`, valid however often it is looked at)
-    lies wholly on one side of its threshold; ``result.decisions`` says when.
-    Give the cases in a random order, or the early stop is not a fair sample.
-
-    ``max_cost`` (US dollars, with ``price``) stops taking cases once what
-    was spent, plus what the cases in flight will likely cost, would pass it;
-    the result is then incomplete, and a resumed run continues.
-
-    ``manifest`` is what every row records as ``run`` (see
-    :func:`tinyeval.records.run_manifest`); given a list of cases, it is made
-    from its length, so a reader of the rows can tell whether they are complete.
-
-    >>> from tinyeval.dataset import Case
     >>> cases = [Case(id="a", output="hola", expect={"contains": ["hola"]}),
     ...          Case(id="b", output="chau", expect={"contains": ["hola"]})]
     >>> result = run(cases)
-    >>> [r["status"] for r in result.rows], result.categories["default"].passed
-    (['pass', 'fail'], 1)
-    >>> result.rows[0]["run"]["cases"]
-    2
+    >>> [r["status"] for r in result.rows], result.rows[0]["run"]["cases"]
+    (['pass', 'fail'], 2)
     """
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise RunnerError(f"concurrency must be a positive integer, got {concurrency!r}")
@@ -573,38 +528,33 @@ def run(
             f"case_timeout must be a positive number of seconds, got {case_timeout!r}"
         )
     shard = _check_shard(shard)
-    if max_cost is not None and (price is None or not max_cost > 0):
-        raise RunnerError("max_cost needs a price and a positive number of dollars",
-                          field="max_cost")  # fmt: skip
-    if max_cost is not None:
-        stop = stop if stop is not None else threading.Event()
-    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
-        raise RunnerError(f"trials must be a whole number >= 1, got {trials!r}", field="trials")
-    if trials > 1 and generate_model is None:
-        raise RunnerError(
-            "repeated trials sample the system under test: they need a generate model",
-            field="trials",
-        )
     if resume and not isinstance(out, str | Path):
         raise RunnerError("resume needs out to be a path: the rows to keep are read from it")
+    observers = tuple(observers)
+    if observers and stop is None:
+        stop = threading.Event()
     judge_list = check_judges(judges, judge_model)
     judge_model = _resolve(judge_model)
     generate_model = _resolve(generate_model)
     if judge_list and judge_model is None:
         judge_model = _resolve("builtin")
-    if manifest is None:
-        counts = _sized_count(cases, shard)
-        if counts is not None:
-            manifest = run_manifest(
-                cases=counts[0],
-                shard=shard,
-                shard_cases=counts[1] if shard else None,
-                judges={j.name: j.rubric_fingerprint for j in judge_list},
-                judge_model=model_spec(judge_model) if judge_list else None,
-            )
+    observed = {o.name: o.manifest() for o in observers if o.manifest() is not None}
+    if manifest is None and isinstance(cases, Sequence):
+        manifest = run_manifest(
+            cases=len(cases),
+            shard=shard,
+            shard_cases=sum(shard_index(c.id, shard[1]) == shard[0] for c in cases)
+            if shard
+            else None,
+            judges={j.name: j.rubric_fingerprint for j in judge_list},
+            judge_model=model_spec(judge_model) if judge_list else None,
+            observers=observed,
+        )
+    elif manifest is not None and observed and "observers" not in manifest:
+        manifest = {**manifest, "observers": observed}
     previous: list[Row] = []
     if resume and isinstance(out, str | Path):
-        previous = _previous_rows(out, dataset_fingerprint, judge_list, judge_model)
+        previous = _previous_rows(out, dataset_fingerprint, judge_list, judge_model, observed)
     done = {(row["id"], row.get("trial") or 0) for row in previous}
 
     task = dict(
@@ -622,40 +572,26 @@ def run(
     result = RunResult(dataset_fingerprint=dataset_fingerprint, resumed=len(previous))
     for row in previous:
         result.add(row, keep=keep_rows)
-
-    sequences: dict[str, Any] = {}
-    if stop_when_decided:
-        from .estimates.sequential import ConfidenceSequence
-
-        sequences = {name: ConfidenceSequence() for name in stop_when_decided}
+    for observer in observers:
+        cases = observer.cases(cases)
 
     def selected() -> Iterator[Case]:
-        decided = result.decisions
         for case in cases:
             if shard and shard_index(case.id, shard[1]) != shard[0]:
                 continue
-            if decided and case.category in decided:
-                continue  # decided: its remaining cases would change nothing
-            if trials == 1:
-                if not done or (case.id, 0) not in done:
-                    yield case
+            if done and _key(case) in done:
                 continue
-            fields = {f.name: getattr(case, f.name) for f in dataclasses.fields(case)}
-            for trial in range(trials):
-                if (case.id, trial) not in done:
-                    yield _Trial(**fields, trial=trial)
+            if observers and any(observer.skip(case) for observer in observers):
+                continue
+            yield case
 
     started = time.perf_counter()
     stream, owned = _open_out(out, append=resume)
     own_executor = executor is None
-    # daemon workers: a case abandoned (past its timeout, or on a second interrupt) must not
-    # hold up the interpreter's exit
+    # daemon workers: an abandoned case must not hold up the interpreter's exit
     pool = executor if executor is not None else DaemonThreadPool(concurrency)
-    started_rows = result.total  # rows kept from an earlier run are not this session's spending
-    control = _Control()
-    # under a per-case timeout only a worker can be left behind; an executor given is used
-    # for every case
-    here = None
+    abandon = threading.Event()  # set when the cases in flight are not to be waited for
+    here = None  # under a per-case timeout, or on an executor given, every case goes to it
     if executor is None and case_timeout is None:
         here = _here(task, every_case=concurrency == 1)
     rows = _run_rows(
@@ -669,7 +605,7 @@ def run(
         case_timeout=case_timeout,
         fail_fast=fail_fast,
         stop=stop,
-        control=control,
+        abandon=abandon,
         progress=progress,
         here=here,
     )
@@ -678,39 +614,36 @@ def run(
             if stream is not None:
                 write_row(stream, row)
             result.add(row, keep=keep_rows)
-            if sequences:
-                _watch(result, sequences, stop_when_decided or {}, row)
-            if max_cost is not None and price is not None and stop is not None:
-                _mind_the_cap(result, max_cost, price, stop, started_rows)
+            for observer in observers:
+                reason = observer.row(row, result)
+                if reason is not None and stop is not None and not stop.is_set():
+                    result.stopped_by = reason
+                    stop.set()
             if on_row is not None:
                 on_row(row)
     except KeyboardInterrupt:  # asked twice: the cases in flight are abandoned, not waited for
         result.complete = False
         result.stopped_reason = "interrupted"
-        control.abandon = True
+        abandon.set()
         raise
     finally:
         result.elapsed_s = time.perf_counter() - started
         # the row stream first: its cleanup cancels what is queued and waits for what runs
         rows.close()
         if own_executor:
-            pool.shutdown(wait=not (control.abandon or result.abandoned), cancel_futures=True)
+            pool.shutdown(wait=not (abandon.is_set() or result.abandoned), cancel_futures=True)
         if owned and stream is not None:
             stream.close()
     if stop is not None and stop.is_set() and result.complete:
         result.complete = False
-        result.stopped_reason = result.capped or "interrupted"
+        result.stopped_reason = result.stopped_by or "interrupted"
     return result
 
 
 def _here(task: Mapping[str, Any], *, every_case: bool) -> Callable[[Case], Row | None] | None:
-    """What evaluates a case in the calling thread, where a worker would add nothing, and gives
-    its row (None: a worker is to run it); None when no case is to run here.
-
-    Every case runs here on one worker (``every_case``); on more, a case sure to call no
-    model, or one whose every call the cache answers (:func:`_from_cache`). Checks of the
-    caller's own keep every case on its worker: they may be slow.
-    """
+    """What evaluates a case in the calling thread, where a worker would add nothing (None
+    from it: a worker runs the case): every case on one worker; on more, a case sure to call
+    no model, or one the caches answer whole. The caller's own checks may be slow: workers."""
     evaluate: Callable[[Case], Row] = functools.partial(evaluate_case, **task)
     if every_case:
         return evaluate
@@ -737,18 +670,12 @@ def _calls_no_model(task: Mapping[str, Any]) -> Callable[[Case], bool]:
 
 
 def _from_cache(task: Mapping[str, Any]) -> Callable[[Case], Row | None] | None:
-    """What evaluates a case in the calling thread when the caches of the models it calls
-    answer every call it makes (None: it would call a model, so a worker runs it), or None
-    when that cannot be: a model without a cache, or a judge that may call a model of its own.
-    A judge class says it calls no model but the one it is given by setting
-    ``calls_only_the_given_model = True`` in its own body (``Judge``, the RAG judges, the
-    graded judge): the attribute is read from the judge's very class, so a subclass, which
-    may call a model of its own, says it itself.
+    """What evaluates a case in the calling thread when the models' caches answer its every
+    call (None from it: a worker runs it), or None when that cannot be: a model without a
+    cache, or a judge whose very class does not set ``calls_only_the_given_model = True``.
 
-    A fully cached re-run so costs no thread hops: its cases are read from the cache as
-    fast as one thread can, where 32 workers would contend for the interpreter. Once the
-    cache has missed clearly more often than it answered (a first run), it is not tried
-    again, so a run that calls its models pays for at most a few dozen look-ups.
+    A fully cached re-run so costs no thread hops. Once the cache has missed clearly more
+    often than it answered (a first run), it is not tried again.
     """
     cache = sys.modules.get(f"{__package__}.cache")  # not imported: no model can be cached
     judges = task["judges"]
@@ -759,17 +686,19 @@ def _from_cache(task: Mapping[str, Any]) -> Callable[[Case], Row | None] | None:
         return model.cache_only() if isinstance(model, cache.CachedModel) else None
 
     judging = answering(task["judge_model"]) if judges else None
-    if judges and (judging is None or not all(
-        vars(type(judge)).get("calls_only_the_given_model", False) for judge in judges
-    )):  # fmt: skip
+    if judges and (
+        judging is None
+        or not all(vars(type(judge)).get("calls_only_the_given_model", False) for judge in judges)
+    ):
         return None
     generate, regenerate = task["generate_model"], task["regenerate"]
     generating = answering(generate)
     views = [view for view in (judging, generating) if view is not None]
     if not views:  # nothing a cache could answer (or refreshing: every call is made again)
         return None
-    attempt = dict(task, judge_model=judging or task["judge_model"],
-                   generate_model=generating or generate)  # fmt: skip
+    attempt = dict(
+        task, judge_model=judging or task["judge_model"], generate_model=generating or generate
+    )
     miss = cache._CacheMiss
     answered = missed = 0
 
@@ -793,54 +722,6 @@ def _from_cache(task: Mapping[str, Any]) -> Callable[[Case], Row | None] | None:
     return from_cache
 
 
-def _mind_the_cap(
-    result: RunResult, max_cost: float, price: Price, stop: threading.Event, before: int
-) -> None:
-    """Stop taking cases once the spent plus the in-flight cases' likely cost reaches the cap."""
-    usage = {key: result.usage.get(key, 0) for key in ("input_tokens", "output_tokens")}
-    spent = run_cost([usage], price)
-    done = max(result.total - before, 1)
-    projected = spent + spent / done * result.in_flight
-    if projected >= max_cost and not stop.is_set():
-        result.capped = (
-            f"the spend cap of {format_usd(max_cost)} was reached: {format_usd(spent)} spent, "
-            f"about {format_usd(projected - spent)} more in flight"
-        )
-        stop.set()
-
-
-def _watch(
-    result: RunResult, sequences: Mapping[str, Any], thresholds: Mapping[str, float], row: Row
-) -> None:
-    """Update the row's category's confidence sequence; note the category once it is decided."""
-    from .estimates.sequential import gate_decision
-
-    category = str(row["category"])
-    sequence = sequences.get(category)
-    if sequence is None or category in result.decisions:
-        return
-    sequence.update(row["status"] == "pass")
-    decision = gate_decision(sequence, thresholds[category])
-    if decision != "undecided":
-        result.decisions[category] = EarlyDecision(category, decision, sequence.n,
-                                                   sequence.low, sequence.high)  # fmt: skip
-
-
-class EarlyDecision(NamedTuple):
-    """A category decided before all its cases ran: the outcome, after how many cases, and
-    the confidence sequence's interval then."""
-
-    category: str
-    outcome: str
-    cases: int
-    low: float
-    high: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"outcome", "cases", "low", "high"}``."""
-        return {"outcome": self.outcome, "cases": self.cases, "low": self.low, "high": self.high}
-
-
 def _open_out(out: str | Path | IO[str] | None, append: bool) -> tuple[IO[str] | None, bool]:
     if out is None:
         return None, False
@@ -848,13 +729,6 @@ def _open_out(out: str | Path | IO[str] | None, append: bool) -> tuple[IO[str] |
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         return open(out, "a" if append else "w", encoding="utf-8"), True
     return out, False
-
-
-@dataclass
-class _Control:
-    """Set by the run when the row stream must stop without waiting for the cases in flight."""
-
-    abandon: bool = False
 
 
 def _run_rows(
@@ -865,27 +739,19 @@ def _run_rows(
     window: int,
     result: RunResult,
     max_errors: int | None,
-    case_timeout: float | None = None,
-    fail_fast: int | None = None,
-    stop: threading.Event | None = None,
-    control: _Control | None = None,
-    progress: Callable[[int], None] | None = None,
-    here: Callable[[Case], Row | None] | None = None,
+    case_timeout: float | None,
+    fail_fast: int | None,
+    stop: threading.Event | None,
+    abandon: threading.Event,
+    progress: Callable[[int], None] | None,
+    here: Callable[[Case], Row | None] | None,
 ) -> Generator[Row, None, None]:
-    """Yield rows as cases finish, keeping at most ``window`` cases in flight.
-
-    A case is evaluated in the calling thread, rather than handed to ``pool``,
-    when ``here`` gives its row (see :func:`_here`).
-
-    ``result.in_flight`` says how many cases are running at any moment; once
-    ``stop`` is set no new case is taken.
-
-    With ``case_timeout``, a case still running that long after it started is
-    given an error row at once and left behind (a thread cannot be stopped; its
-    late result is ignored).
-    """
+    """Yield rows as cases finish, at most ``window`` cases in flight (``result.in_flight``),
+    none taken once ``stop`` is set. A case past ``case_timeout`` gets an error row at once
+    and is left behind (a thread cannot be stopped; its late result is ignored); once
+    ``abandon`` is set, the cases in flight are not waited for."""
     pending: dict[cf.Future[Row], tuple[int, Case]] = {}  # future -> (submission order, case)
-    finished: Finished[Row] = Finished()
+    finished = Finished()
     starts: dict[tuple[str, int], float] = {}
     sequence = itertools.count()
     case_iter = iter(cases)
@@ -969,13 +835,12 @@ def _run_rows(
                         count_error(row)
                         yield row
     except KeyboardInterrupt:  # raised here, while waiting: abandon what is in flight
-        if control is not None:
-            control.abandon = True
+        abandon.set()
         raise
     finally:
         for future in pending:
             future.cancel()
-        if control is not None and control.abandon:
+        if abandon.is_set():
             result.abandoned += sum(not future.cancelled() for future in pending)
         elif not result.abandoned:
             with contextlib.suppress(Exception):
@@ -1001,3 +866,401 @@ def _resolve(model: CallModel | str | None) -> CallModel | None:
     from .models import resolve
 
     return resolve(model)
+
+
+# === Threads ===
+
+
+class DaemonThreadPool(cf.Executor):
+    """A thread pool whose daemon workers never hold up the interpreter's exit (a case
+    abandoned past its timeout would, on a ``ThreadPoolExecutor``).
+
+    >>> with DaemonThreadPool(2) as pool:
+    ...     [f.result() for f in [pool.submit(pow, 2, n) for n in range(4)]]
+    [1, 2, 4, 8]
+    """
+
+    def __init__(self, workers: int) -> None:
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._threads = [
+            threading.Thread(target=self._work, name=f"tinyeval-{i}", daemon=True)
+            for i in range(workers)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future[Any]:
+        """Queue ``fn(*args, **kwargs)`` and return its future."""
+        future: cf.Future[Any] = cf.Future()
+        self._jobs.put((future, fn, args, kwargs))
+        return future
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            future, fn, args, kwargs = job
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as exc:  # handed to whoever waits on the future
+                future.set_exception(exc)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Stop the workers once the queued jobs are done (or cancelled)."""
+        if cancel_futures:
+            while True:
+                try:
+                    job = self._jobs.get_nowait()
+                except queue.Empty:
+                    break
+                if job is not None:
+                    job[0].cancel()
+        for _ in self._threads:
+            self._jobs.put(None)
+        if wait:
+            for thread in self._threads:
+                thread.join()
+
+
+class Finished:
+    """The futures given to :meth:`watch`, as they finish: each puts itself on a queue when
+    done, so waiting costs the same however many are in flight (``cf.wait`` does not)."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[cf.Future[Row]] = queue.SimpleQueue()
+
+    def watch(self, future: cf.Future[Row]) -> None:
+        """Have ``future`` come out of :meth:`take` once it is done (cancelled included)."""
+        future.add_done_callback(self._queue.put)
+
+    def take(self, wait: float | None, among: Container[cf.Future[Row]]) -> set[cf.Future[Row]]:
+        """The finished futures still ``among`` those wanted: waiting up to ``wait`` seconds
+        for the first (None: as long as it takes), then taking every other one already there."""
+        done = set()
+        try:
+            future = self._queue.get(timeout=wait)
+            while True:
+                if future in among:  # not one dropped already (cancelled, or past its timeout)
+                    done.add(future)
+                future = self._queue.get_nowait()
+        except queue.Empty:
+            return done
+
+
+# === A dry run ===
+
+CHARS_PER_TOKEN = 4
+"""The dry run's token estimate (a cached reply's reported usage is used when there is one)."""
+
+
+@dataclass
+class DryRun:
+    """What a run would send, counted and rendered without calling any model: ``calls``,
+    ``tokens_in`` and ``cached`` (answered by the cache) by kind, ``estimated`` calls whose
+    prompt cannot be rendered yet, ``offline`` calls to the built-in judge, ``first_prompt``.
+
+    >>> from tinyeval.judge import Judge
+    >>> plan = dry_run([Case(id="a", input="Hours?", output="9 to 5.")],
+    ...                judges=[Judge("answers-the-question", votes=3)], judge_model="builtin")
+    >>> plan.calls["judge"], plan.first_prompt["judge"].count("<<<QUESTION>>>")
+    (3, 1)
+    """
+
+    cases: int = 0
+    calls: dict[str, int] = field(default_factory=lambda: {"generate": 0, "judge": 0})
+    tokens_in: dict[str, int] = field(default_factory=lambda: {"generate": 0, "judge": 0})
+    cached: dict[str, int] = field(default_factory=lambda: {"generate": 0, "judge": 0})
+    estimated: int = 0
+    offline: int = 0  # calls to the built-in offline judge: no cost
+    first_prompt: dict[str, str] = field(default_factory=dict)
+
+    def billable_tokens(self) -> int:
+        """The input tokens of the calls neither the cache nor the offline judge would answer
+        (what a price applies to; output tokens are not known before the replies)."""
+        free = sum(self.cached.values()) + self.offline
+        share = max(0.0, 1 - free / max(sum(self.calls.values()), 1))
+        return round(sum(self.tokens_in.values()) * share)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The counts as JSON (prompts included)."""
+        return {**dataclasses.asdict(self), "chars_per_token": CHARS_PER_TOKEN}
+
+    def to_text(self) -> str:
+        """What the run would call, and the first prompt of each kind."""
+        lines = [f"dry run: {plural(self.cases, 'case')}, no model called"]
+        for kind in ("generate", "judge"):
+            if self.calls[kind]:
+                lines.append(
+                    f"  {kind}: {plural(self.calls[kind], 'call')}, about "
+                    f"{self.tokens_in[kind]:,} tokens in (~{CHARS_PER_TOKEN} characters a token); "
+                    f"the cache answers {self.cached[kind]:,}"
+                )
+        if self.offline:
+            lines.append(
+                f"  of the judge calls, {self.offline:,} go to the built-in offline judge (no cost)"
+            )
+        if self.estimated:
+            lines.append(
+                f"  {plural(self.estimated, 'call')} counted without a rendered prompt (judges "
+                "of outputs still to be generated, or judges without one fixed prompt): their "
+                "tokens are not in the figure"
+            )
+        for kind, prompt in self.first_prompt.items():
+            lines += ["", f"first {kind} prompt:", prompt]
+        return "\n".join(lines)
+
+
+def dry_run(cases: Iterable[Case], *, observers: Sequence[Observer] = (), **options: Any) -> DryRun:
+    """Render and count every prompt :func:`run` with these ``options`` (its ``checks``,
+    ``judges``, ``judge_model``, ``generate_model``, ``prompt_template``, ``regenerate``,
+    ``judge_all``, ``judge_categories``) and ``observers`` would send, calling no model.
+    Code checks run (they are free) to tell which cases the judge would see.
+    """
+    import inspect
+
+    known = set(inspect.signature(evaluate_case).parameters) - {
+        "case",
+        "dataset_fingerprint",
+        "run",
+    }
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(f"dry_run() got an unexpected keyword argument {unknown[0]!r}")
+    checks, judge_model = options.get("checks", ()), options.get("judge_model")
+    generate_model, judge_all = options.get("generate_model"), options.get("judge_all", False)
+    judge_list = check_judges(options.get("judges", ()), judge_model)
+    judge_spec = judge_model if isinstance(judge_model, str) else model_spec(judge_model)
+    where = _judge_categories(options.get("judge_categories"))
+    for observer in observers:
+        cases = observer.cases(cases)
+    plan = DryRun()
+    for case in cases:
+        trial = getattr(case, "trial", 0)
+        plan.cases += not trial  # a case counts once, however many trials it has
+        output = case.output
+        if output is None or (options.get("regenerate") and generate_model is not None):
+            prompt = _generation_prompt(case, options.get("prompt_template"))
+            _count(plan, "generate", prompt, _peek(generate_model, prompt, trial))
+            output = None
+        for judge in judge_list:
+            if not _judges_category(judge, case.category, where) or _missing_needs(judge, case):
+                continue
+            votes = getattr(judge, "votes", 1)
+            if judge_spec == "builtin":
+                plan.offline += votes
+            render = getattr(judge, "render", None)
+            if output is None or render is None:
+                plan.calls["judge"] += votes
+                plan.estimated += votes
+                continue
+            results = checks_mod.run_checks_detailed(
+                output, [*case.expect_checks(), *checks], case=case
+            )
+            if not judge_all and not all(r.passed for r in results.values()):
+                continue
+            prompt = render(output, **_shown(judge, case, _conversation_parts(case, output)))
+            for sample in range(votes):
+                _count(plan, "judge", prompt, _peek(judge_model, prompt, sample))
+    return plan
+
+
+def _peek(model: Any, prompt: str, sample: int) -> Any:
+    peek = getattr(model, "peek", None)
+    return peek(prompt, sample=sample) if callable(peek) else None
+
+
+def _count(plan: DryRun, kind: str, prompt: str, stored: Any) -> None:
+    plan.calls[kind] += 1
+    usage = getattr(stored, "usage", None) or {}
+    plan.tokens_in[kind] += int(usage.get("input_tokens") or -(-len(prompt) // CHARS_PER_TOKEN))
+    plan.cached[kind] += stored is not None
+    plan.first_prompt.setdefault(kind, prompt)
+
+
+# === Which cases a run sees ===
+
+
+@dataclass
+class PreparedCases:
+    """The cases a run is to evaluate, validated, with what the reading pass learnt.
+
+    ``cases`` can be iterated more than once. ``in_file`` counts the cases read,
+    ``selected`` those the run is to see (all shards), ``in_shard`` those of this shard,
+    ``without_output`` the selected ones with no output; ``read`` is False until a one-pass
+    stream has been read to its end.
+    """
+
+    cases: Iterable[Case]
+    fingerprint: str
+    in_file: int = 0
+    selected: int = 0
+    in_shard: int = 0
+    categories: set[str] = field(default_factory=set)
+    without_output: int = 0
+    first_without_output: Case | None = None
+    unknown_only: tuple[str, ...] = ()
+    read: bool = True
+
+
+class _Again:
+    """Cases that can be iterated again and again, each time from ``make()`` (not a sequence:
+    a run given them counts them as it would a stream)."""
+
+    def __init__(self, make: Callable[[], Iterator[Case]]) -> None:
+        self.make = make
+
+    def __iter__(self) -> Iterator[Case]:
+        return self.make()
+
+
+def _reread(
+    path: str, read: Mapping[str, Any], keep: Callable[[Case], Case | None]
+) -> Iterator[Case]:
+    """A fresh, validated stream over the file (its ids checked already)."""
+    for case in dataset.iter_cases(path, **read, unique_ids=False):
+        kept = keep(case)
+        if kept is not None:
+            yield kept
+
+
+READ_ONCE_BYTES = 2**20
+"""A regular file up to this size is read once, its cases kept in memory; a larger one is
+read twice (to validate and fingerprint, then to run), so memory does not grow with it."""
+
+
+def prepare_cases(
+    path: str,
+    *,
+    fields: Mapping[str, str] | None = None,
+    id_from_line: bool = False,
+    format: str | None = None,
+    sample_size: int | None = None,
+    seed: int | str = 0,
+    only: Iterable[str] | None = None,
+    outputs: Mapping[str, str | None] | None = None,
+    shard: tuple[int, int] | None = None,
+    shuffle: bool = False,
+    max_line_bytes: int | None = None,
+    one_pass: bool = False,
+    note: Callable[[Case], None] | None = None,
+) -> PreparedCases:
+    """Read and validate every case of ``path`` before anything runs, and select the run's:
+    a seeded ``sample_size``, the ids in ``only`` (``unknown_only`` lists those no case has),
+    the ids of ``outputs`` with that output (to re-judge), shard I of ``shard=(I, N)``
+    counted, ``shuffle``\\d by ``seed``. ``one_pass`` (a run calling no model) reads a large
+    file once, as the run goes: the counts and fingerprint are whole once ``read`` is True.
+    ``note`` is shown each case of the shard as it is read (an extra's summary section
+    learns what it needs of the cases there).
+
+    >>> import tempfile, os
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+    ...     _ = f.write('{"id": "a", "output": "x"}\\n{"id": "b"}\\n{"id": "c", "output": "z"}\\n')
+    >>> ready = prepare_cases(f.name, only=["a", "b", "q"])
+    >>> [c.id for c in ready.cases], ready.selected, ready.without_output, ready.unknown_only
+    (['a', 'b'], 2, 1, ('q',))
+    >>> os.remove(f.name)
+    """
+    read: dict[str, Any] = {"fields": fields, "id_from_line": id_from_line, "format": format}
+    if max_line_bytes is not None:
+        read["max_line_bytes"] = max_line_bytes
+    wanted = set(only) if only is not None else None
+    if outputs is not None:
+        wanted = set(outputs) if wanted is None else wanted & set(outputs)
+    wanted_ids = set(only) if only is not None else set()
+    seen_ids: set[str] = set()
+
+    def keep(case: Case) -> Case | None:
+        if wanted is not None and case.id not in wanted:
+            return None
+        if outputs is not None:
+            return replace(case, output=outputs[case.id])
+        return case
+
+    ready = PreparedCases(cases=(), fingerprint="")
+
+    def noted(cases: Iterable[Case]) -> Iterator[tuple[Case, Case | None]]:
+        """Each case counted, with what the run keeps of it (None: not selected)."""
+        for case in cases:
+            ready.in_file += 1
+            if only is not None and case.id in wanted_ids:
+                seen_ids.add(case.id)
+            kept = keep(case)
+            if kept is not None:
+                _note(ready, kept, shard, note)
+            yield case, kept
+
+    def finished(fingerprint: str) -> None:  # once every case has been read
+        if ready.in_file == 0:
+            raise dataset.DatasetError("no cases in the file", path=path)
+        ready.fingerprint = fingerprint
+        if only is not None:
+            ready.unknown_only = tuple(sorted(wanted_ids - seen_ids))
+
+    def keeping(cases: Iterable[Case], into: list[Case] | None) -> Iterator[Case]:
+        """Every case, counted; the selected ones also put ``into`` the list (if one)."""
+        for case, chosen in noted(cases):
+            if into is not None and chosen is not None:
+                into.append(chosen)
+            yield case
+
+    streamable = path != "-" and sample_size is None and not shuffle
+    size = None
+    if streamable:
+        try:
+            found = os.stat(path)
+        except OSError:
+            pass  # let the reader name the problem
+        else:
+            streamable, size = stat.S_ISREG(found.st_mode), found.st_size
+    if streamable:
+        kept: list[Case] | None = [] if size is not None and size <= READ_ONCE_BYTES else None
+        if kept is None and one_pass and size is not None:
+            ready.read = False
+            digests = dataset.Fingerprinting()
+            stream = noted(digests.adding(dataset.iter_cases(path, **read)))
+
+            def once() -> Iterator[Case]:  # the reading pass and the run's in one
+                if ready.read:  # read to the end already: read the file afresh
+                    yield from _reread(path, read, keep)
+                    return
+                for _, chosen in stream:
+                    if chosen is not None:
+                        yield chosen
+                ready.read = True
+                finished(digests.value())
+
+            ready.cases = _Again(once)
+            return ready
+        finished(dataset.dataset_fingerprint(keeping(dataset.iter_cases(path, **read), kept)))
+        if kept is not None:
+            ready.cases = _Again(functools.partial(iter, kept))
+        else:
+            ready.cases = _Again(lambda: _reread(path, read, keep))
+        return ready
+    loaded: list[Case] = dataset.load(path, **read)
+    if sample_size is not None:
+        loaded = dataset.sample(loaded, sample_size, seed=seed)
+    elif shuffle:
+        loaded = dataset.sample(loaded, len(loaded), seed=seed)
+    selected: list[Case] = []
+    finished(dataset.dataset_fingerprint(keeping(loaded, selected)))
+    ready.cases = selected
+    return ready
+
+
+def _note(
+    ready: PreparedCases,
+    case: Case,
+    shard: tuple[int, int] | None,
+    note: Callable[[Case], None] | None,
+) -> None:
+    ready.selected += 1
+    if shard is None or shard_index(case.id, shard[1]) == shard[0]:
+        ready.in_shard += 1
+        if note is not None:
+            note(case)
+        ready.categories.add(case.category)
+        if case.output is None:
+            ready.without_output += 1
+            if ready.first_without_output is None:
+                ready.first_without_output = case

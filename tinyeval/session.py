@@ -34,9 +34,8 @@ from typing import Any
 from . import _EXTRAS, _extra
 from .errors import IncompleteError, InputError, did_you_mean, plural
 from .gating import GateReport
-from .planning import DryRun, PreparedCases
 from .records import Row
-from .scale.cost import parse_price  # FIXME-DOOR
+from .runner import DryRun, PreparedCases
 
 __all__ = [
     "Progress",
@@ -135,7 +134,12 @@ class Session:
             spec = "jury:" + ",".join(self.jurors)
         self.judge_spec: str = spec or "builtin"
         self.judges, self.judge_categories = self._judges()
-        self.price = parse_price(s.price) if isinstance(s.price, str) else s.price  # cost line
+        self.price = (
+            _extra("cost", "price", "a price")(s.price) if isinstance(s.price, str) else s.price
+        )
+        self.retrieved: list[Any] = []  # the cases with retrieval data
+        self.without_retrieval: dict[str, int] = {}  # the others, by category
+        self._observed: dict[str, Any] | None = None  # what the observers record in the rows
         self.template = _template(s.prompt_template)
         self.cache: Any = None
         self.judge_model: Any = None
@@ -220,7 +224,7 @@ class Session:
         A run that calls no model reads a large file once, as it runs, and refuses its
         cases, if it must, when it has read them all (``ready.read`` is False until then).
         """
-        from .planning import prepare_cases
+        from .runner import prepare_cases
 
         s = self.settings
         ready = prepare_cases(
@@ -228,11 +232,19 @@ class Session:
             sample_size=s.sample, seed=s.seed, only=case_ids(s.only),
             outputs=_recorded_outputs(s.rejudge), shard=s.shard,
             shuffle=s.stop_when_decided, max_line_bytes=s.max_line_bytes,
-            one_pass=self._one_pass(),
+            one_pass=self._one_pass(), note=self._note_retrieval,
         )  # fmt: skip
         if ready.read:
             self._refuse(ready)
         return ready
+
+    def _note_retrieval(self, case: Any) -> None:
+        """Keep the cases with retrieval data (for the retrieval section), count the others."""
+        meta = case.meta
+        if (type(meta) is dict or isinstance(meta, Mapping)) and "retrieved" in meta:
+            self.retrieved.append(case)
+        else:
+            self.without_retrieval[case.category] = self.without_retrieval.get(case.category, 0) + 1
 
     def _one_pass(self) -> bool:
         """Whether the run may read its cases once, as it goes: it calls no model, so a bad
@@ -262,14 +274,15 @@ class Session:
 
     def dry_run(self, ready: PreparedCases) -> DryRun:
         """Every prompt the run would send, rendered and counted; no model is called."""
-        from .planning import dry_run
+        from .runner import dry_run
 
         s = self.settings
         deferred = not ready.read
         plan = dry_run(ready.cases, judges=self.judges, judge_model=self.judge_model,
                        generate_model=self.generate_model, prompt_template=self.template,
-                       regenerate=s.regenerate, trials=s.trials, judge_all=s.judge_all,
-                       judge_categories=self.judge_categories)  # fmt: skip
+                       regenerate=s.regenerate, judge_all=s.judge_all,
+                       judge_categories=self.judge_categories,
+                       observers=[*self.observers(ready, only=("trials",)).values()])  # fmt: skip
         if deferred:  # the dry run has read the whole stream: the counts are whole
             self._refuse(ready)
         return plan
@@ -317,6 +330,9 @@ class Session:
         s = self.settings
         batch_lines = self.batches.run(ready) if self.batches is not None else []
         observers = self.observers(ready)
+        self._observed = {
+            name: found for name, o in observers.items() if (found := o.manifest()) is not None
+        } or None
         failures = _Failures(s.show_failures)
         review_rows = 0
         one_pass = not ready.read  # the rows wait for the fingerprint, known at the end
@@ -394,7 +410,7 @@ class Session:
             judge_model=self.judge_spec if self.judges else None,
             gate=gate_settings(**s.gate_options()),
             suite=s.suite.fingerprint if s.suite is not None else None,
-            cases_file=s.cases, trials=s.trials, sequential=s.stop_when_decided,
+            cases_file=s.cases, observers=self._observed,
         )  # fmt: skip
 
 

@@ -191,7 +191,7 @@ class RunSettings:
     max_cost: float | None = _setting(
         SCALE, "stop taking cases before the cost passes USD", metavar="USD", needs=("price",)
     )
-    price: Any = _setting(  # "in=X,out=Y", or a tinyeval.scale.cost.Price
+    price: Any = _setting(  # noqa: RUF009 - "in=X,out=Y", or a tinyeval.scale.cost.Price
         SCALE, "USD per million tokens in and out", metavar="in=X,out=Y"
     )
     dawid_skene: bool = _setting(JUDGES, "a jury's jurors' errors from its verdicts alone", False)

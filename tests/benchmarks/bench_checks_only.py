@@ -159,7 +159,7 @@ def cli_run(path: Path) -> tuple[Timing, float]:
 def stages(path: Path, n: int) -> list[tuple[str, float]]:
     """CPU µs per case of the one-pass reading and running, built up a stage at a time: each
     pipeline is the one before it plus one more piece, so the differences are what each costs."""
-    from tinyeval import dataset, formats, planning, runner
+    from tinyeval import dataset, formats, runner
     from tinyeval.records import RowsWrittenWhole
 
     name, limit = str(path), dataset.MAX_LINE_BYTES
@@ -182,15 +182,15 @@ def stages(path: Path, n: int) -> list[tuple[str, float]]:
             pass
 
     def fingerprinted() -> None:
-        for _ in planning.prepare_cases(name, one_pass=True).cases:
+        for _ in runner.prepare_cases(name, one_pass=True).cases:
             pass
 
     def checked() -> None:
-        runner.run(planning.prepare_cases(name, one_pass=True).cases, keep_rows=False)
+        runner.run(runner.prepare_cases(name, one_pass=True).cases, keep_rows=False)
 
     def written() -> None:
         rows = RowsWrittenWhole(os.devnull)
-        ready = planning.prepare_cases(name, one_pass=True)
+        ready = runner.prepare_cases(name, one_pass=True)
         runner.run(ready.cases, keep_rows=False, on_row=rows.write)
         rows.finish(ready.fingerprint, None)
 
@@ -203,15 +203,15 @@ def stages(path: Path, n: int) -> list[tuple[str, float]]:
         ("+ checks run, rows built and tallied", checked),
         ("+ rows encoded and written (null device)", written),
     ]
-    saved = planning.READ_ONCE_BYTES
-    planning.READ_ONCE_BYTES = 0  # the path of a large file, whatever this one's size
+    saved = runner.READ_ONCE_BYTES
+    runner.READ_ONCE_BYTES = 0  # the path of a large file, whatever this one's size
     try:
         return [
             (label, min(timed(action)[0].cpu for _ in range(2)) / n * 1e6)
             for label, action in pipelines
         ]
     finally:
-        planning.READ_ONCE_BYTES = saved
+        runner.READ_ONCE_BYTES = saved
 
 
 def sync_model(prompt: str) -> str:

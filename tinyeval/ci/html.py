@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeGuard
 
+from .. import _extra
 from ..errors import plural, shorten
 from ..gating import CategoryVerdict, GateReport
 from ..records import verdicts
@@ -26,7 +27,6 @@ from ..report import (
     describe_failure,
     usage_line,
 )
-from ..scale.cost import format_usd  # FIXME-DOOR
 from ..stats import format_rate
 
 # --------------------------------------------------------------------------- HTML
@@ -208,7 +208,7 @@ def _info_value(key: str, value: Any, cwd: str) -> str:
         line, _ = usage_line({k: v for k, v in value.items() if isinstance(v, int)})
         return _esc(line.removeprefix("tokens: "))
     if key == "cost_usd" and isinstance(value, int | float):
-        return _esc(f"about {format_usd(float(value))}")
+        return _esc(f"about {_extra('cost', 'usd', 'a price')(float(value))}")
     if key == "cache" and isinstance(value, Mapping):
         hits, misses = value.get("hits", 0), value.get("misses", 0)
         text = f"{plural(int(hits or 0), 'hit')}, {plural(int(misses or 0), 'miss', 'misses')}"

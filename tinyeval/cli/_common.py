@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from typing import IO, Any
 
+from .. import _extra
 from ..errors import InputError
 
 EXIT_OK = 0
@@ -31,11 +32,16 @@ def print_json(obj: Any) -> None:
 
 
 def print_plan(plan: Any, price: Any, *, as_json: bool) -> None:
-    """Print a dry run (:class:`tinyeval.planning.DryRun`): its text, or its JSON with the cost."""
+    """Print a dry run (:class:`tinyeval.runner.DryRun`): its text, or its JSON with the cost."""
     if as_json:
-        print_json({**plan.to_dict(), **({} if price is None else {"cost_usd": plan.cost(price)})})
+        cost = {} if price is None else {"cost_usd": _extra("cost", "plan", "a price")(plan, price)}
+        print_json({**plan.to_dict(), **cost})
     else:
-        print(plan.to_text(price))
+        text = plan.to_text()
+        if price is not None:
+            head, sep, prompts = text.partition("\n\nfirst ")
+            text = head + "\n" + _extra("cost", "plan_line", "a price")(plan, price) + sep + prompts
+        print(text)
 
 
 def proportion(text: str) -> float:

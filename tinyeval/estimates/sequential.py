@@ -71,16 +71,18 @@ unlimited looks.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, NamedTuple
 
-from ..errors import plural
+from ..errors import InputError, plural
 from ..stats import StatisticsError
 
 __all__ = [
     "ConfidenceSequence",
     "Decision",
+    "EarlyDecision",
     "SequentialDecision",
+    "StopWhenDecided",
     "gate_decision",
     "sequential_gate",
 ]
@@ -459,3 +461,111 @@ def sequential_gate(
     return SequentialDecision(
         decision, cs.n, cs.passes, len(outcomes), threshold, cs.low, cs.high, cs.confidence
     )
+
+
+class EarlyDecision(NamedTuple):
+    """A category decided before all its cases ran: the outcome, after how many cases, and
+    the confidence sequence's interval then."""
+
+    category: str
+    outcome: str
+    cases: int
+    low: float
+    high: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"outcome", "cases", "low", "high"}``."""
+        return {"outcome": self.outcome, "cases": self.cases, "low": self.low, "high": self.high}
+
+
+class StopWhenDecided:
+    """A run observer (:class:`tinyeval.runner.Observer`) that stops running a category's
+    cases once an anytime-valid confidence sequence of its pass rate lies wholly on one side
+    of its threshold (``thresholds``: category -> rate). Give the cases in a random order, or
+    the early stop is not a fair sample.
+
+    >>> from tinyeval.dataset import Case
+    >>> from tinyeval.runner import RunResult
+    >>> watch = StopWhenDecided({"c": 0.5})
+    >>> for i in range(12):
+    ...     _ = watch.row({"category": "c", "status": "pass"}, RunResult())
+    >>> watch.decisions["c"].outcome, watch.skip(Case(id="x", category="c"))
+    ('pass', True)
+    """
+
+    name = "stop_when_decided"
+
+    def __init__(self, thresholds: Mapping[str, float], in_shard: int | None = None) -> None:
+        self.thresholds = {str(c): float(t) for c, t in thresholds.items()}
+        self.sequences = {category: ConfidenceSequence() for category in self.thresholds}
+        self.decisions: dict[str, EarlyDecision] = {}
+        self.in_shard = in_shard  # the cases the run was to see, for what stopping saved
+        self._result: Any = None
+
+    def cases(self, cases: Iterable[Any]) -> Iterable[Any]:
+        """The cases as given (their order is the caller's: shuffle them)."""
+        return cases
+
+    def skip(self, case: Any) -> bool:
+        """A decided category's remaining cases would change nothing."""
+        return bool(self.decisions) and case.category in self.decisions
+
+    def row(self, row: Mapping[str, Any], result: Any) -> None:
+        """Update the row's category's sequence; note the category once it is decided."""
+        self._result = result
+        category = str(row["category"])
+        sequence = self.sequences.get(category)
+        if sequence is None or category in self.decisions:
+            return
+        sequence.update(row["status"] == "pass")
+        decision = gate_decision(sequence, self.thresholds[category])
+        if decision != "undecided":
+            self.decisions[category] = EarlyDecision(
+                category, decision, sequence.n, sequence.low, sequence.high
+            )
+
+    def manifest(self) -> dict[str, Any]:
+        """The thresholds, and that the run makes fewer rows than cases by design."""
+        return {"thresholds": dict(sorted(self.thresholds.items())), "skips_cases": True}
+
+    def summary(self) -> list[str]:
+        """Per decided category, the outcome and the cases needed; the cases not run."""
+        result = self._result
+        if result is None:
+            return []
+        lines = ["stopped when decided (anytime-valid 95% confidence sequence, Robbins 1970):"]
+        for category, decision in sorted(self.decisions.items()):
+            ran = result.categories[category].total if category in result.categories else 0
+            lines.append(
+                f"  {category}: {decision.outcome} after {decision.cases} cases "
+                f"[{decision.low:.1%}, {decision.high:.1%}]; {ran} ran"
+            )
+        skipped = (self.in_shard or result.total) - result.total
+        tokens = sum(result.usage.get(k, 0) for k in ("input_tokens", "output_tokens"))
+        per_case = tokens / result.total if result.total else 0
+        saved = f", about {round(per_case * skipped):,} tokens" if tokens else ""
+        lines.append(
+            f"  {plural(skipped, 'case')} not run{saved}; a later full run (with the cache) "
+            "pays only for those"
+        )
+        return [*lines, ""]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Per decided category, its :meth:`EarlyDecision.to_dict`."""
+        return {category: d.to_dict() for category, d in self.decisions.items()}
+
+
+def make(settings: Any, ready: Any) -> StopWhenDecided:
+    """The observer of ``stop_when_decided``: each gated category's threshold."""
+    from ..gating import gate_settings
+
+    found = gate_settings(**settings.gate_options())
+    default = found["default_threshold"]
+    limits = {c: found["thresholds"].get(c, default) for c in ready.categories}
+    thresholds = {c: float(t) for c, t in limits.items() if t is not None}
+    if not thresholds:
+        raise InputError(
+            "needs thresholds: it stops a category once its gate is decided",
+            field="stop_when_decided",
+        )
+    return StopWhenDecided(thresholds, ready.in_shard)

@@ -56,21 +56,24 @@ to the per-case Wilson interval at the deterministic extreme.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, fields, make_dataclass
+from pathlib import Path
 from statistics import NormalDist
 from typing import Any, NamedTuple
 
-from ..errors import plural
+from ..errors import InputError, plural
 from ..stats import Rate, StatisticsError, UndefinedStatisticError
 
 __all__ = [
     "CaseLevelEstimate",
     "CaseTrials",
     "TrialSummary",
+    "Trials",
     "pass_all_k",
     "pass_at_k",
     "summarize_trials",
+    "trial_outcomes",
 ]
 
 _FLAKY_SHOWN = 10  # the text form lists this many flaky ids, then says how many more
@@ -421,3 +424,130 @@ def summarize_trials(
         pass_at_k=_case_level(at_k, draws, z),
         flaky=tuple(sorted(case.case_id for case in cases if case.flaky)),
     )
+
+
+def trial_outcomes(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, list[bool]]]:
+    """For repeated trials: per category, each case's trial outcomes in trial order (pass = True).
+
+    >>> rows = [{"id": "a", "category": "c", "trial": 1, "status": "fail"},
+    ...         {"id": "a", "category": "c", "trial": 0, "status": "pass"}]
+    >>> trial_outcomes(rows)
+    {'c': {'a': [True, False]}}
+    """
+    found: dict[str, dict[str, list[tuple[int, bool]]]] = {}
+    for row in rows:
+        category = str(row.get("category") or "default")
+        trial = row.get("trial") or 0
+        found.setdefault(category, {}).setdefault(str(row["id"]), []).append(
+            (int(trial), row.get("status") == "pass")
+        )
+    return {
+        category: {key: [ok for _, ok in sorted(items)] for key, items in sorted(cases.items())}
+        for category, cases in sorted(found.items())
+    }
+
+
+_TRIAL_CLASSES: dict[type, type] = {}
+
+
+def _trial_class(case_class: type) -> type:
+    """The case class with a ``trial`` index (the run keys rows by id and trial), named in this
+    module so that a process pool can pickle its cases."""
+    if case_class in _TRIAL_CLASSES:
+        return _TRIAL_CLASSES[case_class]
+    name = f"{case_class.__name__}Trial"
+    made = _TRIAL_CLASSES[case_class] = make_dataclass(
+        name, [("trial", int, 0)], bases=(case_class,), frozen=True
+    )
+    made.__module__ = __name__
+    globals()[name] = made
+    return made
+
+
+class Trials:
+    """A run observer (:class:`tinyeval.runner.Observer`) running each case ``k`` times
+    (distinct sample indexes, so a cache keeps them apart: one row per trial, with its
+    ``trial``), summed up with the case as the unit; the gate counts a case as passed when
+    ``all`` (or ``any``) of its trials pass.
+
+    >>> from tinyeval.dataset import Case
+    >>> [(c.id, c.trial) for c in Trials(2).cases([Case(id="a")])]
+    [('a', 0), ('a', 1)]
+    """
+
+    name = "trials"
+
+    def __init__(self, k: int, gate: str = "all", out: str | None = None) -> None:
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise InputError(f"trials must be a whole number >= 1, got {k!r}", field="trials")
+        if gate not in ("all", "any"):
+            raise InputError(f"must be all or any, got {gate!r}", field="trials_gate")
+        self.k, self.gate, self.out = k, gate, out
+        self._rows: list[dict[str, Any]] = []
+        self._figures: tuple[dict[str, Any], list[str], dict[str, Any]] | None = None
+
+    def cases(self, cases: Iterable[Any]) -> Iterator[Any]:
+        """Each case ``k`` times, each with its ``trial`` index."""
+        for case in cases:
+            values = {f.name: getattr(case, f.name) for f in fields(case)}
+            trial_class = _trial_class(type(case))
+            for trial in range(self.k):
+                yield trial_class(**values, trial=trial)
+
+    def skip(self, case: Any) -> bool:
+        """No case is skipped."""
+        return False
+
+    def row(self, row: Mapping[str, Any], result: Any) -> None:
+        """Keep the row's outcome."""
+        self._rows.append({key: row.get(key) for key in ("id", "category", "trial", "status")})
+        self._figures = None
+
+    def manifest(self) -> int:
+        """The number of trials: a resumed run must take as many."""
+        return self.k
+
+    def figures(self) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
+        """Case-level tallies for the gate, the text per category and the JSON: from the
+        results file (resumed rows included) when there is one, else from the rows seen."""
+        if self._figures is None:
+            rows: Iterable[Mapping[str, Any]] = self._rows
+            if self.out is not None and Path(self.out).is_file():
+                from ..records import read_rows
+
+                rows = read_rows(self.out)
+            tallies: dict[str, Any] = {}
+            lines: list[str] = []
+            data: dict[str, Any] = {"k": self.k, "gate": self.gate, "categories": {}}
+            passes = all if self.gate == "all" else any
+            for category, outcomes in trial_outcomes(rows).items():
+                summary = summarize_trials(outcomes)
+                passed = sum(passes(found) for found in outcomes.values())
+                tallies[category] = {"passed": passed, "total": len(outcomes)}
+                data["categories"][category] = summary.to_dict()
+                lines += [f"trials of {category}:", str(summary), ""]
+            self._figures = tallies, lines, data
+        return self._figures
+
+    def tallies(self) -> dict[str, Any]:
+        """Per category, ``{"passed", "total"}`` counting cases, for the gate."""
+        return self.figures()[0]
+
+    def summary(self) -> list[str]:
+        """The trial figures of each category."""
+        return self.figures()[1]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"k", "gate", "categories"}``."""
+        return self.figures()[2]
+
+
+def make(settings: Any, ready: Any) -> Trials:
+    """The trials observer of a run's settings (``trials``, ``trials_gate``, ``out``)."""
+    if settings.trials > 1 and settings.generate_model is None:
+        raise InputError(
+            "repeated trials sample the system under test: they need a generate model",
+            field="trials",
+        )
+    out = settings.out if isinstance(settings.out, str) else None
+    return Trials(settings.trials, getattr(settings, "trials_gate", "all"), out)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..planning import PreparedCases
 from ..records import read_rows, verdicts
 from ..report import Section
+from ..runner import PreparedCases
 
 
 def graded_section(session: Any, ready: PreparedCases, result: Any) -> Section:

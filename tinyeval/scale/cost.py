@@ -185,3 +185,13 @@ def format_usd(amount: float) -> str:
         return f"${amount:,.2f}"
     decimals = max(2, 1 - math.floor(math.log10(abs(amount))))
     return f"${amount:.{decimals}f}"
+
+
+def usage_cost(usage: Mapping[str, int], price: Price) -> tuple[float, str]:
+    """The dollars of a run's paid tokens at ``price``, and how the summary says them.
+
+    >>> usage_cost({"input_tokens": 1500, "output_tokens": 200}, Price(1.0, 5.0))
+    (0.0025, 'cost about $0.0025')
+    """
+    cost = run_cost([usage], price)
+    return cost, f"cost about {format_usd(cost)}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import IncompleteError, InputError
-from ..planning import PreparedCases
+from ..runner import PreparedCases
 
 _PENDING = "resume the run later (it polls the same batch, never submits it twice)"
 

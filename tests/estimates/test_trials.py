@@ -32,14 +32,18 @@ Z = 1.959963984540054
 
 @pytest.mark.parametrize("module", ["estimates/trials", "judges/jury", "estimates/sequential"])
 def test_module_imports_only_the_standard_library_stats_and_errors(module: str) -> None:
+    # the statistics can be copied with stats.py and errors.py alone; a run observer in the
+    # module reads result rows or the gate settings only when a run uses it
     path = Path(trials_module.__file__).parents[1] / f"{module}.py"
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    top = set(tree.body)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 assert alias.name.split(".")[0] in sys.stdlib_module_names, alias.name
         elif isinstance(node, ast.ImportFrom) and node.level:
-            assert node.module in ("stats", "errors"), f"{module} imports .{node.module}"
+            allowed = ("stats", "errors") if node in top else ("records", "gating")
+            assert node.module in allowed, f"{module} imports .{node.module}"
         elif isinstance(node, ast.ImportFrom):
             assert (node.module or "").split(".")[0] in sys.stdlib_module_names, node.module
 
@@ -364,3 +368,40 @@ def test_bad_input_raises() -> None:
         summarize_trials({"a": [True]}, k=0)
     with pytest.raises(StatisticsError, match="confidence must be a number strictly between"):
         summarize_trials({"a": [True]}, confidence=1.0)
+
+
+def test_the_trials_observer_runs_each_case_k_times_and_resumes_by_trial(tmp_path: Path) -> None:
+    from tinyeval.dataset import Case
+    from tinyeval.runner import RunnerError, run
+
+    def generate(prompt: str, *, sample: int = 0) -> str:
+        return "right" if sample % 2 == 0 else "wrong"
+
+    cases = [Case(id=f"c{i}", input=f"q{i}", expect={"contains": ["right"]}) for i in range(4)]
+    out = tmp_path / "rows.jsonl"
+    trials = trials_module.Trials(3)
+    result = run(cases, generate_model=generate, out=out, observers=[trials])
+    assert result.total == 12 and sorted({r["trial"] for r in result.rows}) == [0, 1, 2]
+    assert trials.tallies() == {"default": {"passed": 0, "total": 4}}
+    assert trials.to_dict()["categories"]["default"]["flaky"] == ["c0", "c1", "c2", "c3"]
+    again = run(cases, generate_model=generate, out=out, resume=True, observers=[trials])
+    assert again.resumed == 12 and again.total == 12
+    with pytest.raises(RunnerError, match="trials"):
+        run(
+            cases,
+            generate_model=generate,
+            out=out,
+            resume=True,
+            observers=[trials_module.Trials(2)],
+        )
+
+
+def test_trials_need_a_whole_number_and_a_generate_model() -> None:
+    from types import SimpleNamespace
+
+    from tinyeval.errors import InputError
+
+    with pytest.raises(InputError, match="whole number"):
+        trials_module.Trials(0)
+    with pytest.raises(InputError, match="generate model"):
+        trials_module.make(SimpleNamespace(trials=3, generate_model=None, out=None), None)
