@@ -13,17 +13,17 @@ from hypothesis import strategies as st
 from tinyeval.calibration import (
     Calibration,
     CalibrationError,
-    UndefinedCorrectionError,
     calibrate,
     calibrate_results,
-    corrected_pass_rate,
-    corrected_rate_for,
     disagreement_rows,
     load_calibration,
+    read_labels,
 )
 from tinyeval.cli import main
-from tinyeval.humans.session import output_fingerprint
-from tinyeval.stats import wilson_interval
+from tinyeval.estimates.corrected import corrected_rate_for
+from tinyeval.estimates.ppi import corrected_pass_rate
+from tinyeval.records import output_fingerprint
+from tinyeval.stats import UndefinedStatisticError, wilson_interval
 
 P, F = "PASS", "FAIL"
 
@@ -283,7 +283,6 @@ def test_pairwise_winners_are_read() -> None:
 
 
 def test_a_label_the_pass_fail_judge_cannot_give_is_an_error(tmp_path: Path) -> None:
-    from tinyeval.humans.session import read_labels
 
     rows = [result_row("a", P), result_row("b", F), result_row("c", None)]
     path = write_jsonl(
@@ -405,7 +404,7 @@ def test_corrected_rate_by_hand() -> None:
 def test_correction_is_undefined_for_a_judge_no_better_than_chance(
     sens: float, spec: float
 ) -> None:
-    with pytest.raises(UndefinedCorrectionError, match="sensitivity \\+ specificity <= 1"):
+    with pytest.raises(UndefinedStatisticError, match="sensitivity \\+ specificity <= 1"):
         corrected_pass_rate(50, 100, sens, spec)
 
 

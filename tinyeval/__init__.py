@@ -58,7 +58,7 @@ _EXPORTS: dict[str, str] = {
     "GateReport": "gating",
     "calibrate": "calibration",
     "Calibration": "calibration",
-    "read_labels": "label_file",
+    "read_labels": "calibration",
     "Session": "session",
     "RunSettings": "session",
 }
@@ -83,7 +83,10 @@ _EXTRAS: dict[str, dict[str, str]] = {
     "observer": {},
     # sections of the run's summary, gate estimators, reports written after a run
     "section": {},
-    "estimator": {},
+    "estimator": {
+        "corrected_rates": "estimates.corrected:corrected_rates",
+        "corrected_lines": "estimates.corrected:corrected_lines",
+    },
     "report": {},
     # executors by scheme ("dask")
     "executor": {},
