@@ -13,7 +13,7 @@ import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -76,25 +76,11 @@ Label = str | int | float
 
 
 class CalibrationError(InputError):
-    """Input that cannot be calibrated (mismatched lengths, no pairs, a bad saved file).
-
-    >>> try:
-    ...     ppi_rates([], {})
-    ... except CalibrationError as exc:
-    ...     print(exc)
-    ppi_rates: no result row has a verdict of the judge
-    """
+    """Input that cannot be calibrated (mismatched lengths, no pairs, a bad saved file)."""
 
 
 class LabelError(InputError):
-    """A labels or results file that cannot be read, or a session set up wrongly.
-
-    >>> try:
-    ...     parse_grades("5-1")
-    ... except LabelError as exc:
-    ...     print(exc)
-    grades: expected LOW-HIGH with LOW < HIGH, e.g. 1-5; got '5-1'
-    """
+    """A labels file that cannot be read, or a labelling session set up wrongly."""
 
 
 def _rate(successes: int, n: int) -> Rate | None:
@@ -141,6 +127,9 @@ def _short(value: Any) -> str:
     return text if len(text) <= 20 else text[:16] + "..."
 
 
+_NOT_IN_DICT = {"per_category", "judge_labels", "human_labels", "categories", "ids"}
+
+
 def _key(label: Label | None) -> str:
     """A label as a JSON object key."""
     return UNPARSED if label is None else str(label)
@@ -153,22 +142,13 @@ def _key(label: Label | None) -> str:
 class Calibration:
     """Judge against human on the same cases; build it with ``calibrate``.
 
-    Figures over the parsed pairs: ``agreement``, ``kappa``, ``spearman``
-    (numeric labels), the ``confusion`` matrix (human label → judge label →
-    count, with an ``unparsed`` column) and, for PASS/FAIL labels,
-    ``failure_recall`` (= ``specificity``), ``false_alarm_rate``,
-    ``sensitivity``. ``kappa_interval`` is the ``(low, high)`` of kappa's 95%
-    large-sample interval (:func:`tinyeval.humans.agreement.kappa_interval`; None
-    when undefined, ``kappa_interval_undefined`` says why), and
-    ``spearman_interval`` Spearman's for numeric labels. ``warnings`` says in
-    words what makes the figure untrustworthy; ``verdict`` sums it up in one
-    sentence.
+    ``confusion`` maps human label → judge label (None: unparsed) → count;
+    ``failure_recall`` (= ``specificity``) and ``false_alarm_rate`` exist for
+    PASS/FAIL labels; ``warnings`` say what makes the figure untrustworthy.
 
     >>> cal = calibrate(["PASS", "FAIL", "PASS", None], ["PASS", "FAIL", "FAIL", "PASS"])
     >>> cal.n, cal.parsed, cal.unparsed, cal.judge_caught, cal.human_failures
     (4, 3, 1, 1, 2)
-    >>> cal.confusion["FAIL"]
-    {'PASS': 1, 'FAIL': 1, None: 0}
     """
 
     kind: str  # "pass/fail" or "multiclass"
@@ -185,15 +165,15 @@ class Calibration:
     kappa_undefined: str | None
     spearman: float | None
     spearman_undefined: str | None
-    human_failures: int | None
-    judge_caught: int | None
-    failure_recall: Rate | None
-    human_passes: int | None
-    false_alarms: int | None
-    false_alarm_rate: Rate | None
-    sensitivity: Rate | None
-    warnings: tuple[str, ...]
-    verdict: str
+    warnings: tuple[str, ...] = ()
+    verdict: str = ""
+    human_failures: int | None = None  # this and the six below: PASS/FAIL labels only
+    judge_caught: int | None = None
+    failure_recall: Rate | None = None
+    human_passes: int | None = None
+    false_alarms: int | None = None
+    false_alarm_rate: Rate | None = None
+    sensitivity: Rate | None = None
     per_category: dict[str, Calibration] = field(default_factory=dict, repr=False)
     judge_labels: tuple[Label | None, ...] = field(default=(), repr=False)
     human_labels: tuple[Label, ...] = field(default=(), repr=False)
@@ -220,9 +200,7 @@ class Calibration:
         return not self.warnings
 
     def disagreements(self) -> list[Any]:
-        """Ids (or positions, without ids) where the judge differs from the human.
-
-        Unparsed judge replies count as disagreements.
+        """Ids (or positions) where the judge differs from the human; unparsed replies count.
 
         >>> calibrate(["PASS", None, "FAIL"], ["PASS", "PASS", "PASS"]).disagreements()
         [1, 2]
@@ -235,14 +213,11 @@ class Calibration:
         ]
 
     def correctable_categories(self) -> list[str]:
-        """Categories that get their own sensitivity and specificity in a correction.
+        """Categories with their own sensitivity and specificity in a correction:
+        ``CATEGORY_MIN_LABELS`` parsed pairs or more, with both human PASS and FAIL.
 
-        The rule: at least ``CATEGORY_MIN_LABELS`` (20) parsed pairs, with both
-        human PASS and human FAIL labels among them.
-
-        >>> cats = ["a"] * 20 + ["b"] * 20
         >>> cal = calibrate(["PASS"] * 40, ["PASS"] * 10 + ["FAIL"] * 10 + ["PASS"] * 20,
-        ...                 categories=cats)
+        ...                 categories=["a"] * 20 + ["b"] * 20)
         >>> cal.correctable_categories()
         ['a']
         """
@@ -256,56 +231,31 @@ class Calibration:
         ]
 
     def to_dict(self, *, categories: bool = True) -> dict[str, Any]:
-        """The calibration as a JSON-ready dict (the ``calibrate --json`` object).
-
-        Rates are ``{"successes", "n", "rate", "low", "high", "text"}`` or null;
-        confusion-matrix keys are labels as strings, with ``"unparsed"`` for
-        judge replies that did not parse.
+        """The calibration as the ``calibrate --json`` object (``"unparsed"`` for a None label).
 
         >>> d = calibrate(["PASS", "FAIL"], ["PASS", "PASS"]).to_dict()
         >>> d["false_alarms"], d["confusion"]["PASS"]
         (1, {'PASS': 1, 'FAIL': 1, 'unparsed': 0})
         """
-        result: dict[str, Any] = {
-            "kind": self.kind,
-            "labels": list(self.labels),
-            "n": self.n,
-            "parsed": self.parsed,
-            "unparsed": self.unparsed,
-            "agreement": _rate_dict(self.agreement),
-            "agreement_with_unparsed": _rate_dict(self.agreement_with_unparsed),
-            "majority_label": self.majority_label,
-            "majority_share": _rate_dict(self.majority_share),
-            "kappa": self.kappa,
-            "kappa_undefined": self.kappa_undefined,
-            "kappa_interval": list(self.kappa_interval) if self.kappa_interval else None,
-            "kappa_interval_undefined": self.kappa_interval_undefined,
-            "spearman": self.spearman,
-            "spearman_undefined": self.spearman_undefined,
-            "spearman_interval": list(self.spearman_interval) if self.spearman_interval else None,
-            "human_failures": self.human_failures,
-            "judge_caught": self.judge_caught,
-            "failure_recall": _rate_dict(self.failure_recall),
-            "human_passes": self.human_passes,
-            "false_alarms": self.false_alarms,
-            "false_alarm_rate": _rate_dict(self.false_alarm_rate),
-            "sensitivity": _rate_dict(self.sensitivity),
-            "specificity": _rate_dict(self.specificity),
-            "confusion": {
+        result: dict[str, Any] = {}
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if item.name in _NOT_IN_DICT:
+                continue
+            if isinstance(value, Rate):
+                value = value.to_dict()
+            elif isinstance(value, tuple):
+                value = list(value)
+            result[item.name] = value
+        result.update(
+            specificity=_rate_dict(self.specificity),
+            trusted=self.trusted,
+            confusion={
                 _key(human): {_key(judge): count for judge, count in row.items()}
                 for human, row in self.confusion.items()
             },
-            "warnings": list(self.warnings),
-            "verdict": self.verdict,
-            "trusted": self.trusted,
-            "judge_model": self.judge_model,
-            "rubric_fingerprint": self.rubric_fingerprint,
-            "expired": list(self.expired),
-            "unmatched_results": list(self.unmatched_results),
-            "unmatched_labels": list(self.unmatched_labels),
-            "without_verdict": list(self.without_verdict),
-            "disagreements": self.disagreements(),
-        }
+            disagreements=self.disagreements(),
+        )
         if categories:
             correctable = set(self.correctable_categories())
             result["per_category"] = {
@@ -331,19 +281,12 @@ class Calibration:
         return "\n".join(calibration_lines(self))
 
     def save(self, path: str | Path) -> None:
-        """Write the calibration to a JSON file that ``load_calibration`` reads back.
-
-        The file keeps every pair (id, category, judge label, human label), so
-        loading recomputes every figure with the code that reads it, plus the
-        summary (``to_dict``) and the sensitivity/specificity a correction
-        uses, overall and for each category that qualifies (see
-        ``correctable_categories``). The write is atomic.
+        """Write the calibration, with every pair, as JSON (atomically) for ``load_calibration``.
 
         >>> import tempfile, os
-        >>> cal = calibrate(["PASS", "FAIL", "FAIL"], ["PASS", "FAIL", "PASS"])
         >>> with tempfile.TemporaryDirectory() as tmp:
         ...     path = os.path.join(tmp, "cal.json")
-        ...     cal.save(path)
+        ...     calibrate(["PASS", "FAIL", "FAIL"], ["PASS", "FAIL", "PASS"]).save(path)
         ...     load_calibration(path).false_alarms
         1
         """
@@ -393,22 +336,12 @@ def _correction_summary(cal: Calibration) -> dict[str, Any]:
 # ---------------------------------------------------------------- computing it
 
 
-def _kappa(judge: list[Label], human: list[Label]) -> tuple[float | None, str | None]:
+def _defined(compute: Any, judge: list[Label], human: list[Label]) -> tuple[Any, str | None]:
+    """``compute(judge, human)``, or None and why it is undefined."""
     if len(judge) < 2:
         return None, f"needs at least 2 parsed pairs, got {len(judge)}"
     try:
-        return cohen_kappa(judge, human), None
-    except UndefinedStatisticError as exc:
-        return None, str(exc)
-
-
-def _spearman(judge: list[Label], human: list[Label]) -> tuple[float | None, str | None]:
-    if not all(_is_number(label) for label in (*judge, *human)):
-        return None, "the labels are not numbers"
-    if len(judge) < 2:
-        return None, f"needs at least 2 parsed pairs, got {len(judge)}"
-    try:
-        return spearman(judge, human), None
+        return compute(judge, human), None
     except UndefinedStatisticError as exc:
         return None, str(exc)
 
@@ -488,12 +421,7 @@ def _warnings(cal: Calibration) -> list[str]:
 
 
 def _verdict(cal: Calibration) -> str:
-    """One sentence that stands on its own (it is shown where the warnings are not).
-
-    >>> _verdict(calibrate(["PASS", "FAIL"] * 9, ["PASS", "FAIL"] * 9))
-    "do not rely on the judge's figure yet: only 18 labelled cases: too few to trust; label at \
-least 50"
-    """
+    """One sentence that stands on its own (it is shown where the warnings are not)."""
     if not cal.warnings:
         recall = f"; it caught {cal.failure_recall} of your failures" if cal.failure_recall else ""
         interval = (
@@ -540,24 +468,16 @@ def _build(
         majority_label = next(label for label in labels if counts.get(label) == top)
         majority_share = Rate.of(top, parsed)
 
-    kappa, kappa_undefined = _kappa(parsed_judge, parsed_human)
-    rho, rho_undefined = _spearman(parsed_judge, parsed_human)
+    kappa, kappa_undefined = _defined(cohen_kappa, parsed_judge, parsed_human)
+    rho, rho_undefined = None, "the labels are not numbers"
+    if all(_is_number(label) for label in (*parsed_judge, *parsed_human)):
+        rho, rho_undefined = _defined(spearman, parsed_judge, parsed_human)
     kappa_low_high, kappa_interval_undefined = _interval(
         kappa_interval, parsed_judge, parsed_human, kappa is not None
     )
     rho_low_high, _ = _interval(spearman_interval, parsed_judge, parsed_human, rho is not None)
 
-    binary_figures: dict[str, Any] = dict.fromkeys(
-        (
-            "human_failures",
-            "judge_caught",
-            "failure_recall",
-            "human_passes",
-            "false_alarms",
-            "false_alarm_rate",
-            "sensitivity",
-        )
-    )
+    binary_figures: dict[str, Any] = {}
     if binary:
         fails = confusion["FAIL"]
         passes = confusion["PASS"]
@@ -602,8 +522,6 @@ def _build(
         kappa_undefined=kappa_undefined,
         spearman=rho,
         spearman_undefined=rho_undefined,
-        warnings=(),
-        verdict="",
         per_category=subs,
         judge_labels=tuple(judge),
         human_labels=tuple(human),
@@ -631,27 +549,16 @@ def calibrate(
 ) -> Calibration:
     """Compare the judge's labels with human labels of the same cases.
 
-    ``judge`` and ``human`` are equal-length sequences of ``"PASS"``/``"FAIL"``
-    (any case), booleans (True = PASS), numbers (grades) or other strings
-    (``"A"``/``"B"``/``"TIE"``); ``None`` in ``judge`` is an unparsed reply.
-    ``categories`` (one per pair) adds a calibration per category;
-    ``ids`` names the pairs (for ``disagreements`` and ``save``).
-
-    The always-PASS judge on a set where 9 of 10 cases pass agrees 90% of the
-    time, catches none of the failures, and has kappa 0:
+    Labels are PASS/FAIL (any case), booleans, numbers or other strings; None in
+    ``judge`` is an unparsed reply. ``categories`` adds a calibration per
+    category; ``ids`` names the pairs. The always-PASS judge agrees 90% of the
+    time and catches nothing:
 
     >>> cal = calibrate(["PASS"] * 10, ["PASS"] * 9 + ["FAIL"])
     >>> str(cal.agreement), str(cal.failure_recall), cal.kappa
     ('9/10 = 90.0% [59.6%, 98.2%]', '0/1 = 0.0% [0.0%, 79.3%]', 0.0)
-    >>> for warning in cal.warnings:
-    ...     print(warning)  # doctest: +ELLIPSIS
-    kappa 0.00 is below 0.6: the figure is the judge's opinion, not your criterion
-    only 10 labelled cases: too few to trust; label at least 50
-    agreement 9/10 = 90.0% [59.6%, 98.2%] is no better than a judge that always says PASS ...
 
-    Raises ``CalibrationError`` when the sequences differ in length or are
-    empty, a human label is missing, or a label is not a string, boolean or
-    finite number.
+    Raises ``CalibrationError`` for unequal or empty sequences or a bad label.
     """
     judge_list, human_list = list(judge), list(human)
     if len(judge_list) != len(human_list):
@@ -679,12 +586,7 @@ def calibrate(
 
 
 def calibration_lines(cal: Any) -> list[str]:
-    """The lines of ``Calibration.to_text`` (a :class:`tinyeval.calibration.Calibration`).
-
-    >>> from tinyeval.calibration import calibrate
-    >>> calibration_lines(calibrate(["PASS", "FAIL"], ["PASS", "FAIL"]))[0]
-    'judge vs human on 2 labelled cases'
-    """
+    """The lines of ``Calibration.to_text``."""
     lines = [f"judge vs human on {plural(cal.n, 'labelled case')}"]
     if cal.judge_model or cal.rubric_fingerprint:
         lines[0] += (
@@ -866,46 +768,22 @@ def calibrate_results(
     judge: str | None = None,
     only: Iterable[Any] | None = None,
 ) -> Calibration:
-    """Calibrate the judge in result rows against a labels mapping (``read_labels``), by id.
+    """Calibrate the judge in result rows against labels (``read_labels``), by id.
 
-    ``judge`` picks a judge by name from the rows' ``judges`` (default: the
-    row's first judge). The judge's label is its ``verdict``, or a
-    pairwise judge's ``winner`` (A, B or TIE; None, an unparsed or
-    order-inconsistent answer, counts as unparsed). ``only`` restricts both sides to those ids
-    (the disagreement set). Ids on one side only are reported in
-    ``unmatched_results`` and ``unmatched_labels``; labelled rows where the
-    judge gave no verdict at all (it did not run, or its call errored) in
-    ``without_verdict``. Labels made against another rubric fingerprint,
-    judge model or output raise a loud ``CALIBRATION EXPIRED`` warning.
+    ``judge`` names a judge of the rows (default: each row's first); ``only``
+    restricts both sides to those ids. Ids on one side only, and labelled rows
+    without a verdict, are reported; labels made against another rubric, judge
+    model or output raise a ``CALIBRATION EXPIRED`` warning.
 
     >>> rows = [{"id": "a", "judges": {"j": {"verdict": "PASS", "rubric_fingerprint": "r2"}}},
     ...         {"id": "b", "judges": {"j": {"verdict": "FAIL", "rubric_fingerprint": "r2"}}}]
     >>> labels = {"a": {"label": "PASS", "rubric_fingerprint": "r1"}, "c": {"label": "FAIL"}}
     >>> cal = calibrate_results(rows, labels)
-    >>> cal.n, cal.unmatched_results, cal.unmatched_labels
-    (1, ('b',), ('c',))
-    >>> print(cal.expired[0])  # doctest: +ELLIPSIS
-    CALIBRATION EXPIRED: 1 of 1 label was compared against rubric r1 but these results use r2: ...
+    >>> cal.n, cal.unmatched_results, cal.unmatched_labels, cal.expired[0][:20]
+    (1, ('b',), ('c',), 'CALIBRATION EXPIRED:')
 
-    The human labels must be of the judge's kind, or the comparison means
-    nothing (a "maybe" is neither PASS nor FAIL). The rule, from the judge's
-    verdicts in the compared rows: a pairwise judge (``winner``) takes A, B or
-    TIE; a judge whose parsed verdicts are all numbers is graded and takes
-    numbers; a judge whose parsed verdicts are PASS/FAIL (or that has none
-    parsed) takes PASS or FAIL, in any case; a judge with other verdicts
-    (choices of your own) takes any label.
-
-    >>> calibrate_results(rows, {"a": {"label": "maybe"}})
-    Traceback (most recent call last):
-    ...
-    tinyeval.humans.labelers.CalibrationError: calibrate: id 'a' has the human label 'maybe', but \
-the judge gives PASS/FAIL verdicts: expected PASS or FAIL (other labels are for a graded or \
-multiple-choice judge)
-
-    Raises ``CalibrationError`` when a human label is not of the judge's kind
-    (naming the id, and the labels file and line for records from
-    ``read_labels``), when ``judge`` names no judge of the rows (listing
-    those they have), or when no labelled row has a judge verdict to compare.
+    Raises ``CalibrationError`` for a human label of another kind than the
+    judge's verdicts, an unknown ``judge``, or no labelled row with a verdict.
     """
     keep = set(only) if only is not None else None
     by_id: dict[Any, Mapping[str, Any]] = {}
@@ -984,16 +862,13 @@ def disagreement_rows(
     rows: Iterable[Mapping[str, Any]],
     labels: Mapping[Any, Mapping[str, Any]],
 ) -> list[dict[str, Any]]:
-    """Every compared case where judge and human differ: the row plus ``human``, its label record.
-
-    Write them out and re-run ``calibrate --only`` on them after each rubric change.
+    """Each compared row where judge and human differ, with ``human``: its label record.
 
     >>> rows = [{"id": "a", "judges": {"j": {"verdict": "PASS"}}},
     ...         {"id": "b", "judges": {"j": {"verdict": "FAIL"}}}]
     >>> labels = {"a": {"label": "FAIL"}, "b": {"label": "FAIL"}}
-    >>> [(row["id"], row["human"]["label"]) for row in
-    ...  disagreement_rows(calibrate_results(rows, labels), rows, labels)]
-    [('a', 'FAIL')]
+    >>> [row["id"] for row in disagreement_rows(calibrate_results(rows, labels), rows, labels)]
+    ['a']
     """
     wanted = set(calibration.disagreements())
     return [
@@ -1004,21 +879,10 @@ def disagreement_rows(
 
 
 def load_calibration(path: str | Path) -> Calibration:
-    """Load a calibration written by ``Calibration.save`` (``calibrate … --save``).
+    """Load a file written by ``Calibration.save``, recomputing every figure from its pairs.
 
-    Every figure is recomputed from the saved pairs; the judge model and rubric
-    fingerprint it was made with come back too, so a run can tell whether the
-    calibration still applies to it.
-
-    >>> import tempfile, os
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     path = os.path.join(tmp, "cal.json")
-    ...     calibrate(["PASS", "FAIL"], ["PASS", "FAIL"], ids=["a", "b"]).save(path)
-    ...     load_calibration(path).ids
-    ('a', 'b')
-
-    Raises ``CalibrationError`` naming the file when it is not a tinyeval
-    calibration of a version this code reads; ``OSError`` when it cannot be read.
+    Raises ``CalibrationError`` naming the file when it is not a calibration this
+    code reads (the ``save`` example reads one back).
     """
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -1063,14 +927,11 @@ def load_calibration(path: str | Path) -> Calibration:
 
 
 class LabelRecord(dict[str, Any]):
-    """One label record as read from a labels file: a plain dict that knows where it was read.
-
-    The attributes ``source`` (the file) and ``line`` let an error name the
-    line to fix; they are not keys, so the record is written out unchanged.
+    """A label record (a plain dict) that knows the ``source`` file and ``line`` it came from.
 
     >>> record = LabelRecord({"id": "a", "label": "PASS"}, source="labels.jsonl", line=3)
-    >>> record["label"], f"{record.source}:{record.line}", json.dumps(record)
-    ('PASS', 'labels.jsonl:3', '{"id": "a", "label": "PASS"}')
+    >>> record["label"], f"{record.source}:{record.line}"
+    ('PASS', 'labels.jsonl:3')
     """
 
     source: str | None
@@ -1108,13 +969,10 @@ LABEL_FIELDS = ("id", "label", "labeler", "at")
 
 
 def parse_label_fields(items: Iterable[str]) -> dict[str, str]:
-    """Parse ``KEY=PATH`` items into a field mapping for the labels readers.
+    """Parse ``KEY=PATH`` items (keys in ``LABEL_FIELDS``) into a labels field mapping.
 
     >>> parse_label_fields(["label=annotations.human", "id=trace.span_id"])
     {'label': 'annotations.human', 'id': 'trace.span_id'}
-
-    Raises ``LabelError`` for an item that is not ``KEY=PATH`` or a key other
-    than those in ``LABEL_FIELDS`` (naming the one it looks like).
     """
     mapping: dict[str, str] = {}
     for item in items:
@@ -1149,7 +1007,12 @@ def _mapped(record: dict[str, Any], fields: Mapping[str, str], where: str) -> di
 def replay_labels(
     path: str | Path, fields: Mapping[str, str] | None
 ) -> tuple[dict[str | int, list[LabelRecord]], list[LabelRecord]]:
-    """Replay a labels file: each id's standing records in order, and the recheck records."""
+    """Replay a labels file: each id's standing records in order, and the recheck records.
+
+    An undo line (``"undo": true``) withdraws the latest standing record of its id;
+    ``fields`` reads each key at a dotted path (see :func:`parse_label_fields`).
+    Raises ``LabelError`` naming file:line for a bad line or an undo of nothing.
+    """
     stacks: dict[str | int, list[LabelRecord]] = {}
     rechecks: list[LabelRecord] = []
     for number, raw in iter_json_lines(path, error=LabelError):
@@ -1180,29 +1043,16 @@ def replay_labels(
 def read_labels(
     path: str | Path, *, fields: Mapping[str, str] | None = None
 ) -> dict[str | int, LabelRecord]:
-    """Read a labels file into ``{id: label record}``: the last label standing wins.
-
-    Lines are replayed in order; an undo line ``{"id": …, "undo": true}``
-    withdraws the most recent standing label of its id. Recheck records
-    (``"recheck": true``) never stand as labels. ``fields`` reads labels kept
-    under other keys (see the module docstring and :func:`parse_label_fields`).
+    """Read a labels file into ``{id: LabelRecord}``: the last label standing wins.
 
     >>> import tempfile, os
-    >>> lines = ['{"id": "a", "label": "PASS"}', '{"id": "b", "label": "FAIL"}',
-    ...          '{"id": "a", "label": "FAIL"}', '{"id": "a", "undo": true}',
-    ...          '{"id": "b", "undo": true}']
+    >>> lines = ['{"id": "a", "label": "PASS"}', '{"id": "a", "label": "FAIL"}',
+    ...          '{"id": "a", "undo": true}']
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     path = os.path.join(tmp, "labels.jsonl")
     ...     _ = open(path, "w").write("\\n".join(lines) + "\\n")
     ...     {key: record["label"] for key, record in read_labels(path).items()}
     {'a': 'PASS'}
-
-    Each record is a :class:`LabelRecord` (a dict) whose ``source`` and
-    ``line`` say where it stands, so later errors can name the line.
-
-    Raises ``LabelError`` naming file:line for a line that is not a JSON
-    object, lacks an ``id`` or a valid ``label``, or undoes an id that has no
-    label standing; ``OSError`` when the file cannot be read.
     """
     stacks, _ = replay_labels(path, fields)
     return {key: stack[-1] for key, stack in stacks.items() if stack}
