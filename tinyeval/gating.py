@@ -1,17 +1,15 @@
 """The gate: a verdict per category, never an average across them.
 
-A category blocks when its pass rate is below its threshold (or, with
-``on="lower"``, when the lower end of its Wilson interval is). Categories are
-judged one by one because an average hides exactly what a gate is for: 99% on
-tone cannot pay for 85% on amounts. The global rate is computed and shown,
-but it never gates.
-
-Every case is in its category's denominator: errored cases and cases whose
-judge reply did not parse count as not passed.
+A category blocks when its pass rate is below its threshold; one whose Wilson
+interval straddles the threshold is inconclusive (``inconclusive="block"``
+blocks it). An average hides what a gate is for, so the global rate is shown
+but never gates. Errored and unparsed cases count as not passed.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -30,6 +28,7 @@ __all__ = [
     "HoldoutComparison",
     "PairedComparison",
     "RowsGate",
+    "allowed_failures",
     "compare_holdout",
     "compare_holdout_rows",
     "compare_runs",
@@ -45,27 +44,38 @@ class GateError(InputError):
     """A threshold that is not a rate, or a gate asked of nothing."""
 
 
-def parse_threshold(text: str | float) -> float:
-    """Read a threshold given as a fraction (``0.95``) or a percentage (``"95%"``).
+def parse_threshold(
+    value: str | float,
+    *,
+    field: str | None = None,
+    what: str = "a threshold",
+    low: float = 0.0,
+    high: float = 1.0,
+) -> float:
+    """The package's one rate parser: a fraction (``0.95``) or a percentage (``"95%"``),
+    from ``low`` to ``high`` inclusive; ``field`` and ``what`` name it in the error.
 
-    >>> parse_threshold("0.95"), parse_threshold("95%"), parse_threshold(1)
+    >>> parse_threshold("0.95"), parse_threshold(" 95% "), parse_threshold(1)
     (0.95, 0.95, 1.0)
-    >>> parse_threshold("1.5")
+    >>> parse_threshold("1.5", field="alpha", what="alpha", high=0.5)
     Traceback (most recent call last):
     ...
-    tinyeval.gating.GateError: a threshold is a rate between 0 and 1 (or 0% to 100%), got '1.5'
+    tinyeval.gating.GateError: alpha: alpha is a rate between 0 and 0.5 (or 0% to 50%), got '1.5'
     """
-    raw = text
-    try:
-        if isinstance(text, str) and text.strip().endswith("%"):
-            value = float(text.strip()[:-1]) / 100
-        else:
-            value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0.0 <= value <= 1.0:  # also rejects NaN
-        raise GateError(f"a threshold is a rate between 0 and 1 (or 0% to 100%), got {raw!r}")
-    return value
+    rate = math.nan  # a boolean or anything else that is not a number is refused
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        rate = float(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        with contextlib.suppress(ValueError):
+            rate = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    if not low <= rate <= high:  # also refuses NaN
+        raise GateError(
+            f"{what} is a rate between {low:g} and {high:g} (or {low:.0%} to {high:.0%}), "
+            f"got {value!r}",
+            field=field,
+        )
+    return rate
 
 
 OUTCOMES = ("pass", "block", "inconclusive", "ungated")
@@ -170,11 +180,6 @@ class GateReport:
     allow_unchecked: bool = False
 
     @property
-    def on(self) -> str:
-        """``"lower"`` when inconclusive categories block, else ``"rate"`` (the older spelling)."""
-        return "lower" if self.inconclusive == "block" else "rate"
-
-    @property
     def complete(self) -> bool:
         """False when the rows are known to miss cases or shards."""
         return self.completeness is None or self.completeness.complete
@@ -221,7 +226,6 @@ class GateReport:
         return {
             "passed": self.passed,
             "outcome": self.outcome,
-            "on": self.on,
             "inconclusive": self.inconclusive,
             "allow_unchecked": self.allow_unchecked,
             "confidence": self.confidence,
@@ -299,7 +303,6 @@ def gate(
     *,
     default_threshold: float | str | None = None,
     inconclusive: str | None = None,
-    on: str | None = None,
     allow_unchecked: bool = False,
     confidence: float = 0.95,
     completeness: Completeness | None = None,
@@ -323,8 +326,7 @@ def gate(
     ``more_cases_needed`` says about how many more cases would decide it.
     ``inconclusive="pass"`` (the default) lets it through on its observed
     rate, marked; ``"block"`` demands the margin: the interval must clear the
-    threshold. ``on`` is the older spelling: ``"rate"`` is
-    ``inconclusive="pass"``, ``"lower"`` is ``inconclusive="block"``.
+    threshold.
     ``completeness`` (from :func:`tinyeval.records.completeness`) makes the
     gate incomplete, never passed, when the rows miss cases or shards.
 
@@ -337,16 +339,11 @@ def gate(
     >>> round(report.overall.rate, 3)  # 62/65: shown, but it does not gate
     0.954
     """
-    if on not in (None, "rate", "lower"):
-        raise GateError(f'gate "on" must be "rate" or "lower", got {on!r}')
-    from_on = {"lower": "block", "rate": "pass", None: None}[on]
-    policy = inconclusive or from_on or "pass"
+    policy = inconclusive or "pass"
     if policy not in INCONCLUSIVE_POLICIES:
         raise GateError(
             f"inconclusive must be one of {', '.join(INCONCLUSIVE_POLICIES)}, got {policy!r}"
         )
-    if inconclusive is not None and from_on is not None and policy != from_on:
-        raise GateError(f"on={on!r} and inconclusive={inconclusive!r} contradict each other")
     limits = {name: parse_threshold(value) for name, value in (thresholds or {}).items()}
     default = parse_threshold(default_threshold) if default_threshold is not None else None
     names = sorted({*tallies, *limits})
@@ -362,6 +359,28 @@ def gate(
     overall = _verdict("global", total, None, inconclusive=policy,
                        allow_unchecked=allow_unchecked, confidence=confidence)  # fmt: skip
     return GateReport(verdicts, overall, policy, confidence, completeness, allow_unchecked)
+
+
+def allowed_failures(
+    n: int, threshold: float | None, *, inconclusive: str = "pass", confidence: float = 0.95
+) -> int | None:
+    """How many of a category's ``n`` cases may fail with the gate still letting it through,
+    by the gate's own rule; None when there is no threshold, -1 when nothing would pass.
+
+    >>> allowed_failures(40, 0.85), allowed_failures(20, 1.0), allowed_failures(12, None)
+    (6, 0, None)
+    >>> allowed_failures(12, 0.9, inconclusive="block")  # 12/12 has a lower bound of 75.8%
+    -1
+    """
+    if threshold is None:
+        return None
+    failures = 0
+    while failures <= n and not _verdict(
+        "", {"passed": n - failures, "total": n}, threshold, inconclusive=inconclusive,
+        allow_unchecked=False, confidence=confidence,
+    ).blocking:  # fmt: skip
+        failures += 1
+    return failures - 1
 
 
 def gate_settings(
@@ -405,7 +424,6 @@ def gate_rows(
     *,
     default_threshold: float | str | None = None,
     inconclusive: str | None = None,
-    on: str | None = None,
     allow_unchecked: bool | None = None,
     expected_ids: Iterable[str] | None = None,
     confidence: float = 0.95,
@@ -451,8 +469,7 @@ def gate_rows(
         tally(rows),
         used.get("thresholds"),
         default_threshold=used.get("default_threshold"),
-        inconclusive=used.get("inconclusive") if on is None else inconclusive,
-        on=on,
+        inconclusive=used.get("inconclusive"),
         allow_unchecked=bool(used.get("allow_unchecked")),
         confidence=confidence,
         completeness=completeness(rows, expected_ids=expected_ids),
