@@ -51,7 +51,6 @@ __all__ = [
     "LabelRecord",
     "calibrate",
     "calibrate_results",
-    "calibration_lines",
     "disagreement_rows",
     "load_calibration",
     "parse_label_fields",
@@ -278,7 +277,7 @@ class Calibration:
         agreement          2/3 = 66.7% [20.8%, 93.9%]
         ...
         """
-        return "\n".join(calibration_lines(self))
+        return "\n".join(_text_lines(self))
 
     def save(self, path: str | Path) -> None:
         """Write the calibration, with every pair, as JSON (atomically) for ``load_calibration``.
@@ -585,7 +584,7 @@ def calibrate(
     )
 
 
-def calibration_lines(cal: Any) -> list[str]:
+def _text_lines(cal: Any) -> list[str]:
     """The lines of ``Calibration.to_text``."""
     lines = [f"judge vs human on {plural(cal.n, 'labelled case')}"]
     if cal.judge_model or cal.rubric_fingerprint:
