@@ -690,20 +690,17 @@ def _expiry(mismatches: Mapping[str, list[tuple[Any, Any]]], matched: int) -> li
             continue
         then = sorted({_short(old) for old, _ in pairs})
         now = sorted({_short(new) for _, new in pairs})
+        were = "was" if len(pairs) == 1 else "were"
+        head = f"CALIBRATION EXPIRED: {len(pairs)} of {plural(matched, 'label')} {were}"
         if what == "output":
-            were = "was" if len(pairs) == 1 else "were"
             found.append(
-                f"CALIBRATION EXPIRED: {len(pairs)} of {plural(matched, 'label')} {were} given to "
-                "a different output than these results hold: the human label may not apply; "
-                "re-label them"
+                f"{head} given to a different output than these results hold: the human label "
+                "may not apply; re-label them"
             )
         else:
-            were = "was" if len(pairs) == 1 else "were"
             found.append(
-                f"CALIBRATION EXPIRED: {len(pairs)} of {plural(matched, 'label')} {were} compared "
-                "against "
-                f"{what} {', '.join(then)} but these results use {', '.join(now)}: re-label or "
-                f"judge with the labelled {what}"
+                f"{head} compared against {what} {', '.join(then)} but these results use "
+                f"{', '.join(now)}: re-label or judge with the labelled {what}"
             )
     return found
 
