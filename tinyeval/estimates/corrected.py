@@ -28,24 +28,19 @@ def corrected_rate_for(
     seed: int = 0,
     draws: int = 2000,
 ) -> CorrectedRate:
-    """Correct ``passes`` of ``n`` with a calibration, as an
-    :class:`~tinyeval.estimates.ppi.CorrectedRate`.
+    """Correct ``passes`` of ``n`` with a calibration: the category's own sensitivity and
+    specificity when it is correctable, else the overall ones (``scope`` says which); a
+    calibration made with another judge model or rubric is flagged in ``warnings``.
 
-    Uses the category's own sensitivity and specificity when ``category`` is
-    one of ``calibration.correctable_categories()``, otherwise the overall
-    ones (``scope`` says which). Given the run's ``judge_model`` and
-    ``rubric_fingerprint``, a calibration made with others is flagged in
-    ``warnings``.
-
+    >>> from tinyeval.calibration import calibrate
     >>> cal = calibrate(["PASS"] * 45 + ["FAIL"] * 5 + ["FAIL"] * 40 + ["PASS"] * 10,
     ...                 ["PASS"] * 50 + ["FAIL"] * 50)
     >>> result = corrected_rate_for(cal, 70, 100)
     >>> round(result.rate, 3), result.scope  # (0.70 + 0.80 - 1) / (0.90 + 0.80 - 1)
     (0.714, 'overall')
 
-    Raises ``CalibrationError`` when the calibration is not PASS/FAIL or lacks
-    human PASS or FAIL labels, and ``UndefinedStatisticError`` when its
-    sensitivity + specificity ≤ 1.
+    Raises ``CalibrationError`` when the calibration is not PASS/FAIL or lacks human
+    PASS or FAIL labels, ``UndefinedStatisticError`` when sensitivity + specificity ≤ 1.
     """
     if calibration.kind != "pass/fail":
         raise CalibrationError(
@@ -107,13 +102,15 @@ def corrected_rates(
     judge: Any,
     judge_model: str | None = None,
 ) -> dict[str, CorrectedRate | UncorrectedRate]:
-    """Each category's primary-judge pass rate (parsed verdicts only) corrected for the
-    calibrated judge's error; categories without a parsed verdict are left out.
+    """Each category's primary-judge pass rate (parsed verdicts only) corrected with the
+    calibration, or an :class:`UncorrectedRate` saying why not; categories without a
+    parsed verdict are left out.
 
+    >>> from tinyeval.calibration import calibrate
+    >>> from tinyeval.judge import Judge
+    >>> from tinyeval.records import CategoryTally
     >>> cal = calibrate(["PASS"] * 45 + ["FAIL"] * 5 + ["FAIL"] * 40 + ["PASS"] * 10,
     ...                 ["PASS"] * 50 + ["FAIL"] * 50)
-    >>> from tinyeval.records import CategoryTally
-    >>> from tinyeval.judge import Judge
     >>> found = corrected_rates(cal, {"c": CategoryTally(primary_parsed=100, primary_passed=70)},
     ...                         judge=Judge("Is polite."))
     >>> round(found["c"].rate, 3)
