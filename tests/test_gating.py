@@ -84,7 +84,7 @@ class TestGate:
             gate({}, inconclusive="mean")
 
     def test_threshold_parser_refuses_booleans_and_names_its_field(self) -> None:
-        with pytest.raises(GateError, match="^tone: "):
+        with pytest.raises(GateError, match=r"^tone: "):
             parse_threshold(True, field="tone")
 
     @pytest.mark.parametrize("n", [0, 1, 12, 40, 100])

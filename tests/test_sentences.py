@@ -10,7 +10,6 @@ from statistics import NormalDist
 import pytest
 
 from tinyeval.calibration import calibrate
-from tinyeval.errors import InputError
 from tinyeval.cli.statistics import (
     Sentence,
     detectable_sentence,
@@ -20,6 +19,7 @@ from tinyeval.cli.statistics import (
     sample_size_sentence,
     wilson_sentence,
 )
+from tinyeval.errors import InputError
 from tinyeval.stats import StatisticsError
 
 Z = NormalDist().inv_cdf
