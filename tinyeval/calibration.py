@@ -468,7 +468,8 @@ def _build(
         majority_share = Rate.of(top, parsed)
 
     kappa, kappa_undefined = _defined(cohen_kappa, parsed_judge, parsed_human)
-    rho, rho_undefined = None, "the labels are not numbers"
+    rho: float | None = None
+    rho_undefined: str | None = "the labels are not numbers"
     if all(_is_number(label) for label in (*parsed_judge, *parsed_human)):
         rho, rho_undefined = _defined(spearman, parsed_judge, parsed_human)
     kappa_low_high, kappa_interval_undefined = _interval(

@@ -206,7 +206,7 @@ def sample_size_sentence(
     """The cases per run that detect a change from ``baseline`` to ``target``, and what an
     imperfect judge's errors cost against a perfect one."""
     judge = _judge(sensitivity, specificity)
-    plan = {"alpha": alpha, "power": power, "continuity": continuity}
+    plan: dict[str, Any] = {"alpha": alpha, "power": power, "continuity": continuity}
     needed = stats.sample_size(baseline, target, **plan, sensitivity=sensitivity,
                                specificity=specificity)  # fmt: skip
     text = (
@@ -238,8 +238,8 @@ def power_sentence(
 ) -> Sentence:
     """The chance that ``n`` cases per run detect a change, and the cases 80% power needs."""
     judge = _judge(sensitivity, specificity)
-    plan = {"alpha": alpha, "continuity": continuity}
-    rates = {"sensitivity": sensitivity, "specificity": specificity}
+    plan: dict[str, Any] = {"alpha": alpha, "continuity": continuity}
+    rates: dict[str, Any] = {"sensitivity": sensitivity, "specificity": specificity}
     chance = stats.power(baseline, target, n, **plan, **rates)
     needed = stats.sample_size(baseline, target, **plan, **rates)
     text = (
@@ -274,7 +274,7 @@ def detectable_sentence(
     """The smallest drop below ``baseline`` that ``n`` cases per run detect; too few cases
     for any drop is said in words (``drop`` is then None)."""
     judge = _judge(sensitivity, specificity)
-    plan = {"alpha": alpha, "power": power, "continuity": continuity}
+    plan: dict[str, Any] = {"alpha": alpha, "power": power, "continuity": continuity}
 
     def smallest(se: float | None, sp: float | None) -> float | None:
         try:
