@@ -86,6 +86,7 @@ _EXTRAS: dict[str, dict[str, str]] = {
     "estimator": {
         "corrected_rates": "estimates.corrected:corrected_rates",
         "corrected_lines": "estimates.corrected:corrected_lines",
+        "ppi_pass_rate": "estimates.ppi:ppi_pass_rate",
     },
     "report": {},
     # executors by scheme ("dask")

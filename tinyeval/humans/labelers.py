@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import _extra
 from ..calibration import (
     CalibrationError,
     LabelRecord,
@@ -46,7 +47,6 @@ from ..calibration import (
     replay_labels,
 )
 from ..errors import plural
-from ..estimates.ppi import PPIRate, ppi_pass_rate
 from ..records import primary_verdict, verdict_label, verdicts
 from ..stats import (
     Rate,
@@ -526,7 +526,7 @@ class CategoryPPI:
     category: str
     judge_rate: Rate
     labels_rate: Rate | None
-    ppi: PPIRate | None
+    ppi: Any  # a tinyeval.estimates.ppi.PPIRate, or None
     reason: str | None
 
     def to_dict(self) -> dict[str, Any]:
@@ -744,6 +744,7 @@ def ppi_rates(
     groups: dict[str, list[tuple[Any, str, float]]] = {}
     for item in population:
         groups.setdefault(item[1], []).append(item)
+    ppi_pass_rate = _extra("estimator", "ppi_pass_rate", "prediction-powered rates")
     rates: dict[str, CategoryPPI] = {}
     for name, members in [*sorted(groups.items()), (GLOBAL, population)]:
         f_l = [f == 1.0 for key, _, f in members if key in humans]
@@ -753,7 +754,7 @@ def ppi_rates(
         labels_rate = Rate.of(sum(y), len(y), confidence) if y else None
         weights = [probabilities[key] for key, _, _ in members if key in humans]
         try:
-            found: PPIRate | None = ppi_pass_rate(
+            found = ppi_pass_rate(
                 f_l, y, f_u, confidence=confidence, tuned=tuned,
                 selection_probabilities=weights if design == "weighted" else None,
             )  # fmt: skip
