@@ -123,12 +123,14 @@ def _count(value: Any, name: str, func: str) -> int:
     return number
 
 
-def _open_unit(value: Any, name: str, func: str) -> float:
-    """``value`` as a float strictly between 0 and 1."""
+def _open_unit(value: Any, name: str, func: str, *, one: bool = False) -> float:
+    """``value`` as a float strictly between 0 and 1 (or in (0, 1] with ``one``)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise StatisticsError(f"{func}: {name} must be a number between 0 and 1, got {value!r}")
     number = float(value)
-    if not 0.0 < number < 1.0:  # also false for NaN
+    if one and not 0.0 < number <= 1.0:  # refuses NaN too
+        raise StatisticsError(f"{func}: {name} must be above 0 and at most 1, got {value!r}")
+    if not one and not 0.0 < number < 1.0:
         raise StatisticsError(f"{func}: {name} must be between 0 and 1 (exclusive), got {value!r}")
     return number
 
@@ -276,16 +278,6 @@ def _check_plan(baseline: Any, target: Any, alpha: Any, func: str) -> tuple[floa
     return baseline, target, alpha
 
 
-def _unit_closed(value: Any, name: str, func: str) -> float:
-    """``value`` as a float in (0, 1]: a sensitivity or specificity may be perfect."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise StatisticsError(f"{func}: {name} must be a number between 0 and 1, got {value!r}")
-    number = float(value)
-    if not 0.0 < number <= 1.0:  # also false for NaN
-        raise StatisticsError(f"{func}: {name} must be above 0 and at most 1, got {value!r}")
-    return number
-
-
 def _judge(sensitivity: Any, specificity: Any, func: str) -> tuple[float, float] | None:
     """The judge's (sensitivity, specificity), or None for planning on the true rates."""
     if sensitivity is None and specificity is None:
@@ -296,8 +288,8 @@ def _judge(sensitivity: Any, specificity: Any, func: str) -> tuple[float, float]
             f"{func}: give both sensitivity and specificity for an imperfect judge, "
             f"{missing} is missing"
         )
-    se = _unit_closed(sensitivity, "sensitivity", func)
-    sp = _unit_closed(specificity, "specificity", func)
+    se = _open_unit(sensitivity, "sensitivity", func, one=True)  # a judge may be perfect
+    sp = _open_unit(specificity, "specificity", func, one=True)
     if se + sp <= 1.0:
         raise StatisticsError(
             f"{func}: a judge with sensitivity + specificity <= 1 (got {se!r} + {sp!r}) "
