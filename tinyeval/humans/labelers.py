@@ -876,7 +876,7 @@ def calibration_report(
     ``label_set``, and gather the labelers' agreement, their drift, the jury's jurors and,
     with ``ppi``, the prediction-powered pass rates. ``only`` restricts the cases compared.
 
-    >>> from tinyeval.humans.session import LabelRecord, LabelSet
+    >>> from tinyeval.calibration import LabelRecord
     >>> rows = [{"id": "a", "judges": {"j": {"verdict": "PASS"}}},
     ...         {"id": "b", "judges": {"j": {"verdict": "PASS"}}}]
     >>> ana = {key: LabelRecord({"id": key, "label": label})

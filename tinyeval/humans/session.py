@@ -33,39 +33,29 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..calibration import (
-    LABEL_FIELDS,
     Label,
     LabelError,
-    LabelRecord,
     _check_label,
     _id_of,
     parse_label_fields,
-    read_labels,
 )
 from ..errors import plural, utc_stamp
 from ..records import output_fingerprint, primary_verdict, provenance
 from ..stats import Rate
-from .labelers import LabelSet, labeler_of, read_label_set, read_labels_by_labeler
+from .labelers import LabelSet, labeler_of, read_label_set
 
 __all__ = [
-    "LABEL_FIELDS",
     "STRATEGIES",
-    "LabelError",
     "LabelPlan",
-    "LabelRecord",
-    "LabelSet",
     "LabelSummary",
     "default_labeler",
     "judge_uncertainty",
     "label_session",
-    "labeler_of",
     "parse_choices",
     "parse_grades",
-    "parse_label_fields",
+    "parse_label_fields",  # for humans/cli.py until it imports it from tinyeval.calibration
     "plan_labels",
-    "read_label_set",
-    "read_labels",
-    "read_labels_by_labeler",
+    "read_label_set",  # for humans/cli.py until it imports it from .labelers
     "rows_to_offer",
 ]
 
@@ -553,9 +543,10 @@ def label_session(
     with ``adjudicate`` the cases where labelers disagree are shown with
     every labeler's label, and the label given is recorded with
     ``"adjudicated": true``. ``fields`` reads ``out_path`` through a field
-    mapping (see :func:`read_labels`).
+    mapping (see :func:`tinyeval.calibration.read_labels`).
 
     >>> import tempfile, os
+    >>> from tinyeval.calibration import read_labels
     >>> rows = [{"id": "a", "input": "2+2?", "output": "4",
     ...          "judge": {"verdict": "PASS", "reason": "SECRET"}},
     ...         {"id": "b", "input": "capital of France?", "output": "Lyon"}]
