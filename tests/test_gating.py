@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tinyeval.gating import GateError, compare_runs, gate, parse_threshold
+from tinyeval.gating import GateError, allowed_failures, compare_runs, gate, parse_threshold
 from tinyeval.records import CategoryTally
 from tinyeval.report import summary_dict, summary_text
 
@@ -62,8 +62,8 @@ class TestGate:
     def test_lower_bound_gating(self) -> None:
         # 20/20: Wilson lower bound = 20/(20 + z²) = 0.8389
         tallies = {"c": {"passed": 20, "total": 20}}
-        assert gate(tallies, {"c": 0.83}, on="lower").passed
-        assert not gate(tallies, {"c": 0.84}, on="lower").passed
+        assert gate(tallies, {"c": 0.83}, inconclusive="block").passed
+        assert not gate(tallies, {"c": 0.84}, inconclusive="block").passed
 
     def test_categories_without_threshold_do_not_gate(self) -> None:
         report = gate({"c": {"passed": 0, "total": 10}})
@@ -79,9 +79,24 @@ class TestGate:
         with pytest.raises(GateError):
             parse_threshold(bad)
 
-    def test_bad_on(self) -> None:
+    def test_bad_inconclusive_policy(self) -> None:
         with pytest.raises(GateError):
-            gate({}, on="mean")
+            gate({}, inconclusive="mean")
+
+    def test_threshold_parser_refuses_booleans_and_names_its_field(self) -> None:
+        with pytest.raises(GateError, match=r"^tone: "):
+            parse_threshold(True, field="tone")
+
+    @pytest.mark.parametrize("n", [0, 1, 12, 40, 100])
+    @pytest.mark.parametrize("threshold", [0.5, 0.85, 0.9, 1.0])
+    @pytest.mark.parametrize("policy", ["pass", "block"])
+    def test_allowed_failures_is_the_gate_rule(self, n: int, threshold: float, policy: str) -> None:
+        allowed = allowed_failures(n, threshold, inconclusive=policy)
+        assert allowed is not None
+        for failures in range(n + 1):
+            tally = {"c": {"passed": n - failures, "total": n}}
+            passes = gate(tally, {"c": threshold}, inconclusive=policy).passed
+            assert passes == (failures <= allowed)
 
     @given(
         st.dictionaries(

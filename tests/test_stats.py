@@ -26,6 +26,7 @@ from tinyeval.stats import (
     Interval,
     StatisticsError,
     UndefinedStatisticError,
+    cases_to_decide,
     cohen_kappa,
     detectable_difference,
     format_rate,
@@ -762,3 +763,17 @@ def test_kappa_and_spearman_agree_on_binary_scores(n: int) -> None:
     b = list(a)
     random.Random(n).shuffle(b)  # same margins as a, both labels present
     assert cohen_kappa(a, b) == pytest.approx(spearman(a, b), abs=1e-12)
+
+
+def test_examples_the_docstrings_used_to_show() -> None:
+    from tinyeval.stats import _doubled_ranks
+
+    assert [round(bound, 3) for bound in wilson_interval(180, 200)] == [0.851, 0.934]
+    assert cases_to_decide(20, 20, 1.0) is None and cases_to_decide(10, 20, 0.5) is None
+    assert cases_to_decide(17, 20, 1.0) == 20  # already decided: its upper bound is 94.8%
+    assert round(power(0.90, 0.85, 686, sensitivity=0.95, specificity=0.80), 3) == 0.508
+    assert round(detectable_difference(0.90, 686), 3) == 0.05
+    assert round(detectable_difference(0.90, 686, sensitivity=0.95, specificity=0.80), 3) == 0.072
+    assert (mcnemar(0, 0), spearman([1, 2, 3], [30, 20, 10])) == (1.0, -1.0)
+    assert _doubled_ranks([30, 10, 20, 10]) == ([8, 3, 6, 3], 18)
+    assert _doubled_ranks([[30], [10], [20], [10]]) == ([8, 3, 6, 3], 18)

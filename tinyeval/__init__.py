@@ -58,7 +58,7 @@ _EXPORTS: dict[str, str] = {
     "GateReport": "gating",
     "calibrate": "calibration",
     "Calibration": "calibration",
-    "read_labels": "label_file",
+    "read_labels": "calibration",
     "Session": "session",
     "RunSettings": "suite",
 }
@@ -115,7 +115,11 @@ _EXTRAS: dict[str, dict[str, str]] = {
         "graded": "judges.summary:graded_section",
         "jury": "judges.summary:jury_section",
     },
-    "estimator": {},
+    "estimator": {
+        "corrected_rates": "estimates.corrected:corrected_rates",
+        "corrected_lines": "estimates.corrected:corrected_lines",
+        "ppi_pass_rate": "estimates.ppi:ppi_pass_rate",
+    },
     "report": {
         "junit": "ci.github:junit_report",
         "html": "ci.html:html_page",

@@ -1,69 +1,27 @@
-"""Calibrate the judge against human labels: does its figure stand for your criterion?
+"""Judge against people, and the labels file.
 
-Raw agreement flatters a judge: on a set where 90% of cases pass, a judge that
-says PASS to everything agrees 90% of the time and catches nothing. So the
-headline figures here are the ones that cannot be gamed that way:
-
-=====================  =========================================================
-``failure_recall``     of the cases you labelled FAIL, how many the judge failed
-``false_alarm_rate``   of the cases you labelled PASS, how many the judge failed
-``kappa``              agreement beyond chance (Cohen), with its 95% interval
-                       (``kappa_interval``); unless the interval's lower bound
-                       reaches 0.6 the labels do not show that the figure is
-                       your criterion rather than the judge's opinion
-``agreement``          shown, with its Wilson interval and the share a judge
-                       always giving the commonest label would reach
-=====================  =========================================================
-
-Unparsed judge replies (``None`` in the judge's column) are never dropped: they
-are counted in ``unparsed``, shown in their own confusion-matrix column, and
-``agreement_with_unparsed`` counts them as disagreements. The other figures
-(agreement, recall, false alarms, kappa) are computed over the parsed pairs,
-because an unparsed reply is neither a PASS nor a FAIL.
-
-``corrected_pass_rate`` turns the calibration into a correction of an observed
-pass rate (Rogan and Gladen 1978), with an interval that carries the
-calibration's own uncertainty.
+``calibrate`` compares the judge's labels with human labels of the same cases.
+Raw agreement flatters a judge (one that always says PASS agrees 90% of the
+time on a set where 90% pass), so the headline figures are failure recall,
+false alarms and Cohen's kappa with its interval; unparsed judge replies are
+counted, never dropped. ``read_labels`` reads the append-only labels file.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import json_problem, plural
-from .estimates.ppi import CorrectedRate, corrected_pass_rate
-from .humans.agreement import kappa_interval, spearman_interval
-from .humans.labelers import (
-    DISTRUST as _DISTRUST,
-)
-from .humans.labelers import (  # the label-joining helpers live there too
-    UNPARSED,
-    CalibrationError,
-    CategoryPPI,
-    HumanAgreement,
-    Label,
-    PPIRates,
-    ReferenceLabels,
-    _as_label,
-    _check_human_kind,
-    _expiry,
-    _is_number,
-    _ordered,
-    _short,
-    _unknown_judge,
-    calibration_lines,
-    human_agreement,
-    ppi_rates,
-    reference_labels,
-    self_agreement,
-)
+from .checks import CheckSpecError, get_path
+from .errors import InputError, did_you_mean, json_problem, plural
 from .records import (
+    iter_json_lines,
     output_fingerprint,
     primary_verdict,
     provenance,
@@ -72,36 +30,32 @@ from .records import (
     verdicts,
     write_text_atomically,
 )
-from .stats import Rate, StatisticsError, UndefinedStatisticError, cohen_kappa, spearman
-
-UndefinedCorrectionError = UndefinedStatisticError  # the name before the correction moved to stats
+from .stats import (
+    Rate,
+    StatisticsError,
+    UndefinedStatisticError,
+    cohen_kappa,
+    kappa_interval,
+    spearman,
+    spearman_interval,
+)
 
 __all__ = [
     "CATEGORY_MIN_LABELS",
     "KAPPA_FLOOR",
+    "LABEL_FIELDS",
     "MIN_LABELS",
     "Calibration",
     "CalibrationError",
-    "CategoryPPI",
-    "CorrectedRate",
-    "HumanAgreement",
-    "PPIRates",
-    "Rate",
-    "ReferenceLabels",
-    "UncorrectedRate",
-    "UndefinedCorrectionError",
+    "LabelError",
+    "LabelRecord",
     "calibrate",
     "calibrate_results",
-    "corrected_lines",
-    "corrected_pass_rate",
-    "corrected_rate_for",
-    "corrected_rates",
     "disagreement_rows",
-    "human_agreement",
     "load_calibration",
-    "ppi_rates",
-    "reference_labels",
-    "self_agreement",
+    "parse_label_fields",
+    "read_labels",
+    "replay_labels",
 ]
 
 
@@ -111,14 +65,21 @@ MIN_LABELS = 50
 """Fewer labelled cases than this are too few to trust a calibration."""
 CATEGORY_MIN_LABELS = 20
 """A category gets its own sensitivity/specificity with this many parsed labels and both classes."""
-BOOTSTRAP_DRAWS = 2000
 CALIBRATION_FORMAT = "tinyeval-calibration"
 CALIBRATION_VERSION = 1
 UNPARSED_TOLERANCE = 0.05
 """More unparsed judge replies than this share of the pairs is a warning of its own."""
+DISTRUST = "do not rely on the judge's figure yet"
+UNPARSED = "unparsed"  # the confusion-matrix column of judge replies that did not parse
+Label = str | int | float
 
 
-_count = plural  # ``1 label``, ``2 labels``
+class CalibrationError(InputError):
+    """Input that cannot be calibrated (mismatched lengths, no pairs, a bad saved file)."""
+
+
+class LabelError(InputError):
+    """A labels file that cannot be read, or a labelling session set up wrongly."""
 
 
 def _rate(successes: int, n: int) -> Rate | None:
@@ -129,7 +90,43 @@ def _rate_dict(rate: Rate | None) -> dict[str, Any] | None:
     return rate.to_dict() if rate is not None else None
 
 
-# ---------------------------------------------------------------- labels
+def _is_number(label: Any) -> bool:
+    return isinstance(label, int | float) and not isinstance(label, bool)
+
+
+def _as_label(value: Any, side: str, index: int) -> Label | None:
+    """One label as compared: booleans and any-case pass/fail become PASS/FAIL."""
+    if value is None and side == "judge":
+        return None
+    if isinstance(value, bool):
+        return "PASS" if value else "FAIL"
+    if isinstance(value, str):
+        upper = value.strip().upper()
+        return upper if upper in ("PASS", "FAIL") else value
+    if isinstance(value, int | float) and math.isfinite(value):
+        return value
+    raise CalibrationError(
+        f"calibrate: {side} label at position {index} must be 'PASS'/'FAIL', a boolean, "
+        f"a finite number or another string{', or None (unparsed)' if side == 'judge' else ''}; "
+        f"got {value!r}"
+    )
+
+
+def _ordered(labels: Iterable[Label]) -> tuple[Label, ...]:
+    """PASS and FAIL first, then numbers in order, then other strings alphabetically."""
+    unique = set(labels)
+    first = tuple(label for label in ("PASS", "FAIL") if label in unique)
+    numbers = sorted(label for label in unique if _is_number(label))
+    words = sorted(str(label) for label in unique if isinstance(label, str) and label not in first)
+    return (*first, *numbers, *words)
+
+
+def _short(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 20 else text[:16] + "..."
+
+
+_NOT_IN_DICT = {"per_category", "judge_labels", "human_labels", "categories", "ids"}
 
 
 def _key(label: Label | None) -> str:
@@ -144,22 +141,13 @@ def _key(label: Label | None) -> str:
 class Calibration:
     """Judge against human on the same cases; build it with ``calibrate``.
 
-    Figures over the parsed pairs: ``agreement``, ``kappa``, ``spearman``
-    (numeric labels), the ``confusion`` matrix (human label → judge label →
-    count, with an ``unparsed`` column) and, for PASS/FAIL labels,
-    ``failure_recall`` (= ``specificity``), ``false_alarm_rate``,
-    ``sensitivity``. ``kappa_interval`` is the ``(low, high)`` of kappa's 95%
-    large-sample interval (:func:`tinyeval.humans.agreement.kappa_interval`; None
-    when undefined, ``kappa_interval_undefined`` says why), and
-    ``spearman_interval`` Spearman's for numeric labels. ``warnings`` says in
-    words what makes the figure untrustworthy; ``verdict`` sums it up in one
-    sentence.
+    ``confusion`` maps human label → judge label (None: unparsed) → count;
+    ``failure_recall`` (= ``specificity``) and ``false_alarm_rate`` exist for
+    PASS/FAIL labels; ``warnings`` say what makes the figure untrustworthy.
 
     >>> cal = calibrate(["PASS", "FAIL", "PASS", None], ["PASS", "FAIL", "FAIL", "PASS"])
     >>> cal.n, cal.parsed, cal.unparsed, cal.judge_caught, cal.human_failures
     (4, 3, 1, 1, 2)
-    >>> cal.confusion["FAIL"]
-    {'PASS': 1, 'FAIL': 1, None: 0}
     """
 
     kind: str  # "pass/fail" or "multiclass"
@@ -176,15 +164,15 @@ class Calibration:
     kappa_undefined: str | None
     spearman: float | None
     spearman_undefined: str | None
-    human_failures: int | None
-    judge_caught: int | None
-    failure_recall: Rate | None
-    human_passes: int | None
-    false_alarms: int | None
-    false_alarm_rate: Rate | None
-    sensitivity: Rate | None
-    warnings: tuple[str, ...]
-    verdict: str
+    warnings: tuple[str, ...] = ()
+    verdict: str = ""
+    human_failures: int | None = None  # this and the six below: PASS/FAIL labels only
+    judge_caught: int | None = None
+    failure_recall: Rate | None = None
+    human_passes: int | None = None
+    false_alarms: int | None = None
+    false_alarm_rate: Rate | None = None
+    sensitivity: Rate | None = None
     per_category: dict[str, Calibration] = field(default_factory=dict, repr=False)
     judge_labels: tuple[Label | None, ...] = field(default=(), repr=False)
     human_labels: tuple[Label, ...] = field(default=(), repr=False)
@@ -211,9 +199,7 @@ class Calibration:
         return not self.warnings
 
     def disagreements(self) -> list[Any]:
-        """Ids (or positions, without ids) where the judge differs from the human.
-
-        Unparsed judge replies count as disagreements.
+        """Ids (or positions) where the judge differs from the human; unparsed replies count.
 
         >>> calibrate(["PASS", None, "FAIL"], ["PASS", "PASS", "PASS"]).disagreements()
         [1, 2]
@@ -226,14 +212,11 @@ class Calibration:
         ]
 
     def correctable_categories(self) -> list[str]:
-        """Categories that get their own sensitivity and specificity in a correction.
+        """Categories with their own sensitivity and specificity in a correction:
+        ``CATEGORY_MIN_LABELS`` parsed pairs or more, with both human PASS and FAIL.
 
-        The rule: at least ``CATEGORY_MIN_LABELS`` (20) parsed pairs, with both
-        human PASS and human FAIL labels among them.
-
-        >>> cats = ["a"] * 20 + ["b"] * 20
         >>> cal = calibrate(["PASS"] * 40, ["PASS"] * 10 + ["FAIL"] * 10 + ["PASS"] * 20,
-        ...                 categories=cats)
+        ...                 categories=["a"] * 20 + ["b"] * 20)
         >>> cal.correctable_categories()
         ['a']
         """
@@ -247,56 +230,31 @@ class Calibration:
         ]
 
     def to_dict(self, *, categories: bool = True) -> dict[str, Any]:
-        """The calibration as a JSON-ready dict (the ``calibrate --json`` object).
-
-        Rates are ``{"successes", "n", "rate", "low", "high", "text"}`` or null;
-        confusion-matrix keys are labels as strings, with ``"unparsed"`` for
-        judge replies that did not parse.
+        """The calibration as the ``calibrate --json`` object (``"unparsed"`` for a None label).
 
         >>> d = calibrate(["PASS", "FAIL"], ["PASS", "PASS"]).to_dict()
         >>> d["false_alarms"], d["confusion"]["PASS"]
         (1, {'PASS': 1, 'FAIL': 1, 'unparsed': 0})
         """
-        result: dict[str, Any] = {
-            "kind": self.kind,
-            "labels": list(self.labels),
-            "n": self.n,
-            "parsed": self.parsed,
-            "unparsed": self.unparsed,
-            "agreement": _rate_dict(self.agreement),
-            "agreement_with_unparsed": _rate_dict(self.agreement_with_unparsed),
-            "majority_label": self.majority_label,
-            "majority_share": _rate_dict(self.majority_share),
-            "kappa": self.kappa,
-            "kappa_undefined": self.kappa_undefined,
-            "kappa_interval": list(self.kappa_interval) if self.kappa_interval else None,
-            "kappa_interval_undefined": self.kappa_interval_undefined,
-            "spearman": self.spearman,
-            "spearman_undefined": self.spearman_undefined,
-            "spearman_interval": list(self.spearman_interval) if self.spearman_interval else None,
-            "human_failures": self.human_failures,
-            "judge_caught": self.judge_caught,
-            "failure_recall": _rate_dict(self.failure_recall),
-            "human_passes": self.human_passes,
-            "false_alarms": self.false_alarms,
-            "false_alarm_rate": _rate_dict(self.false_alarm_rate),
-            "sensitivity": _rate_dict(self.sensitivity),
-            "specificity": _rate_dict(self.specificity),
-            "confusion": {
+        result: dict[str, Any] = {}
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if item.name in _NOT_IN_DICT:
+                continue
+            if isinstance(value, Rate):
+                value = value.to_dict()
+            elif isinstance(value, tuple):
+                value = list(value)
+            result[item.name] = value
+        result.update(
+            specificity=_rate_dict(self.specificity),
+            trusted=self.trusted,
+            confusion={
                 _key(human): {_key(judge): count for judge, count in row.items()}
                 for human, row in self.confusion.items()
             },
-            "warnings": list(self.warnings),
-            "verdict": self.verdict,
-            "trusted": self.trusted,
-            "judge_model": self.judge_model,
-            "rubric_fingerprint": self.rubric_fingerprint,
-            "expired": list(self.expired),
-            "unmatched_results": list(self.unmatched_results),
-            "unmatched_labels": list(self.unmatched_labels),
-            "without_verdict": list(self.without_verdict),
-            "disagreements": self.disagreements(),
-        }
+            disagreements=self.disagreements(),
+        )
         if categories:
             correctable = set(self.correctable_categories())
             result["per_category"] = {
@@ -308,33 +266,22 @@ class Calibration:
     def to_text(self) -> str:
         """The calibration as the plain text ``tinyeval calibrate`` prints.
 
-        >>> print(calibrate(["PASS", "FAIL", "PASS"], ["PASS", "FAIL", "FAIL"]).to_text())
+        >>> print(calibrate(["PASS", "FAIL", "PASS"], ["PASS", "FAIL", "FAIL"]).to_text()[35:])
         ... # doctest: +ELLIPSIS
-        judge vs human on 3 labelled cases
-        <BLANKLINE>
                     judge PASS  judge FAIL  unparsed
         human PASS           1           0         0
         human FAIL           1           1         0
-        <BLANKLINE>
-        agreement          2/3 = 66.7% [20.8%, 93.9%]
         ...
         """
-        return "\n".join(calibration_lines(self))
+        return "\n".join(_text_lines(self))
 
     def save(self, path: str | Path) -> None:
-        """Write the calibration to a JSON file that ``load_calibration`` reads back.
-
-        The file keeps every pair (id, category, judge label, human label), so
-        loading recomputes every figure with the code that reads it, plus the
-        summary (``to_dict``) and the sensitivity/specificity a correction
-        uses, overall and for each category that qualifies (see
-        ``correctable_categories``). The write is atomic.
+        """Write the calibration, with every pair, as JSON (atomically) for ``load_calibration``.
 
         >>> import tempfile, os
-        >>> cal = calibrate(["PASS", "FAIL", "FAIL"], ["PASS", "FAIL", "PASS"])
         >>> with tempfile.TemporaryDirectory() as tmp:
         ...     path = os.path.join(tmp, "cal.json")
-        ...     cal.save(path)
+        ...     calibrate(["PASS", "FAIL", "FAIL"], ["PASS", "FAIL", "PASS"]).save(path)
         ...     load_calibration(path).false_alarms
         1
         """
@@ -384,22 +331,12 @@ def _correction_summary(cal: Calibration) -> dict[str, Any]:
 # ---------------------------------------------------------------- computing it
 
 
-def _kappa(judge: list[Label], human: list[Label]) -> tuple[float | None, str | None]:
+def _defined(compute: Any, judge: list[Label], human: list[Label]) -> tuple[Any, str | None]:
+    """``compute(judge, human)``, or None and why it is undefined."""
     if len(judge) < 2:
         return None, f"needs at least 2 parsed pairs, got {len(judge)}"
     try:
-        return cohen_kappa(judge, human), None
-    except UndefinedStatisticError as exc:
-        return None, str(exc)
-
-
-def _spearman(judge: list[Label], human: list[Label]) -> tuple[float | None, str | None]:
-    if not all(_is_number(label) for label in (*judge, *human)):
-        return None, "the labels are not numbers"
-    if len(judge) < 2:
-        return None, f"needs at least 2 parsed pairs, got {len(judge)}"
-    try:
-        return spearman(judge, human), None
+        return compute(judge, human), None
     except UndefinedStatisticError as exc:
         return None, str(exc)
 
@@ -422,7 +359,7 @@ def _warnings(cal: Calibration) -> list[str]:
     found: list[str] = []
     if not cal.parsed:
         return [
-            f"the judge gave no parsed verdict on the {_count(cal.n, 'labelled case')}: "
+            f"the judge gave no parsed verdict on the {plural(cal.n, 'labelled case')}: "
             "nothing to calibrate"
         ]
     judged = {label for label in cal.judge_labels if label is not None}
@@ -450,7 +387,7 @@ def _warnings(cal: Calibration) -> list[str]:
         )
     if cal.n < MIN_LABELS:
         found.append(
-            f"only {_count(cal.n, 'labelled case')}: too few to trust; label at least {MIN_LABELS}"
+            f"only {plural(cal.n, 'labelled case')}: too few to trust; label at least {MIN_LABELS}"
         )
     if cal.kind == "pass/fail" and cal.parsed and not cal.human_failures:
         found.append(
@@ -470,7 +407,7 @@ def _warnings(cal: Calibration) -> list[str]:
         )
     if cal.unparsed > UNPARSED_TOLERANCE * cal.n:
         found.append(
-            f"{cal.unparsed} of {_count(cal.n, 'judge reply', 'judge replies')} did not parse: "
+            f"{cal.unparsed} of {plural(cal.n, 'judge reply', 'judge replies')} did not parse: "
             "they are left out of agreement, failure recall and kappa, and counted as "
             "disagreements in agreement_with_unparsed; fix the judge's answer format before "
             "trusting it"
@@ -479,12 +416,7 @@ def _warnings(cal: Calibration) -> list[str]:
 
 
 def _verdict(cal: Calibration) -> str:
-    """One sentence that stands on its own (it is shown where the warnings are not).
-
-    >>> _verdict(calibrate(["PASS", "FAIL"] * 9, ["PASS", "FAIL"] * 9))
-    "do not rely on the judge's figure yet: only 18 labelled cases: too few to trust; label at \
-least 50"
-    """
+    """One sentence that stands on its own (it is shown where the warnings are not)."""
     if not cal.warnings:
         recall = f"; it caught {cal.failure_recall} of your failures" if cal.failure_recall else ""
         interval = (
@@ -494,12 +426,12 @@ least 50"
         )
         return (
             f"the judge agrees with your labels beyond chance (kappa {cal.kappa:.2f}{interval} "
-            f"on {_count(cal.parsed, 'case')}{recall}): its figure can stand for your criterion"
+            f"on {plural(cal.parsed, 'case')}{recall}): its figure can stand for your criterion"
         )
     first, more = cal.warnings[0], len(cal.warnings) - 1
     if more:
-        first += f" (and {_count(more, 'more problem')} listed in the calibration's warnings)"
-    return f"{_DISTRUST}: {first}"
+        first += f" (and {plural(more, 'more problem')} listed in the calibration's warnings)"
+    return f"{DISTRUST}: {first}"
 
 
 def _build(
@@ -531,24 +463,17 @@ def _build(
         majority_label = next(label for label in labels if counts.get(label) == top)
         majority_share = Rate.of(top, parsed)
 
-    kappa, kappa_undefined = _kappa(parsed_judge, parsed_human)
-    rho, rho_undefined = _spearman(parsed_judge, parsed_human)
+    kappa, kappa_undefined = _defined(cohen_kappa, parsed_judge, parsed_human)
+    rho: float | None = None
+    rho_undefined: str | None = "the labels are not numbers"
+    if all(_is_number(label) for label in (*parsed_judge, *parsed_human)):
+        rho, rho_undefined = _defined(spearman, parsed_judge, parsed_human)
     kappa_low_high, kappa_interval_undefined = _interval(
         kappa_interval, parsed_judge, parsed_human, kappa is not None
     )
     rho_low_high, _ = _interval(spearman_interval, parsed_judge, parsed_human, rho is not None)
 
-    binary_figures: dict[str, Any] = dict.fromkeys(
-        (
-            "human_failures",
-            "judge_caught",
-            "failure_recall",
-            "human_passes",
-            "false_alarms",
-            "false_alarm_rate",
-            "sensitivity",
-        )
-    )
+    binary_figures: dict[str, Any] = {}
     if binary:
         fails = confusion["FAIL"]
         passes = confusion["PASS"]
@@ -593,8 +518,6 @@ def _build(
         kappa_undefined=kappa_undefined,
         spearman=rho,
         spearman_undefined=rho_undefined,
-        warnings=(),
-        verdict="",
         per_category=subs,
         judge_labels=tuple(judge),
         human_labels=tuple(human),
@@ -622,27 +545,16 @@ def calibrate(
 ) -> Calibration:
     """Compare the judge's labels with human labels of the same cases.
 
-    ``judge`` and ``human`` are equal-length sequences of ``"PASS"``/``"FAIL"``
-    (any case), booleans (True = PASS), numbers (grades) or other strings
-    (``"A"``/``"B"``/``"TIE"``); ``None`` in ``judge`` is an unparsed reply.
-    ``categories`` (one per pair) adds a calibration per category;
-    ``ids`` names the pairs (for ``disagreements`` and ``save``).
-
-    The always-PASS judge on a set where 9 of 10 cases pass agrees 90% of the
-    time, catches none of the failures, and has kappa 0:
+    Labels are PASS/FAIL (any case), booleans, numbers or other strings; None in
+    ``judge`` is an unparsed reply. ``categories`` adds a calibration per
+    category; ``ids`` names the pairs. The always-PASS judge agrees 90% of the
+    time and catches nothing:
 
     >>> cal = calibrate(["PASS"] * 10, ["PASS"] * 9 + ["FAIL"])
     >>> str(cal.agreement), str(cal.failure_recall), cal.kappa
     ('9/10 = 90.0% [59.6%, 98.2%]', '0/1 = 0.0% [0.0%, 79.3%]', 0.0)
-    >>> for warning in cal.warnings:
-    ...     print(warning)  # doctest: +ELLIPSIS
-    kappa 0.00 is below 0.6: the figure is the judge's opinion, not your criterion
-    only 10 labelled cases: too few to trust; label at least 50
-    agreement 9/10 = 90.0% [59.6%, 98.2%] is no better than a judge that always says PASS ...
 
-    Raises ``CalibrationError`` when the sequences differ in length or are
-    empty, a human label is missing, or a label is not a string, boolean or
-    finite number.
+    Raises ``CalibrationError`` for unequal or empty sequences or a bad label.
     """
     judge_list, human_list = list(judge), list(human)
     if len(judge_list) != len(human_list):
@@ -669,7 +581,177 @@ def calibrate(
     )
 
 
-# ---------------------------------------------------------------- results and labels files
+def _text_lines(cal: Any) -> list[str]:
+    """The lines of ``Calibration.to_text``."""
+    lines = [f"judge vs human on {plural(cal.n, 'labelled case')}"]
+    if cal.judge_model or cal.rubric_fingerprint:
+        lines[0] += (
+            f" (judge {cal.judge_model or '?'}, rubric {_short(cal.rubric_fingerprint or '?')})"
+        )
+    lines.append("")
+    columns = [*(f"judge {label}" for label in cal.labels), UNPARSED]
+    heads = [f"human {label}" for label in cal.labels]
+    first = max(len(head) for head in heads)
+    widths = [max(len(column), 5) for column in columns]
+    lines.append(" " * first + "".join(f"  {c:>{w}}" for c, w in zip(columns, widths, strict=True)))
+    for head, human in zip(heads, cal.labels, strict=True):
+        counts = [cal.confusion[human][judge] for judge in (*cal.labels, None)]
+        lines.append(
+            f"{head:<{first}}" + "".join(f"  {c:>{w}}" for c, w in zip(counts, widths, strict=True))
+        )
+    lines.append("")
+
+    def figure(name: str, value: Any, note: str = "") -> None:
+        lines.append(f"{name:<18} {value}{'   ' + note if note else ''}")
+
+    figure("agreement", cal.agreement or "n/a (no parsed judge reply)")
+    if cal.majority_share is not None:
+        figure(
+            f"always {cal.majority_label}",
+            cal.majority_share,
+            "(the agreement of a judge that always says so)",
+        )
+    none_parsed = "n/a (no parsed judge reply)"
+    if cal.kind == "pass/fail":
+        figure(
+            "failure recall",
+            cal.failure_recall
+            or (none_parsed if not cal.parsed else "n/a (you labelled no case FAIL)"),
+            "(your FAILs the judge also failed)",
+        )
+        figure(
+            "false alarms",
+            cal.false_alarm_rate
+            or (none_parsed if not cal.parsed else "n/a (you labelled no case PASS)"),
+            "(judge FAIL where you said PASS)",
+        )
+    if cal.kappa is None:
+        figure("kappa", f"undefined ({cal.kappa_undefined})")
+    elif cal.kappa_interval:
+        low, high = cal.kappa_interval
+        figure("kappa", f"{cal.kappa:.3f} [{low:.3f}, {high:.3f}]", "(95%, large-sample)")
+    else:
+        figure("kappa", f"{cal.kappa:.3f}", f"(no interval: {cal.kappa_interval_undefined})")
+    if cal.spearman is not None or cal.spearman_undefined != "the labels are not numbers":
+        rho = (
+            f"{cal.spearman:.3f}"
+            if cal.spearman is not None
+            else f"undefined ({cal.spearman_undefined})"
+        )
+        if cal.spearman_interval:
+            rho += f" [{cal.spearman_interval[0]:.3f}, {cal.spearman_interval[1]:.3f}]"
+        figure("spearman", rho)
+    figure(
+        "unparsed",
+        f"{cal.unparsed} of {plural(cal.n, 'judge reply', 'judge replies')}",
+        f"(agreement counting them as disagreement: {cal.agreement_with_unparsed})",
+    )
+    if cal.without_verdict:
+        figure(
+            "no verdict",
+            plural(len(cal.without_verdict), "labelled row"),
+            "(the judge did not run or errored; not compared)",
+        )
+    if cal.unmatched_results or cal.unmatched_labels:
+        figure(
+            "unmatched",
+            f"{plural(len(cal.unmatched_results), 'result row')} without a label, "
+            f"{plural(len(cal.unmatched_labels), 'label')} without a result row",
+        )
+    if cal.per_category and len(cal.per_category) > 1:
+        lines.append("")
+        lines.append("per category (agreement; failure recall)")
+        correctable = set(cal.correctable_categories())
+        for name, sub in sorted(cal.per_category.items()):
+            recall = f"; recall {sub.failure_recall}" if sub.failure_recall is not None else ""
+            own = name in correctable or cal.kind != "pass/fail"
+            mark = "" if own else "  (a correction uses the overall figures: see the rule)"
+            lines.append(f"  {name}: {sub.agreement or 'n/a'}{recall}{mark}")
+    lines.append("")
+    if cal.warnings:
+        lines.append(f"verdict: {DISTRUST}:")
+        lines.extend(f"  - {warning}" for warning in cal.warnings)
+    else:
+        lines.append(f"verdict: {cal.verdict}")
+    return lines
+
+
+# ---------------------------------------------------------------- results and labels
+
+
+def _expiry(mismatches: Mapping[str, list[tuple[Any, Any]]], matched: int) -> list[str]:
+    """Loud warnings for labels made against another rubric, judge model or output."""
+    found: list[str] = []
+    for what, pairs in mismatches.items():
+        if not pairs:
+            continue
+        then = sorted({_short(old) for old, _ in pairs})
+        now = sorted({_short(new) for _, new in pairs})
+        were = "was" if len(pairs) == 1 else "were"
+        head = f"CALIBRATION EXPIRED: {len(pairs)} of {plural(matched, 'label')} {were}"
+        if what == "output":
+            found.append(
+                f"{head} given to a different output than these results hold: the human label "
+                "may not apply; re-label them"
+            )
+        else:
+            found.append(
+                f"{head} compared against {what} {', '.join(then)} but these results use "
+                f"{', '.join(now)}: re-label or judge with the labelled {what}"
+            )
+    return found
+
+
+def _unknown_judge(name: str, names: Iterable[str]) -> str:
+    """The message for a judge name that no row has."""
+    found = sorted(names)
+    if found:
+        listed = ", ".join(repr(n) for n in found)
+        return f"calibrate: unknown judge {name!r}; the rows have the judges {listed}"
+    return (
+        f"calibrate: unknown judge {name!r}; the rows have no named judges "
+        "(leave the judge name out to calibrate each row's judge)"
+    )
+
+
+def _check_human_kind(
+    ids: Sequence[Any],
+    judged: Sequence[Any],
+    humans: Sequence[Any],
+    labels: Mapping[Any, Mapping[str, Any]],
+    *,
+    pairwise: bool,
+) -> None:
+    """Refuse a human label the judge could never give (see ``calibrate_results``)."""
+    parsed = [
+        _as_label(value, "judge", index) for index, value in enumerate(judged) if value is not None
+    ]
+    allowed: tuple[str, ...] | None
+    if pairwise:
+        kind, allowed, expected = "is pairwise", ("A", "B", "TIE"), "A, B or TIE"
+    elif parsed and all(_is_number(label) for label in parsed):
+        kind, allowed, expected = "gives grades (numbers)", None, "a number"
+    elif all(label in ("PASS", "FAIL") for label in parsed):
+        kind, allowed, expected = "gives PASS/FAIL verdicts", ("PASS", "FAIL"), "PASS or FAIL"
+    else:
+        return  # choices of the user's own: any label may be one of them
+    for index, (key, value) in enumerate(zip(ids, humans, strict=True)):
+        human = _as_label(value, "human", index)
+        fits = _is_number(human) if allowed is None else human in allowed
+        if fits:
+            continue
+        record = labels[key]
+        source, line = getattr(record, "source", None), getattr(record, "line", None)
+        where = f" ({source}:{line})" if source and line else ""
+        hint = (
+            " (other labels are for a graded or multiple-choice judge)"
+            if allowed == ("PASS", "FAIL")
+            else ""
+        )
+        raise CalibrationError(
+            f"calibrate: id {key!r}{where} has the human label {value!r}, but the judge {kind}: "
+            f"expected {expected}{hint}"
+        )
 
 
 def calibrate_results(
@@ -679,46 +761,22 @@ def calibrate_results(
     judge: str | None = None,
     only: Iterable[Any] | None = None,
 ) -> Calibration:
-    """Calibrate the judge in result rows against a labels mapping (``read_labels``), by id.
+    """Calibrate the judge in result rows against labels (``read_labels``), by id.
 
-    ``judge`` picks a judge by name from the rows' ``judges`` (default: the
-    row's first judge). The judge's label is its ``verdict``, or a
-    pairwise judge's ``winner`` (A, B or TIE; None, an unparsed or
-    order-inconsistent answer, counts as unparsed). ``only`` restricts both sides to those ids
-    (the disagreement set). Ids on one side only are reported in
-    ``unmatched_results`` and ``unmatched_labels``; labelled rows where the
-    judge gave no verdict at all (it did not run, or its call errored) in
-    ``without_verdict``. Labels made against another rubric fingerprint,
-    judge model or output raise a loud ``CALIBRATION EXPIRED`` warning.
+    ``judge`` names a judge of the rows (default: each row's first); ``only``
+    restricts both sides to those ids. Ids on one side only, and labelled rows
+    without a verdict, are reported; labels made against another rubric, judge
+    model or output raise a ``CALIBRATION EXPIRED`` warning.
 
     >>> rows = [{"id": "a", "judges": {"j": {"verdict": "PASS", "rubric_fingerprint": "r2"}}},
     ...         {"id": "b", "judges": {"j": {"verdict": "FAIL", "rubric_fingerprint": "r2"}}}]
     >>> labels = {"a": {"label": "PASS", "rubric_fingerprint": "r1"}, "c": {"label": "FAIL"}}
     >>> cal = calibrate_results(rows, labels)
-    >>> cal.n, cal.unmatched_results, cal.unmatched_labels
-    (1, ('b',), ('c',))
-    >>> print(cal.expired[0])  # doctest: +ELLIPSIS
-    CALIBRATION EXPIRED: 1 of 1 label was compared against rubric r1 but these results use r2: ...
+    >>> cal.n, cal.unmatched_results, cal.unmatched_labels, cal.expired[0][:20]
+    (1, ('b',), ('c',), 'CALIBRATION EXPIRED:')
 
-    The human labels must be of the judge's kind, or the comparison means
-    nothing (a "maybe" is neither PASS nor FAIL). The rule, from the judge's
-    verdicts in the compared rows: a pairwise judge (``winner``) takes A, B or
-    TIE; a judge whose parsed verdicts are all numbers is graded and takes
-    numbers; a judge whose parsed verdicts are PASS/FAIL (or that has none
-    parsed) takes PASS or FAIL, in any case; a judge with other verdicts
-    (choices of your own) takes any label.
-
-    >>> calibrate_results(rows, {"a": {"label": "maybe"}})
-    Traceback (most recent call last):
-    ...
-    tinyeval.humans.labelers.CalibrationError: calibrate: id 'a' has the human label 'maybe', but \
-the judge gives PASS/FAIL verdicts: expected PASS or FAIL (other labels are for a graded or \
-multiple-choice judge)
-
-    Raises ``CalibrationError`` when a human label is not of the judge's kind
-    (naming the id, and the labels file and line for records from
-    ``read_labels``), when ``judge`` names no judge of the rows (listing
-    those they have), or when no labelled row has a judge verdict to compare.
+    Raises ``CalibrationError`` for a human label of another kind than the
+    judge's verdicts, an unknown ``judge``, or no labelled row with a verdict.
     """
     keep = set(only) if only is not None else None
     by_id: dict[Any, Mapping[str, Any]] = {}
@@ -768,8 +826,8 @@ multiple-choice judge)
     if not ids:
         raise CalibrationError(
             "calibrate: no labelled result row has a judge verdict to compare "
-            f"({_count(len(by_id), 'row')}, {_count(len(labels), 'label')}, "
-            f"{_count(len(set(by_id) & set(labels)), 'id')} in common, "
+            f"({plural(len(by_id), 'row')}, {plural(len(labels), 'label')}, "
+            f"{plural(len(set(by_id) & set(labels)), 'id')} in common, "
             f"{len(without_verdict)} of them without a verdict)"
         )
     _check_human_kind(ids, judged, humans, labels, pairwise=pairwise)
@@ -797,16 +855,13 @@ def disagreement_rows(
     rows: Iterable[Mapping[str, Any]],
     labels: Mapping[Any, Mapping[str, Any]],
 ) -> list[dict[str, Any]]:
-    """Every compared case where judge and human differ: the row plus ``human``, its label record.
-
-    Write them out and re-run ``calibrate --only`` on them after each rubric change.
+    """Each compared row where judge and human differ, with ``human``: its label record.
 
     >>> rows = [{"id": "a", "judges": {"j": {"verdict": "PASS"}}},
     ...         {"id": "b", "judges": {"j": {"verdict": "FAIL"}}}]
     >>> labels = {"a": {"label": "FAIL"}, "b": {"label": "FAIL"}}
-    >>> [(row["id"], row["human"]["label"]) for row in
-    ...  disagreement_rows(calibrate_results(rows, labels), rows, labels)]
-    [('a', 'FAIL')]
+    >>> [row["id"] for row in disagreement_rows(calibrate_results(rows, labels), rows, labels)]
+    ['a']
     """
     wanted = set(calibration.disagreements())
     return [
@@ -816,25 +871,11 @@ def disagreement_rows(
     ]
 
 
-# ---------------------------------------------------------------- loading a saved calibration
-
-
 def load_calibration(path: str | Path) -> Calibration:
-    """Load a calibration written by ``Calibration.save`` (``calibrate … --save``).
+    """Load a file written by ``Calibration.save``, recomputing every figure from its pairs.
 
-    Every figure is recomputed from the saved pairs; the judge model and rubric
-    fingerprint it was made with come back too, so a run can tell whether the
-    calibration still applies to it.
-
-    >>> import tempfile, os
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     path = os.path.join(tmp, "cal.json")
-    ...     calibrate(["PASS", "FAIL"], ["PASS", "FAIL"], ids=["a", "b"]).save(path)
-    ...     load_calibration(path).ids
-    ('a', 'b')
-
-    Raises ``CalibrationError`` naming the file when it is not a tinyeval
-    calibration of a version this code reads; ``OSError`` when it cannot be read.
+    Raises ``CalibrationError`` naming the file when it is not a calibration this
+    code reads (the ``save`` example reads one back).
     """
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -875,149 +916,136 @@ def load_calibration(path: str | Path) -> Calibration:
     )
 
 
-# ---------------------------------------------------------------- the corrected pass rate
+# ---------------------------------------------------------------- the labels file
 
 
-def corrected_rate_for(
-    calibration: Calibration,
-    passes: int,
-    n: int,
-    *,
-    category: str | None = None,
-    judge_model: str | None = None,
-    rubric_fingerprint: str | None = None,
-    seed: int = 0,
-    draws: int = BOOTSTRAP_DRAWS,
-) -> CorrectedRate:
-    """Correct ``passes`` of ``n`` with a calibration, as an
-    :class:`~tinyeval.estimates.ppi.CorrectedRate`.
+class LabelRecord(dict[str, Any]):
+    """A label record (a plain dict) that knows the ``source`` file and ``line`` it came from.
 
-    Uses the category's own sensitivity and specificity when ``category`` is
-    one of ``calibration.correctable_categories()``, otherwise the overall
-    ones (``scope`` says which). Given the run's ``judge_model`` and
-    ``rubric_fingerprint``, a calibration made with others is flagged in
-    ``warnings``.
-
-    >>> cal = calibrate(["PASS"] * 45 + ["FAIL"] * 5 + ["FAIL"] * 40 + ["PASS"] * 10,
-    ...                 ["PASS"] * 50 + ["FAIL"] * 50)
-    >>> result = corrected_rate_for(cal, 70, 100)
-    >>> round(result.rate, 3), result.scope  # (0.70 + 0.80 - 1) / (0.90 + 0.80 - 1)
-    (0.714, 'overall')
-
-    Raises ``CalibrationError`` when the calibration is not PASS/FAIL or lacks
-    human PASS or FAIL labels, and ``UndefinedStatisticError`` when its
-    sensitivity + specificity ≤ 1.
+    >>> record = LabelRecord({"id": "a", "label": "PASS"}, source="labels.jsonl", line=3)
+    >>> record["label"], f"{record.source}:{record.line}"
+    ('PASS', 'labels.jsonl:3')
     """
-    if calibration.kind != "pass/fail":
-        raise CalibrationError(
-            "corrected_rate_for: needs a PASS/FAIL calibration, got multiclass labels"
+
+    source: str | None
+    line: int | None
+
+    def __init__(
+        self,
+        record: Mapping[str, Any],
+        *,
+        source: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        super().__init__(record)
+        self.source = source
+        self.line = line
+
+
+def _id_of(record: Mapping[str, Any], where: str) -> str | int:
+    value = record.get("id")
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise LabelError(f"{where}: field 'id' must be a string or an integer, got {value!r}")
+    return value
+
+
+def _check_label(value: Any, where: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, str | int | float) or value != value:
+        raise LabelError(
+            f'{where}: field \'label\' must be "PASS", "FAIL", another string or a number, '
+            f"got {value!r}"
         )
-    scope = "overall"
-    source = calibration
-    if category is not None and category in calibration.correctable_categories():
-        scope, source = category, calibration.per_category[category]
-    if source.sensitivity is None or source.specificity is None:
-        missing = "PASS" if source.sensitivity is None else "FAIL"
-        raise CalibrationError(
-            f"corrected_rate_for: the calibration has no parsed case you labelled {missing}, so "
-            f"the judge's {'sensitivity' if missing == 'PASS' else 'specificity'} is unknown"
-        )
-    result = corrected_pass_rate(
-        passes,
-        n,
-        (source.sensitivity.successes, source.sensitivity.n),
-        (source.specificity.successes, source.specificity.n),
-        seed=seed,
-        draws=draws,
-    )
-    warnings = list(result.warnings)
-    for what, now, then in (
-        ("judge model", judge_model, calibration.judge_model),
-        ("rubric", rubric_fingerprint, calibration.rubric_fingerprint),
-    ):
-        if now is not None and then is not None and now != then:
-            warnings.append(
-                f"CALIBRATION EXPIRED: it was made with {what} {_short(then)}, this run uses "
-                f"{_short(now)}"
+
+
+LABEL_FIELDS = ("id", "label", "labeler", "at")
+"""The keys a labels field mapping may give a path for."""
+
+
+def parse_label_fields(items: Iterable[str]) -> dict[str, str]:
+    """Parse ``KEY=PATH`` items (keys in ``LABEL_FIELDS``) into a labels field mapping.
+
+    >>> parse_label_fields(["label=annotations.human", "id=trace.span_id"])
+    {'label': 'annotations.human', 'id': 'trace.span_id'}
+    """
+    mapping: dict[str, str] = {}
+    for item in items:
+        key, sep, path = (part.strip() for part in item.partition("="))
+        if not sep or not key or not path:
+            raise LabelError(f"expected KEY=PATH, got {item!r}", field="field")
+        if key not in LABEL_FIELDS:
+            close = did_you_mean(key, LABEL_FIELDS)
+            hint = (
+                f"; did you mean {close!r}?" if close else f"; expected {', '.join(LABEL_FIELDS)}"
             )
-    if not calibration.trusted:
-        warnings.append(f"the calibration itself is not trusted: {calibration.verdict}")
-    return replace(result, warnings=tuple(warnings), scope=scope, category=category)
+            raise LabelError(f"unknown key {key!r}{hint}", field="field")
+        mapping[key] = path
+    return mapping
 
 
-@dataclass(frozen=True)
-class UncorrectedRate:
-    """A judge pass rate that a calibration could not correct, and why (in words).
-
-    >>> UncorrectedRate(Rate.of(5, 10), "the judge is no better than chance").to_dict()["error"]
-    'the judge is no better than chance'
-    """
-
-    observed: Rate
-    reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"error", "passes", "n"}``."""
-        return {"error": self.reason, "passes": self.observed.successes, "n": self.observed.n}
-
-
-def corrected_rates(
-    calibration: Calibration,
-    tallies: Mapping[str, Any],
-    *,
-    judge: Any,
-    judge_model: str | None = None,
-) -> dict[str, CorrectedRate | UncorrectedRate]:
-    """Each category's primary-judge pass rate (parsed verdicts only) corrected for the
-    calibrated judge's error; categories without a parsed verdict are left out.
-
-    >>> cal = calibrate(["PASS"] * 45 + ["FAIL"] * 5 + ["FAIL"] * 40 + ["PASS"] * 10,
-    ...                 ["PASS"] * 50 + ["FAIL"] * 50)
-    >>> from tinyeval.records import CategoryTally
-    >>> from tinyeval.judge import Judge
-    >>> found = corrected_rates(cal, {"c": CategoryTally(primary_parsed=100, primary_passed=70)},
-    ...                         judge=Judge("Is polite."))
-    >>> round(found["c"].rate, 3)
-    0.714
-    """
-    found: dict[str, CorrectedRate | UncorrectedRate] = {}
-    for category, tally in tallies.items():
-        if not tally.primary_parsed:
-            continue
+def _mapped(record: dict[str, Any], fields: Mapping[str, str], where: str) -> dict[str, Any]:
+    """``record`` with each mapped key read at its path (the record's own key when absent)."""
+    if not fields:
+        return record
+    out = dict(record)
+    for key, path in fields.items():
         try:
-            found[category] = corrected_rate_for(
-                calibration, tally.primary_passed, tally.primary_parsed, category=category,
-                judge_model=judge_model, rubric_fingerprint=judge.rubric_fingerprint,
-            )  # fmt: skip
-        except (CalibrationError, UndefinedStatisticError) as exc:  # said in words, not raised
-            found[category] = UncorrectedRate(
-                Rate.of(tally.primary_passed, tally.primary_parsed), str(exc)
-            )
-    return found
-
-
-def corrected_lines(
-    corrected: Mapping[str, CorrectedRate | UncorrectedRate], *, source: str, judge: str
-) -> list[str]:
-    """The corrected rates as summary lines, with their warnings once each.
-
-    >>> print(corrected_lines({"c": UncorrectedRate(Rate.of(5, 10), "no better than chance")},
-    ...                       source="cal.json", judge="tone")[1])
-      c: 5/10 = 50.0% [23.7%, 76.3%] observed; cannot correct: no better than chance
-    """
-    lines = [
-        f"judge pass rates corrected with the calibration in {source} "
-        f"(judge {judge}; parsed verdicts only):"
-    ]
-    warnings: list[str] = []
-    for category, item in corrected.items():
-        if isinstance(item, UncorrectedRate):
-            lines.append(f"  {category}: {item.observed} observed; cannot correct: {item.reason}")
+            out[key] = get_path(record, path)
+        except LookupError:
             continue
-        lines.append(
-            f"  {category}: {item.observed} observed → {item.rate:.1%} [{item.low:.1%}, "
-            f"{item.high:.1%}] corrected ({item.scope} sensitivity/specificity)"
-        )
-        warnings.extend(w for w in item.warnings if w not in warnings)
-    lines.extend(f"  warning: {w}" for w in warnings)
-    return lines
+        except CheckSpecError as exc:
+            raise LabelError(f"{where}: {key}={path}: {exc.reason}") from None
+    return out
+
+
+def replay_labels(
+    path: str | Path, fields: Mapping[str, str] | None
+) -> tuple[dict[str | int, list[LabelRecord]], list[LabelRecord]]:
+    """Replay a labels file: each id's standing records in order, and the recheck records.
+
+    An undo line (``"undo": true``) withdraws the latest standing record of its id;
+    ``fields`` reads each key at a dotted path (see :func:`parse_label_fields`).
+    Raises ``LabelError`` naming file:line for a bad line or an undo of nothing.
+    """
+    stacks: dict[str | int, list[LabelRecord]] = {}
+    rechecks: list[LabelRecord] = []
+    for number, raw in iter_json_lines(path, error=LabelError):
+        where = f"{path}:{number}"
+        record = _mapped(raw, fields or {}, where)
+        key = _id_of(record, where)
+        recheck = record.get("recheck") is True
+        if record.get("undo") is True:
+            if recheck:
+                found = [i for i, r in enumerate(rechecks) if r["id"] == key]
+                if not found:
+                    raise LabelError(f"{where}: undo of a recheck of id {key!r}, which has none")
+                del rechecks[found[-1]]
+                continue
+            stack = stacks.get(key)
+            if not stack:
+                raise LabelError(f"{where}: undo for id {key!r}, which has no label standing")
+            stack.pop()
+            continue
+        if "label" not in record:
+            raise LabelError(f"{where}: expected a field 'label' (or \"undo\": true)")
+        _check_label(record["label"], where)
+        kept = LabelRecord(record, source=str(path), line=number)
+        (rechecks if recheck else stacks.setdefault(key, [])).append(kept)
+    return stacks, rechecks
+
+
+def read_labels(
+    path: str | Path, *, fields: Mapping[str, str] | None = None
+) -> dict[str | int, LabelRecord]:
+    """Read a labels file into ``{id: LabelRecord}``: the last label standing wins.
+
+    >>> import tempfile, os
+    >>> lines = ['{"id": "a", "label": "PASS"}', '{"id": "a", "label": "FAIL"}',
+    ...          '{"id": "a", "undo": true}']
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "labels.jsonl")
+    ...     _ = open(path, "w").write("\\n".join(lines) + "\\n")
+    ...     {key: record["label"] for key, record in read_labels(path).items()}
+    {'a': 'PASS'}
+    """
+    stacks, _ = replay_labels(path, fields)
+    return {key: stack[-1] for key, stack in stacks.items() if stack}

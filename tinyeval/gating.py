@@ -1,19 +1,17 @@
 """The gate: a verdict per category, never an average across them.
 
-A category blocks when its pass rate is below its threshold (or, with
-``on="lower"``, when the lower end of its Wilson interval is). Categories are
-judged one by one because an average hides exactly what a gate is for: 99% on
-tone cannot pay for 85% on amounts. The global rate is computed and shown,
-but it never gates.
-
-Every case is in its category's denominator: errored cases and cases whose
-judge reply did not parse count as not passed.
+A category blocks when its pass rate is below its threshold; one whose Wilson
+interval straddles the threshold is inconclusive (``inconclusive="block"``
+blocks it). An average hides what a gate is for, so the global rate is shown
+but never gates. Errored and unparsed cases count as not passed.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple
 
 from .errors import InputError, plural
@@ -30,6 +28,7 @@ __all__ = [
     "HoldoutComparison",
     "PairedComparison",
     "RowsGate",
+    "allowed_failures",
     "compare_holdout",
     "compare_holdout_rows",
     "compare_runs",
@@ -45,27 +44,38 @@ class GateError(InputError):
     """A threshold that is not a rate, or a gate asked of nothing."""
 
 
-def parse_threshold(text: str | float) -> float:
-    """Read a threshold given as a fraction (``0.95``) or a percentage (``"95%"``).
+def parse_threshold(
+    value: str | float,
+    *,
+    field: str | None = None,
+    what: str = "a threshold",
+    low: float = 0.0,
+    high: float = 1.0,
+) -> float:
+    """The package's one rate parser: a fraction (``0.95``) or a percentage (``"95%"``),
+    from ``low`` to ``high`` inclusive; ``field`` and ``what`` name it in the error.
 
-    >>> parse_threshold("0.95"), parse_threshold("95%"), parse_threshold(1)
+    >>> parse_threshold("0.95"), parse_threshold(" 95% "), parse_threshold(1)
     (0.95, 0.95, 1.0)
-    >>> parse_threshold("1.5")
+    >>> parse_threshold("1.5", field="alpha", what="alpha", high=0.5)
     Traceback (most recent call last):
     ...
-    tinyeval.gating.GateError: a threshold is a rate between 0 and 1 (or 0% to 100%), got '1.5'
+    tinyeval.gating.GateError: alpha: alpha is a rate between 0 and 0.5 (or 0% to 50%), got '1.5'
     """
-    raw = text
-    try:
-        if isinstance(text, str) and text.strip().endswith("%"):
-            value = float(text.strip()[:-1]) / 100
-        else:
-            value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0.0 <= value <= 1.0:  # also rejects NaN
-        raise GateError(f"a threshold is a rate between 0 and 1 (or 0% to 100%), got {raw!r}")
-    return value
+    rate = math.nan  # a boolean or anything else that is not a number is refused
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        rate = float(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        with contextlib.suppress(ValueError):
+            rate = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    if not low <= rate <= high:  # also refuses NaN
+        raise GateError(
+            f"{what} is a rate between {low:g} and {high:g} (or {low:.0%} to {high:.0%}), "
+            f"got {value!r}",
+            field=field,
+        )
+    return rate
 
 
 OUTCOMES = ("pass", "block", "inconclusive", "ungated")
@@ -76,15 +86,10 @@ INCONCLUSIVE_POLICIES = ("pass", "block")
 class CategoryVerdict:
     """One category's figures, its outcome, and whether it blocks.
 
-    ``measured`` is the pass rate as a :class:`~tinyeval.stats.Rate` (None when
-    the category has no cases). ``outcome`` is ``"pass"`` (the whole interval
-    is at or above the threshold), ``"block"`` (below it, or the category
-    cannot be gated: no cases, or cases nothing checked), ``"inconclusive"``
-    (the rate meets the threshold but its interval reaches below it: the suite
-    is too small to tell; ``more_cases_needed`` says about how many more cases
-    would decide it, or is None when no number can) or ``"ungated"``. ``blocking`` says
-    whether it fails the gate, which for an inconclusive category depends on
-    the gate's ``inconclusive`` policy.
+    ``outcome`` is ``"pass"`` (the interval clears the threshold), ``"block"``
+    (below it, or no cases, or cases nothing checked), ``"inconclusive"`` (the
+    rate meets the threshold, its interval does not; ``more_cases_needed`` says
+    about how many more would decide) or ``"ungated"``.
 
     >>> v = gate({"tone": {"passed": 12, "total": 13}}, {"tone": 0.8}).categories[0]
     >>> v.outcome, v.more_cases_needed, v.blocking
@@ -129,13 +134,7 @@ class CategoryVerdict:
         return self.measured.high if self.measured else None
 
     def to_dict(self) -> dict[str, Any]:
-        """The verdict as a JSON-ready dict.
-
-        >>> sorted(gate({"tone": {"passed": 9, "total": 10}}, {"tone": 0.5}).categories[0]
-        ...        .to_dict())  # doctest: +NORMALIZE_WHITESPACE
-        ['blocking', 'errors', 'high', 'low', 'more_cases_needed', 'note', 'outcome', 'passed',
-         'rate', 'threshold', 'total', 'unchecked', 'unchecked_ids', 'unparsed']
-        """
+        """The verdict as a JSON-ready dict."""
         return {
             "passed": self.passed,
             "total": self.total,
@@ -156,10 +155,8 @@ class CategoryVerdict:
 
 @dataclass(frozen=True)
 class GateReport:
-    """Per-category verdicts, the global line (shown, never gating) and the outcome.
-
-    ``completeness`` says whether the rows cover what their run was meant to
-    see; incomplete results never pass (``outcome`` is ``"incomplete"``).
+    """Per-category verdicts, the global line (shown, never gating) and the outcome;
+    incomplete results (``completeness``) never pass.
     """
 
     categories: tuple[CategoryVerdict, ...]
@@ -168,11 +165,6 @@ class GateReport:
     confidence: float
     completeness: Completeness | None = None
     allow_unchecked: bool = False
-
-    @property
-    def on(self) -> str:
-        """``"lower"`` when inconclusive categories block, else ``"rate"`` (the older spelling)."""
-        return "lower" if self.inconclusive == "block" else "rate"
 
     @property
     def complete(self) -> bool:
@@ -202,15 +194,8 @@ class GateReport:
         return [c for c in self.categories if c.outcome == "inconclusive"]
 
     def to_dict(self) -> dict[str, Any]:
-        """The report as a JSON-ready dict (the ``gate`` part of ``run --json``).
-
-        Each category's ``outcome`` is ``"incomplete"`` when the results are;
-        ``outcome_on_rows_seen`` keeps what the rows seen would give.
-
-        >>> report = gate({"tone": {"passed": 9, "total": 10}}, {"tone": 0.5})
-        >>> report.to_dict()["passed"], report.to_dict()["outcome"]
-        (True, 'pass')
-        """
+        """The ``gate`` part of ``run --json``; a category's ``outcome`` is ``"incomplete"``
+        when the results are (``outcome_on_rows_seen`` keeps what the rows would give)."""
         categories = {}
         for c in self.categories:
             item = c.to_dict()
@@ -221,7 +206,6 @@ class GateReport:
         return {
             "passed": self.passed,
             "outcome": self.outcome,
-            "on": self.on,
             "inconclusive": self.inconclusive,
             "allow_unchecked": self.allow_unchecked,
             "confidence": self.confidence,
@@ -299,54 +283,31 @@ def gate(
     *,
     default_threshold: float | str | None = None,
     inconclusive: str | None = None,
-    on: str | None = None,
     allow_unchecked: bool = False,
     confidence: float = 0.95,
     completeness: Completeness | None = None,
 ) -> GateReport:
     """Judge each category against its threshold; the global rate is reported, never gated.
 
-    ``tallies`` maps a category to its counts (``passed`` and ``total``, plus
-    optional ``errors``, ``unparsed``, ``unchecked``) — a mapping or any object
-    with those attributes, such as :class:`~tinyeval.records.CategoryTally`. A
-    category without a threshold of its own uses ``default_threshold``; with
-    neither, it is reported but does not gate. A threshold named for a
-    category with no cases blocks (a category that vanished from the data must
-    not pass silently), and so does a gated category with cases that nothing
-    checked, unless ``allow_unchecked`` (they still count as not passed).
-
-    A category whose observed rate is below its threshold blocks. One whose
-    whole Wilson interval is at or above it passes (and a threshold of 100% is
-    a rule over the cases, met when every case passes: no interval over a
-    finite suite could show it). One at or above the threshold whose interval
-    reaches below it is *inconclusive*: the suite is too small to tell, and
-    ``more_cases_needed`` says about how many more cases would decide it.
-    ``inconclusive="pass"`` (the default) lets it through on its observed
-    rate, marked; ``"block"`` demands the margin: the interval must clear the
-    threshold. ``on`` is the older spelling: ``"rate"`` is
-    ``inconclusive="pass"``, ``"lower"`` is ``inconclusive="block"``.
-    ``completeness`` (from :func:`tinyeval.records.completeness`) makes the
-    gate incomplete, never passed, when the rows miss cases or shards.
+    ``tallies`` maps a category to its counts (``passed``, ``total``, optional
+    ``errors``, ``unparsed``, ``unchecked``), as a mapping or attributes. A
+    category without a threshold uses ``default_threshold``, or does not gate. A
+    threshold for a category with no cases blocks, and so do cases nothing
+    checked unless ``allow_unchecked``. An inconclusive category passes on its
+    rate with ``inconclusive="pass"`` (the default), blocks with ``"block"``.
 
     >>> report = gate(
     ...     {"amount_extraction": {"passed": 17, "total": 20},
     ...      "tone": {"passed": 45, "total": 45}},
     ...     {"amount_extraction": 1.0}, default_threshold=0.8)
-    >>> report.passed, [c.category for c in report.blocking]
-    (False, ['amount_extraction'])
-    >>> round(report.overall.rate, 3)  # 62/65: shown, but it does not gate
-    0.954
+    >>> report.passed, [c.category for c in report.blocking], round(report.overall.rate, 3)
+    (False, ['amount_extraction'], 0.954)
     """
-    if on not in (None, "rate", "lower"):
-        raise GateError(f'gate "on" must be "rate" or "lower", got {on!r}')
-    from_on = {"lower": "block", "rate": "pass", None: None}[on]
-    policy = inconclusive or from_on or "pass"
+    policy = inconclusive or "pass"
     if policy not in INCONCLUSIVE_POLICIES:
         raise GateError(
             f"inconclusive must be one of {', '.join(INCONCLUSIVE_POLICIES)}, got {policy!r}"
         )
-    if inconclusive is not None and from_on is not None and policy != from_on:
-        raise GateError(f"on={on!r} and inconclusive={inconclusive!r} contradict each other")
     limits = {name: parse_threshold(value) for name, value in (thresholds or {}).items()}
     default = parse_threshold(default_threshold) if default_threshold is not None else None
     names = sorted({*tallies, *limits})
@@ -362,6 +323,28 @@ def gate(
     overall = _verdict("global", total, None, inconclusive=policy,
                        allow_unchecked=allow_unchecked, confidence=confidence)  # fmt: skip
     return GateReport(verdicts, overall, policy, confidence, completeness, allow_unchecked)
+
+
+def allowed_failures(
+    n: int, threshold: float | None, *, inconclusive: str = "pass", confidence: float = 0.95
+) -> int | None:
+    """How many of a category's ``n`` cases may fail with the gate still letting it through,
+    by the gate's own rule; None when there is no threshold, -1 when nothing would pass.
+
+    >>> allowed_failures(40, 0.85), allowed_failures(20, 1.0), allowed_failures(12, None)
+    (6, 0, None)
+    >>> allowed_failures(12, 0.9, inconclusive="block")  # 12/12 has a lower bound of 75.8%
+    -1
+    """
+    if threshold is None:
+        return None
+    failures = 0
+    while failures <= n and not _verdict(
+        "", {"passed": n - failures, "total": n}, threshold, inconclusive=inconclusive,
+        allow_unchecked=False, confidence=confidence,
+    ).blocking:  # fmt: skip
+        failures += 1
+    return failures - 1
 
 
 def gate_settings(
@@ -388,10 +371,8 @@ def gate_settings(
 
 @dataclass(frozen=True)
 class RowsGate:
-    """:func:`gate_rows`' answer: the report, and where its settings came from.
-
-    ``remembered`` lists the settings taken from the rows (what the run that
-    wrote them gated with); ``overridden`` those given again that differ.
+    """:func:`gate_rows`' answer: the report, the settings taken from the rows
+    (``remembered``) and those given again that differ (``overridden``).
     """
 
     report: GateReport
@@ -405,17 +386,12 @@ def gate_rows(
     *,
     default_threshold: float | str | None = None,
     inconclusive: str | None = None,
-    on: str | None = None,
     allow_unchecked: bool | None = None,
     expected_ids: Iterable[str] | None = None,
     confidence: float = 0.95,
 ) -> RowsGate:
-    """Gate result rows as the run that wrote them did, and never pass an incomplete set.
-
-    Settings not given are taken from the rows' ``run`` manifest (so
-    ``report`` shows the verdict ``run`` printed); settings given override it.
-    Missing cases or shards make the report incomplete (see
-    :func:`tinyeval.records.completeness`; ``expected_ids`` names the missing).
+    """Gate result rows as the run that wrote them did (settings not given come from
+    their ``run`` manifest); missing cases or shards make the report incomplete.
 
     >>> manifest = {"cases": 2, "gate": {"thresholds": {"c": 1.0}}}
     >>> rows = [{"id": "a", "category": "c", "status": "pass", "run": manifest}]
@@ -451,8 +427,7 @@ def gate_rows(
         tally(rows),
         used.get("thresholds"),
         default_threshold=used.get("default_threshold"),
-        inconclusive=used.get("inconclusive") if on is None else inconclusive,
-        on=on,
+        inconclusive=used.get("inconclusive"),
         allow_unchecked=bool(used.get("allow_unchecked")),
         confidence=confidence,
         completeness=completeness(rows, expected_ids=expected_ids),
@@ -465,11 +440,8 @@ def gate_rows(
 
 @dataclass(frozen=True)
 class PairedComparison:
-    """Two runs over the same cases, in one category (or ``"global"``).
-
-    ``pass_to_fail`` and ``fail_to_pass`` are the discordant pairs; ``p_value``
-    is McNemar's exact two-sided test on them. Only cases present in both runs
-    count.
+    """Two runs over the same cases in one category: the discordant pairs and
+    McNemar's exact p-value on them.
     """
 
     category: str
@@ -486,21 +458,8 @@ class PairedComparison:
         return self.pass_to_fail > self.fail_to_pass
 
     def to_dict(self) -> dict[str, Any]:
-        """The comparison as a JSON-ready dict.
-
-        >>> before = [{"id": "a", "category": "x", "status": "pass"}]
-        >>> after = [{"id": "a", "category": "x", "status": "fail"}]
-        >>> compare_runs(before, after).overall.to_dict()["pass_to_fail"]
-        1
-        """
-        return {
-            "n": self.n,
-            "before_passed": self.before_passed,
-            "after_passed": self.after_passed,
-            "pass_to_fail": self.pass_to_fail,
-            "fail_to_pass": self.fail_to_pass,
-            "p_value": self.p_value,
-        }
+        """The comparison as a JSON-ready dict (every field but the category)."""
+        return {key: value for key, value in asdict(self).items() if key != "category"}
 
 
 @dataclass(frozen=True)
@@ -581,18 +540,11 @@ def _paired(category: str, pairs: list[tuple[bool, bool]]) -> PairedComparison:
 def compare_runs(
     before: Iterable[Mapping[str, Any]], after: Iterable[Mapping[str, Any]]
 ) -> ComparisonReport:
-    """Compare two runs' result rows case by case (paired by id), per category.
-
-    A case passes when its row's ``status`` is ``"pass"``; errors and failures
-    both count as not passed. The category is taken from the later run. Paired
-    analysis uses the cases' own history: the same case passing before and
-    failing after is evidence about the change that two independent rates
-    cannot give.
+    """Compare two runs' rows case by case (paired by id), per category (the later run's).
 
     >>> before = [{"id": str(i), "category": "amounts", "status": "pass"} for i in range(20)]
     >>> after = [dict(r, status="fail") if int(r["id"]) < 12 else r for r in before]
-    >>> report = compare_runs(before, after)
-    >>> c = report.categories[0]
+    >>> c = compare_runs(before, after).categories[0]
     >>> (c.pass_to_fail, c.fail_to_pass, round(c.p_value, 5))
     (12, 0, 0.00049)
     """
@@ -630,11 +582,8 @@ def compare_runs(
 
 @dataclass(frozen=True)
 class HoldoutComparison:
-    """One category's pass rate on the development cases and on the held-out ones.
-
-    ``suspicious`` is True when the development rate lies above the upper end
-    of the holdout's Wilson interval: the holdout does not support the figure
-    the tuned-on cases give, the mark of a rubric or prompt fitted to them.
+    """One category's pass rate on development and held-out cases; ``suspicious``
+    when the development rate is above the holdout's Wilson interval.
     """
 
     category: str
@@ -646,15 +595,8 @@ class HoldoutComparison:
     suspicious: bool
 
     def to_dict(self) -> dict[str, Any]:
-        """The comparison as a JSON-ready dict."""
-        return {
-            "dev_passed": self.dev_passed,
-            "dev_total": self.dev_total,
-            "holdout_passed": self.holdout_passed,
-            "holdout_total": self.holdout_total,
-            "holdout_high": self.holdout_high,
-            "suspicious": self.suspicious,
-        }
+        """The comparison as a JSON-ready dict (every field but the category)."""
+        return {key: value for key, value in asdict(self).items() if key != "category"}
 
 
 def compare_holdout(
@@ -663,18 +605,14 @@ def compare_holdout(
     *,
     confidence: float = 0.95,
 ) -> list[HoldoutComparison]:
-    """Compare pass rates on development and holdout rows, per category and overall.
-
-    Rows pass when their ``status`` is ``"pass"``. The last entry is
-    ``"global"``. A category missing from either side is reported with 0 cases
-    there and is never suspicious (there is nothing to compare).
+    """Development against holdout pass rates, per category and ``"global"`` (last).
 
     >>> dev = [{"id": str(i), "category": "tone", "status": "pass"} for i in range(40)]
     >>> hold = [{"id": f"h{i}", "category": "tone", "status": "pass" if i < 6 else "fail"}
     ...         for i in range(10)]
     >>> c = compare_holdout(dev, hold)[0]
-    >>> (c.dev_passed, c.dev_total, c.holdout_passed, c.holdout_total, c.suspicious)
-    (40, 40, 6, 10, True)
+    >>> (c.dev_passed, c.holdout_passed, c.holdout_total, c.suspicious)
+    (40, 6, 10, True)
     """
     counts: dict[str, list[int]] = {}
     for side, rows in ((0, dev_rows), (2, holdout_rows)):
@@ -694,12 +632,8 @@ def compare_holdout(
 def compare_holdout_rows(
     rows: Sequence[Mapping[str, Any]], held_out: float, *, salt: str = "tinyeval-holdout"
 ) -> list[HoldoutComparison]:
-    """Split ``rows`` by the stable holdout hash of their ids (as ``tinyeval split`` does) and
-    compare the two sides with :func:`compare_holdout`.
-
-    >>> rows = [{"id": str(i), "category": "c", "status": "pass"} for i in range(20)]
-    >>> [c.category for c in compare_holdout_rows(rows, 0.3)]
-    ['c', 'global']
+    """Split ``rows`` by the stable holdout hash of their ids (as ``tinyeval split``
+    does) and compare the two sides with :func:`compare_holdout`.
     """
     from .dataset import in_holdout
 
@@ -711,14 +645,7 @@ def compare_holdout_rows(
 def holdout_text(
     lines: Sequence[HoldoutComparison], *, held_out: float, salt: str = "tinyeval-holdout"
 ) -> str:
-    """The development-vs-holdout comparison as aligned lines, the suspicious ones marked.
-
-    >>> dev = [{"id": str(i), "category": "tone", "status": "pass"} for i in range(40)]
-    >>> hold = [{"id": f"h{i}", "category": "tone", "status": "pass" if i < 6 else "fail"}
-    ...         for i in range(10)]
-    >>> print(holdout_text(compare_holdout(dev, hold), held_out=0.2).splitlines()[2])
-      tone    dev 40/40 = 100.0% [91.2%, 100.0%]   holdout 6/10 = 60.0% [31.3%, 83.2%]  ← ...
-    """
+    """The development-vs-holdout comparison as aligned lines, the suspicious ones marked."""
     out = [f"\ndevelopment vs holdout ({held_out:g} held out, salt {salt!r}):"]
     width = max(len(c.category) for c in lines)
     dev = [format_rate(c.dev_passed, c.dev_total) if c.dev_total else "0 cases" for c in lines]

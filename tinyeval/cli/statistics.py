@@ -1,12 +1,20 @@
-"""``tinyeval stats``: intervals, sample sizes, power and McNemar as sentences for a PR."""
+"""``tinyeval stats``: intervals, sample sizes, power and McNemar, each said in one sentence
+for a pull request (or as JSON: the figures behind the sentence)."""
 
 from __future__ import annotations
 
 import argparse
+import numbers
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from .. import sentences
-from ._common import EXIT_OK, UsageError, print_json, proportion
+from .. import stats
+from ..errors import InputError
+from ..gating import GateError, parse_threshold
+from ._common import EXIT_OK, UsageError, print_json
+
+Judge = tuple[float, float] | None  # a judge's (sensitivity, specificity); None is perfect
 
 
 def add_stats(sub: Any) -> None:
@@ -29,18 +37,18 @@ def add_stats(sub: Any) -> None:
     s = which.add_parser("sample-size", help="cases per run needed to detect a drop")
     _add_stats_rates(s, target=True)
     s.add_argument("--power", default="0.80", help="chance of detecting the drop (default: 0.80)")
-    s.set_defaults(handler=_cmd_stats_plan, say=sentences.sample_size_sentence)
+    s.set_defaults(handler=_cmd_stats_plan, say=sample_size_sentence)
 
     pw = which.add_parser("power", help="the chance that N cases per run detect a drop")
     _add_stats_rates(pw, target=True)
     pw.add_argument("--n", required=True, help="cases per run")
-    pw.set_defaults(handler=_cmd_stats_plan, say=sentences.power_sentence)
+    pw.set_defaults(handler=_cmd_stats_plan, say=power_sentence)
 
     d = which.add_parser("detectable", help="the smallest drop N cases per run can detect")
     _add_stats_rates(d, target=False)
     d.add_argument("--n", required=True, help="cases per run")
     d.add_argument("--power", default="0.80", help="chance of detecting the drop (default: 0.80)")
-    d.set_defaults(handler=_cmd_stats_plan, say=sentences.detectable_sentence)
+    d.set_defaults(handler=_cmd_stats_plan, say=detectable_sentence)
 
     m = which.add_parser("mcnemar", help="exact McNemar test for two runs over the same cases")
     m.add_argument("b", metavar="B", help="cases that went from pass to fail")
@@ -77,33 +85,39 @@ def _stats_whole(text: str, what: str) -> int:
 
 
 def _stats_rate(text: str, what: str) -> float:
-    """A proportion typed as 0.9 or 90%."""
     try:
-        return proportion(text)
-    except ValueError:
+        return parse_threshold(text)
+    except GateError:
         raise UsageError(f"{what} must be a proportion such as 0.9 or 90%, got {text!r}") from None
 
 
 def _stats_plan(args: argparse.Namespace) -> dict[str, Any]:
     """The keyword arguments of a planning sentence, from the options as typed."""
-    rates = [name for name in ("baseline", "alpha", "target", "power") if hasattr(args, name)]
-    plan: dict[str, Any] = {name: _stats_rate(getattr(args, name), f"--{name}") for name in rates}
+    names = [name for name in ("baseline", "alpha", "target", "power") if hasattr(args, name)]
+    plan: dict[str, Any] = {name: _stats_rate(getattr(args, name), f"--{name}") for name in names}
     plan["continuity"] = args.continuity
-
-    def rate(name: str) -> float | None:
-        text = getattr(args, name)
-        return None if text is None else _stats_rate(text, f"--{name}")
-
-    judge = sentences.judge_rates(rate("sensitivity"), rate("specificity"), args.calibration)
-    if judge is not None:
-        plan.update(sensitivity=judge.sensitivity, specificity=judge.specificity,
-                    judge_source=judge.source)  # fmt: skip
+    se, sp = (
+        None if getattr(args, name) is None else _stats_rate(getattr(args, name), f"--{name}")
+        for name in ("sensitivity", "specificity")
+    )
+    if args.calibration is not None and (se is not None or sp is not None):
+        raise InputError("give a calibration or the judge's two rates, not both",
+                         field="calibration")  # fmt: skip
+    if args.calibration is not None:
+        se, sp = judge_rates_from_calibration(args.calibration)
+        plan["judge_source"] = args.calibration
+    elif (se is None) != (sp is None):
+        raise InputError("an imperfect judge needs both its sensitivity and its specificity",
+                         field="sensitivity" if se is None else "specificity")  # fmt: skip
+    elif se is not None:
+        plan["judge_source"] = "options"
+    plan.update(sensitivity=se, specificity=sp)
     if hasattr(args, "n"):
         plan["n"] = _stats_whole(args.n, "--n")
     return plan
 
 
-def _stats_print(args: argparse.Namespace, said: sentences.Sentence) -> int:
+def _stats_print(args: argparse.Namespace, said: Sentence) -> int:
     if args.json:
         print_json(said.to_dict())
     else:
@@ -114,7 +128,7 @@ def _stats_print(args: argparse.Namespace, said: sentences.Sentence) -> int:
 def _cmd_stats_wilson(args: argparse.Namespace) -> int:
     k, n = _stats_whole(args.successes, "K"), _stats_whole(args.n, "N")
     confidence = _stats_rate(args.confidence, "--confidence")
-    return _stats_print(args, sentences.wilson_sentence(k, n, confidence))
+    return _stats_print(args, wilson_sentence(k, n, confidence))
 
 
 def _cmd_stats_plan(args: argparse.Namespace) -> int:
@@ -125,4 +139,251 @@ def _cmd_stats_plan(args: argparse.Namespace) -> int:
 def _cmd_stats_mcnemar(args: argparse.Namespace) -> int:
     b, c = _stats_whole(args.b, "B"), _stats_whole(args.c, "C")
     alpha = _stats_rate(args.alpha, "--alpha")
-    return _stats_print(args, sentences.mcnemar_sentence(b, c, alpha))
+    return _stats_print(args, mcnemar_sentence(b, c, alpha))
+
+
+# ---------------------------------------------------------------- the sentences
+
+
+def judge_rates_from_calibration(path: str | Path) -> tuple[float, float]:
+    """The judge's sensitivity and specificity from a saved calibration (``Calibration.save``);
+    ``InputError`` (with ``path``) when it lacks a parsed human PASS or FAIL."""
+    from ..calibration import load_calibration
+
+    calibration = load_calibration(path)
+    sensitivity, specificity = calibration.sensitivity, calibration.specificity
+    if sensitivity is None or specificity is None:
+        missing = "PASS" if sensitivity is None else "FAIL"
+        raise InputError(
+            f"the calibration has no parsed case labelled {missing}, so the judge's "
+            "sensitivity and specificity are not both known",
+            path=str(path),
+        )
+    return sensitivity.value, specificity.value
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A statistic said in one sentence (``str()``), with the figures behind it (``fields``)."""
+
+    text: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.text
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields, and the text under ``"sentence"`` (``tinyeval stats … --json``)."""
+        return {**self.fields, "sentence": self.text}
+
+
+def wilson_sentence(successes: int, n: int, confidence: float = 0.95) -> Sentence:
+    """``successes`` of ``n`` with its Wilson interval.
+
+    >>> print(wilson_sentence(27, 30))
+    27/30 = 90.0%; 95% Wilson interval 74.4%–96.5%.
+    """
+    low, high = stats.wilson_interval(successes, n, confidence)
+    rate = successes / n
+    interval = f"{_percent(confidence)} Wilson interval {low:.1%}–{high:.1%}"
+    text = f"{successes}/{n} = {rate:.1%}; {interval}."
+    fields = {"statistic": "wilson", "successes": successes, "n": n, "rate": rate,
+              "confidence": confidence, "low": low, "high": high}  # fmt: skip
+    return Sentence(text, fields)
+
+
+def sample_size_sentence(
+    baseline: float,
+    target: float,
+    *,
+    alpha: float = 0.05,
+    power: float = 0.80,
+    continuity: bool = False,
+    sensitivity: float | None = None,
+    specificity: float | None = None,
+    judge_source: str | None = None,
+) -> Sentence:
+    """The cases per run that detect a change from ``baseline`` to ``target``, and what an
+    imperfect judge's errors cost against a perfect one."""
+    judge = _judge(sensitivity, specificity)
+    plan: dict[str, Any] = {"alpha": alpha, "power": power, "continuity": continuity}
+    needed = stats.sample_size(baseline, target, **plan, sensitivity=sensitivity,
+                               specificity=specificity)  # fmt: skip
+    text = (
+        f"To detect {_change(baseline, target)} with {_percent(power)} power at "
+        f"α = {alpha:g} you need {needed} cases per run{_correction(continuity)}."
+    )
+    fields = _plan("sample-size", baseline, target, alpha, continuity, judge, judge_source)
+    fields.update(power=power, n=needed)
+    if judge is not None:
+        perfect = stats.sample_size(baseline, target, **plan)
+        text = text.removesuffix(".") + (
+            f": {_shrink(judge)}, which costs {needed - perfect} cases more "
+            f"than the {perfect} a perfect judge would need."
+        )
+        fields["n_perfect_judge"] = perfect
+    return Sentence(text, fields)
+
+
+def power_sentence(
+    baseline: float,
+    target: float,
+    n: int,
+    *,
+    alpha: float = 0.05,
+    continuity: bool = False,
+    sensitivity: float | None = None,
+    specificity: float | None = None,
+    judge_source: str | None = None,
+) -> Sentence:
+    """The chance that ``n`` cases per run detect a change, and the cases 80% power needs."""
+    judge = _judge(sensitivity, specificity)
+    plan: dict[str, Any] = {"alpha": alpha, "continuity": continuity}
+    rates: dict[str, Any] = {"sensitivity": sensitivity, "specificity": specificity}
+    chance = stats.power(baseline, target, n, **plan, **rates)
+    needed = stats.sample_size(baseline, target, **plan, **rates)
+    text = (
+        f"With {n} cases per run, {_change(baseline, target)} is detected with {chance:.1%} "
+        f"power at α = {alpha:g}{_correction(continuity)}; 80% power needs {needed} cases "
+        "per run."
+    )
+    fields = _plan("power", baseline, target, alpha, continuity, judge, judge_source)
+    fields.update(n=n, power=chance, n_for_80_percent=needed)
+    if judge is not None:
+        perfect = stats.power(baseline, target, n, **plan)
+        perfect_n = stats.sample_size(baseline, target, **plan)
+        text += (
+            f" {_capital(_shrink(judge))}: a perfect judge would detect it with {perfect:.1%} "
+            f"power, and 80% power costs {needed - perfect_n} cases more than its {perfect_n}."
+        )
+        fields.update(power_perfect_judge=perfect, n_for_80_percent_perfect_judge=perfect_n)
+    return Sentence(text, fields)
+
+
+def detectable_sentence(
+    baseline: float,
+    n: int,
+    *,
+    alpha: float = 0.05,
+    power: float = 0.80,
+    continuity: bool = False,
+    sensitivity: float | None = None,
+    specificity: float | None = None,
+    judge_source: str | None = None,
+) -> Sentence:
+    """The smallest drop below ``baseline`` that ``n`` cases per run detect; too few cases
+    for any drop is said in words (``drop`` is then None)."""
+    judge = _judge(sensitivity, specificity)
+    plan: dict[str, Any] = {"alpha": alpha, "power": power, "continuity": continuity}
+
+    def smallest(se: float | None, sp: float | None) -> float | None:
+        try:
+            return stats.detectable_difference(baseline, n, **plan, sensitivity=se, specificity=sp)
+        except stats.UndefinedStatisticError:
+            return None  # too few cases: said in words rather than as an error
+
+    drop = smallest(sensitivity, specificity)
+    opening = (
+        f"With {n} cases per run and a {_percent(baseline)} baseline, the smallest drop you "
+        f"can detect with {_percent(power)} power at α = {alpha:g}{_correction(continuity)}"
+    )
+    if drop is None:
+        text = f"{opening} does not exist: not even a drop to 0% is detected reliably."
+    else:
+        text = f"{opening} is to {baseline - drop:.1%} ({drop * 100:.1f} points)."
+    fields = _plan("detectable", baseline, None, alpha, continuity, judge, judge_source)
+    fields.update(n=n, power=power, drop=drop, target=None if drop is None else baseline - drop)
+    if judge is not None:
+        perfect = smallest(None, None)
+        text += f" {_capital(_shrink(judge))}"
+        if perfect is None:
+            text += "; not even a perfect judge would detect a drop reliably here."
+        else:
+            through = stats.sample_size(baseline, baseline - perfect, **plan,
+                                        sensitivity=judge[0], specificity=judge[1])  # fmt: skip
+            text += (
+                f"; a perfect judge would detect a drop of {perfect * 100:.1f} points, which "
+                f"through this judge takes {through} cases per run ({through - n} more)."
+            )
+            fields["n_for_perfect_judge_drop"] = through
+        fields["drop_perfect_judge"] = perfect
+    return Sentence(text, fields)
+
+
+def mcnemar_sentence(b: int, c: int, alpha: float = 0.05) -> Sentence:
+    """The exact McNemar test of two runs over the same cases (``b`` pass → fail, ``c``
+    fail → pass); ``InputError`` (field ``alpha``) unless 0 < ``alpha`` < 1."""
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0.0 < alpha < 1.0:
+        raise InputError(f"must be between 0 and 1 (exclusive), got {alpha!r}", field="alpha")
+    p = stats.mcnemar(b, c)
+    significant = p < alpha
+    if b + c == 0:
+        text = (
+            "No case changed outcome between the two runs (exact McNemar p = 1.000), "
+            "so there is no evidence of a difference."
+        )
+    else:
+        shown = f"p = {p:.3f}" if p >= 0.001 else "p < 0.001"
+        chance = f"{p:.1%}" if p >= 0.001 else "under 0.1%"
+        verdict = (
+            f"so the second run is {'worse' if b > c else 'better'}"
+            if significant
+            else "so this is no evidence of a difference"
+        )
+        text = (
+            f"{b} cases went from pass to fail and {c} from fail to pass "
+            f"(exact McNemar {shown}): a split at least this lopsided happens by chance "
+            f"in {chance} of comparisons between equally good runs, {verdict} at α = {alpha:g}."
+        )
+    fields = {"statistic": "mcnemar", "b": b, "c": c, "p_value": p, "alpha": alpha,
+              "significant": significant}  # fmt: skip
+    return Sentence(text, fields)
+
+
+def _percent(p: float) -> str:
+    """A rate as a person types it: 0.9 → '90%', 0.875 → '87.5%'."""
+    return f"{p * 100:.10g}%"
+
+
+def _change(baseline: float, target: float) -> str:
+    direction = "drop" if target < baseline else "rise"
+    return f"a {direction} from {_percent(baseline)} to {_percent(target)}"
+
+
+def _correction(continuity: bool) -> str:
+    return " (with Fleiss' continuity correction)" if continuity else ""
+
+
+def _judge(sensitivity: float | None, specificity: float | None) -> Judge:
+    return None if sensitivity is None or specificity is None else (sensitivity, specificity)
+
+
+def _shrink(judge: tuple[float, float]) -> str:
+    se, sp = judge
+    return (
+        f"the judge (sensitivity {se * 100:.4g}%, specificity {sp * 100:.4g}%) shrinks every "
+        f"true difference by (sensitivity + specificity − 1) = {se + sp - 1:.3g}"
+    )
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _plan(
+    statistic: str,
+    baseline: float,
+    target: float | None,
+    alpha: float,
+    continuity: bool,
+    judge: Judge,
+    judge_source: str | None,
+) -> dict[str, Any]:
+    """The fields every planning sentence starts with: its settings, and the judge if any."""
+    plan: dict[str, Any] = {"statistic": statistic, "baseline": baseline, "alpha": alpha,
+                            "continuity": continuity}  # fmt: skip
+    if target is not None:
+        plan["target"] = target
+    if judge is not None:
+        plan.update(sensitivity=judge[0], specificity=judge[1], judge_source=judge_source)
+    return plan

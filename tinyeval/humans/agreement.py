@@ -8,8 +8,6 @@ statistics of :mod:`tinyeval.stats` and adds the several-rater ones.
 =========================  ===================================================
 Function                   Answers
 =========================  ===================================================
-``kappa_interval``         Cohen's kappa with its large-sample interval.
-``spearman_interval``      Spearman's rho with its Fisher-z interval.
 ``fleiss_kappa``           Do m raters per case agree beyond chance?
 ``krippendorff_alpha``     The same with missing ratings and other scales.
 ``pairwise_kappas``        Cohen's kappa for every pair of raters, with n.
@@ -34,169 +32,19 @@ from typing import NamedTuple
 from ..stats import (
     StatisticsError,
     UndefinedStatisticError,
-    _open_unit,
-    _paired,
-    _z,
     cohen_kappa,
-    spearman,
 )
 
 __all__ = [
-    "AgreementInterval",
     "PairKappa",
     "fleiss_kappa",
-    "kappa_interval",
     "krippendorff_alpha",
     "pairwise_kappas",
-    "spearman_interval",
 ]
 
 #: One case's ratings: a rating per rater position, or rater → rating; None is missing.
 CaseRatings = Sequence[Hashable | None] | Mapping[Hashable, Hashable | None]
 _Delta = Callable[[Hashable, Hashable], float]
-
-
-class AgreementInterval(NamedTuple):
-    """An agreement statistic with its confidence interval.
-
-    >>> a = AgreementInterval("cohen_kappa", 0.65, 0.41, 0.84, 40, 0.95, "FCE 1969")
-    >>> print(a)
-    kappa = 0.65 [0.41, 0.84] (n = 40)
-    >>> a.to_dict()["low"]
-    0.41
-    """
-
-    statistic: str
-    estimate: float
-    low: float
-    high: float
-    n: int
-    confidence: float
-    method: str
-
-    def to_dict(self) -> dict[str, str | float | int]:
-        """The fields under their own names as stable JSON keys."""
-        return self._asdict()
-
-    def __str__(self) -> str:
-        name = "kappa" if self.statistic == "cohen_kappa" else "rho"
-        return f"{name} = {self.estimate:.2f} [{self.low:.2f}, {self.high:.2f}] (n = {self.n})"
-
-
-def kappa_interval(
-    a: Iterable[Hashable], b: Iterable[Hashable], *, confidence: float = 0.95
-) -> AgreementInterval:
-    """Return Cohen's kappa with its large-sample (Wald) confidence interval.
-
-    The variance is the analytic large-sample one of Fleiss, Cohen & Everitt
-    (1969), the "ASE" that SAS PROC FREQ and ``statsmodels`` print, with p_ij
-    the share of cases labelled i by ``a`` and j by ``b``::
-
-        var = [Σ p_ii(1 − (p_i· + p_·i)(1 − κ))² + (1 − κ)² Σ_{i≠j} p_ij(p_·i + p_j·)²
-               − (κ − p_e(1 − κ))²] / (n(1 − p_e)²)
-
-    and the interval is κ ± z·sqrt(var), clipped to [−1, 1]. Chosen over a
-    case bootstrap because it is deterministic (no seed, same answer on every
-    machine), instant, and checkable against published printouts; it is a
-    normal approximation, so with few cases (under about 30) or κ near 1
-    read it as rough. It is computed in exact fractions.
-
-    12 of 20 agreed and each rater said PASS 12 times: κ = (0.60 − 0.52) / 0.48.
-
-    >>> judge = ["PASS"] * 8 + ["FAIL"] * 4 + ["PASS", "FAIL"] * 4
-    >>> human = ["PASS"] * 8 + ["FAIL"] * 4 + ["FAIL", "PASS"] * 4
-    >>> print(kappa_interval(judge, human))
-    kappa = 0.17 [-0.27, 0.60] (n = 20)
-
-    Raises ``StatisticsError`` as ``cohen_kappa`` does or for ``confidence``
-    outside (0, 1), and ``UndefinedStatisticError`` when kappa is undefined
-    or its variance is 0 (the raters agree on every case), where a normal
-    interval would have zero width.
-    """
-    func = "kappa_interval"
-    confidence = _open_unit(confidence, "confidence", func)
-    xs, ys = _paired(a, b, func)
-    kappa_float = cohen_kappa(xs, ys)
-    n = len(xs)
-    cells = Counter(zip(xs, ys, strict=True))
-    rows, cols = Counter(xs), Counter(ys)
-    # exact: every p is a count over n
-    row = {label: Fraction(count, n) for label, count in rows.items()}
-    col = {label: Fraction(count, n) for label, count in cols.items()}
-    chance = sum((row[label] * col.get(label, 0) for label in row), Fraction(0))
-    agreed = Fraction(sum(count for (i, j), count in cells.items() if i == j), n)
-    kappa = (agreed - chance) / (1 - chance)
-    term_a = Fraction(0)
-    term_b = Fraction(0)
-    for (i, j), count in cells.items():
-        share = Fraction(count, n)
-        if i == j:
-            term_a += share * (1 - (row[i] + col[i]) * (1 - kappa)) ** 2
-        else:
-            term_b += share * (col.get(i, 0) + row.get(j, 0)) ** 2
-    term_c = (kappa - chance * (1 - kappa)) ** 2
-    variance = (term_a + (1 - kappa) ** 2 * term_b - term_c) / (n * (1 - chance) ** 2)
-    if variance <= 0:
-        raise UndefinedStatisticError(
-            f"{func}: the interval is undefined because the raters agree on all {n} cases "
-            "(the large-sample variance is 0)"
-        )
-    half = _z((1.0 + confidence) / 2.0) * math.sqrt(variance)
-    return AgreementInterval(
-        "cohen_kappa",
-        kappa_float,
-        max(-1.0, kappa_float - half),
-        min(1.0, kappa_float + half),
-        n,
-        confidence,
-        "large-sample variance of Fleiss, Cohen & Everitt (1969)",
-    )
-
-
-def spearman_interval(
-    x: Iterable[object], y: Iterable[object], *, confidence: float = 0.95
-) -> AgreementInterval:
-    """Return Spearman's rho with a Fisher-z interval (Bonett & Wright 2000 standard error).
-
-    z = atanh(ρ) is taken as normal with standard error sqrt((1 + ρ²/2) / (n −
-    3)), the variance Bonett & Wright (2000) recommend for Spearman's rho
-    (Fieller's 1.06/(n − 3) is too small when ρ is large); the interval is
-    tanh(z ± z_q·se). Analytic rather than a bootstrap for the reasons given
-    in ``kappa_interval``; Bonett & Wright found it accurate from about n =
-    10 for ρ up to 0.9.
-
-    Here ρ = 1 − 6·8/(8·63) = 0.905, z = 1.498, se = sqrt(1.409/5) = 0.531:
-
-    >>> r = spearman_interval([1, 2, 3, 4, 5, 6, 7, 8], [2, 1, 4, 3, 6, 5, 8, 7])
-    >>> print(r)
-    rho = 0.90 [0.43, 0.99] (n = 8)
-
-    Raises ``StatisticsError`` as ``spearman`` does, for fewer than 4 pairs
-    or ``confidence`` outside (0, 1), and ``UndefinedStatisticError`` when
-    rho is undefined or exactly ±1 (z is infinite).
-    """
-    func = "spearman_interval"
-    confidence = _open_unit(confidence, "confidence", func)
-    xs, ys = _paired(x, y, func)
-    n = len(xs)
-    if n < 4:
-        raise StatisticsError(f"{func}: needs at least 4 pairs, got {n}")
-    rho = spearman(xs, ys)
-    if abs(rho) >= 1.0:
-        raise UndefinedStatisticError(
-            f"{func}: the interval is undefined when rho is {rho:+.0f} (the ranks agree exactly)"
-        )
-    se = math.sqrt((1.0 + rho * rho / 2.0) / (n - 3))
-    centre, half = math.atanh(rho), _z((1.0 + confidence) / 2.0) * se
-    return AgreementInterval(
-        "spearman",
-        rho,
-        math.tanh(centre - half),
-        math.tanh(centre + half),
-        n,
-        confidence,
-        "Fisher z with the Bonett & Wright (2000) standard error",
-    )
 
 
 # ---------------------------------------------------------------- several raters

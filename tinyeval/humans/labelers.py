@@ -32,39 +32,48 @@ are reweighted by their probabilities.
 from __future__ import annotations
 
 import itertools
-import math
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, plural
-from ..estimates.ppi import PPIRate, ppi_pass_rate
-from ..label_file import LabelRecord, LabelSet, labeler_of
+from .. import _extra
+from ..calibration import (
+    CalibrationError,
+    LabelRecord,
+    _is_number,
+    calibrate_results,
+    replay_labels,
+)
+from ..errors import plural
 from ..records import primary_verdict, verdict_label, verdicts
 from ..stats import (
     Rate,
     StatisticsError,
     UndefinedStatisticError,
     cohen_kappa,
+    kappa_interval,
 )
-from .agreement import kappa_interval, krippendorff_alpha
+from .agreement import krippendorff_alpha
 
 __all__ = [
     "REFERENCE_RULE",
-    "CalibrationError",
     "CalibrationReport",
     "CategoryPPI",
     "HumanAgreement",
+    "LabelSet",
     "PPIRates",
     "PairAgreement",
     "ReferenceLabels",
     "SelfAgreement",
-    "calibration_lines",
     "calibration_report",
     "human_agreement",
     "jurors_against_labels",
+    "labeler_of",
     "ppi_rates",
+    "read_label_set",
+    "read_labels_by_labeler",
     "reference_labels",
     "self_agreement",
 ]
@@ -74,17 +83,6 @@ REFERENCE_RULE = (
     "cases whose labelers split evenly are left out"
 )
 GLOBAL = "global"
-
-
-class CalibrationError(InputError):
-    """Input that cannot be calibrated (mismatched lengths, no pairs, a bad saved file).
-
-    >>> try:
-    ...     ppi_rates([], {})
-    ... except CalibrationError as exc:
-    ...     print(exc)
-    ppi_rates: no result row has a verdict of the judge
-    """
 
 
 def _norm(label: Any) -> Any:
@@ -97,124 +95,120 @@ def _norm(label: Any) -> Any:
     return label
 
 
-def _is_number(label: Any) -> bool:
-    return isinstance(label, int | float) and not isinstance(label, bool)
+# ---------------------------------------------------------------- a labels file, labeler by labeler
 
 
-# ---------------------------------------------------------------- joining labels to verdicts
-# (helpers of tinyeval.calibration: comparing labels, and refusing labels of the wrong kind)
+@dataclass(frozen=True)
+class LabelSet:
+    """A labels file read labeler by labeler (build it with :func:`read_label_set`).
 
-Label = str | int | float
+    ``by_labeler`` holds each labeler's standing label per id (records
+    without a ``labeler`` come under ``"unknown"``); ``adjudicated`` the
+    adjudicated label per id; ``rechecks`` the recheck records;
+    ``latest`` what :func:`read_labels` returns; ``replaced`` the ids where
+    a labeler's later label replaced an earlier one of theirs (once per
+    replaced label).
 
+    >>> s = LabelSet({}, {"ana": {"a": LabelRecord({"id": "a", "label": "PASS"})}}, {}, (), ("a",))
+    >>> s.labelers, s.to_dict()["replaced"]
+    (('ana',), 1)
+    """
 
-def _as_label(value: Any, side: str, index: int) -> Label | None:
-    """One label as compared: booleans and any-case pass/fail become PASS/FAIL."""
-    if value is None and side == "judge":
-        return None
-    if isinstance(value, bool):
-        return "PASS" if value else "FAIL"
-    if isinstance(value, str):
-        upper = value.strip().upper()
-        return upper if upper in ("PASS", "FAIL") else value
-    if isinstance(value, int | float) and math.isfinite(value):
-        return value
-    raise CalibrationError(
-        f"calibrate: {side} label at position {index} must be 'PASS'/'FAIL', a boolean, "
-        f"a finite number or another string{', or None (unparsed)' if side == 'judge' else ''}; "
-        f"got {value!r}"
-    )
+    latest: dict[str | int, LabelRecord]
+    by_labeler: dict[str, dict[str | int, LabelRecord]]
+    adjudicated: dict[str | int, LabelRecord]
+    rechecks: tuple[LabelRecord, ...]
+    replaced: tuple[str | int, ...]
 
+    @property
+    def labelers(self) -> tuple[str, ...]:
+        """The labelers, in the order of their first standing label."""
+        return tuple(self.by_labeler)
 
-def _ordered(labels: Iterable[Label]) -> tuple[Label, ...]:
-    """PASS and FAIL first, then numbers in order, then other strings alphabetically."""
-    unique = set(labels)
-    first = tuple(label for label in ("PASS", "FAIL") if label in unique)
-    numbers = sorted(label for label in unique if _is_number(label))
-    words = sorted(str(label) for label in unique if isinstance(label, str) and label not in first)
-    return (*first, *numbers, *words)
+    def disagreements(self) -> list[str | int]:
+        """Ids that two or more labelers labelled differently, in file order.
 
+        >>> ana = {"a": LabelRecord({"id": "a", "label": "PASS"})}
+        >>> ben = {"a": LabelRecord({"id": "a", "label": "FAIL"})}
+        >>> LabelSet({}, {"ana": ana, "ben": ben}, {}, (), ()).disagreements()
+        ['a']
+        """
+        seen: dict[str | int, set[str]] = {}
+        for labels in self.by_labeler.values():
+            for key, record in labels.items():
+                seen.setdefault(key, set()).add(str(record["label"]).upper())
+        return [key for key, given in seen.items() if len(given) > 1]
 
-def _short(value: Any) -> str:
-    text = str(value)
-    return text if len(text) <= 20 else text[:16] + "..."
-
-
-def _expiry(mismatches: Mapping[str, list[tuple[Any, Any]]], matched: int) -> list[str]:
-    """Loud warnings for labels made against another rubric, judge model or output."""
-    found: list[str] = []
-    for what, pairs in mismatches.items():
-        if not pairs:
-            continue
-        then = sorted({_short(old) for old, _ in pairs})
-        now = sorted({_short(new) for _, new in pairs})
-        if what == "output":
-            were = "was" if len(pairs) == 1 else "were"
-            found.append(
-                f"CALIBRATION EXPIRED: {len(pairs)} of {plural(matched, 'label')} {were} given to "
-                "a different output than these results hold: the human label may not apply; "
-                "re-label them"
-            )
-        else:
-            were = "was" if len(pairs) == 1 else "were"
-            found.append(
-                f"CALIBRATION EXPIRED: {len(pairs)} of {plural(matched, 'label')} {were} compared "
-                "against "
-                f"{what} {', '.join(then)} but these results use {', '.join(now)}: re-label or "
-                f"judge with the labelled {what}"
-            )
-    return found
+    def to_dict(self) -> dict[str, Any]:
+        """Counts: labels per labeler, adjudicated, rechecks, replaced."""
+        return {
+            "labelers": {name: len(labels) for name, labels in self.by_labeler.items()},
+            "adjudicated": len(self.adjudicated),
+            "rechecks": len(self.rechecks),
+            "replaced": len(self.replaced),
+            "replaced_ids": list(dict.fromkeys(self.replaced)),
+        }
 
 
-def _unknown_judge(name: str, names: Iterable[str]) -> str:
-    """The message for a judge name that no row has."""
-    found = sorted(names)
-    if found:
-        listed = ", ".join(repr(n) for n in found)
-        return f"calibrate: unknown judge {name!r}; the rows have the judges {listed}"
-    return (
-        f"calibrate: unknown judge {name!r}; the rows have no named judges "
-        "(leave the judge name out to calibrate each row's judge)"
-    )
+def labeler_of(record: Mapping[str, Any]) -> str:
+    """The record's labeler as a name; ``"unknown"`` when it has none.
+
+    >>> labeler_of({"labeler": "ana"}), labeler_of({})
+    ('ana', 'unknown')
+    """
+    name = record.get("labeler")
+    return str(name) if name not in (None, "") else "unknown"
 
 
-def _check_human_kind(
-    ids: Sequence[Any],
-    judged: Sequence[Any],
-    humans: Sequence[Any],
-    labels: Mapping[Any, Mapping[str, Any]],
-    *,
-    pairwise: bool,
-) -> None:
-    """Refuse a human label the judge could never give (see ``calibrate_results``)."""
-    parsed = [
-        _as_label(value, "judge", index) for index, value in enumerate(judged) if value is not None
-    ]
-    allowed: tuple[str, ...] | None
-    if pairwise:
-        kind, allowed, expected = "is pairwise", ("A", "B", "TIE"), "A, B or TIE"
-    elif parsed and all(_is_number(label) for label in parsed):
-        kind, allowed, expected = "gives grades (numbers)", None, "a number"
-    elif all(label in ("PASS", "FAIL") for label in parsed):
-        kind, allowed, expected = "gives PASS/FAIL verdicts", ("PASS", "FAIL"), "PASS or FAIL"
-    else:
-        return  # choices of the user's own: any label may be one of them
-    for index, (key, value) in enumerate(zip(ids, humans, strict=True)):
-        human = _as_label(value, "human", index)
-        fits = _is_number(human) if allowed is None else human in allowed
-        if fits:
-            continue
-        record = labels[key]
-        source, line = getattr(record, "source", None), getattr(record, "line", None)
-        where = f" ({source}:{line})" if source and line else ""
-        hint = (
-            " (other labels are for a graded or multiple-choice judge)"
-            if allowed == ("PASS", "FAIL")
-            else ""
-        )
-        raise CalibrationError(
-            f"calibrate: id {key!r}{where} has the human label {value!r}, but the judge {kind}: "
-            f"expected {expected}{hint}"
-        )
+def read_label_set(path: str | Path, *, fields: Mapping[str, str] | None = None) -> LabelSet:
+    """Read a labels file keeping every labeler's standing label per id.
+
+    >>> import tempfile, os
+    >>> lines = ['{"id": "a", "label": "PASS", "labeler": "ana"}',
+    ...          '{"id": "a", "label": "FAIL", "labeler": "ben"}',
+    ...          '{"id": "a", "label": "FAIL", "labeler": "ana"}',
+    ...          '{"id": "a", "label": "FAIL", "labeler": "cy", "adjudicated": true}']
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "labels.jsonl")
+    ...     _ = open(path, "w").write("\\n".join(lines) + "\\n")
+    ...     found = read_label_set(path)
+    >>> {name: labels["a"]["label"] for name, labels in found.by_labeler.items()}
+    {'ana': 'FAIL', 'ben': 'FAIL'}
+    >>> found.replaced, list(found.adjudicated)
+    (('a',), ['a'])
+
+    Raises what :func:`read_labels` raises.
+    """
+    stacks, rechecks = replay_labels(path, fields)
+    by_labeler: dict[str, dict[str | int, LabelRecord]] = {}
+    adjudicated: dict[str | int, LabelRecord] = {}
+    replaced: list[str | int] = []
+    for key, stack in stacks.items():
+        for record in stack:
+            if record.get("adjudicated") is True:
+                adjudicated[key] = record
+                continue
+            mine = by_labeler.setdefault(labeler_of(record), {})
+            if key in mine:
+                replaced.append(key)
+            mine[key] = record
+    latest = {key: stack[-1] for key, stack in stacks.items() if stack}
+    return LabelSet(latest, by_labeler, adjudicated, tuple(rechecks), tuple(replaced))
+
+
+def read_labels_by_labeler(
+    path: str | Path, *, fields: Mapping[str, str] | None = None
+) -> dict[str, dict[str | int, LabelRecord]]:
+    """``{labeler: {id: record}}``: each labeler's standing label per id (no adjudications).
+
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "labels.jsonl")
+    ...     _ = open(path, "w").write('{"id": "a", "label": "PASS", "labeler": "ana"}\\n')
+    ...     read_labels_by_labeler(path)["ana"]["a"]["label"]
+    'PASS'
+    """
+    return read_label_set(path, fields=fields).by_labeler
 
 
 # ---------------------------------------------------------------- people against people
@@ -328,10 +322,10 @@ def human_agreement(label_set: LabelSet, *, ids: Iterable[Any] | None = None) ->
     """Agreement among the labelers of ``label_set`` (restricted to ``ids`` when given).
 
     Kappa's interval is the large-sample one of
-    :func:`tinyeval.humans.agreement.kappa_interval` (95%); where it is undefined
+    :func:`tinyeval.stats.kappa_interval` (95%); where it is undefined
     (two labelers agreeing on every shared case) kappa is shown without one.
 
-    >>> from tinyeval.label_file import LabelSet, LabelRecord
+    >>> from tinyeval.calibration import LabelRecord
     >>> def labels(*given):
     ...     return {i: LabelRecord({"id": i, "label": g}) for i, g in enumerate(given)}
     >>> found = human_agreement(LabelSet({}, {"ana": labels("PASS", "FAIL", "PASS", "FAIL"),
@@ -424,7 +418,7 @@ out
 def reference_labels(label_set: LabelSet) -> ReferenceLabels:
     """One human label per case by ``REFERENCE_RULE``; the record kept is one giving that label.
 
-    >>> from tinyeval.label_file import LabelSet, LabelRecord
+    >>> from tinyeval.calibration import LabelRecord
     >>> def one(label):
     ...     return LabelRecord({"id": "a", "label": label})
     >>> s = LabelSet({}, {"ana": {"a": one("PASS")}, "ben": {"a": one("fail")},
@@ -487,7 +481,7 @@ class SelfAgreement:
 def self_agreement(label_set: LabelSet) -> tuple[SelfAgreement, ...]:
     """Each labeler's rechecks against their standing label of the same case.
 
-    >>> from tinyeval.label_file import LabelSet, LabelRecord
+    >>> from tinyeval.calibration import LabelRecord
     >>> ana = {k: LabelRecord({"id": k, "label": "PASS"}) for k in "ab"}
     >>> again = (LabelRecord({"id": "a", "label": "PASS", "labeler": "ana", "recheck": True}),
     ...          LabelRecord({"id": "b", "label": "FAIL", "labeler": "ana", "recheck": True}))
@@ -532,7 +526,7 @@ class CategoryPPI:
     category: str
     judge_rate: Rate
     labels_rate: Rate | None
-    ppi: PPIRate | None
+    ppi: Any  # a tinyeval.estimates.ppi.PPIRate, or None
     reason: str | None
 
     def to_dict(self) -> dict[str, Any]:
@@ -750,6 +744,7 @@ def ppi_rates(
     groups: dict[str, list[tuple[Any, str, float]]] = {}
     for item in population:
         groups.setdefault(item[1], []).append(item)
+    ppi_pass_rate = _extra("estimator", "ppi_pass_rate", "prediction-powered rates")
     rates: dict[str, CategoryPPI] = {}
     for name, members in [*sorted(groups.items()), (GLOBAL, population)]:
         f_l = [f == 1.0 for key, _, f in members if key in humans]
@@ -759,7 +754,7 @@ def ppi_rates(
         labels_rate = Rate.of(sum(y), len(y), confidence) if y else None
         weights = [probabilities[key] for key, _, _ in members if key in humans]
         try:
-            found: PPIRate | None = ppi_pass_rate(
+            found = ppi_pass_rate(
                 f_l, y, f_u, confidence=confidence, tuned=tuned,
                 selection_probabilities=weights if design == "weighted" else None,
             )  # fmt: skip
@@ -775,110 +770,6 @@ def _first_name(names: set[str]) -> str | None:
 
 
 # ---------------------------------------------------------------- text
-
-
-DISTRUST = "do not rely on the judge's figure yet"
-UNPARSED = "unparsed"  # the confusion-matrix column of judge replies that did not parse
-
-
-def calibration_lines(cal: Any) -> list[str]:
-    """The lines of ``Calibration.to_text`` (a :class:`tinyeval.calibration.Calibration`).
-
-    >>> from tinyeval.calibration import calibrate
-    >>> calibration_lines(calibrate(["PASS", "FAIL"], ["PASS", "FAIL"]))[0]
-    'judge vs human on 2 labelled cases'
-    """
-    lines = [f"judge vs human on {plural(cal.n, 'labelled case')}"]
-    if cal.judge_model or cal.rubric_fingerprint:
-        lines[0] += (
-            f" (judge {cal.judge_model or '?'}, rubric {_short(cal.rubric_fingerprint or '?')})"
-        )
-    lines.append("")
-    columns = [*(f"judge {label}" for label in cal.labels), UNPARSED]
-    heads = [f"human {label}" for label in cal.labels]
-    first = max(len(head) for head in heads)
-    widths = [max(len(column), 5) for column in columns]
-    lines.append(" " * first + "".join(f"  {c:>{w}}" for c, w in zip(columns, widths, strict=True)))
-    for head, human in zip(heads, cal.labels, strict=True):
-        counts = [cal.confusion[human][judge] for judge in (*cal.labels, None)]
-        lines.append(
-            f"{head:<{first}}" + "".join(f"  {c:>{w}}" for c, w in zip(counts, widths, strict=True))
-        )
-    lines.append("")
-
-    def figure(name: str, value: Any, note: str = "") -> None:
-        lines.append(f"{name:<18} {value}{'   ' + note if note else ''}")
-
-    figure("agreement", cal.agreement or "n/a (no parsed judge reply)")
-    if cal.majority_share is not None:
-        figure(
-            f"always {cal.majority_label}",
-            cal.majority_share,
-            "(the agreement of a judge that always says so)",
-        )
-    none_parsed = "n/a (no parsed judge reply)"
-    if cal.kind == "pass/fail":
-        figure(
-            "failure recall",
-            cal.failure_recall
-            or (none_parsed if not cal.parsed else "n/a (you labelled no case FAIL)"),
-            "(your FAILs the judge also failed)",
-        )
-        figure(
-            "false alarms",
-            cal.false_alarm_rate
-            or (none_parsed if not cal.parsed else "n/a (you labelled no case PASS)"),
-            "(judge FAIL where you said PASS)",
-        )
-    if cal.kappa is None:
-        figure("kappa", f"undefined ({cal.kappa_undefined})")
-    elif cal.kappa_interval:
-        low, high = cal.kappa_interval
-        figure("kappa", f"{cal.kappa:.3f} [{low:.3f}, {high:.3f}]", "(95%, large-sample)")
-    else:
-        figure("kappa", f"{cal.kappa:.3f}", f"(no interval: {cal.kappa_interval_undefined})")
-    if cal.spearman is not None or cal.spearman_undefined != "the labels are not numbers":
-        rho = (
-            f"{cal.spearman:.3f}"
-            if cal.spearman is not None
-            else f"undefined ({cal.spearman_undefined})"
-        )
-        if cal.spearman_interval:
-            rho += f" [{cal.spearman_interval[0]:.3f}, {cal.spearman_interval[1]:.3f}]"
-        figure("spearman", rho)
-    figure(
-        "unparsed",
-        f"{cal.unparsed} of {plural(cal.n, 'judge reply', 'judge replies')}",
-        f"(agreement counting them as disagreement: {cal.agreement_with_unparsed})",
-    )
-    if cal.without_verdict:
-        figure(
-            "no verdict",
-            plural(len(cal.without_verdict), "labelled row"),
-            "(the judge did not run or errored; not compared)",
-        )
-    if cal.unmatched_results or cal.unmatched_labels:
-        figure(
-            "unmatched",
-            f"{plural(len(cal.unmatched_results), 'result row')} without a label, "
-            f"{plural(len(cal.unmatched_labels), 'label')} without a result row",
-        )
-    if cal.per_category and len(cal.per_category) > 1:
-        lines.append("")
-        lines.append("per category (agreement; failure recall)")
-        correctable = set(cal.correctable_categories())
-        for name, sub in sorted(cal.per_category.items()):
-            recall = f"; recall {sub.failure_recall}" if sub.failure_recall is not None else ""
-            own = name in correctable or cal.kind != "pass/fail"
-            mark = "" if own else "  (a correction uses the overall figures: see the rule)"
-            lines.append(f"  {name}: {sub.agreement or 'n/a'}{recall}{mark}")
-    lines.append("")
-    if cal.warnings:
-        lines.append(f"verdict: {DISTRUST}:")
-        lines.extend(f"  - {warning}" for warning in cal.warnings)
-    else:
-        lines.append(f"verdict: {cal.verdict}")
-    return lines
 
 
 def jurors_against_labels(
@@ -985,7 +876,7 @@ def calibration_report(
     ``label_set``, and gather the labelers' agreement, their drift, the jury's jurors and,
     with ``ppi``, the prediction-powered pass rates. ``only`` restricts the cases compared.
 
-    >>> from tinyeval.humans.session import LabelRecord, LabelSet
+    >>> from tinyeval.calibration import LabelRecord
     >>> rows = [{"id": "a", "judges": {"j": {"verdict": "PASS"}}},
     ...         {"id": "b", "judges": {"j": {"verdict": "PASS"}}}]
     >>> ana = {key: LabelRecord({"id": key, "label": label})
@@ -994,8 +885,6 @@ def calibration_report(
     >>> report.calibration.n, len(report.calibration.disagreements())
     (2, 1)
     """
-    from ..calibration import calibrate_results
-
     wanted = list(only) if only is not None else None
     reference = reference_labels(label_set)
     several = len(label_set.labelers) >= 2

@@ -12,15 +12,15 @@ Keys (one key press on a terminal; one key per line when stdin is a pipe)::
 
 Each label is appended to the labels file and flushed the moment it is given,
 so running the same session again resumes it; undo appends a tombstone. The
-file, its readers and the key parsers live in :mod:`tinyeval.label_file` and
-are importable from here too. Besides plain labelling a session can follow a
-budget (:func:`plan_labels`, which records each case's chance of being
-offered), re-show a labeler's own cases to measure drift, or adjudicate the
+labels file and its reader live in :mod:`tinyeval.calibration`. Besides plain
+labelling a session can follow a budget (:func:`plan_labels`, which records each
+case's chance of being offered), re-show a labeler's own cases to measure drift, or adjudicate the
 cases where labelers disagree.
 """
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import random
@@ -32,59 +32,146 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import plural, utc_stamp
-from ..label_file import (
-    _COMMAND_WORDS,
-    LABEL_FIELDS,
-    NEXT_PAGE,
-    PASS_FAIL,
-    QUIT,
-    SKIP,
-    UNDO,
+from ..calibration import (
     Label,
     LabelError,
-    LabelRecord,
-    LabelSet,
-    Row,
-    _append,
-    _check_choices,
+    _check_label,
     _id_of,
-    _key_table,
-    _label_record,
-    default_labeler,
-    labeler_of,
-    parse_choices,
-    parse_grades,
     parse_label_fields,
-    read_label_set,
-    read_labels,
-    read_labels_by_labeler,
 )
-from ..records import output_fingerprint as output_fingerprint  # re-exported: older imports
-from ..records import primary_verdict, provenance
+from ..errors import plural, utc_stamp
+from ..records import output_fingerprint, primary_verdict, provenance
 from ..stats import Rate
+from .labelers import LabelSet, labeler_of, read_label_set
 
 __all__ = [
-    "LABEL_FIELDS",
     "STRATEGIES",
-    "LabelError",
     "LabelPlan",
-    "LabelRecord",
-    "LabelSet",
     "LabelSummary",
     "default_labeler",
     "judge_uncertainty",
     "label_session",
-    "labeler_of",
     "parse_choices",
     "parse_grades",
-    "parse_label_fields",
+    "parse_label_fields",  # for humans/cli.py until it imports it from tinyeval.calibration
     "plan_labels",
-    "read_label_set",
-    "read_labels",
-    "read_labels_by_labeler",
+    "read_label_set",  # for humans/cli.py until it imports it from .labelers
     "rows_to_offer",
 ]
+
+
+Row = Mapping[str, Any]
+
+PASS_FAIL: dict[str, Label] = {"p": "PASS", "f": "FAIL"}
+SKIP, UNDO, QUIT, NEXT_PAGE = "s", "u", "q", ""
+_COMMAND_WORDS = {"skip": SKIP, "undo": UNDO, "quit": QUIT}
+_RESERVED = {SKIP, UNDO, QUIT, NEXT_PAGE, " "}
+
+
+# ---------------------------------------------------------------- keys and records
+
+
+def default_labeler(environ: Mapping[str, str] | None = None) -> str:
+    """Who is labelling when no name is given: ``$USER``, then the login name, then "anonymous".
+
+    >>> default_labeler({"USER": "ana"})
+    'ana'
+    >>> isinstance(default_labeler({}), str)
+    True
+    """
+    env = os.environ if environ is None else environ
+    for variable in ("USER", "USERNAME"):
+        name = env.get(variable, "").strip()
+        if name:
+            return name
+    try:
+        name = getpass.getuser().strip()
+    except (OSError, KeyError, ImportError):  # no login name: a container, a bare CI runner
+        name = ""
+    return name or "anonymous"
+
+
+def parse_grades(text: str) -> dict[str, Label]:
+    """Keys for a graded criterion given as ``LOW-HIGH`` (whole numbers).
+
+    >>> parse_grades("1-5")
+    {'1': 1, '2': 2, '3': 3, '4': 4, '5': 5}
+
+    Raises ``LabelError`` for anything but two whole numbers with LOW < HIGH.
+    """
+    low_text, sep, high_text = text.strip().partition("-")
+    try:
+        low, high = int(low_text), int(high_text)
+    except ValueError:
+        low = high = 0
+    if not sep or low >= high:
+        raise LabelError(
+            f"expected LOW-HIGH with LOW < HIGH, e.g. 1-5; got {text!r}", field="grades"
+        )
+    return {str(grade): grade for grade in range(low, high + 1)}
+
+
+def parse_choices(text: str) -> dict[str, Label]:
+    """Keys for any other set of labels, given as ``KEY=LABEL,KEY=LABEL``.
+
+    >>> parse_choices("a=A,b=B,t=TIE")
+    {'a': 'A', 'b': 'B', 't': 'TIE'}
+
+    Raises ``LabelError`` when an item is not ``KEY=LABEL``, a key repeats, or a
+    key is one the session needs itself (s, u, q).
+    """
+    choices: dict[str, Label] = {}
+    for item in text.split(","):
+        key, sep, label = (part.strip() for part in item.partition("="))
+        if not sep or not key or not label:
+            raise LabelError(
+                f"expected KEY=LABEL,KEY=LABEL; got {item!r} in {text!r}", field="choices"
+            )
+        choices[key] = label
+    _check_choices(choices)
+    return choices
+
+
+def _check_choices(choices: Mapping[str, Label]) -> None:
+    for key, label in choices.items():
+        if key.lower() in _RESERVED or key.lower() in _COMMAND_WORDS:
+            raise LabelError(f"key {key!r} is reserved for the session (s skip, u undo, q quit)")
+        _check_label(label, f"choice {key!r}")
+    lowered = [key.lower() for key in choices]
+    if len(set(lowered)) != len(lowered):
+        raise LabelError(f"each choice needs its own key, got {sorted(choices)}")
+
+
+def _key_table(choices: Mapping[str, Label]) -> dict[str, Label]:
+    """Every accepted spelling of each choice: its key, and the label itself."""
+    table: dict[str, Label] = {}
+    for key, label in choices.items():
+        table[key.lower()] = label
+        table[str(label).lower()] = label
+    return table
+
+
+def _label_record(row: Row, label: Label, labeler: str, judge: str | None) -> dict[str, Any]:
+    rubric, model, _ = provenance(row, judge)
+    record: dict[str, Any] = {
+        "id": row["id"],
+        "label": label,
+        "labeler": labeler,
+        "at": utc_stamp(),
+        "rubric_fingerprint": rubric,
+        "judge_model": model,
+        "output_fingerprint": output_fingerprint(row.get("output")),
+    }
+    if judge:
+        record["judge"] = judge
+    return record
+
+
+def _append(stream: IO[str], record: Mapping[str, Any]) -> None:
+    """Append one JSON line and push it to disk before the next key is read."""
+    stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+    stream.flush()
+    os.fsync(stream.fileno())
 
 
 # ---------------------------------------------------------------- display
@@ -456,9 +543,10 @@ def label_session(
     with ``adjudicate`` the cases where labelers disagree are shown with
     every labeler's label, and the label given is recorded with
     ``"adjudicated": true``. ``fields`` reads ``out_path`` through a field
-    mapping (see :func:`read_labels`).
+    mapping (see :func:`tinyeval.calibration.read_labels`).
 
     >>> import tempfile, os
+    >>> from tinyeval.calibration import read_labels
     >>> rows = [{"id": "a", "input": "2+2?", "output": "4",
     ...          "judge": {"verdict": "PASS", "reason": "SECRET"}},
     ...         {"id": "b", "input": "capital of France?", "output": "Lyon"}]

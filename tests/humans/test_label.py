@@ -14,16 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from tinyeval.humans.session import (
-    LabelError,
-    label_session,
-    output_fingerprint,
-    parse_choices,
-    parse_grades,
-    read_labels,
-)
+from tinyeval.calibration import LabelError, read_labels
+from tinyeval.humans.session import label_session, parse_choices, parse_grades
+from tinyeval.records import output_fingerprint
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 JUDGE_REASON = "QZX-JUDGE-REASON-7731"
 JUDGE_RAW = "QZX-RAW-REPLY-4410"
 CHECK_DETAIL = "QZX-CHECK-DETAIL-5521"

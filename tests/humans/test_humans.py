@@ -12,20 +12,26 @@ from pathlib import Path
 
 import pytest
 
-from tinyeval.calibration import CalibrationError, calibrate, calibrate_results
-from tinyeval.estimates.ppi import ppi_pass_rate
-from tinyeval.humans.labelers import human_agreement, ppi_rates, reference_labels, self_agreement
-from tinyeval.humans.session import (
+from tinyeval.calibration import (
+    CalibrationError,
     LabelError,
-    label_session,
+    calibrate,
+    calibrate_results,
     parse_label_fields,
-    plan_labels,
-    read_label_set,
     read_labels,
-    read_labels_by_labeler,
 )
+from tinyeval.estimates.ppi import ppi_pass_rate
+from tinyeval.humans.labelers import (
+    human_agreement,
+    ppi_rates,
+    read_label_set,
+    read_labels_by_labeler,
+    reference_labels,
+    self_agreement,
+)
+from tinyeval.humans.session import label_session, plan_labels
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 Z975 = 1.959963984540054
 
 # Two labelers on ten cases: they agree on 7 (4 PASS, 3 FAIL) and split on 3.

@@ -21,23 +21,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tinyeval.humans.agreement import (
-    AgreementInterval,
     PairKappa,
     fleiss_kappa,
-    kappa_interval,
     krippendorff_alpha,
     pairwise_kappas,
-    spearman_interval,
 )
 from tinyeval.stats import (
+    AgreementInterval,
     StatisticsError,
     UndefinedStatisticError,
     cohen_kappa,
     detectable_difference,
+    kappa_interval,
     observed_difference,
     observed_rate,
     power,
     sample_size,
+    spearman_interval,
 )
 
 Z95 = 1.959964
