@@ -9,6 +9,7 @@ import pytest
 
 import tinyeval
 from tinyeval import calibration, gating, report
+from tinyeval.ci.github import junit_xml
 from tinyeval.ci.html import html_report
 from tinyeval.errors import IncompleteError
 from tinyeval.humans.session import label_session
@@ -56,7 +57,7 @@ def test_a_results_file_written_before_the_row_had_an_owner_is_read_by_every_rea
     assert (summary.total, summary.labelled, summary.stopped) == (18, 0, "quit")
     assert "amount_extraction" in report.summary_text(gated.report)
     assert "<html" in html_report(rows, gated.report)
-    assert "<testsuites" in report.junit_xml(rows, gated.report)
+    assert "<testsuites" in junit_xml(rows, gated.report)
     assert tinyeval.compare_runs(rows, rows).overall.n == 62
 
 

@@ -75,7 +75,7 @@ result = tinyeval.run(cases, judges=[judge], judge_model=lambda prompt: "PASS\\n
                       judge_categories=["tone"])
 print(sorted((r["id"], r["status"]) for r in result.rows))
 report = tinyeval.gate(result.categories, {"amounts": 1.0, "tone": 0.5})
-print(report.passed, report.categories["amounts"].outcome)
+print(report.passed, {v.category: v.outcome for v in report.categories}["amounts"])
 cal = tinyeval.calibrate(["PASS", "FAIL", "PASS", "FAIL"], ["PASS", "FAIL", "FAIL", "FAIL"])
 print(cal.n, round(cal.agreement.value, 2))
 low, high = tinyeval.wilson_interval(27, 30)

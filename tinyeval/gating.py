@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple
 
-from .errors import InputError, plural
+from .errors import InputError, did_you_mean, plural
 from .records import Completeness, completeness, tally
 from .stats import Rate, cases_to_decide, format_rate, wilson_interval
 
@@ -656,3 +656,27 @@ def holdout_text(
         line = f"  {c.category:<{width}}  dev {dev_rate:<{dev_width}}   holdout {holdout}"
         out.append(line + (mark if c.suspicious else ""))
     return "\n".join(out)
+
+
+def refuse_unknown_categories(
+    field: str, names: Iterable[str], known: Iterable[str], *, only_typos: bool = False
+) -> None:
+    """Refuse category names that no case has. With ``only_typos``, only those that look like
+    a misspelling of one that does (a category that vanished must still block the gate).
+
+    >>> refuse_unknown_categories("threshold", ["tone"], {"tone", "amounts"})
+    >>> refuse_unknown_categories("threshold", ["amount"], {"tone", "amounts"})
+    Traceback (most recent call last):
+    ...
+    tinyeval.errors.InputError: threshold: no case has the category 'amount'; did you mean ...
+    """
+    listed = sorted(known)
+    for name in names:
+        if name in listed:
+            continue
+        close = did_you_mean(name, listed)
+        if close or not only_typos:
+            hint = (
+                f"did you mean {close!r}?" if close else f"the categories are {', '.join(listed)}"
+            )
+            raise InputError(f"no case has the category {name!r}; {hint}", field=field)

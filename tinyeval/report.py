@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _extra
@@ -22,7 +23,7 @@ from .runner import PreparedCases, RunResult
 from .stats import format_rate
 
 if TYPE_CHECKING:
-    from .session import RunSummary, Session
+    from .session import Session
 
 __all__ = [
     "ReportsWritten",
@@ -53,6 +54,51 @@ class Section(NamedTuple):
     lines: list[str]
     info: dict[str, Any]
     failed: str | None = None
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What a run found: the gate, and everything said beside it.
+
+    ``info`` is the run's JSON and ``lines`` the text shown under the gate table.
+    ``sections_passed`` is False when a section that gates (the retrieval gate) failed;
+    ``complete`` is False when the run stopped early (``stopped_reason`` says why,
+    ``capped`` when the spend cap stopped it).
+
+    >>> from tinyeval.gating import gate
+    >>> summary = RunSummary(gate({"tone": {"passed": 3, "total": 3}}, thresholds={"tone": 1.0}))
+    >>> summary.passed, summary.to_dict()["gate"]["passed"]
+    (True, True)
+    """
+
+    report: GateReport
+    info: Mapping[str, Any] = field(default_factory=dict)
+    lines: tuple[str, ...] = ()
+    judged: int = 0
+    unparsed: int = 0
+    errors: int = 0
+    complete: bool = True
+    stopped_reason: str | None = None
+    rows: int = 0
+    sections_passed: bool = True
+    capped: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        """Whether the gate and every section that gates passed."""
+        return self.report.passed and self.sections_passed
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary as one JSON-ready object (what ``run --json`` prints)."""
+        return summary_dict(self.report, run_info=self.info, judged=self.judged,
+                            unparsed=self.unparsed, errors=self.errors)  # fmt: skip
+
+    def to_text(self, header: str | None = None, *, brief: bool = False) -> str:
+        """The gate table with ``header`` above it and the summary's lines below (``brief``:
+        the table alone)."""
+        return summary_text(self.report, header=header, judged=self.judged,
+                            unparsed=self.unparsed, errors=self.errors,
+                            extra_lines=() if brief else self.lines)  # fmt: skip
 
 
 def _sections(session: Session, ready: PreparedCases) -> list[str]:
@@ -93,7 +139,6 @@ def summarize(
     """
     from . import __version__
     from .gating import gate
-    from .session import RunSummary
 
     s = session.settings
     judges = session.judges
@@ -184,9 +229,8 @@ def summarize_rows(
     >>> summary.passed, summary.rows, summary.info["dataset_fingerprints"]
     (False, 2, ['unknown'])
     """
-    from .gating import gate_rows
+    from .gating import gate_rows, refuse_unknown_categories
     from .records import tally
-    from .session import RunSummary, refuse_unknown_categories
 
     thresholds = (gate or {}).get("thresholds") or {}
     refuse_unknown_categories("threshold", thresholds, {str(r.get("category")) for r in rows},
@@ -247,8 +291,8 @@ def _run_lines(
             info["cache"]["warning"] = session.cache.warning
             text.append(f"warning: the response cache: {session.cache.warning}")
     if session.calibration is not None:
-        from .calibration import corrected_lines, corrected_rates
-
+        corrected_rates = _extra("estimator", "corrected_rates", "--calibration")
+        corrected_lines = _extra("estimator", "corrected_lines", "--calibration")
         judge = session.judges[0]
         corrected = corrected_rates(session.calibration, result.sorted_categories(),
                                     judge=judge, judge_model=session.judge_spec)  # fmt: skip
@@ -294,7 +338,7 @@ def _rate_cell(v: CategoryVerdict, confidence: float = 0.95) -> str:
     return format_rate(v.passed, v.total, confidence)
 
 
-def _mark(v: CategoryVerdict, on: str = "rate") -> str:
+def _mark(v: CategoryVerdict) -> str:
     """The gate column: ok, BLOCKS and why, inconclusive and what would decide it."""
     if v.threshold is None:
         return "no threshold"
@@ -338,7 +382,7 @@ def summary_text(
     show_unchecked = any(c.unchecked for c in report.categories)
     cells = [
         (c.category, _rate_cell(c, report.confidence), str(c.unchecked), _pct(c.threshold),
-         _mark(c, report.on))
+         _mark(c))
         for c in report.categories
     ]  # fmt: skip
     overall = report.overall
@@ -559,7 +603,7 @@ def summary_markdown(report: GateReport, *, title: str = "tinyeval") -> str:
         "| --- | --- | --- | --- |",
     ]
     for v in report.categories:
-        mark = _mark(v, report.on).replace("|", "\\|")
+        mark = _mark(v).replace("|", "\\|")
         if v.blocking:
             mark = mark.replace("BLOCKS", "**BLOCKS**", 1)
         rate = _rate_cell(v, report.confidence)

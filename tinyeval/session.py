@@ -3,7 +3,7 @@
 :class:`RunSettings` holds every setting of a run, spelled as the command line and the suite
 file spell them; a :class:`Session` opens the models and judges they name, reads and selects
 the cases, refuses what cannot be meant before anything runs, runs them, and returns a
-:class:`RunSummary`. A session never prints: it hands each row to ``on_row``.
+:class:`~tinyeval.report.RunSummary`. A session never prints: it hands each row to ``on_row``.
 
 >>> import tempfile, os
 >>> folder = tempfile.mkdtemp()
@@ -27,20 +27,20 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from . import _EXTRAS, _extra
-from .errors import IncompleteError, InputError, did_you_mean, plural
-from .gating import GateReport
+from .errors import IncompleteError, InputError, plural
+from .gating import refuse_unknown_categories
 from .records import Row
+from .report import RunSummary
 from .runner import DryRun, PreparedCases
 
 __all__ = [
     "Progress",
     "RunSettings",
-    "RunSummary",
     "Session",
     "case_ids",
     "open_executor",
@@ -48,7 +48,6 @@ __all__ = [
     "parse_shard",
     "parse_thresholds",
     "refuse_overwriting",
-    "refuse_unknown_categories",
     "same_file",
     "suite_options",
     "with_suite",
@@ -56,55 +55,6 @@ __all__ = [
 
 
 from .suite import RunSettings  # the run's settings: their one spelling
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    """What a run found: the gate, and everything said beside it.
-
-    ``info`` is the run's JSON and ``lines`` the text shown under the gate table.
-    ``sections_passed`` is False when a section that gates (the retrieval gate) failed;
-    ``complete`` is False when the run stopped early (``stopped_reason`` says why,
-    ``capped`` when the spend cap stopped it).
-
-    >>> from tinyeval.gating import gate
-    >>> summary = RunSummary(gate({"tone": {"passed": 3, "total": 3}}, thresholds={"tone": 1.0}))
-    >>> summary.passed, summary.to_dict()["gate"]["passed"]
-    (True, True)
-    """
-
-    report: GateReport
-    info: Mapping[str, Any] = field(default_factory=dict)
-    lines: tuple[str, ...] = ()
-    judged: int = 0
-    unparsed: int = 0
-    errors: int = 0
-    complete: bool = True
-    stopped_reason: str | None = None
-    rows: int = 0
-    sections_passed: bool = True
-    capped: str | None = None
-
-    @property
-    def passed(self) -> bool:
-        """Whether the gate and every section that gates passed."""
-        return self.report.passed and self.sections_passed
-
-    def to_dict(self) -> dict[str, Any]:
-        """The summary as one JSON-ready object (what ``run --json`` prints)."""
-        from .report import summary_dict
-
-        return summary_dict(self.report, run_info=self.info, judged=self.judged,
-                            unparsed=self.unparsed, errors=self.errors)  # fmt: skip
-
-    def to_text(self, header: str | None = None, *, brief: bool = False) -> str:
-        """The gate table with ``header`` above it and the summary's lines below (``brief``:
-        the table alone)."""
-        from .report import summary_text
-
-        return summary_text(self.report, header=header, judged=self.judged,
-                            unparsed=self.unparsed, errors=self.errors,
-                            extra_lines=() if brief else self.lines)  # fmt: skip
 
 
 class Session:
@@ -698,30 +648,6 @@ def open_executor(spec: str | None, concurrency: int = 4) -> Iterator[Executor |
         raise InputError(f"expected {known}, got {spec!r}", field="executor")
     with _extra("executor", scheme, f"the executor {spec}")(spec, concurrency) as executor:
         yield executor
-
-
-def refuse_unknown_categories(
-    field: str, names: Iterable[str], known: Iterable[str], *, only_typos: bool = False
-) -> None:
-    """Refuse category names that no case has. With ``only_typos``, only those that look like
-    a misspelling of one that does (a category that vanished must still block the gate).
-
-    >>> refuse_unknown_categories("threshold", ["tone"], {"tone", "amounts"})
-    >>> refuse_unknown_categories("threshold", ["amount"], {"tone", "amounts"})
-    Traceback (most recent call last):
-    ...
-    tinyeval.errors.InputError: threshold: no case has the category 'amount'; did you mean ...
-    """
-    listed = sorted(known)
-    for name in names:
-        if name in listed:
-            continue
-        close = did_you_mean(name, listed)
-        if close or not only_typos:
-            hint = (
-                f"did you mean {close!r}?" if close else f"the categories are {', '.join(listed)}"
-            )
-            raise InputError(f"no case has the category {name!r}; {hint}", field=field)
 
 
 def _jurors(given: str | Sequence[str] | None) -> list[str]:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from tinyeval.models import Reply
-from tinyeval.scale.cost import Price
 
 from tinyeval.dataset import Case
 from tinyeval.errors import InputError
+from tinyeval.models import Reply
 from tinyeval.runner import dry_run, run
+from tinyeval.scale.cost import Price
 from tinyeval.scale.spend import SpendCap, plan_cost_line
 
 

@@ -46,7 +46,7 @@ def _incomplete_reason(report: GateReport, incomplete: str | None) -> str | None
 def _verdict_line(v: CategoryVerdict, report: GateReport) -> str:
     """``17/20 = 85.0% [64.0%, 94.8%], threshold 100.0%: BLOCKS (85.0% < 100.0%)``."""
     state = _gate_state(v)
-    mark = "inconclusive" if state == "inconclusive" else _mark(v, report.on)
+    mark = "inconclusive" if state == "inconclusive" else _mark(v)
     return f"{_rate_cell(v, report.confidence)}, threshold {_pct(v.threshold)}: {mark}"
 
 
@@ -411,7 +411,7 @@ def junit_xml(rows: list[Mapping[str, Any]], report: GateReport) -> str:
     for v in gated:
         case = ET.SubElement(suite, "testcase", classname="gate", name=v.category, time="0.000")
         if v.blocking:
-            message = f"{_rate_cell(v, report.confidence)} {_mark(v, report.on)}"
+            message = f"{_rate_cell(v, report.confidence)} {_mark(v)}"
             ET.SubElement(case, "failure", message=message).text = message
     return _xml_safe(ET.tostring(root, encoding="unicode", xml_declaration=True))
 

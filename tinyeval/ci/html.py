@@ -256,7 +256,7 @@ def _banner(report: GateReport, info: Mapping[str, Any]) -> list[str]:
     word, css = _outcome(report)
     how = (
         f"the lower end of the {report.confidence:.0%} Wilson interval"
-        if report.on == "lower"
+        if report.inconclusive == "block"
         else "the observed pass rate"
     )
     parts = [
@@ -274,9 +274,7 @@ def _banner(report: GateReport, info: Mapping[str, Any]) -> list[str]:
     else:
         parts.append(f"<p>{_esc(_gate_line(report).split(' — ', 1)[-1])}</p>")
     if report.undecided:
-        items = "".join(
-            f"<li>{_esc(v.category)}: {_esc(_mark(v, report.on))}</li>" for v in report.undecided
-        )
+        items = "".join(f"<li>{_esc(v.category)}: {_esc(_mark(v))}</li>" for v in report.undecided)
         parts.append(
             '<div class="undecided"><p>Inconclusive (the interval straddles the threshold: the '
             f"suite is too small to tell):</p><ul>{items}</ul></div>"
@@ -373,7 +371,7 @@ def _html_gate_table(report: GateReport) -> str:
     ]
     for v in report.categories:
         css, _ = _state(v)
-        mark = _esc(_mark(v, report.on))
+        mark = _esc(_mark(v))
         if v.outcome == "inconclusive":
             mark = mark.replace(
                 "inconclusive", '<strong class="inconclusive-word">inconclusive</strong>', 1
@@ -405,7 +403,7 @@ def _svg_row(v: CategoryVerdict, top: float, css: str, word: str, report: GateRe
     bar_top = middle - _BAR_H / 2
     rate = _rate_cell(v, report.confidence)
     threshold = "none" if v.threshold is None else _pct(v.threshold)
-    mark = "shown, never gates" if css == "global" else _mark(v, report.on)
+    mark = "shown, never gates" if css == "global" else _mark(v)
     unchecked = f"; {v.unchecked} unchecked" if v.unchecked else ""
     tooltip = f"{v.category}: {rate}{unchecked}; threshold {threshold}; {mark}"
     parts = [

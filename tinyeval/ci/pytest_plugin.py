@@ -19,7 +19,7 @@ option ``tinyeval_suite = tinyeval.toml``.
   session is never red because of a failure the gate tolerates.
 - The per-category table with intervals is printed in the terminal summary,
   and the gate sets the exit status: 1 when a category blocks, even if every
-  item was green (``gate on = "lower"`` with too few cases), and 1 when the
+  item was green (``inconclusive = "block"`` with too few cases), and 1 when the
   session ended before every selected case ran.
 
 >>> allowed_failures(40, 0.85)  # under an 85% gate, up to 6 of 40 may fail (34/40 = 85%)
@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import TinyevalError
-from .testing import SuiteRunner, allowed_failures
+from ..gating import allowed_failures
+from .testing import SuiteRunner
 
 if TYPE_CHECKING:  # pytest is imported by the hooks, never when this module is
     import pytest
@@ -269,7 +270,7 @@ class _Session:
         for category, n in counts.items():
             threshold = suite.thresholds.get(category, suite.default_threshold)
             self.allowed[category] = allowed_failures(
-                n, threshold, on="lower" if suite.inconclusive == "block" else "rate"
+                n, threshold, inconclusive=suite.inconclusive or "pass"
             )
 
     def tolerance(self, category: str) -> str | None:

@@ -23,7 +23,6 @@ from ..suite import JudgeSpec, ModelSettings, Suite
 
 __all__ = [
     "SuiteRunner",
-    "allowed_failures",
     "assert_gate",
     "tally_rows",
 ]
@@ -61,14 +60,14 @@ def assert_gate(
     thresholds: Mapping[str, float | str] | None = None,
     *,
     default_threshold: float | str | None = None,
-    on: str = "rate",
+    inconclusive: str = "pass",
     confidence: float = 0.95,
 ) -> GateReport:
     """Fail a test when a category blocks, with the gate's table as the assertion message.
 
     Takes a :class:`~tinyeval.gating.GateReport`, a
     :class:`~tinyeval.runner.RunResult` (its rows) or result rows; with rows,
-    the gate is computed from ``thresholds``, ``default_threshold`` and ``on``.
+    the gate is computed from ``thresholds``, ``default_threshold`` and ``inconclusive``.
     Returns the report when nothing blocks.
 
     >>> rows = [{"id": str(i), "category": "amounts", "status": "pass" if i < 17 else "fail"}
@@ -93,37 +92,12 @@ def assert_gate(
             tally_rows(rows),
             thresholds,
             default_threshold=default_threshold,
-            on=on,
+            inconclusive=inconclusive,
             confidence=confidence,
         )
     if report.blocking:
         raise AssertionError(f"a category is under its threshold:\n{summary_text(report)}")
     return report
-
-
-def allowed_failures(n: int, threshold: float | None, *, on: str = "rate") -> int | None:
-    """How many of ``n`` cases may fail with the category still passing its gate.
-
-    None when the category is not gated; -1 when it blocks even if every
-    case passes (``on="lower"`` with too few cases for the threshold).
-
-    >>> allowed_failures(40, 0.85), allowed_failures(20, 1.0), allowed_failures(12, None)
-    (6, 0, None)
-    >>> allowed_failures(12, 0.9, on="lower")  # 12/12 has a lower bound of 75.8%
-    -1
-    """
-    if threshold is None:
-        return None
-    if on == "rate":
-        # the largest f with (n - f) / n >= threshold, in integers: no float rounding at the edge
-        return max(f for f in range(n + 1) if (n - f) >= threshold * n - 1e-9) if n else 0
-    from ..stats import wilson_interval
-
-    allowed = -1
-    for f in range(n + 1):
-        if n and wilson_interval(n - f, n)[0] >= threshold:
-            allowed = f
-    return allowed
 
 
 class SuiteRunner:

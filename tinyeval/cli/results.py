@@ -233,8 +233,7 @@ def add_calibrate(sub: Any) -> None:
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     """The judge against one labeler's labels (a copy without tinyeval/humans/)."""
-    from ..calibration import calibrate_results, disagreement_rows
-    from ..label_file import parse_label_fields, read_label_set
+    from ..calibration import calibrate_results, disagreement_rows, parse_label_fields, read_labels
     from ..records import read_rows
     from ..session import case_ids, refuse_overwriting, same_file
 
@@ -243,15 +242,16 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     outputs = {"save": args.save, "disagreements": args.disagreements}
     refuse_overwriting([args.results, args.labels, args.only], outputs)
     rows = read_rows(args.results)
-    labels = read_label_set(args.labels, fields=parse_label_fields(args.field))
-    if len(labels.labelers) > 1 or labels.adjudicated:
+    labels = read_labels(args.labels, fields=parse_label_fields(args.field))
+    several = {str(record.get("labeler")) for record in labels.values()}
+    if len(several) > 1 or any(record.get("adjudicated") is True for record in labels.values()):
         _extra("command", "calibrate", "labels of several labelers")  # says what the copy lacks
     only = case_ids(args.only)
-    calibration = calibrate_results(rows, labels.latest, judge=args.judge, only=only)
+    calibration = calibrate_results(rows, labels, judge=args.judge, only=only)
     for warning in calibration.expired:
         print(f"{PROG}: WARNING: {warning}", file=sys.stderr)
     if args.disagreements:
-        write_records(args.disagreements, disagreement_rows(calibration, rows, labels.latest))
+        write_records(args.disagreements, disagreement_rows(calibration, rows, labels))
     if args.save:
         calibration.save(args.save)
     if args.json:

@@ -17,7 +17,7 @@ class RowsCost:
     """What the rows of a results file say they cost: the token usage they recorded and, with
     a price, the US dollars (None when no row recorded usage: unknown, never $0).
 
-    >>> from tinyeval.models import Price
+    >>> from tinyeval.scale.cost import Price
     >>> rows = [{"usage": {"input_tokens": 1500, "output_tokens": 200}}, {"usage": None}]
     >>> print(cost_of_rows(rows, Price(1.0, 5.0), source="r.jsonl"))  # doctest: +ELLIPSIS
     2 rows in r.jsonl, 1 with token usage: 1.5k tokens in, 200 out; about $0.0025 at $1.00/...
