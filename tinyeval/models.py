@@ -23,7 +23,6 @@ import threading
 import time
 import urllib.parse
 import weakref
-from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -310,10 +309,12 @@ def model_spec(call_model: Any) -> str | None:
     if call_model is None:
         return None
     spec = getattr(call_model, "spec", None)
-    if isinstance(spec, str):
-        return spec
-    module = getattr(call_model, "__module__", None) or "unknown"
-    name = getattr(call_model, "__qualname__", None) or type(call_model).__qualname__
+    return spec if isinstance(spec, str) else _py_name(call_model)
+
+
+def _py_name(function: Any) -> str:
+    module = getattr(function, "__module__", None) or "unknown"
+    name = getattr(function, "__qualname__", None) or type(function).__qualname__
     return f"py:{module}:{name}"
 
 
@@ -345,16 +346,14 @@ def sum_usage(replies: Iterable[str]) -> dict[str, int] | None:
     >>> sum_usage([Reply("a", usage={"input_tokens": 3, "output_tokens": 1}), "plain"])
     {'input_tokens': 3, 'output_tokens': 1}
     """
-    total: Counter[str] = Counter()
+    total: dict[str, int] = {}
     seen = False
     for reply in replies:
         usage = getattr(reply, "usage", None)
         if isinstance(usage, Mapping):
             seen = True
-            part: dict[str, int] = {}
-            add_usage(part, usage, cached=getattr(reply, "cached", False) is True)
-            total.update(part)
-    return dict(total) if seen else None
+            add_usage(total, usage, cached=getattr(reply, "cached", False) is True)
+    return total if seen else None
 
 
 def reported_model(replies: Iterable[str]) -> str | None:
@@ -516,7 +515,8 @@ def resolve(
         base_url, timeout, retries, temperature, max_tokens, sleep, max_response_bytes
     )
     if spec == "builtin":
-        return _resolved(spec, _extra("model", "builtin", what="the built-in judge"), temperature)
+        judge = _extra("model", "builtin", what="the built-in judge")
+        return _FunctionModel(spec, judge, temperature=temperature, resolved=True)
     scheme, sep, rest = spec.partition(":")
     if not sep or scheme not in ("openai", "anthropic", "cmd", "py"):
         raise ModelConfigError(
@@ -581,13 +581,17 @@ class _FunctionModel(Model):
     """A Python function ``prompt -> str`` (sync or async)."""
 
     def __init__(
-        self, spec: str, function: Callable[..., Any], *, temperature: float | None
+        self,
+        spec: str,
+        function: Callable[..., Any],
+        *,
+        temperature: float | None,
+        resolved: bool = False,
     ) -> None:
         super().__init__(spec, temperature=temperature)
         self._function = function
         self.supports_json_schema = "json_schema" in accepted_keywords(function)
-
-    resolved = False  # True when resolve() found it by spec (py: or builtin)
+        self.resolved = resolved  # found by resolve(): another process can find it again
 
     def __reduce__(self) -> Any:
         if self.resolved:  # by name: the other process imports it as resolve() did here
@@ -621,11 +625,7 @@ def as_model(
         return function
     if not callable(function):
         raise ModelConfigError(f"expected a callable model, got {type(function).__name__}")
-    if spec is None:
-        module = getattr(function, "__module__", None) or "unknown"
-        name = getattr(function, "__qualname__", None) or type(function).__qualname__
-        spec = f"py:{module}:{name}"
-    return _FunctionModel(spec, function, temperature=temperature)
+    return _FunctionModel(spec or _py_name(function), function, temperature=temperature)
 
 
 def _python_model(spec: str, target: str, temperature: float | None) -> Model:
@@ -652,13 +652,7 @@ def _python_model(spec: str, target: str, temperature: float | None) -> Model:
         raise ModelConfigError(
             f"{spec}: {attribute!r} is a {type(function).__name__}, not callable"
         )
-    return _resolved(spec, function, temperature)
-
-
-def _resolved(spec: str, function: Callable[..., Any], temperature: float | None) -> Model:
-    model = _FunctionModel(spec, function, temperature=temperature)
-    model.resolved = True  # it can be resolved again by its spec in another process
-    return model
+    return _FunctionModel(spec, function, temperature=temperature, resolved=True)
 
 
 class _CommandModel(Model):
@@ -725,10 +719,7 @@ def _last_line(text: str) -> str:
 
 
 def _strip_one_newline(text: str) -> str:
-    for ending in ("\r\n", "\n"):
-        if text.endswith(ending):
-            return text[: -len(ending)]
-    return text
+    return text[:-2] if text.endswith("\r\n") else text.removesuffix("\n")
 
 
 class _HTTPModel(_Poster, Model):
