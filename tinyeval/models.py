@@ -203,7 +203,13 @@ class _Loop:
 
         loop = self._loop
         if loop is None or loop.is_closed():
-            loop = self._get()
+            with self._lock:
+                if self._loop is None or self._loop.is_closed():
+                    self._loop = asyncio.new_event_loop()
+                    threading.Thread(
+                        target=self._loop.run_forever, name="tinyeval-asyncio", daemon=True
+                    ).start()
+                loop = self._loop
         if _running_loop() is loop:  # awaited from a coroutine on our own loop: cannot block it
             raise RuntimeError("a model awaited from inside tinyeval's own event loop")
         # A bare lock, released by the task's done-callback, hands the result back: half
@@ -227,19 +233,6 @@ class _Loop:
             loop.call_soon_threadsafe(lambda: [task.cancel() for task in tasks])
             raise
         return tasks[0].result()
-
-    def _get(self) -> asyncio.AbstractEventLoop:
-        import asyncio
-
-        with self._lock:
-            if self._loop is None or self._loop.is_closed():
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(
-                    target=loop.run_forever, name="tinyeval-asyncio", daemon=True
-                )
-                thread.start()
-                self._loop = loop
-            return self._loop
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
