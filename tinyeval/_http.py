@@ -130,7 +130,7 @@ def _quota_exhausted(body: bytes) -> bool:
 
 
 def _read_quietly(response: urllib.error.HTTPError) -> bytes:
-    """The start of an error reply's body: enough for its message, never all of a huge one."""
+    """The start of an error reply's body: enough for its message."""
     import http.client
 
     try:
@@ -140,9 +140,7 @@ def _read_quietly(response: urllib.error.HTTPError) -> bytes:
 
 
 class _TooLarge(TinyevalError):
-    def __init__(self, limit: int) -> None:
-        super().__init__(limit)
-        self.limit = limit
+    """A reply body past ``max_response_bytes``."""
 
 
 def _read_body(response: Any, limit: int, watchdog: _Watchdog) -> bytes:
@@ -150,13 +148,13 @@ def _read_body(response: Any, limit: int, watchdog: _Watchdog) -> bytes:
     length = response.headers.get("Content-Length")
     declared = int(length) if length is not None and length.strip().isdigit() else None
     if declared is not None and declared > limit:
-        raise _TooLarge(limit)
+        raise _TooLarge
     parts: list[bytes] = []
     size = 0
     while chunk := response.read(_READ_CHUNK):
         size += len(chunk)
         if size > limit:
-            raise _TooLarge(limit)
+            raise _TooLarge
         parts.append(chunk)
         if watchdog.fired:
             raise TimeoutError
@@ -175,7 +173,6 @@ class _Watchdog:
     timeout bounds each read, not their sum: a byte now and then would hold a call for ever)."""
 
     def __init__(self, timeout: float) -> None:
-        self.timeout = timeout
         self.fired = False
         self._sockets: list[Any] = []
         self._lock = threading.Lock()
@@ -187,10 +184,6 @@ class _Watchdog:
 
     def __exit__(self, *exc: object) -> None:
         self._timer.cancel()
-
-    def start(self) -> None:
-        if not self._timer.is_alive() and not self.fired:
-            self._timer.start()
 
     def watch(self, sock: Any) -> None:
         with self._lock:
@@ -219,7 +212,7 @@ class _Watchdog:
         import urllib.request
 
         watchdog = self
-        self.start()
+        self._timer.start()
 
         def watched(base: type[http.client.HTTPConnection]) -> Any:
             class Watched(base):  # type: ignore[valid-type, misc]
@@ -368,10 +361,10 @@ class _Poster:
         try:
             with watchdog, watchdog.opener().open(request, timeout=self.timeout) as response:
                 return _read_body(response, self.max_response_bytes, watchdog)
-        except _TooLarge as exc:
+        except _TooLarge:
             return _Failure(
                 f"the reply from {_host_port(self._url)} is larger than "
-                f"{exc.limit:,} bytes (max_response_bytes); it was not read further",
+                f"{self.max_response_bytes:,} bytes (max_response_bytes); it was not read further",
                 retryable=False,
             )
         except urllib.error.HTTPError as exc:
@@ -412,8 +405,6 @@ class _Poster:
         where = _host_port(self._url)
         if isinstance(reason, TimeoutError):
             return _Failure(f"no reply from {where} within {self.timeout:g} s", retryable=True)
-        if isinstance(reason, OSError):
-            detail = reason.strerror or str(reason) or type(reason).__name__
-        else:
-            detail = str(reason) or type(reason).__name__
+        strerror = reason.strerror if isinstance(reason, OSError) else None
+        detail = strerror or str(reason) or type(reason).__name__
         return _Failure(f"cannot reach {where} ({detail})", retryable=True)

@@ -1,15 +1,12 @@
 """An on-disk store of model replies, so a re-run never pays for the same call twice.
 
-A SQLite file (``.tinyeval/cache.sqlite3`` unless told otherwise) keyed by (model spec,
-SHA-256 of the prompt, sample, temperature, a fingerprint of the model's settings and the
-call's JSON schema). Keys and prompts in clear are never stored. :func:`cached` wraps a
-model so that unchanged calls are served from the file (``reply.cached`` is True). Safe to
-share between threads and processes (write-ahead log); keep it on a local disk.
+A SQLite file keyed by (model spec, SHA-256 of the prompt, sample, temperature, a fingerprint
+of the model's settings and JSON schema); no key or prompt is stored in clear. Safe to share
+between threads and processes (write-ahead log); keep it on a local disk.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -17,7 +14,7 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -61,6 +58,12 @@ CREATE TABLE IF NOT EXISTS replies (
 """
 
 
+def _execute_all(connection: sqlite3.Connection, script: str) -> None:
+    for statement in script.split(";"):  # not executescript(), which would COMMIT first
+        if statement.strip():
+            connection.execute(statement)
+
+
 class CacheError(InputError):
     """A cache file that cannot be used: not SQLite, not ours, or from a newer version."""
 
@@ -85,7 +88,7 @@ def prompt_digest(prompt: str) -> str:
 def _key(
     spec: str, prompt: str, sample: int, temperature: float | None, extra: Any
 ) -> tuple[str, str, int, str, str]:
-    """The cache key; ``extra`` as the SHA-256 of its canonical JSON ('' for None)."""
+    """The cache key, ``extra`` as the SHA-256 of its canonical JSON ('' for None)."""
     extra_key = ""
     if extra is not None:
         canonical = json.dumps(extra, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -113,7 +116,7 @@ def reply_key(
 
 
 class ResponseCache:
-    """A SQLite store of model replies (see the module docstring for the key).
+    """A SQLite store of model replies.
 
     >>> with ResponseCache(":memory:") as cache:
     ...     cache.put("openai:m", "Say PASS", Reply("PASS", usage={"input_tokens": 9,
@@ -128,7 +131,6 @@ class ResponseCache:
         self._hits = self._misses = self._stores = self._failures = 0
         self.warning: str | None = None  # the first failed look-up or store, said once
         self._connection: sqlite3.Connection | None = None
-        self._schemas: set[str] = set()  # extras' schemas already run (see tables())
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -199,9 +201,7 @@ class ResponseCache:
         connection.execute("PRAGMA synchronous = NORMAL")
         connection.execute("BEGIN IMMEDIATE")
         try:
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    connection.execute(statement)
+            _execute_all(connection, _SCHEMA)
             row = connection.execute("SELECT MAX(version) FROM schema_version").fetchone()
             version = row[0] if row else None
             if version is None:
@@ -233,20 +233,15 @@ class ResponseCache:
         extra: Any = None,
         count: bool = True,
     ) -> Reply | None:
-        """The stored reply for this key (with ``cached=True``), or None; ``count=False`` leaves
-        the look-up out of :meth:`stats`."""
+        """The stored reply (``cached=True``), or None; ``count=False`` leaves it out of stats."""
         key = _key(spec, prompt, sample, temperature, extra)
         with self._lock:
-            row = (
-                self._db()
-                .execute(
-                    "SELECT text, input_tokens, output_tokens, model, latency_ms FROM replies "
-                    "WHERE spec = ? AND prompt_sha256 = ? AND sample = ? AND temperature = ? "
-                    "AND extra = ?",
-                    key,
-                )
-                .fetchone()
+            found = self._db().execute(
+                "SELECT text, input_tokens, output_tokens, model, latency_ms FROM replies WHERE "
+                "spec = ? AND prompt_sha256 = ? AND sample = ? AND temperature = ? AND extra = ?",
+                key,
             )
+            row = found.fetchone()
             if row is None:
                 self._misses += count
                 return None
@@ -287,19 +282,6 @@ class ResponseCache:
             )
             self._stores += 1
 
-    @contextlib.contextmanager
-    def tables(self, schema: str) -> Iterator[sqlite3.Connection]:
-        """The connection, under the cache's lock, for an extra's own tables in this file;
-        ``schema`` (``CREATE … IF NOT EXISTS`` statements) is run on first use."""
-        with self._lock:
-            connection = self._db()
-            if schema not in self._schemas:
-                for statement in schema.split(";"):
-                    if statement.strip():
-                        connection.execute(statement)
-                self._schemas.add(schema)
-            yield connection
-
     def _add_hits(self, hits: int) -> None:
         with self._lock:
             self._hits += hits
@@ -311,7 +293,7 @@ class ResponseCache:
 
     @property
     def failures(self) -> int:
-        """Failed look-ups and stores since it was opened (each reply was used all the same)."""
+        """Failed look-ups and stores since it was opened (the replies were used all the same)."""
         with self._lock:
             return self._failures
 
@@ -368,7 +350,7 @@ class CachedModel(Model):
         return self.cache.get(self.spec, prompt, count=count, **self._where(sample, json_schema))
 
     def cache_only(self) -> CacheOnly | None:
-        """This model answering from its cache alone (None with ``refresh``, which never reads)."""
+        """This model answering from its cache alone (None with ``refresh``)."""
         return None if self.refresh else CacheOnly(self)
 
     def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
@@ -414,13 +396,12 @@ class CachedModel(Model):
 
 
 class _CacheMiss(BaseException):
-    """A call :class:`CacheOnly` cannot answer. A ``BaseException``, so that no judge records it
-    as a failed call: whoever asked (the runner) catches it and makes the call for real."""
+    """A call :class:`CacheOnly` cannot answer: a ``BaseException``, never a judge's failed call;
+    the runner catches it and makes the call for real."""
 
 
 class CacheOnly(Model):
-    """A :class:`CachedModel` answering from its cache alone (anything else raises
-    :class:`_CacheMiss`); its hits count once :meth:`settle`d, or are dropped by :meth:`forget`."""
+    """A :class:`CachedModel` answering from its cache alone; its hits count once settled."""
 
     def __init__(self, model: CachedModel) -> None:
         super().__init__(model.spec, temperature=model.temperature, settings=model.settings)
@@ -439,12 +420,12 @@ class CacheOnly(Model):
         return stored
 
     def settle(self) -> None:
-        """Count the hits so far in the cache's statistics (the attempt needed no call)."""
+        """Count the hits so far in the cache's statistics."""
         self.model.cache._add_hits(self.hits)
         self.hits = 0
 
     def forget(self) -> None:
-        """Drop the hits so far (the attempt missed: its calls will be made, and counted, again)."""
+        """Drop the hits so far (the calls will be made, and counted, again)."""
         self.hits = 0
 
 
@@ -453,7 +434,6 @@ _OPENED_LOCK = threading.Lock()
 
 
 def _reopened(inner: Model, path: str, refresh: bool) -> CachedModel:
-    """A cached model unpickled in another process, on the same cache file (opened once there)."""
     with _OPENED_LOCK:
         store = _OPENED.get(path)
         if store is None:
@@ -464,10 +444,8 @@ def _reopened(inner: Model, path: str, refresh: bool) -> CachedModel:
 def cached(
     model: Any, cache: ResponseCache, *, refresh: bool = False, spec: str | None = None
 ) -> CachedModel:
-    """Wrap ``model`` (a function is wrapped by :func:`~tinyeval.models.as_model`, ``spec``
-    naming it) so replies are read from and written to ``cache``; ``refresh=True`` stores
-    without reading. Failed calls are never stored; a failed store never loses a paid reply
-    (see :attr:`ResponseCache.failures` and :attr:`~ResponseCache.warning`).
+    """Wrap ``model`` (a function named by ``spec``) so replies are read from and written to
+    ``cache``; ``refresh=True`` stores without reading. Failed calls are never stored.
 
     >>> calls = []
     >>> with ResponseCache(":memory:") as cache:

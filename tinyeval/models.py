@@ -1,25 +1,10 @@
 """Models: the ``call_model`` contract, the adapters :func:`resolve` builds from a spec, retries.
 
-Anything that answers a prompt is a model: a ``prompt -> str`` function, sync
-or async, or a :class:`Model` from a spec. Every caller goes through :func:`ask`:
-``sample`` and ``json_schema`` reach only a callable that names them (never a
-``**kwargs`` catch-all), an awaitable is awaited on one long-lived background
-event loop, and anything but a string is an error.
-
-======================  ==================================================
-spec                    what it calls
-======================  ==================================================
-``builtin``             the offline baseline judge (``tinyeval/judges/``)
-``openai:MODEL``        any OpenAI-compatible ``POST {base}/chat/completions``
-``anthropic:MODEL``     the Anthropic Messages API ``POST {base}/v1/messages``
-``cmd:COMMAND``         a command: the prompt on stdin, the reply on stdout
-``py:MODULE:FUNCTION``  a Python function ``prompt -> str`` (async allowed)
-======================  ==================================================
-
-Keys come from the environment (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``) and
-are scrubbed from every message and reply. Failed HTTP calls (408, 409, 425,
-429, 5xx, timeouts, connection errors) are retried with jittered exponential
-backoff, or after the server's ``Retry-After``; see :mod:`tinyeval._http`.
+Anything that answers a prompt is a model: a ``prompt -> str`` function (sync or async) or
+a :class:`Model` from a spec: ``builtin`` (the offline judge), ``openai:MODEL`` (any
+OpenAI-compatible server), ``anthropic:MODEL``, ``cmd:COMMAND`` (the prompt on stdin, the
+reply on stdout) or ``py:MODULE:FUNCTION``. Keys come from the environment and are scrubbed
+from every message and reply; failed HTTP calls are retried (:mod:`tinyeval._http`).
 """
 
 from __future__ import annotations
@@ -38,7 +23,6 @@ import threading
 import time
 import urllib.parse
 import weakref
-from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -70,12 +54,10 @@ __all__ = [
     "ModelCallError",
     "ModelConfigError",
     "Reply",
-    "Usage",
     "accepted_keywords",
     "add_usage",
     "as_model",
     "ask",
-    "format_tokens",
     "model_spec",
     "parse_retry_after",
     "reported_model",
@@ -84,7 +66,6 @@ __all__ = [
     "scrub",
     "secret_values",
     "sum_usage",
-    "tally_usage",
 ]
 
 CallModel = Callable[..., Any]
@@ -94,8 +75,7 @@ _T = TypeVar("_T")
 
 
 class Reply(str):
-    """A model's reply: the text, its token ``usage``, the ``model`` the server reported,
-    whether it was ``cached``, and ``latency_ms`` (retries and waits included).
+    """A model's reply: the text, its ``usage``, the ``model`` reported, ``cached``, ``latency_ms``.
 
     >>> reply = Reply("PASS", usage={"input_tokens": 12, "output_tokens": 1})
     >>> reply == "PASS", reply.usage["output_tokens"], reply.cached
@@ -131,9 +111,8 @@ class Reply(str):
 
 
 class ChatPrompt(str):
-    """A conversation for a chat model, kept whole: a ``str`` (the OpenAI-shaped messages as
-    JSON, what ``cmd:``/``py:`` models get and the cache keys on) that the chat adapters send
-    as messages, with ``system`` apart for Anthropic and ``tools`` when the case gives them.
+    """A conversation for a chat model: a ``str`` (its OpenAI-shaped messages as JSON) that
+    the chat adapters send as messages, with ``system`` apart and the case's ``tools``.
 
     >>> prompt = ChatPrompt([{"role": "system", "content": "Be brief."},
     ...                      {"role": "user", "content": "Hours?"}])
@@ -168,7 +147,7 @@ class ChatPrompt(str):
 
     @classmethod
     def of(cls, conversation: Any, *, tools: Iterable[Mapping[str, Any]] = ()) -> ChatPrompt:
-        """The prompt for a conversation: anything with ``to_messages("openai"|"anthropic")``."""
+        """The prompt for anything with ``to_messages("openai"|"anthropic")``."""
         return cls(
             conversation.to_messages("openai"),
             anthropic_messages=conversation.to_messages("anthropic"),
@@ -193,7 +172,7 @@ def _signature_keywords(call_model: CallModel) -> frozenset[str]:
 
 
 def accepted_keywords(call_model: CallModel) -> frozenset[str]:
-    """Which of ``sample`` and ``json_schema`` ``call_model`` names as parameters (looked up once).
+    """Which of ``sample`` and ``json_schema`` ``call_model`` names as parameters.
 
     >>> sorted(accepted_keywords(lambda prompt, *, sample=0, json_schema=None: prompt))
     ['json_schema', 'sample']
@@ -224,7 +203,13 @@ class _Loop:
 
         loop = self._loop
         if loop is None or loop.is_closed():
-            loop = self._get()
+            with self._lock:
+                if self._loop is None or self._loop.is_closed():
+                    self._loop = asyncio.new_event_loop()
+                    threading.Thread(
+                        target=self._loop.run_forever, name="tinyeval-asyncio", daemon=True
+                    ).start()
+                loop = self._loop
         if _running_loop() is loop:  # awaited from a coroutine on our own loop: cannot block it
             raise RuntimeError("a model awaited from inside tinyeval's own event loop")
         # A bare lock, released by the task's done-callback, hands the result back: half
@@ -249,19 +234,6 @@ class _Loop:
             raise
         return tasks[0].result()
 
-    def _get(self) -> asyncio.AbstractEventLoop:
-        import asyncio
-
-        with self._lock:
-            if self._loop is None or self._loop.is_closed():
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(
-                    target=loop.run_forever, name="tinyeval-asyncio", daemon=True
-                )
-                thread.start()
-                self._loop = loop
-            return self._loop
-
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
     asyncio = sys.modules.get("asyncio")  # a loop can run only once asyncio is imported
@@ -281,8 +253,7 @@ _LOOP = _Loop()
 
 
 def run_awaitable(awaitable: Awaitable[_T]) -> _T:
-    """Wait for ``awaitable`` on tinyeval's long-lived event loop (whether or not the calling
-    thread runs one) and return its result.
+    """Wait for ``awaitable`` on tinyeval's long-lived event loop and return its result.
 
     >>> async def reply():
     ...     return "PASS"
@@ -299,8 +270,8 @@ def ask(
     sample: int = 0,
     json_schema: Mapping[str, Any] | None = None,
 ) -> str:
-    """One reply from any model callable, by the rules in the module docstring (anything but a
-    string raises ``TypeError``; whatever the model raises is raised).
+    """One reply from any model callable: ``sample`` and ``json_schema`` reach it only when it
+    names them, an awaitable is awaited, anything but a string raises ``TypeError``.
 
     >>> ask(lambda prompt, *, sample=0: f"sample {sample}", "x", sample=2)
     'sample 2'
@@ -331,15 +302,17 @@ def model_spec(call_model: Any) -> str | None:
     if call_model is None:
         return None
     spec = getattr(call_model, "spec", None)
-    if isinstance(spec, str):
-        return spec
-    module = getattr(call_model, "__module__", None) or "unknown"
-    name = getattr(call_model, "__qualname__", None) or type(call_model).__qualname__
+    return spec if isinstance(spec, str) else _py_name(call_model)
+
+
+def _py_name(function: Any) -> str:
+    module = getattr(function, "__module__", None) or "unknown"
+    name = getattr(function, "__qualname__", None) or type(function).__qualname__
     return f"py:{module}:{name}"
 
 
+# the token counts a row's usage holds; cached_* were replayed from the cache, not paid
 USAGE_KEYS = ("input_tokens", "output_tokens", "cached_input_tokens", "cached_output_tokens")
-"""The token counts a row's ``usage`` holds; ``cached_*`` were replayed from the cache, not paid."""
 
 
 def add_usage(total: dict[str, int], usage: Any, *, cached: bool = False) -> None:
@@ -366,16 +339,14 @@ def sum_usage(replies: Iterable[str]) -> dict[str, int] | None:
     >>> sum_usage([Reply("a", usage={"input_tokens": 3, "output_tokens": 1}), "plain"])
     {'input_tokens': 3, 'output_tokens': 1}
     """
-    total: Counter[str] = Counter()
+    total: dict[str, int] = {}
     seen = False
     for reply in replies:
         usage = getattr(reply, "usage", None)
         if isinstance(usage, Mapping):
             seen = True
-            part: dict[str, int] = {}
-            add_usage(part, usage, cached=getattr(reply, "cached", False) is True)
-            total.update(part)
-    return dict(total) if seen else None
+            add_usage(total, usage, cached=getattr(reply, "cached", False) is True)
+    return total if seen else None
 
 
 def reported_model(replies: Iterable[str]) -> str | None:
@@ -389,55 +360,6 @@ def reported_model(replies: Iterable[str]) -> str | None:
         if isinstance(model, str) and model:
             return model
     return None
-
-
-class Usage(NamedTuple):
-    """Token totals over many calls; ``unknown`` counts calls whose usage was not reported."""
-
-    calls: int
-    input_tokens: int
-    output_tokens: int
-    unknown: int
-
-
-def tally_usage(usages: Iterable[Mapping[str, Any] | None]) -> Usage:
-    """Add up ``{"input_tokens", "output_tokens"}`` dicts; None counts as unknown.
-
-    >>> tally_usage([{"input_tokens": 1500, "output_tokens": 200}, None,
-    ...              {"input_tokens": 1400, "output_tokens": 180}])
-    Usage(calls=3, input_tokens=2900, output_tokens=380, unknown=1)
-    """
-    calls = input_tokens = output_tokens = unknown = 0
-    for usage in usages:
-        calls += 1
-        if usage is None:
-            unknown += 1
-            continue
-        input_tokens += _tokenplural(usage, "input_tokens")
-        output_tokens += _tokenplural(usage, "output_tokens")
-    return Usage(calls, input_tokens, output_tokens, unknown)
-
-
-def _tokenplural(usage: Mapping[str, Any], name: str) -> int:
-    value = usage.get(name, 0)  # absent: none of that kind was paid for (e.g. a cache replay)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InputError(f"usage {dict(usage)!r}: {name} must be an integer >= 0, got {value!r}")
-    return value
-
-
-def format_tokens(n: int) -> str:
-    """A token count in short form, three significant digits at most.
-
-    >>> [format_tokens(n) for n in (950, 1_500, 360_000, 999_999, 2_700_000)]
-    ['950', '1.5k', '360k', '1M', '2.7M']
-    """
-    if n < 1000:
-        return str(n)
-    for scale, suffix in ((1e3, "k"), (1e6, "M"), (1e9, "B"), (1e12, "T")):
-        shown = float(f"{n / scale:.3g}")
-        if shown < 1000 or suffix == "T":
-            return f"{shown:g}{suffix}"
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 OPENAI_DEFAULT_BASE = "https://api.openai.com/v1"
@@ -454,16 +376,12 @@ class ModelConfigError(InputError):
 
 
 class ModelCallError(TinyevalError, RuntimeError):
-    """A model call that failed after its retries: the spec, what went wrong and how many
-    attempts were made; never a key or a request header."""
+    """A model call that failed after its retries (the message never holds a key)."""
 
 
 class Model(abc.ABC):
-    """A callable model: ``model(prompt, *, sample=0, json_schema=None) -> Reply``.
-
-    ``spec`` never holds a key; ``settings`` are the other non-secret settings that
-    change replies (the cache keys on them); ``sample`` numbers the independent samples
-    of one prompt (sent as ``seed``, or ``TINYEVAL_SAMPLE`` to a command).
+    """A callable model: ``model(prompt, *, sample=0, json_schema=None) -> Reply``; its
+    ``spec`` and ``settings`` (what else changes replies: the cache keys on them) hold no key.
 
     >>> model = as_model(lambda prompt: prompt.upper(), spec="py:demo:upper")
     >>> model("pass"), model.spec
@@ -497,20 +415,18 @@ class Model(abc.ABC):
         return reply
 
     def _secrets(self) -> list[str]:
-        """Secrets this model holds besides the environment's (an HTTP adapter's key)."""
-        return []
+        return []  # secrets besides the environment's (an HTTP adapter's key)
 
     @abc.abstractmethod
     def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
-        """One call to the model (each adapter defines it)."""
+        """One call to the model."""
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.spec!r} temperature={self.temperature!r}>"
 
 
 def _scrub_reply(reply: Reply, secrets: Iterable[str] = ()) -> Reply:
-    """``reply`` with every secret removed from its text and reported model name (the same
-    object when it holds none; refused when it is not valid text)."""
+    """``reply`` with every secret removed from its text and model name (refused if not text)."""
     secrets = list(secrets)
     _refuse_invalid_text(str(reply), "the reply")
     text = scrub(str(reply), secrets)
@@ -530,8 +446,7 @@ def _scrub_reply(reply: Reply, secrets: Iterable[str] = ()) -> Reply:
 
 
 def _key_from_environment(variable: str) -> str | None:
-    """An API key from the environment, stripped (a file's trailing newline); None when unset.
-    A control or non-ASCII character inside cannot go in a header: refused, the key unshown."""
+    """An API key from the environment, stripped; None when unset; refused unless ASCII text."""
     key = os.environ.get(variable, "").strip()
     if not key:
         return None
@@ -571,13 +486,9 @@ def resolve(
     sleep: Sleep = time.sleep,
     max_response_bytes: int = MAX_RESPONSE_BYTES,
 ) -> Model:
-    """The :class:`Model` named by ``spec`` (see the module docstring for the forms).
-
-    ``base_url`` overrides the server (else ``OPENAI_BASE_URL``/``ANTHROPIC_BASE_URL``, then
-    the vendor's); ``timeout`` bounds each whole HTTP attempt, in seconds; ``retries`` is how
-    often a failed HTTP call is tried again; ``max_response_bytes`` is the largest reply body
-    read; ``temperature`` None leaves it to the server; ``sleep`` waits between attempts.
-    Raises :class:`ModelConfigError` for a spec or setting that cannot work.
+    """The :class:`Model` named by ``spec``; ``base_url`` overrides ``OPENAI_BASE_URL`` or
+    ``ANTHROPIC_BASE_URL``, ``timeout`` bounds each HTTP attempt, ``temperature`` None leaves
+    it to the server. A spec or setting that cannot work raises :class:`ModelConfigError`.
 
     >>> model = resolve("cmd:cat")
     >>> model("PASS: the amount is 1,250.50"), model.temperature
@@ -597,7 +508,8 @@ def resolve(
         base_url, timeout, retries, temperature, max_tokens, sleep, max_response_bytes
     )
     if spec == "builtin":
-        return _resolved(spec, _extra("model", "builtin", what="the built-in judge"), temperature)
+        judge = _extra("model", "builtin", what="the built-in judge")
+        return _FunctionModel(spec, judge, temperature=temperature, resolved=True)
     scheme, sep, rest = spec.partition(":")
     if not sep or scheme not in ("openai", "anthropic", "cmd", "py"):
         raise ModelConfigError(
@@ -614,8 +526,6 @@ def resolve(
 
 
 class _Options(NamedTuple):
-    """What :func:`resolve` was asked for, as an HTTP adapter keeps it."""
-
     base_url: str | None
     timeout: float
     retries: int
@@ -629,7 +539,6 @@ _MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/@-]*")
 
 
 def _scheme_hint(spec: str) -> str:
-    """For a bare model name (no scheme), how to write it as an OpenAI-compatible spec."""
     if ":" in spec or not _MODEL_NAME.fullmatch(spec):
         return ""
     return f"; for an OpenAI-compatible model write openai:{spec}"
@@ -662,16 +571,20 @@ def _check_options(
 
 
 class _FunctionModel(Model):
-    """A Python function ``prompt -> str`` (sync or async), called through :func:`ask`."""
+    """A Python function ``prompt -> str`` (sync or async)."""
 
     def __init__(
-        self, spec: str, function: Callable[..., Any], *, temperature: float | None
+        self,
+        spec: str,
+        function: Callable[..., Any],
+        *,
+        temperature: float | None,
+        resolved: bool = False,
     ) -> None:
         super().__init__(spec, temperature=temperature)
         self._function = function
         self.supports_json_schema = "json_schema" in accepted_keywords(function)
-
-    resolved = False  # True when resolve() found it by spec (py: or builtin)
+        self.resolved = resolved  # found by resolve(): another process can find it again
 
     def __reduce__(self) -> Any:
         if self.resolved:  # by name: the other process imports it as resolve() did here
@@ -693,8 +606,8 @@ class _FunctionModel(Model):
 def as_model(
     function: Callable[..., Any], *, spec: str | None = None, temperature: float | None = None
 ) -> Model:
-    """Wrap any function ``prompt -> str`` (sync or async) as a :class:`Model` (a Model is
-    returned as is); ``spec`` defaults to ``py:MODULE:QUALNAME``: pass one for lambdas.
+    """Wrap a function ``prompt -> str`` (sync or async) as a :class:`Model`; ``spec`` defaults
+    to ``py:MODULE:QUALNAME``.
 
     >>> async def judge(prompt, *, sample=0):
     ...     return "PASS" if "1,250.50" in prompt else "FAIL"
@@ -705,15 +618,11 @@ def as_model(
         return function
     if not callable(function):
         raise ModelConfigError(f"expected a callable model, got {type(function).__name__}")
-    if spec is None:
-        module = getattr(function, "__module__", None) or "unknown"
-        name = getattr(function, "__qualname__", None) or type(function).__qualname__
-        spec = f"py:{module}:{name}"
-    return _FunctionModel(spec, function, temperature=temperature)
+    return _FunctionModel(spec or _py_name(function), function, temperature=temperature)
 
 
 def _python_model(spec: str, target: str, temperature: float | None) -> Model:
-    """The function ``MODULE:QUALNAME`` names; a MODULE starting with a dot is in this package."""
+    """The function ``MODULE:QUALNAME`` names (a MODULE starting with a dot is tinyeval's)."""
     module_name, sep, attribute = target.partition(":")
     module_name, attribute = module_name.strip(), attribute.strip()
     if not sep or not module_name or not attribute:
@@ -736,13 +645,7 @@ def _python_model(spec: str, target: str, temperature: float | None) -> Model:
         raise ModelConfigError(
             f"{spec}: {attribute!r} is a {type(function).__name__}, not callable"
         )
-    return _resolved(spec, function, temperature)
-
-
-def _resolved(spec: str, function: Callable[..., Any], temperature: float | None) -> Model:
-    model = _FunctionModel(spec, function, temperature=temperature)
-    model.resolved = True  # it can be resolved again by its spec in another process
-    return model
+    return _FunctionModel(spec, function, temperature=temperature, resolved=True)
 
 
 class _CommandModel(Model):
@@ -809,18 +712,19 @@ def _last_line(text: str) -> str:
 
 
 def _strip_one_newline(text: str) -> str:
-    for ending in ("\r\n", "\n"):
-        if text.endswith(ending):
-            return text[: -len(ending)]
-    return text
+    return text[:-2] if text.endswith("\r\n") else text.removesuffix("\n")
 
 
 class _HTTPModel(_Poster, Model):
-    """An HTTP adapter: POST JSON, retry, and describe failures."""
+    """An HTTP adapter: POST JSON, retry, describe failures; each vendor gives its wire format."""
 
-    key_variable = ""
-    base_variable = ""
-    default_base = ""
+    base_variable: str
+    default_base: str
+    _check_key: Callable[[str, str | None, str], None]  # refuses a missing key the server needs
+    _url_of: Callable[[str], str]
+    _auth_headers: Callable[[], dict[str, str]]
+    _request_body: Callable[[str, int, Mapping[str, Any] | None], dict[str, Any]]  # batches too
+    _reply: Callable[[Any], Reply]
 
     def __init__(self, spec: str, name: str, url: str, key: str | None, options: _Options) -> None:
         settings = {"url": _public_url(url), "max_tokens": options.max_tokens}
@@ -852,17 +756,6 @@ class _HTTPModel(_Poster, Model):
         cls._check_key(spec, key, parts.hostname)
         return cls(spec, name, cls._url_of(base), key, options)
 
-    @staticmethod
-    def _check_key(spec: str, key: str | None, host: str) -> None:
-        """Refuse a missing key where the server needs one."""
-
-    @staticmethod
-    def _url_of(base: str) -> str:
-        return base
-
-    def _auth_headers(self) -> dict[str, str]:
-        return {}
-
     def _request_headers(self) -> dict[str, str]:
         from . import __version__
 
@@ -874,8 +767,7 @@ class _HTTPModel(_Poster, Model):
         }
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # sent to another process (a distributed executor) without its key or its sleep: the
-        # receiving side reads the key from its own environment, as resolve() does
+        # sent to another process without its key or its sleep: the key is read there
         options = self.options._replace(sleep=time.sleep)
         return (_rebuild_http, (type(self), self.spec, self.name, self._url, options))
 
@@ -885,18 +777,8 @@ class _HTTPModel(_Poster, Model):
     def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
         return self._reply(self._post(self._request_body(prompt, sample, json_schema)))
 
-    @abc.abstractmethod
-    def _request_body(
-        self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None
-    ) -> dict[str, Any]:
-        """The JSON body of one call (each provider defines it; batches send the same body)."""
-
-    @abc.abstractmethod
-    def _reply(self, payload: Any) -> Reply:
-        """The reply in the provider's decoded JSON answer (each provider defines it)."""
-
     def _post(self, body: Mapping[str, Any]) -> Any:
-        """POST ``body`` as JSON and return the decoded JSON reply, retrying as documented."""
+        """POST ``body`` as JSON and return the decoded JSON reply, retrying."""
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         attempts = self.retries + 1
         for attempt in range(1, attempts + 1):
@@ -935,25 +817,29 @@ class _HTTPModel(_Poster, Model):
         where = _host_port(self._url)
         return ModelCallError(scrub(f"{self.spec}: unexpected reply from {where}: {what}"))
 
+    def _reply_with(self, payload: Mapping[str, Any], text: str, names: tuple[str, str]) -> Reply:
+        """A Reply with the usage (under the vendor's ``names``) and model the server reports."""
+        usage: dict[str, Any] = payload["usage"] if isinstance(payload.get("usage"), dict) else {}
+        counts: dict[str, Any] = {
+            "input_tokens": usage.get(names[0]),
+            "output_tokens": usage.get(names[1]),
+        }
+        known = all(isinstance(n, int) and not isinstance(n, bool) for n in counts.values())
+        reported = payload.get("model")
+        model = reported if isinstance(reported, str) else None
+        return Reply(text, usage=counts if known else None, model=model)
+
 
 def _rebuild_http(
     cls: type[_HTTPModel], spec: str, name: str, url: str, options: _Options
 ) -> _HTTPModel:
-    """An HTTP model unpickled in another process, its key read from that process's environment."""
     return cls(spec, name, url, _key_from_environment(cls.key_variable), options)
 
 
-def _reply_from(payload: Mapping[str, Any], text: str, tokens_in: str, tokens_out: str) -> Reply:
-    """A Reply with the usage and model name a server's JSON reports (under its own key names)."""
-    usage: dict[str, Any] = payload["usage"] if isinstance(payload.get("usage"), dict) else {}
-    counts: dict[str, Any] = {
-        "input_tokens": usage.get(tokens_in),
-        "output_tokens": usage.get(tokens_out),
-    }
-    known = all(isinstance(n, int) and not isinstance(n, bool) for n in counts.values())
-    reported = payload.get("model")
-    model = reported if isinstance(reported, str) else None
-    return Reply(text, usage=counts if known else None, model=model)
+def _chat(prompt: str) -> ChatPrompt:
+    if isinstance(prompt, ChatPrompt):
+        return prompt
+    return ChatPrompt([{"role": "user", "content": prompt}])
 
 
 class _OpenAIModel(_HTTPModel):
@@ -982,18 +868,10 @@ class _OpenAIModel(_HTTPModel):
     def _request_body(
         self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None
     ) -> dict[str, Any]:
-        """The JSON body of one call (the batch module sends the same body)."""
-        body: dict[str, Any] = {
-            "model": self.name,
-            "messages": (
-                list(prompt.messages)
-                if isinstance(prompt, ChatPrompt)
-                else [{"role": "user", "content": prompt}]
-            ),
-            "seed": sample,
-        }
-        if isinstance(prompt, ChatPrompt) and prompt.tools:
-            body["tools"] = list(prompt.tools)
+        chat = _chat(prompt)
+        body: dict[str, Any] = {"model": self.name, "messages": list(chat.messages), "seed": sample}
+        if chat.tools:
+            body["tools"] = list(chat.tools)
         if self.temperature is not None:
             body["temperature"] = self.temperature
         if self.max_tokens is not None:
@@ -1016,7 +894,7 @@ class _OpenAIModel(_HTTPModel):
         if not isinstance(content, str):
             finish = choices[0].get("finish_reason")
             raise self._bad_shape(f"the reply has no text (finish_reason={finish!r})")
-        return _reply_from(payload, content, "prompt_tokens", "completion_tokens")
+        return self._reply_with(payload, content, ("prompt_tokens", "completion_tokens"))
 
 
 class _AnthropicModel(_HTTPModel):
@@ -1041,21 +919,16 @@ class _AnthropicModel(_HTTPModel):
     def _request_body(
         self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None
     ) -> dict[str, Any]:
-        """The JSON body of one call (the batch module sends the same body)."""
+        chat = _chat(prompt)
         body: dict[str, Any] = {
             "model": self.name,
             "max_tokens": self.max_tokens or ANTHROPIC_DEFAULT_MAX_TOKENS,
-            "messages": (
-                list(prompt.anthropic_messages)
-                if isinstance(prompt, ChatPrompt)
-                else [{"role": "user", "content": prompt}]
-            ),
+            "messages": list(chat.anthropic_messages),
         }
-        if isinstance(prompt, ChatPrompt):
-            if prompt.system:
-                body["system"] = prompt.system
-            if prompt.tools:
-                body["tools"] = [_anthropic_tool(tool) for tool in prompt.tools]
+        if chat.system:
+            body["system"] = chat.system
+        if chat.tools:
+            body["tools"] = [_anthropic_tool(tool) for tool in chat.tools]
         if self.temperature is not None:
             body["temperature"] = self.temperature
         return body
@@ -1074,12 +947,11 @@ class _AnthropicModel(_HTTPModel):
         if not texts:
             stop = payload.get("stop_reason")
             raise self._bad_shape(f"the reply has no text block (stop_reason={stop!r})")
-        return _reply_from(payload, "".join(texts), "input_tokens", "output_tokens")
+        return self._reply_with(payload, "".join(texts), ("input_tokens", "output_tokens"))
 
 
 def _anthropic_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
-    """An OpenAI function definition as the Messages API's tool (name, description, schema)."""
-    inner = tool.get("function")
+    inner = tool.get("function")  # an OpenAI function definition as a Messages API tool
     function: Mapping[str, Any] = inner if isinstance(inner, Mapping) else tool
     return {
         "name": function.get("name"),

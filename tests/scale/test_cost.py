@@ -11,8 +11,16 @@ from hypothesis import strategies as st
 
 from tinyeval.cli import main
 from tinyeval.errors import InputError
-from tinyeval.models import format_tokens, tally_usage
-from tinyeval.scale.cost import CostError, Price, estimate, format_usd, parse_price, run_cost
+from tinyeval.scale.cost import (
+    CostError,
+    Price,
+    estimate,
+    format_tokens,
+    format_usd,
+    parse_price,
+    run_cost,
+    tally_usage,
+)
 
 
 def test_the_worked_example() -> None:

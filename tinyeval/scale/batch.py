@@ -24,17 +24,20 @@ elsewhere); polling stops after ``max_wait`` seconds, the rest ``pending``.
 from __future__ import annotations
 
 import abc
+import contextlib
 import dataclasses
 import http.client
 import json
 import random
+import sqlite3
 import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -42,7 +45,7 @@ from typing import Any, NamedTuple
 # Batches share the adapters' private HTTP machinery: a batch request's body is the adapter's
 # own, and its failures are described the same way.
 from .._http import _backoff_delay, _Failure, _host_port, _origin, _server_message
-from ..cache import CachedModel, ResponseCache, reply_key
+from ..cache import CachedModel, ResponseCache, _execute_all, reply_key
 from ..errors import TinyevalError, plural, shorten
 from ..models import (
     Model,
@@ -105,8 +108,8 @@ _BatchableModel = _OpenAIModel | _AnthropicModel
 _CREATE_RETRY_STATUSES = frozenset({408, 425, 429, 502, 503, 529})
 
 
-# Where each request of a provider batch stands, kept in the response cache's file (see
-# ResponseCache.tables), so a process that dies while a batch runs can resume polling it.
+# Where each request of a provider batch stands, kept in the response cache's file, so a
+# process that dies while a batch runs can resume polling it.
 _BATCH_SCHEMA = """
 CREATE TABLE IF NOT EXISTS batches (
     batch_id   TEXT NOT NULL PRIMARY KEY,
@@ -124,6 +127,19 @@ CREATE TABLE IF NOT EXISTS batch_requests (
 );
 CREATE INDEX IF NOT EXISTS batch_requests_by_batch ON batch_requests (batch_id);
 """
+
+_MADE: weakref.WeakSet[ResponseCache] = weakref.WeakSet()  # caches whose file has the tables
+
+
+@contextlib.contextmanager
+def _tables(cache: ResponseCache) -> Iterator[sqlite3.Connection]:
+    """The cache file's connection, under the cache's lock, the batch tables made on first use."""
+    with cache._lock:
+        connection = cache._db()
+        if cache not in _MADE:
+            _execute_all(connection, _BATCH_SCHEMA)
+            _MADE.add(cache)
+        yield connection
 
 
 class BatchEntry(NamedTuple):
@@ -155,7 +171,7 @@ def record_batch(cache: ResponseCache, batch_id: str, spec: str, custom_ids: Ite
     """
     now = _now()
     rows = [(custom_id, batch_id, "pending", None, now) for custom_id in custom_ids]
-    with cache.tables(_BATCH_SCHEMA) as connection:
+    with _tables(cache) as connection:
         connection.execute("BEGIN IMMEDIATE")
         try:
             connection.execute(
@@ -178,7 +194,7 @@ def batch_entries(cache: ResponseCache, custom_ids: Iterable[str]) -> dict[str, 
     """The recorded entries of those ``custom_ids`` that were ever submitted in a batch."""
     wanted = list(dict.fromkeys(custom_ids))
     found: dict[str, BatchEntry] = {}
-    with cache.tables(_BATCH_SCHEMA) as connection:
+    with _tables(cache) as connection:
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
             marks = ",".join("?" * len(chunk))
@@ -215,7 +231,7 @@ def update_batch(
         (state, detail, now, custom_id, batch_id)
         for custom_id, (state, detail) in (states or {}).items()
     ]
-    with cache.tables(_BATCH_SCHEMA) as connection:
+    with _tables(cache) as connection:
         connection.execute("BEGIN IMMEDIATE")
         try:
             connection.execute(
@@ -243,7 +259,7 @@ def pending_batches(cache: ResponseCache, spec: str | None = None) -> list[str]:
     if spec is not None:
         query += " AND b.spec = ?"
         arguments = (spec,)
-    with cache.tables(_BATCH_SCHEMA) as connection:
+    with _tables(cache) as connection:
         rows = connection.execute(query + " ORDER BY b.created_at, b.batch_id", arguments)
         return [row[0] for row in rows.fetchall()]
 

@@ -15,11 +15,70 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from ..errors import InputError, plural
-from ..models import format_tokens, tally_usage
 
-__all__ = ["CostError", "Estimate", "Price", "estimate", "format_usd", "parse_price", "run_cost"]
+__all__ = [
+    "CostError",
+    "Estimate",
+    "Price",
+    "Usage",
+    "estimate",
+    "format_tokens",
+    "format_usd",
+    "parse_price",
+    "run_cost",
+    "tally_usage",
+]
 
 _PER_MILLION = 1_000_000
+
+
+class Usage(NamedTuple):
+    """Token totals over many calls; ``unknown`` counts calls whose usage was not reported."""
+
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    unknown: int
+
+
+def tally_usage(usages: Iterable[Mapping[str, Any] | None]) -> Usage:
+    """Add up ``{"input_tokens", "output_tokens"}`` dicts; None counts as unknown.
+
+    >>> tally_usage([{"input_tokens": 1500, "output_tokens": 200}, None,
+    ...              {"input_tokens": 1400, "output_tokens": 180}])
+    Usage(calls=3, input_tokens=2900, output_tokens=380, unknown=1)
+    """
+    calls = input_tokens = output_tokens = unknown = 0
+    for usage in usages:
+        calls += 1
+        if usage is None:
+            unknown += 1
+            continue
+        input_tokens += _tokenplural(usage, "input_tokens")
+        output_tokens += _tokenplural(usage, "output_tokens")
+    return Usage(calls, input_tokens, output_tokens, unknown)
+
+
+def _tokenplural(usage: Mapping[str, Any], name: str) -> int:
+    value = usage.get(name, 0)  # absent: none of that kind was paid for (e.g. a cache replay)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(f"usage {dict(usage)!r}: {name} must be an integer >= 0, got {value!r}")
+    return value
+
+
+def format_tokens(n: int) -> str:
+    """A token count in short form, three significant digits at most.
+
+    >>> [format_tokens(n) for n in (950, 1_500, 360_000, 999_999, 2_700_000)]
+    ['950', '1.5k', '360k', '1M', '2.7M']
+    """
+    if n < 1000:
+        return str(n)
+    for scale, suffix in ((1e3, "k"), (1e6, "M"), (1e9, "B"), (1e12, "T")):
+        shown = float(f"{n / scale:.3g}")
+        if shown < 1000 or suffix == "T":
+            return f"{shown:g}{suffix}"
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 class CostError(InputError):

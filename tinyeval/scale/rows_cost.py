@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..records import Row
-from .cost import Price
+from .cost import Price, format_tokens, format_usd, run_cost, tally_usage
 
 __all__ = ["RowsCost", "cost_of_rows"]
 
@@ -33,21 +33,24 @@ class RowsCost:
 
     def to_dict(self) -> dict[str, Any]:
         """The figures as JSON (what ``cost --results --json`` prints)."""
-        return {"results": self.source, "rows": self.rows,
-                "rows_without_usage": self.rows_without_usage, "tokens_in": self.tokens_in,
-                "tokens_out": self.tokens_out,
-                "price": None if self.price is None else self.price.to_dict(),
-                "usd": None if self.usd is None else round(self.usd, 6)}  # fmt: skip
+        return {
+            "results": self.source,
+            "rows": self.rows,
+            "rows_without_usage": self.rows_without_usage,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "price": None if self.price is None else self.price.to_dict(),
+            "usd": None if self.usd is None else round(self.usd, 6),
+        }
 
     def __str__(self) -> str:
-        from ..models import format_tokens
-        from .cost import format_usd
-
         known = self.rows - self.rows_without_usage
         if not known:
-            return (f"{self.rows:,} rows in {self.source}, none with token usage: the cost is "
-                    "unknown (the models called reported no usage, or no model was "
-                    "called)")  # fmt: skip
+            return (
+                f"{self.rows:,} rows in {self.source}, none with token usage: the cost is "
+                "unknown (the models called reported no usage, or no model was "
+                "called)"
+            )
         tokens = f"{format_tokens(self.tokens_in)} tokens in, {format_tokens(self.tokens_out)} out"
         line = f"{self.rows:,} rows in {self.source}, {known:,} with token usage: {tokens}"
         if self.usd is None:
@@ -63,12 +66,10 @@ def cost_of_rows(rows: Sequence[Row], price: Price | None, *, source: str) -> Ro
     >>> found.tokens_in, found.usd
     (10, None)
     """
-    from ..models import tally_usage
-    from .cost import run_cost
-
     usages = [row.get("usage") if isinstance(row.get("usage"), dict) else None for row in rows]
     usage = tally_usage(usages)
     known = usage.calls - usage.unknown
     usd = None if price is None or not known else run_cost(usages, price)
-    return RowsCost(source, usage.calls, usage.unknown, usage.input_tokens, usage.output_tokens,
-                    price, usd)  # fmt: skip
+    return RowsCost(
+        source, usage.calls, usage.unknown, usage.input_tokens, usage.output_tokens, price, usd
+    )
