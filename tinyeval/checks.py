@@ -65,11 +65,6 @@ class CheckSpecError(InputError):
     expect.not_contain: unknown key 'not_contain'; did you mean 'not_contains'?
     """
 
-    @property
-    def message(self) -> str:
-        """What was expected and what was got (the message without the field)."""
-        return self.reason
-
 
 @dataclass(frozen=True)
 class CheckResult:
@@ -224,14 +219,10 @@ def _split_path(path: str) -> list[str]:
 
 def _segments(path: str) -> tuple[str, ...]:
     """The checked parts of a dotted path (cached: the same paths come in every case)."""
-    if isinstance(path, str):
-        return _cached_segments(path)
-    return tuple(_split_path(path))  # raises the CheckSpecError
+    return _cached_segments(path) if isinstance(path, str) else tuple(_split_path(path))
 
 
-@lru_cache(maxsize=4096)
-def _cached_segments(path: str) -> tuple[str, ...]:
-    return tuple(_split_path(path))
+_cached_segments = lru_cache(maxsize=4096)(lambda path: tuple(_split_path(path)))
 
 
 def get_path(obj: Any, path: str) -> Any:
@@ -247,11 +238,7 @@ def get_path(obj: Any, path: str) -> Any:
 
 
 def get_segments(obj: Any, segments: Sequence[str]) -> Any:
-    """:func:`get_path` for a path already split and checked.
-
-    >>> get_segments({"a": [{"b": 1}]}, ("a", "0", "b"))
-    1
-    """
+    """:func:`get_path` for a path already split and checked."""
     current = obj
     for position, segment in enumerate(segments):
         if type(current) is dict and segment in current:  # the common case, first
@@ -677,7 +664,7 @@ class _blame:
 
     def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
         if isinstance(error, CheckSpecError):
-            raise CheckSpecError(error.message, field=self.field) from None
+            raise CheckSpecError(error.reason, field=self.field) from None
 
 
 def _items(value: Any, field: str, *, single_ok: bool) -> list[tuple[str, Any]]:
@@ -744,7 +731,7 @@ def _path_builder(
                     raise CheckSpecError(f"expected {shape}, got {_describe(argument)}")
                 built.append(factory(path, argument))
             except CheckSpecError as error:
-                raise CheckSpecError(error.message, field=f"{field}.{path}") from None
+                raise CheckSpecError(error.reason, field=f"{field}.{path}") from None
         return built
 
     return build

@@ -12,6 +12,7 @@ Chat ``messages`` and OpenTelemetry traces are read by an extra through the door
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import json
 import math
@@ -266,10 +267,6 @@ def _expect_type(value: Any, expected: str, field_name: str, where: dict[str, An
     raise DatasetError(f"expected {expected}, got {_describe(value)}", field=field_name, **where)
 
 
-def _text_of(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
 def _near_miss(key: str, absent: list[str]) -> str | None:
     """The recognised key that ``key`` looks like a typo of (same letters in another case,
     or one slip of a finger), if that key is absent from the record."""
@@ -332,9 +329,7 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
         )
     _refuse_near_misses(rec, where, line_id=line_id)
 
-    raw_id = rec.pop("id", _MISSING)
-    if raw_id is _MISSING and line_id is not None:
-        raw_id = line_id
+    raw_id = rec.pop("id", _MISSING if line_id is None else line_id)
     if raw_id is _MISSING:
         raise DatasetError(
             "every case needs an id (a non-empty string), or name the cases by their line "
@@ -355,7 +350,7 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
     output = rec.pop("output", None)
     if output is not None and not isinstance(output, str):
         if isinstance(output, (dict, list)):
-            output = _text_of(output)
+            output = json.dumps(output, ensure_ascii=False, separators=(",", ":"))
         else:
             _expect_type(output, "a string, a JSON object or list, or null", "output", where)
 
@@ -725,7 +720,9 @@ def dataset_fingerprint(cases: Iterable[Case]) -> str:
     >>> dataset_fingerprint([a, b]) == dataset_fingerprint([b, a])
     True
     """
-    return Fingerprinting().of(cases)
+    taking = Fingerprinting()
+    collections.deque(taking.adding(cases), maxlen=0)  # consumed, kept nowhere
+    return taking.value()
 
 
 class Fingerprinting:
@@ -749,12 +746,6 @@ class Fingerprinting:
             self.total += case_digest(case)  # reduced once, in value(): exact either way
             self.count += 1
             yield case
-
-    def of(self, cases: Iterable[Case]) -> str:
-        """Add every case of ``cases`` and give the fingerprint."""
-        for _ in self.adding(cases):
-            pass
-        return self.value()
 
     def value(self) -> str:
         """The fingerprint of the cases added so far."""
