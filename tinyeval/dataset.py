@@ -105,9 +105,6 @@ class Case:
         state["built_checks"] = None
         return state
 
-    def __setstate__(self, state: Mapping[str, Any]) -> None:
-        self.__dict__.update(state)
-
     def to_dict(self) -> dict[str, Any]:
         """The case as a JSON-ready dict (recognised keys, ``meta``, and its conversation's).
 
@@ -267,41 +264,28 @@ def _expect_type(value: Any, expected: str, field_name: str, where: dict[str, An
     raise DatasetError(f"expected {expected}, got {_describe(value)}", field=field_name, **where)
 
 
-def _near_miss(key: str, absent: list[str]) -> str | None:
-    """The recognised key that ``key`` looks like a typo of (same letters in another case,
-    or one slip of a finger), if that key is absent from the record."""
-    import difflib
-
-    lowered = key.lower()
-    for name in absent:
-        if lowered == name:
-            return name
-    close = difflib.get_close_matches(lowered, absent, n=1, cutoff=0.88)
-    return close[0] if close else None
-
-
 def _refuse_near_misses(record: Mapping[str, Any], where: dict[str, Any], *, line_id: Any) -> None:
-    """Other keys are kept as meta, but one that looks like a misspelt recognised key is an error:
-    ``"expects"`` must not quietly become meta while the case runs with no expectations."""
+    """Other keys are kept as meta, but one that looks like a typo of an absent recognised key
+    (same letters in another case, or one slip of a finger) is an error: ``"expects"`` must not
+    quietly become meta while the case runs with no expectations."""
     if _RECOGNISED.issuperset(record):  # the common case: nothing to look at
         return
+    import difflib
+
     absent = [k for k in RECOGNISED_KEYS if k not in record and not (k == "id" and line_id)]
     for key in record:
         if key in RECOGNISED_KEYS or not isinstance(key, str):
             continue
-        meant = _near_miss(key, absent)
-        if meant is not None:
+        lowered = key.lower()
+        close = difflib.get_close_matches(lowered, absent, n=1, cutoff=0.88)
+        if lowered in absent or close:
+            meant = lowered if lowered in absent else close[0]
             raise DatasetError(
                 f"unknown key {key!r}; did you mean {meant!r}? (if it is your own data, keep it "
                 f"under another name, or map it (fields {meant}={key}))",
                 field=key,
                 **where,
             )
-
-
-def _at(error: InputError, where: dict[str, Any]) -> DatasetError:
-    """A check's specification error as a dataset error at this file and line."""
-    return DatasetError(error.reason, field=error.field, **where)
 
 
 class ResultsNotCasesError(DatasetError):
@@ -385,7 +369,7 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
     try:  # (a try costs nothing until it catches; this runs for every case read)
         built = tuple(checks.checks_from_expect(expect))
     except InputError as exc:  # a wrong expect block, or a key whose extra this copy lacks
-        raise _at(exc, where) from None
+        raise DatasetError(exc.reason, field=exc.field, **where) from None
 
     tool_calls = rec.pop("tool_calls", None)
     if tool_calls is None:
