@@ -159,6 +159,7 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 _DECODER = json.JSONDecoder(object_pairs_hook=_unique_pairs)
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_BETWEEN = re.compile(r"[ \t\r\n,]*")  # what stands between the items of a valid JSON list
 
 
 class _json_errors:
@@ -260,7 +261,6 @@ def _otel(document: Any, text: str, path: str) -> Iterator[tuple[int, Any]]:
 
 def _records_json(text: str, path: str) -> Iterator[tuple[int, Any]]:
     """Yield the items of a top-level JSON list with the line each starts on."""
-    decoder = _DECODER
     whole = _whole_json(text, path)  # structure first; an item's own problems get its line
     if isinstance(whole, dict) and "resourceSpans" in whole:
         yield from _otel(whole, text, path)
@@ -269,22 +269,18 @@ def _records_json(text: str, path: str) -> Iterator[tuple[int, Any]]:
         start = _member_start(text, "cases")
     else:
         start = text.index("[")
-    pos = start + 1
-    line = text.count("\n", 0, pos) + 1
+    line, counted, pos = 1, 0, start + 1
     while True:
-        while pos < len(text) and text[pos] in " \t\r\n,":
-            if text[pos] == "\n":
-                line += 1
-            pos += 1
-        if pos >= len(text) or text[pos] == "]":
+        pos = _BETWEEN.match(text, pos).end()  # type: ignore[union-attr]
+        if text[pos] == "]":  # the whole is valid JSON: the list closes
             return
+        line += text.count("\n", counted, pos)
+        counted = pos
         with _json_errors(path, line):
-            item, end = decoder.raw_decode(text, pos)
-        if _SURROGATE_ESCAPE.search(text, pos, end):
+            item, pos = _DECODER.raw_decode(text, pos)
+        if _SURROGATE_ESCAPE.search(text, counted, pos):
             _refuse_surrogates(item, path, line, None)
         yield line, item
-        line += text.count("\n", pos, end)
-        pos = end
 
 
 def _in_cases_member(data: Any, path: str, kind: str, holder: str) -> bool:
@@ -306,14 +302,11 @@ def _member_start(text: str, key: str) -> int:
     decoder = json.JSONDecoder()
     pos, found = text.index("{") + 1, -1
     while True:
-        while text[pos] in " \t\r\n,":
-            pos += 1
+        pos = _BETWEEN.match(text, pos).end()  # type: ignore[union-attr]
         if text[pos] == "}":
             return found
         name, pos = decoder.raw_decode(text, pos)
-        pos = text.index(":", pos) + 1
-        while text[pos] in " \t\r\n":
-            pos += 1
+        pos = _BETWEEN.match(text, text.index(":", pos) + 1).end()  # type: ignore[union-attr]
         if name == key:
             found = pos
         _, pos = decoder.raw_decode(text, pos)
