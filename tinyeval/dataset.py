@@ -13,12 +13,13 @@ Chat ``messages`` and OpenTelemetry traces are read by an extra through the door
 from __future__ import annotations
 
 import collections
+import functools
 import hashlib
 import json
 import math
 import random
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -461,7 +462,7 @@ def iter_cases(
     unique_ids: bool = True,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> Iterator[Case]:
-    """Read and validate cases one at a time, in flat memory (ids past 50,000 spill to SQLite).
+    """Read and validate cases one at a time, in flat memory (ids past 50,000 go to disk).
 
     ``fields`` maps a recognised key to a dotted path in the records; with ``id_from_line`` a
     record without an id is ``line-N``; ``unique_ids=False`` skips the duplicate check.
@@ -480,34 +481,28 @@ def iter_cases(
     fields = dict(fields or {})
     for key in fields:
         _check_recognised(key)
-    # The line of a first occurrence is looked up only when a duplicate shows.
+    reading = functools.partial(_validated, path, fields, id_from_line, format, max_line_bytes)
     with _IdIndex() as seen:
-        for line, case in _validated(path, fields, id_from_line, format, max_line_bytes):
+        for line, case in reading():
             if unique_ids:
                 repeated = seen.add(case.id, line)
                 if repeated is not None:
-                    raise _duplicate(repeated, path, fields, id_from_line, format, max_line_bytes)
+                    raise _duplicate(repeated, path, reading)
             yield case
         repeated = seen.flush()
         if repeated is not None:
-            raise _duplicate(repeated, path, fields, id_from_line, format, max_line_bytes)
+            raise _duplicate(repeated, path, reading)
 
 
 def _duplicate(
-    repeated: tuple[str, int],
-    path: str,
-    fields: Mapping[str, str],
-    id_from_line: bool,
-    format: str | None,
-    max_line_bytes: int,
+    repeated: tuple[str, int], path: str, reading: Callable[[], Iterator[tuple[int, Case]]]
 ) -> DatasetError:
     """The error for an id read twice, naming the line of its first occurrence (the file read
     again: only on the error path)."""
     case_id, line = repeated
     first = ""
     if path != "-":
-        cases = _validated(path, fields, id_from_line, format, max_line_bytes)
-        earlier = next((number for number, case in cases if case.id == case_id), None)
+        earlier = next((number for number, case in reading() if case.id == case_id), None)
         first = f" (first on line {earlier})"
     return DatasetError(
         f"duplicate id {case_id!r}{first}; ids must be unique", field="id", path=path, line=line
