@@ -133,19 +133,14 @@ def _may_start_with(item: tuple[Any, Any], code: int) -> bool:
     return True  # ANY
 
 
-def _codes_in(value: Any) -> Iterator[int]:
-    """Every literal code point and range end in a parsed tree (the overlap samples)."""
-    if isinstance(value, (list, tuple, _sre_parser.SubPattern)):
-        items = list(value)
-        literal = (_sre_constants.LITERAL, _sre_constants.NOT_LITERAL)
-        if len(items) == 2 and items[0] in literal and isinstance(items[1], int):
-            yield items[1]
-            return
-        if len(items) == 2 and items[0] is _sre_constants.RANGE:
-            yield from items[1]
-            return
-        for item in items:
-            yield from _codes_in(item)
+def _codes_in(sequence: Any) -> Iterator[int]:
+    """Every literal code point and range end in a parsed pattern (the overlap samples)."""
+    for op, argument in _char_items(sequence):
+        for kind, value in argument if op is _sre_constants.IN else [(op, argument)]:
+            if kind in (_sre_constants.LITERAL, _sre_constants.NOT_LITERAL):
+                yield value
+            elif kind is _sre_constants.RANGE:
+                yield from value
 
 
 def _overlap(first: list[tuple[Any, Any]], second: list[tuple[Any, Any]], samples: Any) -> bool:

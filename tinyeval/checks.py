@@ -19,6 +19,7 @@ import math
 import re
 import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, TypeAlias, overload
@@ -909,13 +910,9 @@ def _as_result(outcome: Any) -> CheckResult:
         return outcome
     if isinstance(outcome, bool):
         return CheckResult(outcome)
-    if (
-        isinstance(outcome, tuple)
-        and len(outcome) == 2
-        and isinstance(outcome[0], bool)
-        and (outcome[1] is None or isinstance(outcome[1], str))
-    ):
-        return CheckResult(outcome[0], outcome[1])
+    if isinstance(outcome, tuple) and len(outcome) == 2:
+        with suppress(CheckSpecError):  # CheckResult refuses what is not (bool, str | None)
+            return CheckResult(*outcome)
     expected = "a bool, a CheckResult or (bool, str)"
     return CheckResult(False, f"returned {_show(outcome)}; a check must return {expected}")
 
