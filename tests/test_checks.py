@@ -502,8 +502,8 @@ def test_valid_json_false_and_empty_expect_give_no_checks() -> None:
 def test_spec_errors_name_the_field(expect: Any, field: str, words: str) -> None:
     error = spec_error(expect)
     assert error.field == field
-    assert words in error.message
-    assert str(error) == f"{field}: {error.message}"
+    assert words in error.reason
+    assert str(error) == f"{field}: {error.reason}"
     assert isinstance(error, ValueError)
 
 
@@ -512,18 +512,18 @@ def test_invalid_regex_message_carries_re_error_text() -> None:
         re.compile("(")
     except re.error as error:
         expected = str(error)
-    assert spec_error({"regex": "("}).message == f"invalid regex '(': {expected}"
+    assert spec_error({"regex": "("}).reason == f"invalid regex '(': {expected}"
 
 
 def test_unknown_key_suggests_the_closest() -> None:
     error = spec_error({"not_contain": ["1250.5"]})
     assert error.field == "expect.not_contain"
-    assert "did you mean 'not_contains'?" in error.message
-    assert "did you mean 'tools_forbidden'?" in spec_error({"tool_forbidden": ["x"]}).message
+    assert "did you mean 'not_contains'?" in error.reason
+    assert "did you mean 'tools_forbidden'?" in spec_error({"tool_forbidden": ["x"]}).reason
 
 
 def test_unknown_key_without_a_close_match_lists_the_known_keys() -> None:
-    message = spec_error({"zzz": 1}).message
+    message = spec_error({"zzz": 1}).reason
     assert "did you mean" not in message
     assert all(key in message for key in checks.EXPECT_KEYS)
 

@@ -1648,3 +1648,35 @@ def test_iter_json_lines_bounds_lines_and_raises_the_callers_error(tmp_path: Pat
     assert read_text(path).startswith('{"id": "a"}')
     with pytest.raises(DatasetError, match="the rubric is longer than 10 bytes"):
         read_text(path, what="the rubric", max_bytes=10)
+
+
+def test_tool_calls_in_a_copy_without_agents_name_the_field_and_the_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import tinyeval
+
+    monkeypatch.setitem(tinyeval._EXTRAS["reader"], "tool_calls", "gone.tools:tool_names")
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"id": "a", "output": "hi", "tool_calls": ["lookup"]}\n')
+    with pytest.raises(DatasetError) as info:
+        load(str(cases))
+    assert str(info.value).endswith(
+        "cases.jsonl:1: tool_calls: a case with tool_calls needs tinyeval/gone/, which this copy"
+        " lacks"
+    )
+
+
+def test_ids_past_the_spill_stay_in_memory_in_a_copy_without_scale(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import tinyeval
+    from tinyeval.dataset import _IdIndex
+
+    monkeypatch.setitem(tinyeval._EXTRAS["reader"], "case_ids", "gone.ids:CaseIds")
+    with _IdIndex(spill_after=1) as seen:
+        assert [seen.add(i, n) for n, i in enumerate(["a", "b", "c", "a"], 1)] == [
+            None,
+            None,
+            None,
+            ("a", 4),
+        ]

@@ -84,6 +84,7 @@ _EXTRAS: dict[str, dict[str, str]] = {
     },
     # case readers: a file format or a case shape the core's loader does not read itself
     "reader": {
+        "case_ids": "scale.ids:CaseIds",
         "messages": "agents.conversation:read_case_messages",
         "otel": "agents.otel:records_from_otel",
         "tool_calls": "agents.tools:tool_names",

@@ -141,11 +141,6 @@ def _read_whole(raw: IO[bytes], path: str, limit: int, what: str) -> str:
     return "".join(parts)
 
 
-def _too_many_digits() -> str:
-    limit = sys.get_int_max_str_digits()
-    return f"an integer too long to read (Python reads integers of at most {limit:,} digits)"
-
-
 class _DuplicateKey(TinyevalError):
     pass
 
@@ -164,16 +159,19 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 _DECODER = json.JSONDecoder(object_pairs_hook=_unique_pairs)
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_BETWEEN = re.compile(r"[ \t\r\n,]*")  # what stands between the items of a valid JSON list
 
 
 class _json_errors:
-    """Turn every way decoding JSON can fail, but a syntax error, into a one-line error (a
-    class, not a generator: it is entered once per line read)."""
+    """Turn every way decoding JSON (or YAML: ``kind``) can fail, but a syntax error, into a
+    one-line error (a class, not a generator: it is entered once per line read)."""
 
-    __slots__ = ("field", "line", "path")
+    __slots__ = ("field", "kind", "line", "path")
 
-    def __init__(self, path: str, line: int | None, field: str | None = None) -> None:
-        self.path, self.line, self.field = path, line, field
+    def __init__(
+        self, path: str, line: int | None, field: str | None = None, kind: str = "JSON"
+    ) -> None:
+        self.path, self.line, self.field, self.kind = path, line, field, kind
 
     def __enter__(self) -> None:
         return None
@@ -184,9 +182,12 @@ class _json_errors:
         if isinstance(exc, _DuplicateKey):
             reason = f"duplicate key {exc.args[0]!r} in a JSON object"
         elif isinstance(exc, RecursionError):
-            reason = "JSON nested too deeply to read (deeper than the interpreter's limit)"
+            reason = f"{self.kind} nested too deeply to read (deeper than the interpreter's limit)"
         elif isinstance(exc, ValueError):  # an integer beyond Python's digit limit
-            reason = _too_many_digits()
+            limit = sys.get_int_max_str_digits()
+            reason = (
+                f"an integer too long to read (Python reads integers of at most {limit:,} digits)"
+            )
         else:
             return
         raise DatasetError(reason, path=self.path, line=self.line, field=self.field) from None
@@ -194,13 +195,7 @@ class _json_errors:
 
 def _decode_json(text: str, path: str, line: int | None, field: str | None = None) -> Any:
     """One JSON value; a duplicate key, too deep a nesting, too long an integer or a lone
-    surrogate is a one-line :class:`DatasetError` (a syntax error stays a JSONDecodeError).
-
-    >>> _decode_json('{"id": "a", "id": "b"}', "cases.jsonl", 4)
-    Traceback (most recent call last):
-    ...
-    tinyeval._formats.DatasetError: cases.jsonl:4: duplicate key 'id' in a JSON object
-    """
+    surrogate is a one-line :class:`DatasetError` (a syntax error stays a JSONDecodeError)."""
     with _json_errors(path, line, field):
         value = _DECODER.decode(text)
     if _SURROGATE_ESCAPE.search(text):
@@ -266,38 +261,40 @@ def _otel(document: Any, text: str, path: str) -> Iterator[tuple[int, Any]]:
 
 def _records_json(text: str, path: str) -> Iterator[tuple[int, Any]]:
     """Yield the items of a top-level JSON list with the line each starts on."""
-    decoder = _DECODER
     whole = _whole_json(text, path)  # structure first; an item's own problems get its line
     if isinstance(whole, dict) and "resourceSpans" in whole:
         yield from _otel(whole, text, path)
         return
-    if isinstance(whole, dict) and isinstance(whole.get("cases"), list):
+    if _in_cases_member(whole, path, "JSON", "an object"):
         start = _member_start(text, "cases")
-    elif isinstance(whole, list):
-        start = text.index("[")
     else:
-        raise DatasetError(
-            'expected a JSON list of cases (or an object with a "cases" list), '
-            f"got {describe_json(whole)}",
-            path=path,
-            line=1,
-        )
-    pos = start + 1
-    line = text.count("\n", 0, pos) + 1
+        start = text.index("[")
+    line, counted, pos = 1, 0, start + 1
     while True:
-        while pos < len(text) and text[pos] in " \t\r\n,":
-            if text[pos] == "\n":
-                line += 1
-            pos += 1
-        if pos >= len(text) or text[pos] == "]":
+        pos = _BETWEEN.match(text, pos).end()  # type: ignore[union-attr]
+        if text[pos] == "]":  # the whole is valid JSON: the list closes
             return
+        line += text.count("\n", counted, pos)
+        counted = pos
         with _json_errors(path, line):
-            item, end = decoder.raw_decode(text, pos)
-        if _SURROGATE_ESCAPE.search(text, pos, end):
+            item, pos = _DECODER.raw_decode(text, pos)
+        if _SURROGATE_ESCAPE.search(text, counted, pos):
             _refuse_surrogates(item, path, line, None)
         yield line, item
-        line += text.count("\n", pos, end)
-        pos = end
+
+
+def _in_cases_member(data: Any, path: str, kind: str, holder: str) -> bool:
+    """Whether a document's cases are its ``"cases"`` list (else it is the list of them)."""
+    if isinstance(data, dict) and isinstance(data.get("cases"), list):
+        return True
+    if isinstance(data, list):
+        return False
+    raise DatasetError(
+        f'expected a {kind} list of cases (or {holder} with a "cases" list), '
+        f"got {describe_json(data)}",
+        path=path,
+        line=1,
+    )
 
 
 def _member_start(text: str, key: str) -> int:
@@ -305,14 +302,11 @@ def _member_start(text: str, key: str) -> int:
     decoder = json.JSONDecoder()
     pos, found = text.index("{") + 1, -1
     while True:
-        while text[pos] in " \t\r\n,":
-            pos += 1
+        pos = _BETWEEN.match(text, pos).end()  # type: ignore[union-attr]
         if text[pos] == "}":
             return found
         name, pos = decoder.raw_decode(text, pos)
-        pos = text.index(":", pos) + 1
-        while text[pos] in " \t\r\n":
-            pos += 1
+        pos = _BETWEEN.match(text, text.index(":", pos) + 1).end()  # type: ignore[union-attr]
         if name == key:
             found = pos
         _, pos = decoder.raw_decode(text, pos)
@@ -426,39 +420,25 @@ def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
         ) from None
     loader = _yaml_loader(yaml)(text)
     try:
-        root = loader.get_single_node()
-        if root is not None:
-            _refuse_alias_bomb(root, path)
-        data = None if root is None else loader.construct_document(root)
+        with _json_errors(path, None, kind="YAML"):
+            root = loader.get_single_node()
+            if root is not None:
+                _refuse_alias_bomb(root, path)
+            data = None if root is None else loader.construct_document(root)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise DatasetError(f"not valid YAML: {problem}", path=path, line=line) from None
-    except RecursionError:
-        raise DatasetError(
-            "YAML nested too deeply to read (deeper than the interpreter's limit)", path=path
-        ) from None
-    except DatasetError:
-        raise
-    except ValueError:  # an integer beyond Python's digit limit
-        raise DatasetError(_too_many_digits(), path=path) from None
     finally:
         loader.dispose()
     if data is None:
         return
-    if isinstance(data, dict) and isinstance(data.get("cases"), list):
+    if _in_cases_member(data, path, "YAML", "a mapping"):
         nodes = [v for k, v in root.value if k.value == "cases"][-1].value  # the last one wins
         data = data["cases"]
-    elif isinstance(data, list):
-        nodes = root.value
     else:
-        raise DatasetError(
-            'expected a YAML list of cases (or a mapping with a "cases" list), '
-            f"got {describe_json(data)}",
-            path=path,
-            line=1,
-        )
+        nodes = root.value
     for node, item in zip(nodes, data, strict=True):
         line = node.start_mark.line + 1
         try:
@@ -526,15 +506,8 @@ def _refuse_alias_bomb(root: Any, path: str) -> None:
         open_nodes.add(key)
         distinct.add(key)
         stack.append((node, True))
-        for child in children:
-            if id(child) in open_nodes:
-                raise DatasetError(
-                    "a YAML alias refers to a node that holds it",
-                    path=path,
-                    line=child.start_mark.line + 1,
-                )
-            if id(child) not in sizes:
-                stack.append((child, False))
+        # a child still open (one that holds this node) is refused when it is popped
+        stack.extend((child, False) for child in children if id(child) not in sizes)
     bound = YAML_MAX_EXPANSION * len(distinct) + 10_000
     if sizes[id(root)] > bound:
         raise DatasetError(

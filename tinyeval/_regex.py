@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import importlib
+import itertools
 import json
 import queue
 import re
@@ -35,6 +36,8 @@ _sre_parser: Any = importlib.import_module("re._parser")
 _sre_constants: Any = importlib.import_module("re._constants")
 
 _UNBOUNDED = 1 << 16  # a {m,n} quantifier with n above this counts as unbounded
+_REPEATS = (_sre_constants.MAX_REPEAT, _sre_constants.MIN_REPEAT)
+_KEEPS = (_sre_constants.ATOMIC_GROUP, _sre_constants.POSSESSIVE_REPEAT)  # give nothing back
 
 
 def _walk_subpatterns(value: Any) -> Iterator[Any]:
@@ -49,13 +52,10 @@ def _walk_subpatterns(value: Any) -> Iterator[Any]:
 def _has_unbounded(sequence: Any) -> bool:
     """Whether a parsed sequence holds a backtracking unbounded quantifier."""
     for op, argument in sequence:
-        if (
-            op in (_sre_constants.MAX_REPEAT, _sre_constants.MIN_REPEAT)
-            and argument[1] > _UNBOUNDED
-        ):
+        if op in _REPEATS and argument[1] > _UNBOUNDED:
             return True
-        if op in (_sre_constants.ATOMIC_GROUP, _sre_constants.POSSESSIVE_REPEAT):
-            continue  # neither gives back what it matched
+        if op in _KEEPS:
+            continue
         if any(_has_unbounded(sub) for sub in _walk_subpatterns(argument)):
             return True
     return False
@@ -75,11 +75,7 @@ def _first_items(sequence: Any) -> list[tuple[Any, Any]] | None:
         if op in (_sre_constants.SUBPATTERN, _sre_constants.ATOMIC_GROUP):
             inner = _first_items(argument[3] if op is _sre_constants.SUBPATTERN else argument)
             return None if inner is None else items + inner
-        if op in (
-            _sre_constants.MAX_REPEAT,
-            _sre_constants.MIN_REPEAT,
-            _sre_constants.POSSESSIVE_REPEAT,
-        ):
+        if op in _REPEATS or op is _sre_constants.POSSESSIVE_REPEAT:
             inner = _first_items(argument[2])
             if inner is None:
                 return None
@@ -137,19 +133,14 @@ def _may_start_with(item: tuple[Any, Any], code: int) -> bool:
     return True  # ANY
 
 
-def _codes_in(value: Any) -> Iterator[int]:
-    """Every literal code point and range end in a parsed tree (the overlap samples)."""
-    if isinstance(value, (list, tuple, _sre_parser.SubPattern)):
-        items = list(value)
-        literal = (_sre_constants.LITERAL, _sre_constants.NOT_LITERAL)
-        if len(items) == 2 and items[0] in literal and isinstance(items[1], int):
-            yield items[1]
-            return
-        if len(items) == 2 and items[0] is _sre_constants.RANGE:
-            yield from items[1]
-            return
-        for item in items:
-            yield from _codes_in(item)
+def _codes_in(sequence: Any) -> Iterator[int]:
+    """Every literal code point and range end in a parsed pattern (the overlap samples)."""
+    for op, argument in _char_items(sequence):
+        for kind, value in argument if op is _sre_constants.IN else [(op, argument)]:
+            if kind in (_sre_constants.LITERAL, _sre_constants.NOT_LITERAL):
+                yield value
+            elif kind is _sre_constants.RANGE:
+                yield from value
 
 
 def _overlap(first: list[tuple[Any, Any]], second: list[tuple[Any, Any]], samples: Any) -> bool:
@@ -164,18 +155,13 @@ def _ambiguous_branch(sequence: Any, samples: Any) -> bool:
     """Whether a sequence holds alternatives that can start with the same character."""
     for op, argument in sequence:
         if op is _sre_constants.BRANCH:
-            alternatives = [list(alternative) for alternative in argument[1]]
-            firsts = [_first_items(alternative) for alternative in alternatives]
-            for i in range(len(alternatives)):
-                for j in range(i + 1, len(alternatives)):
-                    if alternatives[i] == alternatives[j]:
-                        return True  # the same alternative twice: (a|a)
-                    first, second = firsts[i], firsts[j]
-                    if not first or not second:
-                        continue  # an empty or unknown start: not claimed ambiguous
-                    if _overlap(first, second, samples):
-                        return True
-        if op in (_sre_constants.ATOMIC_GROUP, _sre_constants.POSSESSIVE_REPEAT):
+            alternatives = [(list(alt), _first_items(alt)) for alt in argument[1]]
+            for (one, first), (other, second) in itertools.combinations(alternatives, 2):
+                if one == other:
+                    return True  # the same alternative twice: (a|a)
+                if first and second and _overlap(first, second, samples):
+                    return True  # (an empty or unknown start is not claimed ambiguous)
+        if op in _KEEPS:
             continue
         if any(_ambiguous_branch(sub, samples) for sub in _walk_subpatterns(argument)):
             return True
@@ -221,10 +207,7 @@ def _separated(body: Any, samples: Any) -> bool:
     items = list(_flatten(body))
     inner: list[tuple[Any, Any]] = []
     for op, argument in items:
-        if (
-            op in (_sre_constants.MAX_REPEAT, _sre_constants.MIN_REPEAT)
-            and argument[1] > _UNBOUNDED
-        ):
+        if op in _REPEATS and argument[1] > _UNBOUNDED:
             inner += _char_items(argument[2])
         elif op is _sre_constants.BRANCH and _has_unbounded([(op, argument)]):
             if len(items) > 1 or not all(_separated(alt, samples) for alt in argument[1]):
@@ -233,20 +216,16 @@ def _separated(body: Any, samples: Any) -> bool:
             return False  # an unbounded quantifier deeper in: not analysed
     if not inner:
         return True
-    return any(
-        not any(_may_start_with(item, code) and _may_start_with(other, code) for code in samples)
-        for item in _mandatory_items(items)
-        for other in inner
-    )
+    mandatory = _mandatory_items(items)
+    return any(not _overlap([item], [other], samples) for item in mandatory for other in inner)
 
 
 def _exponential_shape(sequence: Any, samples: Any) -> str | None:
     """Why a parsed pattern can backtrack exponentially, or None."""
     for op, argument in sequence:
-        if op in (_sre_constants.ATOMIC_GROUP, _sre_constants.POSSESSIVE_REPEAT):
+        if op in _KEEPS:
             continue
-        unbounded = op in (_sre_constants.MAX_REPEAT, _sre_constants.MIN_REPEAT)
-        if unbounded and argument[1] > _UNBOUNDED:
+        if op in _REPEATS and argument[1] > _UNBOUNDED:
             body = argument[2]
             if _has_unbounded(body) and not _separated(body, samples):
                 return "it nests an unbounded quantifier inside another, as in (a+)+"
@@ -380,16 +359,15 @@ def bounded_search(
     >>> bounded_search(re.compile("b+"), True, "abba", 2.0)
     (1, 3)
     """
-    if not backtracks:
-        found = compiled.search(output)
-        return None if found is None else found.span()
-    try:
-        return _WORKER.search(compiled, output, timeout)
-    except TimeoutError as error:
-        return (
-            f"regex stopped on an output of {len(output):,} characters: {error};"
-            " the pattern backtracks too much on it"
-        )
-    except OSError:  # no interpreter to start a worker with: run in-process, unbounded
-        found = compiled.search(output)
-        return None if found is None else found.span()
+    if backtracks:
+        try:
+            return _WORKER.search(compiled, output, timeout)
+        except TimeoutError as error:
+            return (
+                f"regex stopped on an output of {len(output):,} characters: {error};"
+                " the pattern backtracks too much on it"
+            )
+        except OSError:  # no interpreter to start a worker with: run in-process, unbounded
+            pass
+    found = compiled.search(output)
+    return None if found is None else found.span()

@@ -19,6 +19,7 @@ import math
 import re
 import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, TypeAlias, overload
@@ -64,11 +65,6 @@ class CheckSpecError(InputError):
     ...     print(error)
     expect.not_contain: unknown key 'not_contain'; did you mean 'not_contains'?
     """
-
-    @property
-    def message(self) -> str:
-        """What was expected and what was got (the message without the field)."""
-        return self.reason
 
 
 @dataclass(frozen=True)
@@ -224,14 +220,10 @@ def _split_path(path: str) -> list[str]:
 
 def _segments(path: str) -> tuple[str, ...]:
     """The checked parts of a dotted path (cached: the same paths come in every case)."""
-    if isinstance(path, str):
-        return _cached_segments(path)
-    return tuple(_split_path(path))  # raises the CheckSpecError
+    return _cached_segments(path) if isinstance(path, str) else tuple(_split_path(path))
 
 
-@lru_cache(maxsize=4096)
-def _cached_segments(path: str) -> tuple[str, ...]:
-    return tuple(_split_path(path))
+_cached_segments = lru_cache(maxsize=4096)(lambda path: tuple(_split_path(path)))
 
 
 def get_path(obj: Any, path: str) -> Any:
@@ -247,11 +239,7 @@ def get_path(obj: Any, path: str) -> Any:
 
 
 def get_segments(obj: Any, segments: Sequence[str]) -> Any:
-    """:func:`get_path` for a path already split and checked.
-
-    >>> get_segments({"a": [{"b": 1}]}, ("a", "0", "b"))
-    1
-    """
+    """:func:`get_path` for a path already split and checked."""
     current = obj
     for position, segment in enumerate(segments):
         if type(current) is dict and segment in current:  # the common case, first
@@ -537,12 +525,7 @@ def contains(text: str) -> NamedCheck:
     >>> contains("$1.250,50")("Transferiré $1.250,50 a Juan").passed
     True
     """
-    _require_text(text, "contains")
-
-    def run(output: str) -> CheckResult:
-        return _PASS if text in output else CheckResult(False, "not found")
-
-    return _own_check(f"contains:{_label(text)}", run)
+    return _text_check("contains", text, found=True)
 
 
 def not_contains(text: str) -> NamedCheck:
@@ -551,15 +534,20 @@ def not_contains(text: str) -> NamedCheck:
     >>> not_contains("1250.5")("Transferiré 1250.50").detail
     'found at character 12'
     """
-    _require_text(text, "not_contains")
+    return _text_check("not_contains", text, found=False)
+
+
+def _text_check(name: str, text: str, *, found: bool) -> NamedCheck:
+    """A check that ``text`` is (``found``) or is not in the output."""
+    _require_text(text, name)
 
     def run(output: str) -> CheckResult:
         position = output.find(text)
-        if position < 0:
+        if (position >= 0) is found:
             return _PASS
-        return CheckResult(False, f"found at character {position}")
+        return CheckResult(False, "not found" if found else f"found at character {position}")
 
-    return _own_check(f"not_contains:{_label(text)}", run)
+    return _own_check(f"{name}:{_label(text)}", run)
 
 
 def _compile(pattern: str | re.Pattern[str], field: str) -> re.Pattern[str]:
@@ -585,12 +573,6 @@ def _compile(pattern: str | re.Pattern[str], field: str) -> re.Pattern[str]:
     return compiled
 
 
-def _require_timeout(timeout: Any, field: str) -> float:
-    if not _is_number(timeout) or not 0 < timeout < math.inf:
-        raise CheckSpecError(f"expected a positive number of seconds, got {timeout!r}", field=field)
-    return float(timeout)
-
-
 def matches(pattern: str | re.Pattern[str], *, timeout: float = REGEX_TIMEOUT) -> NamedCheck:
     """``regex:PATTERN``: ``re.search(pattern, output)`` finds a match (no flags added).
 
@@ -602,17 +584,7 @@ def matches(pattern: str | re.Pattern[str], *, timeout: float = REGEX_TIMEOUT) -
     >>> cbu("CBU 0170099220000067797370").passed, cbu("no CBU").detail
     (True, 'no match')
     """
-    compiled = _compile(pattern, "regex")
-    budget = _require_timeout(timeout, "timeout")
-    backtracks = can_backtrack(compiled)
-
-    def run(output: str) -> CheckResult:
-        found = bounded_search(compiled, backtracks, output, budget)
-        if isinstance(found, str):
-            return CheckResult(False, found)
-        return _PASS if found is not None else CheckResult(False, "no match")
-
-    return _own_check(f"regex:{_label(compiled.pattern)}", run)
+    return _regex_check("regex", pattern, timeout, found=True)
 
 
 def not_matches(pattern: str | re.Pattern[str], *, timeout: float = REGEX_TIMEOUT) -> NamedCheck:
@@ -621,22 +593,32 @@ def not_matches(pattern: str | re.Pattern[str], *, timeout: float = REGEX_TIMEOU
     >>> not_matches(r"\\d\\.\\d{2}\\b")("$1250.50").detail
     "matched '0.50' at character 4"
     """
-    compiled = _compile(pattern, "not_regex")
-    budget = _require_timeout(timeout, "timeout")
+    return _regex_check("not_regex", pattern, timeout, found=False)
+
+
+def _regex_check(name: str, pattern: Any, timeout: Any, *, found: bool) -> NamedCheck:
+    """A check that the regex matches (``found``) or does not match the output, bounded."""
+    compiled = _compile(pattern, name)
+    if not _is_number(timeout) or not 0 < timeout < math.inf:
+        raise CheckSpecError(
+            f"expected a positive number of seconds, got {timeout!r}", field="timeout"
+        )
     backtracks = can_backtrack(compiled)
 
     def run(output: str) -> CheckResult:
-        found = bounded_search(compiled, backtracks, output, budget)
-        if isinstance(found, str):
-            return CheckResult(False, found)
-        if found is None:
+        span = bounded_search(compiled, backtracks, output, float(timeout))
+        if isinstance(span, str):  # why the search was stopped
+            return CheckResult(False, span)
+        if (span is not None) is found:
             return _PASS
-        start, end = found
+        if span is None:
+            return CheckResult(False, "no match")
+        start, end = span
         return CheckResult(
             False, f"matched {shorten(output[start:end], 40)!r} at character {start}"
         )
 
-    return _own_check(f"not_regex:{_label(compiled.pattern)}", run)
+    return _own_check(f"{name}:{_label(compiled.pattern)}", run)
 
 
 def max_chars(n: int) -> NamedCheck:
@@ -683,7 +665,7 @@ class _blame:
 
     def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
         if isinstance(error, CheckSpecError):
-            raise CheckSpecError(error.message, field=self.field) from None
+            raise CheckSpecError(error.reason, field=self.field) from None
 
 
 def _items(value: Any, field: str, *, single_ok: bool) -> list[tuple[str, Any]]:
@@ -726,45 +708,34 @@ def _path_map(value: Any, field: str, what: str) -> list[tuple[str, Any]]:
     return list(value.items())
 
 
+def _is_list(value: Any) -> bool:
+    return isinstance(value, list | tuple)
+
+
 def _build_valid_json(value: Any, field: str) -> list[NamedCheck]:
     if not isinstance(value, bool):
         raise CheckSpecError(f"expected true or false, got {_describe(value)}", field=field)
     return [_VALID_JSON] if value else []
 
 
-def _build_equals(value: Any, field: str) -> list[NamedCheck]:
-    built = []
-    for path, expected in _path_map(value, field, "value"):
-        try:  # a try costs nothing until it catches (built for every case read)
-            built.append(equals(path, expected))
-        except CheckSpecError as error:
-            raise CheckSpecError(error.message, field=f"{field}.{path}") from None
-    return built
+def _path_builder(
+    factory: Callable[[str, Any], NamedCheck], what: str, shape: str = "", fits: Any = None
+) -> Callable[[Any, str], list[NamedCheck]]:
+    """The builder of a key whose value maps paths to ``what``; ``fits`` tells a value of the
+    ``shape`` the factory takes."""
 
+    def build(value: Any, field: str) -> list[NamedCheck]:
+        built = []
+        for path, argument in _path_map(value, field, what):
+            try:  # a try costs nothing until it catches (built for every case read)
+                if fits is not None and not fits(argument):
+                    raise CheckSpecError(f"expected {shape}, got {_describe(argument)}")
+                built.append(factory(path, argument))
+            except CheckSpecError as error:
+                raise CheckSpecError(error.reason, field=f"{field}.{path}") from None
+        return built
 
-def _build_one_of(value: Any, field: str) -> list[NamedCheck]:
-    built = []
-    for path, allowed in _path_map(value, field, "list of allowed values"):
-        with _blame(f"{field}.{path}"):
-            if not isinstance(allowed, list | tuple):
-                raise CheckSpecError(
-                    f"expected a list of allowed values, got {_describe(allowed)}", field=field
-                )
-            built.append(one_of(path, allowed))
-    return built
-
-
-def _build_range(value: Any, field: str) -> list[NamedCheck]:
-    built = []
-    for path, bounds in _path_map(value, field, "[min, max]"):
-        with _blame(f"{field}.{path}"):
-            if not isinstance(bounds, list | tuple) or len(bounds) != 2:
-                raise CheckSpecError(
-                    f"expected [min, max] (null for an open end), got {_describe(bounds)}",
-                    field=field,
-                )
-            built.append(in_range(path, bounds[0], bounds[1]))
-    return built
+    return build
 
 
 def _text_builder(
@@ -821,9 +792,14 @@ Builder: TypeAlias = "Callable[[Any, str], list[NamedCheck]]"
 _EXPECT: dict[str, Builder] = {
     "valid_json": _build_valid_json,
     "fields": _sharing(_text_builder(has_field, single_ok=False)),
-    "equals": _build_equals,
-    "one_of": _build_one_of,
-    "range": _build_range,
+    "equals": _path_builder(equals, "value"),
+    "one_of": _path_builder(one_of, "list of allowed values", "a list of allowed values", _is_list),
+    "range": _path_builder(
+        lambda path, bounds: in_range(path, *bounds),
+        "[min, max]",
+        "[min, max] (null for an open end)",
+        lambda bounds: _is_list(bounds) and len(bounds) == 2,
+    ),
     "contains": _sharing(_text_builder(contains)),
     "not_contains": _sharing(_text_builder(not_contains)),
     "regex": _sharing(_text_builder(matches)),
@@ -934,13 +910,9 @@ def _as_result(outcome: Any) -> CheckResult:
         return outcome
     if isinstance(outcome, bool):
         return CheckResult(outcome)
-    if (
-        isinstance(outcome, tuple)
-        and len(outcome) == 2
-        and isinstance(outcome[0], bool)
-        and (outcome[1] is None or isinstance(outcome[1], str))
-    ):
-        return CheckResult(outcome[0], outcome[1])
+    if isinstance(outcome, tuple) and len(outcome) == 2:
+        with suppress(CheckSpecError):  # CheckResult refuses what is not (bool, str | None)
+            return CheckResult(*outcome)
     expected = "a bool, a CheckResult or (bool, str)"
     return CheckResult(False, f"returned {_show(outcome)}; a check must return {expected}")
 

@@ -12,11 +12,14 @@ Chat ``messages`` and OpenTelemetry traces are read by an extra through the door
 
 from __future__ import annotations
 
+import collections
+import functools
 import hashlib
 import json
 import math
 import random
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,9 +105,6 @@ class Case:
         state = dict(self.__dict__)
         state["built_checks"] = None
         return state
-
-    def __setstate__(self, state: Mapping[str, Any]) -> None:
-        self.__dict__.update(state)
 
     def to_dict(self) -> dict[str, Any]:
         """The case as a JSON-ready dict (recognised keys, ``meta``, and its conversation's).
@@ -265,45 +265,28 @@ def _expect_type(value: Any, expected: str, field_name: str, where: dict[str, An
     raise DatasetError(f"expected {expected}, got {_describe(value)}", field=field_name, **where)
 
 
-def _text_of(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _near_miss(key: str, absent: list[str]) -> str | None:
-    """The recognised key that ``key`` looks like a typo of (same letters in another case,
-    or one slip of a finger), if that key is absent from the record."""
-    import difflib
-
-    lowered = key.lower()
-    for name in absent:
-        if lowered == name:
-            return name
-    close = difflib.get_close_matches(lowered, absent, n=1, cutoff=0.88)
-    return close[0] if close else None
-
-
 def _refuse_near_misses(record: Mapping[str, Any], where: dict[str, Any], *, line_id: Any) -> None:
-    """Other keys are kept as meta, but one that looks like a misspelt recognised key is an error:
-    ``"expects"`` must not quietly become meta while the case runs with no expectations."""
+    """Other keys are kept as meta, but one that looks like a typo of an absent recognised key
+    (same letters in another case, or one slip of a finger) is an error: ``"expects"`` must not
+    quietly become meta while the case runs with no expectations."""
     if _RECOGNISED.issuperset(record):  # the common case: nothing to look at
         return
+    import difflib
+
     absent = [k for k in RECOGNISED_KEYS if k not in record and not (k == "id" and line_id)]
     for key in record:
         if key in RECOGNISED_KEYS or not isinstance(key, str):
             continue
-        meant = _near_miss(key, absent)
-        if meant is not None:
+        lowered = key.lower()
+        close = difflib.get_close_matches(lowered, absent, n=1, cutoff=0.88)
+        if lowered in absent or close:
+            meant = lowered if lowered in absent else close[0]
             raise DatasetError(
                 f"unknown key {key!r}; did you mean {meant!r}? (if it is your own data, keep it "
                 f"under another name, or map it (fields {meant}={key}))",
                 field=key,
                 **where,
             )
-
-
-def _at(error: InputError, where: dict[str, Any]) -> DatasetError:
-    """A check's specification error as a dataset error at this file and line."""
-    return DatasetError(error.reason, field=error.field, **where)
 
 
 class ResultsNotCasesError(DatasetError):
@@ -331,9 +314,7 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
         )
     _refuse_near_misses(rec, where, line_id=line_id)
 
-    raw_id = rec.pop("id", _MISSING)
-    if raw_id is _MISSING and line_id is not None:
-        raw_id = line_id
+    raw_id = rec.pop("id", _MISSING if line_id is None else line_id)
     if raw_id is _MISSING:
         raise DatasetError(
             "every case needs an id (a non-empty string), or name the cases by their line "
@@ -350,11 +331,11 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
     null_output = "output" in rec and rec["output"] is None
     conversation = None  # a plain input: no conversation to read
     if "messages" in rec or _has_messages(rec.get("input")):
-        conversation = _read_conversation(rec, where)
+        conversation = _read("messages", rec, where)
     output = rec.pop("output", None)
     if output is not None and not isinstance(output, str):
         if isinstance(output, (dict, list)):
-            output = _text_of(output)
+            output = json.dumps(output, ensure_ascii=False, separators=(",", ":"))
         else:
             _expect_type(output, "a string, a JSON object or list, or null", "output", where)
 
@@ -389,7 +370,7 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
     try:  # (a try costs nothing until it catches; this runs for every case read)
         built = tuple(checks.checks_from_expect(expect))
     except InputError as exc:  # a wrong expect block, or a key whose extra this copy lacks
-        raise _at(exc, where) from None
+        raise DatasetError(exc.reason, field=exc.field, **where) from None
 
     tool_calls = rec.pop("tool_calls", None)
     if tool_calls is None:
@@ -397,10 +378,7 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
     if not isinstance(tool_calls, list):
         _expect_type(tool_calls, "a list of tool calls", "tool_calls", where)
     if tool_calls:
-        try:
-            _extra("reader", "tool_calls", what="a case with tool_calls")(tool_calls)
-        except InputError as exc:
-            raise _at(exc, where) from None
+        _read("tool_calls", tool_calls, where)
         if null_output:
             output = ""  # "content": null with tool calls: a response that only calls tools
 
@@ -437,13 +415,14 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
 _NEW_CASE = object.__new__
 
 
-def _read_conversation(rec: dict[str, Any], where: dict[str, Any]) -> Any:
-    """The conversation of a record that holds chat messages, read by the extra that reads
-    them (it also sets the record's output and tool_calls from a closing assistant turn)."""
+def _read(reader: str, value: Any, where: dict[str, Any]) -> Any:
+    """What the extra at ``_EXTRAS["reader"][reader]`` reads of ``value`` (the ``messages``
+    reader also sets the record's output and tool_calls from a closing assistant turn); its
+    errors, and a copy without it, are errors at this line, naming the field."""
     try:
-        return _extra("reader", "messages", what="a case with chat messages")(rec)
+        return _extra("reader", reader, what=f"a case with {reader}")(value)
     except InputError as exc:
-        raise DatasetError(exc.reason, field=exc.field, **where) from None
+        raise DatasetError(exc.reason, field=exc.field or reader, **where) from None
 
 
 def _has_messages(value: Any) -> bool:
@@ -483,7 +462,7 @@ def iter_cases(
     unique_ids: bool = True,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> Iterator[Case]:
-    """Read and validate cases one at a time, in flat memory (ids past 50,000 spill to SQLite).
+    """Read and validate cases one at a time, in flat memory (ids past 50,000 go to disk).
 
     ``fields`` maps a recognised key to a dotted path in the records; with ``id_from_line`` a
     record without an id is ``line-N``; ``unique_ids=False`` skips the duplicate check.
@@ -502,31 +481,28 @@ def iter_cases(
     fields = dict(fields or {})
     for key in fields:
         _check_recognised(key)
-    # The line of a first occurrence is looked up only when a duplicate shows.
+    reading = functools.partial(_validated, path, fields, id_from_line, format, max_line_bytes)
     with _IdIndex() as seen:
-        for line, case in _validated(path, fields, id_from_line, format, max_line_bytes):
+        for line, case in reading():
             if unique_ids:
                 repeated = seen.add(case.id, line)
                 if repeated is not None:
-                    raise _duplicate(repeated, path, fields, id_from_line, format, max_line_bytes)
+                    raise _duplicate(repeated, path, reading)
             yield case
         repeated = seen.flush()
         if repeated is not None:
-            raise _duplicate(repeated, path, fields, id_from_line, format, max_line_bytes)
+            raise _duplicate(repeated, path, reading)
 
 
 def _duplicate(
-    repeated: tuple[str, int],
-    path: str,
-    fields: Mapping[str, str],
-    id_from_line: bool,
-    format: str | None,
-    max_line_bytes: int,
+    repeated: tuple[str, int], path: str, reading: Callable[[], Iterator[tuple[int, Case]]]
 ) -> DatasetError:
+    """The error for an id read twice, naming the line of its first occurrence (the file read
+    again: only on the error path)."""
     case_id, line = repeated
     first = ""
     if path != "-":
-        earlier = _first_line(path, fields, id_from_line, format, case_id, max_line_bytes)
+        earlier = next((number for number, case in reading() if case.id == case_id), None)
         first = f" (first on line {earlier})"
     return DatasetError(
         f"duplicate id {case_id!r}{first}; ids must be unique", field="id", path=path, line=line
@@ -534,77 +510,51 @@ def _duplicate(
 
 
 class _IdIndex:
-    """The ids seen, in flat memory: a set of 96-bit digests, then a temporary SQLite table.
+    """The ids seen, as 96-bit digests in memory; past ``spill_after`` they move to the index on
+    disk of tinyeval/scale/ (a copy without it keeps them in memory).
 
-    :meth:`add` gives the first repeated id and its line, or None; past the spill a repeat shows
-    when its batch is written (at the latest by :meth:`flush`).
+    :meth:`add` gives the first repeated id and its line, or None; on disk a repeat shows when
+    its batch is written (at the latest by :meth:`flush`).
 
-    >>> with _IdIndex(spill_after=2, batch=3) as seen:
-    ...     [seen.add(i, n) for n, i in enumerate(["a", "b", "c", "d", "a"], 1)], seen.flush()
-    ([None, None, None, None, None], ('a', 5))
+    >>> with _IdIndex() as seen:
+    ...     [seen.add(i, n) for n, i in enumerate(["a", "b", "a"], 1)], seen.flush()
+    ([None, None, ('a', 3)], None)
     """
 
     def __init__(self, *, spill_after: int = 50_000, batch: int = 10_000) -> None:
         self._memory: set[bytes] = set()
         self._spill_after = spill_after
         self._batch = batch
-        self._pending: dict[bytes, tuple[str, int]] = {}  # past the spill, in file order
-        self._db: Any = None
+        self._disk: Any = None
 
     def add(self, case_id: str, line: int) -> tuple[str, int] | None:
         """Record an id read on ``line``; the first repeat found so far, or None."""
         digest = hashlib.blake2b(case_id.encode("utf-8", "surrogatepass"), digest_size=12).digest()
-        if self._db is None:
-            if digest in self._memory:
-                return case_id, line
-            self._memory.add(digest)
-            if len(self._memory) > self._spill_after:
-                self._spill()
-            return None
-        if digest in self._pending:  # an earlier id of this batch may repeat one on disk
-            return self.flush() or (case_id, line)
-        self._pending[digest] = (case_id, line)
-        return self.flush() if len(self._pending) >= self._batch else None
-
-    def flush(self) -> tuple[str, int] | None:
-        """Write the pending batch; the first of its ids already on disk, or None."""
-        if not self._pending:
-            return None
-        import sqlite3
-
-        pending, self._pending = self._pending, {}
-        ordered = sorted(pending)  # inserted in key order: 1.6x faster into the B-tree
-        before = self._db.total_changes
-        try:
-            self._db.executemany("INSERT INTO ids VALUES (?)", ((d,) for d in ordered))
-        except sqlite3.IntegrityError:
-            # the insert stopped at a repeat; those before it were new, and of those after it
-            # (not inserted) a repeat is one already there: the first in file order is given
-            failed = self._db.total_changes - before
-            repeats = [ordered[failed]] + [
-                d for d in ordered[failed + 1 :]
-                if self._db.execute("SELECT 1 FROM ids WHERE digest = ?", (d,)).fetchone()
-            ]  # fmt: skip
-            return min((pending[d] for d in repeats), key=lambda found: found[1])
+        if self._disk is not None:
+            return self._disk.add(digest, case_id, line)
+        if digest in self._memory:
+            return case_id, line
+        self._memory.add(digest)
+        if len(self._memory) > self._spill_after:
+            try:
+                spill = _extra("reader", "case_ids", what="an index of case ids on disk")
+            except InputError:  # a copy without tinyeval/scale/: the ids stay in memory
+                self._spill_after = sys.maxsize
+            else:
+                self._disk, self._memory = spill(self._memory, batch=self._batch), set()
         return None
 
-    def _spill(self) -> None:
-        import sqlite3
-
-        self._db = sqlite3.connect("")  # "" is a private temporary file, removed on close
-        self._db.execute("PRAGMA journal_mode = OFF")
-        self._db.execute("PRAGMA synchronous = OFF")
-        self._db.execute("CREATE TABLE ids (digest BLOB PRIMARY KEY) WITHOUT ROWID")
-        self._db.executemany("INSERT INTO ids VALUES (?)", ((d,) for d in self._memory))
-        self._memory = set()
+    def flush(self) -> tuple[str, int] | None:
+        """Write the ids pending on disk; the first of them already there, or None."""
+        return None if self._disk is None else self._disk.flush()
 
     def __enter__(self) -> _IdIndex:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        if self._disk is not None:
+            self._disk.close()
+            self._disk = None
 
 
 def _validated(
@@ -637,25 +587,6 @@ def _validated(
                 path=path,
                 field="fields",
             )
-
-
-def _first_line(
-    path: str,
-    fields: Mapping[str, str],
-    id_from_line: bool,
-    format: str | None,
-    case_id: str,
-    max_line_bytes: int = MAX_LINE_BYTES,
-) -> int | None:
-    """The line where ``case_id`` first occurs (read again: only on the error path)."""
-    return next(
-        (
-            line
-            for line, case in _validated(path, fields, id_from_line, format, max_line_bytes)
-            if case.id == case_id
-        ),
-        None,
-    )
 
 
 def load(
@@ -737,11 +668,7 @@ def split_holdout(
     >>> len(hold)
     193
     """
-    if not 0.0 < fraction < 1.0:
-        raise DatasetError(
-            f"expected a number between 0 and 1 (exclusive), got {fraction!r}",
-            field="holdout fraction",
-        )
+    in_holdout("", fraction)  # refuses a fraction not between 0 and 1
     dev: list[Case] = []
     holdout: list[Case] = []
     for case in cases:
@@ -772,7 +699,9 @@ def dataset_fingerprint(cases: Iterable[Case]) -> str:
     >>> dataset_fingerprint([a, b]) == dataset_fingerprint([b, a])
     True
     """
-    return Fingerprinting().of(cases)
+    taking = Fingerprinting()
+    collections.deque(taking.adding(cases), maxlen=0)  # consumed, kept nowhere
+    return taking.value()
 
 
 class Fingerprinting:
@@ -796,12 +725,6 @@ class Fingerprinting:
             self.total += case_digest(case)  # reduced once, in value(): exact either way
             self.count += 1
             yield case
-
-    def of(self, cases: Iterable[Case]) -> str:
-        """Add every case of ``cases`` and give the fingerprint."""
-        for _ in self.adding(cases):
-            pass
-        return self.value()
 
     def value(self) -> str:
         """The fingerprint of the cases added so far."""
