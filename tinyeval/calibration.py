@@ -364,7 +364,7 @@ def _warnings(cal: Calibration) -> list[str]:
 
 
 def _verdict(cal: Calibration) -> str:
-    """One sentence that stands on its own (it is shown where the warnings are not)."""
+    """One sentence that stands on its own (shown where the warnings are not)."""
     if not cal.warnings:
         recall = f"; it caught {cal.failure_recall} of your failures" if cal.failure_recall else ""
         interval = (
@@ -387,7 +387,6 @@ def _build(
     human: list[Label],
     categories: tuple[str, ...] | None,
     ids: tuple[Any, ...] | None,
-    per_category: bool,
 ) -> Calibration:
     parsed_judge = [j for j in judge if j is not None]
     parsed_human = [h for j, h in zip(judge, human, strict=True) if j is not None]
@@ -438,7 +437,7 @@ def _build(
         }
 
     subs: dict[str, Calibration] = {}
-    if per_category and categories is not None:
+    if categories is not None:
         groups: dict[str, list[int]] = {}
         for index, category in enumerate(categories):
             groups.setdefault(category, []).append(index)
@@ -448,7 +447,6 @@ def _build(
                 [human[i] for i in indexes],
                 None,
                 None if ids is None else tuple(ids[i] for i in indexes),
-                per_category=False,
             )
 
     draft = Calibration(
@@ -521,7 +519,6 @@ def calibrate(
         humans,  # type: ignore[arg-type]  # human labels are never None (checked above)
         tuple(str(c) for c in categories) if categories is not None else None,
         tuple(ids) if ids is not None else None,
-        per_category=True,
     )
 
 
