@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import stats
 from ..errors import InputError
-from ..gating import GateError, parse_threshold
+from ..gating import parse_threshold
 from ._common import EXIT_OK, UsageError, print_json
 
 Judge = tuple[float, float] | None  # a judge's (sensitivity, specificity); None is perfect
@@ -88,7 +88,7 @@ def _stats_whole(text: str, what: str) -> int:
 def _stats_rate(text: str, what: str) -> float:
     try:
         return parse_threshold(text)
-    except GateError:
+    except InputError:
         raise UsageError(f"{what} must be a proportion such as 0.9 or 90%, got {text!r}") from None
 
 
