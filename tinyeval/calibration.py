@@ -251,7 +251,90 @@ class Calibration:
         >>> calibrate(["PASS", "FAIL"], ["PASS", "FAIL"]).to_text().splitlines()[0]
         'judge vs human on 2 labelled cases'
         """
-        return "\n".join(_text_lines(self))
+        lines = [f"judge vs human on {plural(self.n, 'labelled case')}"]
+        if self.judge_model or self.rubric_fingerprint:
+            rubric = _short(self.rubric_fingerprint or "?")
+            lines[0] += f" (judge {self.judge_model or '?'}, rubric {rubric})"
+        lines.append("")
+        columns = [*(f"judge {label}" for label in self.labels), UNPARSED]
+        first = max(len(f"human {label}") for label in self.labels)
+        widths = [max(len(column), 5) for column in columns]
+        for head, cells in [("", columns)] + [
+            (f"human {human}", [self.confusion[human][judge] for judge in (*self.labels, None)])
+            for human in self.labels
+        ]:
+            lines.append(
+                f"{head:<{first}}"
+                + "".join(f"  {c:>{w}}" for c, w in zip(cells, widths, strict=True))
+            )
+        lines.append("")
+
+        def figure(name: str, value: Any, note: str = "") -> None:
+            lines.append(f"{name:<18} {value}{'   ' + note if note else ''}")
+
+        none = "n/a (no parsed judge reply)"
+        figure("agreement", self.agreement or none)
+        if self.majority_share is not None:
+            figure(
+                f"always {self.majority_label}",
+                self.majority_share,
+                "(the agreement of a judge that always says so)",
+            )
+        for name, rate, missing, note in (
+            ("failure recall", self.failure_recall, "FAIL", "(your FAILs the judge also failed)"),
+            ("false alarms", self.false_alarm_rate, "PASS", "(judge FAIL where you said PASS)"),
+        ):
+            if self.kind == "pass/fail":
+                unlabelled = f"n/a (you labelled no case {missing})"
+                figure(name, rate or (unlabelled if self.parsed else none), note)
+        if self.kappa is None:
+            figure("kappa", f"undefined ({self.kappa_undefined})")
+        elif self.kappa_interval:
+            low, high = self.kappa_interval
+            figure("kappa", f"{self.kappa:.3f} [{low:.3f}, {high:.3f}]", "(95%, large-sample)")
+        else:
+            figure("kappa", f"{self.kappa:.3f}", f"(no interval: {self.kappa_interval_undefined})")
+        if self.spearman is not None or self.spearman_undefined != "the labels are not numbers":
+            rho = (
+                f"{self.spearman:.3f}"
+                if self.spearman is not None
+                else f"undefined ({self.spearman_undefined})"
+            )
+            if self.spearman_interval:
+                rho += f" [{self.spearman_interval[0]:.3f}, {self.spearman_interval[1]:.3f}]"
+            figure("spearman", rho)
+        figure(
+            "unparsed",
+            f"{self.unparsed} of {plural(self.n, 'judge reply', 'judge replies')}",
+            f"(agreement counting them as disagreement: {self.agreement_with_unparsed})",
+        )
+        if self.without_verdict:
+            figure(
+                "no verdict",
+                plural(len(self.without_verdict), "labelled row"),
+                "(the judge did not run or errored; not compared)",
+            )
+        if self.unmatched_results or self.unmatched_labels:
+            figure(
+                "unmatched",
+                f"{plural(len(self.unmatched_results), 'result row')} without a label, "
+                f"{plural(len(self.unmatched_labels), 'label')} without a result row",
+            )
+        if self.per_category and len(self.per_category) > 1:
+            lines += ["", "per category (agreement; failure recall)"]
+            correctable = set(self.correctable_categories())
+            for name, sub in sorted(self.per_category.items()):
+                recall = f"; recall {sub.failure_recall}" if sub.failure_recall is not None else ""
+                own = name in correctable or self.kind != "pass/fail"
+                mark = "" if own else "  (a correction uses the overall figures: see the rule)"
+                lines.append(f"  {name}: {sub.agreement or 'n/a'}{recall}{mark}")
+        lines.append("")
+        if self.warnings:
+            lines.append(f"verdict: {DISTRUST}:")
+            lines.extend(f"  - {warning}" for warning in self.warnings)
+        else:
+            lines.append(f"verdict: {self.verdict}")
+        return "\n".join(lines)
 
     def save(self, path: str | Path) -> None:
         """Write the calibration, with every pair, as JSON (atomically) for ``load_calibration``."""
@@ -520,93 +603,6 @@ def calibrate(
         tuple(str(c) for c in categories) if categories is not None else None,
         tuple(ids) if ids is not None else None,
     )
-
-
-def _text_lines(cal: Calibration) -> list[str]:
-    lines = [f"judge vs human on {plural(cal.n, 'labelled case')}"]
-    if cal.judge_model or cal.rubric_fingerprint:
-        lines[0] += (
-            f" (judge {cal.judge_model or '?'}, rubric {_short(cal.rubric_fingerprint or '?')})"
-        )
-    lines.append("")
-    columns = [*(f"judge {label}" for label in cal.labels), UNPARSED]
-    first = max(len(f"human {label}") for label in cal.labels)
-    widths = [max(len(column), 5) for column in columns]
-    for head, cells in [("", columns)] + [
-        (f"human {human}", [cal.confusion[human][judge] for judge in (*cal.labels, None)])
-        for human in cal.labels
-    ]:
-        lines.append(
-            f"{head:<{first}}" + "".join(f"  {c:>{w}}" for c, w in zip(cells, widths, strict=True))
-        )
-    lines.append("")
-
-    def figure(name: str, value: Any, note: str = "") -> None:
-        lines.append(f"{name:<18} {value}{'   ' + note if note else ''}")
-
-    none = "n/a (no parsed judge reply)"
-    figure("agreement", cal.agreement or none)
-    if cal.majority_share is not None:
-        figure(
-            f"always {cal.majority_label}",
-            cal.majority_share,
-            "(the agreement of a judge that always says so)",
-        )
-    for name, rate, missing, note in (
-        ("failure recall", cal.failure_recall, "FAIL", "(your FAILs the judge also failed)"),
-        ("false alarms", cal.false_alarm_rate, "PASS", "(judge FAIL where you said PASS)"),
-    ):
-        if cal.kind == "pass/fail":
-            unlabelled = f"n/a (you labelled no case {missing})"
-            figure(name, rate or (unlabelled if cal.parsed else none), note)
-    if cal.kappa is None:
-        figure("kappa", f"undefined ({cal.kappa_undefined})")
-    elif cal.kappa_interval:
-        low, high = cal.kappa_interval
-        figure("kappa", f"{cal.kappa:.3f} [{low:.3f}, {high:.3f}]", "(95%, large-sample)")
-    else:
-        figure("kappa", f"{cal.kappa:.3f}", f"(no interval: {cal.kappa_interval_undefined})")
-    if cal.spearman is not None or cal.spearman_undefined != "the labels are not numbers":
-        rho = (
-            f"{cal.spearman:.3f}"
-            if cal.spearman is not None
-            else f"undefined ({cal.spearman_undefined})"
-        )
-        if cal.spearman_interval:
-            rho += f" [{cal.spearman_interval[0]:.3f}, {cal.spearman_interval[1]:.3f}]"
-        figure("spearman", rho)
-    figure(
-        "unparsed",
-        f"{cal.unparsed} of {plural(cal.n, 'judge reply', 'judge replies')}",
-        f"(agreement counting them as disagreement: {cal.agreement_with_unparsed})",
-    )
-    if cal.without_verdict:
-        figure(
-            "no verdict",
-            plural(len(cal.without_verdict), "labelled row"),
-            "(the judge did not run or errored; not compared)",
-        )
-    if cal.unmatched_results or cal.unmatched_labels:
-        figure(
-            "unmatched",
-            f"{plural(len(cal.unmatched_results), 'result row')} without a label, "
-            f"{plural(len(cal.unmatched_labels), 'label')} without a result row",
-        )
-    if cal.per_category and len(cal.per_category) > 1:
-        lines += ["", "per category (agreement; failure recall)"]
-        correctable = set(cal.correctable_categories())
-        for name, sub in sorted(cal.per_category.items()):
-            recall = f"; recall {sub.failure_recall}" if sub.failure_recall is not None else ""
-            own = name in correctable or cal.kind != "pass/fail"
-            mark = "" if own else "  (a correction uses the overall figures: see the rule)"
-            lines.append(f"  {name}: {sub.agreement or 'n/a'}{recall}{mark}")
-    lines.append("")
-    if cal.warnings:
-        lines.append(f"verdict: {DISTRUST}:")
-        lines.extend(f"  - {warning}" for warning in cal.warnings)
-    else:
-        lines.append(f"verdict: {cal.verdict}")
-    return lines
 
 
 # ---------------------------------------------------------------- results and labels
