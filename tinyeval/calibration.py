@@ -649,25 +649,20 @@ def _check_human_kind(
     elif parsed and all(_is_number(label) for label in parsed):
         kind, allowed, expected = "gives grades (numbers)", None, "a number"
     elif all(label in ("PASS", "FAIL") for label in parsed):
-        kind, allowed, expected = "gives PASS/FAIL verdicts", ("PASS", "FAIL"), "PASS or FAIL"
+        kind, allowed = "gives PASS/FAIL verdicts", ("PASS", "FAIL")
+        expected = "PASS or FAIL (other labels are for a graded or multiple-choice judge)"
     else:
         return  # choices of the user's own: any label may be one of them
     for index, (key, value) in enumerate(zip(ids, humans, strict=True)):
         human = _as_label(value, "human", index)
-        fits = _is_number(human) if allowed is None else human in allowed
-        if fits:
+        if _is_number(human) if allowed is None else human in allowed:
             continue
         record = labels[key]
         source, line = getattr(record, "source", None), getattr(record, "line", None)
         where = f" ({source}:{line})" if source and line else ""
-        hint = (
-            " (other labels are for a graded or multiple-choice judge)"
-            if allowed == ("PASS", "FAIL")
-            else ""
-        )
         raise CalibrationError(
             f"calibrate: id {key!r}{where} has the human label {value!r}, but the judge {kind}: "
-            f"expected {expected}{hint}"
+            f"expected {expected}"
         )
 
 
@@ -808,17 +803,12 @@ def load_calibration(path: str | Path) -> Calibration:
     pairs = document.get("pairs")
     if not isinstance(pairs, list) or not pairs or not all(isinstance(p, dict) for p in pairs):
         raise CalibrationError(f'{path}: expected "pairs" to be a non-empty list of objects')
+    column = {
+        key: [pair.get(key) for pair in pairs] for key in ("judge", "human", "category", "id")
+    }
+    categories = None if None in column["category"] else column["category"]
     try:
-        cal = calibrate(
-            [pair.get("judge") for pair in pairs],
-            [pair.get("human") for pair in pairs],
-            categories=(
-                [pair.get("category") for pair in pairs]
-                if all(pair.get("category") is not None for pair in pairs)
-                else None
-            ),
-            ids=[pair.get("id") for pair in pairs],
-        )
+        cal = calibrate(column["judge"], column["human"], categories=categories, ids=column["id"])
     except CalibrationError as exc:
         raise CalibrationError(f"{path}: {exc}") from None
     return replace(
