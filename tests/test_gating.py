@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tinyeval.gating import GateError, allowed_failures, compare_runs, gate, parse_threshold
+from tinyeval.errors import InputError
+from tinyeval.gating import allowed_failures, compare_runs, gate, parse_threshold
 from tinyeval.records import CategoryTally
 from tinyeval.report import summary_dict, summary_text
 
@@ -76,15 +77,15 @@ class TestGate:
 
     @pytest.mark.parametrize("bad", ["1.01", "-0.1", "abc", "nan", "101%"])
     def test_bad_thresholds(self, bad: str) -> None:
-        with pytest.raises(GateError):
+        with pytest.raises(InputError):
             parse_threshold(bad)
 
     def test_bad_inconclusive_policy(self) -> None:
-        with pytest.raises(GateError):
+        with pytest.raises(InputError):
             gate({}, inconclusive="mean")
 
     def test_threshold_parser_refuses_booleans_and_names_its_field(self) -> None:
-        with pytest.raises(GateError, match=r"^tone: "):
+        with pytest.raises(InputError, match=r"^tone: "):
             parse_threshold(True, field="tone")
 
     @pytest.mark.parametrize("n", [0, 1, 12, 40, 100])
@@ -159,7 +160,7 @@ class TestCompare:
         assert report.overall.n == 2
 
     def test_nothing_in_common_is_an_error(self) -> None:
-        with pytest.raises(GateError):
+        with pytest.raises(InputError):
             compare_runs(rows("P"), [{"id": "x", "category": "c", "status": "pass"}])
 
     def test_cli_fails_on_a_significant_regression(self, tmp_path: Path) -> None:

@@ -119,6 +119,7 @@ _EXTRAS: dict[str, dict[str, str]] = {
     "estimator": {
         "corrected_rates": "estimates.corrected:corrected_rates",
         "corrected_lines": "estimates.corrected:corrected_lines",
+        "correction_summary": "estimates.corrected:correction_summary",
         "ppi_pass_rate": "estimates.ppi:ppi_pass_rate",
     },
     "report": {

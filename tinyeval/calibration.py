@@ -1,10 +1,7 @@
-"""Judge against people, and the labels file.
+"""Judge against people (``calibrate``), and the labels file (``read_labels``).
 
-``calibrate`` compares the judge's labels with human labels of the same cases.
-Raw agreement flatters a judge (one that always says PASS agrees 90% of the
-time on a set where 90% pass), so the headline figures are failure recall,
-false alarms and Cohen's kappa with its interval; unparsed judge replies are
-counted, never dropped. ``read_labels`` reads the append-only labels file.
+Raw agreement flatters a judge that always says PASS, so the headline figures are
+failure recall, false alarms and Cohen's kappa; unparsed replies are counted, never dropped.
 """
 
 from __future__ import annotations
@@ -18,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from . import _extra
 from .checks import CheckSpecError, get_path
 from .errors import InputError, did_you_mean, json_problem, plural
 from .records import (
@@ -86,16 +84,12 @@ def _rate(successes: int, n: int) -> Rate | None:
     return Rate.of(successes, n) if n else None
 
 
-def _rate_dict(rate: Rate | None) -> dict[str, Any] | None:
-    return rate.to_dict() if rate is not None else None
-
-
 def _is_number(label: Any) -> bool:
     return isinstance(label, int | float) and not isinstance(label, bool)
 
 
 def _as_label(value: Any, side: str, index: int) -> Label | None:
-    """One label as compared: booleans and any-case pass/fail become PASS/FAIL."""
+    """Booleans and any-case pass/fail become PASS/FAIL."""
     if value is None and side == "judge":
         return None
     if isinstance(value, bool):
@@ -130,7 +124,6 @@ _NOT_IN_DICT = {"per_category", "judge_labels", "human_labels", "categories", "i
 
 
 def _key(label: Label | None) -> str:
-    """A label as a JSON object key."""
     return UNPARSED if label is None else str(label)
 
 
@@ -142,12 +135,7 @@ class Calibration:
     """Judge against human on the same cases; build it with ``calibrate``.
 
     ``confusion`` maps human label → judge label (None: unparsed) → count;
-    ``failure_recall`` (= ``specificity``) and ``false_alarm_rate`` exist for
-    PASS/FAIL labels; ``warnings`` say what makes the figure untrustworthy.
-
-    >>> cal = calibrate(["PASS", "FAIL", "PASS", None], ["PASS", "FAIL", "FAIL", "PASS"])
-    >>> cal.n, cal.parsed, cal.unparsed, cal.judge_caught, cal.human_failures
-    (4, 3, 1, 1, 2)
+    ``warnings`` say what makes the figure untrustworthy.
     """
 
     kind: str  # "pass/fail" or "multiclass"
@@ -212,14 +200,8 @@ class Calibration:
         ]
 
     def correctable_categories(self) -> list[str]:
-        """Categories with their own sensitivity and specificity in a correction:
-        ``CATEGORY_MIN_LABELS`` parsed pairs or more, with both human PASS and FAIL.
-
-        >>> cal = calibrate(["PASS"] * 40, ["PASS"] * 10 + ["FAIL"] * 10 + ["PASS"] * 20,
-        ...                 categories=["a"] * 20 + ["b"] * 20)
-        >>> cal.correctable_categories()
-        ['a']
-        """
+        """Categories with ``CATEGORY_MIN_LABELS`` parsed pairs or more and both human PASS
+        and FAIL: a correction uses their own sensitivity and specificity."""
         return [
             name
             for name, sub in sorted(self.per_category.items())
@@ -247,7 +229,7 @@ class Calibration:
                 value = list(value)
             result[item.name] = value
         result.update(
-            specificity=_rate_dict(self.specificity),
+            specificity=result["failure_recall"],
             trusted=self.trusted,
             confusion={
                 _key(human): {_key(judge): count for judge, count in row.items()}
@@ -266,25 +248,96 @@ class Calibration:
     def to_text(self) -> str:
         """The calibration as the plain text ``tinyeval calibrate`` prints.
 
-        >>> print(calibrate(["PASS", "FAIL", "PASS"], ["PASS", "FAIL", "FAIL"]).to_text()[35:])
-        ... # doctest: +ELLIPSIS
-                    judge PASS  judge FAIL  unparsed
-        human PASS           1           0         0
-        human FAIL           1           1         0
-        ...
+        >>> calibrate(["PASS", "FAIL"], ["PASS", "FAIL"]).to_text().splitlines()[0]
+        'judge vs human on 2 labelled cases'
         """
-        return "\n".join(_text_lines(self))
+        lines = [f"judge vs human on {plural(self.n, 'labelled case')}"]
+        if self.judge_model or self.rubric_fingerprint:
+            rubric = _short(self.rubric_fingerprint or "?")
+            lines[0] += f" (judge {self.judge_model or '?'}, rubric {rubric})"
+        lines.append("")
+        columns = [*(f"judge {label}" for label in self.labels), UNPARSED]
+        first = max(len(f"human {label}") for label in self.labels)
+        widths = [max(len(column), 5) for column in columns]
+        for head, cells in [("", columns)] + [
+            (f"human {human}", [self.confusion[human][judge] for judge in (*self.labels, None)])
+            for human in self.labels
+        ]:
+            lines.append(
+                f"{head:<{first}}"
+                + "".join(f"  {c:>{w}}" for c, w in zip(cells, widths, strict=True))
+            )
+        lines.append("")
+
+        def figure(name: str, value: Any, note: str = "") -> None:
+            lines.append(f"{name:<18} {value}{'   ' + note if note else ''}")
+
+        none = "n/a (no parsed judge reply)"
+        figure("agreement", self.agreement or none)
+        if self.majority_share is not None:
+            figure(
+                f"always {self.majority_label}",
+                self.majority_share,
+                "(the agreement of a judge that always says so)",
+            )
+        for name, rate, missing, note in (
+            ("failure recall", self.failure_recall, "FAIL", "(your FAILs the judge also failed)"),
+            ("false alarms", self.false_alarm_rate, "PASS", "(judge FAIL where you said PASS)"),
+        ):
+            if self.kind == "pass/fail":
+                unlabelled = f"n/a (you labelled no case {missing})"
+                figure(name, rate or (unlabelled if self.parsed else none), note)
+        if self.kappa is None:
+            figure("kappa", f"undefined ({self.kappa_undefined})")
+        elif self.kappa_interval:
+            low, high = self.kappa_interval
+            figure("kappa", f"{self.kappa:.3f} [{low:.3f}, {high:.3f}]", "(95%, large-sample)")
+        else:
+            figure("kappa", f"{self.kappa:.3f}", f"(no interval: {self.kappa_interval_undefined})")
+        if self.spearman is not None or self.spearman_undefined != "the labels are not numbers":
+            rho = (
+                f"{self.spearman:.3f}"
+                if self.spearman is not None
+                else f"undefined ({self.spearman_undefined})"
+            )
+            if self.spearman_interval:
+                rho += f" [{self.spearman_interval[0]:.3f}, {self.spearman_interval[1]:.3f}]"
+            figure("spearman", rho)
+        figure(
+            "unparsed",
+            f"{self.unparsed} of {plural(self.n, 'judge reply', 'judge replies')}",
+            f"(agreement counting them as disagreement: {self.agreement_with_unparsed})",
+        )
+        if self.without_verdict:
+            figure(
+                "no verdict",
+                plural(len(self.without_verdict), "labelled row"),
+                "(the judge did not run or errored; not compared)",
+            )
+        if self.unmatched_results or self.unmatched_labels:
+            figure(
+                "unmatched",
+                f"{plural(len(self.unmatched_results), 'result row')} without a label, "
+                f"{plural(len(self.unmatched_labels), 'label')} without a result row",
+            )
+        if self.per_category and len(self.per_category) > 1:
+            lines += ["", "per category (agreement; failure recall)"]
+            correctable = set(self.correctable_categories())
+            for name, sub in sorted(self.per_category.items()):
+                recall = f"; recall {sub.failure_recall}" if sub.failure_recall is not None else ""
+                own = name in correctable or self.kind != "pass/fail"
+                mark = "" if own else "  (a correction uses the overall figures: see the rule)"
+                lines.append(f"  {name}: {sub.agreement or 'n/a'}{recall}{mark}")
+        lines.append("")
+        if self.warnings:
+            lines.append(f"verdict: {DISTRUST}:")
+            lines.extend(f"  - {warning}" for warning in self.warnings)
+        else:
+            lines.append(f"verdict: {self.verdict}")
+        return "\n".join(lines)
 
     def save(self, path: str | Path) -> None:
-        """Write the calibration, with every pair, as JSON (atomically) for ``load_calibration``.
-
-        >>> import tempfile, os
-        >>> with tempfile.TemporaryDirectory() as tmp:
-        ...     path = os.path.join(tmp, "cal.json")
-        ...     calibrate(["PASS", "FAIL", "FAIL"], ["PASS", "FAIL", "PASS"]).save(path)
-        ...     load_calibration(path).false_alarms
-        1
-        """
+        """Write the calibration, with every pair, as JSON (atomically) for ``load_calibration``."""
         keys = self.ids if self.ids is not None else range(self.n)
         categories = self.categories or (None,) * self.n
         pairs = [
@@ -299,33 +352,11 @@ class Calibration:
             "created_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
             "judge_model": self.judge_model,
             "rubric_fingerprint": self.rubric_fingerprint,
-            "correction": _correction_summary(self),
+            "correction": _extra("estimator", "correction_summary", "Calibration.save")(self),
             "summary": self.to_dict(),
             "pairs": pairs,
         }
         write_text_atomically(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
-
-
-def _correction_summary(cal: Calibration) -> dict[str, Any]:
-    """Sensitivity/specificity for corrections, overall and per qualifying category."""
-
-    def pair(sub: Calibration) -> dict[str, Any]:
-        return {
-            "n": sub.parsed,
-            "sensitivity": _rate_dict(sub.sensitivity),
-            "specificity": _rate_dict(sub.specificity),
-        }
-
-    return {
-        "rule": (
-            f"a category gets its own figures with at least {CATEGORY_MIN_LABELS} parsed "
-            "labels including both human PASS and human FAIL; otherwise the overall figures apply"
-        ),
-        "overall": pair(cal) if cal.kind == "pass/fail" else None,
-        "per_category": {
-            name: pair(cal.per_category[name]) for name in cal.correctable_categories()
-        },
-    }
 
 
 # ---------------------------------------------------------------- computing it
@@ -416,7 +447,7 @@ def _warnings(cal: Calibration) -> list[str]:
 
 
 def _verdict(cal: Calibration) -> str:
-    """One sentence that stands on its own (it is shown where the warnings are not)."""
+    """One sentence that stands on its own (shown where the warnings are not)."""
     if not cal.warnings:
         recall = f"; it caught {cal.failure_recall} of your failures" if cal.failure_recall else ""
         interval = (
@@ -439,7 +470,6 @@ def _build(
     human: list[Label],
     categories: tuple[str, ...] | None,
     ids: tuple[Any, ...] | None,
-    per_category: bool,
 ) -> Calibration:
     parsed_judge = [j for j in judge if j is not None]
     parsed_human = [h for j, h in zip(judge, human, strict=True) if j is not None]
@@ -490,7 +520,7 @@ def _build(
         }
 
     subs: dict[str, Calibration] = {}
-    if per_category and categories is not None:
+    if categories is not None:
         groups: dict[str, list[int]] = {}
         for index, category in enumerate(categories):
             groups.setdefault(category, []).append(index)
@@ -500,7 +530,6 @@ def _build(
                 [human[i] for i in indexes],
                 None,
                 None if ids is None else tuple(ids[i] for i in indexes),
-                per_category=False,
             )
 
     draft = Calibration(
@@ -543,18 +572,14 @@ def calibrate(
     categories: Sequence[str] | None = None,
     ids: Sequence[Any] | None = None,
 ) -> Calibration:
-    """Compare the judge's labels with human labels of the same cases.
+    """Compare the judge's labels (None: unparsed) with human labels of the same cases.
 
-    Labels are PASS/FAIL (any case), booleans, numbers or other strings; None in
-    ``judge`` is an unparsed reply. ``categories`` adds a calibration per
-    category; ``ids`` names the pairs. The always-PASS judge agrees 90% of the
-    time and catches nothing:
+    ``categories`` adds a calibration per category; ``ids`` names the pairs.
+    The always-PASS judge agrees 90% of the time and catches nothing:
 
     >>> cal = calibrate(["PASS"] * 10, ["PASS"] * 9 + ["FAIL"])
     >>> str(cal.agreement), str(cal.failure_recall), cal.kappa
     ('9/10 = 90.0% [59.6%, 98.2%]', '0/1 = 0.0% [0.0%, 79.3%]', 0.0)
-
-    Raises ``CalibrationError`` for unequal or empty sequences or a bad label.
     """
     judge_list, human_list = list(judge), list(human)
     if len(judge_list) != len(human_list):
@@ -577,103 +602,7 @@ def calibrate(
         humans,  # type: ignore[arg-type]  # human labels are never None (checked above)
         tuple(str(c) for c in categories) if categories is not None else None,
         tuple(ids) if ids is not None else None,
-        per_category=True,
     )
-
-
-def _text_lines(cal: Any) -> list[str]:
-    """The lines of ``Calibration.to_text``."""
-    lines = [f"judge vs human on {plural(cal.n, 'labelled case')}"]
-    if cal.judge_model or cal.rubric_fingerprint:
-        lines[0] += (
-            f" (judge {cal.judge_model or '?'}, rubric {_short(cal.rubric_fingerprint or '?')})"
-        )
-    lines.append("")
-    columns = [*(f"judge {label}" for label in cal.labels), UNPARSED]
-    heads = [f"human {label}" for label in cal.labels]
-    first = max(len(head) for head in heads)
-    widths = [max(len(column), 5) for column in columns]
-    lines.append(" " * first + "".join(f"  {c:>{w}}" for c, w in zip(columns, widths, strict=True)))
-    for head, human in zip(heads, cal.labels, strict=True):
-        counts = [cal.confusion[human][judge] for judge in (*cal.labels, None)]
-        lines.append(
-            f"{head:<{first}}" + "".join(f"  {c:>{w}}" for c, w in zip(counts, widths, strict=True))
-        )
-    lines.append("")
-
-    def figure(name: str, value: Any, note: str = "") -> None:
-        lines.append(f"{name:<18} {value}{'   ' + note if note else ''}")
-
-    figure("agreement", cal.agreement or "n/a (no parsed judge reply)")
-    if cal.majority_share is not None:
-        figure(
-            f"always {cal.majority_label}",
-            cal.majority_share,
-            "(the agreement of a judge that always says so)",
-        )
-    none_parsed = "n/a (no parsed judge reply)"
-    if cal.kind == "pass/fail":
-        figure(
-            "failure recall",
-            cal.failure_recall
-            or (none_parsed if not cal.parsed else "n/a (you labelled no case FAIL)"),
-            "(your FAILs the judge also failed)",
-        )
-        figure(
-            "false alarms",
-            cal.false_alarm_rate
-            or (none_parsed if not cal.parsed else "n/a (you labelled no case PASS)"),
-            "(judge FAIL where you said PASS)",
-        )
-    if cal.kappa is None:
-        figure("kappa", f"undefined ({cal.kappa_undefined})")
-    elif cal.kappa_interval:
-        low, high = cal.kappa_interval
-        figure("kappa", f"{cal.kappa:.3f} [{low:.3f}, {high:.3f}]", "(95%, large-sample)")
-    else:
-        figure("kappa", f"{cal.kappa:.3f}", f"(no interval: {cal.kappa_interval_undefined})")
-    if cal.spearman is not None or cal.spearman_undefined != "the labels are not numbers":
-        rho = (
-            f"{cal.spearman:.3f}"
-            if cal.spearman is not None
-            else f"undefined ({cal.spearman_undefined})"
-        )
-        if cal.spearman_interval:
-            rho += f" [{cal.spearman_interval[0]:.3f}, {cal.spearman_interval[1]:.3f}]"
-        figure("spearman", rho)
-    figure(
-        "unparsed",
-        f"{cal.unparsed} of {plural(cal.n, 'judge reply', 'judge replies')}",
-        f"(agreement counting them as disagreement: {cal.agreement_with_unparsed})",
-    )
-    if cal.without_verdict:
-        figure(
-            "no verdict",
-            plural(len(cal.without_verdict), "labelled row"),
-            "(the judge did not run or errored; not compared)",
-        )
-    if cal.unmatched_results or cal.unmatched_labels:
-        figure(
-            "unmatched",
-            f"{plural(len(cal.unmatched_results), 'result row')} without a label, "
-            f"{plural(len(cal.unmatched_labels), 'label')} without a result row",
-        )
-    if cal.per_category and len(cal.per_category) > 1:
-        lines.append("")
-        lines.append("per category (agreement; failure recall)")
-        correctable = set(cal.correctable_categories())
-        for name, sub in sorted(cal.per_category.items()):
-            recall = f"; recall {sub.failure_recall}" if sub.failure_recall is not None else ""
-            own = name in correctable or cal.kind != "pass/fail"
-            mark = "" if own else "  (a correction uses the overall figures: see the rule)"
-            lines.append(f"  {name}: {sub.agreement or 'n/a'}{recall}{mark}")
-    lines.append("")
-    if cal.warnings:
-        lines.append(f"verdict: {DISTRUST}:")
-        lines.extend(f"  - {warning}" for warning in cal.warnings)
-    else:
-        lines.append(f"verdict: {cal.verdict}")
-    return lines
 
 
 # ---------------------------------------------------------------- results and labels
@@ -702,18 +631,6 @@ def _expiry(mismatches: Mapping[str, list[tuple[Any, Any]]], matched: int) -> li
     return found
 
 
-def _unknown_judge(name: str, names: Iterable[str]) -> str:
-    """The message for a judge name that no row has."""
-    found = sorted(names)
-    if found:
-        listed = ", ".join(repr(n) for n in found)
-        return f"calibrate: unknown judge {name!r}; the rows have the judges {listed}"
-    return (
-        f"calibrate: unknown judge {name!r}; the rows have no named judges "
-        "(leave the judge name out to calibrate each row's judge)"
-    )
-
-
 def _check_human_kind(
     ids: Sequence[Any],
     judged: Sequence[Any],
@@ -732,25 +649,20 @@ def _check_human_kind(
     elif parsed and all(_is_number(label) for label in parsed):
         kind, allowed, expected = "gives grades (numbers)", None, "a number"
     elif all(label in ("PASS", "FAIL") for label in parsed):
-        kind, allowed, expected = "gives PASS/FAIL verdicts", ("PASS", "FAIL"), "PASS or FAIL"
+        kind, allowed = "gives PASS/FAIL verdicts", ("PASS", "FAIL")
+        expected = "PASS or FAIL (other labels are for a graded or multiple-choice judge)"
     else:
         return  # choices of the user's own: any label may be one of them
     for index, (key, value) in enumerate(zip(ids, humans, strict=True)):
         human = _as_label(value, "human", index)
-        fits = _is_number(human) if allowed is None else human in allowed
-        if fits:
+        if _is_number(human) if allowed is None else human in allowed:
             continue
         record = labels[key]
         source, line = getattr(record, "source", None), getattr(record, "line", None)
         where = f" ({source}:{line})" if source and line else ""
-        hint = (
-            " (other labels are for a graded or multiple-choice judge)"
-            if allowed == ("PASS", "FAIL")
-            else ""
-        )
         raise CalibrationError(
             f"calibrate: id {key!r}{where} has the human label {value!r}, but the judge {kind}: "
-            f"expected {expected}{hint}"
+            f"expected {expected}"
         )
 
 
@@ -761,12 +673,9 @@ def calibrate_results(
     judge: str | None = None,
     only: Iterable[Any] | None = None,
 ) -> Calibration:
-    """Calibrate the judge in result rows against labels (``read_labels``), by id.
-
-    ``judge`` names a judge of the rows (default: each row's first); ``only``
-    restricts both sides to those ids. Ids on one side only, and labelled rows
-    without a verdict, are reported; labels made against another rubric, judge
-    model or output raise a ``CALIBRATION EXPIRED`` warning.
+    """Calibrate the judge in result rows (``judge``: default each row's first) against
+    labels (``read_labels``) by id, within ``only``; labels made against another rubric,
+    judge model or output raise a ``CALIBRATION EXPIRED`` warning.
 
     >>> rows = [{"id": "a", "judges": {"j": {"verdict": "PASS", "rubric_fingerprint": "r2"}}},
     ...         {"id": "b", "judges": {"j": {"verdict": "FAIL", "rubric_fingerprint": "r2"}}}]
@@ -774,9 +683,6 @@ def calibrate_results(
     >>> cal = calibrate_results(rows, labels)
     >>> cal.n, cal.unmatched_results, cal.unmatched_labels, cal.expired[0][:20]
     (1, ('b',), ('c',), 'CALIBRATION EXPIRED:')
-
-    Raises ``CalibrationError`` for a human label of another kind than the
-    judge's verdicts, an unknown ``judge``, or no labelled row with a verdict.
     """
     keep = set(only) if only is not None else None
     by_id: dict[Any, Mapping[str, Any]] = {}
@@ -791,7 +697,12 @@ def calibrate_results(
         if keep is None or key in keep:
             by_id[key] = row
     if judge and judge not in names:
-        raise CalibrationError(_unknown_judge(judge, names))
+        have = (
+            f"the judges {', '.join(repr(n) for n in sorted(names))}"
+            if names
+            else "no named judges (leave the judge name out to calibrate each row's judge)"
+        )
+        raise CalibrationError(f"calibrate: unknown judge {judge!r}; the rows have {have}")
     labels = {key: value for key, value in labels.items() if keep is None or key in keep}
 
     ids, judged, humans, categories = [], [], [], []
@@ -872,11 +783,7 @@ def disagreement_rows(
 
 
 def load_calibration(path: str | Path) -> Calibration:
-    """Load a file written by ``Calibration.save``, recomputing every figure from its pairs.
-
-    Raises ``CalibrationError`` naming the file when it is not a calibration this
-    code reads (the ``save`` example reads one back).
-    """
+    """Load a file written by ``Calibration.save``, recomputing every figure from its pairs."""
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -896,17 +803,12 @@ def load_calibration(path: str | Path) -> Calibration:
     pairs = document.get("pairs")
     if not isinstance(pairs, list) or not pairs or not all(isinstance(p, dict) for p in pairs):
         raise CalibrationError(f'{path}: expected "pairs" to be a non-empty list of objects')
+    column = {
+        key: [pair.get(key) for pair in pairs] for key in ("judge", "human", "category", "id")
+    }
+    categories = None if None in column["category"] else column["category"]
     try:
-        cal = calibrate(
-            [pair.get("judge") for pair in pairs],
-            [pair.get("human") for pair in pairs],
-            categories=(
-                [pair.get("category") for pair in pairs]
-                if all(pair.get("category") is not None for pair in pairs)
-                else None
-            ),
-            ids=[pair.get("id") for pair in pairs],
-        )
+        cal = calibrate(column["judge"], column["human"], categories=categories, ids=column["id"])
     except CalibrationError as exc:
         raise CalibrationError(f"{path}: {exc}") from None
     return replace(
@@ -927,15 +829,8 @@ class LabelRecord(dict[str, Any]):
     ('PASS', 'labels.jsonl:3')
     """
 
-    source: str | None
-    line: int | None
-
     def __init__(
-        self,
-        record: Mapping[str, Any],
-        *,
-        source: str | None = None,
-        line: int | None = None,
+        self, record: Mapping[str, Any], *, source: str | None = None, line: int | None = None
     ) -> None:
         super().__init__(record)
         self.source = source
@@ -1002,9 +897,8 @@ def replay_labels(
 ) -> tuple[dict[str | int, list[LabelRecord]], list[LabelRecord]]:
     """Replay a labels file: each id's standing records in order, and the recheck records.
 
-    An undo line (``"undo": true``) withdraws the latest standing record of its id;
+    An undo line (``"undo": true``) withdraws the latest record of its id;
     ``fields`` reads each key at a dotted path (see :func:`parse_label_fields`).
-    Raises ``LabelError`` naming file:line for a bad line or an undo of nothing.
     """
     stacks: dict[str | int, list[LabelRecord]] = {}
     rechecks: list[LabelRecord] = []
@@ -1014,16 +908,15 @@ def replay_labels(
         key = _id_of(record, where)
         recheck = record.get("recheck") is True
         if record.get("undo") is True:
-            if recheck:
-                found = [i for i, r in enumerate(rechecks) if r["id"] == key]
-                if not found:
-                    raise LabelError(f"{where}: undo of a recheck of id {key!r}, which has none")
-                del rechecks[found[-1]]
-                continue
-            stack = stacks.get(key)
-            if not stack:
-                raise LabelError(f"{where}: undo for id {key!r}, which has no label standing")
-            stack.pop()
+            pile = rechecks if recheck else stacks.get(key, [])
+            found = [i for i, r in enumerate(pile) if r["id"] == key]
+            if not found:
+                raise LabelError(
+                    f"{where}: undo of a recheck of id {key!r}, which has none"
+                    if recheck
+                    else f"{where}: undo for id {key!r}, which has no label standing"
+                )
+            del pile[found[-1]]
             continue
         if "label" not in record:
             raise LabelError(f"{where}: expected a field 'label' (or \"undo\": true)")

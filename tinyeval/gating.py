@@ -1,9 +1,5 @@
-"""The gate: a verdict per category, never an average across them.
-
-A category blocks when its pass rate is below its threshold; one whose Wilson
-interval straddles the threshold is inconclusive (``inconclusive="block"``
-blocks it). An average hides what a gate is for, so the global rate is shown
-but never gates. Errored and unparsed cases count as not passed.
+"""The gate: a verdict per category, never an average across them (the global rate is
+shown, never gates). Errored and unparsed cases count as not passed; comparisons of runs.
 """
 
 from __future__ import annotations
@@ -12,18 +8,17 @@ import contextlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from .errors import InputError, did_you_mean, plural
 from .records import Completeness, completeness, tally
-from .stats import Rate, cases_to_decide, format_rate, wilson_interval
+from .stats import Rate, cases_to_decide, format_rate, mcnemar, wilson_interval
 
 __all__ = [
     "INCONCLUSIVE_POLICIES",
     "OUTCOMES",
     "CategoryVerdict",
     "ComparisonReport",
-    "GateError",
     "GateReport",
     "HoldoutComparison",
     "PairedComparison",
@@ -38,10 +33,6 @@ __all__ = [
     "holdout_text",
     "parse_threshold",
 ]
-
-
-class GateError(InputError):
-    """A threshold that is not a rate, or a gate asked of nothing."""
 
 
 def parse_threshold(
@@ -60,7 +51,7 @@ def parse_threshold(
     >>> parse_threshold("1.5", field="alpha", what="alpha", high=0.5)
     Traceback (most recent call last):
     ...
-    tinyeval.gating.GateError: alpha: alpha is a rate between 0 and 0.5 (or 0% to 50%), got '1.5'
+    tinyeval.errors.InputError: alpha: alpha is a rate between 0 and 0.5 (or 0% to 50%), got '1.5'
     """
     rate = math.nan  # a boolean or anything else that is not a number is refused
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -70,7 +61,7 @@ def parse_threshold(
         with contextlib.suppress(ValueError):
             rate = float(text[:-1]) / 100 if text.endswith("%") else float(text)
     if not low <= rate <= high:  # also refuses NaN
-        raise GateError(
+        raise InputError(
             f"{what} is a rate between {low:g} and {high:g} (or {low:.0%} to {high:.0%}), "
             f"got {value!r}",
             field=field,
@@ -84,12 +75,8 @@ INCONCLUSIVE_POLICIES = ("pass", "block")
 
 @dataclass(frozen=True)
 class CategoryVerdict:
-    """One category's figures, its outcome, and whether it blocks.
-
-    ``outcome`` is ``"pass"`` (the interval clears the threshold), ``"block"``
-    (below it, or no cases, or cases nothing checked), ``"inconclusive"`` (the
-    rate meets the threshold, its interval does not; ``more_cases_needed`` says
-    about how many more would decide) or ``"ungated"``.
+    """One category's figures, its outcome (one of ``OUTCOMES``), and whether it blocks;
+    ``more_cases_needed`` says about how many more cases would decide an inconclusive one.
 
     >>> v = gate({"tone": {"passed": 12, "total": 13}}, {"tone": 0.8}).categories[0]
     >>> v.outcome, v.more_cases_needed, v.blocking
@@ -228,12 +215,6 @@ def _ids(tally: Any) -> tuple[str, ...]:
     return tuple(str(item) for item in value or ())
 
 
-class _Counts(NamedTuple):
-    errors: int
-    unparsed: int
-    unchecked: int
-
-
 def _verdict(
     name: str,
     tally: Any,
@@ -244,7 +225,7 @@ def _verdict(
     confidence: float,
 ) -> CategoryVerdict:
     passed, total = _field(tally, "passed"), _field(tally, "total")
-    counts = _Counts(_field(tally, "errors"), _field(tally, "unparsed"), _field(tally, "unchecked"))
+    counts = (_field(tally, "errors"), _field(tally, "unparsed"), _field(tally, "unchecked"))
     ids = _ids(tally)
     if total == 0:
         return CategoryVerdict(
@@ -256,7 +237,7 @@ def _verdict(
     if threshold is None:
         return CategoryVerdict(name, measured, *counts, threshold=None, outcome="ungated",
                                blocking=False, unchecked_ids=ids)  # fmt: skip
-    unchecked = counts.unchecked
+    unchecked = counts[2]
     if unchecked and not allow_unchecked:
         note = f"{plural(unchecked, 'case')} had nothing to check them"
         return CategoryVerdict(name, measured, *counts, threshold=threshold, outcome="block",
@@ -287,14 +268,11 @@ def gate(
     confidence: float = 0.95,
     completeness: Completeness | None = None,
 ) -> GateReport:
-    """Judge each category against its threshold; the global rate is reported, never gated.
+    """Judge each category's counts (``passed``, ``total``, optional ``errors``, ``unparsed``,
+    ``unchecked``; a mapping or attributes) against its threshold, else ``default_threshold``.
 
-    ``tallies`` maps a category to its counts (``passed``, ``total``, optional
-    ``errors``, ``unparsed``, ``unchecked``), as a mapping or attributes. A
-    category without a threshold uses ``default_threshold``, or does not gate. A
-    threshold for a category with no cases blocks, and so do cases nothing
-    checked unless ``allow_unchecked``. An inconclusive category passes on its
-    rate with ``inconclusive="pass"`` (the default), blocks with ``"block"``.
+    A threshold with no cases blocks, and so do unchecked cases unless ``allow_unchecked``;
+    an inconclusive category passes with ``inconclusive="pass"`` (the default).
 
     >>> report = gate(
     ...     {"amount_extraction": {"passed": 17, "total": 20},
@@ -305,7 +283,7 @@ def gate(
     """
     policy = inconclusive or "pass"
     if policy not in INCONCLUSIVE_POLICIES:
-        raise GateError(
+        raise InputError(
             f"inconclusive must be one of {', '.join(INCONCLUSIVE_POLICIES)}, got {policy!r}"
         )
     limits = {name: parse_threshold(value) for name, value in (thresholds or {}).items()}
@@ -333,8 +311,6 @@ def allowed_failures(
 
     >>> allowed_failures(40, 0.85), allowed_failures(20, 1.0), allowed_failures(12, None)
     (6, 0, None)
-    >>> allowed_failures(12, 0.9, inconclusive="block")  # 12/12 has a lower bound of 75.8%
-    -1
     """
     if threshold is None:
         return None
@@ -459,7 +435,7 @@ class PairedComparison:
 
     def to_dict(self) -> dict[str, Any]:
         """The comparison as a JSON-ready dict (every field but the category)."""
-        return {key: value for key, value in asdict(self).items() if key != "category"}
+        return _but_category(self)
 
 
 @dataclass(frozen=True)
@@ -521,9 +497,15 @@ class ComparisonReport:
         return "\n".join(lines)
 
 
-def _paired(category: str, pairs: list[tuple[bool, bool]]) -> PairedComparison:
-    from .stats import mcnemar
+def _but_category(comparison: Any) -> dict[str, Any]:
+    return {key: value for key, value in asdict(comparison).items() if key != "category"}
 
+
+def _category(row: Mapping[str, Any]) -> str:
+    return str(row.get("category", "default"))
+
+
+def _paired(category: str, pairs: list[tuple[bool, bool]]) -> PairedComparison:
     b = sum(1 for before, after in pairs if before and not after)
     c = sum(1 for before, after in pairs if after and not before)
     return PairedComparison(
@@ -554,9 +536,9 @@ def compare_runs(
     by_category: dict[str, list[tuple[bool, bool]]] = {}
     for case_id in shared:
         pair = (first[case_id].get("status") == "pass", second[case_id].get("status") == "pass")
-        by_category.setdefault(str(second[case_id].get("category", "default")), []).append(pair)
+        by_category.setdefault(_category(second[case_id]), []).append(pair)
     if not shared:
-        raise GateError("the two runs have no case id in common; nothing to compare")
+        raise InputError("the two runs have no case id in common; nothing to compare")
     every = [pair for pairs in by_category.values() for pair in pairs]
     warnings = []
     for key, what in (("dataset_fingerprint", "datasets"), ("rubric_fingerprint", "rubrics"),
@@ -596,7 +578,7 @@ class HoldoutComparison:
 
     def to_dict(self) -> dict[str, Any]:
         """The comparison as a JSON-ready dict (every field but the category)."""
-        return {key: value for key, value in asdict(self).items() if key != "category"}
+        return _but_category(self)
 
 
 def compare_holdout(
@@ -617,7 +599,7 @@ def compare_holdout(
     counts: dict[str, list[int]] = {}
     for side, rows in ((0, dev_rows), (2, holdout_rows)):
         for row in rows:
-            slot = counts.setdefault(str(row.get("category", "default")), [0, 0, 0, 0])
+            slot = counts.setdefault(_category(row), [0, 0, 0, 0])
             slot[side] += row.get("status") == "pass"
             slot[side + 1] += 1
     everything = [sum(slot[i] for slot in counts.values()) for i in range(4)]

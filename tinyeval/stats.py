@@ -1,10 +1,8 @@
 """Small, exact statistics for pass rates, suite sizes and judge agreement.
 
-Standard library only, and nothing else of the package: this file can be copied
-on its own (its errors then derive from ``ValueError`` alone). Bad input raises
-``StatisticsError``; a value that does not exist for the data (an interval of
-zero cases, kappa of a rater who always says the same) raises its subclass
-``UndefinedStatisticError``. No function returns NaN.
+Standard library only: this file works copied on its own. Bad input raises
+``StatisticsError``; a value that does not exist for the data raises its subclass
+``UndefinedStatisticError``, never NaN.
 """
 
 from __future__ import annotations
@@ -59,7 +57,7 @@ class UndefinedStatisticError(StatisticsError):
 
 
 class Interval(NamedTuple):
-    """A confidence interval; still a plain ``(low, high)`` tuple."""
+    """A confidence interval ``(low, high)``."""
 
     low: float
     high: float
@@ -208,10 +206,8 @@ _MOST_CASES = 10**9  # past this, "no suite size can decide it" is the honest an
 def cases_to_decide(
     successes: int, n: int, threshold: float, confidence: float = 0.95
 ) -> int | None:
-    """The smallest suite size at which the observed rate, kept, would clear ``threshold``.
-
-    ``n`` when the gate is already decided; None when no size can decide it (a
-    rate exactly at the threshold, or a threshold of 0 or 1 only approached).
+    """The smallest suite size at which the observed rate, kept, would decide ``threshold``:
+    ``n`` when already decided, None when no size can (a rate exactly at the threshold).
 
     >>> cases_to_decide(13, 13, 0.80)  # at a rate of 1 the lower bound is N / (N + z²)
     16
@@ -373,12 +369,9 @@ def sample_size(
     sensitivity: float | None = None,
     specificity: float | None = None,
 ) -> int:
-    """The cases per run that detect a change from ``baseline`` to ``target``.
-
-    Two-sided two-proportion z-test (Fleiss 1981, eq. 3.14), rounded up;
-    ``continuity`` adds the Fleiss, Tytun and Ury (1980) correction. With a
-    judge's ``sensitivity`` and ``specificity`` the plan is made on the rates the
-    judge would report, so it needs more cases.
+    """The cases per run that detect a change from ``baseline`` to ``target`` (two-sided
+    z-test, Fleiss 1981 eq. 3.14; ``continuity``: Fleiss, Tytun and Ury 1980), planned on
+    the rates an imperfect judge (``sensitivity``, ``specificity``) would report.
 
     >>> sample_size(0.90, 0.85), sample_size(0.90, 0.85, sensitivity=0.95, specificity=0.80)
     (686, 1373)
@@ -687,8 +680,6 @@ def kappa_interval(
     >>> human = ["PASS"] * 8 + ["FAIL"] * 4 + ["FAIL", "PASS"] * 4
     >>> print(kappa_interval(judge, human))
     kappa = 0.17 [-0.27, 0.60] (n = 20)
-
-    Raises ``UndefinedStatisticError`` when kappa is undefined or its variance is 0.
     """
     func = "kappa_interval"
     confidence = _open_unit(confidence, "confidence", func)
@@ -735,11 +726,8 @@ def spearman_interval(
 ) -> AgreementInterval:
     """Spearman's rho with a Fisher-z interval (the Bonett & Wright 2000 standard error).
 
-    >>> r = spearman_interval([1, 2, 3, 4, 5, 6, 7, 8], [2, 1, 4, 3, 6, 5, 8, 7])
-    >>> print(r)
+    >>> print(spearman_interval([1, 2, 3, 4, 5, 6, 7, 8], [2, 1, 4, 3, 6, 5, 8, 7]))
     rho = 0.90 [0.43, 0.99] (n = 8)
-
-    Raises ``StatisticsError`` for fewer than 4 pairs, ``UndefinedStatisticError`` at ±1.
     """
     func = "spearman_interval"
     confidence = _open_unit(confidence, "confidence", func)

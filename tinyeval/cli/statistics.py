@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import stats
 from ..errors import InputError
-from ..gating import GateError, parse_threshold
+from ..gating import parse_threshold
 from ._common import EXIT_OK, UsageError, print_json
 
 Judge = tuple[float, float] | None  # a judge's (sensitivity, specificity); None is perfect
@@ -32,32 +32,33 @@ def add_stats(sub: Any) -> None:
     w.add_argument("successes", metavar="K", help="cases that passed")
     w.add_argument("n", metavar="N", help="cases in total")
     w.add_argument("--confidence", default="0.95", help="confidence level (default: 0.95)")
-    w.set_defaults(handler=_cmd_stats_wilson)
+    w.set_defaults(say=wilson_sentence, counts={"successes": "K", "n": "N"})
 
     s = which.add_parser("sample-size", help="cases per run needed to detect a drop")
     _add_stats_rates(s, target=True)
     s.add_argument("--power", default="0.80", help="chance of detecting the drop (default: 0.80)")
-    s.set_defaults(handler=_cmd_stats_plan, say=sample_size_sentence)
+    s.set_defaults(say=sample_size_sentence)
 
     pw = which.add_parser("power", help="the chance that N cases per run detect a drop")
     _add_stats_rates(pw, target=True)
     pw.add_argument("--n", required=True, help="cases per run")
-    pw.set_defaults(handler=_cmd_stats_plan, say=power_sentence)
+    pw.set_defaults(say=power_sentence)
 
     d = which.add_parser("detectable", help="the smallest drop N cases per run can detect")
     _add_stats_rates(d, target=False)
     d.add_argument("--n", required=True, help="cases per run")
     d.add_argument("--power", default="0.80", help="chance of detecting the drop (default: 0.80)")
-    d.set_defaults(handler=_cmd_stats_plan, say=detectable_sentence)
+    d.set_defaults(say=detectable_sentence)
 
     m = which.add_parser("mcnemar", help="exact McNemar test for two runs over the same cases")
     m.add_argument("b", metavar="B", help="cases that went from pass to fail")
     m.add_argument("c", metavar="C", help="cases that went from fail to pass")
     m.add_argument("--alpha", default="0.05", help="significance level (default: 0.05)")
-    m.set_defaults(handler=_cmd_stats_mcnemar)
+    m.set_defaults(say=mcnemar_sentence, counts={"b": "B", "c": "C"})
 
     for each in (w, s, pw, d, m):
         each.add_argument("--json", action="store_true", help="print one JSON object")
+        each.set_defaults(handler=_cmd_stats)
 
 
 def _add_stats_rates(p: argparse.ArgumentParser, *, target: bool) -> None:
@@ -87,37 +88,22 @@ def _stats_whole(text: str, what: str) -> int:
 def _stats_rate(text: str, what: str) -> float:
     try:
         return parse_threshold(text)
-    except GateError:
+    except InputError:
         raise UsageError(f"{what} must be a proportion such as 0.9 or 90%, got {text!r}") from None
 
 
-def _stats_plan(args: argparse.Namespace) -> dict[str, Any]:
-    """The keyword arguments of a planning sentence, from the options as typed."""
-    names = [name for name in ("baseline", "alpha", "target", "power") if hasattr(args, name)]
-    plan: dict[str, Any] = {name: _stats_rate(getattr(args, name), f"--{name}") for name in names}
-    plan["continuity"] = args.continuity
-    se, sp = (
-        None if getattr(args, name) is None else _stats_rate(getattr(args, name), f"--{name}")
-        for name in ("sensitivity", "specificity")
-    )
-    if args.calibration is not None and (se is not None or sp is not None):
-        raise InputError("give a calibration or the judge's two rates, not both",
-                         field="calibration")  # fmt: skip
-    if args.calibration is not None:
-        se, sp = judge_rates_from_calibration(args.calibration)
-        plan["judge_source"] = args.calibration
-    elif (se is None) != (sp is None):
-        raise InputError("an imperfect judge needs both its sensitivity and its specificity",
-                         field="sensitivity" if se is None else "specificity")  # fmt: skip
-    elif se is not None:
-        plan["judge_source"] = "options"
-    plan.update(sensitivity=se, specificity=sp)
-    if hasattr(args, "n"):
-        plan["n"] = _stats_whole(args.n, "--n")
-    return plan
-
-
-def _stats_print(args: argparse.Namespace, said: Sentence) -> int:
+def _cmd_stats(args: argparse.Namespace) -> int:
+    """Each subcommand's options as typed, checked, into its sentence function ``args.say``."""
+    counts = getattr(args, "counts", {})
+    values: dict[str, Any] = {d: _stats_whole(getattr(args, d), w) for d, w in counts.items()}
+    for name in ("baseline", "alpha", "target", "power", "confidence"):
+        if hasattr(args, name):
+            values[name] = _stats_rate(getattr(args, name), f"--{name}")
+    if hasattr(args, "continuity"):
+        values.update(_judge_options(args), continuity=args.continuity)
+    if hasattr(args, "n") and "n" not in counts:
+        values["n"] = _stats_whole(args.n, "--n")
+    said = args.say(**values)
     if args.json:
         print_json(said.to_dict())
     else:
@@ -125,21 +111,25 @@ def _stats_print(args: argparse.Namespace, said: Sentence) -> int:
     return EXIT_OK
 
 
-def _cmd_stats_wilson(args: argparse.Namespace) -> int:
-    k, n = _stats_whole(args.successes, "K"), _stats_whole(args.n, "N")
-    confidence = _stats_rate(args.confidence, "--confidence")
-    return _stats_print(args, wilson_sentence(k, n, confidence))
-
-
-def _cmd_stats_plan(args: argparse.Namespace) -> int:
-    """``sample-size``, ``power`` and ``detectable``: the sentence function is ``args.say``."""
-    return _stats_print(args, args.say(**_stats_plan(args)))
-
-
-def _cmd_stats_mcnemar(args: argparse.Namespace) -> int:
-    b, c = _stats_whole(args.b, "B"), _stats_whole(args.c, "C")
-    alpha = _stats_rate(args.alpha, "--alpha")
-    return _stats_print(args, mcnemar_sentence(b, c, alpha))
+def _judge_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The judge's sensitivity, specificity and where they came from (None when perfect)."""
+    se, sp = (
+        None if getattr(args, name) is None else _stats_rate(getattr(args, name), f"--{name}")
+        for name in ("sensitivity", "specificity")
+    )
+    if args.calibration is not None and (se is not None or sp is not None):
+        raise InputError("give a calibration or the judge's two rates, not both",
+                         field="calibration")  # fmt: skip
+    source = None
+    if args.calibration is not None:
+        se, sp = judge_rates_from_calibration(args.calibration)
+        source = args.calibration
+    elif (se is None) != (sp is None):
+        raise InputError("an imperfect judge needs both its sensitivity and its specificity",
+                         field="sensitivity" if se is None else "specificity")  # fmt: skip
+    elif se is not None:
+        source = "options"
+    return {"sensitivity": se, "specificity": sp, "judge_source": source}
 
 
 # ---------------------------------------------------------------- the sentences

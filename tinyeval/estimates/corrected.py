@@ -10,11 +10,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..calibration import Calibration, CalibrationError, _short
+from ..calibration import CATEGORY_MIN_LABELS, Calibration, CalibrationError, _short
 from ..stats import Rate, UndefinedStatisticError
 from .ppi import CorrectedRate, corrected_pass_rate
 
-__all__ = ["UncorrectedRate", "corrected_lines", "corrected_rate_for", "corrected_rates"]
+__all__ = [
+    "UncorrectedRate",
+    "corrected_lines",
+    "corrected_rate_for",
+    "corrected_rates",
+    "correction_summary",
+]
 
 
 def corrected_rate_for(
@@ -157,3 +163,31 @@ def corrected_lines(
         warnings.extend(w for w in item.warnings if w not in warnings)
     lines.extend(f"  warning: {w}" for w in warnings)
     return lines
+
+
+def correction_summary(cal: Calibration) -> dict[str, Any]:
+    """The ``"correction"`` block of a saved calibration: sensitivity and specificity,
+    overall and per correctable category.
+
+    >>> from tinyeval.calibration import calibrate
+    >>> correction_summary(calibrate(["PASS", "FAIL"], ["PASS", "FAIL"]))["overall"]["n"]
+    2
+    """
+
+    def pair(sub: Calibration) -> dict[str, Any]:
+        return {
+            "n": sub.parsed,
+            "sensitivity": sub.sensitivity and sub.sensitivity.to_dict(),
+            "specificity": sub.specificity and sub.specificity.to_dict(),
+        }
+
+    return {
+        "rule": (
+            f"a category gets its own figures with at least {CATEGORY_MIN_LABELS} parsed "
+            "labels including both human PASS and human FAIL; otherwise the overall figures apply"
+        ),
+        "overall": pair(cal) if cal.kind == "pass/fail" else None,
+        "per_category": {
+            name: pair(cal.per_category[name]) for name in cal.correctable_categories()
+        },
+    }

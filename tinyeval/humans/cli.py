@@ -71,16 +71,10 @@ def _add_field(p: Any) -> None:
 
 
 def _cmd_label(args: argparse.Namespace) -> int:
+    from ..calibration import parse_label_fields
     from ..records import read_rows
     from ..session import refuse_overwriting
-    from .session import (
-        label_session,
-        parse_choices,
-        parse_grades,
-        parse_label_fields,
-        plan_labels,
-        rows_to_offer,
-    )
+    from .session import label_session, parse_choices, parse_grades, plan_labels, rows_to_offer
 
     refuse_overwriting([args.results], {"out": args.out})
     if args.strategy and args.budget is None:
@@ -133,11 +127,10 @@ def extend_calibrate(p: Any) -> None:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from ..calibration import disagreement_rows
+    from ..calibration import disagreement_rows, parse_label_fields
     from ..records import read_rows
     from ..session import case_ids, refuse_overwriting, same_file
-    from .labelers import calibration_report
-    from .session import parse_label_fields, read_label_set
+    from .labelers import calibration_report, read_label_set
 
     if same_file(args.results, args.labels):
         raise UsageError(f"RESULTS and LABELS are the same file {args.results}")

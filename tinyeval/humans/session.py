@@ -37,7 +37,6 @@ from ..calibration import (
     LabelError,
     _check_label,
     _id_of,
-    parse_label_fields,
 )
 from ..errors import plural, utc_stamp
 from ..records import output_fingerprint, primary_verdict, provenance
@@ -53,9 +52,7 @@ __all__ = [
     "label_session",
     "parse_choices",
     "parse_grades",
-    "parse_label_fields",  # for humans/cli.py until it imports it from tinyeval.calibration
     "plan_labels",
-    "read_label_set",  # for humans/cli.py until it imports it from .labelers
     "rows_to_offer",
 ]
 
