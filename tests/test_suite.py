@@ -246,7 +246,6 @@ junit = "out/j.xml"
     assert suite.junit == os.path.join(base, "out/j.xml") and suite.html is None
     # the canonical form gives the paths back as written
     assert suite.to_dict()["judges"][0]["rubric"] == "rubrics/polite.json"
-    assert suite.judge_categories == ("tone",)
 
 
 def test_fingerprint_ignores_layout_and_location_but_not_settings(tmp_path: Path) -> None:

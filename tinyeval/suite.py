@@ -173,9 +173,8 @@ class RunSettings:
     max_cost: float | None = _setting(
         SCALE, "stop taking cases before the cost passes USD", metavar="USD", needs=("price",)
     )
-    price: Any = _setting(  # noqa: RUF009 - "in=X,out=Y", or a tinyeval.scale.cost.Price
-        SCALE, "USD per million tokens in and out", metavar="in=X,out=Y"
-    )
+    # "in=X,out=Y", or a tinyeval.scale.cost.Price
+    price: Any = _setting(SCALE, "USD per million tokens in and out", metavar="in=X,out=Y")  # noqa: RUF009
     dawid_skene: bool = _setting(JUDGES, "a jury's jurors' errors from its verdicts alone", False)
     k: str = _setting(RAG, "cutoffs of the retrieval table (default: 1,3,5,10)", "1,3,5,10")
     retrieval_threshold: Sequence[str] = _setting(
@@ -185,9 +184,7 @@ class RunSettings:
     markdown: str | None = _setting(
         CI, "also write the gate table as Markdown", metavar="FILE", suite="reports.markdown"
     )
-    html: str | None = _setting(
-        CI, "also write an HTML report", metavar="FILE", suite="reports.html"
-    )
+    html: str | None = _setting(CI, "also write an HTML page", metavar="FILE", suite="reports.html")
     id_from_line: bool = _setting(
         MORE, "name a case without an id line-N", False, suite="id_from_line"
     )
@@ -204,11 +201,7 @@ class RunSettings:
     )
     judge_all: bool = _setting(MORE, "judge cases failing their checks too", False, needs=_JUDGED)
     judge_category: Sequence[str] | None = _setting(
-        MORE,
-        "judge only this category (repeatable)",
-        metavar="CATEGORY",
-        many=True,
-        needs=_JUDGED,
+        MORE, "judge only this category (repeatable)", metavar="CATEGORY", many=True, needs=_JUDGED
     )
     review_out: str | None = _setting(
         MORE, "write the rows whose votes split", metavar="FILE", needs=_JUDGED
@@ -358,22 +351,6 @@ class Suite:
     markdown: str | None = None
     html: str | None = None
 
-    @property
-    def directory(self) -> str:
-        """The directory the suite's paths are relative to (the suite file's own)."""
-        return os.path.dirname(self.path) if self.path else "."
-
-    @property
-    def judge_categories(self) -> tuple[str, ...] | None:
-        """The categories some judge looks at, or None when a judge looks at every one.
-
-        >>> Suite(judges=(JudgeSpec(criterion="x", categories=("b", "a")),)).judge_categories
-        ('a', 'b')
-        """
-        if not self.judges or any(not j.categories for j in self.judges):
-            return None
-        return tuple(sorted({c for j in self.judges for c in j.categories}))
-
     def to_dict(self) -> dict[str, Any]:
         """The suite as JSON, paths relative to its directory: what :attr:`fingerprint` hashes.
 
@@ -381,8 +358,15 @@ class Suite:
         ['cases.jsonl']
         """
 
+        base = os.path.dirname(self.path) if self.path else "."
+
         def rel(value: Any) -> Any:
-            return None if value is None else _relative(value, self.directory)
+            if value is None:
+                return None
+            try:
+                return Path(os.path.relpath(value, base)).as_posix()
+            except ValueError:  # another drive, on Windows
+                return Path(value).as_posix()
 
         found = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "path"}
         found["cases"] = [rel(p) for p in self.cases]
@@ -878,13 +862,6 @@ def _model(item: Any, where: _Where, checks: Mapping[str, Any]) -> ModelSettings
     if "spec" not in table:
         raise where.error("no 'spec' key: name the model, e.g. spec = 'builtin' or 'openai:MODEL'")
     return ModelSettings(**_checked(table, where, checks))
-
-
-def _relative(path: str, base: str) -> str:
-    try:
-        return Path(os.path.relpath(path, base or ".")).as_posix()
-    except ValueError:  # another drive, on Windows
-        return Path(path).as_posix()
 
 
 # === The starter file ===
