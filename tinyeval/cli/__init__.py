@@ -71,6 +71,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     names = [command] if command in _CORE or command in _EXTRAS["command"] else _commands()
     for add in dict.fromkeys(_adder(name) for name in names):  # gate's adds report too
         add(sub)
+    for action in sub._choices_actions:  # a command without a description: its help heads it
+        named = sub._name_parser_map[action.dest]
+        named.description = named.description or action.help
     return parser
 
 
