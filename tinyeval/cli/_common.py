@@ -91,12 +91,8 @@ def gate_options(args: argparse.Namespace) -> dict[str, Any]:
     """The keywords of :func:`tinyeval.gating.gate` the command's options give."""
     from ..session import parse_thresholds
 
-    return {
-        "thresholds": parse_thresholds(args.thresholds),
-        "default_threshold": args.default_threshold,
-        "inconclusive": args.inconclusive,
-        "allow_unchecked": args.allow_unchecked,
-    }
+    names = ("default_threshold", "inconclusive", "allow_unchecked")
+    return {"thresholds": parse_thresholds(args.thresholds), **{n: getattr(args, n) for n in names}}
 
 
 def add_github(p: Any) -> None:
