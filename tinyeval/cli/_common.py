@@ -112,8 +112,8 @@ def write_reports(
     run_info: Any = None,
     cases_file: Any = None,
 ) -> None:
-    """Write the --junit, --markdown and --html files asked for and, in GitHub Actions (or
-    with --github), the job summary; print the annotations. ``rows``: rows or a results file."""
+    """Write the report files asked for and, in GitHub Actions (or with --github), the job
+    summary; print the annotations."""
     from ..report import write_reports as write
 
     written = write(report, rows, junit=args.junit, markdown=args.markdown, html=args.html,
@@ -127,9 +127,8 @@ def write_reports(
 
 
 class StatusLine:
-    """A run's :class:`~tinyeval.session.Progress` as one self-overwriting line on a terminal,
-    redrawn at most ten times a second; nothing unless ``stream`` is a terminal, so piped
-    output stays clean."""
+    """A run's :class:`~tinyeval.session.Progress`, redrawn on one line of a terminal (and not
+    written when ``stream`` is no terminal)."""
 
     def __init__(self, total: int | None, stream: IO[str], *, enabled: bool = True) -> None:
         from ..session import Progress

@@ -197,11 +197,7 @@ def add_calibrate(sub: Any) -> None:
     p.add_argument("labels", metavar="LABELS", help="the labels file written by tinyeval label")
     p.add_argument("--judge", metavar="NAME", help="the judge of the rows to calibrate")
     p.add_argument("--only", metavar="FILE", help="score only the ids in FILE")
-    p.add_argument(
-        "--disagreements",
-        metavar="FILE",
-        help="write every case where judge and human differ: the row plus 'human', your label",
-    )
+    p.add_argument("--disagreements", metavar="FILE", help="write the rows judge and you differ on")
     p.add_argument("--save", metavar="CAL.json", help="save it, for tinyeval run --calibration")
     p.add_argument(
         "--field",

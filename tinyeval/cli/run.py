@@ -46,15 +46,11 @@ def add_run(sub: Any) -> None:
         help="the cases file (JSONL, JSON, CSV, YAML; '-': JSONL on stdin); without it, the "
         "suite file (tinyeval.toml, or [tool.tinyeval] in pyproject.toml) here or above",
     )
-    p.add_argument(
-        "--config", metavar="FILE", help="a suite file to run; the options given here win"
-    )
+    p.add_argument("--config", metavar="FILE", help="a suite file to run; options given here win")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
     p.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="render every prompt and count calls, tokens and cost; call no model",
+        "--dry-run", action="store_true", help="render the prompts, count calls and cost"
     )
     groups = add_settings(p)
     add_github(groups[CI])
@@ -75,8 +71,8 @@ def _check_run_options(settings: Any) -> None:
 
 
 def settings_from(args: argparse.Namespace) -> Any:
-    """The run's :class:`~tinyeval.suite.RunSettings` from its parsed options, with the suite
-    file's where they are left out (``args`` takes the suite's values too: its report files)."""
+    """The run's :class:`~tinyeval.suite.RunSettings` from its options and its suite file (whose
+    values ``args`` takes too)."""
     from ..dataset import parse_field_mapping
     from ..session import parse_shard, with_suite
     from ..suite import RunSettings
