@@ -184,13 +184,9 @@ class RunSettings:
         CI, "also write the gate table as Markdown", metavar="FILE", suite="reports.markdown"
     )
     html: str | None = _setting(CI, "also write an HTML page", metavar="FILE", suite="reports.html")
-    id_from_line: bool = _setting(
-        MORE, "name a case without an id line-N", False, suite="id_from_line"
-    )
+    id_from_line: bool = _setting(MORE, "an id-less case is line-N", False, suite="id_from_line")
     max_line_bytes: int | None = _setting(MORE, "longest line read (default: 64 MiB)")
-    rejudge: str | None = _setting(
-        MORE, "check and judge again the outputs a run recorded", metavar="RESULTS"
-    )
+    rejudge: str | None = _setting(MORE, "re-check and re-judge a run's outputs", metavar="RESULTS")
     judge_style: str = _setting(
         MORE,
         "the judge's answer format",
@@ -202,9 +198,7 @@ class RunSettings:
     judge_category: Sequence[str] | None = _setting(
         MORE, "judge only this category (repeatable)", metavar="CATEGORY", many=True, needs=_JUDGED
     )
-    review_out: str | None = _setting(
-        MORE, "write the rows whose votes split", metavar="FILE", needs=_JUDGED
-    )
+    review_out: str | None = _setting(MORE, "rows whose votes split", metavar="FILE", needs=_JUDGED)
     show_failures: int = _setting(MORE, "failed cases shown per category (default: 5)", 5, least=0)
     max_response_bytes: int | None = _setting(MORE, "largest model reply read (default: 8 MiB)")
     refresh: bool = _setting(MORE, "call the models again, overwriting the cache", False)
@@ -767,15 +761,11 @@ def _check_setting(setting: Any, value: Any, where: _Where) -> Any:
     return _rate(value, where) if meta.get("rate") else _path(value, where)
 
 
+# the checks of the keys of a [[judges]] entry and of a [models.*] table, in the order they run
 _JUDGE: dict[str, Any] = {"criterion": _string, "rubric": _path, "name": _string, "style": _style}
 _JUDGE.update(votes=_votes, model=_string, categories=_categories)
-_MODEL: dict[str, Any] = {
-    "spec": _string,
-    "temperature": _number,
-    "max_tokens": _whole,
-    "timeout": _seconds,
-}
-_MODEL["base_url"] = _string
+_MODEL: dict[str, Any] = {"spec": _string, "temperature": _number, "max_tokens": _whole}
+_MODEL.update(timeout=_seconds, base_url=_string)
 
 
 def _build(data: dict[str, Any], where: _Where) -> Suite:
