@@ -232,8 +232,7 @@ class RunSettings:
             raise InputError(f"{reason} (generate_model)", field="rejudge")
 
     def unused(self) -> list[tuple[str, tuple[str, ...]]]:
-        """The settings given (not at their default) that have no effect without another one,
-        each with the settings that would give it one.
+        """The settings given that have no effect, each with the settings that would give one.
 
         >>> RunSettings(cases="c", votes=3, max_cost=5.0, price="in=1,out=2").unused()
         [('votes', ('criterion', 'rubric'))]
@@ -386,9 +385,8 @@ class Suite:
 def judges_of(
     specs: Sequence[JudgeSpec], *, judge_model: str = "builtin"
 ) -> tuple[list[Any], dict[str, list[str]] | None]:
-    """The judges of a suite's entries, and the categories each looks at (None: every judge
-    looks at all). An entry naming another model than the run's is refused: one judge model
-    per run.
+    """The judges of a suite's entries and the categories each looks at (None: all look at
+    all); one judge model per run.
 
     >>> judges, where = judges_of([JudgeSpec(criterion="Is polite.", name="polite",
     ...                                      categories=("tone",))])
@@ -465,9 +463,8 @@ def _has_tool_table(path: Path) -> bool:
 def load_suite(
     path: str | os.PathLike[str] | None = None, *, start: str | os.PathLike[str] = "."
 ) -> Suite:
-    """Read and check a suite file: ``path`` (a file, or a directory holding one), or the one
-    :func:`find_suite` finds from ``start``. Raises :class:`InputError` naming the file, line
-    and key of the first problem.
+    """Read and check the suite file ``path`` (or the one in that directory, or the one
+    :func:`find_suite` finds from ``start``): its first problem names its file, line and key.
 
     >>> import tempfile
     >>> folder = Path(tempfile.mkdtemp())
@@ -584,12 +581,11 @@ class _Lines:
             parts = _key_parts(key.group(1))
             for size in range(1, len(parts) + 1):
                 self.where.setdefault((*table, *parts[:size]), number)
-            value = _STRINGS.sub('""', key.group(2).split("#", 1)[0]) if key.group(2) else ""
             for quotes in ('"""', "'''"):
                 if key.group(2).count(quotes) % 2 == 1:
                     closing = quotes
             if not closing:
-                depth = max(_balance(value), 0)
+                depth = max(_balance(key.group(2)), 0)
 
     @staticmethod
     def _resolve(
