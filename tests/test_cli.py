@@ -435,7 +435,7 @@ def test_a_command_line_that_names_its_command_builds_that_command_alone() -> No
     [
         (["--help"], "    cost      estimate"),  # the top-level help lists every command
         (["--help", "run"], "    cost      estimate"),
-        (["rn", "cases.jsonl"], "invalid choice: 'rn' (choose from 'run', 'init'"),
+        (["rn", "cases.jsonl"], "invalid choice: 'rn' (choose from 'run', 'gate'"),
     ],
 )
 def test_help_and_a_misspelt_command_still_see_every_command(

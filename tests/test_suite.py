@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tinyeval.errors import InputError
-from tinyeval.suite import JudgeSpec, find_suite, load_suite, starter_text
+from tinyeval.suite import JudgeSpec, find_suite, load_suite
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -246,7 +246,6 @@ junit = "out/j.xml"
     assert suite.junit == os.path.join(base, "out/j.xml") and suite.html is None
     # the canonical form gives the paths back as written
     assert suite.to_dict()["judges"][0]["rubric"] == "rubrics/polite.json"
-    assert suite.judge_categories == ("tone",)
 
 
 def test_fingerprint_ignores_layout_and_location_but_not_settings(tmp_path: Path) -> None:
@@ -266,21 +265,6 @@ def test_fingerprint_ignores_layout_and_location_but_not_settings(tmp_path: Path
     assert load_suite(third).fingerprint != first.fingerprint
     # the same suite loaded twice: the same fingerprint
     assert load_suite(one).fingerprint == first.fingerprint
-
-
-def test_starter_text_loads_with_the_loader(tmp_path: Path) -> None:
-    suite = load_suite(write(tmp_path, "tinyeval.toml", starter_text()))
-    assert Path(suite.cases[0]).name == "cases.jsonl"
-    assert suite.judge_model is not None and suite.judge_model.spec == "builtin"
-    assert suite.default_threshold == 0.8 and suite.inconclusive == "pass"
-    # every key the starter shows commented out is a real key: uncommented, it loads too
-    uncommented = "\n".join(
-        line[2:] if line.startswith("# ") and ("=" in line or line[2:].startswith("[")) else line
-        for line in starter_text().splitlines()
-    )
-    full = load_suite(write(tmp_path / "full", "tinyeval.toml", uncommented))
-    assert full.thresholds == {"amount_extraction": 1.0, "tone": 0.85}
-    assert full.judges and full.generate_model and full.price and full.holdout
 
 
 def test_the_bundled_example_is_the_readme_first_command() -> None:

@@ -1,4 +1,4 @@
-"""The suite file on the command line: run without options, --config, overrides, init."""
+"""The suite file on the command line: run without options, --config, overrides."""
 
 from __future__ import annotations
 
@@ -66,16 +66,6 @@ def test_config_from_another_directory_and_a_misspelt_key(tmp_path: Path) -> Non
 def test_no_cases_and_no_suite_is_a_usage_error(tmp_path: Path) -> None:
     done = tinyeval("run", cwd=tmp_path)
     assert done.returncode == 2 and "tinyeval init" in done.stderr
-
-
-def test_init_writes_a_starter_that_loads_and_never_overwrites(tmp_path: Path) -> None:
-    done = tinyeval("init", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    from tinyeval.suite import load_suite
-
-    assert load_suite(tmp_path / "tinyeval.toml").cases
-    again = tinyeval("init", cwd=tmp_path)
-    assert again.returncode == 2 and "exists already" in again.stderr
 
 
 def test_two_runs_in_github_actions_leave_both_summaries_and_annotate_the_failing_case(

@@ -145,6 +145,7 @@ _EXTRAS: dict[str, dict[str, str]] = {
         "label": "humans.cli:add_label",
         "calibrate": "humans.cli:extend_calibrate",
         "cost": "scale.cli:add_cost",
+        "init": "ci.init:add_init",
     },
     "options": {},
 }

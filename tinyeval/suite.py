@@ -1,19 +1,7 @@
-"""The suite file, and the run's settings: their one spelling.
-
-:class:`RunSettings` holds every setting of a run; the options of ``tinyeval run`` and the keys
-of a suite file (``tinyeval.toml``, or ``[tool.tinyeval]`` in ``pyproject.toml``) derive from
-it. Besides the settings' keys a suite has ``cases``, ``[[judges]]``, ``[models.judge]``,
-``[models.generate]``, ``[price]`` and ``[holdout]``. Its paths are relative to the file; every
-problem is an :class:`~tinyeval.errors.InputError` naming the file, the line and the key.
-
->>> import os, tempfile
->>> folder = tempfile.mkdtemp()
->>> with open(os.path.join(folder, "tinyeval.toml"), "w") as f:
-...     _ = f.write('cases = "cases.jsonl"\\n[thresholds]\\namount_extraction = "100%"\\n')
->>> suite = load_suite(start=folder)
->>> suite.thresholds, os.path.basename(suite.cases[0])
-({'amount_extraction': 1.0}, 'cases.jsonl')
-"""
+"""The run's settings (:class:`RunSettings`, spelled once: the options of ``tinyeval run`` and
+the keys of a suite file derive from them) and the suite file (``tinyeval.toml``, or
+``[tool.tinyeval]`` in ``pyproject.toml``): its paths are relative to it, and every problem is
+an :class:`~tinyeval.errors.InputError` naming the file, the line and the key."""
 
 from __future__ import annotations
 
@@ -39,7 +27,6 @@ __all__ = [
     "find_suite",
     "judges_of",
     "load_suite",
-    "starter_text",
 ]
 
 SUITE_FILE = "tinyeval.toml"
@@ -57,11 +44,9 @@ _JUDGED, _GENERATED = ("criterion", "rubric"), ("generate_model",)
 
 
 def _setting(group: str | None, help: str, default: Any = None, **more: Any) -> Any:
-    """A field of :class:`RunSettings` with what its option and suite key derive from: its
-    group and help, and when needed ``metavar``, ``choices``, ``least`` (its lowest value),
-    ``needs`` (the settings without which it has no effect), ``rate`` (a rate from 0 to 1),
-    ``many`` (a repeatable option), ``flag`` (when not ``--NAME``) and ``suite`` (its key in
-    a suite file)."""
+    """A field of :class:`RunSettings`: its option's group, help and argparse keywords, and
+    ``least`` (lowest value), ``needs`` (the settings it needs), ``rate``, ``many`` (repeatable),
+    ``flag`` and ``suite`` (its key in a suite file)."""
     metadata = {"group": group, "help": help, **more}
     if isinstance(default, dict):
         return field(default_factory=dict, metadata=metadata)
@@ -70,12 +55,8 @@ def _setting(group: str | None, help: str, default: Any = None, **more: Any) -> 
 
 @dataclass
 class RunSettings:
-    """Every setting of a run, spelled once: the options of ``tinyeval run``, the suite file's
-    keys and their checks derive from these fields and their metadata (:func:`_setting`).
-
-    Values are spelled as on the command line: model specs (``"openai:gpt-4o-mini"``),
-    ``thresholds`` as category → ``"95%"`` or a number, ``price`` as ``"in=X,out=Y"``;
-    ``judge_model`` is one spec, or three, five… for a jury.
+    """Every setting of a run, its values spelled as on the command line (``judge_model``: one
+    spec, or three, five… for a jury).
 
     >>> RunSettings(cases="cases.jsonl").concurrency
     4
@@ -191,9 +172,8 @@ class RunSettings:
     max_cost: float | None = _setting(
         SCALE, "stop taking cases before the cost passes USD", metavar="USD", needs=("price",)
     )
-    price: Any = _setting(  # noqa: RUF009 - "in=X,out=Y", or a tinyeval.scale.cost.Price
-        SCALE, "USD per million tokens in and out", metavar="in=X,out=Y"
-    )
+    # "in=X,out=Y", or a tinyeval.scale.cost.Price
+    price: Any = _setting(SCALE, "USD per million tokens in and out", metavar="in=X,out=Y")  # noqa: RUF009
     dawid_skene: bool = _setting(JUDGES, "a jury's jurors' errors from its verdicts alone", False)
     k: str = _setting(RAG, "cutoffs of the retrieval table (default: 1,3,5,10)", "1,3,5,10")
     retrieval_threshold: Sequence[str] = _setting(
@@ -203,16 +183,10 @@ class RunSettings:
     markdown: str | None = _setting(
         CI, "also write the gate table as Markdown", metavar="FILE", suite="reports.markdown"
     )
-    html: str | None = _setting(
-        CI, "also write an HTML report", metavar="FILE", suite="reports.html"
-    )
-    id_from_line: bool = _setting(
-        MORE, "name a case without an id line-N", False, suite="id_from_line"
-    )
+    html: str | None = _setting(CI, "also write an HTML page", metavar="FILE", suite="reports.html")
+    id_from_line: bool = _setting(MORE, "an id-less case is line-N", False, suite="id_from_line")
     max_line_bytes: int | None = _setting(MORE, "longest line read (default: 64 MiB)")
-    rejudge: str | None = _setting(
-        MORE, "check and judge again the outputs a run recorded", metavar="RESULTS"
-    )
+    rejudge: str | None = _setting(MORE, "re-check and re-judge a run's outputs", metavar="RESULTS")
     judge_style: str = _setting(
         MORE,
         "the judge's answer format",
@@ -222,15 +196,9 @@ class RunSettings:
     )
     judge_all: bool = _setting(MORE, "judge cases failing their checks too", False, needs=_JUDGED)
     judge_category: Sequence[str] | None = _setting(
-        MORE,
-        "judge only this category (repeatable)",
-        metavar="CATEGORY",
-        many=True,
-        needs=_JUDGED,
+        MORE, "judge only this category (repeatable)", metavar="CATEGORY", many=True, needs=_JUDGED
     )
-    review_out: str | None = _setting(
-        MORE, "write the rows whose votes split", metavar="FILE", needs=_JUDGED
-    )
+    review_out: str | None = _setting(MORE, "rows whose votes split", metavar="FILE", needs=_JUDGED)
     show_failures: int = _setting(MORE, "failed cases shown per category (default: 5)", 5, least=0)
     max_response_bytes: int | None = _setting(MORE, "largest model reply read (default: 8 MiB)")
     refresh: bool = _setting(MORE, "call the models again, overwriting the cache", False)
@@ -264,8 +232,7 @@ class RunSettings:
             raise InputError(f"{reason} (generate_model)", field="rejudge")
 
     def unused(self) -> list[tuple[str, tuple[str, ...]]]:
-        """The settings given (not at their default) that have no effect without another one,
-        each with the settings that would give it one.
+        """The settings given that have no effect, each with the settings that would give one.
 
         >>> RunSettings(cases="c", votes=3, max_cost=5.0, price="in=1,out=2").unused()
         [('votes', ('criterion', 'rubric'))]
@@ -335,15 +302,13 @@ class JudgeSpec:
         >>> JudgeSpec(criterion="Is polite.", name="polite", votes=3).judge().votes
         3
         """
-        if self.rubric is not None:
-            from .judge import load_rubric
+        from .judge import load_rubric, make_judge
 
+        if self.rubric is not None:
             rubric = load_rubric(self.rubric)
             if self.name is not None:
                 rubric = replace(rubric, name=self.name)
             return rubric.judge(votes=self.votes, style=self.style)
-        from .judge import make_judge
-
         return make_judge(str(self.criterion), votes=self.votes, style=self.style, name=self.name)
 
 
@@ -378,22 +343,6 @@ class Suite:
     markdown: str | None = None
     html: str | None = None
 
-    @property
-    def directory(self) -> str:
-        """The directory the suite's paths are relative to (the suite file's own)."""
-        return os.path.dirname(self.path) if self.path else "."
-
-    @property
-    def judge_categories(self) -> tuple[str, ...] | None:
-        """The categories some judge looks at, or None when a judge looks at every one.
-
-        >>> Suite(judges=(JudgeSpec(criterion="x", categories=("b", "a")),)).judge_categories
-        ('a', 'b')
-        """
-        if not self.judges or any(not j.categories for j in self.judges):
-            return None
-        return tuple(sorted({c for j in self.judges for c in j.categories}))
-
     def to_dict(self) -> dict[str, Any]:
         """The suite as JSON, paths relative to its directory: what :attr:`fingerprint` hashes.
 
@@ -401,8 +350,15 @@ class Suite:
         ['cases.jsonl']
         """
 
+        base = os.path.dirname(self.path) if self.path else "."
+
         def rel(value: Any) -> Any:
-            return None if value is None else _relative(value, self.directory)
+            if value is None:
+                return None
+            try:
+                return Path(os.path.relpath(value, base)).as_posix()
+            except ValueError:  # another drive, on Windows
+                return Path(value).as_posix()
 
         found = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "path"}
         found["cases"] = [rel(p) for p in self.cases]
@@ -429,9 +385,8 @@ class Suite:
 def judges_of(
     specs: Sequence[JudgeSpec], *, judge_model: str = "builtin"
 ) -> tuple[list[Any], dict[str, list[str]] | None]:
-    """The judges of a suite's entries, and the categories each looks at (None: every judge
-    looks at all). An entry naming another model than the run's is refused: one judge model
-    per run.
+    """The judges of a suite's entries and the categories each looks at (None: all look at
+    all); one judge model per run.
 
     >>> judges, where = judges_of([JudgeSpec(criterion="Is polite.", name="polite",
     ...                                      categories=("tone",))])
@@ -508,9 +463,8 @@ def _has_tool_table(path: Path) -> bool:
 def load_suite(
     path: str | os.PathLike[str] | None = None, *, start: str | os.PathLike[str] = "."
 ) -> Suite:
-    """Read and check a suite file: ``path`` (a file, or a directory holding one), or the one
-    :func:`find_suite` finds from ``start``. Raises :class:`InputError` naming the file, line
-    and key of the first problem.
+    """Read and check the suite file ``path`` (or the one in that directory, or the one
+    :func:`find_suite` finds from ``start``): its first problem names its file, line and key.
 
     >>> import tempfile
     >>> folder = Path(tempfile.mkdtemp())
@@ -520,21 +474,17 @@ def load_suite(
     ...
     tinyeval.errors.InputError: ...tinyeval.toml:3: gate.pass: unknown key; expected one of ...
     """
-    if path is None:
-        found = find_suite(start)
+    if path is None or Path(path).is_dir():
+        found = find_suite(start) if path is None else _suite_in(Path(path))
         if found is None:
-            raise InputError(
-                f"no {SUITE_FILE}, and no [tool.tinyeval] table in a {_PYPROJECT}, "
-                f"in {Path(start).absolute()} or any directory above it"
+            place = (
+                f"{Path(start).absolute()} or any directory above it"
+                if path is None
+                else "this directory"
             )
-        path = found
-    elif Path(path).is_dir():
-        found = _suite_in(Path(path))
-        if found is None:
             raise InputError(
-                f"no {SUITE_FILE}, and no [tool.tinyeval] table in a {_PYPROJECT}, in this "
-                "directory",
-                path=os.fspath(path),
+                f"no {SUITE_FILE}, and no [tool.tinyeval] table in a {_PYPROJECT}, in {place}",
+                path=None if path is None else os.fspath(path),
             )
         path = found
     import tomllib
@@ -589,12 +539,8 @@ def _key_parts(text: str) -> tuple[str, ...]:
 
 
 class _Lines:
-    """Where each key of a TOML text is, found by scanning its lines (tomllib keeps no positions).
-
-    Paths are tuples of keys, with an index after an array of tables:
-    ``("judges", 1, "votes")``. Handles tables, dotted keys, arrays of tables,
-    multi-line arrays and multi-line strings; a key inside an inline table is
-    placed on the line of the key that holds the table.
+    """The line of each key path of a TOML text (``("judges", 1, "votes")``), found by scanning
+    its lines: tomllib keeps no positions. A key in an inline table is on its table's line.
 
     >>> lines = _Lines('a = 1\\n[[j]]\\nx = 1\\n[[j]]\\nx = [\\n  "y = 2",\\n]\\n[t]\\nb.c = 3\\n')
     >>> lines.line(("j", 1, "x")), lines.line(("t", "b", "c")), lines.line(("t", "zz"))
@@ -635,12 +581,11 @@ class _Lines:
             parts = _key_parts(key.group(1))
             for size in range(1, len(parts) + 1):
                 self.where.setdefault((*table, *parts[:size]), number)
-            value = _STRINGS.sub('""', key.group(2).split("#", 1)[0]) if key.group(2) else ""
             for quotes in ('"""', "'''"):
                 if key.group(2).count(quotes) % 2 == 1:
                     closing = quotes
             if not closing:
-                depth = max(_balance(value), 0)
+                depth = max(_balance(key.group(2)), 0)
 
     @staticmethod
     def _resolve(
@@ -709,6 +654,12 @@ def _string(value: Any, where: _Where) -> str:
     return value
 
 
+def _path(value: Any, where: _Where) -> str:
+    """A path written in the suite, joined to the suite file's directory."""
+    base = os.path.dirname(where.file or "")
+    return os.path.join(base, _string(value, where)) if base else _string(value, where)
+
+
 def _boolean(value: Any, where: _Where) -> bool:
     if not isinstance(value, bool):
         raise where.expected("true or false", value)
@@ -728,6 +679,10 @@ def _number(value: Any, where: _Where, *, positive: bool = False) -> float:
     return float(value)
 
 
+def _seconds(value: Any, where: _Where) -> float:
+    return _number(value, where, positive=True)
+
+
 def _rate(value: Any, where: _Where) -> float:
     try:
         if isinstance(value, bool):
@@ -737,13 +692,26 @@ def _rate(value: Any, where: _Where) -> float:
         raise where.expected('a rate from 0 to 1, or a percentage such as "85%"', value) from None
 
 
-def _choice(*choices: str) -> Any:
-    def check(value: Any, where: _Where) -> str:
-        if value not in choices:
-            raise where.expected(f"one of {', '.join(choices)}", value)
-        return str(value)
+def _choice(value: Any, where: _Where, choices: Sequence[str]) -> str:
+    if value not in choices:
+        raise where.expected(f"one of {', '.join(choices)}", value)
+    return str(value)
 
-    return check
+
+def _style(value: Any, where: _Where) -> str:
+    return _choice(value, where, ("verdict-first", "evidence-first"))
+
+
+def _votes(value: Any, where: _Where) -> int:
+    if _whole(value, where) % 2 == 0:
+        raise where.expected("an odd number (1, 3, 5…) so a majority exists", value)
+    return int(value)
+
+
+def _categories(value: Any, where: _Where) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value:
+        raise where.expected("a non-empty list of category names", value)
+    return tuple(_string(name, where / i) for i, name in enumerate(value))
 
 
 def _table(value: Any, where: _Where, keys: Sequence[str]) -> dict[str, Any]:
@@ -763,70 +731,56 @@ def _table(value: Any, where: _Where, keys: Sequence[str]) -> dict[str, Any]:
     return value
 
 
-def _setting_keys() -> dict[str, Any]:
-    """The run settings a suite sets, by their key (``"gate.inconclusive"``)."""
-    return {f.metadata["suite"]: f for f in fields(RunSettings) if "suite" in f.metadata}
+def _checked(table: Mapping[str, Any], where: _Where, checks: Mapping[str, Any]) -> dict[str, Any]:
+    """The values of ``table``, each checked by its key's check, in the order of ``checks``."""
+    return {key: check(table[key], where / key) for key, check in checks.items() if key in table}
 
 
-def _check_setting(setting: Any, value: Any, where: _Where, path: Any) -> Any:
+def _check_setting(setting: Any, value: Any, where: _Where) -> Any:
     """A suite's value of a run setting, checked as its field says."""
     meta, kind = setting.metadata, str(setting.type)
     if setting.name == "fields":
-        table = _table(value, where, _CASE_FIELDS)
+        from .dataset import RECOGNISED_KEYS  # less "messages", a conversation's (agents/)
+
+        table = _table(value, where, [key for key in RECOGNISED_KEYS if key != "messages"])
         return {key: _string(text, where / key) for key, text in table.items()}
     if setting.name == "thresholds":
         if not isinstance(value, dict):
             raise where.expected("a table of category = rate", value)
         return {key: _rate(rate, where / key) for key, rate in value.items()}
     if "choices" in meta:
-        return _choice(*meta["choices"])(value, where)
+        return _choice(value, where, meta["choices"])
     if kind.startswith("bool"):
         return _boolean(value, where)
     if kind.startswith("int"):
         return _whole(value, where, meta.get("least", 1))
-    if meta.get("rate"):
-        return _rate(value, where)
-    return path(value, where)
+    return _rate(value, where) if meta.get("rate") else _path(value, where)
 
 
-_CASE_FIELDS = (
-    "id",
-    "input",
-    "output",
-    "context",
-    "category",
-    "expect",
-    "origin",
-    "tool_calls",
-    "label",
-)
-_JUDGE = ("criterion", "rubric", "name", "style", "votes", "model", "categories")
-_MODEL = ("spec", "temperature", "max_tokens", "timeout", "base_url")
+# the checks of the keys of a [[judges]] entry and of a [models.*] table, in the order they run
+_JUDGE: dict[str, Any] = {"criterion": _string, "rubric": _path, "name": _string, "style": _style}
+_JUDGE.update(votes=_votes, model=_string, categories=_categories)
+_MODEL: dict[str, Any] = {"spec": _string, "temperature": _number, "max_tokens": _whole}
+_MODEL.update(timeout=_seconds, base_url=_string)
 
 
 def _build(data: dict[str, Any], where: _Where) -> Suite:
-    settings = _setting_keys()
+    settings = {f.metadata["suite"]: f for f in fields(RunSettings) if "suite" in f.metadata}
     tables: dict[str, list[str]] = {}
     for key in settings:
         top, _, inner = key.partition(".")
         tables.setdefault(top, []).extend([inner] if inner else [])
     data = _table(data, where, ["cases", *tables, "judges", "models", "price", "holdout"])
-    base = os.path.dirname(where.file or "")
-
-    def path(value: Any, at: _Where) -> str:
-        return os.path.join(base, _string(value, at)) if base else _string(value, at)
-
     if "cases" not in data:
         raise where.error(f"no 'cases' key: name the cases file, e.g. cases = {'cases.jsonl'!r}")
-    cases = data["cases"]
+    cases, at = data["cases"], where / "cases"
     if isinstance(cases, list) and not cases:
-        raise (where / "cases").expected("a file name or a non-empty list of them", cases)
-    at = where / "cases"
+        raise at.expected("a file name or a non-empty list of them", cases)
     found: dict[str, Any] = {"path": where.file}
     found["cases"] = (
-        tuple(path(p, at / i) for i, p in enumerate(cases))
+        tuple(_path(p, at / i) for i, p in enumerate(cases))
         if isinstance(cases, list)
-        else (path(cases, at),)
+        else (_path(cases, at),)
     )
     for top, keys in tables.items():
         if top in data and keys:
@@ -837,12 +791,12 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
             continue
         value = data[top][inner] if inner else data[top]
         at = where / top / inner if inner else where / top
-        found[setting.name] = _check_setting(setting, value, at, path)
+        found[setting.name] = _check_setting(setting, value, at)
     if "judges" in data:
         at = where / "judges"
         if not isinstance(data["judges"], list):
             raise at.expected("an array of tables, written [[judges]]", data["judges"])
-        found["judges"] = tuple(_judge(item, at / i, path) for i, item in enumerate(data["judges"]))
+        found["judges"] = tuple(_judge(item, at / i) for i, item in enumerate(data["judges"]))
         names = [j.name or j.criterion or j.rubric for j in found["judges"]]
         for i, name in enumerate(names):
             if name in names[:i]:
@@ -850,9 +804,12 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
     if "models" in data:
         at = where / "models"
         models = _table(data["models"], at, ("judge", "generate"))
-        for which, allowed in (("judge", _MODEL), ("generate", (*_MODEL, "prompt_template"))):
+        for which, checks in (
+            ("judge", _MODEL),
+            ("generate", {**_MODEL, "prompt_template": _path}),
+        ):
             if which in models:
-                found[f"{which}_model"] = _model(models[which], at / which, allowed, path)
+                found[f"{which}_model"] = _model(models[which], at / which, checks)
     if "price" in data:
         at = where / "price"
         price = _table(data["price"], at, ("in", "out"))
@@ -875,134 +832,18 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
     return Suite(**found)
 
 
-def _judge(item: Any, where: _Where, path: Any) -> JudgeSpec:
-    table = _table(item, where, _JUDGE)
+def _judge(item: Any, where: _Where) -> JudgeSpec:
+    table = _table(item, where, list(_JUDGE))
     if ("criterion" in table) == ("rubric" in table):
         raise where.error(
             "a judge needs exactly one of 'criterion' (text or a built-in name) or "
             "'rubric' (a file)"
         )
-    found: dict[str, Any] = {}
-    for key in ("criterion", "name", "model"):
-        if key in table:
-            found[key] = _string(table[key], where / key)
-    if "rubric" in table:
-        found["rubric"] = path(table["rubric"], where / "rubric")
-    if "style" in table:
-        found["style"] = _choice("verdict-first", "evidence-first")(table["style"], where / "style")
-    if "votes" in table:
-        votes = _whole(table["votes"], where / "votes")
-        if votes % 2 == 0:
-            raise (where / "votes").expected("an odd number (1, 3, 5…) so a majority exists", votes)
-        found["votes"] = votes
-    if "categories" in table:
-        at = where / "categories"
-        if not isinstance(table["categories"], list) or not table["categories"]:
-            raise at.expected("a non-empty list of category names", table["categories"])
-        found["categories"] = tuple(_string(c, at / i) for i, c in enumerate(table["categories"]))
-    return JudgeSpec(**found)
+    return JudgeSpec(**_checked(table, where, _JUDGE))
 
 
-def _model(item: Any, where: _Where, keys: Sequence[str], path: Any) -> ModelSettings:
-    table = _table(item, where, keys)
+def _model(item: Any, where: _Where, checks: Mapping[str, Any]) -> ModelSettings:
+    table = _table(item, where, list(checks))
     if "spec" not in table:
         raise where.error("no 'spec' key: name the model, e.g. spec = 'builtin' or 'openai:MODEL'")
-    found: dict[str, Any] = {"spec": _string(table["spec"], where / "spec")}
-    if "temperature" in table:
-        found["temperature"] = _number(table["temperature"], where / "temperature")
-    if "max_tokens" in table:
-        found["max_tokens"] = _whole(table["max_tokens"], where / "max_tokens")
-    if "timeout" in table:
-        found["timeout"] = _number(table["timeout"], where / "timeout", positive=True)
-    if "base_url" in table:
-        found["base_url"] = _string(table["base_url"], where / "base_url")
-    if "prompt_template" in table:
-        found["prompt_template"] = path(table["prompt_template"], where / "prompt_template")
-    return ModelSettings(**found)
-
-
-def _relative(path: str, base: str) -> str:
-    try:
-        return Path(os.path.relpath(path, base or ".")).as_posix()
-    except ValueError:  # another drive, on Windows
-        return Path(path).as_posix()
-
-
-# === The starter file ===
-
-_STARTER = """\
-# tinyeval suite: what `tinyeval run` (and `pytest --tinyeval`) evaluates, checked in.
-# Paths are relative to this file. Command-line flags override what is set here.
-# Reference: every key is optional except `cases`.
-
-# The cases: one JSON object per line (or .json, .csv, .yaml); a list for several files.
-cases = "cases.jsonl"
-
-# The threshold of every category without one of its own (0 to 1, or "85%").
-default_threshold = 0.8
-
-# Your logs' field names, mapped onto tinyeval's (dotted paths allowed).
-# [fields]
-# input = "request.messages.0.content"
-# output = "response.text"
-
-# One threshold per category: a category under its threshold fails the gate,
-# whatever the global rate.
-[thresholds]
-# amount_extraction = 1.0
-# tone = "85%"
-
-[gate]
-# a rate at or above its threshold whose 95% interval reaches below it is inconclusive:
-inconclusive = "pass"     # "pass" lets it through, marked; "block" demands the margin
-allow_unchecked = false   # true: cases nothing checked stop blocking (still not passed)
-
-# A judge for what code cannot check: one criterion, PASS/FAIL. Repeat [[judges]]
-# for more. `criterion` is text or a built-in name (unsupported-claims,
-# answers-the-question, refuses-when-ambiguous); `rubric` is a file instead.
-# [[judges]]
-# criterion = "unsupported-claims"
-# categories = ["support_answers"]
-# votes = 1                 # odd: 1, 3, 5
-# style = "verdict-first"   # or "evidence-first"
-
-# The judge's model: "builtin" needs no key and no network. API keys are read
-# from the environment (e.g. OPENAI_API_KEY), never from this file.
-[models.judge]
-spec = "builtin"
-# temperature = 0.0
-# max_tokens = 512
-# timeout = 60
-# base_url = "http://127.0.0.1:8080/v1"
-
-# A model to generate outputs for cases that have none.
-# [models.generate]
-# spec = "openai:gpt-4o-mini"
-# prompt_template = "prompt.txt"   # a text file with {input}
-
-# US dollars per million tokens, to report what a run cost.
-# [price]
-# in = 0.15
-# out = 0.60
-
-# The share of cases kept aside to check the suite is not tuned to its own cases.
-# [holdout]
-# fraction = 0.2
-# salt = "tinyeval-holdout"
-
-[reports]
-out = "tinyeval-results.jsonl"
-# junit = "tinyeval-junit.xml"
-# markdown = "tinyeval-summary.md"
-# html = "tinyeval-report.html"
-"""
-
-
-def starter_text() -> str:
-    """A commented starter ``tinyeval.toml``, for ``tinyeval init``: it loads as it is.
-
-    >>> text = starter_text()
-    >>> text.startswith("# tinyeval suite"), 'cases = "cases.jsonl"' in text
-    (True, True)
-    """
-    return _STARTER
+    return ModelSettings(**_checked(table, where, checks))

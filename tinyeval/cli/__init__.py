@@ -1,10 +1,6 @@
-"""The command line: ``tinyeval COMMAND …`` and ``python -m tinyeval COMMAND …``.
-
-Exit codes: 0 the gate passed or the command did its job; 1 a gate failed; 2 bad usage or
-input (one line on stderr); 3 the run or its results are incomplete, or a bug of ours (never
-1, which CI reads as a failed gate). ``--debug`` (or ``TINYEVAL_TRACEBACK=1``) shows the
-traceback behind a one-line error.
-"""
+"""The command line, ``tinyeval COMMAND …``. Exit codes: 0 done (the gate passed); 1 a gate
+failed; 2 bad usage or input (one line on stderr); 3 incomplete, or a bug of ours (never 1).
+``--debug`` (or ``TINYEVAL_TRACEBACK=1``) shows the traceback behind an error."""
 
 from __future__ import annotations
 
@@ -22,11 +18,9 @@ from ._common import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, PROG, UsageError
 
 __all__ = ["UsageError", "build_parser", "main"]
 
-# the core's commands: name -> "module:function adding its parser"; the extras' come through
-# _EXTRAS["command"]. In the order of --help.
+# the core's commands, in the order of --help: name -> "module:function adding its parser"
 _CORE = {
     "run": "run:add_run",
-    "init": "run:add_init",
     "gate": "results:add_gate_and_report",
     "report": "results:add_gate_and_report",
     "compare": "results:add_compare",
@@ -38,7 +32,7 @@ _CORE = {
 
 
 def _adder(name: str) -> Any:
-    """The function that adds the parser of the command ``name``, its module imported now."""
+    """The function adding the parser of the command ``name`` (an extra's: through the table)."""
     if name not in _CORE:
         return _extra("command", name, f"the command {name!r}")  # InputError without it
     module, _, function = _CORE[name].partition(":")
@@ -46,12 +40,8 @@ def _adder(name: str) -> Any:
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The top-level parser with every command (those of the extras this copy has), or only
-    ``command``'s when it names one: what :func:`main` builds for a command line naming its
-    command (a tenth of the work).
+    """The parser of every command (of the extras this copy has), or of ``command`` alone.
 
-    >>> build_parser().parse_args(["gate", "rows.jsonl", "--threshold", "tone=0.9"]).thresholds
-    ['tone=0.9']
     >>> build_parser("run").parse_args(["run", "cases.jsonl"]).cases
     'cases.jsonl'
     """
@@ -71,6 +61,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     names = [command] if command in _CORE or command in _EXTRAS["command"] else _commands()
     for add in dict.fromkeys(_adder(name) for name in names):  # gate's adds report too
         add(sub)
+    for action in sub._choices_actions:  # a command without a description: its help heads it
+        named = sub._name_parser_map[action.dest]
+        named.description = named.description or action.help
     return parser
 
 
@@ -87,8 +80,8 @@ def _commands() -> list[str]:
 
 
 def _command_named(argv: list[str]) -> str | None:
-    """The command ``argv`` runs, when nothing before it needs the whole parser (``--help``
-    and ``--version`` list every command; a misspelt command is told the choices).
+    """The command ``argv`` runs, unless it needs every command (``--help``, ``--version``, a
+    misspelt command).
 
     >>> _command_named(["--debug", "run", "cases.jsonl"]), _command_named(["--help", "run"])
     ('run', None)
@@ -100,9 +93,8 @@ def _command_named(argv: list[str]) -> str | None:
 
 
 def _as_given(exc: Exception, parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
-    """The error as the command line spells it: a setting the library names by its keyword
-    (``max_errors``, as the field or in parentheses in the reason) is shown as the option that
-    gives it (``--max-errors``)."""
+    """The error with a setting named by its keyword (``max_errors``, as the field or in
+    parentheses) named by its option (``--max-errors``)."""
     if not isinstance(exc, InputError):
         return str(exc)
     command = parser  # the (sub-)command that was run: tinyeval stats wilson is two levels down
@@ -128,7 +120,7 @@ def _as_given(exc: Exception, parser: argparse.ArgumentParser, args: argparse.Na
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line and return its exit code (it does not call ``sys.exit``).
+    """Run the command line; return its exit code.
 
     >>> main(["stats", "wilson", "27", "30"])
     27/30 = 90.0%; 95% Wilson interval 74.4%–96.5%.

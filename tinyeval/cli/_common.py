@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import fields
 from typing import IO, Any
 
@@ -58,17 +58,17 @@ def proportion(text: str) -> float:
         raise ValueError(str(exc)) from None
 
 
-def add_settings(p: Any, names: Iterable[str] | None = None) -> dict[str | None, Any]:
-    """The options of the run settings ``names`` on ``p`` (default: every setting that has
-    one, each in its group: the core's groups first, then each extra's). Returns the groups."""
+def add_settings(p: Any, *names: str) -> dict[str | None, Any]:
+    """The options of the run settings ``names`` on ``p`` (none: every setting's, each in its
+    group, the core's groups first); returns the groups."""
     from ..suite import GROUPS, RunSettings
 
     wanted = {f.name: f for f in fields(RunSettings) if "help" in f.metadata}
     groups: dict[str | None, Any] = {None: p}
-    if names is None:
-        groups.update((title, p.add_argument_group(title)) for title in GROUPS)
-    else:
+    if names:
         wanted = {name: wanted[name] for name in names}
+    else:
+        groups.update((title, p.add_argument_group(title)) for title in GROUPS)
     for name, setting in wanted.items():
         meta, kind = setting.metadata, str(setting.type)
         option: dict[str, Any] = {"dest": name, "help": meta["help"], "default": setting.default}
@@ -82,50 +82,17 @@ def add_settings(p: Any, names: Iterable[str] | None = None) -> dict[str | None,
             for number, metavar in ((int, "N"), (float, "SECONDS")):
                 if kind in (number.__name__, f"{number.__name__} | None"):
                     option.update(type=number, metavar=meta.get("metavar", metavar))
-        where = groups[meta["group"] if names is None else None]
+        where = groups[None if names else meta["group"]]
         where.add_argument(meta.get("flag", "--" + name.replace("_", "-")), **option)
     return groups
 
 
-def add_model_options(p: Any) -> None:
-    """The options of calling models, as ``run`` has them (for ``pairwise``)."""
-    add_settings(
-        p,
-        (
-            "base_url",
-            "timeout",
-            "temperature",
-            "judge_max_tokens",
-            "concurrency",
-            "cache",
-            "no_cache",
-            "max_response_bytes",
-            "refresh",
-        ),
-    )
-
-
-def add_threshold_options(p: Any) -> None:
-    """The gate's options, as ``run`` has them."""
-    add_settings(p, ("thresholds", "default_threshold", "inconclusive", "allow_unchecked"))
-
-
 def gate_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The gate keywords of :func:`tinyeval.gating.gate` from the command's options."""
+    """The keywords of :func:`tinyeval.gating.gate` the command's options give."""
     from ..session import parse_thresholds
 
-    return {
-        "thresholds": parse_thresholds(args.thresholds),
-        "default_threshold": args.default_threshold,
-        "inconclusive": args.inconclusive,
-        "allow_unchecked": args.allow_unchecked,
-    }
-
-
-def add_report_files(p: Any) -> None:
-    """The report files' options, and ``--github``."""
-    add_settings(p, ("junit", "markdown", "html"))
-    add_github(p)
+    names = ("default_threshold", "inconclusive", "allow_unchecked")
+    return {"thresholds": parse_thresholds(args.thresholds), **{n: getattr(args, n) for n in names}}
 
 
 def add_github(p: Any) -> None:
@@ -145,8 +112,8 @@ def write_reports(
     run_info: Any = None,
     cases_file: Any = None,
 ) -> None:
-    """Write the --junit, --markdown and --html files asked for and, in GitHub Actions (or
-    with --github), the job summary; print the annotations. ``rows``: rows or a results file."""
+    """Write the report files asked for and, in GitHub Actions (or with --github), the job
+    summary; print the annotations."""
     from ..report import write_reports as write
 
     written = write(report, rows, junit=args.junit, markdown=args.markdown, html=args.html,
@@ -160,9 +127,8 @@ def write_reports(
 
 
 class StatusLine:
-    """A run's :class:`~tinyeval.session.Progress` as one self-overwriting line on a terminal,
-    redrawn at most ten times a second; nothing unless ``stream`` is a terminal, so piped
-    output stays clean."""
+    """A run's :class:`~tinyeval.session.Progress`, redrawn on one line of a terminal (and not
+    written when ``stream`` is no terminal)."""
 
     def __init__(self, total: int | None, stream: IO[str], *, enabled: bool = True) -> None:
         from ..session import Progress

@@ -16,8 +16,8 @@ from ._common import (
     EXIT_OK,
     PROG,
     UsageError,
-    add_report_files,
-    add_threshold_options,
+    add_github,
+    add_settings,
     gate_options,
     print_json,
     proportion,
@@ -25,28 +25,27 @@ from ._common import (
 )
 
 _GATE_AND_REPORT = (
-    ("gate", "apply per-category thresholds to a results file (e.g. merged shards); exit 1 when "
-     "a category blocks", "Recompute the per-category table and gate from result rows, without "
-     "running anything. Exit 1 when a category blocks."),
-    ("report", "render a results file: the table, and --html/--junit/--markdown files (exit 0)",
-     "The same table and files as gate, for reading rather than gating: it exits 0 whatever "
-     "the thresholds say (bad input still exits 2)."),
+    ("gate", "the per-category table and gate of a results file (e.g. merged shards), run "
+     "again; exit 1 when a category blocks"),
+    ("report", "the table and the --html/--junit/--markdown files of a results file; exit 0 "
+     "whatever the gate says"),
 )  # fmt: skip
 
 
 # fmt: off
 def add_gate_and_report(sub: Any) -> None:
-    for name, summary, description in _GATE_AND_REPORT:
-        p = sub.add_parser(name, help=summary, description=description)
+    for name, summary in _GATE_AND_REPORT:
+        p = sub.add_parser(name, help=summary)
         p.add_argument("results", metavar="RESULTS", help="a results file written by tinyeval run")
-        add_threshold_options(p)
+        add_settings(p, "thresholds", "default_threshold", "inconclusive", "allow_unchecked")
         p.add_argument("--holdout", type=proportion, metavar="FRACTION",
                        help="also compare the development cases with the held-out ones, split "
                        "as tinyeval split does (e.g. 0.2); the gate itself is unchanged")
         p.add_argument("--salt", default="tinyeval-holdout",
                        help="salt of the holdout split (as for split)")
         p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-        add_report_files(p)
+        add_settings(p, "junit", "markdown", "html")
+        add_github(p)
         p.set_defaults(handler=_cmd_gate if name == "gate" else _cmd_report)
 # fmt: on
 
@@ -88,9 +87,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 # fmt: off
 def add_merge(sub: Any) -> None:
     p = sub.add_parser("merge", help="join the results of shards (run --shard I/N) into one file",
-                       description="Join result files into one. Every file must come from the "
-                       "same dataset (same fingerprint), no case or shard may appear twice, and "
-                       "every shard of the run must be there.")
+                       description="Join the result files of one dataset's shards: each shard "
+                       "once, every shard there, no case twice.")
     p.add_argument("results", nargs="+", metavar="RESULTS", help="result files to join")
     p.add_argument("--out", required=True, metavar="FILE", help="the joined results file")
     p.add_argument("--allow-partial", action="store_true",
@@ -116,13 +114,8 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 
 # fmt: off
 def add_split(sub: Any) -> None:
-    p = sub.add_parser("split",
-                       help="split cases into development and holdout sets by a stable hash of "
-                       "the id",
-                       description="Write the development and holdout cases to two JSONL files. "
-                       "A case's side depends only on its id and the salt, so it never moves "
-                       "when the file grows. Tune rubrics and prompts on development; check on "
-                       "the holdout that what you tuned still holds (tinyeval gate --holdout).")
+    p = sub.add_parser("split", help="split cases into development and holdout sets by a hash "
+                       "of the id and the salt (a case never moves as the file grows)")
     p.add_argument("cases", metavar="CASES", help="the cases file")
     p.add_argument("--holdout", type=proportion, default=0.2, metavar="FRACTION",
                    help="share of cases held out (default: 0.2)")
@@ -130,8 +123,7 @@ def add_split(sub: Any) -> None:
                    help="salt of the hash (default: tinyeval-holdout)")
     p.add_argument("--dev-out", required=True, metavar="FILE", help="where development cases go")
     p.add_argument("--holdout-out", required=True, metavar="FILE", help="where holdout cases go")
-    p.add_argument("--field", action="append", default=[], metavar="KEY=PATH",
-                   help="map a recognised key to a dotted path (repeatable)")
+    add_settings(p, "fields")
     p.add_argument("--json", action="store_true", help="print the counts as JSON")
     p.set_defaults(handler=_cmd_split)
 # fmt: on
@@ -142,7 +134,7 @@ def _cmd_split(args: argparse.Namespace) -> int:
     from ..session import refuse_overwriting
 
     refuse_overwriting([args.cases], {"dev_out": args.dev_out, "holdout_out": args.holdout_out})
-    cases = load(args.cases, fields=parse_field_mapping(args.field))
+    cases = load(args.cases, fields=parse_field_mapping(args.fields))
     dev, holdout = split_holdout(cases, args.holdout, salt=args.salt)
     for path, part in ((args.dev_out, dev), (args.holdout_out, holdout)):
         write_records(path, map(Case.to_record, part))
@@ -160,12 +152,8 @@ def _cmd_split(args: argparse.Namespace) -> int:
 
 # fmt: off
 def add_compare(sub: Any) -> None:
-    p = sub.add_parser("compare",
-                       help="compare two runs case by case (before → after), with McNemar's "
-                       "exact test",
-                       description="Pair the rows of two results files by id and report, per "
-                       "category, how many cases broke (pass → fail) and how many were fixed "
-                       "(fail → pass), with McNemar's exact two-sided p-value.")
+    p = sub.add_parser("compare", help="per category, the cases two runs broke (pass → fail) "
+                       "and fixed (fail → pass), with McNemar's exact test")
     p.add_argument("before", metavar="BEFORE", help="results of the earlier run")
     p.add_argument("after", metavar="AFTER", help="results of the later run")
     p.add_argument("--alpha", type=proportion, default=0.05,
@@ -201,22 +189,15 @@ def add_calibrate(sub: Any) -> None:
     p = sub.add_parser(
         "calibrate",
         help="compare the judge with your labels: failure recall, false alarms, kappa",
-        description="Join RESULTS (result rows) and LABELS (written by tinyeval label) by id and "
-        "report how far the judge can stand for your criterion: agreement, the share of your "
-        "FAILs it caught, its false alarms, Cohen's kappa with its interval, the confusion "
-        "matrix, and in words what speaks against trusting it. With labels from several "
-        "labelers (tinyeval/humans/), also their agreement with each other; the judge is then "
-        "compared with the adjudicated label, else the only labeler's, else the majority's.",
+        description="Join RESULTS and LABELS by id: how far the judge can stand for your "
+        "criterion (agreement, the FAILs it caught, false alarms, Cohen's kappa, what speaks "
+        "against trusting it); with several labelers (tinyeval/humans/), their agreement too.",
     )
     p.add_argument("results", metavar="RESULTS", help="result rows written by tinyeval run")
     p.add_argument("labels", metavar="LABELS", help="the labels file written by tinyeval label")
     p.add_argument("--judge", metavar="NAME", help="the judge of the rows to calibrate")
     p.add_argument("--only", metavar="FILE", help="score only the ids in FILE")
-    p.add_argument(
-        "--disagreements",
-        metavar="FILE",
-        help="write every case where judge and human differ: the row plus 'human', your label",
-    )
+    p.add_argument("--disagreements", metavar="FILE", help="write the rows judge and you differ on")
     p.add_argument("--save", metavar="CAL.json", help="save it, for tinyeval run --calibration")
     p.add_argument(
         "--field",

@@ -1,5 +1,5 @@
 """``tinyeval run``: cases → code checks → judge(s) → one row per case → the gate; with no
-CASES (or ``--config FILE``) it runs the suite file, which ``tinyeval init`` starts."""
+CASES (or ``--config FILE``) it runs the suite file."""
 
 from __future__ import annotations
 
@@ -37,28 +37,20 @@ _NOTHING_WRITTEN = ("A run that calls no model writes its rows once it has read 
 
 def add_run(sub: Any) -> None:
     p = sub.add_parser(
-        "run",
-        help="evaluate a cases file: code checks, then the judge, then the gate per category",
-        description="Evaluate every case of CASES (JSONL, JSON, CSV or YAML; '-' for stdin): "
-        "code checks from each case's expect block first, then the judge where one is asked "
-        "for, one result row per case, a table per category and a gate.",
+        "run", help="evaluate a cases file: code checks, then the judge, then the gate per category"
     )
     p.add_argument(
         "cases",
         nargs="?",
         metavar="CASES",
-        help="the cases file ('-': JSONL on stdin); without it, the suite file (tinyeval.toml, "
-        "or [tool.tinyeval] in pyproject.toml) found here or above",
+        help="the cases file (JSONL, JSON, CSV, YAML; '-': JSONL on stdin); without it, the "
+        "suite file (tinyeval.toml, or [tool.tinyeval] in pyproject.toml) here or above",
     )
-    p.add_argument(
-        "--config", metavar="FILE", help="a suite file to run; the options given here win"
-    )
+    p.add_argument("--config", metavar="FILE", help="a suite file to run; options given here win")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
     p.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="render every prompt and count calls, tokens and cost; call no model",
+        "--dry-run", action="store_true", help="render the prompts, count calls and cost"
     )
     groups = add_settings(p)
     add_github(groups[CI])
@@ -79,8 +71,8 @@ def _check_run_options(settings: Any) -> None:
 
 
 def settings_from(args: argparse.Namespace) -> Any:
-    """The run's :class:`~tinyeval.suite.RunSettings` from its parsed options, with the suite
-    file's where they are left out (``args`` takes the suite's values too: its report files)."""
+    """The run's :class:`~tinyeval.suite.RunSettings` from its options and its suite file (whose
+    values ``args`` takes too)."""
     from ..dataset import parse_field_mapping
     from ..session import parse_shard, with_suite
     from ..suite import RunSettings
@@ -228,28 +220,3 @@ def suite_of(args: argparse.Namespace) -> Any:
             "tinyeval run knows what to run"
         )
     return load_suite(found)
-
-
-def add_init(sub: Any) -> None:
-    p = sub.add_parser(
-        "init",
-        help="write a commented starter suite file, tinyeval.toml",
-        description="Write a commented tinyeval.toml in the working directory "
-        "(or PATH): the cases file, thresholds, judges and reports of a suite, "
-        "so that `tinyeval run` needs no options. It refuses to write over an "
-        "existing file.",
-    )
-    p.add_argument("path", nargs="?", default="tinyeval.toml", metavar="PATH")
-    p.set_defaults(handler=_cmd_init)
-
-
-def _cmd_init(args: argparse.Namespace) -> int:
-    from ..records import write_text_atomically
-    from ..suite import starter_text
-
-    target = Path(args.path)
-    if target.exists():
-        raise UsageError(f"{target} exists already; edit it, or give another PATH")
-    write_text_atomically(target, starter_text())
-    print(f"wrote {target}: set cases, thresholds and judges, then run `tinyeval run`")
-    return EXIT_OK

@@ -11,7 +11,7 @@ from ..cli._common import (
     EXIT_OK,
     PROG,
     UsageError,
-    add_model_options,
+    add_settings,
     print_json,
 )
 from ..records import write_records
@@ -36,7 +36,8 @@ def add_pairwise(sub: Any) -> None:
                    help="write a result row per compared case (calibrate and label read them; "
                    "the label of a pairwise verdict is its winner)")
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
-    add_model_options(p)
+    add_settings(p, "base_url", "timeout", "temperature", "judge_max_tokens", "concurrency",
+                 "cache", "no_cache", "max_response_bytes", "refresh")
     p.set_defaults(handler=_cmd_pairwise)
 # fmt: on
 
