@@ -407,13 +407,8 @@ class Verdict(BaseVerdict):
 
     def to_dict(self) -> dict[str, Any]:
         """The verdict as the JSON object stored in result rows."""
-        return {
-            **self.base_dict(),
-            "quote": self.quote,
-            "votes": list(self.votes),
-            "vote_failures": list(self.vote_failures),
-            "unanimous": self.unanimous,
-        }
+        votes = {"votes": list(self.votes), "vote_failures": list(self.vote_failures)}
+        return {**self.base_dict(), "quote": self.quote, **votes, "unanimous": self.unanimous}
 
 
 _TALLIED = ("verdict", "reason", "quote", "failure", "error")
@@ -475,22 +470,21 @@ class Judge:
         """The exact prompt for this response, untrusted text (a ``conversation`` too) in blocks."""
         if not isinstance(response, str):
             raise JudgeError(f"response must be a string, got {type(response).__name__}")
-        shown_question = block("QUESTION", question)
+        shown = {"QUESTION": question}
         if conversation is not None:
-            shown = (
-                ("SYSTEM PROMPT", conversation.system),
-                ("EARLIER TURNS", conversation.earlier),
-                ("QUESTION", conversation.question or question),
-                ("AGENT STEPS", conversation.steps),
-            )
-            shown_question = "\n".join(
-                block(name, text) for name, text in shown if text is not None
-            )
+            shown = {
+                "SYSTEM PROMPT": conversation.system,
+                "EARLIER TURNS": conversation.earlier,
+                "QUESTION": conversation.question or question,
+                "AGENT STEPS": conversation.steps,
+            }
         values = {
             **self.trusted_values(),
             "response": block("RESPONSE", response),
             "context": block("CONTEXT", context),
-            "question": shown_question,
+            "question": "\n".join(
+                block(name, text) for name, text in shown.items() if text is not None
+            ),
         }
         return fill(self.template, values)
 

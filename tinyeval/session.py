@@ -539,18 +539,16 @@ def parse_shard(text: str) -> tuple[int, int]:
 def open_model(
     spec: str,
     *,
-    base_url: str | None = None,
-    timeout: float = 60.0,
-    temperature: float = 0.0,
-    max_tokens: int | None = None,
     max_response_bytes: int | None = None,
     cache_path: str | None = None,
     no_cache: bool = False,
     refresh: bool = False,
     cache: Any = None,
+    **options: Any,
 ) -> tuple[Any, Any]:
-    """The model a spec names and the response cache answering it (at ``cache_path``, or the
-    ``cache`` given; None with ``no_cache`` or for the ``builtin`` judge).
+    """The model a spec names (``options``: :func:`tinyeval.models.resolve`'s) and the response
+    cache answering it (at ``cache_path``, or the ``cache`` given; None with ``no_cache`` or for
+    the ``builtin`` judge).
 
     >>> model, cache = open_model("builtin")
     >>> cache is None, callable(model)
@@ -558,9 +556,7 @@ def open_model(
     """
     from .models import MAX_RESPONSE_BYTES, resolve
 
-    model = resolve(spec, base_url=base_url, timeout=timeout, temperature=temperature,
-                    max_tokens=max_tokens,
-                    max_response_bytes=max_response_bytes or MAX_RESPONSE_BYTES)  # fmt: skip
+    model = resolve(spec, max_response_bytes=max_response_bytes or MAX_RESPONSE_BYTES, **options)
     if no_cache or spec == "builtin" or (cache is None and cache_path is None):
         return model, cache
     from .cache import ResponseCache, cached
