@@ -12,10 +12,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from . import _extra
+from . import __version__, _extra
 from .errors import plural, shorten
-from .gating import CategoryVerdict, GateReport
-from .records import Row, read_rows, verdicts
+from .gating import CategoryVerdict, GateReport, gate, gate_rows, refuse_unknown_categories
+from .records import Row, read_rows, tally, verdicts, write_text_atomically
 from .runner import PreparedCases, RunResult
 from .stats import format_rate
 
@@ -119,9 +119,6 @@ def summarize(
     >>> summary.lines[0], summary.info["rows"]
     ('cases that did not pass (up to 5 per category; every row is in ...r.jsonl):', 1)
     """
-    from . import __version__
-    from .gating import gate
-
     s = session.settings
     judges = session.judges
     info: dict[str, Any] = {
@@ -215,9 +212,6 @@ def summarize_rows(
     >>> summary.passed, summary.rows, summary.info["dataset_fingerprints"]
     (False, 2, ['unknown'])
     """
-    from .gating import gate_rows, refuse_unknown_categories
-    from .records import tally
-
     thresholds = (gate or {}).get("thresholds") or {}
     refuse_unknown_categories("threshold", thresholds, {str(r.get("category")) for r in rows},
                               only_typos=True)  # fmt: skip
@@ -426,15 +420,9 @@ def summary_dict(
     >>> d["judge"]["unparsed_rate"], d["gate"]["passed"]
     (0.5, True)
     """
-    data: dict[str, Any] = dict(run_info or {})
-    data["gate"] = report.to_dict()
-    data["judge"] = {
-        "judged": judged,
-        "unparsed": unparsed,
-        "unparsed_rate": (unparsed / judged) if judged else None,
-    }
-    data["errors"] = errors
-    return data
+    rate = unparsed / judged if judged else None
+    judge = {"judged": judged, "unparsed": unparsed, "unparsed_rate": rate}
+    return {**(run_info or {}), "gate": report.to_dict(), "judge": judge, "errors": errors}
 
 
 def usage_line(usage: Mapping[str, int], price: Any = None) -> tuple[str, float | None]:
@@ -602,8 +590,6 @@ def write_reports(
     >>> written.files == (table,), "BLOCKS" in open(table, encoding="utf-8").read()
     (True, True)
     """
-    from .records import write_text_atomically
-
     env = os.environ if environ is None else environ
     github = bool(env.get("GITHUB_STEP_SUMMARY")) if github is None else github
     needed = junit or html or github

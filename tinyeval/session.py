@@ -17,11 +17,14 @@ from typing import Any
 
 from . import _EXTRAS, _extra
 from .errors import IncompleteError, InputError, plural
-from .gating import refuse_unknown_categories
-from .records import Row
+from .gating import gate_settings, refuse_unknown_categories
+from .models import MAX_RESPONSE_BYTES, resolve
+from .records import Row, RowsWrittenWhole, iter_json_lines, read_rows, run_manifest, write_row
 from .report import RunSummary, summarize
-from .runner import DryRun, PreparedCases
-from .suite import RunSettings
+from .runner import DryRun, PreparedCases, check_judges, prepare_cases
+from .runner import dry_run as dry_run_cases
+from .runner import run as run_cases
+from .suite import JudgeSpec, RunSettings, judges_of
 
 __all__ = [
     "Progress",
@@ -99,9 +102,6 @@ class Session:
     # --- opening ---
 
     def _judges(self) -> tuple[list[Any], Any]:
-        from .runner import check_judges
-        from .suite import JudgeSpec, judges_of
-
         s = self.settings
         if s.criterion or s.rubric:
             if s.votes < 1 or s.votes % 2 == 0:
@@ -147,8 +147,6 @@ class Session:
         """Read, validate and select the run's cases, and refuse what cannot be meant; a run
         that calls no model reads them once, as it runs (``ready.read`` False until the end).
         """
-        from .runner import prepare_cases
-
         s = self.settings
         ready = prepare_cases(
             s.cases, fields=s.fields, id_from_line=s.id_from_line, format=s.format,
@@ -170,8 +168,6 @@ class Session:
 
     def _one_pass(self) -> bool:
         """Whether the run may read its cases once, as it goes (it calls no model)."""
-        from .records import RowsWrittenWhole
-
         s = self.settings
         return (not self.judges and self.generate_model is None and not s.resume
                 and not s.review_out and RowsWrittenWhole.can_write(s.out))  # fmt: skip
@@ -195,11 +191,9 @@ class Session:
 
     def dry_run(self, ready: PreparedCases) -> DryRun:
         """Every prompt the run would send, rendered and counted; no model is called."""
-        from .runner import dry_run
-
         deferred = not ready.read
         observers = self.observers(ready, only=("trials",))
-        plan = dry_run(ready.cases, observers=[*observers.values()], **self._calls())
+        plan = dry_run_cases(ready.cases, observers=[*observers.values()], **self._calls())
         if deferred:  # the dry run has read the whole stream: the counts are whole
             self._refuse(ready)
         return plan
@@ -231,9 +225,6 @@ class Session:
         each row to ``on_row``; :attr:`stop` stops taking cases. Raises
         :class:`~tinyeval.errors.IncompleteError` when a batch is pending or a row unwritten.
         """
-        from .records import RowsWrittenWhole, write_row
-        from .runner import run
-
         s = self.settings
         batch_lines = self.batches.run(ready) if self.batches is not None else []
         observers = self.observers(ready)
@@ -270,7 +261,7 @@ class Session:
                 if one_pass:
                     whole = RowsWrittenWhole(s.out)
                     stack.callback(whole.discard)  # a file only once finished
-                result = run(
+                result = run_cases(
                     ready.cases, **self._calls(), out=None if one_pass else s.out,
                     resume=s.resume, shard=s.shard, concurrency=s.concurrency,
                     max_errors=s.max_errors, case_timeout=s.case_timeout,
@@ -308,9 +299,6 @@ class Session:
         self.in_flight = count
 
     def _manifest(self, ready: PreparedCases) -> dict[str, Any]:
-        from .gating import gate_settings
-        from .records import run_manifest
-
         s = self.settings
         return run_manifest(
             cases=ready.selected, shard=s.shard, shard_cases=ready.in_shard if s.shard else None,
@@ -419,11 +407,8 @@ def suite_options(suite: Any) -> dict[str, Any]:
     for name in ("temperature", "timeout", "base_url"):
         values = {getattr(m, name) for m in (judge, generate) if m is not None} - {None}
         if len(values) > 1:
-            raise InputError(
-                f"the judge and generate models differ in {name}; one value is used for both",
-                path=suite.path,
-                field="models",
-            )
+            said = f"the judge and generate models differ in {name}; one value is used for both"
+            raise InputError(said, path=suite.path, field="models")
         options[name] = values.pop() if values else None
     return options
 
@@ -554,8 +539,6 @@ def open_model(
     >>> cache is None, callable(model)
     (True, True)
     """
-    from .models import MAX_RESPONSE_BYTES, resolve
-
     model = resolve(spec, max_response_bytes=max_response_bytes or MAX_RESPONSE_BYTES, **options)
     if no_cache or spec == "builtin" or (cache is None and cache_path is None):
         return model, cache
@@ -611,8 +594,6 @@ def case_ids(given: str | Sequence[str] | None) -> list[str] | None:
         return None if given is None else [str(x) for x in given]
     if not Path(given).is_file():
         return [part.strip() for part in given.split(",") if part.strip()]
-    from .records import iter_json_lines
-
     lines = Path(given).read_text(encoding="utf-8").splitlines()
     if any(line.lstrip().startswith("{") for line in lines):
         return [str(record.get("id")) for _, record in iter_json_lines(given)]
@@ -622,6 +603,4 @@ def case_ids(given: str | Sequence[str] | None) -> list[str] | None:
 def _recorded_outputs(path: str | None) -> dict[str, Any] | None:
     if path is None:
         return None
-    from .records import read_rows
-
     return {row["id"]: row.get("output") for row in read_rows(path)}
