@@ -98,8 +98,7 @@ def neutralize(text: str) -> str:
 
 
 def block(name: str, text: str | Sequence[str] | None) -> str:
-    """Untrusted ``text`` (a list: joined by blank lines), neutralized, between the markers of
-    block ``name``; ``""`` for None."""
+    """Untrusted ``text`` (a list: joined), neutralized, between block ``name``'s markers."""
     if text is None:
         return ""
     if not isinstance(text, str):
@@ -172,8 +171,7 @@ _PLACEHOLDER = re.compile(
 
 
 def fill(template: str, values: Mapping[str, str]) -> str:
-    """Substitute ``{name}`` placeholders in one pass, values never rescanned; a placeholder
-    alone on its line with no value drops the line, a block gets lines of its own."""
+    """Substitute ``{name}`` placeholders in one pass (an empty one alone on its line: dropped)."""
 
     def substitute(match: re.Match[str]) -> str:
         if match.group("line"):
@@ -242,8 +240,7 @@ def first_line(text: str) -> tuple[str, str]:
 
 
 def parse_first_word(text: str, words: Sequence[str]) -> tuple[str | None, str]:
-    """``(word or None, reason)``: the reply's first non-blank line must be exactly one of
-    ``words`` (ASCII, any case); the reason is the rest."""
+    """``(word or None, reason)``: the first non-blank line must be one of ``words``, any case."""
     if not isinstance(text, str):
         return None, f"unparsed: expected a text reply, got {type(text).__name__}"
     first, rest = first_line(text)
@@ -521,7 +518,6 @@ class Judge:
 
 
 def _tally(ballots: Sequence[Evidence]) -> dict[str, Any]:
-    """Majority of all votes: PASS or FAIL needs more than half of them."""
     count = Counter(ballot.verdict for ballot in ballots)
     for verdict in ("PASS", "FAIL"):
         if 2 * count[verdict] > len(ballots):
