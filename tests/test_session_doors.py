@@ -91,3 +91,11 @@ def test_a_section_that_fails_fails_the_run() -> None:
     report = gate({"tone": {"passed": 3, "total": 3}}, thresholds={"tone": 1.0})
     assert RunSummary(report, lines=tuple(part.lines)).passed
     assert not RunSummary(report, sections_passed=part.failed is None).passed
+
+
+def test_progress_without_a_total_shows_no_eta() -> None:
+    from tinyeval.session import Progress
+
+    progress = Progress(None)
+    progress.update({"status": "pass"})
+    assert progress.line(progress.started + 2.0) == "1 · 0.5 cases/s · 0 failed · 0 errors"

@@ -1,6 +1,6 @@
 """The one-criterion judge: one property, a strict PASS/FAIL answer (else *unparsed*, never a
-pass). Every judge follows :class:`JudgeProtocol`; :func:`make_judge` builds the one a
-criterion asks for."""
+pass); :func:`make_judge` builds the judge a criterion asks for. Every judge has ``name``,
+``criterion``, ``rubric_fingerprint`` and a call that records, never raises, a model's failure."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 from . import _EXTRAS, _extra
 from .errors import InputError, json_problem
@@ -98,8 +98,7 @@ def neutralize(text: str) -> str:
 
 
 def block(name: str, text: str | Sequence[str] | None) -> str:
-    """Untrusted ``text`` (a list: joined by blank lines), neutralized, between the markers of
-    block ``name``; ``""`` for None."""
+    """Untrusted ``text`` (a list: joined), neutralized, between block ``name``'s markers."""
     if text is None:
         return ""
     if not isinstance(text, str):
@@ -172,8 +171,7 @@ _PLACEHOLDER = re.compile(
 
 
 def fill(template: str, values: Mapping[str, str]) -> str:
-    """Substitute ``{name}`` placeholders in one pass, values never rescanned; a placeholder
-    alone on its line with no value drops the line, a block gets lines of its own."""
+    """Substitute ``{name}`` placeholders in one pass (an empty one alone on its line: dropped)."""
 
     def substitute(match: re.Match[str]) -> str:
         if match.group("line"):
@@ -220,8 +218,7 @@ def criterion_text(criterion: str) -> str:
 def rubric_fingerprint(
     template: str, criterion: str, steps: Sequence[str] = (), style: str = "verdict-first"
 ) -> str:
-    """The sha256 (hex) of the canonical JSON of the property text, steps, style and unfilled
-    template: results with different fingerprints were judged differently.
+    """The sha256 of the property text, steps, style and unfilled template, as canonical JSON.
 
     >>> rubric_fingerprint("T {criterion} {response}", "C")[:16]
     '26e833721ecec8c4'
@@ -243,8 +240,7 @@ def first_line(text: str) -> tuple[str, str]:
 
 
 def parse_first_word(text: str, words: Sequence[str]) -> tuple[str | None, str]:
-    """``(word or None, reason)``: the reply's first non-blank line must be exactly one of
-    ``words`` (ASCII, any case); the reason is the rest."""
+    """``(word or None, reason)``: the first non-blank line must be one of ``words``, any case."""
     if not isinstance(text, str):
         return None, f"unparsed: expected a text reply, got {type(text).__name__}"
     first, rest = first_line(text)
@@ -264,25 +260,26 @@ def parse_verdict(text: str) -> tuple[str | None, str]:
 
 
 class Evidence(NamedTuple):
-    """An evidence-first reply, read: ``failure`` is None only when it parsed and verified."""
+    """A reply, read: ``failure`` is None only when it parsed (and its quote is verified)."""
 
     verdict: str | None
-    quote: str | None
     reason: str
     failure: str | None
+    quote: str | None = None
+    raw: str = ""
+    error: str | None = None
 
 
 _FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*)\n[ \t]*```", re.DOTALL | re.IGNORECASE)
 
 
 def _unparsed(reason: str) -> Evidence:
-    return Evidence(None, None, f"unparsed: {reason}", "unparsed")
+    return Evidence(None, f"unparsed: {reason}", "unparsed")
 
 
 def parse_evidence(text: str, response: str) -> Evidence:
-    """Read an evidence-first reply: one JSON object (fenced or not), keys exactly ``quote``,
-    ``why``, ``verdict``; a FAIL quotes the response (whitespace collapsed), or its failure is
-    ``unverified_quote``; a PASS has ``"quote": null``. Anything else is ``unparsed``.
+    """Read an evidence-first reply: one JSON object, keys exactly ``quote``, ``why``,
+    ``verdict``; a FAIL's quote must be in the response (else ``unverified_quote``).
 
     >>> parse_evidence('{"quote": "3 pesos", "why": "x", "verdict": "FAIL"}', "2 pesos").failure
     'unverified_quote'
@@ -318,25 +315,13 @@ def parse_evidence(text: str, response: str) -> Evidence:
         return _unparsed("a FAIL must come with a non-empty quote")
     if verdict == "FAIL" and quote and " ".join(quote.split()) not in " ".join(response.split()):
         why = f"unverified quote: {_show(quote)} is not in the response"
-        return Evidence(None, quote, why, "unverified_quote")
-    return Evidence(verdict, quote, why.strip(), None)
+        return Evidence(None, why, "unverified_quote", quote)
+    return Evidence(verdict, why.strip(), None, quote)
 
 
 def describe_error(exc: BaseException) -> str:
     """How a verdict records a model's failure: ``"TimeoutError: slow"``."""
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-
-
-class JudgeProtocol(Protocol):
-    """What the runner relies on in every judge: a call records, never raises, a model's
-    failure; the verdict has ``verdict``, ``failure``, ``error``, ``to_dict()``. Optional:
-    ``needs``, ``takes_conversation``, ``votes``, ``calls_only_the_given_model``."""
-
-    name: str
-    criterion: str
-    rubric_fingerprint: str
-
-    def __call__(self, call_model: Callable[..., Any], *, response: str, **shown: Any) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -419,22 +404,8 @@ class Verdict(BaseVerdict):
 
     def to_dict(self) -> dict[str, Any]:
         """The verdict as the JSON object stored in result rows."""
-        return {
-            **self.base_dict(),
-            "quote": self.quote,
-            "votes": list(self.votes),
-            "vote_failures": list(self.vote_failures),
-            "unanimous": self.unanimous,
-        }
-
-
-class _Vote(NamedTuple):
-    verdict: str | None
-    reason: str
-    failure: str | None
-    raw: str
-    quote: str | None = None
-    error: str | None = None
+        votes = {"votes": list(self.votes), "vote_failures": list(self.vote_failures)}
+        return {**self.base_dict(), "quote": self.quote, **votes, "unanimous": self.unanimous}
 
 
 _TALLIED = ("verdict", "reason", "quote", "failure", "error")
@@ -443,9 +414,7 @@ _FAILURE_PRECEDENCE = {"error": 0, "unverified_quote": 1, "unparsed": 2}
 
 class Judge:
     """A one-criterion PASS/FAIL judge: ``criterion`` a name from :data:`CRITERIA` or one
-    property in your words; odd ``votes`` decide by strict majority; ``style``
-    ``"verdict-first"`` or ``"evidence-first"``; ``template`` needs ``{criterion}`` and
-    ``{response}``. Raises :class:`JudgeError` for arguments it cannot use.
+    property in your words; odd ``votes`` decide by strict majority.
 
     >>> Judge("answers-the-question")(lambda prompt: "PASS\\nYes.", response="9 to 5.").verdict
     'PASS'
@@ -495,26 +464,24 @@ class Judge:
         question: str | None = None,
         conversation: Any = None,
     ) -> str:
-        """The exact prompt for this response: untrusted text in marker blocks; a
-        ``conversation``'s system prompt, earlier turns, question and agent steps too."""
+        """The exact prompt for this response, untrusted text (a ``conversation`` too) in blocks."""
         if not isinstance(response, str):
             raise JudgeError(f"response must be a string, got {type(response).__name__}")
-        shown_question = block("QUESTION", question)
+        shown = {"QUESTION": question}
         if conversation is not None:
-            shown = (
-                ("SYSTEM PROMPT", conversation.system),
-                ("EARLIER TURNS", conversation.earlier),
-                ("QUESTION", conversation.question or question),
-                ("AGENT STEPS", conversation.steps),
-            )
-            shown_question = "\n".join(
-                block(name, text) for name, text in shown if text is not None
-            )
+            shown = {
+                "SYSTEM PROMPT": conversation.system,
+                "EARLIER TURNS": conversation.earlier,
+                "QUESTION": conversation.question or question,
+                "AGENT STEPS": conversation.steps,
+            }
         values = {
             **self.trusted_values(),
             "response": block("RESPONSE", response),
             "context": block("CONTEXT", context),
-            "question": shown_question,
+            "question": "\n".join(
+                block(name, text) for name, text in shown.items() if text is not None
+            ),
         }
         return fill(self.template, values)
 
@@ -533,25 +500,24 @@ class Judge:
 
     def _vote(
         self, call_model: Callable[..., Any], prompt: str, sample: int, response: str
-    ) -> _Vote:
+    ) -> Evidence:
         schema = EVIDENCE_SCHEMA if self.style == "evidence-first" else None
         try:
             reply = ask(call_model, prompt, sample=sample, json_schema=schema)
         except Exception as exc:  # a model failure is recorded, never raised
             message = describe_error(exc)
-            return _Vote(None, f"call_model failed: {message}", "error", "", error=message)
+            return Evidence(None, f"call_model failed: {message}", "error", error=message)
         if self.style == "verdict-first":
             verdict, reason = parse_verdict(reply)
-            return _Vote(verdict, reason, None if verdict else "unparsed", reply)
+            return Evidence(verdict, reason, None if verdict else "unparsed", raw=reply)
         evidence = parse_evidence(reply, response)
         if evidence.failure == "unverified_quote" and neutralize(response) != response:
             # the model saw the neutralized response and may quote it as shown
             evidence = parse_evidence(reply, neutralize(response))
-        return _Vote(evidence.verdict, evidence.reason, evidence.failure, reply, evidence.quote)
+        return evidence._replace(raw=reply)
 
 
-def _tally(ballots: Sequence[_Vote]) -> dict[str, Any]:
-    """Majority of all votes: PASS or FAIL needs more than half of them."""
+def _tally(ballots: Sequence[Evidence]) -> dict[str, Any]:
     count = Counter(ballot.verdict for ballot in ballots)
     for verdict in ("PASS", "FAIL"):
         if 2 * count[verdict] > len(ballots):
@@ -585,8 +551,7 @@ def make_judge(
     steps_model: Callable[..., Any] | None = None,
 ) -> Any:
     """The judge ``criterion`` asks for: a :class:`Judge`, or the ``criterion`` door's judge
-    for its name (``faithfulness-by-claims``, ``graded:<text>`` …) or for ``steps`` (a list,
-    or ``"auto"`` with ``steps_path`` and ``steps_model``).
+    for its name (``graded:<text>`` …) or for ``steps``.
 
     >>> make_judge("Is polite.", votes=3).votes
     3
@@ -630,7 +595,7 @@ class Rubric:
     source: str | None = None
 
     def judge(self, *, votes: int = 1, style: str = "verdict-first") -> Judge:
-        """The judge for this rubric (with steps: the ``criterion`` door's ``"steps"`` judge)."""
+        """The judge for this rubric (with steps: the ``criterion`` door's ``"steps"``)."""
         options: dict[str, Any] = {"votes": votes, "style": style, "name": self.name}
         if self.steps is None:
             return Judge(self.criterion, template=self.template, **options)
@@ -642,8 +607,7 @@ RUBRIC_KEYS = ("criterion", "name", "steps", "template")
 
 
 def load_rubric(path: str | os.PathLike[str]) -> Rubric:
-    """Read a rubric file: text (the criterion), or a ``.json`` object with ``"criterion"``
-    and optional ``"name"``, ``"steps"`` and ``"template"``; errors name the file.
+    """Read a rubric file: text (the criterion), or a ``.json`` object of :data:`RUBRIC_KEYS`.
 
     >>> import tempfile
     >>> with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:

@@ -1,24 +1,21 @@
-"""A run's summary and its reports: text, JSON and Markdown, and the sections extras add.
-
-:func:`summarize` assembles a finished session's :class:`~tinyeval.session.RunSummary`;
-extras contribute sections (``_EXTRAS["section"]``: the retrieval table, graded scores, a
-jury's warnings) and reports (``_EXTRAS["report"]``: JUnit, HTML, GitHub). Every rate is
-printed with its denominator and Wilson interval; a lone surrogate taken from a row is shown
-as its escape (``\\ud800``), so any file can hold the text.
+"""A run's summary and its reports: text, JSON and Markdown; extras add sections
+(``_EXTRAS["section"]``) and reports (``_EXTRAS["report"]``). Every rate is printed with its
+denominator and Wilson interval; a lone surrogate is shown as its escape (``\\ud800``).
 """
 
 from __future__ import annotations
 
 import html
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from . import _extra
+from . import __version__, _extra
 from .errors import plural, shorten
-from .gating import CategoryVerdict, GateReport
-from .records import Row, read_rows, verdicts
+from .gating import CategoryVerdict, GateReport, gate, gate_rows, refuse_unknown_categories
+from .records import Row, read_rows, tally, verdicts, write_text_atomically
 from .runner import PreparedCases, RunResult
 from .stats import format_rate
 
@@ -43,9 +40,8 @@ __all__ = [
 
 
 class Section(NamedTuple):
-    """A part of the run's summary an extra contributes: text ``lines``, a JSON part ``info``
-    (merged into the run's JSON), and ``failed``, the line saying why when the section gates
-    and its gate failed (the run then fails).
+    """A part of the summary an extra contributes: text ``lines``, a JSON part ``info``, and
+    ``failed``, the line saying why when the section gates and its gate failed.
 
     >>> Section(["retrieval: ..."], {"retrieval": {}}).failed is None
     True
@@ -58,12 +54,9 @@ class Section(NamedTuple):
 
 @dataclass(frozen=True)
 class RunSummary:
-    """What a run found: the gate, and everything said beside it.
-
-    ``info`` is the run's JSON and ``lines`` the text shown under the gate table.
-    ``sections_passed`` is False when a section that gates (the retrieval gate) failed;
-    ``complete`` is False when the run stopped early (``stopped_reason`` says why,
-    ``capped`` when the spend cap stopped it).
+    """What a run found: the gate, its JSON ``info``, the text ``lines`` under the table;
+    ``sections_passed`` False when a gating section failed, ``capped`` when the spend cap stopped
+    the run.
 
     >>> from tinyeval.gating import gate
     >>> summary = RunSummary(gate({"tone": {"passed": 3, "total": 3}}, thresholds={"tone": 1.0}))
@@ -94,23 +87,13 @@ class RunSummary:
                             unparsed=self.unparsed, errors=self.errors)  # fmt: skip
 
     def to_text(self, header: str | None = None, *, brief: bool = False) -> str:
-        """The gate table with ``header`` above it and the summary's lines below (``brief``:
-        the table alone)."""
+        """The gate table with ``header`` above and the lines below (``brief``: the table)."""
         return summary_text(self.report, header=header, judged=self.judged,
                             unparsed=self.unparsed, errors=self.errors,
                             extra_lines=() if brief else self.lines)  # fmt: skip
 
 
-def _sections(session: Session, ready: PreparedCases) -> list[str]:
-    """The sections the run uses, decided without loading an extra."""
-    s, judges = session.settings, session.judges
-    used = {
-        "retrieval": bool(session.retrieved or s.retrieval_threshold),
-        "graded": any(getattr(judge, "scale", None) is not None for judge in judges),
-        "jury": len(session.jurors) > 1,
-        "self_evaluation": bool(judges and s.generate_model),
-    }
-    return [name for name, on in used.items() if on]
+_NO_SECTION = Section([], {})
 
 
 def summarize(
@@ -123,8 +106,7 @@ def summarize(
     batch_lines: Sequence[str] = (),
     review_rows: int = 0,
 ) -> RunSummary:
-    """The summary of ``result``, a run of ``ready`` by ``session`` watched by ``observers``
-    (by the setting that turned each on).
+    """The summary of ``result``, a run of ``ready`` by ``session`` watched by ``observers``.
 
     >>> import tempfile, os
     >>> from tinyeval.session import RunSettings, Session
@@ -137,9 +119,6 @@ def summarize(
     >>> summary.lines[0], summary.info["rows"]
     ('cases that did not pass (up to 5 per category; every row is in ...r.jsonl):', 1)
     """
-    from . import __version__
-    from .gating import gate
-
     s = session.settings
     judges = session.judges
     info: dict[str, Any] = {
@@ -165,19 +144,26 @@ def summarize(
     # an observer that changes what the gate counts (trials: the case, not the trial) says so
     counted = [o.tallies() for o in (observers or {}).values() if hasattr(o, "tallies")]
     report = gate(counted[0] if counted else result.sorted_categories(), **s.gate_options())
+    used = {  # the sections the run uses, decided without loading an extra
+        "retrieval": bool(session.retrieved or s.retrieval_threshold),
+        "graded": any(getattr(judge, "scale", None) is not None for judge in judges),
+        "jury": len(session.jurors) > 1,
+        "self_evaluation": bool(judges and s.generate_model),
+    }
     sections = {name: _extra("section", name, name)(session, ready, result)
-                for name in _sections(session, ready)}  # fmt: skip
-    text: list[str] = [*sections["retrieval"].lines] if "retrieval" in sections else []
+                for name, on in used.items() if on}  # fmt: skip
+    text = [*sections.get("retrieval", _NO_SECTION).lines]
     for name, observer in (observers or {}).items():
         text += observer.summary()
         info[name] = observer.to_dict()
-    text += sections["graded"].lines if "graded" in sections else []
-    text += _failure_lines(failures, shown=s.show_failures, where=s.out)
+    text += sections.get("graded", _NO_SECTION).lines
+    if failures:
+        text += [*failure_lines(failures, shown=s.show_failures, where=s.out), ""]
     text += batch_lines
     info["resumed_rows"] = result.resumed
     text += _run_lines(session, result, info, review_rows)
     for name in ("jury", "self_evaluation"):
-        text += sections[name].lines if name in sections else []
+        text += sections.get(name, _NO_SECTION).lines
     failed = [part.failed for part in sections.values() if part.failed]
     for part in sections.values():
         info.update(part.info)
@@ -193,8 +179,7 @@ def summarize(
 
 
 def header(session: Session, ready: PreparedCases) -> str:
-    """The line above the gate table: the cases, the dataset, the judges, the rows file (and
-    the suite file, when one gave the settings).
+    """The line above the gate table: cases, dataset, judges, rows file (and suite file).
 
     >>> from tinyeval.session import RunSettings, Session
     >>> from tinyeval.runner import PreparedCases
@@ -218,10 +203,8 @@ def header(session: Session, ready: PreparedCases) -> str:
 def summarize_rows(
     rows: Sequence[Row], *, source: str, gate: Mapping[str, Any] | None = None
 ) -> RunSummary:
-    """The summary of a results file's rows, gated as the run that wrote them gated (the
-    settings it recorded) unless ``gate`` (keywords of :func:`tinyeval.gating.gate_rows`)
-    gives others; never a pass on an incomplete set of rows. A threshold for a category
-    that looks like a misspelling of the rows' is refused.
+    """The summary of a results file's rows, gated as the run that wrote them gated unless
+    ``gate`` (keywords of :func:`tinyeval.gating.gate_rows`) says otherwise.
 
     >>> rows = [{"id": "a", "category": "tone", "status": "pass"},
     ...         {"id": "b", "category": "tone", "status": "fail"}]
@@ -229,9 +212,6 @@ def summarize_rows(
     >>> summary.passed, summary.rows, summary.info["dataset_fingerprints"]
     (False, 2, ['unknown'])
     """
-    from .gating import gate_rows, refuse_unknown_categories
-    from .records import tally
-
     thresholds = (gate or {}).get("thresholds") or {}
     refuse_unknown_categories("threshold", thresholds, {str(r.get("category")) for r in rows},
                               only_typos=True)  # fmt: skip
@@ -242,13 +222,9 @@ def summarize_rows(
                             "dataset_fingerprints": fingerprints,
                             "gate_settings_from_results": list(gated.remembered),
                             "gate_settings_overridden": list(gated.overridden)}  # fmt: skip
-    notes = []
-    if gated.remembered:
-        notes.append(f"gate settings from the results (as the run gated): "
-                     f"{', '.join(gated.remembered)}")  # fmt: skip
-    if gated.overridden:
-        notes.append(f"given again, overriding the run's: "
-                     f"{', '.join(gated.overridden)}")  # fmt: skip
+    said = {"gate settings from the results (as the run gated)": gated.remembered,
+            "given again, overriding the run's": gated.overridden}  # fmt: skip
+    notes = [f"{words}: {', '.join(names)}" for words, names in said.items() if names]
     return RunSummary(
         gated.report, info=info, lines=tuple(notes), judged=sum(t.judged for t in tallies),
         unparsed=sum(t.unparsed for t in tallies), errors=sum(t.errors for t in tallies),
@@ -257,7 +233,7 @@ def summarize_rows(
 
 
 def rows_header(summary: RunSummary) -> str:
-    """The line above a results file's gate table: its rows and dataset fingerprints.
+    """The line above a results file's gate table.
 
     >>> rows_header(summarize_rows([{"id": "a", "category": "c", "status": "pass"}],
     ...                            source="r.jsonl"))
@@ -271,7 +247,6 @@ def rows_header(summary: RunSummary) -> str:
 def _run_lines(
     session: Session, result: RunResult, info: dict[str, Any], review_rows: int
 ) -> list[str]:
-    """Shards, resumed rows, usage and cost, the cache, corrected rates, the review file."""
     s = session.settings
     text = []
     if s.shard:
@@ -304,13 +279,6 @@ def _run_lines(
     return text
 
 
-def _failure_lines(failures: Sequence[Row], *, shown: int, where: str) -> list[str]:
-    if not failures:
-        return []
-    text = failure_lines(list(failures), shown=shown, where=where)
-    return [*text, ""] if text else []
-
-
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -320,11 +288,7 @@ def _visible(match: re.Match[str]) -> str:
 
 
 def _writable(text: str) -> str:
-    """``text`` with each lone surrogate shown as its escape, so any file can hold it.
-
-    >>> _writable("ok \\ud800 ok")
-    'ok \\\\ud800 ok'
-    """
+    """``text`` with each lone surrogate shown as its escape, so any file can hold it."""
     return _SURROGATE.sub(_visible, text)
 
 
@@ -333,13 +297,10 @@ def _pct(value: float | None) -> str:
 
 
 def _rate_cell(v: CategoryVerdict, confidence: float = 0.95) -> str:
-    if v.total == 0:
-        return "0 cases"
-    return format_rate(v.passed, v.total, confidence)
+    return format_rate(v.passed, v.total, confidence) if v.total else "0 cases"
 
 
 def _mark(v: CategoryVerdict) -> str:
-    """The gate column: ok, BLOCKS and why, inconclusive and what would decide it."""
     if v.threshold is None:
         return "no threshold"
     if v.outcome == "inconclusive":
@@ -354,6 +315,16 @@ def _mark(v: CategoryVerdict) -> str:
     if v.note:
         return f"BLOCKS ({v.note})"
     return f"BLOCKS ({_pct(v.rate)} < {_pct(v.threshold)})"
+
+
+def _cells(report: GateReport) -> list[tuple[str, str, str, str, str]]:
+    """The table's rows, global last: category, rate, unchecked, threshold, gate mark."""
+    cells = [(c.category, _rate_cell(c, report.confidence), str(c.unchecked), _pct(c.threshold),
+              _mark(c)) for c in report.categories]  # fmt: skip
+    overall = report.overall
+    cells.append(("global", _rate_cell(overall, report.confidence), str(overall.unchecked), "—",
+                  "shown, never gates"))  # fmt: skip
+    return cells
 
 
 def summary_text(
@@ -378,44 +349,32 @@ def summary_text(
     <BLANKLINE>
     gate: FAILED — blocking: amounts (1 of 2 gated)
     """
-    width = max([len("category"), len("global")] + [len(c.category) for c in report.categories])
+    cells = _cells(report)
     show_unchecked = any(c.unchecked for c in report.categories)
-    cells = [
-        (c.category, _rate_cell(c, report.confidence), str(c.unchecked), _pct(c.threshold),
-         _mark(c))
-        for c in report.categories
-    ]  # fmt: skip
-    overall = report.overall
-    cells.append(("global", _rate_cell(overall, report.confidence), str(overall.unchecked), "—",
-                  "shown, never gates"))  # fmt: skip
-    conf = f"{report.confidence:.0%}"
-    rate_width = max(len(f"pass rate [{conf} Wilson]"), *(len(c[1]) for c in cells))
+    title = f"pass rate [{report.confidence:.0%} Wilson]"
+    width = max(len("category"), *(len(c[0]) for c in cells))
+    rate_width = max(len(title), *(len(c[1]) for c in cells))
     lines = [header] if header else []
-    title = f"pass rate [{conf} Wilson]"
-    middle = "unchecked  " if show_unchecked else ""
-    lines.append(f"{'category':<{width}}  {title:<{rate_width}}   {middle}{'threshold':<9}  gate")
-    for name, rate, unchecked, threshold, mark in cells:
+    for name, rate, unchecked, threshold, mark in [
+        ("category", title, "unchecked", "threshold", "gate"),
+        *cells,
+    ]:
         middle = f"{unchecked:<9}  " if show_unchecked else ""
         line = f"{name:<{width}}  {rate:<{rate_width}}   {middle}{threshold:<9}  {mark}"
         lines.append(line.rstrip())
     lines.append("")
     if judged:
-        lines.append(
-            f"judge verdicts that did not parse: {format_rate(unparsed, judged)} "
-            "(counted as not passed)"
-        )
+        lines.append(f"judge verdicts that did not parse: {format_rate(unparsed, judged)} "
+                     "(counted as not passed)")  # fmt: skip
     if errors:
         lines.append(
             f'cases that errored: {errors} (counted as not passed; see the rows\' "error")'
         )
-    lines.extend(_unchecked_lines(report))
-    lines.extend(extra_lines)
-    lines.append(_gate_line(report))
+    lines += [*_unchecked_lines(report), *extra_lines, _gate_line(report)]
     return _writable("\n".join(lines))
 
 
 def _unchecked_lines(report: GateReport) -> list[str]:
-    """``N cases had nothing to check them: ids …``, when any had nothing."""
     count = report.overall.unchecked
     if not count:
         return []
@@ -454,28 +413,20 @@ def summary_dict(
     unparsed: int = 0,
     errors: int = 0,
 ) -> dict[str, Any]:
-    """The run's summary as one JSON object (what ``run --json`` prints): ``run_info`` with
-    ``gate``, ``judge`` (``judged``, ``unparsed``, ``unparsed_rate``) and ``errors``.
+    """The run's summary as one JSON object: ``run_info`` with ``gate``, ``judge``, ``errors``.
 
     >>> from tinyeval.gating import gate
     >>> d = summary_dict(gate({"tone": {"passed": 1, "total": 2}}), judged=2, unparsed=1)
     >>> d["judge"]["unparsed_rate"], d["gate"]["passed"]
     (0.5, True)
     """
-    data: dict[str, Any] = dict(run_info or {})
-    data["gate"] = report.to_dict()
-    data["judge"] = {
-        "judged": judged,
-        "unparsed": unparsed,
-        "unparsed_rate": (unparsed / judged) if judged else None,
-    }
-    data["errors"] = errors
-    return data
+    rate = unparsed / judged if judged else None
+    judge = {"judged": judged, "unparsed": unparsed, "unparsed_rate": rate}
+    return {**(run_info or {}), "gate": report.to_dict(), "judge": judge, "errors": errors}
 
 
 def usage_line(usage: Mapping[str, int], price: Any = None) -> tuple[str, float | None]:
-    """The run's token line (and its cost in US dollars, with a price): ``("", None)`` when no
-    call reported usage. Tokens replayed from the cache are shown apart and not costed.
+    """The run's token line and its cost in US dollars (with a price); cached tokens apart.
 
     >>> usage_line({"input_tokens": 1500, "output_tokens": 200})
     ('tokens: 1,500 in, 200 out', None)
@@ -501,8 +452,6 @@ def describe_failure(row: Mapping[str, Any], *, width: int = 100) -> str:
     >>> describe_failure({"status": "fail", "checks": {"valid_json": True, "equals:amount": False},
     ...                   "check_details": {"equals:amount": "got 1250, expected 125050"}})
     'equals:amount: got 1250, expected 125050'
-    >>> describe_failure({"status": "error", "error": "TimeoutError: no reply", "checks": {}})
-    'error: TimeoutError: no reply'
     """
     if row.get("status") == "error":
         return _writable(shorten(" ".join(f"error: {row.get('error')}".split()), width))
@@ -532,7 +481,6 @@ def describe_failure(row: Mapping[str, Any], *, width: int = 100) -> str:
 
 
 def _listed(parts: list[str], width: int) -> str:
-    """As many of ``parts`` as fit in ``width``, then ``(+N more)`` for the rest."""
     parts = [" ".join(part.split()) for part in parts]
     text = parts[0]
     for index, part in enumerate(parts[1:], start=1):
@@ -544,7 +492,7 @@ def _listed(parts: list[str], width: int) -> str:
     return shorten(text, width)
 
 
-def failure_lines(rows: list[Mapping[str, Any]], *, shown: int, where: str) -> list[str]:
+def failure_lines(rows: Sequence[Mapping[str, Any]], *, shown: int, where: str) -> list[str]:
     """Lines listing failed cases by category (up to ``shown`` each) and why.
 
     >>> rows = [{"id": "amt-3", "category": "amounts", "status": "fail",
@@ -567,20 +515,13 @@ def failure_lines(rows: list[Mapping[str, Any]], *, shown: int, where: str) -> l
 
 
 def _md_cell(text: str) -> str:
-    """Text safe inside a Markdown table cell: no markup, no ``|`` that splits the cell.
-
-    >>> print(_md_cell("a|b<i>&c"))
-    a\\|b&lt;i&gt;&amp;c
-    """
+    """Text safe inside a Markdown table cell: no markup, no ``|`` that splits the cell."""
     text = " ".join(html.escape(text, quote=False).split())
     return text.replace("|", "\\|")
 
 
 def summary_markdown(report: GateReport, *, title: str = "tinyeval") -> str:
-    """The gate as a Markdown table, for a pull-request comment or a CI job summary.
-
-    Category names are escaped (``|``, ``<``, ``>``, ``&``): a name cannot break the table
-    or inject markup into the page that shows it.
+    """The gate as a Markdown table (a pull-request comment, a CI job summary); names escaped.
 
     >>> from tinyeval.gating import gate
     >>> print(summary_markdown(gate({"amounts": {"passed": 17, "total": 20}}, {"amounts": 1.0})))
@@ -595,28 +536,22 @@ def summary_markdown(report: GateReport, *, title: str = "tinyeval") -> str:
         outcome = "not gated (no thresholds)"
     else:
         outcome = "gate PASSED" if report.passed else "gate FAILED"
-    conf = f"{report.confidence:.0%}"
-    lines = [
-        f"### {title}: {outcome}",
-        "",
-        f"| category | pass rate [{conf} Wilson] | threshold | gate |",
-        "| --- | --- | --- | --- |",
-    ]
-    for v in report.categories:
-        mark = _mark(v).replace("|", "\\|")
+    lines = [f"### {title}: {outcome}", "",
+             f"| category | pass rate [{report.confidence:.0%} Wilson] | threshold | gate |",
+             "| --- | --- | --- | --- |"]  # fmt: skip
+    *cells, (_, overall, _, _, _) = _cells(report)
+    for v, (name, rate, _, threshold, mark) in zip(report.categories, cells, strict=True):
+        mark = mark.replace("|", "\\|")
         if v.blocking:
             mark = mark.replace("BLOCKS", "**BLOCKS**", 1)
-        rate = _rate_cell(v, report.confidence)
-        lines.append(f"| {_md_cell(v.category)} | {rate} | {_pct(v.threshold)} | {mark} |")
-    overall = _rate_cell(report.overall, report.confidence)
+        lines.append(f"| {_md_cell(name)} | {rate} | {threshold} | {mark} |")
     lines.append(f"| *global* | {overall} | — | shown, never gates |")
     return _writable("\n".join(lines))
 
 
 class ReportsWritten(NamedTuple):
-    """What :func:`write_reports` did: the ``files`` it wrote, the job summary file it appended
-    to (``step_summary``, None when there was none), and the GitHub workflow commands
-    (``annotations``) for the caller to print on its standard output.
+    """What :func:`write_reports` did: the ``files``, the job summary appended to, and the
+    GitHub ``annotations`` for the caller to print.
 
     >>> ReportsWritten(("gate.md",), None, ()).to_dict()
     {'files': ['gate.md'], 'step_summary': None, 'annotations': []}
@@ -627,7 +562,6 @@ class ReportsWritten(NamedTuple):
     annotations: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        """The files, the job summary file and the annotations as a JSON object."""
         return {"files": list(self.files), "step_summary": self.step_summary,
                 "annotations": list(self.annotations)}  # fmt: skip
 
@@ -644,12 +578,9 @@ def write_reports(
     cases_file: str | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ReportsWritten:
-    """Write the report files asked for, each all or nothing: ``markdown`` (the gate table),
-    and through the reports of ``_EXTRAS["report"]`` ``junit`` (JUnit XML) and ``html`` (the
-    single-file page); with ``github`` (by default, when ``GITHUB_STEP_SUMMARY`` is set in
-    ``environ``, else the process environment) append the job summary and make the
-    annotations. ``rows`` (or a results file's path) are read only when a report needs them;
-    ``cases_file`` is where the annotations point when a row has no source.
+    """Write the reports asked for, each all or nothing: ``markdown``, and through
+    ``_EXTRAS["report"]`` ``junit``, ``html`` and ``github`` (by default when
+    ``GITHUB_STEP_SUMMARY`` is set); ``rows`` (or their file) are read only when needed.
 
     >>> import os, tempfile
     >>> from tinyeval.gating import gate
@@ -659,15 +590,10 @@ def write_reports(
     >>> written.files == (table,), "BLOCKS" in open(table, encoding="utf-8").read()
     (True, True)
     """
-    import os
-
-    from .records import write_text_atomically
-
     env = os.environ if environ is None else environ
     github = bool(env.get("GITHUB_STEP_SUMMARY")) if github is None else github
-    every: list[Mapping[str, Any]] = []
-    if junit or html or github:
-        every = list(read_rows(rows) if isinstance(rows, str) else rows)
+    needed = junit or html or github
+    every = list(read_rows(rows) if isinstance(rows, str) else rows) if needed else []
     if markdown:
         write_text_atomically(markdown, summary_markdown(report) + "\n")
     for name, path in (("junit", junit), ("html", html)):

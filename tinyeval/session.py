@@ -1,22 +1,6 @@
-"""A whole evaluation from its settings: what ``tinyeval run`` does, as a library.
-
-:class:`RunSettings` holds every setting of a run, spelled as the command line and the suite
-file spell them; a :class:`Session` opens the models and judges they name, reads and selects
-the cases, refuses what cannot be meant before anything runs, runs them, and returns a
-:class:`~tinyeval.report.RunSummary`. A session never prints: it hands each row to ``on_row``.
-
->>> import tempfile, os
->>> folder = tempfile.mkdtemp()
->>> cases = os.path.join(folder, "cases.jsonl")
->>> with open(cases, "w") as f:
-...     _ = f.write('{"id": "a", "category": "tone", "output": "Hi", '
-...                 '"expect": {"max_words": 3}}\\n')
->>> settings = RunSettings(cases=cases, out=os.path.join(folder, "rows.jsonl"),
-...                        thresholds={"tone": "1.0"})
->>> with Session(settings) as session:
-...     summary = session.run(session.prepare())
->>> summary.passed, summary.report.categories[0].measured.successes
-(True, 1)
+"""A whole evaluation from its :class:`RunSettings`, as ``tinyeval run`` does it: a
+:class:`Session` opens the models and judges, refuses what cannot be meant before anything
+runs, runs the cases and returns a :class:`~tinyeval.report.RunSummary`; it never prints.
 """
 
 from __future__ import annotations
@@ -33,10 +17,14 @@ from typing import Any
 
 from . import _EXTRAS, _extra
 from .errors import IncompleteError, InputError, plural
-from .gating import refuse_unknown_categories
-from .records import Row
-from .report import RunSummary
-from .runner import DryRun, PreparedCases
+from .gating import gate_settings, refuse_unknown_categories
+from .models import MAX_RESPONSE_BYTES, resolve
+from .records import Row, RowsWrittenWhole, iter_json_lines, read_rows, run_manifest, write_row
+from .report import RunSummary, summarize
+from .runner import DryRun, PreparedCases, check_judges, prepare_cases
+from .runner import dry_run as dry_run_cases
+from .runner import run as run_cases
+from .suite import JudgeSpec, RunSettings, judges_of
 
 __all__ = [
     "Progress",
@@ -54,15 +42,9 @@ __all__ = [
 ]
 
 
-from .suite import RunSettings  # the run's settings: their one spelling
-
-
 class Session:
-    """The models, judges and cache of a run, opened from :class:`RunSettings`.
-
-    Everything wrong with the settings is found when the session is made, and everything
-    wrong with the cases by :meth:`prepare`, before any case runs. Use it as a context
-    manager, or call :meth:`close`, so the response cache is released.
+    """The models, judges and cache of a run, opened from :class:`RunSettings` (which are
+    checked here; the cases by :meth:`prepare`). Use it as a context manager, or :meth:`close`.
 
     >>> session = Session(RunSettings(cases="cases.jsonl", criterion=["answers-the-question"],
     ...                               votes=3))
@@ -78,10 +60,8 @@ class Session:
         self.settings = s = settings
         s.refuse_out_of_range()
         refuse_overwriting([s.cases, s.rejudge], {"out": s.out, "review_out": s.review_out})
-        self.jurors = _jurors(s.judge_model)
-        spec = self.jurors[0] if len(self.jurors) == 1 else None
-        if len(self.jurors) > 1:
-            spec = "jury:" + ",".join(self.jurors)
+        self.jurors = jurors = _jurors(s.judge_model)
+        spec = "jury:" + ",".join(jurors) if len(jurors) > 1 else jurors[0] if jurors else None
         self.judge_spec: str = spec or "builtin"
         self.judges, self.judge_categories = self._judges()
         self.price = (
@@ -122,10 +102,6 @@ class Session:
     # --- opening ---
 
     def _judges(self) -> tuple[list[Any], Any]:
-        """The judges of the criteria and rubric files given, or else of the suite's entries."""
-        from .runner import check_judges
-        from .suite import JudgeSpec, judges_of
-
         s = self.settings
         if s.criterion or s.rubric:
             if s.votes < 1 or s.votes % 2 == 0:
@@ -168,14 +144,9 @@ class Session:
     # --- the cases ---
 
     def prepare(self) -> PreparedCases:
-        """Read, validate and select the run's cases, and refuse what they show cannot be
-        meant (an unknown category, cases with no output and no generate model).
-
-        A run that calls no model reads a large file once, as it runs, and refuses its
-        cases, if it must, when it has read them all (``ready.read`` is False until then).
+        """Read, validate and select the run's cases, and refuse what cannot be meant; a run
+        that calls no model reads them once, as it runs (``ready.read`` False until the end).
         """
-        from .runner import prepare_cases
-
         s = self.settings
         ready = prepare_cases(
             s.cases, fields=s.fields, id_from_line=s.id_from_line, format=s.format,
@@ -189,7 +160,6 @@ class Session:
         return ready
 
     def _note_retrieval(self, case: Any) -> None:
-        """Keep the cases with retrieval data (for the retrieval section), count the others."""
         meta = case.meta
         if (type(meta) is dict or isinstance(meta, Mapping)) and "retrieved" in meta:
             self.retrieved.append(case)
@@ -197,10 +167,7 @@ class Session:
             self.without_retrieval[case.category] = self.without_retrieval.get(case.category, 0) + 1
 
     def _one_pass(self) -> bool:
-        """Whether the run may read its cases once, as it goes: it calls no model, so a bad
-        case found late has cost nothing, and its rows can wait to be written whole."""
-        from .records import RowsWrittenWhole
-
+        """Whether the run may read its cases once, as it goes (it calls no model)."""
         s = self.settings
         return (not self.judges and self.generate_model is None and not s.resume
                 and not s.review_out and RowsWrittenWhole.can_write(s.out))  # fmt: skip
@@ -224,15 +191,9 @@ class Session:
 
     def dry_run(self, ready: PreparedCases) -> DryRun:
         """Every prompt the run would send, rendered and counted; no model is called."""
-        from .runner import dry_run
-
-        s = self.settings
         deferred = not ready.read
-        plan = dry_run(ready.cases, judges=self.judges, judge_model=self.judge_model,
-                       generate_model=self.generate_model, prompt_template=self.template,
-                       regenerate=s.regenerate, judge_all=s.judge_all,
-                       judge_categories=self.judge_categories,
-                       observers=[*self.observers(ready, only=("trials",)).values()])  # fmt: skip
+        observers = self.observers(ready, only=("trials",))
+        plan = dry_run_cases(ready.cases, observers=[*observers.values()], **self._calls())
         if deferred:  # the dry run has read the whole stream: the counts are whole
             self._refuse(ready)
         return plan
@@ -240,8 +201,7 @@ class Session:
     # --- the run ---
 
     def observers(self, ready: PreparedCases, only: Sequence[str] | None = None) -> dict[str, Any]:
-        """The run's observers by the setting that turns each on: one for each setting of
-        ``_EXTRAS["observer"]`` given (not at its default), of those in ``only`` when given.
+        """The run's observers: one per setting of ``_EXTRAS["observer"]`` not at its default.
 
         >>> Session(RunSettings(cases="c.jsonl")).observers(PreparedCases((), "ab12"))
         {}
@@ -261,22 +221,10 @@ class Session:
         on_row: Callable[[Row], None] | None = None,
         executor: Executor | None = None,
     ) -> RunSummary:
-        """Run the prepared cases into rows in ``settings.out`` and summarize them.
-
-        ``on_row`` is called with each row as its case finishes. Setting :attr:`stop`
-        stops taking new cases; :attr:`in_flight` counts the cases running. ``executor``
-        (any :class:`concurrent.futures.Executor`) overrides ``settings.executor``. Raises
-        :class:`~tinyeval.errors.IncompleteError` when a batch is still pending at the
-        provider, or a row cannot be written.
-
-        Cases read once, as the run goes (``ready.read`` False), are refused at the end if
-        they must be, and their rows reach ``settings.out`` only then, all at once (the rows
-        ``on_row`` sees have no ``dataset_fingerprint`` or ``run`` yet); such a run stopped
-        before the end of its file writes nothing.
+        """Run the prepared cases into rows in ``settings.out`` and summarize them, handing
+        each row to ``on_row``; :attr:`stop` stops taking cases. Raises
+        :class:`~tinyeval.errors.IncompleteError` when a batch is pending or a row unwritten.
         """
-        from .records import RowsWrittenWhole, write_row
-        from .runner import run
-
         s = self.settings
         batch_lines = self.batches.run(ready) if self.batches is not None else []
         observers = self.observers(ready)
@@ -313,11 +261,8 @@ class Session:
                 if one_pass:
                     whole = RowsWrittenWhole(s.out)
                     stack.callback(whole.discard)  # a file only once finished
-                result = run(
-                    ready.cases, judges=self.judges, judge_model=self.judge_model,
-                    generate_model=self.generate_model, prompt_template=self.template,
-                    regenerate=s.regenerate, judge_all=s.judge_all,
-                    judge_categories=self.judge_categories, out=None if one_pass else s.out,
+                result = run_cases(
+                    ready.cases, **self._calls(), out=None if one_pass else s.out,
                     resume=s.resume, shard=s.shard, concurrency=s.concurrency,
                     max_errors=s.max_errors, case_timeout=s.case_timeout,
                     fail_fast=s.fail_fast or None, keep_rows=False, on_row=noted,
@@ -339,18 +284,21 @@ class Session:
                 raise IncompleteError(
                     f"writing the results failed: {where}{exc.strerror or exc}; {kept}"
                 ) from None
-        from .report import summarize
-
         return summarize(self, ready, result, observers=observers, failures=failures.rows(),
                          batch_lines=batch_lines, review_rows=review_rows)  # fmt: skip
+
+    def _calls(self) -> dict[str, Any]:
+        """What the runner calls, in a run and in a dry run."""
+        s = self.settings
+        return dict(judges=self.judges, judge_model=self.judge_model,
+                    generate_model=self.generate_model, prompt_template=self.template,
+                    regenerate=s.regenerate, judge_all=s.judge_all,
+                    judge_categories=self.judge_categories)  # fmt: skip
 
     def _in_flight(self, count: int) -> None:
         self.in_flight = count
 
     def _manifest(self, ready: PreparedCases) -> dict[str, Any]:
-        from .gating import gate_settings
-        from .records import run_manifest
-
         s = self.settings
         return run_manifest(
             cases=ready.selected, shard=s.shard, shard_cases=ready.in_shard if s.shard else None,
@@ -365,19 +313,12 @@ class Session:
 
 
 class Progress:
-    """How far a run is: rows done of ``total``, their speed and the time left, failures and
-    errors. Give it each row as its case finishes (``Session.run``'s ``on_row``).
+    """How far a run is: rows done of ``total`` (None: not known yet), speed, time left.
 
     >>> progress = Progress(10)
     >>> progress.update({"status": "fail"})
     >>> progress.line(progress.started + 2.0)
     '1/10 · 0.5 cases/s · ETA 18s · 1 failed · 0 errors'
-
-    A run that reads its file as it goes knows its total only at the end (None until then):
-
-    >>> progress = Progress(None); progress.update({"status": "pass"})
-    >>> progress.line(progress.started + 2.0)
-    '1 · 0.5 cases/s · 0 failed · 0 errors'
     """
 
     def __init__(self, total: int | None) -> None:
@@ -386,7 +327,6 @@ class Progress:
         self.started = time.perf_counter()
 
     def update(self, row: Mapping[str, Any]) -> None:
-        """Count one finished row."""
         self.done += 1
         self.failed += row.get("status") == "fail"
         self.errors += row.get("status") == "error"
@@ -403,8 +343,7 @@ class Progress:
 
 
 class _Failures:
-    """A few failed rows of each category, to say why they failed: those with the smallest
-    ids, so the list is the same whatever order the cases finished in."""
+    """A few failed rows of each category: those with the smallest ids, in any finish order."""
 
     def __init__(self, shown: int) -> None:
         self.shown = shown
@@ -436,9 +375,8 @@ class _Panel:
 
 
 def suite_options(suite: Any) -> dict[str, Any]:
-    """What a suite file (a :class:`tinyeval.suite.Suite`) sets, by the names of
-    :class:`RunSettings`; None where it sets nothing. One model setting (temperature, timeout,
-    base URL) serves both models, so the judge and generate models may not differ in one.
+    """What a :class:`tinyeval.suite.Suite` sets, by the names of :class:`RunSettings` (None
+    where nothing); the judge and generate models may not differ in a shared model setting.
 
     >>> from tinyeval.suite import Suite
     >>> options = suite_options(Suite(cases=("cases.jsonl",), thresholds={"tone": 0.9}))
@@ -469,20 +407,15 @@ def suite_options(suite: Any) -> dict[str, Any]:
     for name in ("temperature", "timeout", "base_url"):
         values = {getattr(m, name) for m in (judge, generate) if m is not None} - {None}
         if len(values) > 1:
-            raise InputError(
-                f"the judge and generate models differ in {name}; one value is used for both",
-                path=suite.path,
-                field="models",
-            )
+            said = f"the judge and generate models differ in {name}; one value is used for both"
+            raise InputError(said, path=suite.path, field="models")
         options[name] = values.pop() if values else None
     return options
 
 
 def with_suite(options: Mapping[str, Any], suite: Any) -> tuple[dict[str, Any], list[str]]:
-    """``options`` (by the names of :class:`RunSettings`) with what ``suite`` sets filled in
-    where an option is left out or at its default, and the suite's keys that the options set
-    to something else (said in the run's header). Fields and thresholds merge key by key, the
-    options winning; the suite's judges count only without a ``criterion`` or ``rubric``.
+    """``options`` with what ``suite`` sets filled in where left out or at the default, and
+    the suite's keys the options override; fields and thresholds merge key by key.
 
     >>> from tinyeval.suite import Suite
     >>> suite = Suite(cases=("cases.jsonl",), thresholds={"tone": 0.9, "amounts": 1.0},
@@ -533,10 +466,9 @@ def same_file(a: str, b: str) -> bool:
 
 
 def refuse_overwriting(inputs: Iterable[str | None], outputs: Mapping[str, str | None]) -> None:
-    """Refuse an output (a setting's name → its path) that is one of the ``inputs``, and two
-    outputs that are one file: either would lose data. None and ``"-"`` (stdin) are passed over.
+    """Refuse an output (a setting's name → its path) that is one of the ``inputs`` (None and
+    ``"-"`` passed over), and two outputs that are one file.
 
-    >>> refuse_overwriting(["cases.jsonl", None], {"out": "rows.jsonl", "review_out": None})
     >>> refuse_overwriting(["cases.jsonl"], {"out": "./cases.jsonl"})
     Traceback (most recent call last):
     ...
@@ -555,15 +487,10 @@ def refuse_overwriting(inputs: Iterable[str | None], outputs: Mapping[str, str |
 
 
 def parse_thresholds(items: Iterable[str]) -> dict[str, str]:
-    """Thresholds given as ``CATEGORY=RATE`` items, by category; a category given twice is
-    refused (which of the two was meant?).
+    """Thresholds given as ``CATEGORY=RATE`` items, by category (given twice: refused).
 
     >>> parse_thresholds(["amount_extraction=1.0", "tone = 95%"])
     {'amount_extraction': '1.0', 'tone': '95%'}
-    >>> parse_thresholds(["tone=0.9", "tone=0.8"])
-    Traceback (most recent call last):
-    ...
-    tinyeval.errors.InputError: thresholds: the category 'tone' is given twice
     """
     thresholds: dict[str, str] = {}
     for item in items:
@@ -579,8 +506,6 @@ def parse_thresholds(items: Iterable[str]) -> dict[str, str]:
 def parse_shard(text: str) -> tuple[int, int]:
     """Parse a shard given as ``I/N`` (shard I of N, 1-based).
 
-    >>> parse_shard("2/4")
-    (2, 4)
     >>> parse_shard("5/4")
     Traceback (most recent call last):
     ...
@@ -599,29 +524,22 @@ def parse_shard(text: str) -> tuple[int, int]:
 def open_model(
     spec: str,
     *,
-    base_url: str | None = None,
-    timeout: float = 60.0,
-    temperature: float = 0.0,
-    max_tokens: int | None = None,
     max_response_bytes: int | None = None,
     cache_path: str | None = None,
     no_cache: bool = False,
     refresh: bool = False,
     cache: Any = None,
+    **options: Any,
 ) -> tuple[Any, Any]:
-    """The model a spec names, answered from the response cache at ``cache_path`` (or the
-    ``cache`` given, opened already) unless ``no_cache``; the offline ``builtin`` judge is
-    never cached. Returns the model and the cache (None without one).
+    """The model a spec names (``options``: :func:`tinyeval.models.resolve`'s) and the response
+    cache answering it (at ``cache_path``, or the ``cache`` given; None with ``no_cache`` or for
+    the ``builtin`` judge).
 
     >>> model, cache = open_model("builtin")
     >>> cache is None, callable(model)
     (True, True)
     """
-    from .models import MAX_RESPONSE_BYTES, resolve
-
-    model = resolve(spec, base_url=base_url, timeout=timeout, temperature=temperature,
-                    max_tokens=max_tokens,
-                    max_response_bytes=max_response_bytes or MAX_RESPONSE_BYTES)  # fmt: skip
+    model = resolve(spec, max_response_bytes=max_response_bytes or MAX_RESPONSE_BYTES, **options)
     if no_cache or spec == "builtin" or (cache is None and cache_path is None):
         return model, cache
     from .cache import ResponseCache, cached
@@ -632,8 +550,7 @@ def open_model(
 
 @contextlib.contextmanager
 def open_executor(spec: str | None, concurrency: int = 4) -> Iterator[Executor | None]:
-    """The executor a spec names: ``None`` (the runner's own thread pool) or ``SCHEME:…``,
-    an executor an extra brings (``dask:local``, ``dask://HOST:PORT``).
+    """The executor a spec names: ``None`` (the runner's threads) or an extra's ``SCHEME:…``.
 
     >>> with open_executor(None) as executor:
     ...     print(executor)
@@ -668,8 +585,7 @@ def _template(path: str | None) -> str | None:
 
 
 def case_ids(given: str | Sequence[str] | None) -> list[str] | None:
-    """Case ids: a list, ids separated by commas, or a file of them (one per line, or JSON
-    lines with an id, such as result rows). None stays None.
+    """Case ids: a list, ids separated by commas, or a file of them (lines, or JSON lines).
 
     >>> case_ids("a, b,c"), case_ids(None)
     (['a', 'b', 'c'], None)
@@ -678,8 +594,6 @@ def case_ids(given: str | Sequence[str] | None) -> list[str] | None:
         return None if given is None else [str(x) for x in given]
     if not Path(given).is_file():
         return [part.strip() for part in given.split(",") if part.strip()]
-    from .records import iter_json_lines
-
     lines = Path(given).read_text(encoding="utf-8").splitlines()
     if any(line.lstrip().startswith("{") for line in lines):
         return [str(record.get("id")) for _, record in iter_json_lines(given)]
@@ -687,9 +601,6 @@ def case_ids(given: str | Sequence[str] | None) -> list[str] | None:
 
 
 def _recorded_outputs(path: str | None) -> dict[str, Any] | None:
-    """The outputs an earlier run recorded, by case id."""
     if path is None:
         return None
-    from .records import read_rows
-
     return {row["id"]: row.get("output") for row in read_rows(path)}
