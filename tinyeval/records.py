@@ -42,6 +42,7 @@ __all__ = [
     "primary_verdict",
     "provenance",
     "read_rows",
+    "resumable_rows",
     "run_manifest",
     "tally",
     "verdict_errored",
@@ -728,6 +729,67 @@ def read_rows(path: str | os.PathLike[str], *, repair: bool = False) -> list[Row
             )
         first_line[key] = number
         rows.append(row)
+    return rows
+
+
+def resumable_rows(
+    out: str | os.PathLike[str],
+    fingerprint: str | None,
+    now: Mapping[str, str],
+    spec: str | None,
+    observed: Mapping[str, Any],
+    error: type[InputError] = ResultsFileError,
+) -> list[Row]:
+    """The rows in ``out`` a resumed run keeps, refused (``error``), naming what changed, when
+    another dataset, judge, rubric (``now``: name -> rubric), judge model (``spec``) or
+    observer made them.
+
+    >>> resumable_rows("no-such-file.jsonl", "ab12", {}, None, {})
+    []
+    """
+    if not Path(out).exists():
+        return []
+    rows = read_rows(out, repair=True)
+    where = str(out)
+    other = {r.get("dataset_fingerprint") for r in rows} - {fingerprint}
+    if fingerprint is not None and other:
+        raise error(
+            f"holds rows from another dataset (fingerprint {sorted(map(str, other))[0]}, now "
+            f"{fingerprint}); move it away or run without resuming",
+            path=where,
+        )
+    for row in rows:
+        found = verdicts(row)
+        for name, verdict in found.items():
+            if name not in now:
+                raise error(
+                    f"the case {row['id']!r} was judged by {name!r}, which this run does not "
+                    "have: resuming would mix two judges; move the file away or run the same "
+                    "judges",
+                    path=where,
+                )
+            if verdict.get("rubric_fingerprint") != now[name]:
+                raise error(
+                    f"the case {row['id']!r} was judged by {name!r} with another rubric "
+                    f"({verdict.get('rubric_fingerprint')}, now {now[name]}): move the file "
+                    "away or re-judge",
+                    path=where,
+                )
+        if found and row.get("judge_model") not in (None, spec):
+            raise error(
+                f"the case {row['id']!r} was judged by the model {row.get('judge_model')!r}, "
+                f"this run uses {spec!r}: move the file away or re-judge",
+                path=where,
+            )
+        manifest = row.get("run")
+        before = (manifest.get("observers") or {}) if isinstance(manifest, Mapping) else None
+        if before is not None and dict(before) != dict(observed):
+            raise error(
+                f"the case {row['id']!r} was run with {json.dumps(before, sort_keys=True)}, "
+                f"this run has {json.dumps(dict(observed), sort_keys=True)} (trials, stopping "
+                "rule): move the file away or run with the same settings",
+                path=where,
+            )
     return rows
 
 
