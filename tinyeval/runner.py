@@ -1,6 +1,5 @@
 """Cases into rows: prepare the cases, run them (concurrency, resume, shards, timeouts), or
-count what a run would send. Every case ends as one row; only ``status`` ``"pass"`` passes.
-"""
+count what a run would send. Every case ends as one row; only ``status`` ``"pass"`` passes."""
 
 from __future__ import annotations
 
@@ -257,9 +256,8 @@ def evaluate_case(
         if output is None or (regenerate and generate_model is not None):
             if generate_model is None:
                 raise RunnerError("the case has no output and no generate model was given")
-            reply = ask(
-                generate_model, _generation_prompt(case, prompt_template), sample=trial or 0
-            )
+            prompt = _generation_prompt(case, prompt_template)
+            reply = ask(generate_model, prompt, sample=trial or 0)
             tool_calls = ()  # the logged calls belong to the logged output, not this one
             if type(reply) is not str:  # a Reply carries its usage and whether it was cached
                 cached = getattr(reply, "cached", False) is True
@@ -443,10 +441,8 @@ def run(
     if observers and stop is None:
         stop = threading.Event()
     judge_list = check_judges(judges, judge_model)
-    judge_model = _resolve(judge_model)
+    judge_model = _resolve("builtin" if judge_list and judge_model is None else judge_model)
     generate_model = _resolve(generate_model)
-    if judge_list and judge_model is None:
-        judge_model = _resolve("builtin")
     observed = {o.name: o.manifest() for o in observers if o.manifest() is not None}
     rubrics = {judge.name: judge.rubric_fingerprint for judge in judge_list}
     spec = model_spec(judge_model) if judge_list else None
@@ -463,7 +459,7 @@ def run(
         previous = resumable_rows(out, dataset_fingerprint, rubrics, spec, observed, RunnerError)
     done = {(row["id"], row.get("trial") or 0) for row in previous}
 
-    task = dict(
+    task: dict[str, Any] = dict(
         checks=tuple(checks),
         judges=tuple(judge_list),
         judge_model=judge_model,
@@ -492,7 +488,10 @@ def run(
             yield case
 
     started = time.perf_counter()
-    stream, owned = _open_out(out, append=resume)
+    stream = None if isinstance(out, str | Path) else out
+    if isinstance(out, str | Path):
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        stream = open(out, "a" if resume else "w", encoding="utf-8")  # noqa: SIM115
     own_executor = executor is None
     pool = executor if executor is not None else _DaemonThreadPool(concurrency)
     abandon = threading.Event()  # set when the cases in flight are not to be waited for
@@ -629,7 +628,7 @@ def run(
         rows.close()
         if own_executor:
             pool.shutdown(wait=not (abandon.is_set() or result.abandoned), cancel_futures=True)
-        if owned and stream is not None:
+        if isinstance(out, str | Path) and stream is not None:
             stream.close()
     if stop is not None and stop.is_set() and result.complete:
         result.complete = False
@@ -649,7 +648,10 @@ def _here(task: Mapping[str, Any], *, every_case: bool) -> Callable[[Case], Row 
         return None
     judges, where = task["judges"], task["judge_categories"]
     generate, regenerate = task["generate_model"], task["regenerate"]
-    from_cache = _from_cache(task)
+    from_cache: Callable[[Case], Row | None] | None = None
+    if f"{__package__}.cache" in sys.modules:  # not imported: no model can be cached
+        with contextlib.suppress(InputError):  # a copy without tinyeval/scale/: workers run them
+            from_cache = _extra("wrapper", "cache_first", "the cache-first path")(task)
 
     def here(case: Case) -> Row | None:
         generates = generate is not None and (regenerate or case.output is None)
@@ -658,28 +660,6 @@ def _here(task: Mapping[str, Any], *, every_case: bool) -> Callable[[Case], Row 
         return None if from_cache is None else from_cache(case)
 
     return here
-
-
-def _from_cache(task: Mapping[str, Any]) -> Callable[[Case], Row | None] | None:
-    """The cache-first path of ``_EXTRAS["wrapper"]["cache_first"]``, or None: no model can be
-    cached (the cache is not imported), or a copy without tinyeval/scale/ (workers run them)."""
-    if f"{__package__}.cache" not in sys.modules:
-        return None
-    try:
-        cache_first = _extra("wrapper", "cache_first")
-    except InputError:
-        return None
-    result: Callable[[Case], Row | None] | None = cache_first(task)
-    return result
-
-
-def _open_out(out: str | Path | IO[str] | None, append: bool) -> tuple[IO[str] | None, bool]:
-    if out is None:
-        return None, False
-    if isinstance(out, str | Path):
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        return open(out, "a" if append else "w", encoding="utf-8"), True
-    return out, False
 
 
 def _resolve(model: CallModel | str | None) -> CallModel | None:
@@ -846,9 +826,8 @@ def dry_run(cases: Iterable[Case], *, observers: Sequence[Observer] = (), **opti
                 plan.calls["judge"] += votes
                 plan.estimated += votes
                 continue
-            results = checks_mod.run_checks_detailed(
-                output, [*case.expect_checks(), *checks], case=case
-            )
+            every = [*case.expect_checks(), *checks]
+            results = checks_mod.run_checks_detailed(output, every, case=case)
             if not judge_all and not all(r.passed for r in results.values()):
                 continue
             prompt = render(output, **_shown(judge, case, _conversation_parts(case, output)))
@@ -959,7 +938,14 @@ def prepare_cases(
             if kept is not None:
                 ready.selected += 1
                 if shard is None or shard_index(kept.id, shard[1]) == shard[0]:
-                    _note(ready, kept, note)
+                    ready.in_shard += 1
+                    if note is not None:
+                        note(kept)
+                    ready.categories.add(kept.category)
+                    if kept.output is None:
+                        ready.without_output += 1
+                        if ready.first_without_output is None:
+                            ready.first_without_output = kept
                 if into is not None:
                     into.append(kept)
             yield case
@@ -974,7 +960,11 @@ def prepare_cases(
     def again() -> Iterator[Case]:  # a fresh stream over the file, its ids checked already
         return filter(None, map(keep, dataset.iter_cases(path, **read, unique_ids=False)))
 
-    size = _regular_size(path) if path != "-" and sample_size is None and not shuffle else None
+    size = None
+    if path != "-" and sample_size is None and not shuffle:
+        with contextlib.suppress(OSError):  # (the reader names the problem)
+            found = os.stat(path)
+            size = found.st_size if stat.S_ISREG(found.st_mode) else None
     if size is not None and size > READ_ONCE_BYTES and one_pass:
         ready.read = False
         digests = dataset.Fingerprinting()
@@ -1006,22 +996,3 @@ def prepare_cases(
     finished(dataset.dataset_fingerprint(noted(loaded, selected)))
     ready.cases = selected
     return ready
-
-
-def _regular_size(path: str) -> int | None:
-    try:
-        found = os.stat(path)
-    except OSError:
-        return None  # the reader names the problem
-    return found.st_size if stat.S_ISREG(found.st_mode) else None
-
-
-def _note(ready: PreparedCases, case: Case, note: Callable[[Case], None] | None) -> None:
-    ready.in_shard += 1
-    if note is not None:
-        note(case)
-    ready.categories.add(case.category)
-    if case.output is None:
-        ready.without_output += 1
-        if ready.first_without_output is None:
-            ready.first_without_output = case
