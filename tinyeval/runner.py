@@ -649,7 +649,8 @@ def _here(task: Mapping[str, Any], *, every_case: bool) -> Callable[[Case], Row 
     judges, where = task["judges"], task["judge_categories"]
     generate, regenerate = task["generate_model"], task["regenerate"]
     from_cache: Callable[[Case], Row | None] | None = None
-    if f"{__package__}.cache" in sys.modules:  # not imported: no model can be cached
+    cache = sys.modules.get(f"{__package__}.cache")  # not imported: no model can be cached
+    if cache and any(isinstance(m, cache.CachedModel) for m in (task["judge_model"], generate)):
         with contextlib.suppress(InputError):  # a copy without tinyeval/scale/: workers run them
             from_cache = _extra("wrapper", "cache_first", "the cache-first path")(task)
 
