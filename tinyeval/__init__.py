@@ -101,6 +101,7 @@ _EXTRAS: dict[str, dict[str, str]] = {
     # what wraps the judge or the models of a run (a jury of several judge models, batches)
     "wrapper": {
         "batch": "scale.session_batches:Batches",
+        "cache_first": "scale.cached:from_cache",
         "jury": "judges.jury:Jury",
     },
     # run observers: watch the rows of a run and may stop it

@@ -1,13 +1,6 @@
-"""The result row, one JSON object per case written as the case finishes: made, written,
-read back, tallied, merged and checked for completeness.
-
-A row holds the case's ``id``, ``category``, ``origin``, ``line``, ``input``, ``output``,
-``context``, ``tool_calls`` and ``label``; ``checks`` (name -> bool) and ``check_details``;
-``judges`` (name -> verdict, the first the primary) or ``judge_skipped``; ``status`` (only
-``"pass"`` passes); ``error``; ``run`` (:func:`run_manifest`); and its provenance (judge
-model and temperature, rubric and dataset fingerprints, generate model, version, times,
-latency, usage). Rows of older versions (a lone ``judge``, no ``run``) still read.
-"""
+"""The result row, one JSON object per case written as the case finishes (its keys: those of
+:func:`new_row`): made, written, read back, tallied, merged, resumed and checked for
+completeness. Rows of older versions (a lone ``judge``, no ``run``) still read."""
 
 from __future__ import annotations
 
@@ -42,6 +35,7 @@ __all__ = [
     "primary_verdict",
     "provenance",
     "read_rows",
+    "resumable_rows",
     "run_manifest",
     "tally",
     "verdict_errored",
@@ -53,7 +47,6 @@ __all__ = [
 ]
 
 Row = dict[str, Any]
-"""A result row (see the module docstring for its keys)."""
 
 STATUSES = ("pass", "fail", "error", "unchecked")
 
@@ -68,8 +61,7 @@ _STAMPED: tuple[int, str] = (-1, "")  # (millisecond, its utc_stamp), shared by 
 
 
 def row_stamp() -> str:
-    """:func:`tinyeval.errors.utc_stamp`, computed once per millisecond (rows are stamped
-    twice each, and many finish within the same millisecond).
+    """:func:`tinyeval.errors.utc_stamp`, computed once per millisecond.
 
     >>> row_stamp() <= row_stamp()
     True
@@ -135,11 +127,9 @@ def run_manifest(
     cases_file: str | None = None,
     observers: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """What a run was meant to see, stored in every row's ``run`` so a reader can tell a
-    complete run from a partial one and gate it as the run did: the case count (all shards),
-    this shard's, the sample, the id restriction's size, each judge's rubric fingerprint, the
-    gate settings, the suite's fingerprint, and what each observer of the run records
-    (``Observer.manifest()``; one with ``"skips_cases"`` makes fewer rows by design).
+    """What a run was meant to see, in every row's ``run``: a reader tells a complete run
+    from a partial one and gates it as the run did (an observer with ``"skips_cases"`` makes
+    fewer rows by design).
 
     >>> run_manifest(cases=30, shard=(1, 3), shard_cases=11)["shard"]
     '1/3'
@@ -164,7 +154,7 @@ def run_manifest(
 
 def verdicts(row: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """The row's judge verdicts by name, in the order the judges ran (an older row's lone
-    ``judge`` under its own ``name``, or ``"judge"``).
+    ``judge`` too).
 
     >>> verdicts({"judge": {"name": "old", "verdict": "FAIL"}})
     {'old': {'name': 'old', 'verdict': 'FAIL'}}
@@ -201,8 +191,7 @@ class Provenance(NamedTuple):
 
 
 def provenance(row: Mapping[str, Any], judge: str | None = None) -> Provenance:
-    """The provenance of ``judge``'s verdict in ``row`` (default: the first judge's): the
-    verdict's rubric, and the model spec the run used, else the name the server reported.
+    """The provenance of ``judge``'s verdict in ``row`` (default: the first judge's).
 
     >>> row = {"judge_model": "openai:gpt-4o-mini",
     ...        "judges": {"tone": {"rubric_fingerprint": "ab12", "criterion": "Is polite."}}}
@@ -252,8 +241,7 @@ def output_fingerprint(output: Any) -> str | None:
 
 @dataclass
 class CategoryTally:
-    """Counts for one category, every case in ``total`` whatever became of it. ``judged`` and
-    ``unparsed`` count all judges' verdicts (an errored call is not unparsed);
+    """Counts for one category. ``judged`` and ``unparsed`` count all judges' verdicts;
     ``primary_parsed`` and ``primary_passed`` the first judge's, which a calibration corrects.
 
     >>> t = CategoryTally()
@@ -277,7 +265,6 @@ class CategoryTally:
     KEPT_IDS = 20  # unchecked ids kept for messages; the count is always exact
 
     def add(self, row: Mapping[str, Any]) -> None:
-        """Count one result row."""
         self.total += 1
         status = row.get("status")
         if status == "pass":
@@ -324,8 +311,7 @@ def tally(rows: Iterable[Mapping[str, Any]]) -> dict[str, CategoryTally]:
 
 @dataclass(frozen=True)
 class Completeness:
-    """Whether rows cover what their run was meant to see (``expected`` is None, and
-    ``known`` False, for rows without a manifest: nothing can be said).
+    """Whether rows cover what their run was meant to see (``expected`` None: unknown).
 
     >>> c = completeness([{"id": "a", "run": {"cases": 3, "shard": None}}])
     >>> c.complete, c.seen, c.expected, str(c)
@@ -364,7 +350,6 @@ class Completeness:
         return text
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"complete", "seen", "expected", "missing_shards", "missing_ids"}``."""
         return {
             "complete": self.complete,
             "seen": self.seen,
@@ -377,8 +362,7 @@ class Completeness:
 def completeness(
     rows: Sequence[Mapping[str, Any]], *, expected_ids: Iterable[str] | None = None
 ) -> Completeness:
-    """What ``rows`` cover against the ``run`` manifest they carry: every shard and every case
-    of the run; with ``expected_ids`` (the cases file at hand), the missing ids are named.
+    """What ``rows`` cover against their ``run`` manifest; ``expected_ids`` names the missing.
 
     >>> manifest = {"cases": 2, "shard": "1/2", "shard_cases": 1}
     >>> str(completeness([{"id": "a", "run": manifest}]))
@@ -420,9 +404,8 @@ def _whole(value: Any) -> int:
 def merge_rows(
     sources: Sequence[tuple[str, Sequence[Row]]], *, allow_partial: bool = False
 ) -> list[Row]:
-    """Join the rows of shards (``[(path, rows), …]``) into one list, refusing what cannot be one
-    run: the same case twice, another dataset, a shard given twice, or — unless
-    ``allow_partial`` — shards or cases missing.
+    """Join the rows of shards (``[(path, rows), …]``), refusing what cannot be one run: a
+    case or a shard twice, another dataset, or (unless ``allow_partial``) missing ones.
 
     >>> one = [{"id": "a", "dataset_fingerprint": "f", "run": {"cases": 2, "shard": "1/2"}}]
     >>> two = [{"id": "b", "dataset_fingerprint": "f", "run": {"cases": 2, "shard": "2/2"}}]
@@ -465,9 +448,8 @@ _ROW_ENCODER = json.JSONEncoder(ensure_ascii=False)  # made once: json.dumps mak
 
 
 def write_row(stream: IO[str], row: Mapping[str, Any], *, flush: bool = True) -> None:
-    """Write one row as a JSON line and flush it, so a kill loses at most this line
-    (``flush=False`` for a temporary file, which a failure discards whole). Text UTF-8
-    cannot carry (a lone surrogate) is written as JSON escapes.
+    """Write one row as a JSON line and flush it (a kill loses at most this line); a lone
+    surrogate is written as a JSON escape.
 
     >>> import io
     >>> buf = io.StringIO(); write_row(buf, {"id": "a", "status": "pass"}); buf.getvalue()
@@ -485,12 +467,9 @@ def write_row(stream: IO[str], row: Mapping[str, Any], *, flush: bool = True) ->
 
 
 class RowsWrittenWhole:
-    """Rows written before the run knows its dataset fingerprint and manifest, made a result
-    file once it does: all at once, or not at all.
-
-    The rows go to a temporary file beside ``path`` with a placeholder for the two;
-    :meth:`finish` writes ``path`` with the real values in one step, :meth:`discard` leaves
-    no file behind. Rows bound for the null device are written straight to it.
+    """Rows written before the run knows its dataset fingerprint and manifest (a placeholder
+    in a temporary file beside ``path``), made the result file in one step by :meth:`finish`,
+    or left behind by :meth:`discard`.
 
     >>> import tempfile, os
     >>> from tinyeval.dataset import Case
@@ -521,8 +500,7 @@ class RowsWrittenWhole:
 
     @staticmethod
     def can_write(path: str | os.PathLike[str]) -> bool:
-        """Whether rows can go to ``path`` whole, at the end: a regular file, one not there
-        yet or the null device (not a pipe or a terminal, where they must come as they finish).
+        """Whether rows can go to ``path`` whole, at the end (not a pipe or a terminal).
 
         >>> RowsWrittenWhole.can_write(os.devnull), RowsWrittenWhole.can_write("new.jsonl")
         (True, True)
@@ -534,7 +512,6 @@ class RowsWrittenWhole:
         return stat.S_ISREG(mode) or _is_null_device(Path(path))
 
     def write(self, row: Row) -> None:
-        """Write one row (its ``dataset_fingerprint`` and ``run`` are filled in later)."""
         kept = row["dataset_fingerprint"], row["run"]
         row["dataset_fingerprint"] = row["run"] = self._mark
         try:
@@ -543,7 +520,6 @@ class RowsWrittenWhole:
             row["dataset_fingerprint"], row["run"] = kept
 
     def finish(self, dataset_fingerprint: str, run: Mapping[str, Any] | None) -> None:
-        """Make the result file, every row with this fingerprint and manifest."""
         self._stream.close()
         if self._temporary is None:
             return
@@ -570,7 +546,6 @@ class RowsWrittenWhole:
         self._temporary = None
 
     def discard(self) -> None:
-        """Leave no file behind: the run is not to have a result file."""
         self._stream.close()
         if self._temporary is not None:
             self._temporary.unlink(missing_ok=True)
@@ -591,8 +566,7 @@ def _umask() -> int:
 
 
 def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` in one step: readers see the old file or the new one
-    (with the usual permissions); a failure leaves no temporary file behind.
+    """Write ``text`` (UTF-8) to ``path`` in one step; a failure leaves no temporary file.
 
     >>> import tempfile, os
     >>> with tempfile.TemporaryDirectory() as folder:
@@ -606,16 +580,14 @@ def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
 
 
 def _temporary_beside(target: Path) -> tuple[int, str]:
-    """A new temporary file in ``target``'s folder (made if need be): its handle and name."""
     target.parent.mkdir(parents=True, exist_ok=True)
     return tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
 
 
 @contextlib.contextmanager
 def _replacing(target: Path, mode: int | None = None) -> Iterator[IO[bytes]]:
-    """A stream to a temporary file beside ``target`` that replaces it in one step when the
-    block ends, with ``mode`` (by default 0o666 less the umask, not a temporary file's private
-    one); if the block fails, nothing is left behind."""
+    """A stream to a temporary file that replaces ``target`` when the block ends, with
+    ``mode`` (default: 0o666 less the umask); if the block fails, nothing is left behind."""
     handle, temporary = _temporary_beside(target)
     try:
         with os.fdopen(handle, "wb") as stream:
@@ -643,8 +615,8 @@ def write_records(path: str | os.PathLike[str], records: Iterable[Mapping[str, A
 def iter_json_lines(
     path: str | os.PathLike[str], *, error: type[InputError] = InputError
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line number, object)`` for each non-blank line of a JSONL file; a line that is
-    not a JSON object raises ``error`` naming the file and line.
+    """``(line number, object)`` for each non-blank line of a JSONL file; a line that is not
+    a JSON object raises ``error``.
 
     >>> import tempfile, os
     >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
@@ -676,9 +648,8 @@ def iter_json_lines(
 
 
 def read_rows(path: str | os.PathLike[str], *, repair: bool = False) -> list[Row]:
-    """Read a results file back. A cut last line (a run killed mid-write) is an error, or with
-    ``repair`` is cut off the file so a resumed run does its case again. A second row of a
-    case (and trial) is an error naming both lines.
+    """Read a results file back. A cut last line is an error (with ``repair``, it is cut off
+    the file: a resumed run does its case again), as is a second row of a case (and trial).
 
     >>> import tempfile, os
     >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
@@ -728,6 +699,67 @@ def read_rows(path: str | os.PathLike[str], *, repair: bool = False) -> list[Row
             )
         first_line[key] = number
         rows.append(row)
+    return rows
+
+
+def resumable_rows(
+    out: str | os.PathLike[str],
+    fingerprint: str | None,
+    now: Mapping[str, str],
+    spec: str | None,
+    observed: Mapping[str, Any],
+    error: type[InputError] = ResultsFileError,
+) -> list[Row]:
+    """The rows in ``out`` a resumed run keeps, refused (``error``), naming what changed, when
+    another dataset, judge, rubric (``now``: name -> rubric), judge model (``spec``) or
+    observer made them.
+
+    >>> resumable_rows("no-such-file.jsonl", "ab12", {}, None, {})
+    []
+    """
+    if not Path(out).exists():
+        return []
+    rows = read_rows(out, repair=True)
+    where = str(out)
+    other = {r.get("dataset_fingerprint") for r in rows} - {fingerprint}
+    if fingerprint is not None and other:
+        raise error(
+            f"holds rows from another dataset (fingerprint {sorted(map(str, other))[0]}, now "
+            f"{fingerprint}); move it away or run without resuming",
+            path=where,
+        )
+    for row in rows:
+        found = verdicts(row)
+        for name, verdict in found.items():
+            if name not in now:
+                raise error(
+                    f"the case {row['id']!r} was judged by {name!r}, which this run does not "
+                    "have: resuming would mix two judges; move the file away or run the same "
+                    "judges",
+                    path=where,
+                )
+            if verdict.get("rubric_fingerprint") != now[name]:
+                raise error(
+                    f"the case {row['id']!r} was judged by {name!r} with another rubric "
+                    f"({verdict.get('rubric_fingerprint')}, now {now[name]}): move the file "
+                    "away or re-judge",
+                    path=where,
+                )
+        if found and row.get("judge_model") not in (None, spec):
+            raise error(
+                f"the case {row['id']!r} was judged by the model {row.get('judge_model')!r}, "
+                f"this run uses {spec!r}: move the file away or re-judge",
+                path=where,
+            )
+        manifest = row.get("run")
+        before = (manifest.get("observers") or {}) if isinstance(manifest, Mapping) else None
+        if before is not None and dict(before) != dict(observed):
+            raise error(
+                f"the case {row['id']!r} was run with {json.dumps(before, sort_keys=True)}, "
+                f"this run has {json.dumps(dict(observed), sort_keys=True)} (trials, stopping "
+                "rule): move the file away or run with the same settings",
+                path=where,
+            )
     return rows
 
 

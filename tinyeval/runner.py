@@ -1,8 +1,5 @@
 """Cases into rows: prepare the cases, run them (concurrency, resume, shards, timeouts), or
-count what a run would send. Every case ends as exactly one row, its ``status`` ``"pass"``,
-``"fail"``, ``"error"`` or ``"unchecked"`` (nothing looked at it); only ``"pass"`` passes.
-Extras watch a run through :class:`Observer` (trials, early stopping, the spend cap).
-"""
+count what a run would send. Every case ends as one row; only ``status`` ``"pass"`` passes."""
 
 from __future__ import annotations
 
@@ -24,26 +21,24 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
+from . import _extra, dataset
 from . import checks as checks_mod
-from . import dataset
 from .dataset import Case
 from .errors import InputError, plural
-from .models import USAGE_KEYS, CallModel, ChatPrompt, add_usage, ask, model_spec
+from .models import USAGE_KEYS, CallModel, ChatPrompt, add_usage, ask, model_spec, resolve
 from .records import (
     CategoryTally,
     Row,
     new_row,
-    read_rows,
+    resumable_rows,
     row_stamp,
     run_manifest,
-    verdicts,
     write_row,
 )
 
 __all__ = [
     "CHARS_PER_TOKEN",
     "READ_ONCE_BYTES",
-    "DaemonThreadPool",
     "DryRun",
     "Observer",
     "PreparedCases",
@@ -56,7 +51,6 @@ __all__ = [
     "prepare_cases",
     "run",
     "shard_index",
-    "timed_out_row",
 ]
 
 
@@ -66,11 +60,8 @@ class RunnerError(InputError):
 
 @dataclass
 class RunResult:
-    """What a run produced: per-category tallies, and the rows when they were kept.
-
-    ``complete`` is False when the run stopped early (``stopped_reason`` says why;
-    ``stopped_by``, when an observer stopped it). ``resumed`` counts the rows kept
-    from an earlier run of the same ``out``.
+    """What a run produced: per-category tallies, and the rows when kept. ``complete`` is
+    False when it stopped early (``stopped_reason`` says why); ``resumed`` counts kept rows.
 
     >>> result = run([Case(id="a", output="hola", expect={"max_words": 1})])
     >>> result.total, result.complete, result.categories["default"].passed
@@ -90,7 +81,6 @@ class RunResult:
     stopped_by: str | None = None  # the sentence of the observer that stopped the run
 
     def add(self, row: Row, *, keep: bool) -> None:
-        """Count a row (and keep it when asked)."""
         category = row["category"]
         key = category if type(category) is str else str(category)
         tally = self.categories.get(key)
@@ -102,7 +92,7 @@ class RunResult:
             self.rows.append(row)
 
     def sorted_categories(self) -> dict[str, CategoryTally]:
-        """The tallies in category order, the order every table uses."""
+        """The tallies in category order."""
         return dict(sorted(self.categories.items()))
 
     @property
@@ -117,15 +107,13 @@ class RunResult:
 
 
 class Observer:
-    """Watches a run and may stop it; every method's default does nothing.
-
-    ``name`` is its key in the run's manifest and JSON summary: the setting that turns it on.
-    """
+    """Watches a run and may stop it (trials, early stopping, the spend cap); the defaults do
+    nothing. ``name``, the setting that turns it on, is its key in the manifest and summary."""
 
     name = ""
 
     def cases(self, cases: Iterable[Case]) -> Iterable[Case]:
-        """Before the run: the cases it is to see (may expand them, or reorder them)."""
+        """Before the run: the cases it is to see (expanded or reordered)."""
         return cases
 
     def skip(self, case: Case) -> bool:
@@ -133,8 +121,7 @@ class Observer:
         return False
 
     def row(self, row: Row, result: RunResult) -> str | None:
-        """Each finished row, in the run's own thread: a sentence saying why the run must
-        stop, or None."""
+        """Each finished row, in the run's thread: why the run must stop, or None."""
         return None
 
     def summary(self) -> list[str]:
@@ -146,8 +133,7 @@ class Observer:
         return {}
 
     def manifest(self) -> Any:
-        """What the run's manifest records of it (None: nothing); a resumed run refuses rows
-        recorded otherwise."""
+        """What the manifest records of it (None: nothing); resuming refuses other rows."""
         return None
 
 
@@ -167,13 +153,7 @@ def input_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def timed_out_row(case: Case, seconds: float, task: Mapping[str, Any]) -> Row:
-    """The error row of a case that ran past the per-case timeout.
-
-    >>> row = timed_out_row(Case(id="slow"), 30, {})
-    >>> row["status"], row["error"]
-    ('error', 'TimeoutError: the case ran longer than 30 s (per-case timeout)')
-    """
+def _timed_out_row(case: Case, seconds: float, task: Mapping[str, Any]) -> Row:
     row = new_row(case, dataset_fingerprint=task.get("dataset_fingerprint"), run=task.get("run"))
     row["error"] = f"TimeoutError: the case ran longer than {seconds:g} s (per-case timeout)"
     row["finished_at"] = row["started_at"]
@@ -182,7 +162,6 @@ def timed_out_row(case: Case, seconds: float, task: Mapping[str, Any]) -> Row:
 
 
 def _key(case: Case) -> tuple[str, int]:
-    """A case in flight: its id and, for repeated trials, the trial's index."""
     return case.id, getattr(case, "trial", 0)
 
 
@@ -192,7 +171,6 @@ def _evaluate_noting_start(starts: dict[tuple[str, int], float], case: Case, **t
 
 
 def _missing_needs(judge: Any, case: Case) -> list[str]:
-    """What ``judge`` needs (``Judge.needs``) that ``case`` does not have."""
     conversation = getattr(case, "conversation", None)
     asked = conversation.question if conversation is not None else case.input
     have = {"context": case.context is not None, "question": asked not in (None, "")}
@@ -200,8 +178,7 @@ def _missing_needs(judge: Any, case: Case) -> list[str]:
 
 
 def _generation_prompt(case: Case, template: str | None) -> str:
-    """What the generate model is sent: a logged conversation as its message list, with roles
-    (and the case's ``meta["tools"]`` definitions), or the input as text in the template."""
+    """A conversation as its messages (with ``meta["tools"]``), else the input in the template."""
     conversation = getattr(case, "conversation", None)
     if conversation is not None:
         tools = case.meta.get("tools") if isinstance(case.meta, Mapping) else None
@@ -211,8 +188,7 @@ def _generation_prompt(case: Case, template: str | None) -> str:
 
 
 def _shown(judge: Any, case: Case, parts: Any) -> dict[str, Any]:
-    """What ``judge`` is shown of ``case`` besides the response: its context, the question (a
-    conversation's last user turn), and the conversation's parts when the judge takes them."""
+    """The context, the question and (when the judge takes them) the conversation's parts."""
     question = input_text(case.input) if parts is None else (parts.question or "")
     shown: dict[str, Any] = {"context": case.context, "question": question}
     if parts is not None and getattr(judge, "takes_conversation", False):
@@ -221,7 +197,6 @@ def _shown(judge: Any, case: Case, parts: Any) -> dict[str, Any]:
 
 
 def _conversation_parts(case: Case, output: str) -> Any:
-    """A conversation case cut into what the judge is shown, or None for a plain case."""
     conversation = getattr(case, "conversation", None)
     if conversation is None:
         return None
@@ -281,9 +256,8 @@ def evaluate_case(
         if output is None or (regenerate and generate_model is not None):
             if generate_model is None:
                 raise RunnerError("the case has no output and no generate model was given")
-            reply = ask(
-                generate_model, _generation_prompt(case, prompt_template), sample=trial or 0
-            )
+            prompt = _generation_prompt(case, prompt_template)
+            reply = ask(generate_model, prompt, sample=trial or 0)
             tool_calls = ()  # the logged calls belong to the logged output, not this one
             if type(reply) is not str:  # a Reply carries its usage and whether it was cached
                 cached = getattr(reply, "cached", False) is True
@@ -306,11 +280,7 @@ def evaluate_case(
         judges_ok = True
         gated_by_judge = False
         cannot_judge: list[str] = []
-        applicable = (
-            [j for j in judges if _judges_category(j, case.category, judge_categories)]
-            if judges
-            else []
-        )
+        applicable = [j for j in judges if _judges_category(j, case.category, judge_categories)]
         if judges and not applicable:
             row["judge_skipped"] = "category not judged"
         elif judges and not checks_ok and not judge_all:
@@ -384,8 +354,8 @@ def _check_shard(shard: Any) -> tuple[int, int] | None:
 
 
 def check_judges(judges: Any, judge_model: CallModel | str | None = None) -> list[Any]:
-    """The judges as a list, refused when two share a name (one would overwrite the other's
-    verdict) or the built-in judge is asked for a criterion of your own.
+    """The judges as a list, refused when two share a name or the built-in judge is asked
+    for a criterion of your own.
 
     >>> from tinyeval.judge import Judge
     >>> check_judges([Judge("Is polite.", name="a"), Judge("Is short.", name="a")], "cmd:cat")
@@ -418,63 +388,6 @@ def check_judges(judges: Any, judge_model: CallModel | str | None = None) -> lis
     return found
 
 
-def _previous_rows(
-    out: str | Path,
-    fingerprint: str | None,
-    judges: Sequence[Any],
-    judge_model: Any,
-    observed: Mapping[str, Any],
-) -> list[Row]:
-    """The rows an earlier run left in ``out`` that a resumed run keeps; refused, naming what
-    changed, when another dataset, judge, rubric, judge model or observer made them."""
-    if not Path(out).exists():
-        return []
-    rows = read_rows(out, repair=True)
-    where = str(out)
-    other = {r.get("dataset_fingerprint") for r in rows} - {fingerprint}
-    if fingerprint is not None and other:
-        raise RunnerError(
-            f"holds rows from another dataset (fingerprint {sorted(map(str, other))[0]}, now "
-            f"{fingerprint}); move it away or run without resuming",
-            path=where,
-        )
-    now = {judge.name: judge.rubric_fingerprint for judge in judges}
-    spec = model_spec(judge_model) if judges else None
-    for row in rows:
-        found = verdicts(row)
-        for name, verdict in found.items():
-            if name not in now:
-                raise RunnerError(
-                    f"the case {row['id']!r} was judged by {name!r}, which this run does not "
-                    "have: resuming would mix two judges; move the file away or run the same "
-                    "judges",
-                    path=where,
-                )
-            if verdict.get("rubric_fingerprint") != now[name]:
-                raise RunnerError(
-                    f"the case {row['id']!r} was judged by {name!r} with another rubric "
-                    f"({verdict.get('rubric_fingerprint')}, now {now[name]}): move the file "
-                    "away or re-judge",
-                    path=where,
-                )
-        if found and row.get("judge_model") not in (None, spec):
-            raise RunnerError(
-                f"the case {row['id']!r} was judged by the model {row.get('judge_model')!r}, "
-                f"this run uses {spec!r}: move the file away or re-judge",
-                path=where,
-            )
-        manifest = row.get("run")
-        before = (manifest.get("observers") or {}) if isinstance(manifest, Mapping) else None
-        if before is not None and dict(before) != dict(observed):
-            raise RunnerError(
-                f"the case {row['id']!r} was run with {json.dumps(before, sort_keys=True)}, "
-                f"this run has {json.dumps(dict(observed), sort_keys=True)} (trials, stopping "
-                "rule): move the file away or run with the same settings",
-                path=where,
-            )
-    return rows
-
-
 def run(
     cases: Iterable[Case],
     *,
@@ -502,16 +415,10 @@ def run(
     progress: Callable[[int], None] | None = None,
     observers: Sequence[Observer] = (),
 ) -> RunResult:
-    """Evaluate every case into a row and return the tallies (and rows, unless
-    ``keep_rows=False``).
-
-    ``checks`` apply to every case on top of its ``expect`` block; ``judges`` (distinct names)
-    run on cases whose checks passed (every case with ``judge_all``), in ``judge_categories``.
-    Models are callables or spec strings; a case without an output is generated.
-    Cases run on ``executor`` or ``concurrency`` threads; each row goes to ``out`` and
-    ``on_row`` as its case finishes. ``shard=(I, N)`` runs shard I of N; ``resume`` keeps the
-    rows in ``out``. ``max_errors``, ``fail_fast``, ``stop`` (an event) and ``observers``
-    stop a run early, incomplete; ``case_timeout`` gives up on a slow case.
+    """Evaluate every case into a row (to ``out`` and ``on_row`` as it finishes) and return the
+    tallies. ``judges`` see the cases whose checks passed (all with ``judge_all``); a case
+    without an output is generated; ``max_errors``, ``fail_fast``, ``stop`` and ``observers``
+    stop a run early.
 
     >>> cases = [Case(id="a", output="hola", expect={"contains": ["hola"]}),
     ...          Case(id="b", output="chau", expect={"contains": ["hola"]})]
@@ -534,30 +441,25 @@ def run(
     if observers and stop is None:
         stop = threading.Event()
     judge_list = check_judges(judges, judge_model)
-    judge_model = _resolve(judge_model)
+    judge_model = _resolve("builtin" if judge_list and judge_model is None else judge_model)
     generate_model = _resolve(generate_model)
-    if judge_list and judge_model is None:
-        judge_model = _resolve("builtin")
     observed = {o.name: o.manifest() for o in observers if o.manifest() is not None}
+    rubrics = {judge.name: judge.rubric_fingerprint for judge in judge_list}
+    spec = model_spec(judge_model) if judge_list else None
     if manifest is None and isinstance(cases, Sequence):
+        in_shard = sum(shard_index(c.id, shard[1]) == shard[0] for c in cases) if shard else None
         manifest = run_manifest(
-            cases=len(cases),
-            shard=shard,
-            shard_cases=sum(shard_index(c.id, shard[1]) == shard[0] for c in cases)
-            if shard
-            else None,
-            judges={j.name: j.rubric_fingerprint for j in judge_list},
-            judge_model=model_spec(judge_model) if judge_list else None,
-            observers=observed,
+            cases=len(cases), shard=shard, shard_cases=in_shard, judges=rubrics, judge_model=spec
         )
+        manifest["observers"] = observed
     elif manifest is not None and observed and "observers" not in manifest:
         manifest = {**manifest, "observers": observed}
     previous: list[Row] = []
     if resume and isinstance(out, str | Path):
-        previous = _previous_rows(out, dataset_fingerprint, judge_list, judge_model, observed)
+        previous = resumable_rows(out, dataset_fingerprint, rubrics, spec, observed, RunnerError)
     done = {(row["id"], row.get("trial") or 0) for row in previous}
 
-    task = dict(
+    task: dict[str, Any] = dict(
         checks=tuple(checks),
         judges=tuple(judge_list),
         judge_model=judge_model,
@@ -586,29 +488,123 @@ def run(
             yield case
 
     started = time.perf_counter()
-    stream, owned = _open_out(out, append=resume)
+    stream = None if isinstance(out, str | Path) else out
+    if isinstance(out, str | Path):
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        stream = open(out, "a" if resume else "w", encoding="utf-8")  # noqa: SIM115
     own_executor = executor is None
-    # daemon workers: an abandoned case must not hold up the interpreter's exit
-    pool = executor if executor is not None else DaemonThreadPool(concurrency)
+    pool = executor if executor is not None else _DaemonThreadPool(concurrency)
     abandon = threading.Event()  # set when the cases in flight are not to be waited for
     here = None  # under a per-case timeout, or on an executor given, every case goes to it
     if executor is None and case_timeout is None:
         here = _here(task, every_case=concurrency == 1)
-    rows = _run_rows(
-        pool,
-        selected(),
-        task,
-        # enough cases queued to keep every worker busy while finished rows are written
-        window=2 * concurrency + 2,
-        result=result,
-        max_errors=max_errors,
-        case_timeout=case_timeout,
-        fail_fast=fail_fast,
-        stop=stop,
-        abandon=abandon,
-        progress=progress,
-        here=here,
-    )
+
+    def case_rows() -> Generator[Row, None, None]:
+        """Rows as cases finish, at most ``window`` in flight, none taken once ``stop`` is set.
+        A case past ``case_timeout`` gets an error row and is left behind (its late result
+        ignored); once ``abandon`` is set, the cases in flight are not waited for."""
+        window = 2 * concurrency + 2  # enough to keep every worker busy while rows are written
+        pending: dict[cf.Future[Row], tuple[int, Case]] = {}  # future -> (submission order, case)
+        finished = _Finished()
+        starts: dict[tuple[str, int], float] = {}
+        sequence = itertools.count()
+        case_iter = iter(selected())
+        errors = model_successes = 0
+        stopping = False
+
+        def count_error(row: Row) -> None:
+            nonlocal errors, model_successes, stopping
+            if row["status"] != "error":
+                model_successes += bool(row.get("judges") or row.get("generate_model"))
+                return
+            if not result.complete:
+                return  # already stopping: the rows still in flight are kept, not counted again
+            errors += 1
+            reason = None
+            if max_errors is not None and errors > max_errors:
+                reason = f"more than {max_errors} cases errored"
+            elif fail_fast and errors == fail_fast and not model_successes:
+                last = row["error"]
+                reason = f"{fail_fast} cases errored before any model call succeeded (last: {last})"
+            if reason:
+                result.complete = False
+                result.stopped_reason = reason
+                stopping = True
+
+        try:
+            while True:
+                if stop is not None and stop.is_set() and not stopping:
+                    stopping = True
+                    for future in [f for f in pending if f.cancel()]:  # queued, not yet started
+                        del pending[future]  # no row: a resumed run does them
+                while not stopping and len(pending) < window:
+                    case = next(case_iter, None)
+                    if case is None:
+                        stopping = True
+                        break
+                    if here is not None:  # no thread hop, when a worker would add nothing
+                        if progress is not None:
+                            progress(1)
+                        row = here(case)
+                        if row is not None:
+                            if row["status"] == "error" or not model_successes:
+                                count_error(row)
+                            yield row
+                            if stop is not None and stop.is_set():
+                                break
+                            continue
+                    if case_timeout is None:
+                        future = pool.submit(evaluate_case, case, **task)
+                    else:
+                        future = pool.submit(_evaluate_noting_start, starts, case, **task)
+                    pending[future] = (next(sequence), case)
+                    finished.watch(future)
+                result.in_flight = len(pending)
+                if progress is not None:  # the cases running now (the others are only queued)
+                    progress(sum(1 for future in pending if future.running()))
+                if not pending:
+                    return
+                wait = None  # till the first running case reaches its timeout (if one)
+                if case_timeout is not None:
+                    now = time.monotonic()
+                    keys = [_key(case) for _, case in pending.values()]
+                    left = [starts[k] + case_timeout - now for k in keys if k in starts]
+                    wait = max(0.0, min(left)) if left else min(case_timeout, 0.05)
+                if stop is not None and not stopping:  # look at the stop request now and then
+                    wait = 0.1 if wait is None else min(wait, 0.1)
+                done = finished.take(wait, pending)
+                for future in sorted(done, key=lambda f: pending[f][0]):
+                    _, case = pending.pop(future)
+                    result.in_flight = len(pending)
+                    starts.pop(_key(case), None)  # only the cases in flight are kept
+                    row = future.result()
+                    count_error(row)
+                    yield row
+                if case_timeout is not None:
+                    now = time.monotonic()
+                    for future, (_, case) in list(pending.items()):
+                        began = starts.get(_key(case))
+                        if began is not None and now - began >= case_timeout and not future.done():
+                            del pending[future]
+                            del starts[_key(case)]
+                            future.cancel()
+                            result.abandoned += 1
+                            row = _timed_out_row(case, case_timeout, task)
+                            count_error(row)
+                            yield row
+        except KeyboardInterrupt:  # raised here, while waiting: abandon what is in flight
+            abandon.set()
+            raise
+        finally:
+            for future in pending:
+                future.cancel()
+            if abandon.is_set():
+                result.abandoned += sum(not future.cancelled() for future in pending)
+            elif not result.abandoned:
+                with contextlib.suppress(Exception):
+                    cf.wait(pending)
+
+    rows = case_rows()
     try:
         for row in rows:
             if stream is not None:
@@ -632,7 +628,7 @@ def run(
         rows.close()
         if own_executor:
             pool.shutdown(wait=not (abandon.is_set() or result.abandoned), cancel_futures=True)
-        if owned and stream is not None:
+        if isinstance(out, str | Path) and stream is not None:
             stream.close()
     if stop is not None and stop.is_set() and result.complete:
         result.complete = False
@@ -641,244 +637,42 @@ def run(
 
 
 def _here(task: Mapping[str, Any], *, every_case: bool) -> Callable[[Case], Row | None] | None:
-    """What evaluates a case in the calling thread, where a worker would add nothing (None
-    from it: a worker runs the case): every case on one worker; on more, a case sure to call
-    no model, or one the caches answer whole. The caller's own checks may be slow: workers."""
+    """What evaluates a case in the calling thread, where a worker adds nothing (None from it:
+    a worker runs it): every case on one worker; on more, one sure to call no model (nothing
+    to generate, no judge for its category), or one the caches answer whole. The caller's own
+    checks may be slow: workers."""
     evaluate: Callable[[Case], Row] = functools.partial(evaluate_case, **task)
     if every_case:
         return evaluate
     if task["checks"]:
         return None
-    no_model, from_cache = _calls_no_model(task), _from_cache(task)
-    if from_cache is None:
-        return lambda case: evaluate(case) if no_model(case) else None
-    return lambda case: evaluate(case) if no_model(case) else from_cache(case)
-
-
-def _calls_no_model(task: Mapping[str, Any]) -> Callable[[Case], bool]:
-    """Whether a case of this run is sure to call no model: it has an output (or nothing could
-    generate one) and no judge looks at its category."""
     judges, where = task["judges"], task["judge_categories"]
     generate, regenerate = task["generate_model"], task["regenerate"]
-
-    def no_model(case: Case) -> bool:
-        if generate is not None and (regenerate or case.output is None):
-            return False
-        return not any(_judges_category(judge, case.category, where) for judge in judges)
-
-    return no_model
-
-
-def _from_cache(task: Mapping[str, Any]) -> Callable[[Case], Row | None] | None:
-    """What evaluates a case in the calling thread when the models' caches answer its every
-    call (None from it: a worker runs it), or None when that cannot be: a model without a
-    cache, or a judge whose very class does not set ``calls_only_the_given_model = True``.
-
-    A fully cached re-run so costs no thread hops. Once the cache has missed clearly more
-    often than it answered (a first run), it is not tried again.
-    """
+    from_cache: Callable[[Case], Row | None] | None = None
     cache = sys.modules.get(f"{__package__}.cache")  # not imported: no model can be cached
-    judges = task["judges"]
-    if cache is None:
-        return None
+    if cache and any(isinstance(m, cache.CachedModel) for m in (task["judge_model"], generate)):
+        with contextlib.suppress(InputError):  # a copy without tinyeval/scale/: workers run them
+            from_cache = _extra("wrapper", "cache_first", "the cache-first path")(task)
 
-    def answering(model: Any) -> Any:  # the model answering from its cache alone, or None
-        return model.cache_only() if isinstance(model, cache.CachedModel) else None
-
-    judging = answering(task["judge_model"]) if judges else None
-    if judges and (
-        judging is None
-        or not all(vars(type(judge)).get("calls_only_the_given_model", False) for judge in judges)
-    ):
-        return None
-    generate, regenerate = task["generate_model"], task["regenerate"]
-    generating = answering(generate)
-    views = [view for view in (judging, generating) if view is not None]
-    if not views:  # nothing a cache could answer (or refreshing: every call is made again)
-        return None
-    attempt = dict(
-        task, judge_model=judging or task["judge_model"], generate_model=generating or generate
-    )
-    miss = cache._CacheMiss
-    answered = missed = 0
-
-    def from_cache(case: Case) -> Row | None:
-        nonlocal answered, missed
+    def here(case: Case) -> Row | None:
         generates = generate is not None and (regenerate or case.output is None)
-        if missed > answered + 32 or (generates and generating is None):
-            return None
-        try:
-            row = evaluate_case(case, **attempt)
-        except miss:
-            for view in views:
-                view.forget()
-            missed += 1
-            return None
-        for view in views:
-            view.settle()
-        answered += 1
-        return row
+        if not generates and not any(_judges_category(j, case.category, where) for j in judges):
+            return evaluate(case)
+        return None if from_cache is None else from_cache(case)
 
-    return from_cache
-
-
-def _open_out(out: str | Path | IO[str] | None, append: bool) -> tuple[IO[str] | None, bool]:
-    if out is None:
-        return None, False
-    if isinstance(out, str | Path):
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        return open(out, "a" if append else "w", encoding="utf-8"), True
-    return out, False
-
-
-def _run_rows(
-    pool: cf.Executor,
-    cases: Iterable[Case],
-    task: Mapping[str, Any],
-    *,
-    window: int,
-    result: RunResult,
-    max_errors: int | None,
-    case_timeout: float | None,
-    fail_fast: int | None,
-    stop: threading.Event | None,
-    abandon: threading.Event,
-    progress: Callable[[int], None] | None,
-    here: Callable[[Case], Row | None] | None,
-) -> Generator[Row, None, None]:
-    """Yield rows as cases finish, at most ``window`` cases in flight (``result.in_flight``),
-    none taken once ``stop`` is set. A case past ``case_timeout`` gets an error row at once
-    and is left behind (a thread cannot be stopped; its late result is ignored); once
-    ``abandon`` is set, the cases in flight are not waited for."""
-    pending: dict[cf.Future[Row], tuple[int, Case]] = {}  # future -> (submission order, case)
-    finished = Finished()
-    starts: dict[tuple[str, int], float] = {}
-    sequence = itertools.count()
-    case_iter = iter(cases)
-    errors = model_successes = 0
-    stopping = False
-
-    def count_error(row: Row) -> None:
-        nonlocal errors, model_successes, stopping
-        if row["status"] != "error":
-            model_successes += bool(row.get("judges") or row.get("generate_model"))
-            return
-        if not result.complete:
-            return  # already stopping: the rows still in flight are kept, not counted again
-        errors += 1
-        reason = None
-        if max_errors is not None and errors > max_errors:
-            reason = f"more than {max_errors} cases errored"
-        elif fail_fast and errors == fail_fast and not model_successes:
-            reason = (
-                f"{fail_fast} cases errored before any model call succeeded (last: {row['error']})"
-            )
-        if reason:
-            result.complete = False
-            result.stopped_reason = reason
-            stopping = True
-
-    try:
-        while True:
-            if stop is not None and stop.is_set() and not stopping:
-                stopping = True
-                for future in [f for f in pending if f.cancel()]:  # queued, not yet started
-                    del pending[future]  # no row: a resumed run does them
-            while not stopping and len(pending) < window:
-                case = next(case_iter, None)
-                if case is None:
-                    stopping = True
-                    break
-                if here is not None:  # no thread hop, when a worker would add nothing
-                    if progress is not None:
-                        progress(1)
-                    row = here(case)
-                    if row is not None:
-                        if row["status"] == "error" or not model_successes:
-                            count_error(row)
-                        yield row
-                        if stop is not None and stop.is_set():
-                            break
-                        continue
-                if case_timeout is None:
-                    future = pool.submit(evaluate_case, case, **task)
-                else:
-                    future = pool.submit(_evaluate_noting_start, starts, case, **task)
-                pending[future] = (next(sequence), case)
-                finished.watch(future)
-            result.in_flight = len(pending)
-            if progress is not None:  # the cases running now (the others are only queued)
-                progress(sum(1 for future in pending if future.running()))
-            if not pending:
-                return
-            wait = _time_to_next_deadline(pending.values(), starts, case_timeout)
-            if stop is not None and not stopping:  # look at the stop request now and then
-                wait = 0.1 if wait is None else min(wait, 0.1)
-            done = finished.take(wait, pending)
-            for future in sorted(done, key=lambda f: pending[f][0]):
-                _, case = pending.pop(future)
-                result.in_flight = len(pending)
-                starts.pop(_key(case), None)  # only the cases in flight are kept
-                row = future.result()
-                count_error(row)
-                yield row
-            if case_timeout is not None:
-                now = time.monotonic()
-                for future, (_, case) in list(pending.items()):
-                    began = starts.get(_key(case))
-                    if began is not None and now - began >= case_timeout and not future.done():
-                        del pending[future]
-                        del starts[_key(case)]
-                        future.cancel()
-                        result.abandoned += 1
-                        row = timed_out_row(case, case_timeout, task)
-                        count_error(row)
-                        yield row
-    except KeyboardInterrupt:  # raised here, while waiting: abandon what is in flight
-        abandon.set()
-        raise
-    finally:
-        for future in pending:
-            future.cancel()
-        if abandon.is_set():
-            result.abandoned += sum(not future.cancelled() for future in pending)
-        elif not result.abandoned:
-            with contextlib.suppress(Exception):
-                cf.wait(pending)
-
-
-def _time_to_next_deadline(
-    in_flight: Iterable[tuple[int, Case]],
-    starts: Mapping[tuple[str, int], float],
-    case_timeout: float | None,
-) -> float | None:
-    """Seconds until the first running case reaches its timeout (None: no timeout)."""
-    if case_timeout is None:
-        return None
-    now = time.monotonic()
-    remaining = [starts[_key(c)] + case_timeout - now for _, c in in_flight if _key(c) in starts]
-    return max(0.0, min(remaining)) if remaining else min(case_timeout, 0.05)
+    return here
 
 
 def _resolve(model: CallModel | str | None) -> CallModel | None:
-    if model is None or callable(model):
-        return model
-    from .models import resolve
-
-    return resolve(model)
+    return model if model is None or callable(model) else resolve(model)
 
 
 # === Threads ===
 
 
-class DaemonThreadPool(cf.Executor):
-    """A thread pool whose daemon workers never hold up the interpreter's exit (a case
-    abandoned past its timeout would, on a ``ThreadPoolExecutor``).
-
-    >>> with DaemonThreadPool(2) as pool:
-    ...     [f.result() for f in [pool.submit(pow, 2, n) for n in range(4)]]
-    [1, 2, 4, 8]
-    """
+class _DaemonThreadPool(cf.Executor):
+    """A thread pool whose daemon workers never hold up the interpreter's exit (an abandoned
+    case would, on a ``ThreadPoolExecutor``)."""
 
     def __init__(self, workers: int) -> None:
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -890,7 +684,6 @@ class DaemonThreadPool(cf.Executor):
             thread.start()
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future[Any]:
-        """Queue ``fn(*args, **kwargs)`` and return its future."""
         future: cf.Future[Any] = cf.Future()
         self._jobs.put((future, fn, args, kwargs))
         return future
@@ -907,12 +700,9 @@ class DaemonThreadPool(cf.Executor):
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Stop the workers once the queued jobs are done (or cancelled)."""
-        if cancel_futures:
-            while True:
-                try:
-                    job = self._jobs.get_nowait()
-                except queue.Empty:
-                    break
+        with contextlib.suppress(queue.Empty):
+            while cancel_futures:
+                job = self._jobs.get_nowait()
                 if job is not None:
                     job[0].cancel()
         for _ in self._threads:
@@ -922,20 +712,18 @@ class DaemonThreadPool(cf.Executor):
                 thread.join()
 
 
-class Finished:
-    """The futures given to :meth:`watch`, as they finish: each puts itself on a queue when
-    done, so waiting costs the same however many are in flight (``cf.wait`` does not)."""
+class _Finished:
+    """Futures as they finish, each put on a queue when done: waiting costs the same however
+    many are in flight (``cf.wait``'s does not)."""
 
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[cf.Future[Row]] = queue.SimpleQueue()
 
     def watch(self, future: cf.Future[Row]) -> None:
-        """Have ``future`` come out of :meth:`take` once it is done (cancelled included)."""
         future.add_done_callback(self._queue.put)
 
     def take(self, wait: float | None, among: Container[cf.Future[Row]]) -> set[cf.Future[Row]]:
-        """The finished futures still ``among`` those wanted: waiting up to ``wait`` seconds
-        for the first (None: as long as it takes), then taking every other one already there."""
+        """The finished futures still ``among`` those wanted, waiting up to ``wait`` s for one."""
         done = set()
         try:
             future = self._queue.get(timeout=wait)
@@ -950,14 +738,12 @@ class Finished:
 # === A dry run ===
 
 CHARS_PER_TOKEN = 4
-"""The dry run's token estimate (a cached reply's reported usage is used when there is one)."""
 
 
 @dataclass
 class DryRun:
-    """What a run would send, counted and rendered without calling any model: ``calls``,
-    ``tokens_in`` and ``cached`` (answered by the cache) by kind, ``estimated`` calls whose
-    prompt cannot be rendered yet, ``offline`` calls to the built-in judge, ``first_prompt``.
+    """What a run would send, by kind, without calling a model: ``calls``, ``tokens_in``,
+    ``cached``; ``estimated`` calls without a rendered prompt, ``offline`` built-in ones.
 
     >>> from tinyeval.judge import Judge
     >>> plan = dry_run([Case(id="a", input="Hours?", output="9 to 5.")],
@@ -975,18 +761,15 @@ class DryRun:
     first_prompt: dict[str, str] = field(default_factory=dict)
 
     def billable_tokens(self) -> int:
-        """The input tokens of the calls neither the cache nor the offline judge would answer
-        (what a price applies to; output tokens are not known before the replies)."""
+        """The input tokens of the calls neither the cache nor the offline judge answer."""
         free = sum(self.cached.values()) + self.offline
         share = max(0.0, 1 - free / max(sum(self.calls.values()), 1))
         return round(sum(self.tokens_in.values()) * share)
 
     def to_dict(self) -> dict[str, Any]:
-        """The counts as JSON (prompts included)."""
         return {**dataclasses.asdict(self), "chars_per_token": CHARS_PER_TOKEN}
 
     def to_text(self) -> str:
-        """What the run would call, and the first prompt of each kind."""
         lines = [f"dry run: {plural(self.cases, 'case')}, no model called"]
         for kind in ("generate", "judge"):
             if self.calls[kind]:
@@ -1011,18 +794,9 @@ class DryRun:
 
 
 def dry_run(cases: Iterable[Case], *, observers: Sequence[Observer] = (), **options: Any) -> DryRun:
-    """Render and count every prompt :func:`run` with these ``options`` (its ``checks``,
-    ``judges``, ``judge_model``, ``generate_model``, ``prompt_template``, ``regenerate``,
-    ``judge_all``, ``judge_categories``) and ``observers`` would send, calling no model.
-    Code checks run (they are free) to tell which cases the judge would see.
-    """
-    import inspect
-
-    known = set(inspect.signature(evaluate_case).parameters) - {
-        "case",
-        "dataset_fingerprint",
-        "run",
-    }
+    """Render and count every prompt :func:`run` with these options would send, calling no
+    model (code checks run, to tell which cases the judge would see)."""
+    known = set(evaluate_case.__kwdefaults__ or ()) - {"dataset_fingerprint", "run"}
     unknown = sorted(set(options) - known)
     if unknown:
         raise TypeError(f"dry_run() got an unexpected keyword argument {unknown[0]!r}")
@@ -1053,9 +827,8 @@ def dry_run(cases: Iterable[Case], *, observers: Sequence[Observer] = (), **opti
                 plan.calls["judge"] += votes
                 plan.estimated += votes
                 continue
-            results = checks_mod.run_checks_detailed(
-                output, [*case.expect_checks(), *checks], case=case
-            )
+            every = [*case.expect_checks(), *checks]
+            results = checks_mod.run_checks_detailed(output, every, case=case)
             if not judge_all and not all(r.passed for r in results.values()):
                 continue
             prompt = render(output, **_shown(judge, case, _conversation_parts(case, output)))
@@ -1082,13 +855,9 @@ def _count(plan: DryRun, kind: str, prompt: str, stored: Any) -> None:
 
 @dataclass
 class PreparedCases:
-    """The cases a run is to evaluate, validated, with what the reading pass learnt.
-
-    ``cases`` can be iterated more than once. ``in_file`` counts the cases read,
-    ``selected`` those the run is to see (all shards), ``in_shard`` those of this shard,
-    ``without_output`` the selected ones with no output; ``read`` is False until a one-pass
-    stream has been read to its end.
-    """
+    """The validated cases of a run (iterable again and again) and their counts: ``in_file``
+    read, ``selected`` (all shards), ``in_shard``; ``read`` is False until a one-pass stream
+    has been read to its end."""
 
     cases: Iterable[Case]
     fingerprint: str
@@ -1103,8 +872,7 @@ class PreparedCases:
 
 
 class _Again:
-    """Cases that can be iterated again and again, each time from ``make()`` (not a sequence:
-    a run given them counts them as it would a stream)."""
+    """Cases iterated again and again, each time from ``make()`` (counted as a stream)."""
 
     def __init__(self, make: Callable[[], Iterator[Case]]) -> None:
         self.make = make
@@ -1113,19 +881,9 @@ class _Again:
         return self.make()
 
 
-def _reread(
-    path: str, read: Mapping[str, Any], keep: Callable[[Case], Case | None]
-) -> Iterator[Case]:
-    """A fresh, validated stream over the file (its ids checked already)."""
-    for case in dataset.iter_cases(path, **read, unique_ids=False):
-        kept = keep(case)
-        if kept is not None:
-            yield kept
-
-
 READ_ONCE_BYTES = 2**20
-"""A regular file up to this size is read once, its cases kept in memory; a larger one is
-read twice (to validate and fingerprint, then to run), so memory does not grow with it."""
+"""A regular file up to this size is kept in memory; a larger one is read twice (or once, as
+it runs, with ``one_pass``), so memory does not grow with it."""
 
 
 def prepare_cases(
@@ -1144,13 +902,9 @@ def prepare_cases(
     one_pass: bool = False,
     note: Callable[[Case], None] | None = None,
 ) -> PreparedCases:
-    """Read and validate every case of ``path`` before anything runs, and select the run's:
-    a seeded ``sample_size``, the ids in ``only`` (``unknown_only`` lists those no case has),
-    the ids of ``outputs`` with that output (to re-judge), shard I of ``shard=(I, N)``
-    counted, ``shuffle``\\d by ``seed``. ``one_pass`` (a run calling no model) reads a large
-    file once, as the run goes: the counts and fingerprint are whole once ``read`` is True.
-    ``note`` is shown each case of the shard as it is read (an extra's summary section
-    learns what it needs of the cases there).
+    """Read and validate every case of ``path`` before anything runs, and select the run's (a
+    seeded sample, the ids in ``only``, those of ``outputs`` with that output, a shard).
+    ``one_pass`` reads a large file as the run goes; ``note`` sees each case of the shard.
 
     >>> import tempfile, os
     >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
@@ -1168,26 +922,34 @@ def prepare_cases(
         wanted = set(outputs) if wanted is None else wanted & set(outputs)
     wanted_ids = set(only) if only is not None else set()
     seen_ids: set[str] = set()
+    ready = PreparedCases(cases=(), fingerprint="")
 
     def keep(case: Case) -> Case | None:
         if wanted is not None and case.id not in wanted:
             return None
-        if outputs is not None:
-            return replace(case, output=outputs[case.id])
-        return case
+        return case if outputs is None else replace(case, output=outputs[case.id])
 
-    ready = PreparedCases(cases=(), fingerprint="")
-
-    def noted(cases: Iterable[Case]) -> Iterator[tuple[Case, Case | None]]:
-        """Each case counted, with what the run keeps of it (None: not selected)."""
+    def noted(cases: Iterable[Case], into: list[Case] | None = None) -> Iterator[Case]:
+        """Each case counted; the selected ones also put ``into`` the list (if one)."""
         for case in cases:
             ready.in_file += 1
-            if only is not None and case.id in wanted_ids:
+            if case.id in wanted_ids:
                 seen_ids.add(case.id)
             kept = keep(case)
             if kept is not None:
-                _note(ready, kept, shard, note)
-            yield case, kept
+                ready.selected += 1
+                if shard is None or shard_index(kept.id, shard[1]) == shard[0]:
+                    ready.in_shard += 1
+                    if note is not None:
+                        note(kept)
+                    ready.categories.add(kept.category)
+                    if kept.output is None:
+                        ready.without_output += 1
+                        if ready.first_without_output is None:
+                            ready.first_without_output = kept
+                if into is not None:
+                    into.append(kept)
+            yield case
 
     def finished(fingerprint: str) -> None:  # once every case has been read
         if ready.in_file == 0:
@@ -1196,71 +958,42 @@ def prepare_cases(
         if only is not None:
             ready.unknown_only = tuple(sorted(wanted_ids - seen_ids))
 
-    def keeping(cases: Iterable[Case], into: list[Case] | None) -> Iterator[Case]:
-        """Every case, counted; the selected ones also put ``into`` the list (if one)."""
-        for case, chosen in noted(cases):
-            if into is not None and chosen is not None:
-                into.append(chosen)
-            yield case
+    def again() -> Iterator[Case]:  # a fresh stream over the file, its ids checked already
+        return filter(None, map(keep, dataset.iter_cases(path, **read, unique_ids=False)))
 
-    streamable = path != "-" and sample_size is None and not shuffle
     size = None
-    if streamable:
-        try:
+    if path != "-" and sample_size is None and not shuffle:
+        with contextlib.suppress(OSError):  # (the reader names the problem)
             found = os.stat(path)
-        except OSError:
-            pass  # let the reader name the problem
-        else:
-            streamable, size = stat.S_ISREG(found.st_mode), found.st_size
-    if streamable:
-        kept: list[Case] | None = [] if size is not None and size <= READ_ONCE_BYTES else None
-        if kept is None and one_pass and size is not None:
-            ready.read = False
-            digests = dataset.Fingerprinting()
-            stream = noted(digests.adding(dataset.iter_cases(path, **read)))
+            size = found.st_size if stat.S_ISREG(found.st_mode) else None
+    if size is not None and size > READ_ONCE_BYTES and one_pass:
+        ready.read = False
+        digests = dataset.Fingerprinting()
+        chosen: list[Case] = []
+        stream = noted(digests.adding(dataset.iter_cases(path, **read)), chosen)
 
-            def once() -> Iterator[Case]:  # the reading pass and the run's in one
-                if ready.read:  # read to the end already: read the file afresh
-                    yield from _reread(path, read, keep)
-                    return
-                for _, chosen in stream:
-                    if chosen is not None:
-                        yield chosen
-                ready.read = True
-                finished(digests.value())
+        def once() -> Iterator[Case]:  # the reading pass and the run's in one
+            if ready.read:  # read to the end already: read the file afresh
+                yield from again()
+                return
+            for _ in stream:
+                if chosen:
+                    yield chosen.pop()
+            ready.read = True
+            finished(digests.value())
 
-            ready.cases = _Again(once)
-            return ready
-        finished(dataset.dataset_fingerprint(keeping(dataset.iter_cases(path, **read), kept)))
-        if kept is not None:
-            ready.cases = _Again(functools.partial(iter, kept))
-        else:
-            ready.cases = _Again(lambda: _reread(path, read, keep))
+        ready.cases = _Again(once)
+        return ready
+    if size is not None:
+        kept: list[Case] | None = [] if size <= READ_ONCE_BYTES else None
+        finished(dataset.dataset_fingerprint(noted(dataset.iter_cases(path, **read), kept)))
+        ready.cases = _Again(again if kept is None else functools.partial(iter, kept))
         return ready
     loaded: list[Case] = dataset.load(path, **read)
-    if sample_size is not None:
-        loaded = dataset.sample(loaded, sample_size, seed=seed)
-    elif shuffle:
-        loaded = dataset.sample(loaded, len(loaded), seed=seed)
+    if sample_size is not None or shuffle:
+        count = len(loaded) if sample_size is None else sample_size
+        loaded = dataset.sample(loaded, count, seed=seed)
     selected: list[Case] = []
-    finished(dataset.dataset_fingerprint(keeping(loaded, selected)))
+    finished(dataset.dataset_fingerprint(noted(loaded, selected)))
     ready.cases = selected
     return ready
-
-
-def _note(
-    ready: PreparedCases,
-    case: Case,
-    shard: tuple[int, int] | None,
-    note: Callable[[Case], None] | None,
-) -> None:
-    ready.selected += 1
-    if shard is None or shard_index(case.id, shard[1]) == shard[0]:
-        ready.in_shard += 1
-        if note is not None:
-            note(case)
-        ready.categories.add(case.category)
-        if case.output is None:
-            ready.without_output += 1
-            if ready.first_without_output is None:
-                ready.first_without_output = case
