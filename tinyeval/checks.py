@@ -218,12 +218,9 @@ def _split_path(path: str) -> list[str]:
     return segments
 
 
+@lru_cache(maxsize=4096)  # the same paths come in every case
 def _segments(path: str) -> tuple[str, ...]:
-    """The checked parts of a dotted path (cached: the same paths come in every case)."""
-    return _cached_segments(path) if isinstance(path, str) else tuple(_split_path(path))
-
-
-_cached_segments = lru_cache(maxsize=4096)(lambda path: tuple(_split_path(path)))
+    return tuple(_split_path(path))
 
 
 def get_path(obj: Any, path: str) -> Any:
@@ -405,7 +402,7 @@ def valid_json() -> NamedCheck:
 
 def _json_path_check(name: str, path: str, judge: Callable[[Any], CheckResult]) -> NamedCheck:
     """A check that parses the output, finds ``path`` and hands its value to ``judge``."""
-    segments = _segments(path)
+    segments = _segments(path) if isinstance(path, str) else _split_path(path)  # refused
 
     def run(output: str) -> CheckResult:
         ok, parsed = _parse_json(output)
