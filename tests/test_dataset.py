@@ -743,16 +743,6 @@ class TestFieldMapping:
             parse_field_mapping(["inptu=question"])
         assert str(info.value) == "fields: unknown key 'inptu'; did you mean 'input'?"
 
-    def test_other_keys_field_and_error(self) -> None:
-        from tinyeval.errors import InputError
-
-        keys = ("id", "label")
-        assert parse_field_mapping(["label=a.b"], keys=keys) == {"label": "a.b"}
-        with pytest.raises(InputError) as info:
-            parse_field_mapping(["input=q"], keys=keys, field="field", error=InputError)
-        assert type(info.value) is InputError
-        assert str(info.value) == "field: unknown key 'input'; expected one of id, label"
-
     def test_unknown_key_without_a_close_match_lists_the_keys(self) -> None:
         with pytest.raises(DatasetError) as info:
             parse_field_mapping(["zzz=q"])

@@ -317,7 +317,7 @@ _CSV_FIELD_LIMIT = 2**31 - 1  # logged contexts outgrow the csv module's default
 
 
 def _records_csv(
-    lines: Iterable[tuple[int, str]], path: str, json_cells: Iterable[str] = _JSON_CELLS
+    lines: Iterable[tuple[int, str]], path: str, json_cells: Iterable[str]
 ) -> Iterator[tuple[int, Any]]:
     json_cells = frozenset(json_cells)
     if csv.field_size_limit() < _CSV_FIELD_LIMIT:
@@ -364,11 +364,7 @@ def _check_separator(names: list[str], path: str, line: int) -> None:
 
 
 def _csv_record(
-    names: list[str],
-    cells: list[str],
-    path: str,
-    line: int,
-    json_cells: frozenset[str] = frozenset(_JSON_CELLS),
+    names: list[str], cells: list[str], path: str, line: int, json_cells: frozenset[str]
 ) -> dict[str, Any]:
     """One CSV row as a record: an empty cell is absent, ``json_cells`` are decoded."""
     if cells and len(cells) != len(names):
@@ -610,10 +606,7 @@ def iter_json_lines(
 
 
 def _iter_records(
-    path: str,
-    fmt: str | None,
-    json_cells: Iterable[str] = _JSON_CELLS,
-    max_line_bytes: int = MAX_LINE_BYTES,
+    path: str, fmt: str | None, json_cells: Iterable[str], max_line_bytes: int
 ) -> Iterator[tuple[int, Any]]:
     detected = _detect_format(path) if fmt is None else fmt
     if detected not in _FORMATS:

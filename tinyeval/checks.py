@@ -218,12 +218,9 @@ def _split_path(path: str) -> list[str]:
     return segments
 
 
+@lru_cache(maxsize=4096)  # the same paths come in every case
 def _segments(path: str) -> tuple[str, ...]:
-    """The checked parts of a dotted path (cached: the same paths come in every case)."""
-    return _cached_segments(path) if isinstance(path, str) else tuple(_split_path(path))
-
-
-_cached_segments = lru_cache(maxsize=4096)(lambda path: tuple(_split_path(path)))
+    return tuple(_split_path(path))
 
 
 def get_path(obj: Any, path: str) -> Any:
@@ -405,7 +402,7 @@ def valid_json() -> NamedCheck:
 
 def _json_path_check(name: str, path: str, judge: Callable[[Any], CheckResult]) -> NamedCheck:
     """A check that parses the output, finds ``path`` and hands its value to ``judge``."""
-    segments = _segments(path)
+    segments = _segments(path) if isinstance(path, str) else _split_path(path)  # refused
 
     def run(output: str) -> CheckResult:
         ok, parsed = _parse_json(output)
@@ -652,27 +649,26 @@ def _at_most(name: str, n: Any, count: Callable[[str], int], unit: str) -> Named
 # === Building checks from an expect block ===
 
 
-class _blame:
-    """Re-raise a factory's CheckSpecError under the ``expect`` field it came from."""
-
-    __slots__ = ("field",)
-
-    def __init__(self, field: str) -> None:
-        self.field = field
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
-        if isinstance(error, CheckSpecError):
-            raise CheckSpecError(error.reason, field=self.field) from None
+Builder: TypeAlias = "Callable[[Any, str], list[NamedCheck]]"
+Reading: TypeAlias = "list[tuple[str, tuple[Any, ...]]]"
 
 
-def _items(value: Any, field: str, *, single_ok: bool) -> list[tuple[str, Any]]:
-    """``(subfield, item)`` per entry of a non-empty list of strings (or one string if allowed)."""
+def _flag(value: Any, field: str) -> Reading:
+    if not isinstance(value, bool):
+        raise CheckSpecError(f"expected true or false, got {_describe(value)}", field=field)
+    return [(field, ())] if value else []
+
+
+def _whole(value: Any, field: str) -> Reading:
+    return [(field, (value,))]
+
+
+def _texts(value: Any, field: str, *, single_ok: bool = True) -> Reading:
+    """``(subfield, (text,))`` per entry of a non-empty list of strings (or one string if
+    ``single_ok``)."""
     expected = "a string or a list of strings" if single_ok else "a list of strings"
     if single_ok and isinstance(value, str):
-        return [(field, value)]
+        return [(field, (value,))]
     if not isinstance(value, list | tuple):
         raise CheckSpecError(f"expected {expected}, got {_describe(value)}", field=field)
     if not value:
@@ -688,124 +684,87 @@ def _items(value: Any, field: str, *, single_ok: bool) -> list[tuple[str, Any]]:
         if item in seen:
             raise CheckSpecError(f"{item!r} repeats entry {seen[item]}", field=subfield)
         seen[item] = index
-        items.append((subfield, item))
+        items.append((subfield, (item,)))
     return items
 
 
-def _path_map(value: Any, field: str, what: str) -> list[tuple[str, Any]]:
-    if type(value) is not dict and not isinstance(value, Mapping):
-        raise CheckSpecError(
-            f"expected an object of path → {what}, got {_describe(value)}", field=field
-        )
-    if not value:
-        raise CheckSpecError(
-            f"expected an object of path → {what}, got an empty object, which would check nothing",
-            field=field,
-        )
-    for path in value:
-        if not isinstance(path, str):
-            raise CheckSpecError(f"expected string paths, got {_describe(path)}", field=field)
-    return list(value.items())
+def _names(value: Any, field: str) -> Reading:
+    return _texts(value, field, single_ok=False)
 
 
-def _is_list(value: Any) -> bool:
-    return isinstance(value, list | tuple)
+def _paths(what: str) -> Callable[[Any, str], Reading]:
+    """The reader of an object of path → ``what``: ``(field.path, (path, its value))`` each."""
+
+    def read(value: Any, field: str) -> Reading:
+        if type(value) is not dict and not isinstance(value, Mapping):
+            raise CheckSpecError(
+                f"expected an object of path → {what}, got {_describe(value)}", field=field
+            )
+        if not value:
+            raise CheckSpecError(
+                f"expected an object of path → {what}, got an empty object, "
+                "which would check nothing",
+                field=field,
+            )
+        for path in value:
+            if not isinstance(path, str):
+                raise CheckSpecError(f"expected string paths, got {_describe(path)}", field=field)
+        return [(f"{field}.{path}", (path, argument)) for path, argument in value.items()]
+
+    return read
 
 
-def _build_valid_json(value: Any, field: str) -> list[NamedCheck]:
-    if not isinstance(value, bool):
-        raise CheckSpecError(f"expected true or false, got {_describe(value)}", field=field)
-    return [_VALID_JSON] if value else []
-
-
-def _path_builder(
-    factory: Callable[[str, Any], NamedCheck], what: str, shape: str = "", fits: Any = None
-) -> Callable[[Any, str], list[NamedCheck]]:
-    """The builder of a key whose value maps paths to ``what``; ``fits`` tells a value of the
-    ``shape`` the factory takes."""
+def _expect_builder(factory: Callable[..., Any], read: Callable[[Any, str], Reading]) -> Builder:
+    """The builder of an expect key: ``read(value, field)`` gives each check's field and the
+    arguments of ``factory`` (which makes a check or a list of them). A string, int, bool or list
+    of strings shares its checks with every block giving it (checks hold no state)."""
 
     def build(value: Any, field: str) -> list[NamedCheck]:
-        built = []
-        for path, argument in _path_map(value, field, what):
+        built: list[NamedCheck] = []
+        for subfield, arguments in read(value, field):
             try:  # a try costs nothing until it catches (built for every case read)
-                if fits is not None and not fits(argument):
-                    raise CheckSpecError(f"expected {shape}, got {_describe(argument)}")
-                built.append(factory(path, argument))
+                made = factory(*arguments)
             except CheckSpecError as error:
-                raise CheckSpecError(error.reason, field=f"{field}.{path}") from None
+                raise CheckSpecError(error.reason, field=subfield) from None
+            built += made if isinstance(made, list) else [made]
         return built
 
-    return build
-
-
-def _text_builder(
-    factory: Callable[[str], NamedCheck], *, single_ok: bool = True
-) -> Callable[[Any, str], list[NamedCheck]]:
-    def build(value: Any, field: str) -> list[NamedCheck]:
-        built = []
-        for subfield, text in _items(value, field, single_ok=single_ok):
-            with _blame(subfield):
-                built.append(factory(text))
-        return built
-
-    return build
-
-
-def _limit_builder(factory: Callable[[int], NamedCheck]) -> Callable[[Any, str], list[NamedCheck]]:
-    # checks hold no state: the cases that give one limit share its check (typed: True is not 1)
-    shared = lru_cache(maxsize=256, typed=True)(factory)
-
-    def build(value: Any, field: str) -> list[NamedCheck]:
-        with _blame(field):
-            return [shared(value) if type(value) is int else factory(value)]
-
-    return build
-
-
-_VALID_JSON = valid_json()  # checks hold no state: every expect block shares this one
-
-
-def _sharing(
-    build: Callable[[Any, str], list[NamedCheck]],
-) -> Callable[[Any, str], list[NamedCheck]]:
-    """``build``, its checks shared by blocks giving the same strings (checks hold no state)."""
-
-    @lru_cache(maxsize=512)
-    def shared(key: str | tuple[str, ...], field: str) -> tuple[NamedCheck, ...]:
-        return tuple(build(list(key) if type(key) is tuple else key, field))
+    @lru_cache(maxsize=512, typed=True)  # typed: True is not 1
+    def shared(value: Any, field: str) -> tuple[NamedCheck, ...]:
+        return tuple(build(list(value) if type(value) is tuple else value, field))
 
     def built(value: Any, field: str) -> list[NamedCheck]:
-        if type(value) is str:
+        kind = type(value)
+        if kind is str or kind is int or kind is bool:
             return list(shared(value, field))
-        if type(value) is list and all(type(item) is str for item in value):
+        if kind is list and all(type(item) is str for item in value):
             return list(shared(tuple(value), field))
         return build(value, field)
 
     return built
 
 
-Builder: TypeAlias = "Callable[[Any, str], list[NamedCheck]]"
+def _in_range_of(path: str, bounds: Any) -> NamedCheck:
+    if not isinstance(bounds, list | tuple) or len(bounds) != 2:
+        raise CheckSpecError(f"expected [min, max] (null for an open end), got {_describe(bounds)}")
+    return in_range(path, *bounds)
+
 
 # The registry of expect keys: key -> builder(value, field) -> its checks. Built-in keys first,
 # in the order their checks run; a key of an extra (tool checks) is found in _EXTRAS["expect"]
 # and loaded on first use; register_expect adds more.
 _EXPECT: dict[str, Builder] = {
-    "valid_json": _build_valid_json,
-    "fields": _sharing(_text_builder(has_field, single_ok=False)),
-    "equals": _path_builder(equals, "value"),
-    "one_of": _path_builder(one_of, "list of allowed values", "a list of allowed values", _is_list),
-    "range": _path_builder(
-        lambda path, bounds: in_range(path, *bounds),
-        "[min, max]",
-        "[min, max] (null for an open end)",
-        lambda bounds: _is_list(bounds) and len(bounds) == 2,
-    ),
-    "contains": _sharing(_text_builder(contains)),
-    "not_contains": _sharing(_text_builder(not_contains)),
-    "regex": _sharing(_text_builder(matches)),
-    "not_regex": _sharing(_text_builder(not_matches)),
-    "max_chars": _limit_builder(max_chars),
-    "max_words": _limit_builder(max_words),
+    "valid_json": _expect_builder(valid_json, _flag),
+    "fields": _expect_builder(has_field, _names),
+    "equals": _expect_builder(equals, _paths("value")),
+    "one_of": _expect_builder(one_of, _paths("list of allowed values")),
+    "range": _expect_builder(_in_range_of, _paths("[min, max]")),
+    "contains": _expect_builder(contains, _texts),
+    "not_contains": _expect_builder(not_contains, _texts),
+    "regex": _expect_builder(matches, _texts),
+    "not_regex": _expect_builder(not_matches, _texts),
+    "max_chars": _expect_builder(max_chars, _whole),
+    "max_words": _expect_builder(max_words, _whole),
 }
 
 EXPECT_KEYS: tuple[str, ...] = (*_EXPECT, *_EXTRAS["expect"])

@@ -154,42 +154,33 @@ _RECOGNISED = frozenset(RECOGNISED_KEYS)
 # --------------------------------------------------------------------------- reading
 
 
-def parse_field_mapping(
-    items: Iterable[str],
-    *,
-    keys: Sequence[str] = RECOGNISED_KEYS,
-    field: str = "fields",
-    error: type[InputError] = DatasetError,
-) -> dict[str, str]:
-    """Parse ``KEY=PATH`` items (``--field``) into a mapping; each KEY one of ``keys``.
+def parse_field_mapping(items: Iterable[str]) -> dict[str, str]:
+    """Parse ``KEY=PATH`` items (``--field``) into a mapping; each KEY a recognised key.
 
     >>> parse_field_mapping(["input=request.messages.0.content", "id=request_id"])
     {'input': 'request.messages.0.content', 'id': 'request_id'}
 
-    Raises ``error`` (on ``field``) for an item not ``KEY=PATH`` or an unknown key, naming
-    the key it looks like.
+    Raises :class:`DatasetError` for an item not ``KEY=PATH`` or an unknown key, naming the
+    key it looks like.
     """
     mapping: dict[str, str] = {}
     for item in items:
         key, sep, path = (part.strip() for part in item.partition("="))
         if not sep or not key or not path:
-            raise error(f"expected KEY=PATH, got {item!r}", field=field)
-        _check_recognised(key, keys, field, error)
+            raise DatasetError(f"expected KEY=PATH, got {item!r}", field="fields")
+        _check_recognised(key)
         mapping[key] = path
     return mapping
 
 
-def _check_recognised(
-    key: str,
-    keys: Sequence[str] = RECOGNISED_KEYS,
-    field: str = "fields",
-    error: type[InputError] = DatasetError,
-) -> None:
-    if key in keys:
+def _check_recognised(key: str) -> None:
+    if key in RECOGNISED_KEYS:
         return
-    close = did_you_mean(key, keys)
-    hint = f"; did you mean {close!r}?" if close else f"; expected one of {', '.join(keys)}"
-    raise error(f"unknown key {key!r}{hint}", field=field)
+    close = did_you_mean(key, RECOGNISED_KEYS)
+    hint = (
+        f"; did you mean {close!r}?" if close else f"; expected one of {', '.join(RECOGNISED_KEYS)}"
+    )
+    raise DatasetError(f"unknown key {key!r}{hint}", field="fields")
 
 
 # --------------------------------------------------------------------------- validation
@@ -679,16 +670,6 @@ def split_holdout(
 # --------------------------------------------------------------------------- fingerprint
 
 
-def case_digest(case: Case) -> int:
-    """A sha256 of one case's content (everything but where it was read from), as an int.
-
-    >>> case_digest(Case(id="a")) == case_digest(Case(id="a", line=7))
-    True
-    """
-    blob = _CANONICAL.encode(case.to_dict())
-    return int.from_bytes(hashlib.sha256(blob.encode("utf-8", "surrogatepass")).digest(), "big")
-
-
 _CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -721,8 +702,9 @@ class Fingerprinting:
 
     def adding(self, cases: Iterable[Case]) -> Iterator[Case]:
         """Each case of ``cases``, added to the fingerprint as it passes."""
-        for case in cases:
-            self.total += case_digest(case)  # reduced once, in value(): exact either way
+        for case in cases:  # a sha256 of its content, not of where it was read from
+            blob = _CANONICAL.encode(case.to_dict()).encode("utf-8", "surrogatepass")
+            self.total += int.from_bytes(hashlib.sha256(blob).digest(), "big")  # reduced in value()
             self.count += 1
             yield case
 

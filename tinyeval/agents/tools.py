@@ -12,26 +12,26 @@ keys of an ``expect`` block come here through the door ``_EXTRAS["expect"]``; th
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..checks import (
     CheckResult,
     CheckSpecError,
     NamedCheck,
-    _blame,
     _describe,
-    _items,
+    _expect_builder,
+    _flag,
     _json_equal,
     _label,
-    _limit_builder,
+    _names,
     _parse_json,
-    _path_map,
+    _paths,
     _require_json_value,
     _require_limit,
     _require_text,
-    _sharing,
     _show,
+    _whole,
 )
 from ..errors import InputError, did_you_mean, plural, shorten
 
@@ -615,17 +615,20 @@ def _tool_calls_of(case: Any) -> Any:
 # === Builders of the expect keys ===
 
 
-def _tools_builder(
-    factory: Callable[..., list[NamedCheck]],
-) -> Callable[[Any, str], list[NamedCheck]]:
-    def build(value: Any, field: str) -> list[NamedCheck]:
-        built = []
-        for subfield, name in _items(value, field, single_ok=False):
-            with _blame(subfield):
-                built.extend(factory(name))
-        return built
+class _blame:
+    """Re-raise a factory's CheckSpecError under the ``expect`` field it came from."""
 
-    return build
+    __slots__ = ("field",)
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
+        if isinstance(error, CheckSpecError):
+            raise CheckSpecError(error.reason, field=self.field) from None
 
 
 def build_tools_sequence(value: Any, field: str) -> list[NamedCheck]:
@@ -670,21 +673,9 @@ def build_tools_before(value: Any, field: str) -> list[NamedCheck]:
     return built
 
 
-def build_tool_args(value: Any, field: str) -> list[NamedCheck]:
-    built = []
-    for name, arguments in _path_map(value, field, "arguments"):
-        with _blame(f"{field}.{name}"):
-            built.append(tool_args(name, arguments))
-    return built
-
-
-def build_no_tool_errors(value: Any, field: str) -> list[NamedCheck]:
-    if not isinstance(value, bool):
-        raise CheckSpecError(f"expected true or false, got {_describe(value)}", field=field)
-    return [no_tool_errors()] if value else []
-
-
-build_tools_forbidden = _sharing(_tools_builder(tools_forbidden))
-build_tools_required = _sharing(_tools_builder(tools_required))
-build_max_tool_calls = _limit_builder(max_tool_calls)
-build_max_repeats = _limit_builder(max_repeats)
+build_tools_forbidden = _expect_builder(tools_forbidden, _names)
+build_tools_required = _expect_builder(tools_required, _names)
+build_tool_args = _expect_builder(tool_args, _paths("arguments"))
+build_max_tool_calls = _expect_builder(max_tool_calls, _whole)
+build_max_repeats = _expect_builder(max_repeats, _whole)
+build_no_tool_errors = _expect_builder(no_tool_errors, _flag)
