@@ -38,7 +38,7 @@ from ._http import (
     scrub,
     secret_values,
 )
-from .errors import InputError, TinyevalError, shorten
+from .errors import InputError, TinyevalError, plural, shorten
 
 if TYPE_CHECKING:  # asyncio is imported on the first awaitable: a sync run never pays for it
     import asyncio
@@ -301,7 +301,7 @@ def add_usage(total: dict[str, int], usage: Any, *, cached: bool = False) -> Non
     >>> total
     {'input_tokens': 10, 'output_tokens': 2, 'cached_input_tokens': 10, 'cached_output_tokens': 2}
     """
-    if usage is None or not isinstance(usage, Mapping):
+    if not isinstance(usage, Mapping):
         return
     for key in USAGE_KEYS:
         value = usage.get(key)
@@ -402,15 +402,14 @@ class Model(abc.ABC):
         return f"<{type(self).__name__} {self.spec!r} temperature={self.temperature!r}>"
 
 
-def _scrub_reply(reply: Reply, secrets: Iterable[str] = ()) -> Reply:
+def _scrub_reply(reply: Reply, secrets: list[str]) -> Reply:
     """``reply`` with every secret removed from its text and model name (refused if not text)."""
-    secrets = list(secrets)
     _refuse_invalid_text(str(reply), "the reply")
     text = scrub(str(reply), secrets)
-    model = getattr(reply, "model", None)
+    model = reported = getattr(reply, "model", None)
     if isinstance(model, str):
         _refuse_invalid_text(model, "the reported model name")
-    reported = scrub(model, secrets) if isinstance(model, str) else model
+        reported = scrub(model, secrets)
     if text == str(reply) and reported == model and isinstance(reply, Reply):
         return reply
     return Reply(
@@ -770,7 +769,7 @@ class _HTTPModel(_Poster, Model):
             if not isinstance(outcome, _Failure):
                 return self._decode(outcome)
             if not outcome.retryable or attempt == attempts:
-                tries = f"{attempt} attempt" + ("s" if attempt > 1 else "")
+                tries = plural(attempt, "attempt")
                 raise ModelCallError(
                     scrub(f"{self.spec}: {outcome.problem} (after {tries})", self._secrets())
                 )
@@ -791,8 +790,7 @@ class _HTTPModel(_Poster, Model):
         except RecursionError:
             raise ModelCallError(f"{server} JSON nested too deeply") from None
         except ValueError:
-            text = scrub(body.decode("utf-8", errors="replace").strip(), self._secrets())
-            snippet = shorten(text, 120)
+            snippet = shorten(scrub(text.strip(), self._secrets()), 120)
             raise ModelCallError(
                 scrub(f"{server} a reply that is not JSON: {snippet!r}", self._secrets())
             ) from None
