@@ -702,7 +702,7 @@ class _HTTPModel(_Poster, Model):
     _request_body: Callable[[str, int, Mapping[str, Any] | None], dict[str, Any]]  # batches too
     _reply: Callable[[Any], Reply]
 
-    def __init__(self, spec: str, name: str, url: str, key: str | None, options: _Options) -> None:
+    def __init__(self, spec: str, name: str, url: str, options: _Options) -> None:
         settings = {"url": _public_url(url), "max_tokens": options.max_tokens}
         super().__init__(spec, temperature=options.temperature, settings=settings)
         self.name = name
@@ -713,7 +713,7 @@ class _HTTPModel(_Poster, Model):
         self.max_response_bytes = options.max_response_bytes
         self._sleep = options.sleep
         self._url = url
-        self._key = key
+        self._key = _key_from_environment(self.key_variable)  # in another process, read there
 
     @classmethod
     def open(cls, spec: str, name: str, options: _Options) -> _HTTPModel:
@@ -728,16 +728,16 @@ class _HTTPModel(_Poster, Model):
                     f"got {shorten(base, 80)!r}"
                 )
             )
-        key = _key_from_environment(cls.key_variable)
+        path = cls.path.removeprefix("/v1") if base.endswith("/v1") else cls.path
+        model = cls(spec, name, base + path, options)
         vendor = urllib.parse.urlsplit(cls.default_base).hostname
-        if key is None and (not cls.key_optional or parts.hostname == vendor):
+        if model._key is None and (not cls.key_optional or parts.hostname == vendor):
             hint = f" (or {cls.base_variable} pointing to a server that needs no key)"
             raise ModelConfigError(
                 f"{spec} needs {cls.key_variable} in the environment"
                 + (hint if cls.key_optional else "")
             )
-        path = cls.path.removeprefix("/v1") if base.endswith("/v1") else cls.path
-        return cls(spec, name, base + path, key, options)
+        return model
 
     def _request_headers(self) -> dict[str, str]:
         from . import __version__
@@ -752,7 +752,7 @@ class _HTTPModel(_Poster, Model):
     def __reduce__(self) -> tuple[Any, ...]:
         # sent to another process without its key or its sleep: the key is read there
         options = self.options._replace(sleep=time.sleep)
-        return (_rebuild_http, (type(self), self.spec, self.name, self._url, options))
+        return (type(self), (self.spec, self.name, self._url, options))
 
     def _secrets(self) -> list[str]:
         return [self._key] if self._key else []
@@ -810,12 +810,6 @@ class _HTTPModel(_Poster, Model):
         reported = payload.get("model")
         model = reported if isinstance(reported, str) else None
         return Reply(text, usage=counts if known else None, model=model)
-
-
-def _rebuild_http(
-    cls: type[_HTTPModel], spec: str, name: str, url: str, options: _Options
-) -> _HTTPModel:
-    return cls(spec, name, url, _key_from_environment(cls.key_variable), options)
 
 
 def _chat(prompt: str) -> ChatPrompt:
