@@ -743,6 +743,27 @@ def test_async_models_work_inside_a_running_event_loop_through_both_doors() -> N
     assert asyncio.run(inside_a_loop()) == ("PASS []", "PASS []")
 
 
+def test_any_awaitable_is_awaited_and_a_model_on_tinyeval_s_own_loop_is_refused() -> None:
+    import asyncio
+
+    from tinyeval.models import run_awaitable
+
+    class Later:  # an awaitable that is not a coroutine
+        def __await__(self) -> Any:
+            return asyncio.sleep(0, result="PASS").__await__()
+
+    async def on_our_loop() -> str:
+        pending = asyncio.sleep(0)
+        try:
+            return run_awaitable(pending)
+        finally:
+            pending.close()
+
+    assert run_awaitable(Later()) == "PASS"
+    with pytest.raises(RuntimeError, match="inside tinyeval's own event loop"):
+        run_awaitable(on_our_loop())
+
+
 def test_a_secret_put_in_the_environment_after_a_first_scrub_is_still_removed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

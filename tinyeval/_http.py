@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from .errors import TinyevalError
+from .errors import TinyevalError, shorten
 
 if TYPE_CHECKING:  # the HTTP modules are imported on the first call that needs them
     import urllib.error
@@ -333,11 +333,7 @@ def _server_message(body: bytes, secrets: Iterable[str] = ()) -> str:
             message = found[0].strip() if found else message
         elif isinstance(error, str) and error.strip():
             message = error.strip()
-    return _shorten(scrub(message, secrets), 200)
-
-
-def _shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shorten(scrub(message, secrets), 200)
 
 
 class _Poster:

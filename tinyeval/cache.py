@@ -386,13 +386,10 @@ class CachedModel(Model):
 
     def _where(self, sample: int, json_schema: Mapping[str, Any] | None) -> dict[str, Any]:
         """The cache key's parts for a call, besides its spec and prompt."""
-        extra = self._extra(json_schema)
+        extra = None
+        if self.settings or json_schema is not None:
+            extra = {"settings": self.settings, "json_schema": json_schema}
         return {"sample": sample, "temperature": self.temperature, "extra": extra}
-
-    def _extra(self, json_schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
-        if not self.settings and json_schema is None:
-            return None
-        return {"settings": self.settings, "json_schema": json_schema}
 
 
 class _CacheMiss(BaseException):

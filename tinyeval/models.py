@@ -34,12 +34,11 @@ from ._http import (
     _host_port,
     _Poster,
     _public_url,
-    _shorten,
     parse_retry_after,
     scrub,
     secret_values,
 )
-from .errors import InputError, TinyevalError
+from .errors import InputError, TinyevalError, plural, shorten
 
 if TYPE_CHECKING:  # asyncio is imported on the first awaitable: a sync run never pays for it
     import asyncio
@@ -157,7 +156,6 @@ class ChatPrompt(str):
 
 _KEYWORDS = ("sample", "json_schema")
 _KEYWORDS_SEEN: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
-_KEYWORDS_LOCK = threading.Lock()
 
 
 def _signature_keywords(call_model: CallModel) -> frozenset[str]:
@@ -177,79 +175,32 @@ def accepted_keywords(call_model: CallModel) -> frozenset[str]:
     >>> sorted(accepted_keywords(lambda prompt, *, sample=0, json_schema=None: prompt))
     ['json_schema', 'sample']
     """
-    try:  # one dict lookup, atomic as it is: no lock (the writes below take one)
-        known = _KEYWORDS_SEEN.get(call_model)
+    try:  # remembered per callable while it lives: ask() looks on every call
+        return _KEYWORDS_SEEN[call_model]
     except TypeError:  # unhashable or not weakly referenceable: just look
         return _signature_keywords(call_model)
-    if known is None:
-        known = _signature_keywords(call_model)
-        try:
-            with _KEYWORDS_LOCK:
-                _KEYWORDS_SEEN[call_model] = known
-        except TypeError:
-            pass
-    return known
+    except KeyError:
+        known = _KEYWORDS_SEEN[call_model] = _signature_keywords(call_model)
+        return known
 
 
-class _Loop:
-    """One event loop in a daemon thread, started on first use, shared by every call."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def run(self, awaitable: Awaitable[_T]) -> _T:
-        import asyncio
-
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            with self._lock:
-                if self._loop is None or self._loop.is_closed():
-                    self._loop = asyncio.new_event_loop()
-                    threading.Thread(
-                        target=self._loop.run_forever, name="tinyeval-asyncio", daemon=True
-                    ).start()
-                loop = self._loop
-        if _running_loop() is loop:  # awaited from a coroutine on our own loop: cannot block it
-            raise RuntimeError("a model awaited from inside tinyeval's own event loop")
-        # A bare lock, released by the task's done-callback, hands the result back: half
-        # the cost of run_coroutine_threadsafe's future, which each call paid twice over.
-        finished = _thread.allocate_lock()
-        finished.acquire()
-        tasks: list[asyncio.Future[_T]] = []
-
-        def start() -> None:
-            if inspect.iscoroutine(awaitable):  # the usual: an async def's call, run as a task
-                task = loop.create_task(awaitable)
-            else:
-                task = asyncio.ensure_future(_awaited(awaitable), loop=loop)
-            tasks.append(task)
-            task.add_done_callback(lambda _: finished.release())
-
-        loop.call_soon_threadsafe(start)
-        try:
-            finished.acquire()
-        except BaseException:  # interrupted while waiting: the call is not to go on
-            loop.call_soon_threadsafe(lambda: [task.cancel() for task in tasks])
-            raise
-        return tasks[0].result()
+_LOOP: list[asyncio.AbstractEventLoop] = []  # tinyeval's one event loop, run in a daemon thread
+_LOOP_LOCK = threading.Lock()
 
 
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    asyncio = sys.modules.get("asyncio")  # a loop can run only once asyncio is imported
-    if asyncio is None:
-        return None
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
+def _event_loop() -> asyncio.AbstractEventLoop:
+    import asyncio
+
+    with _LOOP_LOCK:
+        if not _LOOP or _LOOP[0].is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="tinyeval-asyncio", daemon=True).start()
+            _LOOP[:] = [loop]
+        return _LOOP[0]
 
 
 async def _awaited(awaitable: Awaitable[_T]) -> _T:
     return await awaitable
-
-
-_LOOP = _Loop()
 
 
 def run_awaitable(awaitable: Awaitable[_T]) -> _T:
@@ -260,7 +211,33 @@ def run_awaitable(awaitable: Awaitable[_T]) -> _T:
     >>> run_awaitable(reply())
     'PASS'
     """
-    return _LOOP.run(awaitable)
+    import asyncio
+
+    loop = _event_loop()
+    try:
+        inside = asyncio.get_running_loop() is loop
+    except RuntimeError:
+        inside = False
+    if inside:  # awaited from a coroutine on our own loop: cannot block it
+        raise RuntimeError("a model awaited from inside tinyeval's own event loop")
+    # A bare lock, released by the task's done-callback, hands the result back: half
+    # the cost of run_coroutine_threadsafe's future, which each call paid twice over.
+    finished = _thread.allocate_lock()
+    finished.acquire()
+    coroutine = awaitable if inspect.iscoroutine(awaitable) else _awaited(awaitable)
+    tasks: list[asyncio.Task[_T]] = []
+
+    def start() -> None:
+        tasks.append(loop.create_task(coroutine))
+        tasks[0].add_done_callback(lambda _: finished.release())
+
+    loop.call_soon_threadsafe(start)
+    try:
+        finished.acquire()
+    except BaseException:  # interrupted while waiting: the call is not to go on
+        loop.call_soon_threadsafe(lambda: [task.cancel() for task in tasks])
+        raise
+    return tasks[0].result()
 
 
 def ask(
@@ -324,7 +301,7 @@ def add_usage(total: dict[str, int], usage: Any, *, cached: bool = False) -> Non
     >>> total
     {'input_tokens': 10, 'output_tokens': 2, 'cached_input_tokens': 10, 'cached_output_tokens': 2}
     """
-    if usage is None or not isinstance(usage, Mapping):
+    if not isinstance(usage, Mapping):
         return
     for key in USAGE_KEYS:
         value = usage.get(key)
@@ -425,15 +402,14 @@ class Model(abc.ABC):
         return f"<{type(self).__name__} {self.spec!r} temperature={self.temperature!r}>"
 
 
-def _scrub_reply(reply: Reply, secrets: Iterable[str] = ()) -> Reply:
+def _scrub_reply(reply: Reply, secrets: list[str]) -> Reply:
     """``reply`` with every secret removed from its text and model name (refused if not text)."""
-    secrets = list(secrets)
     _refuse_invalid_text(str(reply), "the reply")
     text = scrub(str(reply), secrets)
-    model = getattr(reply, "model", None)
+    model = reported = getattr(reply, "model", None)
     if isinstance(model, str):
         _refuse_invalid_text(model, "the reported model name")
-    reported = scrub(model, secrets) if isinstance(model, str) else model
+        reported = scrub(model, secrets)
     if text == str(reply) and reported == model and isinstance(reply, Reply):
         return reply
     return Reply(
@@ -718,15 +694,15 @@ def _strip_one_newline(text: str) -> str:
 class _HTTPModel(_Poster, Model):
     """An HTTP adapter: POST JSON, retry, describe failures; each vendor gives its wire format."""
 
+    key_optional: bool  # a server other than the vendor's may need no key
     base_variable: str
     default_base: str
-    _check_key: Callable[[str, str | None, str], None]  # refuses a missing key the server needs
-    _url_of: Callable[[str], str]
+    path: str  # of the endpoint, after the base URL
     _auth_headers: Callable[[], dict[str, str]]
     _request_body: Callable[[str, int, Mapping[str, Any] | None], dict[str, Any]]  # batches too
     _reply: Callable[[Any], Reply]
 
-    def __init__(self, spec: str, name: str, url: str, key: str | None, options: _Options) -> None:
+    def __init__(self, spec: str, name: str, url: str, options: _Options) -> None:
         settings = {"url": _public_url(url), "max_tokens": options.max_tokens}
         super().__init__(spec, temperature=options.temperature, settings=settings)
         self.name = name
@@ -737,7 +713,7 @@ class _HTTPModel(_Poster, Model):
         self.max_response_bytes = options.max_response_bytes
         self._sleep = options.sleep
         self._url = url
-        self._key = key
+        self._key = _key_from_environment(self.key_variable)  # in another process, read there
 
     @classmethod
     def open(cls, spec: str, name: str, options: _Options) -> _HTTPModel:
@@ -749,12 +725,19 @@ class _HTTPModel(_Poster, Model):
             raise ModelConfigError(
                 scrub(
                     f"{spec}: the base URL must start with http:// or https:// and name a host, "
-                    f"got {_shorten(base, 80)!r}"
+                    f"got {shorten(base, 80)!r}"
                 )
             )
-        key = _key_from_environment(cls.key_variable)
-        cls._check_key(spec, key, parts.hostname)
-        return cls(spec, name, cls._url_of(base), key, options)
+        path = cls.path.removeprefix("/v1") if base.endswith("/v1") else cls.path
+        model = cls(spec, name, base + path, options)
+        vendor = urllib.parse.urlsplit(cls.default_base).hostname
+        if model._key is None and (not cls.key_optional or parts.hostname == vendor):
+            hint = f" (or {cls.base_variable} pointing to a server that needs no key)"
+            raise ModelConfigError(
+                f"{spec} needs {cls.key_variable} in the environment"
+                + (hint if cls.key_optional else "")
+            )
+        return model
 
     def _request_headers(self) -> dict[str, str]:
         from . import __version__
@@ -769,7 +752,7 @@ class _HTTPModel(_Poster, Model):
     def __reduce__(self) -> tuple[Any, ...]:
         # sent to another process without its key or its sleep: the key is read there
         options = self.options._replace(sleep=time.sleep)
-        return (_rebuild_http, (type(self), self.spec, self.name, self._url, options))
+        return (type(self), (self.spec, self.name, self._url, options))
 
     def _secrets(self) -> list[str]:
         return [self._key] if self._key else []
@@ -786,7 +769,7 @@ class _HTTPModel(_Poster, Model):
             if not isinstance(outcome, _Failure):
                 return self._decode(outcome)
             if not outcome.retryable or attempt == attempts:
-                tries = f"{attempt} attempt" + ("s" if attempt > 1 else "")
+                tries = plural(attempt, "attempt")
                 raise ModelCallError(
                     scrub(f"{self.spec}: {outcome.problem} (after {tries})", self._secrets())
                 )
@@ -807,8 +790,7 @@ class _HTTPModel(_Poster, Model):
         except RecursionError:
             raise ModelCallError(f"{server} JSON nested too deeply") from None
         except ValueError:
-            text = scrub(body.decode("utf-8", errors="replace").strip(), self._secrets())
-            snippet = _shorten(text, 120)
+            snippet = shorten(scrub(text.strip(), self._secrets()), 120)
             raise ModelCallError(
                 scrub(f"{server} a reply that is not JSON: {snippet!r}", self._secrets())
             ) from None
@@ -830,12 +812,6 @@ class _HTTPModel(_Poster, Model):
         return Reply(text, usage=counts if known else None, model=model)
 
 
-def _rebuild_http(
-    cls: type[_HTTPModel], spec: str, name: str, url: str, options: _Options
-) -> _HTTPModel:
-    return cls(spec, name, url, _key_from_environment(cls.key_variable), options)
-
-
 def _chat(prompt: str) -> ChatPrompt:
     if isinstance(prompt, ChatPrompt):
         return prompt
@@ -848,19 +824,9 @@ class _OpenAIModel(_HTTPModel):
     supports_json_schema = True
     key_variable = "OPENAI_API_KEY"
     base_variable = "OPENAI_BASE_URL"
+    key_optional = True
     default_base = OPENAI_DEFAULT_BASE
-
-    @staticmethod
-    def _check_key(spec: str, key: str | None, host: str) -> None:
-        if key is None and host == "api.openai.com":
-            raise ModelConfigError(
-                f"{spec} needs OPENAI_API_KEY in the environment "
-                "(or OPENAI_BASE_URL pointing to a server that needs no key)"
-            )
-
-    @staticmethod
-    def _url_of(base: str) -> str:
-        return f"{base}/chat/completions"
+    path = "/chat/completions"
 
     def _auth_headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._key}"} if self._key else {}
@@ -902,16 +868,9 @@ class _AnthropicModel(_HTTPModel):
 
     key_variable = "ANTHROPIC_API_KEY"
     base_variable = "ANTHROPIC_BASE_URL"
+    key_optional = False
     default_base = ANTHROPIC_DEFAULT_BASE
-
-    @staticmethod
-    def _check_key(spec: str, key: str | None, host: str) -> None:
-        if key is None:
-            raise ModelConfigError(f"{spec} needs ANTHROPIC_API_KEY in the environment")
-
-    @staticmethod
-    def _url_of(base: str) -> str:
-        return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
+    path = "/v1/messages"
 
     def _auth_headers(self) -> dict[str, str]:
         return {"x-api-key": self._key or "", "anthropic-version": ANTHROPIC_VERSION}

@@ -519,8 +519,8 @@ class BatchJob:
 
     # ---- ids and keys
 
-    def _extra(self, request: BatchRequest) -> dict[str, Any] | None:
-        return self._direct._extra(request.json_schema)
+    def _where(self, request: BatchRequest) -> dict[str, Any]:
+        return self._direct._where(request.sample, request.json_schema)
 
     def custom_id(self, request: BatchRequest) -> str:
         """The stable id of ``request`` for this model (from its cache key; at most 64 chars).
@@ -533,33 +533,14 @@ class BatchJob:
         >>> first == again, first == other, first.startswith("tinyeval-"), len(first)
         (True, False, True, 57)
         """
-        digest = reply_key(
-            self.spec,
-            request.prompt,
-            sample=request.sample,
-            temperature=self.model.temperature,
-            extra=self._extra(request),
-        )
+        digest = reply_key(self.spec, request.prompt, **self._where(request))
         return f"tinyeval-{digest[:48]}"
 
     def _stored(self, request: BatchRequest) -> Reply | None:
-        return self.cache.get(
-            self.spec,
-            request.prompt,
-            sample=request.sample,
-            temperature=self.model.temperature,
-            extra=self._extra(request),
-        )
+        return self.cache.get(self.spec, request.prompt, **self._where(request))
 
     def _store(self, request: BatchRequest, reply: Reply) -> None:
-        self.cache.put(
-            self.spec,
-            request.prompt,
-            reply,
-            sample=request.sample,
-            temperature=self.model.temperature,
-            extra=self._extra(request),
-        )
+        self.cache.put(self.spec, request.prompt, reply, **self._where(request))
 
     # ---- the public steps
 
