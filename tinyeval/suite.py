@@ -27,6 +27,7 @@ __all__ = [
     "find_suite",
     "judges_of",
     "load_suite",
+    "with_suite",
 ]
 
 SUITE_FILE = "tinyeval.toml"
@@ -382,6 +383,69 @@ class Suite:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+def with_suite(options: Mapping[str, Any], suite: Suite) -> tuple[dict[str, Any], list[str]]:
+    """``options`` (by the names of :class:`RunSettings`) with what ``suite`` sets filled in
+    where left out or at the default, and the suite's keys the options override; fields and
+    thresholds merge key by key; the judge and generate models may not differ in a setting.
+
+    >>> suite = Suite(cases=("cases.jsonl",), thresholds={"tone": 0.9, "amounts": 1.0},
+    ...               concurrency=8, out="suite.jsonl")
+    >>> options, overridden = with_suite({"thresholds": {"tone": "0.8"}, "out": "mine.jsonl"},
+    ...                                  suite)
+    >>> options["cases"], options["thresholds"], options["concurrency"], options["out"]
+    ('cases.jsonl', {'tone': '0.8', 'amounts': '1.0'}, 8, 'mine.jsonl')
+    >>> overridden
+    ['thresholds.tone', 'out']
+    """
+    if len(suite.cases) > 1:
+        raise InputError(
+            f"one cases file per run (got {len(suite.cases)})", path=suite.path, field="cases"
+        )
+    keys = [f.name for f in fields(RunSettings) if "suite" in f.metadata]
+    found = {name: getattr(suite, name) or None for name in keys}
+    threshold, judge, generate = found["default_threshold"], suite.judge_model, suite.generate_model
+    found.update(
+        thresholds={k: str(v) for k, v in suite.thresholds.items()},
+        default_threshold=None if threshold is None else str(threshold),
+        fields=dict(suite.fields),
+        price=suite.price,
+        judge_model=judge and judge.spec,
+        judge_max_tokens=judge and judge.max_tokens,
+        generate_model=generate and generate.spec,
+        max_tokens=generate and generate.max_tokens,
+        prompt_template=generate and generate.prompt_template,
+    )
+    for name in ("temperature", "timeout", "base_url"):
+        values = {getattr(m, name) for m in (judge, generate) if m is not None} - {None}
+        if len(values) > 1:
+            said = f"the judge and generate models differ in {name}; one value is used for both"
+            raise InputError(said, path=suite.path, field="models")
+        found[name] = values.pop() if values else None
+    merged, overridden = dict(options), []
+    cases = suite.cases[0] if suite.cases else None
+    if merged.get("cases") is None:
+        merged["cases"] = cases
+    elif cases and os.path.abspath(merged["cases"]) != os.path.abspath(cases):
+        overridden.append("cases")
+    if merged["cases"] is None:
+        raise InputError("the suite names no cases file", path=suite.path, field="cases")
+    for name in ("fields", "thresholds"):
+        given = merged.get(name) or {}
+        overridden += [f"{name}.{key}" for key in given if key in found[name]]
+        merged[name] = {**found.pop(name), **given}
+    if suite.judges and not (merged.get("criterion") or merged.get("rubric")):
+        merged["judges"] = suite.judges
+    defaults = {f.name: f.default for f in fields(RunSettings)}
+    for name, value in found.items():
+        if value is None:
+            continue
+        if merged.get(name, defaults.get(name)) == defaults.get(name):
+            merged[name] = value
+        elif merged[name] != value:
+            overridden.append(name)
+    return merged, overridden
+
+
 def judges_of(
     specs: Sequence[JudgeSpec], *, judge_model: str = "builtin"
 ) -> tuple[list[Any], dict[str, list[str]] | None]:
@@ -526,21 +590,11 @@ def load_suite(
 
 # === Line numbers ===
 
-_BARE_OR_QUOTED = r"""(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*')"""
-_DOTTED = rf"{_BARE_OR_QUOTED}(?:\s*\.\s*{_BARE_OR_QUOTED})*"
-_HEADER = re.compile(rf"^\s*(\[\[|\[)\s*({_DOTTED})\s*\]\]?")
-_KEY = re.compile(rf"^\s*({_DOTTED})\s*=(.*)$")
-_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|\'[^\']*\'')
-
-
-def _key_parts(text: str) -> tuple[str, ...]:
-    parts = re.findall(_BARE_OR_QUOTED, text)
-    return tuple(p[1:-1] if p[:1] in "\"'" else p for p in parts)
-
 
 class _Lines:
-    """The line of each key path of a TOML text (``("judges", 1, "votes")``), found by scanning
-    its lines: tomllib keeps no positions. A key in an inline table is on its table's line.
+    """The line where a key path of a TOML text starts (``("judges", 1, "votes")``), or its
+    nearest enclosing key's: tomllib keeps no positions, so ever longer heads of the text are
+    parsed (only once an error needs a line) until the path appears.
 
     >>> lines = _Lines('a = 1\\n[[j]]\\nx = 1\\n[[j]]\\nx = [\\n  "y = 2",\\n]\\n[t]\\nb.c = 3\\n')
     >>> lines.line(("j", 1, "x")), lines.line(("t", "b", "c")), lines.line(("t", "zz"))
@@ -548,70 +602,34 @@ class _Lines:
     """
 
     def __init__(self, text: str) -> None:
-        self.where: dict[tuple[str | int, ...], int] = {}
-        arrays: dict[tuple[str | int, ...], int] = {}
-        table: tuple[str | int, ...] = ()
-        depth = 0  # open brackets and braces of a value continuing on later lines
-        closing = ""  # the quotes that close a multi-line string, while inside one
-        for number, line in enumerate(text.splitlines(), start=1):
-            if closing:
-                if closing in line:
-                    closing = ""
-                continue
-            if depth:
-                depth = max(depth + _balance(line), 0)
-                continue
-            stripped = line.strip()
-            if not stripped or stripped.startswith("#"):
-                continue
-            header = _HEADER.match(line)
-            if header:
-                array = header.group(1) == "[["
-                path = self._resolve(_key_parts(header.group(2)), arrays, array=array)
-                if array:
-                    arrays[path] = arrays.get(path, -1) + 1
-                    self.where.setdefault(path, number)
-                    path = (*path, arrays[path])
-                table = path
-                self.where.setdefault(table, number)
-                continue
-            key = _KEY.match(line)
-            if key is None:
-                continue
-            parts = _key_parts(key.group(1))
-            for size in range(1, len(parts) + 1):
-                self.where.setdefault((*table, *parts[:size]), number)
-            for quotes in ('"""', "'''"):
-                if key.group(2).count(quotes) % 2 == 1:
-                    closing = quotes
-            if not closing:
-                depth = max(_balance(key.group(2)), 0)
-
-    @staticmethod
-    def _resolve(
-        parts: tuple[str, ...], arrays: Mapping[tuple[str | int, ...], int], *, array: bool
-    ) -> tuple[str | int, ...]:
-        """A header's path, with the current index after each array of tables it passes."""
-        path: tuple[str | int, ...] = ()
-        for number, part in enumerate(parts, start=1):
-            path = (*path, part)
-            if path in arrays and not (array and number == len(parts)):
-                path = (*path, arrays[path])
-        return path
+        self.text = text
 
     def line(self, path: Sequence[str | int]) -> int | None:
-        """The line of ``path``, or of its nearest enclosing key or table that has one."""
-        key = tuple(path)
-        while key:
-            if key in self.where:
-                return self.where[key]
-            key = key[:-1]
-        return None
+        import tomllib
 
-
-def _balance(text: str) -> int:
-    text = _STRINGS.sub('""', text.split("#", 1)[0])
-    return text.count("[") + text.count("{") - text.count("]") - text.count("}")
+        heads = self.text.split("\n")
+        found: dict[int, int] = {}  # how many keys of the path are there -> the line they start
+        parsed = 0  # the last head that parsed: a value starts on the line after it
+        for number in range(1, len(heads) + 1):
+            try:
+                data: Any = tomllib.loads("\n".join(heads[:number]))
+            except tomllib.TOMLDecodeError:
+                continue  # inside a value that continues on later lines
+            depth = 0
+            for key in path:
+                if not isinstance(data, dict | list):
+                    break
+                try:
+                    data = data[key]
+                except (KeyError, IndexError, TypeError):
+                    break
+                depth += 1
+            for size in range(1, depth + 1):
+                found.setdefault(size, parsed + 1)
+            if depth == len(path):
+                break
+            parsed = number
+        return found[max(found)] if found else None
 
 
 # === Validation ===

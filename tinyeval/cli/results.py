@@ -18,7 +18,6 @@ from ._common import (
     UsageError,
     add_github,
     add_settings,
-    gate_options,
     print_json,
     proportion,
     write_reports,
@@ -54,14 +53,17 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     from ..gating import compare_holdout_rows, holdout_text
     from ..records import read_rows
     from ..report import rows_header, summarize_rows
-    from ..session import refuse_overwriting
+    from ..session import parse_thresholds, refuse_overwriting
 
     refuse_overwriting([args.results], {"junit": args.junit, "markdown": args.markdown,
                                         "html": args.html})  # fmt: skip
     rows = read_rows(args.results)
     if not rows:
         raise UsageError(f"{args.results}: no result rows")
-    summary = summarize_rows(rows, source=args.results, gate=gate_options(args))
+    names = ("default_threshold", "inconclusive", "allow_unchecked")
+    gate = {name: getattr(args, name) for name in names}
+    gate["thresholds"] = parse_thresholds(args.thresholds)
+    summary = summarize_rows(rows, source=args.results, gate=gate)
     holdout = compare_holdout_rows(rows, args.holdout, salt=args.salt) if args.holdout else None
     if args.json:
         holdout_json = {} if holdout is None else {"holdout": {c.category: c.to_dict()
