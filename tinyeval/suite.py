@@ -402,7 +402,7 @@ def with_suite(options: Mapping[str, Any], suite: Suite) -> tuple[dict[str, Any]
             f"one cases file per run (got {len(suite.cases)})", path=suite.path, field="cases"
         )
     keys = [f.name for f in fields(RunSettings) if "suite" in f.metadata]
-    found = {name: getattr(suite, name) or None for name in keys}
+    found: dict[str, Any] = {name: getattr(suite, name) or None for name in keys}
     threshold, judge, generate = found["default_threshold"], suite.judge_model, suite.generate_model
     found.update(
         thresholds={k: str(v) for k, v in suite.thresholds.items()},
@@ -582,74 +582,64 @@ def load_suite(
             raise InputError(
                 f"expected a table, got {describe_json(data)}",
                 path=shown,
-                line=_Lines(text).line(prefix),
+                line=_line_of(text, prefix),
                 field="tool.tinyeval",
             )
-    return _build(data, _Where((), shown, _Lines(text), prefix))
+    return _build(data, _Where((), shown, text, prefix))
 
 
 # === Line numbers ===
 
 
-class _Lines:
+def _line_of(text: str, path: Sequence[str | int]) -> int | None:
     """The line where a key path of a TOML text starts (``("judges", 1, "votes")``), or its
     nearest enclosing key's: tomllib keeps no positions, so ever longer heads of the text are
     parsed (only once an error needs a line) until the path appears.
 
-    >>> lines = _Lines('a = 1\\n[[j]]\\nx = 1\\n[[j]]\\nx = [\\n  "y = 2",\\n]\\n[t]\\nb.c = 3\\n')
-    >>> lines.line(("j", 1, "x")), lines.line(("t", "b", "c")), lines.line(("t", "zz"))
+    >>> text = 'a = 1\\n[[j]]\\nx = 1\\n[[j]]\\nx = [\\n  "y = 2",\\n]\\n[t]\\nb.c = 3\\n'
+    >>> _line_of(text, ("j", 1, "x")), _line_of(text, ("t", "b", "c")), _line_of(text, ("t", "z"))
     (5, 9, 8)
     """
+    import tomllib
 
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def line(self, path: Sequence[str | int]) -> int | None:
-        import tomllib
-
-        heads = self.text.split("\n")
-        found: dict[int, int] = {}  # how many keys of the path are there -> the line they start
-        parsed = 0  # the last head that parsed: a value starts on the line after it
-        for number in range(1, len(heads) + 1):
-            try:
-                data: Any = tomllib.loads("\n".join(heads[:number]))
-            except tomllib.TOMLDecodeError:
-                continue  # inside a value that continues on later lines
-            depth = 0
-            for key in path:
-                if not isinstance(data, dict | list):
-                    break
-                try:
-                    data = data[key]
-                except (KeyError, IndexError, TypeError):
-                    break
-                depth += 1
-            for size in range(1, depth + 1):
-                found.setdefault(size, parsed + 1)
-            if depth == len(path):
+    heads = text.split("\n")
+    found: dict[int, int] = {}  # how many keys of the path are there -> the line they start
+    parsed = 0  # the last head that parsed: a value starts on the line after it
+    for number in range(1, len(heads) + 1):
+        try:
+            data: Any = tomllib.loads("\n".join(heads[:number]))
+        except tomllib.TOMLDecodeError:
+            continue  # inside a value that continues on later lines
+        depth = 0
+        for key in path:
+            if isinstance(data, list):
+                data = dict(enumerate(data))
+            if not isinstance(data, dict) or key not in data:
                 break
-            parsed = number
-        return found[max(found)] if found else None
+            data, depth = data[key], depth + 1
+        for size in range(1, depth + 1):
+            found.setdefault(size, parsed + 1)
+        if depth == len(path):
+            break
+        parsed = number
+    return found[max(found)] if found else None
 
 
 # === Validation ===
 
 
+@dataclass(frozen=True)
 class _Where:
-    """Where a value is: its key path, and the file and line scanner to name it with."""
+    """Where a value is: its key path, its file, and the file's text (with the key path of the
+    suite's table in it) to find its line in."""
 
-    def __init__(
-        self,
-        path: tuple[str | int, ...] | str,
-        file: str | None = None,
-        lines: _Lines | None = None,
-        prefix: tuple[str, ...] = (),
-    ) -> None:
-        self.path: tuple[str | int, ...] = (path,) if isinstance(path, str) else path
-        self.file, self.lines, self.prefix = file, lines, prefix
+    path: tuple[str | int, ...]
+    file: str
+    text: str
+    prefix: tuple[str, ...] = ()
 
     def __truediv__(self, key: str | int) -> _Where:
-        return _Where((*self.path, key), self.file, self.lines, self.prefix)
+        return replace(self, path=(*self.path, key))
 
     @property
     def name(self) -> str:
@@ -659,7 +649,7 @@ class _Where:
         return text
 
     def error(self, reason: str) -> InputError:
-        line = self.lines.line((*self.prefix, *self.path)) if self.lines else None
+        line = _line_of(self.text, (*self.prefix, *self.path))
         return InputError(reason, path=self.file, line=line, field=self.name or None)
 
     def expected(self, what: str, value: Any) -> InputError:
@@ -674,7 +664,7 @@ def _string(value: Any, where: _Where) -> str:
 
 def _path(value: Any, where: _Where) -> str:
     """A path written in the suite, joined to the suite file's directory."""
-    base = os.path.dirname(where.file or "")
+    base = os.path.dirname(where.file)
     return os.path.join(base, _string(value, where)) if base else _string(value, where)
 
 
