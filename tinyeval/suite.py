@@ -255,8 +255,9 @@ class RunSettings:
         >>> RunSettings(cases="c", thresholds={"tone": "0.9"}).gate_options()["thresholds"]
         {'tone': '0.9'}
         """
-        names = ("default_threshold", "inconclusive", "allow_unchecked")
-        return {"thresholds": dict(self.thresholds), **{n: getattr(self, n) for n in names}}
+        return {
+            f.name: getattr(self, f.name) for f in fields(self) if f.metadata.get("group") == GATE
+        }
 
 
 @dataclass(frozen=True)
