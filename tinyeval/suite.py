@@ -12,6 +12,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ JUDGES, RAG = "juries and other judges (tinyeval/judges/)", "retrieval (tinyeval
 CI, MORE = "CI reports (tinyeval/ci/)", "more options of the core"
 GROUPS = (READING, GATE, JUDGE, RUNNING, ESTIMATES, SCALE, JUDGES, RAG, CI, MORE)
 _JUDGED, _GENERATED = ("criterion", "rubric"), ("generate_model",)
+_STYLES = ("verdict-first", "evidence-first")  # as tinyeval.judge.STYLES, without loading it
 
 
 def _setting(group: str | None, help: str, default: Any = None, **more: Any) -> Any:
@@ -192,7 +194,7 @@ class RunSettings:
         MORE,
         "the judge's answer format",
         "verdict-first",
-        choices=("verdict-first", "evidence-first"),
+        choices=_STYLES,
         needs=_JUDGED,
     )
     judge_all: bool = _setting(MORE, "judge cases failing their checks too", False, needs=_JUDGED)
@@ -368,8 +370,9 @@ class Suite:
         for name in ("judge_model", "generate_model"):
             model = getattr(self, name)
             found[name] = model and dict(asdict(model), prompt_template=rel(model.prompt_template))
-        for name in ("out", "junit", "markdown", "html"):
-            found[name] = rel(found[name])
+        for f in fields(RunSettings):
+            if f.metadata.get("suite", "").startswith("reports."):
+                found[f.name] = rel(found[f.name])
         return json.loads(json.dumps(found))
 
     @property
@@ -490,8 +493,12 @@ def find_suite(start: str | os.PathLike[str] = ".") -> Path | None:
     here = Path(start).absolute()
     for folder in (here, *here.parents):
         found = _suite_in(folder)
-        if found is not None:
-            return _shown(found)
+        if found is None:
+            continue
+        try:
+            return found.relative_to(Path.cwd())
+        except ValueError:  # outside the working directory: shown absolute
+            return found
     return None
 
 
@@ -504,14 +511,6 @@ def _suite_in(folder: Path) -> Path | None:
     if project.is_file() and _has_tool_table(project):
         return project
     return None
-
-
-def _shown(path: Path) -> Path:
-    """A path relative to the working directory when it lies inside it, else absolute."""
-    try:
-        return path.relative_to(Path.cwd())
-    except ValueError:
-        return path
 
 
 def _has_tool_table(path: Path) -> bool:
@@ -688,10 +687,6 @@ def _number(value: Any, where: _Where, *, positive: bool = False) -> float:
     return float(value)
 
 
-def _seconds(value: Any, where: _Where) -> float:
-    return _number(value, where, positive=True)
-
-
 def _rate(value: Any, where: _Where) -> float:
     try:
         if isinstance(value, bool):
@@ -705,10 +700,6 @@ def _choice(value: Any, where: _Where, choices: Sequence[str]) -> str:
     if value not in choices:
         raise where.expected(f"one of {', '.join(choices)}", value)
     return str(value)
-
-
-def _style(value: Any, where: _Where) -> str:
-    return _choice(value, where, ("verdict-first", "evidence-first"))
 
 
 def _votes(value: Any, where: _Where) -> int:
@@ -767,10 +758,11 @@ def _check_setting(setting: Any, value: Any, where: _Where) -> Any:
 
 
 # the checks of the keys of a [[judges]] entry and of a [models.*] table, in the order they run
-_JUDGE: dict[str, Any] = {"criterion": _string, "rubric": _path, "name": _string, "style": _style}
+_JUDGE: dict[str, Any] = {"criterion": _string, "rubric": _path, "name": _string}
+_JUDGE["style"] = partial(_choice, choices=_STYLES)
 _JUDGE.update(votes=_votes, model=_string, categories=_categories)
 _MODEL: dict[str, Any] = {"spec": _string, "temperature": _number, "max_tokens": _whole}
-_MODEL.update(timeout=_seconds, base_url=_string)
+_MODEL.update(timeout=partial(_number, positive=True), base_url=_string)
 
 
 def _build(data: dict[str, Any], where: _Where) -> Suite:
