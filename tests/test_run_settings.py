@@ -10,9 +10,8 @@ from tinyeval.session import (
     RunSettings,
     parse_shard,
     parse_thresholds,
-    with_suite,
 )
-from tinyeval.suite import JudgeSpec, Suite
+from tinyeval.suite import JudgeSpec, Suite, with_suite
 
 
 @pytest.mark.parametrize(

@@ -37,8 +37,6 @@ __all__ = [
     "parse_thresholds",
     "refuse_overwriting",
     "same_file",
-    "suite_options",
-    "with_suite",
 ]
 
 
@@ -372,85 +370,6 @@ class _Panel:
 
     def __call__(self, prompt: str) -> str:
         raise RuntimeError("a jury's jurors call their own models")
-
-
-def suite_options(suite: Any) -> dict[str, Any]:
-    """What a :class:`tinyeval.suite.Suite` sets, by the names of :class:`RunSettings` (None
-    where nothing); the judge and generate models may not differ in a shared model setting.
-
-    >>> from tinyeval.suite import Suite
-    >>> options = suite_options(Suite(cases=("cases.jsonl",), thresholds={"tone": 0.9}))
-    >>> options["cases"], options["thresholds"], options["judge_model"]
-    ('cases.jsonl', {'tone': '0.9'}, None)
-    """
-    if len(suite.cases) > 1:
-        raise InputError(
-            f"one cases file per run (got {len(suite.cases)})", path=suite.path, field="cases"
-        )
-    keys = [f.name for f in fields(RunSettings) if "suite" in f.metadata]
-    options = {name: getattr(suite, name) or None for name in keys}
-    threshold = options["default_threshold"]
-    judge, generate = suite.judge_model, suite.generate_model
-    options.update(
-        cases=suite.cases[0] if suite.cases else None,
-        thresholds={k: str(v) for k, v in suite.thresholds.items()},
-        default_threshold=None if threshold is None else str(threshold),
-        fields=dict(suite.fields),
-        judges=tuple(suite.judges),
-        price=suite.price,
-        judge_model=judge and judge.spec,
-        judge_max_tokens=judge and judge.max_tokens,
-        generate_model=generate and generate.spec,
-        max_tokens=generate and generate.max_tokens,
-        prompt_template=generate and generate.prompt_template,
-    )
-    for name in ("temperature", "timeout", "base_url"):
-        values = {getattr(m, name) for m in (judge, generate) if m is not None} - {None}
-        if len(values) > 1:
-            said = f"the judge and generate models differ in {name}; one value is used for both"
-            raise InputError(said, path=suite.path, field="models")
-        options[name] = values.pop() if values else None
-    return options
-
-
-def with_suite(options: Mapping[str, Any], suite: Any) -> tuple[dict[str, Any], list[str]]:
-    """``options`` with what ``suite`` sets filled in where left out or at the default, and
-    the suite's keys the options override; fields and thresholds merge key by key.
-
-    >>> from tinyeval.suite import Suite
-    >>> suite = Suite(cases=("cases.jsonl",), thresholds={"tone": 0.9, "amounts": 1.0},
-    ...               concurrency=8, out="suite.jsonl")
-    >>> options, overridden = with_suite({"thresholds": {"tone": "0.8"}, "out": "mine.jsonl"},
-    ...                                  suite)
-    >>> options["cases"], options["thresholds"], options["concurrency"], options["out"]
-    ('cases.jsonl', {'tone': '0.8', 'amounts': '1.0'}, 8, 'mine.jsonl')
-    >>> overridden
-    ['thresholds.tone', 'out']
-    """
-    defaults = {f.name: f.default for f in fields(RunSettings)}
-    found, merged, overridden = suite_options(suite), dict(options), []
-    cases = found.pop("cases")
-    if merged.get("cases") is None:
-        merged["cases"] = cases
-    elif cases and os.path.abspath(merged["cases"]) != os.path.abspath(cases):
-        overridden.append("cases")
-    if merged["cases"] is None:
-        raise InputError("the suite names no cases file", path=suite.path, field="cases")
-    for name in ("fields", "thresholds"):
-        given = merged.get(name) or {}
-        overridden += [f"{name}.{key}" for key in given if key in found[name]]
-        merged[name] = {**found.pop(name), **given}
-    judges = found.pop("judges")
-    if judges and not (merged.get("criterion") or merged.get("rubric")):
-        merged["judges"] = judges
-    for name, value in found.items():
-        if value is None:
-            continue
-        if merged.get(name, defaults.get(name)) == defaults.get(name):
-            merged[name] = value
-        elif merged[name] != value:
-            overridden.append(name)
-    return merged, overridden
 
 
 def same_file(a: str, b: str) -> bool:

@@ -12,6 +12,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ __all__ = [
     "find_suite",
     "judges_of",
     "load_suite",
+    "with_suite",
 ]
 
 SUITE_FILE = "tinyeval.toml"
@@ -41,6 +43,7 @@ JUDGES, RAG = "juries and other judges (tinyeval/judges/)", "retrieval (tinyeval
 CI, MORE = "CI reports (tinyeval/ci/)", "more options of the core"
 GROUPS = (READING, GATE, JUDGE, RUNNING, ESTIMATES, SCALE, JUDGES, RAG, CI, MORE)
 _JUDGED, _GENERATED = ("criterion", "rubric"), ("generate_model",)
+_STYLES = ("verdict-first", "evidence-first")  # as tinyeval.judge.STYLES, without loading it
 
 
 def _setting(group: str | None, help: str, default: Any = None, **more: Any) -> Any:
@@ -191,7 +194,7 @@ class RunSettings:
         MORE,
         "the judge's answer format",
         "verdict-first",
-        choices=("verdict-first", "evidence-first"),
+        choices=_STYLES,
         needs=_JUDGED,
     )
     judge_all: bool = _setting(MORE, "judge cases failing their checks too", False, needs=_JUDGED)
@@ -254,8 +257,9 @@ class RunSettings:
         >>> RunSettings(cases="c", thresholds={"tone": "0.9"}).gate_options()["thresholds"]
         {'tone': '0.9'}
         """
-        names = ("default_threshold", "inconclusive", "allow_unchecked")
-        return {"thresholds": dict(self.thresholds), **{n: getattr(self, n) for n in names}}
+        return {
+            f.name: getattr(self, f.name) for f in fields(self) if f.metadata.get("group") == GATE
+        }
 
 
 @dataclass(frozen=True)
@@ -366,8 +370,9 @@ class Suite:
         for name in ("judge_model", "generate_model"):
             model = getattr(self, name)
             found[name] = model and dict(asdict(model), prompt_template=rel(model.prompt_template))
-        for name in ("out", "junit", "markdown", "html"):
-            found[name] = rel(found[name])
+        for f in fields(RunSettings):
+            if f.metadata.get("suite", "").startswith("reports."):
+                found[f.name] = rel(found[f.name])
         return json.loads(json.dumps(found))
 
     @property
@@ -380,6 +385,69 @@ class Suite:
         """
         text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def with_suite(options: Mapping[str, Any], suite: Suite) -> tuple[dict[str, Any], list[str]]:
+    """``options`` (by the names of :class:`RunSettings`) with what ``suite`` sets filled in
+    where left out or at the default, and the suite's keys the options override; fields and
+    thresholds merge key by key; the judge and generate models may not differ in a setting.
+
+    >>> suite = Suite(cases=("cases.jsonl",), thresholds={"tone": 0.9, "amounts": 1.0},
+    ...               concurrency=8, out="suite.jsonl")
+    >>> options, overridden = with_suite({"thresholds": {"tone": "0.8"}, "out": "mine.jsonl"},
+    ...                                  suite)
+    >>> options["cases"], options["thresholds"], options["concurrency"], options["out"]
+    ('cases.jsonl', {'tone': '0.8', 'amounts': '1.0'}, 8, 'mine.jsonl')
+    >>> overridden
+    ['thresholds.tone', 'out']
+    """
+    if len(suite.cases) > 1:
+        raise InputError(
+            f"one cases file per run (got {len(suite.cases)})", path=suite.path, field="cases"
+        )
+    keys = [f.name for f in fields(RunSettings) if "suite" in f.metadata]
+    found: dict[str, Any] = {name: getattr(suite, name) or None for name in keys}
+    threshold, judge, generate = found["default_threshold"], suite.judge_model, suite.generate_model
+    found.update(
+        thresholds={k: str(v) for k, v in suite.thresholds.items()},
+        default_threshold=None if threshold is None else str(threshold),
+        fields=dict(suite.fields),
+        price=suite.price,
+        judge_model=judge and judge.spec,
+        judge_max_tokens=judge and judge.max_tokens,
+        generate_model=generate and generate.spec,
+        max_tokens=generate and generate.max_tokens,
+        prompt_template=generate and generate.prompt_template,
+    )
+    for name in ("temperature", "timeout", "base_url"):
+        values = {getattr(m, name) for m in (judge, generate) if m is not None} - {None}
+        if len(values) > 1:
+            said = f"the judge and generate models differ in {name}; one value is used for both"
+            raise InputError(said, path=suite.path, field="models")
+        found[name] = values.pop() if values else None
+    merged, overridden = dict(options), []
+    cases = suite.cases[0] if suite.cases else None
+    if merged.get("cases") is None:
+        merged["cases"] = cases
+    elif cases and os.path.abspath(merged["cases"]) != os.path.abspath(cases):
+        overridden.append("cases")
+    if merged["cases"] is None:
+        raise InputError("the suite names no cases file", path=suite.path, field="cases")
+    for name in ("fields", "thresholds"):
+        given = merged.get(name) or {}
+        overridden += [f"{name}.{key}" for key in given if key in found[name]]
+        merged[name] = {**found.pop(name), **given}
+    if suite.judges and not (merged.get("criterion") or merged.get("rubric")):
+        merged["judges"] = suite.judges
+    defaults = {f.name: f.default for f in fields(RunSettings)}
+    for name, value in found.items():
+        if value is None:
+            continue
+        if merged.get(name, defaults.get(name)) == defaults.get(name):
+            merged[name] = value
+        elif merged[name] != value:
+            overridden.append(name)
+    return merged, overridden
 
 
 def judges_of(
@@ -425,8 +493,12 @@ def find_suite(start: str | os.PathLike[str] = ".") -> Path | None:
     here = Path(start).absolute()
     for folder in (here, *here.parents):
         found = _suite_in(folder)
-        if found is not None:
-            return _shown(found)
+        if found is None:
+            continue
+        try:
+            return found.relative_to(Path.cwd())
+        except ValueError:  # outside the working directory: shown absolute
+            return found
     return None
 
 
@@ -439,14 +511,6 @@ def _suite_in(folder: Path) -> Path | None:
     if project.is_file() and _has_tool_table(project):
         return project
     return None
-
-
-def _shown(path: Path) -> Path:
-    """A path relative to the working directory when it lies inside it, else absolute."""
-    try:
-        return path.relative_to(Path.cwd())
-    except ValueError:
-        return path
 
 
 def _has_tool_table(path: Path) -> bool:
@@ -518,120 +582,64 @@ def load_suite(
             raise InputError(
                 f"expected a table, got {describe_json(data)}",
                 path=shown,
-                line=_Lines(text).line(prefix),
+                line=_line_of(text, prefix),
                 field="tool.tinyeval",
             )
-    return _build(data, _Where((), shown, _Lines(text), prefix))
+    return _build(data, _Where((), shown, text, prefix))
 
 
 # === Line numbers ===
 
-_BARE_OR_QUOTED = r"""(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*')"""
-_DOTTED = rf"{_BARE_OR_QUOTED}(?:\s*\.\s*{_BARE_OR_QUOTED})*"
-_HEADER = re.compile(rf"^\s*(\[\[|\[)\s*({_DOTTED})\s*\]\]?")
-_KEY = re.compile(rf"^\s*({_DOTTED})\s*=(.*)$")
-_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|\'[^\']*\'')
 
+def _line_of(text: str, path: Sequence[str | int]) -> int | None:
+    """The line where a key path of a TOML text starts (``("judges", 1, "votes")``), or its
+    nearest enclosing key's: tomllib keeps no positions, so ever longer heads of the text are
+    parsed (only once an error needs a line) until the path appears.
 
-def _key_parts(text: str) -> tuple[str, ...]:
-    parts = re.findall(_BARE_OR_QUOTED, text)
-    return tuple(p[1:-1] if p[:1] in "\"'" else p for p in parts)
-
-
-class _Lines:
-    """The line of each key path of a TOML text (``("judges", 1, "votes")``), found by scanning
-    its lines: tomllib keeps no positions. A key in an inline table is on its table's line.
-
-    >>> lines = _Lines('a = 1\\n[[j]]\\nx = 1\\n[[j]]\\nx = [\\n  "y = 2",\\n]\\n[t]\\nb.c = 3\\n')
-    >>> lines.line(("j", 1, "x")), lines.line(("t", "b", "c")), lines.line(("t", "zz"))
+    >>> text = 'a = 1\\n[[j]]\\nx = 1\\n[[j]]\\nx = [\\n  "y = 2",\\n]\\n[t]\\nb.c = 3\\n'
+    >>> _line_of(text, ("j", 1, "x")), _line_of(text, ("t", "b", "c")), _line_of(text, ("t", "z"))
     (5, 9, 8)
     """
+    import tomllib
 
-    def __init__(self, text: str) -> None:
-        self.where: dict[tuple[str | int, ...], int] = {}
-        arrays: dict[tuple[str | int, ...], int] = {}
-        table: tuple[str | int, ...] = ()
-        depth = 0  # open brackets and braces of a value continuing on later lines
-        closing = ""  # the quotes that close a multi-line string, while inside one
-        for number, line in enumerate(text.splitlines(), start=1):
-            if closing:
-                if closing in line:
-                    closing = ""
-                continue
-            if depth:
-                depth = max(depth + _balance(line), 0)
-                continue
-            stripped = line.strip()
-            if not stripped or stripped.startswith("#"):
-                continue
-            header = _HEADER.match(line)
-            if header:
-                array = header.group(1) == "[["
-                path = self._resolve(_key_parts(header.group(2)), arrays, array=array)
-                if array:
-                    arrays[path] = arrays.get(path, -1) + 1
-                    self.where.setdefault(path, number)
-                    path = (*path, arrays[path])
-                table = path
-                self.where.setdefault(table, number)
-                continue
-            key = _KEY.match(line)
-            if key is None:
-                continue
-            parts = _key_parts(key.group(1))
-            for size in range(1, len(parts) + 1):
-                self.where.setdefault((*table, *parts[:size]), number)
-            for quotes in ('"""', "'''"):
-                if key.group(2).count(quotes) % 2 == 1:
-                    closing = quotes
-            if not closing:
-                depth = max(_balance(key.group(2)), 0)
-
-    @staticmethod
-    def _resolve(
-        parts: tuple[str, ...], arrays: Mapping[tuple[str | int, ...], int], *, array: bool
-    ) -> tuple[str | int, ...]:
-        """A header's path, with the current index after each array of tables it passes."""
-        path: tuple[str | int, ...] = ()
-        for number, part in enumerate(parts, start=1):
-            path = (*path, part)
-            if path in arrays and not (array and number == len(parts)):
-                path = (*path, arrays[path])
-        return path
-
-    def line(self, path: Sequence[str | int]) -> int | None:
-        """The line of ``path``, or of its nearest enclosing key or table that has one."""
-        key = tuple(path)
-        while key:
-            if key in self.where:
-                return self.where[key]
-            key = key[:-1]
-        return None
-
-
-def _balance(text: str) -> int:
-    text = _STRINGS.sub('""', text.split("#", 1)[0])
-    return text.count("[") + text.count("{") - text.count("]") - text.count("}")
+    heads = text.split("\n")
+    found: dict[int, int] = {}  # how many keys of the path are there -> the line they start
+    parsed = 0  # the last head that parsed: a value starts on the line after it
+    for number in range(1, len(heads) + 1):
+        try:
+            data: Any = tomllib.loads("\n".join(heads[:number]))
+        except tomllib.TOMLDecodeError:
+            continue  # inside a value that continues on later lines
+        depth = 0
+        for key in path:
+            if isinstance(data, list):
+                data = dict(enumerate(data))
+            if not isinstance(data, dict) or key not in data:
+                break
+            data, depth = data[key], depth + 1
+        for size in range(1, depth + 1):
+            found.setdefault(size, parsed + 1)
+        if depth == len(path):
+            break
+        parsed = number
+    return found[max(found)] if found else None
 
 
 # === Validation ===
 
 
+@dataclass(frozen=True)
 class _Where:
-    """Where a value is: its key path, and the file and line scanner to name it with."""
+    """Where a value is: its key path, its file, and the file's text (with the key path of the
+    suite's table in it) to find its line in."""
 
-    def __init__(
-        self,
-        path: tuple[str | int, ...] | str,
-        file: str | None = None,
-        lines: _Lines | None = None,
-        prefix: tuple[str, ...] = (),
-    ) -> None:
-        self.path: tuple[str | int, ...] = (path,) if isinstance(path, str) else path
-        self.file, self.lines, self.prefix = file, lines, prefix
+    path: tuple[str | int, ...]
+    file: str
+    text: str
+    prefix: tuple[str, ...] = ()
 
     def __truediv__(self, key: str | int) -> _Where:
-        return _Where((*self.path, key), self.file, self.lines, self.prefix)
+        return replace(self, path=(*self.path, key))
 
     @property
     def name(self) -> str:
@@ -641,7 +649,7 @@ class _Where:
         return text
 
     def error(self, reason: str) -> InputError:
-        line = self.lines.line((*self.prefix, *self.path)) if self.lines else None
+        line = _line_of(self.text, (*self.prefix, *self.path))
         return InputError(reason, path=self.file, line=line, field=self.name or None)
 
     def expected(self, what: str, value: Any) -> InputError:
@@ -656,7 +664,7 @@ def _string(value: Any, where: _Where) -> str:
 
 def _path(value: Any, where: _Where) -> str:
     """A path written in the suite, joined to the suite file's directory."""
-    base = os.path.dirname(where.file or "")
+    base = os.path.dirname(where.file)
     return os.path.join(base, _string(value, where)) if base else _string(value, where)
 
 
@@ -679,10 +687,6 @@ def _number(value: Any, where: _Where, *, positive: bool = False) -> float:
     return float(value)
 
 
-def _seconds(value: Any, where: _Where) -> float:
-    return _number(value, where, positive=True)
-
-
 def _rate(value: Any, where: _Where) -> float:
     try:
         if isinstance(value, bool):
@@ -696,10 +700,6 @@ def _choice(value: Any, where: _Where, choices: Sequence[str]) -> str:
     if value not in choices:
         raise where.expected(f"one of {', '.join(choices)}", value)
     return str(value)
-
-
-def _style(value: Any, where: _Where) -> str:
-    return _choice(value, where, ("verdict-first", "evidence-first"))
 
 
 def _votes(value: Any, where: _Where) -> int:
@@ -758,10 +758,11 @@ def _check_setting(setting: Any, value: Any, where: _Where) -> Any:
 
 
 # the checks of the keys of a [[judges]] entry and of a [models.*] table, in the order they run
-_JUDGE: dict[str, Any] = {"criterion": _string, "rubric": _path, "name": _string, "style": _style}
+_JUDGE: dict[str, Any] = {"criterion": _string, "rubric": _path, "name": _string}
+_JUDGE["style"] = partial(_choice, choices=_STYLES)
 _JUDGE.update(votes=_votes, model=_string, categories=_categories)
 _MODEL: dict[str, Any] = {"spec": _string, "temperature": _number, "max_tokens": _whole}
-_MODEL.update(timeout=_seconds, base_url=_string)
+_MODEL.update(timeout=partial(_number, positive=True), base_url=_string)
 
 
 def _build(data: dict[str, Any], where: _Where) -> Suite:

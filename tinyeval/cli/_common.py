@@ -87,14 +87,6 @@ def add_settings(p: Any, *names: str) -> dict[str | None, Any]:
     return groups
 
 
-def gate_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The keywords of :func:`tinyeval.gating.gate` the command's options give."""
-    from ..session import parse_thresholds
-
-    names = ("default_threshold", "inconclusive", "allow_unchecked")
-    return {"thresholds": parse_thresholds(args.thresholds), **{n: getattr(args, n) for n in names}}
-
-
 def add_github(p: Any) -> None:
     p.add_argument(
         "--github",

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from dataclasses import fields
 from typing import Any
 
 from .. import _extra
 from ..errors import InputError, plural
 from ..records import write_records
+from ..suite import GATE, RunSettings
 from ._common import (
     EXIT_GATE_FAILED,
     EXIT_INCOMPLETE,
@@ -18,7 +20,6 @@ from ._common import (
     UsageError,
     add_github,
     add_settings,
-    gate_options,
     print_json,
     proportion,
     write_reports,
@@ -32,12 +33,16 @@ _GATE_AND_REPORT = (
 )  # fmt: skip
 
 
+# the run settings of the gate (gate and report take them too)
+_GATE = [f.name for f in fields(RunSettings) if f.metadata.get("group") == GATE]
+
+
 # fmt: off
 def add_gate_and_report(sub: Any) -> None:
     for name, summary in _GATE_AND_REPORT:
         p = sub.add_parser(name, help=summary)
         p.add_argument("results", metavar="RESULTS", help="a results file written by tinyeval run")
-        add_settings(p, "thresholds", "default_threshold", "inconclusive", "allow_unchecked")
+        add_settings(p, *_GATE)
         p.add_argument("--holdout", type=proportion, metavar="FRACTION",
                        help="also compare the development cases with the held-out ones, split "
                        "as tinyeval split does (e.g. 0.2); the gate itself is unchanged")
@@ -54,14 +59,16 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     from ..gating import compare_holdout_rows, holdout_text
     from ..records import read_rows
     from ..report import rows_header, summarize_rows
-    from ..session import refuse_overwriting
+    from ..session import parse_thresholds, refuse_overwriting
 
     refuse_overwriting([args.results], {"junit": args.junit, "markdown": args.markdown,
                                         "html": args.html})  # fmt: skip
     rows = read_rows(args.results)
     if not rows:
         raise UsageError(f"{args.results}: no result rows")
-    summary = summarize_rows(rows, source=args.results, gate=gate_options(args))
+    gate = {name: getattr(args, name) for name in _GATE}
+    gate["thresholds"] = parse_thresholds(args.thresholds)
+    summary = summarize_rows(rows, source=args.results, gate=gate)
     holdout = compare_holdout_rows(rows, args.holdout, salt=args.salt) if args.holdout else None
     if args.json:
         holdout_json = {} if holdout is None else {"holdout": {c.category: c.to_dict()

@@ -25,7 +25,6 @@ from ._common import (
     UsageError,
     add_github,
     add_settings,
-    gate_options,
     print_json,
     print_plan,
     write_reports,
@@ -74,13 +73,14 @@ def settings_from(args: argparse.Namespace) -> Any:
     """The run's :class:`~tinyeval.suite.RunSettings` from its options and its suite file (whose
     values ``args`` takes too)."""
     from ..dataset import parse_field_mapping
-    from ..session import parse_shard, with_suite
-    from ..suite import RunSettings
+    from ..session import parse_shard, parse_thresholds
+    from ..suite import RunSettings, with_suite
 
     given = args.judge_model
     jurors = [given] if isinstance(given, str) else list(given or [])
     args.judge_model = jurors[0] if len(jurors) == 1 else (jurors or None)
-    options = {**vars(args), **gate_options(args), "fields": parse_field_mapping(args.fields)}
+    options = {**vars(args), "fields": parse_field_mapping(args.fields)}
+    options["thresholds"] = parse_thresholds(args.thresholds)
     options["shard"] = parse_shard(args.shard) if args.shard else None
     overridden: list[str] = []
     suite = suite_of(args)
