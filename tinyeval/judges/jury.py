@@ -805,6 +805,18 @@ def shared_family(models: Iterable[str]) -> str | None:
 # ---------------------------------------------------------------- a jury the runner runs
 
 
+class Panel:
+    """The judge model a jury's run reports (``jury:SPEC,SPEC,…``); each juror calls its own."""
+
+    temperature = None
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+
+    def __call__(self, prompt: str) -> str:
+        raise RuntimeError("a jury's jurors call their own models")
+
+
 class Jury:
     """One criterion asked of several judge models: a judge the runner runs like any other.
 
@@ -824,6 +836,8 @@ class Jury:
     >>> found["verdict"], found["unanimous"], sorted(found["jurors"])
     ('PASS', False, ['a', 'b', 'c'])
     """
+
+    panel = Panel  # the judge model a session reports for a run of juries
 
     def __init__(self, judge: Any, models: Mapping[str, Any]) -> None:
         if len(models) % 2 == 0:
