@@ -116,7 +116,8 @@ class Session:
         judges, per_judge = judges_of(specs, judge_model=self.judge_spec)
         return check_judges(judges, self.judge_spec), s.judge_category if given else per_judge
 
-    def _model(self, spec: str, *, max_tokens: int | None) -> Any:
+    def model(self, spec: str, *, max_tokens: int | None) -> Any:
+        """The model ``spec`` names, opened with the run's settings, on the run's cache."""
         s = self.settings
         model, self.cache = open_model(
             spec, base_url=s.base_url, timeout=s.timeout, temperature=s.temperature,
@@ -127,16 +128,13 @@ class Session:
 
     def _open_models(self) -> None:
         s = self.settings
-        if self.judges and len(self.jurors) > 1:
+        if self.judges and len(self.jurors) > 1:  # each juror's model is opened by the jury
             jury = _extra("wrapper", "jury", "a jury of judge models")
-            models = {spec: self._model(spec, max_tokens=s.judge_max_tokens)
-                      for spec in self.jurors}  # fmt: skip
-            self.judges = [jury(judge, models) for judge in self.judges]
-            self.judge_model = jury.panel(self.judge_spec)
+            self.judges, self.judge_model = jury.open(self)
         elif self.judges:
-            self.judge_model = self._model(self.judge_spec, max_tokens=s.judge_max_tokens)
+            self.judge_model = self.model(self.judge_spec, max_tokens=s.judge_max_tokens)
         if s.generate_model:
-            self.generate_model = self._model(s.generate_model, max_tokens=s.max_tokens)
+            self.generate_model = self.model(s.generate_model, max_tokens=s.max_tokens)
         if s.batch:  # the judge and generate models become batch models on the same cache
             self.batches = _extra("wrapper", "batch", "batch")(self)
 

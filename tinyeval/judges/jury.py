@@ -837,8 +837,6 @@ class Jury:
     ('PASS', False, ['a', 'b', 'c'])
     """
 
-    panel = Panel  # the judge model a session reports for a run of juries
-
     def __init__(self, judge: Any, models: Mapping[str, Any]) -> None:
         if len(models) % 2 == 0:
             raise InputError(
@@ -858,6 +856,14 @@ class Jury:
 
     def __repr__(self) -> str:
         return f"Jury({self.judge!r}, {list(self.models)!r})"
+
+    @classmethod
+    def open(cls, session: Any) -> tuple[list[Jury], Panel]:
+        """A session's judges as juries (each juror's model opened once, on the session's cache)
+        and the judge model the run reports."""
+        max_tokens = session.settings.judge_max_tokens
+        models = {spec: session.model(spec, max_tokens=max_tokens) for spec in session.jurors}
+        return [cls(judge, models) for judge in session.judges], Panel(session.judge_spec)
 
     def __call__(self, call_model: Any = None, **asked: Any) -> JuryRun:
         """Ask every juror (``call_model`` is not used: each juror has its own model)."""
