@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from tinyeval.errors import InputError
 from tinyeval.gating import allowed_failures, compare_runs, gate, parse_threshold
 from tinyeval.records import CategoryTally
-from tinyeval.report import summary_dict, summary_text
+from tinyeval.report import RunSummary, summary_text
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -127,11 +127,13 @@ class TestReport:
 
     def test_json_summary_keys(self) -> None:
         report = gate({"a": {"passed": 1, "total": 2}}, {"a": 0.4})
-        data = summary_dict(report, run_info={"cases": 2}, judged=2, unparsed=0, errors=0)
+        data = RunSummary(report, info={"cases": 2}, judged=2, unparsed=0, errors=0).to_dict()
         assert data["cases"] == 2
         assert data["gate"]["categories"]["a"]["rate"] == 0.5
         assert data["judge"] == {"judged": 2, "unparsed": 0, "unparsed_rate": 0.0}
         json.dumps(data)  # JSON-ready
+        data = RunSummary(report, judged=2, unparsed=1).to_dict()
+        assert data["judge"]["unparsed_rate"] == 0.5 and data["gate"]["passed"]
 
 
 def rows(statuses: str, category: str = "c") -> list[dict]:

@@ -556,8 +556,7 @@ def make_judge(
     >>> make_judge("Is polite.", votes=3).votes
     3
     """
-    if not isinstance(criterion, str) or not criterion.strip():
-        raise JudgeError(f"criterion must be a non-empty string, got {criterion!r}")
+    criterion_text(criterion)  # a non-empty string without a block marker
     # the criterion door's entry for its name or "prefix:" ("steps" only for given steps)
     door = _EXTRAS["criterion"]
     prefix = next((key for key in door if key.endswith(":") and criterion.startswith(key)), None)

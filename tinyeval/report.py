@@ -31,7 +31,6 @@ __all__ = [
     "rows_header",
     "summarize",
     "summarize_rows",
-    "summary_dict",
     "summary_markdown",
     "summary_text",
     "usage_line",
@@ -82,9 +81,11 @@ class RunSummary:
         return self.report.passed and self.sections_passed
 
     def to_dict(self) -> dict[str, Any]:
-        """The summary as one JSON-ready object (what ``run --json`` prints)."""
-        return summary_dict(self.report, run_info=self.info, judged=self.judged,
-                            unparsed=self.unparsed, errors=self.errors)  # fmt: skip
+        """The summary as one JSON-ready object (what ``run --json`` prints): ``info`` with
+        ``gate``, ``judge`` and ``errors``."""
+        rate = self.unparsed / self.judged if self.judged else None
+        judge = {"judged": self.judged, "unparsed": self.unparsed, "unparsed_rate": rate}
+        return {**self.info, "gate": self.report.to_dict(), "judge": judge, "errors": self.errors}
 
     def to_text(self, header: str | None = None, *, brief: bool = False) -> str:
         """The gate table with ``header`` above and the lines below (``brief``: the table)."""
@@ -403,26 +404,6 @@ def _gate_line(report: GateReport) -> str:
         return text
     names = ", ".join(c.category for c in report.blocking)
     return f"gate: FAILED — blocking: {names} ({len(report.blocking)} of {len(gated)} gated)"
-
-
-def summary_dict(
-    report: GateReport,
-    *,
-    run_info: Mapping[str, Any] | None = None,
-    judged: int = 0,
-    unparsed: int = 0,
-    errors: int = 0,
-) -> dict[str, Any]:
-    """The run's summary as one JSON object: ``run_info`` with ``gate``, ``judge``, ``errors``.
-
-    >>> from tinyeval.gating import gate
-    >>> d = summary_dict(gate({"tone": {"passed": 1, "total": 2}}), judged=2, unparsed=1)
-    >>> d["judge"]["unparsed_rate"], d["gate"]["passed"]
-    (0.5, True)
-    """
-    rate = unparsed / judged if judged else None
-    judge = {"judged": judged, "unparsed": unparsed, "unparsed_rate": rate}
-    return {**(run_info or {}), "gate": report.to_dict(), "judge": judge, "errors": errors}
 
 
 def usage_line(usage: Mapping[str, int], price: Any = None) -> tuple[str, float | None]:

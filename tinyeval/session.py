@@ -101,21 +101,21 @@ class Session:
 
     def _judges(self) -> tuple[list[Any], Any]:
         s = self.settings
-        if s.criterion or s.rubric:
+        specs, given = s.judges, bool(s.criterion or s.rubric)
+        if given:
             if s.votes < 1 or s.votes % 2 == 0:
                 raise InputError(f"must be an odd number (1, 3, 5…) so a majority exists, got "
                                  f"{s.votes}", field="votes")  # fmt: skip
             votes, style = s.votes, s.judge_style
             specs = [JudgeSpec(criterion=text, votes=votes, style=style) for text in s.criterion]
             specs += [JudgeSpec(rubric=path, votes=votes, style=style) for path in s.rubric]
-            judges, _ = judges_of(specs, judge_model=self.judge_spec)
-            return check_judges(judges, self.judge_spec), s.judge_category
-        if not s.judges:
+        if not specs:
             return [], s.judge_category
-        judges, per_judge = judges_of(s.judges, judge_model=self.judge_spec)
-        return check_judges(judges, self.judge_spec), per_judge
+        judges, per_judge = judges_of(specs, judge_model=self.judge_spec)
+        return check_judges(judges, self.judge_spec), s.judge_category if given else per_judge
 
-    def _model(self, spec: str, *, max_tokens: int | None) -> Any:
+    def model(self, spec: str, *, max_tokens: int | None) -> Any:
+        """The model ``spec`` names, opened with the run's settings, on the run's cache."""
         s = self.settings
         model, self.cache = open_model(
             spec, base_url=s.base_url, timeout=s.timeout, temperature=s.temperature,
@@ -126,16 +126,13 @@ class Session:
 
     def _open_models(self) -> None:
         s = self.settings
-        if self.judges and len(self.jurors) > 1:
+        if self.judges and len(self.jurors) > 1:  # each juror's model is opened by the jury
             jury = _extra("wrapper", "jury", "a jury of judge models")
-            models = {spec: self._model(spec, max_tokens=s.judge_max_tokens)
-                      for spec in self.jurors}  # fmt: skip
-            self.judges = [jury(judge, models) for judge in self.judges]
-            self.judge_model = _Panel(self.judge_spec)
+            self.judges, self.judge_model = jury.open(self)
         elif self.judges:
-            self.judge_model = self._model(self.judge_spec, max_tokens=s.judge_max_tokens)
+            self.judge_model = self.model(self.judge_spec, max_tokens=s.judge_max_tokens)
         if s.generate_model:
-            self.generate_model = self._model(s.generate_model, max_tokens=s.max_tokens)
+            self.generate_model = self.model(s.generate_model, max_tokens=s.max_tokens)
         if s.batch:  # the judge and generate models become batch models on the same cache
             self.batches = _extra("wrapper", "batch", "batch")(self)
 
@@ -359,17 +356,6 @@ class _Failures:
 
     def rows(self) -> list[Row]:
         return [row for _, rows in sorted(self.kept.items()) for row in rows]
-
-
-class _Panel:
-    """The judge model a jury's run reports (``jury:SPEC,SPEC,…``); each juror calls its own."""
-
-    def __init__(self, spec: str) -> None:
-        self.spec = spec
-        self.temperature = None
-
-    def __call__(self, prompt: str) -> str:
-        raise RuntimeError("a jury's jurors call their own models")
 
 
 def same_file(a: str, b: str) -> bool:

@@ -805,6 +805,18 @@ def shared_family(models: Iterable[str]) -> str | None:
 # ---------------------------------------------------------------- a jury the runner runs
 
 
+class Panel:
+    """The judge model a jury's run reports (``jury:SPEC,SPEC,…``); each juror calls its own."""
+
+    temperature = None
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+
+    def __call__(self, prompt: str) -> str:
+        raise RuntimeError("a jury's jurors call their own models")
+
+
 class Jury:
     """One criterion asked of several judge models: a judge the runner runs like any other.
 
@@ -844,6 +856,14 @@ class Jury:
 
     def __repr__(self) -> str:
         return f"Jury({self.judge!r}, {list(self.models)!r})"
+
+    @classmethod
+    def open(cls, session: Any) -> tuple[list[Jury], Panel]:
+        """A session's judges as juries (each juror's model opened once, on the session's cache)
+        and the judge model the run reports."""
+        max_tokens = session.settings.judge_max_tokens
+        models = {spec: session.model(spec, max_tokens=max_tokens) for spec in session.jurors}
+        return [cls(judge, models) for judge in session.judges], Panel(session.judge_spec)
 
     def __call__(self, call_model: Any = None, **asked: Any) -> JuryRun:
         """Ask every juror (``call_model`` is not used: each juror has its own model)."""
