@@ -420,7 +420,7 @@ class Judge:
     'PASS'
     """
 
-    calls_only_the_given_model = True  # no model but the one given (see runner._from_cache)
+    calls_only_the_given_model = True  # no model but the one given (see scale/cached.py)
     takes_conversation = True  # the runner hands it a case's conversation, cut into parts
 
     def __init__(

@@ -148,7 +148,7 @@ class GradedJudge:
     'ungated'
     """
 
-    calls_only_the_given_model = True  # no model but the one given (see runner._from_cache)
+    calls_only_the_given_model = True  # no model but the one given (see scale/cached.py)
 
     def __init__(
         self,

@@ -291,7 +291,7 @@ class ClaimsJudge:
     ('PASS', 1.0, 3)
     """
 
-    calls_only_the_given_model = True  # no model but the one given (see runner._from_cache)
+    calls_only_the_given_model = True  # no model but the one given (see scale/cached.py)
 
     def __init__(
         self,
@@ -616,7 +616,7 @@ class ContextRelevanceJudge:
     ('PASS', 0.5)
     """
 
-    calls_only_the_given_model = True  # no model but the one given (see runner._from_cache)
+    calls_only_the_given_model = True  # no model but the one given (see scale/cached.py)
 
     def __init__(
         self, *, votes: int = 1, style: str = "verdict-first", name: str = "context-relevance"
