@@ -476,12 +476,10 @@ class ComparisonReport:
         """
         rows = [*self.categories, self.overall]
         width = max(len(c.category) for c in rows)
-        cells = [(format_rate(c.before_passed, c.n), format_rate(c.after_passed, c.n))
-                 for c in rows]  # fmt: skip
-        first = max(len(a) for a, _ in cells)
-        second = max(len(b) for _, b in cells)
+        olds, first = _rate_column((c.before_passed, c.n) for c in rows)
+        news, second = _rate_column((c.after_passed, c.n) for c in rows)
         lines = []
-        for c, (a, b) in zip(rows, cells, strict=True):
+        for c, a, b in zip(rows, olds, news, strict=True):
             if c.p_value >= alpha:
                 word = "no significant difference"
             else:
@@ -492,13 +490,21 @@ class ComparisonReport:
                 f"McNemar exact p = {c.p_value:.3g}: {word} at α = {alpha:g}"
             )
         if self.only_before or self.only_after:
-            lines.append(f"not paired: {len(self.only_before)} cases only in {before}, "
-                         f"{len(self.only_after)} only in {after}")  # fmt: skip
+            lines.append(
+                f"not paired: {len(self.only_before)} cases only in {before}, "
+                f"{len(self.only_after)} only in {after}"
+            )
         return "\n".join(lines)
 
 
 def _but_category(comparison: Any) -> dict[str, Any]:
     return {key: value for key, value in asdict(comparison).items() if key != "category"}
+
+
+def _rate_column(counts: Iterable[tuple[int, int]]) -> tuple[list[str], int]:
+    """Each ``(passed, total)`` as a rate ("0 cases" for none), and the column's width."""
+    cells = [format_rate(passed, total) if total else "0 cases" for passed, total in counts]
+    return cells, max(map(len, cells))
 
 
 def _category(row: Mapping[str, Any]) -> str:
@@ -541,8 +547,11 @@ def compare_runs(
         raise InputError("the two runs have no case id in common; nothing to compare")
     every = [pair for pairs in by_category.values() for pair in pairs]
     warnings = []
-    for key, what in (("dataset_fingerprint", "datasets"), ("rubric_fingerprint", "rubrics"),
-                      ("judge_model", "judge models")):  # fmt: skip
+    for key, what in (
+        ("dataset_fingerprint", "datasets"),
+        ("rubric_fingerprint", "rubrics"),
+        ("judge_model", "judge models"),
+    ):
         old = {str(r.get(key)) for r in first.values()}
         new = {str(r.get(key)) for r in second.values()}
         if old != new:
@@ -630,11 +639,10 @@ def holdout_text(
     """The development-vs-holdout comparison as aligned lines, the suspicious ones marked."""
     out = [f"\ndevelopment vs holdout ({held_out:g} held out, salt {salt!r}):"]
     width = max(len(c.category) for c in lines)
-    dev = [format_rate(c.dev_passed, c.dev_total) if c.dev_total else "0 cases" for c in lines]
-    dev_width = max(map(len, dev))
+    dev, dev_width = _rate_column((c.dev_passed, c.dev_total) for c in lines)
+    held, _ = _rate_column((c.holdout_passed, c.holdout_total) for c in lines)
     mark = "  ← above what the holdout supports: tuned to the development cases?"
-    for c, dev_rate in zip(lines, dev, strict=True):
-        holdout = format_rate(c.holdout_passed, c.holdout_total) if c.holdout_total else "0 cases"
+    for c, dev_rate, holdout in zip(lines, dev, held, strict=True):
         line = f"  {c.category:<{width}}  dev {dev_rate:<{dev_width}}   holdout {holdout}"
         out.append(line + (mark if c.suspicious else ""))
     return "\n".join(out)
