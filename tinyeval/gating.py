@@ -8,6 +8,7 @@ import contextlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import Any
 
 from .errors import InputError, did_you_mean, plural
@@ -226,36 +227,35 @@ def _verdict(
 ) -> CategoryVerdict:
     passed, total = _field(tally, "passed"), _field(tally, "total")
     counts = (_field(tally, "errors"), _field(tally, "unparsed"), _field(tally, "unchecked"))
-    ids = _ids(tally)
-    if total == 0:
-        return CategoryVerdict(
-            name, None, *counts, threshold=threshold,
-            outcome="ungated" if threshold is None else "block",
-            blocking=threshold is not None, note="no cases in this category",
-        )  # fmt: skip
-    measured = Rate.of(passed, total, confidence)
-    if threshold is None:
-        return CategoryVerdict(name, measured, *counts, threshold=None, outcome="ungated",
-                               blocking=False, unchecked_ids=ids)  # fmt: skip
-    unchecked = counts[2]
-    if unchecked and not allow_unchecked:
-        note = f"{plural(unchecked, 'case')} had nothing to check them"
-        return CategoryVerdict(name, measured, *counts, threshold=threshold, outcome="block",
-                               blocking=True, note=note, unchecked_ids=ids)  # fmt: skip
-    if measured.value < threshold:
-        outcome, blocking, more = "block", True, None  # below is never given the benefit of doubt
+    measured = Rate.of(passed, total, confidence) if total else None
+    note, more = None, None
+    if measured is None or threshold is None:
+        outcome = "ungated" if threshold is None else "block"
+        note = None if measured else "no cases in this category"
+    elif counts[2] and not allow_unchecked:
+        outcome = "block"
+        note = f"{plural(counts[2], 'case')} had nothing to check them"
+    elif measured.value < threshold:
+        outcome = "block"  # below is never given the benefit of doubt
     elif measured.low >= threshold or threshold == measured.value == 1.0:
         # decided; a threshold of 100% is a rule over the cases (every one must pass), met by
         # a rate of 100%: no interval over a finite suite could ever clear it
-        outcome, blocking, more = "pass", False, None
+        outcome = "pass"
     else:
         outcome = "inconclusive"
         needed = cases_to_decide(passed, total, threshold, confidence)
         more = None if needed is None else needed - total
-        blocking = inconclusive == "block"
-    return CategoryVerdict(name, measured, *counts, threshold=threshold, outcome=outcome,
-                           blocking=blocking, more_cases_needed=more,
-                           unchecked_ids=ids)  # fmt: skip
+    return CategoryVerdict(
+        name,
+        measured,
+        *counts,
+        threshold=threshold,
+        outcome=outcome,
+        blocking=outcome == "block" or (outcome == "inconclusive" and inconclusive == "block"),
+        note=note,
+        more_cases_needed=more,
+        unchecked_ids=_ids(tally) if measured else (),
+    )
 
 
 def gate(
@@ -289,18 +289,19 @@ def gate(
     limits = {name: parse_threshold(value) for name, value in (thresholds or {}).items()}
     default = parse_threshold(default_threshold) if default_threshold is not None else None
     names = sorted({*tallies, *limits})
+    verdict = partial(
+        _verdict, inconclusive=policy, allow_unchecked=allow_unchecked, confidence=confidence
+    )
     verdicts = tuple(
-        _verdict(name, tallies.get(name, {}), limits.get(name, default), inconclusive=policy,
-                 allow_unchecked=allow_unchecked, confidence=confidence)
-        for name in names
-    )  # fmt: skip
+        verdict(name, tallies.get(name, {}), limits.get(name, default)) for name in names
+    )
     total = {
         key: sum(_field(tally, key) for tally in tallies.values())
         for key in ("passed", "total", "errors", "unparsed", "unchecked")
     }
-    overall = _verdict("global", total, None, inconclusive=policy,
-                       allow_unchecked=allow_unchecked, confidence=confidence)  # fmt: skip
-    return GateReport(verdicts, overall, policy, confidence, completeness, allow_unchecked)
+    return GateReport(
+        verdicts, verdict("global", total, None), policy, confidence, completeness, allow_unchecked
+    )
 
 
 def allowed_failures(
@@ -314,13 +315,15 @@ def allowed_failures(
     """
     if threshold is None:
         return None
-    failures = 0
-    while failures <= n and not _verdict(
-        "", {"passed": n - failures, "total": n}, threshold, inconclusive=inconclusive,
-        allow_unchecked=False, confidence=confidence,
-    ).blocking:  # fmt: skip
-        failures += 1
-    return failures - 1
+    verdict = partial(
+        _verdict, inconclusive=inconclusive, allow_unchecked=False, confidence=confidence
+    )
+    blocked = (
+        failures
+        for failures in range(n + 1)
+        if verdict("", {"passed": n - failures, "total": n}, threshold).blocking
+    )
+    return next(blocked, n + 1) - 1
 
 
 def gate_settings(
