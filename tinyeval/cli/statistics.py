@@ -132,15 +132,18 @@ def _judge_options(args: argparse.Namespace) -> dict[str, Any]:
         for name in ("sensitivity", "specificity")
     )
     if args.calibration is not None and (se is not None or sp is not None):
-        raise InputError("give a calibration or the judge's two rates, not both",
-                         field="calibration")  # fmt: skip
+        raise InputError(
+            "give a calibration or the judge's two rates, not both", field="calibration"
+        )
     source = None
     if args.calibration is not None:
         se, sp = judge_rates_from_calibration(args.calibration)
         source = args.calibration
     elif (se is None) != (sp is None):
-        raise InputError("an imperfect judge needs both its sensitivity and its specificity",
-                         field="sensitivity" if se is None else "specificity")  # fmt: skip
+        raise InputError(
+            "an imperfect judge needs both its sensitivity and its specificity",
+            field="sensitivity" if se is None else "specificity",
+        )
     elif se is not None:
         source = "options"
     return {"sensitivity": se, "specificity": sp, "judge_source": source}
@@ -191,8 +194,15 @@ def wilson_sentence(successes: int, n: int, confidence: float = 0.95) -> Sentenc
     rate = successes / n
     interval = f"{_percent(confidence)} Wilson interval {low:.1%}–{high:.1%}"
     text = f"{successes}/{n} = {rate:.1%}; {interval}."
-    fields = {"statistic": "wilson", "successes": successes, "n": n, "rate": rate,
-              "confidence": confidence, "low": low, "high": high}  # fmt: skip
+    fields = {
+        "statistic": "wilson",
+        "successes": successes,
+        "n": n,
+        "rate": rate,
+        "confidence": confidence,
+        "low": low,
+        "high": high,
+    }
     return Sentence(text, fields)
 
 
@@ -211,8 +221,9 @@ def sample_size_sentence(
     imperfect judge's errors cost against a perfect one."""
     judge = _judge(sensitivity, specificity)
     plan: dict[str, Any] = {"alpha": alpha, "power": power, "continuity": continuity}
-    needed = stats.sample_size(baseline, target, **plan, sensitivity=sensitivity,
-                               specificity=specificity)  # fmt: skip
+    needed = stats.sample_size(
+        baseline, target, **plan, sensitivity=sensitivity, specificity=specificity
+    )
     text = (
         f"To detect {_change(baseline, target)} with {_percent(power)} power at "
         f"α = {alpha:g} you need {needed} cases per run{_correction(continuity)}."
@@ -303,8 +314,9 @@ def detectable_sentence(
         if perfect is None:
             text += "; not even a perfect judge would detect a drop reliably here."
         else:
-            through = stats.sample_size(baseline, baseline - perfect, **plan,
-                                        sensitivity=judge[0], specificity=judge[1])  # fmt: skip
+            through = stats.sample_size(
+                baseline, baseline - perfect, **plan, sensitivity=judge[0], specificity=judge[1]
+            )
             text += (
                 f"; a perfect judge would detect a drop of {perfect * 100:.1f} points, which "
                 f"through this judge takes {through} cases per run ({through - n} more)."
@@ -339,8 +351,14 @@ def mcnemar_sentence(b: int, c: int, alpha: float = 0.05) -> Sentence:
             f"(exact McNemar {shown}): a split at least this lopsided happens by chance "
             f"in {chance} of comparisons between equally good runs, {verdict} at α = {alpha:g}."
         )
-    fields = {"statistic": "mcnemar", "b": b, "c": c, "p_value": p, "alpha": alpha,
-              "significant": significant}  # fmt: skip
+    fields = {
+        "statistic": "mcnemar",
+        "b": b,
+        "c": c,
+        "p_value": p,
+        "alpha": alpha,
+        "significant": significant,
+    }
     return Sentence(text, fields)
 
 
@@ -384,8 +402,12 @@ def _plan(
     judge_source: str | None,
 ) -> dict[str, Any]:
     """The fields every planning sentence starts with: its settings, and the judge if any."""
-    plan: dict[str, Any] = {"statistic": statistic, "baseline": baseline, "alpha": alpha,
-                            "continuity": continuity}  # fmt: skip
+    plan: dict[str, Any] = {
+        "statistic": statistic,
+        "baseline": baseline,
+        "alpha": alpha,
+        "continuity": continuity,
+    }
     if target is not None:
         plan["target"] = target
     if judge is not None:
