@@ -212,14 +212,15 @@ class Calibration:
     def correctable_categories(self) -> list[str]:
         """Categories with ``CATEGORY_MIN_LABELS`` parsed pairs or more and both human PASS
         and FAIL: a correction uses their own sensitivity and specificity."""
-        return [
-            name
-            for name, sub in sorted(self.per_category.items())
-            if sub.kind == "pass/fail"
-            and sub.parsed >= CATEGORY_MIN_LABELS
-            and sub.human_failures
-            and sub.human_passes
-        ]
+        return [name for name, sub in sorted(self.per_category.items()) if sub._correctable()]
+
+    def _correctable(self) -> bool:
+        return bool(
+            self.kind == "pass/fail"
+            and self.parsed >= CATEGORY_MIN_LABELS
+            and self.human_failures
+            and self.human_passes
+        )
 
     def to_dict(self, *, categories: bool = True) -> dict[str, Any]:
         """The calibration as the ``calibrate --json`` object (``"unparsed"`` for a None label).
@@ -248,9 +249,8 @@ class Calibration:
             disagreements=self.disagreements(),
         )
         if categories:
-            correctable = set(self.correctable_categories())
             result["per_category"] = {
-                name: {**sub.to_dict(categories=False), "correctable": name in correctable}
+                name: {**sub.to_dict(categories=False), "correctable": sub._correctable()}
                 for name, sub in sorted(self.per_category.items())
             }
         return result
@@ -331,10 +331,9 @@ class Calibration:
             )
         if self.per_category and len(self.per_category) > 1:
             lines += ["", "per category (agreement; failure recall)"]
-            correctable = set(self.correctable_categories())
             for name, sub in sorted(self.per_category.items()):
                 recall = f"; recall {sub.failure_recall}" if sub.failure_recall is not None else ""
-                own = name in correctable or self.kind != "pass/fail"
+                own = sub._correctable() or self.kind != "pass/fail"
                 mark = "" if own else "  (a correction uses the overall figures: see the rule)"
                 lines.append(f"  {name}: {sub.agreement or 'n/a'}{recall}{mark}")
         lines.append("")
@@ -468,8 +467,7 @@ def _build(
     ids: tuple[Any, ...] | None,
     **context: Any,
 ) -> Calibration:
-    """The calibration of checked labels; ``context`` (judge model, rubric, ``expired``…)
-    sets more fields, and its ``expired`` warnings come first."""
+    """Checked labels' calibration; ``context`` sets more fields, its ``expired`` warns first."""
     parsed_judge = [j for j in judge if j is not None]
     parsed_human = [h for j, h in zip(judge, human, strict=True) if j is not None]
     labels = _ordered([*parsed_judge, *human])
