@@ -227,14 +227,15 @@ def _verdict(
 ) -> CategoryVerdict:
     passed, total = _field(tally, "passed"), _field(tally, "total")
     counts = (_field(tally, "errors"), _field(tally, "unparsed"), _field(tally, "unchecked"))
+    unchecked = counts[2]
     measured = Rate.of(passed, total, confidence) if total else None
     note, more = None, None
     if measured is None or threshold is None:
         outcome = "ungated" if threshold is None else "block"
         note = None if measured else "no cases in this category"
-    elif counts[2] and not allow_unchecked:
+    elif unchecked and not allow_unchecked:
         outcome = "block"
-        note = f"{plural(counts[2], 'case')} had nothing to check them"
+        note = f"{plural(unchecked, 'case')} had nothing to check them"
     elif measured.value < threshold:
         outcome = "block"  # below is never given the benefit of doubt
     elif measured.low >= threshold or threshold == measured.value == 1.0:
