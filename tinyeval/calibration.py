@@ -123,6 +123,11 @@ def _short(value: Any) -> str:
 _NOT_IN_DICT = {"per_category", "judge_labels", "human_labels", "categories", "ids"}
 
 
+def _span(interval: tuple[float, float] | None, digits: int) -> str:
+    """`` [low, high]`` of an interval, or nothing without one."""
+    return f" [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]" if interval else ""
+
+
 def _key(label: Label | None) -> str:
     return UNPARSED if label is None else str(label)
 
@@ -192,24 +197,30 @@ class Calibration:
         >>> calibrate(["PASS", None, "FAIL"], ["PASS", "PASS", "PASS"]).disagreements()
         [1, 2]
         """
+        return [pair["id"] for pair in self._pairs() if pair["judge"] != pair["human"]]
+
+    def _pairs(self) -> list[dict[str, Any]]:
         keys = self.ids if self.ids is not None else range(self.n)
+        categories = self.categories or (None,) * self.n
         return [
-            key
-            for key, judge, human in zip(keys, self.judge_labels, self.human_labels, strict=True)
-            if judge != human
+            {"id": key, "category": category, "judge": judge, "human": human}
+            for key, category, judge, human in zip(
+                keys, categories, self.judge_labels, self.human_labels, strict=True
+            )
         ]
 
     def correctable_categories(self) -> list[str]:
         """Categories with ``CATEGORY_MIN_LABELS`` parsed pairs or more and both human PASS
         and FAIL: a correction uses their own sensitivity and specificity."""
-        return [
-            name
-            for name, sub in sorted(self.per_category.items())
-            if sub.kind == "pass/fail"
-            and sub.parsed >= CATEGORY_MIN_LABELS
-            and sub.human_failures
-            and sub.human_passes
-        ]
+        return [name for name, sub in sorted(self.per_category.items()) if sub._correctable()]
+
+    def _correctable(self) -> bool:
+        return bool(
+            self.kind == "pass/fail"
+            and self.parsed >= CATEGORY_MIN_LABELS
+            and self.human_failures
+            and self.human_passes
+        )
 
     def to_dict(self, *, categories: bool = True) -> dict[str, Any]:
         """The calibration as the ``calibrate --json`` object (``"unparsed"`` for a None label).
@@ -238,9 +249,8 @@ class Calibration:
             disagreements=self.disagreements(),
         )
         if categories:
-            correctable = set(self.correctable_categories())
             result["per_category"] = {
-                name: {**sub.to_dict(categories=False), "correctable": name in correctable}
+                name: {**sub.to_dict(categories=False), "correctable": sub._correctable()}
                 for name, sub in sorted(self.per_category.items())
             }
         return result
@@ -290,8 +300,9 @@ class Calibration:
         if self.kappa is None:
             figure("kappa", f"undefined ({self.kappa_undefined})")
         elif self.kappa_interval:
-            low, high = self.kappa_interval
-            figure("kappa", f"{self.kappa:.3f} [{low:.3f}, {high:.3f}]", "(95%, large-sample)")
+            figure(
+                "kappa", f"{self.kappa:.3f}{_span(self.kappa_interval, 3)}", "(95%, large-sample)"
+            )
         else:
             figure("kappa", f"{self.kappa:.3f}", f"(no interval: {self.kappa_interval_undefined})")
         if self.spearman is not None or self.spearman_undefined != "the labels are not numbers":
@@ -300,9 +311,7 @@ class Calibration:
                 if self.spearman is not None
                 else f"undefined ({self.spearman_undefined})"
             )
-            if self.spearman_interval:
-                rho += f" [{self.spearman_interval[0]:.3f}, {self.spearman_interval[1]:.3f}]"
-            figure("spearman", rho)
+            figure("spearman", rho + _span(self.spearman_interval, 3))
         figure(
             "unparsed",
             f"{self.unparsed} of {plural(self.n, 'judge reply', 'judge replies')}",
@@ -322,10 +331,9 @@ class Calibration:
             )
         if self.per_category and len(self.per_category) > 1:
             lines += ["", "per category (agreement; failure recall)"]
-            correctable = set(self.correctable_categories())
             for name, sub in sorted(self.per_category.items()):
                 recall = f"; recall {sub.failure_recall}" if sub.failure_recall is not None else ""
-                own = name in correctable or self.kind != "pass/fail"
+                own = sub._correctable() or self.kind != "pass/fail"
                 mark = "" if own else "  (a correction uses the overall figures: see the rule)"
                 lines.append(f"  {name}: {sub.agreement or 'n/a'}{recall}{mark}")
         lines.append("")
@@ -338,14 +346,6 @@ class Calibration:
 
     def save(self, path: str | Path) -> None:
         """Write the calibration, with every pair, as JSON (atomically) for ``load_calibration``."""
-        keys = self.ids if self.ids is not None else range(self.n)
-        categories = self.categories or (None,) * self.n
-        pairs = [
-            {"id": key, "category": category, "judge": judge, "human": human}
-            for key, category, judge, human in zip(
-                keys, categories, self.judge_labels, self.human_labels, strict=True
-            )
-        ]
         document = {
             "format": CALIBRATION_FORMAT,
             "version": CALIBRATION_VERSION,
@@ -354,7 +354,7 @@ class Calibration:
             "rubric_fingerprint": self.rubric_fingerprint,
             "correction": _extra("estimator", "correction_summary", "Calibration.save")(self),
             "summary": self.to_dict(),
-            "pairs": pairs,
+            "pairs": self._pairs(),
         }
         write_text_atomically(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
 
@@ -405,11 +405,10 @@ def _warnings(cal: Calibration) -> list[str]:
             "not your criterion"
         )
     elif cal.kappa is not None and cal.kappa_interval and cal.kappa_interval[0] < KAPPA_FLOOR:
-        low, high = cal.kappa_interval
         found.append(
-            f"kappa {cal.kappa:.2f} [{low:.2f}, {high:.2f}] is not evidence of kappa >= "
-            f"{KAPPA_FLOOR}: its interval reaches down to {low:.2f}, so these labels cannot "
-            "yet tell the judge's opinion from your criterion; label more cases"
+            f"kappa {cal.kappa:.2f}{_span(cal.kappa_interval, 2)} is not evidence of kappa >= "
+            f"{KAPPA_FLOOR}: its interval reaches down to {cal.kappa_interval[0]:.2f}, so these "
+            "labels cannot yet tell the judge's opinion from your criterion; label more cases"
         )
     elif cal.kappa is None:
         found.append(
@@ -446,20 +445,16 @@ def _warnings(cal: Calibration) -> list[str]:
     return found
 
 
-def _verdict(cal: Calibration) -> str:
+def _verdict(cal: Calibration, warnings: Sequence[str]) -> str:
     """One sentence that stands on its own (shown where the warnings are not)."""
-    if not cal.warnings:
+    if not warnings:
         recall = f"; it caught {cal.failure_recall} of your failures" if cal.failure_recall else ""
-        interval = (
-            f" [{cal.kappa_interval[0]:.2f}, {cal.kappa_interval[1]:.2f}]"
-            if cal.kappa_interval
-            else ""
-        )
         return (
-            f"the judge agrees with your labels beyond chance (kappa {cal.kappa:.2f}{interval} "
+            "the judge agrees with your labels beyond chance "
+            f"(kappa {cal.kappa:.2f}{_span(cal.kappa_interval, 2)} "
             f"on {plural(cal.parsed, 'case')}{recall}): its figure can stand for your criterion"
         )
-    first, more = cal.warnings[0], len(cal.warnings) - 1
+    first, more = warnings[0], len(warnings) - 1
     if more:
         first += f" (and {plural(more, 'more problem')} listed in the calibration's warnings)"
     return f"{DISTRUST}: {first}"
@@ -470,7 +465,9 @@ def _build(
     human: list[Label],
     categories: tuple[str, ...] | None,
     ids: tuple[Any, ...] | None,
+    **context: Any,
 ) -> Calibration:
+    """Checked labels' calibration; ``context`` sets more fields, its ``expired`` warns first."""
     parsed_judge = [j for j in judge if j is not None]
     parsed_human = [h for j, h in zip(judge, human, strict=True) if j is not None]
     labels = _ordered([*parsed_judge, *human])
@@ -556,13 +553,10 @@ def _build(
         kappa_interval_undefined=kappa_interval_undefined,
         spearman_interval=rho_low_high,
         **binary_figures,
+        **context,
     )
-    return _with_words(draft)
-
-
-def _with_words(cal: Calibration, extra: Sequence[str] = ()) -> Calibration:
-    cal = replace(cal, warnings=(*extra, *_warnings(cal)))
-    return replace(cal, verdict=_verdict(cal))
+    warnings = (*draft.expired, *_warnings(draft))
+    return replace(draft, warnings=warnings, verdict=_verdict(draft, warnings))
 
 
 def calibrate(
@@ -581,6 +575,17 @@ def calibrate(
     >>> str(cal.agreement), str(cal.failure_recall), cal.kappa
     ('9/10 = 90.0% [59.6%, 98.2%]', '0/1 = 0.0% [0.0%, 79.3%]', 0.0)
     """
+    return _calibrate(judge, human, categories, ids)
+
+
+def _calibrate(
+    judge: Sequence[Any],
+    human: Sequence[Any],
+    categories: Sequence[str] | None,
+    ids: Sequence[Any] | None,
+    **context: Any,
+) -> Calibration:
+    """``calibrate`` with more fields set (see ``_build``)."""
     judge_list, human_list = list(judge), list(human)
     if len(judge_list) != len(human_list):
         raise CalibrationError(
@@ -602,6 +607,7 @@ def calibrate(
         humans,  # type: ignore[arg-type]  # human labels are never None (checked above)
         tuple(str(c) for c in categories) if categories is not None else None,
         tuple(ids) if ids is not None else None,
+        **context,
     )
 
 
@@ -742,22 +748,21 @@ def calibrate_results(
             f"{len(without_verdict)} of them without a verdict)"
         )
     _check_human_kind(ids, judged, humans, labels, pairwise=pairwise)
-    cal = calibrate(judged, humans, categories=categories, ids=ids)
-    extra = _expiry(mismatches, len(ids))
+    expired = _expiry(mismatches, len(ids))
     for what, values in (("rubrics", rubrics - {None}), ("judge models", models - {None})):
         if len(values) > 1:
-            extra.append(f"these results mix {len(values)} {what}: calibrate each one separately")
-    return _with_words(
-        replace(
-            cal,
-            judge_model=next(iter(models)) if len(models) == 1 else None,
-            rubric_fingerprint=next(iter(rubrics)) if len(rubrics) == 1 else None,
-            expired=tuple(extra),
-            unmatched_results=unmatched_results,
-            unmatched_labels=unmatched_labels,
-            without_verdict=tuple(without_verdict),
-        ),
-        extra,
+            expired.append(f"these results mix {len(values)} {what}: calibrate each one separately")
+    return _calibrate(
+        judged,
+        humans,
+        categories,
+        ids,
+        judge_model=next(iter(models)) if len(models) == 1 else None,
+        rubric_fingerprint=next(iter(rubrics)) if len(rubrics) == 1 else None,
+        expired=tuple(expired),
+        unmatched_results=unmatched_results,
+        unmatched_labels=unmatched_labels,
+        without_verdict=tuple(without_verdict),
     )
 
 
@@ -808,14 +813,16 @@ def load_calibration(path: str | Path) -> Calibration:
     }
     categories = None if None in column["category"] else column["category"]
     try:
-        cal = calibrate(column["judge"], column["human"], categories=categories, ids=column["id"])
+        return _calibrate(
+            column["judge"],
+            column["human"],
+            categories,
+            column["id"],
+            judge_model=document.get("judge_model"),
+            rubric_fingerprint=document.get("rubric_fingerprint"),
+        )
     except CalibrationError as exc:
         raise CalibrationError(f"{path}: {exc}") from None
-    return replace(
-        cal,
-        judge_model=document.get("judge_model"),
-        rubric_fingerprint=document.get("rubric_fingerprint"),
-    )
 
 
 # ---------------------------------------------------------------- the labels file

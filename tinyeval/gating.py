@@ -8,6 +8,7 @@ import contextlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import Any
 
 from .errors import InputError, did_you_mean, plural
@@ -226,36 +227,36 @@ def _verdict(
 ) -> CategoryVerdict:
     passed, total = _field(tally, "passed"), _field(tally, "total")
     counts = (_field(tally, "errors"), _field(tally, "unparsed"), _field(tally, "unchecked"))
-    ids = _ids(tally)
-    if total == 0:
-        return CategoryVerdict(
-            name, None, *counts, threshold=threshold,
-            outcome="ungated" if threshold is None else "block",
-            blocking=threshold is not None, note="no cases in this category",
-        )  # fmt: skip
-    measured = Rate.of(passed, total, confidence)
-    if threshold is None:
-        return CategoryVerdict(name, measured, *counts, threshold=None, outcome="ungated",
-                               blocking=False, unchecked_ids=ids)  # fmt: skip
     unchecked = counts[2]
-    if unchecked and not allow_unchecked:
+    measured = Rate.of(passed, total, confidence) if total else None
+    note, more = None, None
+    if measured is None or threshold is None:
+        outcome = "ungated" if threshold is None else "block"
+        note = None if measured else "no cases in this category"
+    elif unchecked and not allow_unchecked:
+        outcome = "block"
         note = f"{plural(unchecked, 'case')} had nothing to check them"
-        return CategoryVerdict(name, measured, *counts, threshold=threshold, outcome="block",
-                               blocking=True, note=note, unchecked_ids=ids)  # fmt: skip
-    if measured.value < threshold:
-        outcome, blocking, more = "block", True, None  # below is never given the benefit of doubt
+    elif measured.value < threshold:
+        outcome = "block"  # below is never given the benefit of doubt
     elif measured.low >= threshold or threshold == measured.value == 1.0:
         # decided; a threshold of 100% is a rule over the cases (every one must pass), met by
         # a rate of 100%: no interval over a finite suite could ever clear it
-        outcome, blocking, more = "pass", False, None
+        outcome = "pass"
     else:
         outcome = "inconclusive"
         needed = cases_to_decide(passed, total, threshold, confidence)
         more = None if needed is None else needed - total
-        blocking = inconclusive == "block"
-    return CategoryVerdict(name, measured, *counts, threshold=threshold, outcome=outcome,
-                           blocking=blocking, more_cases_needed=more,
-                           unchecked_ids=ids)  # fmt: skip
+    return CategoryVerdict(
+        name,
+        measured,
+        *counts,
+        threshold=threshold,
+        outcome=outcome,
+        blocking=outcome == "block" or (outcome == "inconclusive" and inconclusive == "block"),
+        note=note,
+        more_cases_needed=more,
+        unchecked_ids=_ids(tally) if measured else (),
+    )
 
 
 def gate(
@@ -289,18 +290,19 @@ def gate(
     limits = {name: parse_threshold(value) for name, value in (thresholds or {}).items()}
     default = parse_threshold(default_threshold) if default_threshold is not None else None
     names = sorted({*tallies, *limits})
+    verdict = partial(
+        _verdict, inconclusive=policy, allow_unchecked=allow_unchecked, confidence=confidence
+    )
     verdicts = tuple(
-        _verdict(name, tallies.get(name, {}), limits.get(name, default), inconclusive=policy,
-                 allow_unchecked=allow_unchecked, confidence=confidence)
-        for name in names
-    )  # fmt: skip
+        verdict(name, tallies.get(name, {}), limits.get(name, default)) for name in names
+    )
     total = {
         key: sum(_field(tally, key) for tally in tallies.values())
         for key in ("passed", "total", "errors", "unparsed", "unchecked")
     }
-    overall = _verdict("global", total, None, inconclusive=policy,
-                       allow_unchecked=allow_unchecked, confidence=confidence)  # fmt: skip
-    return GateReport(verdicts, overall, policy, confidence, completeness, allow_unchecked)
+    return GateReport(
+        verdicts, verdict("global", total, None), policy, confidence, completeness, allow_unchecked
+    )
 
 
 def allowed_failures(
@@ -314,13 +316,15 @@ def allowed_failures(
     """
     if threshold is None:
         return None
-    failures = 0
-    while failures <= n and not _verdict(
-        "", {"passed": n - failures, "total": n}, threshold, inconclusive=inconclusive,
-        allow_unchecked=False, confidence=confidence,
-    ).blocking:  # fmt: skip
-        failures += 1
-    return failures - 1
+    verdict = partial(
+        _verdict, inconclusive=inconclusive, allow_unchecked=False, confidence=confidence
+    )
+    blocked = (
+        failures
+        for failures in range(n + 1)
+        if verdict("", {"passed": n - failures, "total": n}, threshold).blocking
+    )
+    return next(blocked, n + 1) - 1
 
 
 def gate_settings(
@@ -476,12 +480,10 @@ class ComparisonReport:
         """
         rows = [*self.categories, self.overall]
         width = max(len(c.category) for c in rows)
-        cells = [(format_rate(c.before_passed, c.n), format_rate(c.after_passed, c.n))
-                 for c in rows]  # fmt: skip
-        first = max(len(a) for a, _ in cells)
-        second = max(len(b) for _, b in cells)
+        olds, first = _rate_column((c.before_passed, c.n) for c in rows)
+        news, second = _rate_column((c.after_passed, c.n) for c in rows)
         lines = []
-        for c, (a, b) in zip(rows, cells, strict=True):
+        for c, a, b in zip(rows, olds, news, strict=True):
             if c.p_value >= alpha:
                 word = "no significant difference"
             else:
@@ -492,13 +494,21 @@ class ComparisonReport:
                 f"McNemar exact p = {c.p_value:.3g}: {word} at α = {alpha:g}"
             )
         if self.only_before or self.only_after:
-            lines.append(f"not paired: {len(self.only_before)} cases only in {before}, "
-                         f"{len(self.only_after)} only in {after}")  # fmt: skip
+            lines.append(
+                f"not paired: {len(self.only_before)} cases only in {before}, "
+                f"{len(self.only_after)} only in {after}"
+            )
         return "\n".join(lines)
 
 
 def _but_category(comparison: Any) -> dict[str, Any]:
     return {key: value for key, value in asdict(comparison).items() if key != "category"}
+
+
+def _rate_column(counts: Iterable[tuple[int, int]]) -> tuple[list[str], int]:
+    """Each ``(passed, total)`` as a rate ("0 cases" for none), and the column's width."""
+    cells = [format_rate(passed, total) if total else "0 cases" for passed, total in counts]
+    return cells, max(map(len, cells))
 
 
 def _category(row: Mapping[str, Any]) -> str:
@@ -541,8 +551,11 @@ def compare_runs(
         raise InputError("the two runs have no case id in common; nothing to compare")
     every = [pair for pairs in by_category.values() for pair in pairs]
     warnings = []
-    for key, what in (("dataset_fingerprint", "datasets"), ("rubric_fingerprint", "rubrics"),
-                      ("judge_model", "judge models")):  # fmt: skip
+    for key, what in (
+        ("dataset_fingerprint", "datasets"),
+        ("rubric_fingerprint", "rubrics"),
+        ("judge_model", "judge models"),
+    ):
         old = {str(r.get(key)) for r in first.values()}
         new = {str(r.get(key)) for r in second.values()}
         if old != new:
@@ -630,11 +643,10 @@ def holdout_text(
     """The development-vs-holdout comparison as aligned lines, the suspicious ones marked."""
     out = [f"\ndevelopment vs holdout ({held_out:g} held out, salt {salt!r}):"]
     width = max(len(c.category) for c in lines)
-    dev = [format_rate(c.dev_passed, c.dev_total) if c.dev_total else "0 cases" for c in lines]
-    dev_width = max(map(len, dev))
+    dev, dev_width = _rate_column((c.dev_passed, c.dev_total) for c in lines)
+    held, _ = _rate_column((c.holdout_passed, c.holdout_total) for c in lines)
     mark = "  ← above what the holdout supports: tuned to the development cases?"
-    for c, dev_rate in zip(lines, dev, strict=True):
-        holdout = format_rate(c.holdout_passed, c.holdout_total) if c.holdout_total else "0 cases"
+    for c, dev_rate, holdout in zip(lines, dev, held, strict=True):
         line = f"  {c.category:<{width}}  dev {dev_rate:<{dev_width}}   holdout {holdout}"
         out.append(line + (mark if c.suspicious else ""))
     return "\n".join(out)

@@ -108,8 +108,8 @@ class Rate(NamedTuple):
 # ---------------------------------------------------------------- validation
 
 
-def _count(value: Any, name: str, func: str) -> int:
-    """``value`` as a non-negative int; bools and floats are refused, not coerced."""
+def _count(value: Any, name: str, func: str, least: int = 0) -> int:
+    """``value`` as an int from ``least`` up; bools and floats are refused, not coerced."""
     if isinstance(value, bool):
         raise StatisticsError(f"{func}: {name} must be a whole number, got {value!r}")
     try:
@@ -118,6 +118,8 @@ def _count(value: Any, name: str, func: str) -> int:
         raise StatisticsError(f"{func}: {name} must be a whole number, got {value!r}") from None
     if number < 0:
         raise StatisticsError(f"{func}: {name} must not be negative, got {number}")
+    if number < least:
+        raise StatisticsError(f"{func}: {name} must be at least {least}, got {number}")
     return number
 
 
@@ -415,9 +417,7 @@ def power(
     """
     func = "power"
     baseline, target, alpha = _check_plan(baseline, target, alpha, func)
-    n = _count(n, "n", func)
-    if n < 1:
-        raise StatisticsError(f"{func}: n must be at least 1, got {n}")
+    n = _count(n, "n", func, least=1)
     judge = _judge(sensitivity, specificity, func)
     return _power(_seen(baseline, judge), _seen(target, judge), n, alpha, continuity)
 
@@ -442,9 +442,7 @@ def detectable_difference(
     baseline = _open_unit(baseline, "baseline", func)
     alpha = _open_unit(alpha, "alpha", func)
     goal = _planned_power(power, func)
-    n = _count(n, "n", func)
-    if n < 1:
-        raise StatisticsError(f"{func}: n must be at least 1, got {n}")
+    n = _count(n, "n", func, least=1)
     judge = _judge(sensitivity, specificity, func)
     seen_baseline = _seen(baseline, judge)
 

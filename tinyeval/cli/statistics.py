@@ -31,51 +31,65 @@ def add_stats(sub: Any) -> None:
     w = which.add_parser("wilson", help="the Wilson interval for K passes out of N cases")
     w.add_argument("successes", metavar="K", help="cases that passed")
     w.add_argument("n", metavar="N", help="cases in total")
-    w.add_argument("--confidence", default="0.95", help="confidence level (default: 0.95)")
+    _add_options(w, "--confidence")
     w.set_defaults(say=wilson_sentence, counts={"successes": "K", "n": "N"})
 
     s = which.add_parser("sample-size", help="cases per run needed to detect a drop")
-    _add_stats_rates(s, target=True)
-    s.add_argument("--power", default="0.80", help="chance of detecting the drop (default: 0.80)")
+    _add_options(s, "--baseline", "--target", *_PLAN, "--power")
     s.set_defaults(say=sample_size_sentence)
 
     pw = which.add_parser("power", help="the chance that N cases per run detect a drop")
-    _add_stats_rates(pw, target=True)
-    pw.add_argument("--n", required=True, help="cases per run")
+    _add_options(pw, "--baseline", "--target", *_PLAN, "--n")
     pw.set_defaults(say=power_sentence)
 
     d = which.add_parser("detectable", help="the smallest drop N cases per run can detect")
-    _add_stats_rates(d, target=False)
-    d.add_argument("--n", required=True, help="cases per run")
-    d.add_argument("--power", default="0.80", help="chance of detecting the drop (default: 0.80)")
+    _add_options(d, "--baseline", *_PLAN, "--n", "--power")
     d.set_defaults(say=detectable_sentence)
 
     m = which.add_parser("mcnemar", help="exact McNemar test for two runs over the same cases")
     m.add_argument("b", metavar="B", help="cases that went from pass to fail")
     m.add_argument("c", metavar="C", help="cases that went from fail to pass")
-    m.add_argument("--alpha", default="0.05", help="significance level (default: 0.05)")
+    _add_options(m, "--alpha significance level (default: 0.05)")
     m.set_defaults(say=mcnemar_sentence, counts={"b": "B", "c": "C"})
 
     for each in (w, s, pw, d, m):
-        each.add_argument("--json", action="store_true", help="print one JSON object")
+        _add_options(each, "--json")
         each.set_defaults(handler=_cmd_stats)
 
 
-def _add_stats_rates(p: argparse.ArgumentParser, *, target: bool) -> None:
-    p.add_argument("--baseline", required=True, help="today's pass rate: 0.90 or 90%%")
-    if target:
-        p.add_argument("--target", required=True, help="the pass rate to detect: 0.85 or 85%%")
-    p.add_argument("--alpha", default="0.05", help="two-sided significance level (default: 0.05)")
-    # fmt: off
-    p.add_argument("--continuity", action="store_true",
-                   help="apply Fleiss' continuity correction (a more conservative plan)")
-    p.add_argument("--sensitivity", help="the judge's sensitivity, P(judge PASS | truly PASS): "
-                   "plan for an imperfect judge")
-    p.add_argument("--specificity", help="the judge's specificity, P(judge FAIL | truly FAIL); "
-                   "give it with --sensitivity")
-    p.add_argument("--calibration", metavar="CAL.json", help="take the judge's sensitivity and "
-                   "specificity from a saved calibration (tinyeval calibrate --save)")
-    # fmt: on
+_OPTIONS: dict[str, dict[str, Any]] = {
+    "--baseline": {"required": True, "help": "today's pass rate: 0.90 or 90%%"},
+    "--target": {"required": True, "help": "the pass rate to detect: 0.85 or 85%%"},
+    "--alpha": {"default": "0.05", "help": "two-sided significance level (default: 0.05)"},
+    "--continuity": {
+        "action": "store_true",
+        "help": "apply Fleiss' continuity correction (a more conservative plan)",
+    },
+    "--sensitivity": {
+        "help": "the judge's sensitivity, P(judge PASS | truly PASS): plan for an imperfect judge"
+    },
+    "--specificity": {
+        "help": "the judge's specificity, P(judge FAIL | truly FAIL); give it with --sensitivity"
+    },
+    "--calibration": {
+        "metavar": "CAL.json",
+        "help": "take the judge's sensitivity and specificity from a saved calibration "
+        "(tinyeval calibrate --save)",
+    },
+    "--n": {"required": True, "help": "cases per run"},
+    "--power": {"default": "0.80", "help": "chance of detecting the drop (default: 0.80)"},
+    "--confidence": {"default": "0.95", "help": "confidence level (default: 0.95)"},
+    "--json": {"action": "store_true", "help": "print one JSON object"},
+}
+"""Each option of ``tinyeval stats``, declared once."""
+_PLAN = ("--alpha", "--continuity", "--sensitivity", "--specificity", "--calibration")
+
+
+def _add_options(p: argparse.ArgumentParser, *options: str) -> None:
+    """Add options from ``_OPTIONS``; text after a flag's space replaces its help."""
+    for option in options:
+        flag, _, about = option.partition(" ")
+        p.add_argument(flag, **{**_OPTIONS[flag], **({"help": about} if about else {})})
 
 
 def _stats_whole(text: str, what: str) -> int:
@@ -118,15 +132,18 @@ def _judge_options(args: argparse.Namespace) -> dict[str, Any]:
         for name in ("sensitivity", "specificity")
     )
     if args.calibration is not None and (se is not None or sp is not None):
-        raise InputError("give a calibration or the judge's two rates, not both",
-                         field="calibration")  # fmt: skip
+        raise InputError(
+            "give a calibration or the judge's two rates, not both", field="calibration"
+        )
     source = None
     if args.calibration is not None:
         se, sp = judge_rates_from_calibration(args.calibration)
         source = args.calibration
     elif (se is None) != (sp is None):
-        raise InputError("an imperfect judge needs both its sensitivity and its specificity",
-                         field="sensitivity" if se is None else "specificity")  # fmt: skip
+        raise InputError(
+            "an imperfect judge needs both its sensitivity and its specificity",
+            field="sensitivity" if se is None else "specificity",
+        )
     elif se is not None:
         source = "options"
     return {"sensitivity": se, "specificity": sp, "judge_source": source}
@@ -177,8 +194,15 @@ def wilson_sentence(successes: int, n: int, confidence: float = 0.95) -> Sentenc
     rate = successes / n
     interval = f"{_percent(confidence)} Wilson interval {low:.1%}–{high:.1%}"
     text = f"{successes}/{n} = {rate:.1%}; {interval}."
-    fields = {"statistic": "wilson", "successes": successes, "n": n, "rate": rate,
-              "confidence": confidence, "low": low, "high": high}  # fmt: skip
+    fields = {
+        "statistic": "wilson",
+        "successes": successes,
+        "n": n,
+        "rate": rate,
+        "confidence": confidence,
+        "low": low,
+        "high": high,
+    }
     return Sentence(text, fields)
 
 
@@ -197,8 +221,9 @@ def sample_size_sentence(
     imperfect judge's errors cost against a perfect one."""
     judge = _judge(sensitivity, specificity)
     plan: dict[str, Any] = {"alpha": alpha, "power": power, "continuity": continuity}
-    needed = stats.sample_size(baseline, target, **plan, sensitivity=sensitivity,
-                               specificity=specificity)  # fmt: skip
+    needed = stats.sample_size(
+        baseline, target, **plan, sensitivity=sensitivity, specificity=specificity
+    )
     text = (
         f"To detect {_change(baseline, target)} with {_percent(power)} power at "
         f"α = {alpha:g} you need {needed} cases per run{_correction(continuity)}."
@@ -289,8 +314,9 @@ def detectable_sentence(
         if perfect is None:
             text += "; not even a perfect judge would detect a drop reliably here."
         else:
-            through = stats.sample_size(baseline, baseline - perfect, **plan,
-                                        sensitivity=judge[0], specificity=judge[1])  # fmt: skip
+            through = stats.sample_size(
+                baseline, baseline - perfect, **plan, sensitivity=judge[0], specificity=judge[1]
+            )
             text += (
                 f"; a perfect judge would detect a drop of {perfect * 100:.1f} points, which "
                 f"through this judge takes {through} cases per run ({through - n} more)."
@@ -325,8 +351,14 @@ def mcnemar_sentence(b: int, c: int, alpha: float = 0.05) -> Sentence:
             f"(exact McNemar {shown}): a split at least this lopsided happens by chance "
             f"in {chance} of comparisons between equally good runs, {verdict} at α = {alpha:g}."
         )
-    fields = {"statistic": "mcnemar", "b": b, "c": c, "p_value": p, "alpha": alpha,
-              "significant": significant}  # fmt: skip
+    fields = {
+        "statistic": "mcnemar",
+        "b": b,
+        "c": c,
+        "p_value": p,
+        "alpha": alpha,
+        "significant": significant,
+    }
     return Sentence(text, fields)
 
 
@@ -370,8 +402,12 @@ def _plan(
     judge_source: str | None,
 ) -> dict[str, Any]:
     """The fields every planning sentence starts with: its settings, and the judge if any."""
-    plan: dict[str, Any] = {"statistic": statistic, "baseline": baseline, "alpha": alpha,
-                            "continuity": continuity}  # fmt: skip
+    plan: dict[str, Any] = {
+        "statistic": statistic,
+        "baseline": baseline,
+        "alpha": alpha,
+        "continuity": continuity,
+    }
     if target is not None:
         plan["target"] = target
     if judge is not None:

@@ -128,9 +128,13 @@ def corrected_rates(
             continue
         try:
             found[category] = corrected_rate_for(
-                calibration, tally.primary_passed, tally.primary_parsed, category=category,
-                judge_model=judge_model, rubric_fingerprint=judge.rubric_fingerprint,
-            )  # fmt: skip
+                calibration,
+                tally.primary_passed,
+                tally.primary_parsed,
+                category=category,
+                judge_model=judge_model,
+                rubric_fingerprint=judge.rubric_fingerprint,
+            )
         except (CalibrationError, UndefinedStatisticError) as exc:  # said in words, not raised
             found[category] = UncorrectedRate(
                 Rate.of(tally.primary_passed, tally.primary_parsed), str(exc)

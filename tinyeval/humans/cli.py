@@ -16,58 +16,94 @@ from ..cli._common import (
 from ..records import write_records
 
 
-# fmt: off
 def add_label(sub: Any) -> None:
-    p = sub.add_parser("label", help="label result rows by hand, blind to the judge (resumable)",
-                       description="Show the cases of RESULTS one at a time (input, context, "
-                       "output; never the judge's verdict, checks or status) and append each "
-                       "label to LABELS at once. Keys: p PASS, f FAIL, s skip, u undo, q quit. "
-                       "Running the same command again resumes where it stopped. Without a "
-                       "terminal, stdin gives one key per line.")
+    p = sub.add_parser(
+        "label",
+        help="label result rows by hand, blind to the judge (resumable)",
+        description="Show the cases of RESULTS one at a time (input, context, "
+        "output; never the judge's verdict, checks or status) and append each "
+        "label to LABELS at once. Keys: p PASS, f FAIL, s skip, u undo, q quit. "
+        "Running the same command again resumes where it stopped. Without a "
+        "terminal, stdin gives one key per line.",
+    )
     p.add_argument("results", metavar="RESULTS", help="result rows written by tinyeval run")
-    p.add_argument("--out", required=True, metavar="LABELS",
-                   help="the labels file (JSON lines), appended to")
+    p.add_argument(
+        "--out", required=True, metavar="LABELS", help="the labels file (JSON lines), appended to"
+    )
     p.add_argument("--labeler", metavar="NAME", help="who is labelling (default: $USER)")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the shuffled case order (default: 0)")
-    p.add_argument("--break-every", type=int, default=25, metavar="N",
-                   help="suggest a break every N labels; 0 never (default: 25)")
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the shuffled case order (default: 0)"
+    )
+    p.add_argument(
+        "--break-every",
+        type=int,
+        default=25,
+        metavar="N",
+        help="suggest a break every N labels; 0 never (default: 25)",
+    )
     keys = p.add_mutually_exclusive_group()
-    keys.add_argument("--grades", metavar="LOW-HIGH",
-                      help="label with grades instead of PASS/FAIL, e.g. 1-5")
-    keys.add_argument("--choices", metavar="KEY=LABEL,...",
-                      help="label with other labels, e.g. a=A,b=B,t=TIE")
-    p.add_argument("--judge", metavar="NAME",
-                   help="the judge whose rubric and model the labels record (default: the first)")
-    p.add_argument("--all-rows", action="store_true",
-                   help="offer every row; by default, when some rows were judged, only those "
-                   "are offered (the ones calibration compares)")
+    keys.add_argument(
+        "--grades", metavar="LOW-HIGH", help="label with grades instead of PASS/FAIL, e.g. 1-5"
+    )
+    keys.add_argument(
+        "--choices", metavar="KEY=LABEL,...", help="label with other labels, e.g. a=A,b=B,t=TIE"
+    )
+    p.add_argument(
+        "--judge",
+        metavar="NAME",
+        help="the judge whose rubric and model the labels record (default: the first)",
+    )
+    p.add_argument(
+        "--all-rows",
+        action="store_true",
+        help="offer every row; by default, when some rows were judged, only those "
+        "are offered (the ones calibration compares)",
+    )
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--budget", type=int, metavar="N",
-                      help="offer about N cases chosen by --strategy, each label recording its "
-                      "selection probability (what prediction-powered rates need)")
-    mode.add_argument("--recheck", type=proportion, metavar="FRACTION",
-                      help="re-show FRACTION (0.1 or 10%%) of the cases you already labelled "
-                      "and report how often you agree with yourself (drift)")
-    mode.add_argument("--adjudicate", action="store_true",
-                      help="walk the cases where labelers disagree, showing each one's label, "
-                      "and record the adjudicated label")
-    p.add_argument("--strategy", choices=("random", "uncertain"),
-                   help="with --budget: random (a uniform sample, the default) or uncertain "
-                   "(mostly the cases the judge is least sure of; every case keeps a chance)")
+    mode.add_argument(
+        "--budget",
+        type=int,
+        metavar="N",
+        help="offer about N cases chosen by --strategy, each label recording its "
+        "selection probability (what prediction-powered rates need)",
+    )
+    mode.add_argument(
+        "--recheck",
+        type=proportion,
+        metavar="FRACTION",
+        help="re-show FRACTION (0.1 or 10%%) of the cases you already labelled "
+        "and report how often you agree with yourself (drift)",
+    )
+    mode.add_argument(
+        "--adjudicate",
+        action="store_true",
+        help="walk the cases where labelers disagree, showing each one's label, "
+        "and record the adjudicated label",
+    )
+    p.add_argument(
+        "--strategy",
+        choices=("random", "uncertain"),
+        help="with --budget: random (a uniform sample, the default) or uncertain "
+        "(mostly the cases the judge is least sure of; every case keeps a chance)",
+    )
     _add_field(p)
-    p.add_argument("--json", action="store_true",
-                   help="print a JSON summary on stdout; the session itself goes to stderr")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON summary on stdout; the session itself goes to stderr",
+    )
     p.set_defaults(handler=_cmd_label)
-# fmt: on
 
 
-# fmt: off
 def _add_field(p: Any) -> None:
-    p.add_argument("--field", action="append", default=[], metavar="KEY=PATH",
-                   help="read LABELS through a field mapping: KEY is id, label, labeler or at, "
-                   "PATH a dotted path such as annotations.human (repeatable)")
-# fmt: on
+    p.add_argument(
+        "--field",
+        action="append",
+        default=[],
+        metavar="KEY=PATH",
+        help="read LABELS through a field mapping: KEY is id, label, labeler or at, "
+        "PATH a dotted path such as annotations.human (repeatable)",
+    )
 
 
 def _cmd_label(args: argparse.Namespace) -> int:
@@ -93,8 +129,9 @@ def _cmd_label(args: argparse.Namespace) -> int:
         write(f"{note} (--all-rows offers every row)")
     plan = None
     if args.budget is not None:
-        plan = plan_labels(rows, args.budget, strategy=args.strategy or "random", seed=args.seed,
-                           judge=args.judge)  # fmt: skip
+        plan = plan_labels(
+            rows, args.budget, strategy=args.strategy or "random", seed=args.seed, judge=args.judge
+        )
     summary = label_session(
         rows,
         args.out,
@@ -138,8 +175,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     refuse_overwriting([args.results, args.labels, args.only], outputs)
     rows = read_rows(args.results)
     label_set = read_label_set(args.labels, fields=parse_label_fields(args.field))
-    report = calibration_report(rows, label_set, judge=args.judge, ppi=args.estimate == "ppi",
-                                only=case_ids(args.only))  # fmt: skip
+    report = calibration_report(
+        rows, label_set, judge=args.judge, ppi=args.estimate == "ppi", only=case_ids(args.only)
+    )
     for warning in report.calibration.expired:
         print(f"{PROG}: WARNING: {warning}", file=sys.stderr)
     notes = []

@@ -755,9 +755,13 @@ def ppi_rates(
         weights = [probabilities[key] for key, _, _ in members if key in humans]
         try:
             found = ppi_pass_rate(
-                f_l, y, f_u, confidence=confidence, tuned=tuned,
+                f_l,
+                y,
+                f_u,
+                confidence=confidence,
+                tuned=tuned,
                 selection_probabilities=weights if design == "weighted" else None,
-            )  # fmt: skip
+            )
             reason = None
         except StatisticsError as exc:
             found, reason = None, str(exc).removeprefix("ppi_pass_rate: ")
@@ -847,9 +851,11 @@ class CalibrationReport:
         disagreeing = len(cal.disagreements())
         lines = [cal.to_text(), "", f"disagreements: {disagreeing} of {cal.n} compared cases"]
         if self.label_set.replaced:
-            lines.append(f"{len(self.label_set.replaced)} of the labels replaced an earlier "
-                         "label of the same labeler for the same case (the later one "
-                         "stands)")  # fmt: skip
+            lines.append(
+                f"{len(self.label_set.replaced)} of the labels replaced an earlier "
+                "label of the same labeler for the same case (the later one "
+                "stands)"
+            )
         if len(self.label_set.labelers) >= 2 or self.label_set.adjudicated or labels.ties:
             lines.append(labels.describe() + f" ({REFERENCE_RULE})")
         if self.humans is not None:

@@ -660,8 +660,11 @@ def label_session(
         )
     agreement = _self_agreement(out_path, labeler, fields) if recheck is not None else None
     if recheck is not None:
-        write(f"your re-shown labels agree with your first ones: {agreement}"
-              if agreement is not None else "no re-shown case yet: nothing to compare")  # fmt: skip
+        write(
+            f"your re-shown labels agree with your first ones: {agreement}"
+            if agreement is not None
+            else "no re-shown case yet: nothing to compare"
+        )
     return LabelSummary(
         total=len(shown),
         already_labelled=len(shown) - len(todo),
