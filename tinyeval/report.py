@@ -89,9 +89,14 @@ class RunSummary:
 
     def to_text(self, header: str | None = None, *, brief: bool = False) -> str:
         """The gate table with ``header`` above and the lines below (``brief``: the table)."""
-        return summary_text(self.report, header=header, judged=self.judged,
-                            unparsed=self.unparsed, errors=self.errors,
-                            extra_lines=() if brief else self.lines)  # fmt: skip
+        return summary_text(
+            self.report,
+            header=header,
+            judged=self.judged,
+            unparsed=self.unparsed,
+            errors=self.errors,
+            extra_lines=() if brief else self.lines,
+        )
 
 
 _NO_SECTION = Section([], {})
@@ -138,10 +143,14 @@ def summarize(
         "rubric_fingerprints": {j.name: j.rubric_fingerprint for j in judges},
         "usage": result.usage,
         "elapsed_s": round(result.elapsed_s, 3),
-        "suite": None if s.suite is None else {"path": s.suite.path,
-                                               "fingerprint": s.suite.fingerprint,
-                                               "overridden": list(s.suite_overridden)},
-    }  # fmt: skip
+        "suite": None
+        if s.suite is None
+        else {
+            "path": s.suite.path,
+            "fingerprint": s.suite.fingerprint,
+            "overridden": list(s.suite_overridden),
+        },
+    }
     # an observer that changes what the gate counts (trials: the case, not the trial) says so
     counted = [o.tallies() for o in (observers or {}).values() if hasattr(o, "tallies")]
     report = gate(counted[0] if counted else result.sorted_categories(), **s.gate_options())
@@ -151,8 +160,11 @@ def summarize(
         "jury": len(session.jurors) > 1,
         "self_evaluation": bool(judges and s.generate_model),
     }
-    sections = {name: _extra("section", name, name)(session, ready, result)
-                for name, on in used.items() if on}  # fmt: skip
+    sections = {
+        name: _extra("section", name, name)(session, ready, result)
+        for name, on in used.items()
+        if on
+    }
     text = [*sections.get("retrieval", _NO_SECTION).lines]
     for name, observer in (observers or {}).items():
         text += observer.summary()
@@ -171,12 +183,18 @@ def summarize(
     stopped_by = getattr(result, "stopped_by", None)
     tallies_now = result.categories.values()
     return RunSummary(
-        report, info=info, lines=(*text, *failed), judged=sum(t.judged for t in tallies_now),
-        unparsed=sum(t.unparsed for t in tallies_now), errors=result.errors,
-        complete=result.complete, stopped_reason=result.stopped_reason, rows=result.total,
+        report,
+        info=info,
+        lines=(*text, *failed),
+        judged=sum(t.judged for t in tallies_now),
+        unparsed=sum(t.unparsed for t in tallies_now),
+        errors=result.errors,
+        complete=result.complete,
+        stopped_reason=result.stopped_reason,
+        rows=result.total,
         sections_passed=not failed,
         capped=result.stopped_reason if stopped_by == "max_cost" else None,
-    )  # fmt: skip
+    )
 
 
 def header(session: Session, ready: PreparedCases) -> str:
@@ -192,8 +210,10 @@ def header(session: Session, ready: PreparedCases) -> str:
     names = ", ".join(j.name for j in session.judges)
     judge_part = f" · judge {session.judge_spec}: {names}" if session.judges else ""
     selected = f" ({ready.selected:,} selected)" if ready.selected != ready.in_file else ""
-    text = (f"{plural(ready.in_file, 'case')}{selected} from {s.cases} (dataset "
-            f"{ready.fingerprint}){judge_part} · rows in {s.out}\n")  # fmt: skip
+    text = (
+        f"{plural(ready.in_file, 'case')}{selected} from {s.cases} (dataset "
+        f"{ready.fingerprint}){judge_part} · rows in {s.out}\n"
+    )
     if s.suite is not None:
         again = list(s.suite_overridden)
         given = f"; given again, overriding it: {', '.join(again)}" if again else ""
@@ -214,23 +234,34 @@ def summarize_rows(
     (False, 2, ['unknown'])
     """
     thresholds = (gate or {}).get("thresholds") or {}
-    refuse_unknown_categories("threshold", thresholds, {str(r.get("category")) for r in rows},
-                              only_typos=True)  # fmt: skip
+    refuse_unknown_categories(
+        "threshold", thresholds, {str(r.get("category")) for r in rows}, only_typos=True
+    )
     gated = gate_rows(rows, **(gate or {}))
     tallies = tally(rows).values()
     fingerprints = sorted({str(r.get("dataset_fingerprint") or "unknown") for r in rows})
-    info: dict[str, Any] = {"results": source, "rows": len(rows),
-                            "dataset_fingerprints": fingerprints,
-                            "gate_settings_from_results": list(gated.remembered),
-                            "gate_settings_overridden": list(gated.overridden)}  # fmt: skip
-    said = {"gate settings from the results (as the run gated)": gated.remembered,
-            "given again, overriding the run's": gated.overridden}  # fmt: skip
+    info: dict[str, Any] = {
+        "results": source,
+        "rows": len(rows),
+        "dataset_fingerprints": fingerprints,
+        "gate_settings_from_results": list(gated.remembered),
+        "gate_settings_overridden": list(gated.overridden),
+    }
+    said = {
+        "gate settings from the results (as the run gated)": gated.remembered,
+        "given again, overriding the run's": gated.overridden,
+    }
     notes = [f"{words}: {', '.join(names)}" for words, names in said.items() if names]
     return RunSummary(
-        gated.report, info=info, lines=tuple(notes), judged=sum(t.judged for t in tallies),
-        unparsed=sum(t.unparsed for t in tallies), errors=sum(t.errors for t in tallies),
-        complete=gated.report.complete, rows=len(rows),
-    )  # fmt: skip
+        gated.report,
+        info=info,
+        lines=tuple(notes),
+        judged=sum(t.judged for t in tallies),
+        unparsed=sum(t.unparsed for t in tallies),
+        errors=sum(t.errors for t in tallies),
+        complete=gated.report.complete,
+        rows=len(rows),
+    )
 
 
 def rows_header(summary: RunSummary) -> str:
@@ -241,8 +272,10 @@ def rows_header(summary: RunSummary) -> str:
     '1 row from r.jsonl (dataset unknown)\\n'
     """
     info = summary.info
-    return (f"{plural(info['rows'], 'row')} from {info['results']} (dataset "
-            f"{', '.join(info['dataset_fingerprints'])})\n")  # fmt: skip
+    return (
+        f"{plural(info['rows'], 'row')} from {info['results']} (dataset "
+        f"{', '.join(info['dataset_fingerprints'])})\n"
+    )
 
 
 def _run_lines(
@@ -270,8 +303,12 @@ def _run_lines(
         corrected_rates = _extra("estimator", "corrected_rates", "--calibration")
         corrected_lines = _extra("estimator", "corrected_lines", "--calibration")
         judge = session.judges[0]
-        corrected = corrected_rates(session.calibration, result.sorted_categories(),
-                                    judge=judge, judge_model=session.judge_spec)  # fmt: skip
+        corrected = corrected_rates(
+            session.calibration,
+            result.sorted_categories(),
+            judge=judge,
+            judge_model=session.judge_spec,
+        )
         info["corrected"] = {name: item.to_dict() for name, item in corrected.items()}
         text += corrected_lines(corrected, source=str(s.calibration), judge=judge.name)
     if s.review_out:
@@ -320,11 +357,26 @@ def _mark(v: CategoryVerdict) -> str:
 
 def _cells(report: GateReport) -> list[tuple[str, str, str, str, str]]:
     """The table's rows, global last: category, rate, unchecked, threshold, gate mark."""
-    cells = [(c.category, _rate_cell(c, report.confidence), str(c.unchecked), _pct(c.threshold),
-              _mark(c)) for c in report.categories]  # fmt: skip
+    cells = [
+        (
+            c.category,
+            _rate_cell(c, report.confidence),
+            str(c.unchecked),
+            _pct(c.threshold),
+            _mark(c),
+        )
+        for c in report.categories
+    ]
     overall = report.overall
-    cells.append(("global", _rate_cell(overall, report.confidence), str(overall.unchecked), "—",
-                  "shown, never gates"))  # fmt: skip
+    cells.append(
+        (
+            "global",
+            _rate_cell(overall, report.confidence),
+            str(overall.unchecked),
+            "—",
+            "shown, never gates",
+        )
+    )
     return cells
 
 
@@ -365,8 +417,10 @@ def summary_text(
         lines.append(line.rstrip())
     lines.append("")
     if judged:
-        lines.append(f"judge verdicts that did not parse: {format_rate(unparsed, judged)} "
-                     "(counted as not passed)")  # fmt: skip
+        lines.append(
+            f"judge verdicts that did not parse: {format_rate(unparsed, judged)} "
+            "(counted as not passed)"
+        )
     if errors:
         lines.append(
             f'cases that errored: {errors} (counted as not passed; see the rows\' "error")'
@@ -517,9 +571,12 @@ def summary_markdown(report: GateReport, *, title: str = "tinyeval") -> str:
         outcome = "not gated (no thresholds)"
     else:
         outcome = "gate PASSED" if report.passed else "gate FAILED"
-    lines = [f"### {title}: {outcome}", "",
-             f"| category | pass rate [{report.confidence:.0%} Wilson] | threshold | gate |",
-             "| --- | --- | --- | --- |"]  # fmt: skip
+    lines = [
+        f"### {title}: {outcome}",
+        "",
+        f"| category | pass rate [{report.confidence:.0%} Wilson] | threshold | gate |",
+        "| --- | --- | --- | --- |",
+    ]
     *cells, (_, overall, _, _, _) = _cells(report)
     for v, (name, rate, _, threshold, mark) in zip(report.categories, cells, strict=True):
         mark = mark.replace("|", "\\|")
@@ -543,8 +600,11 @@ class ReportsWritten(NamedTuple):
     annotations: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"files": list(self.files), "step_summary": self.step_summary,
-                "annotations": list(self.annotations)}  # fmt: skip
+        return {
+            "files": list(self.files),
+            "step_summary": self.step_summary,
+            "annotations": list(self.annotations),
+        }
 
 
 def write_reports(

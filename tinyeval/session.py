@@ -104,8 +104,10 @@ class Session:
         specs, given = s.judges, bool(s.criterion or s.rubric)
         if given:
             if s.votes < 1 or s.votes % 2 == 0:
-                raise InputError(f"must be an odd number (1, 3, 5…) so a majority exists, got "
-                                 f"{s.votes}", field="votes")  # fmt: skip
+                raise InputError(
+                    f"must be an odd number (1, 3, 5…) so a majority exists, got {s.votes}",
+                    field="votes",
+                )
             votes, style = s.votes, s.judge_style
             specs = [JudgeSpec(criterion=text, votes=votes, style=style) for text in s.criterion]
             specs += [JudgeSpec(rubric=path, votes=votes, style=style) for path in s.rubric]
@@ -118,10 +120,17 @@ class Session:
         """The model ``spec`` names, opened with the run's settings, on the run's cache."""
         s = self.settings
         model, self.cache = open_model(
-            spec, base_url=s.base_url, timeout=s.timeout, temperature=s.temperature,
-            max_tokens=max_tokens, max_response_bytes=s.max_response_bytes, cache_path=s.cache,
-            no_cache=s.no_cache, refresh=s.refresh, cache=self.cache,
-        )  # fmt: skip
+            spec,
+            base_url=s.base_url,
+            timeout=s.timeout,
+            temperature=s.temperature,
+            max_tokens=max_tokens,
+            max_response_bytes=s.max_response_bytes,
+            cache_path=s.cache,
+            no_cache=s.no_cache,
+            refresh=s.refresh,
+            cache=self.cache,
+        )
         return model
 
     def _open_models(self) -> None:
@@ -144,12 +153,20 @@ class Session:
         """
         s = self.settings
         ready = prepare_cases(
-            s.cases, fields=s.fields, id_from_line=s.id_from_line, format=s.format,
-            sample_size=s.sample, seed=s.seed, only=case_ids(s.only),
-            outputs=_recorded_outputs(s.rejudge), shard=s.shard,
-            shuffle=s.stop_when_decided, max_line_bytes=s.max_line_bytes,
-            one_pass=self._one_pass(), note=self._note_retrieval,
-        )  # fmt: skip
+            s.cases,
+            fields=s.fields,
+            id_from_line=s.id_from_line,
+            format=s.format,
+            sample_size=s.sample,
+            seed=s.seed,
+            only=case_ids(s.only),
+            outputs=_recorded_outputs(s.rejudge),
+            shard=s.shard,
+            shuffle=s.stop_when_decided,
+            max_line_bytes=s.max_line_bytes,
+            one_pass=self._one_pass(),
+            note=self._note_retrieval,
+        )
         if ready.read:
             self._refuse(ready)
         return ready
@@ -164,8 +181,13 @@ class Session:
     def _one_pass(self) -> bool:
         """Whether the run may read its cases once, as it goes (it calls no model)."""
         s = self.settings
-        return (not self.judges and self.generate_model is None and not s.resume
-                and not s.review_out and RowsWrittenWhole.can_write(s.out))  # fmt: skip
+        return (
+            not self.judges
+            and self.generate_model is None
+            and not s.resume
+            and not s.review_out
+            and RowsWrittenWhole.can_write(s.out)
+        )
 
     def _refuse(self, ready: PreparedCases) -> None:
         s = self.settings
@@ -180,9 +202,11 @@ class Session:
             first = ready.first_without_output
             assert first is not None
             where = f"{first.source}:{first.line}" if first.line else repr(first.id)
-            raise InputError(f"{plural(ready.without_output, 'case')} without an output (the "
-                             f"first at {where}) and no generate model to generate them",
-                             field="generate_model")  # fmt: skip
+            raise InputError(
+                f"{plural(ready.without_output, 'case')} without an output (the "
+                f"first at {where}) and no generate model to generate them",
+                field="generate_model",
+            )
 
     def dry_run(self, ready: PreparedCases) -> DryRun:
         """Every prompt the run would send, rendered and counted; no model is called."""
@@ -257,14 +281,24 @@ class Session:
                     whole = RowsWrittenWhole(s.out)
                     stack.callback(whole.discard)  # a file only once finished
                 result = run_cases(
-                    ready.cases, **self._calls(), out=None if one_pass else s.out,
-                    resume=s.resume, shard=s.shard, concurrency=s.concurrency,
-                    max_errors=s.max_errors, case_timeout=s.case_timeout,
-                    fail_fast=s.fail_fast or None, keep_rows=False, on_row=noted,
+                    ready.cases,
+                    **self._calls(),
+                    out=None if one_pass else s.out,
+                    resume=s.resume,
+                    shard=s.shard,
+                    concurrency=s.concurrency,
+                    max_errors=s.max_errors,
+                    case_timeout=s.case_timeout,
+                    fail_fast=s.fail_fast or None,
+                    keep_rows=False,
+                    on_row=noted,
                     dataset_fingerprint=ready.fingerprint or None,
-                    manifest=None if one_pass else self._manifest(ready), stop=self.stop,
-                    progress=self._in_flight, observers=list(observers.values()), executor=executor,
-                )  # fmt: skip
+                    manifest=None if one_pass else self._manifest(ready),
+                    stop=self.stop,
+                    progress=self._in_flight,
+                    observers=list(observers.values()),
+                    executor=executor,
+                )
                 if whole is not None and ready.read:  # the whole file read: rows written
                     self._refuse(ready)
                     whole.finish(ready.fingerprint, self._manifest(ready))
@@ -273,22 +307,39 @@ class Session:
                 # and reading the rest for the fingerprint would make a stop slow)
             except OSError as exc:  # a full disk, a file gone: the run cannot complete
                 where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-                kept = "none is kept" if one_pass else (
-                    f"the rows written before it are kept in {s.out} (a resumed run continues "
-                    "there)")  # fmt: skip
+                kept = (
+                    "none is kept"
+                    if one_pass
+                    else (
+                        f"the rows written before it are kept in {s.out} (a resumed run continues "
+                        "there)"
+                    )
+                )
                 raise IncompleteError(
                     f"writing the results failed: {where}{exc.strerror or exc}; {kept}"
                 ) from None
-        return summarize(self, ready, result, observers=observers, failures=failures.rows(),
-                         batch_lines=batch_lines, review_rows=review_rows)  # fmt: skip
+        return summarize(
+            self,
+            ready,
+            result,
+            observers=observers,
+            failures=failures.rows(),
+            batch_lines=batch_lines,
+            review_rows=review_rows,
+        )
 
     def _calls(self) -> dict[str, Any]:
         """What the runner calls, in a run and in a dry run."""
         s = self.settings
-        return dict(judges=self.judges, judge_model=self.judge_model,
-                    generate_model=self.generate_model, prompt_template=self.template,
-                    regenerate=s.regenerate, judge_all=s.judge_all,
-                    judge_categories=self.judge_categories)  # fmt: skip
+        return dict(
+            judges=self.judges,
+            judge_model=self.judge_model,
+            generate_model=self.generate_model,
+            prompt_template=self.template,
+            regenerate=s.regenerate,
+            judge_all=s.judge_all,
+            judge_categories=self.judge_categories,
+        )
 
     def _in_flight(self, count: int) -> None:
         self.in_flight = count
@@ -296,15 +347,18 @@ class Session:
     def _manifest(self, ready: PreparedCases) -> dict[str, Any]:
         s = self.settings
         return run_manifest(
-            cases=ready.selected, shard=s.shard, shard_cases=ready.in_shard if s.shard else None,
+            cases=ready.selected,
+            shard=s.shard,
+            shard_cases=ready.in_shard if s.shard else None,
             sample={"size": s.sample, "seed": s.seed} if s.sample else None,
             only=ready.selected if (s.only is not None or s.rejudge) else None,
             judges={j.name: j.rubric_fingerprint for j in self.judges},
             judge_model=self.judge_spec if self.judges else None,
             gate=gate_settings(**s.gate_options()),
             suite=s.suite.fingerprint if s.suite is not None else None,
-            cases_file=s.cases, observers=self._observed,
-        )  # fmt: skip
+            cases_file=s.cases,
+            observers=self._observed,
+        )
 
 
 class Progress:
@@ -333,8 +387,10 @@ class Progress:
         if self.total is None:
             return f"{self.done} · {rate:.1f} cases/s · {self.failed} failed · {self.errors} errors"
         eta = f"{(self.total - self.done) / rate:.0f}s" if rate > 0 else "?"
-        return (f"{self.done}/{self.total} · {rate:.1f} cases/s · ETA {eta} · "
-                f"{self.failed} failed · {self.errors} errors")  # fmt: skip
+        return (
+            f"{self.done}/{self.total} · {rate:.1f} cases/s · ETA {eta} · "
+            f"{self.failed} failed · {self.errors} errors"
+        )
 
 
 class _Failures:
@@ -387,8 +443,7 @@ def refuse_overwriting(inputs: Iterable[str | None], outputs: Mapping[str, str |
     for i, (name, path) in enumerate(given):
         for other, other_path in given[i + 1 :]:
             if same_file(path, other_path):
-                raise InputError(f"{path} is the same file as another output ({other})",
-                                 field=name)  # fmt: skip
+                raise InputError(f"{path} is the same file as another output ({other})", field=name)
 
 
 def parse_thresholds(items: Iterable[str]) -> dict[str, str]:
@@ -475,8 +530,9 @@ def open_executor(spec: str | None, concurrency: int = 4) -> Iterator[Executor |
 def _jurors(given: str | Sequence[str] | None) -> list[str]:
     specs = [given] if isinstance(given, str) else list(given or [])
     if len(specs) > 1 and len(specs) % 2 == 0:
-        raise InputError(f"a jury needs an odd number of models (3, 5…), got {len(specs)}",
-                         field="judge_model")  # fmt: skip
+        raise InputError(
+            f"a jury needs an odd number of models (3, 5…), got {len(specs)}", field="judge_model"
+        )
     return specs
 
 

@@ -108,12 +108,22 @@ def write_reports(
     summary; print the annotations."""
     from ..report import write_reports as write
 
-    written = write(report, rows, junit=args.junit, markdown=args.markdown, html=args.html,
-                    github=args.github or None, run_info=run_info,
-                    cases_file=cases_file)  # fmt: skip
+    written = write(
+        report,
+        rows,
+        junit=args.junit,
+        markdown=args.markdown,
+        html=args.html,
+        github=args.github or None,
+        run_info=run_info,
+        cases_file=cases_file,
+    )
     if args.github and written.step_summary is None:
-        print(f"{PROG}: --github: GITHUB_STEP_SUMMARY is not set, so no job summary was "
-              "written; the annotations follow", file=sys.stderr)  # fmt: skip
+        print(
+            f"{PROG}: --github: GITHUB_STEP_SUMMARY is not set, so no job summary was "
+            "written; the annotations follow",
+            file=sys.stderr,
+        )
     for command in written.annotations:
         print(command)
 

@@ -26,33 +26,42 @@ from ._common import (
 )
 
 _GATE_AND_REPORT = (
-    ("gate", "the per-category table and gate of a results file (e.g. merged shards), run "
-     "again; exit 1 when a category blocks"),
-    ("report", "the table and the --html/--junit/--markdown files of a results file; exit 0 "
-     "whatever the gate says"),
-)  # fmt: skip
+    (
+        "gate",
+        "the per-category table and gate of a results file (e.g. merged shards), run "
+        "again; exit 1 when a category blocks",
+    ),
+    (
+        "report",
+        "the table and the --html/--junit/--markdown files of a results file; exit 0 "
+        "whatever the gate says",
+    ),
+)
 
 
 # the run settings of the gate (gate and report take them too)
 _GATE = [f.name for f in fields(RunSettings) if f.metadata.get("group") == GATE]
 
 
-# fmt: off
 def add_gate_and_report(sub: Any) -> None:
     for name, summary in _GATE_AND_REPORT:
         p = sub.add_parser(name, help=summary)
         p.add_argument("results", metavar="RESULTS", help="a results file written by tinyeval run")
         add_settings(p, *_GATE)
-        p.add_argument("--holdout", type=proportion, metavar="FRACTION",
-                       help="also compare the development cases with the held-out ones, split "
-                       "as tinyeval split does (e.g. 0.2); the gate itself is unchanged")
-        p.add_argument("--salt", default="tinyeval-holdout",
-                       help="salt of the holdout split (as for split)")
+        p.add_argument(
+            "--holdout",
+            type=proportion,
+            metavar="FRACTION",
+            help="also compare the development cases with the held-out ones, split "
+            "as tinyeval split does (e.g. 0.2); the gate itself is unchanged",
+        )
+        p.add_argument(
+            "--salt", default="tinyeval-holdout", help="salt of the holdout split (as for split)"
+        )
         p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
         add_settings(p, "junit", "markdown", "html")
         add_github(p)
         p.set_defaults(handler=_cmd_gate if name == "gate" else _cmd_report)
-# fmt: on
 
 
 def _cmd_gate(args: argparse.Namespace) -> int:
@@ -61,8 +70,9 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     from ..report import rows_header, summarize_rows
     from ..session import parse_thresholds, refuse_overwriting
 
-    refuse_overwriting([args.results], {"junit": args.junit, "markdown": args.markdown,
-                                        "html": args.html})  # fmt: skip
+    refuse_overwriting(
+        [args.results], {"junit": args.junit, "markdown": args.markdown, "html": args.html}
+    )
     rows = read_rows(args.results)
     if not rows:
         raise UsageError(f"{args.results}: no result rows")
@@ -71,16 +81,18 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     summary = summarize_rows(rows, source=args.results, gate=gate)
     holdout = compare_holdout_rows(rows, args.holdout, salt=args.salt) if args.holdout else None
     if args.json:
-        holdout_json = {} if holdout is None else {"holdout": {c.category: c.to_dict()
-                                                               for c in holdout}}  # fmt: skip
+        holdout_json = (
+            {} if holdout is None else {"holdout": {c.category: c.to_dict() for c in holdout}}
+        )
         print_json({**summary.to_dict(), **holdout_json})
     else:
         print(summary.to_text(rows_header(summary)))
         if holdout is not None:
             print(holdout_text(holdout, held_out=args.holdout, salt=args.salt))
     manifest: dict[str, Any] = rows[0]["run"] if isinstance(rows[0].get("run"), dict) else {}
-    write_reports(args, rows, summary.report, run_info=summary.info,
-                  cases_file=manifest.get("cases_file"))  # fmt: skip
+    write_reports(
+        args, rows, summary.report, run_info=summary.info, cases_file=manifest.get("cases_file")
+    )
     if not summary.complete:
         return EXIT_INCOMPLETE
     return EXIT_OK if summary.passed else EXIT_GATE_FAILED
@@ -91,18 +103,22 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return EXIT_INCOMPLETE if code == EXIT_INCOMPLETE else EXIT_OK
 
 
-# fmt: off
 def add_merge(sub: Any) -> None:
-    p = sub.add_parser("merge", help="join the results of shards (run --shard I/N) into one file",
-                       description="Join the result files of one dataset's shards: each shard "
-                       "once, every shard there, no case twice.")
+    p = sub.add_parser(
+        "merge",
+        help="join the results of shards (run --shard I/N) into one file",
+        description="Join the result files of one dataset's shards: each shard "
+        "once, every shard there, no case twice.",
+    )
     p.add_argument("results", nargs="+", metavar="RESULTS", help="result files to join")
     p.add_argument("--out", required=True, metavar="FILE", help="the joined results file")
-    p.add_argument("--allow-partial", action="store_true",
-                   help="merge even when shards or cases are missing (the result is incomplete: "
-                   "exit 3, and gate on it exits 3 too)")
+    p.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="merge even when shards or cases are missing (the result is incomplete: "
+        "exit 3, and gate on it exits 3 too)",
+    )
     p.set_defaults(handler=_cmd_merge)
-# fmt: on
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
@@ -114,26 +130,35 @@ def _cmd_merge(args: argparse.Namespace) -> int:
     merged = merge_rows(sources, allow_partial=args.allow_partial)
     write_records(args.out, merged)  # all or nothing: never a half-merged file
     found = completeness(merged)
-    print(f"merged {plural(len(merged), 'row')} from {plural(len(sources), 'file')} into "
-          f"{args.out}{'' if found.complete else f'; {found}'}")  # fmt: skip
+    print(
+        f"merged {plural(len(merged), 'row')} from {plural(len(sources), 'file')} into "
+        f"{args.out}{'' if found.complete else f'; {found}'}"
+    )
     return EXIT_OK if found.complete else EXIT_INCOMPLETE
 
 
-# fmt: off
 def add_split(sub: Any) -> None:
-    p = sub.add_parser("split", help="split cases into development and holdout sets by a hash "
-                       "of the id and the salt (a case never moves as the file grows)")
+    p = sub.add_parser(
+        "split",
+        help="split cases into development and holdout sets by a hash "
+        "of the id and the salt (a case never moves as the file grows)",
+    )
     p.add_argument("cases", metavar="CASES", help="the cases file")
-    p.add_argument("--holdout", type=proportion, default=0.2, metavar="FRACTION",
-                   help="share of cases held out (default: 0.2)")
-    p.add_argument("--salt", default="tinyeval-holdout",
-                   help="salt of the hash (default: tinyeval-holdout)")
+    p.add_argument(
+        "--holdout",
+        type=proportion,
+        default=0.2,
+        metavar="FRACTION",
+        help="share of cases held out (default: 0.2)",
+    )
+    p.add_argument(
+        "--salt", default="tinyeval-holdout", help="salt of the hash (default: tinyeval-holdout)"
+    )
     p.add_argument("--dev-out", required=True, metavar="FILE", help="where development cases go")
     p.add_argument("--holdout-out", required=True, metavar="FILE", help="where holdout cases go")
     add_settings(p, "fields")
     p.add_argument("--json", action="store_true", help="print the counts as JSON")
     p.set_defaults(handler=_cmd_split)
-# fmt: on
 
 
 def _cmd_split(args: argparse.Namespace) -> int:
@@ -147,8 +172,9 @@ def _cmd_split(args: argparse.Namespace) -> int:
         write_records(path, map(Case.to_record, part))
     if args.json:
         counts = {"cases": len(cases), "dev": len(dev), "holdout": len(holdout)}
-        print_json({**counts, "salt": args.salt, "dev_out": args.dev_out,
-                    "holdout_out": args.holdout_out})  # fmt: skip
+        print_json(
+            {**counts, "salt": args.salt, "dev_out": args.dev_out, "holdout_out": args.holdout_out}
+        )
     else:
         print(
             f"{len(cases)} cases: {len(dev)} for development in {args.dev_out}, "
@@ -157,19 +183,24 @@ def _cmd_split(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# fmt: off
 def add_compare(sub: Any) -> None:
-    p = sub.add_parser("compare", help="per category, the cases two runs broke (pass → fail) "
-                       "and fixed (fail → pass), with McNemar's exact test")
+    p = sub.add_parser(
+        "compare",
+        help="per category, the cases two runs broke (pass → fail) "
+        "and fixed (fail → pass), with McNemar's exact test",
+    )
     p.add_argument("before", metavar="BEFORE", help="results of the earlier run")
     p.add_argument("after", metavar="AFTER", help="results of the later run")
-    p.add_argument("--alpha", type=proportion, default=0.05,
-                   help="significance level (default: 0.05)")
-    p.add_argument("--fail-on-regression", action="store_true",
-                   help="exit 1 when a category got significantly worse")
+    p.add_argument(
+        "--alpha", type=proportion, default=0.05, help="significance level (default: 0.05)"
+    )
+    p.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 1 when a category got significantly worse",
+    )
     p.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
     p.set_defaults(handler=_cmd_compare)
-# fmt: on
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
@@ -181,8 +212,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     before, after = read_rows(args.before), read_rows(args.after)
     report = compare_runs(before, after)
     if args.json:
-        print_json({**report.to_dict(), "alpha": args.alpha,
-                    "significant_regressions": report.regressions(args.alpha)})  # fmt: skip
+        print_json(
+            {
+                **report.to_dict(),
+                "alpha": args.alpha,
+                "significant_regressions": report.regressions(args.alpha),
+            }
+        )
     else:
         print(report.to_text(args.alpha, before=args.before, after=args.after))
         for warning in report.warnings:

@@ -30,8 +30,9 @@ from ._common import (
     write_reports,
 )
 
-_NOTHING_WRITTEN = ("A run that calls no model writes its rows once it has read its whole file: "
-                    "nothing was written")  # fmt: skip
+_NOTHING_WRITTEN = (
+    "A run that calls no model writes its rows once it has read its whole file: nothing was written"
+)
 
 
 def add_run(sub: Any) -> None:
@@ -125,13 +126,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if stopped_by is not None:  # asked to stop: said so already, with the resume command
         return 128 + int(stopped_by)
     if not summary.complete and not ready.read:
-        print(f"{PROG}: the run stopped early: {summary.stopped_reason}. {_NOTHING_WRITTEN} "
-              f"to {args.out}; fix the cause and run it again", file=sys.stderr)  # fmt: skip
+        print(
+            f"{PROG}: the run stopped early: {summary.stopped_reason}. {_NOTHING_WRITTEN} "
+            f"to {args.out}; fix the cause and run it again",
+            file=sys.stderr,
+        )
         return EXIT_INCOMPLETE
     if not summary.complete:
-        print(f"{PROG}: the run stopped early: {summary.stopped_reason}. Rows were kept for "
-              f"{summary.rows} of {ready.in_shard} cases in {args.out}; fix the cause and run "
-              "again (--resume keeps them)", file=sys.stderr)  # fmt: skip
+        print(
+            f"{PROG}: the run stopped early: {summary.stopped_reason}. Rows were kept for "
+            f"{summary.rows} of {ready.in_shard} cases in {args.out}; fix the cause and run "
+            "again (--resume keeps them)",
+            file=sys.stderr,
+        )
         return EXIT_INCOMPLETE
     return EXIT_OK if summary.passed else EXIT_GATE_FAILED
 
@@ -142,26 +149,35 @@ def _run(args: argparse.Namespace, session: Any, ready: Any) -> Any:
     progress = StatusLine(total, sys.stderr, enabled=not (args.quiet or args.json))
     with contextlib.ExitStack() as stack:
         stack.callback(progress.close)
-        stack.enter_context(_stopping_on_signals(session.stop, progress,
-                                                 lambda: session.in_flight))  # fmt: skip
+        stack.enter_context(_stopping_on_signals(session.stop, progress, lambda: session.in_flight))
         try:
             summary = session.run(ready, on_row=progress.update)
         except KeyboardInterrupt:
             progress.close()
             if total is None:  # its rows were to be written whole, once the file was read
-                print(f"{PROG}: interrupted. {_NOTHING_WRITTEN} to {args.out}; run it again",
-                      file=sys.stderr)  # fmt: skip
+                print(
+                    f"{PROG}: interrupted. {_NOTHING_WRITTEN} to {args.out}; run it again",
+                    file=sys.stderr,
+                )
                 raise
-            print(f"{PROG}: interrupted; the cases in flight were abandoned (they have no row, "
-                  f"a resumed run does them); finished rows are kept in {args.out}. Resume "
-                  f"with:\n  {_resume_command()}", file=sys.stderr)  # fmt: skip
+            print(
+                f"{PROG}: interrupted; the cases in flight were abandoned (they have no row, "
+                f"a resumed run does them); finished rows are kept in {args.out}. Resume "
+                f"with:\n  {_resume_command()}",
+                file=sys.stderr,
+            )
             raise
     if session.stop.is_set() and summary.capped is None and not ready.read:
-        print(f"{PROG}: stopped on request. {_NOTHING_WRITTEN} to {args.out}; run it again",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"{PROG}: stopped on request. {_NOTHING_WRITTEN} to {args.out}; run it again",
+            file=sys.stderr,
+        )
     elif session.stop.is_set() and summary.capped is None:
-        print(f"{PROG}: stopped on request; finished rows are kept in {args.out}. Resume "
-              f"with:\n  {_resume_command()}", file=sys.stderr)  # fmt: skip
+        print(
+            f"{PROG}: stopped on request; finished rows are kept in {args.out}. Resume "
+            f"with:\n  {_resume_command()}",
+            file=sys.stderr,
+        )
     return summary
 
 
@@ -179,8 +195,11 @@ def _stopping_on_signals(
         stop.set()
         progress.close()
         waiting = plural(in_flight(), "case")
-        print(f"{PROG}: stopping: waiting for {waiting} in flight (Ctrl-C again to abandon "
-              "them)", file=sys.stderr, flush=True)  # fmt: skip
+        print(
+            f"{PROG}: stopping: waiting for {waiting} in flight (Ctrl-C again to abandon them)",
+            file=sys.stderr,
+            flush=True,
+        )
 
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -197,8 +216,12 @@ def _resume_command() -> str:
     """The command as it was invoked, with --resume: ``python -m tinyeval`` when run so."""
     program = Path(sys.argv[0]).name if sys.argv else PROG
     if program in ("__main__.py", "-m", "-c") or program.endswith(".py"):
-        words = [Path(sys.executable).name, "-m", __package__.rpartition(".")[0] if __package__
-                 else PROG, *sys.argv[1:]]  # fmt: skip
+        words = [
+            Path(sys.executable).name,
+            "-m",
+            __package__.rpartition(".")[0] if __package__ else PROG,
+            *sys.argv[1:],
+        ]
     else:
         words = [program, *sys.argv[1:]]
     return shlex.join(words if "--resume" in words else [*words, "--resume"])
