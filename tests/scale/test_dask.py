@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("distributed")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 GENERATOR = """
 import os
