@@ -159,14 +159,15 @@ def cli_run(path: Path) -> tuple[Timing, float]:
 def stages(path: Path, n: int) -> list[tuple[str, float]]:
     """CPU µs per case of the one-pass reading and running, built up a stage at a time: each
     pipeline is the one before it plus one more piece, so the differences are what each costs."""
-    from tinyeval import dataset, formats, runner
+    from tinyeval import _formats as formats
+    from tinyeval import dataset, runner
     from tinyeval.records import RowsWrittenWhole
 
     name, limit = str(path), dataset.MAX_LINE_BYTES
 
     def lines() -> None:
         with open(name, "rb") as raw:
-            for _ in formats._lines(raw, name, limit):
+            for _ in formats._lines(raw, name, limit, "the cases"):
                 pass
 
     def records() -> None:
