@@ -649,7 +649,7 @@ def _at_most(name: str, n: Any, count: Callable[[str], int], unit: str) -> Named
 # === Building checks from an expect block ===
 
 
-Builder: TypeAlias = "Callable[[Any, str], list[NamedCheck]]"
+Builder: TypeAlias = "Callable[[Any, str], Sequence[NamedCheck]]"
 Reading: TypeAlias = "list[tuple[str, tuple[Any, ...]]]"
 
 
@@ -733,12 +733,12 @@ def _expect_builder(factory: Callable[..., Any], read: Callable[[Any, str], Read
     def shared(value: Any, field: str) -> tuple[NamedCheck, ...]:
         return tuple(build(list(value) if type(value) is tuple else value, field))
 
-    def built(value: Any, field: str) -> list[NamedCheck]:
+    def built(value: Any, field: str) -> Sequence[NamedCheck]:
         kind = type(value)
         if kind is str or kind is int or kind is bool:
-            return list(shared(value, field))
+            return shared(value, field)
         if kind is list and all(type(item) is str for item in value):
-            return list(shared(tuple(value), field))
+            return shared(tuple(value), field)
         return build(value, field)
 
     return built
@@ -771,7 +771,14 @@ EXPECT_KEYS: tuple[str, ...] = (*_EXPECT, *_EXTRAS["expect"])
 """The keys an ``expect`` block may use (built in, then the extras'), in the order their checks
 run; keys added by :func:`register_expect` run last."""
 
+# each key's place in that order and the field its errors name, kept for every key in use
 _ORDER = {key: index for index, key in enumerate(EXPECT_KEYS)}
+_FIELDS = {key: f"expect.{key}" for key in EXPECT_KEYS}
+
+
+def _known(key: str) -> None:
+    _ORDER.setdefault(key, len(_ORDER))
+    _FIELDS.setdefault(key, f"expect.{key}")
 
 
 def register_expect(key: str, builder: Builder) -> None:
@@ -789,10 +796,7 @@ def register_expect(key: str, builder: Builder) -> None:
     if not callable(builder):
         raise CheckSpecError(f"expected a callable, got {_describe(builder)}", field=key)
     _EXPECT[key] = builder
-
-
-def _rank(key: str) -> int:
-    return _ORDER.get(key, len(_ORDER))
+    _known(key)
 
 
 def _load_builder(key: Any) -> None:
@@ -805,6 +809,7 @@ def _load_builder(key: Any) -> None:
         hint = f"did you mean {close!r}?" if close else f"expected one of {', '.join(known)}"
         raise CheckSpecError(f"unknown key {key!r}; {hint}", field=f"expect.{key}")
     _EXPECT[key] = _extra("expect", key, what=f"the expect key {key!r}")
+    _known(key)
 
 
 def checks_from_expect(expect: Mapping[str, Any]) -> list[NamedCheck]:
@@ -826,8 +831,8 @@ def checks_from_expect(expect: Mapping[str, Any]) -> list[NamedCheck]:
         if key not in _EXPECT:
             _load_builder(key)
     built: list[NamedCheck] = []
-    for key in sorted(expect, key=_rank):  # only the keys given, in EXPECT_KEYS order
-        built.extend(_EXPECT[key](expect[key], f"expect.{key}"))
+    for key in sorted(expect, key=_ORDER.__getitem__):  # the keys given, in EXPECT_KEYS order
+        built.extend(_EXPECT[key](expect[key], _FIELDS[key]))
     _require_unique_names(built, field="expect")
     return built
 

@@ -648,6 +648,8 @@ def _here(task: Mapping[str, Any], *, every_case: bool) -> Callable[[Case], Row 
         return None
     judges, where = task["judges"], task["judge_categories"]
     generate, regenerate = task["generate_model"], task["regenerate"]
+    if not judges and generate is None:  # no case calls a model
+        return evaluate
     from_cache: Callable[[Case], Row | None] | None = None
     cache = sys.modules.get(f"{__package__}.cache")  # not imported: no model can be cached
     if cache and any(isinstance(m, cache.CachedModel) for m in (task["judge_model"], generate)):
