@@ -637,10 +637,9 @@ def run(
 
 
 def _here(task: Mapping[str, Any], *, every_case: bool) -> Callable[[Case], Row | None] | None:
-    """What evaluates a case in the calling thread, where a worker adds nothing (None from it:
-    a worker runs it): every case on one worker; on more, one sure to call no model (nothing
-    to generate, no judge for its category), or one the caches answer whole. The caller's own
-    checks may be slow: workers."""
+    """What evaluates a case in the calling thread (None from it: a worker does): every case on
+    one worker; on more, one sure to call no model, or one the caches answer whole; never with
+    the caller's own checks, which may be slow."""
     evaluate: Callable[[Case], Row] = functools.partial(evaluate_case, **task)
     if every_case:
         return evaluate
