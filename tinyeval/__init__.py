@@ -140,7 +140,7 @@ _EXTRAS: dict[str, dict[str, str]] = {
     "executor": {
         "dask": "scale.executors:open_dask",
     },
-    # command-line commands, and option groups of `tinyeval run`
+    # command-line commands (an extra's `run` options are RunSettings fields, in its group)
     "command": {
         "pairwise": "judges.cli:add_pairwise",
         "label": "humans.cli:add_label",
@@ -148,7 +148,6 @@ _EXTRAS: dict[str, dict[str, str]] = {
         "cost": "scale.cli:add_cost",
         "init": "ci.init:add_init",
     },
-    "options": {},
 }
 
 
@@ -173,8 +172,9 @@ def _extra(door: str, name: str, what: str | None = None) -> Any:
             raise
         from .errors import InputError
 
+        folder = __name__.rpartition(".")[2]  # a vendored copy's own name: yourpkg._vendor.tinyeval
         raise InputError(
-            f"{what or repr(name)} needs {__name__}/{subpackage}/, which this copy lacks"
+            f"{what or repr(name)} needs {folder}/{subpackage}/, which this copy lacks"
         ) from None
     return getattr(module, attribute)
 
