@@ -17,7 +17,7 @@ from typing import Any
 
 from . import _extra
 from .checks import CheckSpecError, get_path
-from .errors import InputError, did_you_mean, json_problem, plural
+from .errors import InputError, did_you_mean, is_number, json_problem, plural
 from .records import (
     iter_json_lines,
     output_fingerprint,
@@ -84,10 +84,6 @@ def _rate(successes: int, n: int) -> Rate | None:
     return Rate.of(successes, n) if n else None
 
 
-def _is_number(label: Any) -> bool:
-    return isinstance(label, int | float) and not isinstance(label, bool)
-
-
 def _as_label(value: Any, side: str, index: int) -> Label | None:
     """Booleans and any-case pass/fail become PASS/FAIL."""
     if value is None and side == "judge":
@@ -110,7 +106,7 @@ def _ordered(labels: Iterable[Label]) -> tuple[Label, ...]:
     """PASS and FAIL first, then numbers in order, then other strings alphabetically."""
     unique = set(labels)
     first = tuple(label for label in ("PASS", "FAIL") if label in unique)
-    numbers = sorted(label for label in unique if _is_number(label))
+    numbers = sorted(label for label in unique if is_number(label))
     words = sorted(str(label) for label in unique if isinstance(label, str) and label not in first)
     return (*first, *numbers, *words)
 
@@ -137,11 +133,7 @@ def _key(label: Label | None) -> str:
 
 @dataclass(frozen=True)
 class Calibration:
-    """Judge against human on the same cases; build it with ``calibrate``.
-
-    ``confusion`` maps human label → judge label (None: unparsed) → count;
-    ``warnings`` say what makes the figure untrustworthy.
-    """
+    """Judge against human on the same cases; build it with ``calibrate``."""
 
     kind: str  # "pass/fail" or "multiclass"
     labels: tuple[Label, ...]
@@ -152,7 +144,7 @@ class Calibration:
     agreement_with_unparsed: Rate
     majority_label: Label | None
     majority_share: Rate | None
-    confusion: dict[Label, dict[Label | None, int]]
+    confusion: dict[Label, dict[Label | None, int]]  # human → judge (None: unparsed) → count
     kappa: float | None
     kappa_undefined: str | None
     spearman: float | None
@@ -210,8 +202,7 @@ class Calibration:
         ]
 
     def correctable_categories(self) -> list[str]:
-        """Categories with ``CATEGORY_MIN_LABELS`` parsed pairs or more and both human PASS
-        and FAIL: a correction uses their own sensitivity and specificity."""
+        """Categories a correction gives their own sensitivity and specificity."""
         return [name for name, sub in sorted(self.per_category.items()) if sub._correctable()]
 
     def _correctable(self) -> bool:
@@ -493,7 +484,7 @@ def _build(
     kappa, kappa_undefined = _defined(cohen_kappa, parsed_judge, parsed_human)
     rho: float | None = None
     rho_undefined: str | None = "the labels are not numbers"
-    if all(_is_number(label) for label in (*parsed_judge, *parsed_human)):
+    if all(is_number(label) for label in (*parsed_judge, *parsed_human)):
         rho, rho_undefined = _defined(spearman, parsed_judge, parsed_human)
     kappa_low_high, kappa_interval_undefined = _interval(
         kappa_interval, parsed_judge, parsed_human, kappa is not None
@@ -566,10 +557,7 @@ def calibrate(
     categories: Sequence[str] | None = None,
     ids: Sequence[Any] | None = None,
 ) -> Calibration:
-    """Compare the judge's labels (None: unparsed) with human labels of the same cases.
-
-    ``categories`` adds a calibration per category; ``ids`` names the pairs.
-    The always-PASS judge agrees 90% of the time and catches nothing:
+    """Compare judge labels (None: unparsed) with human ones, per ``categories`` too.
 
     >>> cal = calibrate(["PASS"] * 10, ["PASS"] * 9 + ["FAIL"])
     >>> str(cal.agreement), str(cal.failure_recall), cal.kappa
@@ -652,7 +640,7 @@ def _check_human_kind(
     allowed: tuple[str, ...] | None
     if pairwise:
         kind, allowed, expected = "is pairwise", ("A", "B", "TIE"), "A, B or TIE"
-    elif parsed and all(_is_number(label) for label in parsed):
+    elif parsed and all(is_number(label) for label in parsed):
         kind, allowed, expected = "gives grades (numbers)", None, "a number"
     elif all(label in ("PASS", "FAIL") for label in parsed):
         kind, allowed = "gives PASS/FAIL verdicts", ("PASS", "FAIL")
@@ -661,7 +649,7 @@ def _check_human_kind(
         return  # choices of the user's own: any label may be one of them
     for index, (key, value) in enumerate(zip(ids, humans, strict=True)):
         human = _as_label(value, "human", index)
-        if _is_number(human) if allowed is None else human in allowed:
+        if is_number(human) if allowed is None else human in allowed:
             continue
         record = labels[key]
         source, line = getattr(record, "source", None), getattr(record, "line", None)
@@ -679,9 +667,7 @@ def calibrate_results(
     judge: str | None = None,
     only: Iterable[Any] | None = None,
 ) -> Calibration:
-    """Calibrate the judge in result rows (``judge``: default each row's first) against
-    labels (``read_labels``) by id, within ``only``; labels made against another rubric,
-    judge model or output raise a ``CALIBRATION EXPIRED`` warning.
+    """Calibrate result rows' judge against labels by id (stale labels: ``CALIBRATION EXPIRED``).
 
     >>> rows = [{"id": "a", "judges": {"j": {"verdict": "PASS", "rubric_fingerprint": "r2"}}},
     ...         {"id": "b", "judges": {"j": {"verdict": "FAIL", "rubric_fingerprint": "r2"}}}]
@@ -902,11 +888,7 @@ def _mapped(record: dict[str, Any], fields: Mapping[str, str], where: str) -> di
 def replay_labels(
     path: str | Path, fields: Mapping[str, str] | None
 ) -> tuple[dict[str | int, list[LabelRecord]], list[LabelRecord]]:
-    """Replay a labels file: each id's standing records in order, and the recheck records.
-
-    An undo line (``"undo": true``) withdraws the latest record of its id;
-    ``fields`` reads each key at a dotted path (see :func:`parse_label_fields`).
-    """
+    """Each id's standing records in order (``"undo": true`` withdraws one), and the rechecks."""
     stacks: dict[str | int, list[LabelRecord]] = {}
     rechecks: list[LabelRecord] = []
     for number, raw in iter_json_lines(path, error=LabelError):

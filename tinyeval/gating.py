@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Any
 
-from .errors import InputError, did_you_mean, plural
+from .errors import InputError, did_you_mean, is_number, plural
 from .records import Completeness, completeness, tally
 from .stats import Rate, cases_to_decide, format_rate, mcnemar, wilson_interval
 
@@ -44,8 +44,7 @@ def parse_threshold(
     low: float = 0.0,
     high: float = 1.0,
 ) -> float:
-    """The package's one rate parser: a fraction (``0.95``) or a percentage (``"95%"``),
-    from ``low`` to ``high`` inclusive; ``field`` and ``what`` name it in the error.
+    """The package's one rate parser: ``0.95`` or ``"95%"``, from ``low`` to ``high`` inclusive.
 
     >>> parse_threshold("0.95"), parse_threshold(" 95% "), parse_threshold(1)
     (0.95, 0.95, 1.0)
@@ -55,7 +54,7 @@ def parse_threshold(
     tinyeval.errors.InputError: alpha: alpha is a rate between 0 and 0.5 (or 0% to 50%), got '1.5'
     """
     rate = math.nan  # a boolean or anything else that is not a number is refused
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if is_number(value):
         rate = float(value)
     elif isinstance(value, str):
         text = value.strip()
@@ -76,8 +75,7 @@ INCONCLUSIVE_POLICIES = ("pass", "block")
 
 @dataclass(frozen=True)
 class CategoryVerdict:
-    """One category's figures, its outcome (one of ``OUTCOMES``), and whether it blocks;
-    ``more_cases_needed`` says about how many more cases would decide an inconclusive one.
+    """One category's figures and outcome (one of ``OUTCOMES``); whether it blocks.
 
     >>> v = gate({"tone": {"passed": 12, "total": 13}}, {"tone": 0.8}).categories[0]
     >>> v.outcome, v.more_cases_needed, v.blocking
@@ -143,9 +141,7 @@ class CategoryVerdict:
 
 @dataclass(frozen=True)
 class GateReport:
-    """Per-category verdicts, the global line (shown, never gating) and the outcome;
-    incomplete results (``completeness``) never pass.
-    """
+    """Per-category verdicts and the global line (shown, never gating); incomplete never passes."""
 
     categories: tuple[CategoryVerdict, ...]
     overall: CategoryVerdict
@@ -182,8 +178,7 @@ class GateReport:
         return [c for c in self.categories if c.outcome == "inconclusive"]
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``gate`` part of ``run --json``; a category's ``outcome`` is ``"incomplete"``
-        when the results are (``outcome_on_rows_seen`` keeps what the rows would give)."""
+        """The ``gate`` part of ``run --json`` (outcomes ``"incomplete"`` when the results are)."""
         categories = {}
         for c in self.categories:
             item = c.to_dict()
@@ -269,11 +264,7 @@ def gate(
     confidence: float = 0.95,
     completeness: Completeness | None = None,
 ) -> GateReport:
-    """Judge each category's counts (``passed``, ``total``, optional ``errors``, ``unparsed``,
-    ``unchecked``; a mapping or attributes) against its threshold, else ``default_threshold``.
-
-    A threshold with no cases blocks, and so do unchecked cases unless ``allow_unchecked``;
-    an inconclusive category passes with ``inconclusive="pass"`` (the default).
+    """Judge each category's counts against its threshold, else ``default_threshold``.
 
     >>> report = gate(
     ...     {"amount_extraction": {"passed": 17, "total": 20},
@@ -308,8 +299,7 @@ def gate(
 def allowed_failures(
     n: int, threshold: float | None, *, inconclusive: str = "pass", confidence: float = 0.95
 ) -> int | None:
-    """How many of a category's ``n`` cases may fail with the gate still letting it through,
-    by the gate's own rule; None when there is no threshold, -1 when nothing would pass.
+    """How many of ``n`` cases may fail with the gate still passing (-1: none may).
 
     >>> allowed_failures(40, 0.85), allowed_failures(20, 1.0), allowed_failures(12, None)
     (6, 0, None)
@@ -351,9 +341,7 @@ def gate_settings(
 
 @dataclass(frozen=True)
 class RowsGate:
-    """:func:`gate_rows`' answer: the report, the settings taken from the rows
-    (``remembered``) and those given again that differ (``overridden``).
-    """
+    """:func:`gate_rows`' answer: the report, settings ``remembered`` and ``overridden``."""
 
     report: GateReport
     remembered: tuple[str, ...]
@@ -370,8 +358,7 @@ def gate_rows(
     expected_ids: Iterable[str] | None = None,
     confidence: float = 0.95,
 ) -> RowsGate:
-    """Gate result rows as the run that wrote them did (settings not given come from
-    their ``run`` manifest); missing cases or shards make the report incomplete.
+    """Gate result rows as the run that wrote them did (settings not given: its ``run``).
 
     >>> manifest = {"cases": 2, "gate": {"thresholds": {"c": 1.0}}}
     >>> rows = [{"id": "a", "category": "c", "status": "pass", "run": manifest}]
@@ -420,9 +407,7 @@ def gate_rows(
 
 @dataclass(frozen=True)
 class PairedComparison:
-    """Two runs over the same cases in one category: the discordant pairs and
-    McNemar's exact p-value on them.
-    """
+    """Two runs over the same cases in one category: discordant pairs, McNemar's p."""
 
     category: str
     n: int
@@ -444,8 +429,7 @@ class PairedComparison:
 
 @dataclass(frozen=True)
 class ComparisonReport:
-    """Per-category paired comparisons, the global one, the ids that did not pair, and
-    warnings when the two runs differ in more than the change (dataset, rubric, judge model)."""
+    """Per-category and global paired comparisons, unpaired ids, and warnings."""
 
     categories: tuple[PairedComparison, ...]
     overall: PairedComparison
@@ -577,9 +561,7 @@ def compare_runs(
 
 @dataclass(frozen=True)
 class HoldoutComparison:
-    """One category's pass rate on development and held-out cases; ``suspicious``
-    when the development rate is above the holdout's Wilson interval.
-    """
+    """One category's dev and holdout rates; ``suspicious``: dev above the holdout's interval."""
 
     category: str
     dev_passed: int
@@ -627,9 +609,7 @@ def compare_holdout(
 def compare_holdout_rows(
     rows: Sequence[Mapping[str, Any]], held_out: float, *, salt: str = "tinyeval-holdout"
 ) -> list[HoldoutComparison]:
-    """Split ``rows`` by the stable holdout hash of their ids (as ``tinyeval split``
-    does) and compare the two sides with :func:`compare_holdout`.
-    """
+    """Split ``rows`` by the holdout hash of their ids and :func:`compare_holdout` them."""
     from .dataset import in_holdout
 
     held = [in_holdout(str(r["id"]), held_out, salt=salt) for r in rows]
@@ -655,8 +635,7 @@ def holdout_text(
 def refuse_unknown_categories(
     field: str, names: Iterable[str], known: Iterable[str], *, only_typos: bool = False
 ) -> None:
-    """Refuse category names that no case has. With ``only_typos``, only those that look like
-    a misspelling of one that does (a category that vanished must still block the gate).
+    """Refuse category names no case has (with ``only_typos``: apparent misspellings).
 
     >>> refuse_unknown_categories("threshold", ["tone"], {"tone", "amounts"})
     >>> refuse_unknown_categories("threshold", ["amount"], {"tone", "amounts"})

@@ -167,8 +167,7 @@ def _z(probability: float) -> float:
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interval:
-    """The Wilson score interval ``(low, high)`` for ``successes`` out of ``n`` (Wilson 1927):
-    it stays inside [0, 1] and does not collapse at 0% or 100%.
+    """The Wilson score interval ``(low, high)`` for ``successes`` out of ``n`` (Wilson 1927).
 
     >>> [round(bound, 3) for bound in wilson_interval(27, 30)]
     [0.744, 0.965]
@@ -208,8 +207,7 @@ _MOST_CASES = 10**9  # past this, "no suite size can decide it" is the honest an
 def cases_to_decide(
     successes: int, n: int, threshold: float, confidence: float = 0.95
 ) -> int | None:
-    """The smallest suite size at which the observed rate, kept, would decide ``threshold``:
-    ``n`` when already decided, None when no size can (a rate exactly at the threshold).
+    """The least suite size at which this rate decides ``threshold`` (None: no size can).
 
     >>> cases_to_decide(13, 13, 0.80)  # at a rate of 1 the lower bound is N / (N + z²)
     16
@@ -305,8 +303,7 @@ def _seen(rate: float, judge: tuple[float, float] | None) -> float:
 
 
 def observed_rate(true_rate: float, *, sensitivity: float, specificity: float) -> float:
-    """The pass rate an imperfect judge reports when the true rate is ``true_rate``:
-    se·p + (1 − sp)·(1 − p).
+    """The pass rate an imperfect judge reports at ``true_rate``: se·p + (1 − sp)·(1 − p).
 
     >>> observed_rate(0.90, sensitivity=0.95, specificity=0.80)
     0.875
@@ -323,8 +320,7 @@ def observed_rate(true_rate: float, *, sensitivity: float, specificity: float) -
 def observed_difference(
     baseline: float, target: float, *, sensitivity: float, specificity: float
 ) -> float:
-    """The change from ``baseline`` to ``target`` as an imperfect judge sees it: every
-    true difference shrinks by (sensitivity + specificity − 1).
+    """The change ``baseline`` → ``target`` as an imperfect judge sees it (× se + sp − 1).
 
     >>> round(observed_difference(0.90, 0.85, sensitivity=0.95, specificity=0.80), 4)
     -0.0375
@@ -371,9 +367,7 @@ def sample_size(
     sensitivity: float | None = None,
     specificity: float | None = None,
 ) -> int:
-    """The cases per run that detect a change from ``baseline`` to ``target`` (two-sided
-    z-test, Fleiss 1981 eq. 3.14; ``continuity``: Fleiss, Tytun and Ury 1980), planned on
-    the rates an imperfect judge (``sensitivity``, ``specificity``) would report.
+    """Cases per run to detect ``baseline`` → ``target`` (Fleiss 1981), through the judge if given.
 
     >>> sample_size(0.90, 0.85), sample_size(0.90, 0.85, sensitivity=0.95, specificity=0.80)
     (686, 1373)
@@ -432,8 +426,7 @@ def detectable_difference(
     sensitivity: float | None = None,
     specificity: float | None = None,
 ) -> float:
-    """The smallest drop in the true rate below ``baseline`` that ``n`` cases per run detect
-    (bisection on ``power``); ``UndefinedStatisticError`` when even a drop to 0% is not.
+    """The smallest true drop below ``baseline`` that ``n`` cases per run detect.
 
     >>> round(detectable_difference(0.90, 40), 3)
     0.26
@@ -671,8 +664,7 @@ class AgreementInterval(NamedTuple):
 def kappa_interval(
     a: Iterable[Hashable], b: Iterable[Hashable], *, confidence: float = 0.95
 ) -> AgreementInterval:
-    """Cohen's kappa with its large-sample interval (the variance of Fleiss, Cohen & Everitt
-    1969, in exact fractions; rough under about 30 cases or near 1).
+    """Cohen's kappa with its large-sample interval (Fleiss, Cohen & Everitt 1969).
 
     >>> judge = ["PASS"] * 8 + ["FAIL"] * 4 + ["PASS", "FAIL"] * 4
     >>> human = ["PASS"] * 8 + ["FAIL"] * 4 + ["FAIL", "PASS"] * 4

@@ -153,8 +153,7 @@ def _judge_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def judge_rates_from_calibration(path: str | Path) -> tuple[float, float]:
-    """The judge's sensitivity and specificity from a saved calibration (``Calibration.save``);
-    ``InputError`` (with ``path``) when it lacks a parsed human PASS or FAIL."""
+    """The judge's sensitivity and specificity from a saved calibration."""
     from ..calibration import load_calibration
 
     calibration = load_calibration(path)
@@ -217,8 +216,7 @@ def sample_size_sentence(
     specificity: float | None = None,
     judge_source: str | None = None,
 ) -> Sentence:
-    """The cases per run that detect a change from ``baseline`` to ``target``, and what an
-    imperfect judge's errors cost against a perfect one."""
+    """The cases per run that detect ``baseline`` → ``target``, and what the judge costs."""
     judge = _judge(sensitivity, specificity)
     plan: dict[str, Any] = {"alpha": alpha, "power": power, "continuity": continuity}
     needed = stats.sample_size(
@@ -286,8 +284,7 @@ def detectable_sentence(
     specificity: float | None = None,
     judge_source: str | None = None,
 ) -> Sentence:
-    """The smallest drop below ``baseline`` that ``n`` cases per run detect; too few cases
-    for any drop is said in words (``drop`` is then None)."""
+    """The smallest drop below ``baseline`` that ``n`` cases per run detect (or None)."""
     judge = _judge(sensitivity, specificity)
     plan: dict[str, Any] = {"alpha": alpha, "power": power, "continuity": continuity}
 
@@ -327,8 +324,7 @@ def detectable_sentence(
 
 
 def mcnemar_sentence(b: int, c: int, alpha: float = 0.05) -> Sentence:
-    """The exact McNemar test of two runs over the same cases (``b`` pass → fail, ``c``
-    fail → pass); ``InputError`` (field ``alpha``) unless 0 < ``alpha`` < 1."""
+    """The exact McNemar test of two runs (``b`` pass → fail, ``c`` fail → pass)."""
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0.0 < alpha < 1.0:
         raise InputError(f"must be between 0 and 1 (exclusive), got {alpha!r}", field="alpha")
     p = stats.mcnemar(b, c)

@@ -42,11 +42,10 @@ from .. import _extra
 from ..calibration import (
     CalibrationError,
     LabelRecord,
-    _is_number,
     calibrate_results,
     replay_labels,
 )
-from ..errors import plural
+from ..errors import is_number, plural
 from ..records import primary_verdict, verdict_label, verdicts
 from ..stats import (
     Rate,
@@ -351,7 +350,7 @@ def human_agreement(label_set: LabelSet, *, ids: Iterable[Any] | None = None) ->
         for key, record in labels.items():
             cases.setdefault(key, []).append(_norm(record["label"]))
     units = [given for given in cases.values() if len(given) >= 2]
-    numeric = bool(units) and all(_is_number(v) for given in units for v in given)
+    numeric = bool(units) and all(is_number(v) for given in units for v in given)
     level = "ordinal" if numeric else "nominal"
     alpha: float | None = None
     alpha_undefined: str | None = None
