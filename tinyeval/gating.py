@@ -24,7 +24,6 @@ __all__ = [
     "HoldoutComparison",
     "PairedComparison",
     "RowsGate",
-    "allowed_failures",
     "compare_holdout",
     "compare_holdout_rows",
     "compare_runs",
@@ -294,27 +293,6 @@ def gate(
     return GateReport(
         verdicts, verdict("global", total, None), policy, confidence, completeness, allow_unchecked
     )
-
-
-def allowed_failures(
-    n: int, threshold: float | None, *, inconclusive: str = "pass", confidence: float = 0.95
-) -> int | None:
-    """How many of ``n`` cases may fail with the gate still passing (-1: none may).
-
-    >>> allowed_failures(40, 0.85), allowed_failures(20, 1.0), allowed_failures(12, None)
-    (6, 0, None)
-    """
-    if threshold is None:
-        return None
-    verdict = partial(
-        _verdict, inconclusive=inconclusive, allow_unchecked=False, confidence=confidence
-    )
-    blocked = (
-        failures
-        for failures in range(n + 1)
-        if verdict("", {"passed": n - failures, "total": n}, threshold).blocking
-    )
-    return next(blocked, n + 1) - 1
 
 
 def gate_settings(

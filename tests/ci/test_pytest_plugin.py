@@ -161,3 +161,18 @@ def test_the_row_travels_with_a_serialized_report() -> None:
     data = reports.pytest_report_to_serializable(report)
     back = reports.pytest_report_from_serializable(json.loads(json.dumps(data)))
     assert back.tinyeval_row == report.tinyeval_row
+
+
+@pytest.mark.parametrize("n", [0, 1, 12, 40, 100])
+@pytest.mark.parametrize("threshold", [0.5, 0.85, 0.9, 1.0])
+@pytest.mark.parametrize("policy", ["pass", "block"])
+def test_allowed_failures_is_the_gate_rule(n: int, threshold: float, policy: str) -> None:
+    from tinyeval.ci.pytest_plugin import allowed_failures
+    from tinyeval.gating import gate
+
+    allowed = allowed_failures(n, threshold, inconclusive=policy)
+    assert allowed is not None
+    for failures in range(n + 1):
+        tally = {"c": {"passed": n - failures, "total": n}}
+        passes = gate(tally, {"c": threshold}, inconclusive=policy).passed
+        assert passes == (failures <= allowed)

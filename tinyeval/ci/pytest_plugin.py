@@ -35,8 +35,30 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import TinyevalError
-from ..gating import allowed_failures
+from ..gating import gate
 from .testing import SuiteRunner
+
+
+def allowed_failures(
+    n: int, threshold: float | None, *, inconclusive: str = "pass", confidence: float = 0.95
+) -> int | None:
+    """How many of a category's ``n`` cases may fail with its gate still passing, by the gate's
+    own rule (-1: none may; None: no threshold).
+
+    >>> allowed_failures(40, 0.85), allowed_failures(20, 1.0), allowed_failures(12, None)
+    (6, 0, None)
+    """
+    if threshold is None:
+        return None
+
+    def blocks(failures: int) -> bool:
+        tally = {"c": {"passed": n - failures, "total": n}}
+        return bool(
+            gate(tally, {"c": threshold}, inconclusive=inconclusive, confidence=confidence).blocking
+        )
+
+    return next((f for f in range(n + 1) if blocks(f)), n + 1) - 1
+
 
 if TYPE_CHECKING:  # pytest is imported by the hooks, never when this module is
     import pytest
