@@ -1,6 +1,5 @@
 """The HTTP transport under the model adapters: one POST with a deadline and a body cap,
-failures described for a person, retry timing, and keys scrubbed from every message
-(:mod:`tinyeval.models` offers the public names)."""
+failures described for a person, retry timing, keys scrubbed from every message."""
 
 from __future__ import annotations
 
