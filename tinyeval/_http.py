@@ -97,9 +97,7 @@ def _host_port(url: str) -> str:
     """``host:port`` of a URL, without user info, path or query."""
     _, host, port = _origin(url)
     host = host or "?"
-    if ":" in host:
-        host = f"[{host}]"
-    return f"{host}:{port}"
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _public_url(url: str) -> str:
