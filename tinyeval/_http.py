@@ -1,6 +1,5 @@
 """The HTTP transport under the model adapters: one POST with a deadline and a body cap,
-failures described for a person, retry timing, and keys scrubbed from every message
-(:mod:`tinyeval.models` offers the public names)."""
+failures described for a person, retry timing, keys scrubbed from every message."""
 
 from __future__ import annotations
 
@@ -98,9 +97,7 @@ def _host_port(url: str) -> str:
     """``host:port`` of a URL, without user info, path or query."""
     _, host, port = _origin(url)
     host = host or "?"
-    if ":" in host:
-        host = f"[{host}]"
-    return f"{host}:{port}"
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _public_url(url: str) -> str:

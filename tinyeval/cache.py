@@ -1,8 +1,6 @@
-"""An on-disk store of model replies, so a re-run never pays for the same call twice.
-
-A SQLite file keyed by (model spec, SHA-256 of the prompt, sample, temperature, a fingerprint
-of the model's settings and JSON schema); no key or prompt is stored in clear. Safe to share
-between threads and processes (write-ahead log); keep it on a local disk.
+"""An on-disk SQLite store of model replies, so a re-run never pays for the same call twice.
+Keyed by spec, the prompt's SHA-256, sample, temperature and a fingerprint of settings and schema
+(no key or prompt in clear); shared by threads and processes (WAL); keep it on a local disk.
 """
 
 from __future__ import annotations

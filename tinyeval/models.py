@@ -1,10 +1,6 @@
-"""Models: the ``call_model`` contract, the adapters :func:`resolve` builds from a spec, retries.
-
-Anything that answers a prompt is a model: a ``prompt -> str`` function (sync or async) or
-a :class:`Model` from a spec: ``builtin`` (the offline judge), ``openai:MODEL`` (any
-OpenAI-compatible server), ``anthropic:MODEL``, ``cmd:COMMAND`` (the prompt on stdin, the
-reply on stdout) or ``py:MODULE:FUNCTION``. Keys come from the environment and are scrubbed
-from every message and reply; failed HTTP calls are retried (:mod:`tinyeval._http`).
+"""Models: the ``call_model`` contract, the adapters :func:`resolve` builds from a spec
+(``builtin``, ``openai:MODEL``, ``anthropic:MODEL``, ``cmd:COMMAND``, ``py:MODULE:FUNCTION``),
+retries. Keys come only from the environment and are scrubbed from every message and reply.
 """
 
 from __future__ import annotations
@@ -694,7 +690,7 @@ def _strip_one_newline(text: str) -> str:
 class _HTTPModel(_Poster, Model):
     """An HTTP adapter: POST JSON, retry, describe failures; each vendor gives its wire format."""
 
-    key_optional: bool  # a server other than the vendor's may need no key
+    key_optional = False  # True: a server other than the vendor's may need no key
     base_variable: str
     default_base: str
     path: str  # of the endpoint, after the base URL
@@ -763,18 +759,16 @@ class _HTTPModel(_Poster, Model):
     def _post(self, body: Mapping[str, Any]) -> Any:
         """POST ``body`` as JSON and return the decoded JSON reply, retrying."""
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        attempts = self.retries + 1
-        for attempt in range(1, attempts + 1):
-            outcome = self._attempt(data)
-            if not isinstance(outcome, _Failure):
-                return self._decode(outcome)
-            if not outcome.retryable or attempt == attempts:
+        attempt = 1
+        while isinstance(outcome := self._attempt(data), _Failure):
+            if not outcome.retryable or attempt > self.retries:
                 tries = plural(attempt, "attempt")
                 raise ModelCallError(
                     scrub(f"{self.spec}: {outcome.problem} (after {tries})", self._secrets())
                 )
             self._sleep(_backoff_delay(attempt, outcome.retry_after))
-        raise AssertionError("unreachable")  # pragma: no cover
+            attempt += 1
+        return self._decode(outcome)
 
     def _decode(self, body: bytes) -> Any:
         server = f"{self.spec}: the server at {_host_port(self._url)} sent"
@@ -868,7 +862,6 @@ class _AnthropicModel(_HTTPModel):
 
     key_variable = "ANTHROPIC_API_KEY"
     base_variable = "ANTHROPIC_BASE_URL"
-    key_optional = False
     default_base = ANTHROPIC_DEFAULT_BASE
     path = "/v1/messages"
 
