@@ -539,13 +539,11 @@ def load_suite(
 
     shown = os.fspath(path)
     try:
-        raw = Path(path).read_bytes()
+        text = Path(path).read_bytes().decode("utf-8-sig")
     except FileNotFoundError:
         raise InputError("no such file", path=shown) from None
     except OSError as exc:
         raise InputError(f"cannot read the file: {exc.strerror or exc}", path=shown) from None
-    try:
-        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text (byte {exc.start})", path=shown) from None
     try:

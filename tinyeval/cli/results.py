@@ -165,10 +165,8 @@ def _cmd_split(args: argparse.Namespace) -> int:
     for path, part in ((args.dev_out, dev), (args.holdout_out, holdout)):
         write_records(path, map(Case.to_record, part))
     if args.json:
-        counts = {"cases": len(cases), "dev": len(dev), "holdout": len(holdout)}
-        print_json(
-            {**counts, "salt": args.salt, "dev_out": args.dev_out, "holdout_out": args.holdout_out}
-        )
+        counts = {"cases": len(cases), "dev": len(dev), "holdout": len(holdout), "salt": args.salt}
+        print_json({**counts, "dev_out": args.dev_out, "holdout_out": args.holdout_out})
     else:
         print(
             f"{len(cases)} cases: {len(dev)} for development in {args.dev_out}, "

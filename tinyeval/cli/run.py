@@ -205,15 +205,10 @@ def _stopping_on_signals(
 def _resume_command() -> str:
     """The command as it was invoked, with --resume: ``python -m tinyeval`` when run so."""
     program = Path(sys.argv[0]).name if sys.argv else PROG
-    if program in ("__main__.py", "-m", "-c") or program.endswith(".py"):
-        words = [
-            Path(sys.executable).name,
-            "-m",
-            __package__.rpartition(".")[0] if __package__ else PROG,
-            *sys.argv[1:],
-        ]
-    else:
-        words = [program, *sys.argv[1:]]
+    words = [program, *sys.argv[1:]]
+    if program in ("-m", "-c") or program.endswith(".py"):  # __main__.py among them
+        package = __package__.rpartition(".")[0] if __package__ else PROG
+        words[:1] = [Path(sys.executable).name, "-m", package]
     return shlex.join(words if "--resume" in words else [*words, "--resume"])
 
 
