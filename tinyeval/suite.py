@@ -1,7 +1,5 @@
-"""The run's settings (:class:`RunSettings`, spelled once: the options of ``tinyeval run`` and
-the keys of a suite file derive from them) and the suite file (``tinyeval.toml``, or
-``[tool.tinyeval]`` in ``pyproject.toml``): its paths are relative to it, and every problem is
-an :class:`~tinyeval.errors.InputError` naming the file, the line and the key."""
+"""The run's settings (:class:`RunSettings`: ``tinyeval run``'s options and a suite file's keys)
+and the suite file (``tinyeval.toml``, or ``[tool.tinyeval]`` in ``pyproject.toml``)."""
 
 from __future__ import annotations
 
@@ -47,9 +45,8 @@ _STYLES = ("verdict-first", "evidence-first")  # as tinyeval.judge.STYLES, witho
 
 
 def _setting(group: str | None, help: str, default: Any = None, **more: Any) -> Any:
-    """A field of :class:`RunSettings`: its option's group, help and argparse keywords, and
-    ``least`` (lowest value), ``needs`` (the settings it needs), ``rate``, ``many`` (repeatable),
-    ``flag`` and ``suite`` (its key in a suite file)."""
+    """A field of :class:`RunSettings`: its option's group, help, argparse keywords, ``least``,
+    ``needs`` (the settings it needs), ``rate``, ``many``, ``flag``, ``suite`` (its key there)."""
     metadata = {"group": group, "help": help, **more}
     if isinstance(default, dict):
         return field(default_factory=dict, metadata=metadata)
@@ -191,11 +188,7 @@ class RunSettings:
     max_line_bytes: int | None = _setting(MORE, "longest line read (default: 64 MiB)")
     rejudge: str | None = _setting(MORE, "re-check and re-judge a run's outputs", metavar="RESULTS")
     judge_style: str = _setting(
-        MORE,
-        "the judge's answer format",
-        "verdict-first",
-        choices=_STYLES,
-        needs=_JUDGED,
+        MORE, "the judge's answer format", "verdict-first", choices=_STYLES, needs=_JUDGED
     )
     judge_all: bool = _setting(MORE, "judge cases failing their checks too", False, needs=_JUDGED)
     judge_category: Sequence[str] | None = _setting(
@@ -388,9 +381,8 @@ class Suite:
 
 
 def with_suite(options: Mapping[str, Any], suite: Suite) -> tuple[dict[str, Any], list[str]]:
-    """``options`` (by the names of :class:`RunSettings`) with what ``suite`` sets filled in
-    where left out or at the default, and the suite's keys the options override; fields and
-    thresholds merge key by key; the judge and generate models may not differ in a setting.
+    """``options`` (named as :class:`RunSettings`) with ``suite``'s values where left out or at
+    the default, and the suite's keys they override; fields and thresholds merge key by key.
 
     >>> suite = Suite(cases=("cases.jsonl",), thresholds={"tone": 0.9, "amounts": 1.0},
     ...               concurrency=8, out="suite.jsonl")
@@ -504,24 +496,16 @@ def find_suite(start: str | os.PathLike[str] = ".") -> Path | None:
 
 def _suite_in(folder: Path) -> Path | None:
     """The suite file of one directory, or None."""
-    candidate = folder / SUITE_FILE
-    if candidate.is_file():
-        return candidate
-    project = folder / _PYPROJECT
-    if project.is_file() and _has_tool_table(project):
-        return project
-    return None
-
-
-def _has_tool_table(path: Path) -> bool:
     import tomllib  # imported only to read a suite file: a run without one never pays
 
+    project = folder / _PYPROJECT
+    if (folder / SUITE_FILE).is_file():
+        return folder / SUITE_FILE
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        tool = tomllib.loads(project.read_text(encoding="utf-8")).get("tool")
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return False
-    tool = data.get("tool")
-    return isinstance(tool, dict) and "tinyeval" in tool
+        return None
+    return project if isinstance(tool, dict) and "tinyeval" in tool else None
 
 
 def load_suite(
@@ -555,13 +539,11 @@ def load_suite(
 
     shown = os.fspath(path)
     try:
-        raw = Path(path).read_bytes()
+        text = Path(path).read_bytes().decode("utf-8-sig")
     except FileNotFoundError:
         raise InputError("no such file", path=shown) from None
     except OSError as exc:
         raise InputError(f"cannot read the file: {exc.strerror or exc}", path=shown) from None
-    try:
-        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text (byte {exc.start})", path=shown) from None
     try:
@@ -592,9 +574,8 @@ def load_suite(
 
 
 def _line_of(text: str, path: Sequence[str | int]) -> int | None:
-    """The line where a key path of a TOML text starts (``("judges", 1, "votes")``), or its
-    nearest enclosing key's: tomllib keeps no positions, so ever longer heads of the text are
-    parsed (only once an error needs a line) until the path appears.
+    """The line where a key path of a TOML text starts, or its nearest enclosing key's: tomllib
+    keeps no positions, so ever longer heads of the text are parsed until the path appears.
 
     >>> text = 'a = 1\\n[[j]]\\nx = 1\\n[[j]]\\nx = [\\n  "y = 2",\\n]\\n[t]\\nb.c = 3\\n'
     >>> _line_of(text, ("j", 1, "x")), _line_of(text, ("t", "b", "c")), _line_of(text, ("t", "z"))
@@ -630,8 +611,7 @@ def _line_of(text: str, path: Sequence[str | int]) -> int | None:
 
 @dataclass(frozen=True)
 class _Where:
-    """Where a value is: its key path, its file, and the file's text (with the key path of the
-    suite's table in it) to find its line in."""
+    """A value's key path, its file, and the file's text (and the suite table's path in it)."""
 
     path: tuple[str | int, ...]
     file: str
@@ -805,10 +785,8 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
     if "models" in data:
         at = where / "models"
         models = _table(data["models"], at, ("judge", "generate"))
-        for which, checks in (
-            ("judge", _MODEL),
-            ("generate", {**_MODEL, "prompt_template": _path}),
-        ):
+        generate = {**_MODEL, "prompt_template": _path}
+        for which, checks in (("judge", _MODEL), ("generate", generate)):
             if which in models:
                 found[f"{which}_model"] = _model(models[which], at / which, checks)
     if "price" in data:

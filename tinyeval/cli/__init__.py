@@ -114,8 +114,6 @@ def _as_given(exc: Exception, parser: argparse.ArgumentParser, args: argparse.Na
     field = exc.field
     if exc.path is None and field and options.get(field):
         field = options[field]
-    if (reason, field) == (exc.reason, exc.field):
-        return str(exc)
     return str(InputError(reason, path=exc.path, line=exc.line, field=field))
 
 

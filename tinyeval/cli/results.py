@@ -25,18 +25,12 @@ from ._common import (
     write_reports,
 )
 
-_GATE_AND_REPORT = (
-    (
-        "gate",
-        "the per-category table and gate of a results file (e.g. merged shards), run "
-        "again; exit 1 when a category blocks",
-    ),
-    (
-        "report",
-        "the table and the --html/--junit/--markdown files of a results file; exit 0 "
-        "whatever the gate says",
-    ),
-)
+_GATE_AND_REPORT = {
+    "gate": "the per-category table and gate of a results file (e.g. merged shards), run "
+    "again; exit 1 when a category blocks",
+    "report": "the table and the --html/--junit/--markdown files of a results file; exit 0 "
+    "whatever the gate says",
+}
 
 
 # the run settings of the gate (gate and report take them too)
@@ -44,7 +38,7 @@ _GATE = [f.name for f in fields(RunSettings) if f.metadata.get("group") == GATE]
 
 
 def add_gate_and_report(sub: Any) -> None:
-    for name, summary in _GATE_AND_REPORT:
+    for name, summary in _GATE_AND_REPORT.items():
         p = sub.add_parser(name, help=summary)
         p.add_argument("results", metavar="RESULTS", help="a results file written by tinyeval run")
         add_settings(p, *_GATE)
@@ -171,10 +165,8 @@ def _cmd_split(args: argparse.Namespace) -> int:
     for path, part in ((args.dev_out, dev), (args.holdout_out, holdout)):
         write_records(path, map(Case.to_record, part))
     if args.json:
-        counts = {"cases": len(cases), "dev": len(dev), "holdout": len(holdout)}
-        print_json(
-            {**counts, "salt": args.salt, "dev_out": args.dev_out, "holdout_out": args.holdout_out}
-        )
+        counts = {"cases": len(cases), "dev": len(dev), "holdout": len(holdout), "salt": args.salt}
+        print_json({**counts, "dev_out": args.dev_out, "holdout_out": args.holdout_out})
     else:
         print(
             f"{len(cases)} cases: {len(dev)} for development in {args.dev_out}, "
@@ -211,19 +203,16 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         raise UsageError(f"--alpha must be between 0 and 1, got {args.alpha}")
     before, after = read_rows(args.before), read_rows(args.after)
     report = compare_runs(before, after)
+    regressions = report.regressions(args.alpha)
     if args.json:
         print_json(
-            {
-                **report.to_dict(),
-                "alpha": args.alpha,
-                "significant_regressions": report.regressions(args.alpha),
-            }
+            {**report.to_dict(), "alpha": args.alpha, "significant_regressions": regressions}
         )
     else:
         print(report.to_text(args.alpha, before=args.before, after=args.after))
         for warning in report.warnings:
             print(f"warning: {warning}", file=sys.stderr)
-    if args.fail_on_regression and report.regressions(args.alpha):
+    if args.fail_on_regression and regressions:
         return EXIT_GATE_FAILED
     return EXIT_OK
 

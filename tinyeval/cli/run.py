@@ -125,20 +125,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     stopped_by = getattr(session.stop, "signal", None)
     if stopped_by is not None:  # asked to stop: said so already, with the resume command
         return 128 + int(stopped_by)
-    if not summary.complete and not ready.read:
-        print(
-            f"{PROG}: the run stopped early: {summary.stopped_reason}. {_NOTHING_WRITTEN} "
-            f"to {args.out}; fix the cause and run it again",
-            file=sys.stderr,
-        )
-        return EXIT_INCOMPLETE
     if not summary.complete:
-        print(
-            f"{PROG}: the run stopped early: {summary.stopped_reason}. Rows were kept for "
-            f"{summary.rows} of {ready.in_shard} cases in {args.out}; fix the cause and run "
-            "again (--resume keeps them)",
-            file=sys.stderr,
+        kept = (
+            f"Rows were kept for {summary.rows} of {ready.in_shard} cases in {args.out}; fix "
+            "the cause and run again (--resume keeps them)"
+            if ready.read
+            else f"{_NOTHING_WRITTEN} to {args.out}; fix the cause and run it again"
         )
+        print(f"{PROG}: the run stopped early: {summary.stopped_reason}. {kept}", file=sys.stderr)
         return EXIT_INCOMPLETE
     return EXIT_OK if summary.passed else EXIT_GATE_FAILED
 
@@ -167,17 +161,13 @@ def _run(args: argparse.Namespace, session: Any, ready: Any) -> Any:
                 file=sys.stderr,
             )
             raise
-    if session.stop.is_set() and summary.capped is None and not ready.read:
-        print(
-            f"{PROG}: stopped on request. {_NOTHING_WRITTEN} to {args.out}; run it again",
-            file=sys.stderr,
+    if session.stop.is_set() and summary.capped is None:
+        said = (
+            f"; finished rows are kept in {args.out}. Resume with:\n  {_resume_command()}"
+            if ready.read
+            else f". {_NOTHING_WRITTEN} to {args.out}; run it again"
         )
-    elif session.stop.is_set() and summary.capped is None:
-        print(
-            f"{PROG}: stopped on request; finished rows are kept in {args.out}. Resume "
-            f"with:\n  {_resume_command()}",
-            file=sys.stderr,
-        )
+        print(f"{PROG}: stopped on request{said}", file=sys.stderr)
     return summary
 
 
@@ -215,15 +205,10 @@ def _stopping_on_signals(
 def _resume_command() -> str:
     """The command as it was invoked, with --resume: ``python -m tinyeval`` when run so."""
     program = Path(sys.argv[0]).name if sys.argv else PROG
-    if program in ("__main__.py", "-m", "-c") or program.endswith(".py"):
-        words = [
-            Path(sys.executable).name,
-            "-m",
-            __package__.rpartition(".")[0] if __package__ else PROG,
-            *sys.argv[1:],
-        ]
-    else:
-        words = [program, *sys.argv[1:]]
+    words = [program, *sys.argv[1:]]
+    if program in ("-m", "-c") or program.endswith(".py"):  # __main__.py among them
+        package = __package__.rpartition(".")[0] if __package__ else PROG
+        words[:1] = [Path(sys.executable).name, "-m", package]
     return shlex.join(words if "--resume" in words else [*words, "--resume"])
 
 
