@@ -1,10 +1,10 @@
-"""The result row, one JSON object per case written as the case finishes (its keys: those of
-:func:`new_row`): made, written, read back, tallied, merged, resumed and checked for
-completeness. Rows of older versions (a lone ``judge``, no ``run``) still read."""
+"""The result row (its keys: those of :func:`new_row`), one JSON line per case: made, written,
+read back, tallied, merged, resumed, checked for completeness. Older rows still read."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -127,9 +127,8 @@ def run_manifest(
     cases_file: str | None = None,
     observers: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """What a run was meant to see, in every row's ``run``: a reader tells a complete run
-    from a partial one and gates it as the run did (an observer with ``"skips_cases"`` makes
-    fewer rows by design).
+    """What a run was meant to see, in every row's ``run``, so a reader tells a complete run
+    from a partial one (an observer with ``"skips_cases"`` makes fewer rows by design).
 
     >>> run_manifest(cases=30, shard=(1, 3), shard_cases=11)["shard"]
     '1/3'
@@ -467,9 +466,8 @@ def write_row(stream: IO[str], row: Mapping[str, Any], *, flush: bool = True) ->
 
 
 class RowsWrittenWhole:
-    """Rows written before the run knows its dataset fingerprint and manifest (a placeholder
-    in a temporary file beside ``path``), made the result file in one step by :meth:`finish`,
-    or left behind by :meth:`discard`.
+    """Rows written beside ``path`` before the run knows its dataset fingerprint and manifest,
+    made the result file in one step by :meth:`finish` (or dropped by :meth:`discard`).
 
     >>> import tempfile, os
     >>> from tinyeval.dataset import Case
@@ -484,12 +482,10 @@ class RowsWrittenWhole:
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        import secrets
-
         self.path = Path(path)
         # a symbolic link is written through, as opening it would: the file it names is replaced
         self._target = Path(os.path.realpath(path))
-        self._mark = secrets.token_hex(16)  # cannot occur in a row by chance
+        self._mark = os.urandom(16).hex()  # cannot occur in a row by chance
         self._temporary: Path | None = None
         if _is_null_device(self.path):
             self._stream: IO[str] = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
@@ -539,11 +535,8 @@ class RowsWrittenWhole:
                             f"{self._temporary}: a row changed while the run wrote it"
                         )
                     whole.write(line.replace(placeholder, filled, 1))
-        except BaseException:
+        finally:
             self.discard()
-            raise
-        self._temporary.unlink(missing_ok=True)
-        self._temporary = None
 
     def discard(self) -> None:
         self._stream.close()
@@ -557,12 +550,6 @@ def _is_null_device(path: Path) -> bool:
         return path.samefile(os.devnull)
     except OSError:
         return False
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
@@ -586,13 +573,15 @@ def _temporary_beside(target: Path) -> tuple[int, str]:
 
 @contextlib.contextmanager
 def _replacing(target: Path, mode: int | None = None) -> Iterator[IO[bytes]]:
-    """A stream to a temporary file that replaces ``target`` when the block ends, with
-    ``mode`` (default: 0o666 less the umask); if the block fails, nothing is left behind."""
+    """A stream to a temporary file that replaces ``target`` (with ``mode``, default 0o666
+    less the umask) when the block ends; if the block fails, nothing is left behind."""
     handle, temporary = _temporary_beside(target)
     try:
         with os.fdopen(handle, "wb") as stream:
             yield stream
-        os.chmod(temporary, 0o666 & ~_umask() if mode is None else mode)
+        mask = os.umask(0)  # read, then put back
+        os.umask(mask)
+        os.chmod(temporary, 0o666 & ~mask if mode is None else mode)
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
@@ -720,45 +709,40 @@ def resumable_rows(
     if not Path(out).exists():
         return []
     rows = read_rows(out, repair=True)
-    where = str(out)
+    refuse = functools.partial(error, path=str(out))
     other = {r.get("dataset_fingerprint") for r in rows} - {fingerprint}
     if fingerprint is not None and other:
-        raise error(
+        raise refuse(
             f"holds rows from another dataset (fingerprint {sorted(map(str, other))[0]}, now "
-            f"{fingerprint}); move it away or run without resuming",
-            path=where,
+            f"{fingerprint}); move it away or run without resuming"
         )
     for row in rows:
         found = verdicts(row)
         for name, verdict in found.items():
             if name not in now:
-                raise error(
+                raise refuse(
                     f"the case {row['id']!r} was judged by {name!r}, which this run does not "
                     "have: resuming would mix two judges; move the file away or run the same "
-                    "judges",
-                    path=where,
+                    "judges"
                 )
             if verdict.get("rubric_fingerprint") != now[name]:
-                raise error(
+                raise refuse(
                     f"the case {row['id']!r} was judged by {name!r} with another rubric "
                     f"({verdict.get('rubric_fingerprint')}, now {now[name]}): move the file "
-                    "away or re-judge",
-                    path=where,
+                    "away or re-judge"
                 )
         if found and row.get("judge_model") not in (None, spec):
-            raise error(
+            raise refuse(
                 f"the case {row['id']!r} was judged by the model {row.get('judge_model')!r}, "
-                f"this run uses {spec!r}: move the file away or re-judge",
-                path=where,
+                f"this run uses {spec!r}: move the file away or re-judge"
             )
         manifest = row.get("run")
         before = (manifest.get("observers") or {}) if isinstance(manifest, Mapping) else None
         if before is not None and dict(before) != dict(observed):
-            raise error(
+            raise refuse(
                 f"the case {row['id']!r} was run with {json.dumps(before, sort_keys=True)}, "
                 f"this run has {json.dumps(dict(observed), sort_keys=True)} (trials, stopping "
-                "rule): move the file away or run with the same settings",
-                path=where,
+                "rule): move the file away or run with the same settings"
             )
     return rows
 

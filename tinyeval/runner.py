@@ -500,16 +500,16 @@ def run(
         here = _here(task, every_case=concurrency == 1)
 
     def case_rows() -> Generator[Row, None, None]:
-        """Rows as cases finish, at most ``window`` in flight, none taken once ``stop`` is set.
-        A case past ``case_timeout`` gets an error row and is left behind (its late result
-        ignored); once ``abandon`` is set, the cases in flight are not waited for."""
+        """Rows as cases finish (at most ``window`` in flight, none once ``stop`` is set); a case
+        past ``case_timeout`` gets an error row, and once ``abandon`` is set none is waited for."""
         window = 2 * concurrency + 2  # enough to keep every worker busy while rows are written
         pending: dict[cf.Future[Row], tuple[int, Case]] = {}  # future -> (submission order, case)
         finished = _Finished()
         starts: dict[tuple[str, int], float] = {}
         sequence = itertools.count()
-        case_iter = iter(selected())
+        case_iter = iter(selected() if shard or previous or observers else cases)
         errors = model_successes = 0
+        calls_model = bool(judge_list) or generate_model is not None  # else no success to count
         stopping = False
 
         def count_error(row: Row) -> None:
@@ -547,7 +547,7 @@ def run(
                             progress(1)
                         row = here(case)
                         if row is not None:
-                            if row["status"] == "error" or not model_successes:
+                            if row["status"] == "error" or (calls_model and not model_successes):
                                 count_error(row)
                             yield row
                             if stop is not None and stop.is_set():
