@@ -535,7 +535,6 @@ def not_contains(text: str) -> NamedCheck:
 
 
 def _text_check(name: str, text: str, *, found: bool) -> NamedCheck:
-    """A check that ``text`` is (``found``) or is not in the output."""
     _require_text(text, name)
 
     def run(output: str) -> CheckResult:
@@ -594,7 +593,6 @@ def not_matches(pattern: str | re.Pattern[str], *, timeout: float = REGEX_TIMEOU
 
 
 def _regex_check(name: str, pattern: Any, timeout: Any, *, found: bool) -> NamedCheck:
-    """A check that the regex matches (``found``) or does not match the output, bounded."""
     compiled = _compile(pattern, name)
     if not _is_number(timeout) or not 0 < timeout < math.inf:
         raise CheckSpecError(

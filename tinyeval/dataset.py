@@ -135,9 +135,7 @@ class Case:
         {'id': 'x', 'output': 'hola', 'category': 'default', 'team': 'pagos'}
         """
         record: dict[str, Any] = {"id": self.id}
-        for key in RECOGNISED_KEYS[1:]:
-            if key == "messages":  # the input holds the message list
-                continue
+        for key in RECOGNISED_KEYS[1:-1]:  # not messages: the input holds the message list
             value = getattr(self, key)
             if key == "tool_calls":
                 value = list(value) or None
@@ -331,11 +329,9 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
             _expect_type(output, "a string, a JSON object or list, or null", "output", where)
 
     context = rec.pop("context", None)
-    if context is None or type(context) is str:
-        pass
-    elif isinstance(context, list) and all(isinstance(c, str) for c in context):
+    if isinstance(context, list) and all(isinstance(c, str) for c in context):
         context = "\n\n".join(context)
-    elif not isinstance(context, str):
+    elif context is not None and not isinstance(context, str):
         _expect_type(context, "a string, a list of strings, or null", "context", where)
 
     category = rec.pop("category", "default")
@@ -353,20 +349,16 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
             _expect_type(origin, "a string or null", "origin", where)
 
     expect = rec.pop("expect", None)
-    if expect is None:
-        expect = {}
-    if type(expect) is not dict and not isinstance(expect, Mapping):
+    if expect is not None and type(expect) is not dict and not isinstance(expect, Mapping):
         _expect_type(expect, "an object of expectations", "expect", where)
-    expect = dict(expect)
+    expect = dict(expect or {})
     try:  # (a try costs nothing until it catches; this runs for every case read)
         built = tuple(checks.checks_from_expect(expect))
     except InputError as exc:  # a wrong expect block, or a key whose extra this copy lacks
         raise DatasetError(exc.reason, field=exc.field, **where) from None
 
     tool_calls = rec.pop("tool_calls", None)
-    if tool_calls is None:
-        tool_calls = []
-    if not isinstance(tool_calls, list):
+    if tool_calls is not None and not isinstance(tool_calls, list):
         _expect_type(tool_calls, "a list of tool calls", "tool_calls", where)
     if tool_calls:
         _read("tool_calls", tool_calls, where)
@@ -374,13 +366,11 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
             output = ""  # "content": null with tool calls: a response that only calls tools
 
     label = rec.pop("label", None)
-    if label is None:
-        pass
-    elif isinstance(label, str) and label.strip().upper() in ("PASS", "FAIL"):
+    if isinstance(label, str) and label.strip().upper() in ("PASS", "FAIL"):
         label = label.strip().upper()
     elif isinstance(label, str) and _parse_number(label) is not None:
         label = _parse_number(label)
-    elif not _is_finite_number(label):
+    elif label is not None and not _is_finite_number(label):
         _expect_type(label, '"PASS", "FAIL", a number, or null', "label", where)
 
     case = _NEW_CASE(Case)  # every field given: the dataclass's frozen __init__ costs 5x more
@@ -392,7 +382,7 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
         category=category,
         expect=expect,
         origin=origin,
-        tool_calls=tuple(tool_calls),
+        tool_calls=tuple(tool_calls or ()),
         label=label,
         meta=rec,
         conversation=conversation,
