@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -86,8 +90,13 @@ def _strict_loads_ok(text: str) -> bool:
     def reject(name: str) -> Any:
         raise ValueError(name)
 
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        if len({key for key, _ in pairs}) != len(pairs):
+            raise ValueError("a key given twice")
+        return dict(pairs)
+
     try:
-        json.loads(text, parse_constant=reject)
+        json.loads(text, parse_constant=reject, object_pairs_hook=unique)
     except (ValueError, RecursionError):
         return False
     return True
@@ -96,6 +105,32 @@ def _strict_loads_ok(text: str) -> bool:
 @given(st.text(max_size=30))
 def test_valid_json_agrees_with_strict_json_loads_on_any_text(text: str) -> None:
     assert run_one(valid_json(), text).passed is _strict_loads_ok(text)
+
+
+def test_json_with_a_key_given_twice_fails_every_check_that_reads_it_naming_the_key() -> None:
+    # a reader keeps either value: the check must not pick the one that passes
+    output = '{"amount_cents": 125050, "amount_cents": 1250}'
+    found = checks.run_checks_detailed(
+        output, checks_from_expect({"valid_json": True, "equals": {"amount_cents": 1250}})
+    )
+    for result in found.values():
+        assert not result.passed
+        assert result.detail == "not valid JSON: the key 'amount_cents' is given twice"
+    nested = '{"payee": {"name": "Ana", "name": "Juan"}}'
+    assert not run_one(equals("payee.name", "Juan"), nested).passed
+
+
+def test_a_key_given_twice_blocks_the_gate_through_the_cli(tmp_path: Path) -> None:
+    case = {"id": "amt-1", "category": "amounts", "expect": {"equals": {"amount_cents": 1250}},
+            "output": '{"amount_cents": 125050, "amount_cents": 1250}'}  # fmt: skip
+    (tmp_path / "cases.jsonl").write_text(json.dumps(case) + "\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "tinyeval", "run", "cases.jsonl", "--threshold", "amounts=1.0"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(checks.__file__).parents[1])},
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "the key 'amount_cents' is given twice" in done.stdout
 
 
 json_values = st.recursive(

@@ -189,7 +189,7 @@ def _parse_json(text: str) -> tuple[bool, Any]:
     """``(True, value)`` or ``(False, reason)``; memoised, so the value is shared: only read it."""
     try:
         if text.startswith("\ufeff"):  # json.loads names a BOM; the decoder alone would not
-            return True, json.loads(text, parse_constant=_reject_constant)
+            return True, json.loads(text, cls=StrictJSONDecoder)
         return True, _DECODER.decode(text)
     except ValueError as error:  # json.JSONDecodeError is a ValueError
         reason = f"not valid JSON: {error}"
@@ -204,7 +204,29 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)  # set up once, not per output
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's members, refusing a key given twice: which value counts is up to the reader,
+    so a check must not pick one (``{"cents": 125050, "cents": 1250}`` would pass either way)."""
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"the key {shorten(repr(key), 80)} is given twice")
+            seen.add(key)
+    return found
+
+
+class StrictJSONDecoder(json.JSONDecoder):
+    """The JSON the checks read: no NaN or Infinity, no key given twice."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(
+            **options, parse_constant=_reject_constant, object_pairs_hook=_unique_object
+        )
+
+
+_DECODER = StrictJSONDecoder()  # set up once, not per output
 
 
 def _split_path(path: str) -> list[str]:

@@ -168,8 +168,17 @@ def test_tool_args_reads_arguments_given_as_json_strings_and_flags_bad_ones() ->
     assert call.invalid_arguments is not None
     assert one(tool_args("issue_refund", {"order_id": "A17"}), bad).detail == (
         'issue_refund called 1 time, never with {"order_id": "A17"}; '
-        'got "{order_id: A17" (not valid JSON)'
+        'got "{order_id: A17" (not valid JSON: Expecting property name enclosed in double quotes '
+        "at column 2)"
     )
+
+
+def test_tool_args_with_a_key_given_twice_match_nothing_and_name_the_key() -> None:
+    twice = '{"order_id": "B99", "order_id": "A17"}'  # a reader keeps either value
+    case = {"tool_calls": [{"name": "issue_refund", "arguments": twice}]}
+    found = one(tool_args("issue_refund", {"order_id": "A17"}), case)
+    assert not found.passed
+    assert "the key 'order_id' is given twice" in (found.detail or "")
 
 
 @SHAPES

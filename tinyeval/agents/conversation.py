@@ -45,6 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from ..checks import StrictJSONDecoder
 from ..errors import InputError, describe_json, did_you_mean, json_problem
 
 __all__ = [
@@ -618,7 +619,7 @@ def _parse_arguments(raw: Any, where: str) -> tuple[Any, str | None]:
         if not raw.strip():
             return {}, None
         try:
-            return json.loads(raw, parse_constant=_reject_constant), None
+            return json.loads(raw, cls=StrictJSONDecoder), None
         except json.JSONDecodeError as exc:
             return raw, f"not valid JSON: {json_problem(exc)}"
         except ValueError as exc:  # NaN, Infinity, or an integer too long to read
@@ -632,10 +633,6 @@ def _parse_arguments(raw: Any, where: str) -> tuple[Any, str | None]:
     raise _fail(
         f"expected a JSON string or an object of arguments, got {describe_json(raw)}", where
     )
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
 
 
 def _plain_json(value: Any, where: str, depth: int = 0) -> Any:

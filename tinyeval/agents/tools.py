@@ -371,7 +371,7 @@ def tool_args(name: str, arguments: Mapping[str, Any]) -> NamedCheck:
         if any(matches_call(call) for call in mine):
             return CheckResult(True)
         seen = "; ".join(
-            f"{_show(call.arguments)} (not valid JSON)"
+            f"{_show(call.arguments)} ({call.invalid_arguments})"
             if call.invalid_arguments is not None
             else _show(call.arguments)
             for call in mine[:3]
