@@ -100,6 +100,17 @@ def test_a_setting_the_cases_refuse_writes_nothing(
     assert not out.exists() and [p.name for p in tmp_path.iterdir()] == ["cases.jsonl"]
 
 
+def test_an_only_id_that_matches_no_case_is_refused_even_beside_ids_that_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cases = write_cases(tmp_path / "cases.jsonl", 4)
+    out = tmp_path / "rows.jsonl"
+    assert run(str(cases), "--out", str(out), "--only", "c1,c9,cc2") == 2
+    error = capsys.readouterr().err.strip()
+    assert error.endswith("only: no case has the ids 'c9', 'cc2'"), error
+    assert len(error.splitlines()) == 1 and not out.exists()
+
+
 @pytest.mark.usefixtures("large")
 def test_an_interrupted_one_pass_run_leaves_no_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _EXTRAS, _extra
-from .errors import IncompleteError, InputError, plural
+from .errors import IncompleteError, InputError, plural, shorten
 from .gating import gate_settings, refuse_unknown_categories
 from .models import MAX_RESPONSE_BYTES, resolve
 from .records import Row, RowsWrittenWhole, iter_json_lines, read_rows, run_manifest, write_row
@@ -191,8 +191,12 @@ class Session:
 
     def _refuse(self, ready: PreparedCases) -> None:
         s = self.settings
-        if ready.unknown_only and not ready.selected:
-            raise InputError(f"no case has the id {ready.unknown_only[0]!r}", field="only")
+        if ready.unknown_only:  # a mistyped id would leave its case out unseen
+            unknown = ", ".join(repr(shorten(i, 60)) for i in ready.unknown_only[:5])
+            more = len(ready.unknown_only) - 5
+            said = unknown if more <= 0 else f"{unknown} and {more} more"
+            ids = "ids" if len(ready.unknown_only) > 1 else "id"
+            raise InputError(f"no case has the {ids} {said}", field="only")
         if ready.in_shard == 0:
             where = f" in shard {s.shard[0]}/{s.shard[1]}" if s.shard else ""
             raise InputError(f"no case to run{where}", path=s.cases)
