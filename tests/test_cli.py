@@ -330,6 +330,15 @@ class TestRefusedBeforeRunning:
         assert done.returncode == 2 and "is the input file" in done.stderr
         assert len(cases.read_text().splitlines()) == 2  # untouched
 
+    @pytest.mark.parametrize("option", ["--out", "--junit", "--markdown"])
+    def test_an_output_that_is_a_directory(self, tmp_path: Path, option: str) -> None:
+        cases = write_jsonl(tmp_path / "cases.jsonl", amount_records(2, 0))
+        (tmp_path / "here").mkdir()
+        done = tinyeval("run", str(cases), option, str(tmp_path / "here"))
+        assert done.returncode == 2, done.stdout + done.stderr  # was 3: "writing … failed"
+        assert done.stderr.strip().endswith("is a directory; expected the path of a file")
+        assert len(done.stderr.strip().splitlines()) == 1
+
     def test_a_misspelt_threshold_category(self, tmp_path: Path) -> None:
         message = self.refused(tmp_path, "--threshold", "amount_extractoin=1")
         assert "did you mean 'amount_extraction'?" in message

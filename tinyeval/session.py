@@ -441,6 +441,8 @@ def refuse_overwriting(inputs: Iterable[str | None], outputs: Mapping[str, str |
     """
     given = [(name, path) for name, path in outputs.items() if path]
     for name, path in given:
+        if os.path.isdir(path):
+            raise InputError(f"{path} is a directory; expected the path of a file", field=name)
         for source in inputs:
             if source and source != "-" and same_file(source, path):
                 raise InputError(f"{path} is the input file {source}; write elsewhere", field=name)
