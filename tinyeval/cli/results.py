@@ -244,17 +244,25 @@ def add_calibrate(sub: Any) -> None:
         _extra("command", "calibrate")(p)
 
 
-def _cmd_calibrate(args: argparse.Namespace) -> int:
-    """The judge against one labeler's labels (a copy without tinyeval/humans/)."""
-    from ..calibration import calibrate_results, disagreement_rows, parse_label_fields, read_labels
+def calibrate_rows(args: argparse.Namespace) -> list[Any]:
+    """The rows ``calibrate`` reads, once its inputs and outputs are known not to clash (the
+    humans extra's ``calibrate`` starts here too)."""
     from ..records import read_rows
-    from ..session import case_ids, refuse_overwriting, same_file
+    from ..session import refuse_overwriting, same_file
 
     if same_file(args.results, args.labels):
         raise UsageError(f"RESULTS and LABELS are the same file {args.results}")
     outputs = {"save": args.save, "disagreements": args.disagreements}
     refuse_overwriting([args.results, args.labels, args.only], outputs)
-    rows = read_rows(args.results)
+    return read_rows(args.results)
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    """The judge against one labeler's labels (a copy without tinyeval/humans/)."""
+    from ..calibration import calibrate_results, disagreement_rows, parse_label_fields, read_labels
+    from ..session import case_ids
+
+    rows = calibrate_rows(args)
     labels = read_labels(args.labels, fields=parse_label_fields(args.field))
     several = {str(record.get("labeler")) for record in labels.values()}
     if len(several) > 1 or any(record.get("adjudicated") is True for record in labels.values()):

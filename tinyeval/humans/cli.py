@@ -165,15 +165,11 @@ def extend_calibrate(p: Any) -> None:
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from ..calibration import disagreement_rows, parse_label_fields
-    from ..records import read_rows
-    from ..session import case_ids, refuse_overwriting, same_file
+    from ..cli.results import calibrate_rows
+    from ..session import case_ids
     from .labelers import calibration_report, read_label_set
 
-    if same_file(args.results, args.labels):
-        raise UsageError(f"RESULTS and LABELS are the same file {args.results}")
-    outputs = {"save": args.save, "disagreements": args.disagreements}
-    refuse_overwriting([args.results, args.labels, args.only], outputs)
-    rows = read_rows(args.results)
+    rows = calibrate_rows(args)
     label_set = read_label_set(args.labels, fields=parse_label_fields(args.field))
     report = calibration_report(
         rows, label_set, judge=args.judge, ppi=args.estimate == "ppi", only=case_ids(args.only)
