@@ -166,11 +166,17 @@ class RunSettings:
     )
     batch: bool = _setting(SCALE, "send the model calls through the provider's batch API", False)
     batch_poll: float = _setting(SCALE, "first wait between polls of a batch (default: 30)", 30.0)
+    batch_max_wait: float = _setting(
+        SCALE, "give up on a pending batch after this long; resume later (default: 90000)", 90000.0
+    )
     executor: str | None = _setting(
         SCALE, "run the cases on a Dask cluster", metavar="dask:local|dask://HOST:PORT"
     )
     max_cost: float | None = _setting(
         SCALE, "stop taking cases before the cost passes USD", metavar="USD", needs=("price",)
+    )
+    max_cost_unknown: str = _setting(
+        SCALE, "a reply without usage stops a capped run, or not", "stop", choices=("stop", "allow")
     )
     # "in=X,out=Y", or a tinyeval.scale.cost.Price
     price: Any = _setting(SCALE, "USD per million tokens in and out", metavar="in=X,out=Y")  # noqa: RUF009

@@ -497,7 +497,7 @@ def test_the_command_offers_only_judged_rows_unless_asked(tmp_path: Path) -> Non
     ]  # fmt: skip
     results = tmp_path / "rows.jsonl"
     results.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
 
     def labelled(*extra: str) -> set[str]:
         out = tmp_path / f"labels{len(extra)}.jsonl"

@@ -26,6 +26,7 @@ import json
 import re
 import threading
 from collections import Counter
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -57,6 +58,8 @@ class FakeBatchServer:
         lifetime: float = 60.0,
         results_host: str | None = None,
         create_failures: tuple[tuple[int, bool], ...] = (),
+        mangle: Callable[[bytes], bytes] | None = None,
+        status_body: bytes | None = None,
     ) -> None:
         self.delay_polls = delay_polls
         self.expire = expire
@@ -67,6 +70,9 @@ class FakeBatchServer:
         self.results_host = results_host
         # answers to the first batch creations: (HTTP status, whether the batch was created anyway)
         self.create_failures = list(create_failures)
+        # what a broken server does: its results files rewritten, its status replies replaced
+        self.mangle = mangle or (lambda content: content)
+        self.status_body = status_body
         self.counts: Counter[str] = Counter()
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
@@ -210,7 +216,8 @@ class FakeBatchServer:
         for key, lines in (("output_file_id", outputs), ("error_file_id", errors)):
             if lines:
                 file_id = self._new_id("file-out")
-                self.files[file_id] = "".join(json.dumps(x) + "\n" for x in lines).encode()
+                content = "".join(json.dumps(x) + "\n" for x in lines).encode()
+                self.files[file_id] = self.mangle(content) if key == "output_file_id" else content
                 object_[key] = file_id
         object_["status"] = (
             "expired" if self.expire else "cancelled" if self.cancel else "completed"
@@ -246,7 +253,7 @@ class FakeBatchServer:
                 result = {"type": "succeeded", "message": self._anthropic_message(params)}
             counts[result["type"]] += 1
             results.append({"custom_id": request["custom_id"], "result": result})
-        batch["results"] = "".join(json.dumps(x) + "\n" for x in results).encode()
+        batch["results"] = self.mangle("".join(json.dumps(x) + "\n" for x in results).encode())
         object_ = batch["object"]
         object_["processing_status"] = "ended"
         object_["ended_at"] = "2026-12-01T10:00:00Z"
@@ -472,7 +479,7 @@ class FakeBatchServer:
                 object_ = batch["object"]
                 if flavour == "openai" and not batch.get("ended"):
                     object_["status"] = "validating" if batch["polls"] == 1 else "in_progress"
-                self._send(200, object_)
+                self._send(200, object_, raw=server.status_body)
 
         return Handler
 

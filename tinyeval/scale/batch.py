@@ -29,6 +29,7 @@ import dataclasses
 import http.client
 import json
 import random
+import re
 import sqlite3
 import threading
 import time
@@ -44,9 +45,18 @@ from typing import Any, NamedTuple
 
 # Batches share the adapters' private HTTP machinery: a batch request's body is the adapter's
 # own, and its failures are described the same way.
-from .._http import _backoff_delay, _Failure, _host_port, _origin, _server_message
+from .._http import (
+    _backoff_delay,
+    _Failure,
+    _host_port,
+    _origin,
+    _read_body,
+    _server_message,
+    _TooLarge,
+    _Watchdog,
+)
 from ..cache import CachedModel, ResponseCache, _execute_all, reply_key
-from ..errors import TinyevalError, plural, shorten
+from ..errors import IncompleteError, plural, shorten
 from ..models import (
     Model,
     ModelCallError,
@@ -82,7 +92,6 @@ OPENAI_MAX_REQUESTS = 50_000  # per batch file
 OPENAI_MAX_BYTES = 200 * 2**20
 ANTHROPIC_MAX_REQUESTS = 100_000  # per Message Batch
 ANTHROPIC_MAX_BYTES = 256 * 2**20
-MAX_JSON_BYTES = 8 * 2**20  # a batch or file object
 MAX_ERROR_BYTES = 64 * 2**10  # the body of an HTTP error
 DEFAULT_MAX_RESULT_BYTES = 512 * 2**20  # one results file
 _OPENAI_TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
@@ -153,6 +162,9 @@ class BatchEntry(NamedTuple):
     batch_id: str
     state: str
     detail: str | None
+
+
+_NO_ENTRY = BatchEntry("", "", "", None)
 
 
 def _now() -> str:
@@ -264,8 +276,9 @@ def pending_batches(cache: ResponseCache, spec: str | None = None) -> list[str]:
         return [row[0] for row in rows.fetchall()]
 
 
-class BatchError(TinyevalError, RuntimeError):
-    """A batch that could not be submitted, polled or read (after the allowed retries).
+class BatchError(IncompleteError, RuntimeError):
+    """A batch that could not be submitted, polled or read (after the allowed retries): the
+    run is incomplete (a later run resumes the batch recorded in the cache).
 
     The message names the spec, the batch when known and what went wrong; it
     never contains a key.
@@ -390,6 +403,7 @@ class BatchOutcome:
     batches: tuple[BatchStatus, ...]
     polls: int = 0
     submissions: int = 0
+    notes: tuple[str, ...] = ()  # what was wrong with the results files as a whole
 
     @property
     def complete(self) -> bool:
@@ -412,6 +426,7 @@ class BatchOutcome:
             "polls": self.polls,
             "submissions": self.submissions,
             "results": [result.to_dict() for result in self.results],
+            "notes": list(self.notes),
         }
 
     def __str__(self) -> str:
@@ -438,7 +453,7 @@ class BatchOutcome:
             how = "submitted by this run" if batch.submitted else "resumed"
             lines.append(f"batch {batch.batch_id}: {batch.status} ({how})")
         lines.append(f"{plural(self.submissions, 'submission')}, {plural(self.polls, 'poll')}")
-        return "\n".join(lines)
+        return "\n".join(lines + list(self.notes))
 
 
 class BatchJob:
@@ -475,6 +490,7 @@ class BatchJob:
         max_poll_interval: float = 600.0,
         max_wait: float = 25 * 3600.0,
         max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+        max_response_bytes: int | None = None,
         sleep: Sleep = time.sleep,
         clock: Clock = time.monotonic,
     ) -> None:
@@ -500,6 +516,7 @@ class BatchJob:
             temperature=temperature,
             max_tokens=max_tokens,
             sleep=sleep,
+            **({} if max_response_bytes is None else {"max_response_bytes": max_response_bytes}),
         )
         assert isinstance(model, _OpenAIModel | _AnthropicModel)
         self.model: _BatchableModel = model
@@ -575,9 +592,12 @@ class BatchJob:
         batches, submissions, early = self._submit(wanted)
         statuses, polls = self._wait(batches)
         results: dict[str, BatchResult] = dict(early)
+        notes: list[str] = []
         for status in statuses:
             if status.status in self._provider.terminal:
-                results.update(self._collect(status, wanted))
+                collected, said = self._collect(status, wanted)
+                results.update(collected)
+                notes += said
         for custom_id, request in wanted.items():
             if custom_id not in results:
                 results[custom_id] = BatchResult(custom_id, request, "pending", "batch")
@@ -589,6 +609,7 @@ class BatchJob:
             tuple(statuses),
             polls=polls,
             submissions=submissions,
+            notes=tuple(notes),
         )
 
     # ---- internals
@@ -657,26 +678,24 @@ class BatchJob:
 
     def _collect(
         self, batch: BatchStatus, wanted: Mapping[str, BatchRequest]
-    ) -> dict[str, BatchResult]:
-        """Read an ended batch's results: store replies in the cache and the states of all."""
+    ) -> tuple[dict[str, BatchResult], list[str]]:
+        """Read an ended batch's results: store replies in the cache and the states of all;
+        also what was wrong with the results file as a whole (lines naming no request of
+        the batch), for the summary."""
         entries = batch_entries(self.cache, wanted)
         mine = {
             cid: request
             for cid, request in wanted.items()
             if cid in entries and entries[cid].batch_id == batch.batch_id
         }
-        results: dict[str, BatchResult] = {}
+        found: dict[str, list[_Outcome]] = {}
+        others: list[str | None] = []
         for custom_id, outcome in self._provider.results(batch.batch_id, batch.status):
-            request = mine.get(custom_id)
-            if request is None or custom_id in results:
-                continue  # not asked for by this run, or a line repeated
-            state, reply, error, status = outcome
-            if reply is not None:
-                reply = _scrub_reply(reply, self.model._secrets())
-                self._store(request, reply)
-            results[custom_id] = BatchResult(
-                custom_id, request, state, "batch", reply, error, status
-            )
+            if custom_id is not None and custom_id in mine:
+                found.setdefault(custom_id, []).append(outcome)
+            else:
+                others.append(custom_id)
+        results = {cid: self._result(mine[cid], cid, outcomes) for cid, outcomes in found.items()}
         missing_state, missing_error = self._provider.missing(batch.batch_id, batch.status)
         for custom_id, request in mine.items():
             if custom_id not in results:
@@ -689,7 +708,43 @@ class BatchJob:
             batch.status,
             {cid: (result.state, result.error) for cid, result in results.items()},
         )
-        return results
+        return results, self._strangers(batch.batch_id, others)
+
+    def _result(
+        self, request: BatchRequest, custom_id: str, outcomes: list[_Outcome]
+    ) -> BatchResult:
+        """The result of one request from its lines: a request answered twice is an error."""
+        if len(outcomes) > 1:
+            repeated = (
+                f"the batch returned {len(outcomes)} results for this request (its custom id "
+                "repeated); none is taken"
+            )
+            return BatchResult(custom_id, request, "errored", "batch", None, repeated)
+        state, reply, error, status = outcomes[0]
+        if reply is not None:
+            reply = _scrub_reply(reply, self.model._secrets())
+            self._store(request, reply)
+        return BatchResult(custom_id, request, state, "batch", reply, error, status)
+
+    def _strangers(self, batch_id: str, ids: list[str | None]) -> list[str]:
+        """A note on results lines with no custom id, or one that is no request of the batch
+        (requests of the batch this run does not want are left alone)."""
+        named = [cid for cid in ids if cid is not None]
+        recorded = batch_entries(self.cache, named)
+        unknown = [cid for cid in named if recorded.get(cid, _NO_ENTRY).batch_id != batch_id]
+        notes = []
+        if len(named) < len(ids):
+            lines = plural(len(ids) - len(named), "results line")
+            notes.append(f"batch {batch_id}: {lines} with no readable custom id, ignored")
+        if unknown:
+            shown = ", ".join(shorten(repr(cid), 70) for cid in unknown[:3])
+            more = f" and {len(unknown) - 3:,} more" if len(unknown) > 3 else ""
+            results = plural(len(unknown), "result")
+            notes.append(
+                f"batch {batch_id}: {results} for a custom id it was not sent ({shown}{more}), "
+                "ignored"
+            )
+        return notes
 
     def _retry(self, result: BatchResult) -> BatchResult:
         if result.state not in ("errored", "expired", "canceled"):
@@ -718,7 +773,7 @@ class BatchJob:
         *,
         data: bytes | None = None,
         content_type: str = "application/json",
-        limit: int = MAX_JSON_BYTES,
+        limit: int | None = None,
         accept: str = "application/json",
         creates: bool = False,
         what: str,
@@ -730,6 +785,7 @@ class BatchJob:
         timeout or a 500 may hide a batch that was created, and sending it again
         could create a second one.
         """
+        limit = self.model.max_response_bytes if limit is None else limit
         headers = self.model._request_headers()
         if data is None:
             headers.pop("Content-Type", None)
@@ -761,9 +817,16 @@ class BatchJob:
         creates: bool,
     ) -> bytes | _Failure:
         request = urllib.request.Request(url, data=data, headers=headers, method=method)
+        watchdog = _Watchdog(self.model.timeout)
         try:
-            with urllib.request.urlopen(request, timeout=self.model.timeout) as response:
-                body: bytes = response.read(limit + 1)
+            with watchdog, watchdog.opener().open(request, timeout=self.model.timeout) as response:
+                return _read_body(response, limit, watchdog)
+        except _TooLarge:
+            return _Failure(
+                f"the reply from {_host_port(url)} is larger than {limit:,} bytes; it was not "
+                "read further",
+                retryable=False,
+            )
         except urllib.error.HTTPError as exc:
             with exc:
                 try:
@@ -785,19 +848,16 @@ class BatchJob:
                 return dataclasses.replace(failure, retryable=False)
             return failure
         except (OSError, http.client.HTTPException) as exc:
-            failure = self.model._network_failure(exc)
+            failure = self.model._network_failure(TimeoutError() if watchdog.fired else exc)
             if creates and not isinstance(exc, ConnectionRefusedError):
                 return dataclasses.replace(failure, retryable=False)
             return failure
-        if len(body) > limit:
-            return _Failure(
-                f"the reply from {_host_port(url)} is larger than {limit} bytes", retryable=False
-            )
-        return body
 
     def _json(self, body: bytes, what: str) -> dict[str, Any]:
         try:
             payload = json.loads(body.decode("utf-8"))
+        except RecursionError:
+            raise self._fail(f"{what}: the reply is JSON nested too deeply to read") from None
         except (UnicodeDecodeError, ValueError):
             snippet = shorten(scrub(body[:200].decode("utf-8", "replace"), self._secrets()), 80)
             raise self._fail(f"{what}: the reply is not JSON: {snippet!r}") from None
@@ -805,18 +865,34 @@ class BatchJob:
             raise self._fail(f"{what}: expected a JSON object, got {type(payload).__name__}")
         return payload
 
-    def _jsonl(self, body: bytes, what: str) -> list[dict[str, Any]]:
-        lines = []
-        for number, line in enumerate(body.decode("utf-8", "replace").splitlines(), 1):
-            if not line.strip():
+    def _jsonl(self, body: bytes) -> Iterator[tuple[str | None, dict[str, Any] | str]]:
+        """Each results line's custom id with its object, or with why the line cannot be used
+        (then the id is the one the line names, when it can be found, else None).
+
+        Lines end at ``\n`` only: a reply may hold U+2028 or U+0085. A line past the reply
+        bound (``max_response_bytes``) is a too-long reply, never decoded.
+        """
+        limit = self.model.max_response_bytes
+        for number, raw in enumerate(body.split(b"\n"), 1):
+            if not raw.strip():
+                continue
+            if len(raw) > limit:
+                problem = f"its result is larger than {limit:,} bytes (max_response_bytes)"
+                yield _named_id(raw), problem
                 continue
             try:
-                item = json.loads(line)
-            except ValueError:
-                raise self._fail(f"{what}: line {number} is not JSON") from None
-            if isinstance(item, dict) and isinstance(item.get("custom_id"), str):
-                lines.append(item)
-        return lines
+                item = json.loads(raw.decode("utf-8"))
+            except RecursionError:
+                yield _named_id(raw), f"its result (line {number}) is JSON nested too deeply"
+                continue
+            except (UnicodeDecodeError, ValueError):
+                yield _named_id(raw), f"its result (line {number}) is not JSON"
+                continue
+            custom_id = item.get("custom_id") if isinstance(item, dict) else None
+            if not isinstance(custom_id, str):
+                yield None, f"line {number} of the results has no custom_id"
+            else:
+                yield custom_id, item
 
     def _reply(self, payload: Any) -> Reply:
         return self.model._reply(payload)
@@ -901,6 +977,13 @@ class BatchModel(Model):
 
 # (state, reply, error, status) of one request read from a results file
 _Outcome = tuple[str, Reply | None, str | None, int | None]
+_CUSTOM_ID = re.compile(rb'"custom_id"\s*:\s*"([A-Za-z0-9_-]{1,64})"')
+
+
+def _named_id(raw: bytes) -> str | None:
+    """The custom id a results line that cannot be decoded names, if it names one."""
+    found = _CUSTOM_ID.search(raw)
+    return found.group(1).decode("ascii") if found else None
 
 
 class _Provider(abc.ABC):
@@ -952,8 +1035,22 @@ class _Provider(abc.ABC):
         return status
 
     @abc.abstractmethod
-    def results(self, batch_id: str, status: str) -> Iterable[tuple[str, _Outcome]]:
-        """Each provider defines it."""
+    def results(self, batch_id: str, status: str) -> Iterable[tuple[str | None, _Outcome]]:
+        """Each provider defines it: ``(custom id, outcome)`` per line (None: no id found)."""
+
+    def _read(
+        self, body: bytes, outcome_of: Callable[[dict[str, Any]], _Outcome]
+    ) -> Iterator[tuple[str | None, _Outcome]]:
+        """The outcome of each line of a results file; a line that cannot be used fails the
+        request it names alone."""
+        for custom_id, item in self.job._jsonl(body):
+            if isinstance(item, str):
+                yield custom_id, ("errored", None, item, None)
+                continue
+            try:
+                yield custom_id, outcome_of(item)
+            except (RecursionError, TypeError, ValueError, AttributeError, KeyError):
+                yield custom_id, ("errored", None, "its result has an unexpected shape", None)
 
     @abc.abstractmethod
     def missing(self, batch_id: str, status: str) -> tuple[str, str]:
@@ -1019,7 +1116,7 @@ class _OpenAIBatches(_Provider):
         url = f"{self.base}/batches/{urllib.parse.quote(batch_id, safe='')}"
         return self._status(batch_id, url, f"batch {batch_id}", "status")
 
-    def results(self, batch_id: str, status: str) -> Iterable[tuple[str, _Outcome]]:
+    def results(self, batch_id: str, status: str) -> Iterable[tuple[str | None, _Outcome]]:
         payload = self._last.get(batch_id) or {}
         for key in ("output_file_id", "error_file_id"):
             file_id = payload.get(key)
@@ -1030,8 +1127,7 @@ class _OpenAIBatches(_Provider):
             body = self.job._http(
                 "GET", url, limit=self.job.max_result_bytes, accept="*/*", what=what
             )
-            for item in self.job._jsonl(body, what):
-                yield item["custom_id"], self._outcome(item)
+            yield from self._read(body, self._outcome)
 
     def _outcome(self, item: Mapping[str, Any]) -> _Outcome:
         secrets = self.job._secrets()
@@ -1097,7 +1193,7 @@ class _AnthropicBatches(_Provider):
         url = f"{self.base}/{urllib.parse.quote(batch_id, safe='')}"
         return self._status(batch_id, url, f"message batch {batch_id}", "processing_status")
 
-    def results(self, batch_id: str, status: str) -> Iterable[tuple[str, _Outcome]]:
+    def results(self, batch_id: str, status: str) -> Iterable[tuple[str | None, _Outcome]]:
         payload = self._last.get(batch_id) or {}
         what = f"message batch {batch_id}: reading the results"
         url = payload.get("results_url")
@@ -1109,8 +1205,7 @@ class _AnthropicBatches(_Provider):
                 f"{_host_port(self.base)}; refusing to send the key there"
             )
         body = self.job._http("GET", url, limit=self.job.max_result_bytes, accept="*/*", what=what)
-        for item in self.job._jsonl(body, what):
-            yield item["custom_id"], self._outcome(item.get("result"))
+        yield from self._read(body, lambda item: self._outcome(item.get("result")))
 
     def _outcome(self, result: Any) -> _Outcome:
         if not isinstance(result, dict):

@@ -40,7 +40,8 @@ class Batches:
                 return model  # builtin, cmd: and py: models are called as usual
             job = BatchJob(spec, session.cache, base_url=s.base_url, timeout=s.timeout,
                            temperature=s.temperature, max_tokens=max_tokens,
-                           poll_interval=s.batch_poll, sleep=self._wait)  # fmt: skip
+                           poll_interval=s.batch_poll, max_wait=s.batch_max_wait,
+                           max_response_bytes=s.max_response_bytes, sleep=self._wait)  # fmt: skip
             self.models.append(BatchModel(job))
             return self.models[-1]
 
@@ -55,13 +56,14 @@ class Batches:
     def _wait(self, seconds: float) -> None:
         """Wait between polls of a pending batch, unless asked to stop (then stop at once)."""
         if self.session.stop.wait(seconds):
-            raise IncompleteError("stopped on request while a batch is pending at the "
+            raise IncompleteError("INCOMPLETE: stopped on request while a batch is pending at the "
                                   f"provider: {_PENDING}")  # fmt: skip
 
     def run(self, ready: PreparedCases) -> list[str]:
         """Record the calls the run would make, send them as batches, until none is left;
         a line per batch sent."""
         from ..runner import run
+        from .batch import BatchError
 
         session, s = self.session, self.session.settings
         lines = []
@@ -78,11 +80,15 @@ class Batches:
             for model, requests in waiting:
                 if not requests:
                     continue
-                outcome = model.job.run(requests)
+                try:
+                    outcome = model.job.run(requests)
+                except BatchError as exc:
+                    raise IncompleteError(f"INCOMPLETE: {exc}; {_PENDING}") from None
                 model.absorb(outcome)
                 lines.append(f"batch: {outcome}")
                 if not outcome.complete:
                     raise IncompleteError(
-                        f"{outcome}; the batch is still pending at the provider: {_PENDING}"
+                        f"INCOMPLETE: {outcome}; the batch is still pending at the provider after "
+                        f"{s.batch_max_wait:g} s of waiting (batch_max_wait): {_PENDING}"
                     )
         return lines
