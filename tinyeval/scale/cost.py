@@ -161,7 +161,11 @@ def run_cost(usages: Iterable[Mapping[str, Any] | None], price: Price) -> float:
 
 
 def _dollars_for(input_tokens: int, output_tokens: int, price: Price) -> float:
-    return (input_tokens * price.input + output_tokens * price.output) / _PER_MILLION
+    """Dollars; infinite for counts past what a float holds (a server's absurd usage)."""
+    try:
+        return (input_tokens * price.input + output_tokens * price.output) / _PER_MILLION
+    except OverflowError:
+        return math.inf
 
 
 class Estimate(NamedTuple):
@@ -253,4 +257,6 @@ def usage_cost(usage: Mapping[str, int], price: Price) -> tuple[float, str]:
     (0.0025, 'cost about $0.0025')
     """
     cost = run_cost([usage], price)
+    if not math.isfinite(cost):
+        return cost, "cost unknown (a reported token count is too large to be true)"
     return cost, f"cost about {format_usd(cost)}"

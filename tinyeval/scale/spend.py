@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError
+from ..models import USAGE_KEYS, add_usage
 from ..records import Row
 from ..runner import Observer, RunResult
 from .cost import Price, format_usd, parse_price, run_cost
@@ -26,16 +27,26 @@ class SpendCap(Observer):
 
     name = "max_cost"
 
-    def __init__(self, max_cost: float, price: Price | None) -> None:
+    def __init__(self, max_cost: float, price: Price | None, *, unknown: str = "stop") -> None:
         if price is None or isinstance(max_cost, bool) or not max_cost > 0:
             raise InputError(
                 "max_cost needs a price and a positive number of dollars", field="max_cost"
             )
-        self.max_cost, self.price = float(max_cost), price
+        if unknown not in ("stop", "allow"):
+            raise InputError(f"expected stop or allow, got {unknown!r}", field="max_cost_unknown")
+        self.max_cost, self.price, self.unknown = float(max_cost), price, unknown
 
     def row(self, row: Row, result: RunResult) -> str | None:
-        """Why the run must stop, once the spent plus the in-flight cases' likely cost
-        reaches the cap."""
+        """Why the run must stop: a model call whose spend cannot be measured (unless
+        ``unknown`` is ``allow``), or the spent plus the in-flight cases' likely cost reaching
+        the cap."""
+        unmetered = _unmetered(row)
+        if unmetered and self.unknown == "stop":
+            return (
+                f"the spend cannot be measured ({unmetered}), so the spend cap of "
+                f"{format_usd(self.max_cost)} cannot be kept; --max-cost-unknown allow (suite "
+                "key max_cost_unknown) goes on without a meter"
+            )
         usage = {key: result.usage.get(key, 0) for key in ("input_tokens", "output_tokens")}
         spent = run_cost([usage], self.price)
         done = max(result.total - result.resumed, 1)  # resumed rows are not this run's
@@ -52,10 +63,49 @@ class SpendCap(Observer):
         return {"max_cost": self.max_cost, "price": str(self.price)}
 
 
+_MOST_TOKENS = 10**12  # a count past it is no meter reading (and would overflow a float)
+
+
+def _unmetered(row: Row) -> str | None:
+    """What in ``row`` was called without a usable token count, or None.
+
+    >>> _unmetered({"id": "a", "generate_model": "openai:m", "judges": {}, "usage": None})
+    'openai:m reported no token usage for case a'
+    """
+    judged: dict[str, int] = {}
+    for data in (row.get("judges") or {}).values():
+        usage = data.get("usage") if isinstance(data, dict) else None
+        if row.get("judge_model") in (None, "builtin") or data.get("error"):
+            continue
+        if not (isinstance(usage, dict) and _in_bounds(usage) and any(usage.values())):
+            return f"{row.get('judge_model')} reported no token usage for case {row.get('id')}"
+        add_usage(judged, usage)
+    total = row.get("usage") or {}
+    if not _in_bounds(total):
+        return f"a token count of case {row.get('id')} is too large to be true"
+    if row.get("generate_model") and not row.get("error"):
+        kinds = ("input_tokens", "cached_input_tokens")
+        if sum(total.get(k, 0) for k in kinds) <= sum(judged.get(k, 0) for k in kinds):
+            return f"{row['generate_model']} reported no token usage for case {row.get('id')}"
+    return None
+
+
+def _in_bounds(usage: Any) -> bool:
+    """Token counts a meter can use: integers from 0 to a trillion."""
+    return isinstance(usage, dict) and all(
+        isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= _MOST_TOKENS
+        for n in (usage.get(key, 0) for key in USAGE_KEYS)
+    )
+
+
 def make(settings: Any, ready: Any) -> SpendCap:
     """The observer of ``max_cost`` (with ``price``, a :class:`Price` or its text)."""
     price = settings.price
-    return SpendCap(settings.max_cost, parse_price(price) if isinstance(price, str) else price)
+    return SpendCap(
+        settings.max_cost,
+        parse_price(price) if isinstance(price, str) else price,
+        unknown=settings.max_cost_unknown,
+    )
 
 
 def plan_cost(plan: Any, price: Price) -> float:
