@@ -58,11 +58,12 @@ is needed: this reads the JSON.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InputError, describe_json, is_number
+from ..errors import InputError, describe_json, is_number, shorten
 
 __all__ = ["records_from_otel"]
 
@@ -103,13 +104,7 @@ def _value(raw: Any, where: str, path: str | None) -> Any:
     if "boolValue" in raw:
         return raw["boolValue"]
     if "intValue" in raw:
-        number = raw["intValue"]
-        try:
-            return int(number)
-        except (TypeError, ValueError):
-            raise _fail(
-                f"expected an integer, got {describe_json(number)}", f"{where}.intValue", path
-            ) from None
+        return _int64(raw["intValue"], "an integer", f"{where}.intValue", path)
     if "doubleValue" in raw:
         number = raw["doubleValue"]
         if not is_number(number):
@@ -125,6 +120,24 @@ def _value(raw: Any, where: str, path: str | None) -> Any:
     if "bytesValue" in raw:
         return raw["bytesValue"]
     return None  # an empty AnyValue
+
+
+_INT64 = 2**63  # OTLP integers are 64-bit (intValue: int64; times: fixed64)
+
+
+def _int64(raw: Any, what: str, where: str, path: str | None) -> int:
+    """An OTLP integer (a JSON number or the decimal string OTLP JSON writes), within 64 bits."""
+    number = None
+    if isinstance(raw, float) and raw.is_integer():
+        raw = int(raw)
+    if isinstance(raw, str) and re.fullmatch(r"\s*[+-]?[0-9]{1,24}\s*", raw):
+        raw = int(raw)
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        number = raw
+    if number is None or not -_INT64 <= number < 2 * _INT64:
+        shown = describe_json(raw) if not isinstance(raw, str) else repr(shorten(raw, 40))
+        raise _fail(f"expected {what} of at most 64 bits, got {shown}", where, path)
+    return number
 
 
 def _list(container: Any, key: str, where: str, path: str | None) -> list[Any]:
@@ -158,7 +171,7 @@ def _text_id(value: Any, where: str, path: str | None, *, required: bool) -> str
     return value
 
 
-def _read_spans(document: Any, path: str | None) -> list[_Span]:
+def _read_spans(document: Any, path: str | None, lines: Mapping[str, int]) -> list[_Span]:
     if not isinstance(document, Mapping):
         raise _fail(
             f"expected an OTLP JSON object, got {describe_json(document)}", "resourceSpans", path
@@ -174,7 +187,12 @@ def _read_spans(document: Any, path: str | None) -> list[_Span]:
             swhere = f"{rwhere}.scopeSpans.{s}"
             for n, raw in enumerate(_list(scope_spans, "spans", swhere, path)):
                 where = f"{swhere}.spans.{n}"
-                spans.append(_read_span(raw, where, path, resource_attributes))
+                try:
+                    spans.append(_read_span(raw, where, path, resource_attributes))
+                except InputError as exc:  # the line of the span's id, when it has one
+                    span_id = raw.get("spanId") if isinstance(raw, Mapping) else None
+                    line = lines.get(span_id) if isinstance(span_id, str) else None
+                    raise InputError(exc.reason, path=path, line=line, field=exc.field) from None
     return spans
 
 
@@ -184,15 +202,12 @@ def _read_span(raw: Any, where: str, path: str | None, resource: Mapping[str, An
     trace_id = _text_id(raw.get("traceId"), f"{where}.traceId", path, required=True)
     span_id = _text_id(raw.get("spanId"), f"{where}.spanId", path, required=True)
     parent = _text_id(raw.get("parentSpanId"), f"{where}.parentSpanId", path, required=False)
-    start_raw = raw.get("startTimeUnixNano", 0)
-    try:
-        start = int(start_raw)
-    except (TypeError, ValueError):
-        raise _fail(
-            f"expected nanoseconds as an integer, got {describe_json(start_raw)}",
-            f"{where}.startTimeUnixNano",
-            path,
-        ) from None
+    start = _int64(
+        raw.get("startTimeUnixNano", 0),
+        "nanoseconds as an integer",
+        f"{where}.startTimeUnixNano",
+        path,
+    )
     attributes = _attributes(raw, "attributes", where, path)
     attributes.setdefault("service.name", resource.get("service.name"))
     events = []
@@ -501,13 +516,18 @@ def _trace_record(spans: Sequence[_Span]) -> dict[str, Any] | None:
         for m in span.inputs
         if m.get("role") == "tool" and isinstance(m.get("tool_call_id"), str)
     }
+    chat_ids = {id(span) for span in chats}
+    known_calls = _known_call_ids(messages)  # ids of the tool calls in ``messages`` so far
     for span in spans:
-        if span in chats:
+        added: list[dict[str, Any]] = []
+        if id(span) in chat_ids:
             if span is not chats[0]:
-                messages += _tail_user_messages(span.inputs)
-            messages += span.outputs
+                added = _tail_user_messages(span.inputs)
+            added += span.outputs
         elif _is_tool(span):
-            messages += _tool_messages(span, messages, tool_texts)
+            added = _tool_messages(span, known_calls, tool_texts)
+        messages += added
+        known_calls |= _known_call_ids(added)
     ids = {span.span_id for span in spans}
     roots = [span for span in spans if span.parent_id is None or span.parent_id not in ids]
     last = chats[-1].attributes
@@ -535,14 +555,14 @@ def _trace_record(spans: Sequence[_Span]) -> dict[str, Any] | None:
 
 
 def _tool_messages(
-    span: _Span, messages: list[dict[str, Any]], tool_texts: Mapping[Any, Any]
+    span: _Span, known_calls: set[str], tool_texts: Mapping[Any, Any]
 ) -> list[dict[str, Any]]:
     a = span.attributes
     given = a.get("gen_ai.tool.call.id")
     call_id = given if isinstance(given, str) and given else None
     name = a.get("gen_ai.tool.name")
     out: list[dict[str, Any]] = []
-    if call_id is None or call_id not in _known_call_ids(messages):
+    if call_id is None or call_id not in known_calls:
         call_id = call_id if call_id is not None else span.span_id
         out.append(
             {
@@ -576,10 +596,18 @@ def _tool_messages(
     return out
 
 
-def _line_of(text: str | None, span_id: str) -> int:
-    """The line the span's id is on (1 when it cannot be told)."""
-    position = -1 if text is None else text.find(f'"{span_id}"')
-    return 1 if text is None or position < 0 else text.count("\n", 0, position) + 1
+_SPAN_ID = re.compile(r'"spanId"\s*:\s*"([^"\\]*)"')
+
+
+def _span_lines(text: str | None) -> dict[str, int]:
+    """The line each span id is first on, read in one pass over ``text``."""
+    lines: dict[str, int] = {}
+    line, position = 1, 0
+    for found in _SPAN_ID.finditer(text or ""):
+        line += text.count("\n", position, found.start()) if text else 0
+        position = found.start()
+        lines.setdefault(found.group(1), line)
+    return lines
 
 
 def records_from_otel(
@@ -599,13 +627,25 @@ def records_from_otel(
     Raises :class:`~tinyeval.errors.InputError` (with ``path``) for an export
     that is not of this shape.
     """
-    spans = _read_spans(document, path)
+    lines = _span_lines(text)
+    try:
+        spans = _read_spans(document, path, lines)
+    except RecursionError:
+        raise _fail("values nested too deeply to read", "resourceSpans", path) from None
     by_trace: dict[str, list[_Span]] = {}
     for span in spans:
-        _span_messages(span, path)
+        try:
+            _span_messages(span, path)
+        except RecursionError:
+            raise InputError(
+                "a message value holds JSON nested too deeply to read",
+                path=path,
+                line=lines.get(span.span_id),
+                field=f"{span.where}.attributes",
+            ) from None
         by_trace.setdefault(span.trace_id, []).append(span)
     for trace_spans in by_trace.values():
         record = _trace_record(trace_spans)
         if record is not None:
             first = min(trace_spans, key=lambda span: span.start)
-            yield _line_of(text, first.span_id), record
+            yield lines.get(first.span_id, 1), record
