@@ -136,13 +136,25 @@ def _ranking(retrieved: Iterable[DocId | Mapping[str, Any]]) -> list[str]:
     return ids_of(retrieved)
 
 
+def _finite(number: float) -> bool:
+    """True for a number a float holds, finite (an integer of 400 digits is not).
+
+    >>> _finite(3), _finite(float("inf")), _finite(10**400)
+    (True, False, False)
+    """
+    try:
+        return math.isfinite(number)
+    except OverflowError:
+        return False
+
+
 def _gains(relevant: Relevance) -> dict[str, float]:
     """Relevant ids (positive gains only) mapped to their gain; zero gains are dropped."""
     gains: dict[str, float] = {}
     if isinstance(relevant, Mapping):
         for key, gain in relevant.items():
             doc = _doc_id(key, "relevant")
-            if not is_number(gain) or not math.isfinite(gain) or gain < 0:
+            if not is_number(gain) or not _finite(gain) or gain < 0:
                 raise InputError(
                     f"the gain of {doc!r} must be a non-negative number, got {describe_json(gain)}",
                     field="relevant",
