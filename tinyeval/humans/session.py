@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from .._formats import read_text
 from ..calibration import (
     Label,
     LabelError,
@@ -164,11 +165,50 @@ def _label_record(row: Row, label: Label, labeler: str, judge: str | None) -> di
     return record
 
 
-def _append(stream: IO[str], record: Mapping[str, Any]) -> None:
-    """Append one JSON line and push it to disk before the next key is read."""
-    stream.write(json.dumps(record, ensure_ascii=False) + "\n")
-    stream.flush()
-    os.fsync(stream.fileno())
+class _LabelFile:
+    """The labels file, re-opened for each record appended to the path as it is now: when
+    the file was replaced or deleted since the last append (an editor's save, a checkout),
+    the records of this session it lacks are written to it again, and that is said."""
+
+    def __init__(self, path: Path, write: Callable[[str], Any]) -> None:
+        self.path, self.write = path, write
+        self.lines: list[str] = []  # what this session appended
+        with open(path, "a", encoding="utf-8"):
+            pass  # a path that cannot be written fails now, before the first case is shown
+        self.seen = self._state()
+
+    def _state(self) -> tuple[int, int, int, int] | None:
+        try:
+            found = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns
+
+    def _lost(self) -> list[str]:
+        """This session's lines the file no longer holds (none when nobody touched it)."""
+        state = self._state()
+        if state == self.seen or not self.lines:
+            return []
+        if state is None:
+            return list(self.lines)
+        kept = set(read_text(self.path, what="the labels file").splitlines(keepends=True))
+        return [line for line in self.lines if line not in kept]
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        """Append one JSON line and push it to disk before the next key is read."""
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        lost = self._lost()
+        if lost:
+            self.write(
+                f"{self.path} was replaced or deleted during the session: "
+                f"{plural(len(lost), 'record')} of this session written to it again"
+            )
+        with open(self.path, "a", encoding="utf-8") as stream:
+            stream.write("".join(lost) + line)
+            stream.flush()
+            os.fsync(stream.fileno())
+        self.lines.append(line)
+        self.seen = self._state()
 
 
 # ---------------------------------------------------------------- display
@@ -637,8 +677,7 @@ def label_session(
         notes=_adjudication_notes(existing) if adjudicate else {},
     )
     try:
-        with open(out_path, "a", encoding="utf-8") as stream:
-            stopped = session.run(stream)
+        stopped = session.run(_LabelFile(out_path, write))
     finally:
         close = getattr(key_source, "close", None)
         if close is not None:
@@ -828,7 +867,7 @@ class _Session:
         self.write("\n".join(lines))
         return NEXT_PAGE
 
-    def run(self, stream: IO[str]) -> str:
+    def run(self, stream: _LabelFile) -> str:
         """Go through the cases until they run out, ``q``, or the keys end; say which."""
         show = True
         while self.index < len(self.todo):
@@ -858,7 +897,7 @@ class _Session:
         self.skipped += 1
         self.index += 1
 
-    def undo(self, stream: IO[str]) -> bool:
+    def undo(self, stream: _LabelFile) -> bool:
         """Step back one case, withdrawing its label if it got one; False if nothing to undo."""
         if not self.history:
             self.write("nothing to undo in this session")
@@ -869,7 +908,7 @@ class _Session:
             tombstone = {"id": back, "undo": True, "labeler": self.labeler, "at": utc_stamp()}
             if self.extra(self.todo[self.index]).get("recheck"):
                 tombstone["recheck"] = True
-            _append(stream, tombstone)
+            stream.append(tombstone)
             self.labelled.discard(back)
             self.undone += 1
             self.write(f"withdrew the label of {back!r}; showing it again")
@@ -878,9 +917,9 @@ class _Session:
             self.write(f"back to {back!r}")
         return True
 
-    def give(self, stream: IO[str], label: Label) -> None:
+    def give(self, stream: _LabelFile, label: Label) -> None:
         row = self.todo[self.index]
-        _append(stream, {**_label_record(row, label, self.labeler, self.judge), **self.extra(row)})
+        stream.append({**_label_record(row, label, self.labeler, self.judge), **self.extra(row)})
         self.write(f"-> {label}")
         self.history.append((self.index, True))
         self.labelled.add(row["id"])
