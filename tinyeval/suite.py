@@ -166,9 +166,7 @@ class RunSettings:
     )
     batch: bool = _setting(SCALE, "send the model calls through the provider's batch API", False)
     batch_poll: float = _setting(SCALE, "first wait between polls of a batch (default: 30)", 30.0)
-    batch_max_wait: float = _setting(
-        SCALE, "give up on a pending batch after this long; resume later (default: 90000)", 90000.0
-    )
+    batch_max_wait: float = _setting(SCALE, "give up on a pending batch after SECONDS", 90000.0)
     executor: str | None = _setting(
         SCALE, "run the cases on a Dask cluster", metavar="dask:local|dask://HOST:PORT"
     )
@@ -229,6 +227,10 @@ class RunSettings:
             low, value = f.metadata.get("least"), getattr(self, f.name)
             if low is not None and value is not None and value < low:
                 raise InputError(f"must be {low} or more, got {value}", field=f.name)
+        if self.dawid_skene and (
+            isinstance(self.judge_model, str) or len(self.judge_model or ()) < 3
+        ):
+            raise InputError("needs a jury: --judge-model given 3, 5… times", field="dawid_skene")
         if self.rejudge and self.generate_model:
             reason = "checks and judges recorded outputs; it takes no generate model"
             raise InputError(f"{reason} (generate_model)", field="rejudge")

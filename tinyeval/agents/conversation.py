@@ -954,13 +954,17 @@ def read_case_messages(record: dict[str, Any]) -> Conversation | None:
     or a response given twice.
     """
     messages = record.pop("messages", None)
+    if messages is None and not looks_like_messages(record.get("input")):
+        return None
     system = record.get("system")
-    system = system if isinstance(system, str | list) else None
+    if system is not None and not isinstance(system, str | list):
+        raise InputError(
+            "expected the system prompt as a string or a list of text blocks, got "
+            f"{describe_json(system)}",
+            field="system",
+        )
     if messages is None:
-        given = record.get("input")
-        if not looks_like_messages(given):
-            return None
-        return _case_conversation(given, system, "input")
+        return _case_conversation(record.get("input"), system, "input")
     if not isinstance(messages, list):
         raise InputError(
             f"expected a list of chat messages, got {describe_json(messages)}", field="messages"
