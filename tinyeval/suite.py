@@ -230,7 +230,7 @@ class RunSettings:
         if self.dawid_skene and (
             isinstance(self.judge_model, str) or len(self.judge_model or ()) < 3
         ):
-            raise InputError("needs a jury: --judge-model given 3, 5… times", field="dawid_skene")
+            raise InputError("needs a jury: 3, 5… judge models", field="dawid_skene")
         if self.rejudge and self.generate_model:
             reason = "checks and judges recorded outputs; it takes no generate model"
             raise InputError(f"{reason} (generate_model)", field="rejudge")

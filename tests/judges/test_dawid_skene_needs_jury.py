@@ -21,5 +21,5 @@ def test_dawid_skene_without_a_jury_is_exit_2(
                  "--out", str(tmp_path / "rows.jsonl")])  # fmt: skip
     err = capsys.readouterr().err
     assert code == 2
-    assert err == "tinyeval: error: --dawid-skene: needs a jury: --judge-model given 3, 5… times\n"
+    assert err == "tinyeval: error: --dawid-skene: needs a jury: 3, 5… judge models\n"
     assert not (tmp_path / "rows.jsonl").exists()

@@ -207,8 +207,9 @@ class _LabelFile:
             stream.write("".join(lost) + line)
             stream.flush()
             os.fsync(stream.fileno())
+            written = os.fstat(stream.fileno())  # the file written, even if replaced since
         self.lines.append(line)
-        self.seen = self._state()
+        self.seen = written.st_dev, written.st_ino, written.st_size, written.st_mtime_ns
 
 
 # ---------------------------------------------------------------- display
