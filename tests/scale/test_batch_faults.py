@@ -138,7 +138,8 @@ def test_garbage_results_are_error_rows_never_the_internal_error_line(tmp_path: 
 
 def test_a_status_reply_that_is_not_json_stops_the_run_incomplete(tmp_path: Path) -> None:
     write_cases(tmp_path)
-    for body in (b"<html>busy</html>", b"[" * 100_000, b'{"status": 7}'):
+    too_long = b'{"status": "' + b"x" * (9 * 2**20) + b'"}'  # past the 8 MiB reply bound
+    for body in (b"<html>busy</html>", b"[" * 100_000, b'{"status": 7}', too_long):
         with FakeBatchServer(delay_polls=0, status_body=body) as server:
             done = run(tmp_path, server, "--timeout", "5")
         assert done.returncode == 3, done.stderr
