@@ -220,6 +220,13 @@ def test_evidence_first_quote_is_the_claim_and_verifies():
     )
 
 
+def test_evidence_first_quotes_a_claim_as_written():
+    response = "Here is the answer, the device\u2019s warranty is 9 years. It\u2019s 9 years."
+    verdict = judge_claims(response, "The device warranty is 2 years.", judge=uc_evidence)
+    assert (verdict.verdict, verdict.failure) == ("FAIL", None)
+    assert verdict.quote in response
+
+
 def test_reply_formats():
     prompt = uc.render("Saldo: 9 pesos.", context="Saldo: 1500 pesos.")
     verdict_line, reason = builtin_judge(prompt).split("\n")

@@ -554,14 +554,15 @@ def _is_frame(clause: str, before_colon: bool) -> bool:
 
 
 def _without_frames(text: str) -> str | None:
-    """``text`` without the frames it opens with, or None when it is only frames."""
+    """``text`` without the frames it opens with, as written, or None when it is only frames."""
+    view, start = text.replace("\u2019", "'"), 0  # the same length as ``text``
     while True:
-        match = _CLAUSE_BREAK.search(text)
-        head = text[: match.start()] if match else text
+        match = _CLAUSE_BREAK.search(view, start)
+        head = view[start : match.start()] if match else view[start:]
         if not _is_frame(head, before_colon=bool(match and ":" in match.group())):
-            return text
-        text = text[match.end() :] if match else ""
-        if not re.search(r"\w", text):
+            return text[start:]
+        start = match.end() if match else len(view)
+        if not re.search(r"\w", view[start:]):
             return None
 
 
@@ -608,7 +609,7 @@ def _checkable_part(sentence: str) -> str | None:
         if known:
             return inner[known.end() :]
         return inner if parse_number_tokens(inner) else None
-    return _without_frames(text)
+    return _without_frames(sentence.strip())
 
 
 # What the response does: act (report having done something), decline or ask. Each is read from
