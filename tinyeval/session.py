@@ -57,7 +57,7 @@ class Session:
     def __init__(self, settings: RunSettings) -> None:
         self.settings = s = settings
         s.refuse_out_of_range()
-        refuse_overwriting([s.cases, s.rejudge], {"out": s.out, "review_out": s.review_out})
+        refuse_overwriting(*s.files())
         self.jurors = jurors = _jurors(s.judge_model)
         spec = "jury:" + ",".join(jurors) if len(jurors) > 1 else jurors[0] if jurors else None
         self.judge_spec: str = spec or "builtin"
