@@ -545,7 +545,9 @@ def _jurors(given: str | Sequence[str] | None) -> list[str]:
 def _template(path: str | None) -> str | None:
     if path is None:
         return None
-    text = Path(path).read_text(encoding="utf-8")
+    from ._formats import MAX_CONFIG_BYTES, read_text
+
+    text = read_text(path, what="the template", max_bytes=MAX_CONFIG_BYTES, error=InputError)
     if "{input}" not in text:
         raise InputError("the template has no {input} placeholder", path=path)
     return text

@@ -49,6 +49,8 @@ _DAY, _GIB, _TOKENS = 86_400, 2**30, 1_000_000  # upper bounds of settings (seco
 
 def _shown(value: float) -> str:
     """A number as said in a message, even one of too many digits to print."""
+    if isinstance(value, float):
+        return f"{value:g}"
     try:
         return f"{value:,}"
     except ValueError:  # beyond the interpreter's digit limit
@@ -270,7 +272,7 @@ class RunSettings:
         >>> RunSettings(cases="c", concurrency=10**8).refuse_out_of_range()
         Traceback (most recent call last):
         ...
-        tinyeval.errors.InputError: concurrency: must be at most 1,024 (a bound of tinyeval), got 100,000,000
+        tinyeval.errors.InputError: concurrency: must be at most 1,024, got 100,000,000
         """
         for f in fields(self):
             value = getattr(self, f.name)
@@ -279,12 +281,12 @@ class RunSettings:
             if isinstance(value, bool) or not isinstance(value, int | float):
                 continue
             low, high = f.metadata.get("least"), f.metadata.get("most")
-            if not math.isfinite(value):
+            if isinstance(value, float) and not math.isfinite(value):
                 raise InputError(f"expected a finite number, got {value}", field=f.name)
             if low is not None and value < low:
                 raise InputError(f"must be {low} or more, got {_shown(value)}", field=f.name)
             if high is not None and value > high:
-                said = f"must be at most {high:,} (a bound of tinyeval), got {_shown(value)}"
+                said = f"must be at most {high:,}, got {_shown(value)}"
                 raise InputError(said, field=f.name)
         if self.rejudge and self.generate_model:
             reason = "checks and judges recorded outputs; it takes no generate model"
@@ -799,7 +801,7 @@ def _whole(value: Any, where: _Where, minimum: int = 1, most: int | None = None)
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise where.expected(f"a whole number >= {minimum}", value)
     if most is not None and value > most:
-        raise where.error(f"must be at most {most:,} (a bound of tinyeval), got {_shown(value)}")
+        raise where.error(f"must be at most {most:,}, got {_shown(value)}")
     return value
 
 
@@ -810,7 +812,7 @@ def _number(
     if not ok or value < 0 or (positive and value == 0):
         raise where.expected("a number > 0" if positive else "a number >= 0", value)
     if most is not None and value > most:
-        raise where.error(f"must be at most {most:,} (a bound of tinyeval), got {value}")
+        raise where.error(f"must be at most {most:,}, got {value}")
     return float(value)
 
 
