@@ -49,12 +49,10 @@ _DAY, _GIB, _TOKENS = 86_400, 2**30, 1_000_000  # upper bounds of settings (seco
 
 def _shown(value: float) -> str:
     """A number as said in a message, even one of too many digits to print."""
-    if isinstance(value, float):
-        return f"{value:g}"
     try:
-        return f"{value:,}"
+        return f"{value:,}" if isinstance(value, int) else f"{value:g}"
     except ValueError:  # beyond the interpreter's digit limit
-        return f"a number of about {int(value.bit_length() * 0.30103):,} digits"
+        return f"a number of more than {sys.get_int_max_str_digits():,} digits"
 
 
 def _texts(value: Any) -> list[str]:
@@ -695,38 +693,27 @@ def load_suite(
 
 def _line_of(text: str, path: Sequence[str | int]) -> int | None:
     """The line where a key path of a TOML text starts, or its nearest enclosing key's: tomllib
-    keeps no positions, so heads of the text are parsed, in a binary search, until the
-    shortest that holds the path is found (a key's value starts after the last head without it).
+    keeps no positions, so a binary search looks for the shortest head of the text holding the
+    path (a value starts after the last head without it; None: a head near the middle of a long
+    value never parses).
 
     >>> text = 'a = 1\\n[[j]]\\nx = 1\\n[[j]]\\nx = [\\n  "y = 2",\\n]\\n[t]\\nb.c = 3\\n'
     >>> _line_of(text, ("j", 1, "x")), _line_of(text, ("t", "b", "c")), _line_of(text, ("t", "z"))
     (5, 9, 8)
     """
     heads = text.split("\n")
-    depth = _depth("\n".join(heads), path)
-    if not depth:
-        return None
-    low, high = 0, len(heads)  # a head without the path (or the part of it found), one with
-    while high - low > 1:
-        middle = _parsed_between(heads, low, high, path)
-        if middle is None:
-            return None
-        number, found = middle
-        low, high = (number, high) if found < depth else (low, number)
-    return low + 1
-
-
-def _parsed_between(
-    heads: list[str], low: int, high: int, path: Sequence[str | int], tries: int = 64
-) -> tuple[int, int] | None:
-    """A head between ``low`` and ``high`` lines that parses, near their middle, and how much
-    of ``path`` it holds (None: none within ``tries`` lines parses, inside a long value)."""
-    middle = (low + high) // 2
-    for number in [*range(middle, low, -1)[:tries], *range(middle + 1, high)[:tries]]:
-        found = _depth("\n".join(heads[:number]), path)
-        if found is not None:
-            return number, found
-    return None
+    depth = _depth(text, path)
+    low, high = 0, len(heads)  # a head without (the part found of) the path, and one with it
+    while depth and high - low > 1:
+        middle = (low + high) // 2
+        near = [*range(middle, low, -1)[:64], *range(middle + 1, high)[:64]]
+        found = next(
+            ((n, d) for n in near if (d := _depth("\n".join(heads[:n]), path)) is not None), None
+        )
+        if found is None:  # no head between parses: the value starts after low, if all were tried
+            return low + 1 if len(near) == high - low - 1 else None
+        low, high = (found[0], high) if found[1] < depth else (low, found[0])
+    return low + 1 if depth else None
 
 
 def _depth(text: str, path: Sequence[str | int]) -> int | None:
