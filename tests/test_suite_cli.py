@@ -133,3 +133,14 @@ def test_the_suite_search_stops_before_a_directory_of_another_user(tmp_path: Pat
     done = tinyeval("run", "mine.jsonl", "--json", cwd=mine)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["suite"] is None
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs chown")
+def test_a_suite_file_here_in_a_directory_of_another_user_is_refused_not_skipped(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "mine.jsonl").write_text(CASE)
+    (tmp_path / "tinyeval.toml").write_text('cases = "c.jsonl"\n[thresholds]\ntone = 0.8\n')
+    os.chown(tmp_path, 65534, 65534)
+    done = tinyeval("run", "mine.jsonl", cwd=tmp_path)
+    assert done.returncode == 2 and "owned by another user" in done.stderr, done.stderr

@@ -573,6 +573,9 @@ def find_suite(start: str | os.PathLike[str] = ".") -> Path | None:
     here = Path(start).absolute()
     for folder in (here, *here.parents):
         if not _owned(folder):
+            if folder == here and os.path.lexists(folder / SUITE_FILE):
+                said = "is in a directory owned by another user: not read; name it with --config"
+                raise InputError(said, path=os.fspath(folder / SUITE_FILE))
             return None
         found = _suite_in(folder)
         if found is not None:
