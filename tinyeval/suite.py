@@ -43,6 +43,8 @@ JUDGES, RAG = "juries and other judges (tinyeval/judges/)", "retrieval (tinyeval
 CI, MORE = "CI reports (tinyeval/ci/)", "more options of the core"
 GROUPS = (READING, GATE, JUDGE, RUNNING, ESTIMATES, SCALE, JUDGES, RAG, CI, MORE)
 _JUDGED, _GENERATED = ("criterion", "rubric"), ("generate_model",)
+_PASS = ("pass", "block")
+_FORMATS = ("jsonl", "json", "csv", "yaml", "otel")
 _STYLES = ("verdict-first", "evidence-first")  # as tinyeval.judge.STYLES, without loading it
 _DAY, _GIB, _TOKENS = 86_400, 2**30, 1_000_000  # upper bounds of settings (seconds, bytes)
 
@@ -86,11 +88,7 @@ class RunSettings:
 
     cases: str
     out: str = _setting(
-        None,
-        "the result rows, a JSON line per case",
-        "tinyeval-results.jsonl",
-        metavar="FILE",
-        suite="reports.out",
+        None, "a result row per case", "tinyeval-results.jsonl", metavar="FILE", suite="reports.out"
     )
     fields: Mapping[str, str] = _setting(
         READING,
@@ -101,10 +99,7 @@ class RunSettings:
         suite="fields",
     )
     format: str | None = _setting(
-        READING,
-        "the file format, when the name does not tell",
-        choices=("jsonl", "json", "csv", "yaml", "otel"),
-        suite="format",
+        READING, "when the name does not tell", choices=_FORMATS, suite="format"
     )
     sample: int | None = _setting(READING, "run a seeded sample of N cases", least=1)
     seed: int | str = _setting(READING, "seed of --sample (default: 0)", "0")
@@ -120,29 +115,16 @@ class RunSettings:
         suite="thresholds",
     )
     default_threshold: Any = _setting(  # noqa: RUF009
-        GATE,
-        "the threshold of categories without one (default: they do not gate)",
-        metavar="RATE",
-        rate=True,
-        suite="default_threshold",
+        GATE, "of categories without one", metavar="RATE", rate=True, suite="default_threshold"
     )
     inconclusive: str | None = _setting(
-        GATE,
-        "a rate at its threshold whose 95%% interval reaches below: pass (marked) or block",
-        choices=("pass", "block"),
-        suite="gate.inconclusive",
+        GATE, "a rate whose 95%% interval straddles it", choices=_PASS, suite="gate.inconclusive"
     )
     allow_unchecked: bool | None = _setting(
-        GATE,
-        "decide a category with unchecked cases on its rate (default: it blocks)",
-        suite="gate.allow_unchecked",
+        GATE, "unchecked cases do not block their category", suite="gate.allow_unchecked"
     )
     criterion: Sequence[str] = _setting(
-        JUDGE,
-        "a property to judge: text, or a built-in name such as unsupported-claims, "
-        "answers-the-question, graded:TEXT (repeatable)",
-        (),
-        metavar="TEXT|NAME",
+        JUDGE, "text, a built-in name, or graded:TEXT (repeatable)", (), metavar="TEXT|NAME"
     )
     rubric: Sequence[str] = _setting(
         JUDGE, "a criterion from a file: text, or JSON (repeatable)", (), metavar="FILE"
@@ -179,28 +161,16 @@ class RunSettings:
     resume: bool = _setting(RUNNING, "keep the rows in --out, run the cases without one", False)
     shard: tuple[int, int] | None = _setting(RUNNING, "run shard I of N only", metavar="I/N")
     trials: int = _setting(
-        ESTIMATES,
-        "generate, check and judge each case K times",
-        1,
-        metavar="K",
-        least=1,
-        most=1000,
-        needs=_GENERATED,
+        ESTIMATES, "run each case K times", 1, metavar="K", least=1, most=1000, needs=_GENERATED
     )
     trials_gate: str = _setting(
-        ESTIMATES,
-        "a case passes when all trials pass (pass^k) or any (pass@k)",
-        "all",
-        choices=("all", "any"),
+        ESTIMATES, "a case passes when all trials pass or any", "all", choices=("all", "any")
     )
     stop_when_decided: bool = _setting(
         ESTIMATES, "stop each category once a confidence sequence decides its gate", False
     )
     calibration: str | None = _setting(
-        ESTIMATES,
-        "a saved calibration: also pass rates corrected for the judge's errors",
-        metavar="FILE",
-        needs=_JUDGED,
+        ESTIMATES, "a saved calibration: rates corrected for it", metavar="FILE", needs=_JUDGED
     )
     batch: bool = _setting(SCALE, "send the model calls through the provider's batch API", False)
     batch_poll: float = _setting(
@@ -210,11 +180,7 @@ class RunSettings:
         SCALE, "run the cases on a Dask cluster", metavar="dask:local|dask://HOST:PORT"
     )
     max_cost: float | None = _setting(
-        SCALE,
-        "stop taking cases before the cost passes USD",
-        metavar="USD",
-        least=0,
-        needs=("price",),
+        SCALE, "stop before the cost passes USD", metavar="USD", least=0, needs=("price",)
     )
     # "in=X,out=Y", or a tinyeval.scale.cost.Price
     price: Any = _setting(SCALE, "USD per million tokens in and out", metavar="in=X,out=Y")  # noqa: RUF009
