@@ -250,8 +250,7 @@ class RunSettings:
             if low is not None and value < low:
                 raise InputError(f"must be {low} or more, got {_shown(value)}", field=f.name)
             if high is not None and value > high:
-                said = f"must be at most {high:,}, got {_shown(value)}"
-                raise InputError(said, field=f.name)
+                raise InputError(f"must be at most {high:,}, got {_shown(value)}", field=f.name)
         if self.rejudge and self.generate_model:
             reason = "checks and judges recorded outputs; it takes no generate model"
             raise InputError(f"{reason} (generate_model)", field="rejudge")
@@ -599,10 +598,8 @@ def _read_toml(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
     try:
         return text, tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        message = str(exc)
-        where = re.search(r"\(at line (\d+), column (\d+)\)$", message)
-        reason = message[: where.start()].strip() if where else message
-        line = int(where.group(1)) if where else None
+        where = re.search(r" \(at line (\d+), column \d+\)$", str(exc))
+        reason, line = (str(exc)[: where.start()], int(where[1])) if where else (str(exc), None)
         raise InputError(f"not valid TOML: {reason}", path=shown, line=line) from None
     except RecursionError:
         raise InputError("not valid TOML: nested too deeply to read", path=shown) from None
@@ -629,15 +626,9 @@ def load_suite(
     if path is None or Path(path).is_dir():
         found = find_suite(start) if path is None else _suite_in(Path(path))
         if found is None:
-            place = (
-                f"{Path(start).absolute()} or any directory above it"
-                if path is None
-                else "this directory"
-            )
-            raise InputError(
-                f"no {SUITE_FILE}, and no [tool.tinyeval] table in a {_PYPROJECT}, in {place}",
-                path=None if path is None else os.fspath(path),
-            )
+            place = "this directory" if path else f"{Path(start).absolute()} or above it"
+            said = f"no {SUITE_FILE}, and no [tool.tinyeval] table in a {_PYPROJECT}, in {place}"
+            raise InputError(said, path=None if path is None else os.fspath(path))
         path = found
     shown = os.fspath(path)
     text, data = _read_toml(path)
