@@ -11,7 +11,6 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from . import _EXTRAS, _extra
@@ -614,8 +613,10 @@ def load_rubric(path: str | os.PathLike[str]) -> Rubric:
     >>> load_rubric(f.name).steps
     ('Read it.',)
     """
+    from ._formats import MAX_CONFIG_BYTES, read_text
+
     where = str(path)
-    text = Path(path).read_text(encoding="utf-8")
+    text = read_text(path, what="the rubric", max_bytes=MAX_CONFIG_BYTES, error=JudgeError)
     if not where.endswith(".json"):
         if not text.strip():
             raise JudgeError("the rubric file is empty", path=where)
