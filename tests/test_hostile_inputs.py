@@ -494,12 +494,12 @@ SUITE_CORPUS: dict[str, tuple[dict[str, str | bytes], list[str], str]] = {
     "executor-bad-ipv6": (
         {},
         ["run", "cases.jsonl", "--executor", "dask://[::1"],
-        "--executor: expected dask://HOST:PORT",
+        "--executor: 'dask://[::1' is not a HOST:PORT address",
     ),
     "executor-port-out-of-range": (
         {},
         ["run", "cases.jsonl", "--executor", "dask://127.0.0.1:99999"],
-        "--executor: expected dask://HOST:PORT",
+        "is not a HOST:PORT address",
     ),
     "rubric-dev-zero": (
         {},

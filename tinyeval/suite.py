@@ -9,7 +9,6 @@ import math
 import os
 import re
 import sys
-import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import partial
@@ -264,12 +263,6 @@ class RunSettings:
         if self.rejudge and self.generate_model:
             reason = "checks and judges recorded outputs; it takes no generate model"
             raise InputError(f"{reason} (generate_model)", field="rejudge")
-        if self.executor and self.executor.startswith("dask://"):
-            try:
-                urllib.parse.urlsplit(self.executor).port  # noqa: B018
-            except ValueError as exc:
-                said = f"expected dask://HOST:PORT, got {self.executor!r}: {exc}"
-                raise InputError(said, field="executor") from None
 
     def files(self) -> tuple[list[str], dict[str, str | None]]:
         """The files the run reads (its suite file among them) and the outputs it writes, by
