@@ -451,13 +451,18 @@ YAML_MAX_EXPANSION = 100
 """How many times larger than the YAML file's own nodes its aliases may make it."""
 
 
+_YAML_NUMBERS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+
+
 def _yaml_loader(yaml: Any) -> Any:
     """PyYAML's SafeLoader, refusing a mapping key given twice."""
 
     class Loader(yaml.SafeLoader):
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             seen: set[Any] = set()
-            for key_node, _ in node.value:
+            for key_node, value_node in node.value:
+                if key_node.value == "id" and value_node.tag in _YAML_NUMBERS:
+                    value_node.tag = "tag:yaml.org,2002:str"  # an id as written: 0123, not 83
                 key = self.construct_object(key_node, deep=True)
                 try:
                     twice = key in seen

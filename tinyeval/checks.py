@@ -13,15 +13,18 @@ extra (tool checks) come through the door ``_EXTRAS["expect"]``.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import inspect
 import json
 import math
+import os
 import re
+import sys
 import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, TypeAlias, overload
 
 from . import _EXTRAS, _extra
@@ -129,21 +132,23 @@ def _own_check(name: str, func: Callable[[str], CheckResult]) -> NamedCheck:
 
 def _takes_two_arguments(func: Callable[..., Any]) -> bool:
     """Whether ``func`` can be called with ``(output, case)`` rather than ``(output)``."""
+    return _positional_count(func) >= 2
+
+
+def _positional_count(func: Callable[..., Any]) -> int:
+    """How many positional arguments ``func`` takes (3 when it takes ``*args`` or has no
+    signature, as some builtins)."""
     if isinstance(func, types.FunctionType):  # the common case, read without inspect's cost
         code = func.__code__
-        return code.co_argcount >= 2 or bool(code.co_flags & inspect.CO_VARARGS)
+        return 3 if code.co_flags & inspect.CO_VARARGS else code.co_argcount
     try:
         parameters = inspect.signature(func).parameters.values()
-    except (TypeError, ValueError):  # some builtins have no signature: give them both
-        return True
+    except (TypeError, ValueError):
+        return 3
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    count = 0
-    for parameter in parameters:
-        if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
-            return True
-        if parameter.kind in positional:
-            count += 1
-    return count >= 2
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return 3
+    return sum(p.kind in positional for p in parameters)
 
 
 @overload
@@ -557,10 +562,14 @@ def not_contains(text: str) -> NamedCheck:
 
 
 def _text_check(name: str, text: str, *, found: bool) -> NamedCheck:
+    """A check that ``text`` is (or is not) in the output; a ``_i`` name ignores case
+    (``str.casefold``), so "Por Favor" contains "por favor"."""
     _require_text(text, name)
+    fold = name.endswith("_i")
+    wanted = text.casefold() if fold else text
 
     def run(output: str) -> CheckResult:
-        position = output.find(text)
+        position = (output.casefold() if fold else output).find(wanted)
         if (position >= 0) is found:
             return _PASS
         return CheckResult(False, "not found" if found else f"found at character {position}")
@@ -781,6 +790,8 @@ _EXPECT: dict[str, Builder] = {
     "range": _expect_builder(_in_range_of, _paths("[min, max]")),
     "contains": _expect_builder(contains, _texts),
     "not_contains": _expect_builder(not_contains, _texts),
+    "contains_i": _expect_builder(partial(_text_check, "contains_i", found=True), _texts),
+    "not_contains_i": _expect_builder(partial(_text_check, "not_contains_i", found=False), _texts),
     "regex": _expect_builder(matches, _texts),
     "not_regex": _expect_builder(not_matches, _texts),
     "max_chars": _expect_builder(max_chars, _whole),
@@ -801,8 +812,11 @@ def _known(key: str) -> None:
     _FIELDS.setdefault(key, f"expect.{key}")
 
 
-def register_expect(key: str, builder: Builder) -> None:
-    """Let ``expect`` blocks use ``key``: ``builder(value, field)`` returns its checks.
+def register_expect(key: str, builder: Builder | str) -> None:
+    """Let ``expect`` blocks use ``key``: ``builder(value, field)`` returns its checks, or
+    ``"py:MODULE:FUNCTION"`` names a function (imported from the working directory) that makes
+    the one check named ``key``: ``function(output)``, ``(output, expected)`` or ``(output,
+    expected, case)`` returns True, False, None (does not apply to this case) or (bool, detail).
 
     >>> register_expect("short", lambda value, field: [max_words(value)])
     >>> [c.name for c in checks_from_expect({"short": 5})]
@@ -813,10 +827,39 @@ def register_expect(key: str, builder: Builder) -> None:
         raise CheckSpecError(f"expected a non-empty string, got {_describe(key)}", field="key")
     if key in _EXPECT or key in _EXTRAS["expect"]:
         raise CheckSpecError(f"the expect key {key!r} is taken", field="key")
+    if isinstance(builder, str):
+        builder = _python_builder(builder, key)
     if not callable(builder):
         raise CheckSpecError(f"expected a callable, got {_describe(builder)}", field=key)
     _EXPECT[key] = builder
     _known(key)
+
+
+def _python_builder(spec: str, key: str) -> Builder:
+    module_name, _, attribute = spec.removeprefix("py:").partition(":")
+    if not spec.startswith("py:") or not module_name.strip() or not attribute.strip():
+        raise CheckSpecError(f"expected py:MODULE:FUNCTION, got {spec!r}", field=key)
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as ``python -m`` does
+    try:
+        function = importlib.import_module(module_name.strip())
+        for part in attribute.strip().split("."):
+            function = getattr(function, part)
+    except Exception as error:  # the user's module: whatever importing it raises
+        raise CheckSpecError(
+            f"{spec}: cannot load it ({type(error).__name__}: {error})", field=key
+        ) from None
+    if not callable(function):
+        raise CheckSpecError(f"{spec}: expected a function, got {_describe(function)}", field=key)
+    count = min(_positional_count(function), 3)
+
+    def build(value: Any, field: str) -> list[NamedCheck]:
+        def run(output: str, case: Any) -> Any:
+            return function(*(output, value, case)[:count])
+
+        return [NamedCheck(key, run)]
+
+    return build
 
 
 def _load_builder(key: Any) -> None:
@@ -888,25 +931,37 @@ def _as_named(item: Any) -> NamedCheck:
     return NamedCheck(_name_of(item), item)
 
 
-def _as_result(outcome: Any) -> CheckResult:
-    """A bool, a CheckResult or (bool, str|None); anything else is a failed result."""
-    if isinstance(outcome, CheckResult):
+def _as_result(outcome: Any) -> CheckResult | None:
+    """A bool, a CheckResult, (bool, str|None), or None (the check abstains); anything else is a
+    failed result."""
+    if isinstance(outcome, CheckResult) or outcome is None:
         return outcome
     if isinstance(outcome, bool):
         return CheckResult(outcome)
     if isinstance(outcome, tuple) and len(outcome) == 2:
         with suppress(CheckSpecError):  # CheckResult refuses what is not (bool, str | None)
             return CheckResult(*outcome)
-    expected = "a bool, a CheckResult or (bool, str)"
+    expected = "True, False, None, a CheckResult or (bool, str)"
     return CheckResult(False, f"returned {_show(outcome)}; a check must return {expected}")
 
 
-def _run_one(named: NamedCheck, output: str, case: Any) -> CheckResult:
+def _run_one(named: NamedCheck, output: str, case: Any) -> CheckResult | None:
     try:
         outcome = named.func(output, case) if named._wants_case else named.func(output)
     except Exception as error:  # one broken check must not hide the others' results
         return CheckResult(False, f"raised {type(error).__name__}: {error}")
     return outcome if type(outcome) is CheckResult else _as_result(outcome)
+
+
+def _run_all(named: Iterable[NamedCheck], output: str, case: Any) -> dict[str, CheckResult]:
+    """Each check's result; a check returning None does not apply to this case and is left out
+    (a case whose every check abstains, and that no judge judges, is unchecked)."""
+    results = {}
+    for item in named:
+        result = _run_one(item, output, case)
+        if result is not None:
+            results[item.name] = result
+    return results
 
 
 def run_checks_detailed(
@@ -931,7 +986,7 @@ def run_checks_detailed(
         raise CheckSpecError(
             f"expected the output as a string or None, got {_describe(output)}", field="output"
         )
-    return {item.name: _run_one(item, output, case) for item in named}
+    return _run_all(named, output, case)
 
 
 def run_built_checks(output: str, built: Sequence[NamedCheck], case: Any) -> dict[str, CheckResult]:
@@ -940,7 +995,7 @@ def run_built_checks(output: str, built: Sequence[NamedCheck], case: Any) -> dic
     >>> run_built_checks("hola", checks_from_expect({"max_chars": 3}), None)
     {'max_chars': CheckResult(passed=False, detail='4 characters, more than 3')}
     """
-    return {item.name: _run_one(item, output, case) for item in built}
+    return _run_all(built, output, case)
 
 
 def run_checks(
