@@ -113,13 +113,17 @@ HUGE = "9" * 5000
 DEEP = "[" * 5000 + "]" * 5000
 
 
+def case_line(tail: str) -> str:
+    return '{"id": "a", "output": "x", ' + tail + "}\n"
+
+
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
-        ('{"id": "a", "output": "x", "expect": {"equals": {"n": %s}}}\n' % HUGE, "too long"),
-        ('{"id": "a", "output": "x", "note": %s}\n' % HUGE, "too long"),
-        ('{"id": "a", "output": "x", "expect": {"equals": {"n": %s}}}\n' % DEEP, "too deeply"),
-        ('{"id": "a", "output": "x", "expect": {"equals": {"n": 1%s.5}}}\n' % HUGE, "finite"),
+        (case_line('"expect": {"equals": {"n": ' + HUGE + "}}"), "too long"),
+        (case_line('"note": ' + HUGE), "too long"),
+        (case_line('"expect": {"equals": {"n": ' + DEEP + "}}"), "too deeply"),
+        (case_line('"expect": {"equals": {"n": 1' + HUGE + ".5}}"), "finite"),
     ],
     ids=["huge-expected", "huge-meta", "deep-expected", "huge-float"],
 )
@@ -137,8 +141,8 @@ def test_a_number_or_nesting_past_reading_in_a_case_is_exit_2_at_its_line(
 @pytest.mark.parametrize(
     ("output", "detail"),
     [
-        ('{"n": %s}' % HUGE, "not valid JSON: Exceeds the limit"),
-        ('{"n": %s}' % DEEP, "not valid JSON: nested too deeply to parse"),
+        ('{"n": ' + HUGE + "}", "not valid JSON: Exceeds the limit"),
+        ('{"n": ' + DEEP + "}", "not valid JSON: nested too deeply to parse"),
         ("[" * 400 + "]" * 400, "got [[[[["),
     ],
     ids=["huge", "deep", "deep-but-readable"],
