@@ -85,18 +85,10 @@ class Case:
         >>> Case(id="x", input="hola").to_dict()["input"]
         'hola'
         """
-        data = {
-            "id": self.id,
-            "input": self.input,
-            "output": self.output,
-            "context": self.context,
-            "category": self.category,
-            "expect": dict(self.expect),
-            "origin": self.origin,
-            "tool_calls": list(self.tool_calls),
-            "label": self.label,
-            "meta": dict(self.meta),
-        }
+        data = {key: getattr(self, key) for key in RECOGNISED_KEYS[:-1]}  # not messages
+        data.update(
+            expect=dict(self.expect), tool_calls=list(self.tool_calls), meta=dict(self.meta)
+        )
         if self.conversation is not None:
             data["conversation"] = self.conversation.to_dict()
         return data
@@ -289,12 +281,11 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
     elif context is not None and not isinstance(context, str):
         _expect_type(context, "a string, a list of strings, or null", "context", where)
 
-    category = rec.pop("category", "default")
-    if type(category) is not str or not category.strip():
-        if category is None:
-            category = "default"
-        if not isinstance(category, str) or not category.strip():
-            _expect_type(category, "a non-empty string", "category", where)
+    category = rec.pop("category", None)
+    if category is None:
+        category = "default"
+    elif not isinstance(category, str) or not category.strip():
+        _expect_type(category, "a non-empty string", "category", where)
 
     origin = rec.pop("origin", None)
     if origin is not None and type(origin) is not str:
@@ -537,9 +528,6 @@ def load(
     return cases
 
 
-# --------------------------------------------------------------------------- sampling
-
-
 def sample(cases: Iterable[Case], n: int, *, seed: int | str) -> list[Case]:
     """``n`` cases picked by a seeded shuffle: the same seed gives the same sample.
 
@@ -556,11 +544,6 @@ def sample(cases: Iterable[Case], n: int, *, seed: int | str) -> list[Case]:
     return random.Random(str(seed)).sample(pool, n)
 
 
-def _holdout_score(case_id: str, salt: str) -> float:
-    digest = hashlib.sha256(f"{salt}\x00{case_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
-
-
 def in_holdout(case_id: str, fraction: float, *, salt: str = "tinyeval-holdout") -> bool:
     """Whether a case id falls in the holdout of :func:`split_holdout` (same hash, same answer).
 
@@ -572,7 +555,8 @@ def in_holdout(case_id: str, fraction: float, *, salt: str = "tinyeval-holdout")
             f"expected a number between 0 and 1 (exclusive), got {fraction!r}",
             field="holdout fraction",
         )
-    return _holdout_score(case_id, salt) < fraction
+    digest = hashlib.sha256(f"{salt}\x00{case_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
 
 
 def split_holdout(
@@ -586,14 +570,10 @@ def split_holdout(
     193
     """
     in_holdout("", fraction)  # refuses a fraction not between 0 and 1
-    dev: list[Case] = []
-    holdout: list[Case] = []
+    parts: tuple[list[Case], list[Case]] = ([], [])
     for case in cases:
-        (holdout if in_holdout(case.id, fraction, salt=salt) else dev).append(case)
-    return dev, holdout
-
-
-# --------------------------------------------------------------------------- fingerprint
+        parts[in_holdout(case.id, fraction, salt=salt)].append(case)
+    return parts
 
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
