@@ -160,10 +160,6 @@ def _parse_json(text: str) -> tuple[bool, Any]:
     return False, reason
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
-
-
 def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """An object's members, refusing a key given twice: which value counts is up to the reader,
     so a check must not pick one (``{"cents": 125050, "cents": 1250}`` would pass either way)."""
@@ -181,9 +177,11 @@ class StrictJSONDecoder(json.JSONDecoder):
     """The JSON the checks read: no NaN or Infinity, no key given twice."""
 
     def __init__(self, **options: Any) -> None:
-        super().__init__(
-            **options, parse_constant=_reject_constant, object_pairs_hook=_unique_object
-        )
+        super().__init__(**options, parse_constant=self._refuse, object_pairs_hook=_unique_object)
+
+    @staticmethod
+    def _refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON value")
 
 
 _DECODER = StrictJSONDecoder()  # set up once, not per output
@@ -677,8 +675,7 @@ def _paths(what: str) -> Callable[[Any, str], Reading]:
 
 def _expect_builder(factory: Callable[..., Any], read: Callable[[Any, str], Reading]) -> Builder:
     """The builder of an expect key: ``read(value, field)`` gives each check's field and the
-    arguments of ``factory`` (which makes a check or a list of them). A string, int, bool or list
-    of strings shares its checks with every block giving it (checks hold no state)."""
+    arguments of ``factory``; a plain value's checks are shared (checks hold no state)."""
 
     def build(value: Any, field: str) -> list[NamedCheck]:
         built: list[NamedCheck] = []
