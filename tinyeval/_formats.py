@@ -460,9 +460,10 @@ def _yaml_loader(yaml: Any) -> Any:
     class Loader(yaml.SafeLoader):
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             seen: set[Any] = set()
+            written: dict[str, str] = {}  # an id as written: 0123, not 83
             for key_node, value_node in node.value:
                 if key_node.value == "id" and value_node.tag in _YAML_NUMBERS:
-                    value_node.tag = "tag:yaml.org,2002:str"  # an id as written: 0123, not 83
+                    written["id"] = value_node.value
                 key = self.construct_object(key_node, deep=True)
                 try:
                     twice = key in seen
@@ -476,7 +477,7 @@ def _yaml_loader(yaml: Any) -> Any:
                         f"duplicate key {key!r} in a mapping",
                         key_node.start_mark,
                     )
-            return super().construct_mapping(node, deep=deep)
+            return super().construct_mapping(node, deep=deep) | written
 
     return Loader
 

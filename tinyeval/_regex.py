@@ -97,8 +97,7 @@ _CATEGORY_TESTS = {  # CATEGORY_DIGIT: \d, CATEGORY_NOT_DIGIT: \D, ...
 
 
 def _in_class(items: Any, code: int) -> bool:
-    negate = False
-    found = False
+    negate = found = False
     for op, argument in items:
         if op is _sre_constants.NEGATE:
             negate = True
@@ -116,12 +115,10 @@ def _in_class(items: Any, code: int) -> bool:
 
 def _may_start_with(item: tuple[Any, Any], code: int) -> bool:
     op, argument = item
-    if op is _sre_constants.LITERAL:
-        return bool(argument == code)
-    if op is _sre_constants.NOT_LITERAL:
-        return bool(argument != code)
     if op is _sre_constants.IN:
         return _in_class(argument, code)
+    if op is _sre_constants.LITERAL or op is _sre_constants.NOT_LITERAL:
+        return (argument == code) is (op is _sre_constants.LITERAL)
     return True  # ANY
 
 
