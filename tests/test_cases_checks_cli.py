@@ -161,3 +161,38 @@ def test_a_number_or_nesting_past_reading_in_an_output_fails_its_checks(
     details = list(row["check_details"].values())
     assert details and all(not text.startswith("raised") for text in details)
     assert any(text.startswith(detail) for text in details), details
+
+
+def test_an_index_of_thousands_of_digits_in_a_path_is_missing_not_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = "items." + HUGE
+    cases = write_jsonl(
+        tmp_path / "cases.jsonl",
+        {"id": "a", "output": '{"items": [1]}', "expect": {"equals": {path: 1}}, "items": [1]},
+    )
+    code, err, rows = run(tmp_path, cases, capsys)
+    assert code == 0, err
+    (detail,) = rows[0]["check_details"].values()
+    assert rows[0]["status"] == "fail" and detail.startswith("missing: no index 999")
+    out = tmp_path / "mapped.jsonl"
+    code = main(["run", str(cases), "--out", str(out), "--field", f"input={path}"])
+    err = capsys.readouterr().err
+    assert code == 2 and not out.exists()
+    assert err.startswith(f"tinyeval: error: {cases}: fields: input=items.999")
+    assert "please report" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_long_integer_bound_or_value_is_compared_not_converted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    long = int("9" * 400)  # past a float's range: math.isfinite(long) would overflow
+    cases = write_jsonl(
+        tmp_path / "cases.jsonl",
+        {"id": "in", "output": '{"n": 5}', "expect": {"range": {"n": [0, long]}}},
+        {"id": "out", "output": json.dumps({"n": long}), "expect": {"range": {"n": [0, 1.5]}}},
+    )
+    code, err, rows = run(tmp_path, cases, capsys)
+    assert code == 0, err
+    assert [row["status"] for row in rows] == ["pass", "fail"]
+    assert rows[1]["check_details"]["range:n"].endswith("expected 0 <= value <= 1.5")

@@ -234,10 +234,12 @@ def _step(container: Any, segment: str, where: str) -> Any:
         digits = segment[1:] if segment.startswith("-") else segment
         if not (digits.isascii() and digits.isdigit()):
             raise LookupError(f"{place} is an array, and {segment!r} is not an index")
-        index = int(segment)
-        if -len(container) <= index < len(container):
+        # an index of 19 digits or more is past any list (and int() refuses 4,300 digits)
+        index = int(segment) if len(digits) < 19 else None
+        if index is not None and -len(container) <= index < len(container):
             return container[index]
-        raise LookupError(f"no index {index} {inside} (length {len(container)})")
+        shown = shorten(segment, 24) if index is None else index
+        raise LookupError(f"no index {shown} {inside} (length {len(container)})")
     raise LookupError(f"{place} is {_json_type(container)}, not an object or an array")
 
 
@@ -455,8 +457,9 @@ def in_range(path: str, low: float | None, high: float | None) -> NamedCheck:
     >>> in_range("amount", 0, None)('{"amount": -5}').detail
     'got -5, expected 0 <= value'
     """
-    for bound in (low, high):
-        if bound is not None and not (_is_number(bound) and math.isfinite(bound)):
+    for bound in (low, high):  # (math.isfinite would overflow on a long int: ints are finite)
+        finite = _is_number(bound) and (not isinstance(bound, float) or math.isfinite(bound))
+        if bound is not None and not finite:
             raise CheckSpecError(
                 f"expected [min, max] numbers (null for an open end), got {_describe(bound)}",
                 field="range",
