@@ -118,23 +118,23 @@ def case_line(tail: str) -> str:
 
 
 @pytest.mark.parametrize(
-    ("text", "reason"),
+    ("text", "field", "reason"),
     [
-        (case_line('"expect": {"equals": {"n": ' + HUGE + "}}"), "too long"),
-        (case_line('"note": ' + HUGE), "too long"),
-        (case_line('"expect": {"equals": {"n": ' + DEEP + "}}"), "too deeply"),
-        (case_line('"expect": {"equals": {"n": 1' + HUGE + ".5}}"), "finite"),
+        (case_line('"expect": {"equals": {"n": ' + HUGE + "}}"), "expect", "too long"),
+        (case_line('"note": ' + HUGE), "note", "too long"),
+        (case_line('"expect": {"equals": {"n": ' + DEEP + "}}"), "expect", "too deeply"),
+        (case_line('"expect": {"equals": {"n": 1' + HUGE + ".5}}"), "expect.equals.n", "finite"),
     ],
     ids=["huge-expected", "huge-meta", "deep-expected", "huge-float"],
 )
-def test_a_number_or_nesting_past_reading_in_a_case_is_exit_2_at_its_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, reason: str
+def test_a_number_or_nesting_past_reading_in_a_case_is_exit_2_at_its_line_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, field: str, reason: str
 ) -> None:
     cases = tmp_path / "cases.jsonl"
     cases.write_text('{"id": "first", "output": "ok"}\n' + text)
     code, err, rows = run(tmp_path, cases, capsys)
     assert code == 2 and rows == []
-    assert err.startswith(f"tinyeval: error: {cases}:2: ") and reason in err
+    assert err.startswith(f"tinyeval: error: {cases}:2: {field}: ") and reason in err
     assert len(err.strip().splitlines()) == 1 and "please report" not in err
 
 

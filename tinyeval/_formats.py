@@ -16,7 +16,7 @@ import re
 import sys
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
 
@@ -196,11 +196,36 @@ class _json_errors:
 def _decode_json(text: str, path: str, line: int | None, field: str | None = None) -> Any:
     """One JSON value; a duplicate key, too deep a nesting, too long an integer or a lone
     surrogate is a one-line :class:`DatasetError` (a syntax error stays a JSONDecodeError)."""
-    with _json_errors(path, line, field):
-        value = _DECODER.decode(text)
+    try:
+        with _json_errors(path, line, field):
+            value = _DECODER.decode(text)
+    except DatasetError as exc:  # name the member at fault: file:line:field
+        member = None if field else _member_at_fault(text)
+        raise DatasetError(exc.reason, path=path, line=line, field=member or field) from None
     if _SURROGATE_ESCAPE.search(text):
         _refuse_surrogates(value, path, line, field)
     return value
+
+
+def _member_at_fault(text: str) -> str | None:
+    """The key of the top-level member of a JSON object whose value alone cannot be read."""
+    position = _skip_space(text, 0)
+    with suppress(ValueError, IndexError):
+        while text[position] in "{,":
+            position = _skip_space(text, position + 1)
+            key, position = _DECODER.raw_decode(text, position)
+            position = _skip_space(text, text.index(":", position) + 1)
+            try:
+                position = _skip_space(text, _DECODER.raw_decode(text, position)[1])
+            except (ValueError, RecursionError, TinyevalError):
+                return str(key)
+    return None
+
+
+def _skip_space(text: str, position: int) -> int:
+    while position < len(text) and text[position] in " \t\r\n":
+        position += 1
+    return position
 
 
 def _refuse_surrogates(value: Any, path: str, line: int | None, field: str | None) -> None:
