@@ -476,9 +476,6 @@ YAML_MAX_EXPANSION = 100
 """How many times larger than the YAML file's own nodes its aliases may make it."""
 
 
-_YAML_NUMBERS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
-
-
 def _yaml_loader(yaml: Any) -> Any:
     """PyYAML's SafeLoader, refusing a mapping key given twice."""
 
@@ -487,7 +484,7 @@ def _yaml_loader(yaml: Any) -> Any:
             seen: set[Any] = set()
             written: dict[str, str] = {}  # an id as written: 0123, not 83
             for key_node, value_node in node.value:
-                if key_node.value == "id" and value_node.tag in _YAML_NUMBERS:
+                if key_node.value == "id" and value_node.tag.endswith((":int", ":float")):
                     written["id"] = value_node.value
                 key = self.construct_object(key_node, deep=True)
                 try:
