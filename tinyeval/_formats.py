@@ -16,7 +16,7 @@ import re
 import sys
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
 
@@ -223,11 +223,36 @@ class _json_errors:
 def _decode_json(text: str, path: str, line: int | None, field: str | None = None) -> Any:
     """One JSON value; a duplicate key, too deep a nesting, too long an integer or a lone
     surrogate is a one-line :class:`DatasetError` (a syntax error stays a JSONDecodeError)."""
-    with _json_errors(path, line, field):
-        value = _DECODER.decode(text)
+    try:
+        with _json_errors(path, line, field):
+            value = _DECODER.decode(text)
+    except DatasetError as exc:  # name the member at fault: file:line:field
+        member = None if field else _member_at_fault(text)
+        raise DatasetError(exc.reason, path=path, line=line, field=member or field) from None
     if _SURROGATE_ESCAPE.search(text):
         _refuse_surrogates(value, path, line, field)
     return value
+
+
+def _member_at_fault(text: str) -> str | None:
+    """The key of the top-level member of a JSON object whose value alone cannot be read."""
+    position = _skip_space(text, 0)
+    with suppress(ValueError, IndexError):
+        while text[position] in "{,":
+            position = _skip_space(text, position + 1)
+            key, position = _DECODER.raw_decode(text, position)
+            position = _skip_space(text, text.index(":", position) + 1)
+            try:
+                position = _skip_space(text, _DECODER.raw_decode(text, position)[1])
+            except (ValueError, RecursionError, TinyevalError):
+                return str(key)
+    return None
+
+
+def _skip_space(text: str, position: int) -> int:
+    while position < len(text) and text[position] in " \t\r\n":
+        position += 1
+    return position
 
 
 def _refuse_surrogates(value: Any, path: str, line: int | None, field: str | None) -> None:
@@ -484,7 +509,10 @@ def _yaml_loader(yaml: Any) -> Any:
     class Loader(yaml.SafeLoader):
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             seen: set[Any] = set()
-            for key_node, _ in node.value:
+            written: dict[str, str] = {}  # an id as written: 0123, not 83
+            for key_node, value_node in node.value:
+                if key_node.value == "id" and value_node.tag.endswith((":int", ":float")):
+                    written["id"] = value_node.value
                 key = self.construct_object(key_node, deep=True)
                 try:
                     twice = key in seen
@@ -498,7 +526,7 @@ def _yaml_loader(yaml: Any) -> Any:
                         f"duplicate key {key!r} in a mapping",
                         key_node.start_mark,
                     )
-            return super().construct_mapping(node, deep=deep)
+            return super().construct_mapping(node, deep=deep) | written
 
     return Loader
 
