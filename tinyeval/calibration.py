@@ -376,6 +376,13 @@ def _interval(
     return (found.low, found.high), None
 
 
+def _one_verdict(label: Label, parsed: int) -> str:
+    return (
+        f"the judge gave one verdict only ({_short(label)} on all {plural(parsed, 'parsed case')}),"
+        " so kappa is 0 whatever your labels say: it cannot tell your passes from your failures"
+    )
+
+
 def _warnings(cal: Calibration) -> list[str]:
     """What, in words, stands against trusting the judge's figure."""
     found: list[str] = []
@@ -391,9 +398,10 @@ def _warnings(cal: Calibration) -> list[str]:
             f"{sorted(map(str, set(cal.human_labels)))}): agreement means nothing here"
         )
     if cal.kappa is not None and cal.kappa < KAPPA_FLOOR:
+        one = f" ({_one_verdict(next(iter(judged)), cal.parsed)})" if len(judged) == 1 else ""
         found.append(
             f"kappa {cal.kappa:.2f} is below {KAPPA_FLOOR}: the figure is the judge's opinion, "
-            "not your criterion"
+            f"not your criterion{one}"
         )
     elif cal.kappa is not None and cal.kappa_interval and cal.kappa_interval[0] < KAPPA_FLOOR:
         found.append(
@@ -489,6 +497,8 @@ def _build(
     kappa_low_high, kappa_interval_undefined = _interval(
         kappa_interval, parsed_judge, parsed_human, kappa is not None
     )
+    if kappa is not None and len(set(parsed_judge)) == 1:
+        kappa_interval_undefined = _one_verdict(parsed_judge[0], parsed)
     rho_low_high, _ = _interval(spearman_interval, parsed_judge, parsed_human, rho is not None)
 
     binary_figures: dict[str, Any] = {}

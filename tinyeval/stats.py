@@ -695,9 +695,12 @@ def kappa_interval(
     term_c = (kappa - chance * (1 - kappa)) ** 2
     variance = (term_a + (1 - kappa) ** 2 * term_b - term_c) / (n * (1 - chance) ** 2)
     if variance <= 0:
+        one = [rater for rater, used in (("first", rows), ("second", cols)) if len(used) == 1]
+        why = f"the {one[0]} rater gave one label only" if one else f"the raters agree on all {n}"
         raise UndefinedStatisticError(
-            f"{func}: the interval is undefined because the raters agree on all {n} cases "
-            "(the large-sample variance is 0)"
+            f"{func}: the interval is undefined because {why}"
+            f"{' (kappa is 0 whatever the other says)' if one else ' cases'}"
+            " (the large-sample variance is 0)"
         )
     half = _z((1.0 + confidence) / 2.0) * math.sqrt(variance)
     return AgreementInterval(
