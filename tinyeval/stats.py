@@ -1,8 +1,7 @@
-"""Small, exact statistics for pass rates, suite sizes and judge agreement.
+"""Small, exact statistics for pass rates, suite sizes, paired runs and judge agreement.
 
-Standard library only: this file works copied on its own. Bad input raises
-``StatisticsError``; a value that does not exist for the data raises its subclass
-``UndefinedStatisticError``, never NaN.
+Standard library only: this file works copied on its own. Bad input raises ``StatisticsError``;
+a value that does not exist for the data raises ``UndefinedStatisticError``, never NaN.
 """
 
 from __future__ import annotations
@@ -25,12 +24,16 @@ __all__ = [
     "UndefinedStatisticError",
     "cases_to_decide",
     "cohen_kappa",
+    "design_effect",
     "detectable_difference",
     "format_rate",
+    "holm",
     "kappa_interval",
     "mcnemar",
     "observed_difference",
     "observed_rate",
+    "paired_difference_interval",
+    "paired_sample_size",
     "power",
     "sample_size",
     "spearman",
@@ -95,14 +98,8 @@ class Rate(NamedTuple):
 
     def to_dict(self) -> dict[str, Any]:
         """``{"successes", "n", "rate", "low", "high", "text"}``."""
-        return {
-            "successes": self.successes,
-            "n": self.n,
-            "rate": self.value,
-            "low": self.low,
-            "high": self.high,
-            "text": str(self),
-        }
+        counts = {"successes": self.successes, "n": self.n, "rate": self.value}
+        return {**counts, "low": self.low, "high": self.high, "text": str(self)}
 
 
 # ---------------------------------------------------------------- validation
@@ -135,6 +132,14 @@ def _open_unit(value: Any, name: str, func: str, *, one: bool = False) -> float:
     return number
 
 
+def _unit(value: Any, name: str, func: str) -> float:
+    """``value`` as a float in [0, 1]."""
+    number = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else -1
+    if not 0.0 <= number <= 1.0:
+        raise StatisticsError(f"{func}: {name} must be a number in [0, 1], got {value!r}")
+    return number
+
+
 def _planned_power(value: Any, func: str) -> float:
     """The power a plan aims for, in [0.5, 1): below one half the test misses more than it finds."""
     value = _open_unit(value, "power", func)
@@ -158,6 +163,16 @@ def _paired(x: Iterable[Any], y: Iterable[Any], func: str) -> tuple[list[Any], l
     return xs, ys
 
 
+def _bisect(rises: Any, low: float, high: float) -> float:
+    """The point in [low, high] where ``rises`` turns true (false at ``low``, true at ``high``)."""
+    for _ in range(200):  # 200 halvings reach the float resolution
+        middle = (low + high) / 2.0
+        if middle in (low, high):
+            break
+        low, high = (low, middle) if rises(middle) else (middle, high)
+    return high
+
+
 def _z(probability: float) -> float:
     """The standard normal quantile: ``_z(0.975)`` is 1.959963…"""
     return _STANDARD_NORMAL.inv_cdf(probability)
@@ -166,11 +181,16 @@ def _z(probability: float) -> float:
 # ---------------------------------------------------------------- pass rates
 
 
-def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interval:
-    """The Wilson score interval ``(low, high)`` for ``successes`` out of ``n`` (Wilson 1927).
+def wilson_interval(
+    successes: int, n: int, confidence: float = 0.95, *, design_effect: float = 1.0
+) -> Interval:
+    """The Wilson score interval ``(low, high)`` for ``successes`` out of ``n`` (Wilson 1927);
+    for clustered cases, over the effective n / ``design_effect`` (see ``design_effect``).
 
     >>> [round(bound, 3) for bound in wilson_interval(27, 30)]
     [0.744, 0.965]
+    >>> [round(bound, 3) for bound in wilson_interval(27, 30, design_effect=2.2)]
+    [0.646, 0.978]
     """
     func = "wilson_interval"
     successes = _count(successes, "successes", func)
@@ -182,6 +202,12 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interva
         raise UndefinedStatisticError(f"{func}: the interval is undefined for n = 0 (no cases)")
     z = _z((1.0 + confidence) / 2.0)
     z2 = z * z
+    if design_effect != 1.0:
+        if isinstance(design_effect, bool) or not 1.0 <= design_effect < math.inf:
+            raise StatisticsError(
+                f"{func}: design_effect must be at least 1, got {design_effect!r}"
+            )
+        return Interval(*_wilson_bounds(successes / n, n / design_effect, z2))
     failures = n - successes
     # (2k + z² ± z·sqrt(z² + 4k(n−k)/n)) / (2(n + z²)): the textbook form,
     # written with k(n−k) so that k = 0 and k = n give exactly 0 and 1.
@@ -214,10 +240,7 @@ def cases_to_decide(
     """
     func = "cases_to_decide"
     low, high = wilson_interval(successes, n, confidence)
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
-        raise StatisticsError(f"{func}: threshold must be a number in [0, 1], got {threshold!r}")
-    if not 0.0 <= threshold <= 1.0:
-        raise StatisticsError(f"{func}: threshold must be in [0, 1], got {threshold!r}")
+    threshold = _unit(threshold, "threshold", func)
     if low >= threshold or high < threshold:
         return n
     rate = successes / n
@@ -308,13 +331,8 @@ def observed_rate(true_rate: float, *, sensitivity: float, specificity: float) -
     >>> observed_rate(0.90, sensitivity=0.95, specificity=0.80)
     0.875
     """
-    func = "observed_rate"
-    if isinstance(true_rate, bool) or not isinstance(true_rate, numbers.Real):
-        raise StatisticsError(f"{func}: true_rate must be a number, got {true_rate!r}")
-    rate = float(true_rate)
-    if not 0.0 <= rate <= 1.0:
-        raise StatisticsError(f"{func}: true_rate must be between 0 and 1, got {true_rate!r}")
-    return _seen(rate, _judge(sensitivity, specificity, func))
+    rate = _unit(true_rate, "true_rate", "observed_rate")
+    return _seen(rate, _judge(sensitivity, specificity, "observed_rate"))
 
 
 def observed_difference(
@@ -449,19 +467,9 @@ def detectable_difference(
             f"{func}: with {n} cases per run even a drop from {baseline:.1%} to 0% "
             f"is detected with less than {goal:.0%} power"
         )
-    # Invariant: ``high`` reaches the goal and ``low`` does not (a zero drop
-    # is never detected). Power grows with the drop wherever it is above one
-    # half, which is why the goal may not be lower. 200 halvings reach the
-    # float resolution.
-    for _ in range(200):
-        middle = (low + high) / 2.0
-        if middle in (low, high):
-            break
-        if reaches_goal(middle):
-            high = middle
-        else:
-            low = middle
-    return high
+    # a zero drop is never detected; power grows with the drop wherever it is above one
+    # half, which is why the goal may not be lower
+    return _bisect(reaches_goal, low, high)
 
 
 # ---------------------------------------------------------------- comparing runs
@@ -676,26 +684,21 @@ def kappa_interval(
     xs, ys = _paired(a, b, func)
     kappa_float = cohen_kappa(xs, ys)
     n = len(xs)
-    cells = Counter(zip(xs, ys, strict=True))
-    rows, cols = Counter(xs), Counter(ys)
-    # exact: every p is a count over n
-    row = {label: Fraction(count, n) for label, count in rows.items()}
-    col = {label: Fraction(count, n) for label, count in cols.items()}
+    cells = Counter(zip(xs, ys, strict=True))  # exact: every p is a count over n
+    row = {label: Fraction(count, n) for label, count in Counter(xs).items()}
+    col = {label: Fraction(count, n) for label, count in Counter(ys).items()}
     chance = sum((row[label] * col.get(label, 0) for label in row), Fraction(0))
     agreed = Fraction(sum(count for (i, j), count in cells.items() if i == j), n)
     kappa = (agreed - chance) / (1 - chance)
-    term_a = Fraction(0)
-    term_b = Fraction(0)
-    for (i, j), count in cells.items():
-        share = Fraction(count, n)
-        if i == j:
-            term_a += share * (1 - (row[i] + col[i]) * (1 - kappa)) ** 2
-        else:
-            term_b += share * (col.get(i, 0) + row.get(j, 0)) ** 2
-    term_c = (kappa - chance * (1 - kappa)) ** 2
-    variance = (term_a + (1 - kappa) ** 2 * term_b - term_c) / (n * (1 - chance) ** 2)
+    spread = sum(
+        Fraction(count, n) * (1 - (row[i] + col[i]) * (1 - kappa)) ** 2
+        if i == j
+        else Fraction(count, n) * (1 - kappa) ** 2 * (col.get(i, 0) + row.get(j, 0)) ** 2
+        for (i, j), count in cells.items()
+    )
+    variance = (spread - (kappa - chance * (1 - kappa)) ** 2) / (n * (1 - chance) ** 2)
     if variance <= 0:
-        one = [rater for rater, used in (("first", rows), ("second", cols)) if len(used) == 1]
+        one = [rater for rater, used in (("first", row), ("second", col)) if len(used) == 1]
         why = f"the {one[0]} rater gave one label only" if one else f"the raters agree on all {n}"
         raise UndefinedStatisticError(
             f"{func}: the interval is undefined because {why}"
@@ -744,3 +747,110 @@ def spearman_interval(
         confidence,
         "Fisher z with the Bonett & Wright (2000) standard error",
     )
+
+
+# ---------------------------------------------------------------- before and after
+
+
+def _tango_score(fixed: int, broke: int, n: int, delta: float) -> float:
+    """Tango's (1998) score statistic for Δ = delta, with the restricted MLE of P(broke)."""
+    b = -fixed - broke + (2 * n - fixed + broke) * delta
+    c = -broke * delta * (1.0 - delta)
+    p_broke = (math.sqrt(max(0.0, b * b - 8.0 * n * c)) - b) / (4.0 * n)
+    variance = n * (2.0 * p_broke + delta * (1.0 - delta))
+    gap = fixed - broke - n * delta
+    return gap / math.sqrt(variance) if variance > 0.0 else math.copysign(math.inf, gap)
+
+
+def paired_difference_interval(
+    both_pass: int,
+    fixed: int,
+    broke: int,
+    both_fail: int,
+    *,
+    confidence: float = 0.95,
+    method: str = "newcombe",
+) -> Interval:
+    """An interval for Δ = after − before over paired cases, (fixed − broke) / n: Newcombe's
+    hybrid score (1998, method 10) or Tango's score interval (``method="tango"``, 1998).
+
+    >>> [round(bound, 4) for bound in paired_difference_interval(20, 12, 2, 16)]
+    [0.0562, 0.3292]
+    """
+    func = "paired_difference_interval"
+    names = ("both_pass", "fixed", "broke", "both_fail")
+    a, b, c, d = map(_count, (both_pass, fixed, broke, both_fail), names, [func] * 4)
+    confidence = _open_unit(confidence, "confidence", func)
+    n = a + b + c + d
+    if n == 0:
+        raise UndefinedStatisticError(f"{func}: the interval is undefined for n = 0 (no pairs)")
+    z = _z((1.0 + confidence) / 2.0)
+    delta = (b - c) / n
+    if method == "tango":  # the Δ where the score statistic crosses ±z; it falls as Δ grows
+        low = _bisect(lambda x: _tango_score(b, c, n, x) < z, -1.0, delta)
+        return Interval(low, _bisect(lambda x: _tango_score(b, c, n, x) < -z, delta, 1.0))
+    if method != "newcombe":
+        raise StatisticsError(f"{func}: method must be 'newcombe' or 'tango', got {method!r}")
+    after, before = a + b, a + c
+    (l1, u1), (l2, u2) = (wilson_interval(k, n, confidence) for k in (after, before))
+    p1, p2 = after / n, before / n
+    margins = after * (n - after) * before * (n - before)
+    excess: float = a * d - b * c  # Newcombe's phi: a positive excess loses n/2, stops at 0
+    excess = max(0.0, excess - n / 2.0) if excess > 0 else excess
+    phi = excess / math.sqrt(margins) if margins else 0.0
+    down = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
+    up = math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
+    return Interval(max(-1.0, delta - down), min(1.0, delta + up))
+
+
+def holm(p_values: Iterable[float]) -> list[float]:
+    """Holm's (1979) step-down adjustment of p-values, in their given order.
+
+    >>> holm([0.01, 0.04, 0.03])
+    [0.03, 0.06, 0.06]
+    """
+    ps = [_unit(p, "each p-value", "holm") for p in p_values]
+    adjusted, running = [0.0] * len(ps), 0.0
+    for rank, index in enumerate(sorted(range(len(ps)), key=ps.__getitem__)):
+        running = max(running, min(1.0, (len(ps) - rank) * ps[index]))
+        adjusted[index] = running
+    return adjusted
+
+
+def paired_sample_size(
+    difference: float, discordance: float, *, alpha: float = 0.05, power: float = 0.80
+) -> int:
+    """Paired cases for McNemar's test to detect ``difference`` when a share ``discordance``
+    of cases changes outcome (Connor 1987): (z_α/2·√ψ + z_β·√(ψ − δ²))² / δ².
+
+    >>> paired_sample_size(0.05, 0.10), paired_sample_size(-0.05, 0.10)
+    (312, 312)
+    """
+    func = "paired_sample_size"
+    psi = _open_unit(discordance, "discordance", func, one=True)
+    if isinstance(difference, bool) or not isinstance(difference, numbers.Real):
+        raise StatisticsError(f"{func}: difference must be a number, got {difference!r}")
+    delta = abs(float(difference))
+    if not 0.0 < delta <= psi:
+        raise StatisticsError(
+            f"{func}: the difference must be above 0 and at most the discordance {psi!r} "
+            f"(only cases that change can move the rate), got {difference!r}"
+        )
+    alpha, goal = _open_unit(alpha, "alpha", func), _planned_power(power, func)
+    root = _z(1.0 - alpha / 2.0) * math.sqrt(psi) + _z(goal) * math.sqrt(psi - delta * delta)
+    return max(1, _ceil((root / delta) ** 2))
+
+
+def design_effect(cluster_size: float, icc: float) -> float:
+    """How much clusters of ``cluster_size`` cases with intra-cluster correlation ``icc``
+    inflate a variance: 1 + (m − 1)·icc (Kish 1965; Miller 2024, "Adding error bars to evals").
+
+    >>> design_effect(5, 0.3)
+    2.2
+    """
+    func = "design_effect"
+    if isinstance(cluster_size, bool) or not isinstance(cluster_size, numbers.Real):
+        raise StatisticsError(f"{func}: cluster_size must be a number, got {cluster_size!r}")
+    if not 1.0 <= cluster_size < math.inf:
+        raise StatisticsError(f"{func}: cluster_size must be at least 1, got {cluster_size!r}")
+    return 1.0 + (float(cluster_size) - 1.0) * _unit(icc, "icc", func)
