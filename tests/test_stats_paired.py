@@ -3,12 +3,14 @@ worked examples and computations written out here."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from statistics import NormalDist
 
 import pytest
 
+from tinyeval.cli import main
 from tinyeval.stats import (
     StatisticsError,
     UndefinedStatisticError,
@@ -239,3 +241,68 @@ def test_the_clustered_interval_covers_where_the_naive_one_does_not() -> None:
             covered[name] += low <= rate <= high
     assert covered["clustered"] >= 930
     assert covered["naive"] < 900
+
+
+# ---------------------------------------------------------------- tinyeval stats
+
+
+def stats_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["stats", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_paired_sample_size_is_connors_and_says_its_test(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["sample-size", "--baseline", "0.87", "--target", "0.91", "--paired"]
+    code, out, _ = stats_cli(capsys, *argv, "--discordance", "10%", "--json")
+    found = json.loads(out)
+    assert code == 0
+    assert found["n"] == connor_by_hand(0.04, 0.10, 0.05, 0.80) == 489
+    assert found["test"] == "McNemar's test (runs over the same cases)"
+    assert "you need 489 paired cases when 10% of cases change outcome" in found["sentence"]
+    assert found["sentence"].endswith("Test: McNemar's test (runs over the same cases).")
+    # the same change planned for runs on different cases needs far more, and says its test
+    _, out, _ = stats_cli(capsys, "sample-size", "--baseline", "0.87", "--target", "0.91")
+    assert "Test: two-proportion z-test (runs on different cases)." in out
+    assert int(out.split("you need ")[1].split()[0]) > 489
+
+
+def test_cli_clusters_inflate_the_plan_and_widen_the_interval(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    plan = ["sample-size", "--baseline", "0.87", "--target", "0.91", "--paired",
+            "--discordance", "0.10", "--cluster-size", "5", "--icc", "0.3", "--json"]  # fmt: skip
+    code, out, _ = stats_cli(capsys, *plan)
+    found = json.loads(out)
+    assert code == 0
+    assert found["design_effect"] == pytest.approx(2.2)
+    assert (found["n_without_clusters"], found["n"]) == (489, math.ceil(489 * 2.2))
+    assert "in clusters of 5 cases with ICC 0.3 (design effect 2.2) that is 1076" in out
+    code, out, _ = stats_cli(capsys, "wilson", "27", "30", "--cluster-size", "5", "--icc", "0.3")
+    low, high = wilson_by_hand(27 / 2.2, 30 / 2.2, Z(0.975))
+    assert code == 0
+    assert f"95% Wilson interval {low:.1%}–{high:.1%} in clusters of 5 cases" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--paired"], "--discordance: a paired plan needs both --paired and --discordance"),
+        (["--discordance", "0.1"], "--paired: a paired plan needs both"),
+        (["--paired", "--discordance", "0.02"], "at most the discordance 0.02"),
+        (["--paired", "--discordance", "0.1", "--continuity"], "without a judge's rates"),
+        (["--icc", "0.1"], "--cluster-size: clusters need both --cluster-size and --icc"),
+        (["--cluster-size", "5", "--icc", "2"], "icc must be a proportion"),
+        (["--cluster-size", "five", "--icc", "0.1"], "--cluster-size must be a number"),
+        (["--cluster-size", "0.5", "--icc", "0.1"], "cluster_size must be at least 1"),
+    ],
+)
+def test_cli_bad_paired_and_cluster_options_are_one_line_exit_2(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    base = ["sample-size", "--baseline", "0.87", "--target", "0.91"]
+    code, out, err = stats_cli(capsys, *base, *argv)
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and message in err
