@@ -218,9 +218,9 @@ def test_design_effect_and_the_clustered_wilson_interval() -> None:
     assert found == pytest.approx(wilson_by_hand(27 / 2.2, 30 / 2.2, Z(0.975)), abs=1e-12)
     with pytest.raises(StatisticsError, match="icc must be a number in"):
         design_effect(5, 1.5)
-    with pytest.raises(StatisticsError, match="cluster_size must be at least 1"):
+    with pytest.raises(StatisticsError, match="cluster_size must be a number of at least 1"):
         design_effect(0.5, 0.1)
-    with pytest.raises(StatisticsError, match="design_effect must be at least 1"):
+    with pytest.raises(StatisticsError, match="design_effect must be a number of at least 1"):
         wilson_interval(27, 30, design_effect=0.5)
 
 
@@ -296,7 +296,7 @@ def test_cli_clusters_inflate_the_plan_and_widen_the_interval(
         (["--icc", "0.1"], "--cluster-size: clusters need both --cluster-size and --icc"),
         (["--cluster-size", "5", "--icc", "2"], "icc must be a proportion"),
         (["--cluster-size", "five", "--icc", "0.1"], "--cluster-size must be a number"),
-        (["--cluster-size", "0.5", "--icc", "0.1"], "cluster_size must be at least 1"),
+        (["--cluster-size", "0.5", "--icc", "0.1"], "cluster_size must be a number of at least 1"),
     ],
 )
 def test_cli_bad_paired_and_cluster_options_are_one_line_exit_2(

@@ -140,6 +140,13 @@ def _unit(value: Any, name: str, func: str) -> float:
     return number
 
 
+def _at_least_one(value: Any, name: str, func: str) -> float:
+    number = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else 0
+    if not 1.0 <= number < math.inf:
+        raise StatisticsError(f"{func}: {name} must be a number of at least 1, got {value!r}")
+    return number
+
+
 def _planned_power(value: Any, func: str) -> float:
     """The power a plan aims for, in [0.5, 1): below one half the test misses more than it finds."""
     value = _open_unit(value, "power", func)
@@ -203,11 +210,8 @@ def wilson_interval(
     z = _z((1.0 + confidence) / 2.0)
     z2 = z * z
     if design_effect != 1.0:
-        if isinstance(design_effect, bool) or not 1.0 <= design_effect < math.inf:
-            raise StatisticsError(
-                f"{func}: design_effect must be at least 1, got {design_effect!r}"
-            )
-        return Interval(*_wilson_bounds(successes / n, n / design_effect, z2))
+        effect = _at_least_one(design_effect, "design_effect", func)
+        return Interval(*_wilson_bounds(successes / n, n / effect, z2))
     failures = n - successes
     # (2k + z² ± z·sqrt(z² + 4k(n−k)/n)) / (2(n + z²)): the textbook form,
     # written with k(n−k) so that k = 0 and k = n give exactly 0 and 1.
@@ -246,19 +250,15 @@ def cases_to_decide(
     rate = successes / n
     if rate == threshold:
         return None
-    z = _z((1.0 + confidence) / 2.0)
-    z2 = z * z
+    z2 = _z((1.0 + confidence) / 2.0) ** 2
 
-    def decided(size: int) -> bool:
+    def decided(size: int) -> bool:  # it stays decided as the suite grows
         low, high = _wilson_bounds(rate, size, z2)
         return low >= threshold if rate > threshold else high < threshold
 
-    top = n
-    while not decided(top):
-        if top >= _MOST_CASES:
-            return None
-        top = min(top * 2, _MOST_CASES)
-    bottom = max(n, top // 2)  # decided(top) holds; find the first size that decides
+    if not decided(_MOST_CASES):
+        return None
+    bottom, top = n, _MOST_CASES  # find the first size that decides
     while bottom < top:
         middle = (bottom + top) // 2
         if decided(middle):
@@ -343,9 +343,8 @@ def observed_difference(
     >>> round(observed_difference(0.90, 0.85, sensitivity=0.95, specificity=0.80), 4)
     -0.0375
     """
-    seen_baseline = observed_rate(baseline, sensitivity=sensitivity, specificity=specificity)
-    seen_target = observed_rate(target, sensitivity=sensitivity, specificity=specificity)
-    return seen_target - seen_baseline
+    judge = {"sensitivity": sensitivity, "specificity": specificity}
+    return observed_rate(target, **judge) - observed_rate(baseline, **judge)
 
 
 def _unrounded_sample_size(p1: float, p2: float, alpha: float, power: float) -> float:
@@ -524,15 +523,9 @@ def _log_fair_coin_probability(trials: int, k: int) -> float:
 
 
 def _two_sided_fair_coin_tail(trials: int, k: int) -> float:
-    """``2·P(X ≤ k)`` for ``X ~ Binomial(trials, 1/2)`` and ``k < trials / 2``.
-
-    The tail is C(m, k)/2^m times the sum of C(m, i)/C(m, k) for i ≤ k. That
-    sum is built in 128-bit fixed point with the exact recurrence
-    C(m, i−1)/C(m, i) = i/(m − i + 1), and stops once the terms left cannot
-    change it by 2⁻⁶⁴ of itself: they shrink at least geometrically with ratio
-    i/(m − i + 1), so after term t at index i they add up to at most
-    t·i/(m − 2i + 1).
-    """
+    """``2·P(X ≤ k)`` for ``X ~ Binomial(trials, 1/2)`` and ``k < trials / 2``: C(m, k)/2^m
+    times Σ C(m, i)/C(m, k) over i ≤ k, summed in fixed point by C(m, i−1)/C(m, i) = i/(m − i + 1)
+    until the rest (at most t·i/(m − 2i + 1) after term t) is below 2⁻⁶⁴ of the sum."""
     one = 1 << _FIXED_POINT_BITS
     term = total = one
     for i in range(k, 0, -1):
@@ -555,201 +548,11 @@ def mcnemar(b: int, c: int) -> float:
     >>> round(mcnemar(12, 3), 4)
     0.0352
     """
-    b = _count(b, "b", "mcnemar")
-    c = _count(c, "c", "mcnemar")
+    b, c = _count(b, "b", "mcnemar"), _count(c, "c", "mcnemar")
     trials, smaller = b + c, min(b, c)
     if 2 * smaller >= trials:  # b == c, including 0 == 0
         return 1.0
     return min(1.0, _two_sided_fair_coin_tail(trials, smaller))
-
-
-# ---------------------------------------------------------------- agreement
-
-
-def cohen_kappa(a: Iterable[Hashable], b: Iterable[Hashable]) -> float:
-    """Cohen's kappa of two raters on the same items: (p_o − p_e) / (1 − p_e).
-
-    >>> judge = ["PASS", "PASS", "FAIL", "FAIL", "PASS", "FAIL"]
-    >>> human = ["PASS", "FAIL", "FAIL", "FAIL", "PASS", "FAIL"]
-    >>> round(cohen_kappa(judge, human), 4)
-    0.6667
-    """
-    func = "cohen_kappa"
-    xs, ys = _paired(a, b, func)
-    n = len(xs)
-    agreed = sum(map(operator.eq, xs, ys))
-    counts_x, counts_y = Counter(xs), Counter(ys)
-    chance = sum(count * counts_y[label] for label, count in counts_x.items())  # n²·p_e
-    if chance == n * n:
-        raise UndefinedStatisticError(
-            f"{func}: undefined when both raters use one and the same label "
-            "(expected agreement is 1)"
-        )
-    # (p_o − p_e) / (1 − p_e) with both scaled by n²: exact integers, one rounding.
-    return (agreed * n - chance) / (n * n - chance)
-
-
-def _doubled_ranks(values: list[Any]) -> tuple[list[int], int]:
-    """Twice the average rank of each value (ties share their mean, kept whole), and
-    the centred sum of their squares: ((n³ − n) − Σ(t³ − t)) / 3 over tie runs of size t.
-    """
-    n = len(values)
-    try:
-        counts = Counter(values)
-    except TypeError:  # values that sort but cannot be hashed: rank their places in the order
-        order = sorted(range(n), key=values.__getitem__)
-        places = [0] * n
-        for before, index in itertools.pairwise(order):
-            places[index] = places[before] + (values[index] != values[before])
-        return _doubled_ranks(places)
-    doubled: dict[Any, int] = {}
-    first = ties = 0  # t equal values at sorted places first … first + t − 1: 2·first + t + 1
-    for value in sorted(counts):
-        size = counts[value]
-        doubled[value], first, ties = 2 * first + size + 1, first + size, ties + size**3 - size
-    return list(map(doubled.__getitem__, values)), (n * n * n - n - ties) // 3
-
-
-def spearman(x: Iterable[Any], y: Iterable[Any]) -> float:
-    """Spearman's rank correlation, with average ranks for ties (as ``scipy.stats.spearmanr``).
-
-    >>> round(spearman([1, 2, 3, 4, 5], [5, 6, 7, 8, 7]), 4)
-    0.8208
-    """
-    func = "spearman"
-    xs, ys = _paired(x, y, func)
-    n = len(xs)
-    for values, name in ((xs, "x"), (ys, "y")):
-        if any(map(operator.ne, values, values)):  # NaN has no place in an order
-            raise StatisticsError(f"{func}: {name} contains NaN, which cannot be ranked")
-    try:
-        distinct = len(set(xs)) == n == len(set(ys))
-    except TypeError:  # values that cannot be hashed
-        distinct = False
-    if distinct:  # no ties, and no rank list: in x's sorted order x's ranks are 2, 4, …, 2n;
-        # if the j-th smallest y (rank 2j + 2) is at place aⱼ, ΣRx·Ry = 4·Σ(j+1)·aⱼ + 2n(n+1)
-        sxx = syy = (n * n * n - n) // 3
-        y_by_x = list(map(ys.__getitem__, sorted(range(n), key=xs.__getitem__)))
-        places = sorted(range(n), key=y_by_x.__getitem__)
-        products = 4 * sum(map(operator.mul, range(1, n + 1), places)) + 2 * n * (n + 1)
-    else:
-        (rx, sxx), (ry, syy) = _doubled_ranks(xs), _doubled_ranks(ys)
-        if sxx == 0 or syy == 0:
-            which = "x" if sxx == 0 else "y"
-            raise UndefinedStatisticError(f"{func}: undefined because {which} is constant")
-        products = sum(map(operator.mul, rx, ry))
-    # Σ(Rx − (n+1))(Ry − (n+1)) = ΣRx·Ry − n(n+1)², since ΣR = n(n+1) for both
-    sxy = products - n * (n + 1) * (n + 1)
-    # r² as an exact ratio of integers (one rounding, never above 1), then a
-    # correctly rounded square root.
-    return math.copysign(math.sqrt(sxy * sxy / (sxx * syy)), sxy)
-
-
-class AgreementInterval(NamedTuple):
-    """An agreement statistic with its confidence interval.
-
-    >>> print(AgreementInterval("cohen_kappa", 0.65, 0.41, 0.84, 40, 0.95, "FCE 1969"))
-    kappa = 0.65 [0.41, 0.84] (n = 40)
-    """
-
-    statistic: str
-    estimate: float
-    low: float
-    high: float
-    n: int
-    confidence: float
-    method: str
-
-    def to_dict(self) -> dict[str, str | float | int]:
-        """The fields under their own names as stable JSON keys."""
-        return self._asdict()
-
-    def __str__(self) -> str:
-        name = "kappa" if self.statistic == "cohen_kappa" else "rho"
-        return f"{name} = {self.estimate:.2f} [{self.low:.2f}, {self.high:.2f}] (n = {self.n})"
-
-
-def kappa_interval(
-    a: Iterable[Hashable], b: Iterable[Hashable], *, confidence: float = 0.95
-) -> AgreementInterval:
-    """Cohen's kappa with its large-sample interval (Fleiss, Cohen & Everitt 1969).
-
-    >>> judge = ["PASS"] * 8 + ["FAIL"] * 4 + ["PASS", "FAIL"] * 4
-    >>> human = ["PASS"] * 8 + ["FAIL"] * 4 + ["FAIL", "PASS"] * 4
-    >>> print(kappa_interval(judge, human))
-    kappa = 0.17 [-0.27, 0.60] (n = 20)
-    """
-    func = "kappa_interval"
-    confidence = _open_unit(confidence, "confidence", func)
-    xs, ys = _paired(a, b, func)
-    kappa_float = cohen_kappa(xs, ys)
-    n = len(xs)
-    cells = Counter(zip(xs, ys, strict=True))  # exact: every p is a count over n
-    row = {label: Fraction(count, n) for label, count in Counter(xs).items()}
-    col = {label: Fraction(count, n) for label, count in Counter(ys).items()}
-    chance = sum((row[label] * col.get(label, 0) for label in row), Fraction(0))
-    agreed = Fraction(sum(count for (i, j), count in cells.items() if i == j), n)
-    kappa = (agreed - chance) / (1 - chance)
-    spread = sum(
-        Fraction(count, n) * (1 - (row[i] + col[i]) * (1 - kappa)) ** 2
-        if i == j
-        else Fraction(count, n) * (1 - kappa) ** 2 * (col.get(i, 0) + row.get(j, 0)) ** 2
-        for (i, j), count in cells.items()
-    )
-    variance = (spread - (kappa - chance * (1 - kappa)) ** 2) / (n * (1 - chance) ** 2)
-    if variance <= 0:
-        one = [rater for rater, used in (("first", row), ("second", col)) if len(used) == 1]
-        why = f"the {one[0]} rater gave one label only" if one else f"the raters agree on all {n}"
-        raise UndefinedStatisticError(
-            f"{func}: the interval is undefined because {why}"
-            f"{' (kappa is 0 whatever the other says)' if one else ' cases'}"
-            " (the large-sample variance is 0)"
-        )
-    half = _z((1.0 + confidence) / 2.0) * math.sqrt(variance)
-    return AgreementInterval(
-        "cohen_kappa",
-        kappa_float,
-        max(-1.0, kappa_float - half),
-        min(1.0, kappa_float + half),
-        n,
-        confidence,
-        "large-sample variance of Fleiss, Cohen & Everitt (1969)",
-    )
-
-
-def spearman_interval(
-    x: Iterable[object], y: Iterable[object], *, confidence: float = 0.95
-) -> AgreementInterval:
-    """Spearman's rho with a Fisher-z interval (the Bonett & Wright 2000 standard error).
-
-    >>> print(spearman_interval([1, 2, 3, 4, 5, 6, 7, 8], [2, 1, 4, 3, 6, 5, 8, 7]))
-    rho = 0.90 [0.43, 0.99] (n = 8)
-    """
-    func = "spearman_interval"
-    confidence = _open_unit(confidence, "confidence", func)
-    xs, ys = _paired(x, y, func)
-    n = len(xs)
-    if n < 4:
-        raise StatisticsError(f"{func}: needs at least 4 pairs, got {n}")
-    rho = spearman(xs, ys)
-    if abs(rho) >= 1.0:
-        raise UndefinedStatisticError(
-            f"{func}: the interval is undefined when rho is {rho:+.0f} (the ranks agree exactly)"
-        )
-    se = math.sqrt((1.0 + rho * rho / 2.0) / (n - 3))
-    centre, half = math.atanh(rho), _z((1.0 + confidence) / 2.0) * se
-    return AgreementInterval(
-        "spearman",
-        rho,
-        math.tanh(centre - half),
-        math.tanh(centre + half),
-        n,
-        confidence,
-        "Fisher z with the Bonett & Wright (2000) standard error",
-    )
-
-
-# ---------------------------------------------------------------- before and after
 
 
 def _tango_score(fixed: int, broke: int, n: int, delta: float) -> float:
@@ -828,13 +631,12 @@ def paired_sample_size(
     """
     func = "paired_sample_size"
     psi = _open_unit(discordance, "discordance", func, one=True)
-    if isinstance(difference, bool) or not isinstance(difference, numbers.Real):
-        raise StatisticsError(f"{func}: difference must be a number, got {difference!r}")
-    delta = abs(float(difference))
-    if not 0.0 < delta <= psi:
+    number = difference if isinstance(difference, numbers.Real) else math.nan
+    delta = abs(float(number))
+    if isinstance(difference, bool) or not 0.0 < delta <= psi:
         raise StatisticsError(
-            f"{func}: the difference must be above 0 and at most the discordance {psi!r} "
-            f"(only cases that change can move the rate), got {difference!r}"
+            f"{func}: the difference must be a number above 0 and at most the discordance "
+            f"{psi!r} in size (only cases that change can move the rate), got {difference!r}"
         )
     alpha, goal = _open_unit(alpha, "alpha", func), _planned_power(power, func)
     root = _z(1.0 - alpha / 2.0) * math.sqrt(psi) + _z(goal) * math.sqrt(psi - delta * delta)
@@ -848,9 +650,168 @@ def design_effect(cluster_size: float, icc: float) -> float:
     >>> design_effect(5, 0.3)
     2.2
     """
-    func = "design_effect"
-    if isinstance(cluster_size, bool) or not isinstance(cluster_size, numbers.Real):
-        raise StatisticsError(f"{func}: cluster_size must be a number, got {cluster_size!r}")
-    if not 1.0 <= cluster_size < math.inf:
-        raise StatisticsError(f"{func}: cluster_size must be at least 1, got {cluster_size!r}")
-    return 1.0 + (float(cluster_size) - 1.0) * _unit(icc, "icc", func)
+    size = _at_least_one(cluster_size, "cluster_size", "design_effect")
+    return 1.0 + (size - 1.0) * _unit(icc, "icc", "design_effect")
+
+
+# ---------------------------------------------------------------- agreement
+
+
+def cohen_kappa(a: Iterable[Hashable], b: Iterable[Hashable]) -> float:
+    """Cohen's kappa of two raters on the same items: (p_o − p_e) / (1 − p_e).
+
+    >>> judge = ["PASS", "PASS", "FAIL", "FAIL", "PASS", "FAIL"]
+    >>> human = ["PASS", "FAIL", "FAIL", "FAIL", "PASS", "FAIL"]
+    >>> round(cohen_kappa(judge, human), 4)
+    0.6667
+    """
+    func = "cohen_kappa"
+    xs, ys = _paired(a, b, func)
+    n = len(xs)
+    agreed = sum(map(operator.eq, xs, ys))
+    counts_x, counts_y = Counter(xs), Counter(ys)
+    chance = sum(count * counts_y[label] for label, count in counts_x.items())  # n²·p_e
+    if chance == n * n:
+        raise UndefinedStatisticError(
+            f"{func}: undefined when both raters use one and the same label "
+            "(expected agreement is 1)"
+        )
+    # (p_o − p_e) / (1 − p_e) with both scaled by n²: exact integers, one rounding.
+    return (agreed * n - chance) / (n * n - chance)
+
+
+def _doubled_ranks(values: list[Any]) -> tuple[list[int], int]:
+    """Twice the average rank of each value (ties share their mean, kept whole), and
+    the centred sum of their squares: ((n³ − n) − Σ(t³ − t)) / 3 over tie runs of size t.
+    """
+    n = len(values)
+    try:
+        counts = Counter(values)
+    except TypeError:  # values that sort but cannot be hashed: rank their places in the order
+        order = sorted(range(n), key=values.__getitem__)
+        places = [0] * n
+        for before, index in itertools.pairwise(order):
+            places[index] = places[before] + (values[index] != values[before])
+        return _doubled_ranks(places)
+    doubled: dict[Any, int] = {}
+    first = ties = 0  # t equal values at sorted places first … first + t − 1: 2·first + t + 1
+    for value in sorted(counts):
+        size = counts[value]
+        doubled[value], first, ties = 2 * first + size + 1, first + size, ties + size**3 - size
+    return list(map(doubled.__getitem__, values)), (n * n * n - n - ties) // 3
+
+
+def spearman(x: Iterable[Any], y: Iterable[Any]) -> float:
+    """Spearman's rank correlation, with average ranks for ties (as ``scipy.stats.spearmanr``).
+
+    >>> round(spearman([1, 2, 3, 4, 5], [5, 6, 7, 8, 7]), 4)
+    0.8208
+    """
+    func = "spearman"
+    xs, ys = _paired(x, y, func)
+    n = len(xs)
+    for values, name in ((xs, "x"), (ys, "y")):
+        if any(map(operator.ne, values, values)):  # NaN has no place in an order
+            raise StatisticsError(f"{func}: {name} contains NaN, which cannot be ranked")
+    (rx, sxx), (ry, syy) = _doubled_ranks(xs), _doubled_ranks(ys)
+    if sxx == 0 or syy == 0:
+        which = "x" if sxx == 0 else "y"
+        raise UndefinedStatisticError(f"{func}: undefined because {which} is constant")
+    products = sum(map(operator.mul, rx, ry))
+    # Σ(Rx − (n+1))(Ry − (n+1)) = ΣRx·Ry − n(n+1)², since ΣR = n(n+1) for both
+    sxy = products - n * (n + 1) * (n + 1)
+    # r² as an exact ratio of integers (one rounding, never above 1), then a
+    # correctly rounded square root.
+    return math.copysign(math.sqrt(sxy * sxy / (sxx * syy)), sxy)
+
+
+class AgreementInterval(NamedTuple):
+    """An agreement statistic with its confidence interval.
+
+    >>> print(AgreementInterval("cohen_kappa", 0.65, 0.41, 0.84, 40, 0.95, "FCE 1969"))
+    kappa = 0.65 [0.41, 0.84] (n = 40)
+    """
+
+    statistic: str
+    estimate: float
+    low: float
+    high: float
+    n: int
+    confidence: float
+    method: str
+
+    def to_dict(self) -> dict[str, str | float | int]:
+        """The fields under their own names as stable JSON keys."""
+        return self._asdict()
+
+    def __str__(self) -> str:
+        name = "kappa" if self.statistic == "cohen_kappa" else "rho"
+        return f"{name} = {self.estimate:.2f} [{self.low:.2f}, {self.high:.2f}] (n = {self.n})"
+
+
+def kappa_interval(
+    a: Iterable[Hashable], b: Iterable[Hashable], *, confidence: float = 0.95
+) -> AgreementInterval:
+    """Cohen's kappa with its large-sample interval (Fleiss, Cohen & Everitt 1969).
+
+    >>> judge = ["PASS"] * 8 + ["FAIL"] * 4 + ["PASS", "FAIL"] * 4
+    >>> human = ["PASS"] * 8 + ["FAIL"] * 4 + ["FAIL", "PASS"] * 4
+    >>> print(kappa_interval(judge, human))
+    kappa = 0.17 [-0.27, 0.60] (n = 20)
+    """
+    func = "kappa_interval"
+    confidence = _open_unit(confidence, "confidence", func)
+    xs, ys = _paired(a, b, func)
+    kappa_float = cohen_kappa(xs, ys)
+    n = len(xs)
+    cells = Counter(zip(xs, ys, strict=True))  # exact: every p is a count over n
+    row = {label: Fraction(count, n) for label, count in Counter(xs).items()}
+    col = {label: Fraction(count, n) for label, count in Counter(ys).items()}
+    chance = sum((row[label] * col.get(label, 0) for label in row), Fraction(0))
+    agreed = Fraction(sum(count for (i, j), count in cells.items() if i == j), n)
+    kappa = (agreed - chance) / (1 - chance)
+    spread = sum(
+        Fraction(count, n) * (1 - (row[i] + col[i]) * (1 - kappa)) ** 2
+        if i == j
+        else Fraction(count, n) * (1 - kappa) ** 2 * (col.get(i, 0) + row.get(j, 0)) ** 2
+        for (i, j), count in cells.items()
+    )
+    variance = (spread - (kappa - chance * (1 - kappa)) ** 2) / (n * (1 - chance) ** 2)
+    if variance <= 0:
+        one = [rater for rater, used in (("first", row), ("second", col)) if len(used) == 1]
+        why = f"the {one[0]} rater gave one label only" if one else f"the raters agree on all {n}"
+        raise UndefinedStatisticError(
+            f"{func}: the interval is undefined because {why}"
+            f"{' (kappa is 0 whatever the other says)' if one else ' cases'}"
+            " (the large-sample variance is 0)"
+        )
+    half = _z((1.0 + confidence) / 2.0) * math.sqrt(variance)
+    low, high = max(-1.0, kappa_float - half), min(1.0, kappa_float + half)
+    method = "large-sample variance of Fleiss, Cohen & Everitt (1969)"
+    return AgreementInterval("cohen_kappa", kappa_float, low, high, n, confidence, method)
+
+
+def spearman_interval(
+    x: Iterable[object], y: Iterable[object], *, confidence: float = 0.95
+) -> AgreementInterval:
+    """Spearman's rho with a Fisher-z interval (the Bonett & Wright 2000 standard error).
+
+    >>> print(spearman_interval([1, 2, 3, 4, 5, 6, 7, 8], [2, 1, 4, 3, 6, 5, 8, 7]))
+    rho = 0.90 [0.43, 0.99] (n = 8)
+    """
+    func = "spearman_interval"
+    confidence = _open_unit(confidence, "confidence", func)
+    xs, ys = _paired(x, y, func)
+    n = len(xs)
+    if n < 4:
+        raise StatisticsError(f"{func}: needs at least 4 pairs, got {n}")
+    rho = spearman(xs, ys)
+    if abs(rho) >= 1.0:
+        raise UndefinedStatisticError(
+            f"{func}: the interval is undefined when rho is {rho:+.0f} (the ranks agree exactly)"
+        )
+    se = math.sqrt((1.0 + rho * rho / 2.0) / (n - 3))
+    centre, half = math.atanh(rho), _z((1.0 + confidence) / 2.0) * se
+    low, high = math.tanh(centre - half), math.tanh(centre + half)
+    method = "Fisher z with the Bonett & Wright (2000) standard error"
+    return AgreementInterval("spearman", rho, low, high, n, confidence, method)
