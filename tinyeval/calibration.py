@@ -464,9 +464,8 @@ def _build(
     human: list[Label],
     categories: tuple[str, ...] | None,
     ids: tuple[Any, ...] | None,
-    **context: Any,
 ) -> Calibration:
-    """Checked labels' calibration; ``context`` sets more fields, its ``expired`` warns first."""
+    """The calibration of checked labels."""
     parsed_judge = [j for j in judge if j is not None]
     parsed_human = [h for j, h in zip(judge, human, strict=True) if j is not None]
     labels = _ordered([*parsed_judge, *human])
@@ -554,8 +553,13 @@ def _build(
         kappa_interval_undefined=kappa_interval_undefined,
         spearman_interval=rho_low_high,
         **binary_figures,
-        **context,
     )
+    return _judged(draft)
+
+
+def _judged(cal: Calibration, **context: Any) -> Calibration:
+    """``cal`` with ``context``'s fields set, then its warnings (``expired`` first) and verdict."""
+    draft = replace(cal, **context)
     warnings = (*draft.expired, *_warnings(draft))
     return replace(draft, warnings=warnings, verdict=_verdict(draft, warnings))
 
@@ -573,17 +577,6 @@ def calibrate(
     >>> str(cal.agreement), str(cal.failure_recall), cal.kappa
     ('9/10 = 90.0% [59.6%, 98.2%]', '0/1 = 0.0% [0.0%, 79.3%]', 0.0)
     """
-    return _calibrate(judge, human, categories, ids)
-
-
-def _calibrate(
-    judge: Sequence[Any],
-    human: Sequence[Any],
-    categories: Sequence[str] | None,
-    ids: Sequence[Any] | None,
-    **context: Any,
-) -> Calibration:
-    """``calibrate`` with more fields set (see ``_build``)."""
     judge_list, human_list = list(judge), list(human)
     if len(judge_list) != len(human_list):
         raise CalibrationError(
@@ -605,7 +598,6 @@ def _calibrate(
         humans,  # type: ignore[arg-type]  # human labels are never None (checked above)
         tuple(str(c) for c in categories) if categories is not None else None,
         tuple(ids) if ids is not None else None,
-        **context,
     )
 
 
@@ -748,11 +740,8 @@ def calibrate_results(
     for what, values in (("rubrics", rubrics - {None}), ("judge models", models - {None})):
         if len(values) > 1:
             expired.append(f"these results mix {len(values)} {what}: calibrate each one separately")
-    return _calibrate(
-        judged,
-        humans,
-        categories,
-        ids,
+    return _judged(
+        calibrate(judged, humans, categories=categories, ids=ids),
         judge_model=next(iter(models)) if len(models) == 1 else None,
         rubric_fingerprint=next(iter(rubrics)) if len(rubrics) == 1 else None,
         expired=tuple(expired),
@@ -809,11 +798,8 @@ def load_calibration(path: str | Path) -> Calibration:
     }
     categories = None if None in column["category"] else column["category"]
     try:
-        return _calibrate(
-            column["judge"],
-            column["human"],
-            categories,
-            column["id"],
+        return _judged(
+            calibrate(column["judge"], column["human"], categories=categories, ids=column["id"]),
             judge_model=document.get("judge_model"),
             rubric_fingerprint=document.get("rubric_fingerprint"),
         )
