@@ -85,24 +85,18 @@ def add_stats(sub: Any) -> None:
 
 
 def _whole(text: str, what: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise UsageError(f"{what} must be a whole number, got {text!r}") from None
-
-
-def _size(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise UsageError(f"--cluster-size must be a number, got {text!r}") from None
+    return _typed(int, text, what, "a whole number")
 
 
 def _rate(text: str, what: str) -> float:
+    return _typed(parse_threshold, text, what, "a proportion such as 0.9 or 90%")
+
+
+def _typed(convert: Any, text: str, what: str, expected: str) -> Any:
     try:
-        return parse_threshold(text)
-    except InputError:
-        raise UsageError(f"{what} must be a proportion such as 0.9 or 90%, got {text!r}") from None
+        return convert(text)
+    except (ValueError, InputError):
+        raise UsageError(f"{what} must be {expected}, got {text!r}") from None
 
 
 def _cmd_stats(args: argparse.Namespace) -> int:
@@ -122,7 +116,10 @@ def _cmd_stats(args: argparse.Namespace) -> int:
         if args.cluster_size is None or "icc" not in values:
             missing = "cluster_size" if args.cluster_size is None else "icc"
             raise InputError("clusters need both --cluster-size and --icc", field=missing)
-        values["clusters"] = (_size(args.cluster_size), values.pop("icc"))
+        values["clusters"] = (
+            _typed(float, args.cluster_size, "--cluster-size", "a number"),
+            values.pop("icc"),
+        )
     said = args.say(**values)
     if args.json:
         print_json(said.to_dict())
