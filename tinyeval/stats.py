@@ -42,6 +42,8 @@ __all__ = [
 ]
 
 _STANDARD_NORMAL = NormalDist()
+_z = _STANDARD_NORMAL.inv_cdf  # the standard normal quantile: _z(0.975) is 1.959963…
+_BIG = 1e300  # "at least 1" still means finite
 
 try:  # inside the package, statistics errors share the package's root
     from .errors import TinyevalError as _ErrorRoot
@@ -87,7 +89,6 @@ class Rate(NamedTuple):
 
     @property
     def value(self) -> float:
-        """``successes / n``."""
         return self.successes / self.n
 
     def __float__(self) -> float:
@@ -103,8 +104,6 @@ class Rate(NamedTuple):
 
 
 # ---------------------------------------------------------------- validation
-
-
 def _count(value: Any, name: str, func: str, least: int = 0) -> int:
     """``value`` as an int from ``least`` up; bools and floats are refused, not coerced."""
     if isinstance(value, bool):
@@ -132,19 +131,16 @@ def _open_unit(value: Any, name: str, func: str, *, one: bool = False) -> float:
     return number
 
 
-def _unit(value: Any, name: str, func: str) -> float:
-    """``value`` as a float in [0, 1]."""
+def _within(value: Any, name: str, func: str, low: float, high: float, wanted: str) -> float:
+    """``value`` as a float from ``low`` to ``high``; NaN, bools and other types are refused."""
     number = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else -1
-    if not 0.0 <= number <= 1.0:
-        raise StatisticsError(f"{func}: {name} must be a number in [0, 1], got {value!r}")
+    if not low <= number <= high:
+        raise StatisticsError(f"{func}: {name} must be {wanted}, got {value!r}")
     return number
 
 
-def _at_least_one(value: Any, name: str, func: str) -> float:
-    number = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else 0
-    if not 1.0 <= number < math.inf:
-        raise StatisticsError(f"{func}: {name} must be a number of at least 1, got {value!r}")
-    return number
+def _unit(value: Any, name: str, func: str) -> float:
+    return _within(value, name, func, 0.0, 1.0, "a number in [0, 1]")
 
 
 def _planned_power(value: Any, func: str) -> float:
@@ -180,14 +176,7 @@ def _bisect(rises: Any, low: float, high: float) -> float:
     return high
 
 
-def _z(probability: float) -> float:
-    """The standard normal quantile: ``_z(0.975)`` is 1.959963…"""
-    return _STANDARD_NORMAL.inv_cdf(probability)
-
-
 # ---------------------------------------------------------------- pass rates
-
-
 def wilson_interval(
     successes: int, n: int, confidence: float = 0.95, *, design_effect: float = 1.0
 ) -> Interval:
@@ -200,8 +189,7 @@ def wilson_interval(
     [0.646, 0.978]
     """
     func = "wilson_interval"
-    successes = _count(successes, "successes", func)
-    n = _count(n, "n", func)
+    successes, n = _count(successes, "successes", func), _count(n, "n", func)
     confidence = _open_unit(confidence, "confidence", func)
     if successes > n:
         raise StatisticsError(f"{func}: successes must be between 0 and n = {n}, got {successes}")
@@ -210,7 +198,7 @@ def wilson_interval(
     z = _z((1.0 + confidence) / 2.0)
     z2 = z * z
     if design_effect != 1.0:
-        effect = _at_least_one(design_effect, "design_effect", func)
+        effect = _within(design_effect, "design_effect", func, 1.0, _BIG, "a number of at least 1")
         return Interval(*_wilson_bounds(successes / n, n / effect, z2))
     failures = n - successes
     # (2k + z² ± z·sqrt(z² + 4k(n−k)/n)) / (2(n + z²)): the textbook form,
@@ -274,8 +262,7 @@ def format_rate(successes: int, n: int, confidence: float = 0.95) -> str:
     >>> format_rate(17, 20)
     '17/20 = 85.0% [64.0%, 94.8%]'
     """
-    successes = _count(successes, "successes", "format_rate")
-    n = _count(n, "n", "format_rate")
+    successes, n = _count(successes, "successes", "format_rate"), _count(n, "n", "format_rate")
     if n == 0 and successes == 0:
         return "0/0 = n/a"
     low, high = wilson_interval(successes, n, confidence)
@@ -283,8 +270,6 @@ def format_rate(successes: int, n: int, confidence: float = 0.95) -> str:
 
 
 # ---------------------------------------------------------------- planning
-
-
 def _check_plan(baseline: Any, target: Any, alpha: Any, func: str) -> tuple[float, float, float]:
     baseline = _open_unit(baseline, "baseline", func)
     target = _open_unit(target, "target", func)
@@ -472,8 +457,6 @@ def detectable_difference(
 
 
 # ---------------------------------------------------------------- comparing runs
-
-
 # Up to this many discordant cases the binomial coefficient is computed exactly
 # (math.comb takes about 40 ms at 50 000); beyond it, by Loader's saddle-point
 # formula, which is accurate to about 1e-13 relative and takes microseconds.
@@ -650,13 +633,13 @@ def design_effect(cluster_size: float, icc: float) -> float:
     >>> design_effect(5, 0.3)
     2.2
     """
-    size = _at_least_one(cluster_size, "cluster_size", "design_effect")
+    size = _within(
+        cluster_size, "cluster_size", "design_effect", 1.0, _BIG, "a number of at least 1"
+    )
     return 1.0 + (size - 1.0) * _unit(icc, "icc", "design_effect")
 
 
 # ---------------------------------------------------------------- agreement
-
-
 def cohen_kappa(a: Iterable[Hashable], b: Iterable[Hashable]) -> float:
     """Cohen's kappa of two raters on the same items: (p_o − p_e) / (1 − p_e).
 
