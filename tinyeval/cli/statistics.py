@@ -228,9 +228,11 @@ def sample_size_sentence(
             )
         paired = {key: plan[key] for key in ("alpha", "power") if key in plan}
         difference = round(target - baseline, 12)
+        fields = _plan(
+            "sample-size", None, stats.paired_sample_size, difference, discordance, **paired
+        )
+        fields.update(test=MCNEMAR, baseline=baseline, target=target)
         needed = stats.paired_sample_size(difference, discordance, **paired)
-        fields = _plan("sample-size", None, stats.paired_sample_size, 0.5, discordance, **paired)
-        fields.update(test=MCNEMAR, baseline=baseline, target=target, difference=difference)
         text = (
             f"you need {needed} paired cases when {_percent(discordance)} of cases change "
             "outcome (Connor 1987)"
