@@ -1,8 +1,4 @@
-"""Judge against people (``calibrate``), and the labels file (``read_labels``).
-
-Raw agreement flatters a judge that always says PASS, so the headline figures are
-failure recall, false alarms and Cohen's kappa; unparsed replies are counted, never dropped.
-"""
+"""Judge against people (``calibrate``), and the labels file (``read_labels``)."""
 
 from __future__ import annotations
 
@@ -290,12 +286,10 @@ class Calibration:
                 figure(name, rate or (unlabelled if self.parsed else none), note)
         if self.kappa is None:
             figure("kappa", f"undefined ({self.kappa_undefined})")
-        elif self.kappa_interval:
-            figure(
-                "kappa", f"{self.kappa:.3f}{_span(self.kappa_interval, 3)}", "(95%, large-sample)"
-            )
         else:
-            figure("kappa", f"{self.kappa:.3f}", f"(no interval: {self.kappa_interval_undefined})")
+            no_interval = f"(no interval: {self.kappa_interval_undefined})"
+            note = "(95%, large-sample)" if self.kappa_interval else no_interval
+            figure("kappa", f"{self.kappa:.3f}{_span(self.kappa_interval, 3)}", note)
         if self.spearman is not None or self.spearman_undefined != "the labels are not numbers":
             rho = (
                 f"{self.spearman:.3f}"
