@@ -506,3 +506,14 @@ def test_cli_calibrate_says_the_judge_gave_one_verdict_only(
     assert "no interval: the judge gave one verdict only (FAIL on all 20 parsed cases)" in out
     assert "not your criterion (the judge gave one verdict only" in out
     assert "so kappa is 0 whatever your labels say" in out
+
+
+def test_labels_of_one_kind_are_said_so_where_kappa_has_no_interval() -> None:
+    # the judge varies, the human passed all 20: kappa is 0 and its variance 0
+    cal = calibrate([P, F] * 10, [P] * 20)
+    assert cal.kappa == 0.0 and cal.kappa_interval is None
+    assert cal.kappa_interval_undefined == (
+        "you gave one label only (PASS on all 20 parsed cases), so kappa is 0 whatever the "
+        "judge's verdicts say: it cannot tell a judge that catches failures from one that does not"
+    )
+    assert "rater" not in cal.to_text() and "agree on all" not in cal.to_text()

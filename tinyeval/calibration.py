@@ -370,11 +370,22 @@ def _interval(
     return (found.low, found.high), None
 
 
-def _one_verdict(label: Label, parsed: int) -> str:
-    return (
-        f"the judge gave one verdict only ({_short(label)} on all {plural(parsed, 'parsed case')}),"
-        " so kappa is 0 whatever your labels say: it cannot tell your passes from your failures"
-    )
+def _one_label(judge: Sequence[Label | None], human: Sequence[Label]) -> str | None:
+    """Why kappa is 0 when one side gave one label only (None when both gave several)."""
+    pairs = [(j, h) for j, h in zip(judge, human, strict=True) if j is not None]
+    for side, who, other, meaning in (
+        (0, "the judge gave one verdict only", "your labels", "your passes from your failures"),
+        (
+            1,
+            "you gave one label only",
+            "the judge's verdicts",
+            "a judge that catches failures from one that does not",
+        ),
+    ):
+        if len({pair[side] for pair in pairs}) == 1:
+            cases = f"{_short(pairs[0][side])} on all {plural(len(pairs), 'parsed case')}"
+            return f"{who} ({cases}), so kappa is 0 whatever {other} say: it cannot tell {meaning}"
+    return None
 
 
 def _warnings(cal: Calibration) -> list[str]:
@@ -392,7 +403,8 @@ def _warnings(cal: Calibration) -> list[str]:
             f"{sorted(map(str, set(cal.human_labels)))}): agreement means nothing here"
         )
     if cal.kappa is not None and cal.kappa < KAPPA_FLOOR:
-        one = f" ({_one_verdict(next(iter(judged)), cal.parsed)})" if len(judged) == 1 else ""
+        one_label = _one_label(cal.judge_labels, cal.human_labels)
+        one = f" ({one_label})" if one_label else ""
         found.append(
             f"kappa {cal.kappa:.2f} is below {KAPPA_FLOOR}: the figure is the judge's opinion, "
             f"not your criterion{one}"
@@ -490,8 +502,8 @@ def _build(
     kappa_low_high, kappa_interval_undefined = _interval(
         kappa_interval, parsed_judge, parsed_human, kappa is not None
     )
-    if kappa is not None and len(set(parsed_judge)) == 1:
-        kappa_interval_undefined = _one_verdict(parsed_judge[0], parsed)
+    if kappa is not None:
+        kappa_interval_undefined = _one_label(judge, human) or kappa_interval_undefined
     rho_low_high, _ = _interval(spearman_interval, parsed_judge, parsed_human, rho is not None)
 
     binary_figures: dict[str, Any] = {}
