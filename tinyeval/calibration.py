@@ -290,13 +290,10 @@ class Calibration:
             no_interval = f"(no interval: {self.kappa_interval_undefined})"
             note = "(95%, large-sample)" if self.kappa_interval else no_interval
             figure("kappa", f"{self.kappa:.3f}{_span(self.kappa_interval, 3)}", note)
-        if self.spearman is not None or self.spearman_undefined != "the labels are not numbers":
-            rho = (
-                f"{self.spearman:.3f}"
-                if self.spearman is not None
-                else f"undefined ({self.spearman_undefined})"
-            )
-            figure("spearman", rho + _span(self.spearman_interval, 3))
+        if self.spearman is not None:
+            figure("spearman", f"{self.spearman:.3f}{_span(self.spearman_interval, 3)}")
+        elif self.spearman_undefined != "the labels are not numbers":
+            figure("spearman", f"undefined ({self.spearman_undefined})")
         figure(
             "unparsed",
             f"{self.unparsed} of {plural(self.n, 'judge reply', 'judge replies')}",
@@ -508,10 +505,11 @@ def _build(
 
     binary_figures: dict[str, Any] = {}
     if binary:
-        fails = confusion["FAIL"]
-        passes = confusion["PASS"]
-        human_failures = fails["PASS"] + fails["FAIL"]
-        human_passes = passes["PASS"] + passes["FAIL"]
+        fails, passes = confusion["FAIL"], confusion["PASS"]
+        human_failures, human_passes = (
+            fails["PASS"] + fails["FAIL"],
+            passes["PASS"] + passes["FAIL"],
+        )
         binary_figures = {
             "human_failures": human_failures,
             "judge_caught": fails["FAIL"],
