@@ -289,11 +289,14 @@ def _forms_longest_first(secrets: frozenset[str]) -> tuple[str, ...]:
 
 
 def _escaped_forms(secret: str) -> set[str]:
-    """A secret as it may appear in text: raw, stripped, repr-, JSON- and percent-escaped."""
+    """A secret as it may appear in text: raw, stripped, escaped (repr, JSON, percent, HTML),
+    and its UTF-8 bytes in base64 and hex."""
+    import base64
+    import html
+
     forms = set()
-    for value in {secret, secret.strip()}:
-        if not value:
-            continue
+    for value in {secret, secret.strip()} - {""}:
+        escaped = html.escape(value)
         forms.update(
             {
                 value,
@@ -303,10 +306,16 @@ def _escaped_forms(secret: str) -> set[str]:
                 urllib.parse.quote(value, safe=""),
                 urllib.parse.quote_plus(value, safe=""),
                 urllib.parse.quote(value),
+                escaped,
+                escaped.replace("&#x27;", "&#39;"),
+                html.escape(value, quote=False),
             }
         )
         with contextlib.suppress(UnicodeEncodeError):
-            forms.add(repr(value.encode("utf-8"))[2:-1])
+            data = value.encode("utf-8")
+            forms.update({repr(data)[2:-1], data.hex(), data.hex().upper()})
+            for encoded in (base64.b64encode(data), base64.urlsafe_b64encode(data)):
+                forms.update({encoded.decode(), encoded.decode().rstrip("=")})
     return forms
 
 

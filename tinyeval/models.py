@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import _thread
 import abc
+import contextlib
 import functools
 import importlib
 import inspect
@@ -86,13 +87,13 @@ class Reply(str):
         cls,
         text: str,
         *,
-        usage: Mapping[str, int] | None = None,
+        usage: Mapping[str, Any] | None = None,
         model: str | None = None,
         cached: bool = False,
         latency_ms: float | None = None,
     ) -> Reply:
         self = super().__new__(cls, text)
-        self.usage = dict(usage) if usage is not None else None
+        self.usage = _believable(usage)
         self.model = model
         self.cached = cached
         self.latency_ms = latency_ms
@@ -103,6 +104,18 @@ class Reply(str):
             f"Reply({str(self)!r}, usage={self.usage!r}, model={self.model!r}, "
             f"cached={self.cached!r})"
         )
+
+
+_MOST_TOKENS = 10**12  # a count past this (or not a whole number) leaves the usage unknown
+
+
+def _believable(usage: Any) -> dict[str, int] | None:
+    """Token counts as a server gave them, or None when any is not a plausible whole number."""
+    if not isinstance(usage, Mapping):
+        return None
+    counts = dict(usage)
+    plausible = (type(n) is int and 0 <= n <= _MOST_TOKENS for n in counts.values())
+    return counts if all(plausible) else None
 
 
 class ChatPrompt(str):
@@ -457,6 +470,7 @@ def resolve(
     max_tokens: int | None = None,
     sleep: Sleep = time.sleep,
     max_response_bytes: int = MAX_RESPONSE_BYTES,
+    pass_env: Iterable[str] = (),
 ) -> Model:
     """The :class:`Model` named by ``spec``; ``base_url`` overrides ``OPENAI_BASE_URL`` or
     ``ANTHROPIC_BASE_URL``, ``timeout`` bounds each HTTP attempt, ``temperature`` None leaves
@@ -478,7 +492,7 @@ def resolve(
     temperature = None if temperature is None else float(temperature)
     options = _Options(
         base_url, timeout, retries, temperature, max_tokens, sleep, max_response_bytes
-    )
+    )._replace(pass_env=tuple(pass_env))
     if spec == "builtin":
         judge = _extra("model", "builtin", what="the built-in judge")
         return _FunctionModel(spec, judge, temperature=temperature, resolved=True)
@@ -490,7 +504,7 @@ def resolve(
     if not rest.strip():
         raise ModelConfigError(f"model spec {spec!r} is incomplete: expected {SPEC_FORMS}")
     if scheme == "cmd":
-        return _command_model(spec, rest.strip(), timeout, temperature)
+        return _command_model(spec, rest.strip(), options)
     if scheme == "py":
         return _python_model(spec, rest.strip(), temperature)
     adapter = _OpenAIModel if scheme == "openai" else _AnthropicModel
@@ -505,6 +519,7 @@ class _Options(NamedTuple):
     max_tokens: int | None
     sleep: Sleep
     max_response_bytes: int
+    pass_env: tuple[str, ...] = ()
 
 
 _MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/@-]*")
@@ -620,50 +635,112 @@ def _python_model(spec: str, target: str, temperature: float | None) -> Model:
     return _FunctionModel(spec, function, temperature=temperature, resolved=True)
 
 
-class _CommandModel(Model):
-    """A command run once per call: the prompt on stdin, the reply on stdout."""
+# what a cmd: model sees of the environment, besides LC_*, TINYEVAL_* and the names passed
+_COMMAND_ENVIRONMENT = frozenset({"PATH", "HOME", "LANG", "TMPDIR", "SYSTEMROOT"})
 
-    def __init__(
-        self, spec: str, argv: list[str], *, timeout: float, temperature: float | None
-    ) -> None:
-        super().__init__(spec, temperature=temperature)
+
+class _CommandModel(Model):
+    """A command run once per call: the prompt on stdin, the reply on stdout (bounded)."""
+
+    def __init__(self, spec: str, argv: list[str], options: _Options) -> None:
+        super().__init__(spec, temperature=options.temperature)
         self._argv = argv
-        self._timeout = timeout
+        self._options = options
+
+    def _environment(self, sample: int) -> dict[str, str]:
+        keep = _COMMAND_ENVIRONMENT | set(self._options.pass_env)
+        env = {
+            name: value
+            for name, value in os.environ.items()
+            if name in keep or name.startswith(("LC_", "TINYEVAL_"))
+        }
+        env["TINYEVAL_SAMPLE"] = str(sample)
+        if self.temperature is not None:
+            env["TINYEVAL_TEMPERATURE"] = repr(self.temperature)
+        return env
 
     def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
         import subprocess
 
-        env = dict(os.environ, TINYEVAL_SAMPLE=str(sample))
-        if self.temperature is not None:
-            env["TINYEVAL_TEMPERATURE"] = repr(self.temperature)
+        timeout, limit = self._options.timeout, self._options.max_response_bytes
         try:
-            done = subprocess.run(
+            process = subprocess.Popen(
                 self._argv,
-                input=prompt,
-                capture_output=True,
-                text=True,
-                encoding="utf-8",
-                errors="replace",
-                timeout=self._timeout,
-                env=env,
-                check=False,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self._environment(sample),
+                start_new_session=True,  # its children are stopped with it
             )
-        except subprocess.TimeoutExpired:
-            raise ModelCallError(
-                f"{self.spec}: no reply within {self._timeout:g} s (the command was stopped)"
-            ) from None
         except OSError as exc:
             raise ModelCallError(
                 scrub(f"{self.spec}: cannot run {self._argv[0]!r}: {exc.strerror or exc}")
             ) from None
-        if done.returncode != 0:
-            detail = _last_line(scrub(done.stderr))
-            message = f"{self.spec}: the command exited with code {done.returncode}"
+        out, err = _Drain(process, process.stdout, limit), _Drain(process, process.stderr, 2**16)
+        threading.Thread(target=_feed, args=(process.stdin, prompt), daemon=True).start()
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise ModelCallError(
+                f"{self.spec}: no reply within {timeout:g} s (the command was stopped)"
+            ) from None
+        finally:
+            _stop(process)
+        if out.overflowed:
+            raise ModelCallError(
+                f"{self.spec}: the reply is longer than {limit:,} bytes (max_response_bytes);"
+                " the command was stopped"
+            )
+        if process.returncode != 0:
+            detail = _last_line(scrub(err.text(timeout)))
+            message = f"{self.spec}: the command exited with code {process.returncode}"
             raise ModelCallError(scrub(f"{message}: {detail}" if detail else message))
-        return Reply(_strip_one_newline(done.stdout))
+        return Reply(out.text(timeout).removesuffix("\n"))
 
 
-def _command_model(spec: str, command: str, timeout: float, temperature: float | None) -> Model:
+class _Drain(threading.Thread):
+    """Reads a pipe to its end, keeping up to ``limit`` bytes; past it the command is stopped."""
+
+    def __init__(self, process: Any, pipe: Any, limit: int) -> None:
+        super().__init__(daemon=True)
+        self.process, self.pipe, self.limit = process, pipe, limit
+        self.chunks: list[bytes] = []
+        self.overflowed = False
+        self.start()
+
+    def run(self) -> None:
+        size = 0
+        while chunk := self.pipe.read1(2**16):
+            size += len(chunk)
+            if size > self.limit:
+                self.overflowed = True
+                _stop(self.process)
+                return
+            self.chunks.append(chunk)
+
+    def text(self, timeout: float) -> str:
+        """What was read, decoded, newlines as in text mode (\\r\\n and \\r become \\n)."""
+        self.join(timeout)
+        text = b"".join(self.chunks).decode("utf-8", errors="replace")
+        return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _feed(stdin: Any, prompt: str) -> None:
+    with contextlib.suppress(OSError), stdin:  # a command need not read its input
+        stdin.write(prompt.encode("utf-8", errors="replace"))
+
+
+def _stop(process: Any) -> None:
+    """Stop a command and whatever it started (its session's process group)."""
+    with contextlib.suppress(OSError):
+        if hasattr(os, "killpg"):
+            os.killpg(process.pid, 9)
+        else:  # pragma: no cover - Windows
+            process.kill()
+    process.wait()
+
+
+def _command_model(spec: str, command: str, options: _Options) -> Model:
     import shlex
     import shutil
 
@@ -675,16 +752,12 @@ def _command_model(spec: str, command: str, timeout: float, temperature: float |
         raise ModelConfigError(f"model spec {spec!r} is incomplete: expected cmd:COMMAND")
     if shutil.which(argv[0]) is None:
         raise ModelConfigError(f"{spec}: command {argv[0]!r} not found on PATH")
-    return _CommandModel(spec, argv, timeout=timeout, temperature=temperature)
+    return _CommandModel(spec, argv, options)
 
 
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[-1][:300] if lines else ""
-
-
-def _strip_one_newline(text: str) -> str:
-    return text[:-2] if text.endswith("\r\n") else text.removesuffix("\n")
 
 
 class _HTTPModel(_Poster, Model):
@@ -796,14 +869,9 @@ class _HTTPModel(_Poster, Model):
     def _reply_with(self, payload: Mapping[str, Any], text: str, names: tuple[str, str]) -> Reply:
         """A Reply with the usage (under the vendor's ``names``) and model the server reports."""
         usage: dict[str, Any] = payload["usage"] if isinstance(payload.get("usage"), dict) else {}
-        counts: dict[str, Any] = {
-            "input_tokens": usage.get(names[0]),
-            "output_tokens": usage.get(names[1]),
-        }
-        known = all(isinstance(n, int) and not isinstance(n, bool) for n in counts.values())
+        counts = {"input_tokens": usage.get(names[0]), "output_tokens": usage.get(names[1])}
         reported = payload.get("model")
-        model = reported if isinstance(reported, str) else None
-        return Reply(text, usage=counts if known else None, model=model)
+        return Reply(text, usage=counts, model=reported if isinstance(reported, str) else None)
 
 
 def _chat(prompt: str) -> ChatPrompt:

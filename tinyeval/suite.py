@@ -41,7 +41,11 @@ JUDGES, RAG = "juries and other judges (tinyeval/judges/)", "retrieval (tinyeval
 CI, MORE = "CI reports (tinyeval/ci/)", "more options of the core"
 GROUPS = (READING, GATE, JUDGE, RUNNING, ESTIMATES, SCALE, JUDGES, RAG, CI, MORE)
 _JUDGED, _GENERATED = ("criterion", "rubric"), ("generate_model",)
-_STYLES = ("verdict-first", "evidence-first")  # as tinyeval.judge.STYLES, without loading it
+_STYLES = (
+    "verdict-first",
+    "evidence-first",
+    "structured",
+)  # as tinyeval.judge.STYLES, without loading it
 
 
 def _setting(group: str | None, help: str, default: Any = None, **more: Any) -> Any:
@@ -198,6 +202,9 @@ class RunSettings:
     show_failures: int = _setting(MORE, "failed cases shown per category (default: 5)", 5, least=0)
     max_response_bytes: int | None = _setting(MORE, "largest model reply read (default: 8 MiB)")
     refresh: bool = _setting(MORE, "call the models again, overwriting the cache", False)
+    pass_env: Sequence[str] = _setting(
+        MORE, "an environment variable cmd: models also see (repeatable)", (), metavar="NAME"
+    )
     generate_model: str | None = _setting(MORE, "generate missing outputs", metavar="SPEC")
     prompt_template: str | None = _setting(
         MORE, "a file with {input}, the generate prompt", metavar="FILE", needs=_GENERATED
