@@ -11,10 +11,10 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from . import _EXTRAS, _extra
+from ._formats import read_text
 from .errors import InputError, json_problem
 from .models import ask, reported_model, sum_usage
 
@@ -664,7 +664,7 @@ def load_rubric(path: str | os.PathLike[str]) -> Rubric:
     ('Read it.',)
     """
     where = str(path)
-    text = Path(path).read_text(encoding="utf-8")
+    text = read_text(path, what="the rubric", error=JudgeError)  # bounded, one clear line
     if not where.endswith(".json"):
         if not text.strip():
             raise JudgeError("the rubric file is empty", path=where)

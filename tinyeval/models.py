@@ -31,38 +31,13 @@ from ._http import (
     _host_port,
     _Poster,
     _public_url,
-    parse_retry_after,
     scrub,
-    secret_values,
 )
 from .errors import InputError, TinyevalError, plural, shorten
 
 if TYPE_CHECKING:  # asyncio is imported on the first awaitable: a sync run never pays for it
     import asyncio
 
-__all__ = [
-    "ANTHROPIC_DEFAULT_BASE",
-    "OPENAI_DEFAULT_BASE",
-    "USAGE_KEYS",
-    "CallModel",
-    "ChatPrompt",
-    "Model",
-    "ModelCallError",
-    "ModelConfigError",
-    "Reply",
-    "accepted_keywords",
-    "add_usage",
-    "as_model",
-    "ask",
-    "model_spec",
-    "parse_retry_after",
-    "reported_model",
-    "resolve",
-    "run_awaitable",
-    "scrub",
-    "secret_values",
-    "sum_usage",
-]
 
 CallModel = Callable[..., Any]
 """Any model: ``call_model(prompt, **keywords)`` returns a ``str`` or an awaitable of one."""
