@@ -298,4 +298,3 @@ def test_identical_calls_in_flight_at_once_are_sent_once(cache: ResponseCache) -
     for t in threads:
         t.join(10)
     assert calls == ["same"] and replies == ["PASS"] * 6
-

@@ -124,7 +124,7 @@ class ResponseCache:
     def __init__(self, path: str | os.PathLike[str] = DEFAULT_PATH) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
-        self._hits = self._misses = self._stores = self._failures = 0
+        self._hits = self._misses = self._stores = 0
         self.warning: str | None = None  # the first failed look-up or store, said once
         self._connection: sqlite3.Connection | None = None
         if str(path) != ":memory:":
@@ -173,9 +173,8 @@ class ResponseCache:
         return f"cannot use the cache {self.path}: {exc}"
 
     def _failed(self, doing: str, exc: Exception) -> None:
-        """Count a failed look-up or store; the first one becomes :attr:`warning`."""
+        """The first failed look-up or store becomes :attr:`warning` (said once)."""
         with self._lock:
-            self._failures += 1
             if self.warning is None:
                 self.warning = (
                     f"the cache {self.path} could not {doing} ({exc}); replies are used all the"
@@ -304,12 +303,6 @@ class ResponseCache:
         """Hits, misses and stores counted by this object since it was opened."""
         with self._lock:
             return CacheStats(self._hits, self._misses, self._stores)
-
-    @property
-    def failures(self) -> int:
-        """Failed look-ups and stores since it was opened (the replies were used all the same)."""
-        with self._lock:
-            return self._failures
 
     def __len__(self) -> int:
         with self._lock:

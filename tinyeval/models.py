@@ -142,30 +142,23 @@ _KEYWORDS = ("sample", "json_schema")
 _KEYWORDS_SEEN: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
 
 
-def _signature_keywords(call_model: CallModel) -> frozenset[str]:
-    try:
-        parameters = inspect.signature(call_model).parameters
-    except (TypeError, ValueError):  # builtins and C callables without a signature
-        return frozenset()
-    by_name = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return frozenset(
-        name for name in _KEYWORDS if name in parameters and parameters[name].kind in by_name
-    )
-
-
 def accepted_keywords(call_model: CallModel) -> frozenset[str]:
     """Which of ``sample`` and ``json_schema`` ``call_model`` names as parameters.
 
     >>> sorted(accepted_keywords(lambda prompt, *, sample=0, json_schema=None: prompt))
     ['json_schema', 'sample']
     """
-    try:  # remembered per callable while it lives: ask() looks on every call
+    with contextlib.suppress(TypeError, KeyError):  # remembered per callable while it lives
         return _KEYWORDS_SEEN[call_model]
-    except TypeError:  # unhashable or not weakly referenceable: just look
-        return _signature_keywords(call_model)
-    except KeyError:
-        known = _KEYWORDS_SEEN[call_model] = _signature_keywords(call_model)
-        return known
+    try:
+        parameters = inspect.signature(call_model).parameters
+    except (TypeError, ValueError):  # builtins and C callables without a signature
+        parameters = {}  # type: ignore[assignment]
+    by_name = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    known = frozenset(n for n in _KEYWORDS if n in parameters and parameters[n].kind in by_name)
+    with contextlib.suppress(TypeError):  # unhashable or not weakly referenceable: not kept
+        _KEYWORDS_SEEN[call_model] = known
+    return known
 
 
 _LOOP: list[asyncio.AbstractEventLoop] = []  # tinyeval's one event loop, run in a daemon thread
@@ -389,17 +382,14 @@ class Model(abc.ABC):
 def _scrub_reply(reply: Reply, secrets: list[str]) -> Reply:
     """``reply`` with every secret removed from its text and model name (refused if not text)."""
     _refuse_invalid_text(str(reply), "the reply")
-    text = scrub(str(reply), secrets)
-    model = reported = getattr(reply, "model", None)
+    model = getattr(reply, "model", None)
     if isinstance(model, str):
         _refuse_invalid_text(model, "the reported model name")
-        reported = scrub(model, secrets)
-    if text == str(reply) and reported == model and isinstance(reply, Reply):
-        return reply
+        model = scrub(model, secrets)
     return Reply(
-        text,
+        scrub(str(reply), secrets),
         usage=getattr(reply, "usage", None),
-        model=reported,
+        model=model,
         cached=bool(getattr(reply, "cached", False)),
         latency_ms=getattr(reply, "latency_ms", None),
     )
@@ -411,15 +401,16 @@ def _key_from_environment(variable: str) -> str | None:
     if not key:
         return None
     for position, char in enumerate(key, start=1):
-        if ord(char) < 0x20 or ord(char) == 0x7F:
-            raise ModelConfigError(
-                f"{variable} holds a control character (U+{ord(char):04X}) at character"
-                f" {position} of the key; remove it (the key is not shown)"
+        if not " " <= char <= "~":
+            control = ord(char) < 0x20 or ord(char) == 0x7F  # only these are named
+            what = (
+                f"a control character (U+{ord(char):04X})"
+                if control
+                else "a character that is not ASCII"
             )
-        if ord(char) > 0x7E:
             raise ModelConfigError(
-                f"{variable} holds a character that is not ASCII at character {position}"
-                " of the key; an API key is ASCII (the key is not shown)"
+                f"{variable} holds {what} at character {position}"
+                " of the key; remove it (the key is not shown)"
             )
     return key
 
@@ -510,26 +501,25 @@ def _whole(value: Any, least: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _check_options(
     timeout: float, retries: int, temperature: float | None, max_tokens: int | None, limit: int
 ) -> None:
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-        raise ModelConfigError(f"timeout must be a number of seconds, got {timeout!r}")
-    if not (math.isfinite(timeout) and timeout > 0):
-        raise ModelConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    if not _whole(retries, 0):
-        raise ModelConfigError(f"retries must be an integer >= 0, got {retries!r}")
-    if temperature is not None and (
-        isinstance(temperature, bool)
-        or not isinstance(temperature, int | float)
-        or not math.isfinite(temperature)
-        or temperature < 0
-    ):
-        raise ModelConfigError(f"temperature must be a number >= 0 or None, got {temperature!r}")
-    if max_tokens is not None and not _whole(max_tokens, 1):
-        raise ModelConfigError(f"max_tokens must be an integer >= 1 or None, got {max_tokens!r}")
-    if not _whole(limit, 1):
-        raise ModelConfigError(f"max_response_bytes must be an integer >= 1, got {limit!r}")
+    checks = {
+        "timeout must be a positive number of seconds": _number(timeout) and timeout > 0,
+        "retries must be an integer >= 0": _whole(retries, 0),
+        "temperature must be a number >= 0 or None": temperature is None
+        or (_number(temperature) and temperature >= 0),
+        "max_tokens must be an integer >= 1 or None": max_tokens is None or _whole(max_tokens, 1),
+        "max_response_bytes must be an integer >= 1": _whole(limit, 1),
+    }
+    values = (timeout, retries, temperature, max_tokens, limit)
+    for (problem, ok), value in zip(checks.items(), values, strict=True):
+        if not ok:
+            raise ModelConfigError(f"{problem}, got {value!r}")
 
 
 class _FunctionModel(Model):
