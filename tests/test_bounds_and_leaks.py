@@ -110,7 +110,7 @@ def test_a_cache_path_that_is_not_a_regular_file_is_refused_before_the_run(
     if kind == "device" and not path.exists():
         pytest.skip("no /dev/full here")
     done = tinyeval(tmp_path, *JUDGED, "--judge-model", "py:judges:fails", "--cache", str(path))
-    _one_clear_line(done, "give the path of a file (--cache)")
+    _one_clear_line(done, "give the path of a file")
     assert "rollback" not in done.stderr.lower()
     assert not (tmp_path / "tinyeval-results.jsonl").exists()
 

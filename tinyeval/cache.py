@@ -188,11 +188,11 @@ class ResponseCache:
             ours = _OURS.get((kind, name))
             if ours == " ".join(str(sql).split()) or (kind, name) in _BATCH_OBJECTS:
                 continue
-            if not (kind == "index" and name.startswith("sqlite_autoindex_")):
+            if not name.startswith("sqlite_"):  # SQLite's own (reserved to it)
                 what = "a different" if ours else "a"
                 raise CacheError(
                     f"{self.path} is not a tinyeval cache: it holds {what} {kind} {name!r}"
-                    " that tinyeval did not create; give another --cache path"
+                    " that tinyeval did not create; use another cache file"
                 )
 
     def _prepare(self, connection: sqlite3.Connection) -> None:
@@ -439,7 +439,7 @@ def _refuse_special_file(path: Path) -> None:
     if not stat.S_ISREG(mode):
         kinds = {stat.S_ISDIR: "a directory", stat.S_ISFIFO: "a FIFO", stat.S_ISCHR: "a device"}
         kind = next((name for test, name in kinds.items() if test(mode)), "not a regular file")
-        raise CacheError(f"the cache {path} is {kind}; give the path of a file (--cache)")
+        raise CacheError(f"the cache {path} is {kind}; give the path of a file")
 
 
 def _reopened(inner: Model, path: str, refresh: bool) -> CachedModel:

@@ -697,9 +697,11 @@ def _feed(stdin: Any, prompt: str) -> None:
 
 def _stop(process: Any) -> None:
     """Stop a command and whatever it started (its session's process group)."""
+    import signal
+
     with contextlib.suppress(OSError):
         if hasattr(os, "killpg"):
-            os.killpg(process.pid, 9)
+            os.killpg(process.pid, signal.SIGKILL)
         else:  # pragma: no cover - Windows
             process.kill()
     process.wait()
