@@ -100,18 +100,22 @@ def test_a_cache_holding_what_tinyeval_did_not_create_is_refused(
     assert _contents(tmp_path / "c.db") == before  # nothing stored through it
 
 
-@pytest.mark.parametrize("kind", ["fifo", "directory", "device"])
+@pytest.mark.parametrize("kind", ["fifo", "directory", "device", "under-a-file"])
 def test_a_cache_path_that_is_not_a_regular_file_is_refused_before_the_run(
     tmp_path: Path, kind: str
 ) -> None:
-    path = {"fifo": tmp_path / "pipe", "directory": tmp_path, "device": Path("/dev/full")}[kind]
+    places = {"fifo": tmp_path / "pipe", "directory": tmp_path, "device": Path("/dev/full")}
+    path = places.get(kind, tmp_path / "notes.txt" / "c.db")
     if kind == "fifo":
         os.mkfifo(path)
+    if kind == "under-a-file":
+        path.parent.write_text("notes", encoding="utf-8")
     if kind == "device" and not path.exists():
         pytest.skip("no /dev/full here")
     done = tinyeval(tmp_path, *JUDGED, "--judge-model", "py:judges:fails", "--cache", str(path))
-    _one_clear_line(done, "give the path of a file")
-    assert "rollback" not in done.stderr.lower()
+    expected = "notes.txt" if kind == "under-a-file" else "give the path of a file"
+    _one_clear_line(done, f"cannot use the cache {path}" if kind == "under-a-file" else expected)
+    assert expected in done.stderr and "rollback" not in done.stderr.lower()
     assert not (tmp_path / "tinyeval-results.jsonl").exists()
 
 

@@ -128,7 +128,6 @@ class ResponseCache:
         self.warning: str | None = None  # the first failed look-up or store, said once
         self._connection: sqlite3.Connection | None = None
         if str(path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             _refuse_special_file(self.path)
         try:
             self._connection = sqlite3.connect(
@@ -431,11 +430,13 @@ _OPENED_LOCK = threading.Lock()
 def _refuse_special_file(path: Path) -> None:
     """A cache is a regular file: a FIFO would hang, a device or directory cannot hold one."""
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         mode = path.stat().st_mode
     except FileNotFoundError:
         return
     except OSError as exc:
-        raise CacheError(f"cannot use the cache {path}: {exc.strerror or exc}") from None
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise CacheError(f"cannot use the cache {path}: {exc.strerror or exc}{where}") from None
     if not stat.S_ISREG(mode):
         kinds = {stat.S_ISDIR: "a directory", stat.S_ISFIFO: "a FIFO", stat.S_ISCHR: "a device"}
         kind = next((name for test, name in kinds.items() if test(mode)), "not a regular file")
