@@ -1,6 +1,5 @@
 """The one-criterion judge: one property, a strict PASS/FAIL answer (else *unparsed*, never a
-pass); :func:`make_judge` builds the judge a criterion asks for. Every judge has ``name``,
-``criterion``, ``rubric_fingerprint`` and a call that records, never raises, a model's failure."""
+pass); every judge's call records, never raises, a model's failure."""
 
 from __future__ import annotations
 
@@ -149,19 +148,29 @@ Write the quote first and decide the verdict last. A FAIL needs a quote; a PASS 
 needs "quote": null. Shape: {"quote": "..." or null, "why": "...", "verdict": "PASS" or "FAIL"}"""
 )
 
-EVIDENCE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "quote": {
-            "type": ["string", "null"],
-            "description": "The part of the response that breaks the property, verbatim, or null.",
-        },
-        "why": {"type": "string", "description": "One sentence explaining the verdict."},
-        "verdict": {"type": "string", "enum": ["PASS", "FAIL"]},
+
+def _object_schema(**properties: Any) -> dict[str, Any]:
+    """The JSON schema of an object holding exactly these properties (a server holds replies to
+    it: ``response_format`` of OpenAI-compatible servers)."""
+    keys = list(properties)
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": keys,
+        "additionalProperties": False,
+    }
+
+
+_VERDICT = {"type": "string", "enum": ["PASS", "FAIL"]}
+_ONE_SENTENCE = {"type": "string", "description": "One sentence explaining the verdict."}
+EVIDENCE_SCHEMA = _object_schema(
+    quote={
+        "type": ["string", "null"],
+        "description": "The part of the response that breaks the property, verbatim, or null.",
     },
-    "required": ["quote", "why", "verdict"],
-    "additionalProperties": False,
-}
+    why=_ONE_SENTENCE,
+    verdict=_VERDICT,
+)
 
 STRUCTURED_TEMPLATE = (
     header("grading", "grade", "verdicts")
@@ -169,17 +178,7 @@ STRUCTURED_TEMPLATE = (
 Answer with one JSON object and nothing else: {"verdict": "PASS" if the response has the \
 property, "FAIL" if it does not, "reason": one sentence explaining the verdict}."""
 )
-
-# the JSON schema a server is asked to hold a "structured" judge's reply to
-VERDICT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "verdict": {"type": "string", "enum": ["PASS", "FAIL"]},
-        "reason": {"type": "string"},
-    },
-    "required": ["verdict", "reason"],
-    "additionalProperties": False,
-}
+VERDICT_SCHEMA = _object_schema(verdict=_VERDICT, reason=_ONE_SENTENCE)
 _STYLE_FORMATS = {
     "verdict-first": (VERDICT_TEMPLATE, None),
     "evidence-first": (EVIDENCE_TEMPLATE, EVIDENCE_SCHEMA),
