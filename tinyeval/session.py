@@ -126,6 +126,7 @@ class Session:
             temperature=s.temperature,
             max_tokens=max_tokens,
             max_response_bytes=s.max_response_bytes,
+            pass_env=s.pass_env,
             cache_path=s.cache,
             no_cache=s.no_cache,
             refresh=s.refresh,

@@ -44,7 +44,7 @@ GROUPS = (READING, GATE, JUDGE, RUNNING, ESTIMATES, SCALE, JUDGES, RAG, CI, MORE
 _JUDGED, _GENERATED = ("criterion", "rubric"), ("generate_model",)
 _PASS = ("pass", "block")
 _FORMATS = ("jsonl", "json", "csv", "yaml", "otel")
-_STYLES = ("verdict-first", "evidence-first")  # as tinyeval.judge.STYLES, without loading it
+_STYLES = ("verdict-first", "evidence-first", "structured")  # as tinyeval.judge.STYLES
 _DAY, _GIB, _TOKENS = 86_400, 2**30, 1_000_000  # upper bounds of settings (seconds, bytes)
 
 
@@ -219,6 +219,9 @@ class RunSettings:
         MORE, "largest model reply read (default: 8 MiB)", least=1, most=_GIB
     )
     refresh: bool = _setting(MORE, "call the models again, overwriting the cache", False)
+    pass_env: Sequence[str] = _setting(
+        MORE, "an environment variable cmd: models also see (repeatable)", (), metavar="NAME"
+    )
     generate_model: str | None = _setting(MORE, "generate missing outputs", metavar="SPEC")
     prompt_template: str | None = _setting(
         MORE, "a file with {input}, the generate prompt", metavar="FILE", needs=_GENERATED
