@@ -13,7 +13,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, NamedTuple
 
 from . import _EXTRAS, _extra
-from ._formats import read_text
+from ._formats import MAX_CONFIG_BYTES, read_text
 from .errors import InputError, json_problem
 from .models import ask, reported_model, sum_usage
 
@@ -662,7 +662,6 @@ def load_rubric(path: str | os.PathLike[str]) -> Rubric:
     >>> load_rubric(f.name).steps
     ('Read it.',)
     """
-    from ._formats import MAX_CONFIG_BYTES, read_text
 
     where = str(path)
     text = read_text(path, what="the rubric", max_bytes=MAX_CONFIG_BYTES, error=JudgeError)
