@@ -662,7 +662,6 @@ def load_rubric(path: str | os.PathLike[str]) -> Rubric:
     >>> load_rubric(f.name).steps
     ('Read it.',)
     """
-
     where = str(path)
     text = read_text(path, what="the rubric", max_bytes=MAX_CONFIG_BYTES, error=JudgeError)
     if not where.endswith(".json"):
