@@ -154,13 +154,12 @@ def summarize(
     # an observer that changes what the gate counts (trials: the case, not the trial) says so
     counted = [o.tallies() for o in (observers or {}).values() if hasattr(o, "tallies")]
     tallies = counted[0] if counted else result.sorted_categories()
-    if not result.complete:  # a category of the run with no row is named by every report
-        tallies = {**{name: {} for name in ready.categories - set(tallies)}, **tallies}
     report = gate(tallies, **s.gate_options())
-    if not result.complete:
+    if not result.complete:  # every report names what is missing: cases, categories
         expected = ready.in_shard if ready.read else None
+        empty = tuple(sorted(ready.categories - set(tallies)))
         stopped = StoppedRun(report.overall.total, expected, reason=str(result.stopped_reason))
-        report = replace(report, completeness=stopped)
+        report = replace(report, completeness=replace(stopped, no_rows=empty))
     used = {  # the sections the run uses, decided without loading an extra
         "retrieval": bool(session.retrieved or s.retrieval_threshold),
         "graded": any(getattr(judge, "scale", None) is not None for judge in judges),
@@ -415,20 +414,24 @@ def missing(report: GateReport) -> str | None:
     """
     if report.complete:
         return None
-    empty = [f"{v.category}: no rows" for v in report.categories if not v.total]
-    return "; ".join([str(report.completeness).removeprefix("incomplete: "), *empty])
+    empty = [*getattr(report.completeness, "no_rows", ())]
+    empty += [v.category for v in report.categories if not v.total and v.category not in empty]
+    said = [str(report.completeness).removeprefix("incomplete: ")]
+    return "; ".join([*said, *(f"{line_of(name)}: no rows" for name in empty)])
 
 
 @dataclass(frozen=True)
 class StoppedRun(Completeness):
     """A run that stopped before its end (``reason``): incomplete even when every case it
-    read has a row (``expected`` None: the cases were read as it ran, not all counted).
+    read has a row (``expected`` None: the cases were read as it ran, not all counted);
+    ``no_rows``: the categories of its cases without a row.
 
     >>> str(StoppedRun(seen=29, expected=45, reason="interrupted"))
     'incomplete: 29 of 45 cases (stopped: interrupted)'
     """
 
     reason: str = "stopped"
+    no_rows: tuple[str, ...] = ()  # the run's categories without a row
 
     @property
     def complete(self) -> bool:

@@ -207,7 +207,7 @@ def github_summary(
                 lines += [f"**{word}:** {markdown_text(v.category)} — {line}", ""]
     failed = _failed_by_category(rows)
     if not failed:
-        lines.append("Every case passed.")
+        lines.append("Every case passed." if report.complete else "Every case with a row passed.")
         return "\n".join(lines)
     lines += [
         "#### Cases that did not pass",
