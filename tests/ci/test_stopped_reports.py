@@ -127,9 +127,7 @@ def test_a_run_interrupted_at_random_points_never_reports_passed(tmp_path: Path)
     ]
     with ThreadPoolExecutor(max_workers=4) as pool:
         ended = list(
-            pool.map(
-                lambda item: _interrupt(tmp_path / f"p{item[0]}", *item[1]), enumerate(points)
-            )
+            pool.map(lambda item: _interrupt(tmp_path / f"p{item[0]}", *item[1]), enumerate(points))
         )
     stopped = 0
     for index, (code, out, err) in enumerate(ended):
