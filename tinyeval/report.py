@@ -473,7 +473,7 @@ def _cells(report: GateReport) -> list[tuple[str, str, str, str, str]]:
     """The table's rows, global last: category, rate, unchecked, threshold, gate mark."""
     cells = [
         (
-            line_of(c.category),
+            terminal_text(line_of(c.category)),
             _rate_cell(c, report.confidence),
             str(c.unchecked),
             _pct(c.threshold),
@@ -653,7 +653,7 @@ def failure_lines(rows: Sequence[Mapping[str, Any]], *, shown: int, where: str) 
     """
     if not rows:
         return []
-    named = [(line_of(r.get("category")), line_of(r.get("id")), r) for r in rows]
+    named = [(terminal_text(line_of(r.get("category"))), line_of(r.get("id")), r) for r in rows]
     width = max(len(category) for category, _, _ in named)
     id_width = max(len(case) for _, case, _ in named)
     lines = [f"cases that did not pass (up to {shown} per category; every row is in {where}):"]

@@ -113,8 +113,8 @@ def junit_gate_xml(report: GateReport, rows: Iterable[Mapping[str, Any]]) -> str
         if state == "block":
             counts["failures"] += 1
             members = failed.get(v.category, [])
-            why = [f"{line_of(r.get('id'))}: {describe_failure(r, width=300)}" for r in members]
-            detail = [line, *why]
+            listed = [f"{line_of(r.get('id'))}: {describe_failure(r, width=300)}" for r in members]
+            detail = [line, *listed]
             kind = "inconclusive" if v.outcome == "inconclusive" else "blocking"
             ET.SubElement(case, "failure", message=line, type=kind).text = "\n".join(detail)
         elif state == "ungated":
