@@ -1,6 +1,5 @@
-"""A run's summary and its reports: text, JSON and Markdown; extras add sections
-(``_EXTRAS["section"]``) and reports (``_EXTRAS["report"]``). Every rate is printed with its
-denominator and Wilson interval; a lone surrogate is shown as its escape (``\\ud800``).
+"""A run's summary in text and JSON, and the one place text from data is neutralised for where
+it is printed; extras add sections (``_EXTRAS["section"]``) and reports (``_EXTRAS["report"]``).
 """
 
 from __future__ import annotations
@@ -157,8 +156,9 @@ def summarize(
     if not result.complete:  # every report names what is missing: cases, categories
         expected = ready.in_shard if ready.read else None
         empty = tuple(sorted(ready.categories - set(tallies)))
-        stopped = StoppedRun(report.overall.total, expected, reason=str(result.stopped_reason))
-        report = replace(report, completeness=replace(stopped, no_rows=empty))
+        reason = str(result.stopped_reason)
+        stopped = StoppedRun(report.overall.total, expected, reason=reason, no_rows=empty)
+        report = replace(report, completeness=stopped)
     used = {  # the sections the run uses, decided without loading an extra
         "retrieval": bool(session.retrieved or s.retrieval_threshold),
         "graded": any(getattr(judge, "scale", None) is not None for judge in judges),
@@ -323,8 +323,6 @@ def _run_lines(
 
 
 # Text from data (ids, categories, reasons, criteria) is neutralised for where it goes, here
-# only: every control, bidi and separator character is shown as its escape (``\\u202e``); a
-# line never starts with a workflow command GitHub's runner would obey; Markdown stays inert.
 _CONTROLS = (
     "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
     "\ufeff\ufffe\uffff\ud800-\udfff"
