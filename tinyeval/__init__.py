@@ -125,7 +125,6 @@ _EXTRAS: dict[str, dict[str, str]] = {
     },
     "report": {
         "junit": "ci.github:junit_report",
-        "markdown": "ci.github:markdown_report",
         "html": "ci.html:html_page",
         "github": "ci.github:github_report",
     },

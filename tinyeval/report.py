@@ -30,6 +30,7 @@ __all__ = [
     "rows_header",
     "summarize",
     "summarize_rows",
+    "summary_markdown",
     "summary_text",
     "usage_line",
     "write_reports",
@@ -659,6 +660,39 @@ def failure_lines(rows: Sequence[Mapping[str, Any]], *, shown: int, where: str) 
     return [terminal_text(line) for line in lines]
 
 
+def summary_markdown(report: GateReport, *, title: str = "tinyeval") -> str:
+    """The gate as a Markdown table (a pull-request comment, a CI job summary); names escaped.
+
+    >>> from tinyeval.gating import gate
+    >>> print(summary_markdown(gate({"amounts": {"passed": 17, "total": 20}}, {"amounts": 1.0})))
+    ### tinyeval: gate FAILED
+    <BLANKLINE>
+    | category | pass rate [95% Wilson] | threshold | gate |
+    | --- | --- | --- | --- |
+    | amounts | 17/20 = 85.0% [64.0%, 94.8%] | 100.0% | **BLOCKS** (85.0% < 100.0%) |
+    | *global* | 17/20 = 85.0% [64.0%, 94.8%] | — | shown, never gates |
+    """
+    word = gate_word(report)
+    outcome = "not gated (no thresholds)" if word == "not gated" else f"gate {word}"
+    lines = [f"### {title}: {outcome}"]
+    if not report.complete:
+        said = markdown_text(missing(report))
+        lines.append(f"\n**Incomplete:** {said} — no gate is decided on missing cases")
+    lines += [
+        "",
+        f"| category | pass rate [{report.confidence:.0%} Wilson] | threshold | gate |",
+        "| --- | --- | --- | --- |",
+    ]
+    *cells, (_, overall, _, _, _) = _cells(report)
+    for v, (_, rate, _, threshold, mark) in zip(report.categories, cells, strict=True):
+        mark = mark.replace("|", "\\|")
+        if v.blocking:
+            mark = mark.replace("BLOCKS", "**BLOCKS**", 1)
+        lines.append(f"| {markdown_text(v.category)} | {rate} | {threshold} | {mark} |")
+    lines.append(f"| *global* | {overall} | — | shown, never gates |")
+    return "\n".join(lines)
+
+
 class ReportsWritten(NamedTuple):
     """What :func:`write_reports` did: the ``files``, the job summary appended to, and the
     GitHub ``annotations`` for the caller to print.
@@ -684,9 +718,9 @@ def write_reports(
     cases_file: str | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ReportsWritten:
-    """Write the reports asked for through ``_EXTRAS["report"]``, each all or nothing:
-    ``junit``, ``markdown``, ``html`` and ``github`` (by default when ``GITHUB_STEP_SUMMARY``
-    is set); ``rows`` (or their file) are read only when needed.
+    """Write the reports asked for, each all or nothing: ``markdown``, and through
+    ``_EXTRAS["report"]`` ``junit``, ``html`` and ``github`` (by default when
+    ``GITHUB_STEP_SUMMARY`` is set); ``rows`` (or their file) are read only when needed.
 
     >>> import os, tempfile
     >>> from tinyeval.gating import gate
@@ -700,7 +734,9 @@ def write_reports(
     github = bool(env.get("GITHUB_STEP_SUMMARY")) if github is None else github
     needed = junit or html or github
     every = list(read_rows(rows) if isinstance(rows, str) else rows) if needed else []
-    for name, path in (("junit", junit), ("markdown", markdown), ("html", html)):
+    if markdown:
+        write_text_atomically(markdown, summary_markdown(report) + "\n")
+    for name, path in (("junit", junit), ("html", html)):
         if path:
             text = _extra("report", name, f"the {name} report")(report, every, run_info=run_info)
             write_text_atomically(path, text)

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinyeval.ci.github import junit_xml, summary_markdown
+from tinyeval.ci.github import junit_xml
 from tinyeval.ci.html import html_report
 from tinyeval.gating import gate
-from tinyeval.report import describe_failure, failure_lines, summary_text
+from tinyeval.report import describe_failure, failure_lines, summary_markdown, summary_text
 
 HOSTILE = ["a\x00b", "bell\x07", "esc\x1b[31mred", "\x0b\x0c", "lone\ud800", "\udfffx", "\ufffe"]
 

@@ -465,7 +465,7 @@ def test_bundled_example_renders(tmp_path: Path) -> None:
 
 
 def test_markdown_without_thresholds_says_not_gated() -> None:
-    from tinyeval.ci.github import summary_markdown
+    from tinyeval.report import summary_markdown
 
     ungated = summary_markdown(gate({"tone": {"passed": 1, "total": 2}}))
     assert ungated.splitlines()[0] == "### tinyeval: not gated (no thresholds)"
@@ -475,7 +475,7 @@ def test_markdown_without_thresholds_says_not_gated() -> None:
 
 
 def test_markdown_escapes_category_names() -> None:
-    from tinyeval.ci.github import summary_markdown
+    from tinyeval.report import summary_markdown
 
     table = summary_markdown(gate({"a|b<i>": {"passed": 1, "total": 2}}, {"a|b<i>": 0.9}))
     row = table.splitlines()[4]

@@ -11,16 +11,15 @@ from typing import Any
 
 from ..gating import CategoryVerdict, GateReport
 from ..report import (
-    _cells,
     _mark,
     _pct,
     _rate_cell,
     command_data,
     describe_failure,
-    gate_word,
     line_of,
     markdown_text,
     missing,
+    summary_markdown,
     text_of,
 )
 
@@ -31,7 +30,6 @@ __all__ = [
     "junit_gate_xml",
     "junit_report",
     "junit_xml",
-    "summary_markdown",
     "workflow_commands",
 ]
 
@@ -171,44 +169,6 @@ def junit_gate_xml(report: GateReport, rows: Iterable[Mapping[str, Any]]) -> str
         for name, text in element.attrib.items():
             element.set(name, text_of(text))
     return ET.tostring(root, encoding="unicode", xml_declaration=True)
-
-
-def summary_markdown(report: GateReport, *, title: str = "tinyeval") -> str:
-    """The gate as a Markdown table (a pull-request comment, a CI job summary); names escaped.
-
-    >>> from tinyeval.gating import gate
-    >>> print(summary_markdown(gate({"amounts": {"passed": 17, "total": 20}}, {"amounts": 1.0})))
-    ### tinyeval: gate FAILED
-    <BLANKLINE>
-    | category | pass rate [95% Wilson] | threshold | gate |
-    | --- | --- | --- | --- |
-    | amounts | 17/20 = 85.0% [64.0%, 94.8%] | 100.0% | **BLOCKS** (85.0% < 100.0%) |
-    | *global* | 17/20 = 85.0% [64.0%, 94.8%] | — | shown, never gates |
-    """
-    word = gate_word(report)
-    outcome = "not gated (no thresholds)" if word == "not gated" else f"gate {word}"
-    lines = [f"### {title}: {outcome}"]
-    if not report.complete:
-        said = markdown_text(missing(report))
-        lines.append(f"\n**Incomplete:** {said} — no gate is decided on missing cases")
-    lines += [
-        "",
-        f"| category | pass rate [{report.confidence:.0%} Wilson] | threshold | gate |",
-        "| --- | --- | --- | --- |",
-    ]
-    *cells, (_, overall, _, _, _) = _cells(report)
-    for v, (_, rate, _, threshold, mark) in zip(report.categories, cells, strict=True):
-        mark = mark.replace("|", "\\|")
-        if v.blocking:
-            mark = mark.replace("BLOCKS", "**BLOCKS**", 1)
-        lines.append(f"| {markdown_text(v.category)} | {rate} | {threshold} | {mark} |")
-    lines.append(f"| *global* | {overall} | — | shown, never gates |")
-    return "\n".join(lines)
-
-
-def markdown_report(report: GateReport, rows: Any, *, run_info: Any = None) -> str:
-    """The Markdown report's text (the ``markdown`` report of ``write_reports``)."""
-    return summary_markdown(report) + "\n"
 
 
 def github_summary(
