@@ -467,29 +467,18 @@ def _mark(v: CategoryVerdict) -> str:
     return f"BLOCKS ({_pct(v.rate)} < {_pct(v.threshold)})"
 
 
-def _cells(report: GateReport) -> list[tuple[str, str, str, str, str]]:
+_Cell = tuple[str, str, str, str, str]
+
+
+def _cells(report: GateReport) -> list[_Cell]:
     """The table's rows, global last: category, rate, unchecked, threshold, gate mark."""
-    cells = [
-        (
-            terminal_text(line_of(c.category)),
-            _rate_cell(c, report.confidence),
-            str(c.unchecked),
-            _pct(c.threshold),
-            _mark(c),
-        )
-        for c in report.categories
-    ]
-    overall = report.overall
-    cells.append(
-        (
-            "global",
-            _rate_cell(overall, report.confidence),
-            str(overall.unchecked),
-            "—",
-            "shown, never gates",
-        )
-    )
-    return cells
+
+    def row(v: CategoryVerdict, name: str, threshold: str, mark: str) -> _Cell:
+        return name, _rate_cell(v, report.confidence), str(v.unchecked), threshold, mark
+
+    named = [(c, terminal_text(line_of(c.category))) for c in report.categories]
+    cells = [row(c, name, _pct(c.threshold), _mark(c)) for c, name in named]
+    return [*cells, row(report.overall, "global", "—", "shown, never gates")]
 
 
 def summary_text(
