@@ -312,14 +312,8 @@ class Session:
                 # and reading the rest for the fingerprint would make a stop slow)
             except OSError as exc:  # a full disk, a file gone: the run cannot complete
                 where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-                kept = (
-                    "none is kept"
-                    if one_pass
-                    else (
-                        f"the rows written before it are kept in {s.out} (a resumed run continues "
-                        "there)"
-                    )
-                )
+                kept = f"the rows written before it are kept in {s.out} (a resumed run continues"
+                kept = "none is kept" if one_pass else f"{kept} there)"
                 raise IncompleteError(
                     f"writing the results failed: {where}{exc.strerror or exc}; {kept}"
                 ) from None
@@ -398,25 +392,21 @@ class Progress:
         )
 
 
-class _Failures:
+class _Failures(dict[str, list[Row]]):
     """A few failed rows of each category: those with the smallest ids, in any finish order."""
 
     def __init__(self, shown: int) -> None:
         self.shown = shown
-        self.kept: dict[str, list[Row]] = {}
 
     def note(self, row: Row) -> None:
-        if row.get("status") == "pass" or not self.shown:
-            return
-        kept = self.kept.setdefault(str(row.get("category")), [])
-        if any(other["id"] == row["id"] for other in kept):
-            return  # with trials, one line per case (its first failed trial)
-        kept.append(row)
-        kept.sort(key=lambda r: str(r["id"]))
-        del kept[self.shown :]
+        kept = self.setdefault(str(row.get("category")), [])
+        if row.get("status") != "pass" and all(other["id"] != row["id"] for other in kept):
+            kept.append(row)  # with trials, one line per case (its first failed trial)
+            kept.sort(key=lambda r: str(r["id"]))
+            del kept[self.shown :]
 
     def rows(self) -> list[Row]:
-        return [row for _, rows in sorted(self.kept.items()) for row in rows]
+        return [row for _, rows in sorted(self.items()) for row in rows]
 
 
 def same_file(a: str, b: str) -> bool:
