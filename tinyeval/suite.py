@@ -384,6 +384,7 @@ class Suite:
     default_threshold: float | None = None
     inconclusive: str | None = None
     allow_unchecked: bool = False
+    expect: Mapping[str, Any] = field(default_factory=dict)
     judges: tuple[JudgeSpec, ...] = ()
     judge_model: ModelSettings | None = None
     generate_model: ModelSettings | None = None
@@ -843,6 +844,7 @@ def _check_setting(setting: Any, value: Any, where: _Where) -> Any:
 _JUDGE: dict[str, Any] = {"criterion": _string, "rubric": _path, "name": _string}
 _JUDGE["style"] = partial(_choice, choices=_STYLES)
 _JUDGE.update(votes=_votes, model=_string, categories=_categories)
+_CHECK: dict[str, Any] = {"check": _string, "path": _string}
 
 
 def _most(name: str) -> Any:
@@ -864,7 +866,7 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
     for key in settings:
         top, _, inner = key.partition(".")
         tables.setdefault(top, []).extend([inner] if inner else [])
-    data = _table(data, where, ["cases", *tables, "judges", "models", "price", "holdout"])
+    data = _table(data, where, ["cases", *tables, "expect", "judges", "models", "price", "holdout"])
     if "cases" not in data:
         raise where.error(f"no 'cases' key: name the cases file, e.g. cases = {'cases.jsonl'!r}")
     cases, at = data["cases"], where / "cases"
@@ -886,6 +888,7 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
         value = data[top][inner] if inner else data[top]
         at = where / top / inner if inner else where / top
         found[setting.name] = _check_setting(setting, value, at)
+    found["expect"] = _expect(data.get("expect", {}), where / "expect")
     if "judges" in data:
         at = where / "judges"
         if not isinstance(data["judges"], list):
@@ -922,6 +925,23 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
         if "salt" in holdout:
             found["salt"] = _string(holdout["salt"], at / "salt")
     return Suite(**found)
+
+
+def _expect(value: Any, where: _Where) -> dict[str, Any]:
+    """The ``[expect]`` table, declared as the keys of the cases' expect blocks."""
+    from .checks import CheckSpecError, declare_expect
+
+    table = _table(value, where, list(value) if isinstance(value, dict) else [])
+    for key, spec in table.items():
+        if isinstance(spec, dict):
+            _checked(_table(spec, where / key, ("check", "path")), where / key, _CHECK)
+        elif not isinstance(spec, str):
+            raise (where / key).expected("a check's name, {check, path} or py:MODULE:FUNC", spec)
+    try:
+        declare_expect(table)
+    except CheckSpecError as exc:
+        raise (where / str(exc.field)).error(exc.reason) from None
+    return table
 
 
 def _judge(item: Any, where: _Where) -> JudgeSpec:

@@ -1,0 +1,120 @@
+"""The seeds' own suite, run as written: the team's YAML (``categoria``, ``fuente``, ``espera``
+with their own keys), a suite file whose ``[expect]`` table says what those keys mean, and a
+``py:`` system under test. The figures are the article's scene (17/20, 12/12, 38/40 under
+100% / 100% / 85%): the system under test was written to it, not the report read back."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITE = ROOT / "examples" / "seeds-suite"
+
+
+@pytest.fixture
+def suite(tmp_path: Path) -> Path:
+    copy = tmp_path / "pagos"
+    shutil.copytree(SUITE, copy, ignore=shutil.ignore_patterns("__pycache__", ".tinyeval"))
+    return copy
+
+
+def run_in(folder: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    for name in ("GITHUB_STEP_SUMMARY", "GITHUB_ACTIONS"):
+        env.pop(name, None)
+    return subprocess.run(
+        [sys.executable, *argv], cwd=folder, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def table_lines(text: str) -> dict[str, str]:
+    lines: dict[str, str] = {}
+    for line in text.splitlines():
+        if line.strip():
+            lines.setdefault(line.split()[0], line)
+    return lines
+
+
+def assert_scene(text: str) -> None:
+    lines = table_lines(text)
+    assert "17/20 = 85.0%" in lines["extraccion_monto"] and "BLOCKS" in lines["extraccion_monto"]
+    assert "12/12 = 100.0%" in lines["rechazo"] and lines["rechazo"].endswith("ok")
+    assert "38/40 = 95.0%" in lines["tono"]
+    assert "67/72 = 93.1%" in lines["global"] and "never gates" in lines["global"]
+    assert "gate: FAILED — blocking: extraccion_monto" in text
+    # the team's keys name the failures, and the bug shows: 1.500 read as 1,5
+    assert "transf-monto-punto-miles  monto_centavos: got 150, expected 150000" in text
+
+
+def files_of(folder: Path) -> set[str]:
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_tinyeval_run_reproduces_the_scene_as_written(suite: Path) -> None:
+    before = files_of(suite)
+    done = run_in(suite, "-m", "tinyeval", "run")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "72 cases from evals/dataset.yaml" in done.stdout
+    assert_scene(done.stdout)
+    made = {p for p in files_of(suite) - before if "__pycache__" not in p}
+    assert made == {"tinyeval-results.jsonl", ".tinyeval/cache.sqlite3"}  # nothing converted
+
+
+def test_pytest_reproduces_the_scene_with_node_ids_in_the_yaml(suite: Path) -> None:
+    done = run_in(suite, "-m", "pytest", "-p", "tinyeval.ci.pytest_plugin", "--tinyeval", "-q")
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr
+    assert_scene(out[out.index("tinyeval gate") :])
+    assert "3 failed, 67 passed, 2 xfailed" in out
+    assert "FAILED evals/dataset.yaml::transf-monto-punto-miles" in out
+    # the failure points at the case in the team's own file, at its line
+    assert "case transf-monto-punto-miles (extraccion_monto, evals/dataset.yaml:11)" in out
+
+
+def test_an_undeclared_key_in_the_yaml_is_its_line_with_did_you_mean(suite: Path) -> None:
+    cases = suite / "evals" / "dataset.yaml"
+    text = cases.read_text(encoding="utf-8")
+    cases.write_text(text.replace("max_palabras: 40", "max_palabra: 40", 1), encoding="utf-8")
+    line = text[: text.index("max_palabras: 40")].count("\n") + 1
+    for argv in (["-m", "tinyeval", "run"], ["-m", "pytest", "--tinyeval", "-q"]):
+        argv = argv if argv[1] == "tinyeval" else [*argv, "-p", "tinyeval.ci.pytest_plugin"]
+        done = run_in(suite, *argv)
+        said = done.stdout + done.stderr
+        assert done.returncode in (2, 4), said  # tinyeval's bad input; pytest's usage error
+        assert "evals/dataset.yaml:" in said and "did you mean 'max_palabras'?" in said, said
+        assert "Traceback" not in said
+    assert line > 1
+
+
+@pytest.mark.parametrize(
+    ("entry", "said"),
+    [
+        ('prohibido = "not_contain"', "expect.prohibido: unknown key 'not_contain'; did you mean"),
+        ('moneda = { check = "equals" }', "expect.moneda: equals needs a path"),
+        ('moneda = { check = "equals", paht = "m" }', "expect.moneda.paht: unknown key; did you"),
+        ('max_palabras = "max_chars"', None),  # a fine entry: no error
+        ('max_words = "max_chars"', "expect.max_words: 'max_words' is a built-in key"),
+        ('accion = "py:evals.nowhere:accion"', "expect.accion: py:evals.nowhere:accion: cannot"),
+    ],
+)
+def test_the_expect_table_is_checked_at_its_line(suite: Path, entry: str, said: str | None) -> None:
+    toml = suite / "tinyeval.toml"
+    lines = toml.read_text(encoding="utf-8").splitlines()
+    at = lines.index("[expect]                 # their expectation keys") + 1
+    key = entry.split()[0]
+    lines = [line for line in lines if not line.startswith(f"{key} =")]
+    lines.insert(at, entry)
+    toml.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = run_in(suite, "-m", "tinyeval", "run", "--dry-run")
+    if said is None:
+        assert done.returncode == 0, done.stdout + done.stderr
+        return
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith(f"tinyeval: error: tinyeval.toml:{at + 1}: {said}"), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
