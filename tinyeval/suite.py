@@ -457,6 +457,8 @@ def with_suite(options: Mapping[str, Any], suite: Suite) -> tuple[dict[str, Any]
     keys = [f.name for f in fields(RunSettings) if "suite" in f.metadata]
     found: dict[str, Any] = {name: getattr(suite, name) or None for name in keys}
     threshold, judge, generate = found["default_threshold"], suite.judge_model, suite.generate_model
+    if not (suite.judges or options.get("criterion") or options.get("rubric")):
+        judge = None  # a judge model with nothing to judge is no setting anyone typed
     found.update(
         thresholds={k: str(v) for k, v in suite.thresholds.items()},
         default_threshold=None if threshold is None else str(threshold),

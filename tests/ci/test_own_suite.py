@@ -118,3 +118,17 @@ def test_the_expect_table_is_checked_at_its_line(suite: Path, entry: str, said: 
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.startswith(f"tinyeval: error: tinyeval.toml:{at + 1}: {said}"), done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("runner", ["run", "pytest"])
+def test_init_then_run_succeeds_in_an_empty_folder(tmp_path: Path, runner: str) -> None:
+    (tmp_path / "cases.jsonl").write_text(
+        '{"id": "a", "output": "hola", "expect": {"max_words": 3}}\n'
+    )
+    assert run_in(tmp_path, "-m", "tinyeval", "init").returncode == 0
+    if runner == "run":
+        done = run_in(tmp_path, "-m", "tinyeval", "run")
+    else:
+        done = run_in(tmp_path, "-m", "pytest", "-p", "tinyeval.ci.pytest_plugin", "--tinyeval")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "gate: PASSED" in done.stdout and "1/1 = 100.0%" in done.stdout
