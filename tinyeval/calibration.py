@@ -726,7 +726,8 @@ def calibrate_results(
                 mismatches[what].append((old, new))
         ids.append(key)
         pairwise = pairwise or "verdict" not in verdict
-        judged.append(verdict_label(verdict))
+        graded = verdict.get("score") is not None  # a graded judge's score, against numbers
+        judged.append(verdict["score"] if graded else verdict_label(verdict))
         humans.append(record.get("label"))
         categories.append(str(row.get("category") or "default"))
 

@@ -5,6 +5,7 @@ with their own keys), a suite file whose ``[expect]`` table says what those keys
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -132,3 +133,50 @@ def test_init_then_run_succeeds_in_an_empty_folder(tmp_path: Path, runner: str) 
         done = run_in(tmp_path, "-m", "pytest", "-p", "tinyeval.ci.pytest_plugin", "--tinyeval")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "gate: PASSED" in done.stdout and "1/1 = 100.0%" in done.stdout
+
+
+def test_assert_gate_names_the_failing_cases_and_why() -> None:
+    from tinyeval.ci.testing import assert_gate
+
+    rows = [{"id": f"ok-{i}", "category": "monto", "status": "pass"} for i in range(3)]
+    rows.append({"id": "punto-miles", "category": "monto", "status": "fail",
+                 "checks": {"monto_centavos": False},
+                 "check_details": {"monto_centavos": "got 150, expected 150000"}})  # fmt: skip
+    with pytest.raises(AssertionError) as raised:
+        assert_gate(rows, thresholds={"monto": 1.0})
+    said = str(raised.value)
+    assert "BLOCKS" in said
+    assert "punto-miles  monto_centavos: got 150, expected 150000" in said
+
+
+def test_calibrate_gives_spearman_for_a_graded_judge(tmp_path: Path) -> None:
+    scores = [1, 2, 3, 4, 5, 2, 3, 4, 5, 1, 2, 4]
+    human = [1, 2, 3, 5, 5, 1, 3, 4, 4, 2, 2, 5]
+    with (tmp_path / "rows.jsonl").open("w", encoding="utf-8") as rows:
+        for i, score in enumerate(scores):
+            verdict = {"name": "claridad", "verdict": None, "failure": "ungated", "reason": "r",
+                       "score": float(score), "scale": [1, 5], "pass_at": None}  # fmt: skip
+            row = {"id": f"c{i}", "category": "tono", "status": "unchecked", "output": "x"}
+            rows.write(json.dumps({**row, "judges": {"claridad": verdict}}) + "\n")
+    labels = "".join(json.dumps({"id": f"c{i}", "label": h}) + "\n" for i, h in enumerate(human))
+    (tmp_path / "labels.jsonl").write_text(labels, encoding="utf-8")
+    done = run_in(tmp_path, "-m", "tinyeval", "calibrate", "rows.jsonl", "labels.jsonl")
+    assert done.returncode == 0, done.stdout + done.stderr
+    # scipy.stats.spearmanr of the two lists gives 0.890909...
+    assert "spearman           0.891 [" in done.stdout, done.stdout
+
+
+def test_the_labelling_session_shows_a_chat_as_a_transcript(tmp_path: Path) -> None:
+    chat = [{"role": "system", "content": "Sos un asistente de pagos."},
+            {"role": "user", "content": "pasale unos mangos a mi hermana"}]  # fmt: skip
+    row = {"id": "chat-1", "category": "rechazo", "status": "pass", "input": chat,
+           "output": "¿Cuánto querés pasarle?", "checks": {}, "judges": {}}  # fmt: skip
+    (tmp_path / "rows.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+    argv = ["-m", "tinyeval", "label", "rows.jsonl", "--out", "labels.jsonl", "--all-rows"]
+    done = subprocess.run(
+        [sys.executable, *argv, "--labeler", "ana"], input="p\n", cwd=tmp_path, text=True,
+        capture_output=True, timeout=60, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )  # fmt: skip
+    shown = done.stdout + done.stderr
+    assert done.returncode == 0, shown
+    assert "user: pasale unos mangos a mi hermana" in shown and '"role"' not in shown

@@ -216,11 +216,38 @@ class _LabelFile:
 
 
 def _as_text(value: Any) -> str:
+    """A value as the labeller reads it; a chat (messages with a role) as its transcript.
+
+    >>> print(_as_text([{"role": "user", "content": "pasale 1.500"},
+    ...                 {"role": "assistant", "content": [{"type": "text", "text": "¿A quién?"}]}]))
+    user: pasale 1.500
+    assistant: ¿A quién?
+    """
     if value is None:
         return ""
     if isinstance(value, str):
         return value
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(m, Mapping) and "role" in m for m in value)
+    ):
+        return "\n".join(f"{m['role']}: {_content(m)}" for m in value)
     return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+def _content(message: Mapping[str, Any]) -> str:
+    """A message's text (its text parts joined), and the tools it calls."""
+    content = message.get("content")
+    if isinstance(content, list):
+        content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+    calls = [
+        c.get("function", c).get("name")
+        for c in message.get("tool_calls") or []
+        if isinstance(c, Mapping)
+    ]
+    called = f" [calls {', '.join(map(str, calls))}]" if calls else ""
+    return (content if isinstance(content, str) else _as_text(content)) + called
 
 
 def _wrap(text: str, width: int, indent: str = "  ") -> list[str]:
@@ -251,7 +278,8 @@ def _case_lines(row: Row, position: int, total: int, width: int) -> list[str]:
         parts = [("OUTPUT A", outputs.get("a")), ("OUTPUT B", outputs.get("b"))]
     else:
         parts = [("OUTPUT", row.get("output"))]
-    for title, value in [("INPUT", row.get("input")), ("CONTEXT", row.get("context")), *parts]:
+    chat = row.get("messages") or row.get("input")
+    for title, value in [("INPUT", chat), ("CONTEXT", row.get("context")), *parts]:
         text = _as_text(value)
         if title.startswith("OUTPUT") or text:
             lines.append(title)
