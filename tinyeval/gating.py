@@ -7,12 +7,12 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import partial
 from typing import Any
 
 from .errors import InputError, did_you_mean, is_number, plural
-from .records import Completeness, completeness, tally
+from .records import Completeness, case_rows, completeness, tally
 from .stats import Rate, cases_to_decide, format_rate, mcnemar, wilson_interval
 
 __all__ = [
@@ -262,6 +262,7 @@ def gate(
     allow_unchecked: bool = False,
     confidence: float = 0.95,
     completeness: Completeness | None = None,
+    strict_categories: bool | None = False,
 ) -> GateReport:
     """Judge each category's counts against its threshold, else ``default_threshold``.
 
@@ -284,8 +285,18 @@ def gate(
         _verdict, inconclusive=policy, allow_unchecked=allow_unchecked, confidence=confidence
     )
     verdicts = tuple(
-        verdict(name, tallies.get(name, {}), limits.get(name, default)) for name in names
+        _ungated(verdict(name, tallies.get(name, {}), limits.get(name, default)), list(limits))
+        if limits and default is None and name not in limits
+        else verdict(name, tallies.get(name, {}), limits.get(name, default))
+        for name in names
     )
+    ungated = [v for v in verdicts if v.note and v.note.startswith("ungated")]
+    if strict_categories and ungated:
+        raise InputError(
+            f"the category {ungated[0].category!r} has no threshold ({ungated[0].note}); give "
+            "it one, or a default threshold",
+            field="strict_categories",
+        )
     total = {
         key: sum(_field(tally, key) for tally in tallies.values())
         for key in ("passed", "total", "errors", "unparsed", "unchecked")
@@ -295,12 +306,20 @@ def gate(
     )
 
 
+def _ungated(verdict: CategoryVerdict, thresholds: list[str]) -> CategoryVerdict:
+    """A category no threshold names, when thresholds are given without a default: said."""
+    close = did_you_mean(verdict.category, thresholds)
+    hint = f"; did you mean {close!r}?" if close else ""
+    return replace(verdict, note=f"ungated: no threshold names it{hint}")
+
+
 def gate_settings(
     thresholds: Mapping[str, float | str] | None = None,
     *,
     default_threshold: float | str | None = None,
     inconclusive: str | None = None,
     allow_unchecked: bool = False,
+    strict_categories: bool | None = False,
 ) -> dict[str, Any]:
     """The gate settings a run records in its rows (``run.gate``), with thresholds as numbers.
 
@@ -314,6 +333,7 @@ def gate_settings(
         ),
         "inconclusive": inconclusive,
         "allow_unchecked": allow_unchecked,
+        "strict_categories": strict_categories,
     }
 
 
@@ -335,6 +355,7 @@ def gate_rows(
     allow_unchecked: bool | None = None,
     expected_ids: Iterable[str] | None = None,
     confidence: float = 0.95,
+    strict_categories: bool | None = False,
 ) -> RowsGate:
     """Gate result rows as the run that wrote them did (settings not given: its ``run``).
 
@@ -355,6 +376,7 @@ def gate_rows(
         "default_threshold": default_threshold,
         "inconclusive": inconclusive,
         "allow_unchecked": allow_unchecked,
+        "strict_categories": strict_categories or None,
     }
     used: dict[str, Any] = {}
     remembered: list[str] = []
@@ -369,13 +391,14 @@ def gate_rows(
             used[key] = old
             remembered.append(key)
     report = gate(
-        tally(rows),
+        tally(case_rows(rows)),  # a case once, its trials joined as the run joined them
         used.get("thresholds"),
         default_threshold=used.get("default_threshold"),
         inconclusive=used.get("inconclusive"),
         allow_unchecked=bool(used.get("allow_unchecked")),
         confidence=confidence,
         completeness=completeness(rows, expected_ids=expected_ids),
+        strict_categories=used.get("strict_categories"),
     )
     return RowsGate(report, tuple(remembered), tuple(overridden))
 
@@ -502,8 +525,8 @@ def compare_runs(
     >>> (c.pass_to_fail, c.fail_to_pass, round(c.p_value, 5))
     (12, 0, 0.00049)
     """
-    first = {row["id"]: row for row in before}
-    second = {row["id"]: row for row in after}
+    first = {row["id"]: row for row in case_rows(list(before))}
+    second = {row["id"]: row for row in case_rows(list(after))}
     shared = [case_id for case_id in second if case_id in first]
     by_category: dict[str, list[tuple[bool, bool]]] = {}
     for case_id in shared:
@@ -590,6 +613,7 @@ def compare_holdout_rows(
     """Split ``rows`` by the holdout hash of their ids and :func:`compare_holdout` them."""
     from .dataset import in_holdout
 
+    rows = case_rows(rows)
     held = [in_holdout(str(r["id"]), held_out, salt=salt) for r in rows]
     dev = [r for r, h in zip(rows, held, strict=True) if not h]
     return compare_holdout(dev, [r for r, h in zip(rows, held, strict=True) if h])

@@ -115,6 +115,12 @@ class RunSettings:
         "decide a category with unchecked cases on its rate (default: it blocks)",
         suite="gate.allow_unchecked",
     )
+    strict_categories: bool | None = _setting(
+        GATE,
+        "refuse (exit 2) a category no threshold names when thresholds are given without a "
+        "default",
+        suite="strict_categories",
+    )
     criterion: Sequence[str] = _setting(
         JUDGE,
         "a property to judge: text, or a built-in name such as unsupported-claims, "
@@ -328,6 +334,7 @@ class Suite:
     default_threshold: float | None = None
     inconclusive: str | None = None
     allow_unchecked: bool = False
+    strict_categories: bool = False
     judges: tuple[JudgeSpec, ...] = ()
     judge_model: ModelSettings | None = None
     generate_model: ModelSettings | None = None
