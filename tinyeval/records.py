@@ -12,7 +12,7 @@ import stat
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -42,6 +42,7 @@ __all__ = [
     "iter_json_lines",
     "merge_rows",
     "new_row",
+    "out_lock",
     "output_fingerprint",
     "primary_verdict",
     "provenance",
@@ -355,7 +356,9 @@ def trials_of(rows: Iterable[Mapping[str, Any]]) -> tuple[int, str]:
     return 1, "all"
 
 
-def case_rows(rows: Sequence[Row], rule: str | None = None) -> list[Row]:
+def case_rows(
+    rows: Sequence[Mapping[str, Any]], rule: str | None = None
+) -> list[Mapping[str, Any]]:
     """One row per case: the trial rows of a case joined by ``rule`` (default: the run's), a
     case passing when ``all`` (or ``any``) of its trials pass; else its worst status.
 
@@ -366,10 +369,10 @@ def case_rows(rows: Sequence[Row], rule: str | None = None) -> list[Row]:
     if not any("trial" in row for row in rows):
         return list(rows)
     passes = all if (rule or trials_of(rows)[1]) == "all" else any
-    by_case: dict[str, list[Row]] = {}
+    by_case: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
         by_case.setdefault(str(row["id"]), []).append(row)
-    joined = []
+    joined: list[Mapping[str, Any]] = []
     for trials in by_case.values():
         statuses = [trial.get("status") for trial in trials]
         status = "pass" if passes(s == "pass" for s in statuses) else "fail"
@@ -521,7 +524,8 @@ def _manifest(row: Mapping[str, Any]) -> Mapping[str, Any]:
 def _shared_settings(row: Mapping[str, Any]) -> dict[str, Any]:
     """What every shard of one run has alike, by the name an error gives it."""
     manifest = _manifest(row)
-    gate = manifest.get("gate") if isinstance(manifest.get("gate"), Mapping) else {}
+    gate = manifest.get("gate")
+    gate = gate if isinstance(gate, Mapping) else {}
     found = {"dataset": row.get("dataset_fingerprint")}
     for key in ("thresholds", "default_threshold", "inconclusive", "allow_unchecked"):
         found[f"gate {key.replace('_', ' ')}"] = gate.get(key) or None
@@ -648,6 +652,66 @@ def _is_null_device(path: Path) -> bool:
         return path.samefile(os.devnull)
     except OSError:
         return False
+
+
+@contextlib.contextmanager
+def out_lock(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold ``path`` for one run: a second run on it is refused (``InputError``) naming the
+    first, by a lock file beside it holding the run's pid (a lock whose process is gone is
+    taken over); the lock is removed when the block ends.
+
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as folder, out_lock(os.path.join(folder, "r.jsonl")):
+    ...     sorted(os.listdir(folder))
+    ['.r.jsonl.lock']
+    """
+    target = Path(path)
+    if target.exists() and not stat.S_ISREG(target.stat().st_mode):
+        yield  # a device or a pipe: nothing to hold
+        return
+    lock = target.parent / f".{target.name}.lock"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for attempt in range(2):
+        try:
+            handle = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            break
+        except FileExistsError:
+            pid = _whole(int(text) if (text := lock.read_text().strip()).isdigit() else 0)
+            if attempt or _alive(pid):
+                raise InputError(
+                    f"another run (process {pid or 'unknown'}) is writing it; wait for that run, "
+                    f"or remove {lock} if it is gone",
+                    path=str(path),
+                ) from None
+            lock.unlink(missing_ok=True)  # its run is gone: a crash left it
+    try:
+        os.write(handle, str(os.getpid()).encode())
+        os.close(handle)
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+
+
+def holding_out(run: Callable[..., Any]) -> Callable[..., Any]:
+    """``run`` holding its ``out`` path by :func:`out_lock`: a second run on it is refused."""
+
+    @functools.wraps(run)
+    def held(*args: Any, **options: Any) -> Any:
+        out = options.get("out")
+        with out_lock(out) if isinstance(out, str | os.PathLike) else contextlib.nullcontext():
+            return run(*args, **options)
+
+    return held
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return pid > 0
+    return pid > 0
 
 
 def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:

@@ -29,6 +29,7 @@ from .models import USAGE_KEYS, CallModel, ChatPrompt, add_usage, ask, model_spe
 from .records import (
     CategoryTally,
     Row,
+    holding_out,
     new_row,
     resumable_rows,
     row_stamp,
@@ -388,6 +389,7 @@ def check_judges(judges: Any, judge_model: CallModel | str | None = None) -> lis
     return found
 
 
+@holding_out
 def run(
     cases: Iterable[Case],
     *,
@@ -637,9 +639,8 @@ def run(
 
 
 def _here(task: Mapping[str, Any], *, every_case: bool) -> Callable[[Case], Row | None] | None:
-    """What evaluates a case in the calling thread (None from it: a worker does): every case on
-    one worker; on more, one sure to call no model, or one the caches answer whole; never with
-    the caller's own checks, which may be slow."""
+    """What evaluates a case in the calling thread (None: a worker does): every case on one
+    worker; on more, one calling no model or answered by the caches; never the caller's checks."""
     evaluate: Callable[[Case], Row] = functools.partial(evaluate_case, **task)
     if every_case:
         return evaluate
@@ -672,21 +673,20 @@ def _resolve(model: CallModel | str | None) -> CallModel | None:
 
 
 class _DaemonThreadPool(cf.Executor):
-    """A thread pool whose daemon workers never hold up the interpreter's exit (an abandoned
-    case would, on a ``ThreadPoolExecutor``)."""
+    """A thread pool whose daemon workers never hold up the interpreter's exit."""
 
     def __init__(self, workers: int) -> None:
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._threads = [
-            threading.Thread(target=self._work, name=f"tinyeval-{i}", daemon=True)
-            for i in range(workers)
-        ]
-        for thread in self._threads:
-            thread.start()
+        self._workers = workers  # started one per job sent, up to this: never more than cases
+        self._threads: list[threading.Thread] = []
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future[Any]:
         future: cf.Future[Any] = cf.Future()
         self._jobs.put((future, fn, args, kwargs))
+        if len(self._threads) < self._workers:
+            name = f"tinyeval-{len(self._threads)}"
+            self._threads.append(threading.Thread(target=self._work, name=name, daemon=True))
+            self._threads[-1].start()
         return future
 
     def _work(self) -> None:

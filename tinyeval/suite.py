@@ -117,8 +117,7 @@ class RunSettings:
     )
     strict_categories: bool | None = _setting(
         GATE,
-        "refuse (exit 2) a category no threshold names when thresholds are given without a "
-        "default",
+        "refuse (exit 2) a category no threshold names when thresholds are given without a default",
         suite="strict_categories",
     )
     criterion: Sequence[str] = _setting(
