@@ -850,7 +850,7 @@ def _check_trials(row: Row, first: Row, path: str, line: int) -> None:
             path=path,
             line=line,
         )
-    if trial is not None and not (k > 1 and type(trial) is int and 0 <= trial < k):
+    if (trial is not None or k > 1) and not (k > 1 and type(trial) is int and 0 <= trial < k):
         raise ResultsFileError(
             f"expected a trial from 0 to {k - 1} (the run had {plural(k, 'trial')}), got "
             f"{shorten(json.dumps(trial), 40)}",
