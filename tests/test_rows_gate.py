@@ -85,8 +85,9 @@ def test_a_trials_file_is_gated_over_cases_and_resumed_only_with_its_trials(
 
 def test_merge_refuses_shards_of_different_runs_and_takes_trial_rows(folder: Path, capsys) -> None:
     for i, threshold in ((1, "0.5"), (2, "0.1")):
-        main(["run", "cases.jsonl", "--generate-model", "py:gen_alternate:alternate", "--shard",
-              f"{i}/2", "--out", f"s{i}.jsonl", "--default-threshold", threshold, "-q"])  # fmt: skip
+        main(["run", "cases.jsonl", "--generate-model", "py:gen_alternate:alternate",
+              "--shard", f"{i}/2", "--out", f"s{i}.jsonl", "--default-threshold", threshold,
+              "-q"])  # fmt: skip
     capsys.readouterr()
     for order in (["s1.jsonl", "s2.jsonl"], ["s2.jsonl", "s1.jsonl"]):
         assert main(["merge", *order, "--out", "m.jsonl"]) == 2
@@ -163,7 +164,8 @@ def honest_rows(n: int, trials: int) -> list[dict]:
     for i in range(n):
         for t in range(trials):
             row = {"id": f"c{i}", "category": "x", "status": "pass", "checks": {"ok": True},
-                   "judges": {}, "error": None, "run": manifest, "dataset_fingerprint": "f"}  # fmt: skip
+                   "judges": {}, "error": None, "run": manifest,
+                   "dataset_fingerprint": "f"}  # fmt: skip
             rows.append(dict(row, trial=t) if trials > 1 else row)
     return rows
 

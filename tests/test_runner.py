@@ -242,7 +242,7 @@ class TestReadRows:
     def test_partial_last_line_is_detected_and_repaired(self, tmp_path) -> None:
         path = tmp_path / "rows.jsonl"
         path.write_text(f"{A}\n{B}\n" + '{"id": "c", "stat', encoding="utf-8")
-        with pytest.raises(ResultsFileError, match=r"rows.jsonl:3: the last line is not complete JSON"):
+        with pytest.raises(ResultsFileError, match=r"rows.jsonl:3: the last line is not complete"):
             read_rows(path)
         assert [r["id"] for r in read_rows(path, repair=True)] == ["a", "b"]
         assert path.read_text() == f"{A}\n{B}\n"
