@@ -562,6 +562,8 @@ def run(
                     pending[future] = (next(sequence), case)
                     finished.watch(future)
                 result.in_flight = len(pending)
+                if own_executor:
+                    pool.grow(len(pending))  # type: ignore[attr-defined]
                 if progress is not None:  # the cases running now (the others are only queued)
                     progress(sum(1 for future in pending if future.running()))
                 if not pending:
@@ -677,17 +679,20 @@ class _DaemonThreadPool(cf.Executor):
 
     def __init__(self, workers: int) -> None:
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._workers = workers  # started one per job sent, up to this: never more than cases
+        self._workers = workers
         self._threads: list[threading.Thread] = []
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future[Any]:
         future: cf.Future[Any] = cf.Future()
         self._jobs.put((future, fn, args, kwargs))
-        if len(self._threads) < self._workers:
+        return future
+
+    def grow(self, jobs: int) -> None:
+        """Workers for ``jobs`` sent, up to ``workers``: never more threads than cases."""
+        while len(self._threads) < min(jobs, self._workers):
             name = f"tinyeval-{len(self._threads)}"
             self._threads.append(threading.Thread(target=self._work, name=name, daemon=True))
             self._threads[-1].start()
-        return future
 
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
