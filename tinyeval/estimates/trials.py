@@ -63,7 +63,6 @@ from statistics import NormalDist
 from typing import Any, NamedTuple
 
 from ..errors import InputError, plural
-from ..records import case_rows, read_rows, tally
 from ..stats import Rate, StatisticsError, UndefinedStatisticError
 
 __all__ = [
@@ -513,12 +512,19 @@ class Trials:
         """Case-level tallies for the gate, the text per category and the JSON: from the
         results file (resumed rows included) when there is one, else from the rows seen."""
         if self._figures is None:
+            from ..records import case_rows, read_rows, tally
+
             rows: Iterable[Mapping[str, Any]] = self._rows
             if self.out is not None and Path(self.out).is_file():
                 rows = read_rows(self.out)
             lines: list[str] = []
             data: dict[str, Any] = {"k": self.k, "gate": self.gate, "categories": {}}
-            tallies = tally(case_rows(list(rows), self.gate))  # as a reader of the file does
+            kept = ("errors", "unparsed", "unchecked", "unchecked_ids")
+            tallies = {  # per case, its trials joined as a reader of the results file joins them
+                name: {"passed": t.passed, "total": t.total}
+                | {key: getattr(t, key) for key in kept if getattr(t, key)}
+                for name, t in tally(case_rows(list(rows), self.gate)).items()
+            }
             for category, outcomes in trial_outcomes(rows).items():
                 data["categories"][category] = (summary := summarize_trials(outcomes)).to_dict()
                 lines += [f"trials of {category}:", str(summary), ""]
