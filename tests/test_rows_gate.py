@@ -149,6 +149,20 @@ def test_never_more_threads_than_cases() -> None:
     assert result.rows[0]["status"] == "pass" and seen and max(seen) <= before + 1
 
 
+def test_max_errors_crossed_on_the_last_case_says_every_case_ran(folder: Path, capsys) -> None:
+    (folder / "boom.py").write_text("def gen(prompt):\n    raise RuntimeError('down')\n")
+    assert main(["run", "cases.jsonl", "--generate-model", "py:boom:gen", "--max-errors", "3",
+                 "--out", "e.jsonl", "--concurrency", "1", "-q"]) == 3  # fmt: skip
+    err = capsys.readouterr().err
+    assert "the run failed: more than 3 cases errored (on the last case: every case ran" in err
+    assert "stopped early" not in err and "4 of 4" not in err
+    assert main(["run", "cases.jsonl", "--generate-model", "py:boom:gen", "--max-errors", "1",
+                 "--out", "e.jsonl", "--concurrency", "1", "-q"]) == 3  # fmt: skip
+    assert "the run stopped early: more than 1 cases errored. Rows were kept for 2 of 4" in (
+        capsys.readouterr().err
+    )
+
+
 # --- a property: gate never passes a file that is incomplete, mixed or inconsistent
 
 

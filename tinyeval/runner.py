@@ -528,6 +528,8 @@ def run(
             elif fail_fast and errors == fail_fast and not model_successes:
                 last = row["error"]
                 reason = f"{fail_fast} cases errored before any model call succeeded (last: {last})"
+            if reason and next(case_iter, None) is None:  # nothing was left to stop
+                reason += " (on the last case: every case ran and has its row)"
             if reason:
                 result.complete = False
                 result.stopped_reason = reason
@@ -790,9 +792,8 @@ class DryRun:
             )
         if self.estimated:
             lines.append(
-                f"  {plural(self.estimated, 'call')} counted without a rendered prompt (judges "
-                "of outputs still to be generated, or judges without one fixed prompt): their "
-                "tokens are not in the figure"
+                f"  {plural(self.estimated, 'call')} counted without a rendered prompt (outputs "
+                "to generate first): their tokens are not in the figure"
             )
         for kind, prompt in self.first_prompt.items():
             lines += ["", f"first {kind} prompt:", prompt]

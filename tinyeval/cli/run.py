@@ -132,7 +132,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             if ready.read
             else f"{_NOTHING_WRITTEN} to {args.out}; fix the cause and run it again"
         )
-        print(f"{PROG}: the run stopped early: {summary.stopped_reason}. {kept}", file=sys.stderr)
+        if "every case ran" in str(summary.stopped_reason):  # the error limit crossed at the end
+            kept = f"Every row is in {args.out}; the run fails for its errors, as asked"
+        stopped = "failed" if summary.rows >= ready.in_shard else "stopped early"
+        print(f"{PROG}: the run {stopped}: {summary.stopped_reason}. {kept}", file=sys.stderr)
         return EXIT_INCOMPLETE
     return EXIT_OK if summary.passed else EXIT_GATE_FAILED
 
