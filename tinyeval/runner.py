@@ -29,6 +29,7 @@ from .models import USAGE_KEYS, CallModel, ChatPrompt, add_usage, ask, model_spe
 from .records import (
     CategoryTally,
     Row,
+    derived_status,
     holding_out,
     new_row,
     resumable_rows,
@@ -278,8 +279,6 @@ def evaluate_case(
         row["check_details"] = {name: r.detail for name, r in results.items() if r.detail}
         checks_ok = all(passed.values())
 
-        judges_ok = True
-        gated_by_judge = False
         cannot_judge: list[str] = []
         applicable = [j for j in judges if _judges_category(j, case.category, judge_categories)]
         if judges and not applicable:
@@ -304,20 +303,9 @@ def evaluate_case(
                 row["rubric_fingerprint"] = row["rubric_fingerprint"] or data["rubric_fingerprint"]
                 if getattr(verdict, "error", None) and not row["error"]:
                     row["error"] = f"judge {data['name']}: {verdict.error}"
-                if data.get("failure") == "ungated":
-                    continue  # a graded score without a pass mark is shown, never gates
-                gated_by_judge = True
-                judges_ok = judges_ok and data.get("verdict") == "PASS"
             if cannot_judge:
                 row["judge_skipped"] = "the case cannot be judged: " + "; ".join(cannot_judge)
-        if row["error"]:
-            row["status"] = "error"
-        elif not (checks_ok and judges_ok):
-            row["status"] = "fail"
-        elif cannot_judge or not (row["checks"] or gated_by_judge):
-            row["status"] = "unchecked"  # nothing (or not everything asked for) looked at it
-        else:
-            row["status"] = "pass"
+        row["status"] = derived_status(row)  # as every reader of the results file decides
     except Exception as exc:  # the case errors; the run goes on
         row["status"] = "error"
         row["error"] = f"{type(exc).__name__}: {exc}"
