@@ -937,6 +937,7 @@ _ROW_TYPES: dict[str, tuple[type, ...]] = {
     "judges": (dict,),
     "check_details": (dict,),
     "category": (str,),
+    "run": (dict,),
 }
 
 
