@@ -259,7 +259,7 @@ def gate(
     *,
     default_threshold: float | str | None = None,
     inconclusive: str | None = None,
-    allow_unchecked: bool = False,
+    allow_unchecked: bool | None = False,
     confidence: float = 0.95,
     completeness: Completeness | None = None,
     strict_categories: bool | None = False,
@@ -281,28 +281,33 @@ def gate(
     limits = {name: parse_threshold(value) for name, value in (thresholds or {}).items()}
     default = parse_threshold(default_threshold) if default_threshold is not None else None
     names = sorted({*tallies, *limits})
+    allow_unchecked = bool(allow_unchecked)  # None in a run's settings: not allowed
     verdict = partial(
         _verdict, inconclusive=policy, allow_unchecked=allow_unchecked, confidence=confidence
     )
     verdicts = tuple(
-        _ungated(verdict(name, tallies.get(name, {}), limits.get(name, default)), list(limits))
-        if limits and default is None and name not in limits
-        else verdict(name, tallies.get(name, {}), limits.get(name, default))
-        for name in names
+        verdict(name, tallies.get(name, {}), limits.get(name, default)) for name in names
     )
-    ungated = [v for v in verdicts if v.note and v.note.startswith("ungated")]
+    ungated = [_ungated(v, list(limits)) for v in verdicts if limits and v.threshold is None]
     if strict_categories and ungated:
         raise InputError(
             f"the category {ungated[0].category!r} has no threshold ({ungated[0].note}); give "
             "it one, or a default threshold",
             field="strict_categories",
         )
+    said = {v.category: v for v in ungated}
+    verdicts = tuple(said.get(v.category, v) for v in verdicts)
     total = {
         key: sum(_field(tally, key) for tally in tallies.values())
         for key in ("passed", "total", "errors", "unparsed", "unchecked")
     }
     return GateReport(
-        verdicts, verdict("global", total, None), policy, confidence, completeness, allow_unchecked
+        verdicts,
+        verdict("global", total, None),
+        policy,
+        confidence,
+        completeness,
+        bool(allow_unchecked),
     )
 
 
@@ -365,42 +370,27 @@ def gate_rows(
     >>> done.report.outcome, done.remembered, str(done.report.completeness)
     ('incomplete', ('thresholds',), 'incomplete: 1 of 2 cases')
     """
-    remembered_settings: dict[str, Any] = {}
-    for row in rows:
-        manifest = row.get("run")
-        if isinstance(manifest, Mapping) and isinstance(manifest.get("gate"), Mapping):
-            remembered_settings = dict(manifest["gate"])
-            break
-    given = {
+    manifests = (row.get("run") for row in rows)
+    run = next((m["gate"] for m in manifests if isinstance(m, Mapping) and "gate" in m), None)
+    run = run if isinstance(run, Mapping) else {}
+    given: dict[str, Any] = {
         "thresholds": dict(thresholds) if thresholds else None,
         "default_threshold": default_threshold,
         "inconclusive": inconclusive,
         "allow_unchecked": allow_unchecked,
         "strict_categories": strict_categories or None,
     }
-    used: dict[str, Any] = {}
-    remembered: list[str] = []
-    overridden: list[str] = []
-    for key, value in given.items():
-        old = remembered_settings.get(key)
-        if value is not None:
-            used[key] = value
-            if old not in (None, {}) and old != value:
-                overridden.append(key)
-        elif old not in (None, {}):
-            used[key] = old
-            remembered.append(key)
+    ran = {key: run.get(key) for key in given if run.get(key) not in (None, {})}
+    remembered = tuple(key for key in ran if given[key] is None)
+    overridden = tuple(key for key in ran if given[key] not in (None, ran[key]))
+    used = {**ran, **{key: value for key, value in given.items() if value is not None}}
     report = gate(
         tally(case_rows(rows)),  # a case once, its trials joined as the run joined them
-        used.get("thresholds"),
-        default_threshold=used.get("default_threshold"),
-        inconclusive=used.get("inconclusive"),
-        allow_unchecked=bool(used.get("allow_unchecked")),
+        **used,
         confidence=confidence,
         completeness=completeness(rows, expected_ids=expected_ids),
-        strict_categories=used.get("strict_categories"),
     )
-    return RowsGate(report, tuple(remembered), tuple(overridden))
+    return RowsGate(report, remembered, overridden)
 
 
 # --------------------------------------------------------------------------- paired comparison
