@@ -129,6 +129,7 @@ def test_a_second_run_on_one_out_is_refused_and_a_stale_lock_taken_over(
     write_jsonl(folder / "c.jsonl", [{"id": "a", "output": "ok", "expect": {"contains": ["ok"]}}])
     assert main(["run", "c.jsonl", "--out", "r.jsonl", "--resume"]) == 2
     assert f"another run (process {os.getpid()}) is writing it" in capsys.readouterr().err
+    assert main(["run", "c.jsonl", "--out", "r.jsonl"]) == 2 and not (folder / "r.jsonl").exists()
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)  # fmt: skip
     lock.write_text(gone.stdout.strip())  # a run that crashed

@@ -576,11 +576,12 @@ class RowsWrittenWhole:
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     rows = RowsWrittenWhole(os.path.join(folder, "rows.jsonl"))
     ...     rows.write({**new_row(Case(id="a", output="hola")), "status": "unchecked"})
-    ...     before = [name.endswith(".partial") for name in os.listdir(folder)]
+    ...     before = sorted(name.rpartition(".")[2] for name in os.listdir(folder))
     ...     rows.finish("0123456789abcdef", {"cases": 1})
     ...     after = [(r["id"], r["dataset_fingerprint"], r["run"]) for r in read_rows(rows.path)]
-    >>> before, after  # only the temporary file, then only the results file
-    ([True], [('a', '0123456789abcdef', {'cases': 1})])
+    ...     left = os.listdir(folder)
+    >>> before, after, left  # the temporary file and the lock, then only the results file
+    (['lock', 'partial'], [('a', '0123456789abcdef', {'cases': 1})], ['rows.jsonl'])
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -589,6 +590,8 @@ class RowsWrittenWhole:
         self._target = Path(os.path.realpath(path))
         self._mark = os.urandom(16).hex()  # cannot occur in a row by chance
         self._temporary: Path | None = None
+        self._held = contextlib.ExitStack()  # the file is the run's until discarded
+        self._held.enter_context(out_lock(path))
         if _is_null_device(self.path):
             self._stream: IO[str] = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
             return
@@ -641,6 +644,7 @@ class RowsWrittenWhole:
             self.discard()
 
     def discard(self) -> None:
+        self._held.close()
         self._stream.close()
         if self._temporary is not None:
             self._temporary.unlink(missing_ok=True)
