@@ -119,6 +119,7 @@ def test_a_category_no_threshold_names_is_said_ungated_and_strict_refuses_it(
         'cases = "c.jsonl"\nstrict_categories = true\n[thresholds]\nextraccion_monto = 1.0\n'
     )
     assert main(["run", "--out", "r2.jsonl"]) == 2
+    assert not (folder / "r2.jsonl").exists()  # refused before the run
 
 
 def test_a_second_run_on_one_out_is_refused_and_a_stale_lock_taken_over(
