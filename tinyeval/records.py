@@ -680,8 +680,10 @@ def out_lock(path: str | os.PathLike[str]) -> Iterator[None]:
             handle = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             break
         except FileExistsError:
-            pid = _whole(int(text) if (text := lock.read_text().strip()).isdigit() else 0)
-            if attempt or _alive(pid):
+            with open(lock, "rb") as held:
+                text = held.read(20).strip()
+            pid = int(text) if text.isdigit() else 0  # 0: being written, or not a pid
+            if attempt or not pid or _alive(pid):
                 raise InputError(
                     f"another run (process {pid or 'unknown'}) is writing it; wait for that run, "
                     f"or remove {lock} if it is gone",
@@ -711,11 +713,11 @@ def holding_out(run: Callable[..., Any]) -> Callable[..., Any]:
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except PermissionError:  # another user's process
+        return True
+    except (ProcessLookupError, OverflowError):
         return False
-    except (PermissionError, OverflowError, ValueError):
-        return pid > 0
-    return pid > 0
+    return True
 
 
 def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
