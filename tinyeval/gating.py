@@ -120,22 +120,12 @@ class CategoryVerdict:
 
     def to_dict(self) -> dict[str, Any]:
         """The verdict as a JSON-ready dict."""
-        return {
-            "passed": self.passed,
-            "total": self.total,
-            "errors": self.errors,
-            "unparsed": self.unparsed,
-            "unchecked": self.unchecked,
-            "unchecked_ids": list(self.unchecked_ids),
-            "rate": self.rate,
-            "low": self.low,
-            "high": self.high,
-            "threshold": self.threshold,
-            "outcome": self.outcome,
-            "blocking": self.blocking,
-            "more_cases_needed": self.more_cases_needed,
-            "note": self.note,
-        }
+        found = {key: getattr(self, key) for key in _VERDICT_KEYS}
+        return {**found, "unchecked_ids": list(self.unchecked_ids)}
+
+
+_VERDICT_KEYS: tuple[str, ...] = ("passed", "total", "errors", "unparsed", "unchecked", "rate")
+_VERDICT_KEYS += ("low", "high", "threshold", "outcome", "blocking", "more_cases_needed", "note")
 
 
 @dataclass(frozen=True)

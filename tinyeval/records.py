@@ -660,9 +660,8 @@ def _is_null_device(path: Path) -> bool:
 
 @contextlib.contextmanager
 def out_lock(path: str | os.PathLike[str]) -> Iterator[None]:
-    """Hold ``path`` for one run: a second run on it is refused (``InputError``) naming the
-    first, by a lock file beside it holding the run's pid (a lock whose process is gone is
-    taken over); the lock is removed when the block ends.
+    """Hold ``path`` for one run by a lock file beside it holding the run's pid: a second run is
+    refused (``InputError``) naming the first; a lock whose process is gone is taken over.
 
     >>> import tempfile, os
     >>> with tempfile.TemporaryDirectory() as folder, out_lock(os.path.join(folder, "r.jsonl")):
@@ -803,10 +802,9 @@ def iter_json_lines(
 
 
 def read_rows(path: str | os.PathLike[str], *, repair: bool = False) -> list[Row]:
-    """Read a results file back (through the bounded reader), refusing what is not one run's
-    rows: a cut last line (with ``repair``, it is cut off the file: a resumed run does its case
-    again), a second row of a case (and trial), a stored status the row's own checks, verdicts
-    and error do not give, trials of another count.
+    """Read a results file back (bounded), refusing what is not one run's rows: a cut last
+    line (``repair`` cuts it off: a resumed run does its case again), a row twice, a status its
+    checks, verdicts and error do not give, trials of another count or out of range.
 
     >>> import tempfile, os
     >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
@@ -890,9 +888,8 @@ def resumable_rows(
     observed: Mapping[str, Any],
     error: type[InputError] = ResultsFileError,
 ) -> list[Row]:
-    """The rows in ``out`` a resumed run keeps, refused (``error``), naming what changed, when
-    another dataset, judge, rubric (``now``: name -> rubric), judge model (``spec``) or
-    observer made them.
+    """The rows in ``out`` a resumed run keeps, refused (``error``) naming what changed when
+    another dataset, judge, rubric (``now``: name -> rubric), model (``spec``) or observer did.
 
     >>> resumable_rows("no-such-file.jsonl", "ab12", {}, None, {})
     []

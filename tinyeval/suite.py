@@ -116,9 +116,7 @@ class RunSettings:
         suite="gate.allow_unchecked",
     )
     strict_categories: bool | None = _setting(
-        GATE,
-        "refuse (exit 2) a category no threshold names when thresholds are given without a default",
-        suite="strict_categories",
+        GATE, "refuse a category no threshold names (when no default)", suite="strict_categories"
     )
     criterion: Sequence[str] = _setting(
         JUDGE,
