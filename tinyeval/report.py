@@ -452,7 +452,7 @@ def _rate_cell(v: CategoryVerdict, confidence: float = 0.95) -> str:
 
 def _mark(v: CategoryVerdict) -> str:
     if v.threshold is None:
-        return "no threshold"
+        return v.note if v.note and v.note.startswith("ungated") else "no threshold"
     if v.outcome == "inconclusive":
         if v.more_cases_needed is None:
             need = "no suite size decides it at this rate"
