@@ -202,6 +202,8 @@ class Session:
             where = f" in shard {s.shard[0]}/{s.shard[1]}" if s.shard else ""
             raise InputError(f"no case to run{where}", path=s.cases)
         refuse_unknown_categories("judge_category", s.judge_category or [], ready.categories)
+        if s.suite is not None:  # a typo in the suite file is said at its line
+            s.suite.refuse_typos(ready.categories)
         refuse_unknown_categories("threshold", s.thresholds, ready.categories, only_typos=True)
         gate({name: {} for name in ready.categories}, **s.gate_options())  # strict: before a run
         if ready.without_output and not s.generate_model:

@@ -9,14 +9,14 @@ import math
 import os
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from .errors import InputError, describe_json, did_you_mean
-from .gating import parse_threshold
+from .gating import parse_threshold, refuse_unknown_categories
 
 __all__ = [
     "SUITE_FILE",
@@ -428,6 +428,18 @@ class Suite:
             if f.metadata.get("suite", "").startswith("reports."):
                 found[f.name] = rel(found[f.name])
         return json.loads(json.dumps(found))
+
+    def refuse_typos(self, categories: Iterable[str]) -> None:
+        """Refuse a threshold naming no case's category but close to one, at its file:line."""
+        for name in self.thresholds:
+            try:
+                refuse_unknown_categories("threshold", [name], categories, only_typos=True)
+            except InputError as exc:
+                if not self.path:
+                    raise
+                prefix = ("tool", "tinyeval") if Path(self.path).name == _PYPROJECT else ()
+                where = _Where(("thresholds", name), self.path, _read_toml(self.path)[0], prefix)
+                raise where.error(exc.reason) from None
 
     @property
     def fingerprint(self) -> str:

@@ -180,3 +180,19 @@ def test_the_labelling_session_shows_a_chat_as_a_transcript(tmp_path: Path) -> N
     shown = done.stdout + done.stderr
     assert done.returncode == 0, shown
     assert "user: pasale unos mangos a mi hermana" in shown and '"role"' not in shown
+
+
+def test_a_threshold_typo_in_the_suite_file_is_said_at_its_line(suite: Path) -> None:
+    toml = suite / "tinyeval.toml"
+    text = toml.read_text(encoding="utf-8")
+    toml.write_text(text.replace("\nextraccion_monto = ", "\nextraccion_montos = "), "utf-8")
+    line = text[: text.index("\nextraccion_monto = ")].count("\n") + 2
+    said = (
+        f"tinyeval.toml:{line}: thresholds.extraccion_montos: no case has the category "
+        "'extraccion_montos'; did you mean 'extraccion_monto'?"
+    )
+    done = run_in(suite, "-m", "tinyeval", "run")
+    assert done.returncode == 2 and done.stderr == f"tinyeval: error: {said}\n", done.stderr
+    plugin = run_in(suite, "-m", "pytest", "-p", "tinyeval.ci.pytest_plugin", "--tinyeval")
+    assert plugin.returncode == 4, plugin.stdout + plugin.stderr  # pytest's usage error
+    assert f"ERROR: tinyeval: {said}" in plugin.stderr and "Traceback" not in plugin.stderr
