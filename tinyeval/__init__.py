@@ -14,7 +14,11 @@ nothing else). The extras live in subpackages and are imported from there
 '0.744 0.965'
 """
 
-from __future__ import annotations
+import sys
+
+if sys.version_info < (3, 11):  # noqa: UP036 (written so that older Pythons parse this far)
+    _said = f"tinyeval needs Python 3.11 or newer; this is Python {sys.version.split()[0]}"
+    raise SystemExit("tinyeval: error: " + _said) if sys.argv[:1] == ["-m"] else ImportError(_said)
 
 TYPE_CHECKING = False  # typing is not imported at run time: importing tinyeval stays cheap
 if TYPE_CHECKING:
@@ -151,7 +155,7 @@ _EXTRAS: dict[str, dict[str, str]] = {
 }
 
 
-def _extra(door: str, name: str, what: str | None = None) -> Any:
+def _extra(door: str, name: str, what: "str | None" = None) -> "Any":
     """What the extra registered under ``name`` at ``door`` brings, imported on first use.
 
     A copy of tinyeval without that extra's subpackage raises one clear
@@ -179,7 +183,7 @@ def _extra(door: str, name: str, what: str | None = None) -> Any:
     return getattr(module, attribute)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     module_name = _EXPORTS.get(name)
     if module_name is None:
         raise AttributeError(f"module 'tinyeval' has no attribute {name!r}")

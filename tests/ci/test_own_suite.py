@@ -196,3 +196,26 @@ def test_a_threshold_typo_in_the_suite_file_is_said_at_its_line(suite: Path) -> 
     plugin = run_in(suite, "-m", "pytest", "-p", "tinyeval.ci.pytest_plugin", "--tinyeval")
     assert plugin.returncode == 4, plugin.stdout + plugin.stderr  # pytest's usage error
     assert f"ERROR: tinyeval: {said}" in plugin.stderr and "Traceback" not in plugin.stderr
+
+
+OLD_PYTHONS = sorted(Path(sys.base_prefix).parent.glob("3.[0-9].*/bin/python")) + sorted(
+    Path(sys.base_prefix).parent.glob("3.10.*/bin/python")
+)
+
+
+@pytest.mark.skipif(not OLD_PYTHONS, reason="no Python older than 3.11 beside this one")
+@pytest.mark.parametrize("python", OLD_PYTHONS[-2:], ids=lambda p: p.parent.parent.name)
+def test_an_old_python_is_told_in_one_line(tmp_path: Path, python: Path) -> None:
+    vendored = tmp_path / "vendor"
+    shutil.copytree(
+        ROOT / "tinyeval", vendored / "tinyeval", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(vendored)}
+    done = subprocess.run([str(python), "-S", "-m", "tinyeval", "run"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.startswith("tinyeval: error: tinyeval needs Python 3.11 or newer; this is")
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    imported = subprocess.run([str(python), "-S", "-c", "import tinyeval"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert imported.stderr.splitlines()[-1].startswith("ImportError: tinyeval needs Python 3.11")
