@@ -792,56 +792,45 @@ _DECLARED: set[str] = set()  # the keys of the suite file read last
 
 
 def declare_expect(table: Mapping[str, Any]) -> None:
-    """Make a suite file's ``[expect]`` table the declared keys, replacing those it declared
-    before: each of the user's keys is a built-in key (its checks named by the user's key), a
-    ``{check, path}`` table (the key's value is the expected value at ``path``) or ``py:``.
+    """A suite file's ``[expect]`` table as the declared keys (those it declared before go):
+    each a built-in key, ``{check, path}`` (the value expected at ``path``) or ``py:``.
 
     >>> declare_expect({"monto": {"check": "equals", "path": "cents"}, "prohibido": "not_contains"})
     >>> run_checks('{"cents": 150}', checks_from_expect({"monto": 150000, "prohibido": ["1.5"]}))
     {'monto': False, 'prohibido:1.5': True}
     >>> declare_expect({})
     """
-    builders = {}
+    for key in _DECLARED:
+        del _EXPECT[key]
+    _DECLARED.clear()
     for key, spec in table.items():
         try:
-            builders[key] = _declared_builder(key, spec)
+            register_expect(key, spec if str(spec).startswith("py:") else _alias(key, spec))
         except CheckSpecError as error:  # said at the user's key, wherever it was found
             raise CheckSpecError(error.reason, field=key) from None
-    for key in _DECLARED:
-        _EXPECT.pop(key, None)
-    _DECLARED.clear()
-    for key, builder in builders.items():
-        register_expect(key, builder)
         _DECLARED.add(key)
 
 
-def _declared_builder(key: str, spec: Any) -> Builder:
-    """The builder of one key of an ``[expect]`` table (refused: a taken key, an unknown check)."""
-    if (key in _EXPECT and key not in _DECLARED) or key in _EXTRAS["expect"]:
-        raise CheckSpecError(f"{key!r} is a built-in key; name yours otherwise", field=key)
-    if isinstance(spec, str) and spec.startswith("py:"):
-        return _python_builder(spec, key)
+def _alias(key: str, spec: Any) -> Builder:
+    """The builder of a built-in key (``spec``, or ``{check, path}``) whose checks are ``key``'s."""
     check, path = (
         (spec.get("check"), spec.get("path")) if isinstance(spec, Mapping) else (spec, None)
     )
-    if not isinstance(check, str) or check.startswith("py:") or check in _DECLARED:
-        raise CheckSpecError(
-            f"expected a built-in key or py:MODULE:FUNCTION, got {check!r}", field=key
-        )
+    if not isinstance(check, str) or check in _DECLARED:
+        raise CheckSpecError(f"expected a built-in key, {{check, path}} or py:, got {check!r}")
     if check not in _EXPECT:
         _load_builder(check)
     if (path is not None) != (check in _PATHED):
         needs = "needs a path" if check in _PATHED else "takes no path"
-        raise CheckSpecError(f"{check} {needs} (paths: {', '.join(_PATHED)})", field=key)
+        raise CheckSpecError(f"{check} {needs} (paths: {', '.join(_PATHED)})")
     base = _EXPECT[check]
 
     def build(value: Any, field: str) -> list[NamedCheck]:
         built = base(value if path is None else {path: value}, field)
+        named = [key if path else key + c.name.removeprefix(check) for c in built]
         return [
-            NamedCheck(
-                key if path else key + c.name.removeprefix(check), c.func, wants_case=c._wants_case
-            )
-            for c in built
+            NamedCheck(name, c.func, wants_case=c._wants_case)
+            for name, c in zip(named, built, strict=True)
         ]
 
     return build

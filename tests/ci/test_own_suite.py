@@ -100,7 +100,7 @@ def test_an_undeclared_key_in_the_yaml_is_its_line_with_did_you_mean(suite: Path
         ('moneda = { check = "equals" }', "expect.moneda: equals needs a path"),
         ('moneda = { check = "equals", paht = "m" }', "expect.moneda.paht: unknown key; did you"),
         ('max_palabras = "max_chars"', None),  # a fine entry: no error
-        ('max_words = "max_chars"', "expect.max_words: 'max_words' is a built-in key"),
+        ('max_words = "max_chars"', "expect.max_words: the expect key 'max_words' is taken"),
         ('accion = "py:evals.nowhere:accion"', "expect.accion: py:evals.nowhere:accion: cannot"),
     ],
 )
@@ -170,7 +170,7 @@ def test_the_labelling_session_shows_a_chat_as_a_transcript(tmp_path: Path) -> N
     chat = [{"role": "system", "content": "Sos un asistente de pagos."},
             {"role": "user", "content": "pasale unos mangos a mi hermana"}]  # fmt: skip
     row = {"id": "chat-1", "category": "rechazo", "status": "pass", "input": chat,
-           "output": "¿Cuánto querés pasarle?", "checks": {}, "judges": {}}  # fmt: skip
+           "output": "¿Cuánto querés pasarle?", "checks": {"max_words": True}}  # fmt: skip
     (tmp_path / "rows.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
     argv = ["-m", "tinyeval", "label", "rows.jsonl", "--out", "labels.jsonl", "--all-rows"]
     done = subprocess.run(
