@@ -485,8 +485,6 @@ def contains(text: str) -> NamedCheck:
 
     >>> contains("$1.250,50")("Transferiré $1.250,50 a Juan").passed
     True
-    >>> run_checks("POR FAVOR", checks_from_expect({"contains_i": "por favor"}))
-    {'contains_i:por favor': True}
     """
     return _text_check("contains", text, found=True)
 
@@ -739,9 +737,8 @@ _ORDER = {key: index for index, key in enumerate(EXPECT_KEYS)}  # grows with reg
 
 def register_expect(key: str, builder: Builder | str) -> None:
     """Let ``expect`` blocks use ``key``: ``builder(value, field)`` returns its checks, or
-    ``"py:MODULE:FUNCTION"`` names a function (imported from the working directory) that is the
-    one check named ``key``: ``function(output)``, ``(output, expected)`` or ``(output,
-    expected, case)`` returns True, False, None (does not apply to this case) or (bool, detail).
+    ``"py:MODULE:FUNCTION"`` (imported from the working directory) is the check named ``key``,
+    called as ``(output)``, ``(output, expected)`` or ``(output, expected, case)``.
 
     >>> register_expect("short", lambda value, field: [max_words(value)])
     >>> [c.name for c in checks_from_expect({"short": 5})]
@@ -915,12 +912,16 @@ def _as_result(outcome: Any) -> CheckResult | None:
     return CheckResult(False, f"returned {_show(outcome)}; a check must return {expected}")
 
 
-def _run_all(checks: Iterable[NamedCheck], output: str, case: Any) -> dict[str, CheckResult]:
-    """Each check's result; one that raises fails with the error, one that returns None does not
-    apply to this case and is left out (a case whose every check abstains, and that no judge
-    judges, is unchecked)."""
+def run_built_checks(output: str, built: Iterable[NamedCheck], case: Any) -> dict[str, CheckResult]:
+    """Each distinct check's result on text: one that raises fails with the error, one that
+    returns None does not apply to this case and is left out (a case whose every check abstains,
+    and that no judge judges, is unchecked).
+
+    >>> run_built_checks("hola", checks_from_expect({"max_chars": 3}), None)
+    {'max_chars': CheckResult(passed=False, detail='4 characters, more than 3')}
+    """
     results = {}
-    for named in checks:
+    for named in built:
         try:
             outcome = named.func(output, case) if named._wants_case else named.func(output)
         except Exception as error:  # one broken check must not hide the others' results
@@ -950,16 +951,7 @@ def run_checks_detailed(
         raise CheckSpecError(
             f"expected the output as a string or None, got {_describe(output)}", field="output"
         )
-    return _run_all(named, output, case)
-
-
-def run_built_checks(output: str, built: Sequence[NamedCheck], case: Any) -> dict[str, CheckResult]:
-    """:func:`run_checks_detailed` for the distinct checks of an ``expect`` block, on text.
-
-    >>> run_built_checks("hola", checks_from_expect({"max_chars": 3}), None)
-    {'max_chars': CheckResult(passed=False, detail='4 characters, more than 3')}
-    """
-    return _run_all(built, output, case)
+    return run_built_checks(output, named, case)
 
 
 def run_checks(

@@ -258,10 +258,17 @@ def summarize_rows(
         "given again, overriding the run's": gated.overridden,
     }
     notes = [f"{words}: {', '.join(names)}" for words, names in said.items() if names]
+    failed: dict[str, list[Row]] = {}  # listed as a run lists them: up to 5 per category
+    for row in sorted(rows, key=lambda r: (str(r.get("category")), str(r.get("id")))):
+        if row.get("status") != "pass":
+            failed.setdefault(str(row.get("category")), []).append(row)
+    listed = failure_lines(
+        [r for group in failed.values() for r in group[:5]], shown=5, where=source
+    )
     return RunSummary(
         gated.report,
         info=info,
-        lines=tuple(notes),
+        lines=(*listed, *([""] if listed else []), *notes),
         judged=sum(t.judged for t in tallies),
         unparsed=sum(t.unparsed for t in tallies),
         errors=sum(t.errors for t in tallies),
@@ -612,7 +619,10 @@ def describe_failure(row: Mapping[str, Any], *, width: int = 100) -> str:
             said = f': replied "{shorten(" ".join(replies[0].split()), 60)}"' if replies else ""
             text = f"judge {name}: no verdict ({judge.get('failure')}){said}"
         else:
-            text = f"judge {name}: {judge.get('reason') or judge.get('verdict')}"
+            said, quote = str(judge.get("reason") or judge.get("verdict")), r'"([^"]{12,})"'
+            room = max(width - len(f"judge {name}: ") - len(re.sub(quote, '""', said)), 8)
+            clipped = re.sub(quote, lambda m: f'"{shorten(m[1], room)}"', said)  # noqa: B023
+            text = f"judge {name}: {clipped}"  # the quotes of the output clipped: the why shows
         return line_of(shorten(" ".join(text.split()), width))
     return "not passed"
 

@@ -219,3 +219,25 @@ def test_an_old_python_is_told_in_one_line(tmp_path: Path, python: Path) -> None
     imported = subprocess.run([str(python), "-S", "-c", "import tinyeval"], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=60)  # fmt: skip
     assert imported.stderr.splitlines()[-1].startswith("ImportError: tinyeval needs Python 3.11")
+
+
+def test_gate_and_report_list_the_failing_cases_as_run_does(suite: Path) -> None:
+    ran = run_in(suite, "-m", "tinyeval", "run")
+    listed = ran.stdout[ran.stdout.index("cases that did not pass") : ran.stdout.index("gate:")]
+    assert "transf-monto-punto-miles" in listed
+    for command, code in (("gate", 1), ("report", 0)):
+        done = run_in(suite, "-m", "tinyeval", command, "tinyeval-results.jsonl")
+        assert done.returncode == code, done.stdout + done.stderr
+        assert listed.strip() in done.stdout
+
+
+def test_a_judge_reason_shows_its_why_with_the_quoted_output_clipped(tmp_path: Path) -> None:
+    output = "Según lo que figura en tu cuenta al día de hoy, debés 2.000 pesos en total."
+    case = {"id": "b", "input": "¿cuánto debo?", "output": output, "context": "Deuda: 1.500."}
+    (tmp_path / "c.jsonl").write_text(json.dumps(case) + "\n", encoding="utf-8")
+    argv = ["c.jsonl", "--criterion", "unsupported-claims", "--threshold", "default=1"]
+    done = run_in(tmp_path, "-m", "tinyeval", "run", *argv)
+    assert done.returncode == 1, done.stdout + done.stderr
+    line = next(line for line in done.stdout.splitlines() if line.startswith("  default  b"))
+    assert line.endswith("'2.000' does not appear in the context."), line
+    assert 'Unsupported claim: "Según lo' in line and output not in line
