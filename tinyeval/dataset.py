@@ -133,11 +133,14 @@ def parse_field_mapping(items: Iterable[str]) -> dict[str, str]:
     return mapping
 
 
+MAPPABLE_KEYS = (*RECOGNISED_KEYS, "retrieved", "relevant")  # and retrieval's (kept in meta)
+
+
 def _check_recognised(key: str) -> None:
-    if key in RECOGNISED_KEYS:
+    if key in MAPPABLE_KEYS:
         return
-    close = did_you_mean(key, RECOGNISED_KEYS)
-    hint = f"did you mean {close!r}?" if close else f"expected one of {', '.join(RECOGNISED_KEYS)}"
+    close = did_you_mean(key, MAPPABLE_KEYS)
+    hint = f"did you mean {close!r}?" if close else f"expected one of {', '.join(MAPPABLE_KEYS)}"
     raise DatasetError(f"unknown key {key!r}; {hint}", field="fields")
 
 

@@ -160,7 +160,7 @@ class Session:
             format=s.format,
             sample_size=s.sample,
             seed=s.seed,
-            only=case_ids(s.only),
+            only=case_ids(s.only, s.fields.get("id", "id")),
             outputs=_recorded_outputs(s.rejudge),
             shard=s.shard,
             shuffle=s.stop_when_decided,
@@ -547,8 +547,9 @@ def _template(path: str | None) -> str | None:
     return text
 
 
-def case_ids(given: str | Sequence[str] | None) -> list[str] | None:
-    """Case ids: a list, ids separated by commas, or a file of them (lines, or JSON lines).
+def case_ids(given: str | Sequence[str] | None, key: str = "id") -> list[str] | None:
+    """Case ids: a list, ids separated by commas, or a file of them (lines, or JSON lines whose
+    ``key``, as mapped by ``--field id=KEY``).
 
     >>> case_ids("a, b,c"), case_ids(None)
     (['a', 'b', 'c'], None)
@@ -559,7 +560,7 @@ def case_ids(given: str | Sequence[str] | None) -> list[str] | None:
         return [part.strip() for part in given.split(",") if part.strip()]
     lines = Path(given).read_text(encoding="utf-8").splitlines()
     if any(line.lstrip().startswith("{") for line in lines):
-        return [str(record.get("id")) for _, record in iter_json_lines(given)]
+        return [str(record.get(key)) for _, record in iter_json_lines(given)]
     return [line.strip() for line in lines if line.strip()]
 
 

@@ -841,9 +841,9 @@ def _check_setting(setting: Any, value: Any, where: _Where) -> Any:
     """A suite's value of a run setting, checked as its field says."""
     meta, kind = setting.metadata, str(setting.type)
     if setting.name == "fields":
-        from .dataset import RECOGNISED_KEYS  # less "messages", a conversation's (agents/)
+        from .dataset import MAPPABLE_KEYS  # less "messages", a conversation's (agents/)
 
-        table = _table(value, where, [key for key in RECOGNISED_KEYS if key != "messages"])
+        table = _table(value, where, [key for key in MAPPABLE_KEYS if key != "messages"])
         return {key: _string(text, where / key) for key, text in table.items()}
     if setting.name == "thresholds":
         if not isinstance(value, dict):

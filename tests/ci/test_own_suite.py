@@ -241,3 +241,22 @@ def test_a_judge_reason_shows_its_why_with_the_quoted_output_clipped(tmp_path: P
     line = next(line for line in done.stdout.splitlines() if line.startswith("  default  b"))
     assert line.endswith("'2.000' does not appear in the context."), line
     assert 'Unsupported claim: "Según lo' in line and output not in line
+
+
+def test_retrieval_keys_and_only_are_mapped_with_field(tmp_path: Path) -> None:
+    with (tmp_path / "logs.jsonl").open("w", encoding="utf-8") as logs:
+        for i in range(4):
+            record = {"request_id": f"r{i}", "answer": "9 a 18", "category": "faq",
+                      "rag": {"docs": ["d1", "d2", "d3"][: i + 1]}, "gold": ["d2"]}  # fmt: skip
+            logs.write(json.dumps(record) + "\n")
+    only = "".join(json.dumps({"request_id": f"r{i}"}) + "\n" for i in (1, 3))
+    (tmp_path / "only.jsonl").write_text(only, encoding="utf-8")
+    fields = ["id=request_id", "output=answer", "retrieved=rag.docs", "relevant=gold"]
+    argv = [arg for pair in fields for arg in ("--field", pair)]
+    done = run_in(tmp_path, "-m", "tinyeval", "run", "logs.jsonl", *argv, "--only", "only.jsonl")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "4 cases (2 selected)" in done.stdout
+    assert "retrieval: 2 of 2 cases had retrieval data" in done.stdout
+    # r1 ranks d2 second of two, r3 second of three: MRR 1/2, nothing at rank 1
+    assert "faq       2        1   0/2 = 0.0%" in done.stdout
+    assert "0.50 [0.50, 0.50]" in done.stdout
