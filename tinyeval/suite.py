@@ -368,6 +368,9 @@ class JudgeSpec:
         return make_judge(str(self.criterion), votes=self.votes, style=self.style, name=self.name)
 
 
+_UNSAID = ("path", "where")  # a suite's fields that are not its settings
+
+
 @dataclass(frozen=True)
 class Suite:
     """A suite file read: its paths joined to its directory (:meth:`to_dict` gives them back
@@ -389,6 +392,7 @@ class Suite:
     allow_unchecked: bool = False
     strict_categories: bool = False
     expect: Mapping[str, Any] = field(default_factory=dict)
+    where: Any = field(default=None, compare=False, repr=False)  # the file's text, for its lines
     judges: tuple[JudgeSpec, ...] = ()
     judge_model: ModelSettings | None = None
     generate_model: ModelSettings | None = None
@@ -418,7 +422,7 @@ class Suite:
             except ValueError:  # another drive, on Windows
                 return Path(value).as_posix()
 
-        found = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "path"}
+        found = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _UNSAID}
         found["cases"] = [rel(p) for p in self.cases]
         found["judges"] = [dict(asdict(j), rubric=rel(j.rubric)) for j in self.judges]
         for name in ("judge_model", "generate_model"):
@@ -435,11 +439,8 @@ class Suite:
             try:
                 refuse_unknown_categories("threshold", [name], categories, only_typos=True)
             except InputError as exc:
-                if not self.path:
-                    raise
-                prefix = ("tool", "tinyeval") if Path(self.path).name == _PYPROJECT else ()
-                where = _Where(("thresholds", name), self.path, _read_toml(self.path)[0], prefix)
-                raise where.error(exc.reason) from None
+                where = self.where and self.where / "thresholds" / name
+                raise (where.error(exc.reason) if where else exc) from None
 
     @property
     def fingerprint(self) -> str:
@@ -547,11 +548,9 @@ def judges_of(
 
 
 def find_suite(start: str | os.PathLike[str] = ".") -> Path | None:
-    """The suite file of ``start`` or of its nearest parent that has one (None: none has):
-    ``tinyeval.toml``, else a ``pyproject.toml`` with a ``[tool.tinyeval]`` table. The search
-    stops at a repository's root (a directory holding ``.git``) and, like git's
-    safe.directory, before a directory owned by another user; a broken suite file on the way
-    is an error, never passed over.
+    """The suite file (``tinyeval.toml``, else a ``pyproject.toml`` with ``[tool.tinyeval]``) of
+    ``start`` or its nearest parent (None: none has one), up to a repository's root (``.git``)
+    and, like git's safe.directory, not into another user's directory; a broken one is an error.
 
     >>> import tempfile
     >>> top = Path(tempfile.mkdtemp())
@@ -890,7 +889,7 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
     cases, at = data["cases"], where / "cases"
     if isinstance(cases, list) and not cases:
         raise at.expected("a file name or a non-empty list of them", cases)
-    found: dict[str, Any] = {"path": where.file}
+    found: dict[str, Any] = {"path": where.file, "where": where}
     found["cases"] = (
         tuple(_path(p, at / i) for i, p in enumerate(cases))
         if isinstance(cases, list)
