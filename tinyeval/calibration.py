@@ -726,7 +726,7 @@ def calibrate_results(
                 mismatches[what].append((old, new))
         ids.append(key)
         pairwise = pairwise or "verdict" not in verdict
-        graded = verdict.get("score") is not None  # a graded judge's score, against numbers
+        graded = "score" in verdict and is_number(record.get("label"))  # a score, against numbers
         judged.append(verdict["score"] if graded else verdict_label(verdict))
         humans.append(record.get("label"))
         categories.append(str(row.get("category") or "default"))

@@ -709,9 +709,8 @@ def _in_range_of(path: str, bounds: Any) -> NamedCheck:
     return in_range(path, *bounds)
 
 
-# The one table of expect keys: key -> builder(value, field) -> its checks, in the order their
-# checks run; an extra's key (tool checks) is loaded from _EXTRAS["expect"] on first use, and
-# register_expect adds more.
+# The one table of expect keys: key -> builder(value, field) -> its checks, in the order they
+# run; an extra's key is loaded from _EXTRAS["expect"] on first use, register_expect adds more.
 _EXPECT: dict[str, Builder] = {
     "valid_json": _expect_builder(valid_json, _flag),
     "fields": _expect_builder(has_field, _names),
