@@ -368,9 +368,6 @@ class JudgeSpec:
         return make_judge(str(self.criterion), votes=self.votes, style=self.style, name=self.name)
 
 
-_UNSAID = ("path", "where")  # a suite's fields that are not its settings
-
-
 @dataclass(frozen=True)
 class Suite:
     """A suite file read: its paths joined to its directory (:meth:`to_dict` gives them back
@@ -422,7 +419,8 @@ class Suite:
             except ValueError:  # another drive, on Windows
                 return Path(value).as_posix()
 
-        found = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _UNSAID}
+        found = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "path"}
+        del found["where"]  # where it was read: no setting
         found["cases"] = [rel(p) for p in self.cases]
         found["judges"] = [dict(asdict(j), rubric=rel(j.rubric)) for j in self.judges]
         for name in ("judge_model", "generate_model"):
@@ -861,7 +859,6 @@ def _check_setting(setting: Any, value: Any, where: _Where) -> Any:
 _JUDGE: dict[str, Any] = {"criterion": _string, "rubric": _path, "name": _string}
 _JUDGE["style"] = partial(_choice, choices=_STYLES)
 _JUDGE.update(votes=_votes, model=_string, categories=_categories)
-_CHECK: dict[str, Any] = {"check": _string, "path": _string}
 
 
 def _most(name: str) -> Any:
@@ -951,9 +948,7 @@ def _expect(value: Any, where: _Where) -> dict[str, Any]:
     table = _table(value, where, list(value) if isinstance(value, dict) else [])
     for key, spec in table.items():
         if isinstance(spec, dict):
-            _checked(_table(spec, where / key, ("check", "path")), where / key, _CHECK)
-        elif not isinstance(spec, str):
-            raise (where / key).expected("a check's name, {check, path} or py:MODULE:FUNC", spec)
+            _table(spec, where / key, ("check", "path"))
     try:
         declare_expect(table)
     except CheckSpecError as exc:
