@@ -1,8 +1,4 @@
-"""tinyeval: evaluate LLM output so that the number it prints can be trusted.
-
-Code checks first, a one-criterion PASS/FAIL judge only for what code cannot
-check, the judge calibrated against human labels, every rate with a Wilson
-interval, and a gate per category that can fail a CI job. Standard library only.
+"""tinyeval: evaluate LLM output so that the number it prints can be trusted (see the README).
 
 The names below are the core's, loaded on first use (``import tinyeval`` imports
 nothing else). The extras live in subpackages and are imported from there
