@@ -734,10 +734,10 @@ run; keys added by :func:`register_expect` run last."""
 _ORDER = {key: index for index, key in enumerate(EXPECT_KEYS)}  # grows with registered keys
 
 
-def register_expect(key: str, builder: Builder | str) -> None:
-    """Let ``expect`` blocks use ``key``: ``builder(value, field)`` returns its checks, or
-    ``"py:MODULE:FUNCTION"`` (imported from the working directory) is the check named ``key``,
-    called as ``(output)``, ``(output, expected)`` or ``(output, expected, case)``.
+def register_expect(key: str, builder: Builder | str | Mapping[str, str]) -> None:
+    """Let ``expect`` blocks use ``key``: ``builder(value, field)`` returns its checks; a built-in
+    key or ``{"check": KEY, "path": PATH}`` lends ``key`` its checks; ``"py:MODULE:FUNCTION"`` is
+    the check ``key``, called as ``(output)``, ``(output, expected)`` or ``(output, expected, case)``.
 
     >>> register_expect("short", lambda value, field: [max_words(value)])
     >>> [c.name for c in checks_from_expect({"short": 5})]
@@ -748,10 +748,10 @@ def register_expect(key: str, builder: Builder | str) -> None:
         raise CheckSpecError(f"expected a non-empty string, got {_describe(key)}", field="key")
     if key in _EXPECT or key in _EXTRAS["expect"]:
         raise CheckSpecError(f"the expect key {key!r} is taken", field="key")
-    if isinstance(builder, str):
+    if isinstance(builder, str) and builder.startswith("py:"):
         builder = _python_builder(builder, key)
-    if not callable(builder):
-        raise CheckSpecError(f"expected a callable, got {_describe(builder)}", field=key)
+    elif not callable(builder):
+        builder = _alias(key, builder)
     _EXPECT[key] = builder
     _ORDER.setdefault(key, len(_ORDER))
 
@@ -788,8 +788,8 @@ _DECLARED: set[str] = set()  # the keys of the suite file read last
 
 
 def declare_expect(table: Mapping[str, Any]) -> None:
-    """A suite file's ``[expect]`` table as the declared keys (those it declared before go):
-    each a built-in key, ``{check, path}`` (the value expected at ``path``) or ``py:``.
+    """A suite file's ``[expect]`` table, each key as :func:`register_expect` takes it, as the
+    declared keys (those it declared before go).
 
     >>> declare_expect({"monto": {"check": "equals", "path": "cents"}, "prohibido": "not_contains"})
     >>> run_checks('{"cents": 150}', checks_from_expect({"monto": 150000, "prohibido": ["1.5"]}))
@@ -801,7 +801,7 @@ def declare_expect(table: Mapping[str, Any]) -> None:
     _DECLARED.clear()
     for key, spec in table.items():
         try:
-            register_expect(key, spec if str(spec).startswith("py:") else _alias(key, spec))
+            register_expect(key, spec)
         except CheckSpecError as error:  # said at the user's key, wherever it was found
             raise CheckSpecError(error.reason, field=key) from None
         _DECLARED.add(key)
@@ -813,7 +813,8 @@ def _alias(key: str, spec: Any) -> Builder:
         (spec.get("check"), spec.get("path")) if isinstance(spec, Mapping) else (spec, None)
     )
     if not isinstance(check, str) or check in _DECLARED:
-        raise CheckSpecError(f"expected a built-in key, {{check, path}} or py:, got {check!r}")
+        said = "a builder, a built-in key, {check, path} or py:MODULE:FUNCTION"
+        raise CheckSpecError(f"expected {said}, got {_describe(spec)}", field=key)
     if check not in _EXPECT:
         _load_builder(check)
     if (path is not None) != (check in _PATHED):
