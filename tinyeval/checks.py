@@ -737,7 +737,7 @@ _ORDER = {key: index for index, key in enumerate(EXPECT_KEYS)}  # grows with reg
 def register_expect(key: str, builder: Builder | str | Mapping[str, str]) -> None:
     """Let ``expect`` blocks use ``key``: ``builder(value, field)`` returns its checks; a built-in
     key or ``{"check": KEY, "path": PATH}`` lends ``key`` its checks; ``"py:MODULE:FUNCTION"`` is
-    the check ``key``, called as ``(output)``, ``(output, expected)`` or ``(output, expected, case)``.
+    the check ``key``, called with ``output``, then ``expected`` and ``case`` if it takes them.
 
     >>> register_expect("short", lambda value, field: [max_words(value)])
     >>> [c.name for c in checks_from_expect({"short": 5})]
