@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .session import Session
 
 __all__ = [
+    "Failures",
     "ReportsWritten",
     "Section",
     "describe_failure",
@@ -227,6 +228,23 @@ def header(session: Session, ready: PreparedCases) -> str:
     return text
 
 
+class Failures(dict[str, list[Row]]):
+    """A few failed rows of each category: those with the smallest ids, in any finish order."""
+
+    def __init__(self, shown: int) -> None:
+        self.shown = shown
+
+    def note(self, row: Row) -> None:
+        kept = self.setdefault(str(row.get("category")), [])
+        if row.get("status") != "pass" and all(other["id"] != row["id"] for other in kept):
+            kept.append(row)  # with trials, one line per case (its first failed trial)
+            kept.sort(key=lambda r: str(r["id"]))
+            del kept[self.shown :]
+
+    def rows(self) -> list[Row]:
+        return [row for _, rows in sorted(self.items()) for row in rows]
+
+
 def summarize_rows(
     rows: Sequence[Row], *, source: str, gate: Mapping[str, Any] | None = None
 ) -> RunSummary:
@@ -258,13 +276,10 @@ def summarize_rows(
         "given again, overriding the run's": gated.overridden,
     }
     notes = [f"{words}: {', '.join(names)}" for words, names in said.items() if names]
-    failed: dict[str, list[Row]] = {}  # listed as a run lists them: up to 5 per category
-    for row in sorted(rows, key=lambda r: (str(r.get("category")), str(r.get("id")))):
-        if row.get("status") != "pass":
-            failed.setdefault(str(row.get("category")), []).append(row)
-    listed = failure_lines(
-        [r for group in failed.values() for r in group[:5]], shown=5, where=source
-    )
+    failures = Failures(5)  # listed as a run lists them
+    for row in rows:
+        failures.note(row)
+    listed = failure_lines(failures.rows(), shown=5, where=source)
     return RunSummary(
         gated.report,
         info=info,

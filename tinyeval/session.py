@@ -20,7 +20,7 @@ from .errors import IncompleteError, InputError, plural, shorten
 from .gating import gate, gate_settings, refuse_unknown_categories
 from .models import MAX_RESPONSE_BYTES, resolve
 from .records import Row, RowsWrittenWhole, iter_json_lines, read_rows, run_manifest, write_row
-from .report import RunSummary, summarize
+from .report import Failures, RunSummary, summarize
 from .runner import DryRun, PreparedCases, check_judges, prepare_cases
 from .runner import dry_run as dry_run_cases
 from .runner import run as run_cases
@@ -258,7 +258,7 @@ class Session:
         self._observed = {
             name: found for name, o in observers.items() if (found := o.manifest()) is not None
         } or None
-        failures = _Failures(s.show_failures)
+        failures = Failures(s.show_failures)
         review_rows = 0
         one_pass = not ready.read  # the rows wait for the fingerprint, known at the end
         with contextlib.ExitStack() as stack:
@@ -393,23 +393,6 @@ class Progress:
             f"{self.done}/{self.total} · {rate:.1f} cases/s · ETA {eta} · "
             f"{self.failed} failed · {self.errors} errors"
         )
-
-
-class _Failures(dict[str, list[Row]]):
-    """A few failed rows of each category: those with the smallest ids, in any finish order."""
-
-    def __init__(self, shown: int) -> None:
-        self.shown = shown
-
-    def note(self, row: Row) -> None:
-        kept = self.setdefault(str(row.get("category")), [])
-        if row.get("status") != "pass" and all(other["id"] != row["id"] for other in kept):
-            kept.append(row)  # with trials, one line per case (its first failed trial)
-            kept.sort(key=lambda r: str(r["id"]))
-            del kept[self.shown :]
-
-    def rows(self) -> list[Row]:
-        return [row for _, rows in sorted(self.items()) for row in rows]
 
 
 def same_file(a: str, b: str) -> bool:
