@@ -165,8 +165,11 @@ def test_calibrate_gives_spearman_for_a_graded_judge(tmp_path: Path) -> None:
 
 
 def test_the_labelling_session_shows_a_chat_as_a_transcript(tmp_path: Path) -> None:
-    chat = [{"role": "system", "content": "Sos un asistente de pagos."},
-            {"role": "user", "content": "pasale unos mangos a mi hermana"}]  # fmt: skip
+    chat = [{"role": "system", "content": "Sos un asistente de pagos.\x1b[2J"},
+            {"role": "user", "content": "pasale unos mangos a mi hermana"},
+            {"role": "assistant", "content": None,
+             "tool_calls": [{"function": {"name": "ver_saldo", "arguments": "{}"}}]},
+            {"role": "tool", "content": [{"type": "text", "text": "saldo: 3.000"}]}]  # fmt: skip
     row = {"id": "chat-1", "category": "rechazo", "status": "pass", "input": chat,
            "output": "¿Cuánto querés pasarle?", "checks": {"max_words": True}}  # fmt: skip
     (tmp_path / "rows.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
@@ -178,6 +181,8 @@ def test_the_labelling_session_shows_a_chat_as_a_transcript(tmp_path: Path) -> N
     shown = done.stdout + done.stderr
     assert done.returncode == 0, shown
     assert "user: pasale unos mangos a mi hermana" in shown and '"role"' not in shown
+    assert "assistant: [calls ver_saldo]" in shown and "tool: saldo: 3.000" in shown
+    assert "\x1b" not in shown and "pagos.\\x1b[2J" in shown  # the data's escape, made visible
 
 
 def test_a_threshold_typo_in_the_suite_file_is_said_at_its_line(suite: Path) -> None:

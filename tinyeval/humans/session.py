@@ -41,6 +41,7 @@ from ..calibration import (
 )
 from ..errors import plural, utc_stamp
 from ..records import output_fingerprint, primary_verdict, provenance
+from ..report import terminal_text
 from ..stats import Rate
 from .labelers import LabelSet, labeler_of, read_label_set
 
@@ -237,17 +238,27 @@ def _as_text(value: Any) -> str:
 
 
 def _content(message: Mapping[str, Any]) -> str:
-    """A message's text (its text parts joined), and the tools it calls."""
+    """A message's text (its text parts joined), and the tools it calls (OpenAI's tool_calls,
+    Anthropic's tool_use parts).
+
+    >>> _content({"role": "assistant", "content": None,
+    ...           "tool_calls": [{"function": {"name": "transferir", "arguments": "{}"}}]})
+    '[calls transferir]'
+    """
     content = message.get("content")
+    calls = (
+        list(message.get("tool_calls") or []) if isinstance(message.get("tool_calls"), list) else []
+    )
     if isinstance(content, list):
-        content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
-    calls = [
-        c.get("function", c).get("name")
-        for c in message.get("tool_calls") or []
-        if isinstance(c, Mapping)
-    ]
-    called = f" [calls {', '.join(map(str, calls))}]" if calls else ""
-    return (content if isinstance(content, str) else _as_text(content)) + called
+        parts = [part for part in content if isinstance(part, Mapping)]
+        calls += [part for part in parts if part.get("type") == "tool_use"]
+        content = " ".join(str(part["text"]) for part in parts if "text" in part)
+    names = []
+    for call in calls:
+        inner = call.get("function", call) if isinstance(call, Mapping) else None
+        names.append(str(inner.get("name")) if isinstance(inner, Mapping) else "?")
+    called = f" [calls {', '.join(names)}]" if names else ""
+    return ((content if isinstance(content, str) else _as_text(content)) + called).strip()
 
 
 def _wrap(text: str, width: int, indent: str = "  ") -> list[str]:
@@ -280,7 +291,7 @@ def _case_lines(row: Row, position: int, total: int, width: int) -> list[str]:
         parts = [("OUTPUT", row.get("output"))]
     chat = row.get("messages") or row.get("input")
     for title, value in [("INPUT", chat), ("CONTEXT", row.get("context")), *parts]:
-        text = _as_text(value)
+        text = terminal_text(_as_text(value))  # the data's control characters made visible
         if title.startswith("OUTPUT") or text:
             lines.append(title)
             lines.extend(_wrap(text or "(empty)", width))
