@@ -802,7 +802,7 @@ def declare_expect(table: Mapping[str, Any]) -> None:
     for key, spec in table.items():
         try:
             register_expect(key, spec)
-        except CheckSpecError as error:  # said at the user's key, wherever it was found
+        except InputError as error:  # said at the user's key, wherever it was found
             raise CheckSpecError(error.reason, field=key) from None
         _DECLARED.add(key)
 
@@ -820,6 +820,8 @@ def _alias(key: str, spec: Any) -> Builder:
     if (path is not None) != (check in _PATHED):
         needs = "needs a path" if check in _PATHED else "takes no path"
         raise CheckSpecError(f"{check} {needs} (paths: {', '.join(_PATHED)})")
+    if path is not None:
+        _split_path(path)  # a wrong path is refused at the suite's line, not at each case's
     base = _EXPECT[check]
 
     def build(value: Any, field: str) -> list[NamedCheck]:

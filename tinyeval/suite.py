@@ -943,7 +943,7 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
 
 def _expect(value: Any, where: _Where) -> dict[str, Any]:
     """The ``[expect]`` table, declared as the keys of the cases' expect blocks."""
-    from .checks import CheckSpecError, declare_expect
+    from .checks import declare_expect
 
     table = _table(value, where, list(value) if isinstance(value, dict) else [])
     for key, spec in table.items():
@@ -951,7 +951,7 @@ def _expect(value: Any, where: _Where) -> dict[str, Any]:
             _table(spec, where / key, ("check", "path"))
     try:
         declare_expect(table)
-    except CheckSpecError as exc:
+    except InputError as exc:
         raise (where / str(exc.field)).error(exc.reason) from None
     return table
 

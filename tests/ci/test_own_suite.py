@@ -96,6 +96,7 @@ def test_an_undeclared_key_in_the_yaml_is_its_line_with_did_you_mean(suite: Path
     [
         ('prohibido = "not_contain"', "expect.prohibido: unknown key 'not_contain'; did you mean"),
         ('moneda = { check = "equals" }', "expect.moneda: equals needs a path"),
+        ('moneda = { check = "equals", path = "a..b" }', "expect.moneda: expected no empty part"),
         ('moneda = { check = "equals", paht = "m" }', "expect.moneda.paht: unknown key; did you"),
         ('max_palabras = "max_chars"', None),  # a fine entry: no error
         ('max_words = "max_chars"', "expect.max_words: the expect key 'max_words' is taken"),
