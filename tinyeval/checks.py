@@ -485,6 +485,8 @@ def contains(text: str) -> NamedCheck:
 
     >>> contains("$1.250,50")("Transferiré $1.250,50 a Juan").passed
     True
+    >>> run_checks("POR FAVOR", checks_from_expect({"contains_i": "por favor"}))
+    {'contains_i:por favor': True}
     """
     return _text_check("contains", text, found=True)
 
@@ -709,8 +711,9 @@ def _in_range_of(path: str, bounds: Any) -> NamedCheck:
     return in_range(path, *bounds)
 
 
-# The one table of expect keys: key -> builder(value, field) -> its checks, in the order they
-# run; an extra's key is loaded from _EXTRAS["expect"] on first use, register_expect adds more.
+# The one table of expect keys: key -> builder(value, field) -> its checks, in the order their
+# checks run; an extra's key (tool checks) is loaded from _EXTRAS["expect"] on first use, and
+# register_expect adds more.
 _EXPECT: dict[str, Builder] = {
     "valid_json": _expect_builder(valid_json, _flag),
     "fields": _expect_builder(has_field, _names),
@@ -734,10 +737,11 @@ run; keys added by :func:`register_expect` run last."""
 _ORDER = {key: index for index, key in enumerate(EXPECT_KEYS)}  # grows with registered keys
 
 
-def register_expect(key: str, builder: Builder | str | Mapping[str, str]) -> None:
-    """Let ``expect`` blocks use ``key``: ``builder(value, field)`` returns its checks; a built-in
-    key or ``{"check": KEY, "path": PATH}`` lends ``key`` its checks; ``"py:MODULE:FUNCTION"`` is
-    the check ``key``, called with ``output``, then ``expected`` and ``case`` if it takes them.
+def register_expect(key: str, builder: Builder | str) -> None:
+    """Let ``expect`` blocks use ``key``: ``builder(value, field)`` returns its checks, or
+    ``"py:MODULE:FUNCTION"`` names a function (imported from the working directory) that is the
+    one check named ``key``: ``function(output)``, ``(output, expected)`` or ``(output,
+    expected, case)`` returns True, False, None (does not apply to this case) or (bool, detail).
 
     >>> register_expect("short", lambda value, field: [max_words(value)])
     >>> [c.name for c in checks_from_expect({"short": 5})]
@@ -748,10 +752,10 @@ def register_expect(key: str, builder: Builder | str | Mapping[str, str]) -> Non
         raise CheckSpecError(f"expected a non-empty string, got {_describe(key)}", field="key")
     if key in _EXPECT or key in _EXTRAS["expect"]:
         raise CheckSpecError(f"the expect key {key!r} is taken", field="key")
-    if isinstance(builder, str) and builder.startswith("py:"):
+    if isinstance(builder, str):
         builder = _python_builder(builder, key)
-    elif not callable(builder):
-        builder = _alias(key, builder)
+    if not callable(builder):
+        raise CheckSpecError(f"expected a callable, got {_describe(builder)}", field=key)
     _EXPECT[key] = builder
     _ORDER.setdefault(key, len(_ORDER))
 
@@ -788,8 +792,8 @@ _DECLARED: set[str] = set()  # the keys of the suite file read last
 
 
 def declare_expect(table: Mapping[str, Any]) -> None:
-    """A suite file's ``[expect]`` table, each key as :func:`register_expect` takes it, as the
-    declared keys (those it declared before go).
+    """A suite file's ``[expect]`` table as the declared keys (those it declared before go): each
+    a built-in key, ``{check, path}`` (the value expected at ``path``) or ``py:MODULE:FUNCTION``.
 
     >>> declare_expect({"monto": {"check": "equals", "path": "cents"}, "prohibido": "not_contains"})
     >>> run_checks('{"cents": 150}', checks_from_expect({"monto": 150000, "prohibido": ["1.5"]}))
@@ -801,7 +805,8 @@ def declare_expect(table: Mapping[str, Any]) -> None:
     _DECLARED.clear()
     for key, spec in table.items():
         try:
-            register_expect(key, spec)
+            py = isinstance(spec, str) and spec.startswith("py:")
+            register_expect(key, spec if py else _alias(key, spec))
         except InputError as error:  # said at the user's key, wherever it was found
             raise CheckSpecError(error.reason, field=key) from None
         _DECLARED.add(key)
@@ -809,11 +814,10 @@ def declare_expect(table: Mapping[str, Any]) -> None:
 
 def _alias(key: str, spec: Any) -> Builder:
     """The builder of a built-in key (``spec``, or ``{check, path}``) whose checks are ``key``'s."""
-    check, path = (
-        (spec.get("check"), spec.get("path")) if isinstance(spec, Mapping) else (spec, None)
-    )
+    table = spec if isinstance(spec, Mapping) else {"check": spec}
+    check, path = table.get("check"), table.get("path")
     if not isinstance(check, str) or check in _DECLARED:
-        said = "a builder, a built-in key, {check, path} or py:MODULE:FUNCTION"
+        said = "a built-in key, {check, path} or py:MODULE:FUNCTION"
         raise CheckSpecError(f"expected {said}, got {_describe(spec)}", field=key)
     if check not in _EXPECT:
         _load_builder(check)
@@ -914,16 +918,12 @@ def _as_result(outcome: Any) -> CheckResult | None:
     return CheckResult(False, f"returned {_show(outcome)}; a check must return {expected}")
 
 
-def run_built_checks(output: str, built: Iterable[NamedCheck], case: Any) -> dict[str, CheckResult]:
-    """Each distinct check's result on text: one that raises fails with the error, one that
-    returns None does not apply to this case and is left out (a case whose every check abstains,
-    and that no judge judges, is unchecked).
-
-    >>> run_built_checks("hola", checks_from_expect({"max_chars": 3}), None)
-    {'max_chars': CheckResult(passed=False, detail='4 characters, more than 3')}
-    """
+def _run_all(checks: Iterable[NamedCheck], output: str, case: Any) -> dict[str, CheckResult]:
+    """Each check's result; one that raises fails with the error, one that returns None does not
+    apply to this case and is left out (a case whose every check abstains, and that no judge
+    judges, is unchecked)."""
     results = {}
-    for named in built:
+    for named in checks:
         try:
             outcome = named.func(output, case) if named._wants_case else named.func(output)
         except Exception as error:  # one broken check must not hide the others' results
@@ -953,7 +953,16 @@ def run_checks_detailed(
         raise CheckSpecError(
             f"expected the output as a string or None, got {_describe(output)}", field="output"
         )
-    return run_built_checks(output, named, case)
+    return _run_all(named, output, case)
+
+
+def run_built_checks(output: str, built: Sequence[NamedCheck], case: Any) -> dict[str, CheckResult]:
+    """:func:`run_checks_detailed` for the distinct checks of an ``expect`` block, on text.
+
+    >>> run_built_checks("hola", checks_from_expect({"max_chars": 3}), None)
+    {'max_chars': CheckResult(passed=False, detail='4 characters, more than 3')}
+    """
+    return _run_all(built, output, case)
 
 
 def run_checks(

@@ -33,6 +33,7 @@ RECOGNISED_KEYS = (
     "label",
     "messages",
 )
+MAPPABLE_KEYS = (*RECOGNISED_KEYS, "retrieved", "relevant")  # and retrieval's (kept in meta)
 
 
 @dataclass(frozen=True)
@@ -131,9 +132,6 @@ def parse_field_mapping(items: Iterable[str]) -> dict[str, str]:
         _check_recognised(key)
         mapping[key] = path
     return mapping
-
-
-MAPPABLE_KEYS = (*RECOGNISED_KEYS, "retrieved", "relevant")  # and retrieval's (kept in meta)
 
 
 def _check_recognised(key: str) -> None:

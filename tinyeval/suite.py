@@ -78,8 +78,7 @@ def _setting(group: str | None, help: str, default: Any = None, **more: Any) -> 
 
 @dataclass
 class RunSettings:
-    """Every setting of a run, its values spelled as on the command line (``judge_model``: one
-    spec, or three, five… for a jury).
+    """Every setting of a run, spelled as on the command line (``judge_model``: 1, 3, 5… specs).
 
     >>> RunSettings(cases="cases.jsonl").concurrency
     4
@@ -241,8 +240,7 @@ class RunSettings:
     suite_overridden: Sequence[str] = ()  # its keys the caller gave again
 
     def refuse_out_of_range(self) -> None:
-        """Refuse a number outside its bounds, a NUL character in a text or path, and settings
-        that cannot go together.
+        """Refuse a number out of bounds, a NUL character, and settings that cannot go together.
 
         >>> RunSettings(cases="c", concurrency=10**8).refuse_out_of_range()
         Traceback (most recent call last):
@@ -271,8 +269,7 @@ class RunSettings:
             raise InputError(f"{reason} (generate_model)", field="rejudge")
 
     def files(self) -> tuple[list[str], dict[str, str | None]]:
-        """The files the run reads (its suite file among them) and the outputs it writes, by
-        setting: an output may be none of the inputs.
+        """The files the run reads (its suite file too) and the outputs it writes, by setting.
 
         >>> RunSettings(cases="c.jsonl", rubric=["r.txt"]).files()[0]
         ['c.jsonl', 'r.txt']
@@ -332,8 +329,7 @@ class ModelSettings:
 
 @dataclass(frozen=True)
 class JudgeSpec:
-    """One judge of a suite: a criterion (or a rubric file), how to ask, and for which
-    categories (none: every one); ``model`` None is the suite's judge model.
+    """One judge of a suite: a criterion or rubric file, how to ask, its categories (none: all).
 
     >>> spec = JudgeSpec(criterion="unsupported-claims", categories=("support_answers",))
     >>> spec.applies_to("support_answers"), spec.applies_to("tone")
@@ -370,8 +366,8 @@ class JudgeSpec:
 
 @dataclass(frozen=True)
 class Suite:
-    """A suite file read: its paths joined to its directory (:meth:`to_dict` gives them back
-    as written), and the settings it sets, by the names of :class:`RunSettings`.
+    """A suite file read: its paths joined to its directory, its settings named as in
+    :class:`RunSettings`; ``where`` is where it was read, for the lines of later errors.
 
     >>> suite = Suite(cases=("cases.jsonl",), thresholds={"tone": 0.85})
     >>> suite.thresholds["tone"], suite.inconclusive, suite.judges
@@ -519,8 +515,7 @@ def with_suite(options: Mapping[str, Any], suite: Suite) -> tuple[dict[str, Any]
 def judges_of(
     specs: Sequence[JudgeSpec], *, judge_model: str = "builtin"
 ) -> tuple[list[Any], dict[str, list[str]] | None]:
-    """The judges of a suite's entries and the categories each looks at (None: all look at
-    all); one judge model per run.
+    """A suite's judges and the categories each looks at (None: all); one judge model per run.
 
     >>> judges, where = judges_of([JudgeSpec(criterion="Is polite.", name="polite",
     ...                                      categories=("tone",))])
@@ -604,8 +599,7 @@ def _suite_in(folder: Path) -> Path | None:
 
 
 def _read_toml(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
-    """A TOML file's text and data, read with bounds: every way it can fail is an
-    :class:`InputError` naming the file (and the line, when tomllib says it)."""
+    """A TOML file's text and data, read with bounds; a failure names the file (and line)."""
     import tomllib  # imported only to read a suite file: a run without one never pays
 
     from ._formats import MAX_CONFIG_BYTES, read_text
@@ -674,10 +668,9 @@ def load_suite(
 
 
 def _line_of(text: str, path: Sequence[str | int]) -> int | None:
-    """The line where a key path of a TOML text starts, or its nearest enclosing key's: tomllib
-    keeps no positions, so a binary search looks for the shortest head of the text holding the
-    path (a value starts after the last head without it; None: a head near the middle of a long
-    value never parses).
+    """The line where a key path of a TOML text (or its nearest enclosing key) starts: the
+    shortest head of the text holding the path, found by a binary search, as tomllib keeps no
+    positions (None: no head near the middle of a long value parses).
 
     >>> text = 'a = 1\\n[[j]]\\nx = 1\\n[[j]]\\nx = [\\n  "y = 2",\\n]\\n[t]\\nb.c = 3\\n'
     >>> _line_of(text, ("j", 1, "x")), _line_of(text, ("t", "b", "c")), _line_of(text, ("t", "z"))
