@@ -1,9 +1,7 @@
-"""Reading data files with bounds: JSONL, JSON, CSV and YAML records, gzip, BOM, UTF-8.
+"""The bounded reading of JSONL, JSON, CSV and YAML files (gzip, BOM, UTF-8).
 
-:func:`read_text` and :func:`iter_json_lines` are the package's one bounded reader of text
-and JSON Lines files; :func:`tinyeval.dataset.load` reads cases through ``_iter_records``.
-Whatever cannot be read safely (a line past :data:`MAX_LINE_BYTES`, a duplicate JSON key, a
-YAML alias bomb) is a :class:`DatasetError` naming the file and line.
+What cannot be read safely (a line past MAX_LINE_BYTES, a duplicate JSON key, a YAML alias
+bomb) is a :class:`DatasetError` naming the file and line.
 """
 
 from __future__ import annotations
@@ -16,26 +14,13 @@ import re
 import sys
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
 from . import _extra
-from .errors import InputError, TinyevalError, describe_json, json_problem, plural, shorten
+from .errors import InputError, describe_json, json_problem, plural, shorten
 
-__all__ = [
-    "MAX_CONFIG_BYTES",
-    "MAX_FILE_BYTES",
-    "MAX_LINES",
-    "MAX_LINE_BYTES",
-    "MAX_TEXT_BYTES",
-    "YAML_MAX_EXPANSION",
-    "DatasetError",
-    "iter_json_lines",
-    "read_text",
-]
-
-_FORMATS = ("jsonl", "json", "csv", "yaml", "otel")
 _SUFFIX_FORMATS = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
@@ -44,6 +29,15 @@ _SUFFIX_FORMATS = {
     ".yaml": "yaml",
     ".yml": "yaml",
 }
+_FORMATS = (*dict.fromkeys(_SUFFIX_FORMATS.values()), "otel")
+
+MAX_LINE_BYTES = 64 * 2**20  # the longest line read (64 MiB); raise it with max_line_bytes
+MAX_TEXT_BYTES = MAX_LINE_BYTES  # the largest file read whole (JSON, YAML, read_text)
+MAX_FILE_BYTES = 2**30  # the most bytes read from one file, after decompression (1 GiB)
+MAX_LINES = 2_000_000  # the most lines read from one file, blank ones included
+MAX_CONFIG_BYTES = 256 * 2**10  # the largest suite file, rubric or prompt template (256 KiB)
+YAML_MAX_EXPANSION = 100  # how many times its own nodes a YAML file's aliases may expand to
+_CHUNK = 2**20  # bytes read at a time: memory stays near the line cap, whatever the file
 
 
 class DatasetError(InputError):
@@ -55,13 +49,9 @@ class DatasetError(InputError):
 
 
 def _detect_format(path: str) -> str:
-    """The format a file name says."""
     if path == "-":
         return "jsonl"
-    suffixes = [s.lower() for s in Path(path).suffixes]
-    if suffixes and suffixes[-1] == ".gz":
-        suffixes = suffixes[:-1]
-    fmt = _SUFFIX_FORMATS.get(suffixes[-1]) if suffixes else None
+    fmt = _SUFFIX_FORMATS.get(Path(path.lower().removesuffix(".gz")).suffix)
     if fmt is None:
         raise DatasetError(
             "cannot tell the format from the file name; expected .jsonl, .ndjson, .json, .csv, "
@@ -70,24 +60,6 @@ def _detect_format(path: str) -> str:
             path=path,
         )
     return fmt
-
-
-MAX_LINE_BYTES = 64 * 2**20
-"""The longest line a file may hold, in bytes (64 MiB); raise it with ``max_line_bytes``."""
-
-MAX_TEXT_BYTES = MAX_LINE_BYTES
-"""The largest file read whole (JSON, YAML, :func:`read_text`), in bytes (64 MiB)."""
-
-MAX_FILE_BYTES = 2**30
-"""The most bytes read from one file, after decompression (1 GiB)."""
-
-MAX_LINES = 2_000_000
-"""The most lines read from one file, blank ones included."""
-
-MAX_CONFIG_BYTES = 256 * 2**10
-"""The largest suite file, rubric or prompt template, in bytes (256 KiB)."""
-
-_CHUNK = 2**20  # bytes read at a time: memory stays near the line cap, whatever the file
 
 
 def _too_long(limit: int, path: str, line: int, what: str, knob: str | None) -> DatasetError:
@@ -110,13 +82,7 @@ def _too_big(path: str, line: int, what: str) -> DatasetError:
 def _lines(
     raw: IO[bytes], path: str, limit: int, what: str, knob: str | None = "max_line_bytes"
 ) -> Iterator[tuple[int, str]]:
-    """The lines decoded from UTF-8 (a BOM dropped), endings kept, numbered; a line over
-    ``limit`` bytes is refused before more of it is held (``/dev/zero``, a gzip bomb).
-
-    >>> import io
-    >>> list(_lines(io.BytesIO(b"\\xef\\xbb\\xbfa\\r\\nb"), "f.jsonl", 10, "the line"))
-    [(1, 'a\\r\\n'), (2, 'b')]
-    """
+    """The numbered UTF-8 lines (endings kept, BOM dropped), refusing one past ``limit`` bytes."""
     number = total = size = 0
     pending: list[bytes] = []
 
@@ -158,7 +124,6 @@ def _lines(
 def _read_whole(
     raw: IO[bytes], path: str, limit: int, what: str, knob: str | None = "max_line_bytes"
 ) -> str:
-    """A whole document, refused past ``limit`` bytes."""
     parts, size = [], 0
     for number, text in _lines(raw, path, limit, what, knob):
         size += len(text)
@@ -168,7 +133,7 @@ def _read_whole(
     return "".join(parts)
 
 
-class _DuplicateKey(TinyevalError):
+class _DuplicateKey(ValueError):
     pass
 
 
@@ -185,74 +150,61 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 _DECODER = json.JSONDecoder(object_pairs_hook=_unique_pairs)
+_PLAIN_DECODER = json.JSONDecoder()
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _BETWEEN = re.compile(r"[ \t\r\n,]*")  # what stands between the items of a valid JSON list
 
 
-class _json_errors:
-    """Turn every way decoding JSON (or YAML: ``kind``) can fail, but a syntax error, into a
-    one-line error (a class, not a generator: it is entered once per line read)."""
-
-    __slots__ = ("field", "kind", "line", "path")
-
-    def __init__(
-        self, path: str, line: int | None, field: str | None = None, kind: str = "JSON"
-    ) -> None:
-        self.path, self.line, self.field, self.kind = path, line, field, kind
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, exc: Any, trace: Any) -> None:
-        if exc is None or isinstance(exc, json.JSONDecodeError | DatasetError):
-            return
-        if isinstance(exc, _DuplicateKey):
-            reason = f"duplicate key {exc.args[0]!r} in a JSON object"
-        elif isinstance(exc, RecursionError):
-            reason = f"{self.kind} nested too deeply to read (deeper than the interpreter's limit)"
-        elif isinstance(exc, ValueError):  # an integer beyond Python's digit limit
-            limit = sys.get_int_max_str_digits()
-            reason = (
-                f"an integer too long to read (Python reads integers of at most {limit:,} digits)"
-            )
-        else:
-            return
-        raise DatasetError(reason, path=self.path, line=self.line, field=self.field) from None
+def _unreadable(exc: ValueError | RecursionError, kind: str = "JSON") -> str:
+    """Why a document whose syntax is not at fault cannot be read."""
+    if isinstance(exc, _DuplicateKey):
+        return f"duplicate key {exc.args[0]!r} in a JSON object"
+    if isinstance(exc, RecursionError):
+        return f"{kind} nested too deeply to read (deeper than the interpreter's limit)"
+    limit = sys.get_int_max_str_digits()  # what else a valid document raises: a long integer
+    return f"an integer too long to read (Python reads integers of at most {limit:,} digits)"
 
 
 def _decode_json(text: str, path: str, line: int | None, field: str | None = None) -> Any:
-    """One JSON value; a duplicate key, too deep a nesting, too long an integer or a lone
-    surrogate is a one-line :class:`DatasetError` (a syntax error stays a JSONDecodeError)."""
+    """One JSON value; a problem other than its syntax (a JSONDecodeError) is a DatasetError."""
     try:
-        with _json_errors(path, line, field):
-            value = _DECODER.decode(text)
-    except DatasetError as exc:  # name the member at fault: file:line:field
+        value = _DECODER.decode(text)
+    except json.JSONDecodeError:
+        raise
+    except (ValueError, RecursionError) as exc:  # name the member at fault: file:line:field
         member = None if field else _member_at_fault(text)
-        raise DatasetError(exc.reason, path=path, line=line, field=member or field) from None
+        raise DatasetError(_unreadable(exc), path=path, line=line, field=member or field) from None
     if _SURROGATE_ESCAPE.search(text):
         _refuse_surrogates(value, path, line, field)
     return value
 
 
+def _skip(text: str, position: int) -> int:
+    return _BETWEEN.match(text, position).end()  # type: ignore[union-attr]
+
+
+def _members(text: str, decoder: json.JSONDecoder) -> Iterator[tuple[Any, int]]:
+    """Each key of a top-level JSON object, with where its value starts."""
+    position = _skip(text, 0)
+    if text[position] != "{":
+        return
+    position += 1
+    while text[position := _skip(text, position)] != "}":
+        key, position = decoder.raw_decode(text, position)
+        position = _skip(text, text.index(":", position) + 1)
+        yield key, position
+        position = decoder.raw_decode(text, position)[1]
+
+
 def _member_at_fault(text: str) -> str | None:
-    """The key of the top-level member of a JSON object whose value alone cannot be read."""
-    position = _skip_space(text, 0)
-    with suppress(ValueError, IndexError):
-        while text[position] in "{,":
-            position = _skip_space(text, position + 1)
-            key, position = _DECODER.raw_decode(text, position)
-            position = _skip_space(text, text.index(":", position) + 1)
-            try:
-                position = _skip_space(text, _DECODER.raw_decode(text, position)[1])
-            except (ValueError, RecursionError, TinyevalError):
-                return str(key)
+    """The key of the top-level member whose value alone cannot be read."""
+    last = None
+    try:
+        for key, _ in _members(text, _DECODER):
+            last = key
+    except (ValueError, RecursionError, IndexError):
+        return None if last is None else str(last)
     return None
-
-
-def _skip_space(text: str, position: int) -> int:
-    while position < len(text) and text[position] in " \t\r\n":
-        position += 1
-    return position
 
 
 def _refuse_surrogates(value: Any, path: str, line: int | None, field: str | None) -> None:
@@ -295,12 +247,13 @@ def _records_jsonl(lines: Iterable[tuple[int, str]], path: str) -> Iterator[tupl
 
 def _whole_json(text: str, path: str) -> Any:
     try:
-        with _json_errors(path, None):
-            return json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise DatasetError(
             f"not valid JSON: {json_problem(exc)}", path=path, line=exc.lineno
         ) from None
+    except (ValueError, RecursionError) as exc:
+        raise DatasetError(_unreadable(exc), path=path) from None
 
 
 def _otel(document: Any, text: str, path: str) -> Iterator[tuple[int, Any]]:
@@ -312,24 +265,23 @@ def _otel(document: Any, text: str, path: str) -> Iterator[tuple[int, Any]]:
 
 
 def _records_json(text: str, path: str) -> Iterator[tuple[int, Any]]:
-    """Yield the items of a top-level JSON list with the line each starts on."""
+    """The items of a top-level JSON list (or ``"cases"`` list), with the line each starts on."""
     whole = _whole_json(text, path)  # structure first; an item's own problems get its line
     if isinstance(whole, dict) and "resourceSpans" in whole:
         yield from _otel(whole, text, path)
         return
-    if _in_cases_member(whole, path, "JSON", "an object"):
-        start = _member_start(text, "cases")
+    if _in_cases_member(whole, path, "JSON", "an object"):  # the last "cases" wins, as in json
+        start = [at for key, at in _members(text, _PLAIN_DECODER) if key == "cases"][-1]
     else:
         start = text.index("[")
     line, counted, pos = 1, 0, start + 1
-    while True:
-        pos = _BETWEEN.match(text, pos).end()  # type: ignore[union-attr]
-        if text[pos] == "]":  # the whole is valid JSON: the list closes
-            return
+    while text[pos := _skip(text, pos)] != "]":  # the whole is valid JSON: the list closes
         line += text.count("\n", counted, pos)
         counted = pos
-        with _json_errors(path, line):
+        try:
             item, pos = _DECODER.raw_decode(text, pos)
+        except (ValueError, RecursionError) as exc:
+            raise DatasetError(_unreadable(exc), path=path, line=line) from None
         if _SURROGATE_ESCAPE.search(text, counted, pos):
             _refuse_surrogates(item, path, line, None)
         yield line, item
@@ -347,21 +299,6 @@ def _in_cases_member(data: Any, path: str, kind: str, holder: str) -> bool:
         path=path,
         line=1,
     )
-
-
-def _member_start(text: str, key: str) -> int:
-    """Where the value of ``key`` begins in a valid top-level JSON object (the last one wins)."""
-    decoder = json.JSONDecoder()
-    pos, found = text.index("{") + 1, -1
-    while True:
-        pos = _BETWEEN.match(text, pos).end()  # type: ignore[union-attr]
-        if text[pos] == "}":
-            return found
-        name, pos = decoder.raw_decode(text, pos)
-        pos = _BETWEEN.match(text, text.index(":", pos) + 1).end()  # type: ignore[union-attr]
-        if name == key:
-            found = pos
-        _, pos = decoder.raw_decode(text, pos)
 
 
 _JSON_CELLS = ("expect", "tool_calls", "messages")
@@ -468,16 +405,19 @@ def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
         ) from None
     loader = _yaml_loader(yaml)(text)
     try:
-        with _json_errors(path, None, kind="YAML"):
-            root = loader.get_single_node()
-            if root is not None:
-                _refuse_alias_bomb(root, path)
-            data = None if root is None else loader.construct_document(root)
+        root = loader.get_single_node()
+        if root is not None:
+            _refuse_alias_bomb(root, path)
+        data = None if root is None else loader.construct_document(root)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise DatasetError(f"not valid YAML: {problem}", path=path, line=line) from None
+    except DatasetError:
+        raise
+    except (ValueError, RecursionError) as exc:
+        raise DatasetError(_unreadable(exc, "YAML"), path=path) from None
     finally:
         loader.dispose()
     if data is None:
@@ -497,10 +437,6 @@ def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
             ) from None
         _refuse_surrogates(item, path, line, None)
         yield line, item
-
-
-YAML_MAX_EXPANSION = 100
-"""How many times larger than the YAML file's own nodes its aliases may make it."""
 
 
 def _yaml_loader(yaml: Any) -> Any:
@@ -532,50 +468,35 @@ def _yaml_loader(yaml: Any) -> Any:
 
 
 def _refuse_alias_bomb(root: Any, path: str) -> None:
-    """Refuse aliases that expand the document far beyond its own size (a "billion
-    laughs"), or that refer to themselves, before anything is built from it."""
-    distinct: set[int] = set()
+    """Refuse aliases that expand the document far past its own size (a "billion laughs") or
+    that hold themselves, before anything is built from it."""
     sizes: dict[int, int] = {}
-    stack: list[tuple[Any, bool]] = [(root, False)]
     open_nodes: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
     while stack:
         node, done = stack.pop()
-        key = id(node)
-        children = _yaml_children(node)
+        items = node.value if isinstance(node.value, list) else []
+        children = [child for item in items for child in (item if type(item) is tuple else [item])]
         if done:
-            open_nodes.discard(key)
-            sizes[key] = 1 + sum(sizes[id(child)] for child in children)
-            continue
-        if key in sizes:
-            continue
-        if key in open_nodes:
+            open_nodes.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes[id(child)] for child in children)
+        elif id(node) in open_nodes:
             raise DatasetError(
                 "a YAML alias refers to a node that holds it",
                 path=path,
                 line=node.start_mark.line + 1,
             )
-        open_nodes.add(key)
-        distinct.add(key)
-        stack.append((node, True))
-        # a child still open (one that holds this node) is refused when it is popped
-        stack.extend((child, False) for child in children if id(child) not in sizes)
-    bound = YAML_MAX_EXPANSION * len(distinct) + 10_000
+        elif id(node) not in sizes:
+            open_nodes.add(id(node))
+            stack.append((node, True))
+            stack.extend((child, False) for child in children if id(child) not in sizes)
+    bound = YAML_MAX_EXPANSION * len(sizes) + 10_000
     if sizes[id(root)] > bound:
         raise DatasetError(
-            f"YAML aliases expand {plural(len(distinct), 'node')} to more than"
+            f"YAML aliases expand {plural(len(sizes), 'node')} to more than"
             f" {bound:,}; refusing what looks like an alias bomb",
             path=path,
         )
-
-
-def _yaml_children(node: Any) -> list[Any]:
-    value = node.value
-    if not isinstance(value, list):
-        return []
-    children: list[Any] = []
-    for item in value:
-        children.extend(item if isinstance(item, tuple) else (item,))
-    return children
 
 
 def _check_limit(limit: Any, name: str) -> None:
@@ -585,27 +506,19 @@ def _check_limit(limit: Any, name: str) -> None:
         raise DatasetError(f"expected a positive number of bytes, got {limit}", field=name)
 
 
-def _open_bytes(path: str) -> IO[bytes]:
-    if "\x00" in path:
-        raise DatasetError("a NUL character (\\x00) in the file name", path=repr(path)[1:-1])
-    if path == "-":
-        return sys.stdin.buffer
-    if path.lower().endswith(".gz"):
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return open(path, "rb")
-
-
 @contextmanager
 def _opened(path: str, error: type[InputError]) -> Iterator[IO[bytes]]:
     """The file's bytes (gunzipped for ``.gz``, standard input for ``-``); every problem
     reading it is an ``error`` naming the file."""
+    if "\x00" in path:
+        raise error("a NUL character (\\x00) in the file name", path=repr(path)[1:-1])
     try:
-        raw = _open_bytes(path)
-        try:
-            yield raw
-        finally:
-            if raw is not sys.stdin.buffer:
-                raw.close()
+        if path == "-":
+            yield sys.stdin.buffer
+        else:
+            opener: Any = gzip.open if path.lower().endswith(".gz") else open
+            with opener(path, "rb") as raw:
+                yield raw
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise error(f"not a readable gzip file: {exc}", path=path) from None
     except DatasetError as exc:
@@ -622,8 +535,6 @@ def read_text(
     error: type[InputError] = DatasetError,
 ) -> str:
     """A whole UTF-8 text file (BOM dropped, ``.gz`` decompressed), refused past ``max_bytes``.
-
-    ``what`` names the file in the error; ``error`` is the error class raised.
 
     >>> import os, tempfile
     >>> with tempfile.NamedTemporaryFile("wb", suffix=".txt", delete=False) as f:
@@ -644,10 +555,7 @@ def iter_json_lines(
     max_line_bytes: int = MAX_LINE_BYTES,
     error: type[InputError] = DatasetError,
 ) -> Iterator[tuple[int, Any]]:
-    """``(line, value)`` for each non-blank line of a JSON Lines file, read with bounds.
-
-    A line past ``max_line_bytes`` (``what`` names it), a duplicate key, a line that is not
-    JSON (a cut last line said so) raise ``error`` naming the file and line.
+    """``(line, value)`` for each non-blank line of a JSON Lines file; a problem is an ``error``.
 
     >>> import os, tempfile
     >>> with tempfile.NamedTemporaryFile("wb", suffix=".jsonl", delete=False) as f:
