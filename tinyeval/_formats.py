@@ -320,16 +320,7 @@ def _records_csv(
             header = next(reader, None)
         if header is None:
             return
-        _refuse_nul(header, header, path, start)
-        names = [name.strip() for name in header]
-        _check_separator(names, path, start)
-        if not all(names):
-            raise DatasetError("the header row has an empty column name", path=path, line=start)
-        twice = sorted({name for name in names if names.count(name) > 1})
-        if twice:
-            raise DatasetError(
-                f"the header row names the column {twice[0]!r} twice", path=path, line=start
-            )
+        names = _csv_header(header, path, start)
         start = reader.line_num + 1
         for cells in reader:  # a blank line gives [] and is skipped
             record = _csv_record(names, cells, path, start, json_cells)
@@ -340,16 +331,26 @@ def _records_csv(
         raise DatasetError(f"not valid CSV: {exc}", path=path, line=start) from None
 
 
-def _check_separator(names: list[str], path: str, line: int) -> None:
-    """Refuse a header that is one column holding semicolons or tabs: another separator."""
-    if len(names) != 1 or not any(sep in names[0] for sep in ";\t"):
-        return
-    raise DatasetError(
-        f"the header has 1 column {shorten(names[0], 60)!r}: tinyeval reads comma-separated CSV "
-        "(re-export with commas)",
-        path=path,
-        line=line,
-    )
+def _csv_header(header: list[str], path: str, line: int) -> list[str]:
+    names = [name.strip() for name in header]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if any("\x00" in name for name in names):
+        problem = _NUL_IN_CELL
+    elif len(names) == 1 and any(separator in names[0] for separator in ";\t"):
+        problem = (
+            f"the header has 1 column {shorten(names[0], 60)!r}: tinyeval reads comma-separated "
+            "CSV (re-export with commas)"
+        )
+    elif not all(names):
+        problem = "the header row has an empty column name"
+    elif twice:
+        problem = f"the header row names the column {twice[0]!r} twice"
+    else:
+        return names
+    raise DatasetError(problem, path=path, line=line)
+
+
+_NUL_IN_CELL = "a NUL character (\\x00) in the cell; is this a text file?"
 
 
 def _csv_record(
@@ -362,36 +363,19 @@ def _csv_record(
             path=path,
             line=line,
         )
-    _refuse_nul(names, cells, path, line)
     record: dict[str, Any] = {}
     for key, cell in zip(names, cells, strict=False):  # [] (a blank line) gives no record
-        if cell == "":
-            continue
-        if key in json_cells:
+        if "\x00" in cell:
+            raise DatasetError(_NUL_IN_CELL, path=path, line=line, field=key)
+        if cell and key in json_cells:
             try:
                 record[key] = _decode_json(cell, path, line, key)
             except json.JSONDecodeError as exc:
-                raise DatasetError(
-                    f"expected JSON in this cell: {json_problem(exc)}",
-                    path=path,
-                    line=line,
-                    field=key,
-                ) from None
-        else:
+                reason = f"expected JSON in this cell: {json_problem(exc)}"
+                raise DatasetError(reason, path=path, line=line, field=key) from None
+        elif cell:
             record[key] = cell
     return record
-
-
-def _refuse_nul(names: list[str], cells: list[str], path: str, line: int) -> None:
-    """Refuse a NUL character in a CSV cell, as JSON refuses one in a string."""
-    for key, cell in zip(names, cells, strict=False):
-        if "\x00" in cell:
-            raise DatasetError(
-                "a NUL character (\\x00) in the cell; is this a text file?",
-                path=path,
-                line=line,
-                field=key if cell is not key else None,
-            )
 
 
 def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
