@@ -1,8 +1,5 @@
-"""The bounded reading of JSONL, JSON, CSV and YAML files (gzip, BOM, UTF-8).
-
-What cannot be read safely (a line past MAX_LINE_BYTES, a duplicate JSON key, a YAML alias
-bomb) is a :class:`DatasetError` naming the file and line.
-"""
+"""The bounded reading of JSONL, JSON, CSV and YAML files (gzip, BOM, UTF-8): what cannot be
+read safely (a line too long, a duplicate key, an alias bomb) is a DatasetError naming the line."""
 
 from __future__ import annotations
 
@@ -14,22 +11,15 @@ import re
 import sys
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
 
 from . import _extra
 from .errors import InputError, describe_json, json_problem, plural, shorten
 
-_SUFFIX_FORMATS = {
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".json": "json",
-    ".csv": "csv",
-    ".yaml": "yaml",
-    ".yml": "yaml",
-}
-_FORMATS = (*dict.fromkeys(_SUFFIX_FORMATS.values()), "otel")
+_SUFFIXES = dict(jsonl="jsonl", ndjson="jsonl", json="json", csv="csv", yaml="yaml", yml="yaml")
+_FORMATS = (*dict.fromkeys(_SUFFIXES.values()), "otel")
 
 MAX_LINE_BYTES = 64 * 2**20  # the longest line read (64 MiB); raise it with max_line_bytes
 MAX_TEXT_BYTES = MAX_LINE_BYTES  # the largest file read whole (JSON, YAML, read_text)
@@ -41,25 +31,25 @@ _CHUNK = 2**20  # bytes read at a time: memory stays near the line cap, whatever
 
 
 class DatasetError(InputError):
-    """A data file that cannot be read as it is: ``FILE:LINE: FIELD: what was expected``.
-
-    >>> str(DatasetError("expected a non-empty string", path="cases.jsonl", line=3, field="id"))
-    'cases.jsonl:3: id: expected a non-empty string'
-    """
+    """A data file that cannot be read as it is: ``FILE:LINE: FIELD: what was expected``."""
 
 
-def _detect_format(path: str) -> str:
-    if path == "-":
-        return "jsonl"
-    fmt = _SUFFIX_FORMATS.get(Path(path.lower().removesuffix(".gz")).suffix)
-    if fmt is None:
+def _format_of(path: str, given: str | None) -> str:
+    if given is None:
+        suffix = "jsonl" if path == "-" else Path(path.lower().removesuffix(".gz")).suffix[1:]
+        if suffix not in _SUFFIXES:
+            raise DatasetError(
+                "cannot tell the format from the file name; expected .jsonl, .ndjson, .json, "
+                ".csv, .yaml or .yml (optionally .gz), or give the format (format "
+                f"{', '.join(_FORMATS)})",
+                path=path,
+            )
+        given = _SUFFIXES[suffix]
+    if given not in _FORMATS:
         raise DatasetError(
-            "cannot tell the format from the file name; expected .jsonl, .ndjson, .json, .csv, "
-            ".yaml or .yml (optionally .gz), or give the format (format jsonl, json, csv, yaml or "
-            "otel)",
-            path=path,
+            f"unknown format {given!r}; expected one of {', '.join(_FORMATS)}", path=path
         )
-    return fmt
+    return given
 
 
 def _too_long(limit: int, path: str, line: int, what: str, knob: str | None) -> DatasetError:
@@ -434,18 +424,11 @@ def _yaml_loader(yaml: Any) -> Any:
                 if key_node.value == "id" and value_node.tag.endswith((":int", ":float")):
                     written["id"] = value_node.value
                 key = self.construct_object(key_node, deep=True)
-                try:
-                    twice = key in seen
+                with suppress(TypeError):  # an unhashable key: PyYAML itself refuses it below
+                    if key in seen:
+                        twice = f"duplicate key {key!r} in a mapping"
+                        raise yaml.MarkedYAMLError(problem=twice, problem_mark=key_node.start_mark)
                     seen.add(key)
-                except TypeError:
-                    continue  # an unhashable key: PyYAML itself refuses it below
-                if twice:
-                    raise yaml.constructor.ConstructorError(
-                        None,
-                        None,
-                        f"duplicate key {key!r} in a mapping",
-                        key_node.start_mark,
-                    )
             return super().construct_mapping(node, deep=deep) | written
 
     return Loader
@@ -484,10 +467,8 @@ def _refuse_alias_bomb(root: Any, path: str) -> None:
 
 
 def _check_limit(limit: Any, name: str) -> None:
-    if isinstance(limit, bool) or not isinstance(limit, int):
-        raise DatasetError(f"expected a number of bytes, got {limit!r}", field=name)
-    if limit < 1:
-        raise DatasetError(f"expected a positive number of bytes, got {limit}", field=name)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise DatasetError(f"expected a positive number of bytes, got {limit!r}", field=name)
 
 
 @contextmanager
@@ -520,12 +501,8 @@ def read_text(
 ) -> str:
     """A whole UTF-8 text file (BOM dropped, ``.gz`` decompressed), refused past ``max_bytes``.
 
-    >>> import os, tempfile
-    >>> with tempfile.NamedTemporaryFile("wb", suffix=".txt", delete=False) as f:
-    ...     _ = f.write(b"\\xef\\xbb\\xbfhola\\n")
-    >>> read_text(f.name)
-    'hola\\n'
-    >>> os.remove(f.name)
+    >>> "The bounded reading" in read_text(__file__)
+    True
     """
     _check_limit(max_bytes, "max_bytes")
     with _opened(str(path), error) as raw:
@@ -557,11 +534,7 @@ def iter_json_lines(
 def _iter_records(
     path: str, fmt: str | None, json_cells: Iterable[str], max_line_bytes: int
 ) -> Iterator[tuple[int, Any]]:
-    detected = _detect_format(path) if fmt is None else fmt
-    if detected not in _FORMATS:
-        raise DatasetError(
-            f"unknown format {detected!r}; expected one of {', '.join(_FORMATS)}", path=path
-        )
+    detected = _format_of(path, fmt)
     if detected == "jsonl":
         yield from iter_json_lines(path, max_line_bytes=max_line_bytes)
         return

@@ -62,18 +62,10 @@ class Case:
 
     def to_dict(self) -> dict[str, Any]:
         """The case as a JSON-ready dict (recognised keys, ``meta``, and its conversation's)."""
-        data = {  # spelled out: built for every case fingerprinted, a comprehension costs 3x
-            "id": self.id,
-            "input": self.input,
-            "output": self.output,
-            "context": self.context,
-            "category": self.category,
-            "expect": dict(self.expect),
-            "origin": self.origin,
-            "tool_calls": list(self.tool_calls),
-            "label": self.label,
-            "meta": dict(self.meta),
-        }
+        data = {key: getattr(self, key) for key in _FIELDS}
+        data.update(
+            expect=dict(self.expect), tool_calls=list(self.tool_calls), meta=dict(self.meta)
+        )
         if self.conversation is not None:
             data["conversation"] = self.conversation.to_dict()
         return data
@@ -218,7 +210,6 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
             **where,
         )
     _refuse_near_misses(rec, where, line_id=line_id)
-
     case_id = rec.pop("id", _MISSING if line_id is None else line_id)
     if case_id is _MISSING:
         raise DatasetError(
@@ -229,9 +220,8 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
         )
     if isinstance(case_id, int) and not isinstance(case_id, bool):
         case_id = str(case_id)
-    if type(case_id) is not str or not case_id.strip():
+    if not isinstance(case_id, str) or not case_id.strip():
         _expect_type(case_id, "a non-empty string", "id", where)
-
     null_output = "output" in rec and rec["output"] is None
     conversation = None  # a plain input: no conversation to read
     if "messages" in rec or _has_messages(rec.get("input")):
@@ -241,24 +231,20 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
         output = json.dumps(output, ensure_ascii=False, separators=(",", ":"))
     elif output is not None and not isinstance(output, str):
         _expect_type(output, "a string, a JSON object or list, or null", "output", where)
-
     context = rec.pop("context", None)
     if isinstance(context, list) and all(isinstance(c, str) for c in context):
         context = "\n\n".join(context)
     elif context is not None and not isinstance(context, str):
         _expect_type(context, "a string, a list of strings, or null", "context", where)
-
     category = rec.pop("category", None)
     category = "default" if category is None else category
     if not isinstance(category, str) or not category.strip():
         _expect_type(category, "a non-empty string", "category", where)
-
     origin = rec.pop("origin", None)
     if isinstance(origin, int | float) and not isinstance(origin, bool):
         origin = str(origin)
     elif origin is not None and not isinstance(origin, str):
         _expect_type(origin, "a string or null", "origin", where)
-
     expect = rec.pop("expect", None)
     if expect is not None and type(expect) is not dict and not isinstance(expect, Mapping):
         _expect_type(expect, "an object of expectations", "expect", where)
@@ -267,7 +253,6 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
         built = tuple(checks.checks_from_expect(expect))
     except InputError as exc:  # a wrong expect block, or a key whose extra this copy lacks
         raise DatasetError(exc.reason, field=exc.field, **where) from None
-
     tool_calls = rec.pop("tool_calls", None)
     if tool_calls is not None and not isinstance(tool_calls, list):
         _expect_type(tool_calls, "a list of tool calls", "tool_calls", where)
@@ -275,7 +260,6 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
         _read("tool_calls", tool_calls, where)
         if null_output:
             output = ""  # "content": null with tool calls: a response that only calls tools
-
     given_label = rec.pop("label", None)
     label = _label_of(given_label)
     if label is _MISSING:
