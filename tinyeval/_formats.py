@@ -40,8 +40,8 @@ def _format_of(path: str, given: str | None) -> str:
         if suffix not in _SUFFIXES:
             raise DatasetError(
                 "cannot tell the format from the file name; expected .jsonl, .ndjson, .json, "
-                ".csv, .yaml or .yml (optionally .gz), or give the format (format "
-                f"{', '.join(_FORMATS)})",
+                ".csv, .yaml or .yml (optionally .gz), or give the format (format jsonl, json, "
+                "csv, yaml or otel)",
                 path=path,
             )
         given = _SUFFIXES[suffix]
