@@ -3,6 +3,7 @@ read safely (a line too long, a duplicate key, an alias bomb) is a DatasetError 
 
 from __future__ import annotations
 
+import collections
 import csv
 import gzip
 import json
@@ -131,11 +132,8 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """A JSON object's members as a dict, refusing a key given twice (last-wins hides data)."""
     result = dict(pairs)
     if len(result) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKey(key)
-            seen.add(key)
+        counts = collections.Counter(key for key, _ in pairs)
+        raise _DuplicateKey(next(key for key, count in counts.items() if count > 1))
     return result
 
 
@@ -155,12 +153,18 @@ def _unreadable(exc: ValueError | RecursionError, kind: str = "JSON") -> str:
     return f"an integer too long to read (Python reads integers of at most {limit:,} digits)"
 
 
-def _decode_json(text: str, path: str, line: int | None, field: str | None = None) -> Any:
-    """One JSON value; a problem other than its syntax (a JSONDecodeError) is a DatasetError."""
+def _decode_json(
+    text: str, path: str, line: int | None, field: str | None = None, *, cut: bool = False
+) -> Any:
+    """One JSON value of a line (``cut``: the last line, unended) or of a CSV cell (``field``)."""
     try:
         value = _DECODER.decode(text)
-    except json.JSONDecodeError:
-        raise
+    except json.JSONDecodeError as exc:
+        problem = json_problem(exc)
+        reason = f"expected JSON in this cell: {problem}" if field else f"not valid JSON: {problem}"
+        if cut:
+            reason = f"the last line is not complete JSON: {problem} (is the file cut short?)"
+        raise DatasetError(reason, path=path, line=line, field=field) from None
     except (ValueError, RecursionError) as exc:  # name the member at fault: file:line:field
         member = None if field else _member_at_fault(text)
         raise DatasetError(_unreadable(exc), path=path, line=line, field=member or field) from None
@@ -223,16 +227,9 @@ def _refuse_surrogates(value: Any, path: str, line: int | None, field: str | Non
 
 def _records_jsonl(lines: Iterable[tuple[int, str]], path: str) -> Iterator[tuple[int, Any]]:
     for number, text in lines:
-        if not text.strip():
-            continue
-        try:  # without the line ending, an error at the end of the line gets its real column
-            yield number, _decode_json(text.rstrip("\r\n"), path, number)
-        except json.JSONDecodeError as exc:
-            reason = f"not valid JSON: {json_problem(exc)}"
-            if not text.endswith("\n"):
-                reason = f"the last line is not complete JSON: {json_problem(exc)}"
-                reason += " (is the file cut short?)"
-            raise DatasetError(reason, path=path, line=number) from None
+        if text.strip():  # without its ending, an error at the end of the line gets its column
+            cut = not text.endswith("\n")
+            yield number, _decode_json(text.rstrip("\r\n"), path, number, cut=cut)
 
 
 def _whole_json(text: str, path: str) -> Any:
@@ -358,11 +355,7 @@ def _csv_record(
         if "\x00" in cell:
             raise DatasetError(_NUL_IN_CELL, path=path, line=line, field=key)
         if cell and key in json_cells:
-            try:
-                record[key] = _decode_json(cell, path, line, key)
-            except json.JSONDecodeError as exc:
-                reason = f"expected JSON in this cell: {json_problem(exc)}"
-                raise DatasetError(reason, path=path, line=line, field=key) from None
+            record[key] = _decode_json(cell, path, line, key)
         elif cell:
             record[key] = cell
     return record
