@@ -232,30 +232,21 @@ def _records_jsonl(lines: Iterable[tuple[int, str]], path: str) -> Iterator[tupl
             yield number, _decode_json(text.rstrip("\r\n"), path, number, cut=cut)
 
 
-def _whole_json(text: str, path: str) -> Any:
-    try:
-        return json.loads(text)
+def _records_json(text: str, path: str, otel: bool = False) -> Iterator[tuple[int, Any]]:
+    """The items of a top-level JSON list (or ``"cases"`` list), with the line each starts on."""
+    try:  # structure first; an item's own problems get its line
+        whole = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise DatasetError(
-            f"not valid JSON: {json_problem(exc)}", path=path, line=exc.lineno
-        ) from None
+        reason = f"not valid JSON: {json_problem(exc)}"
+        raise DatasetError(reason, path=path, line=exc.lineno) from None
     except (ValueError, RecursionError) as exc:
         raise DatasetError(_unreadable(exc), path=path) from None
-
-
-def _otel(document: Any, text: str, path: str) -> Iterator[tuple[int, Any]]:
-    try:
-        read = _extra("reader", "otel", what="an OpenTelemetry trace file")
-    except InputError as exc:  # this copy lacks the extra
-        raise DatasetError(exc.reason, path=path) from None
-    return read(document, text, path)
-
-
-def _records_json(text: str, path: str) -> Iterator[tuple[int, Any]]:
-    """The items of a top-level JSON list (or ``"cases"`` list), with the line each starts on."""
-    whole = _whole_json(text, path)  # structure first; an item's own problems get its line
-    if isinstance(whole, dict) and "resourceSpans" in whole:
-        yield from _otel(whole, text, path)
+    if otel or (isinstance(whole, dict) and "resourceSpans" in whole):
+        try:
+            read = _extra("reader", "otel", what="an OpenTelemetry trace file")
+        except InputError as exc:  # this copy lacks the extra
+            raise DatasetError(exc.reason, path=path) from None
+        yield from read(whole, text, path)
         return
     if _in_cases_member(whole, path, "JSON", "an object"):  # the last "cases" wins, as in json
         start = [at for key, at in _members(text, _PLAIN_DECODER) if key == "cases"][-1]
@@ -466,8 +457,7 @@ def _check_limit(limit: Any, name: str) -> None:
 
 @contextmanager
 def _opened(path: str, error: type[InputError]) -> Iterator[IO[bytes]]:
-    """The file's bytes (gunzipped for ``.gz``, standard input for ``-``); every problem
-    reading it is an ``error`` naming the file."""
+    """The file's bytes (gunzipped ``.gz``, standard input ``-``); its problems raise ``error``."""
     if "\x00" in path:
         raise error("a NUL character (\\x00) in the file name", path=repr(path)[1:-1])
     try:
@@ -505,7 +495,6 @@ def read_text(
 def iter_json_lines(
     path: str | os.PathLike[str],
     *,
-    what: str = "the line",
     max_line_bytes: int = MAX_LINE_BYTES,
     error: type[InputError] = DatasetError,
 ) -> Iterator[tuple[int, Any]]:
@@ -520,8 +509,7 @@ def iter_json_lines(
     """
     _check_limit(max_line_bytes, "max_line_bytes")
     with _opened(str(path), error) as raw:
-        lines = _lines(raw, str(path), max_line_bytes, what)
-        yield from _records_jsonl(lines, str(path))
+        yield from _records_jsonl(_lines(raw, str(path), max_line_bytes, "the line"), str(path))
 
 
 def _iter_records(
@@ -537,9 +525,7 @@ def _iter_records(
             yield from _records_csv(_lines(raw, path, max_line_bytes, "the line"), path, json_cells)
             return
         text = _read_whole(raw, path, max_line_bytes, "the document (JSON and YAML are read whole)")
-    if detected == "json":
-        yield from _records_json(text, path)
-    elif detected == "otel":
-        yield from _otel(_whole_json(text, path), text, path)
-    else:
+    if detected == "yaml":
         yield from _records_yaml(text, path)
+    else:
+        yield from _records_json(text, path, otel=detected == "otel")

@@ -338,27 +338,52 @@ def iter_cases(
     ['¿Cuánto?']
     >>> os.remove(f.name)
     """
-    path = str(path)
-    fields = dict(fields or {})
+    path, fields = str(path), dict(fields or {})
     for key in fields:
         _check_recognised(key)
-    reading = functools.partial(_validated, path, fields, id_from_line, format, max_line_bytes)
+    again = functools.partial(
+        iter_cases,
+        path,
+        fields=fields,
+        id_from_line=id_from_line,
+        format=format,
+        unique_ids=False,
+        max_line_bytes=max_line_bytes,
+    )
+    found, records = dict.fromkeys(fields, 0), 0
+    json_cells = {*_JSON_CELLS, *(fields[key] for key in _JSON_CELLS if key in fields)}
     with _IdIndex() as seen:
-        for line, case in reading():
+        for line, record in _iter_records(path, format, json_cells, max_line_bytes):
+            where: dict[str, Any] = {"path": path, "line": line}
+            records += 1
+            if fields:
+                if not isinstance(record, Mapping):
+                    raise DatasetError(f"expected a JSON object, got {_describe(record)}", **where)
+                record = _apply_mapping(record, fields, where)
+                for key in fields:
+                    found[key] += key in record
+            case = _build_case(record, where, line_id=f"line-{line}" if id_from_line else None)
             if unique_ids and (repeated := seen.add(case.id, line)):
-                raise _duplicate(repeated, path, reading)
+                raise _duplicate(repeated, path, again)
             yield case
+        for key, count in found.items():
+            if records and not count:
+                raise DatasetError(
+                    f"{key}={fields[key]}: the path is in none of the {records} records",
+                    path=path,
+                    field="fields",
+                )
         if repeated := seen.flush():
-            raise _duplicate(repeated, path, reading)
+            raise _duplicate(repeated, path, again)
 
 
 def _duplicate(
-    repeated: tuple[str, int], path: str, reading: Callable[[], Iterator[tuple[int, Case]]]
+    repeated: tuple[str, int], path: str, again: Callable[[], Iterator[Case]]
 ) -> DatasetError:
     case_id, line = repeated
     first = ""
     if path != "-":  # the line of its first occurrence, read again
-        earlier = next((number for number, case in reading() if case.id == case_id), None)
+        earlier = next((case.line for case in again() if case.id == case_id), None)
         first = f" (first on line {earlier})"
     return DatasetError(
         f"duplicate id {case_id!r}{first}; ids must be unique", field="id", path=path, line=line
@@ -403,32 +428,6 @@ class _IdIndex:
         if self._disk is not None:
             self._disk.close()
             self._disk = None
-
-
-def _validated(
-    path: str, fields: Mapping[str, str], id_from_line: bool, format: str | None, max_bytes: int
-) -> Iterator[tuple[int, Case]]:
-    """Every record as a validated case, with its line; a mapped path in no record is an error."""
-    found = dict.fromkeys(fields, 0)
-    records = 0
-    json_cells = {*_JSON_CELLS, *(fields[key] for key in _JSON_CELLS if key in fields)}
-    for line, record in _iter_records(path, format, json_cells, max_bytes):
-        where: dict[str, Any] = {"path": path, "line": line}
-        records += 1
-        if fields:
-            if not isinstance(record, Mapping):
-                raise DatasetError(f"expected a JSON object, got {_describe(record)}", **where)
-            record = _apply_mapping(record, fields, where)
-            for key in fields:
-                found[key] += key in record
-        yield line, _build_case(record, where, line_id=f"line-{line}" if id_from_line else None)
-    for key, count in found.items():
-        if records and not count:
-            raise DatasetError(
-                f"{key}={fields[key]}: the path is in none of the {records} records",
-                path=path,
-                field="fields",
-            )
 
 
 def load(path: str | Path, **options: Any) -> list[Case]:
