@@ -47,9 +47,8 @@ def _format_of(path: str, given: str | None) -> str:
             )
         given = _SUFFIXES[suffix]
     if given not in _FORMATS:
-        raise DatasetError(
-            f"unknown format {given!r}; expected one of {', '.join(_FORMATS)}", path=path
-        )
+        expected = ", ".join(_FORMATS)
+        raise DatasetError(f"unknown format {given!r}; expected one of {expected}", path=path)
     return given
 
 
@@ -62,12 +61,8 @@ def _too_long(limit: int, path: str, line: int, what: str, knob: str | None) -> 
 
 
 def _too_big(path: str, line: int, what: str) -> DatasetError:
-    return DatasetError(
-        f"the file holds more than {what}, the most tinyeval reads from one file; "
-        "is this the right file? split it",
-        path=path,
-        line=line,
-    )
+    reason = f"the file holds more than {what}, the most tinyeval reads from one file; "
+    return DatasetError(reason + "is this the right file? split it", path=path, line=line)
 
 
 def _lines(
@@ -81,12 +76,8 @@ def _lines(
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise DatasetError(
-                f"not UTF-8 text (byte {data[exc.start]:#04x} cannot be decoded); "
-                "save the file as UTF-8",
-                path=path,
-                line=number,
-            ) from None
+            bad = f"not UTF-8 text (byte {data[exc.start]:#04x} cannot be decoded); "
+            raise DatasetError(bad + "save the file as UTF-8", path=path, line=number) from None
         return text[1:] if number == 1 and text.startswith("\ufeff") else text
 
     while chunk := raw.read(_CHUNK):
@@ -210,13 +201,9 @@ def _refuse_surrogates(value: Any, path: str, line: int | None, field: str | Non
             try:
                 item.encode("utf-8")
             except UnicodeEncodeError as exc:
-                raise DatasetError(
-                    f"a lone surrogate ({item[exc.start]!r}) is not text; "
-                    "fix the escape that made it",
-                    path=path,
-                    line=line,
-                    field=where,
-                ) from None
+                lone = f"a lone surrogate ({item[exc.start]!r}) is not text; "
+                reason = lone + "fix the escape that made it"
+                raise DatasetError(reason, path=path, line=line, field=where) from None
         elif isinstance(item, Mapping):
             for key, member in item.items():
                 stack.append((f"{where}.{key}" if where else str(key), member))
@@ -271,12 +258,9 @@ def _in_cases_member(data: Any, path: str, kind: str, holder: str) -> bool:
         return True
     if isinstance(data, list):
         return False
-    raise DatasetError(
-        f'expected a {kind} list of cases (or {holder} with a "cases" list), '
-        f"got {describe_json(data)}",
-        path=path,
-        line=1,
-    )
+    got = describe_json(data)
+    reason = f'expected a {kind} list of cases (or {holder} with a "cases" list), got {got}'
+    raise DatasetError(reason, path=path, line=1)
 
 
 _JSON_CELLS = ("expect", "tool_calls", "messages")
@@ -336,11 +320,8 @@ def _csv_record(
 ) -> dict[str, Any]:
     """One CSV row as a record: an empty cell is absent, ``json_cells`` are decoded."""
     if cells and len(cells) != len(names):
-        raise DatasetError(
-            f"{plural(len(cells), 'cell')} but the header has {plural(len(names), 'column')}",
-            path=path,
-            line=line,
-        )
+        counts = f"{plural(len(cells), 'cell')} but the header has {plural(len(names), 'column')}"
+        raise DatasetError(counts, path=path, line=line)
     record: dict[str, Any] = {}
     for key, cell in zip(names, cells, strict=False):  # [] (a blank line) gives no record
         if "\x00" in cell:
@@ -356,11 +337,8 @@ def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
     try:
         import yaml  # optional: only when a YAML file is given
     except ImportError:
-        raise DatasetError(
-            "reading YAML needs PyYAML, which is not installed: pip install pyyaml "
-            "(or convert the file to JSONL)",
-            path=path,
-        ) from None
+        needs = "reading YAML needs PyYAML, which is not installed: pip install pyyaml "
+        raise DatasetError(needs + "(or convert the file to JSONL)", path=path) from None
     loader = _yaml_loader(yaml)(text)
     try:
         root = loader.get_single_node()
@@ -390,9 +368,8 @@ def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
         try:
             json.dumps(item, sort_keys=True)
         except (TypeError, ValueError) as exc:
-            raise DatasetError(
-                f"a value JSON cannot hold ({exc}); quote dates and times", path=path, line=line
-            ) from None
+            reason = f"a value JSON cannot hold ({exc}); quote dates and times"
+            raise DatasetError(reason, path=path, line=line) from None
         _refuse_surrogates(item, path, line, None)
         yield line, item
 
@@ -432,22 +409,16 @@ def _refuse_alias_bomb(root: Any, path: str) -> None:
             open_nodes.discard(id(node))
             sizes[id(node)] = 1 + sum(sizes[id(child)] for child in children)
         elif id(node) in open_nodes:
-            raise DatasetError(
-                "a YAML alias refers to a node that holds it",
-                path=path,
-                line=node.start_mark.line + 1,
-            )
+            line = node.start_mark.line + 1
+            raise DatasetError("a YAML alias refers to a node that holds it", path=path, line=line)
         elif id(node) not in sizes:
             open_nodes.add(id(node))
             stack.append((node, True))
             stack.extend((child, False) for child in children if id(child) not in sizes)
     bound = YAML_MAX_EXPANSION * len(sizes) + 10_000
     if sizes[id(root)] > bound:
-        raise DatasetError(
-            f"YAML aliases expand {plural(len(sizes), 'node')} to more than"
-            f" {bound:,}; refusing what looks like an alias bomb",
-            path=path,
-        )
+        expand = f"YAML aliases expand {plural(len(sizes), 'node')} to more than {bound:,}"
+        raise DatasetError(f"{expand}; refusing what looks like an alias bomb", path=path)
 
 
 def _check_limit(limit: Any, name: str) -> None:

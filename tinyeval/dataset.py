@@ -146,10 +146,8 @@ def _get_mapped(record: Any, dotted: str) -> Any:
         return checks.get_path(record, dotted)
     prefix = head.rstrip(".")
     if (head and not head.endswith(".")) or (rest and not rest.startswith(".")):
-        raise checks.CheckSpecError(
-            f"expected * as a whole part of the path, as in 'docs.*.text', got {dotted!r}",
-            field="path",
-        )
+        reason = f"expected * as a whole part of the path, as in 'docs.*.text', got {dotted!r}"
+        raise checks.CheckSpecError(reason, field="path")
     items = checks.get_path(record, prefix) if prefix else record
     where = repr(prefix) if prefix else "the top level"
     if not isinstance(items, list):
@@ -179,12 +177,11 @@ def _refuse_near_misses(record: Mapping[str, Any], where: dict[str, Any], *, lin
             continue
         meant = did_you_mean(key.lower(), absent, cutoff=0.88)
         if meant:
-            raise DatasetError(
-                f"unknown key {key!r}; did you mean {meant!r}? (if it is your own data, keep it "
-                f"under another name, or map it (fields {meant}={key}))",
-                field=key,
-                **where,
+            hint = f"keep it under another name, or map it (fields {meant}={key})"
+            reason = (
+                f"unknown key {key!r}; did you mean {meant!r}? (if it is your own data, {hint})"
             )
+            raise DatasetError(reason, field=key, **where)
 
 
 class ResultsNotCasesError(DatasetError):
@@ -199,9 +196,8 @@ _RESULT_STATUSES = ("pass", "fail", "error", "unchecked")
 def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> Case:
     # every case read comes through here: the common shapes are recognised by exact type first
     if type(record) is not dict and not isinstance(record, Mapping):
-        raise DatasetError(
-            f"expected a JSON object for each case, got {_describe(record)}", **where
-        )
+        reason = f"expected a JSON object for each case, got {_describe(record)}"
+        raise DatasetError(reason, **where)
     rec = dict(record)
     if rec.keys() >= _RESULT_ROW_KEYS and rec.get("status") in _RESULT_STATUSES:
         raise ResultsNotCasesError(
@@ -212,12 +208,8 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
     _refuse_near_misses(rec, where, line_id=line_id)
     case_id = rec.pop("id", _MISSING if line_id is None else line_id)
     if case_id is _MISSING:
-        raise DatasetError(
-            "every case needs an id (a non-empty string), or name the cases by their line "
-            "(id_from_line)",
-            field="id",
-            **where,
-        )
+        reason = "every case needs an id (a non-empty string), or name the cases by their line"
+        raise DatasetError(f"{reason} (id_from_line)", field="id", **where)
     if isinstance(case_id, int) and not isinstance(case_id, bool):
         case_id = str(case_id)
     if not isinstance(case_id, str) or not case_id.strip():
@@ -298,11 +290,8 @@ def _read(reader: str, value: Any, where: dict[str, Any]) -> Any:
 
 def _has_messages(value: Any) -> bool:
     """Whether ``value`` looks like a chat message list: objects that all have a ``role``."""
-    return (
-        isinstance(value, list)
-        and bool(value)
-        and all(isinstance(item, Mapping) and "role" in item for item in value)
-    )
+    roles = isinstance(value, list) and all(isinstance(m, Mapping) and "role" in m for m in value)
+    return roles and bool(value)
 
 
 def _label_of(label: Any) -> Any:
@@ -368,11 +357,8 @@ def iter_cases(
             yield case
         for key, count in found.items():
             if records and not count:
-                raise DatasetError(
-                    f"{key}={fields[key]}: the path is in none of the {records} records",
-                    path=path,
-                    field="fields",
-                )
+                reason = f"{key}={fields[key]}: the path is in none of the {records} records"
+                raise DatasetError(reason, path=path, field="fields")
         if repeated := seen.flush():
             raise _duplicate(repeated, path, again)
 
@@ -385,9 +371,8 @@ def _duplicate(
     if path != "-":  # the line of its first occurrence, read again
         earlier = next((case.line for case in again() if case.id == case_id), None)
         first = f" (first on line {earlier})"
-    return DatasetError(
-        f"duplicate id {case_id!r}{first}; ids must be unique", field="id", path=path, line=line
-    )
+    reason = f"duplicate id {case_id!r}{first}; ids must be unique"
+    return DatasetError(reason, field="id", path=path, line=line)
 
 
 class _IdIndex:
@@ -469,10 +454,8 @@ def in_holdout(case_id: str, fraction: float, *, salt: str = "tinyeval-holdout")
     True
     """
     if not 0.0 < fraction < 1.0:
-        raise DatasetError(
-            f"expected a number between 0 and 1 (exclusive), got {fraction!r}",
-            field="holdout fraction",
-        )
+        reason = f"expected a number between 0 and 1 (exclusive), got {fraction!r}"
+        raise DatasetError(reason, field="holdout fraction")
     digest = hashlib.sha256(f"{salt}\x00{case_id}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64 < fraction
 
