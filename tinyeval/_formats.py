@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import _extra
-from .errors import InputError, describe_json, json_problem, plural, shorten
+from .errors import InputError, TinyevalError, describe_json, json_problem, plural, shorten
 
 _SUFFIXES = dict(jsonl="jsonl", ndjson="jsonl", json="json", csv="csv", yaml="yaml", yml="yaml")
 _FORMATS = (*dict.fromkeys(_SUFFIXES.values()), "otel")
@@ -115,7 +115,7 @@ def _read_whole(
     return "".join(parts)
 
 
-class _DuplicateKey(ValueError):
+class _DuplicateKey(TinyevalError, ValueError):
     pass
 
 
