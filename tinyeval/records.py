@@ -1,5 +1,5 @@
 """The result row (its keys: those of :func:`new_row`), one JSON line per case: made, written,
-read back, tallied, merged, resumed, checked for completeness. Older rows still read."""
+read back, tallied, merged, resumed, checked for completeness."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import os
 import stat
 import tempfile
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,42 +22,10 @@ from .errors import (
     IncompleteError,
     InputError,
     describe_json,
-    json_problem,
     plural,
     shorten,
     utc_stamp,
 )
-
-__all__ = [
-    "STATUSES",
-    "CategoryTally",
-    "Completeness",
-    "Provenance",
-    "ResultsFileError",
-    "Row",
-    "RowsWrittenWhole",
-    "case_rows",
-    "completeness",
-    "derived_status",
-    "iter_json_lines",
-    "merge_rows",
-    "new_row",
-    "out_lock",
-    "output_fingerprint",
-    "primary_verdict",
-    "provenance",
-    "read_rows",
-    "resumable_rows",
-    "run_manifest",
-    "tally",
-    "trials_of",
-    "verdict_errored",
-    "verdict_label",
-    "verdicts",
-    "write_records",
-    "write_row",
-    "write_text_atomically",
-]
 
 Row = dict[str, Any]
 
@@ -67,8 +35,6 @@ STATUSES = ("pass", "fail", "error", "unchecked")
 class ResultsFileError(InputError):
     """A results file that cannot be read back as rows, or rows that do not belong together."""
 
-
-# === Making rows ===
 
 _STAMPED: tuple[int, str] = (-1, "")  # (millisecond, its utc_stamp), shared by the rows of a run
 
@@ -140,8 +106,7 @@ def run_manifest(
     cases_file: str | None = None,
     observers: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """What a run was meant to see, in every row's ``run``, so a reader tells a complete run
-    from a partial one (an observer with ``"skips_cases"`` makes fewer rows by design).
+    """What a run was meant to see, in every row's ``run``, so a reader tells a partial run.
 
     >>> run_manifest(cases=30, shard=(1, 3), shard_cases=11)["shard"]
     '1/3'
@@ -161,12 +126,8 @@ def run_manifest(
     }
 
 
-# === Reading verdicts out of a row ===
-
-
 def verdicts(row: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    """The row's judge verdicts by name, in the order the judges ran (an older row's lone
-    ``judge`` too).
+    """The row's judge verdicts by name, in the order the judges ran.
 
     >>> verdicts({"judge": {"name": "old", "verdict": "FAIL"}})
     {'old': {'name': 'old', 'verdict': 'FAIL'}}
@@ -270,13 +231,9 @@ def output_fingerprint(output: Any) -> str | None:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-# === Tallies ===
-
-
 @dataclass
 class CategoryTally:
-    """Counts for one category. ``judged`` and ``unparsed`` count all judges' verdicts;
-    ``primary_parsed`` and ``primary_passed`` the first judge's, which a calibration corrects.
+    """Counts for one category (``primary_*``: the first judge's verdicts).
 
     >>> t = CategoryTally()
     >>> for status in ("pass", "error", "unchecked"):
@@ -330,19 +287,14 @@ def tally(rows: Iterable[Mapping[str, Any]]) -> dict[str, CategoryTally]:
     >>> [(name, t.passed, t.total) for name, t in counts.items()]
     [('a', 0, 1), ('b', 1, 1)]
     """
-    found: dict[str, CategoryTally] = {}
+    found: defaultdict[str, CategoryTally] = defaultdict(CategoryTally)
     for row in rows:
-        key = str(row.get("category") or "default")
-        tally_of = found.get(key)
-        if tally_of is None:
-            tally_of = found[key] = CategoryTally()
-        tally_of.add(row)
+        found[str(row.get("category") or "default")].add(row)
     return dict(sorted(found.items()))
 
 
 def trials_of(rows: Iterable[Mapping[str, Any]]) -> tuple[int, str]:
-    """``(k, rule)`` of the run that wrote ``rows``: each case run k times, passing when
-    ``all`` (or ``any``) of its trials pass; ``(1, "all")`` for a run without trials.
+    """``(k, rule)``: each case ran k times, passing when ``all`` (or ``any``) trials pass.
 
     >>> trials_of([{"run": {"observers": {"trials": {"k": 3, "gate": "any"}}}}])
     (3, 'any')
@@ -359,8 +311,7 @@ def trials_of(rows: Iterable[Mapping[str, Any]]) -> tuple[int, str]:
 def case_rows(
     rows: Sequence[Mapping[str, Any]], rule: str | None = None
 ) -> list[Mapping[str, Any]]:
-    """One row per case: the trial rows of a case joined by ``rule`` (default: the run's), a
-    case passing when ``all`` (or ``any``) of its trials pass; else its worst status.
+    """One row per case: its trial rows joined by ``rule`` (default: the run's).
 
     >>> rows = [{"id": "a", "trial": t, "status": s} for t, s in enumerate(["pass", "fail"])]
     >>> case_rows(rows, "all")[0]["status"], case_rows(rows, "any")[0]["status"]
@@ -382,9 +333,6 @@ def case_rows(
     return joined
 
 
-# === Is a set of rows complete? ===
-
-
 @dataclass(frozen=True)
 class Completeness:
     """Whether rows cover what their run was meant to see (``expected`` None: unknown).
@@ -401,13 +349,7 @@ class Completeness:
     missing_ids: tuple[str, ...] = ()
 
     @property
-    def known(self) -> bool:
-        """True when the rows say what their run was meant to see."""
-        return self.expected is not None
-
-    @property
     def complete(self) -> bool:
-        """True unless the rows are known to miss cases or shards."""
         if self.expected is None:
             return True
         return self.seen >= self.expected and not self.missing_shards
@@ -482,9 +424,7 @@ def _whole(value: Any) -> int:
 def merge_rows(
     sources: Sequence[tuple[str, Sequence[Row]]], *, allow_partial: bool = False
 ) -> list[Row]:
-    """Join the rows of shards (``[(path, rows), …]``), refusing what cannot be one run: a
-    case or a shard in two files, another dataset, gate, judge, criterion or trial count, or
-    (unless ``allow_partial``) missing shards.
+    """Join the rows of shards (``[(path, rows), …]``), refusing what cannot be one run.
 
     >>> one = [{"id": "a", "dataset_fingerprint": "f", "run": {"cases": 2, "shard": "1/2"}}]
     >>> two = [{"id": "b", "dataset_fingerprint": "f", "run": {"cases": 2, "shard": "2/2"}}]
@@ -522,7 +462,6 @@ def _manifest(row: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _shared_settings(row: Mapping[str, Any]) -> dict[str, Any]:
-    """What every shard of one run has alike, by the name an error gives it."""
     manifest = _manifest(row)
     gate = manifest.get("gate")
     gate = gate if isinstance(gate, Mapping) else {}
@@ -542,15 +481,11 @@ def _shown(value: Any) -> str:
     return "none" if value is None else shorten(json.dumps(value, sort_keys=True), 120)
 
 
-# === Writing and reading result files ===
-
-
-_ROW_ENCODER = json.JSONEncoder(ensure_ascii=False)  # made once: json.dumps makes one a call
+_ROW_ENCODER = json.JSONEncoder(ensure_ascii=False)  # json.dumps makes one a call
 
 
 def write_row(stream: IO[str], row: Mapping[str, Any], *, flush: bool = True) -> None:
-    """Write one row as a JSON line and flush it (a kill loses at most this line); a lone
-    surrogate is written as a JSON escape.
+    """Write one row as a JSON line and flush it (a kill loses at most this line).
 
     >>> import io
     >>> buf = io.StringIO(); write_row(buf, {"id": "a", "status": "pass"}); buf.getvalue()
@@ -568,8 +503,7 @@ def write_row(stream: IO[str], row: Mapping[str, Any], *, flush: bool = True) ->
 
 
 class RowsWrittenWhole:
-    """Rows written beside ``path`` before the run knows its dataset fingerprint and manifest,
-    made the result file in one step by :meth:`finish` (or dropped by :meth:`discard`).
+    """Rows written beside ``path``, made the results file in one step by :meth:`finish`.
 
     >>> import tempfile, os
     >>> from tinyeval.dataset import Case
@@ -601,11 +535,7 @@ class RowsWrittenWhole:
 
     @staticmethod
     def can_write(path: str | os.PathLike[str]) -> bool:
-        """Whether rows can go to ``path`` whole, at the end (not a pipe or a terminal).
-
-        >>> RowsWrittenWhole.can_write(os.devnull), RowsWrittenWhole.can_write("new.jsonl")
-        (True, True)
-        """
+        """Whether rows can go to ``path`` whole, at the end (not a pipe or a terminal)."""
         try:
             mode = os.stat(path).st_mode
         except OSError:
@@ -660,8 +590,7 @@ def _is_null_device(path: Path) -> bool:
 
 @contextlib.contextmanager
 def out_lock(path: str | os.PathLike[str]) -> Iterator[None]:
-    """Hold ``path`` for one run by a lock file beside it holding the run's pid: a second run is
-    refused (``InputError``) naming the first; a lock whose process is gone is taken over.
+    """Hold ``path`` for one run by a lock file beside it: a second run is refused.
 
     >>> import tempfile, os
     >>> with tempfile.TemporaryDirectory() as folder, out_lock(os.path.join(folder, "r.jsonl")):
@@ -698,7 +627,7 @@ def out_lock(path: str | os.PathLike[str]) -> Iterator[None]:
 
 
 def holding_out(run: Callable[..., Any]) -> Callable[..., Any]:
-    """``run`` holding its ``out`` path by :func:`out_lock`: a second run on it is refused."""
+    """``run`` holding its ``out`` path by :func:`out_lock`."""
 
     @functools.wraps(run)
     def held(*args: Any, **options: Any) -> Any:
@@ -720,7 +649,7 @@ def _alive(pid: int) -> bool:
 
 
 def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` in one step; a failure leaves no temporary file.
+    """Write ``text`` (UTF-8) to ``path`` in one step.
 
     >>> import tempfile, os
     >>> with tempfile.TemporaryDirectory() as folder:
@@ -740,8 +669,7 @@ def _temporary_beside(target: Path) -> tuple[int, str]:
 
 @contextlib.contextmanager
 def _replacing(target: Path, mode: int | None = None) -> Iterator[IO[bytes]]:
-    """A stream to a temporary file that replaces ``target`` (with ``mode``, default 0o666
-    less the umask) when the block ends; if the block fails, nothing is left behind."""
+    """A stream to a temporary file that replaces ``target`` when the block ends."""
     handle, temporary = _temporary_beside(target)
     try:
         with os.fdopen(handle, "wb") as stream:
@@ -756,7 +684,7 @@ def _replacing(target: Path, mode: int | None = None) -> Iterator[IO[bytes]]:
 
 
 def write_records(path: str | os.PathLike[str], records: Iterable[Mapping[str, Any]]) -> None:
-    """Write records as JSON lines, all or nothing (see :func:`write_text_atomically`).
+    """Write records as JSON lines, all or nothing.
 
     >>> import tempfile, os
     >>> with tempfile.TemporaryDirectory() as folder:
@@ -771,8 +699,7 @@ def write_records(path: str | os.PathLike[str], records: Iterable[Mapping[str, A
 def iter_json_lines(
     path: str | os.PathLike[str], *, error: type[InputError] = InputError
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` for each non-blank line of a JSONL file; a line that is not
-    a JSON object raises ``error``.
+    """``(line number, object)`` for each JSON object of a JSONL file, read with bounds.
 
     >>> import tempfile, os
     >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
@@ -783,28 +710,16 @@ def iter_json_lines(
     tinyeval.errors.InputError: ...:3: expected a JSON object, got a list
     >>> os.remove(f.name)
     """
-    with open(path, encoding="utf-8") as stream:
-        for number, line in enumerate(stream, start=1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problem = f"not valid JSON: {json_problem(exc)}"
-                raise error(problem, path=str(path), line=number) from None
-            except (RecursionError, ValueError) as exc:  # too deep, or a number too long
-                problem = f"cannot be read: {shorten(str(exc), 80)}"
-                raise error(problem, path=str(path), line=number) from None
-            if not isinstance(value, dict):
-                problem = f"expected a JSON object, got {describe_json(value)}"
-                raise error(problem, path=str(path), line=number)
-            yield number, value
+    for number, value in _formats.iter_json_lines(path, error=error):
+        if not isinstance(value, dict):
+            problem = f"expected a JSON object, got {describe_json(value)}"
+            raise error(problem, path=str(path), line=number)
+        yield number, value
 
 
 def read_rows(path: str | os.PathLike[str], *, repair: bool = False) -> list[Row]:
-    """Read a results file back (bounded), refusing what is not one run's rows: a cut last
-    line (``repair`` cuts it off: a resumed run does its case again), a row twice, a status its
-    checks, verdicts and error do not give, trials of another count or out of range.
+    """Read a results file back, refusing what is not one run's rows (``repair``: cut a cut
+    last line off).
 
     >>> import tempfile, os
     >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
@@ -865,7 +780,6 @@ def _check_trials(row: Row, first: Row, path: str, line: int) -> None:
 
 
 def _cut_at_line(path: str | os.PathLike[str], line: int) -> None:
-    """Cut the file before its ``line`` (numbered from 1; the lines before were read)."""
     with open(path, "r+b") as stream:
         for _ in range(line - 1):
             stream.readline()
@@ -873,7 +787,7 @@ def _cut_at_line(path: str | os.PathLike[str], line: int) -> None:
 
 
 def _end_with_newline(path: str | os.PathLike[str]) -> None:
-    """A whole last row written without its newline gets one: rows appended start a line."""
+    """Rows appended start a line."""
     with open(path, "r+b") as stream:
         size = stream.seek(0, os.SEEK_END)
         if size and stream.seek(size - 1) >= 0 and stream.read(1) != b"\n":
@@ -888,8 +802,8 @@ def resumable_rows(
     observed: Mapping[str, Any],
     error: type[InputError] = ResultsFileError,
 ) -> list[Row]:
-    """The rows in ``out`` a resumed run keeps, refused (``error``) naming what changed when
-    another dataset, judge, rubric (``now``: name -> rubric), model (``spec``) or observer did.
+    """The rows in ``out`` a resumed run keeps; ``error`` when the dataset, a judge's rubric
+    (``now``), the model (``spec``) or an observer changed.
 
     >>> resumable_rows("no-such-file.jsonl", "ab12", {}, None, {})
     []
