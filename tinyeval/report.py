@@ -21,21 +21,6 @@ from .stats import format_rate
 if TYPE_CHECKING:
     from .session import Session
 
-__all__ = [
-    "ReportsWritten",
-    "Section",
-    "describe_failure",
-    "failure_lines",
-    "header",
-    "rows_header",
-    "summarize",
-    "summarize_rows",
-    "summary_markdown",
-    "summary_text",
-    "usage_line",
-    "write_reports",
-]
-
 
 class Section(NamedTuple):
     """A part of the summary an extra contributes: text ``lines``, a JSON part ``info``, and

@@ -1,5 +1,5 @@
 """Cases into rows: prepare the cases, run them (concurrency, resume, shards, timeouts), or
-count what a run would send. Every case ends as one row; only ``status`` ``"pass"`` passes."""
+count what a run would send. Every case ends as one row."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import stat
 import sys
 import threading
 import time
+from collections import defaultdict
 from collections.abc import Callable, Container, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,23 +39,6 @@ from .records import (
     write_row,
 )
 
-__all__ = [
-    "CHARS_PER_TOKEN",
-    "READ_ONCE_BYTES",
-    "DryRun",
-    "Observer",
-    "PreparedCases",
-    "RunResult",
-    "RunnerError",
-    "check_judges",
-    "dry_run",
-    "evaluate_case",
-    "input_text",
-    "prepare_cases",
-    "run",
-    "shard_index",
-]
-
 
 class RunnerError(InputError):
     """A run asked for with settings that cannot work (a bad concurrency, shard or timeout)."""
@@ -62,15 +46,14 @@ class RunnerError(InputError):
 
 @dataclass
 class RunResult:
-    """What a run produced: per-category tallies, and the rows when kept. ``complete`` is
-    False when it stopped early (``stopped_reason`` says why); ``resumed`` counts kept rows.
+    """What a run produced: per-category tallies, and the rows when kept.
 
     >>> result = run([Case(id="a", output="hola", expect={"max_words": 1})])
     >>> result.total, result.complete, result.categories["default"].passed
     (1, True, 1)
     """
 
-    categories: dict[str, CategoryTally] = field(default_factory=dict)
+    categories: dict[str, CategoryTally] = field(default_factory=lambda: defaultdict(CategoryTally))
     rows: list[Row] = field(default_factory=list)
     complete: bool = True
     stopped_reason: str | None = None
@@ -83,34 +66,26 @@ class RunResult:
     stopped_by: str | None = None  # the sentence of the observer that stopped the run
 
     def add(self, row: Row, *, keep: bool) -> None:
-        category = row["category"]
-        key = category if type(category) is str else str(category)
-        tally = self.categories.get(key)
-        if tally is None:  # (not setdefault: it would make a tally for every row)
-            tally = self.categories[key] = CategoryTally()
-        tally.add(row)
+        self.categories[str(row["category"])].add(row)
         add_usage(self.usage, row.get("usage"))
         if keep:
             self.rows.append(row)
 
     def sorted_categories(self) -> dict[str, CategoryTally]:
-        """The tallies in category order."""
         return dict(sorted(self.categories.items()))
 
     @property
     def total(self) -> int:
-        """Number of cases with a row."""
         return sum(t.total for t in self.categories.values())
 
     @property
     def errors(self) -> int:
-        """Number of cases that errored."""
         return sum(t.errors for t in self.categories.values())
 
 
 class Observer:
-    """Watches a run and may stop it (trials, early stopping, the spend cap); the defaults do
-    nothing. ``name``, the setting that turns it on, is its key in the manifest and summary."""
+    """Watches a run and may stop it (trials, early stopping, the spend cap). ``name``, the
+    setting that turns it on, is its key in the manifest and summary."""
 
     name = ""
 
@@ -127,11 +102,9 @@ class Observer:
         return None
 
     def summary(self) -> list[str]:
-        """Lines for the run's text summary."""
         return []
 
     def to_dict(self) -> dict[str, Any]:
-        """Its part of the JSON summary (under its ``name``)."""
         return {}
 
     def manifest(self) -> Any:
@@ -139,11 +112,8 @@ class Observer:
         return None
 
 
-# === One case ===
-
-
 def input_text(value: Any) -> str:
-    """The case's input as text for a prompt (structured inputs become JSON).
+    """The case's input as text for a prompt.
 
     >>> input_text("hola"), input_text(None), input_text([{"role": "user", "content": "hi"}])
     ('hola', '', '[{"role": "user", "content": "hi"}]')
@@ -168,7 +138,7 @@ def _key(case: Case) -> tuple[str, int]:
 
 
 def _evaluate_noting_start(starts: dict[tuple[str, int], float], case: Case, **task: Any) -> Row:
-    starts[_key(case)] = time.monotonic()  # when it left the queue: the per-case clock starts here
+    starts[_key(case)] = time.monotonic()  # the per-case clock starts as it leaves the queue
     return evaluate_case(case, **task)
 
 
@@ -180,7 +150,6 @@ def _missing_needs(judge: Any, case: Case) -> list[str]:
 
 
 def _generation_prompt(case: Case, template: str | None) -> str:
-    """A conversation as its messages (with ``meta["tools"]``), else the input in the template."""
     conversation = getattr(case, "conversation", None)
     if conversation is not None:
         tools = case.meta.get("tools") if isinstance(case.meta, Mapping) else None
@@ -190,7 +159,6 @@ def _generation_prompt(case: Case, template: str | None) -> str:
 
 
 def _shown(judge: Any, case: Case, parts: Any) -> dict[str, Any]:
-    """The context, the question and (when the judge takes them) the conversation's parts."""
     question = input_text(case.input) if parts is None else (parts.question or "")
     shown: dict[str, Any] = {"context": case.context, "question": question}
     if parts is not None and getattr(judge, "takes_conversation", False):
@@ -315,11 +283,8 @@ def evaluate_case(
     return row
 
 
-# === The run ===
-
-
 def shard_index(case_id: str, shards: int) -> int:
-    """Which of ``shards`` shards (numbered from 1) a case belongs to, by a stable hash of its id.
+    """Which of ``shards`` shards (from 1) a case belongs to, by a stable hash of its id.
 
     >>> sorted({shard_index(str(i), 3) for i in range(100)})
     [1, 2, 3]
@@ -343,8 +308,7 @@ def _check_shard(shard: Any) -> tuple[int, int] | None:
 
 
 def check_judges(judges: Any, judge_model: CallModel | str | None = None) -> list[Any]:
-    """The judges as a list, refused when two share a name or the built-in judge is asked
-    for a criterion of your own.
+    """The judges as a list, refused when two share a name or the built-in judge lacks one.
 
     >>> from tinyeval.judge import Judge
     >>> check_judges([Judge("Is polite.", name="a"), Judge("Is short.", name="a")], "cmd:cat")
@@ -405,10 +369,8 @@ def run(
     progress: Callable[[int], None] | None = None,
     observers: Sequence[Observer] = (),
 ) -> RunResult:
-    """Evaluate every case into a row (to ``out`` and ``on_row`` as it finishes) and return the
-    tallies. ``judges`` see the cases whose checks passed (all with ``judge_all``); a case
-    without an output is generated; ``max_errors``, ``fail_fast``, ``stop`` and ``observers``
-    stop a run early.
+    """Evaluate every case into a row (to ``out`` and ``on_row`` as it finishes); return the
+    tallies.
 
     >>> cases = [Case(id="a", output="hola", expect={"contains": ["hola"]}),
     ...          Case(id="b", output="chau", expect={"contains": ["hola"]})]
@@ -490,8 +452,6 @@ def run(
         here = _here(task, every_case=concurrency == 1)
 
     def case_rows() -> Generator[Row, None, None]:
-        """Rows as cases finish (at most ``window`` in flight, none once ``stop`` is set); a case
-        past ``case_timeout`` gets an error row, and once ``abandon`` is set none is waited for."""
         window = 2 * concurrency + 2  # enough to keep every worker busy while rows are written
         pending: dict[cf.Future[Row], tuple[int, Case]] = {}  # future -> (submission order, case)
         finished = _Finished()
@@ -631,8 +591,7 @@ def run(
 
 
 def _here(task: Mapping[str, Any], *, every_case: bool) -> Callable[[Case], Row | None] | None:
-    """What evaluates a case in the calling thread (None: a worker does): every case on one
-    worker; on more, one calling no model or answered by the caches; never the caller's checks."""
+    """What evaluates a case in the calling thread (None: a worker does)."""
     evaluate: Callable[[Case], Row] = functools.partial(evaluate_case, **task)
     if every_case:
         return evaluate
@@ -661,9 +620,6 @@ def _resolve(model: CallModel | str | None) -> CallModel | None:
     return model if model is None or callable(model) else resolve(model)
 
 
-# === Threads ===
-
-
 class _DaemonThreadPool(cf.Executor):
     """A thread pool whose daemon workers never hold up the interpreter's exit."""
 
@@ -678,7 +634,6 @@ class _DaemonThreadPool(cf.Executor):
         return future
 
     def grow(self, jobs: int) -> None:
-        """Workers for ``jobs`` sent, up to ``workers``: never more threads than cases."""
         while len(self._threads) < min(jobs, self._workers):
             name = f"tinyeval-{len(self._threads)}"
             self._threads.append(threading.Thread(target=self._work, name=name, daemon=True))
@@ -695,7 +650,6 @@ class _DaemonThreadPool(cf.Executor):
                 future.set_exception(exc)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        """Stop the workers once the queued jobs are done (or cancelled)."""
         with contextlib.suppress(queue.Empty):
             while cancel_futures:
                 job = self._jobs.get_nowait()
@@ -709,8 +663,8 @@ class _DaemonThreadPool(cf.Executor):
 
 
 class _Finished:
-    """Futures as they finish, each put on a queue when done: waiting costs the same however
-    many are in flight (``cf.wait``'s does not)."""
+    """Futures as they finish, queued when done: waiting costs the same however many are in
+    flight (``cf.wait``'s does not)."""
 
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[cf.Future[Row]] = queue.SimpleQueue()
@@ -719,7 +673,6 @@ class _Finished:
         future.add_done_callback(self._queue.put)
 
     def take(self, wait: float | None, among: Container[cf.Future[Row]]) -> set[cf.Future[Row]]:
-        """The finished futures still ``among`` those wanted, waiting up to ``wait`` s for one."""
         done = set()
         try:
             future = self._queue.get(timeout=wait)
@@ -731,15 +684,12 @@ class _Finished:
             return done
 
 
-# === A dry run ===
-
 CHARS_PER_TOKEN = 4
 
 
 @dataclass
 class DryRun:
-    """What a run would send, by kind, without calling a model: ``calls``, ``tokens_in``,
-    ``cached``; ``estimated`` calls without a rendered prompt, ``offline`` built-in ones.
+    """What a run would send, by kind, without calling a model.
 
     >>> from tinyeval.judge import Judge
     >>> plan = dry_run([Case(id="a", input="Hours?", output="9 to 5.")],
@@ -757,7 +707,6 @@ class DryRun:
     first_prompt: dict[str, str] = field(default_factory=dict)
 
     def billable_tokens(self) -> int:
-        """The input tokens of the calls neither the cache nor the offline judge answer."""
         free = sum(self.cached.values()) + self.offline
         share = max(0.0, 1 - free / max(sum(self.calls.values()), 1))
         return round(sum(self.tokens_in.values()) * share)
@@ -789,8 +738,11 @@ class DryRun:
 
 
 def dry_run(cases: Iterable[Case], *, observers: Sequence[Observer] = (), **options: Any) -> DryRun:
-    """Render and count every prompt :func:`run` with these options would send, calling no
-    model (code checks run, to tell which cases the judge would see)."""
+    """Render and count every prompt :func:`run` with these options would send.
+
+    >>> dry_run([Case(id="a", input="Hi?")], generate_model="cmd:cat").calls["generate"]
+    1
+    """
     known = set(evaluate_case.__kwdefaults__ or ()) - {"dataset_fingerprint", "run"}
     unknown = sorted(set(options) - known)
     if unknown:
@@ -845,14 +797,10 @@ def _count(plan: DryRun, kind: str, prompt: str, stored: Any) -> None:
     plan.first_prompt.setdefault(kind, prompt)
 
 
-# === Which cases a run sees ===
-
-
 @dataclass
 class PreparedCases:
-    """The validated cases of a run (iterable again and again) and their counts: ``in_file``
-    read, ``selected`` (all shards), ``in_shard``; ``read`` is False until a one-pass stream
-    has been read to its end."""
+    """The validated cases of a run (iterable again and again) and their counts; ``read`` is
+    False until a one-pass stream has been read to its end."""
 
     cases: Iterable[Case]
     fingerprint: str
@@ -867,8 +815,6 @@ class PreparedCases:
 
 
 class _Again:
-    """Cases iterated again and again, each time from ``make()`` (counted as a stream)."""
-
     def __init__(self, make: Callable[[], Iterator[Case]]) -> None:
         self.make = make
 
@@ -876,9 +822,7 @@ class _Again:
         return self.make()
 
 
-READ_ONCE_BYTES = 2**20
-"""A regular file up to this size is kept in memory; a larger one is read twice (or once, as
-it runs, with ``one_pass``), so memory does not grow with it."""
+READ_ONCE_BYTES = 2**20  # a larger file is read twice (or once as it runs), not kept
 
 
 def prepare_cases(
@@ -897,9 +841,7 @@ def prepare_cases(
     one_pass: bool = False,
     note: Callable[[Case], None] | None = None,
 ) -> PreparedCases:
-    """Read and validate every case of ``path`` before anything runs, and select the run's (a
-    seeded sample, the ids in ``only``, those of ``outputs`` with that output, a shard).
-    ``one_pass`` reads a large file as the run goes; ``note`` sees each case of the shard.
+    """Read and validate every case of ``path`` before anything runs, and select the run's.
 
     >>> import tempfile, os
     >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
@@ -925,7 +867,6 @@ def prepare_cases(
         return case if outputs is None else replace(case, output=outputs[case.id])
 
     def noted(cases: Iterable[Case], into: list[Case] | None = None) -> Iterator[Case]:
-        """Each case counted; the selected ones also put ``into`` the list (if one)."""
         for case in cases:
             ready.in_file += 1
             if case.id in wanted_ids:
