@@ -1,6 +1,5 @@
-"""A run's summary in text and JSON, and the one place text from data is neutralised for where
-it is printed; extras add sections (``_EXTRAS["section"]``) and reports (``_EXTRAS["report"]``).
-"""
+"""A run's summary in text, JSON and Markdown, and the one place text from data is neutralised
+for where it is printed; extras add sections and reports through ``_EXTRAS``."""
 
 from __future__ import annotations
 
@@ -23,8 +22,7 @@ if TYPE_CHECKING:
 
 
 class Section(NamedTuple):
-    """A part of the summary an extra contributes: text ``lines``, a JSON part ``info``, and
-    ``failed``, the line saying why when the section gates and its gate failed.
+    """A part of the summary an extra contributes (``failed``: why its own gate failed).
 
     >>> Section(["retrieval: ..."], {"retrieval": {}}).failed is None
     True
@@ -37,9 +35,7 @@ class Section(NamedTuple):
 
 @dataclass(frozen=True)
 class RunSummary:
-    """What a run found: the gate, its JSON ``info``, the text ``lines`` under the table;
-    ``sections_passed`` False when a gating section failed, ``capped`` when the spend cap stopped
-    the run.
+    """What a run found: the gate, its JSON ``info``, the text ``lines`` under the table.
 
     >>> from tinyeval.gating import gate
     >>> summary = RunSummary(gate({"tone": {"passed": 3, "total": 3}}, thresholds={"tone": 1.0}))
@@ -61,18 +57,15 @@ class RunSummary:
 
     @property
     def passed(self) -> bool:
-        """Whether the gate and every section that gates passed."""
         return self.report.passed and self.sections_passed
 
     def to_dict(self) -> dict[str, Any]:
-        """The summary as one JSON-ready object (what ``run --json`` prints): ``info`` with
-        ``gate``, ``judge`` and ``errors``."""
+        """What ``run --json`` prints."""
         rate = self.unparsed / self.judged if self.judged else None
         judge = {"judged": self.judged, "unparsed": self.unparsed, "unparsed_rate": rate}
         return {**self.info, "gate": self.report.to_dict(), "judge": judge, "errors": self.errors}
 
     def to_text(self, header: str | None = None, *, brief: bool = False) -> str:
-        """The gate table with ``header`` above and the lines below (``brief``: the table)."""
         return summary_text(
             self.report,
             header=header,
@@ -96,7 +89,7 @@ def summarize(
     batch_lines: Sequence[str] = (),
     review_rows: int = 0,
 ) -> RunSummary:
-    """The summary of ``result``, a run of ``ready`` by ``session`` watched by ``observers``.
+    """The summary of ``result``, a run of ``ready`` by ``session``.
 
     >>> import tempfile, os
     >>> from tinyeval.session import RunSettings, Session
@@ -135,7 +128,7 @@ def summarize(
             "overridden": list(s.suite_overridden),
         },
     }
-    # an observer that changes what the gate counts (trials: the case, not the trial) says so
+    # an observer that changes what the gate counts (trials: cases, not trials) says so
     counted = [o.tallies() for o in (observers or {}).values() if hasattr(o, "tallies")]
     tallies = counted[0] if counted else result.sorted_categories()
     report = gate(tallies, **s.gate_options())
@@ -189,7 +182,7 @@ def summarize(
 
 
 def header(session: Session, ready: PreparedCases) -> str:
-    """The line above the gate table: cases, dataset, judges, rows file (and suite file).
+    """The line above the gate table.
 
     >>> from tinyeval.session import RunSettings, Session
     >>> from tinyeval.runner import PreparedCases
@@ -215,8 +208,7 @@ def header(session: Session, ready: PreparedCases) -> str:
 def summarize_rows(
     rows: Sequence[Row], *, source: str, gate: Mapping[str, Any] | None = None
 ) -> RunSummary:
-    """The summary of a results file's rows, gated as the run that wrote them gated unless
-    ``gate`` (keywords of :func:`tinyeval.gating.gate_rows`) says otherwise.
+    """The summary of a results file's rows, gated as their run gated unless ``gate`` says.
 
     >>> rows = [{"id": "a", "category": "tone", "status": "pass"},
     ...         {"id": "b", "category": "tone", "status": "fail"}]
@@ -308,7 +300,7 @@ def _run_lines(
     return text
 
 
-# Text from data (ids, categories, reasons, criteria) is neutralised for where it goes, here
+# Text from data (ids, categories, reasons, criteria) is neutralised for where it goes
 _CONTROLS = (
     "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
     "\ufeff\ufffe\uffff\ud800-\udfff"
@@ -325,7 +317,7 @@ def _visible(match: re.Match[str]) -> str:
 
 
 def text_of(value: object) -> str:
-    """Text for a file or a page (HTML, XML): newlines kept, other controls shown as escapes.
+    """Text for a file or a page: newlines kept, other controls shown as escapes.
 
     >>> text_of("a\u202eb\\nc\\x00")
     'a\\\\u202eb\\nc\\\\x00'
@@ -343,8 +335,7 @@ def line_of(value: object) -> str:
 
 
 def terminal_text(value: object) -> str:
-    """Text for a terminal or a CI log: no line starts with a workflow command (``::…``,
-    ``##[…``) that GitHub's runner would obey; only tinyeval's own annotations do.
+    """Text for a terminal or a CI log: no line starts a workflow command GitHub would obey.
 
     >>> terminal_text("::stop-commands::tok")
     '\\\\x3a:stop-commands::tok'
@@ -353,7 +344,7 @@ def terminal_text(value: object) -> str:
 
 
 def markdown_text(value: object) -> str:
-    """Text for Markdown (a table cell, a line): links, images, HTML and emphasis are inert.
+    """Text for Markdown: links, images, HTML and emphasis are inert.
 
     >>> markdown_text("[Approve](https://e.x) <b>|")
     '\\\\[Approve\\\\](https://e.x) &lt;b&gt;\\\\|'
@@ -362,8 +353,7 @@ def markdown_text(value: object) -> str:
 
 
 def command_data(value: object, *, prop: bool = False) -> str:
-    """Text for a GitHub workflow command's message, or (``prop``) a property's value, where
-    ``:`` and ``,`` end it: escaped by the runner's rules (``%``, CR, LF).
+    """Text for a GitHub workflow command's message, or (``prop``) a property's value.
 
     >>> command_data("50% done\\nnext"), command_data("a::b,c", prop=True)
     ('50%25 done%0Anext', 'a%3A%3Ab%2Cc')
@@ -387,7 +377,7 @@ def gate_word(report: GateReport) -> str:
 
 
 def missing(report: GateReport) -> str | None:
-    """What an incomplete report misses, as every report names it (None: complete).
+    """What an incomplete report misses (None: complete).
 
     >>> from tinyeval.gating import gate
     >>> from tinyeval.records import Completeness
@@ -405,9 +395,7 @@ def missing(report: GateReport) -> str | None:
 
 @dataclass(frozen=True)
 class StoppedRun(Completeness):
-    """A run that stopped before its end (``reason``): incomplete even when every case it
-    read has a row (``expected`` None: the cases were read as it ran, not all counted);
-    ``no_rows``: the categories of its cases without a row.
+    """A run that stopped before its end (``expected`` None: its cases were not all counted).
 
     >>> str(StoppedRun(seen=29, expected=45, reason="interrupted"))
     'incomplete: 29 of 45 cases (stopped: interrupted)'
@@ -421,7 +409,7 @@ class StoppedRun(Completeness):
         return False
 
     def __str__(self) -> str:
-        if self.expected is None:
+        if self.expected is None or self.seen >= self.expected:
             return f"incomplete: {plural(self.seen, 'case')} before it stopped ({self.reason})"
         counted = f"{self.seen:,} of {plural(self.expected, 'case')}"
         return f"incomplete: {counted} (stopped: {self.reason})"
@@ -456,7 +444,6 @@ _Cell = tuple[str, str, str, str, str]
 
 
 def _cells(report: GateReport) -> list[_Cell]:
-    """The table's rows, global last: category, rate, unchecked, threshold, gate mark."""
 
     def row(v: CategoryVerdict, name: str, threshold: str, mark: str) -> _Cell:
         return name, _rate_cell(v, report.confidence), str(v.unchecked), threshold, mark
@@ -548,7 +535,7 @@ def _gate_line(report: GateReport) -> str:
 
 
 def usage_line(usage: Mapping[str, int], price: Any = None) -> tuple[str, float | None]:
-    """The run's token line and its cost in US dollars (with a price); cached tokens apart.
+    """The run's token line and its cost in US dollars (with a price).
 
     >>> usage_line({"input_tokens": 1500, "output_tokens": 200})
     ('tokens: 1,500 in, 200 out', None)
@@ -569,7 +556,7 @@ def usage_line(usage: Mapping[str, int], price: Any = None) -> tuple[str, float 
 
 
 def describe_failure(row: Mapping[str, Any], *, width: int = 100) -> str:
-    """Why a result row did not pass, in one line: the first failed check, the judge, or the error.
+    """Why a result row did not pass, in one line.
 
     >>> describe_failure({"status": "fail", "checks": {"valid_json": True, "equals:amount": False},
     ...                   "check_details": {"equals:amount": "got 1250, expected 125050"}})
@@ -615,7 +602,7 @@ def _listed(parts: list[str], width: int) -> str:
 
 
 def failure_lines(rows: Sequence[Mapping[str, Any]], *, shown: int, where: str) -> list[str]:
-    """Lines listing failed cases by category (up to ``shown`` each) and why.
+    """Lines listing failed cases and why.
 
     >>> rows = [{"id": "amt-3", "category": "amounts", "status": "fail",
     ...          "checks": {"valid_json": False}, "check_details": {}}]
@@ -635,7 +622,7 @@ def failure_lines(rows: Sequence[Mapping[str, Any]], *, shown: int, where: str) 
 
 
 def summary_markdown(report: GateReport, *, title: str = "tinyeval") -> str:
-    """The gate as a Markdown table (a pull-request comment, a CI job summary); names escaped.
+    """The gate as a Markdown table (a pull-request comment, a CI job summary).
 
     >>> from tinyeval.gating import gate
     >>> print(summary_markdown(gate({"amounts": {"passed": 17, "total": 20}}, {"amounts": 1.0})))
@@ -668,8 +655,7 @@ def summary_markdown(report: GateReport, *, title: str = "tinyeval") -> str:
 
 
 class ReportsWritten(NamedTuple):
-    """What :func:`write_reports` did: the ``files``, the job summary appended to, and the
-    GitHub ``annotations`` for the caller to print.
+    """What :func:`write_reports` did (``annotations``: for the caller to print).
 
     >>> ReportsWritten(("gate.md",), None, ()).step_summary is None
     True
@@ -692,9 +678,8 @@ def write_reports(
     cases_file: str | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ReportsWritten:
-    """Write the reports asked for, each all or nothing: ``markdown``, and through
-    ``_EXTRAS["report"]`` ``junit``, ``html`` and ``github`` (by default when
-    ``GITHUB_STEP_SUMMARY`` is set); ``rows`` (or their file) are read only when needed.
+    """Write the reports asked for, each all or nothing (``github``: by default when
+    ``GITHUB_STEP_SUMMARY`` is set).
 
     >>> import os, tempfile
     >>> from tinyeval.gating import gate
