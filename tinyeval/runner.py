@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
-import dataclasses
 import functools
 import hashlib
 import itertools
@@ -25,7 +24,7 @@ from typing import IO, Any
 from . import _extra, dataset
 from . import checks as checks_mod
 from .dataset import Case
-from .errors import InputError, plural
+from .errors import InputError
 from .models import USAGE_KEYS, CallModel, ChatPrompt, add_usage, ask, model_spec, resolve
 from .records import (
     CategoryTally,
@@ -142,14 +141,14 @@ def _evaluate_noting_start(starts: dict[tuple[str, int], float], case: Case, **t
     return evaluate_case(case, **task)
 
 
-def _missing_needs(judge: Any, case: Case) -> list[str]:
+def missing_needs(judge: Any, case: Case) -> list[str]:
     conversation = getattr(case, "conversation", None)
     asked = conversation.question if conversation is not None else case.input
     have = {"context": case.context is not None, "question": asked not in (None, "")}
     return [need for need in getattr(judge, "needs", ()) if not have.get(need, True)]
 
 
-def _generation_prompt(case: Case, template: str | None) -> str:
+def generation_prompt(case: Case, template: str | None) -> str:
     conversation = getattr(case, "conversation", None)
     if conversation is not None:
         tools = case.meta.get("tools") if isinstance(case.meta, Mapping) else None
@@ -158,7 +157,7 @@ def _generation_prompt(case: Case, template: str | None) -> str:
     return prompt if template is None else template.replace("{input}", prompt)
 
 
-def _shown(judge: Any, case: Case, parts: Any) -> dict[str, Any]:
+def judge_inputs(judge: Any, case: Case, parts: Any) -> dict[str, Any]:
     question = input_text(case.input) if parts is None else (parts.question or "")
     shown: dict[str, Any] = {"context": case.context, "question": question}
     if parts is not None and getattr(judge, "takes_conversation", False):
@@ -166,7 +165,7 @@ def _shown(judge: Any, case: Case, parts: Any) -> dict[str, Any]:
     return shown
 
 
-def _conversation_parts(case: Case, output: str) -> Any:
+def conversation_parts(case: Case, output: str) -> Any:
     conversation = getattr(case, "conversation", None)
     if conversation is None:
         return None
@@ -177,7 +176,7 @@ JudgeCategories = frozenset[str] | Mapping[str, frozenset[str]] | None
 """Where judges look: every category (None), these categories, or per judge name (empty: all)."""
 
 
-def _judges_category(judge: Any, category: str, where: JudgeCategories) -> bool:
+def judges_category(judge: Any, category: str, where: JudgeCategories) -> bool:
     if where is None:
         return True
     if isinstance(where, frozenset):
@@ -186,7 +185,7 @@ def _judges_category(judge: Any, category: str, where: JudgeCategories) -> bool:
     return not own or category in own
 
 
-def _judge_categories(given: Iterable[str] | Mapping[str, Iterable[str]] | None) -> JudgeCategories:
+def categories_judged(given: Iterable[str] | Mapping[str, Iterable[str]] | None) -> JudgeCategories:
     if given is None:
         return None
     if isinstance(given, Mapping):
@@ -226,7 +225,7 @@ def evaluate_case(
         if output is None or (regenerate and generate_model is not None):
             if generate_model is None:
                 raise RunnerError("the case has no output and no generate model was given")
-            prompt = _generation_prompt(case, prompt_template)
+            prompt = generation_prompt(case, prompt_template)
             reply = ask(generate_model, prompt, sample=trial or 0)
             tool_calls = ()  # the logged calls belong to the logged output, not this one
             if type(reply) is not str:  # a Reply carries its usage and whether it was cached
@@ -248,7 +247,7 @@ def evaluate_case(
         checks_ok = all(passed.values())
 
         cannot_judge: list[str] = []
-        applicable = [j for j in judges if _judges_category(j, case.category, judge_categories)]
+        applicable = [j for j in judges if judges_category(j, case.category, judge_categories)]
         if judges and not applicable:
             row["judge_skipped"] = "category not judged"
         elif judges and not checks_ok and not judge_all:
@@ -258,13 +257,13 @@ def evaluate_case(
                 raise RunnerError("judges were given but no judge model")
             row["judge_model"] = model_spec(judge_model)
             row["judge_temperature"] = getattr(judge_model, "temperature", None)
-            parts = _conversation_parts(case, output)
+            parts = conversation_parts(case, output)
             for judge in applicable:
-                missing = _missing_needs(judge, case)
+                missing = missing_needs(judge, case)
                 if missing:
                     cannot_judge.append(f"{judge.name} needs a {' and a '.join(missing)}")
                     continue
-                verdict = judge(judge_model, response=output, **_shown(judge, case, parts))
+                verdict = judge(judge_model, response=output, **judge_inputs(judge, case, parts))
                 data = verdict.to_dict()
                 add_usage(usage, data.get("usage"))
                 row["judges"][data["name"]] = data
@@ -419,7 +418,7 @@ def run(
         prompt_template=prompt_template,
         regenerate=regenerate,
         judge_all=judge_all,
-        judge_categories=_judge_categories(judge_categories),
+        judge_categories=categories_judged(judge_categories),
         dataset_fingerprint=dataset_fingerprint,
         run=dict(manifest) if manifest is not None else None,
     )
@@ -609,7 +608,7 @@ def _here(task: Mapping[str, Any], *, every_case: bool) -> Callable[[Case], Row 
 
     def here(case: Case) -> Row | None:
         generates = generate is not None and (regenerate or case.output is None)
-        if not generates and not any(_judges_category(j, case.category, where) for j in judges):
+        if not generates and not any(judges_category(j, case.category, where) for j in judges):
             return evaluate(case)
         return None if from_cache is None else from_cache(case)
 
@@ -682,119 +681,6 @@ class _Finished:
                 future = self._queue.get_nowait()
         except queue.Empty:
             return done
-
-
-CHARS_PER_TOKEN = 4
-
-
-@dataclass
-class DryRun:
-    """What a run would send, by kind, without calling a model.
-
-    >>> from tinyeval.judge import Judge
-    >>> plan = dry_run([Case(id="a", input="Hours?", output="9 to 5.")],
-    ...                judges=[Judge("answers-the-question", votes=3)], judge_model="builtin")
-    >>> plan.calls["judge"], plan.first_prompt["judge"].count("<<<QUESTION>>>")
-    (3, 1)
-    """
-
-    cases: int = 0
-    calls: dict[str, int] = field(default_factory=lambda: {"generate": 0, "judge": 0})
-    tokens_in: dict[str, int] = field(default_factory=lambda: {"generate": 0, "judge": 0})
-    cached: dict[str, int] = field(default_factory=lambda: {"generate": 0, "judge": 0})
-    estimated: int = 0
-    offline: int = 0  # calls to the built-in offline judge: no cost
-    first_prompt: dict[str, str] = field(default_factory=dict)
-
-    def billable_tokens(self) -> int:
-        free = sum(self.cached.values()) + self.offline
-        share = max(0.0, 1 - free / max(sum(self.calls.values()), 1))
-        return round(sum(self.tokens_in.values()) * share)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "chars_per_token": CHARS_PER_TOKEN}
-
-    def to_text(self) -> str:
-        lines = [f"dry run: {plural(self.cases, 'case')}, no model called"]
-        for kind in ("generate", "judge"):
-            if self.calls[kind]:
-                lines.append(
-                    f"  {kind}: {plural(self.calls[kind], 'call')}, about "
-                    f"{self.tokens_in[kind]:,} tokens in (~{CHARS_PER_TOKEN} characters a token); "
-                    f"the cache answers {self.cached[kind]:,}"
-                )
-        if self.offline:
-            lines.append(
-                f"  of the judge calls, {self.offline:,} go to the built-in offline judge (no cost)"
-            )
-        if self.estimated:
-            lines.append(
-                f"  {plural(self.estimated, 'call')} counted without a rendered prompt (outputs "
-                "to generate first): their tokens are not in the figure"
-            )
-        for kind, prompt in self.first_prompt.items():
-            lines += ["", f"first {kind} prompt:", prompt]
-        return "\n".join(lines)
-
-
-def dry_run(cases: Iterable[Case], *, observers: Sequence[Observer] = (), **options: Any) -> DryRun:
-    """Render and count every prompt :func:`run` with these options would send.
-
-    >>> dry_run([Case(id="a", input="Hi?")], generate_model="cmd:cat").calls["generate"]
-    1
-    """
-    known = set(evaluate_case.__kwdefaults__ or ()) - {"dataset_fingerprint", "run"}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise TypeError(f"dry_run() got an unexpected keyword argument {unknown[0]!r}")
-    checks, judge_model = options.get("checks", ()), options.get("judge_model")
-    generate_model, judge_all = options.get("generate_model"), options.get("judge_all", False)
-    judge_list = check_judges(options.get("judges", ()), judge_model)
-    judge_spec = judge_model if isinstance(judge_model, str) else model_spec(judge_model)
-    where = _judge_categories(options.get("judge_categories"))
-    for observer in observers:
-        cases = observer.cases(cases)
-    plan = DryRun()
-    for case in cases:
-        trial = getattr(case, "trial", 0)
-        plan.cases += not trial  # a case counts once, however many trials it has
-        output = case.output
-        if output is None or (options.get("regenerate") and generate_model is not None):
-            prompt = _generation_prompt(case, options.get("prompt_template"))
-            _count(plan, "generate", prompt, _peek(generate_model, prompt, trial))
-            output = None
-        for judge in judge_list:
-            if not _judges_category(judge, case.category, where) or _missing_needs(judge, case):
-                continue
-            votes = getattr(judge, "votes", 1)
-            if judge_spec == "builtin":
-                plan.offline += votes
-            render = getattr(judge, "render", None)
-            if output is None or render is None:
-                plan.calls["judge"] += votes
-                plan.estimated += votes
-                continue
-            every = [*case.expect_checks(), *checks]
-            results = checks_mod.run_checks_detailed(output, every, case=case)
-            if not judge_all and not all(r.passed for r in results.values()):
-                continue
-            prompt = render(output, **_shown(judge, case, _conversation_parts(case, output)))
-            for sample in range(votes):
-                _count(plan, "judge", prompt, _peek(judge_model, prompt, sample))
-    return plan
-
-
-def _peek(model: Any, prompt: str, sample: int) -> Any:
-    peek = getattr(model, "peek", None)
-    return peek(prompt, sample=sample) if callable(peek) else None
-
-
-def _count(plan: DryRun, kind: str, prompt: str, stored: Any) -> None:
-    plan.calls[kind] += 1
-    usage = getattr(stored, "usage", None) or {}
-    plan.tokens_in[kind] += int(usage.get("input_tokens") or -(-len(prompt) // CHARS_PER_TOKEN))
-    plan.cached[kind] += stored is not None
-    plan.first_prompt.setdefault(kind, prompt)
 
 
 @dataclass
