@@ -120,14 +120,10 @@ def summarize(
         "rubric_fingerprints": {j.name: j.rubric_fingerprint for j in judges},
         "usage": result.usage,
         "elapsed_s": round(result.elapsed_s, 3),
-        "suite": None
-        if s.suite is None
-        else {
-            "path": s.suite.path,
-            "fingerprint": s.suite.fingerprint,
-            "overridden": list(s.suite_overridden),
-        },
+        "suite": s.suite and {"path": s.suite.path, "fingerprint": s.suite.fingerprint},
     }
+    if s.suite is not None:
+        info["suite"]["overridden"] = list(s.suite_overridden)
     # an observer that changes what the gate counts (trials: cases, not trials) says so
     counted = [o.tallies() for o in (observers or {}).values() if hasattr(o, "tallies")]
     tallies = counted[0] if counted else result.sorted_categories()
@@ -185,10 +181,8 @@ def header(session: Session, ready: PreparedCases) -> str:
     """The line above the gate table.
 
     >>> from tinyeval.session import RunSettings, Session
-    >>> from tinyeval.runner import PreparedCases
-    >>> print(header(Session(RunSettings(cases="c.jsonl")), PreparedCases((), "ab12", in_file=3,
-    ...                                                                   selected=3)), end="")
-    3 cases from c.jsonl (dataset ab12) · rows in tinyeval-results.jsonl
+    >>> header(Session(RunSettings(cases="c.jsonl")), PreparedCases((), "ab12", 3, 3))
+    '3 cases from c.jsonl (dataset ab12) · rows in tinyeval-results.jsonl\\n'
     """
     s = session.settings
     names = ", ".join(j.name for j in session.judges)
@@ -285,12 +279,9 @@ def _run_lines(
     if session.calibration is not None:
         corrected_rates = _extra("estimator", "corrected_rates", "--calibration")
         corrected_lines = _extra("estimator", "corrected_lines", "--calibration")
-        judge = session.judges[0]
+        judge, tallies = session.judges[0], result.sorted_categories()
         corrected = corrected_rates(
-            session.calibration,
-            result.sorted_categories(),
-            judge=judge,
-            judge_model=session.judge_spec,
+            session.calibration, tallies, judge=judge, judge_model=session.judge_spec
         )
         info["corrected"] = {name: item.to_dict() for name, item in corrected.items()}
         text += corrected_lines(corrected, source=str(s.calibration), judge=judge.name)
@@ -444,7 +435,6 @@ _Cell = tuple[str, str, str, str, str]
 
 
 def _cells(report: GateReport) -> list[_Cell]:
-
     def row(v: CategoryVerdict, name: str, threshold: str, mark: str) -> _Cell:
         return name, _rate_cell(v, report.confidence), str(v.unchecked), threshold, mark
 

@@ -221,22 +221,19 @@ def evaluate_case(
         row["trial"] = trial
     try:
         output = case.output
-        tool_calls = case.tool_calls
         if output is None or (regenerate and generate_model is not None):
             if generate_model is None:
                 raise RunnerError("the case has no output and no generate model was given")
             prompt = generation_prompt(case, prompt_template)
             reply = ask(generate_model, prompt, sample=trial or 0)
-            tool_calls = ()  # the logged calls belong to the logged output, not this one
             if type(reply) is not str:  # a Reply carries its usage and whether it was cached
                 cached = getattr(reply, "cached", False) is True
                 add_usage(usage, getattr(reply, "usage", None), cached=cached)
             output = str(reply)
             row["output"] = output
             row["generate_model"] = model_spec(generate_model)
-
-        if tool_calls is not case.tool_calls:
-            case = replace(case, output=output, tool_calls=tool_calls)
+            if case.tool_calls:  # the logged calls belong to the logged output, not this one
+                case = replace(case, output=output, tool_calls=())
         if checks or type(output) is not str:
             extra = [*case.expect_checks(), *checks]
             results = checks_mod.run_checks_detailed(output, extra, case=case)
@@ -244,13 +241,11 @@ def evaluate_case(
             results = checks_mod.run_built_checks(output, case.expect_checks(), case)
         passed = row["checks"] = {name: r.passed for name, r in results.items()}
         row["check_details"] = {name: r.detail for name, r in results.items() if r.detail}
-        checks_ok = all(passed.values())
-
         cannot_judge: list[str] = []
         applicable = [j for j in judges if judges_category(j, case.category, judge_categories)]
         if judges and not applicable:
             row["judge_skipped"] = "category not judged"
-        elif judges and not checks_ok and not judge_all:
+        elif judges and not all(passed.values()) and not judge_all:
             row["judge_skipped"] = "a code check failed"
         elif judges:
             if judge_model is None:
@@ -293,17 +288,10 @@ def shard_index(case_id: str, shards: int) -> int:
 
 
 def _check_shard(shard: Any) -> tuple[int, int] | None:
-    if shard is None:
-        return None
-    ok = (
-        isinstance(shard, tuple)
-        and len(shard) == 2
-        and all(isinstance(n, int) and not isinstance(n, bool) for n in shard)
-        and 1 <= shard[0] <= shard[1]
-    )
-    if not ok:
+    whole = isinstance(shard, tuple) and len(shard) == 2 and all(type(n) is int for n in shard)
+    if shard is not None and not (whole and 1 <= shard[0] <= shard[1]):
         raise RunnerError(f"shard must be (I, N) with 1 <= I <= N, got {shard!r}", field="shard")
-    return shard[0], shard[1]
+    return shard
 
 
 def check_judges(judges: Any, judge_model: CallModel | str | None = None) -> list[Any]:
