@@ -324,11 +324,12 @@ def case_rows(
 
 @dataclass(frozen=True)
 class Completeness:
-    """Whether rows cover what their run was meant to see (``expected`` None: unknown).
+    """Whether rows cover what their run was meant to see (``expected`` None: unknown; a
+    ``reason``: the run stopped before its end, ``no_rows`` its categories without a row).
 
     >>> c = completeness([{"id": "a", "run": {"cases": 3, "shard": None}}])
-    >>> c.complete, str(c)
-    (False, 'incomplete: 1 of 3 cases')
+    >>> c.complete, str(c), str(Completeness(29, 45, reason="interrupted"))
+    (False, 'incomplete: 1 of 3 cases', 'incomplete: 29 of 45 cases (stopped: interrupted)')
     """
 
     seen: int
@@ -336,17 +337,23 @@ class Completeness:
     shards: int | None = None
     missing_shards: tuple[int, ...] = ()
     missing_ids: tuple[str, ...] = ()
+    reason: str | None = None
+    no_rows: tuple[str, ...] = ()
 
     @property
     def complete(self) -> bool:
-        if self.expected is None:
-            return True
+        if self.reason is not None or self.expected is None:
+            return self.reason is None
         return self.seen >= self.expected and not self.missing_shards
 
     def __str__(self) -> str:
         if self.complete:
             return f"complete: {plural(self.seen, 'case')}"
+        if self.reason is not None and (self.expected is None or self.seen >= self.expected):
+            return f"incomplete: {plural(self.seen, 'case')} before it stopped ({self.reason})"
         text = f"incomplete: {self.seen:,} of {plural(self.expected or 0, 'case')}"
+        if self.reason is not None:
+            return f"{text} (stopped: {self.reason})"
         if self.missing_shards:
             shown = ", ".join(f"{i}/{self.shards}" for i in self.missing_shards)
             text += f" (missing {plural(len(self.missing_shards), 'shard')}: {shown})"

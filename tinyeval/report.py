@@ -132,7 +132,7 @@ def summarize(
         expected = ready.in_shard if ready.read else None
         empty = tuple(sorted(ready.categories - set(tallies)))
         reason = str(result.stopped_reason)
-        stopped = StoppedRun(report.overall.total, expected, reason=reason, no_rows=empty)
+        stopped = Completeness(report.overall.total, expected, reason=reason, no_rows=empty)
         report = replace(report, completeness=stopped)
     used = {  # the sections the run uses, decided without loading an extra
         "retrieval": bool(session.retrieved or s.retrieval_threshold),
@@ -382,28 +382,6 @@ def missing(report: GateReport) -> str | None:
     empty += [v.category for v in report.categories if not v.total and v.category not in empty]
     said = [str(report.completeness).removeprefix("incomplete: ")]
     return "; ".join([*said, *(f"{line_of(name)}: no rows" for name in empty)])
-
-
-@dataclass(frozen=True)
-class StoppedRun(Completeness):
-    """A run that stopped before its end (``expected`` None: its cases were not all counted).
-
-    >>> str(StoppedRun(seen=29, expected=45, reason="interrupted"))
-    'incomplete: 29 of 45 cases (stopped: interrupted)'
-    """
-
-    reason: str = "stopped"
-    no_rows: tuple[str, ...] = ()  # the run's categories without a row
-
-    @property
-    def complete(self) -> bool:
-        return False
-
-    def __str__(self) -> str:
-        if self.expected is None or self.seen >= self.expected:
-            return f"incomplete: {plural(self.seen, 'case')} before it stopped ({self.reason})"
-        counted = f"{self.seen:,} of {plural(self.expected, 'case')}"
-        return f"incomplete: {counted} (stopped: {self.reason})"
 
 
 def _pct(value: float | None) -> str:
