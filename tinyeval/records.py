@@ -52,9 +52,8 @@ def new_row(
     """A result row for ``case`` before anything is known: ``status`` is "error" until decided.
 
     >>> from tinyeval.dataset import Case
-    >>> row = new_row(Case(id="a", output="hola"))
-    >>> row["id"], row["status"], row["judges"], row["run"]
-    ('a', 'error', {}, None)
+    >>> new_row(Case(id="a"))["status"]
+    'error'
     """
     return {
         "id": case.id,
@@ -157,10 +156,8 @@ class Provenance(NamedTuple):
 def provenance(row: Mapping[str, Any], judge: str | None = None) -> Provenance:
     """The provenance of ``judge``'s verdict in ``row`` (default: the first judge's).
 
-    >>> row = {"judge_model": "openai:gpt-4o-mini",
-    ...        "judges": {"tone": {"rubric_fingerprint": "ab12", "criterion": "Is polite."}}}
-    >>> provenance(row)
-    Provenance(rubric_fingerprint='ab12', judge_model='openai:gpt-4o-mini', criterion='Is polite.')
+    >>> provenance({"judge_model": "builtin", "judges": {"tone": {"criterion": "Is polite."}}})
+    Provenance(rubric_fingerprint=None, judge_model='builtin', criterion='Is polite.')
     """
     verdict = primary_verdict(row, judge) or {}
     rubric = verdict.get("rubric_fingerprint") or row.get("rubric_fingerprint")
@@ -193,8 +190,6 @@ def derived_status(row: Mapping[str, Any]) -> str:
 
     >>> derived_status({"checks": {"json": True}, "judges": {"tone": {"verdict": "FAIL"}}})
     'fail'
-    >>> derived_status({"checks": {}, "judges": {}}), derived_status({"error": "timeout"})
-    ('unchecked', 'error')
     """
     if row.get("error"):
         return "error"
@@ -226,9 +221,8 @@ def output_fingerprint(output: Any) -> str | None:
 class CategoryTally:
     """Counts for one category (``primary_*``: the first judge's verdicts).
 
-    >>> t = tally([{"status": "pass"}, {"id": "b", "status": "unchecked"}])["default"]
-    >>> (t.passed, t.total, t.unchecked, t.unchecked_ids)
-    (1, 2, 1, ['b'])
+    >>> tally([{"id": "b", "status": "unchecked"}])["default"].unchecked_ids
+    ['b']
     """
 
     total: int = 0
@@ -272,9 +266,8 @@ class CategoryTally:
 def tally(rows: Iterable[Mapping[str, Any]]) -> dict[str, CategoryTally]:
     """Per-category tallies of ``rows``, categories in sorted order.
 
-    >>> counts = tally([{"category": "b", "status": "pass"}, {"category": "a", "status": "fail"}])
-    >>> [(name, t.passed, t.total) for name, t in counts.items()]
-    [('a', 0, 1), ('b', 1, 1)]
+    >>> [(name, t.total) for name, t in tally([{"category": "b"}, {"category": "a"}]).items()]
+    [('a', 1), ('b', 1)]
     """
     found: defaultdict[str, CategoryTally] = defaultdict(CategoryTally)
     for row in rows:
@@ -282,12 +275,8 @@ def tally(rows: Iterable[Mapping[str, Any]]) -> dict[str, CategoryTally]:
     return dict(sorted(found.items()))
 
 
-def trials_of(rows: Iterable[Mapping[str, Any]]) -> tuple[int, str]:
-    """``(k, rule)``: each case ran k times, passing when ``all`` (or ``any``) trials pass.
-
-    >>> trials_of([{"run": {"observers": {"trials": {"k": 3, "gate": "any"}}}}])
-    (3, 'any')
-    """
+def _trials_of(rows: Iterable[Mapping[str, Any]]) -> tuple[int, str]:
+    """``(k, rule)``: each case ran k times, passing when ``all`` (or ``any``) trials pass."""
     for row in rows:
         observers = _manifest(row).get("observers")
         found = observers.get("trials") if isinstance(observers, Mapping) else None
@@ -308,7 +297,7 @@ def case_rows(
     """
     if not any("trial" in row for row in rows):
         return list(rows)
-    passes = all if (rule or trials_of(rows)[1]) == "all" else any
+    passes = all if (rule or _trials_of(rows)[1]) == "all" else any
     by_case: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
         by_case.setdefault(str(row["id"]), []).append(row)
@@ -378,13 +367,12 @@ def completeness(
 ) -> Completeness:
     """What ``rows`` cover against their ``run`` manifest; ``expected_ids`` names the missing.
 
-    >>> manifest = {"cases": 2, "shard": "1/2", "shard_cases": 1}
-    >>> str(completeness([{"id": "a", "run": manifest}]))
+    >>> str(completeness([{"id": "a", "run": {"cases": 2, "shard": "1/2"}}]))
     'incomplete: 1 of 2 cases (missing 1 shard: 2/2)'
     """
     manifests = [row["run"] for row in rows if isinstance(row.get("run"), Mapping)]
     trials = Counter(str(row.get("id")) for row in rows)
-    k = trials_of(rows)[0]
+    k = _trials_of(rows)[0]
     ids = {key for key, count in trials.items() if count >= k}  # a case with every trial
     missing_ids: tuple[str, ...] = ()
     if expected_ids is not None:
@@ -422,9 +410,8 @@ def merge_rows(
 ) -> list[Row]:
     """Join the rows of shards (``[(path, rows), …]``), refusing what cannot be one run.
 
-    >>> one = [{"id": "a", "dataset_fingerprint": "f", "run": {"cases": 2, "shard": "1/2"}}]
-    >>> two = [{"id": "b", "dataset_fingerprint": "f", "run": {"cases": 2, "shard": "2/2"}}]
-    >>> [row["id"] for row in merge_rows([("1.jsonl", one), ("2.jsonl", two)])]
+    >>> one, two = ({"id": i, "run": {"cases": 2, "shard": f"{n}/2"}} for n, i in enumerate("ab", 1))
+    >>> [row["id"] for row in merge_rows([("1.jsonl", [one]), ("2.jsonl", [two])])]
     ['a', 'b']
     """
     file_of: dict[str, int] = {}  # "case 'a'", "shard 1/2" -> the source that has it
@@ -483,9 +470,9 @@ _ROW_ENCODER = json.JSONEncoder(ensure_ascii=False)  # json.dumps makes one a ca
 def write_row(stream: IO[str], row: Mapping[str, Any], *, flush: bool = True) -> None:
     """Write one row as a JSON line and flush it (a kill loses at most this line).
 
-    >>> import io
-    >>> buf = io.StringIO(); write_row(buf, {"id": "a", "status": "pass"}); buf.getvalue()
-    '{"id": "a", "status": "pass"}\\n'
+    >>> import sys
+    >>> write_row(sys.stdout, {"id": "a"})
+    {"id": "a"}
     """
     text = _ROW_ENCODER.encode(row)
     if not text.isascii():
@@ -746,10 +733,10 @@ def read_rows(path: str | os.PathLike[str], *, repair: bool = False) -> list[Row
 
 
 def _check_trials(row: Row, first: Row, path: str, line: int) -> None:
-    (k, rule), trial = trials_of([row]), row.get("trial")
-    if (k, rule) != trials_of([first]):
+    (k, rule), trial = _trials_of([row]), row.get("trial")
+    if (k, rule) != _trials_of([first]):
         raise ResultsFileError(
-            f"this row's run had {k} trials ({rule}), the first row's {trials_of([first])}: "
+            f"this row's run had {k} trials ({rule}), the first row's {_trials_of([first])}: "
             "a results file holds the rows of one run",
             path=path,
             line=line,
