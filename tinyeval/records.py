@@ -410,9 +410,9 @@ def merge_rows(
 ) -> list[Row]:
     """Join the rows of shards (``[(path, rows), …]``), refusing what cannot be one run.
 
-    >>> one, two = ({"id": i, "run": {"cases": 2, "shard": f"{n}/2"}} for n, i in enumerate("ab", 1))
+    >>> one, two = ({"id": f"c{i}", "run": {"cases": 2, "shard": f"{i}/2"}} for i in (1, 2))
     >>> [row["id"] for row in merge_rows([("1.jsonl", [one]), ("2.jsonl", [two])])]
-    ['a', 'b']
+    ['c1', 'c2']
     """
     file_of: dict[str, int] = {}  # "case 'a'", "shard 1/2" -> the source that has it
     first: dict[str, tuple[Any, str]] = {}  # a setting -> its value and the file it came from
@@ -709,7 +709,7 @@ def read_rows(path: str | os.PathLike[str], *, repair: bool = False) -> list[Row
     first_line: dict[tuple[str, Any], int] = {}
     try:
         for number, row in _formats.iter_json_lines(path, error=ResultsFileError):
-            _check_row(row, where, number)
+            _check_row(row, rows[0] if rows else None, where, number)
             key = (row["id"], row.get("trial"))
             if key in first_line:
                 what = f"the case {key[0]!r}" + (f" (trial {key[1]})" if key[1] is not None else "")
@@ -719,7 +719,6 @@ def read_rows(path: str | os.PathLike[str], *, repair: bool = False) -> list[Row
                     path=where,
                     line=number,
                 )
-            _check_trials(row, rows[0] if rows else row, where, number)
             first_line[key] = number
             rows.append(row)
     except ResultsFileError as exc:
@@ -730,25 +729,6 @@ def read_rows(path: str | os.PathLike[str], *, repair: bool = False) -> list[Row
         if repair:
             _end_with_newline(path)
     return rows
-
-
-def _check_trials(row: Row, first: Row, path: str, line: int) -> None:
-    (k, rule), trial = _trials_of([row]), row.get("trial")
-    if (k, rule) != _trials_of([first]):
-        raise ResultsFileError(
-            f"this row's run had {k} trials ({rule}), the first row's {_trials_of([first])}: "
-            "a results file holds the rows of one run",
-            path=path,
-            line=line,
-        )
-    if (trial is not None or k > 1) and not (k > 1 and type(trial) is int and 0 <= trial < k):
-        raise ResultsFileError(
-            f"expected a trial from 0 to {k - 1} (the run had {plural(k, 'trial')}), got "
-            f"{shorten(json.dumps(trial), 40)}",
-            path=path,
-            line=line,
-            field="trial",
-        )
 
 
 def _cut_at_line(path: str | os.PathLike[str], line: int) -> None:
@@ -823,27 +803,35 @@ def resumable_rows(
 _ROW_TYPES = {"checks": dict, "judges": dict, "check_details": dict, "category": str, "run": dict}
 
 
-def _check_row(row: Any, path: str, line: int) -> None:
+def _check_row(row: Any, first: Row | None, path: str, line: int) -> None:
+    fail = functools.partial(ResultsFileError, path=path, line=line)
     if not isinstance(row, dict) or not isinstance(row.get("id"), str):
-        raise ResultsFileError('expected a result row with an "id"', path=path, line=line)
+        raise fail('expected a result row with an "id"')
     if row.get("status") not in STATUSES:
-        raise ResultsFileError(
+        raise fail(
             'not a result row (no "status" of pass, fail, error or unchecked): is this a '
-            "cases or labels file? Result rows are what tinyeval run writes",
-            path=path,
-            line=line,
+            "cases or labels file? Result rows are what tinyeval run writes"
         )
     for key, kind in _ROW_TYPES.items():
         value = row.get(key)
         if value is not None and not isinstance(value, kind):
-            expected = "an object" if kind is dict else "a string"
-            raise ResultsFileError(f"expected {expected}", path=path, line=line, field=key)
+            raise fail(f"expected {'an object' if kind is dict else 'a string'}", field=key)
     derived = derived_status(row)  # a row as a run writes it records its evidence
     if row["status"] != derived and ("checks" in row or isinstance(row.get("run"), dict)):
-        raise ResultsFileError(
+        raise fail(
             f"the row says {row['status']!r} but its own checks, judge verdicts and error say "
             f"{derived!r}: the row was changed after the run; run the case again",
-            path=path,
-            line=line,
             field="status",
+        )
+    (k, rule), trial, before = _trials_of([row]), row.get("trial"), _trials_of([first or row])
+    if (k, rule) != before:
+        raise fail(
+            f"this row's run had {k} trials ({rule}), the first row's {before}: "
+            "a results file holds the rows of one run"
+        )
+    if (trial is not None or k > 1) and not (k > 1 and type(trial) is int and 0 <= trial < k):
+        raise fail(
+            f"expected a trial from 0 to {k - 1} (the run had {plural(k, 'trial')}), got "
+            f"{shorten(json.dumps(trial), 40)}",
+            field="trial",
         )
