@@ -33,11 +33,7 @@ _STAMPED: tuple[int, str] = (-1, "")  # (millisecond, its utc_stamp), shared by 
 
 
 def row_stamp() -> str:
-    """:func:`tinyeval.errors.utc_stamp`, computed once per millisecond.
-
-    >>> row_stamp() <= row_stamp()
-    True
-    """
+    """:func:`tinyeval.errors.utc_stamp`, computed once per millisecond."""
     global _STAMPED
     now = time.time_ns() // 1_000_000
     stamped = _STAMPED
@@ -98,11 +94,7 @@ def run_manifest(
     cases_file: str | None = None,
     observers: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """What a run was meant to see, in every row's ``run``, so a reader tells a partial run.
-
-    >>> run_manifest(cases=30, shard=(1, 3), shard_cases=11)["shard"]
-    '1/3'
-    """
+    """What a run was meant to see, in every row's ``run``, so a reader tells a partial run."""
     return {
         "cases": cases,
         "shard": f"{shard[0]}/{shard[1]}" if shard else None,
@@ -186,11 +178,7 @@ def verdict_errored(verdict: Mapping[str, Any]) -> bool:
 
 
 def derived_status(row: Mapping[str, Any]) -> str:
-    """The status a row's own error, checks and judge verdicts give it (as the run decides).
-
-    >>> derived_status({"checks": {"json": True}, "judges": {"tone": {"verdict": "FAIL"}}})
-    'fail'
-    """
+    """The status a row's own error, checks and judge verdicts give it (as the run decides)."""
     if row.get("error"):
         return "error"
     checks = row.get("checks") or {}
@@ -486,15 +474,7 @@ def write_row(stream: IO[str], row: Mapping[str, Any], *, flush: bool = True) ->
 
 
 class RowsWrittenWhole:
-    """Rows written beside ``path``, made the results file in one step by :meth:`finish`.
-
-    >>> import os, tempfile
-    >>> rows = RowsWrittenWhole(os.path.join(tempfile.mkdtemp(), "rows.jsonl"))
-    >>> rows.write({"id": "a", "status": "unchecked", "dataset_fingerprint": None, "run": None})
-    >>> rows.finish("0123456789abcdef", {"cases": 1})
-    >>> [(r["dataset_fingerprint"], r["run"]) for r in read_rows(rows.path)]
-    [('0123456789abcdef', {'cases': 1})]
-    """
+    """Rows written beside ``path``, made the results file in one step by :meth:`finish`."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -503,7 +483,7 @@ class RowsWrittenWhole:
         self._mark = os.urandom(16).hex()  # cannot occur in a row by chance
         self._temporary: Path | None = None
         self._held = contextlib.ExitStack()  # the file is the run's until discarded
-        self._held.enter_context(out_lock(path))
+        self._held.enter_context(_out_lock(path))
         if _is_null_device(self.path):
             self._stream: IO[str] = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
             return
@@ -563,15 +543,8 @@ def _is_null_device(path: Path) -> bool:
 
 
 @contextlib.contextmanager
-def out_lock(path: str | os.PathLike[str]) -> Iterator[None]:
-    """Hold ``path`` for one run by a lock file beside it: a second run is refused.
-
-    >>> import os, tempfile
-    >>> folder = tempfile.mkdtemp()
-    >>> with out_lock(os.path.join(folder, "r.jsonl")):
-    ...     os.listdir(folder)
-    ['.r.jsonl.lock']
-    """
+def _out_lock(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold ``path`` for one run by a lock file beside it: a second run is refused."""
     target = Path(path)
     if target.exists() and not stat.S_ISREG(target.stat().st_mode):
         yield  # a device or a pipe: nothing to hold
@@ -602,12 +575,12 @@ def out_lock(path: str | os.PathLike[str]) -> Iterator[None]:
 
 
 def holding_out(run: Callable[..., Any]) -> Callable[..., Any]:
-    """``run`` holding its ``out`` path by :func:`out_lock`."""
+    """``run`` holding its ``out`` path by :func:`_out_lock`."""
 
     @functools.wraps(run)
     def held(*args: Any, **options: Any) -> Any:
         out = options.get("out")
-        with out_lock(out) if isinstance(out, str | os.PathLike) else contextlib.nullcontext():
+        with _out_lock(out) if isinstance(out, str | os.PathLike) else contextlib.nullcontext():
             return run(*args, **options)
 
     return held
@@ -675,15 +648,7 @@ def write_records(path: str | os.PathLike[str], records: Iterable[Mapping[str, A
 def iter_json_lines(
     path: str | os.PathLike[str], *, error: type[InputError] = InputError
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` for each JSON object of a JSONL file, read with bounds.
-
-    >>> import os, tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "l.jsonl")
-    >>> _ = open(path, "w").write('{"id": "a"}\\n\\n[1]\\n')
-    >>> list(iter_json_lines(path))
-    Traceback (most recent call last):
-    tinyeval.errors.InputError: ...:3: expected a JSON object, got a list
-    """
+    """``(line number, object)`` for each JSON object of a JSONL file, read with bounds."""
     for number, value in _formats.iter_json_lines(path, error=error):
         if not isinstance(value, dict):
             problem = f"expected a JSON object, got {describe_json(value)}"
@@ -755,9 +720,6 @@ def resumable_rows(
 ) -> list[Row]:
     """The rows in ``out`` a resumed run keeps; ``error`` when the dataset, a judge's rubric
     (``now``), the model (``spec``) or an observer changed.
-
-    >>> resumable_rows("no-such-file.jsonl", "ab12", {}, None, {})
-    []
     """
     if not Path(out).exists():
         return []

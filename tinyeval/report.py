@@ -35,13 +35,7 @@ class Section(NamedTuple):
 
 @dataclass(frozen=True)
 class RunSummary:
-    """What a run found: the gate, its JSON ``info``, the text ``lines`` under the table.
-
-    >>> from tinyeval.gating import gate
-    >>> summary = RunSummary(gate({"tone": {"passed": 3, "total": 3}}, thresholds={"tone": 1.0}))
-    >>> summary.passed, summary.to_dict()["gate"]["passed"]
-    (True, True)
-    """
+    """What a run found: the gate, its JSON ``info``, the text ``lines`` under the table."""
 
     report: GateReport
     info: Mapping[str, Any] = field(default_factory=dict)
@@ -89,19 +83,7 @@ def summarize(
     batch_lines: Sequence[str] = (),
     review_rows: int = 0,
 ) -> RunSummary:
-    """The summary of ``result``, a run of ``ready`` by ``session``.
-
-    >>> import tempfile, os
-    >>> from tinyeval.session import RunSettings, Session
-    >>> folder = tempfile.mkdtemp()
-    >>> cases = os.path.join(folder, "cases.jsonl")
-    >>> with open(cases, "w") as f:
-    ...     _ = f.write('{"id": "a", "output": "one two three", "expect": {"max_words": 2}}\\n')
-    >>> with Session(RunSettings(cases=cases, out=os.path.join(folder, "r.jsonl"))) as session:
-    ...     summary = session.run(session.prepare())
-    >>> summary.lines[0], summary.info["rows"]
-    ('cases that did not pass (up to 5 per category; every row is in ...r.jsonl):', 1)
-    """
+    """The summary of ``result``, a run of ``ready`` by ``session``."""
     s = session.settings
     judges = session.judges
     info: dict[str, Any] = {
@@ -178,12 +160,7 @@ def summarize(
 
 
 def header(session: Session, ready: PreparedCases) -> str:
-    """The line above the gate table.
-
-    >>> from tinyeval.session import RunSettings, Session
-    >>> header(Session(RunSettings(cases="c.jsonl")), PreparedCases((), "ab12", 3, 3))
-    '3 cases from c.jsonl (dataset ab12) · rows in tinyeval-results.jsonl\\n'
-    """
+    """The line above the gate table."""
     s = session.settings
     names = ", ".join(j.name for j in session.judges)
     judge_part = f" · judge {session.judge_spec}: {names}" if session.judges else ""
@@ -202,14 +179,7 @@ def header(session: Session, ready: PreparedCases) -> str:
 def summarize_rows(
     rows: Sequence[Row], *, source: str, gate: Mapping[str, Any] | None = None
 ) -> RunSummary:
-    """The summary of a results file's rows, gated as their run gated unless ``gate`` says.
-
-    >>> rows = [{"id": "a", "category": "tone", "status": "pass"},
-    ...         {"id": "b", "category": "tone", "status": "fail"}]
-    >>> summary = summarize_rows(rows, source="rows.jsonl", gate={"thresholds": {"tone": 1.0}})
-    >>> summary.passed, summary.rows, summary.info["dataset_fingerprints"]
-    (False, 2, ['unknown'])
-    """
+    """The summary of a results file's rows, gated as their run gated unless ``gate`` says."""
     thresholds = (gate or {}).get("thresholds") or {}
     refuse_unknown_categories(
         "threshold", thresholds, {str(r.get("category")) for r in rows}, only_typos=True
@@ -242,12 +212,7 @@ def summarize_rows(
 
 
 def rows_header(summary: RunSummary) -> str:
-    """The line above a results file's gate table.
-
-    >>> rows_header(summarize_rows([{"id": "a", "category": "c", "status": "pass"}],
-    ...                            source="r.jsonl"))
-    '1 row from r.jsonl (dataset unknown)\\n'
-    """
+    """The line above a results file's gate table."""
     info = summary.info
     return (
         f"{plural(info['rows'], 'row')} from {info['results']} (dataset "

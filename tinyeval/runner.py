@@ -278,11 +278,7 @@ def evaluate_case(
 
 
 def shard_index(case_id: str, shards: int) -> int:
-    """Which of ``shards`` shards (from 1) a case belongs to, by a stable hash of its id.
-
-    >>> sorted({shard_index(str(i), 3) for i in range(100)})
-    [1, 2, 3]
-    """
+    """Which of ``shards`` shards (from 1) a case belongs to, by a stable hash of its id."""
     digest = hashlib.sha256(case_id.encode("utf-8", "surrogatepass")).digest()
     return int.from_bytes(digest[:8], "big") % shards + 1
 
@@ -295,14 +291,7 @@ def _check_shard(shard: Any) -> tuple[int, int] | None:
 
 
 def check_judges(judges: Any, judge_model: CallModel | str | None = None) -> list[Any]:
-    """The judges as a list, refused when two share a name or the built-in judge lacks one.
-
-    >>> from tinyeval.judge import Judge
-    >>> check_judges([Judge("Is polite.", name="a"), Judge("Is short.", name="a")], "cmd:cat")
-    Traceback (most recent call last):
-    ...
-    tinyeval.runner.RunnerError: judges: two judges are named 'a': give them distinct names ...
-    """
+    """The judges as a list, refused when two share a name or the built-in judge lacks one."""
     found = list(judges) if isinstance(judges, list | tuple) else ([judges] if judges else [])
     names = [getattr(judge, "name", None) for judge in found]
     for name in names:
@@ -715,16 +704,7 @@ def prepare_cases(
     one_pass: bool = False,
     note: Callable[[Case], None] | None = None,
 ) -> PreparedCases:
-    """Read and validate every case of ``path`` before anything runs, and select the run's.
-
-    >>> import tempfile, os
-    >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
-    ...     _ = f.write('{"id": "a", "output": "x"}\\n{"id": "b"}\\n{"id": "c", "output": "z"}\\n')
-    >>> ready = prepare_cases(f.name, only=["a", "b", "q"])
-    >>> [c.id for c in ready.cases], ready.selected, ready.without_output, ready.unknown_only
-    (['a', 'b'], 2, 1, ('q',))
-    >>> os.remove(f.name)
-    """
+    """Read and validate every case of ``path`` before anything runs, and select the run's."""
     read: dict[str, Any] = {"fields": fields, "id_from_line": id_from_line, "format": format}
     if max_line_bytes is not None:
         read["max_line_bytes"] = max_line_bytes
