@@ -122,11 +122,7 @@ def summarize(
         "jury": len(session.jurors) > 1,
         "self_evaluation": bool(judges and s.generate_model),
     }
-    sections = {
-        name: _extra("section", name, name)(session, ready, result)
-        for name, on in used.items()
-        if on
-    }
+    sections = {n: _extra("section", n, n)(session, ready, result) for n, on in used.items() if on}
     text = [*sections.get("retrieval", _NO_SECTION).lines]
     for name, observer in (observers or {}).items():
         text += observer.summary()
@@ -142,20 +138,18 @@ def summarize(
     failed = [part.failed for part in sections.values() if part.failed]
     for part in sections.values():
         info.update(part.info)
-    stopped_by = getattr(result, "stopped_by", None)
-    tallies_now = result.categories.values()
     return RunSummary(
         report,
         info=info,
         lines=(*text, *failed),
-        judged=sum(t.judged for t in tallies_now),
-        unparsed=sum(t.unparsed for t in tallies_now),
+        judged=sum(t.judged for t in result.categories.values()),
+        unparsed=sum(t.unparsed for t in result.categories.values()),
         errors=result.errors,
         complete=result.complete,
         stopped_reason=result.stopped_reason,
         rows=result.total,
         sections_passed=not failed,
-        capped=result.stopped_reason if stopped_by == "max_cost" else None,
+        capped=result.stopped_reason if result.stopped_by == "max_cost" else None,
     )
 
 
@@ -414,10 +408,8 @@ def summary_text(
     width = max(len("category"), *(len(c[0]) for c in cells))
     rate_width = max(len(title), *(len(c[1]) for c in cells))
     lines = [header] if header else []
-    for name, rate, unchecked, threshold, mark in [
-        ("category", title, "unchecked", "threshold", "gate"),
-        *cells,
-    ]:
+    heads = ("category", title, "unchecked", "threshold", "gate")
+    for name, rate, unchecked, threshold, mark in [heads, *cells]:
         middle = f"{unchecked:<9}  " if show_unchecked else ""
         line = f"{name:<{width}}  {rate:<{rate_width}}   {middle}{threshold:<9}  {mark}"
         lines.append(line.rstrip())
@@ -495,11 +487,11 @@ def describe_failure(row: Mapping[str, Any], *, width: int = 100) -> str:
     ...                   "check_details": {"equals:amount": "got 1250, expected 125050"}})
     'equals:amount: got 1250, expected 125050'
     """
-    if row.get("status") == "error":
-        return line_of(shorten(" ".join(f"error: {row.get('error')}".split()), width))
-    if row.get("status") == "unchecked":
-        reason = row.get("judge_skipped") or "no check and no judge looked at it"
-        return line_of(shorten(" ".join(f"unchecked: {reason}".split()), width))
+    status = row.get("status")
+    if status in ("error", "unchecked"):
+        unseen = row.get("judge_skipped") or "no check and no judge looked at it"
+        reason = row.get("error") if status == "error" else unseen
+        return line_of(shorten(" ".join(f"{status}: {reason}".split()), width))
     checks: Mapping[str, Any] = row.get("checks") or {}
     details: Mapping[str, Any] = row.get("check_details") or {}
     if not isinstance(checks, Mapping) or not isinstance(details, Mapping):
