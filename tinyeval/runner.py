@@ -430,7 +430,7 @@ def run(
     def case_rows() -> Generator[Row, None, None]:
         window = 2 * concurrency + 2  # enough to keep every worker busy while rows are written
         pending: dict[cf.Future[Row], tuple[int, Case]] = {}  # future -> (submission order, case)
-        finished = _Finished()
+        finished: queue.SimpleQueue[cf.Future[Row]] = queue.SimpleQueue()  # as they finish
         starts: dict[tuple[str, int], float] = {}
         sequence = itertools.count()
         case_iter = iter(selected() if shard or previous or observers else cases)
@@ -486,10 +486,8 @@ def run(
                     else:
                         future = pool.submit(_evaluate_noting_start, starts, case, **task)
                     pending[future] = (next(sequence), case)
-                    finished.watch(future)
+                    future.add_done_callback(finished.put)
                 result.in_flight = len(pending)
-                if own_executor:
-                    pool.grow(len(pending))  # type: ignore[attr-defined]
                 if progress is not None:  # the cases running now (the others are only queued)
                     progress(sum(1 for future in pending if future.running()))
                 if not pending:
@@ -502,7 +500,7 @@ def run(
                     wait = max(0.0, min(left)) if left else min(case_timeout, 0.05)
                 if stop is not None and not stopping:  # look at the stop request now and then
                     wait = 0.1 if wait is None else min(wait, 0.1)
-                done = finished.take(wait, pending)
+                done = _finished(finished, wait, pending)
                 for future in sorted(done, key=lambda f: pending[f][0]):
                     _, case = pending.pop(future)
                     result.in_flight = len(pending)
@@ -607,13 +605,11 @@ class _DaemonThreadPool(cf.Executor):
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future[Any]:
         future: cf.Future[Any] = cf.Future()
         self._jobs.put((future, fn, args, kwargs))
-        return future
-
-    def grow(self, jobs: int) -> None:
-        while len(self._threads) < min(jobs, self._workers):
+        if len(self._threads) < self._workers:  # never more threads than cases
             name = f"tinyeval-{len(self._threads)}"
             self._threads.append(threading.Thread(target=self._work, name=name, daemon=True))
             self._threads[-1].start()
+        return future
 
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
@@ -638,26 +634,18 @@ class _DaemonThreadPool(cf.Executor):
                 thread.join()
 
 
-class _Finished:
-    """Futures as they finish, queued when done: waiting costs the same however many are in
-    flight (``cf.wait``'s does not)."""
-
-    def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[cf.Future[Row]] = queue.SimpleQueue()
-
-    def watch(self, future: cf.Future[Row]) -> None:
-        future.add_done_callback(self._queue.put)
-
-    def take(self, wait: float | None, among: Container[cf.Future[Row]]) -> set[cf.Future[Row]]:
-        done = set()
-        try:
-            future = self._queue.get(timeout=wait)
-            while True:
-                if future in among:  # not one dropped already (cancelled, or past its timeout)
-                    done.add(future)
-                future = self._queue.get_nowait()
-        except queue.Empty:
-            return done
+def _finished(done: queue.SimpleQueue[Any], wait: float | None, among: Container[Any]) -> set[Any]:
+    """The futures ``done`` holds still ``among`` those wanted, waiting up to ``wait`` s for one
+    (the cost of waiting does not grow with the futures in flight, as ``cf.wait``'s does)."""
+    found = set()
+    try:
+        future = done.get(timeout=wait)
+        while True:
+            if future in among:  # not one dropped already (cancelled, or past its timeout)
+                found.add(future)
+            future = done.get_nowait()
+    except queue.Empty:
+        return found
 
 
 @dataclass
