@@ -345,8 +345,7 @@ def run(
     progress: Callable[[int], None] | None = None,
     observers: Sequence[Observer] = (),
 ) -> RunResult:
-    """Evaluate every case into a row (to ``out`` and ``on_row`` as it finishes); return the
-    tallies.
+    """Evaluate every case into a row (to ``out`` and ``on_row`` as it finishes).
 
     >>> cases = [Case(id="a", output="hola", expect={"contains": ["hola"]}),
     ...          Case(id="b", output="chau", expect={"contains": ["hola"]})]
@@ -407,13 +406,9 @@ def run(
 
     def selected() -> Iterator[Case]:
         for case in cases:
-            if shard and shard_index(case.id, shard[1]) != shard[0]:
-                continue
-            if done and _key(case) in done:
-                continue
-            if observers and any(observer.skip(case) for observer in observers):
-                continue
-            yield case
+            elsewhere = shard and shard_index(case.id, shard[1]) != shard[0]
+            if not (elsewhere or _key(case) in done or any(o.skip(case) for o in observers)):
+                yield case
 
     started = time.perf_counter()
     stream = None if isinstance(out, str | Path) else out
