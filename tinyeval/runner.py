@@ -1,5 +1,5 @@
-"""Cases into rows: prepare the cases, run them (concurrency, resume, shards, timeouts), or
-count what a run would send. Every case ends as one row."""
+"""Cases into rows: prepare the cases and run them (concurrency, resume, shards, timeouts).
+Every case ends as one row."""
 
 from __future__ import annotations
 
@@ -157,19 +157,15 @@ def generation_prompt(case: Case, template: str | None) -> str:
     return prompt if template is None else template.replace("{input}", prompt)
 
 
-def judge_inputs(judge: Any, case: Case, parts: Any) -> dict[str, Any]:
-    question = input_text(case.input) if parts is None else (parts.question or "")
-    shown: dict[str, Any] = {"context": case.context, "question": question}
-    if parts is not None and getattr(judge, "takes_conversation", False):
-        shown["conversation"] = parts
-    return shown
-
-
-def conversation_parts(case: Case, output: str) -> Any:
+def judge_inputs(judge: Any, case: Case, output: str) -> dict[str, Any]:
     conversation = getattr(case, "conversation", None)
     if conversation is None:
-        return None
-    return conversation.with_response(output, case.tool_calls).judge_parts()
+        return {"context": case.context, "question": input_text(case.input)}
+    parts = conversation.with_response(output, case.tool_calls).judge_parts()
+    shown = {"context": case.context, "question": parts.question or ""}
+    if getattr(judge, "takes_conversation", False):
+        shown["conversation"] = parts
+    return shown
 
 
 JudgeCategories = frozenset[str] | Mapping[str, frozenset[str]] | None
@@ -252,13 +248,12 @@ def evaluate_case(
                 raise RunnerError("judges were given but no judge model")
             row["judge_model"] = model_spec(judge_model)
             row["judge_temperature"] = getattr(judge_model, "temperature", None)
-            parts = conversation_parts(case, output)
             for judge in applicable:
                 missing = missing_needs(judge, case)
                 if missing:
                     cannot_judge.append(f"{judge.name} needs a {' and a '.join(missing)}")
                     continue
-                verdict = judge(judge_model, response=output, **judge_inputs(judge, case, parts))
+                verdict = judge(judge_model, response=output, **judge_inputs(judge, case, output))
                 data = verdict.to_dict()
                 add_usage(usage, data.get("usage"))
                 row["judges"][data["name"]] = data

@@ -109,8 +109,7 @@ def dry_run(cases: Iterable[Case], *, observers: Sequence[Observer] = (), **opti
             results = checks_mod.run_checks_detailed(output, every, case=case)
             if not judge_all and not all(r.passed for r in results.values()):
                 continue
-            parts = runner.conversation_parts(case, output)
-            prompt = render(output, **runner.judge_inputs(judge, case, parts))
+            prompt = render(output, **runner.judge_inputs(judge, case, output))
             for sample in range(votes):
                 _count(plan, "judge", prompt, _peek(judge_model, prompt, sample))
     return plan
