@@ -370,10 +370,8 @@ def run(
     spec = model_spec(judge_model) if judge_list else None
     if manifest is None and isinstance(cases, Sequence):
         in_shard = sum(shard_index(c.id, shard[1]) == shard[0] for c in cases) if shard else None
-        manifest = run_manifest(
-            cases=len(cases), shard=shard, shard_cases=in_shard, judges=rubrics, judge_model=spec
-        )
-        manifest["observers"] = observed
+        given: dict[str, Any] = {"judges": rubrics, "judge_model": spec, "observers": observed}
+        manifest = run_manifest(cases=len(cases), shard=shard, shard_cases=in_shard, **given)
     elif manifest is not None and observed and "observers" not in manifest:
         manifest = {**manifest, "observers": observed}
     previous: list[Row] = []
