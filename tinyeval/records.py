@@ -45,12 +45,7 @@ def row_stamp() -> str:
 def new_row(
     case: Any, *, dataset_fingerprint: str | None = None, run: Mapping[str, Any] | None = None
 ) -> Row:
-    """A result row for ``case`` before anything is known: ``status`` is "error" until decided.
-
-    >>> from tinyeval.dataset import Case
-    >>> new_row(Case(id="a"))["status"]
-    'error'
-    """
+    """A result row for ``case`` before anything is known: ``status`` is "error" until decided."""
     return {
         "id": case.id,
         "category": case.category,
@@ -277,12 +272,7 @@ def _trials_of(rows: Iterable[Mapping[str, Any]]) -> tuple[int, str]:
 def case_rows(
     rows: Sequence[Mapping[str, Any]], rule: str | None = None
 ) -> list[Mapping[str, Any]]:
-    """One row per case: its trial rows joined by ``rule`` (default: the run's).
-
-    >>> rows = [{"id": "a", "trial": t, "status": s} for t, s in enumerate(["pass", "fail"])]
-    >>> case_rows(rows, "all")[0]["status"], case_rows(rows, "any")[0]["status"]
-    ('fail', 'pass')
-    """
+    """One row per case: its trial rows joined by ``rule`` (default: the run's)."""
     if not any("trial" in row for row in rows):
         return list(rows)
     passes = all if (rule or _trials_of(rows)[1]) == "all" else any
@@ -396,12 +386,7 @@ def _whole(value: Any) -> int:
 def merge_rows(
     sources: Sequence[tuple[str, Sequence[Row]]], *, allow_partial: bool = False
 ) -> list[Row]:
-    """Join the rows of shards (``[(path, rows), …]``), refusing what cannot be one run.
-
-    >>> one, two = ({"id": f"c{i}", "run": {"cases": 2, "shard": f"{i}/2"}} for i in (1, 2))
-    >>> [row["id"] for row in merge_rows([("1.jsonl", [one]), ("2.jsonl", [two])])]
-    ['c1', 'c2']
-    """
+    """Join the rows of shards (``[(path, rows), …]``), refusing what cannot be one run."""
     file_of: dict[str, int] = {}  # "case 'a'", "shard 1/2" -> the source that has it
     first: dict[str, tuple[Any, str]] = {}  # a setting -> its value and the file it came from
     merged: list[Row] = []
@@ -456,12 +441,7 @@ _ROW_ENCODER = json.JSONEncoder(ensure_ascii=False)  # json.dumps makes one a ca
 
 
 def write_row(stream: IO[str], row: Mapping[str, Any], *, flush: bool = True) -> None:
-    """Write one row as a JSON line and flush it (a kill loses at most this line).
-
-    >>> import sys
-    >>> write_row(sys.stdout, {"id": "a"})
-    {"id": "a"}
-    """
+    """Write one row as a JSON line and flush it (a kill loses at most this line)."""
     text = _ROW_ENCODER.encode(row)
     if not text.isascii():
         try:
@@ -597,14 +577,7 @@ def _alive(pid: int) -> bool:
 
 
 def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` in one step.
-
-    >>> import os, tempfile
-    >>> target = os.path.join(tempfile.mkdtemp(), "report.md")
-    >>> write_text_atomically(target, "# ok\\n")
-    >>> os.listdir(os.path.dirname(target))
-    ['report.md']
-    """
+    """Write ``text`` (UTF-8) to ``path`` in one step."""
     with _replacing(Path(path)) as stream:
         stream.write(text.encode("utf-8"))
 

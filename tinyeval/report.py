@@ -313,12 +313,7 @@ def command_data(value: object, *, prop: bool = False) -> str:
 
 
 def gate_word(report: GateReport) -> str:
-    """The gate's outcome as every report says it: INCOMPLETE before anything else.
-
-    >>> from tinyeval.gating import gate
-    >>> gate_word(gate({"tone": {"passed": 3, "total": 3}}, {"tone": 0.5}))
-    'PASSED'
-    """
+    """The gate's outcome as every report says it: INCOMPLETE before anything else."""
     if not report.complete:
         return "INCOMPLETE"
     if not any(v.threshold is not None for v in report.categories):
@@ -327,14 +322,7 @@ def gate_word(report: GateReport) -> str:
 
 
 def missing(report: GateReport) -> str | None:
-    """What an incomplete report misses (None: complete).
-
-    >>> from tinyeval.gating import gate
-    >>> from tinyeval.records import Completeness
-    >>> missing(gate({"tone": {"passed": 29, "total": 29}, "soporte": {}},
-    ...              completeness=Completeness(seen=29, expected=45)))
-    '29 of 45 cases; soporte: no rows'
-    """
+    """What an incomplete report misses (None: complete)."""
     if report.complete:
         return None
     empty = [*getattr(report.completeness, "no_rows", ())]
