@@ -316,7 +316,7 @@ class Completeness:
     def __str__(self) -> str:
         if self.complete:
             return f"complete: {plural(self.seen, 'case')}"
-        if self.reason is not None and (self.expected is None or self.seen >= self.expected):
+        if self.reason is not None and self.expected is None:
             return f"incomplete: {plural(self.seen, 'case')} before it stopped ({self.reason})"
         text = f"incomplete: {self.seen:,} of {plural(self.expected or 0, 'case')}"
         if self.reason is not None:
