@@ -29,17 +29,14 @@ class ResultsFileError(InputError):
     """A results file that cannot be read back as rows, or rows that do not belong together."""
 
 
-_STAMPED: tuple[int, str] = (-1, "")  # (millisecond, its utc_stamp), shared by the rows of a run
-
-
 def row_stamp() -> str:
     """:func:`tinyeval.errors.utc_stamp`, computed once per millisecond."""
-    global _STAMPED
-    now = time.time_ns() // 1_000_000
-    stamped = _STAMPED
-    if stamped[0] != now:
-        stamped = _STAMPED = (now, utc_stamp())
-    return stamped[1]
+    return _stamp_of(time.time_ns() // 1_000_000)
+
+
+@functools.lru_cache(maxsize=1)
+def _stamp_of(millisecond: int) -> str:
+    return utc_stamp()
 
 
 def new_row(

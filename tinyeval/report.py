@@ -434,11 +434,10 @@ def _gate_line(report: GateReport) -> str:
         return "gate: no thresholds given, so nothing gates"
     undecided = [c for c in report.undecided if not c.blocking]
     if report.passed:
-        text = (
-            "gate: PASSED — the gated category meets its threshold"
-            if len(gated) == 1
-            else f"gate: PASSED — all {len(gated)} gated categories meet their thresholds"
-        )
+        said = "the gated category meets its threshold"
+        if len(gated) > 1:
+            said = f"all {len(gated)} gated categories meet their thresholds"
+        text = f"gate: PASSED — {said}"
         if undecided:
             names = ", ".join(line_of(c.category) for c in undecided)
             text += f" (inconclusive, let through: {names})"

@@ -7,7 +7,6 @@ import concurrent.futures as cf
 import contextlib
 import functools
 import hashlib
-import itertools
 import json
 import os
 import queue
@@ -296,8 +295,6 @@ def check_judges(judges: Any, judge_model: CallModel | str | None = None) -> lis
                 "or each would overwrite the other's verdict",
                 field="judges",
             )
-    if not found:
-        return found
     from .judge import CRITERIA
 
     model = "builtin" if judge_model is None else judge_model
@@ -417,10 +414,9 @@ def run(
 
     def case_rows() -> Generator[Row, None, None]:
         window = 2 * concurrency + 2  # enough to keep every worker busy while rows are written
-        pending: dict[cf.Future[Row], tuple[int, Case]] = {}  # future -> (submission order, case)
+        pending: dict[cf.Future[Row], Case] = {}  # in the order sent
         finished: queue.SimpleQueue[cf.Future[Row]] = queue.SimpleQueue()  # as they finish
         starts: dict[tuple[str, int], float] = {}
-        sequence = itertools.count()
         case_iter = iter(selected() if shard or previous or observers else cases)
         errors = model_successes = 0
         calls_model = bool(judge_list) or generate_model is not None  # else no success to count
@@ -473,7 +469,7 @@ def run(
                         future = pool.submit(evaluate_case, case, **task)
                     else:
                         future = pool.submit(_evaluate_noting_start, starts, case, **task)
-                    pending[future] = (next(sequence), case)
+                    pending[future] = case
                     future.add_done_callback(finished.put)
                 result.in_flight = len(pending)
                 if progress is not None:  # the cases running now (the others are only queued)
@@ -483,14 +479,14 @@ def run(
                 wait = None  # till the first running case reaches its timeout (if one)
                 if case_timeout is not None:
                     now = time.monotonic()
-                    keys = [_key(case) for _, case in pending.values()]
+                    keys = [_key(case) for case in pending.values()]
                     left = [starts[k] + case_timeout - now for k in keys if k in starts]
                     wait = max(0.0, min(left)) if left else min(case_timeout, 0.05)
                 if stop is not None and not stopping:  # look at the stop request now and then
                     wait = 0.1 if wait is None else min(wait, 0.1)
                 done = _finished(finished, wait, pending)
-                for future in sorted(done, key=lambda f: pending[f][0]):
-                    _, case = pending.pop(future)
+                for future in [f for f in pending if f in done]:
+                    case = pending.pop(future)
                     result.in_flight = len(pending)
                     starts.pop(_key(case), None)  # only the cases in flight are kept
                     row = future.result()
@@ -498,7 +494,7 @@ def run(
                     yield row
                 if case_timeout is not None:
                     now = time.monotonic()
-                    for future, (_, case) in list(pending.items()):
+                    for future, case in list(pending.items()):
                         began = starts.get(_key(case))
                         if began is not None and now - began >= case_timeout and not future.done():
                             del pending[future]
