@@ -380,15 +380,12 @@ def summary_text(
     """The run's summary as a plain-text table, one line per category.
 
     >>> from tinyeval.gating import gate
-    >>> report = gate({"amounts": {"passed": 17, "total": 20}, "tone": {"passed": 12, "total": 12}},
-    ...               {"amounts": 1.0}, default_threshold=0.7)
-    >>> print(summary_text(report))
-    category  pass rate [95% Wilson]           threshold  gate
-    amounts   17/20 = 85.0% [64.0%, 94.8%]     100.0%     BLOCKS (85.0% < 100.0%)
-    tone      12/12 = 100.0% [75.8%, 100.0%]   70.0%      ok
-    global    29/32 = 90.6% [75.8%, 96.8%]     —          shown, never gates
+    >>> print(summary_text(gate({"amounts": {"passed": 17, "total": 20}}, {"amounts": 1.0})))
+    category  pass rate [95% Wilson]         threshold  gate
+    amounts   17/20 = 85.0% [64.0%, 94.8%]   100.0%     BLOCKS (85.0% < 100.0%)
+    global    17/20 = 85.0% [64.0%, 94.8%]   —          shown, never gates
     <BLANKLINE>
-    gate: FAILED — blocking: amounts (1 of 2 gated)
+    gate: FAILED — blocking: amounts (1 of 1 gated)
     """
     cells = _cells(report)
     show_unchecked = any(c.unchecked for c in report.categories)

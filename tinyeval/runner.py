@@ -116,10 +116,8 @@ def input_text(value: Any) -> str:
     >>> input_text("hola"), input_text(None), input_text([{"role": "user", "content": "hi"}])
     ('hola', '', '[{"role": "user", "content": "hi"}]')
     """
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
+    if value is None or isinstance(value, str):
+        return value or ""
     return json.dumps(value, ensure_ascii=False)
 
 
