@@ -470,6 +470,8 @@ def run(
                     pending[future] = case
                     future.add_done_callback(finished.put)
                 result.in_flight = len(pending)
+                if own_executor:
+                    pool.grow(len(pending))  # type: ignore[attr-defined]
                 if progress is not None:  # the cases running now (the others are only queued)
                     progress(sum(1 for future in pending if future.running()))
                 if not pending:
@@ -587,11 +589,13 @@ class _DaemonThreadPool(cf.Executor):
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future[Any]:
         future: cf.Future[Any] = cf.Future()
         self._jobs.put((future, fn, args, kwargs))
-        if len(self._threads) < self._workers:  # never more threads than cases
+        return future
+
+    def grow(self, jobs: int) -> None:
+        while len(self._threads) < min(jobs, self._workers):  # never more threads than cases
             name = f"tinyeval-{len(self._threads)}"
             self._threads.append(threading.Thread(target=self._work, name=name, daemon=True))
             self._threads[-1].start()
-        return future
 
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
