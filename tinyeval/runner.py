@@ -283,7 +283,7 @@ def _check_shard(shard: Any) -> tuple[int, int] | None:
 
 
 def check_judges(judges: Any, judge_model: CallModel | str | None = None) -> list[Any]:
-    """The judges as a list, refused when two share a name or the built-in judge lacks one."""
+    """The judges as a list; two of one name, or a criterion the built-in judge lacks, refused."""
     found = list(judges) if isinstance(judges, list | tuple) else ([judges] if judges else [])
     names = [getattr(judge, "name", None) for judge in found]
     for name in names:
