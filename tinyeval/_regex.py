@@ -2,8 +2,8 @@
 is built; a pattern with an unbounded quantifier runs in a worker process killed past its time
 budget (a thread running ``re`` cannot be stopped).
 
->>> exponential_shape(re.compile(r"^(a+)+$")) is not None, can_backtrack(re.compile("abc"))
-(True, False)
+>>> backtracking(re.compile(r"^(a+)+$"))[1], backtracking(re.compile(r"\\d+,(a++)+"))
+('it nests an unbounded quantifier inside another, as in (a+)+', (True, None))
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import suppress
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:  # started on the first search that needs a time limit
@@ -169,13 +168,12 @@ def _exponential_shape(sequence: Any, starts: Starts) -> str | None:
     return None
 
 
-def exponential_shape(compiled: re.Pattern[str]) -> str | None:
-    """Why ``compiled`` can take exponential time, or None when no known shape is found.
-
-    >>> exponential_shape(re.compile(r"(a++)+$")) is None  # possessive: no backtracking
-    True
-    """
+def backtracking(compiled: re.Pattern[str]) -> tuple[bool, str | None]:
+    """Whether ``compiled`` has an unbounded quantifier (its time is not linear), and why it can
+    take exponential time (None when no known shape is found)."""
     parsed = _parser.parse(compiled.pattern, compiled.flags & ~re.UNICODE)
+    if not _has_unbounded(parsed):
+        return False, None
     samples = sorted({*range(128), 0xA0, 0xE9, 0x0661, 0x4E2D, *_codes_in(parsed)})
 
     def starts(items: list[Item]) -> set[int]:
@@ -185,30 +183,15 @@ def exponential_shape(compiled: re.Pattern[str]) -> str | None:
             found.update(code for code in samples if one.match(chr(code)))
         return found
 
-    return _exponential_shape(parsed, starts)
-
-
-def can_backtrack(compiled: re.Pattern[str]) -> bool:
-    """Whether ``compiled`` has an unbounded quantifier, so its time is not linear.
-
-    >>> can_backtrack(re.compile(r"\\d{22}")), can_backtrack(re.compile(r"\\s+$"))
-    (False, True)
-    """
-    return _has_unbounded(_parser.parse(compiled.pattern, compiled.flags & ~re.UNICODE))
+    return True, _exponential_shape(parsed, starts)
 
 
 _WORKER_SOURCE = """
 import json, re, sys
-cache = {}
 for line in sys.stdin:
     pattern, flags, text = json.loads(line)
-    key = (pattern, flags)
-    if key not in cache:
-        cache.clear() if len(cache) > 256 else None
-        cache[key] = re.compile(pattern, flags)
-    found = cache[key].search(text)
-    reply = None if found is None else [found.start(), found.end()]
-    sys.stdout.write(json.dumps(reply) + "\\n")
+    found = re.search(pattern, text, flags)
+    sys.stdout.write(json.dumps(found and found.span()) + "\\n")
     sys.stdout.flush()
 """
 
@@ -224,11 +207,7 @@ class _RegexWorker:
         process, self._process = self._process, None
         if process is not None:
             process.kill()
-            process.wait()
-            for stream in (process.stdin, process.stdout):
-                if stream is not None:
-                    with suppress(OSError):
-                        stream.close()
+            process.communicate()  # waits, and closes its pipes
 
     def search(
         self, compiled: re.Pattern[str], text: str, timeout: float
@@ -279,12 +258,7 @@ atexit.register(_WORKER._kill)
 def bounded_search(
     compiled: re.Pattern[str], backtracks: bool, output: str, timeout: float
 ) -> tuple[int, int] | str | None:
-    """``(start, end)``, None, or why the search was stopped; a pattern that can backtrack runs
-    in the worker under ``timeout`` seconds.
-
-    >>> bounded_search(re.compile("b+"), True, "abba", 2.0)
-    (1, 3)
-    """
+    """``(start, end)``, None, or why the worker running a pattern that backtracks stopped it."""
     if backtracks:
         try:
             return _WORKER.search(compiled, output, timeout)
