@@ -96,7 +96,6 @@ def _codes_in(sequence: Any) -> Iterator[int]:
 
 
 def _ambiguous_branch(sequence: Any, starts: Starts) -> bool:
-    """Whether a sequence holds alternatives that can start with the same character."""
     for op, argument in sequence:
         if op is _c.BRANCH:
             alternatives = [(list(alt), _first_items(alt)) for alt in argument[1]]
@@ -110,7 +109,6 @@ def _ambiguous_branch(sequence: Any, starts: Starts) -> bool:
 
 
 def _mandatory_items(sequence: Any) -> list[Item]:
-    """The single characters a sequence must match outside its unbounded quantifiers."""
     found: list[Item] = []
     for op, argument in sequence:
         if op in _SINGLE:
@@ -222,7 +220,6 @@ class _RegexWorker:
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.DEVNULL,
-                    text=True,
                     encoding="utf-8",
                     errors="surrogatepass",
                 )
