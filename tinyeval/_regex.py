@@ -45,12 +45,17 @@ def _children(argument: Any) -> Iterator[Any]:
             yield from _children(item)
 
 
+def _nodes(sequence: Any, *, into_keeps: bool = False) -> Iterator[Item]:
+    """Every node of a parsed sequence, depth first; inside the atomic parts with ``into_keeps``."""
+    for op, argument in sequence:
+        yield op, argument
+        if into_keeps or op not in _KEEPS:
+            for sub in _children(argument):
+                yield from _nodes(sub, into_keeps=into_keeps)
+
+
 def _has_unbounded(sequence: Any) -> bool:
-    return any(
-        (op in _REPEATS and argument[1] > _UNBOUNDED)
-        or (op not in _KEEPS and any(map(_has_unbounded, _children(argument))))
-        for op, argument in sequence
-    )
+    return any(op in _REPEATS and argument[1] > _UNBOUNDED for op, argument in _nodes(sequence))
 
 
 def _first_items(sequence: Any) -> list[Item] | None:
@@ -76,13 +81,7 @@ def _first_items(sequence: Any) -> list[Item] | None:
 
 
 def _char_items(sequence: Any) -> list[Item]:
-    found: list[Item] = []
-    for op, argument in sequence:
-        if op in _SINGLE:
-            found.append((op, argument))
-        for sub in _children(argument):
-            found += _char_items(sub)
-    return found
+    return [node for node in _nodes(sequence, into_keeps=True) if node[0] in _SINGLE]
 
 
 def _codes_in(sequence: Any) -> Iterator[int]:
@@ -96,15 +95,13 @@ def _codes_in(sequence: Any) -> Iterator[int]:
 
 
 def _ambiguous_branch(sequence: Any, starts: Starts) -> bool:
-    for op, argument in sequence:
+    for op, argument in _nodes(sequence):
         if op is _c.BRANCH:
             alternatives = [(list(alt), _first_items(alt)) for alt in argument[1]]
             for (one, first), (other, second) in itertools.combinations(alternatives, 2):
                 # (a|a) is ambiguous; an empty or unknown start is not claimed to be
                 if one == other or (first and second and starts(first) & starts(second)):
                     return True
-        if op not in _KEEPS and any(_ambiguous_branch(sub, starts) for sub in _children(argument)):
-            return True
     return False
 
 
@@ -147,9 +144,7 @@ def _separated(body: Any, starts: Starts) -> bool:
 
 
 def _exponential_shape(sequence: Any, starts: Starts) -> str | None:
-    for op, argument in sequence:
-        if op in _KEEPS:
-            continue
+    for op, argument in _nodes(sequence):
         if op in _REPEATS and argument[1] > _UNBOUNDED:
             body = argument[2]
             if _has_unbounded(body) and not _separated(body, starts):
@@ -159,10 +154,6 @@ def _exponential_shape(sequence: Any, starts: Starts) -> str | None:
                     "it repeats, without bound, alternatives that can match the same"
                     " text, as in (a|a)* or (ab|a.)*"
                 )
-        for sub in _children(argument):
-            why = _exponential_shape(sub, starts)
-            if why:
-                return why
     return None
 
 
@@ -194,62 +185,57 @@ for line in sys.stdin:
 """
 
 
-class _RegexWorker:
-    """One process that runs searches; killed and replaced when one overruns."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._process: subprocess.Popen[str] | None = None
-
-    def _kill(self) -> None:
-        process, self._process = self._process, None
-        if process is not None:
-            process.kill()
-            process.communicate()  # waits, and closes its pipes
-
-    def search(
-        self, compiled: re.Pattern[str], text: str, timeout: float
-    ) -> tuple[int, int] | None:
-        import subprocess
-
-        request = json.dumps([compiled.pattern, compiled.flags, text]) + "\n"
-        with self._lock:
-            if self._process is None or self._process.poll() is not None:
-                self._process = subprocess.Popen(
-                    [sys.executable, "-I", "-S", "-c", _WORKER_SOURCE],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.DEVNULL,
-                    encoding="utf-8",
-                    errors="surrogatepass",
-                )
-            stdin, stdout = self._process.stdin, self._process.stdout
-            assert stdin is not None and stdout is not None
-            replies: queue.SimpleQueue[str] = queue.SimpleQueue()
-
-            def exchange() -> None:  # in a thread: the worker may never answer
-                try:
-                    stdin.write(request)
-                    stdin.flush()
-                    replies.put(stdout.readline())
-                except (OSError, ValueError):
-                    replies.put("")
-
-            threading.Thread(target=exchange, daemon=True).start()
-            try:
-                reply = replies.get(timeout=timeout)
-            except queue.Empty:
-                self._kill()
-                raise TimeoutError(f"no result within {timeout:g} s") from None
-            if not reply:
-                self._kill()
-                raise TimeoutError("the regex worker stopped")
-        found = json.loads(reply)
-        return None if found is None else (found[0], found[1])
+_LOCK = threading.Lock()
+_WORKER: list[subprocess.Popen[str]] = []  # the one worker process, once started
 
 
-_WORKER = _RegexWorker()
-atexit.register(_WORKER._kill)
+@atexit.register
+def _stop_worker() -> None:
+    while _WORKER:
+        process = _WORKER.pop()
+        process.kill()
+        process.communicate()  # waits, and closes its pipes
+
+
+def _search_in_worker(compiled: re.Pattern[str], text: str, timeout: float) -> Any:
+    """The worker's reply: ``[start, end]`` or None; TimeoutError when it gives none in time."""
+    import subprocess
+
+    if not _WORKER or _WORKER[0].poll() is not None:
+        _stop_worker()
+        _WORKER.append(
+            subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _WORKER_SOURCE],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                encoding="utf-8",
+                errors="surrogatepass",
+            )
+        )
+    stdin, stdout = _WORKER[0].stdin, _WORKER[0].stdout
+    assert stdin is not None and stdout is not None
+    request = json.dumps([compiled.pattern, compiled.flags, text]) + "\n"
+    replies: queue.SimpleQueue[str] = queue.SimpleQueue()
+
+    def exchange() -> None:  # in a thread: the worker may never answer
+        try:
+            stdin.write(request)
+            stdin.flush()
+            replies.put(stdout.readline())
+        except (OSError, ValueError):
+            replies.put("")
+
+    threading.Thread(target=exchange, daemon=True).start()
+    try:
+        reply = replies.get(timeout=timeout)
+    except queue.Empty:
+        _stop_worker()
+        raise TimeoutError(f"no result within {timeout:g} s") from None
+    if not reply:
+        _stop_worker()
+        raise TimeoutError("the regex worker stopped")
+    return json.loads(reply)
 
 
 def bounded_search(
@@ -258,7 +244,9 @@ def bounded_search(
     """``(start, end)``, None, or why the worker running a pattern that backtracks stopped it."""
     if backtracks:
         try:
-            return _WORKER.search(compiled, output, timeout)
+            with _LOCK:
+                found = _search_in_worker(compiled, output, timeout)
+            return None if found is None else (found[0], found[1])
         except TimeoutError as error:
             return (
                 f"regex stopped on an output of {len(output):,} characters: {error};"
