@@ -59,8 +59,8 @@ Decorator: TypeAlias = "Callable[[CheckFunction], NamedCheck]"
 
 
 class NamedCheck:
-    """A check with a stable name; ``func(output[, case])`` returns a bool, None (abstains),
-    ``(bool, detail)`` or a CheckResult.
+    """A named check: ``func(output[, case])`` gives a bool, None (abstains), (bool, detail) or
+    a CheckResult.
 
     >>> NamedCheck("short", lambda output: len(output) < 10)("a rather long answer")
     False
@@ -101,15 +101,20 @@ def check(func: None = None, *, name: str | None = None) -> Decorator: ...
 def check(func: CheckFunction | None = None, *, name: str | None = None) -> NamedCheck | Decorator:
     """Turn a function into a :class:`NamedCheck` (named by ``__name__`` unless ``name``).
 
-    >>> @check(name="polite")
-    ... def says_please(output):
-    ...     return "please" in output.lower()
-    >>> run_checks("Please pay Juan", [says_please])
-    {'polite': True}
+    >>> check(name="polite")(lambda output: "please" in output.lower())
+    NamedCheck('polite')
     """
-
     if func is None:
         return partial(check, name=name)
+    if isinstance(func, list | tuple):
+        raise CheckSpecError(
+            f"expected a check, got a list of {len(func)}; unpack a list of checks with *",
+            field="checks",
+        )
+    if not callable(func):
+        raise CheckSpecError(
+            f"expected a check (a callable), got {_describe(func)}", field="checks"
+        )
     if name is None and not isinstance(getattr(func, "__name__", None), str):
         raise CheckSpecError(
             f"expected a function with a __name__, got {_describe(func)}; "
@@ -212,11 +217,10 @@ def _step(container: Any, segment: str, where: str) -> Any:
         if not (digits.isascii() and digits.isdigit()):
             raise LookupError(f"{place} is an array, and {segment!r} is not an index")
         # an index of 19 digits or more is past any list (and int() refuses 4,300 digits)
-        index = int(segment) if len(digits) < 19 else None
-        if index is not None and -len(container) <= index < len(container):
+        index = int(segment) if len(digits) < 19 else len(container)
+        if -len(container) <= index < len(container):
             return container[index]
-        shown = shorten(segment, 24) if index is None else index
-        raise LookupError(f"no index {shown} {inside} (length {len(container)})")
+        raise LookupError(f"no index {shorten(segment, 24)} {inside} (length {len(container)})")
     raise LookupError(f"{place} is {_json_type(container)}, not an object or an array")
 
 
@@ -354,16 +358,10 @@ def equals(path: str, value: Any) -> NamedCheck:
     def judge(actual: Any) -> CheckResult:
         if _json_equal(actual, value):
             return _PASS
-        return CheckResult(False, f"got {_show_typed(actual, value)}, expected {_show(value)}")
+        kind = "" if _json_type(actual) == _json_type(value) else f" ({_json_type(actual)})"
+        return CheckResult(False, f"got {_show(actual)}{kind}, expected {_show(value)}")
 
     return _json_path_check("equals", path, judge)
-
-
-def _show_typed(actual: Any, expected: Any) -> str:
-    """The actual value, with its JSON type when that is what differs."""
-    if _json_type(actual) == _json_type(expected):
-        return _show(actual)
-    return f"{_show(actual)} ({_json_type(actual)})"
 
 
 def one_of(path: str, values: Sequence[Any]) -> NamedCheck:
@@ -410,8 +408,10 @@ def in_range(path: str, low: float | None, high: float | None) -> NamedCheck:
     wanted = " <= ".join(part for part in shown if part)
 
     def judge(actual: Any) -> CheckResult:
-        if not is_number(actual):  # its type always differs from a number's, so it is shown
-            return CheckResult(False, f"got {_show_typed(actual, 0)}, expected a number")
+        if not is_number(actual):
+            return CheckResult(
+                False, f"got {_show(actual)} ({_json_type(actual)}), expected a number"
+            )
         if (low is None or low <= actual) and (high is None or actual <= high):
             return _PASS
         return CheckResult(False, f"got {_show(actual)}, expected {wanted}")
@@ -453,18 +453,11 @@ def _text_check(name: str, text: str, *, found: bool) -> NamedCheck:
 
 
 def _compile(pattern: str | re.Pattern[str], field: str) -> tuple[re.Pattern[str], bool]:
-    if isinstance(pattern, re.Pattern):
-        if not pattern.pattern:
-            raise CheckSpecError("expected a non-empty regex, got an empty one", field=field)
-        compiled = pattern
-    else:
-        _require_text(pattern, field)
-        try:
-            compiled = re.compile(pattern)
-        except (re.error, RecursionError, OverflowError) as error:
-            raise CheckSpecError(f"invalid regex {pattern!r}: {error}", field=field) from None
-    if not isinstance(compiled.pattern, str):
-        raise CheckSpecError("expected a text regex, got a bytes one", field=field)
+    _require_text(pattern.pattern if isinstance(pattern, re.Pattern) else pattern, field)
+    try:
+        compiled = re.compile(pattern)  # a compiled pattern comes back as it is
+    except (re.error, RecursionError, OverflowError) as error:
+        raise CheckSpecError(f"invalid regex {pattern!r}: {error}", field=field) from None
     backtracks, why = backtracking(compiled)
     if why:
         raise CheckSpecError(
@@ -564,7 +557,8 @@ def _texts(value: Any, field: str, *, single_ok: bool = True) -> Reading:
     if single_ok and isinstance(value, str):
         return [(field, (value,))]
     if not isinstance(value, list | tuple) or not value:
-        got = "an empty list, which would check nothing" if value == [] else _describe(value)
+        empty = isinstance(value, list | tuple)
+        got = "an empty list, which would check nothing" if empty else _describe(value)
         raise CheckSpecError(f"expected {expected}, got {got}", field=field)
     for index, item in enumerate(value):
         if not isinstance(item, str):
@@ -639,8 +633,7 @@ _ORDER = {key: index for index, key in enumerate(EXPECT_KEYS)}  # grows with reg
 
 def register_expect(key: str, builder: Builder | str) -> None:
     """Let ``expect`` blocks use ``key``: ``builder(value, field)`` returns its checks, or
-    ``"py:MODULE:FUNCTION"`` names the one check ``key``, called as ``function(output)``,
-    ``(output, expected)`` or ``(output, expected, case)``.
+    ``"py:MODULE:FUNCTION"`` names the check ``key``, ``function(output[, expected[, case]])``.
 
     >>> register_expect("short", lambda value, field: [max_words(value)])
     >>> checks_from_expect({"short": 5}), _EXPECT.pop("short") is not None
@@ -726,21 +719,6 @@ def _require_unique_names(checks: Sequence[NamedCheck], *, field: str) -> None:
         )
 
 
-def _as_named(item: Any) -> NamedCheck:
-    if isinstance(item, NamedCheck):
-        return item
-    if isinstance(item, list | tuple):
-        raise CheckSpecError(
-            f"expected a check, got a list of {len(item)}; unpack a list of checks with *",
-            field="checks",
-        )
-    if not callable(item):
-        raise CheckSpecError(
-            f"expected a check (a callable), got {_describe(item)}", field="checks"
-        )
-    return check(item)
-
-
 def _as_result(outcome: Any) -> CheckResult | None:
     """The outcome as a result (None: the check abstains); what no check may return fails."""
     if isinstance(outcome, CheckResult) or outcome is None:
@@ -777,12 +755,10 @@ def run_checks_detailed(
 ) -> dict[str, CheckResult]:
     """Run every check on ``output``: ``{name: CheckResult}`` (no output fails every check).
 
-    >>> def broken(output):
-    ...     raise KeyError("amount")
-    >>> run_checks_detailed("hola", [broken])
+    >>> run_checks_detailed("hola", [check(lambda output: {}["amount"], name="broken")])
     {'broken': CheckResult(passed=False, detail="raised KeyError: 'amount'")}
     """
-    named = [item if type(item) is NamedCheck else _as_named(item) for item in checks]
+    named = [item if isinstance(item, NamedCheck) else check(item) for item in checks]
     _require_unique_names(named, field="checks")
     if output is None:
         return {item.name: CheckResult(False, "no output") for item in named}
