@@ -1,6 +1,5 @@
-"""Bounding user regexes: the shapes known to backtrack exponentially are refused when a check
-is built; a pattern with an unbounded quantifier runs in a worker process killed past its time
-budget (a thread running ``re`` cannot be stopped).
+"""Bounding user regexes: a shape known to backtrack exponentially is refused; a pattern that can
+backtrack runs in a worker process killed past its time budget (``re`` cannot be stopped).
 
 >>> backtracking(re.compile(r"^(a+)+$"))[1], backtracking(re.compile(r"\\d+,(a++)+"))
 ('it nests an unbounded quantifier inside another, as in (a+)+', (True, None))
@@ -37,21 +36,16 @@ Item: TypeAlias = "tuple[Any, Any]"  # one node of a parsed pattern: (op, argume
 Starts: TypeAlias = "Callable[[list[Item]], set[int]]"  # the sample characters nodes match
 
 
-def _children(argument: Any) -> Iterator[Any]:
-    if isinstance(argument, _parser.SubPattern):
-        yield argument
-    elif isinstance(argument, list | tuple):
-        for item in argument:
-            yield from _children(item)
-
-
-def _nodes(sequence: Any, *, into_keeps: bool = False) -> Iterator[Item]:
-    """Every node of a parsed sequence, depth first; inside the atomic parts with ``into_keeps``."""
-    for op, argument in sequence:
-        yield op, argument
-        if into_keeps or op not in _KEEPS:
-            for sub in _children(argument):
-                yield from _nodes(sub, into_keeps=into_keeps)
+def _nodes(part: Any, *, into_keeps: bool = False) -> Iterator[Item]:
+    """Every node in part of a parsed pattern, depth first; in atomic parts with ``into_keeps``."""
+    if isinstance(part, _parser.SubPattern):
+        for op, argument in part:
+            yield op, argument
+            if into_keeps or op not in _KEEPS:
+                yield from _nodes(argument, into_keeps=into_keeps)
+    elif isinstance(part, list | tuple):  # a node's argument: SubPatterns among other values
+        for item in part:
+            yield from _nodes(item, into_keeps=into_keeps)
 
 
 def _has_unbounded(sequence: Any) -> bool:
@@ -105,16 +99,14 @@ def _ambiguous_branch(sequence: Any, starts: Starts) -> bool:
     return False
 
 
-def _mandatory_items(sequence: Any) -> list[Item]:
-    found: list[Item] = []
+def _mandatory_items(sequence: Any) -> Iterator[Item]:
     for op, argument in sequence:
         if op in _SINGLE:
-            found.append((op, argument))
+            yield op, argument
         elif op is _c.SUBPATTERN:
-            found += _mandatory_items(argument[3])
+            yield from _mandatory_items(argument[3])
         elif op is _c.MAX_REPEAT and argument[0] >= 1 and argument[1] <= _UNBOUNDED:
-            found += _mandatory_items(argument[2])
-    return found
+            yield from _mandatory_items(argument[2])
 
 
 def _flatten(sequence: Any) -> Iterator[Item]:
@@ -133,10 +125,10 @@ def _separated(body: Any, starts: Starts) -> bool:
     for op, argument in items:
         if op in _REPEATS and argument[1] > _UNBOUNDED:
             inner += _char_items(argument[2])
-        elif op is _c.BRANCH and _has_unbounded([(op, argument)]):
+        elif op is _c.BRANCH and _has_unbounded(argument):
             if len(items) > 1 or not all(_separated(alt, starts) for alt in argument[1]):
                 return False
-        elif _has_unbounded([(op, argument)]):
+        elif op not in _KEEPS and _has_unbounded(argument):
             return False  # an unbounded quantifier deeper in: not analysed
     return not inner or any(
         not starts([item]) & starts([other]) for item in _mandatory_items(items) for other in inner
@@ -158,8 +150,7 @@ def _exponential_shape(sequence: Any, starts: Starts) -> str | None:
 
 
 def backtracking(compiled: re.Pattern[str]) -> tuple[bool, str | None]:
-    """Whether ``compiled`` has an unbounded quantifier (its time is not linear), and why it can
-    take exponential time (None when no known shape is found)."""
+    """Whether ``compiled`` can backtrack (is not linear), and why it may take exponential time."""
     parsed = _parser.parse(compiled.pattern, compiled.flags & ~re.UNICODE)
     if not _has_unbounded(parsed):
         return False, None

@@ -1,5 +1,4 @@
 """Deterministic checks, named and exact; a case's ``expect`` block becomes checks here.
-
 >>> run_checks('{"amount": 1250.5}', checks_from_expect({"equals": {"amount": 125050}}))
 {'equals:amount': False}
 """
@@ -27,7 +26,6 @@ from .errors import InputError, did_you_mean, is_number, shorten
 
 class CheckSpecError(InputError):
     """A wrong ``expect`` block or check definition; ``str(error)`` is ``"FIELD: MESSAGE"``.
-
     >>> checks_from_expect({"not_contain": ["1250.5"]})
     Traceback (most recent call last):
     tinyeval.checks.CheckSpecError: expect.not_contain: unknown key ... 'not_contains'?
@@ -37,7 +35,6 @@ class CheckSpecError(InputError):
 @dataclass(frozen=True)
 class CheckResult:
     """What one check says: ``passed`` (a bool, never merely truthy) and an optional ``detail``.
-
     >>> CheckResult(False, "got 1250.5, expected 125050")
     CheckResult(passed=False, detail='got 1250.5, expected 125050')
     """
@@ -61,7 +58,6 @@ Decorator: TypeAlias = "Callable[[CheckFunction], NamedCheck]"
 class NamedCheck:
     """A named check: ``func(output[, case])`` gives a bool, None (abstains), (bool, detail) or
     a CheckResult.
-
     >>> NamedCheck("short", lambda output: len(output) < 10)("a rather long answer")
     False
     """
@@ -100,7 +96,6 @@ def check(func: CheckFunction, *, name: str | None = None) -> NamedCheck: ...
 def check(func: None = None, *, name: str | None = None) -> Decorator: ...
 def check(func: CheckFunction | None = None, *, name: str | None = None) -> NamedCheck | Decorator:
     """Turn a function into a :class:`NamedCheck` (named by ``__name__`` unless ``name``).
-
     >>> check(name="polite")(lambda output: "please" in output.lower())
     NamedCheck('polite')
     """
@@ -159,7 +154,6 @@ def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 class StrictJSONDecoder(json.JSONDecoder):
     """The JSON the checks read: no NaN or Infinity, no key given twice.
-
     >>> json.loads('{"cents": 125050, "cents": 1250}', cls=StrictJSONDecoder)
     Traceback (most recent call last):
     ValueError: the key 'cents' is given twice
@@ -189,7 +183,6 @@ def _segments(path: Any) -> list[str]:
 
 def get_path(obj: Any, path: str) -> Any:
     """The value at a dotted ``path`` of keys or array indexes; LookupError when it is not there.
-
     >>> get_path({"payee": {"accounts": [{"cbu": "0170"}]}}, "payee.accounts.-1.cbu")
     '0170'
     """
@@ -227,7 +220,6 @@ def _step(container: Any, segment: str, where: str) -> Any:
 _CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 
 
-@lru_cache(maxsize=4096)
 def _label(text: str) -> str:
     """A check name's text: as it is when short and on one line, else cut, escaped and hashed."""
     if len(text) <= 40 and not _CONTROL_CHARACTER.search(text):
@@ -277,7 +269,6 @@ def _json_equal(actual: Any, expected: Any) -> bool:
 
 
 def _require_json_value(value: Any, field: str) -> None:
-    """Refuse a value that can never equal parsed JSON (a check that can never pass)."""
     if isinstance(value, float) and not math.isfinite(value):
         raise CheckSpecError(f"expected a finite number, got {value!r}", field=field)
     if isinstance(value, list | tuple):
@@ -310,7 +301,6 @@ def _require_limit(n: Any, field: str) -> int:
 
 def valid_json() -> NamedCheck:
     """``valid_json``: the output is one strict JSON value (no code fences, no ``NaN``).
-
     >>> valid_json()('{"amount": 125050').detail
     "not valid JSON: Expecting ',' delimiter: line 1 column 18 (char 17)"
     """
@@ -340,7 +330,6 @@ def _json_path_check(name: str, path: str, judge: Callable[[Any], CheckResult]) 
 
 def has_field(path: str) -> NamedCheck:
     """``field:PATH``: the JSON output has ``path`` (a null value counts as present).
-
     >>> run_checks('{"payee": {"name": null}}', [has_field("payee.name"), has_field("amount")])
     {'field:payee.name': True, 'field:amount': False}
     """
@@ -349,7 +338,6 @@ def has_field(path: str) -> NamedCheck:
 
 def equals(path: str, value: Any) -> NamedCheck:
     """``equals:PATH``: the JSON value at ``path`` equals ``value`` exactly (no coercion).
-
     >>> equals("amount", 125050)('{"amount": "125050"}').detail
     'got "125050" (a string), expected 125050'
     """
@@ -366,7 +354,6 @@ def equals(path: str, value: Any) -> NamedCheck:
 
 def one_of(path: str, values: Sequence[Any]) -> NamedCheck:
     """``one_of:PATH``: the JSON value at ``path`` exactly equals one of ``values``.
-
     >>> one_of("currency", ["ARS", "USD"])('{"currency": "ars"}').detail
     'got "ars", expected one of ["ARS", "USD"]'
     """
@@ -391,7 +378,6 @@ def one_of(path: str, values: Sequence[Any]) -> NamedCheck:
 
 def in_range(path: str, low: float | None, high: float | None) -> NamedCheck:
     """``range:PATH``: the JSON value at ``path`` is a number in ``[low, high]`` (None: open).
-
     >>> in_range("amount", 0, None)('{"amount": -5}').detail
     'got -5, expected 0 <= value'
     """
@@ -421,7 +407,6 @@ def in_range(path: str, low: float | None, high: float | None) -> NamedCheck:
 
 def contains(text: str) -> NamedCheck:
     """``contains:TEXT``: the output contains ``text`` (the expect key ``contains_i`` ignores case).
-
     >>> contains("$1.250,50")("Transferiré $1.250,50 a Juan").passed
     True
     """
@@ -430,7 +415,6 @@ def contains(text: str) -> NamedCheck:
 
 def not_contains(text: str) -> NamedCheck:
     """``not_contains:TEXT``: the output does not contain ``text``.
-
     >>> not_contains("1250.5")("Transferiré 1250.50").detail
     'found at character 12'
     """
@@ -470,7 +454,6 @@ def _compile(pattern: str | re.Pattern[str], field: str) -> tuple[re.Pattern[str
 
 def matches(pattern: str | re.Pattern[str], *, timeout: float = REGEX_TIMEOUT) -> NamedCheck:
     """``regex:PATTERN``: ``re.search`` finds a match within ``timeout`` seconds.
-
     >>> matches(r"\\b\\d{22}\\b")("no CBU").detail
     'no match'
     """
@@ -479,7 +462,6 @@ def matches(pattern: str | re.Pattern[str], *, timeout: float = REGEX_TIMEOUT) -
 
 def not_matches(pattern: str | re.Pattern[str], *, timeout: float = REGEX_TIMEOUT) -> NamedCheck:
     """``not_regex:PATTERN``: ``re.search`` finds no match; bounded as :func:`matches`.
-
     >>> not_matches(r"\\d\\.\\d{2}\\b")("$1250.50").detail
     "matched '0.50' at character 4"
     """
@@ -511,7 +493,6 @@ def _regex_check(name: str, pattern: Any, timeout: Any, *, found: bool) -> Named
 
 def max_chars(n: int) -> NamedCheck:
     """``max_chars``: the output has at most ``n`` characters (code points).
-
     >>> max_chars(3)("hola").detail
     '4 characters, more than 3'
     """
@@ -520,7 +501,6 @@ def max_chars(n: int) -> NamedCheck:
 
 def max_words(n: int) -> NamedCheck:
     """``max_words``: the output has at most ``n`` words (``len(output.split())``).
-
     >>> max_words(2)("te transfiero ya").detail
     '3 words, more than 2'
     """
@@ -607,8 +587,7 @@ def _in_range_of(path: str, bounds: Any) -> NamedCheck:
     return in_range(path, *bounds)
 
 
-# The one table of expect keys, in the order their checks run; an extra's key (tool checks) is
-# loaded from _EXTRAS["expect"] on first use, and register_expect adds more.
+# The expect keys in the order their checks run; extras' keys load on first use (_load_builder).
 _EXPECT: dict[str, Builder] = {
     "valid_json": _expect_builder(valid_json, _flag),
     "fields": _expect_builder(has_field, _names),
@@ -634,7 +613,6 @@ _ORDER = {key: index for index, key in enumerate(EXPECT_KEYS)}  # grows with reg
 def register_expect(key: str, builder: Builder | str) -> None:
     """Let ``expect`` blocks use ``key``: ``builder(value, field)`` returns its checks, or
     ``"py:MODULE:FUNCTION"`` names the check ``key``, ``function(output[, expected[, case]])``.
-
     >>> register_expect("short", lambda value, field: [max_words(value)])
     >>> checks_from_expect({"short": 5}), _EXPECT.pop("short") is not None
     ([NamedCheck('max_words')], True)
@@ -668,13 +646,10 @@ def _python_builder(spec: str, key: str) -> Builder:
         raise CheckSpecError(f"{spec}: expected a function, got {_describe(function)}", field=key)
     count = min(_positional_count(function), 3)
 
-    def build(value: Any, field: str) -> list[NamedCheck]:
-        def run(output: str, case: Any) -> Any:
-            return function(*(output, value, case)[:count])
+    def run(value: Any, output: str, case: Any) -> Any:
+        return function(*(output, value, case)[:count])
 
-        return [NamedCheck(key, run, wants_case=True)]
-
-    return build
+    return lambda value, field: [NamedCheck(key, partial(run, value), wants_case=True)]
 
 
 def _load_builder(key: Any) -> None:
@@ -691,7 +666,6 @@ def _load_builder(key: Any) -> None:
 
 def checks_from_expect(expect: Mapping[str, Any]) -> list[NamedCheck]:
     """Validate a case's ``expect`` block and build its checks, in :data:`EXPECT_KEYS` order.
-
     >>> checks_from_expect({"not_contains": ["1250.5"], "valid_json": True})
     [NamedCheck('valid_json'), NamedCheck('not_contains:1250.5')]
     """
@@ -734,7 +708,6 @@ def _as_result(outcome: Any) -> CheckResult | None:
 
 def run_built_checks(output: str, built: Iterable[NamedCheck], case: Any) -> dict[str, CheckResult]:
     """Each check's result on text: one that raises fails, one that abstains is left out.
-
     >>> run_built_checks("hola", checks_from_expect({"max_chars": 3}), None)
     {'max_chars': CheckResult(passed=False, detail='4 characters, more than 3')}
     """
@@ -754,7 +727,6 @@ def run_checks_detailed(
     output: str | None, checks: Iterable[CheckFunction], *, case: Any = None
 ) -> dict[str, CheckResult]:
     """Run every check on ``output``: ``{name: CheckResult}`` (no output fails every check).
-
     >>> run_checks_detailed("hola", [check(lambda output: {}["amount"], name="broken")])
     {'broken': CheckResult(passed=False, detail="raised KeyError: 'amount'")}
     """
@@ -773,9 +745,7 @@ def run_checks(
     output: str | None, checks: Iterable[CheckFunction], *, case: Any = None
 ) -> dict[str, bool]:
     """Run every check on ``output``: ``{name: passed}`` (see :func:`run_checks_detailed`).
-
     >>> run_checks("Transferiré $1.250,50", [contains("$1.250,50"), not_contains("1250.5")])
     {'contains:$1.250,50': True, 'not_contains:1250.5': True}
     """
-    detailed = run_checks_detailed(output, checks, case=case)
-    return {name: result.passed for name, result in detailed.items()}
+    return {name: r.passed for name, r in run_checks_detailed(output, checks, case=case).items()}
