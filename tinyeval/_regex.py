@@ -174,8 +174,6 @@ for line in sys.stdin:
     sys.stdout.write(json.dumps(found and found.span()) + "\\n")
     sys.stdout.flush()
 """
-
-
 _LOCK = threading.Lock()
 _WORKER: list[subprocess.Popen[str]] = []  # the one worker process, once started
 

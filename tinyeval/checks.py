@@ -1,4 +1,5 @@
 """Deterministic checks, named and exact; a case's ``expect`` block becomes checks here.
+
 >>> run_checks('{"amount": 1250.5}', checks_from_expect({"equals": {"amount": 125050}}))
 {'equals:amount': False}
 """
@@ -101,15 +102,9 @@ def check(func: CheckFunction | None = None, *, name: str | None = None) -> Name
     """
     if func is None:
         return partial(check, name=name)
-    if isinstance(func, list | tuple):
-        raise CheckSpecError(
-            f"expected a check, got a list of {len(func)}; unpack a list of checks with *",
-            field="checks",
-        )
     if not callable(func):
-        raise CheckSpecError(
-            f"expected a check (a callable), got {_describe(func)}", field="checks"
-        )
+        hint = "; unpack a list of checks with *" if isinstance(func, list | tuple) else ""
+        raise CheckSpecError(f"expected a check, got {_describe(func)}{hint}", field="checks")
     if name is None and not isinstance(getattr(func, "__name__", None), str):
         raise CheckSpecError(
             f"expected a function with a __name__, got {_describe(func)}; "
@@ -258,13 +253,13 @@ def _describe(value: Any) -> str:
 
 def _json_equal(actual: Any, expected: Any) -> bool:
     """Equality without Python's coercions: True is not 1, "1" is not 1, 125050 == 125050.0."""
+    if is_number(actual) and is_number(expected):
+        return bool(actual == expected)
     if isinstance(actual, list | tuple) and isinstance(expected, list | tuple):
         return len(actual) == len(expected) and all(map(_json_equal, actual, expected))
     if isinstance(actual, Mapping) and isinstance(expected, Mapping):
         same_keys = actual.keys() == expected.keys()
         return same_keys and all(_json_equal(actual[key], expected[key]) for key in expected)
-    if is_number(actual) and is_number(expected):
-        return bool(actual == expected)
     return type(actual) is type(expected) and actual == expected
 
 
@@ -304,16 +299,12 @@ def valid_json() -> NamedCheck:
     >>> valid_json()('{"amount": 125050').detail
     "not valid JSON: Expecting ',' delimiter: line 1 column 18 (char 17)"
     """
-
-    def is_valid_json(output: str) -> CheckResult:
-        ok, value = _parse_json(output)
-        return _PASS if ok else CheckResult(False, value)
-
-    return NamedCheck("valid_json", is_valid_json, wants_case=False)
+    return _json_check("valid_json", lambda value: _PASS)
 
 
-def _json_path_check(name: str, path: str, judge: Callable[[Any], CheckResult]) -> NamedCheck:
-    segments = _segments(path)
+def _json_check(name: str, judge: Callable[[Any], CheckResult], *path: str) -> NamedCheck:
+    """A check that parses the output and hands the value at ``path`` (or all of it) to judge."""
+    segments = _segments(*path) if path else []
 
     def run(output: str) -> CheckResult:
         ok, parsed = _parse_json(output)
@@ -325,7 +316,7 @@ def _json_path_check(name: str, path: str, judge: Callable[[Any], CheckResult]) 
             return CheckResult(False, f"missing: {error}")
         return judge(value)
 
-    return NamedCheck(f"{name}:{_label(path)}", run, wants_case=False)
+    return NamedCheck(f"{name}:{_label(path[0])}" if path else name, run, wants_case=False)
 
 
 def has_field(path: str) -> NamedCheck:
@@ -333,7 +324,7 @@ def has_field(path: str) -> NamedCheck:
     >>> run_checks('{"payee": {"name": null}}', [has_field("payee.name"), has_field("amount")])
     {'field:payee.name': True, 'field:amount': False}
     """
-    return _json_path_check("field", path, lambda value: _PASS)
+    return _json_check("field", lambda value: _PASS, path)
 
 
 def equals(path: str, value: Any) -> NamedCheck:
@@ -349,7 +340,7 @@ def equals(path: str, value: Any) -> NamedCheck:
         kind = "" if _json_type(actual) == _json_type(value) else f" ({_json_type(actual)})"
         return CheckResult(False, f"got {_show(actual)}{kind}, expected {_show(value)}")
 
-    return _json_path_check("equals", path, judge)
+    return _json_check("equals", judge, path)
 
 
 def one_of(path: str, values: Sequence[Any]) -> NamedCheck:
@@ -373,7 +364,7 @@ def one_of(path: str, values: Sequence[Any]) -> NamedCheck:
             return _PASS
         return CheckResult(False, f"got {_show(actual)}, expected one of {_show(allowed)}")
 
-    return _json_path_check("one_of", path, judge)
+    return _json_check("one_of", judge, path)
 
 
 def in_range(path: str, low: float | None, high: float | None) -> NamedCheck:
@@ -395,14 +386,13 @@ def in_range(path: str, low: float | None, high: float | None) -> NamedCheck:
 
     def judge(actual: Any) -> CheckResult:
         if not is_number(actual):
-            return CheckResult(
-                False, f"got {_show(actual)} ({_json_type(actual)}), expected a number"
-            )
+            shown = f"{_show(actual)} ({_json_type(actual)})"
+            return CheckResult(False, f"got {shown}, expected a number")
         if (low is None or low <= actual) and (high is None or actual <= high):
             return _PASS
         return CheckResult(False, f"got {_show(actual)}, expected {wanted}")
 
-    return _json_path_check("range", path, judge)
+    return _json_check("range", judge, path)
 
 
 def contains(text: str) -> NamedCheck:
@@ -559,7 +549,7 @@ def _paths(what: str) -> Callable[[Any, str], Reading]:
     """The reader of an object of path → ``what``: ``(field.path, (path, its value))`` each."""
 
     def read(value: Any, field: str) -> Reading:
-        if not isinstance(value, Mapping) or not value:
+        if (type(value) is not dict and not isinstance(value, Mapping)) or not value:
             got = "an empty object, which would check nothing" if value == {} else _describe(value)
             raise CheckSpecError(f"expected an object of path → {what}, got {got}", field=field)
         return [(f"{field}.{path}", (path, argument)) for path, argument in value.items()]
@@ -578,7 +568,16 @@ def _expect_builder(factory: Callable[..., Any], read: Callable[[Any, str], Read
             built += made if isinstance(made, list) else [made]
         return built
 
-    return build
+    @lru_cache(maxsize=512, typed=True)  # checks hold no state: a plain value's are shared
+    def shared(value: Any, field: str) -> tuple[NamedCheck, ...]:
+        return tuple(build(list(value) if type(value) is tuple else value, field))
+
+    def built(value: Any, field: str) -> Sequence[NamedCheck]:
+        if type(value) is list and all(type(item) is str for item in value):
+            return shared(tuple(value), field)
+        return shared(value, field) if type(value) in (str, int, bool) else build(value, field)
+
+    return built
 
 
 def _in_range_of(path: str, bounds: Any) -> NamedCheck:
@@ -669,7 +668,7 @@ def checks_from_expect(expect: Mapping[str, Any]) -> list[NamedCheck]:
     >>> checks_from_expect({"not_contains": ["1250.5"], "valid_json": True})
     [NamedCheck('valid_json'), NamedCheck('not_contains:1250.5')]
     """
-    if not isinstance(expect, Mapping):
+    if type(expect) is not dict and not isinstance(expect, Mapping):
         raise CheckSpecError(
             f"expected an object of expectations, got {_describe(expect)}", field="expect"
         )
