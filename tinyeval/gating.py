@@ -7,13 +7,23 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import partial
+from statistics import NormalDist
 from typing import Any
 
 from .errors import InputError, did_you_mean, is_number, plural
 from .records import Completeness, completeness, tally
-from .stats import Rate, cases_to_decide, format_rate, mcnemar, wilson_interval
+from .stats import (
+    Rate,
+    cases_to_decide,
+    format_rate,
+    holm,
+    mcnemar,
+    paired_difference_interval,
+    paired_sample_size,
+    wilson_interval,
+)
 
 __all__ = [
     "INCONCLUSIVE_POLICIES",
@@ -382,79 +392,109 @@ def gate_rows(
 
 # --------------------------------------------------------------------------- paired comparison
 
+FAIL_ON = ("worse", "not-noninferior")
+_COUNTS = ("both_pass", "fixed", "broke", "both_fail")
+
 
 @dataclass(frozen=True)
 class PairedComparison:
-    """Two runs over the same cases in one category: discordant pairs, McNemar's p."""
+    """One category of two runs paired by case: the four paired counts (expected counts when
+    cases carry trials), Δ = after − before with its interval, McNemar's p and the decision."""
 
     category: str
-    n: int
-    before_passed: int
-    after_passed: int
-    pass_to_fail: int
-    fail_to_pass: int
-    p_value: float
-
-    @property
-    def regressed(self) -> bool:
-        """More cases broke than were fixed (significance aside)."""
-        return self.pass_to_fail > self.fail_to_pass
+    pairs: int
+    both_pass: float
+    fixed: float
+    broke: float
+    both_fail: float
+    delta: float
+    low: float
+    high: float
+    p: float
+    p_adjusted: float
+    margin: float | None = None
+    decision: str = "no detectable change"
+    more_cases: int | None = None
+    design_effect: float = 1.0
 
     def to_dict(self) -> dict[str, Any]:
         """The comparison as a JSON-ready dict (every field but the category)."""
         return _but_category(self)
 
+    def to_text(self, width: int, adjusted: bool) -> str:
+        """Counts on one line; Δ, its interval, p and the decision in words on the next."""
+        before, after = (_number(self.both_pass + side) for side in (self.broke, self.fixed))
+        counts = ", ".join(f"{_number(getattr(self, k))} {k.replace('_', ' ')}" for k in _COUNTS)
+        points = (f"{100 * x:+.1f}".replace("-", "−") for x in (self.delta, self.low, self.high))
+        figure = "{} points [{}, {}], p = {:.2g}".format(*points, self.p)
+        figure += f" (adjusted {self.p_adjusted:.2g})" if adjusted else ""
+        if self.design_effect > 1.2:
+            figure += f", design effect {self.design_effect:.1f} (clusters)"
+        return (
+            f"{self.category:<{width}}  {before}/{self.pairs} → {after}/{self.pairs} pass: "
+            f"{counts}\n{'':<{width}}  {figure}: {_decision_text(self)}"
+        )
+
+
+def _number(value: float) -> str:
+    return f"{value:g}" if value == int(value) else f"{value:.1f}"
+
+
+def _decision_text(c: PairedComparison) -> str:
+    if c.decision == "noninferior":
+        return f"not worse by more than {_number(100 * (c.margin or 0))} points"
+    if c.decision == "inconclusive" and c.more_cases:
+        return f"inconclusive — about {c.more_cases} more cases"
+    return c.decision
+
 
 @dataclass(frozen=True)
 class ComparisonReport:
-    """Per-category and global paired comparisons, unpaired ids, and warnings."""
+    """Per-category and all-case paired comparisons, unpaired ids, and warnings."""
 
     categories: tuple[PairedComparison, ...]
     overall: PairedComparison
     only_before: tuple[str, ...]
     only_after: tuple[str, ...]
     warnings: tuple[str, ...] = ()
+    adjust: str = "holm"
+    trials: bool = False
 
-    def regressions(self, alpha: float = 0.05) -> list[str]:
-        """Categories that got significantly worse at ``alpha``."""
-        return [c.category for c in self.categories if c.regressed and c.p_value < alpha]
+    def failing(self, fail_on: str | None) -> list[str]:
+        """The categories that fail ``fail_on``: decided worse, or not shown non-inferior."""
+        if fail_on == "worse":
+            return [c.category for c in self.categories if c.decision == "worse"]
+        return [c.category for c in self.categories if c.decision != "noninferior"]
 
     def to_dict(self) -> dict[str, Any]:
         """The report as a JSON-ready dict."""
         return {
             "categories": {c.category: c.to_dict() for c in self.categories},
             "overall": self.overall.to_dict(),
+            "adjust": self.adjust,
+            "unit": "case pass fraction over its trials" if self.trials else "case",
             "only_before": list(self.only_before),
             "only_after": list(self.only_after),
             "warnings": list(self.warnings),
         }
 
-    def to_text(self, alpha: float = 0.05, *, before: str = "before", after: str = "after") -> str:
-        """One aligned line per category: both rates, what broke and what was fixed, the test.
+    def to_text(self, *, before: str = "before", after: str = "after") -> str:
+        """Per category (then all cases): the paired counts, Δ with its interval, the decision.
 
         >>> old = [{"id": str(i), "category": "x", "status": "pass"} for i in range(10)]
         >>> new = [dict(r, status="fail") if int(r["id"]) < 6 else r for r in old]
         >>> print(compare_runs(old, new).to_text())  # doctest: +NORMALIZE_WHITESPACE
-        x       10/10 = 100.0% [72.2%, 100.0%] → 4/10 = 40.0% [16.8%, 68.7%]   6 broke, 0 fixed
-                McNemar exact p = 0.0312: significantly worse at α = 0.05
-        global  10/10 = 100.0% [72.2%, 100.0%] → 4/10 = 40.0% [16.8%, 68.7%]   6 broke, 0 fixed
-                McNemar exact p = 0.0312: significantly worse at α = 0.05
+        x          10/10 → 4/10 pass: 4 both pass, 0 fixed, 6 broke, 0 both fail
+                   −60.0 points [−83.2, −20.1], p = 0.031: worse
+        all cases  10/10 → 4/10 pass: 4 both pass, 0 fixed, 6 broke, 0 both fail
+                   −60.0 points [−83.2, −20.1], p = 0.031: worse
         """
         rows = [*self.categories, self.overall]
         width = max(len(c.category) for c in rows)
-        olds, first = _rate_column((c.before_passed, c.n) for c in rows)
-        news, second = _rate_column((c.after_passed, c.n) for c in rows)
-        lines = []
-        for c, a, b in zip(rows, olds, news, strict=True):
-            if c.p_value >= alpha:
-                word = "no significant difference"
-            else:
-                word = "significantly worse" if c.regressed else "significantly better"
-            lines.append(
-                f"{c.category:<{width}}  {a:<{first}} → {b:<{second}}   "
-                f"{c.pass_to_fail} broke, {c.fail_to_pass} fixed\n{'':<{width}}  "
-                f"McNemar exact p = {c.p_value:.3g}: {word} at α = {alpha:g}"
-            )
+        adjusted = self.adjust != "none" and len(self.categories) > 1
+        lines = [c.to_text(width, adjusted and c is not self.overall) for c in rows]
+        if self.trials:
+            lines.append("each case counts its pass fraction over its trials")
         if self.only_before or self.only_after:
             lines.append(
                 f"not paired: {len(self.only_before)} cases only in {before}, "
@@ -477,61 +517,237 @@ def _category(row: Mapping[str, Any]) -> str:
     return str(row.get("category", "default"))
 
 
-def _paired(category: str, pairs: list[tuple[bool, bool]]) -> PairedComparison:
-    b = sum(1 for before, after in pairs if before and not after)
-    c = sum(1 for before, after in pairs if after and not before)
-    return PairedComparison(
-        category,
-        len(pairs),
-        sum(1 for before, _ in pairs if before),
-        sum(1 for _, after in pairs if after),
-        b,
-        c,
-        mcnemar(b, c),
+def clustered_variance(values: Sequence[float], groups: Sequence[Any]) -> float:
+    """The cluster-robust variance of the mean of ``values`` (CR1: G/(G − 1)·Σ_g e_g² / n²,
+    e_g the residuals summed over the cluster); with every case its own group, s² / n.
+
+    >>> clustered_variance([1, 0, 1, 0], "abcd"), clustered_variance([1, 1, 0, 0], "aabb")
+    (0.08333333333333333, 0.25)
+    """
+    mean, sums = math.fsum(values) / len(values), dict[Any, float]()
+    for value, group in zip(values, groups, strict=True):
+        sums[group] = sums.get(group, 0.0) + value - mean
+    size = len(sums)
+    return (
+        size / (size - 1) * math.fsum(e * e for e in sums.values()) / len(values) ** 2
+        if size > 1
+        else 0.0
     )
 
 
+def cluster_design_effect(values: Sequence[float], clusters: Sequence[Any]) -> float:
+    """How much the clusters inflate the variance of the mean of ``values`` (at least 1).
+
+    >>> cluster_design_effect([1, 1, 0, 0], "aabb"), cluster_design_effect([1, 0, 1, 0], "aabb")
+    (3.0, 1.0)
+    """
+    naive = clustered_variance(values, range(len(values)))
+    return max(1.0, clustered_variance(values, clusters) / naive) if naive else 1.0
+
+
+def _paired(
+    category: str, pairs: Sequence[tuple[float, float, Any]], method: str, fractions: bool
+) -> PairedComparison:
+    """Δ over ``(before, after, cluster)`` pass values: Newcombe's or Tango's interval for
+    pass/fail, widened by the clusters' design effect; a normal interval over cases' fractions."""
+    n = len(pairs)
+    both = math.fsum(x * y for x, y, _ in pairs)
+    passed = [math.fsum(pair[i] for pair in pairs) for i in (0, 1)]
+    fixed, broke = passed[1] - both, passed[0] - both
+    counts = (both, fixed, broke, n - both - fixed - broke)
+    delta = (fixed - broke) / n
+    changes = [y - x for x, y, _ in pairs]
+    clusters = [cluster for *_, cluster in pairs]
+    effect = cluster_design_effect(changes, clusters)
+    z = NormalDist().inv_cdf(0.975)
+    spread = math.sqrt(clustered_variance(changes, clusters))
+    p = 2 * NormalDist().cdf(-abs(delta) / spread) if spread else float(delta == 0)
+    if fractions:
+        low, high = delta - z * spread, delta + z * spread
+    else:
+        low, high = paired_difference_interval(*map(round, counts), method=method)
+        root = math.sqrt(effect)
+        low, high = delta - root * (delta - low), delta + root * (high - delta)
+        p = p if effect > 1.0 else mcnemar(round(broke), round(fixed))
+    figures = (max(-1.0, low), min(1.0, high), p, p)
+    return PairedComparison(category, n, *counts, delta, *figures, design_effect=effect)
+
+
+def _decided(
+    c: PairedComparison, alpha: float, margin: float | None, adjusted: float
+) -> PairedComparison:
+    """The decision: by the adjusted p without a margin; by the interval against −margin."""
+    more = None
+    if margin is None:
+        decision = "no detectable change"
+        if adjusted < alpha:
+            decision = "better" if c.delta > 0 else "worse"
+    elif c.low > -margin:
+        decision = "noninferior"
+    elif c.high < -margin:
+        decision = "worse"
+    else:
+        decision = "inconclusive"
+        distance = min(1.0, abs(c.delta + margin))  # the cases to tell Δ from −margin
+        discordance = min(1.0, max((c.fixed + c.broke) / c.pairs, distance))
+        if distance > 0:
+            needed = paired_sample_size(distance, discordance, alpha=alpha) * c.design_effect
+            more = max(1, math.ceil(needed) - c.pairs)
+    return replace(c, p_adjusted=adjusted, margin=margin, decision=decision, more_cases=more)
+
+
+def _case_values(
+    rows: Sequence[Mapping[str, Any]], fractions: bool
+) -> dict[str, tuple[float, Mapping[str, Any]]]:
+    """Each case's pass value (its pass fraction over trials with ``fractions``) and row."""
+    if not fractions:
+        return {str(r["id"]): (float(r.get("status") == "pass"), r) for r in rows}  # JOIN
+    trials: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        trials.setdefault(str(row["id"]), []).append(row)
+    return {
+        case_id: (sum(r.get("status") == "pass" for r in found) / len(found), found[0])
+        for case_id, found in trials.items()
+    }
+
+
 def compare_runs(
-    before: Iterable[Mapping[str, Any]], after: Iterable[Mapping[str, Any]]
+    before: Iterable[Mapping[str, Any]],
+    after: Iterable[Mapping[str, Any]],
+    *,
+    alpha: float = 0.05,
+    margin: float | None = None,
+    interval: str = "newcombe",
+    adjust: str = "holm",
 ) -> ComparisonReport:
-    """Compare two runs' rows case by case (paired by id), per category (the later run's).
+    """Compare two runs' rows case by case (paired by id), per category (the later run's) and
+    over all cases; p-values adjusted across categories (Holm), decisions at ``alpha``.
 
     >>> before = [{"id": str(i), "category": "amounts", "status": "pass"} for i in range(20)]
     >>> after = [dict(r, status="fail") if int(r["id"]) < 12 else r for r in before]
     >>> c = compare_runs(before, after).categories[0]
-    >>> (c.pass_to_fail, c.fail_to_pass, round(c.p_value, 5))
-    (12, 0, 0.00049)
+    >>> (c.broke, c.fixed, round(c.p, 5), c.decision)
+    (12.0, 0.0, 0.00049, 'worse')
     """
-    first = {row["id"]: row for row in before}
-    second = {row["id"]: row for row in after}
-    shared = [case_id for case_id in second if case_id in first]
-    by_category: dict[str, list[tuple[bool, bool]]] = {}
-    for case_id in shared:
-        pair = (first[case_id].get("status") == "pass", second[case_id].get("status") == "pass")
-        by_category.setdefault(_category(second[case_id]), []).append(pair)
-    if not shared:
+    old, new = list(before), list(after)
+    fractions = all(any("trial" in row for row in rows) for rows in (old, new))
+    first, second = _case_values(old, fractions), _case_values(new, fractions)
+    by_category: dict[str, list[tuple[float, float, Any]]] = {}
+    for case_id, (value, row) in second.items():
+        if case_id in first:
+            cluster = row.get("cluster", first[case_id][1].get("cluster"))
+            pair = (first[case_id][0], value, case_id if cluster is None else cluster)
+            by_category.setdefault(_category(row), []).append(pair)
+    if not by_category:
         raise InputError("the two runs have no case id in common; nothing to compare")
+    paired = [
+        _paired(name, pairs, interval, fractions) for name, pairs in sorted(by_category.items())
+    ]
+    ps = [c.p for c in paired]
+    adjusted = holm(ps) if adjust == "holm" else ps
     every = [pair for pairs in by_category.values() for pair in pairs]
-    warnings = []
-    for key, what in (
-        ("dataset_fingerprint", "datasets"),
-        ("rubric_fingerprint", "rubrics"),
-        ("judge_model", "judge models"),
-    ):
-        old = {str(r.get(key)) for r in first.values()}
-        new = {str(r.get(key)) for r in second.values()}
+    overall = _paired("all cases", every, interval, fractions)
+    return ComparisonReport(
+        tuple(_decided(c, alpha, margin, p) for c, p in zip(paired, adjusted, strict=True)),
+        _decided(overall, alpha, margin, overall.p),
+        tuple(case_id for case_id in first if case_id not in second),
+        tuple(case_id for case_id in second if case_id not in first),
+        _warnings(first, second),
+        adjust,
+        fractions,
+    )
+
+
+def _warnings(first: Mapping[str, Any], second: Mapping[str, Any]) -> tuple[str, ...]:
+    """What differs between the runs besides the outputs: the cases' inputs, the judging."""
+    changed = [
+        key
+        for key in second
+        if key in first and _dataset(first[key][1]) != _dataset(second[key][1])
+    ]
+    warnings = (
+        [
+            f"{plural(len(changed), 'paired case')} changed input, context or checks (e.g. "
+            f"{changed[0]!r}): a difference may come from that"
+        ]
+        if changed
+        else []
+    )
+    for key, what in (("rubric_fingerprint", "rubrics"), ("judge_model", "judge models")):
+        old = {str(row.get(key)) for _, row in first.values()}
+        new = {str(row.get(key)) for _, row in second.values()}
         if old != new:
             warnings.append(
                 f"the runs used different {what} ({', '.join(sorted(old))} → "
                 f"{', '.join(sorted(new))}): a difference may come from that"
             )
-    return ComparisonReport(
-        tuple(_paired(name, pairs) for name, pairs in sorted(by_category.items())),
-        _paired("global", every),
-        tuple(case_id for case_id in first if case_id not in second),
-        tuple(case_id for case_id in second if case_id not in first),
-        tuple(warnings),
-    )
+    return tuple(warnings)
+
+
+def _dataset(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a case is, apart from its output: its input, context and the checks run on it."""
+    return row.get("input"), row.get("context"), sorted(row.get("checks") or {})
+
+
+def rank_runs(
+    runs: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
+    *,
+    alpha: float = 0.05,
+    adjust: str = "holm",
+) -> list[dict[str, Any]]:
+    """Runs ranked by pass rate over the cases they share; each against the best by a paired
+    test, adjusted (Holm); ``tied_with_best``: not distinguishable from it at ``alpha``.
+
+    >>> a = [{"id": str(i), "status": "pass"} for i in range(30)]
+    >>> b = [dict(r, status="fail") if int(r["id"]) < 15 else r for r in a]
+    >>> [(r["run"], r["tied_with_best"]) for r in rank_runs([("b", b), ("a", a), ("c", a)])]
+    [('a', True), ('c', True), ('b', False)]
+    """
+    shared = set.intersection(*({str(row["id"]) for row in rows} for _, rows in runs))
+    if not shared:
+        raise InputError("the runs have no case id in common; nothing to rank")
+    kept = [(name, [r for r in rows if str(r["id"]) in shared]) for name, rows in runs]
+    scored = sorted(kept, key=lambda run: -compare_runs(kept[0][1], run[1]).overall.delta)
+    best = scored[0][1]
+    versus = [compare_runs(best, rows, alpha=alpha, adjust="none").overall for _, rows in scored]
+    ps = [c.p for c in versus[1:]]
+    adjusted = [1.0, *(holm(ps) if adjust == "holm" else ps)]
+    return [
+        {
+            "run": name,
+            "pairs": c.pairs,
+            "passed": c.both_pass + c.fixed,
+            "delta": c.delta,
+            "low": c.low,
+            "high": c.high,
+            "p": c.p if i else 1.0,
+            "p_adjusted": p,
+            "tied_with_best": p >= alpha,
+        }
+        for i, ((name, _), c, p) in enumerate(zip(scored, versus, adjusted, strict=True))
+    ]
+
+
+def ranking_text(ranked: Sequence[Mapping[str, Any]]) -> str:
+    """The ranking of :func:`rank_runs` as aligned lines, the group of the best marked."""
+    width = max(len(run["run"]) for run in ranked)
+    lines = [f"ranked by pass rate over the {ranked[0]['pairs']} cases every run has:"]
+    for place, run in enumerate(ranked, 1):
+        rate = format_rate(round(run["passed"]), run["pairs"])
+        versus = (
+            "the best"
+            if place == 1
+            else (
+                "{} points [{}, {}] against the best, p = {:.2g} (adjusted {:.2g}): {}".format(
+                    *(f"{100 * run[k]:+.1f}".replace("-", "−") for k in ("delta", "low", "high")),
+                    run["p"],
+                    run["p_adjusted"],
+                    "not distinguishable from it" if run["tied_with_best"] else "worse",
+                )
+            )
+        )
+        lines.append(f"{place}. {run['run']:<{width}}  {rate}   {versus}")
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- holdout

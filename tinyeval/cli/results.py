@@ -10,6 +10,7 @@ from typing import Any
 
 from .. import _extra
 from ..errors import InputError, plural
+from ..gating import FAIL_ON
 from ..records import write_records
 from ..suite import GATE, RunSettings
 from ._common import (
@@ -178,43 +179,72 @@ def _cmd_split(args: argparse.Namespace) -> int:
 def add_compare(sub: Any) -> None:
     p = sub.add_parser(
         "compare",
-        help="per category, the cases two runs broke (pass → fail) "
-        "and fixed (fail → pass), with McNemar's exact test",
+        help="per category, the change from one run to the next: the cases fixed and broken, "
+        "the change with its 95%% interval, McNemar's exact p and a decision; with three runs "
+        "or more, a ranking",
     )
-    p.add_argument("before", metavar="BEFORE", help="results of the earlier run")
-    p.add_argument("after", metavar="AFTER", help="results of the later run")
+    p.add_argument("runs", nargs="+", metavar="RESULTS", help="the earlier run, the later one")
     p.add_argument(
         "--alpha", type=proportion, default=0.05, help="significance level (default: 0.05)"
     )
     p.add_argument(
-        "--fail-on-regression",
-        action="store_true",
-        help="exit 1 when a category got significantly worse",
+        "--margin",
+        type=_margin,
+        metavar="M",
+        help="decide 'not worse by more than M' (points, e.g. 2, or a fraction, e.g. 0.02)",
+    )
+    p.add_argument("--interval", choices=("newcombe", "tango"), default="newcombe")
+    p.add_argument("--adjust", choices=("holm", "none"), default="holm", help="across categories")
+    p.add_argument(
+        "--fail-on",
+        choices=FAIL_ON,
+        help="exit 1 when a category is worse (or not shown not worse by more than --margin)",
     )
     p.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
     p.set_defaults(handler=_cmd_compare)
 
 
+def _margin(text: str) -> float:
+    """``--margin``: points from 1 up (``2``), a fraction below 1 (``0.02``)."""
+    value = float(text) if text.replace(".", "", 1).isdigit() else -1.0
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"expected points (2) or a fraction (0.02), got {text!r}")
+    return value / 100 if value >= 1 else value
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from ..gating import compare_runs
+    from ..gating import compare_runs, rank_runs, ranking_text
     from ..records import read_rows
 
     if not 0 < args.alpha < 1:
         raise UsageError(f"--alpha must be between 0 and 1, got {args.alpha}")
-    before, after = read_rows(args.before), read_rows(args.after)
-    report = compare_runs(before, after)
-    regressions = report.regressions(args.alpha)
+    if len(args.runs) == 1:
+        raise UsageError("compare needs two results files (or more, to rank them)")
+    if args.fail_on == "not-noninferior" and args.margin is None:
+        raise UsageError("--fail-on not-noninferior needs --margin")
+    runs = [(path, read_rows(path)) for path in args.runs]
+    if len(runs) > 2:
+        if args.fail_on or args.margin is not None:
+            raise UsageError("--fail-on and --margin compare two runs, not a ranking")
+        ranked = rank_runs(runs, alpha=args.alpha, adjust=args.adjust)
+        print_json({"ranking": ranked}) if args.json else print(ranking_text(ranked))
+        return EXIT_OK
+    report = compare_runs(
+        runs[0][1],
+        runs[1][1],
+        alpha=args.alpha,
+        margin=args.margin,
+        interval=args.interval,
+        adjust=args.adjust,
+    )
+    failing = report.failing(args.fail_on) if args.fail_on else []
     if args.json:
-        print_json(
-            {**report.to_dict(), "alpha": args.alpha, "significant_regressions": regressions}
-        )
+        print_json({**report.to_dict(), "alpha": args.alpha, "failing": failing})
     else:
-        print(report.to_text(args.alpha, before=args.before, after=args.after))
+        print(report.to_text(before=args.runs[0], after=args.runs[1]))
         for warning in report.warnings:
             print(f"warning: {warning}", file=sys.stderr)
-    if args.fail_on_regression and regressions:
-        return EXIT_GATE_FAILED
-    return EXIT_OK
+    return EXIT_GATE_FAILED if failing else EXIT_OK
 
 
 def add_calibrate(sub: Any) -> None:
