@@ -154,8 +154,8 @@ def summarize(
     counted = [o.tallies() for o in (observers or {}).values() if hasattr(o, "tallies")]
     tallies = counted[0] if counted else result.sorted_categories()
     report = gate(tallies, **s.gate_options())
-    if not result.complete:  # every report names what is missing: cases, categories
-        expected = ready.in_shard if ready.read else None
+    expected = ready.in_shard if ready.read else None
+    if not result.complete and report.overall.total != expected:  # say what is missing
         empty = tuple(sorted(ready.categories - set(tallies)))
         reason = str(result.stopped_reason)
         stopped = StoppedRun(report.overall.total, expected, reason=reason, no_rows=empty)
@@ -452,7 +452,7 @@ def _rate_cell(v: CategoryVerdict, confidence: float = 0.95) -> str:
 
 def _mark(v: CategoryVerdict) -> str:
     if v.threshold is None:
-        return "no threshold"
+        return v.note if v.note and v.note.startswith("ungated") else "no threshold"
     if v.outcome == "inconclusive":
         if v.more_cases_needed is None:
             need = "no suite size decides it at this rate"

@@ -17,7 +17,7 @@ from typing import Any
 
 from . import _EXTRAS, _extra
 from .errors import IncompleteError, InputError, plural, shorten
-from .gating import gate_settings, refuse_unknown_categories
+from .gating import gate, gate_settings, refuse_unknown_categories
 from .models import MAX_RESPONSE_BYTES, resolve
 from .records import Row, RowsWrittenWhole, iter_json_lines, read_rows, run_manifest, write_row
 from .report import RunSummary, summarize
@@ -203,6 +203,7 @@ class Session:
             raise InputError(f"no case to run{where}", path=s.cases)
         refuse_unknown_categories("judge_category", s.judge_category or [], ready.categories)
         refuse_unknown_categories("threshold", s.thresholds, ready.categories, only_typos=True)
+        gate({name: {} for name in ready.categories}, **s.gate_options())  # strict: before a run
         if ready.without_output and not s.generate_model:
             first = ready.first_without_output
             assert first is not None
