@@ -102,6 +102,7 @@ class CategoryVerdict:
     note: str | None = None
     more_cases_needed: int | None = None
     unchecked_ids: tuple[str, ...] = ()
+    design_effect: float = 1.0  # of the cases' clusters, which widen the interval
 
     @property
     def passed(self) -> int:
@@ -136,6 +137,7 @@ class CategoryVerdict:
 
 _VERDICT_KEYS: tuple[str, ...] = ("passed", "total", "errors", "unparsed", "unchecked", "rate")
 _VERDICT_KEYS += ("low", "high", "threshold", "outcome", "blocking", "more_cases_needed", "note")
+_VERDICT_KEYS += ("design_effect",)
 
 
 @dataclass(frozen=True)
@@ -218,11 +220,13 @@ def _verdict(
     inconclusive: str,
     allow_unchecked: bool,
     confidence: float,
+    effect: float = 1.0,
 ) -> CategoryVerdict:
     passed, total = _field(tally, "passed"), _field(tally, "total")
     counts = (_field(tally, "errors"), _field(tally, "unparsed"), _field(tally, "unchecked"))
     unchecked = counts[2]
-    measured = Rate.of(passed, total, confidence) if total else None
+    bounds = wilson_interval(passed, total, confidence, design_effect=effect) if total else None
+    measured = Rate(passed, total, *bounds) if bounds else None  # clusters widen it (effect)
     note, more = None, None
     if measured is None or threshold is None:
         outcome = "ungated" if threshold is None else "block"
@@ -239,7 +243,7 @@ def _verdict(
     else:
         outcome = "inconclusive"
         needed = cases_to_decide(passed, total, threshold, confidence)
-        more = None if needed is None else needed - total
+        more = None if needed is None else math.ceil(needed * effect) - total
     return CategoryVerdict(
         name,
         measured,
@@ -250,6 +254,7 @@ def _verdict(
         note=note,
         more_cases_needed=more,
         unchecked_ids=_ids(tally) if measured else (),
+        design_effect=effect,
     )
 
 
@@ -263,6 +268,7 @@ def gate(
     confidence: float = 0.95,
     completeness: Completeness | None = None,
     strict_categories: bool | None = False,
+    design_effects: Mapping[str | None, float] | None = None,
 ) -> GateReport:
     """Judge each category's counts against its threshold, else ``default_threshold``.
 
@@ -285,8 +291,10 @@ def gate(
     verdict = partial(
         _verdict, inconclusive=policy, allow_unchecked=allow_unchecked, confidence=confidence
     )
+    effects = design_effects or {}
     verdicts = tuple(
-        verdict(name, tallies.get(name, {}), limits.get(name, default)) for name in names
+        verdict(name, tallies.get(name, {}), limits.get(name, default), effect=effects.get(name, 1))
+        for name in names
     )
     ungated = [_ungated(v, list(limits)) for v in verdicts if limits and v.threshold is None]
     if strict_categories and ungated:
@@ -303,7 +311,7 @@ def gate(
     }
     return GateReport(
         verdicts,
-        verdict("global", total, None),
+        verdict("global", total, None, effect=effects.get(None, 1.0)),
         policy,
         confidence,
         completeness,
@@ -384,9 +392,11 @@ def gate_rows(
     remembered = tuple(key for key in ran if given[key] is None)
     overridden = tuple(key for key in ran if given[key] not in (None, ran[key]))
     used = {**ran, **{key: value for key, value in given.items() if value is not None}}
+    joined = case_rows(rows)  # a case once, its trials joined as the run joined them
     report = gate(
-        tally(case_rows(rows)),  # a case once, its trials joined as the run joined them
+        tally(joined),
         **used,
+        design_effects=_design_effects(joined),
         confidence=confidence,
         completeness=completeness(rows, expected_ids=expected_ids),
     )
@@ -401,8 +411,8 @@ _COUNTS = ("both_pass", "fixed", "broke", "both_fail")
 
 @dataclass(frozen=True)
 class PairedComparison:
-    """One category of two runs paired by case: the four paired counts (expected counts when
-    cases carry trials), Δ = after − before with its interval, McNemar's p and the decision."""
+    """One category of two runs paired by case: the four paired counts (expected counts over
+    trials), Δ = after − before with its 95% interval, McNemar's p (raw, adjusted), a decision."""
 
     category: str
     pairs: int
@@ -425,30 +435,27 @@ class PairedComparison:
         return _but_category(self)
 
     def to_text(self, width: int, adjusted: bool) -> str:
-        """Counts on one line; Δ, its interval, p and the decision in words on the next."""
+        """The counts; under them Δ with its interval, p and the decision in words."""
         before, after = (_number(self.both_pass + side) for side in (self.broke, self.fixed))
         counts = ", ".join(f"{_number(getattr(self, k))} {k.replace('_', ' ')}" for k in _COUNTS)
-        points = (f"{100 * x:+.1f}".replace("-", "−") for x in (self.delta, self.low, self.high))
-        figure = "{} points [{}, {}], p = {:.2g}".format(*points, self.p)
+        points = [f"{100 * x:+.1f}".replace("-", "−") for x in (self.delta, self.low, self.high)]
+        figure = f"{points[0]} points [{points[1]}, {points[2]}], p = {self.p:.2g}"
         figure += f" (adjusted {self.p_adjusted:.2g})" if adjusted else ""
         if self.design_effect > 1.2:
             figure += f", design effect {self.design_effect:.1f} (clusters)"
+        words = {
+            "noninferior": f"not worse by more than {_number(100 * (self.margin or 0))} points"
+        }
+        if self.more_cases:
+            words["inconclusive"] = f"inconclusive — about {self.more_cases} more cases"
         return (
             f"{self.category:<{width}}  {before}/{self.pairs} → {after}/{self.pairs} pass: "
-            f"{counts}\n{'':<{width}}  {figure}: {_decision_text(self)}"
+            f"{counts}\n{'':<{width}}  {figure}: {words.get(self.decision, self.decision)}"
         )
 
 
 def _number(value: float) -> str:
     return f"{value:g}" if value == int(value) else f"{value:.1f}"
-
-
-def _decision_text(c: PairedComparison) -> str:
-    if c.decision == "noninferior":
-        return f"not worse by more than {_number(100 * (c.margin or 0))} points"
-    if c.decision == "inconclusive" and c.more_cases:
-        return f"inconclusive — about {c.more_cases} more cases"
-    return c.decision
 
 
 @dataclass(frozen=True)
@@ -460,21 +467,20 @@ class ComparisonReport:
     only_before: tuple[str, ...]
     only_after: tuple[str, ...]
     warnings: tuple[str, ...] = ()
-    adjust: str = "holm"
     trials: bool = False
 
-    def failing(self, fail_on: str | None) -> list[str]:
+    def failing(self, fail_on: str) -> list[str]:
         """The categories that fail ``fail_on``: decided worse, or not shown non-inferior."""
-        if fail_on == "worse":
-            return [c.category for c in self.categories if c.decision == "worse"]
-        return [c.category for c in self.categories if c.decision != "noninferior"]
+        fails = {"worse": lambda c: c.decision == "worse"}.get(
+            fail_on, lambda c: c.decision != "noninferior"
+        )
+        return [c.category for c in self.categories if fails(c)]
 
     def to_dict(self) -> dict[str, Any]:
         """The report as a JSON-ready dict."""
         return {
             "categories": {c.category: c.to_dict() for c in self.categories},
             "overall": self.overall.to_dict(),
-            "adjust": self.adjust,
             "unit": "case pass fraction over its trials" if self.trials else "case",
             "only_before": list(self.only_before),
             "only_after": list(self.only_after),
@@ -494,8 +500,8 @@ class ComparisonReport:
         """
         rows = [*self.categories, self.overall]
         width = max(len(c.category) for c in rows)
-        adjusted = self.adjust != "none" and len(self.categories) > 1
-        lines = [c.to_text(width, adjusted and c is not self.overall) for c in rows]
+        adjusted = [c.p != c.p_adjusted for c in self.categories]
+        lines = [c.to_text(width, said) for c, said in zip(rows, [*adjusted, False], strict=True)]
         if self.trials:
             lines.append("each case counts its pass fraction over its trials")
         if self.only_before or self.only_after:
@@ -510,68 +516,71 @@ def _but_category(comparison: Any) -> dict[str, Any]:
     return {key: value for key, value in asdict(comparison).items() if key != "category"}
 
 
-def _rate_column(counts: Iterable[tuple[int, int]]) -> tuple[list[str], int]:
-    """Each ``(passed, total)`` as a rate ("0 cases" for none), and the column's width."""
-    cells = [format_rate(passed, total) if total else "0 cases" for passed, total in counts]
-    return cells, max(map(len, cells))
-
-
 def _category(row: Mapping[str, Any]) -> str:
     return str(row.get("category", "default"))
 
 
-def clustered_variance(values: Sequence[float], groups: Sequence[Any]) -> float:
-    """The cluster-robust variance of the mean of ``values`` (CR1: G/(G − 1)·Σ_g e_g² / n²,
-    e_g the residuals summed over the cluster); with every case its own group, s² / n.
-
-    >>> clustered_variance([1, 0, 1, 0], "abcd"), clustered_variance([1, 1, 0, 0], "aabb")
-    (0.08333333333333333, 0.25)
-    """
+def _clustered_variance(values: Sequence[float], groups: Sequence[Any]) -> float:
+    """The cluster-robust (CR1) variance of the mean of ``values``: G/(G − 1)·Σ_g e_g² / n²,
+    e_g the residuals summed over group g; with every case its own group, s² / n."""
     mean, sums = math.fsum(values) / len(values), dict[Any, float]()
     for value, group in zip(values, groups, strict=True):
         sums[group] = sums.get(group, 0.0) + value - mean
     size = len(sums)
-    return (
-        size / (size - 1) * math.fsum(e * e for e in sums.values()) / len(values) ** 2
-        if size > 1
-        else 0.0
-    )
+    return size / max(1, size - 1) * math.fsum(e * e for e in sums.values()) / len(values) ** 2
 
 
-def cluster_design_effect(values: Sequence[float], clusters: Sequence[Any]) -> float:
-    """How much the clusters inflate the variance of the mean of ``values`` (at least 1).
+def _design_effect(values: Sequence[float], clusters: Sequence[Any]) -> float:
+    """How much the clusters inflate the variance of the mean of ``values`` (at least 1)."""
+    naive = _clustered_variance(values, range(len(values)))
+    return max(1.0, _clustered_variance(values, clusters) / naive) if naive else 1.0
 
-    >>> cluster_design_effect([1, 1, 0, 0], "aabb"), cluster_design_effect([1, 0, 1, 0], "aabb")
-    (3.0, 1.0)
-    """
-    naive = clustered_variance(values, range(len(values)))
-    return max(1.0, clustered_variance(values, clusters) / naive) if naive else 1.0
+
+def _cluster(row: Mapping[str, Any]) -> tuple[str, str]:
+    """The case's cluster (a case without one is a cluster of its own)."""
+    cluster = row.get("cluster")
+    return ("case", str(row.get("id"))) if cluster is None else ("cluster", str(cluster))
+
+
+def _design_effects(rows: Sequence[Mapping[str, Any]]) -> dict[str | None, float]:
+    """Each category's design effect (None: all cases') from the cases' clusters, if any."""
+    groups: dict[str | None, list[Mapping[str, Any]]] = {None: list(rows)}
+    for row in rows:
+        groups.setdefault(_category(row), []).append(row)
+    passed = {
+        name: [float(r.get("status") == "pass") for r in found] for name, found in groups.items()
+    }
+    if all(row.get("cluster") is None for row in rows):
+        return {}
+    return {
+        name: _design_effect(passed[name], list(map(_cluster, found)))
+        for name, found in groups.items()
+    }
 
 
 def _paired(
     category: str, pairs: Sequence[tuple[float, float, Any]], method: str, fractions: bool
 ) -> PairedComparison:
-    """Δ over ``(before, after, cluster)`` pass values: Newcombe's or Tango's interval for
-    pass/fail, widened by the clusters' design effect; a normal interval over cases' fractions."""
+    """Δ over ``(before, after, cluster)`` pass values: Newcombe's or Tango's interval widened
+    by the clusters' design effect; over cases' pass fractions, a normal interval."""
     n = len(pairs)
     both = math.fsum(x * y for x, y, _ in pairs)
-    passed = [math.fsum(pair[i] for pair in pairs) for i in (0, 1)]
-    fixed, broke = passed[1] - both, passed[0] - both
+    fixed, broke = (math.fsum(pair[i] for pair in pairs) - both for i in (1, 0))
     counts = (both, fixed, broke, n - both - fixed - broke)
-    delta = (fixed - broke) / n
-    changes = [y - x for x, y, _ in pairs]
+    delta, changes = (fixed - broke) / n, [y - x for x, y, _ in pairs]
     clusters = [cluster for *_, cluster in pairs]
-    effect = cluster_design_effect(changes, clusters)
-    z = NormalDist().inv_cdf(0.975)
-    spread = math.sqrt(clustered_variance(changes, clusters))
-    p = 2 * NormalDist().cdf(-abs(delta) / spread) if spread else float(delta == 0)
+    effect = _design_effect(changes, clusters) if len(set(clusters)) < n else 1.0
+    if fractions or effect > 1.0:  # the normal test over cases (cluster-robust)
+        spread = math.sqrt(_clustered_variance(changes, clusters))
+        p = 2 * NormalDist().cdf(-abs(delta) / spread) if spread else float(delta == 0)
+    else:  # McNemar's exact test
+        spread, p = 0.0, mcnemar(round(broke), round(fixed))
     if fractions:
-        low, high = delta - z * spread, delta + z * spread
+        low, high = (delta + side * NormalDist().inv_cdf(0.975) * spread for side in (-1, 1))
     else:
         low, high = paired_difference_interval(*map(round, counts), method=method)
         root = math.sqrt(effect)
         low, high = delta - root * (delta - low), delta + root * (high - delta)
-        p = p if effect > 1.0 else mcnemar(round(broke), round(fixed))
     figures = (max(-1.0, low), min(1.0, high), p, p)
     return PairedComparison(category, n, *counts, delta, *figures, design_effect=effect)
 
@@ -580,20 +589,18 @@ def _decided(
     c: PairedComparison, alpha: float, margin: float | None, adjusted: float
 ) -> PairedComparison:
     """The decision: by the adjusted p without a margin; by the interval against −margin."""
-    more = None
-    if margin is None:
-        decision = "no detectable change"
-        if adjusted < alpha:
-            decision = "better" if c.delta > 0 else "worse"
-    elif c.low > -margin:
+    decision, more = "no detectable change", None
+    if margin is None and adjusted < alpha:
+        decision = "better" if c.delta > 0 else "worse"
+    elif margin is not None and c.low > -margin:
         decision = "noninferior"
-    elif c.high < -margin:
+    elif margin is not None and c.high < -margin:
         decision = "worse"
-    else:
+    elif margin is not None:
         decision = "inconclusive"
-        distance = min(1.0, abs(c.delta + margin))  # the cases to tell Δ from −margin
-        discordance = min(1.0, max((c.fixed + c.broke) / c.pairs, distance))
+        distance = min(1.0, abs(c.delta + margin))  # Connor's cases to tell Δ from −margin
         if distance > 0:
+            discordance = min(1.0, max((c.fixed + c.broke) / c.pairs, distance))
             needed = paired_sample_size(distance, discordance, alpha=alpha) * c.design_effect
             more = max(1, math.ceil(needed) - c.pairs)
     return replace(c, p_adjusted=adjusted, margin=margin, decision=decision, more_cases=more)
@@ -602,16 +609,12 @@ def _decided(
 def _case_values(
     rows: Sequence[Mapping[str, Any]], fractions: bool
 ) -> dict[str, tuple[float, Mapping[str, Any]]]:
-    """Each case's pass value (its pass fraction over trials with ``fractions``) and row."""
-    if not fractions:
-        return {str(r["id"]): (float(r.get("status") == "pass"), r) for r in case_rows(rows)}
-    trials: dict[str, list[Mapping[str, Any]]] = {}
-    for row in rows:
-        trials.setdefault(str(row["id"]), []).append(row)
-    return {
-        case_id: (sum(r.get("status") == "pass" for r in found) / len(found), found[0])
-        for case_id, found in trials.items()
-    }
+    """Each case's pass value (with ``fractions``: its share of passing trials) and first row."""
+    found: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows if fractions else case_rows(rows):
+        found.setdefault(str(row["id"]), []).append(row)
+    passing = {key: sum(r.get("status") == "pass" for r in group) for key, group in found.items()}
+    return {key: (passing[key] / len(group), group[0]) for key, group in found.items()}
 
 
 def compare_runs(
@@ -623,8 +626,8 @@ def compare_runs(
     interval: str = "newcombe",
     adjust: str = "holm",
 ) -> ComparisonReport:
-    """Compare two runs' rows case by case (paired by id), per category (the later run's) and
-    over all cases; p-values adjusted across categories (Holm), decisions at ``alpha``.
+    """Compare two runs' rows paired by case, per category (the later run's) and over all
+    cases; p-values adjusted across categories (Holm, or ``"none"``), decisions at ``alpha``.
 
     >>> before = [{"id": str(i), "category": "amounts", "status": "pass"} for i in range(20)]
     >>> after = [dict(r, status="fail") if int(r["id"]) < 12 else r for r in before]
@@ -638,57 +641,48 @@ def compare_runs(
     by_category: dict[str, list[tuple[float, float, Any]]] = {}
     for case_id, (value, row) in second.items():
         if case_id in first:
-            cluster = row.get("cluster", first[case_id][1].get("cluster"))
-            pair = (first[case_id][0], value, case_id if cluster is None else cluster)
+            known = row if row.get("cluster") is not None else first[case_id][1]
+            pair = (first[case_id][0], value, _cluster(known))
             by_category.setdefault(_category(row), []).append(pair)
     if not by_category:
-        raise InputError("the two runs have no case id in common; nothing to compare")
+        raise InputError("the runs have no case id in common; nothing to compare")
     paired = [
         _paired(name, pairs, interval, fractions) for name, pairs in sorted(by_category.items())
     ]
     ps = [c.p for c in paired]
     adjusted = holm(ps) if adjust == "holm" else ps
-    every = [pair for pairs in by_category.values() for pair in pairs]
-    overall = _paired("all cases", every, interval, fractions)
+    overall = _paired(
+        "all cases", [pair for pairs in by_category.values() for pair in pairs], interval, fractions
+    )
     return ComparisonReport(
         tuple(_decided(c, alpha, margin, p) for c, p in zip(paired, adjusted, strict=True)),
         _decided(overall, alpha, margin, overall.p),
         tuple(case_id for case_id in first if case_id not in second),
         tuple(case_id for case_id in second if case_id not in first),
         _warnings(first, second),
-        adjust,
         fractions,
     )
 
 
 def _warnings(first: Mapping[str, Any], second: Mapping[str, Any]) -> tuple[str, ...]:
-    """What differs between the runs besides the outputs: the cases' inputs, the judging."""
-    changed = [
-        key
-        for key in second
-        if key in first and _dataset(first[key][1]) != _dataset(second[key][1])
-    ]
-    warnings = (
-        [
-            f"{plural(len(changed), 'paired case')} changed input, context or checks (e.g. "
-            f"{changed[0]!r}): a difference may come from that"
-        ]
-        if changed
-        else []
-    )
+    """What differs besides the outputs: a paired case's input, context or checks; the judging."""
+    changed = [key for key in second if key in first and _case(first[key]) != _case(second[key])]
+    said = []
+    if changed:
+        cases = f"{plural(len(changed), 'paired case')} changed input, context or checks"
+        said.append(f"{cases} (e.g. {changed[0]!r})")
     for key, what in (("rubric_fingerprint", "rubrics"), ("judge_model", "judge models")):
-        old = {str(row.get(key)) for _, row in first.values()}
-        new = {str(row.get(key)) for _, row in second.values()}
+        old, new = (
+            sorted({str(row.get(key)) for _, row in side.values()}) for side in (first, second)
+        )
         if old != new:
-            warnings.append(
-                f"the runs used different {what} ({', '.join(sorted(old))} → "
-                f"{', '.join(sorted(new))}): a difference may come from that"
-            )
-    return tuple(warnings)
+            said.append(f"the runs used different {what} ({', '.join(old)} → {', '.join(new)})")
+    return tuple(f"{warning}: a difference may come from that" for warning in said)
 
 
-def _dataset(row: Mapping[str, Any]) -> tuple[Any, ...]:
+def _case(value: tuple[float, Mapping[str, Any]]) -> tuple[Any, ...]:
     """What a case is, apart from its output: its input, context and the checks run on it."""
+    row = value[1]
     return row.get("input"), row.get("context"), sorted(row.get("checks") or {})
 
 
@@ -697,60 +691,26 @@ def rank_runs(
     *,
     alpha: float = 0.05,
     adjust: str = "holm",
-) -> list[dict[str, Any]]:
-    """Runs ranked by pass rate over the cases they share; each against the best by a paired
-    test, adjusted (Holm); ``tied_with_best``: not distinguishable from it at ``alpha``.
+) -> list[PairedComparison]:
+    """Runs by pass rate over the cases they share, each against the best (first), p adjusted
+    (Holm): one with no detectable change is not distinguishable from the best.
 
     >>> a = [{"id": str(i), "status": "pass"} for i in range(30)]
     >>> b = [dict(r, status="fail") if int(r["id"]) < 15 else r for r in a]
-    >>> [(r["run"], r["tied_with_best"]) for r in rank_runs([("b", b), ("a", a), ("c", a)])]
-    [('a', True), ('c', True), ('b', False)]
+    >>> [(c.category, c.decision) for c in rank_runs([("b", b), ("a", a), ("c", a)])]
+    [('a', 'no detectable change'), ('c', 'no detectable change'), ('b', 'worse')]
     """
     shared = set.intersection(*({str(row["id"]) for row in rows} for _, rows in runs))
-    if not shared:
-        raise InputError("the runs have no case id in common; nothing to rank")
     kept = [(name, [r for r in rows if str(r["id"]) in shared]) for name, rows in runs]
-    scored = sorted(kept, key=lambda run: -compare_runs(kept[0][1], run[1]).overall.delta)
-    best = scored[0][1]
-    versus = [compare_runs(best, rows, alpha=alpha, adjust="none").overall for _, rows in scored]
+    first = kept[0][1]
+    kept.sort(key=lambda run: -compare_runs(first, run[1]).overall.delta)
+    versus = [compare_runs(kept[0][1], rows, adjust="none").overall for _, rows in kept]
     ps = [c.p for c in versus[1:]]
     adjusted = [1.0, *(holm(ps) if adjust == "holm" else ps)]
     return [
-        {
-            "run": name,
-            "pairs": c.pairs,
-            "passed": c.both_pass + c.fixed,
-            "delta": c.delta,
-            "low": c.low,
-            "high": c.high,
-            "p": c.p if i else 1.0,
-            "p_adjusted": p,
-            "tied_with_best": p >= alpha,
-        }
-        for i, ((name, _), c, p) in enumerate(zip(scored, versus, adjusted, strict=True))
+        replace(_decided(c, alpha, None, p), category=name)
+        for (name, _), c, p in zip(kept, versus, adjusted, strict=True)
     ]
-
-
-def ranking_text(ranked: Sequence[Mapping[str, Any]]) -> str:
-    """The ranking of :func:`rank_runs` as aligned lines, the group of the best marked."""
-    width = max(len(run["run"]) for run in ranked)
-    lines = [f"ranked by pass rate over the {ranked[0]['pairs']} cases every run has:"]
-    for place, run in enumerate(ranked, 1):
-        rate = format_rate(round(run["passed"]), run["pairs"])
-        versus = (
-            "the best"
-            if place == 1
-            else (
-                "{} points [{}, {}] against the best, p = {:.2g} (adjusted {:.2g}): {}".format(
-                    *(f"{100 * run[k]:+.1f}".replace("-", "−") for k in ("delta", "low", "high")),
-                    run["p"],
-                    run["p_adjusted"],
-                    "not distinguishable from it" if run["tied_with_best"] else "worse",
-                )
-            )
-        )
-        lines.append(f"{place}. {run['run']:<{width}}  {rate}   {versus}")
-    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- holdout
@@ -821,11 +781,11 @@ def holdout_text(
     """The development-vs-holdout comparison as aligned lines, the suspicious ones marked."""
     out = [f"\ndevelopment vs holdout ({held_out:g} held out, salt {salt!r}):"]
     width = max(len(c.category) for c in lines)
-    dev, dev_width = _rate_column((c.dev_passed, c.dev_total) for c in lines)
-    held, _ = _rate_column((c.holdout_passed, c.holdout_total) for c in lines)
+    dev = [format_rate(c.dev_passed, c.dev_total) for c in lines]
     mark = "  ← above what the holdout supports: tuned to the development cases?"
-    for c, dev_rate, holdout in zip(lines, dev, held, strict=True):
-        line = f"  {c.category:<{width}}  dev {dev_rate:<{dev_width}}   holdout {holdout}"
+    for c, rate in zip(lines, dev, strict=True):
+        holdout = format_rate(c.holdout_passed, c.holdout_total)
+        line = f"  {c.category:<{width}}  dev {rate:<{max(map(len, dev))}}   holdout {holdout}"
         out.append(line + (mark if c.suspicious else ""))
     return "\n".join(out)
 

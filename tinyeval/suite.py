@@ -826,9 +826,10 @@ def _check_setting(setting: Any, value: Any, where: _Where) -> Any:
     """A suite's value of a run setting, checked as its field says."""
     meta, kind = setting.metadata, str(setting.type)
     if setting.name == "fields":
-        from .dataset import RECOGNISED_KEYS  # less "messages", a conversation's (agents/)
+        from .dataset import MAPPED_TO_META, RECOGNISED_KEYS  # less a conversation's messages
 
-        table = _table(value, where, [key for key in RECOGNISED_KEYS if key != "messages"])
+        keys = [key for key in RECOGNISED_KEYS if key != "messages"]
+        table = _table(value, where, [*keys, *MAPPED_TO_META])
         return {key: _string(text, where / key) for key, text in table.items()}
     if setting.name == "thresholds":
         if not isinstance(value, dict):

@@ -173,26 +173,16 @@ def add_compare(sub: Any) -> None:
     p = sub.add_parser(
         "compare",
         help="per category, the change from one run to the next: the cases fixed and broken, "
-        "the change with its 95%% interval, McNemar's exact p and a decision; with three runs "
-        "or more, a ranking",
+        "the change with its 95%% interval, McNemar's exact p, a decision; with more runs, a rank",
     )
     p.add_argument("runs", nargs="+", metavar="RESULTS", help="the earlier run, the later one")
-    p.add_argument(
-        "--alpha", type=proportion, default=0.05, help="significance level (default: 0.05)"
-    )
-    p.add_argument(
-        "--margin",
-        type=_margin,
-        metavar="M",
-        help="decide 'not worse by more than M' (points, e.g. 2, or a fraction, e.g. 0.02)",
-    )
-    p.add_argument("--interval", choices=("newcombe", "tango"), default="newcombe")
+    p.add_argument("--alpha", type=proportion, default=0.05, help="significance (default: 0.05)")
+    margin = "decide 'not worse by more than M' (points, e.g. 2, or a fraction, e.g. 0.02)"
+    p.add_argument("--margin", type=_margin, metavar="M", help=margin)
+    p.add_argument("--interval", choices=("newcombe", "tango"), default="newcombe", help="of Δ")
     p.add_argument("--adjust", choices=("holm", "none"), default="holm", help="across categories")
-    p.add_argument(
-        "--fail-on",
-        choices=FAIL_ON,
-        help="exit 1 when a category is worse (or not shown not worse by more than --margin)",
-    )
+    fail = "exit 1 when a category is worse (not-noninferior: or not shown within --margin)"
+    p.add_argument("--fail-on", choices=FAIL_ON, help=fail)
     p.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
     p.set_defaults(handler=_cmd_compare)
 
@@ -206,32 +196,31 @@ def _margin(text: str) -> float:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from ..gating import compare_runs, rank_runs, ranking_text
+    from ..gating import compare_runs, rank_runs
 
     if not 0 < args.alpha < 1:
         raise UsageError(f"--alpha must be between 0 and 1, got {args.alpha}")
-    if len(args.runs) == 1:
-        raise UsageError("compare needs two results files (or more, to rank them)")
+    if len(args.runs) == 1 or (len(args.runs) > 2 and (args.fail_on or args.margin is not None)):
+        raise UsageError(
+            "compare takes two results files, or more to rank (not with --margin, --fail-on)"
+        )
     if args.fail_on == "not-noninferior" and args.margin is None:
         raise UsageError("--fail-on not-noninferior needs --margin")
     runs = [(path, read_rows(path)) for path in args.runs]
     if len(runs) > 2:
-        if args.fail_on or args.margin is not None:
-            raise UsageError("--fail-on and --margin compare two runs, not a ranking")
         ranked = rank_runs(runs, alpha=args.alpha, adjust=args.adjust)
-        print_json({"ranking": ranked}) if args.json else print(ranking_text(ranked))
+        if args.json:
+            print_json({"ranking": [{"run": c.category, **c.to_dict()} for c in ranked]})
+        else:
+            print(f"ranked by pass rate, each against the best, {ranked[0].category}:")
+            width = max(len(c.category) for c in ranked)
+            print("\n".join(c.to_text(width, c.p != c.p_adjusted) for c in ranked))
         return EXIT_OK
-    report = compare_runs(
-        runs[0][1],
-        runs[1][1],
-        alpha=args.alpha,
-        margin=args.margin,
-        interval=args.interval,
-        adjust=args.adjust,
-    )
+    options = {"margin": args.margin, "interval": args.interval, "adjust": args.adjust}
+    report = compare_runs(runs[0][1], runs[1][1], alpha=args.alpha, **options)
     failing = report.failing(args.fail_on) if args.fail_on else []
     if args.json:
-        print_json({**report.to_dict(), "alpha": args.alpha, "failing": failing})
+        print_json({**report.to_dict(), "alpha": args.alpha, **options, "failing": failing})
     else:
         print(report.to_text(before=args.runs[0], after=args.runs[1]))
         for warning in report.warnings:
