@@ -289,3 +289,16 @@ def test_cli_ranks_several_runs_and_groups_those_like_the_best(folder: Path, cap
     assert "each against the best, best.jsonl" in out and "a.jsonl      40/40 → 32/40 pass" in out
     assert main(["compare", "a.jsonl"]) == 2
     assert main(["compare", "a.jsonl", "worst.jsonl", "best.jsonl", "--margin", "2"]) == 2
+
+
+def test_the_suite_files_margin_is_used_when_no_margin_is_given(folder: Path, capsys) -> None:
+    run_on(CASES, "before.jsonl")
+    Path("tinyeval.toml").write_text('cases = "before.jsonl.cases.jsonl"\nmargin = "50%"\n')
+    capsys.readouterr()
+    argv = ["compare", "before.jsonl", "before.jsonl", "--fail-on", "not-noninferior", "--json"]
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["overall"]["margin"] == 0.5
+    assert main([*argv, "--margin", "1"]) == 1  # the option wins: 1 point is too close to tell
+    Path("tinyeval.toml").write_text('cases = "before.jsonl.cases.jsonl"\nmargin = "half"\n')
+    assert main(argv) == 2
+    assert "tinyeval.toml:2: margin: expected a rate from 0 to 1" in capsys.readouterr().err

@@ -12,18 +12,10 @@ from functools import partial
 from statistics import NormalDist
 from typing import Any
 
+from . import stats
 from .errors import InputError, did_you_mean, is_number, plural
 from .records import Completeness, case_rows, completeness, tally
-from .stats import (
-    Rate,
-    cases_to_decide,
-    format_rate,
-    holm,
-    mcnemar,
-    paired_difference_interval,
-    paired_sample_size,
-    wilson_interval,
-)
+from .stats import Rate, cases_to_decide, format_rate, mcnemar, wilson_interval
 
 __all__ = [
     "INCONCLUSIVE_POLICIES",
@@ -405,8 +397,10 @@ def gate_rows(
 
 # --------------------------------------------------------------------------- paired comparison
 
-FAIL_ON = ("worse", "not-noninferior")
+FAIL_ON = {"worse": ("worse",), "not-noninferior": ("worse", "inconclusive")}
 _COUNTS = ("both_pass", "fixed", "broke", "both_fail")
+_Rows = Sequence[Mapping[str, Any]]
+_Pair = tuple[float, float, Any]  # a case's pass value before, after, and its cluster
 
 
 @dataclass(frozen=True)
@@ -471,10 +465,7 @@ class ComparisonReport:
 
     def failing(self, fail_on: str) -> list[str]:
         """The categories that fail ``fail_on``: decided worse, or not shown non-inferior."""
-        fails = {"worse": lambda c: c.decision == "worse"}.get(
-            fail_on, lambda c: c.decision != "noninferior"
-        )
-        return [c.category for c in self.categories if fails(c)]
+        return [c.category for c in self.categories if c.decision in FAIL_ON[fail_on]]
 
     def to_dict(self) -> dict[str, Any]:
         """The report as a JSON-ready dict."""
@@ -488,16 +479,7 @@ class ComparisonReport:
         }
 
     def to_text(self, *, before: str = "before", after: str = "after") -> str:
-        """Per category (then all cases): the paired counts, Δ with its interval, the decision.
-
-        >>> old = [{"id": str(i), "category": "x", "status": "pass"} for i in range(10)]
-        >>> new = [dict(r, status="fail") if int(r["id"]) < 6 else r for r in old]
-        >>> print(compare_runs(old, new).to_text())  # doctest: +NORMALIZE_WHITESPACE
-        x          10/10 → 4/10 pass: 4 both pass, 0 fixed, 6 broke, 0 both fail
-                   −60.0 points [−83.2, −20.1], p = 0.031: worse
-        all cases  10/10 → 4/10 pass: 4 both pass, 0 fixed, 6 broke, 0 both fail
-                   −60.0 points [−83.2, −20.1], p = 0.031: worse
-        """
+        """Per category (then all cases): the paired counts, Δ with its interval, the decision."""
         rows = [*self.categories, self.overall]
         width = max(len(c.category) for c in rows)
         adjusted = [c.p != c.p_adjusted for c in self.categories]
@@ -542,7 +524,7 @@ def _cluster(row: Mapping[str, Any]) -> tuple[str, str]:
     return ("case", str(row.get("id"))) if cluster is None else ("cluster", str(cluster))
 
 
-def _design_effects(rows: Sequence[Mapping[str, Any]]) -> dict[str | None, float]:
+def _design_effects(rows: _Rows) -> dict[str | None, float]:
     """Each category's design effect (None: all cases') from the cases' clusters, if any."""
     groups: dict[str | None, list[Mapping[str, Any]]] = {None: list(rows)}
     for row in rows:
@@ -550,17 +532,15 @@ def _design_effects(rows: Sequence[Mapping[str, Any]]) -> dict[str | None, float
     passed = {
         name: [float(r.get("status") == "pass") for r in found] for name, found in groups.items()
     }
-    if all(row.get("cluster") is None for row in rows):
-        return {}
+    clustered = any(row.get("cluster") is not None for row in rows)
     return {
         name: _design_effect(passed[name], list(map(_cluster, found)))
         for name, found in groups.items()
+        if clustered
     }
 
 
-def _paired(
-    category: str, pairs: Sequence[tuple[float, float, Any]], method: str, fractions: bool
-) -> PairedComparison:
+def _paired(category: str, pairs: list[_Pair], method: str, fractions: bool) -> PairedComparison:
     """Δ over ``(before, after, cluster)`` pass values: Newcombe's or Tango's interval widened
     by the clusters' design effect; over cases' pass fractions, a normal interval."""
     n = len(pairs)
@@ -578,7 +558,7 @@ def _paired(
     if fractions:
         low, high = (delta + side * NormalDist().inv_cdf(0.975) * spread for side in (-1, 1))
     else:
-        low, high = paired_difference_interval(*map(round, counts), method=method)
+        low, high = stats.paired_difference_interval(*map(round, counts), method=method)
         root = math.sqrt(effect)
         low, high = delta - root * (delta - low), delta + root * (high - delta)
     figures = (max(-1.0, low), min(1.0, high), p, p)
@@ -601,14 +581,12 @@ def _decided(
         distance = min(1.0, abs(c.delta + margin))  # Connor's cases to tell Δ from −margin
         if distance > 0:
             discordance = min(1.0, max((c.fixed + c.broke) / c.pairs, distance))
-            needed = paired_sample_size(distance, discordance, alpha=alpha) * c.design_effect
+            needed = stats.paired_sample_size(distance, discordance, alpha=alpha) * c.design_effect
             more = max(1, math.ceil(needed) - c.pairs)
     return replace(c, p_adjusted=adjusted, margin=margin, decision=decision, more_cases=more)
 
 
-def _case_values(
-    rows: Sequence[Mapping[str, Any]], fractions: bool
-) -> dict[str, tuple[float, Mapping[str, Any]]]:
+def _case_values(rows: _Rows, fractions: bool) -> dict[str, tuple[float, Mapping[str, Any]]]:
     """Each case's pass value (with ``fractions``: its share of passing trials) and first row."""
     found: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows if fractions else case_rows(rows):
@@ -629,16 +607,18 @@ def compare_runs(
     """Compare two runs' rows paired by case, per category (the later run's) and over all
     cases; p-values adjusted across categories (Holm, or ``"none"``), decisions at ``alpha``.
 
-    >>> before = [{"id": str(i), "category": "amounts", "status": "pass"} for i in range(20)]
-    >>> after = [dict(r, status="fail") if int(r["id"]) < 12 else r for r in before]
-    >>> c = compare_runs(before, after).categories[0]
-    >>> (c.broke, c.fixed, round(c.p, 5), c.decision)
-    (12.0, 0.0, 0.00049, 'worse')
+    >>> old = [{"id": str(i), "category": "x", "status": "pass"} for i in range(10)]
+    >>> new = [dict(r, status="fail") if int(r["id"]) < 6 else r for r in old]
+    >>> print(compare_runs(old, new).to_text())  # doctest: +NORMALIZE_WHITESPACE
+    x          10/10 → 4/10 pass: 4 both pass, 0 fixed, 6 broke, 0 both fail
+               −60.0 points [−83.2, −20.1], p = 0.031: worse
+    all cases  10/10 → 4/10 pass: 4 both pass, 0 fixed, 6 broke, 0 both fail
+               −60.0 points [−83.2, −20.1], p = 0.031: worse
     """
     old, new = list(before), list(after)
     fractions = all(any("trial" in row for row in rows) for rows in (old, new))
     first, second = _case_values(old, fractions), _case_values(new, fractions)
-    by_category: dict[str, list[tuple[float, float, Any]]] = {}
+    by_category: dict[str, list[_Pair]] = {}
     for case_id, (value, row) in second.items():
         if case_id in first:
             known = row if row.get("cluster") is not None else first[case_id][1]
@@ -650,7 +630,7 @@ def compare_runs(
         _paired(name, pairs, interval, fractions) for name, pairs in sorted(by_category.items())
     ]
     ps = [c.p for c in paired]
-    adjusted = holm(ps) if adjust == "holm" else ps
+    adjusted = stats.holm(ps) if adjust == "holm" else ps
     overall = _paired(
         "all cases", [pair for pairs in by_category.values() for pair in pairs], interval, fractions
     )
@@ -687,10 +667,7 @@ def _case(value: tuple[float, Mapping[str, Any]]) -> tuple[Any, ...]:
 
 
 def rank_runs(
-    runs: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
-    *,
-    alpha: float = 0.05,
-    adjust: str = "holm",
+    runs: Sequence[tuple[str, _Rows]], *, alpha: float = 0.05, adjust: str = "holm"
 ) -> list[PairedComparison]:
     """Runs by pass rate over the cases they share, each against the best (first), p adjusted
     (Holm): one with no detectable change is not distinguishable from the best.
@@ -706,7 +683,7 @@ def rank_runs(
     kept.sort(key=lambda run: -compare_runs(first, run[1]).overall.delta)
     versus = [compare_runs(kept[0][1], rows, adjust="none").overall for _, rows in kept]
     ps = [c.p for c in versus[1:]]
-    adjusted = [1.0, *(holm(ps) if adjust == "holm" else ps)]
+    adjusted = [1.0, *(stats.holm(ps) if adjust == "holm" else ps)]
     return [
         replace(_decided(c, alpha, None, p), category=name)
         for (name, _), c, p in zip(kept, versus, adjusted, strict=True)

@@ -122,6 +122,7 @@ class RunSettings:
     allow_unchecked: bool | None = _setting(
         GATE, "unchecked cases do not block their category", suite="gate.allow_unchecked"
     )
+    margin: Any = field(default=None, metadata={"suite": "margin", "rate": True})  # compare's
     strict_categories: bool | None = _setting(
         GATE, "refuse a category no threshold names (when no default)", suite="strict_categories"
     )
@@ -393,6 +394,7 @@ class Suite:
     generate_model: ModelSettings | None = None
     price: str | None = None
     holdout: float | None = None
+    margin: float | None = None
     salt: str | None = None
     concurrency: int | None = None
     out: str | None = None
