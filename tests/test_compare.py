@@ -91,20 +91,29 @@ def test_a_margin_decides_not_worse_worse_or_inconclusive_with_connors_cases() -
 
 
 def test_trials_each_case_counts_its_pass_fraction() -> None:
-    def trials(fractions: list[float]) -> list[dict]:
+    def trials(fractions: list[float], times: int = 1) -> list[dict]:
         return [
             {"id": f"q{i}", "category": "a", "trial": t, "status": "pass" if t < 2 * f else "fail"}
-            for i, f in enumerate(fractions) for t in range(2)
+            for i, f in enumerate(fractions * times) for t in range(2)
         ]  # fmt: skip
 
-    report = compare_runs(trials([1, 0.5, 0, 0.5]), trials([1, 1, 0.5, 0.5]))
+    before, after = [1, 0.5, 0, 0.5], [1, 1, 0.5, 0.5]
+    report = compare_runs(trials(before, 50), trials(after, 50))
     c = report.overall
-    # d = (0, .5, .5, 0): Δ = 0.25, s² = 0.25/3, SE = √(s²/4); expected counts Σxy, …
-    se = math.sqrt(0.25 / 3 / 4)
-    assert report.trials and c.pairs == 4
-    assert (c.both_pass, c.fixed, c.broke, c.both_fail) == pytest.approx((1.75, 1.25, 0.25, 0.75))
+    # d = (0, .5, .5, 0) × 50: Δ = 0.25, s² = 12.5/199, SE = √(s²/200); expected counts Σxy, …
+    se = math.sqrt(12.5 / 199 / 200)
+    assert report.trials and c.pairs == 200
+    assert (c.both_pass, c.fixed, c.broke, c.both_fail) == pytest.approx((87.5, 62.5, 12.5, 37.5))
     assert (c.delta, c.low, c.high) == pytest.approx((0.25, 0.25 - Z * se, 0.25 + Z * se))
     assert c.p == pytest.approx(2 * NormalDist().cdf(-0.25 / se))
+    # four cases are too few for a normal interval: the pass/fail one of the rounded counts
+    few = compare_runs(trials(before), trials(after)).overall
+    assert (few.both_pass, few.fixed, few.broke, few.both_fail) == (1.75, 1.25, 0.25, 0.75)
+    assert (few.low, few.high) == pytest.approx(paired_difference_interval(2, 1, 0, 1))
+    one = [{"id": "a", "trial": t, "status": "pass"} for t in range(3)]
+    assert compare_runs(one, one).overall.low < -0.5  # one case decides nothing
+    two = compare_runs(trials([0, 0]), trials([0.5, 0.5])).overall  # the same change in both
+    assert two.p == 1.0 and two.decision == "no detectable change"
 
 
 def test_clustered_variance_and_design_effect_by_hand() -> None:
@@ -114,6 +123,7 @@ def test_clustered_variance_and_design_effect_by_hand() -> None:
     assert _clustered_variance([1, 1, 0, 0], range(4)) == pytest.approx(1 / 12)
     assert _design_effect([1, 1, 0, 0], "aabb") == pytest.approx(3.0)
     assert _design_effect([1, 0, 1, 0], "aabb") == 1.0  # never below 1
+    assert _design_effect([1, 0, 1], "aaa") == 3.0  # one cluster: as good as one case
 
 
 def test_clusters_widen_the_paired_interval() -> None:

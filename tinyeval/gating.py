@@ -482,8 +482,8 @@ class ComparisonReport:
         """Per category (then all cases): the paired counts, Δ with its interval, the decision."""
         rows = [*self.categories, self.overall]
         width = max(len(c.category) for c in rows)
-        adjusted = [c.p != c.p_adjusted for c in self.categories]
-        lines = [c.to_text(width, said) for c, said in zip(rows, [*adjusted, False], strict=True)]
+        adjusted = any(c.p != c.p_adjusted for c in self.categories)  # Holm moved one
+        lines = [c.to_text(width, adjusted and c is not self.overall) for c in rows]
         if self.trials:
             lines.append("each case counts its pass fraction over its trials")
         if self.only_before or self.only_after:
@@ -513,7 +513,10 @@ def _clustered_variance(values: Sequence[float], groups: Sequence[Any]) -> float
 
 
 def _design_effect(values: Sequence[float], clusters: Sequence[Any]) -> float:
-    """How much the clusters inflate the variance of the mean of ``values`` (at least 1)."""
+    """How much the clusters inflate the variance of the mean of ``values`` (at least 1; all
+    in one cluster: the number of cases, as if there were one case)."""
+    if len(values) > 1 and len(set(clusters)) == 1:
+        return float(len(values))
     naive = _clustered_variance(values, range(len(values)))
     return max(1.0, _clustered_variance(values, clusters) / naive) if naive else 1.0
 
@@ -546,18 +549,22 @@ def _paired(category: str, pairs: list[_Pair], method: str, fractions: bool) -> 
     n = len(pairs)
     both = math.fsum(x * y for x, y, _ in pairs)
     fixed, broke = (math.fsum(pair[i] for pair in pairs) - both for i in (1, 0))
-    counts = (both, fixed, broke, n - both - fixed - broke)
+    fail = n - both - fixed - broke
+    both, fixed, broke, fail = (x if fractions else round(x) for x in (both, fixed, broke, fail))
+    counts = (both, fixed, broke, fail)
     delta, changes = (fixed - broke) / n, [y - x for x, y, _ in pairs]
     clusters = [cluster for *_, cluster in pairs]
     effect = _design_effect(changes, clusters) if len(set(clusters)) < n else 1.0
-    if fractions or effect > 1.0:  # the normal test over cases (cluster-robust)
-        spread = math.sqrt(_clustered_variance(changes, clusters))
-        p = 2 * NormalDist().cdf(-abs(delta) / spread) if spread else float(delta == 0)
-    else:  # McNemar's exact test
-        spread, p = 0.0, mcnemar(round(broke), round(fixed))
-    if fractions:
-        low, high = (delta + side * NormalDist().inv_cdf(0.975) * spread for side in (-1, 1))
-    else:
+    spread = math.sqrt(_clustered_variance(changes, clusters)) if fractions or effect > 1 else 0
+    over_cases = fractions and n >= 30 and spread > 0  # enough cases for a normal interval
+    if over_cases or effect > 1.0:  # a normal test over cases (cluster-robust)
+        p = 2 * NormalDist().cdf(-abs(delta) / spread)
+    else:  # McNemar's exact test (over trials: of the rounded counts)
+        p = mcnemar(round(broke), round(fixed))
+    if over_cases:
+        half = NormalDist().inv_cdf(0.975) * spread
+        low, high = delta - half, delta + half
+    else:  # the pass/fail interval, widened by the clusters' design effect
         low, high = stats.paired_difference_interval(*map(round, counts), method=method)
         root = math.sqrt(effect)
         low, high = delta - root * (delta - low), delta + root * (high - delta)
