@@ -430,15 +430,17 @@ class PairedComparison:
 
     def to_text(self, width: int, adjusted: bool) -> str:
         """The counts; under them Δ with its interval, p and the decision in words."""
-        before, after = (_number(self.both_pass + side) for side in (self.broke, self.fixed))
-        counts = ", ".join(f"{_number(getattr(self, k))} {k.replace('_', ' ')}" for k in _COUNTS)
+        before, after = (
+            f"{round(self.both_pass + side, 1):g}" for side in (self.broke, self.fixed)
+        )
+        counts = ", ".join(f"{round(getattr(self, k), 1):g} {k.replace('_', ' ')}" for k in _COUNTS)
         points = [f"{100 * x:+.1f}".replace("-", "−") for x in (self.delta, self.low, self.high)]
         figure = f"{points[0]} points [{points[1]}, {points[2]}], p = {self.p:.2g}"
         figure += f" (adjusted {self.p_adjusted:.2g})" if adjusted else ""
         if self.design_effect > 1.2:
             figure += f", design effect {self.design_effect:.1f} (clusters)"
         words = {
-            "noninferior": f"not worse by more than {_number(100 * (self.margin or 0))} points"
+            "noninferior": f"not worse by more than {round(100 * (self.margin or 0), 1):g} points"
         }
         if self.more_cases:
             words["inconclusive"] = f"inconclusive — about {self.more_cases} more cases"
@@ -446,10 +448,6 @@ class PairedComparison:
             f"{self.category:<{width}}  {before}/{self.pairs} → {after}/{self.pairs} pass: "
             f"{counts}\n{'':<{width}}  {figure}: {words.get(self.decision, self.decision)}"
         )
-
-
-def _number(value: float) -> str:
-    return f"{value:g}" if value == int(value) else f"{value:.1f}"
 
 
 @dataclass(frozen=True)
@@ -529,17 +527,16 @@ def _cluster(row: Mapping[str, Any]) -> tuple[str, str]:
 
 def _design_effects(rows: _Rows) -> dict[str | None, float]:
     """Each category's design effect (None: all cases') from the cases' clusters, if any."""
+    if all(row.get("cluster") is None for row in rows):
+        return {}
     groups: dict[str | None, list[Mapping[str, Any]]] = {None: list(rows)}
     for row in rows:
         groups.setdefault(_category(row), []).append(row)
     passed = {
         name: [float(r.get("status") == "pass") for r in found] for name, found in groups.items()
     }
-    clustered = any(row.get("cluster") is not None for row in rows)
     return {
-        name: _design_effect(passed[name], list(map(_cluster, found)))
-        for name, found in groups.items()
-        if clustered
+        name: _design_effect(passed[name], list(map(_cluster, groups[name]))) for name in groups
     }
 
 

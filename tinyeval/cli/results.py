@@ -195,16 +195,9 @@ def _margin(text: str) -> float:
     return value / 100 if value >= 1 else value
 
 
-def _suite_margin() -> float | None:
-    """The suite file's ``margin``, when there is a suite file here or above."""
-    from ..suite import find_suite, load_suite
-
-    found = find_suite(".")
-    return None if found is None else load_suite(found).margin
-
-
 def _cmd_compare(args: argparse.Namespace) -> int:
     from ..gating import compare_runs, rank_runs
+    from ..suite import find_suite, load_suite
 
     if not 0 < args.alpha < 1:
         raise UsageError(f"--alpha must be between 0 and 1, got {args.alpha}")
@@ -212,8 +205,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         raise UsageError(
             "compare takes two results files, or more to rank (not with --margin, --fail-on)"
         )
-    if args.margin is None and len(args.runs) == 2:
-        args.margin = _suite_margin()
+    if args.margin is None and len(args.runs) == 2 and (found := find_suite(".")) is not None:
+        args.margin = load_suite(found).margin  # the suite file's, when there is one
     if args.fail_on == "not-noninferior" and args.margin is None:
         raise UsageError("--fail-on not-noninferior needs --margin (or the suite file's margin)")
     runs = [(path, read_rows(path)) for path in args.runs]
