@@ -312,3 +312,11 @@ def test_the_suite_files_margin_is_used_when_no_margin_is_given(folder: Path, ca
     Path("tinyeval.toml").write_text('cases = "before.jsonl.cases.jsonl"\nmargin = "half"\n')
     assert main(argv) == 2
     assert "tinyeval.toml:2: margin: expected a rate from 0 to 1" in capsys.readouterr().err
+
+
+def test_the_suite_files_fields_map_the_cluster(folder: Path) -> None:
+    write_jsonl(Path("cases.jsonl"), CASES)
+    Path("tinyeval.toml").write_text('cases = "cases.jsonl"\n[fields]\ncluster = "doc"\n')
+    assert main(["run", "--out", "r.jsonl", "-q"]) == 0
+    rows = [json.loads(line) for line in Path("r.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [row["cluster"] for row in rows[:5]] == ["d0", "d0", "d0", "d0", "d1"]

@@ -34,6 +34,7 @@ __all__ = [
     "gate_settings",
     "holdout_text",
     "parse_threshold",
+    "rank_runs",
 ]
 
 
