@@ -236,6 +236,10 @@ def test_cli_before_after_in_words_json_and_no_dataset_warning_for_outputs(
     keys = {"pairs", "both_pass", "fixed", "broke", "both_fail", "delta", "low", "high", "p",
             "p_adjusted", "margin", "decision"}  # fmt: skip
     assert keys <= set(tone) and (tone["broke"], tone["p_adjusted"]) == (3, 0.5)
+    assert main(["compare", "before.jsonl", "after.jsonl", "--json", "--interval", "tango"]) == 0
+    tone = json.loads(capsys.readouterr().out)["categories"]["tone"]
+    tango = paired_difference_interval(13, 0, 3, 4, method="tango")
+    assert (tone["low"], tone["high"]) == pytest.approx(tango)
     run_on([dict(c, input="other") if c["id"] == "t1" else c for c in changed], "moved.jsonl")
     capsys.readouterr()
     assert main(["compare", "before.jsonl", "moved.jsonl"]) == 0
