@@ -85,8 +85,8 @@ class Case:
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(Case))[:9]  # the keys a Case field holds
 RECOGNISED_KEYS = (*_FIELDS, "messages")  # the messages of a conversation (agents/)
-MAPPABLE_KEYS = (*RECOGNISED_KEYS, "retrieved", "relevant")  # and retrieval's (kept in meta)
 _RECOGNISED = frozenset(RECOGNISED_KEYS)
+MAPPED_TO_META = ("cluster", "retrieved", "relevant")  # mappable keys a case keeps in its meta
 
 
 def parse_field_mapping(items: Iterable[str]) -> dict[str, str]:
@@ -106,10 +106,10 @@ def parse_field_mapping(items: Iterable[str]) -> dict[str, str]:
 
 
 def _check_recognised(key: str) -> None:
-    if key in MAPPABLE_KEYS:
+    if key in RECOGNISED_KEYS or key in MAPPED_TO_META:
         return
-    close = did_you_mean(key, MAPPABLE_KEYS)
-    hint = f"did you mean {close!r}?" if close else f"expected one of {', '.join(MAPPABLE_KEYS)}"
+    close = did_you_mean(key, RECOGNISED_KEYS)
+    hint = f"did you mean {close!r}?" if close else f"expected one of {', '.join(RECOGNISED_KEYS)}"
     raise DatasetError(f"unknown key {key!r}; {hint}", field="fields")
 
 
