@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Any
 
+from . import _extra
 from .errors import InputError, did_you_mean, is_number, plural
 from .records import Completeness, completeness, tally
 from .stats import Rate, cases_to_decide, format_rate, mcnemar, wilson_interval
@@ -32,6 +33,7 @@ __all__ = [
     "gate_settings",
     "holdout_text",
     "parse_threshold",
+    "people_estimates",
 ]
 
 
@@ -68,13 +70,14 @@ def parse_threshold(
     return rate
 
 
-OUTCOMES = ("pass", "block", "inconclusive", "ungated")
+OUTCOMES = ("pass", "block", "inconclusive", "judge not trusted", "ungated")
 INCONCLUSIVE_POLICIES = ("pass", "block")
 
 
 @dataclass(frozen=True)
 class CategoryVerdict:
-    """One category's figures and outcome (one of ``OUTCOMES``); whether it blocks.
+    """One category's figures and outcome (one of ``OUTCOMES``); whether it blocks; the
+    ``estimate`` of what people would say, which decides a judged category when given.
 
     >>> v = gate({"tone": {"passed": 12, "total": 13}}, {"tone": 0.8}).categories[0]
     >>> v.outcome, v.more_cases_needed, v.blocking
@@ -92,10 +95,25 @@ class CategoryVerdict:
     note: str | None = None
     more_cases_needed: int | None = None
     unchecked_ids: tuple[str, ...] = ()
+    judged: bool = False
+    estimate: Any = None
+
+    @property
+    def decided_on(self) -> str:
+        """``"people"`` (their estimated rate), ``"judge"`` (its own) or ``"checks"`` (no judge)."""
+        if not self.judged:
+            return "checks"
+        return "judge" if self.estimate is None or self.estimate.method == "judge" else "people"
+
+    @property
+    def basis(self) -> str:
+        """Which rate decides, in words ("" for checks alone): people's, or the judge's own."""
+        if self.decided_on == "checks":
+            return ""
+        return str(self.estimate or "judge not calibrated")
 
     @property
     def passed(self) -> int:
-        """Cases that passed."""
         return self.measured.successes if self.measured else 0
 
     @property
@@ -135,7 +153,15 @@ class CategoryVerdict:
             "blocking": self.blocking,
             "more_cases_needed": self.more_cases_needed,
             "note": self.note,
+            "decided_on": self.decided_on,
+            "estimate": self._estimate(),
         }
+
+    def _estimate(self) -> dict[str, Any] | None:
+        if self.estimate is not None or self.decided_on == "checks":
+            return self.estimate and self.estimate.to_dict()
+        figures = {"value": self.rate, "low": self.low, "high": self.high, "labels": 0}
+        return {"method": "judge", **figures, "how": "judge not calibrated"}
 
 
 @dataclass(frozen=True)
@@ -173,8 +199,8 @@ class GateReport:
 
     @property
     def undecided(self) -> list[CategoryVerdict]:
-        """The categories whose interval straddles their threshold."""
-        return [c for c in self.categories if c.outcome == "inconclusive"]
+        """The categories whose interval straddles their threshold, or not trusting the judge."""
+        return [c for c in self.categories if c.outcome in ("inconclusive", "judge not trusted")]
 
     def to_dict(self) -> dict[str, Any]:
         """The ``gate`` part of ``run --json`` (outcomes ``"incomplete"`` when the results are)."""
@@ -214,6 +240,7 @@ def _verdict(
     name: str,
     tally: Any,
     threshold: float | None,
+    estimate: Any = None,
     *,
     inconclusive: str,
     allow_unchecked: bool,
@@ -223,19 +250,25 @@ def _verdict(
     counts = (_field(tally, "errors"), _field(tally, "unparsed"), _field(tally, "unchecked"))
     unchecked = counts[2]
     measured = Rate.of(passed, total, confidence) if total else None
+    people = estimate is not None and estimate.method != "judge"
+    figure = estimate if people else measured
     note, more = None, None
-    if measured is None or threshold is None:
+    if figure is None or threshold is None:
         outcome = "ungated" if threshold is None else "block"
         note = None if measured else "no cases in this category"
     elif unchecked and not allow_unchecked:
         outcome = "block"
         note = f"{plural(unchecked, 'case')} had nothing to check them"
-    elif measured.value < threshold:
+    elif figure.value < threshold:
         outcome = "block"  # below is never given the benefit of doubt
-    elif measured.low >= threshold or threshold == measured.value == 1.0:
+    elif people and estimate.distrust:
+        outcome, note = "judge not trusted", estimate.distrust
+    elif figure.low >= threshold or threshold == figure.value == 1.0:
         # decided; a threshold of 100% is a rule over the cases (every one must pass), met by
         # a rate of 100%: no interval over a finite suite could ever clear it
         outcome = "pass"
+    elif people:
+        outcome, more = "inconclusive", estimate.more_labels(threshold)
     else:
         outcome = "inconclusive"
         needed = cases_to_decide(passed, total, threshold, confidence)
@@ -246,10 +279,12 @@ def _verdict(
         *counts,
         threshold=threshold,
         outcome=outcome,
-        blocking=outcome == "block" or (outcome == "inconclusive" and inconclusive == "block"),
+        blocking=outcome == "block" or (outcome in OUTCOMES[2:4] and inconclusive == "block"),
         note=note,
         more_cases_needed=more,
         unchecked_ids=_ids(tally) if measured else (),
+        judged=_field(tally, "judged") > 0,
+        estimate=estimate,
     )
 
 
@@ -262,8 +297,10 @@ def gate(
     allow_unchecked: bool = False,
     confidence: float = 0.95,
     completeness: Completeness | None = None,
+    people: Mapping[str, Any] | None = None,
 ) -> GateReport:
-    """Judge each category's counts against its threshold, else ``default_threshold``.
+    """Judge each category's counts against its threshold, else ``default_threshold``; a judged
+    category with an estimate in ``people`` (:func:`people_estimates`) is decided on it.
 
     >>> report = gate(
     ...     {"amount_extraction": {"passed": 17, "total": 20},
@@ -283,15 +320,39 @@ def gate(
     verdict = partial(
         _verdict, inconclusive=policy, allow_unchecked=allow_unchecked, confidence=confidence
     )
+    people = people or {}
     verdicts = tuple(
-        verdict(name, tallies.get(name, {}), limits.get(name, default)) for name in names
+        verdict(name, tallies.get(name, {}), limits.get(name, default), people.get(name))
+        for name in names
     )
     total = {
         key: sum(_field(tally, key) for tally in tallies.values())
-        for key in ("passed", "total", "errors", "unparsed", "unchecked")
+        for key in ("passed", "total", "errors", "unparsed", "unchecked", "judged")
     }
-    return GateReport(
-        verdicts, verdict("global", total, None), policy, confidence, completeness, allow_unchecked
+    overall = verdict("global", total, None, people.get("global"))
+    return GateReport(verdicts, overall, policy, confidence, completeness, allow_unchecked)
+
+
+def people_estimates(
+    rows: Iterable[Mapping[str, Any]],
+    *,
+    labels: str | None = None,
+    min_kappa: float | None = None,
+    calibration: Any = None,
+    confidence: float = 0.95,
+) -> dict[str, Any] | None:
+    """What people would say of each judged category, from the ``labels`` file, the rows' own
+    ``label`` or a ``calibration`` (through the estimates extra); None with none of them.
+
+    >>> people_estimates([{"id": "a", "status": "pass"}]) is None
+    True
+    """
+    rows = list(rows)
+    if labels is None and calibration is None and all(r.get("label") is None for r in rows):
+        return None
+    estimate = _extra("estimator", "people", "--labels and --calibration")
+    return estimate(
+        rows, labels=labels, min_kappa=min_kappa, calibration=calibration, confidence=confidence
     )
 
 
@@ -301,6 +362,8 @@ def gate_settings(
     default_threshold: float | str | None = None,
     inconclusive: str | None = None,
     allow_unchecked: bool = False,
+    labels: str | None = None,
+    min_kappa: float | None = None,
 ) -> dict[str, Any]:
     """The gate settings a run records in its rows (``run.gate``), with thresholds as numbers.
 
@@ -314,6 +377,8 @@ def gate_settings(
         ),
         "inconclusive": inconclusive,
         "allow_unchecked": allow_unchecked,
+        "labels": labels,
+        "min_kappa": min_kappa,
     }
 
 
@@ -335,6 +400,9 @@ def gate_rows(
     allow_unchecked: bool | None = None,
     expected_ids: Iterable[str] | None = None,
     confidence: float = 0.95,
+    labels: str | None = None,
+    min_kappa: float | None = None,
+    calibration: Any = None,
 ) -> RowsGate:
     """Gate result rows as the run that wrote them did (settings not given: its ``run``).
 
@@ -355,6 +423,8 @@ def gate_rows(
         "default_threshold": default_threshold,
         "inconclusive": inconclusive,
         "allow_unchecked": allow_unchecked,
+        "labels": labels,
+        "min_kappa": min_kappa,
     }
     used: dict[str, Any] = {}
     remembered: list[str] = []
@@ -376,6 +446,12 @@ def gate_rows(
         allow_unchecked=bool(used.get("allow_unchecked")),
         confidence=confidence,
         completeness=completeness(rows, expected_ids=expected_ids),
+        people=people_estimates(
+            rows,
+            labels=used.get("labels"),
+            min_kappa=used.get("min_kappa"),
+            calibration=calibration,
+        ),
     )
     return RowsGate(report, tuple(remembered), tuple(overridden))
 

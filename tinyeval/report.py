@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import __version__, _extra
 from .errors import plural, shorten
-from .gating import CategoryVerdict, GateReport, gate, gate_rows, refuse_unknown_categories
+from .gating import (
+    CategoryVerdict,
+    GateReport,
+    gate,
+    gate_rows,
+    people_estimates,
+    refuse_unknown_categories,
+)
 from .records import Row, read_rows, tally, verdicts, write_text_atomically
 from .runner import PreparedCases, RunResult
 from .stats import format_rate
@@ -153,7 +160,16 @@ def summarize(
     }
     # an observer that changes what the gate counts (trials: the case, not the trial) says so
     counted = [o.tallies() for o in (observers or {}).values() if hasattr(o, "tallies")]
-    report = gate(counted[0] if counted else result.sorted_categories(), **s.gate_options())
+    options = s.gate_options()
+    labels, least = options.pop("labels"), options.pop("min_kappa")
+    people = None
+    if labels or session.calibration or any(t.labelled for t in result.categories.values()):
+        rows = read_rows(s.out)
+        people = people_estimates(
+            rows, labels=labels, min_kappa=least, calibration=session.calibration
+        )
+    tallies = counted[0] if counted else result.sorted_categories()
+    report = gate(tallies, **options, people=people)
     used = {  # the sections the run uses, decided without loading an extra
         "retrieval": bool(session.retrieved or s.retrieval_threshold),
         "graded": any(getattr(judge, "scale", None) is not None for judge in judges),
@@ -299,18 +315,6 @@ def _run_lines(
         if session.cache.warning:
             info["cache"]["warning"] = session.cache.warning
             text.append(f"warning: the response cache: {session.cache.warning}")
-    if session.calibration is not None:
-        corrected_rates = _extra("estimator", "corrected_rates", "--calibration")
-        corrected_lines = _extra("estimator", "corrected_lines", "--calibration")
-        judge = session.judges[0]
-        corrected = corrected_rates(
-            session.calibration,
-            result.sorted_categories(),
-            judge=judge,
-            judge_model=session.judge_spec,
-        )
-        info["corrected"] = {name: item.to_dict() for name, item in corrected.items()}
-        text += corrected_lines(corrected, source=str(s.calibration), judge=judge.name)
     if s.review_out:
         info["review_out"], info["review_rows"] = s.review_out, review_rows
         text.append(f"non-unanimous verdicts for review: {review_rows} (in {s.review_out})")
@@ -339,20 +343,40 @@ def _rate_cell(v: CategoryVerdict, confidence: float = 0.95) -> str:
 
 
 def _mark(v: CategoryVerdict) -> str:
+    basis = f"; {v.basis}" if v.basis else ""
+    verdict = "BLOCKS" if v.blocking else "let through"
     if v.threshold is None:
-        return "no threshold"
+        return f"no threshold{basis}"
+    if v.outcome == "judge not trusted":
+        return f"judge not trusted: {v.note} ({verdict}{basis})"
     if v.outcome == "inconclusive":
-        if v.more_cases_needed is None:
-            need = "no suite size decides it at this rate"
+        people, more = v.decided_on == "people", v.more_cases_needed
+        if more is None:
+            need = f"no number of {'labels' if people else 'cases'} decides it at this rate"
+        elif people:
+            need = f"about {plural(more, 'more label')} would decide it"
         else:
-            need = f"about {plural(v.more_cases_needed, 'more case')} needed"
-        verdict = "BLOCKS" if v.blocking else "let through"
-        return f"inconclusive — {need} ({verdict})"
+            need = f"about {plural(more, 'more case')} needed"
+        return f"inconclusive — {need} ({verdict}{basis})"
     if not v.blocking:
-        return "ok"
+        return f"ok ({v.basis})" if v.basis else "ok"
     if v.note:
-        return f"BLOCKS ({v.note})"
-    return f"BLOCKS ({_pct(v.rate)} < {_pct(v.threshold)})"
+        return f"BLOCKS ({v.note}{basis})"
+    figure = v.estimate.value if v.decided_on == "people" else v.rate
+    return f"BLOCKS ({_pct(figure)} < {_pct(v.threshold)}{basis})"
+
+
+def _rate_lines(report: GateReport) -> list[str]:
+    """A line per judged category (the global one last): the judge's rate, what decides."""
+    lines = []
+    for v in [*report.categories, report.overall]:
+        if v.decided_on != "checks" and v.total:
+            judge = f"judge {_pct(v.rate)} [{_pct(v.low)}, {_pct(v.high)}]"
+            gate = f"threshold {_pct(v.threshold)} · {_mark(v).partition(' (')[0]}"
+            gate = "no threshold" if v.threshold is None else gate
+            gate = "shown, never gates" if v is report.overall else gate
+            lines.append(f"{v.category}: {judge} · {v.basis} · {gate}")
+    return lines
 
 
 def _cells(report: GateReport) -> list[tuple[str, str, str, str, str]]:
@@ -425,7 +449,7 @@ def summary_text(
         lines.append(
             f'cases that errored: {errors} (counted as not passed; see the rows\' "error")'
         )
-    lines += [*_unchecked_lines(report), *extra_lines, _gate_line(report)]
+    lines += [*_unchecked_lines(report), *_rate_lines(report), *extra_lines, _gate_line(report)]
     return _writable("\n".join(lines))
 
 

@@ -158,9 +158,24 @@ class RunSettings:
     stop_when_decided: bool = _setting(
         ESTIMATES, "stop each category once a confidence sequence decides its gate", False
     )
+    labels: str | None = _setting(
+        ESTIMATES,
+        "people's labels: judged categories gate on what they would say",
+        metavar="FILE",
+        suite="labels",
+        gate=True,
+    )
+    min_kappa: float | None = _setting(
+        ESTIMATES,
+        "a judge whose kappa with people is lower is not trusted",
+        metavar="K",
+        rate=True,
+        suite="min_kappa",
+        gate=True,
+    )
     calibration: str | None = _setting(
         ESTIMATES,
-        "a saved calibration: also pass rates corrected for the judge's errors",
+        "a saved calibration: judged categories gate on rates corrected for the judge's errors",
         metavar="FILE",
         needs=_JUDGED,
     )
@@ -258,9 +273,10 @@ class RunSettings:
         >>> RunSettings(cases="c", thresholds={"tone": "0.9"}).gate_options()["thresholds"]
         {'tone': '0.9'}
         """
-        return {
-            f.name: getattr(self, f.name) for f in fields(self) if f.metadata.get("group") == GATE
-        }
+        gating = [
+            f for f in fields(self) if f.metadata.get("group") == GATE or "gate" in f.metadata
+        ]
+        return {f.name: getattr(self, f.name) for f in gating}
 
 
 @dataclass(frozen=True)
@@ -336,6 +352,8 @@ class Suite:
     default_threshold: float | None = None
     inconclusive: str | None = None
     allow_unchecked: bool = False
+    labels: str | None = None
+    min_kappa: float | None = None
     judges: tuple[JudgeSpec, ...] = ()
     judge_model: ModelSettings | None = None
     generate_model: ModelSettings | None = None
