@@ -333,27 +333,18 @@ def gate(
     return GateReport(verdicts, overall, policy, confidence, completeness, allow_unchecked)
 
 
-def people_estimates(
-    rows: Iterable[Mapping[str, Any]],
-    *,
-    labels: str | None = None,
-    min_kappa: float | None = None,
-    calibration: Any = None,
-    confidence: float = 0.95,
-) -> dict[str, Any] | None:
-    """What people would say of each judged category, from the ``labels`` file, the rows' own
-    ``label`` or a ``calibration`` (through the estimates extra); None with none of them.
+def people_estimates(rows: Iterable[Mapping[str, Any]], **settings: Any) -> dict[str, Any] | None:
+    """What people would say of each judged category (the estimates extra, from ``labels``,
+    ``min_kappa``, ``calibration``, ``confidence``); None without labels or calibration.
 
-    >>> people_estimates([{"id": "a", "status": "pass"}]) is None
+    >>> people_estimates([{"id": "a", "status": "pass"}], labels=None) is None
     True
     """
     rows = list(rows)
-    if labels is None and calibration is None and all(r.get("label") is None for r in rows):
+    given = settings.get("labels") or settings.get("calibration")
+    if not given and all(row.get("label") is None for row in rows):
         return None
-    estimate = _extra("estimator", "people", "--labels and --calibration")
-    return estimate(
-        rows, labels=labels, min_kappa=min_kappa, calibration=calibration, confidence=confidence
-    )
+    return _extra("estimator", "people", "--labels and --calibration")(rows, **settings)
 
 
 def gate_settings(

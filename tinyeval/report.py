@@ -161,15 +161,11 @@ def summarize(
     # an observer that changes what the gate counts (trials: the case, not the trial) says so
     counted = [o.tallies() for o in (observers or {}).values() if hasattr(o, "tallies")]
     options = s.gate_options()
-    labels, least = options.pop("labels"), options.pop("min_kappa")
-    people = None
-    if labels or session.calibration or any(t.labelled for t in result.categories.values()):
-        rows = read_rows(s.out)
-        people = people_estimates(
-            rows, labels=labels, min_kappa=least, calibration=session.calibration
-        )
-    tallies = counted[0] if counted else result.sorted_categories()
-    report = gate(tallies, **options, people=people)
+    wanted = {"labels": options.pop("labels"), "min_kappa": options.pop("min_kappa")}
+    labelled = any(t.labelled for t in result.categories.values())
+    rows = read_rows(s.out) if wanted["labels"] or session.calibration or labelled else []
+    people = people_estimates(rows, **wanted, calibration=session.calibration)
+    report = gate(counted[0] if counted else result.sorted_categories(), **options, people=people)
     used = {  # the sections the run uses, decided without loading an extra
         "retrieval": bool(session.retrieved or s.retrieval_threshold),
         "graded": any(getattr(judge, "scale", None) is not None for judge in judges),
