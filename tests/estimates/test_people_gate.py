@@ -101,3 +101,82 @@ def test_without_labels_the_gate_passes_and_every_report_says_judge_not_calibrat
     verdict = summary["gate"]["categories"]["summaries"]
     assert verdict["decided_on"] == "judge" and verdict["outcome"] == "pass"
     assert verdict["estimate"]["how"] == "judge not calibrated"
+
+
+def test_a_saved_calibration_gates_on_the_corrected_rate(tmp_path: Path) -> None:
+    _suite(tmp_path)
+    assert _tinyeval(tmp_path, *RUN, "--out", "c.jsonl").returncode == 0
+    saved = _tinyeval(tmp_path, "calibrate", "c.jsonl", "labels.jsonl", "--save", "cal.json")
+    assert saved.returncode == 0, saved.stderr
+    done = _tinyeval(tmp_path, "gate", "c.jsonl", "--calibration", "cal.json", "--json")
+    verdict = json.loads(done.stdout)["gate"]["categories"]["summaries"]
+    assert (verdict["decided_on"], verdict["estimate"]["method"]) == ("people", "rogan-gladen")
+    assert verdict["estimate"]["low"] <= PEOPLE_PASS / N <= verdict["estimate"]["high"]
+
+
+SUITE = """
+cases = "cases.jsonl"
+labels = "labels.jsonl"
+min_kappa = 0.6
+
+[thresholds]
+summaries = 0.2
+
+[[judges]]
+criterion = "The summary states only what the source says."
+
+[models.judge]
+spec = "py:fakejudge:judge"
+"""
+
+
+def test_a_judge_below_the_least_kappa_is_not_trusted(tmp_path: Path) -> None:
+    _suite(tmp_path)
+    (tmp_path / "tinyeval.toml").write_text(SUITE, encoding="utf-8")
+    done = _tinyeval(tmp_path, "run", "--no-cache", "--out", "d.jsonl")
+    assert done.returncode == 0, done.stderr  # people ≈ 32% clears 20%, but not on this judge
+    line = next(x for x in done.stdout.splitlines() if x.startswith("summaries  "))
+    assert "judge not trusted: " in line and "< 0.6 (let through;" in line
+    strict = _tinyeval(tmp_path, "gate", "d.jsonl", "--inconclusive", "block", "--json")
+    assert strict.returncode == 1
+    verdict = json.loads(strict.stdout)["gate"]["categories"]["summaries"]
+    assert verdict["outcome"] == "judge not trusted" and verdict["blocking"]
+    assert "kappa" in verdict["note"]
+
+
+def test_label_strategy_gate_records_the_chances_the_estimate_reweights(tmp_path: Path) -> None:
+    _suite(tmp_path)
+    assert _tinyeval(tmp_path, *RUN, "--out", "e.jsonl").returncode == 0
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    session = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tinyeval",
+            "label",
+            "e.jsonl",
+            "--out",
+            "picked.jsonl",
+            "--budget",
+            "30",
+            "--strategy",
+            "gate",
+            "--labeler",
+            "ana",
+            "--break-every",
+            "0",
+        ],
+        cwd=tmp_path,
+        env=env,
+        input="p\n" * 200,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert session.returncode == 0, session.stderr
+    records = [json.loads(x) for x in (tmp_path / "picked.jsonl").read_text().splitlines()]
+    assert records and all(r["selection"]["strategy"] == "gate" for r in records)
+    assert all(0 < r["selection"]["probability"] <= 1 for r in records)
+    done = _tinyeval(tmp_path, "gate", "e.jsonl", "--labels", "picked.jsonl", "--json")
+    estimate = json.loads(done.stdout)["gate"]["categories"]["summaries"]["estimate"]
+    assert estimate["labels"] == len(records) and "weighted" in estimate["how"]
