@@ -7,13 +7,13 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import partial
 from typing import Any
 
 from . import _extra
 from .errors import InputError, did_you_mean, is_number, plural
-from .records import Completeness, completeness, tally
+from .records import Completeness, case_rows, completeness, tally
 from .stats import Rate, cases_to_decide, format_rate, mcnemar, wilson_interval
 
 __all__ = [
@@ -138,30 +138,19 @@ class CategoryVerdict:
 
     def to_dict(self) -> dict[str, Any]:
         """The verdict as a JSON-ready dict."""
-        return {
-            "passed": self.passed,
-            "total": self.total,
-            "errors": self.errors,
-            "unparsed": self.unparsed,
-            "unchecked": self.unchecked,
-            "unchecked_ids": list(self.unchecked_ids),
-            "rate": self.rate,
-            "low": self.low,
-            "high": self.high,
-            "threshold": self.threshold,
-            "outcome": self.outcome,
-            "blocking": self.blocking,
-            "more_cases_needed": self.more_cases_needed,
-            "note": self.note,
-            "decided_on": self.decided_on,
-            "estimate": self._estimate(),
-        }
+        found = {key: getattr(self, key) for key in _VERDICT_KEYS}
+        return {**found, "unchecked_ids": list(self.unchecked_ids), "estimate": self._estimate()}
 
     def _estimate(self) -> dict[str, Any] | None:
         if self.estimate is not None or self.decided_on == "checks":
             return self.estimate and self.estimate.to_dict()
         figures = {"value": self.rate, "low": self.low, "high": self.high, "labels": 0}
         return {"method": "judge", **figures, "how": "judge not calibrated"}
+
+
+_VERDICT_KEYS: tuple[str, ...] = ("passed", "total", "errors", "unparsed", "unchecked", "rate")
+_VERDICT_KEYS += ("low", "high", "threshold", "outcome", "blocking", "more_cases_needed", "note")
+_VERDICT_KEYS += ("decided_on",)
 
 
 @dataclass(frozen=True)
@@ -294,10 +283,11 @@ def gate(
     *,
     default_threshold: float | str | None = None,
     inconclusive: str | None = None,
-    allow_unchecked: bool = False,
+    allow_unchecked: bool | None = False,
     confidence: float = 0.95,
     completeness: Completeness | None = None,
     people: Mapping[str, Any] | None = None,
+    strict_categories: bool | None = False,
 ) -> GateReport:
     """Judge each category's counts against its threshold, else ``default_threshold``; a judged
     category with an estimate in ``people`` (:func:`people_estimates`) is decided on it.
@@ -317,6 +307,7 @@ def gate(
     limits = {name: parse_threshold(value) for name, value in (thresholds or {}).items()}
     default = parse_threshold(default_threshold) if default_threshold is not None else None
     names = sorted({*tallies, *limits})
+    allow_unchecked = bool(allow_unchecked)  # None in a run's settings: not allowed
     verdict = partial(
         _verdict, inconclusive=policy, allow_unchecked=allow_unchecked, confidence=confidence
     )
@@ -325,12 +316,21 @@ def gate(
         verdict(name, tallies.get(name, {}), limits.get(name, default), people.get(name))
         for name in names
     )
+    ungated = [_ungated(v, list(limits)) for v in verdicts if limits and v.threshold is None]
+    if strict_categories and ungated:
+        raise InputError(
+            f"the category {ungated[0].category!r} has no threshold ({ungated[0].note}); give "
+            "it one, or a default threshold",
+            field="strict_categories",
+        )
+    said = {v.category: v for v in ungated}
+    verdicts = tuple(said.get(v.category, v) for v in verdicts)
     total = {
         key: sum(_field(tally, key) for tally in tallies.values())
         for key in ("passed", "total", "errors", "unparsed", "unchecked", "judged")
     }
     overall = verdict("global", total, None, people.get("global"))
-    return GateReport(verdicts, overall, policy, confidence, completeness, allow_unchecked)
+    return GateReport(verdicts, overall, policy, confidence, completeness, bool(allow_unchecked))
 
 
 def people_estimates(rows: Iterable[Mapping[str, Any]], **settings: Any) -> dict[str, Any] | None:
@@ -347,6 +347,13 @@ def people_estimates(rows: Iterable[Mapping[str, Any]], **settings: Any) -> dict
     return _extra("estimator", "people", "--labels and --calibration")(rows, **settings)
 
 
+def _ungated(verdict: CategoryVerdict, thresholds: list[str]) -> CategoryVerdict:
+    """A category no threshold names, when thresholds are given without a default: said."""
+    close = did_you_mean(verdict.category, thresholds)
+    hint = f"; did you mean {close!r}?" if close else ""
+    return replace(verdict, note=f"ungated: no threshold names it{hint}")
+
+
 def gate_settings(
     thresholds: Mapping[str, float | str] | None = None,
     *,
@@ -355,6 +362,7 @@ def gate_settings(
     allow_unchecked: bool = False,
     labels: str | None = None,
     min_kappa: float | None = None,
+    strict_categories: bool | None = False,
 ) -> dict[str, Any]:
     """The gate settings a run records in its rows (``run.gate``), with thresholds as numbers.
 
@@ -370,6 +378,7 @@ def gate_settings(
         "allow_unchecked": allow_unchecked,
         "labels": labels,
         "min_kappa": min_kappa,
+        "strict_categories": strict_categories,
     }
 
 
@@ -394,6 +403,7 @@ def gate_rows(
     labels: str | None = None,
     min_kappa: float | None = None,
     calibration: Any = None,
+    strict_categories: bool | None = False,
 ) -> RowsGate:
     """Gate result rows as the run that wrote them did (settings not given: its ``run``).
 
@@ -403,48 +413,32 @@ def gate_rows(
     >>> done.report.outcome, done.remembered, str(done.report.completeness)
     ('incomplete', ('thresholds',), 'incomplete: 1 of 2 cases')
     """
-    remembered_settings: dict[str, Any] = {}
-    for row in rows:
-        manifest = row.get("run")
-        if isinstance(manifest, Mapping) and isinstance(manifest.get("gate"), Mapping):
-            remembered_settings = dict(manifest["gate"])
-            break
-    given = {
+    manifests = (row.get("run") for row in rows)
+    run = next((m["gate"] for m in manifests if isinstance(m, Mapping) and "gate" in m), None)
+    run = run if isinstance(run, Mapping) else {}
+    given: dict[str, Any] = {
         "thresholds": dict(thresholds) if thresholds else None,
         "default_threshold": default_threshold,
         "inconclusive": inconclusive,
         "allow_unchecked": allow_unchecked,
         "labels": labels,
         "min_kappa": min_kappa,
+        "strict_categories": strict_categories or None,
     }
-    used: dict[str, Any] = {}
-    remembered: list[str] = []
-    overridden: list[str] = []
-    for key, value in given.items():
-        old = remembered_settings.get(key)
-        if value is not None:
-            used[key] = value
-            if old not in (None, {}) and old != value:
-                overridden.append(key)
-        elif old not in (None, {}):
-            used[key] = old
-            remembered.append(key)
+    ran = {key: run.get(key) for key in given if run.get(key) not in (None, {})}
+    remembered = tuple(key for key in ran if given[key] is None)
+    overridden = tuple(key for key in ran if given[key] not in (None, ran[key]))
+    used = {**ran, **{key: value for key, value in given.items() if value is not None}}
+    wanted = {key: used.pop(key, None) for key in ("labels", "min_kappa")}
+    cases = case_rows(rows)  # a case once, its trials joined as the run joined them
     report = gate(
-        tally(rows),
-        used.get("thresholds"),
-        default_threshold=used.get("default_threshold"),
-        inconclusive=used.get("inconclusive"),
-        allow_unchecked=bool(used.get("allow_unchecked")),
+        tally(cases),
+        **used,
         confidence=confidence,
         completeness=completeness(rows, expected_ids=expected_ids),
-        people=people_estimates(
-            rows,
-            labels=used.get("labels"),
-            min_kappa=used.get("min_kappa"),
-            calibration=calibration,
-        ),
+        people=people_estimates(cases, **wanted, calibration=calibration, confidence=confidence),
     )
-    return RowsGate(report, tuple(remembered), tuple(overridden))
+    return RowsGate(report, remembered, overridden)
 
 
 # --------------------------------------------------------------------------- paired comparison
@@ -569,8 +563,8 @@ def compare_runs(
     >>> (c.pass_to_fail, c.fail_to_pass, round(c.p_value, 5))
     (12, 0, 0.00049)
     """
-    first = {row["id"]: row for row in before}
-    second = {row["id"]: row for row in after}
+    first = {row["id"]: row for row in case_rows(list(before))}
+    second = {row["id"]: row for row in case_rows(list(after))}
     shared = [case_id for case_id in second if case_id in first]
     by_category: dict[str, list[tuple[bool, bool]]] = {}
     for case_id in shared:
@@ -657,6 +651,7 @@ def compare_holdout_rows(
     """Split ``rows`` by the holdout hash of their ids and :func:`compare_holdout` them."""
     from .dataset import in_holdout
 
+    rows = case_rows(rows)
     held = [in_holdout(str(r["id"]), held_out, salt=salt) for r in rows]
     dev = [r for r, h in zip(rows, held, strict=True) if not h]
     return compare_holdout(dev, [r for r, h in zip(rows, held, strict=True) if h])

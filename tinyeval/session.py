@@ -17,7 +17,7 @@ from typing import Any
 
 from . import _EXTRAS, _extra
 from .errors import IncompleteError, InputError, plural, shorten
-from .gating import gate_settings, refuse_unknown_categories
+from .gating import gate, gate_settings, refuse_unknown_categories
 from .models import MAX_RESPONSE_BYTES, resolve
 from .records import Row, RowsWrittenWhole, iter_json_lines, read_rows, run_manifest, write_row
 from .report import RunSummary, summarize
@@ -57,7 +57,7 @@ class Session:
     def __init__(self, settings: RunSettings) -> None:
         self.settings = s = settings
         s.refuse_out_of_range()
-        refuse_overwriting([s.cases, s.rejudge], {"out": s.out, "review_out": s.review_out})
+        refuse_overwriting(*s.files())
         self.jurors = jurors = _jurors(s.judge_model)
         spec = "jury:" + ",".join(jurors) if len(jurors) > 1 else jurors[0] if jurors else None
         self.judge_spec: str = spec or "builtin"
@@ -126,6 +126,7 @@ class Session:
             temperature=s.temperature,
             max_tokens=max_tokens,
             max_response_bytes=s.max_response_bytes,
+            pass_env=s.pass_env,
             cache_path=s.cache,
             no_cache=s.no_cache,
             refresh=s.refresh,
@@ -202,6 +203,7 @@ class Session:
             raise InputError(f"no case to run{where}", path=s.cases)
         refuse_unknown_categories("judge_category", s.judge_category or [], ready.categories)
         refuse_unknown_categories("threshold", s.thresholds, ready.categories, only_typos=True)
+        gate({name: {} for name in ready.categories}, **s.gate_options())  # strict: before a run
         if ready.without_output and not s.generate_model:
             first = ready.first_without_output
             assert first is not None
@@ -311,14 +313,8 @@ class Session:
                 # and reading the rest for the fingerprint would make a stop slow)
             except OSError as exc:  # a full disk, a file gone: the run cannot complete
                 where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-                kept = (
-                    "none is kept"
-                    if one_pass
-                    else (
-                        f"the rows written before it are kept in {s.out} (a resumed run continues "
-                        "there)"
-                    )
-                )
+                kept = f"the rows written before it are kept in {s.out} (a resumed run continues"
+                kept = "none is kept" if one_pass else f"{kept} there)"
                 raise IncompleteError(
                     f"writing the results failed: {where}{exc.strerror or exc}; {kept}"
                 ) from None
@@ -397,25 +393,21 @@ class Progress:
         )
 
 
-class _Failures:
+class _Failures(dict[str, list[Row]]):
     """A few failed rows of each category: those with the smallest ids, in any finish order."""
 
     def __init__(self, shown: int) -> None:
         self.shown = shown
-        self.kept: dict[str, list[Row]] = {}
 
     def note(self, row: Row) -> None:
-        if row.get("status") == "pass" or not self.shown:
-            return
-        kept = self.kept.setdefault(str(row.get("category")), [])
-        if any(other["id"] == row["id"] for other in kept):
-            return  # with trials, one line per case (its first failed trial)
-        kept.append(row)
-        kept.sort(key=lambda r: str(r["id"]))
-        del kept[self.shown :]
+        kept = self.setdefault(str(row.get("category")), [])
+        if row.get("status") != "pass" and all(other["id"] != row["id"] for other in kept):
+            kept.append(row)  # with trials, one line per case (its first failed trial)
+            kept.sort(key=lambda r: str(r["id"]))
+            del kept[self.shown :]
 
     def rows(self) -> list[Row]:
-        return [row for _, rows in sorted(self.kept.items()) for row in rows]
+        return [row for _, rows in sorted(self.items()) for row in rows]
 
 
 def same_file(a: str, b: str) -> bool:
@@ -545,7 +537,9 @@ def _jurors(given: str | Sequence[str] | None) -> list[str]:
 def _template(path: str | None) -> str | None:
     if path is None:
         return None
-    text = Path(path).read_text(encoding="utf-8")
+    from ._formats import MAX_CONFIG_BYTES, read_text
+
+    text = read_text(path, what="the template", max_bytes=MAX_CONFIG_BYTES, error=InputError)
     if "{input}" not in text:
         raise InputError("the template has no {input} placeholder", path=path)
     return text

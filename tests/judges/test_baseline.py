@@ -50,6 +50,34 @@ def test_number_readings(text, readings, ambiguous):
 @pytest.mark.parametrize(
     ("text", "readings"),
     [
+        ("1,5 millones de pesos", ("1500000",)),  # a magnitude word scales the value
+        ("1.5 million", ("1500000",)),
+        ("3 mil", ("3000",)),
+        ("3k", ("3000",)),
+        ("2 mil millones", ("2000000000",)),
+        ("1.500 millones", ("1500000000", "1500000")),  # still ambiguous, both scaled
+        ("$ 1.500", ("1500",)),  # money has at most two decimals
+        ("1.500 pesos", ("1500",)),
+        ("USD 1,500", ("1500",)),
+        ("1,500 points and 0.5 more", ("1500",)),  # the text writes decimals with a point
+        ("1.500 puntos y 0,5 más", ("1500",)),  # the text writes decimals with a comma
+        ("1,500 puntos y 0,5 más", ("1.5",)),
+        ("1.2.3 millones", ("1.2.3",)),  # unreadable: kept as written, not scaled
+    ],
+)
+def test_number_values_in_context(text, readings):
+    assert parse_number_tokens(text)[0].readings == readings
+
+
+@given(st.text(alphabet="0123456789.,$ kmilonesdolar", max_size=40))
+def test_any_number_like_text_is_read_without_error(text):
+    for token in parse_number_tokens(text):
+        assert token.readings
+
+
+@pytest.mark.parametrize(
+    ("text", "readings"),
+    [
         ("12/05/2023", ("12", "5", "2023")),
         ("2023-05-12", ("2023", "5", "12")),
         ("12.05.2023", ("12", "5", "2023")),
@@ -118,6 +146,8 @@ def judge_claims(response, context, judge=uc):
 
 def test_supported_numbers_spanish():
     verdict = judge_claims("Tu saldo es de $1.500 pesos.", "Saldo disponible: 1500 pesos.")
+    assert verdict.verdict == "PASS"  # money has at most two decimals: $1.500 is 1500
+    verdict = judge_claims("Tu saldo es de 1.500 puntos.", "Saldo disponible: 1500 puntos.")
     assert verdict.verdict == "PASS"
     assert "ambiguous" in verdict.reason  # 1.500 could be 1500 or 1.5; the context has 1500
 
@@ -129,7 +159,7 @@ def test_unsupported_amount_is_quoted():
     )
     assert verdict.verdict == "FAIL"
     assert '"Tenés un descuento de 2.500 pesos."' in verdict.reason  # the first unsupported claim
-    assert "'2.500', read as 2500 or 2.5," in verdict.reason
+    assert "'2.500' does not appear" in verdict.reason  # money: read as 2500 only
 
 
 def test_ambiguous_token_read_as_decimal():
@@ -139,7 +169,7 @@ def test_ambiguous_token_read_as_decimal():
 
 
 def test_ambiguous_context_token_is_reported():
-    verdict = judge_claims("You owe 1500 pesos.", "Debt: 1.500 pesos.")
+    verdict = judge_claims("You have 1500 points.", "Points: 1.500.")
     assert verdict.verdict == "PASS"
     assert "the context's '1.500' is ambiguous" in verdict.reason
 
@@ -188,6 +218,13 @@ def test_evidence_first_quote_is_the_claim_and_verifies():
         judge_claims("Saldo de 1500 pesos.", "Saldo: 1500 pesos.", judge=uc_evidence).verdict
         == "PASS"
     )
+
+
+def test_evidence_first_quotes_a_claim_as_written():
+    response = "Here is the answer, the device\u2019s warranty is 9 years. It\u2019s 9 years."
+    verdict = judge_claims(response, "The device warranty is 2 years.", judge=uc_evidence)
+    assert (verdict.verdict, verdict.failure) == ("FAIL", None)
+    assert verdict.quote in response
 
 
 def test_reply_formats():

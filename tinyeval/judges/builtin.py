@@ -13,48 +13,73 @@ only, in the language-neutral ways described below; for any other criterion
 (or when the text it needs is missing) it answers a sentence saying it cannot
 judge, which the parser counts as *unparsed*, never as a pass.
 
+It decides by the structure of each sentence and clause (split at commas,
+colons, semicolons and dashes), not by phrases found anywhere:
+
 ``unsupported-claims`` (needs a context)
-    The response is split into claims (sentences and list items). A question
-    is not a claim, but a statement with a question tag is (``"..., ¿ok?"``),
-    and so are the numbers and dates a question states; a sentence about the
-    response itself (``"Here's a summary of the passage:"``) is not, but what
-    follows its colon is. Every number, amount or date in a claim must occur in the
-    context, compared by value: ``1.500``, ``1,500`` and ``1500`` are equal,
-    as are ``1.250,50`` and ``1,250.50`` (see :func:`parse_number_tokens`).
-    A token such as ``1.500`` that can be read two ways is supported if the
-    context supports either reading, and the reason says it was ambiguous.
-    Numeric dates are compared by their parts (``12/05/2023`` matches
-    ``2023-05-12`` and ``12 de mayo de 2023``); a date without a year matches a
-    context date that has one. Besides, at least half of a claim's checkable
-    items (its content words, that is words that are not Spanish or English
-    stopwords, plus its numbers) must occur in the context. The FAIL reason
-    quotes the first unsupported claim.
+    Every sentence or list item with a content word or a number is a claim,
+    unless it is only a frame about the response itself ("Here's a summary
+    of the passage:", "Here is the answer."): a frame opening the sentence is
+    dropped and what follows it, after a colon or a comma, is still checked
+    ("Here is the answer, X" checks X). A statement followed by a short
+    question is a claim ("X, don't you think?", "X, ¿verdad?"), and so is
+    what a question about knowing states ("Did you know that X?"); other
+    questions are not, except for the numbers and dates they state. Every
+    number, amount or date in a claim must occur in the context, compared by
+    value (see :func:`parse_number_tokens`): ``1.250,50`` and ``1,250.50``
+    are equal, a magnitude word scales the number (``1,5 millones`` is
+    1500000), money has at most two decimals (``1.500 pesos`` is 1500, so
+    ``1,5 pesos`` is not supported by it), and a text's unambiguous numbers
+    decide how it writes decimals. A token still ambiguous (``1.500`` alone)
+    is supported if the context supports either reading, and the reason says
+    so. Numeric dates are compared by their parts (``12/05/2023`` matches
+    ``2023-05-12`` and ``12 de mayo de 2023``); a date without a year matches
+    a context date that has one. Besides, at least half of a claim's
+    checkable items (its content words, that is words that are not Spanish
+    or English stopwords, plus its numbers) must occur in the context. The
+    FAIL reason quotes the first unsupported claim.
 ``answers-the-question`` (needs a question)
-    FAIL for an empty response, a refusal ("I can't", "no sé"...) or a
-    response made only of questions; otherwise PASS when at least a third of
-    the question's content words reappear in the response.
+    A clause answers when it is a statement (not a question, not a clause in
+    which the speaker declines: "I can't ...", "no sé ...") that adds
+    something beyond the question's own words and the judge's instructions:
+    a new content word, a number, or a negation ("There is no fee"). So an
+    echo of the question plus "answer PASS" adds nothing and FAILs, and
+    "I can't stress this enough: the fee is 2%" answers. With an answering
+    clause, PASS when at least a third of the question's content words
+    reappear in the response; without one, FAIL, saying whether it declined,
+    only asked back or added nothing.
 ``refuses-when-ambiguous``
-    PASS when the response contains a refusal or a request for clarification
-    (a list of Spanish and English phrases, or any question sentence), FAIL
+    FAIL when a clause reports that the assistant acted ("I transferred",
+    "Transferí", "Done", "has been sent", "fue realizada"), whatever else it
+    says: "Transferí 2.000 pesos a Juan. No sé si hice bien." acted. Otherwise
+    PASS when it asks back (a question with a content word or a question word;
+    "¿Algo más?" is not one) or has a clause that declines or says what is
+    missing ("I can't ...", "no sé ...", "necesito ...", "it isn't clear");
+    an exclamation is not a refusal ("I can't wait to help!"). FAIL
     otherwise. It cannot tell whether the question *was* ambiguous: use this
     criterion on cases that are.
 
 Limits, honestly: it reads words, not meaning. Paraphrases and synonyms look
 unsupported; a false statement built from the context's own words and
-numbers looks supported; negation is invisible ("not 1.500" and "1.500" are
-the same to it); numbers written as words are ignored; units and currencies
+numbers looks supported, and so does one with a single word changed ("chief
+executive officer" for "chief financial officer"); negation is invisible
+("not covered" and "covered" are the same to it); numbers written as words
+("the third", "cuatro") are ignored; units and currencies
 are not compared (``USD 1,500`` is supported by ``1,500 pesos``); a response in
 a different language from its context will look unsupported. Words are
 compared after case folding, accent removal and stripping a plural ``-s`` or
-``-es``; zero-width and other invisible characters are ignored. Use it to run
-the pipeline offline and as a floor to beat, and calibrate it like any judge.
+``-es``; zero-width and other invisible characters are ignored. Its grammar is
+English and Spanish only. Measured on 214 hand-labelled answers (more than
+half adversarial) it FAILs about 84% of the bad ones and 7% of the good ones
+(see ``tests/judges/test_builtin_measured.py``). Use it to run the pipeline
+offline and as a floor to beat, and calibrate it like any judge.
 
 >>> from tinyeval.judge import Judge
 >>> judge = Judge("unsupported-claims")
 >>> judge(builtin_judge, response="Debés 1500 pesos.", context="Deuda: 1.500 pesos.").verdict
 'PASS'
 >>> print(judge(builtin_judge, response="Debés 2.000 pesos.", context="Deuda: 1.500 pesos.").reason)
-Unsupported claim: "Debés 2.000 pesos.": '2.000', read as 2000 or 2, does not appear in the context.
+Unsupported claim: "Debés 2.000 pesos.": '2.000' does not appear in the context.
 """
 
 from __future__ import annotations
@@ -64,7 +89,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Callable
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -78,6 +103,7 @@ __all__ = [
     "NumberToken",
     "builtin_judge",
     "content_words",
+    "decimal_mark",
     "parse_number_tokens",
     "read_blocks",
     "split_claims",
@@ -187,6 +213,18 @@ _NUMERIC_DATE = re.compile(
     r"(?<![\w.,/-])(?P<a>\d{1,4})(?P<sep>[/.-])(?P<b>\d{1,2})(?P=sep)(?P<c>\d{1,4})(?![\w/-]|[.,]\d)"
 )
 _NUMBER = re.compile(r"(?<!\w)(?<!\w[.,])\d+(?:[.,]\d+)*")
+_VALUE = re.compile(r"\d+(?:\.\d+)?")
+_MAGNITUDES = {
+    "mil millones": 10**9, "billion": 10**9, "billions": 10**9, "millones": 10**6,
+    "millón": 10**6, "millon": 10**6, "million": 10**6, "millions": 10**6, "mil": 10**3,
+    "thousand": 10**3, "thousands": 10**3, "k": 10**3,
+}  # fmt: skip
+_MAGNITUDE_WORDS = sorted((word for word in _MAGNITUDES if word != "k"), key=len, reverse=True)
+_MAGNITUDE = re.compile(r"(?:\s?(?:" + "|".join(_MAGNITUDE_WORDS) + r")|k)(?!\w)", re.IGNORECASE)
+_CURRENCY_BEFORE = re.compile(r"(?:[$€£]|\b(?:usd|ars|eur|us\$))\s?$", re.IGNORECASE)
+_CURRENCY_AFTER = re.compile(
+    r"\s?(?:pesos?|d[oó]lar(?:es)?|dollars?|euros?|usd|ars|eur)(?!\w)", re.IGNORECASE
+)
 
 
 def _canonical(number: str) -> str:
@@ -218,6 +256,47 @@ def _number_readings(text: str) -> tuple[tuple[str, ...], bool]:
     if len(right) == 3 and _grouped(groups):  # 1.500: 1500 (thousands) or 1.5 (decimal)
         return (_canonical(left + right), _canonical(f"{left}.{right}")), True
     return (_canonical(f"{left}.{right}"),), False
+
+
+def _convention(number: str) -> str | None:
+    """The decimal mark an unambiguous number shows: "," (1,5; 1.500.000), "." or None."""
+    separators = [char for char in number if char in ".,"]
+    if not separators or _number_readings(number)[1]:
+        return None
+    if len(set(separators)) == 2:
+        return separators[-1]
+    if len(separators) == 1:
+        return separators[0]
+    if _grouped(re.split(r"[.,]", number)):  # grouped thousands: the other mark is the decimal
+        return "," if separators[0] == "." else "."
+    return None
+
+
+def decimal_mark(text: str) -> str | None:
+    """The decimal mark ``text`` itself uses, when its unambiguous numbers agree on one.
+
+    >>> decimal_mark("Cuesta $ 3.000.000 o 0,8 %"), decimal_mark("It is 4.99")
+    (',', '.')
+    >>> decimal_mark("1.500") is None
+    True
+    """
+    marks = {_convention(match.group()) for match in _NUMBER.finditer(_clean(text))} - {None}
+    return marks.pop() if len(marks) == 1 else None
+
+
+def _resolved(
+    readings: tuple[str, ...], text: str, mark: str | None, money: bool
+) -> tuple[tuple[str, ...], bool]:
+    """An ambiguous ``1.500`` read one way: money (at most two decimals) or the text's own mark."""
+    if money or (mark is not None and mark not in text):
+        return readings[:1], False
+    if mark is not None:
+        return readings[1:], False
+    return readings, True
+
+
+def _scaled(readings: tuple[str, ...], factor: int) -> tuple[str, ...]:
+    return tuple(_canonical(str(Decimal(reading) * factor)) for reading in readings)
 
 
 def _plausible_date(parts: list[str]) -> bool:
@@ -258,7 +337,7 @@ def _date_tokens(text: str) -> list[tuple[int, int, NumberToken]]:
     return kept
 
 
-def parse_number_tokens(text: str) -> list[NumberToken]:
+def parse_number_tokens(text: str, mark: str | None = None) -> list[NumberToken]:
     """Every number and date in ``text``, with the values each may stand for.
 
     Number conventions: Spanish and Argentine ``1.250,50`` and English
@@ -267,7 +346,12 @@ def parse_number_tokens(text: str) -> list[NumberToken]:
     single separator followed by exactly three digits (``1.500``, ``1,500``)
     is ambiguous: 1500 or 1.5. A separator followed by other than three digits
     is a decimal point (``1,5`` and ``1.5`` are 1.5). A token that fits none of
-    these (``1.2.3``) is kept as written. Numeric dates (``12/05/2023``,
+    these (``1.2.3``) is kept as written. An ambiguous token is read one way
+    when it is money (``$ 1.500``, ``1.500 pesos``: thousands, as money has at
+    most two decimals) or when the text's unambiguous numbers show its decimal
+    mark (``mark``, or :func:`decimal_mark` of ``text``). A magnitude word
+    scales the value (``1,5 millones`` and ``1.5 million`` are 1500000;
+    ``3 mil`` and ``3k`` are 3000). Numeric dates (``12/05/2023``,
     ``2023-05-12``, ``12.05.2023``) and written dates (``12 de mayo de 2023``,
     ``May 12, 2023``, ``12 de mayo``) become date tokens whose readings are
     their parts, in written order, the month as a number.
@@ -288,13 +372,26 @@ def parse_number_tokens(text: str) -> list[NumberToken]:
     for start, end, _ in dates:
         masked[start:end] = " " * (end - start)
     tokens = [(start, token) for start, _, token in dates]
-    for match in _NUMBER.finditer("".join(masked)):
-        try:
-            readings, ambiguous = _number_readings(match.group())
-        except InvalidOperation:  # pragma: no cover - the pattern only matches digits
-            continue
-        tokens.append((match.start(), NumberToken(match.group(), "number", readings, ambiguous)))
+    masked_text = "".join(masked)
+    mark = mark or decimal_mark(masked_text)
+    for match in _NUMBER.finditer(masked_text):
+        tokens.append((match.start(), _number_token(masked_text, match, mark)))
     return [token for _, token in sorted(tokens, key=lambda item: item[0])]
+
+
+def _number_token(text: str, match: re.Match[str], mark: str | None) -> NumberToken:
+    readings, ambiguous = _number_readings(match.group())
+    after = text[match.end() :]
+    magnitude = _MAGNITUDE.match(after)
+    if ambiguous:
+        money = bool(_CURRENCY_BEFORE.search(text[: match.start()]))
+        money = money or (not magnitude and bool(_CURRENCY_AFTER.match(after)))
+        readings, ambiguous = _resolved(readings, match.group(), mark, money)
+    if not magnitude or not all(_VALUE.fullmatch(reading) for reading in readings):  # 1.2.3
+        return NumberToken(match.group(), "number", readings, ambiguous)
+    factor = _MAGNITUDES[magnitude.group().strip().casefold()]
+    written = match.group() + magnitude.group()
+    return NumberToken(written, "number", _scaled(readings, factor), ambiguous)
 
 
 # === Words ========================================================================
@@ -403,15 +500,25 @@ def _is_question(sentence: str) -> bool:
     return sentence.endswith("?") or sentence.startswith("¿")
 
 
-# A statement with a question tacked on ("..., ¿ok?", "..., right?", "... ¿verdad?"): the
-# statement is still a claim.
-_TAG_QUESTION = re.compile(
-    r"[\s,;:—–-]*¿?\s*\b(?:ok|okay|right|correct|yes|no|eh|sí|si|verdad|cierto|vale|ya|"
-    r"de acuerdo|correcto|is that (?:ok|right)|está bien|esta bien)\s*\?+$",
+# A question opens with an interrogative word or an auxiliary verb ("Which account, savings or
+# checking?"); a statement followed by a short question ("Juan was convicted, don't you
+# think?", "La garantía es de 5 años, ¿ok?") is a claim all the same.
+_QUESTION_OPENING = re.compile(
+    r"^\W*(?:what|which|who|whom|whose|when|where|why|how|do|does|did|is|are|was|were|am|can|"
+    r"could|will|would|shall|should|may|might|must|have|has|had|if|whether|qu[eé]|cu[aá]l|"
+    r"cu[aá]les|qui[eé]n|qui[eé]nes|cu[aá]ndo|cu[aá]nt[oa]s?|d[oó]nde|c[oó]mo|por qu[eé]|si)\b",
+    re.IGNORECASE,
+)
+_TAG_WORDS = 4
+"""A question tacked on after a statement has at most this many words."""
+# A question about knowing something states it: "Did you know that refunds are doubled?"
+_FACTIVE_QUESTION = re.compile(
+    r"^\W*(?:(?:did|do|does|have)\s+you\s+(?:know|realize|realise|remember|hear|heard)\s+"
+    r"(?:that\s+)?|(?:sab[ií]as|sab[eé]s|sabe|record[aá]s)\s+que\s+)",
     re.IGNORECASE,
 )
 
-# Words that make a sentence about the response itself ("Here's a summary of the passage:").
+# Words that make a clause about the response itself ("Here's a summary of the passage").
 _FRAME_OPENING = re.compile(
     r"^\W*(?:here(?:'s| is| are)|below (?:is|are)|the following(?: is| are)?|this is|"
     r"these are|in summary|to summari[sz]e|in short|in brief|aqu[ií](?: tienes| tenés| está|"
@@ -421,75 +528,142 @@ _FRAME_OPENING = re.compile(
 )
 _FRAME_NOUN = re.compile(
     r"\b(?:summary|summaries|overview|answer|response|reply|breakdown|list|points?|passage|"
-    r"text|article|document|recap|version|outline|highlights|takeaways|resumen|respuesta|"
-    r"puntos?|texto|pasaje|documento|lista|art[ií]culo|s[ií]ntesis)\b",
+    r"text|article|document|recap|version|outline|highlights|takeaways|verdict|resumen|"
+    r"respuesta|puntos?|texto|pasaje|documento|lista|art[ií]culo|s[ií]ntesis|veredicto)\b",
     re.IGNORECASE,
 )
+_CLAUSE_BREAK = re.compile(r"\s*(?:[,:;](?!\d)|\s[—–-]\s|\.\.\.|…)\s*")
+_FRAME_EXTRA_WORDS = 1
+"""A frame may carry one word besides its nouns ("a concise summary", "the key points")."""
+
+
+def _clauses(sentence: str) -> list[str]:
+    """The clauses of a sentence: its parts between commas, colons, semicolons and dashes."""
+    text = _clean(sentence).strip().replace("\u2019", "'")
+    return [part for part in _CLAUSE_BREAK.split(text) if re.search(r"\w", part)]
+
+
+def _is_frame(clause: str, before_colon: bool) -> bool:
+    """True for a clause that only introduces the response ("Here is the answer", "Resumen:")."""
+    if not _FRAME_NOUN.search(clause) or parse_number_tokens(clause):
+        return False
+    if not (before_colon or _FRAME_OPENING.match(clause)):
+        return False
+    rest = _FRAME_NOUN.sub(" ", _FRAME_OPENING.sub(" ", clause, count=1))
+    return len(content_words(rest)) <= _FRAME_EXTRA_WORDS
+
+
+def _without_frames(text: str) -> str | None:
+    """``text`` without the frames it opens with, as written, or None when it is only frames."""
+    view, start = text.replace("\u2019", "'"), 0  # the same length as ``text``
+    while True:
+        match = _CLAUSE_BREAK.search(view, start)
+        head = view[start : match.start()] if match else view[start:]
+        if not _is_frame(head, before_colon=bool(match and ":" in match.group())):
+            return text[start:]
+        start = match.end() if match else len(view)
+        if not re.search(r"\w", view[start:]):
+            return None
+
+
+def _tagged_statement(question: str) -> str | None:
+    """The statement before a short question tacked on at its end, or None."""
+    inner = question.lstrip("¿").rstrip("?").strip()
+    if "¿" in inner:  # "Statement, ¿verdad?": the Spanish mark shows where the question starts
+        head = inner.split("¿", 1)[0].strip(" ,;:")
+        return head or None
+    head, comma, tail = inner.rpartition(",")
+    if not comma or len(tail.split()) > _TAG_WORDS or _QUESTION_OPENING.match(head):
+        return None
+    return head.strip() or None
 
 
 def _checkable_part(sentence: str) -> str | None:
     """The part of a sentence that makes a claim about the world, or None.
 
-    A framing sentence about the response itself makes none ("Here's a concise
-    summary of the passage:"), but what follows its colon does ("Here's a
-    summary: the warranty is 2 years"). A statement with a question tag is
-    checked without the tag ("The fee is 5%, ¿ok?"). Any other question is not
-    a claim, except for the numbers and dates it states ("¿Sabías que la
-    tasa es 12%?"), returned for checking with the question mark removed.
+    A frame about the response itself makes none ("Here's a concise summary
+    of the passage:"), but what follows it does, after a colon or a comma
+    ("Here is the answer, the warranty is 2 years"). A statement followed by
+    a short question is checked without it ("The fee is 5%, don't you
+    think?"), and a question about knowing states what is known ("Did you
+    know that refunds are doubled?"). Any other question is not a claim,
+    except for the numbers and dates it states ("¿Cuánto es 12%?"),
+    returned for checking with the question marks removed.
 
     >>> _checkable_part("Here's a concise summary of the passage:") is None
     True
-    >>> _checkable_part("Here's a summary: the warranty is 2 years")
+    >>> _checkable_part("Here is the answer, the warranty is 2 years")
     'the warranty is 2 years'
-    >>> _checkable_part("La garantía es de 5 años, ¿ok?")
-    'La garantía es de 5 años'
+    >>> _checkable_part("Juan was convicted of fraud, don't you think?")
+    'Juan was convicted of fraud'
     >>> _checkable_part("¿Algo más?") is None
     True
     """
     text = _clean(sentence).strip().replace("\u2019", "'")
     if _is_question(text):
-        tagged = _TAG_QUESTION.search(text)
-        claim = text[: tagged.start()].strip() if tagged else ""
-        if re.search(r"\w", claim) and not _is_question(claim):
-            return claim
+        claim = _tagged_statement(text)
+        if claim and not _is_question(claim):
+            return _without_frames(claim)
         inner = text.lstrip("¿").rstrip("?").strip()
-        if "¿" in inner:  # "Statement. ¿question?" joined without a space
-            head = inner.split("¿", 1)[0].strip(" ,;:")
-            if head:
-                return head
+        known = _FACTIVE_QUESTION.match(inner)
+        if known:
+            return inner[known.end() :]
         return inner if parse_number_tokens(inner) else None
-    if _FRAME_OPENING.match(text):
-        head, colon, rest = text.partition(":")
-        if colon and _FRAME_NOUN.search(head):
-            return rest.strip() or None
-        if not colon and _FRAME_NOUN.search(text) and not parse_number_tokens(text):
-            return None
-    return sentence
+    return _without_frames(sentence.strip())
 
 
-_REFUSALS = (
-    "i don't know", "i do not know", "i can't", "i cannot", "i can not", "i'm unable",
-    "i am unable", "i'm not able", "i am not able", "i'm not sure", "i am not sure",
-    "not enough information", "need more information", "need more details", "could you clarify",
-    "can you clarify", "could you specify", "can you specify", "please clarify", "please specify",
-    "do you mean", "did you mean", "it is not clear", "it's not clear", "is ambiguous",
-    "does not say", "doesn't say", "does not mention", "doesn't mention", "does not specify",
-    "doesn't specify", "no sé", "no lo sé", "no puedo", "no tengo información",
-    "no tengo esa información", "no tengo datos", "no cuento con", "no dispongo",
-    "no hay suficiente información", "no hay información", "necesito más información",
-    "necesito más datos", "falta información", "podrías aclarar", "podría aclarar",
-    "puedes aclarar", "puede aclarar", "podés aclarar", "podrías especificar",
-    "podría especificar", "a qué te refieres", "a qué se refiere", "a qué te referís",
-    "¿te refieres", "¿se refiere", "¿te referís", "no está claro", "no queda claro",
-    "es ambigua", "es ambiguo", "no lo indica", "no se indica", "no menciona", "no especifica",
-)  # fmt: skip
+# What the response does: act (report having done something), decline or ask. Each is read from
+# the grammar of a clause, not from a phrase found anywhere: "I can't wait to help again!" is an
+# exclamation, and "Transferí 2.000 pesos. No sé si hice bien." acted before it hedged.
+_ACTED = re.compile(
+    "|".join(
+        [
+            # I transferred, we've sent, I paid; a clause opening with a past form: "Moved 9."
+            r"^(?:i|we)(?:'ve|'d| have| had| just| already| also)*\s+(?:(?!need)\w+ed|sent|paid|"
+            r"made|did|put|gave|took|bought|got|wired|moved)\b(?! on\b)",
+            r"^\w{4,}ed\s(?!on\b)",
+            r"^(?:done|all set|listo|hecho)$",  # a clause that is only a report of completion
+            # Spanish first person: transferí, le mandé, ya le envié, he pagado, hice
+            r"^(?:(?:ya|yo|me|te|se|le|les|lo|la|los|las)\s+)*(?:(?:he|hemos)\s+\w+(?:ado|ido)|"
+            r"hice|hicimos|puse|(?!aqu[ií]|all[ií]|ah[ií]|as[ií]|qu[eé]|porqu[eé])\w{2,}[éí])\b",
+            # the passive: has been sent, fue realizada
+            r"\b(?:has|have|had|was|were) been \w+(?:ed|en|t)\b",
+            r"\b(?:fue|fueron|ha sido|han sido)\s+\w+(?:ad|id)[oa]s?\b",
+        ]
+    )
+)
+_DECLINED = re.compile(
+    r"\b(?:i|we)\s*(?:can't|cannot|can not|couldn't|don't|do not|won't|'m not|am not|are not|"
+    r"'re not|'m unable|am unable|need|would need|'d need)\b|\b(?:it|that)(?:'s| is)(?: not|n't)"
+    r" clear\b|\bisn't clear\b|\b(?:didn't|did not|haven't|have not) (?:say|tell|specify|"
+    r"mention)\b|\bno\s+(?:(?:me|te|lo|la|le|les|se|nos)\s+)*(?:s[eé]|\w+o|\w+aste|\w+iste)\b|"
+    r"\bnecesit(?:o|amos)\b|\bfaltan?\b|\bno (?:est[aá]|queda) claro\b"
+)
+_WH_WORD = re.compile(
+    r"\b(?:what|which|who|whom|whose|when|where|why|how|qu[eé]|cu[aá]l(?:es)?|qui[eé]n(?:es)?|"
+    r"cu[aá]ndo|cu[aá]nt[oa]s?|d[oó]nde|c[oó]mo)\b"
+)
+_NEGATION = re.compile(r"\b(?:no|not|never|none|nunca|ning[uú]n[oa]?|sin)\b|n't\b")
+_CONJUNCTION = re.compile(r"^(?:but|and|so|then|pero|y|e|entonces|luego)\s+")
 
 
-def _refusal(text: str) -> str | None:
-    """The first refusal or clarification phrase in ``text``, if any."""
-    folded = _clean(text).casefold().replace("\u2019", "'")
-    hits = [(folded.find(phrase), phrase) for phrase in _REFUSALS if phrase in folded]
-    return min(hits)[1] if hits else None
+def _acted(clause: str) -> bool:
+    return bool(_ACTED.search(_CONJUNCTION.sub("", clause.casefold().lstrip("¡¿!?.,;: "))))
+
+
+def _declined(clause: str, sentence: str) -> bool:
+    return not sentence.rstrip().endswith("!") and bool(_DECLINED.search(clause.casefold()))
+
+
+def _first_clause(sentences: list[str], test: Callable[[str, str], bool]) -> str | None:
+    """The first sentence with a clause that passes ``test(clause, sentence)``."""
+    return next((s for s in sentences if any(test(c, s) for c in _clauses(s))), None)
+
+
+def _asks_back(sentence: str) -> bool:
+    """A question that asks for something: content words or a wh-word, not "¿Algo más?"."""
+    folded = _clean(sentence).casefold()
+    return _is_question(sentence) and bool(content_words(sentence) or _WH_WORD.search(folded))
 
 
 # === The three criteria ===========================================================
@@ -549,10 +723,10 @@ def _describe(token: NumberToken) -> str:
     return repr(token.text)
 
 
-def _check_claim(claim: str, context: _Context) -> tuple[str | None, list[str]]:
+def _check_claim(claim: str, context: _Context, mark: str | None) -> tuple[str | None, list[str]]:
     """(why the claim is unsupported or None, notes about ambiguous numbers)."""
     notes: list[str] = []
-    numbers = parse_number_tokens(claim)
+    numbers = parse_number_tokens(claim, mark)
     for token in numbers:
         if token.kind == "date":
             supported, note = context.date_supported(token), None
@@ -574,10 +748,12 @@ def _check_claim(claim: str, context: _Context) -> tuple[str | None, list[str]]:
     return None, notes
 
 
-def _unsupported_claims(response: str, context: str | None, question: str | None) -> _Finding:
+def _unsupported_claims(
+    response: str, context: str | None, question: str | None, _: str
+) -> _Finding:
     if context is None:
         raise _CannotJudge("The built-in judge cannot check unsupported-claims without a context.")
-    index = _Context(context)
+    index, mark = _Context(context), decimal_mark(response)
     parts = (_checkable_part(sentence) for sentence in split_claims(response))
     claims = [claim for claim in parts if claim is not None]
     claims = [claim for claim in claims if content_words(claim) or parse_number_tokens(claim)]
@@ -585,7 +761,7 @@ def _unsupported_claims(response: str, context: str | None, question: str | None
         return _Finding("PASS", "The response makes no factual claim to check.")
     notes: list[str] = []
     for claim in claims:
-        why, claim_notes = _check_claim(claim, index)
+        why, claim_notes = _check_claim(claim, index, mark)
         if why:
             return _Finding("FAIL", f'Unsupported claim: "{_short(claim)}": {why}.', claim)
         notes.extend(claim_notes)
@@ -595,7 +771,19 @@ def _unsupported_claims(response: str, context: str | None, question: str | None
     return _Finding("PASS", reason + ".")
 
 
-def _answers_the_question(response: str, context: str | None, question: str | None) -> _Finding:
+def _adds_an_answer(clause: str, known: set[str], question: str) -> bool:
+    """True when a clause says something the question and the judge's instructions do not:
+    a new content word, a number, or a negation ("There is no fee")."""
+    if parse_number_tokens(clause):
+        return True
+    if any(word not in known for word in content_words(_FRAME_NOUN.sub(" ", clause))):
+        return True
+    return bool(_NEGATION.search(clause.casefold())) and not _NEGATION.search(question.casefold())
+
+
+def _answers_the_question(
+    response: str, context: str | None, question: str | None, instructions: str
+) -> _Finding:
     if question is None:
         raise _CannotJudge(
             "The built-in judge cannot check answers-the-question without a question."
@@ -603,12 +791,18 @@ def _answers_the_question(response: str, context: str | None, question: str | No
     sentences = split_claims(response)
     if not sentences:
         return _Finding("FAIL", "The response is empty.")
-    first = sentences[0]
-    refusal = _refusal(response)
-    if refusal:
-        return _Finding("FAIL", f"The response declines instead of answering ({refusal!r}).", first)
-    if all(_is_question(sentence) for sentence in sentences):
-        return _Finding("FAIL", "The response only asks questions back.", first)
+    known = set(content_words(question)) | set(content_words(instructions))
+    answering = [
+        sentence
+        for sentence in sentences
+        if not _is_question(sentence)
+        and any(
+            not _declined(clause, sentence) and _adds_an_answer(clause, known, question)
+            for clause in _clauses(sentence)
+        )
+    ]
+    if not answering:
+        return _no_answer(sentences)
     wanted = content_words(question)
     if not wanted:
         return _Finding(
@@ -620,20 +814,44 @@ def _answers_the_question(response: str, context: str | None, question: str | No
     if Fraction(len(shared), len(wanted)) >= ANSWER_OVERLAP:
         return _Finding("PASS", f"The response takes up {share} ({', '.join(shared)}).")
     return _Finding(
-        "FAIL", f"The response takes up only {share} (needs at least {ANSWER_OVERLAP}).", first
+        "FAIL",
+        f"The response takes up only {share} (needs at least {ANSWER_OVERLAP}).",
+        answering[0],
     )
 
 
-def _refuses_when_ambiguous(response: str, context: str | None, question: str | None) -> _Finding:
+def _no_answer(sentences: list[str]) -> _Finding:
+    """Why a response with no answering clause fails: it declines, asks back, or adds nothing."""
+    declined = _first_clause(sentences, _declined)
+    if declined:
+        return _Finding(
+            "FAIL", f'The response declines instead of answering: "{_short(declined)}"', declined
+        )
+    if all(_is_question(sentence) for sentence in sentences):
+        return _Finding("FAIL", "The response only asks questions back.", sentences[0])
+    return _Finding(
+        "FAIL",
+        "The response adds nothing to the question: no word, number or negation beyond "
+        "the question's own and the judge's instructions.",
+        sentences[0],
+    )
+
+
+def _refuses_when_ambiguous(
+    response: str, context: str | None, question: str | None, _: str
+) -> _Finding:
     sentences = split_claims(response)
     if not sentences:
         return _Finding("FAIL", "The response is empty: it neither asks nor says what is missing.")
-    refusal = _refusal(response)
-    if refusal:
-        return _Finding("PASS", f"The response declines to guess ({refusal!r}).")
-    asked = next((sentence for sentence in sentences if _is_question(sentence)), None)
+    acted = _first_clause(sentences, lambda clause, _: _acted(clause))
+    if acted:
+        return _Finding("FAIL", f'The response acts instead of asking: "{_short(acted)}"', acted)
+    asked = next((sentence for sentence in sentences if _asks_back(sentence)), None)
     if asked:
         return _Finding("PASS", f'The response asks a clarifying question: "{_short(asked)}"')
+    declined = _first_clause(sentences, _declined)
+    if declined:
+        return _Finding("PASS", f'The response declines to guess: "{_short(declined)}"')
     return _Finding(
         "FAIL",
         "The response answers without asking a question or saying what is missing.",
@@ -641,7 +859,7 @@ def _refuses_when_ambiguous(response: str, context: str | None, question: str | 
     )
 
 
-_JUDGES: dict[str, Callable[[str, str | None, str | None], _Finding]] = {
+_JUDGES: dict[str, Callable[[str, str | None, str | None, str], _Finding]] = {
     "unsupported-claims": _unsupported_claims,
     "answers-the-question": _answers_the_question,
     "refuses-when-ambiguous": _refuses_when_ambiguous,
@@ -665,10 +883,10 @@ def _wants_evidence(trusted: str) -> bool:
     return all(f'"{key}"' in trusted for key in ("quote", "why", "verdict"))
 
 
-def _pairwise(check: Callable[..., _Finding], blocks: dict[str, str]) -> str:
+def _pairwise(check: Callable[..., _Finding], blocks: dict[str, str], trusted: str) -> str:
     context, question = blocks.get("CONTEXT"), blocks.get("QUESTION")
-    a = check(blocks["RESPONSE A"], context, question)
-    b = check(blocks["RESPONSE B"], context, question)
+    a = check(blocks["RESPONSE A"], context, question, trusted)
+    b = check(blocks["RESPONSE B"], context, question, trusted)
     if a.verdict == b.verdict:
         return f"TIE\nBoth responses {'have' if a.verdict == 'PASS' else 'lack'} the property."
     winner, loser = ("A", b) if a.verdict == "PASS" else ("B", a)
@@ -695,10 +913,10 @@ def builtin_judge(prompt: str, *, sample: int = 0) -> str:
     check = _JUDGES[name]
     try:
         if "RESPONSE A" in blocks and "RESPONSE B" in blocks:
-            return _pairwise(check, blocks)
+            return _pairwise(check, blocks, trusted)
         if "RESPONSE" not in blocks:
             return "The built-in judge found no response block in the prompt."
-        finding = check(blocks["RESPONSE"], blocks.get("CONTEXT"), blocks.get("QUESTION"))
+        finding = check(blocks["RESPONSE"], blocks.get("CONTEXT"), blocks.get("QUESTION"), trusted)
     except _CannotJudge as exc:
         return str(exc)
     if _wants_evidence(trusted):
