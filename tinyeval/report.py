@@ -160,7 +160,7 @@ def summarize(
     # an observer that changes what the gate counts (trials: the case, not the trial) says so
     counted = [o.tallies() for o in (observers or {}).values() if hasattr(o, "tallies")]
     options = s.gate_options()
-    wanted = {"labels": options.pop("labels"), "min_kappa": options.pop("min_kappa")}
+    wanted = {"labels": s.labels, "min_kappa": s.min_kappa}
     labelled = any(t.labelled for t in result.categories.values())
     rows = (
         case_rows(read_rows(s.out)) if wanted["labels"] or session.calibration or labelled else []

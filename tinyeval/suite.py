@@ -314,16 +314,18 @@ class RunSettings:
             and not any(present[name] for name in f.metadata["needs"])
         ]
 
-    def gate_options(self) -> dict[str, Any]:
-        """The keywords of :func:`tinyeval.gating.gate` these settings give.
+    def gate_options(self, *, recorded: bool = False) -> dict[str, Any]:
+        """The keywords of :func:`tinyeval.gating.gate` these settings give (``recorded``: and
+        those of the people's estimate, as a run records them).
 
         >>> RunSettings(cases="c", thresholds={"tone": "0.9"}).gate_options()["thresholds"]
         {'tone': '0.9'}
         """
-        gating = [
-            f for f in fields(self) if f.metadata.get("group") == GATE or "gate" in f.metadata
-        ]
-        return {f.name: getattr(self, f.name) for f in gating}
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.metadata.get("group") == GATE or (recorded and "gate" in f.metadata)
+        }
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ _GATE_AND_REPORT = {
 
 
 # the run settings of the gate (gate and report take them too)
-_GATE = list(RunSettings(cases="").gate_options())
+_GATE = list(RunSettings(cases="").gate_options(recorded=True))
 
 
 def add_gate_and_report(sub: Any) -> None:
