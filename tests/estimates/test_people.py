@@ -234,3 +234,19 @@ def test_the_coverage_simulation_in_the_default_run() -> None:
     below = found["below_threshold"]
     assert found["gate_error"] <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / below)
     assert found["judge_coverage"] < 0.5  # the judge's own interval is not about people
+
+
+def test_a_calibration_no_better_than_chance_leaves_only_the_open_share() -> None:
+    cal = calibrate(["PASS", "FAIL"] * 10, ["PASS"] * 10 + ["FAIL"] * 10)  # 5/10 and 5/10
+    found = people_rates(_rows([1, 0] * 15, {}, closed=10), calibration=cal)["c"]
+    assert (found.method, found.low, found.high) == ("rogan-gladen", 0.0, 0.75)
+    assert "no better than chance" in (found.distrust or "")
+    report = gate({"c": {"passed": 15, "total": 40, "judged": 30}}, {"c": 0.8}, people={"c": found})
+    assert report.categories[0].outcome == "block"  # even all 30 open cases would be 75% < 80%
+
+
+def test_case_labels_that_are_not_pass_or_fail_are_left_to_their_own_use() -> None:
+    rows = _rows([1, 0, 1, 1], {})
+    for row, grade in zip(rows, (4, 2, 5, 3), strict=True):
+        row["label"] = grade  # a graded case's own label: not a PASS/FAIL for people's rate
+    assert str(people_rates(rows)["c"]).startswith("judge not calibrated: no label")

@@ -508,7 +508,11 @@ def people_rates(
         elif calibration is not None and part.opened:
             try:
                 result = _by_correction(part, calibration, name, confidence)
-            except (CalibrationError, UndefinedStatisticError) as exc:
+            except UndefinedStatisticError:  # no better than chance: anything up to the share
+                useless = "sensitivity + specificity ≤ 1 in the calibration: no better than chance"
+                w, how = part.share, "Rogan–Gladen undefined: anywhere up to the open share"
+                result = (PeopleEstimate("rogan-gladen", w, 0.0, w, 0, how, useless), w * w / 4)
+            except CalibrationError as exc:
                 result = (_judge(part, f"the calibration cannot correct it: {exc}"), 0.0)
             if least is not None and calibration.kappa is not None and calibration.kappa < least:
                 said = f"kappa {_signed(calibration.kappa)} in the calibration < {least:g}"
