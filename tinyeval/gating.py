@@ -118,22 +118,18 @@ class CategoryVerdict:
 
     @property
     def total(self) -> int:
-        """Every case of the category, whatever became of it."""
         return self.measured.n if self.measured else 0
 
     @property
     def rate(self) -> float | None:
-        """The observed pass rate, None without cases."""
         return self.measured.value if self.measured else None
 
     @property
     def low(self) -> float | None:
-        """The lower end of the rate's interval."""
         return self.measured.low if self.measured else None
 
     @property
     def high(self) -> float | None:
-        """The upper end of the rate's interval."""
         return self.measured.high if self.measured else None
 
     def to_dict(self) -> dict[str, Any]:

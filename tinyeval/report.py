@@ -159,15 +159,11 @@ def summarize(
     }
     # an observer that changes what the gate counts (trials: the case, not the trial) says so
     counted = [o.tallies() for o in (observers or {}).values() if hasattr(o, "tallies")]
-    options = s.gate_options()
-    wanted = {"labels": s.labels, "min_kappa": s.min_kappa}
     labelled = any(t.labelled for t in result.categories.values())
-    rows = (
-        case_rows(read_rows(s.out)) if wanted["labels"] or session.calibration or labelled else []
-    )
-    people = people_estimates(rows, **wanted, calibration=session.calibration)
+    rows = case_rows(read_rows(s.out)) if s.labels or session.calibration or labelled else []
+    wanted = {"labels": s.labels, "min_kappa": s.min_kappa, "calibration": session.calibration}
     tallies = counted[0] if counted else result.sorted_categories()
-    report = gate(tallies, **options, people=people)
+    report = gate(tallies, **s.gate_options(), people=people_estimates(rows, **wanted))
     if not result.complete:  # every report names what is missing: cases, categories
         expected = ready.in_shard if ready.read else None
         empty = tuple(sorted(ready.categories - set(tallies)))

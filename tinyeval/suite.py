@@ -175,12 +175,7 @@ class RunSettings:
         ESTIMATES, "labels: gate on what people say", metavar="FILE", suite="labels", gate=True
     )
     min_kappa: float | None = _setting(
-        ESTIMATES,
-        "a judge whose kappa with people is lower is not trusted",
-        metavar="K",
-        rate=True,
-        suite="min_kappa",
-        gate=True,
+        ESTIMATES, "least kappa to trust", metavar="K", rate=True, suite="min_kappa", gate=True
     )
     calibration: str | None = _setting(
         ESTIMATES, "a saved calibration: the gate's corrected rates", metavar="FILE", needs=_JUDGED
