@@ -354,13 +354,10 @@ def gate_settings(
     thresholds: Mapping[str, float | str] | None = None,
     *,
     default_threshold: float | str | None = None,
-    inconclusive: str | None = None,
-    allow_unchecked: bool = False,
-    labels: str | None = None,
-    min_kappa: float | None = None,
-    strict_categories: bool | None = False,
+    **others: Any,
 ) -> dict[str, Any]:
-    """The gate settings a run records in its rows (``run.gate``), with thresholds as numbers.
+    """The gate settings a run records in its rows (``run.gate``), with thresholds as numbers
+    (the ``others`` as given: ``inconclusive``, ``labels`` …).
 
     >>> gate_settings({"tone": "90%"}, default_threshold=0.5)["thresholds"]
     {'tone': 0.9}
@@ -370,11 +367,7 @@ def gate_settings(
         "default_threshold": (
             None if default_threshold is None else parse_threshold(default_threshold)
         ),
-        "inconclusive": inconclusive,
-        "allow_unchecked": allow_unchecked,
-        "labels": labels,
-        "min_kappa": min_kappa,
-        "strict_categories": strict_categories,
+        **others,
     }
 
 
