@@ -575,7 +575,8 @@ def _gate_line(report: GateReport) -> str:
         )
         if undecided:
             names = ", ".join(line_of(c.category) for c in undecided)
-            text += f" (inconclusive, let through: {names})"
+            why = " or ".join(sorted({c.outcome for c in undecided}))
+            text += f" ({why}, let through: {names})"
         return text
     names = ", ".join(line_of(c.category) for c in report.blocking)
     return f"gate: FAILED — blocking: {names} ({len(report.blocking)} of {len(gated)} gated)"

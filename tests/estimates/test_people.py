@@ -22,6 +22,7 @@ from tinyeval.errors import InputError
 from tinyeval.estimates.people import people_rates
 from tinyeval.gating import gate
 from tinyeval.humans.labelers import gate_probabilities
+from tinyeval.report import summary_text
 
 Z95 = 1.959963984540054
 
@@ -178,6 +179,10 @@ def test_an_interval_across_the_threshold_says_how_many_more_labels() -> None:
     a, b, _ = found["c"].projection
     assert Z95 * math.sqrt(a + b / (40 + more)) <= 0.06 < Z95 * math.sqrt(a + b / (39 + more))
     assert found["c"].more_labels(found["c"].value - 0.001) is None  # more than the 440 cases
+    report = gate({"c": {"passed": 1, "total": 440, "judged": 1}}, {"c": threshold}, people=found)
+    assert f"inconclusive — about {more} more labels would decide it (let through; people ≈ " in (
+        summary_text(report)
+    )
 
 
 def test_a_label_that_is_not_pass_or_fail_names_its_line(tmp_path: Path) -> None:
