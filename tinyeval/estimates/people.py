@@ -497,43 +497,57 @@ def people_rates(
         part = parts[name]
         mine = {key: human[key] for key, _ in part.opened if key in human}
         weights = {key: chances[key] for key in mine} if design == "weighted" else None
-        result = _by_ppi(part, mine, weights, confidence) if part.opened else None
-        if result is not None:
-            chance = weights or {}
-            pairs = [(f, mine[k], 1.0 / chance.get(k, 1.0)) for k, f in part.opened if k in mine]
-            distrust = _distrust(pairs, least, confidence)
-            estimate, spread = result
-            warned = tuple(warnings) if design == "assumed uniform" else ()
-            result = (replace(estimate, distrust=distrust, warnings=warned), spread)
+        assumed = tuple(warnings) if design == "assumed uniform" else ()
+        by_labels = _by_ppi(part, mine, weights, confidence) if part.opened else None
+        if by_labels is not None:
+            found[name] = _trusted(by_labels, part, mine, weights, least, assumed, confidence)
         elif calibration is not None and part.opened:
-            try:
-                result = _by_correction(part, calibration, name, confidence)
-            except UndefinedStatisticError:  # no better than chance: anything up to the share
-                useless = "sensitivity + specificity ≤ 1 in the calibration: no better than chance"
-                w, how = part.share, "Rogan–Gladen undefined: anywhere up to the open share"
-                result = (PeopleEstimate("rogan-gladen", w, 0.0, w, 0, how, useless), w * w / 4)
-            except CalibrationError as exc:
-                result = (_judge(part, f"the calibration cannot correct it: {exc}"), 0.0)
-            if least is not None and calibration.kappa is not None and calibration.kappa < least:
-                said = f"kappa {_signed(calibration.kappa)} in the calibration < {least:g}"
-                estimate = result[0]
-                both = "; ".join(filter(None, [estimate.distrust, said]))
-                result = (replace(estimate, distrust=both), result[1])
+            found[name] = _by_calibration(part, calibration, name, least, confidence)
         else:
-            few = len(mine)
-            why = (
-                f"{plural(few, 'label')} on its cases, too few (2 needed)"
-                if few
-                else "no label on its cases and no calibration"
-            )
-            result = (_judge(part, why if part.opened else "no case passes its checks"), 0.0)
-        found[name] = result
+            few = f"{plural(len(mine), 'label')} on its cases, too few (2 needed)"
+            why = few if mine else "no label on its cases and no calibration"
+            why = why if part.opened else "no case passes its checks"
+            found[name] = (_judge(part, why, confidence), 0.0)
     estimates = {name: item for name, (item, _) in found.items()}
     if any(item.method != "judge" for item in estimates.values()):
         estimates["global"] = _global(parts, found, _z((1.0 + confidence) / 2.0))
     return estimates
 
 
-def _judge(part: _Category, why: str) -> PeopleEstimate:
-    low, high = wilson_interval(part.passed, part.total)
+def _judge(part: _Category, why: str, confidence: float) -> PeopleEstimate:
+    low, high = wilson_interval(part.passed, part.total, confidence)
     return PeopleEstimate("judge", part.passed / part.total, low, high, 0, why)
+
+
+def _trusted(
+    found: tuple[PeopleEstimate, float],
+    part: _Category,
+    labels: Mapping[str, float],
+    weights: Mapping[str, float] | None,
+    least: float | None,
+    assumed: tuple[str, ...],
+    confidence: float,
+) -> tuple[PeopleEstimate, float]:
+    """The PPI estimate with why its judge is not trusted (if it is not) and its warnings."""
+    chance = weights or {}
+    pairs = [(f, labels[k], 1.0 / chance.get(k, 1.0)) for k, f in part.opened if k in labels]
+    distrust = _distrust(pairs, least, confidence)
+    return replace(found[0], distrust=distrust, warnings=assumed), found[1]
+
+
+def _by_calibration(
+    part: _Category, calibration: Calibration, name: str, least: float | None, confidence: float
+) -> tuple[PeopleEstimate, float]:
+    """Rogan–Gladen with the calibration's counts, or why it cannot be had."""
+    try:
+        estimate, spread = _by_correction(part, calibration, name, confidence)
+    except UndefinedStatisticError:  # no better than chance: anything up to the open share
+        useless = "sensitivity + specificity ≤ 1 in the calibration: no better than chance"
+        w, how = part.share, "Rogan–Gladen undefined: anywhere up to the open share"
+        estimate, spread = PeopleEstimate("rogan-gladen", w, 0.0, w, 0, how, useless), w * w / 4
+    except CalibrationError as exc:
+        return _judge(part, f"the calibration cannot correct it: {exc}", confidence), 0.0
+    if least is not None and calibration.kappa is not None and calibration.kappa < least:
+        said = f"kappa {_signed(calibration.kappa)} in the calibration < {least:g}"
+        estimate = replace(estimate, distrust="; ".join(filter(None, [estimate.distrust, said])))
+    return estimate, spread
