@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import __version__, _extra
-from .errors import plural, shorten
+from .errors import InputError, plural, shorten
 from .gating import (
     CategoryVerdict,
     GateReport,
@@ -159,8 +159,11 @@ def summarize(
     }
     # an observer that changes what the gate counts (trials: the case, not the trial) says so
     counted = [o.tallies() for o in (observers or {}).values() if hasattr(o, "tallies")]
-    labelled = any(t.labelled for t in result.categories.values())
-    rows = case_rows(read_rows(s.out)) if s.labels or session.calibration or labelled else []
+    if (s.labels or session.calibration) and not os.path.isfile(s.out):
+        raise InputError("the rows are read back for the labels: it must be a file", field="out")
+    labelled = any(t.labelled for t in result.categories.values())  # only a file is read back
+    needed = (s.labels or session.calibration or labelled) and os.path.isfile(s.out)
+    rows = case_rows(read_rows(s.out)) if needed else []
     wanted = {"labels": s.labels, "min_kappa": s.min_kappa, "calibration": session.calibration}
     tallies = counted[0] if counted else result.sorted_categories()
     report = gate(tallies, **s.gate_options(), people=people_estimates(rows, **wanted))

@@ -180,3 +180,10 @@ def test_label_strategy_gate_records_the_chances_the_estimate_reweights(tmp_path
     done = _tinyeval(tmp_path, "gate", "e.jsonl", "--labels", "picked.jsonl", "--json")
     estimate = json.loads(done.stdout)["gate"]["categories"]["summaries"]["estimate"]
     assert estimate["labels"] == len(records) and "weighted" in estimate["how"]
+
+
+def test_labels_need_rows_written_to_a_file(tmp_path: Path) -> None:
+    _suite(tmp_path)
+    done = _tinyeval(tmp_path, *RUN, "--labels", "labels.jsonl", "--out", os.devnull)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().endswith("--out must be a file")
