@@ -435,7 +435,7 @@ class Suite:
             model = getattr(self, name)
             found[name] = model and dict(asdict(model), prompt_template=rel(model.prompt_template))
         for f in fields(RunSettings):
-            if f.metadata.get("suite", "").startswith("reports."):
+            if f.metadata.get("suite", "").startswith("reports.") or f.name == "labels":
                 found[f.name] = rel(found[f.name])
         return json.loads(json.dumps(found))
 
