@@ -158,7 +158,9 @@ def test_label_strategy_gate_records_the_chances_the_estimate_reweights(tmp_path
             "--out",
             "picked.jsonl",
             "--budget",
-            "30",
+            "60",
+            "--pilot",
+            "labels.jsonl",
             "--strategy",
             "gate",
             "--labeler",
@@ -177,6 +179,9 @@ def test_label_strategy_gate_records_the_chances_the_estimate_reweights(tmp_path
     records = [json.loads(x) for x in (tmp_path / "picked.jsonl").read_text().splitlines()]
     assert records and all(r["selection"]["strategy"] == "gate" for r in records)
     assert all(0 < r["selection"]["probability"] <= 1 for r in records)
+    # the pilot shows people split the judge's PASSes and agree with its FAILs: PASSes get more
+    chance = {int(r["id"][1:]) < JUDGE_PASS: r["selection"]["probability"] for r in records}
+    assert chance[True] > 1.5 * chance[False]
     done = _tinyeval(tmp_path, "gate", "e.jsonl", "--labels", "picked.jsonl", "--json")
     estimate = json.loads(done.stdout)["gate"]["categories"]["summaries"]["estimate"]
     assert estimate["labels"] == len(records) and "weighted" in estimate["how"]

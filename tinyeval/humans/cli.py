@@ -87,6 +87,12 @@ def add_label(sub: Any) -> None:
         "(mostly the cases the judge is least sure of; every case keeps a chance) or gate "
         "(where the gated categories' intervals shrink most, by category and judge verdict)",
     )
+    p.add_argument(
+        "--pilot",
+        metavar="LABELS",
+        help="with --strategy gate: earlier labels (another file) that show where people and "
+        "the judge differ, so the budget goes where they do",
+    )
     _add_field(p)
     p.add_argument(
         "--json",
@@ -96,17 +102,19 @@ def add_label(sub: Any) -> None:
     p.set_defaults(handler=_cmd_label)
 
 
-def _gate_plan(rows: list[Any], budget: int, seed: int) -> Any:
+def _gate_plan(rows: list[Any], budget: int, seed: int, pilot: str | None) -> Any:
     """The ``gate`` strategy's plan: each open case offered with its chance, independently (the
-    chances depend on the rows and the seed only, so a resumed session offers the same cases)."""
+    chances depend on the rows, the pilot and the seed only: a resumed session offers the same
+    cases)."""
     import random
 
+    from ..calibration import read_labels
     from .labelers import gate_probabilities
     from .session import LabelPlan
 
     if budget < 1:
         raise UsageError(f"--budget must be 1 or more, got {budget}")
-    chances = gate_probabilities(rows, budget)
+    chances = gate_probabilities(rows, budget, read_labels(pilot) if pilot else None)
     draw = random.Random(seed)
     chosen = [key for key in sorted(chances) if draw.random() < chances[key]]
     draw.shuffle(chosen)
@@ -132,7 +140,7 @@ def _cmd_label(args: argparse.Namespace) -> int:
     from ..session import refuse_overwriting
     from .session import label_session, parse_choices, parse_grades, plan_labels, rows_to_offer
 
-    refuse_overwriting([args.results], {"out": args.out})
+    refuse_overwriting([args.results, args.pilot], {"out": args.out})
     if args.strategy and args.budget is None:
         raise UsageError("--strategy chooses the cases of a --budget: give --budget N too")
     fields = parse_label_fields(args.field)
@@ -148,8 +156,10 @@ def _cmd_label(args: argparse.Namespace) -> int:
     if note:
         write(f"{note} (--all-rows offers every row)")
     plan = None
+    if args.pilot and args.strategy != "gate":
+        raise UsageError("--pilot guides --strategy gate: give --strategy gate --budget N too")
     if args.strategy == "gate":
-        plan = _gate_plan(rows, args.budget, args.seed)
+        plan = _gate_plan(rows, args.budget, args.seed, args.pilot)
     elif args.budget is not None:
         plan = plan_labels(
             rows, args.budget, strategy=args.strategy or "random", seed=args.seed, judge=args.judge
