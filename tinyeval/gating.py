@@ -248,9 +248,9 @@ def _verdict(
         outcome = "block"  # below is never given the benefit of doubt
     elif people and estimate.distrust:
         outcome, note = "judge not trusted", estimate.distrust
-    elif figure.low >= threshold or threshold == figure.value == 1.0:
+    elif figure.low >= threshold or (threshold == figure.value == 1.0 and not people):
         # decided; a threshold of 100% is a rule over the cases (every one must pass), met by
-        # a rate of 100%: no interval over a finite suite could ever clear it
+        # a rate of 100% seen (not estimated): no interval over a finite suite could clear it
         outcome = "pass"
     elif people:
         outcome, more = "inconclusive", estimate.more_labels(threshold)

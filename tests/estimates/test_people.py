@@ -255,3 +255,13 @@ def test_case_labels_that_are_not_pass_or_fail_are_left_to_their_own_use() -> No
     for row, grade in zip(rows, (4, 2, 5, 3), strict=True):
         row["label"] = grade  # a graded case's own label: not a PASS/FAIL for people's rate
     assert str(people_rates(rows)["c"]).startswith("judge not calibrated: no label")
+
+
+def test_a_people_estimate_of_100_percent_does_not_meet_a_100_percent_rule_unseen() -> None:
+    judge, people = [1] * 50, {i: 1 for i in range(10)}  # 10 of 50 labelled, all PASS
+    found = people_rates(_rows(judge, people))
+    assert found["c"].value == 1.0 and found["c"].low < 1.0
+    tallies = {"c": {"passed": 50, "total": 50, "judged": 50}}
+    verdict = gate(tallies, {"c": 1.0}, people=found).categories[0]
+    assert verdict.outcome == "inconclusive"  # 40 cases nobody looked at
+    assert gate(tallies, {"c": 1.0}).categories[0].outcome == "pass"  # the judge's 50 of 50
