@@ -108,9 +108,7 @@ class CategoryVerdict:
     @property
     def basis(self) -> str:
         """Which rate decides, in words ("" for checks alone): people's, or the judge's own."""
-        if self.decided_on == "checks":
-            return ""
-        return str(self.estimate or "judge not calibrated")
+        return "" if self.decided_on == "checks" else str(self.estimate or "judge not calibrated")
 
     @property
     def passed(self) -> int:
