@@ -1,7 +1,6 @@
 """Models: the ``call_model`` contract, the adapters :func:`resolve` builds from a spec
 (``builtin``, ``openai:MODEL``, ``anthropic:MODEL``, ``cmd:COMMAND``, ``py:MODULE:FUNCTION``),
-retries. Keys come only from the environment and are scrubbed from every message and reply.
-"""
+retries. Keys come only from the environment and are scrubbed from every message and reply."""
 
 from __future__ import annotations
 
@@ -43,6 +42,7 @@ CallModel = Callable[..., Any]
 """Any model: ``call_model(prompt, **keywords)`` returns a ``str`` or an awaitable of one."""
 
 _T = TypeVar("_T")
+_MOST_TOKENS = 10**12  # a count past this (or not a whole number) leaves the usage unknown
 
 
 class Reply(str):
@@ -68,7 +68,9 @@ class Reply(str):
         latency_ms: float | None = None,
     ) -> Reply:
         self = super().__new__(cls, text)
-        self.usage = _believable(usage)
+        counts = dict(usage) if isinstance(usage, Mapping) else {}
+        plausible = all(type(n) is int and 0 <= n <= _MOST_TOKENS for n in counts.values())
+        self.usage = counts if isinstance(usage, Mapping) and plausible else None
         self.model = model
         self.cached = cached
         self.latency_ms = latency_ms
@@ -81,26 +83,12 @@ class Reply(str):
         )
 
 
-_MOST_TOKENS = 10**12  # a count past this (or not a whole number) leaves the usage unknown
-
-
-def _believable(usage: Any) -> dict[str, int] | None:
-    """Token counts as a server gave them, or None when any is not a plausible whole number."""
-    if not isinstance(usage, Mapping):
-        return None
-    counts = dict(usage)
-    plausible = (type(n) is int and 0 <= n <= _MOST_TOKENS for n in counts.values())
-    return counts if all(plausible) else None
-
-
 class ChatPrompt(str):
     """A conversation for a chat model: a ``str`` (its OpenAI-shaped messages as JSON) that
     the chat adapters send as messages, with ``system`` apart and the case's ``tools``.
 
     >>> prompt = ChatPrompt([{"role": "system", "content": "Be brief."},
     ...                      {"role": "user", "content": "Hours?"}])
-    >>> str(prompt)
-    '[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hours?"}]'
     >>> prompt.system, prompt.messages[-1]["content"]
     ('Be brief.', 'Hours?')
     """
@@ -131,14 +119,10 @@ class ChatPrompt(str):
     @classmethod
     def of(cls, conversation: Any, *, tools: Iterable[Mapping[str, Any]] = ()) -> ChatPrompt:
         """The prompt for anything with ``to_messages("openai"|"anthropic")``."""
-        return cls(
-            conversation.to_messages("openai"),
-            anthropic_messages=conversation.to_messages("anthropic"),
-            tools=tools,
-        )
+        anthropic = conversation.to_messages("anthropic")
+        return cls(conversation.to_messages("openai"), anthropic_messages=anthropic, tools=tools)
 
 
-_KEYWORDS = ("sample", "json_schema")
 _KEYWORDS_SEEN: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
 
 
@@ -155,7 +139,11 @@ def accepted_keywords(call_model: CallModel) -> frozenset[str]:
     except (TypeError, ValueError):  # builtins and C callables without a signature
         parameters = {}  # type: ignore[assignment]
     by_name = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    known = frozenset(n for n in _KEYWORDS if n in parameters and parameters[n].kind in by_name)
+    known = frozenset(
+        name
+        for name in ("sample", "json_schema")
+        if name in parameters and parameters[name].kind in by_name
+    )
     with contextlib.suppress(TypeError):  # unhashable or not weakly referenceable: not kept
         _KEYWORDS_SEEN[call_model] = known
     return known
@@ -163,17 +151,6 @@ def accepted_keywords(call_model: CallModel) -> frozenset[str]:
 
 _LOOP: list[asyncio.AbstractEventLoop] = []  # tinyeval's one event loop, run in a daemon thread
 _LOOP_LOCK = threading.Lock()
-
-
-def _event_loop() -> asyncio.AbstractEventLoop:
-    import asyncio
-
-    with _LOOP_LOCK:
-        if not _LOOP or _LOOP[0].is_closed():
-            loop = asyncio.new_event_loop()
-            threading.Thread(target=loop.run_forever, name="tinyeval-asyncio", daemon=True).start()
-            _LOOP[:] = [loop]
-        return _LOOP[0]
 
 
 async def _awaited(awaitable: Awaitable[_T]) -> _T:
@@ -190,7 +167,13 @@ def run_awaitable(awaitable: Awaitable[_T]) -> _T:
     """
     import asyncio
 
-    loop = _event_loop()
+    with _LOOP_LOCK:
+        if not _LOOP or _LOOP[0].is_closed():
+            _LOOP[:] = [asyncio.new_event_loop()]
+            threading.Thread(
+                target=_LOOP[0].run_forever, name="tinyeval-asyncio", daemon=True
+            ).start()
+        loop = _LOOP[0]
     try:
         inside = asyncio.get_running_loop() is loop
     except RuntimeError:
@@ -198,7 +181,7 @@ def run_awaitable(awaitable: Awaitable[_T]) -> _T:
     if inside:  # awaited from a coroutine on our own loop: cannot block it
         raise RuntimeError("a model awaited from inside tinyeval's own event loop")
     # A bare lock, released by the task's done-callback, hands the result back: half
-    # the cost of run_coroutine_threadsafe's future, which each call paid twice over.
+    # the cost of run_coroutine_threadsafe's future.
     finished = _thread.allocate_lock()
     finished.acquire()
     coroutine = awaitable if inspect.iscoroutine(awaitable) else _awaited(awaitable)
@@ -230,12 +213,10 @@ def ask(
     >>> ask(lambda prompt, *, sample=0: f"sample {sample}", "x", sample=2)
     'sample 2'
     """
-    accepted = accepted_keywords(call_model)
-    keywords: dict[str, Any] = {}
-    if "sample" in accepted:
-        keywords["sample"] = sample
-    if json_schema is not None and "json_schema" in accepted:
-        keywords["json_schema"] = json_schema
+    given = {"sample": sample, "json_schema": json_schema}
+    keywords = {name: given[name] for name in accepted_keywords(call_model)}
+    if json_schema is None:
+        keywords.pop("json_schema", None)
     reply = call_model(prompt, **keywords)
     if type(reply) is str:
         return reply
@@ -273,10 +254,9 @@ def add_usage(total: dict[str, int], usage: Any, *, cached: bool = False) -> Non
     """Add one call's token counts to ``total``; with ``cached`` they count as ``cached_*``.
 
     >>> total = {}
-    >>> add_usage(total, {"input_tokens": 10, "output_tokens": 2})
     >>> add_usage(total, {"input_tokens": 10, "output_tokens": 2}, cached=True)
     >>> total
-    {'input_tokens': 10, 'output_tokens': 2, 'cached_input_tokens': 10, 'cached_output_tokens': 2}
+    {'cached_input_tokens': 10, 'cached_output_tokens': 2}
     """
     if not isinstance(usage, Mapping):
         return
@@ -294,13 +274,10 @@ def sum_usage(replies: Iterable[str]) -> dict[str, int] | None:
     {'input_tokens': 3, 'output_tokens': 1}
     """
     total: dict[str, int] = {}
-    seen = False
-    for reply in replies:
-        usage = getattr(reply, "usage", None)
-        if isinstance(usage, Mapping):
-            seen = True
-            add_usage(total, usage, cached=getattr(reply, "cached", False) is True)
-    return total if seen else None
+    usages = [(getattr(reply, "usage", None), getattr(reply, "cached", False)) for reply in replies]
+    for usage, cached in usages:
+        add_usage(total, usage, cached=cached is True)
+    return total if any(isinstance(usage, Mapping) for usage, _ in usages) else None
 
 
 def reported_model(replies: Iterable[str]) -> str | None:
@@ -309,19 +286,11 @@ def reported_model(replies: Iterable[str]) -> str | None:
     >>> reported_model(["x", Reply("y", model="gpt-4o-mini-2024-07-18")])
     'gpt-4o-mini-2024-07-18'
     """
-    for reply in replies:
-        model = getattr(reply, "model", None)
-        if isinstance(model, str) and model:
-            return model
-    return None
+    models = (getattr(reply, "model", None) for reply in replies)
+    return next((model for model in models if isinstance(model, str) and model), None)
 
 
-OPENAI_DEFAULT_BASE = "https://api.openai.com/v1"
-ANTHROPIC_DEFAULT_BASE = "https://api.anthropic.com"
-ANTHROPIC_VERSION = "2023-06-01"
-ANTHROPIC_DEFAULT_MAX_TOKENS = 1024  # the Messages API requires max_tokens
 SPEC_FORMS = "builtin, openai:MODEL, anthropic:MODEL, cmd:COMMAND or py:MODULE:FUNCTION"
-
 Sleep = Callable[[float], None]
 
 
@@ -381,15 +350,20 @@ class Model(abc.ABC):
 
 def _scrub_reply(reply: Reply, secrets: list[str]) -> Reply:
     """``reply`` with every secret removed from its text and model name (refused if not text)."""
-    _refuse_invalid_text(str(reply), "the reply")
     model = getattr(reply, "model", None)
-    if isinstance(model, str):
-        _refuse_invalid_text(model, "the reported model name")
-        model = scrub(model, secrets)
+    named = model if isinstance(model, str) else ""
+    for what, text in (("the reply", str(reply)), ("the reported model name", named)):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate: no file, row or report holds it
+            raise ModelCallError(
+                f"{what} is not valid text: a lone surrogate ({text[exc.start]!r})"
+                f" at character {exc.start + 1:,}"
+            ) from None
     return Reply(
         scrub(str(reply), secrets),
         usage=getattr(reply, "usage", None),
-        model=model,
+        model=scrub(named, secrets) if isinstance(model, str) else model,
         cached=bool(getattr(reply, "cached", False)),
         latency_ms=getattr(reply, "latency_ms", None),
     )
@@ -398,32 +372,20 @@ def _scrub_reply(reply: Reply, secrets: list[str]) -> Reply:
 def _key_from_environment(variable: str) -> str | None:
     """An API key from the environment, stripped; None when unset; refused unless ASCII text."""
     key = os.environ.get(variable, "").strip()
-    if not key:
-        return None
-    for position, char in enumerate(key, start=1):
-        if not " " <= char <= "~":
-            control = ord(char) < 0x20 or ord(char) == 0x7F  # only these are named
-            what = (
-                f"a control character (U+{ord(char):04X})"
-                if control
-                else "a character that is not ASCII"
-            )
-            raise ModelConfigError(
-                f"{variable} holds {what} at character {position}"
-                " of the key; remove it (the key is not shown)"
-            )
-    return key
-
-
-def _refuse_invalid_text(text: str, what: str) -> None:
-    """A lone surrogate is not text: no file, row or report can hold it."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ModelCallError(
-            f"{what} is not valid text: a lone surrogate ({text[exc.start]!r})"
-            f" at character {exc.start + 1:,}"
-        ) from None
+    bad = next(((i, c) for i, c in enumerate(key, start=1) if not " " <= c <= "~"), None)
+    if bad is not None:
+        position, char = bad
+        control = ord(char) < 0x20 or ord(char) == 0x7F  # only these are named
+        what = (
+            f"a control character (U+{ord(char):04X})"
+            if control
+            else "a character that is not ASCII"
+        )
+        raise ModelConfigError(
+            f"{variable} holds {what} at character {position}"
+            " of the key; remove it (the key is not shown)"
+        )
+    return key or None
 
 
 def resolve(
@@ -438,9 +400,8 @@ def resolve(
     max_response_bytes: int = MAX_RESPONSE_BYTES,
     pass_env: Iterable[str] = (),
 ) -> Model:
-    """The :class:`Model` named by ``spec``; ``base_url`` overrides ``OPENAI_BASE_URL`` or
-    ``ANTHROPIC_BASE_URL``, ``timeout`` bounds each HTTP attempt, ``temperature`` None leaves
-    it to the server. A spec or setting that cannot work raises :class:`ModelConfigError`.
+    """The :class:`Model` named by ``spec`` (``base_url`` overrides ``OPENAI_BASE_URL`` or
+    ``ANTHROPIC_BASE_URL``; ``temperature`` None leaves it to the server).
 
     >>> model = resolve("cmd:cat")
     >>> model("PASS: the amount is 1,250.50"), model.temperature
@@ -449,52 +410,35 @@ def resolve(
     if not isinstance(spec, str):
         raise ModelConfigError(f"a model spec must be a string, got {type(spec).__name__}")
     spec = spec.strip()
-    _check_options(timeout, retries, temperature, max_tokens, max_response_bytes)
+    options = _Options(
+        base_url, timeout, retries, temperature, max_tokens, sleep, max_response_bytes, ()
+    )
+    options.check()
     if scrub(spec) != spec:  # a spec is recorded in results and caches
         raise ModelConfigError(
             "the model spec contains the value of a secret environment variable; "
             "pass keys through the environment only"
         )
     temperature = None if temperature is None else float(temperature)
-    options = _Options(
-        base_url, timeout, retries, temperature, max_tokens, sleep, max_response_bytes
-    )._replace(pass_env=tuple(pass_env))
+    options = options._replace(temperature=temperature, pass_env=tuple(pass_env))
     if spec == "builtin":
         judge = _extra("model", "builtin", what="the built-in judge")
         return _FunctionModel(spec, judge, temperature=temperature, resolved=True)
     scheme, sep, rest = spec.partition(":")
+    rest = rest.strip()
     if not sep or scheme not in ("openai", "anthropic", "cmd", "py"):
-        raise ModelConfigError(
-            f"unknown model spec {spec!r}: expected {SPEC_FORMS}{_scheme_hint(spec)}"
-        )
-    if not rest.strip():
+        hint = ""
+        if ":" not in spec and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._/@-]*", spec):
+            hint = f"; for an OpenAI-compatible model write openai:{spec}"
+        raise ModelConfigError(f"unknown model spec {spec!r}: expected {SPEC_FORMS}{hint}")
+    if not rest:
         raise ModelConfigError(f"model spec {spec!r} is incomplete: expected {SPEC_FORMS}")
     if scheme == "cmd":
-        return _command_model(spec, rest.strip(), options)
+        return _CommandModel.open(spec, rest, options)
     if scheme == "py":
-        return _python_model(spec, rest.strip(), temperature)
+        return _python_model(spec, rest, temperature)
     adapter = _OpenAIModel if scheme == "openai" else _AnthropicModel
-    return adapter.open(spec, rest.strip(), options)
-
-
-class _Options(NamedTuple):
-    base_url: str | None
-    timeout: float
-    retries: int
-    temperature: float | None
-    max_tokens: int | None
-    sleep: Sleep
-    max_response_bytes: int
-    pass_env: tuple[str, ...] = ()
-
-
-_MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/@-]*")
-
-
-def _scheme_hint(spec: str) -> str:
-    if ":" in spec or not _MODEL_NAME.fullmatch(spec):
-        return ""
-    return f"; for an OpenAI-compatible model write openai:{spec}"
+    return adapter.open(spec, rest, options)
 
 
 def _whole(value: Any, least: int) -> bool:
@@ -505,33 +449,38 @@ def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _check_options(
-    timeout: float, retries: int, temperature: float | None, max_tokens: int | None, limit: int
-) -> None:
-    checks = {
-        "timeout must be a positive number of seconds": _number(timeout) and timeout > 0,
-        "retries must be an integer >= 0": _whole(retries, 0),
-        "temperature must be a number >= 0 or None": temperature is None
-        or (_number(temperature) and temperature >= 0),
-        "max_tokens must be an integer >= 1 or None": max_tokens is None or _whole(max_tokens, 1),
-        "max_response_bytes must be an integer >= 1": _whole(limit, 1),
-    }
-    values = (timeout, retries, temperature, max_tokens, limit)
-    for (problem, ok), value in zip(checks.items(), values, strict=True):
-        if not ok:
-            raise ModelConfigError(f"{problem}, got {value!r}")
+class _Options(NamedTuple):
+    base_url: str | None
+    timeout: float
+    retries: int
+    temperature: float | None
+    max_tokens: int | None
+    sleep: Sleep
+    max_response_bytes: int
+    pass_env: tuple[str, ...]
+
+    def check(self) -> None:
+        rules = {
+            "timeout must be a positive number of seconds": _number(self.timeout)
+            and self.timeout > 0,
+            "retries must be an integer >= 0": _whole(self.retries, 0),
+            "temperature must be a number >= 0 or None": self.temperature is None
+            or (_number(self.temperature) and self.temperature >= 0),
+            "max_tokens must be an integer >= 1 or None": self.max_tokens is None
+            or _whole(self.max_tokens, 1),
+            "max_response_bytes must be an integer >= 1": _whole(self.max_response_bytes, 1),
+        }
+        for problem, ok in rules.items():
+            if not ok:
+                value = getattr(self, problem.split()[0])
+                raise ModelConfigError(f"{problem}, got {value!r}")
 
 
 class _FunctionModel(Model):
     """A Python function ``prompt -> str`` (sync or async)."""
 
     def __init__(
-        self,
-        spec: str,
-        function: Callable[..., Any],
-        *,
-        temperature: float | None,
-        resolved: bool = False,
+        self, spec: str, function: CallModel, *, temperature: float | None, resolved: bool = False
     ) -> None:
         super().__init__(spec, temperature=temperature)
         self._function = function
@@ -548,18 +497,14 @@ class _FunctionModel(Model):
             result = ask(self._function, prompt, sample=sample, json_schema=json_schema)
         except Exception as exc:
             raise ModelCallError(scrub(f"{self.spec}: {type(exc).__name__}: {exc}")) from exc
-        return Reply(
-            result,
-            usage=getattr(result, "usage", None),
-            model=getattr(result, "model", None),
-        )
+        usage, model = getattr(result, "usage", None), getattr(result, "model", None)
+        return Reply(result, usage=usage, model=model)
 
 
 def as_model(
-    function: Callable[..., Any], *, spec: str | None = None, temperature: float | None = None
+    function: CallModel, *, spec: str | None = None, temperature: float | None = None
 ) -> Model:
-    """Wrap a function ``prompt -> str`` (sync or async) as a :class:`Model`; ``spec`` defaults
-    to ``py:MODULE:QUALNAME``.
+    """Wrap a function ``prompt -> str`` (sync or async) as a :class:`Model` named ``spec``.
 
     >>> async def judge(prompt, *, sample=0):
     ...     return "PASS" if "1,250.50" in prompt else "FAIL"
@@ -575,20 +520,17 @@ def as_model(
 
 def _python_model(spec: str, target: str, temperature: float | None) -> Model:
     """The function ``MODULE:QUALNAME`` names (a MODULE starting with a dot is tinyeval's)."""
-    module_name, sep, attribute = target.partition(":")
-    module_name, attribute = module_name.strip(), attribute.strip()
+    module_name, sep, attribute = (part.strip() for part in target.partition(":"))
     if not sep or not module_name or not attribute:
         raise ModelConfigError(f"model spec {spec!r} is incomplete: expected py:MODULE:FUNCTION")
-    cwd = os.getcwd()
-    if cwd not in sys.path and "" not in sys.path:
-        sys.path.insert(0, cwd)  # as ``python -m`` does
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as ``python -m`` does
     try:
-        module = importlib.import_module(module_name, __package__)
+        function: Any = importlib.import_module(module_name, __package__)
     except Exception as exc:
         raise ModelConfigError(
             scrub(f"{spec}: cannot import module {module_name!r} ({type(exc).__name__}: {exc})")
         ) from exc
-    function: Any = module
     for part in attribute.split("."):
         if not hasattr(function, part):
             raise ModelConfigError(f"{spec}: module {module_name!r} has no {attribute!r}")
@@ -611,6 +553,21 @@ class _CommandModel(Model):
         super().__init__(spec, temperature=options.temperature)
         self._argv = argv
         self._options = options
+
+    @classmethod
+    def open(cls, spec: str, command: str, options: _Options) -> _CommandModel:
+        import shlex
+        import shutil
+
+        try:
+            argv = shlex.split(command)
+        except ValueError as exc:
+            raise ModelConfigError(f"{spec}: cannot split the command ({exc})") from None
+        if not argv:
+            raise ModelConfigError(f"model spec {spec!r} is incomplete: expected cmd:COMMAND")
+        if shutil.which(argv[0]) is None:
+            raise ModelConfigError(f"{spec}: command {argv[0]!r} not found on PATH")
+        return cls(spec, argv, options)
 
     def _environment(self, sample: int) -> dict[str, str]:
         keep = _COMMAND_ENVIRONMENT | set(self._options.pass_env)
@@ -657,9 +614,9 @@ class _CommandModel(Model):
                 " the command was stopped"
             )
         if process.returncode != 0:
-            detail = _last_line(scrub(err.text(timeout)))
+            lines = [line.strip() for line in scrub(err.text(timeout)).splitlines() if line.strip()]
             message = f"{self.spec}: the command exited with code {process.returncode}"
-            raise ModelCallError(scrub(f"{message}: {detail}" if detail else message))
+            raise ModelCallError(scrub(f"{message}: {lines[-1][:300]}" if lines else message))
         return Reply(out.text(timeout).removesuffix("\n"))
 
 
@@ -707,26 +664,6 @@ def _stop(process: Any) -> None:
     process.wait()
 
 
-def _command_model(spec: str, command: str, options: _Options) -> Model:
-    import shlex
-    import shutil
-
-    try:
-        argv = shlex.split(command)
-    except ValueError as exc:
-        raise ModelConfigError(f"{spec}: cannot split the command ({exc})") from None
-    if not argv:
-        raise ModelConfigError(f"model spec {spec!r} is incomplete: expected cmd:COMMAND")
-    if shutil.which(argv[0]) is None:
-        raise ModelConfigError(f"{spec}: command {argv[0]!r} not found on PATH")
-    return _CommandModel(spec, argv, options)
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1][:300] if lines else ""
-
-
 class _HTTPModel(_Poster, Model):
     """An HTTP adapter: POST JSON, retry, describe failures; each vendor gives its wire format."""
 
@@ -734,21 +671,17 @@ class _HTTPModel(_Poster, Model):
     base_variable: str
     default_base: str
     path: str  # of the endpoint, after the base URL
+    usage_names: tuple[str, str]  # the vendor's names of the input and output token counts
     _auth_headers: Callable[[], dict[str, str]]
     _request_body: Callable[[str, int, Mapping[str, Any] | None], dict[str, Any]]  # batches too
-    _reply: Callable[[Any], Reply]
+    _text: Callable[[Any], str]
 
     def __init__(self, spec: str, name: str, url: str, options: _Options) -> None:
         settings = {"url": _public_url(url), "max_tokens": options.max_tokens}
         super().__init__(spec, temperature=options.temperature, settings=settings)
-        self.name = name
-        self.options = options
-        self.max_tokens = options.max_tokens
-        self.timeout = options.timeout
-        self.retries = options.retries
+        self.name, self.options, self._url = name, options, url
+        self.timeout, self.retries = options.timeout, options.retries
         self.max_response_bytes = options.max_response_bytes
-        self._sleep = options.sleep
-        self._url = url
         self._key = _key_from_environment(self.key_variable)  # in another process, read there
 
     @classmethod
@@ -806,18 +739,15 @@ class _HTTPModel(_Poster, Model):
                 raise ModelCallError(
                     scrub(f"{self.spec}: {outcome.problem} (after {tries})", self._secrets())
                 )
-            self._sleep(_backoff_delay(attempt, outcome.retry_after))
+            self.options.sleep(_backoff_delay(attempt, outcome.retry_after))
             attempt += 1
-        return self._decode(outcome)
-
-    def _decode(self, body: bytes) -> Any:
         server = f"{self.spec}: the server at {_host_port(self._url)} sent"
         try:
-            text = body.decode("utf-8")
+            text = outcome.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ModelCallError(
                 f"{server} a reply that is not UTF-8 text"
-                f" (byte {body[exc.start]:#04x} at {exc.start:,})"
+                f" (byte {outcome[exc.start]:#04x} at {exc.start:,})"
             ) from None
         try:
             return json.loads(text)
@@ -829,14 +759,22 @@ class _HTTPModel(_Poster, Model):
                 scrub(f"{server} a reply that is not JSON: {snippet!r}", self._secrets())
             ) from None
 
-    def _bad_shape(self, what: str) -> ModelCallError:
-        where = _host_port(self._url)
-        return ModelCallError(scrub(f"{self.spec}: unexpected reply from {where}: {what}"))
-
-    def _reply_with(self, payload: Mapping[str, Any], text: str, names: tuple[str, str]) -> Reply:
-        """A Reply with the usage (under the vendor's ``names``) and model the server reports."""
-        usage: dict[str, Any] = payload["usage"] if isinstance(payload.get("usage"), dict) else {}
-        counts = {"input_tokens": usage.get(names[0]), "output_tokens": usage.get(names[1])}
+    def _reply(self, payload: Any) -> Reply:
+        """The Reply in a vendor's JSON: the text, the usage and model the server reports."""
+        if not isinstance(payload, dict):
+            payload = {}
+        try:
+            text = self._text(payload)
+        except ValueError as exc:
+            where = _host_port(self._url)
+            raise ModelCallError(
+                scrub(f"{self.spec}: unexpected reply from {where}: {exc}")
+            ) from None
+        usage = payload["usage"] if isinstance(payload.get("usage"), dict) else {}
+        counts = {
+            "input_tokens": usage.get(self.usage_names[0]),
+            "output_tokens": usage.get(self.usage_names[1]),
+        }
         reported = payload.get("model")
         return Reply(text, usage=counts, model=reported if isinstance(reported, str) else None)
 
@@ -854,8 +792,9 @@ class _OpenAIModel(_HTTPModel):
     key_variable = "OPENAI_API_KEY"
     base_variable = "OPENAI_BASE_URL"
     key_optional = True
-    default_base = OPENAI_DEFAULT_BASE
+    default_base = "https://api.openai.com/v1"
     path = "/chat/completions"
+    usage_names = ("prompt_tokens", "completion_tokens")
 
     def _auth_headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._key}"} if self._key else {}
@@ -865,31 +804,31 @@ class _OpenAIModel(_HTTPModel):
     ) -> dict[str, Any]:
         chat = _chat(prompt)
         body: dict[str, Any] = {"model": self.name, "messages": list(chat.messages), "seed": sample}
-        if chat.tools:
-            body["tools"] = list(chat.tools)
-        if self.temperature is not None:
-            body["temperature"] = self.temperature
-        if self.max_tokens is not None:
-            body["max_tokens"] = self.max_tokens
-        if json_schema is not None:
-            body["response_format"] = {
+        optional = {
+            "tools": list(chat.tools) or None,
+            "temperature": self.temperature,
+            "max_tokens": self.options.max_tokens,
+            "response_format": None
+            if json_schema is None
+            else {
                 "type": "json_schema",
                 "json_schema": {"name": "verdict", "schema": dict(json_schema)},
-            }
-        return body
+            },
+        }
+        return body | {name: value for name, value in optional.items() if value is not None}
 
-    def _reply(self, payload: Any) -> Reply:
-        choices = payload.get("choices") if isinstance(payload, dict) else None
+    def _text(self, payload: dict[str, Any]) -> str:
+        choices = payload.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise self._bad_shape("no 'choices' in the reply")
+            raise ValueError("no 'choices' in the reply")
         message = choices[0].get("message")
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, list):  # content parts
             content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
         if not isinstance(content, str):
             finish = choices[0].get("finish_reason")
-            raise self._bad_shape(f"the reply has no text (finish_reason={finish!r})")
-        return self._reply_with(payload, content, ("prompt_tokens", "completion_tokens"))
+            raise ValueError(f"the reply has no text (finish_reason={finish!r})")
+        return content
 
 
 class _AnthropicModel(_HTTPModel):
@@ -897,11 +836,12 @@ class _AnthropicModel(_HTTPModel):
 
     key_variable = "ANTHROPIC_API_KEY"
     base_variable = "ANTHROPIC_BASE_URL"
-    default_base = ANTHROPIC_DEFAULT_BASE
+    default_base = "https://api.anthropic.com"
     path = "/v1/messages"
+    usage_names = ("input_tokens", "output_tokens")
 
     def _auth_headers(self) -> dict[str, str]:
-        return {"x-api-key": self._key or "", "anthropic-version": ANTHROPIC_VERSION}
+        return {"x-api-key": self._key or "", "anthropic-version": "2023-06-01"}
 
     def _request_body(
         self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None
@@ -909,21 +849,20 @@ class _AnthropicModel(_HTTPModel):
         chat = _chat(prompt)
         body: dict[str, Any] = {
             "model": self.name,
-            "max_tokens": self.max_tokens or ANTHROPIC_DEFAULT_MAX_TOKENS,
+            "max_tokens": self.options.max_tokens or 1024,  # the Messages API requires it
             "messages": list(chat.anthropic_messages),
         }
-        if chat.system:
-            body["system"] = chat.system
-        if chat.tools:
-            body["tools"] = [_anthropic_tool(tool) for tool in chat.tools]
-        if self.temperature is not None:
-            body["temperature"] = self.temperature
-        return body
+        optional = {
+            "system": chat.system,
+            "tools": [_anthropic_tool(tool) for tool in chat.tools] or None,
+            "temperature": self.temperature,
+        }
+        return body | {name: value for name, value in optional.items() if value is not None}
 
-    def _reply(self, payload: Any) -> Reply:
-        blocks = payload.get("content") if isinstance(payload, dict) else None
+    def _text(self, payload: dict[str, Any]) -> str:
+        blocks = payload.get("content")
         if not isinstance(blocks, list):
-            raise self._bad_shape("no 'content' in the reply")
+            raise ValueError("no 'content' in the reply")
         texts = [
             block["text"]
             for block in blocks
@@ -933,8 +872,8 @@ class _AnthropicModel(_HTTPModel):
         ]
         if not texts:
             stop = payload.get("stop_reason")
-            raise self._bad_shape(f"the reply has no text block (stop_reason={stop!r})")
-        return self._reply_with(payload, "".join(texts), ("input_tokens", "output_tokens"))
+            raise ValueError(f"the reply has no text block (stop_reason={stop!r})")
+        return "".join(texts)
 
 
 def _anthropic_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
