@@ -138,24 +138,31 @@ class _TooLarge(TinyevalError):
     """A reply body past ``max_response_bytes``."""
 
 
+def _read_capped(
+    read: Callable[[int], bytes], limit: int, stop: Callable[[], bool] = bool
+) -> bytes:
+    """All ``read`` gives; _TooLarge past ``limit`` bytes, TimeoutError once ``stop()``."""
+    parts: list[bytes] = []
+    size = 0
+    while chunk := read(_READ_CHUNK):
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge
+        parts.append(chunk)
+        if stop():
+            raise TimeoutError
+    if stop():
+        raise TimeoutError
+    return b"".join(parts)
+
+
 def _read_body(response: Any, limit: int, watchdog: _Watchdog) -> bytes:
     """A reply body, read a chunk at a time; refused past ``limit`` bytes or the deadline."""
     length = response.headers.get("Content-Length")
     declared = int(length) if length is not None and length.strip().isdigit() else None
     if declared is not None and declared > limit:
         raise _TooLarge
-    parts: list[bytes] = []
-    size = 0
-    while chunk := response.read(_READ_CHUNK):
-        size += len(chunk)
-        if size > limit:
-            raise _TooLarge
-        parts.append(chunk)
-        if watchdog.fired:
-            raise TimeoutError
-    if watchdog.fired:
-        raise TimeoutError
-    body = b"".join(parts)
+    body = _read_capped(response.read, limit, lambda: watchdog.fired)
     if declared is not None and len(body) < declared:  # read(n) returns short, never raises
         import http.client
 

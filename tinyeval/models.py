@@ -4,7 +4,6 @@ retries. Keys come only from the environment and are scrubbed from every message
 
 from __future__ import annotations
 
-import _thread
 import abc
 import contextlib
 import functools
@@ -30,9 +29,11 @@ from ._http import (
     _host_port,
     _Poster,
     _public_url,
+    _read_capped,
+    _TooLarge,
     scrub,
 )
-from .errors import InputError, TinyevalError, plural, shorten
+from .errors import InputError, TinyevalError, is_number, plural, shorten
 
 if TYPE_CHECKING:  # asyncio is imported on the first awaitable: a sync run never pays for it
     import asyncio
@@ -180,24 +181,13 @@ def run_awaitable(awaitable: Awaitable[_T]) -> _T:
         inside = False
     if inside:  # awaited from a coroutine on our own loop: cannot block it
         raise RuntimeError("a model awaited from inside tinyeval's own event loop")
-    # A bare lock, released by the task's done-callback, hands the result back: half
-    # the cost of run_coroutine_threadsafe's future.
-    finished = _thread.allocate_lock()
-    finished.acquire()
     coroutine = awaitable if inspect.iscoroutine(awaitable) else _awaited(awaitable)
-    tasks: list[asyncio.Task[_T]] = []
-
-    def start() -> None:
-        tasks.append(loop.create_task(coroutine))
-        tasks[0].add_done_callback(lambda _: finished.release())
-
-    loop.call_soon_threadsafe(start)
+    future = asyncio.run_coroutine_threadsafe(coroutine, loop)
     try:
-        finished.acquire()
+        return future.result()
     except BaseException:  # interrupted while waiting: the call is not to go on
-        loop.call_soon_threadsafe(lambda: [task.cancel() for task in tasks])
+        future.cancel()
         raise
-    return tasks[0].result()
 
 
 def ask(
@@ -290,6 +280,7 @@ def reported_model(replies: Iterable[str]) -> str | None:
     return next((model for model in models if isinstance(model, str) and model), None)
 
 
+_JSON = {"Content-Type": "application/json", "Accept": "application/json"}
 SPEC_FORMS = "builtin, openai:MODEL, anthropic:MODEL, cmd:COMMAND or py:MODULE:FUNCTION"
 Sleep = Callable[[float], None]
 
@@ -349,7 +340,6 @@ class Model(abc.ABC):
 
 
 def _scrub_reply(reply: Reply, secrets: list[str]) -> Reply:
-    """``reply`` with every secret removed from its text and model name (refused if not text)."""
     model = getattr(reply, "model", None)
     named = model if isinstance(model, str) else ""
     for what, text in (("the reply", str(reply)), ("the reported model name", named)):
@@ -370,21 +360,16 @@ def _scrub_reply(reply: Reply, secrets: list[str]) -> Reply:
 
 
 def _key_from_environment(variable: str) -> str | None:
-    """An API key from the environment, stripped; None when unset; refused unless ASCII text."""
     key = os.environ.get(variable, "").strip()
-    bad = next(((i, c) for i, c in enumerate(key, start=1) if not " " <= c <= "~"), None)
-    if bad is not None:
-        position, char = bad
-        control = ord(char) < 0x20 or ord(char) == 0x7F  # only these are named
-        what = (
-            f"a control character (U+{ord(char):04X})"
-            if control
-            else "a character that is not ASCII"
-        )
-        raise ModelConfigError(
-            f"{variable} holds {what} at character {position}"
-            " of the key; remove it (the key is not shown)"
-        )
+    for position, char in enumerate(key, start=1):
+        if not (char.isascii() and char.isprintable()):
+            what = "a character that is not ASCII"
+            if char.isascii():
+                what = f"a control character (U+{ord(char):04X})"
+            raise ModelConfigError(
+                f"{variable} holds {what} at character {position}"
+                " of the key; remove it (the key is not shown)"
+            )
     return key or None
 
 
@@ -442,11 +427,11 @@ def resolve(
 
 
 def _whole(value: Any, least: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+    return is_number(value) and isinstance(value, int) and value >= least
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return is_number(value) and math.isfinite(value)
 
 
 class _Options(NamedTuple):
@@ -477,8 +462,6 @@ class _Options(NamedTuple):
 
 
 class _FunctionModel(Model):
-    """A Python function ``prompt -> str`` (sync or async)."""
-
     def __init__(
         self, spec: str, function: CallModel, *, temperature: float | None, resolved: bool = False
     ) -> None:
@@ -626,24 +609,20 @@ class _Drain(threading.Thread):
     def __init__(self, process: Any, pipe: Any, limit: int) -> None:
         super().__init__(daemon=True)
         self.process, self.pipe, self.limit = process, pipe, limit
-        self.chunks: list[bytes] = []
-        self.overflowed = False
+        self.data, self.overflowed = b"", False
         self.start()
 
     def run(self) -> None:
-        size = 0
-        while chunk := self.pipe.read1(2**16):
-            size += len(chunk)
-            if size > self.limit:
-                self.overflowed = True
-                _stop(self.process)
-                return
-            self.chunks.append(chunk)
+        try:
+            self.data = _read_capped(self.pipe.read1, self.limit)
+        except _TooLarge:
+            self.overflowed = True
+            _stop(self.process)
 
     def text(self, timeout: float) -> str:
         """What was read, decoded, newlines as in text mode (\\r\\n and \\r become \\n)."""
         self.join(timeout)
-        text = b"".join(self.chunks).decode("utf-8", errors="replace")
+        text = self.data.decode("utf-8", errors="replace")
         return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -653,7 +632,6 @@ def _feed(stdin: Any, prompt: str) -> None:
 
 
 def _stop(process: Any) -> None:
-    """Stop a command and whatever it started (its session's process group)."""
     import signal
 
     with contextlib.suppress(OSError):
@@ -686,7 +664,6 @@ class _HTTPModel(_Poster, Model):
 
     @classmethod
     def open(cls, spec: str, name: str, options: _Options) -> _HTTPModel:
-        """The adapter for ``name`` at the base URL given, in the environment, or the vendor's."""
         base = options.base_url or os.environ.get(cls.base_variable) or cls.default_base
         base = base.strip().rstrip("/")
         parts = urllib.parse.urlsplit(base)
@@ -711,12 +688,7 @@ class _HTTPModel(_Poster, Model):
     def _request_headers(self) -> dict[str, str]:
         from . import __version__
 
-        return {
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "User-Agent": f"tinyeval/{__version__}",
-            **self._auth_headers(),
-        }
+        return {**_JSON, "User-Agent": f"tinyeval/{__version__}", **self._auth_headers()}
 
     def __reduce__(self) -> tuple[Any, ...]:
         # sent to another process without its key or its sleep: the key is read there
@@ -730,7 +702,6 @@ class _HTTPModel(_Poster, Model):
         return self._reply(self._post(self._request_body(prompt, sample, json_schema)))
 
     def _post(self, body: Mapping[str, Any]) -> Any:
-        """POST ``body`` as JSON and return the decoded JSON reply, retrying."""
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         attempt = 1
         while isinstance(outcome := self._attempt(data), _Failure):
@@ -760,7 +731,6 @@ class _HTTPModel(_Poster, Model):
             ) from None
 
     def _reply(self, payload: Any) -> Reply:
-        """The Reply in a vendor's JSON: the text, the usage and model the server reports."""
         if not isinstance(payload, dict):
             payload = {}
         try:
