@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict, Unpack
 
 from .errors import InputError
 from .models import Model, Reply, as_model
@@ -78,29 +78,29 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _key(
-    spec: str, prompt: str, sample: int, temperature: float | None, extra: Any
-) -> tuple[str, str, int, str, str]:
+class _Where(TypedDict, total=False):
+    """The parts of a cache key besides the spec and the prompt (defaults 0, 0.0, None)."""
+
+    sample: int
+    temperature: float | None
+    extra: Any
+
+
+def _key(spec: str, prompt: str, where: _Where) -> tuple[str, str, int, str, str]:
+    extra, temperature = where.get("extra"), where.get("temperature", 0.0)
     canonical = json.dumps(extra, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     temperature_key = "default" if temperature is None else repr(float(temperature))
-    return (
-        spec,
-        _sha256(prompt),
-        sample,
-        temperature_key,
-        "" if extra is None else _sha256(canonical),
-    )
+    extra_key = "" if extra is None else _sha256(canonical)
+    return (spec, _sha256(prompt), where.get("sample", 0), temperature_key, extra_key)
 
 
-def reply_key(
-    spec: str, prompt: str, *, sample: int = 0, temperature: float | None = 0.0, extra: Any = None
-) -> str:
+def reply_key(spec: str, prompt: str, **where: Unpack[_Where]) -> str:
     """One SHA-256 hex digest of the whole cache key (a stable id for a request).
 
     >>> reply_key("openai:m", "Say PASS") == reply_key("openai:m", "Say PASS", sample=1)
     False
     """
-    parts = _key(spec, prompt, sample, temperature, extra)
+    parts = _key(spec, prompt, where)
     return _sha256(json.dumps(parts, separators=(",", ":"), ensure_ascii=False))
 
 
@@ -138,7 +138,6 @@ class ResponseCache:
             raise
 
     def _open_problem(self, exc: sqlite3.DatabaseError) -> str:
-        """Why the file cannot be opened: not ours, damaged, or cut short by a failed write."""
         try:
             with open(self.path, "rb") as file:
                 header = file.read(100)
@@ -223,17 +222,10 @@ class ResponseCache:
         return self._connection
 
     def get(
-        self,
-        spec: str,
-        prompt: str,
-        *,
-        sample: int = 0,
-        temperature: float | None = 0.0,
-        extra: Any = None,
-        count: bool = True,
+        self, spec: str, prompt: str, *, count: bool = True, **where: Unpack[_Where]
     ) -> Reply | None:
         """The stored reply (``cached=True``), or None; ``count=False`` leaves it out of stats."""
-        key = _key(spec, prompt, sample, temperature, extra)
+        key = _key(spec, prompt, where)
         with self._lock:
             row = self._db().execute(f"SELECT {_STORED} FROM replies WHERE {_KEY}", key).fetchone()
             self._misses += count and row is None
@@ -247,20 +239,11 @@ class ResponseCache:
             text, usage=usage if known else None, model=model, cached=True, latency_ms=latency_ms
         )
 
-    def put(
-        self,
-        spec: str,
-        prompt: str,
-        reply: str,
-        *,
-        sample: int = 0,
-        temperature: float | None = 0.0,
-        extra: Any = None,
-    ) -> None:
+    def put(self, spec: str, prompt: str, reply: str, **where: Unpack[_Where]) -> None:
         """Store ``reply`` (its usage, reported model and latency too) under this key."""
         usage = getattr(reply, "usage", None) or {}
         row = (
-            *_key(spec, prompt, sample, temperature, extra),
+            *_key(spec, prompt, where),
             str(reply),
             usage.get("input_tokens"),
             usage.get("output_tokens"),
@@ -351,7 +334,6 @@ class CachedModel(Model):
                     self._in_flight.pop(flight).set()
 
     def _where(self, sample: int, json_schema: Mapping[str, Any] | None) -> dict[str, Any]:
-        """The cache key's parts for a call, besides its spec and prompt."""
         extra = None
         if self.settings or json_schema is not None:
             extra = {"settings": self.settings, "json_schema": json_schema}
@@ -363,7 +345,7 @@ _OPENED_LOCK = threading.Lock()
 
 
 def _refuse_special_file(path: Path) -> None:
-    """A cache is a regular file: a FIFO would hang, a device or directory cannot hold one."""
+    # a cache is a regular file: a FIFO would hang, a device or directory cannot hold one
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         mode = path.stat().st_mode
