@@ -35,8 +35,6 @@ _QUOTA_CODES = frozenset({"insufficient_quota", "enforced_spend_limit_reached"})
 
 @dataclass(frozen=True)
 class _Failure:
-    """One failed HTTP attempt, described for a person."""
-
     problem: str
     retryable: bool
     retry_after: float | None = None
@@ -77,7 +75,6 @@ def _backoff_delay(attempt: int, retry_after: float | None) -> float:
 
 
 def _origin(url: str) -> tuple[str, str, int]:
-    """``(scheme, host, port)`` of a URL, the port filled in from the scheme when absent."""
     parts = urllib.parse.urlsplit(url)
     try:
         port = parts.port
@@ -118,8 +115,7 @@ def _quota_exhausted(body: bytes) -> bool:
 
 
 def _server_message(body: bytes, secrets: Iterable[str] = ()) -> str:
-    """The server's own short explanation from an error body (JSON or text), scrubbed before
-    it is shortened, so a cut never leaves half a key behind."""
+    """The server's own explanation in an error body, scrubbed before it is shortened."""
     message = " ".join(body.decode("utf-8", errors="replace").split())
     error = _error_of(body)
     if isinstance(error, dict):
@@ -202,7 +198,6 @@ class _Watchdog:
             _shut(sock)
 
     def opener(self) -> urllib.request.OpenerDirector:
-        """An opener whose connections are watched from the moment they connect."""
         import http.client
         import urllib.request
 
@@ -235,27 +230,15 @@ def _shut(sock: Any) -> None:
         sock.shutdown(socket.SHUT_RDWR)
 
 
-_ENVIRONMENT_SECRETS: list[Any] = [None, ()]  # the last environment seen, and its secrets
-
-
 def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
     """Values (8 characters or more) of environment variables named like ``*KEY``, ``*TOKEN``….
 
     >>> secret_values({"OPENAI_API_KEY": "sk-test-SECRET123", "HOME": "/home/me"})
     ['sk-test-SECRET123']
     """
-    if environ is None:  # every reply is scrubbed: remembered while the raw entries stay equal
-        raw = getattr(os.environ, "_data", None)
-        snapshot = tuple(raw.items()) if isinstance(raw, dict) else None
-        if snapshot is not None and snapshot == _ENVIRONMENT_SECRETS[0]:
-            return list(_ENVIRONMENT_SECRETS[1])
-        found = secret_values(dict(os.environ))
-        if snapshot is not None:
-            _ENVIRONMENT_SECRETS[:] = [snapshot, tuple(found)]
-        return found
     values = {
         form
-        for name, value in environ.items()
+        for name, value in (os.environ if environ is None else environ).items()
         if name.upper().endswith(_SECRET_NAME_ENDINGS)
         for form in (value, value.strip())  # a key read from a file often ends in a newline
         if len(form) >= _MIN_SECRET_LENGTH

@@ -85,8 +85,7 @@ class Reply(str):
 
 
 class ChatPrompt(str):
-    """A conversation for a chat model: a ``str`` (its OpenAI-shaped messages as JSON) that
-    the chat adapters send as messages, with ``system`` apart and the case's ``tools``.
+    """A conversation for the chat adapters: a ``str`` (its messages as JSON), ``system`` apart.
 
     >>> prompt = ChatPrompt([{"role": "system", "content": "Be brief."},
     ...                      {"role": "user", "content": "Hours?"}])
@@ -197,8 +196,7 @@ def ask(
     sample: int = 0,
     json_schema: Mapping[str, Any] | None = None,
 ) -> str:
-    """One reply from any model callable: ``sample`` and ``json_schema`` reach it only when it
-    names them, an awaitable is awaited, anything but a string raises ``TypeError``.
+    """One reply (a ``str``, awaited if need be) from a callable, given the keywords it names.
 
     >>> ask(lambda prompt, *, sample=0: f"sample {sample}", "x", sample=2)
     'sample 2'
@@ -208,8 +206,6 @@ def ask(
     if json_schema is None:
         keywords.pop("json_schema", None)
     reply = call_model(prompt, **keywords)
-    if type(reply) is str:
-        return reply
     if inspect.isawaitable(reply):
         reply = run_awaitable(reply)
     if not isinstance(reply, str):
@@ -294,8 +290,7 @@ class ModelCallError(TinyevalError, RuntimeError):
 
 
 class Model(abc.ABC):
-    """A callable model: ``model(prompt, *, sample=0, json_schema=None) -> Reply``; its
-    ``spec`` and ``settings`` (what else changes replies: the cache keys on them) hold no key.
+    """A callable model; its ``spec`` and ``settings`` (the cache keys on both) hold no key.
 
     >>> model = as_model(lambda prompt: prompt.upper(), spec="py:demo:upper")
     >>> model("pass"), model.spec
@@ -385,8 +380,7 @@ def resolve(
     max_response_bytes: int = MAX_RESPONSE_BYTES,
     pass_env: Iterable[str] = (),
 ) -> Model:
-    """The :class:`Model` named by ``spec`` (``base_url`` overrides ``OPENAI_BASE_URL`` or
-    ``ANTHROPIC_BASE_URL``; ``temperature`` None leaves it to the server).
+    """The :class:`Model` named by ``spec`` (``temperature`` None leaves it to the server).
 
     >>> model = resolve("cmd:cat")
     >>> model("PASS: the amount is 1,250.50"), model.temperature
@@ -484,9 +478,7 @@ class _FunctionModel(Model):
         return Reply(result, usage=usage, model=model)
 
 
-def as_model(
-    function: CallModel, *, spec: str | None = None, temperature: float | None = None
-) -> Model:
+def as_model(function: CallModel, *, spec: str | None = None) -> Model:
     """Wrap a function ``prompt -> str`` (sync or async) as a :class:`Model` named ``spec``.
 
     >>> async def judge(prompt, *, sample=0):
@@ -498,7 +490,7 @@ def as_model(
         return function
     if not callable(function):
         raise ModelConfigError(f"expected a callable model, got {type(function).__name__}")
-    return _FunctionModel(spec or _py_name(function), function, temperature=temperature)
+    return _FunctionModel(spec or _py_name(function), function, temperature=None)
 
 
 def _python_model(spec: str, target: str, temperature: float | None) -> Model:
@@ -534,8 +526,7 @@ class _CommandModel(Model):
 
     def __init__(self, spec: str, argv: list[str], options: _Options) -> None:
         super().__init__(spec, temperature=options.temperature)
-        self._argv = argv
-        self._options = options
+        self._argv, self._options = argv, options
 
     @classmethod
     def open(cls, spec: str, command: str, options: _Options) -> _CommandModel:
@@ -604,8 +595,6 @@ class _CommandModel(Model):
 
 
 class _Drain(threading.Thread):
-    """Reads a pipe to its end, keeping up to ``limit`` bytes; past it the command is stopped."""
-
     def __init__(self, process: Any, pipe: Any, limit: int) -> None:
         super().__init__(daemon=True)
         self.process, self.pipe, self.limit = process, pipe, limit
@@ -643,8 +632,6 @@ def _stop(process: Any) -> None:
 
 
 class _HTTPModel(_Poster, Model):
-    """An HTTP adapter: POST JSON, retry, describe failures; each vendor gives its wire format."""
-
     key_optional = False  # True: a server other than the vendor's may need no key
     base_variable: str
     default_base: str
@@ -756,8 +743,6 @@ def _chat(prompt: str) -> ChatPrompt:
 
 
 class _OpenAIModel(_HTTPModel):
-    """``POST {base}/chat/completions`` on any OpenAI-compatible server."""
-
     supports_json_schema = True
     key_variable = "OPENAI_API_KEY"
     base_variable = "OPENAI_BASE_URL"
@@ -802,8 +787,6 @@ class _OpenAIModel(_HTTPModel):
 
 
 class _AnthropicModel(_HTTPModel):
-    """``POST {base}/v1/messages``, the Anthropic Messages API."""
-
     key_variable = "ANTHROPIC_API_KEY"
     base_variable = "ANTHROPIC_BASE_URL"
     default_base = "https://api.anthropic.com"
