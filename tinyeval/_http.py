@@ -3,8 +3,10 @@ failures described for a person, retry timing, keys scrubbed from every message.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
+import html
 import json
 import math
 import os
@@ -166,7 +168,7 @@ def _read_body(response: Any, limit: int, watchdog: _Watchdog) -> bytes:
     return body
 
 
-class _Watchdog:
+class _Watchdog(contextlib.AbstractContextManager["_Watchdog"]):
     """Bounds one whole HTTP attempt: at the deadline it shuts the connection's socket (a socket
     timeout bounds each read, not their sum: a byte now and then would hold a call for ever)."""
 
@@ -176,9 +178,6 @@ class _Watchdog:
         self._lock = threading.Lock()
         self._timer = threading.Timer(timeout, self._fire)
         self._timer.daemon = True
-
-    def __enter__(self) -> _Watchdog:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self._timer.cancel()
@@ -262,9 +261,6 @@ def scrub(text: str, secrets: Iterable[str] = ()) -> str:
 @functools.lru_cache(maxsize=32)
 def _forms(secrets: frozenset[str]) -> tuple[str, ...]:
     """Every form of these secrets, longest first (so no key is left half removed)."""
-    import base64
-    import html
-
     forms: set[str] = set()
     for value in {form for secret in secrets for form in (secret, secret.strip())} - {""}:
         escaped = html.escape(value)

@@ -104,7 +104,7 @@ def reply_key(spec: str, prompt: str, **where: Unpack[_Where]) -> str:
     return _sha256(json.dumps(parts, separators=(",", ":"), ensure_ascii=False))
 
 
-class ResponseCache:
+class ResponseCache(contextlib.AbstractContextManager["ResponseCache"]):
     """A SQLite store of model replies.
 
     >>> with ResponseCache(":memory:") as cache:
@@ -276,9 +276,6 @@ class ResponseCache:
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
-
-    def __enter__(self) -> ResponseCache:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()

@@ -13,6 +13,9 @@ import json
 import math
 import os
 import re
+import shlex
+import shutil
+import signal
 import sys
 import threading
 import time
@@ -21,7 +24,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from . import _extra
+from . import __version__, _extra
 from ._http import (
     MAX_RESPONSE_BYTES,
     _backoff_delay,
@@ -78,10 +81,8 @@ class Reply(str):
         return self
 
     def __repr__(self) -> str:
-        return (
-            f"Reply({str(self)!r}, usage={self.usage!r}, model={self.model!r}, "
-            f"cached={self.cached!r})"
-        )
+        fields = f"usage={self.usage!r}, model={self.model!r}, cached={self.cached!r}"
+        return f"Reply({str(self)!r}, {fields})"
 
 
 class ChatPrompt(str):
@@ -123,6 +124,7 @@ class ChatPrompt(str):
         return cls(conversation.to_messages("openai"), anthropic_messages=anthropic, tools=tools)
 
 
+_KEYWORDS = ("sample", "json_schema")
 _KEYWORDS_SEEN: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
 
 
@@ -139,11 +141,7 @@ def accepted_keywords(call_model: CallModel) -> frozenset[str]:
     except (TypeError, ValueError):  # builtins and C callables without a signature
         parameters = {}  # type: ignore[assignment]
     by_name = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    known = frozenset(
-        name
-        for name in ("sample", "json_schema")
-        if name in parameters and parameters[name].kind in by_name
-    )
+    known = frozenset(n for n in _KEYWORDS if n in parameters and parameters[n].kind in by_name)
     with contextlib.suppress(TypeError):  # unhashable or not weakly referenceable: not kept
         _KEYWORDS_SEEN[call_model] = known
     return known
@@ -530,9 +528,6 @@ class _CommandModel(Model):
 
     @classmethod
     def open(cls, spec: str, command: str, options: _Options) -> _CommandModel:
-        import shlex
-        import shutil
-
         try:
             argv = shlex.split(command)
         except ValueError as exc:
@@ -621,8 +616,6 @@ def _feed(stdin: Any, prompt: str) -> None:
 
 
 def _stop(process: Any) -> None:
-    import signal
-
     with contextlib.suppress(OSError):
         if hasattr(os, "killpg"):
             os.killpg(process.pid, signal.SIGKILL)
@@ -655,12 +648,8 @@ class _HTTPModel(_Poster, Model):
         base = base.strip().rstrip("/")
         parts = urllib.parse.urlsplit(base)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ModelConfigError(
-                scrub(
-                    f"{spec}: the base URL must start with http:// or https:// and name a host, "
-                    f"got {shorten(base, 80)!r}"
-                )
-            )
+            problem = f"{spec}: the base URL must start with http:// or https:// and name a host"
+            raise ModelConfigError(scrub(f"{problem}, got {shorten(base, 80)!r}"))
         path = cls.path.removeprefix("/v1") if base.endswith("/v1") else cls.path
         model = cls(spec, name, base + path, options)
         vendor = urllib.parse.urlsplit(cls.default_base).hostname
@@ -673,8 +662,6 @@ class _HTTPModel(_Poster, Model):
         return model
 
     def _request_headers(self) -> dict[str, str]:
-        from . import __version__
-
         return {**_JSON, "User-Agent": f"tinyeval/{__version__}", **self._auth_headers()}
 
     def __reduce__(self) -> tuple[Any, ...]:
