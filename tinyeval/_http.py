@@ -121,13 +121,9 @@ def _server_message(body: bytes, secrets: Iterable[str] = ()) -> str:
     message = " ".join(body.decode("utf-8", errors="replace").split())
     error = _error_of(body)
     if isinstance(error, dict):
-        found = [
-            error[k]
-            for k in ("message", "detail", "type", "code")
-            if isinstance(error.get(k), str) and error[k].strip()
-        ]
-        message = found[0].strip() if found else message
-    elif isinstance(error, str) and error.strip():
+        texts = [error.get(key) for key in ("message", "detail", "type", "code")]
+        error = next((text for text in texts if isinstance(text, str) and text.strip()), None)
+    if isinstance(error, str) and error.strip():
         message = error.strip()
     return shorten(scrub(message, secrets), 200)
 
@@ -140,18 +136,14 @@ def _read_capped(
     read: Callable[[int], bytes], limit: int, stop: Callable[[], bool] = bool
 ) -> bytes:
     """All ``read`` gives; _TooLarge past ``limit`` bytes, TimeoutError once ``stop()``."""
-    parts: list[bytes] = []
-    size = 0
-    while chunk := read(_READ_CHUNK):
-        size += len(chunk)
-        if size > limit:
+    data = bytearray()
+    while not stop() and (chunk := read(_READ_CHUNK)):
+        data += chunk
+        if len(data) > limit:
             raise _TooLarge
-        parts.append(chunk)
-        if stop():
-            raise TimeoutError
     if stop():
         raise TimeoutError
-    return b"".join(parts)
+    return bytes(data)
 
 
 def _read_body(response: Any, limit: int, watchdog: _Watchdog) -> bytes:

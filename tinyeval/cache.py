@@ -54,6 +54,7 @@ _BATCH_OBJECTS = {
 }
 _KEY = "spec = ? AND prompt_sha256 = ? AND sample = ? AND temperature = ? AND extra = ?"
 _STORED = "text, input_tokens, output_tokens, model, latency_ms"
+_INSERT = f"INSERT OR REPLACE INTO replies VALUES ({', '.join('?' * 11)})"
 
 
 def _execute_all(connection: sqlite3.Connection, script: str) -> None:
@@ -252,9 +253,7 @@ class ResponseCache(contextlib.AbstractContextManager["ResponseCache"]):
             datetime.now(UTC).isoformat(timespec="seconds"),
         )
         with self._lock:
-            self._db().execute(
-                f"INSERT OR REPLACE INTO replies VALUES ({', '.join('?' * 11)})", row
-            )
+            self._db().execute(_INSERT, row)
             self._stores += 1
 
     def _add_hits(self, hits: int) -> None:
@@ -289,9 +288,7 @@ class CachedModel(Model):
 
     def __init__(self, inner: Model, cache: ResponseCache, *, refresh: bool = False) -> None:
         super().__init__(inner.spec, temperature=inner.temperature, settings=inner.settings)
-        self.inner = inner
-        self.cache = cache
-        self.refresh = refresh
+        self.inner, self.cache, self.refresh = inner, cache, refresh
         self.supports_json_schema = inner.supports_json_schema
         # identical calls in flight at once are sent once: the others wait for that reply
         self._in_flight: dict[str, threading.Event] = {}
