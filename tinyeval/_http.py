@@ -45,12 +45,7 @@ class _Failure:
 def parse_retry_after(
     value: str | None, *, now: datetime | None = None, cap: float = RETRY_AFTER_CAP
 ) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (seconds or an HTTP date), at most ``cap``.
-
-    >>> now = datetime(2015, 10, 21, 7, 28, 0, tzinfo=UTC)
-    >>> parse_retry_after("Wed, 21 Oct 2015 07:28:05 GMT", now=now)
-    5.0
-    """
+    """Seconds to wait from a ``Retry-After`` header (seconds or an HTTP date), at most ``cap``."""
     text = (value or "").strip()
     if not text:
         return None
@@ -222,11 +217,7 @@ def _shut(sock: Any) -> None:
 
 
 def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
-    """Values (8 characters or more) of environment variables named like ``*KEY``, ``*TOKEN``….
-
-    >>> secret_values({"OPENAI_API_KEY": "sk-test-SECRET123", "HOME": "/home/me"})
-    ['sk-test-SECRET123']
-    """
+    """Values (8 characters or more) of environment variables named like ``*KEY``, ``*TOKEN``…."""
     values = {
         form
         for name, value in (os.environ if environ is None else environ).items()
