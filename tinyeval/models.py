@@ -24,18 +24,8 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from . import __version__, _extra
-from ._http import (
-    MAX_RESPONSE_BYTES,
-    _backoff_delay,
-    _Failure,
-    _host_port,
-    _Poster,
-    _public_url,
-    _read_capped,
-    _TooLarge,
-    scrub,
-)
+from . import __version__, _extra, _http
+from ._http import MAX_RESPONSE_BYTES, _backoff_delay, scrub
 from .errors import InputError, TinyevalError, is_number, plural, shorten
 
 if TYPE_CHECKING:  # asyncio is imported on the first awaitable: a sync run never pays for it
@@ -276,7 +266,6 @@ def reported_model(replies: Iterable[str]) -> str | None:
 
 _JSON = {"Content-Type": "application/json", "Accept": "application/json"}
 SPEC_FORMS = "builtin, openai:MODEL, anthropic:MODEL, cmd:COMMAND or py:MODULE:FUNCTION"
-Sleep = Callable[[float], None]
 
 
 class ModelConfigError(InputError):
@@ -374,7 +363,7 @@ def resolve(
     retries: int = 4,
     temperature: float | None = 0.0,
     max_tokens: int | None = None,
-    sleep: Sleep = time.sleep,
+    sleep: Callable[[float], None] = time.sleep,
     max_response_bytes: int = MAX_RESPONSE_BYTES,
     pass_env: Iterable[str] = (),
 ) -> Model:
@@ -432,7 +421,7 @@ class _Options(NamedTuple):
     retries: int
     temperature: float | None
     max_tokens: int | None
-    sleep: Sleep
+    sleep: Callable[[float], None]
     max_response_bytes: int
     pass_env: tuple[str, ...]
 
@@ -541,9 +530,7 @@ class _CommandModel(Model):
     def _environment(self, sample: int) -> dict[str, str]:
         keep = _COMMAND_ENVIRONMENT | set(self._options.pass_env)
         env = {
-            name: value
-            for name, value in os.environ.items()
-            if name in keep or name.startswith(("LC_", "TINYEVAL_"))
+            n: v for n, v in os.environ.items() if n in keep or n.startswith(("LC_", "TINYEVAL_"))
         }
         env["TINYEVAL_SAMPLE"] = str(sample)
         if self.temperature is not None:
@@ -598,8 +585,8 @@ class _Drain(threading.Thread):
 
     def run(self) -> None:
         try:
-            self.data = _read_capped(self.pipe.read1, self.limit)
-        except _TooLarge:
+            self.data = _http._read_capped(self.pipe.read1, self.limit)
+        except _http._TooLarge:
             self.overflowed = True
             _stop(self.process)
 
@@ -624,7 +611,7 @@ def _stop(process: Any) -> None:
     process.wait()
 
 
-class _HTTPModel(_Poster, Model):
+class _HTTPModel(_http._Poster, Model):
     key_optional = False  # True: a server other than the vendor's may need no key
     base_variable: str
     default_base: str
@@ -635,7 +622,7 @@ class _HTTPModel(_Poster, Model):
     _text: Callable[[Any], str]
 
     def __init__(self, spec: str, name: str, url: str, options: _Options) -> None:
-        settings = {"url": _public_url(url), "max_tokens": options.max_tokens}
+        settings = {"url": _http._public_url(url), "max_tokens": options.max_tokens}
         super().__init__(spec, temperature=options.temperature, settings=settings)
         self.name, self.options, self._url = name, options, url
         self.timeout, self.retries = options.timeout, options.retries
@@ -678,7 +665,7 @@ class _HTTPModel(_Poster, Model):
     def _post(self, body: Mapping[str, Any]) -> Any:
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         attempt = 1
-        while isinstance(outcome := self._attempt(data), _Failure):
+        while isinstance(outcome := self._attempt(data), _http._Failure):
             if not outcome.retryable or attempt > self.retries:
                 tries = plural(attempt, "attempt")
                 raise ModelCallError(
@@ -686,7 +673,7 @@ class _HTTPModel(_Poster, Model):
                 )
             self.options.sleep(_backoff_delay(attempt, outcome.retry_after))
             attempt += 1
-        server = f"{self.spec}: the server at {_host_port(self._url)} sent"
+        server = f"{self.spec}: the server at {_http._host_port(self._url)} sent"
         try:
             text = outcome.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -710,7 +697,7 @@ class _HTTPModel(_Poster, Model):
         try:
             text = self._text(payload)
         except ValueError as exc:
-            where = _host_port(self._url)
+            where = _http._host_port(self._url)
             raise ModelCallError(
                 scrub(f"{self.spec}: unexpected reply from {where}: {exc}")
             ) from None
@@ -803,13 +790,8 @@ class _AnthropicModel(_HTTPModel):
         blocks = payload.get("content")
         if not isinstance(blocks, list):
             raise ValueError("no 'content' in the reply")
-        texts = [
-            block["text"]
-            for block in blocks
-            if isinstance(block, dict)
-            and block.get("type") == "text"
-            and isinstance(block.get("text"), str)
-        ]
+        found = [b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+        texts = [text for text in found if isinstance(text, str)]
         if not texts:
             stop = payload.get("stop_reason")
             raise ValueError(f"the reply has no text block (stop_reason={stop!r})")
