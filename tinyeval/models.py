@@ -616,9 +616,9 @@ class _HTTPModel(_http._Poster, Model):
     base_variable: str
     default_base: str
     path: str  # of the endpoint, after the base URL
-    usage_names: tuple[str, str]  # the vendor's names of the input and output token counts
+    usage_names: tuple[tuple[str, str], ...]  # (our name, the vendor's) of each token count
     _auth_headers: Callable[[], dict[str, str]]
-    _request_body: Callable[[str, int, Mapping[str, Any] | None], dict[str, Any]]  # batches too
+    _body: Callable[[ChatPrompt, int, Any], dict[str, Any]]
     _text: Callable[[Any], str]
 
     def __init__(self, spec: str, name: str, url: str, options: _Options) -> None:
@@ -662,6 +662,12 @@ class _HTTPModel(_http._Poster, Model):
     def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
         return self._reply(self._post(self._request_body(prompt, sample, json_schema)))
 
+    def _request_body(self, prompt: str, sample: int, json_schema: Any) -> dict[str, Any]:
+        user = [{"role": "user", "content": prompt}]
+        chat = prompt if isinstance(prompt, ChatPrompt) else ChatPrompt(user)
+        body = self._body(chat, sample, json_schema)  # batches send it too
+        return {name: value for name, value in body.items() if value is not None}
+
     def _post(self, body: Mapping[str, Any]) -> Any:
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         attempt = 1
@@ -702,18 +708,9 @@ class _HTTPModel(_http._Poster, Model):
                 scrub(f"{self.spec}: unexpected reply from {where}: {exc}")
             ) from None
         usage = payload["usage"] if isinstance(payload.get("usage"), dict) else {}
-        counts = {
-            "input_tokens": usage.get(self.usage_names[0]),
-            "output_tokens": usage.get(self.usage_names[1]),
-        }
+        counts = {ours: usage.get(theirs) for ours, theirs in self.usage_names}
         reported = payload.get("model")
         return Reply(text, usage=counts, model=reported if isinstance(reported, str) else None)
-
-
-def _chat(prompt: str) -> ChatPrompt:
-    if isinstance(prompt, ChatPrompt):
-        return prompt
-    return ChatPrompt([{"role": "user", "content": prompt}])
 
 
 class _OpenAIModel(_HTTPModel):
@@ -723,28 +720,22 @@ class _OpenAIModel(_HTTPModel):
     key_optional = True
     default_base = "https://api.openai.com/v1"
     path = "/chat/completions"
-    usage_names = ("prompt_tokens", "completion_tokens")
+    usage_names = (("input_tokens", "prompt_tokens"), ("output_tokens", "completion_tokens"))
 
     def _auth_headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._key}"} if self._key else {}
 
-    def _request_body(
-        self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None
-    ) -> dict[str, Any]:
-        chat = _chat(prompt)
-        body: dict[str, Any] = {"model": self.name, "messages": list(chat.messages), "seed": sample}
-        optional = {
+    def _body(self, chat: ChatPrompt, sample: int, json_schema: Any) -> dict[str, Any]:
+        schema = None if json_schema is None else {"name": "verdict", "schema": dict(json_schema)}
+        return {
+            "model": self.name,
+            "messages": list(chat.messages),
+            "seed": sample,
             "tools": list(chat.tools) or None,
             "temperature": self.temperature,
             "max_tokens": self.options.max_tokens,
-            "response_format": None
-            if json_schema is None
-            else {
-                "type": "json_schema",
-                "json_schema": {"name": "verdict", "schema": dict(json_schema)},
-            },
+            "response_format": schema and {"type": "json_schema", "json_schema": schema},
         }
-        return body | {name: value for name, value in optional.items() if value is not None}
 
     def _text(self, payload: dict[str, Any]) -> str:
         choices = payload.get("choices")
@@ -765,26 +756,20 @@ class _AnthropicModel(_HTTPModel):
     base_variable = "ANTHROPIC_BASE_URL"
     default_base = "https://api.anthropic.com"
     path = "/v1/messages"
-    usage_names = ("input_tokens", "output_tokens")
+    usage_names = (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"))
 
     def _auth_headers(self) -> dict[str, str]:
         return {"x-api-key": self._key or "", "anthropic-version": "2023-06-01"}
 
-    def _request_body(
-        self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None
-    ) -> dict[str, Any]:
-        chat = _chat(prompt)
-        body: dict[str, Any] = {
+    def _body(self, chat: ChatPrompt, sample: int, json_schema: Any) -> dict[str, Any]:
+        return {
             "model": self.name,
             "max_tokens": self.options.max_tokens or 1024,  # the Messages API requires it
             "messages": list(chat.anthropic_messages),
-        }
-        optional = {
             "system": chat.system,
             "tools": [_anthropic_tool(tool) for tool in chat.tools] or None,
             "temperature": self.temperature,
         }
-        return body | {name: value for name, value in optional.items() if value is not None}
 
     def _text(self, payload: dict[str, Any]) -> str:
         blocks = payload.get("content")
