@@ -27,18 +27,10 @@ BUSY_TIMEOUT_SECONDS = 30.0
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS replies (
-    spec          TEXT    NOT NULL,
-    prompt_sha256 TEXT    NOT NULL,
-    sample        INTEGER NOT NULL,
-    temperature   TEXT    NOT NULL,
-    extra         TEXT    NOT NULL,
-    text          TEXT    NOT NULL,
-    input_tokens  INTEGER,
-    output_tokens INTEGER,
-    model         TEXT,
-    latency_ms    REAL,
-    created_at    TEXT    NOT NULL,
-    PRIMARY KEY (spec, prompt_sha256, sample, temperature, extra)
+    spec TEXT NOT NULL, prompt_sha256 TEXT NOT NULL, sample INTEGER NOT NULL,
+    temperature TEXT NOT NULL, extra TEXT NOT NULL,
+    text TEXT NOT NULL, input_tokens INTEGER, output_tokens INTEGER, model TEXT, latency_ms REAL,
+    created_at TEXT NOT NULL, PRIMARY KEY (spec, prompt_sha256, sample, temperature, extra)
 ) WITHOUT ROWID;
 """
 # the tables as SQLite keeps their text, and the other objects tinyeval makes in the file
@@ -47,11 +39,7 @@ _OURS = {
     for statement in _SCHEMA.replace(" IF NOT EXISTS", "").split(";")
     if statement.strip()
 }
-_BATCH_OBJECTS = {
-    ("table", "batches"),
-    ("table", "batch_requests"),
-    ("index", "batch_requests_by_batch"),
-}
+_BATCHES = {("table", "batches"), ("table", "batch_requests"), ("index", "batch_requests_by_batch")}
 _KEY = "spec = ? AND prompt_sha256 = ? AND sample = ? AND temperature = ? AND extra = ?"
 _STORED = "text, input_tokens, output_tokens, model, latency_ms"
 _INSERT = f"INSERT OR REPLACE INTO replies VALUES ({', '.join('?' * 11)})"
@@ -175,7 +163,7 @@ class ResponseCache(contextlib.AbstractContextManager["ResponseCache"]):
         found = connection.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
         for kind, name, sql in found:
             ours = _OURS.get((kind, name))
-            if ours == " ".join(str(sql).split()) or (kind, name) in _BATCH_OBJECTS:
+            if ours == " ".join(str(sql).split()) or (kind, name) in _BATCHES:
                 continue
             if not name.startswith("sqlite_"):  # SQLite's own (reserved to it)
                 what = "a different" if ours else "a"

@@ -542,13 +542,9 @@ class _CommandModel(Model):
 
         timeout, limit = self._options.timeout, self._options.max_response_bytes
         try:
-            process = subprocess.Popen(
-                self._argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=self._environment(sample),
-                start_new_session=True,  # its children are stopped with it
+            pipe, env = subprocess.PIPE, self._environment(sample)
+            process = subprocess.Popen(  # in a session of its own: its children are stopped with it
+                self._argv, stdin=pipe, stdout=pipe, stderr=pipe, env=env, start_new_session=True
             )
         except OSError as exc:
             raise ModelCallError(
