@@ -157,10 +157,8 @@ def run_awaitable(awaitable: Awaitable[_T]) -> _T:
 
     with _LOOP_LOCK:
         if not _LOOP or _LOOP[0].is_closed():
-            _LOOP[:] = [asyncio.new_event_loop()]
-            threading.Thread(
-                target=_LOOP[0].run_forever, name="tinyeval-asyncio", daemon=True
-            ).start()
+            _LOOP[:] = [loop := asyncio.new_event_loop()]
+            threading.Thread(target=loop.run_forever, name="tinyeval-asyncio", daemon=True).start()
         loop = _LOOP[0]
     try:
         inside = asyncio.get_running_loop() is loop
@@ -638,10 +636,8 @@ class _HTTPModel(_http._Poster, Model):
         vendor = urllib.parse.urlsplit(cls.default_base).hostname
         if model._key is None and (not cls.key_optional or parts.hostname == vendor):
             hint = f" (or {cls.base_variable} pointing to a server that needs no key)"
-            raise ModelConfigError(
-                f"{spec} needs {cls.key_variable} in the environment"
-                + (hint if cls.key_optional else "")
-            )
+            hint = hint if cls.key_optional else ""
+            raise ModelConfigError(f"{spec} needs {cls.key_variable} in the environment{hint}")
         return model
 
     def _request_headers(self) -> dict[str, str]:
@@ -675,23 +671,18 @@ class _HTTPModel(_http._Poster, Model):
                 )
             self.options.sleep(_backoff_delay(attempt, outcome.retry_after))
             attempt += 1
-        server = f"{self.spec}: the server at {_http._host_port(self._url)} sent"
         try:
-            text = outcome.decode("utf-8")
+            return json.loads(outcome.decode("utf-8"))
         except UnicodeDecodeError as exc:
-            raise ModelCallError(
-                f"{server} a reply that is not UTF-8 text"
-                f" (byte {outcome[exc.start]:#04x} at {exc.start:,})"
-            ) from None
-        try:
-            return json.loads(text)
+            byte = f"byte {outcome[exc.start]:#04x} at {exc.start:,}"
+            problem = f"a reply that is not UTF-8 text ({byte})"
         except RecursionError:
-            raise ModelCallError(f"{server} JSON nested too deeply") from None
+            problem = "JSON nested too deeply"
         except ValueError:
-            snippet = shorten(scrub(text.strip(), self._secrets()), 120)
-            raise ModelCallError(
-                scrub(f"{server} a reply that is not JSON: {snippet!r}", self._secrets())
-            ) from None
+            snippet = shorten(scrub(outcome.decode("utf-8").strip(), self._secrets()), 120)
+            problem = f"a reply that is not JSON: {snippet!r}"
+        server = f"the server at {_http._host_port(self._url)}"
+        raise ModelCallError(scrub(f"{self.spec}: {server} sent {problem}", self._secrets()))
 
     def _reply(self, payload: Any) -> Reply:
         if not isinstance(payload, dict):
