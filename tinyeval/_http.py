@@ -169,19 +169,21 @@ class _Watchdog(contextlib.AbstractContextManager["_Watchdog"]):
     def __exit__(self, *exc: object) -> None:
         self._timer.cancel()
 
-    def watch(self, sock: Any) -> None:
+    def watch(self, sock: Any = None) -> None:
+        """Watch ``sock`` too; past the deadline, shut every socket watched."""
+        import socket
+
         with self._lock:
-            self._sockets.append(sock)
-            fired = self.fired
-        if fired:
-            _shut(sock)
+            self._sockets += [] if sock is None else [sock]
+            shut = list(self._sockets) if self.fired else []
+        for each in shut:
+            with contextlib.suppress(OSError):
+                each.shutdown(socket.SHUT_RDWR)
 
     def _fire(self) -> None:
         with self._lock:
             self.fired = True
-            sockets = list(self._sockets)
-        for sock in sockets:
-            _shut(sock)
+        self.watch()
 
     def opener(self) -> urllib.request.OpenerDirector:
         import http.client
@@ -207,13 +209,6 @@ class _Watchdog(contextlib.AbstractContextManager["_Watchdog"]):
                 return self.do_open(watched(http.client.HTTPSConnection), req, context=context)
 
         return urllib.request.build_opener(Handler())
-
-
-def _shut(sock: Any) -> None:
-    import socket
-
-    with contextlib.suppress(OSError):
-        sock.shutdown(socket.SHUT_RDWR)
 
 
 def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
@@ -291,22 +286,17 @@ class _Poster:
             with watchdog, watchdog.opener().open(request, timeout=self.timeout) as response:
                 return _read_body(response, self.max_response_bytes, watchdog)
         except _TooLarge:
-            return _Failure(
-                f"the reply from {_host_port(self._url)} is larger than "
-                f"{self.max_response_bytes:,} bytes (max_response_bytes); it was not read further",
-                retryable=False,
-            )
+            size = f"larger than {self.max_response_bytes:,} bytes (max_response_bytes)"
+            where = _host_port(self._url)
+            return _Failure(f"the reply from {where} is {size}; it was not read further", False)
         except urllib.error.HTTPError as exc:
             body = b""
             with exc, contextlib.suppress(OSError, http.client.HTTPException):
                 body = exc.read(_ERROR_BODY_BYTES)
             return self._http_failure(exc.code, exc.headers, body)
         except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
-            if watchdog.fired:
-                return self._network_failure(TimeoutError())
-            return self._network_failure(
-                exc.reason if isinstance(exc, urllib.error.URLError) else exc
-            )
+            reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+            return self._network_failure(TimeoutError() if watchdog.fired else reason)
 
     def _http_failure(self, status: int, headers: Any, body: bytes) -> _Failure:
         where = _host_port(self._url)
