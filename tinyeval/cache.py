@@ -221,12 +221,9 @@ class ResponseCache(contextlib.AbstractContextManager["ResponseCache"]):
             self._hits += count and row is not None
         if row is None:
             return None
-        text, input_tokens, output_tokens, model, latency_ms = row
-        usage = {"input_tokens": input_tokens, "output_tokens": output_tokens}
-        known = input_tokens is not None and output_tokens is not None
-        return Reply(
-            text, usage=usage if known else None, model=model, cached=True, latency_ms=latency_ms
-        )
+        text, inputs, outputs, model, latency = row  # unknown counts leave the usage unknown
+        usage = {"input_tokens": inputs, "output_tokens": outputs}
+        return Reply(text, usage=usage, model=model, cached=True, latency_ms=latency)
 
     def put(self, spec: str, prompt: str, reply: str, **where: Unpack[_Where]) -> None:
         """Store ``reply`` (its usage, reported model and latency too) under this key."""

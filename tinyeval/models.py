@@ -376,15 +376,13 @@ def resolve(
     spec = spec.strip()
     options = _Options(
         base_url, timeout, retries, temperature, max_tokens, sleep, max_response_bytes, ()
-    )
-    options.check()
+    ).checked(pass_env)
     if scrub(spec) != spec:  # a spec is recorded in results and caches
         raise ModelConfigError(
             "the model spec contains the value of a secret environment variable; "
             "pass keys through the environment only"
         )
-    temperature = None if temperature is None else float(temperature)
-    options = options._replace(temperature=temperature, pass_env=tuple(pass_env))
+    temperature = options.temperature
     if spec == "builtin":
         judge = _extra("model", "builtin", what="the built-in judge")
         return _FunctionModel(spec, judge, temperature=temperature, resolved=True)
@@ -423,7 +421,7 @@ class _Options(NamedTuple):
     max_response_bytes: int
     pass_env: tuple[str, ...]
 
-    def check(self) -> None:
+    def checked(self, pass_env: Iterable[str]) -> _Options:
         rules = {
             "timeout must be a positive number of seconds": _number(self.timeout)
             and self.timeout > 0,
@@ -438,6 +436,8 @@ class _Options(NamedTuple):
             if not ok:
                 value = getattr(self, problem.split()[0])
                 raise ModelConfigError(f"{problem}, got {value!r}")
+        temperature = None if self.temperature is None else float(self.temperature)
+        return self._replace(temperature=temperature, pass_env=tuple(pass_env))
 
 
 class _FunctionModel(Model):
