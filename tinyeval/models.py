@@ -605,8 +605,9 @@ def _stop(process: Any) -> None:
     process.wait()
 
 
-class _HTTPModel(_http._Poster, Model):
+class _HTTPModel(Model):
     key_optional = False  # True: a server other than the vendor's may need no key
+    key_variable: str
     base_variable: str
     default_base: str
     path: str  # of the endpoint, after the base URL
@@ -683,6 +684,63 @@ class _HTTPModel(_http._Poster, Model):
             problem = f"a reply that is not JSON: {snippet!r}"
         server = f"the server at {_http._host_port(self._url)}"
         raise ModelCallError(scrub(f"{self.spec}: {server} sent {problem}", self._secrets()))
+
+    def _attempt(self, data: bytes) -> bytes | _http._Failure:
+        import http.client
+        import urllib.error
+        import urllib.request
+
+        request = urllib.request.Request(self._url, data=data, headers=self._request_headers())
+        watchdog = _http._Watchdog(self.timeout)
+        try:
+            with watchdog, watchdog.opener().open(request, timeout=self.timeout) as response:
+                return _http._read_body(response, self.max_response_bytes, watchdog)
+        except _http._TooLarge:
+            size = f"larger than {self.max_response_bytes:,} bytes (max_response_bytes)"
+            where = _http._host_port(self._url)
+            return _http._Failure(
+                f"the reply from {where} is {size}; it was not read further", False
+            )
+        except urllib.error.HTTPError as exc:
+            body = b""
+            with exc, contextlib.suppress(OSError, http.client.HTTPException):
+                body = exc.read(_http._ERROR_BODY_BYTES)
+            return self._http_failure(exc.code, exc.headers, body)
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+            reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+            return self._network_failure(TimeoutError() if watchdog.fired else reason)
+
+    def _http_failure(self, status: int, headers: Any, body: bytes) -> _http._Failure:
+        where = _http._host_port(self._url)
+        message = _http._server_message(body, self._secrets()) or "(no message)"
+        if status == 404:
+            return _http._Failure(
+                f"HTTP 404 from {where}: the server does not know the model {self.name!r} "
+                f"(or {_http._public_url(self._url)} is not the right address): {message}",
+                retryable=False,
+            )
+        if status in (401, 403):
+            hint = f"; check {self.key_variable}" if self.key_variable else ""
+            return _http._Failure(f"HTTP {status} from {where}: {message}{hint}", retryable=False)
+        retryable = status in _http.RETRYABLE_STATUSES or 500 <= status <= 599
+        retryable = retryable and not (status == 429 and _http._quota_exhausted(body))
+        retry_after = None
+        if headers is not None:
+            retry_after = _http.parse_retry_after(headers.get("Retry-After"))
+            milliseconds = _http.parse_retry_after(headers.get("retry-after-ms"), cap=math.inf)
+            if retry_after is None and milliseconds is not None:  # OpenAI's, in milliseconds
+                retry_after = min(milliseconds / 1000.0, _http.RETRY_AFTER_CAP)
+        return _http._Failure(f"HTTP {status} from {where}: {message}", retryable, retry_after)
+
+    def _network_failure(self, reason: object) -> _http._Failure:
+        where = _http._host_port(self._url)
+        if isinstance(reason, TimeoutError):
+            return _http._Failure(
+                f"no reply from {where} within {self.timeout:g} s", retryable=True
+            )
+        strerror = reason.strerror if isinstance(reason, OSError) else None
+        detail = strerror or str(reason) or type(reason).__name__
+        return _http._Failure(f"cannot reach {where} ({detail})", retryable=True)
 
     def _reply(self, payload: Any) -> Reply:
         if not isinstance(payload, dict):
