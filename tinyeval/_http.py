@@ -73,10 +73,9 @@ def _backoff_delay(attempt: int, retry_after: float | None) -> float:
 
 def _origin(url: str) -> tuple[str, str, int]:
     parts = urllib.parse.urlsplit(url)
-    try:
+    port = None
+    with contextlib.suppress(ValueError):  # a port that is not a number from 0 to 65535
         port = parts.port
-    except ValueError:
-        port = None
     default = 443 if parts.scheme == "https" else 80
     return parts.scheme, parts.hostname or "", default if port is None else port
 

@@ -230,9 +230,7 @@ def add_usage(total: dict[str, int], usage: Any, *, cached: bool = False) -> Non
     >>> total
     {'cached_input_tokens': 10, 'cached_output_tokens': 2}
     """
-    if not isinstance(usage, Mapping):
-        return
-    for key in USAGE_KEYS:
+    for key in USAGE_KEYS if isinstance(usage, Mapping) else ():
         value = usage.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value:
             name = f"cached_{key}" if cached and not key.startswith("cached_") else key
