@@ -119,12 +119,11 @@ class ResponseCache(contextlib.AbstractContextManager["ResponseCache"]):
                 check_same_thread=False,  # shared by threads, always behind self._lock
             )
             self._prepare(self._connection)
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, CacheError) as exc:
             self.close()
+            if isinstance(exc, CacheError):
+                raise
             raise CacheError(self._open_problem(exc)) from None
-        except CacheError:
-            self.close()
-            raise
 
     def _open_problem(self, exc: sqlite3.DatabaseError) -> str:
         try:

@@ -36,6 +36,7 @@ CallModel = Callable[..., Any]
 """Any model: ``call_model(prompt, **keywords)`` returns a ``str`` or an awaitable of one."""
 
 _T = TypeVar("_T")
+_Object = Mapping[str, Any] | None  # a JSON object (a schema, settings), or none given
 _MOST_TOKENS = 10**12  # a count past this (or not a whole number) leaves the usage unknown
 
 
@@ -56,7 +57,7 @@ class Reply(str):
         cls,
         text: str,
         *,
-        usage: Mapping[str, Any] | None = None,
+        usage: _Object = None,
         model: str | None = None,
         cached: bool = False,
         latency_ms: float | None = None,
@@ -175,13 +176,7 @@ def run_awaitable(awaitable: Awaitable[_T]) -> _T:
         raise
 
 
-def ask(
-    call_model: CallModel,
-    prompt: str,
-    *,
-    sample: int = 0,
-    json_schema: Mapping[str, Any] | None = None,
-) -> str:
+def ask(call_model: CallModel, prompt: str, *, sample: int = 0, json_schema: _Object = None) -> str:
     """One reply (a ``str``, awaited if need be) from a callable, given the keywords it names.
 
     >>> ask(lambda prompt, *, sample=0: f"sample {sample}", "x", sample=2)
@@ -283,19 +278,13 @@ class Model(abc.ABC):
     supports_json_schema: bool = False
 
     def __init__(
-        self,
-        spec: str,
-        *,
-        temperature: float | None = 0.0,
-        settings: Mapping[str, Any] | None = None,
+        self, spec: str, *, temperature: float | None = 0.0, settings: _Object = None
     ) -> None:
         self.spec = spec
         self.temperature = temperature
         self.settings: dict[str, Any] = dict(settings or {})
 
-    def __call__(
-        self, prompt: str, *, sample: int = 0, json_schema: Mapping[str, Any] | None = None
-    ) -> Reply:
+    def __call__(self, prompt: str, *, sample: int = 0, json_schema: _Object = None) -> Reply:
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
         if not _whole(sample, 0):
@@ -310,7 +299,7 @@ class Model(abc.ABC):
         return []  # secrets besides the environment's (an HTTP adapter's key)
 
     @abc.abstractmethod
-    def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
+    def _call(self, prompt: str, sample: int, json_schema: _Object) -> Reply:
         """One call to the model."""
 
     def __repr__(self) -> str:
@@ -452,7 +441,7 @@ class _FunctionModel(Model):
             return (functools.partial(resolve, temperature=self.temperature), (self.spec,))
         return super().__reduce__()
 
-    def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
+    def _call(self, prompt: str, sample: int, json_schema: _Object) -> Reply:
         try:
             result = ask(self._function, prompt, sample=sample, json_schema=json_schema)
         except Exception as exc:
@@ -533,7 +522,7 @@ class _CommandModel(Model):
             env["TINYEVAL_TEMPERATURE"] = repr(self.temperature)
         return env
 
-    def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
+    def _call(self, prompt: str, sample: int, json_schema: _Object) -> Reply:
         import subprocess
 
         timeout, limit = self._options.timeout, self._options.max_response_bytes
@@ -650,7 +639,7 @@ class _HTTPModel(Model):
     def _secrets(self) -> list[str]:
         return [self._key] if self._key else []
 
-    def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
+    def _call(self, prompt: str, sample: int, json_schema: _Object) -> Reply:
         return self._reply(self._post(self._request_body(prompt, sample, json_schema)))
 
     def _request_body(self, prompt: str, sample: int, json_schema: Any) -> dict[str, Any]:
