@@ -17,27 +17,6 @@ from .errors import InputError, did_you_mean, is_number, plural
 from .records import Completeness, case_rows, completeness, tally
 from .stats import Rate, cases_to_decide, format_rate, mcnemar, wilson_interval
 
-__all__ = [
-    "INCONCLUSIVE_POLICIES",
-    "OUTCOMES",
-    "CategoryVerdict",
-    "ComparisonReport",
-    "GateReport",
-    "HoldoutComparison",
-    "PairedComparison",
-    "RowsGate",
-    "compare_holdout",
-    "compare_holdout_rows",
-    "compare_runs",
-    "gate",
-    "gate_rows",
-    "gate_settings",
-    "holdout_text",
-    "parse_threshold",
-    "people_estimates",
-    "rank_runs",
-]
-
 
 def parse_threshold(
     value: str | float,
