@@ -67,8 +67,8 @@ class InputError(TinyevalError, ValueError):
         super().__init__(": ".join(part for part in (where, self.field, self.reason) if part))
 
     def __reduce__(self) -> tuple[Any, ...]:  # process pools send exceptions back pickled
-        where = {"path": self.path, "line": self.line, "field": self.field}
-        return partial(type(self), **where), (self.reason,)
+        where = partial(type(self), path=self.path, line=self.line, field=self.field)
+        return where, (self.reason,)
 
 
 class IncompleteError(TinyevalError):

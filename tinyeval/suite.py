@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError, describe_json, did_you_mean
+from .errors import InputError, describe_json, did_you_mean, is_number
 from .gating import parse_threshold
 
 __all__ = [
@@ -314,6 +314,9 @@ class RunSettings:
         }
 
 
+_FIELDS = {f.name: f for f in fields(RunSettings)}
+
+
 @dataclass(frozen=True)
 class ModelSettings:
     """One model of a suite and how it is called; never a key (keys come from the environment).
@@ -370,35 +373,29 @@ class JudgeSpec:
 
 @dataclass(frozen=True)
 class Suite:
-    """A suite file read: its paths joined to its directory (:meth:`to_dict` gives them back
-    as written), and the settings it sets, by the names of :class:`RunSettings`.
+    """A suite file read, its paths joined to its directory; ``settings``, by the names of
+    :class:`RunSettings`, read as attributes too.
 
-    >>> suite = Suite(cases=("cases.jsonl",), thresholds={"tone": 0.85})
+    >>> suite = Suite(cases=("cases.jsonl",), settings={"thresholds": {"tone": 0.85}})
     >>> suite.thresholds["tone"], suite.inconclusive, suite.judges
     (0.85, None, ())
     """
 
     path: str | None = None
     cases: tuple[str, ...] = ()
-    fields: Mapping[str, str] = field(default_factory=dict)
-    format: str | None = None
-    id_from_line: bool = False
-    thresholds: Mapping[str, float] = field(default_factory=dict)
-    default_threshold: float | None = None
-    inconclusive: str | None = None
-    allow_unchecked: bool = False
-    strict_categories: bool = False
     judges: tuple[JudgeSpec, ...] = ()
     judge_model: ModelSettings | None = None
     generate_model: ModelSettings | None = None
-    price: str | None = None
     holdout: float | None = None
     salt: str | None = None
-    concurrency: int | None = None
-    out: str | None = None
-    junit: str | None = None
-    markdown: str | None = None
-    html: str | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in _FIELDS:
+            raise AttributeError(f"'Suite' object has no attribute {name!r}")
+        return self.settings.get(
+            name, {} if str(_FIELDS[name].type).startswith("Mapping") else None
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The suite as JSON, paths relative to its directory: what :attr:`fingerprint` hashes.
@@ -406,7 +403,6 @@ class Suite:
         >>> Suite(cases=("cases.jsonl",)).to_dict()["cases"]
         ['cases.jsonl']
         """
-
         base = os.path.dirname(self.path) if self.path else "."
 
         def rel(value: Any) -> Any:
@@ -417,24 +413,23 @@ class Suite:
             except ValueError:  # another drive, on Windows
                 return Path(value).as_posix()
 
-        found = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "path"}
-        found["cases"] = [rel(p) for p in self.cases]
+        found = {**self.settings, "cases": [rel(p) for p in self.cases]}
+        found.update(holdout=self.holdout, salt=self.salt)
         found["judges"] = [dict(asdict(j), rubric=rel(j.rubric)) for j in self.judges]
         for name in ("judge_model", "generate_model"):
             model = getattr(self, name)
             found[name] = model and dict(asdict(model), prompt_template=rel(model.prompt_template))
-        for f in fields(RunSettings):
-            if f.metadata.get("suite", "").startswith("reports."):
-                found[f.name] = rel(found[f.name])
+        for name in self.settings:
+            if _FIELDS[name].metadata.get("suite", "").startswith("reports."):
+                found[name] = rel(found[name])
         return json.loads(json.dumps(found))
 
     @property
     def fingerprint(self) -> str:
         """16 hex characters of the SHA-256 of :meth:`to_dict`: record it with the results.
 
-        >>> a = Suite(thresholds={"tone": 0.85})
-        >>> a.fingerprint == Suite(thresholds={"tone": 0.85}).fingerprint, len(a.fingerprint)
-        (True, 16)
+        >>> len(Suite(settings={"thresholds": {"tone": 0.85}}).fingerprint)
+        16
         """
         text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
@@ -444,33 +439,25 @@ def with_suite(options: Mapping[str, Any], suite: Suite) -> tuple[dict[str, Any]
     """``options`` (named as :class:`RunSettings`) with ``suite``'s values where left out or at
     the default, and the suite's keys they override; fields and thresholds merge key by key.
 
-    >>> suite = Suite(cases=("cases.jsonl",), thresholds={"tone": 0.9, "amounts": 1.0},
-    ...               concurrency=8, out="suite.jsonl")
-    >>> options, overridden = with_suite({"thresholds": {"tone": "0.8"}, "out": "mine.jsonl"},
-    ...                                  suite)
-    >>> options["cases"], options["thresholds"], options["concurrency"], options["out"]
-    ('cases.jsonl', {'tone': '0.8', 'amounts': '1.0'}, 8, 'mine.jsonl')
-    >>> overridden
-    ['thresholds.tone', 'out']
+    >>> suite = Suite(cases=("cases.jsonl",), settings={"thresholds": {"tone": 0.9}, "out": "s"})
+    >>> options, overridden = with_suite({"thresholds": {"tone": "0.8"}, "out": "mine"}, suite)
+    >>> options["cases"], options["thresholds"], options["out"], overridden
+    ('cases.jsonl', {'tone': '0.8'}, 'mine', ['thresholds.tone', 'out'])
     """
     if len(suite.cases) > 1 and options.get("cases") is None:
         raise InputError(
             f"one cases file per run (got {len(suite.cases)})", path=suite.path, field="cases"
         )
-    keys = [f.name for f in fields(RunSettings) if "suite" in f.metadata]
-    found: dict[str, Any] = {name: getattr(suite, name) or None for name in keys}
-    threshold, judge, generate = found["default_threshold"], suite.judge_model, suite.generate_model
-    found.update(
-        thresholds={k: str(v) for k, v in suite.thresholds.items()},
-        default_threshold=None if threshold is None else str(threshold),
-        fields=dict(suite.fields),
-        price=suite.price,
-        judge_model=judge and judge.spec,
-        judge_max_tokens=judge and judge.max_tokens,
-        generate_model=generate and generate.spec,
-        max_tokens=generate and generate.max_tokens,
-        prompt_template=generate and generate.prompt_template,
-    )
+    found = {name: value for name, value in suite.settings.items() if value}
+    found["thresholds"] = {k: str(v) for k, v in suite.thresholds.items()}
+    if "default_threshold" in found:
+        found["default_threshold"] = str(found["default_threshold"])
+    judge, generate = suite.judge_model, suite.generate_model
+    if judge is not None:
+        found.update(judge_model=judge.spec, judge_max_tokens=judge.max_tokens)
+    if generate is not None:
+        found.update(generate_model=generate.spec, max_tokens=generate.max_tokens)
+        found["prompt_template"] = generate.prompt_template
     for name in ("temperature", "timeout", "base_url"):
         values = {getattr(m, name) for m in (judge, generate) if m is not None} - {None}
         if len(values) > 1:
@@ -487,15 +474,16 @@ def with_suite(options: Mapping[str, Any], suite: Suite) -> tuple[dict[str, Any]
         raise InputError("the suite names no cases file", path=suite.path, field="cases")
     for name in ("fields", "thresholds"):
         given = merged.get(name) or {}
-        overridden += [f"{name}.{key}" for key in given if key in found[name]]
-        merged[name] = {**found.pop(name), **given}
+        mine = found.pop(name, {})
+        overridden += [f"{name}.{key}" for key in given if key in mine]
+        merged[name] = {**mine, **given}
     if suite.judges and not (merged.get("criterion") or merged.get("rubric")):
         merged["judges"] = suite.judges
-    defaults = {f.name: f.default for f in fields(RunSettings)}
     for name, value in found.items():
+        default = _FIELDS[name].default
         if value is None:
             continue
-        if merged.get(name, defaults.get(name)) == defaults.get(name):
+        if merged.get(name, default) == default:
             merged[name] = value
         elif merged[name] != value:
             overridden.append(name)
@@ -734,7 +722,7 @@ class _Where:
         return self.error(f"expected {what}, got {describe_json(value)}")
 
 
-def _string(value: Any, where: _Where) -> str:
+def _text(value: Any, where: _Where) -> str:
     if not isinstance(value, str) or not value.strip():
         raise where.expected("a non-empty string", value)
     if "\x00" in value:
@@ -743,34 +731,8 @@ def _string(value: Any, where: _Where) -> str:
 
 
 def _path(value: Any, where: _Where) -> str:
-    """A path written in the suite, joined to the suite file's directory."""
-    base = os.path.dirname(where.file)
-    return os.path.join(base, _string(value, where)) if base else _string(value, where)
-
-
-def _boolean(value: Any, where: _Where) -> bool:
-    if not isinstance(value, bool):
-        raise where.expected("true or false", value)
-    return value
-
-
-def _whole(value: Any, where: _Where, minimum: int = 1, most: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise where.expected(f"a whole number >= {minimum}", value)
-    if most is not None and value > most:
-        raise where.error(f"must be at most {most:,}, got {_shown(value)}")
-    return value
-
-
-def _number(
-    value: Any, where: _Where, *, positive: bool = False, most: float | None = None
-) -> float:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value < 0 or (positive and value == 0):
-        raise where.expected("a number > 0" if positive else "a number >= 0", value)
-    if most is not None and value > most:
-        raise where.error(f"must be at most {most:,}, got {value}")
-    return float(value)
+    base = os.path.dirname(where.file)  # a path in a suite is relative to the suite's directory
+    return os.path.join(base, _text(value, where)) if base else _text(value, where)
 
 
 def _rate(value: Any, where: _Where) -> float:
@@ -782,14 +744,43 @@ def _rate(value: Any, where: _Where) -> float:
         raise where.expected('a rate from 0 to 1, or a percentage such as "85%"', value) from None
 
 
-def _choice(value: Any, where: _Where, choices: Sequence[str]) -> str:
-    if value not in choices:
-        raise where.expected(f"one of {', '.join(choices)}", value)
-    return str(value)
+def _number(value: Any, where: _Where, *, positive: bool = False) -> float:
+    if not (is_number(value) and math.isfinite(value)) or value < 0 or (positive and value == 0):
+        raise where.expected("a number > 0" if positive else "a number >= 0", value)
+    return float(value)
+
+
+def _value(value: Any, where: _Where, name: str, *, positive: bool = False) -> Any:
+    """A suite's value of the run setting ``name``, checked as its field says."""
+    meta, kind = _FIELDS[name].metadata, str(_FIELDS[name].type)
+    if name == "fields":
+        from .dataset import RECOGNISED_KEYS  # less "messages", a conversation's (agents/)
+
+        table = _table(value, where, [key for key in RECOGNISED_KEYS if key != "messages"])
+        return {key: _text(text, where / key) for key, text in table.items()}
+    if name == "thresholds":
+        if not isinstance(value, dict):
+            raise where.expected("a table of category = rate", value)
+        return {key: _rate(rate, where / key) for key, rate in value.items()}
+    if "choices" in meta and value not in meta["choices"]:
+        raise where.expected(f"one of {', '.join(meta['choices'])}", value)
+    if kind.startswith("bool") and not isinstance(value, bool):
+        raise where.expected("true or false", value)
+    if kind.startswith("int"):
+        least = meta.get("least", 1)
+        if not is_number(value) or not isinstance(value, int) or value < least:
+            raise where.expected(f"a whole number >= {least}", value)
+    elif kind.startswith("float"):
+        value = _number(value, where, positive=positive)
+    elif "choices" not in meta and not kind.startswith("bool"):
+        return _rate(value, where) if meta.get("rate") else _path(value, where)
+    if meta.get("most") is not None and value > meta["most"]:
+        raise where.error(f"must be at most {meta['most']:,}, got {_shown(value)}")
+    return value
 
 
 def _votes(value: Any, where: _Where) -> int:
-    if _whole(value, where, most=_most("votes")) % 2 == 0:
+    if _value(value, where, "votes") % 2 == 0:
         raise where.expected("an odd number (1, 3, 5…) so a majority exists", value)
     return int(value)
 
@@ -797,7 +788,7 @@ def _votes(value: Any, where: _Where) -> int:
 def _categories(value: Any, where: _Where) -> tuple[str, ...]:
     if not isinstance(value, list) or not value:
         raise where.expected("a non-empty list of category names", value)
-    return tuple(_string(name, where / i) for i, name in enumerate(value))
+    return tuple(_text(name, where / i) for i, name in enumerate(value))
 
 
 def _table(value: Any, where: _Where, keys: Sequence[str]) -> dict[str, Any]:
@@ -817,55 +808,44 @@ def _table(value: Any, where: _Where, keys: Sequence[str]) -> dict[str, Any]:
     return value
 
 
-def _checked(table: Mapping[str, Any], where: _Where, checks: Mapping[str, Any]) -> dict[str, Any]:
-    """The values of ``table``, each checked by its key's check, in the order of ``checks``."""
-    return {key: check(table[key], where / key) for key, check in checks.items() if key in table}
-
-
-def _check_setting(setting: Any, value: Any, where: _Where) -> Any:
-    """A suite's value of a run setting, checked as its field says."""
-    meta, kind = setting.metadata, str(setting.type)
-    if setting.name == "fields":
-        from .dataset import RECOGNISED_KEYS  # less "messages", a conversation's (agents/)
-
-        table = _table(value, where, [key for key in RECOGNISED_KEYS if key != "messages"])
-        return {key: _string(text, where / key) for key, text in table.items()}
-    if setting.name == "thresholds":
-        if not isinstance(value, dict):
-            raise where.expected("a table of category = rate", value)
-        return {key: _rate(rate, where / key) for key, rate in value.items()}
-    if "choices" in meta:
-        return _choice(value, where, meta["choices"])
-    if kind.startswith("bool"):
-        return _boolean(value, where)
-    if kind.startswith("int"):
-        return _whole(value, where, meta.get("least", 1), meta.get("most"))
-    return _rate(value, where) if meta.get("rate") else _path(value, where)
-
-
 # the checks of the keys of a [[judges]] entry and of a [models.*] table, in the order they run
-_JUDGE: dict[str, Any] = {"criterion": _string, "rubric": _path, "name": _string}
-_JUDGE["style"] = partial(_choice, choices=_STYLES)
-_JUDGE.update(votes=_votes, model=_string, categories=_categories)
-
-
-def _most(name: str) -> Any:
-    """The upper bound of the run setting ``name``."""
-    return next(f.metadata["most"] for f in fields(RunSettings) if f.name == name)
-
-
-_MODEL: dict[str, Any] = {
-    "spec": _string,
-    "temperature": partial(_number, most=_most("temperature")),
+_JUDGE: dict[str, Any] = {
+    "criterion": _text,
+    "rubric": _path,
+    "name": _text,
+    "style": partial(_value, name="judge_style"),
+    "votes": _votes,
+    "model": _text,
+    "categories": _categories,
 }
-_MODEL.update(max_tokens=partial(_whole, most=_most("max_tokens")))
-_MODEL.update(timeout=partial(_number, positive=True, most=_most("timeout")), base_url=_string)
+_MODEL: dict[str, Any] = {
+    "spec": _text,
+    "temperature": partial(_value, name="temperature"),
+    "max_tokens": partial(_value, name="max_tokens"),
+    "timeout": partial(_value, name="timeout", positive=True),
+    "base_url": _text,
+}
+
+
+def _entry(item: Any, where: _Where, checks: Mapping[str, Any], kind: type[Any]) -> Any:
+    """A [[judges]] entry or a [models.*] table, each of its values checked by its key's check."""
+    table = _table(item, where, list(checks))
+    if kind is JudgeSpec and ("criterion" in table) == ("rubric" in table):
+        raise where.error(
+            "a judge needs exactly one of 'criterion' (text or a built-in name) or "
+            "'rubric' (a file)"
+        )
+    if kind is ModelSettings and "spec" not in table:
+        raise where.error("no 'spec' key: name the model, e.g. spec = 'builtin' or 'openai:MODEL'")
+    return kind(
+        **{key: check(table[key], where / key) for key, check in checks.items() if key in table}
+    )
 
 
 def _build(data: dict[str, Any], where: _Where) -> Suite:
-    settings = {f.metadata["suite"]: f for f in fields(RunSettings) if "suite" in f.metadata}
+    keys = {f.metadata["suite"]: f.name for f in fields(RunSettings) if "suite" in f.metadata}
     tables: dict[str, list[str]] = {}
-    for key in settings:
+    for key in keys:
         top, _, inner = key.partition(".")
         tables.setdefault(top, []).extend([inner] if inner else [])
     data = _table(data, where, ["cases", *tables, "judges", "models", "price", "holdout"])
@@ -880,21 +860,22 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
         if isinstance(cases, list)
         else (_path(cases, at),)
     )
-    for top, keys in tables.items():
-        if top in data and keys:
-            _table(data[top], where / top, keys)
-    for key, setting in settings.items():
+    for top, inner_keys in tables.items():
+        if top in data and inner_keys:
+            _table(data[top], where / top, inner_keys)
+    settings: dict[str, Any] = {}
+    for key, name in keys.items():
         top, _, inner = key.partition(".")
-        if top not in data or (inner and inner not in data[top]):
-            continue
-        value = data[top][inner] if inner else data[top]
-        at = where / top / inner if inner else where / top
-        found[setting.name] = _check_setting(setting, value, at)
+        if top in data and (not inner or inner in data[top]):
+            at = where / top / inner if inner else where / top
+            settings[name] = _value(data[top][inner] if inner else data[top], at, name)
     if "judges" in data:
         at = where / "judges"
         if not isinstance(data["judges"], list):
             raise at.expected("an array of tables, written [[judges]]", data["judges"])
-        found["judges"] = tuple(_judge(item, at / i) for i, item in enumerate(data["judges"]))
+        found["judges"] = tuple(
+            _entry(item, at / i, _JUDGE, JudgeSpec) for i, item in enumerate(data["judges"])
+        )
         names = [j.name or j.criterion or j.rubric for j in found["judges"]]
         for i, name in enumerate(names):
             if name in names[:i]:
@@ -905,7 +886,7 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
         generate = {**_MODEL, "prompt_template": _path}
         for which, checks in (("judge", _MODEL), ("generate", generate)):
             if which in models:
-                found[f"{which}_model"] = _model(models[which], at / which, checks)
+                found[f"{which}_model"] = _entry(models[which], at / which, checks, ModelSettings)
     if "price" in data:
         at = where / "price"
         price = _table(data["price"], at, ("in", "out"))
@@ -913,7 +894,7 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
             if name not in price:
                 raise at.error(f"no {name!r} key: give in and out, dollars per million tokens")
             _number(price[name], at / name)
-        found["price"] = f"in={price['in']},out={price['out']}"
+        settings["price"] = f"in={price['in']},out={price['out']}"
     if "holdout" in data:
         at = where / "holdout"
         holdout = _table(data["holdout"], at, ("fraction", "salt"))
@@ -924,22 +905,5 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
             raise (at / "fraction").expected("a fraction between 0 and 1, such as 0.2", fraction)
         found["holdout"] = fraction
         if "salt" in holdout:
-            found["salt"] = _string(holdout["salt"], at / "salt")
-    return Suite(**found)
-
-
-def _judge(item: Any, where: _Where) -> JudgeSpec:
-    table = _table(item, where, list(_JUDGE))
-    if ("criterion" in table) == ("rubric" in table):
-        raise where.error(
-            "a judge needs exactly one of 'criterion' (text or a built-in name) or "
-            "'rubric' (a file)"
-        )
-    return JudgeSpec(**_checked(table, where, _JUDGE))
-
-
-def _model(item: Any, where: _Where, checks: Mapping[str, Any]) -> ModelSettings:
-    table = _table(item, where, list(checks))
-    if "spec" not in table:
-        raise where.error("no 'spec' key: name the model, e.g. spec = 'builtin' or 'openai:MODEL'")
-    return ModelSettings(**_checked(table, where, checks))
+            found["salt"] = _text(holdout["salt"], at / "salt")
+    return Suite(**found, settings=settings)
