@@ -1,7 +1,4 @@
-"""A whole evaluation from its :class:`RunSettings`, as ``tinyeval run`` does it: a
-:class:`Session` opens the models and judges, refuses what cannot be meant before anything
-runs, runs the cases and returns a :class:`~tinyeval.report.RunSummary`; it never prints.
-"""
+"""A whole evaluation from its :class:`RunSettings`, as ``tinyeval run`` does it, never printing."""
 
 from __future__ import annotations
 
@@ -26,6 +23,8 @@ from .runner import dry_run as dry_run_cases
 from .runner import run as run_cases
 from .suite import JudgeSpec, RunSettings, judges_of
 
+_MODEL_SETTINGS = ("base_url", "timeout", "temperature", "max_response_bytes", "pass_env")
+
 __all__ = [
     "Progress",
     "RunSettings",
@@ -41,17 +40,11 @@ __all__ = [
 
 
 class Session:
-    """The models, judges and cache of a run, opened from :class:`RunSettings` (which are
-    checked here; the cases by :meth:`prepare`). Use it as a context manager, or :meth:`close`.
+    """The models, judges and cache of a run, opened from its checked :class:`RunSettings`.
 
-    >>> session = Session(RunSettings(cases="cases.jsonl", criterion=["answers-the-question"],
-    ...                               votes=3))
-    >>> session.judge_spec, [judge.name for judge in session.judges], session.judges[0].votes
-    ('builtin', ['answers-the-question'], 3)
-    >>> Session(RunSettings(cases="cases.jsonl", criterion=["Is polite."], votes=2))
-    Traceback (most recent call last):
-    ...
-    tinyeval.errors.InputError: votes: must be an odd number (1, 3, 5…) so a majority exists, got 2
+    >>> session = Session(RunSettings(cases="c.jsonl", criterion=["answers-the-question"], votes=3))
+    >>> session.judge_spec, session.judges[0].votes
+    ('builtin', 3)
     """
 
     def __init__(self, settings: RunSettings) -> None:
@@ -93,21 +86,13 @@ class Session:
         self.close()
 
     def close(self) -> None:
-        """Release the response cache (a later call does nothing)."""
         if self.cache is not None:
             self.cache.close()
-
-    # --- opening ---
 
     def _judges(self) -> tuple[list[Any], Any]:
         s = self.settings
         specs, given = s.judges, bool(s.criterion or s.rubric)
         if given:
-            if s.votes < 1 or s.votes % 2 == 0:
-                raise InputError(
-                    f"must be an odd number (1, 3, 5…) so a majority exists, got {s.votes}",
-                    field="votes",
-                )
             votes, style = s.votes, s.judge_style
             specs = [JudgeSpec(criterion=text, votes=votes, style=style) for text in s.criterion]
             specs += [JudgeSpec(rubric=path, votes=votes, style=style) for path in s.rubric]
@@ -119,19 +104,9 @@ class Session:
     def model(self, spec: str, *, max_tokens: int | None) -> Any:
         """The model ``spec`` names, opened with the run's settings, on the run's cache."""
         s = self.settings
-        model, self.cache = open_model(
-            spec,
-            base_url=s.base_url,
-            timeout=s.timeout,
-            temperature=s.temperature,
-            max_tokens=max_tokens,
-            max_response_bytes=s.max_response_bytes,
-            pass_env=s.pass_env,
-            cache_path=s.cache,
-            no_cache=s.no_cache,
-            refresh=s.refresh,
-            cache=self.cache,
-        )
+        options = {name: getattr(s, name) for name in _MODEL_SETTINGS}
+        options.update(no_cache=s.no_cache, refresh=s.refresh, cache_path=s.cache)
+        model, self.cache = open_model(spec, max_tokens=max_tokens, cache=self.cache, **options)
         return model
 
     def _open_models(self) -> None:
@@ -146,12 +121,8 @@ class Session:
         if s.batch:  # the judge and generate models become batch models on the same cache
             self.batches = _extra("wrapper", "batch", "batch")(self)
 
-    # --- the cases ---
-
     def prepare(self) -> PreparedCases:
-        """Read, validate and select the run's cases, and refuse what cannot be meant; a run
-        that calls no model reads them once, as it runs (``ready.read`` False until the end).
-        """
+        """Read, validate and select the run's cases (a run calling no model: as it runs)."""
         s = self.settings
         ready = prepare_cases(
             s.cases,
@@ -180,7 +151,6 @@ class Session:
             self.without_retrieval[case.category] = self.without_retrieval.get(case.category, 0) + 1
 
     def _one_pass(self) -> bool:
-        """Whether the run may read its cases once, as it goes (it calls no model)."""
         s = self.settings
         return (
             not self.judges
@@ -223,10 +193,8 @@ class Session:
             self._refuse(ready)
         return plan
 
-    # --- the run ---
-
     def observers(self, ready: PreparedCases, only: Sequence[str] | None = None) -> dict[str, Any]:
-        """The run's observers: one per setting of ``_EXTRAS["observer"]`` not at its default.
+        """The run's observers: one per setting of ``_EXTRAS["observer"]`` given.
 
         >>> Session(RunSettings(cases="c.jsonl")).observers(PreparedCases((), "ab12"))
         {}
@@ -246,10 +214,7 @@ class Session:
         on_row: Callable[[Row], None] | None = None,
         executor: Executor | None = None,
     ) -> RunSummary:
-        """Run the prepared cases into rows in ``settings.out`` and summarize them, handing
-        each row to ``on_row``; :attr:`stop` stops taking cases. Raises
-        :class:`~tinyeval.errors.IncompleteError` when a batch is pending or a row unwritten.
-        """
+        """Run the prepared cases into rows in ``settings.out`` and summarize them."""
         s = self.settings
         batch_lines = self.batches.run(ready) if self.batches is not None else []
         observers = self.observers(ready)
@@ -328,8 +293,7 @@ class Session:
             review_rows=review_rows,
         )
 
-    def _calls(self) -> dict[str, Any]:
-        """What the runner calls, in a run and in a dry run."""
+    def _calls(self) -> dict[str, Any]:  # in a run and in a dry run
         s = self.settings
         return dict(
             judges=self.judges,
@@ -381,7 +345,6 @@ class Progress:
         self.errors += row.get("status") == "error"
 
     def line(self, now: float | None = None) -> str:
-        """The progress in one line, as of ``now`` (a :func:`time.perf_counter` reading)."""
         elapsed = max((now or time.perf_counter()) - self.started, 1e-9)
         rate = self.done / elapsed
         if self.total is None:
@@ -394,7 +357,7 @@ class Progress:
 
 
 class _Failures(dict[str, list[Row]]):
-    """A few failed rows of each category: those with the smallest ids, in any finish order."""
+    """A few failed rows of each category, those with the smallest ids."""
 
     def __init__(self, shown: int) -> None:
         self.shown = shown
@@ -411,7 +374,7 @@ class _Failures(dict[str, list[Row]]):
 
 
 def same_file(a: str, b: str) -> bool:
-    """Whether two paths name one file (compared as paths when one does not exist yet).
+    """Whether two paths name one file.
 
     >>> same_file("rows.jsonl", "./rows.jsonl"), same_file("rows.jsonl", "other.jsonl")
     (True, False)
@@ -423,8 +386,7 @@ def same_file(a: str, b: str) -> bool:
 
 
 def refuse_overwriting(inputs: Iterable[str | None], outputs: Mapping[str, str | None]) -> None:
-    """Refuse an output (a setting's name → its path) that is one of the ``inputs`` (None and
-    ``"-"`` passed over), and two outputs that are one file.
+    """Refuse an output (by setting) that is an input or another output.
 
     >>> refuse_overwriting(["cases.jsonl"], {"out": "./cases.jsonl"})
     Traceback (most recent call last):
@@ -445,7 +407,7 @@ def refuse_overwriting(inputs: Iterable[str | None], outputs: Mapping[str, str |
 
 
 def parse_thresholds(items: Iterable[str]) -> dict[str, str]:
-    """Thresholds given as ``CATEGORY=RATE`` items, by category (given twice: refused).
+    """Thresholds given as ``CATEGORY=RATE`` items, by category.
 
     >>> parse_thresholds(["amount_extraction=1.0", "tone = 95%"])
     {'amount_extraction': '1.0', 'tone': '95%'}
@@ -462,7 +424,7 @@ def parse_thresholds(items: Iterable[str]) -> dict[str, str]:
 
 
 def parse_shard(text: str) -> tuple[int, int]:
-    """Parse a shard given as ``I/N`` (shard I of N, 1-based).
+    """A shard given as ``I/N`` (shard I of N, 1-based).
 
     >>> parse_shard("5/4")
     Traceback (most recent call last):
@@ -489,9 +451,7 @@ def open_model(
     cache: Any = None,
     **options: Any,
 ) -> tuple[Any, Any]:
-    """The model a spec names (``options``: :func:`tinyeval.models.resolve`'s) and the response
-    cache answering it (at ``cache_path``, or the ``cache`` given; None with ``no_cache`` or for
-    the ``builtin`` judge).
+    """The model a spec names and the response cache answering it (None: uncached).
 
     >>> model, cache = open_model("builtin")
     >>> cache is None, callable(model)
@@ -508,7 +468,7 @@ def open_model(
 
 @contextlib.contextmanager
 def open_executor(spec: str | None, concurrency: int = 4) -> Iterator[Executor | None]:
-    """The executor a spec names: ``None`` (the runner's threads) or an extra's ``SCHEME:…``.
+    """The executor a spec names (None: the runner's threads).
 
     >>> with open_executor(None) as executor:
     ...     print(executor)
@@ -546,7 +506,7 @@ def _template(path: str | None) -> str | None:
 
 
 def case_ids(given: str | Sequence[str] | None) -> list[str] | None:
-    """Case ids: a list, ids separated by commas, or a file of them (lines, or JSON lines).
+    """Case ids: a list, ids separated by commas, or a file of them.
 
     >>> case_ids("a, b,c"), case_ids(None)
     (['a', 'b', 'c'], None)

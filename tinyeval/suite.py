@@ -1,5 +1,4 @@
-"""The run's settings (:class:`RunSettings`: ``tinyeval run``'s options and a suite file's keys)
-and the suite file (``tinyeval.toml``, or ``[tool.tinyeval]`` in ``pyproject.toml``)."""
+"""The run's settings (:class:`RunSettings`) and the suite file that may set them."""
 
 from __future__ import annotations
 
@@ -43,13 +42,13 @@ CI, MORE = "CI reports (tinyeval/ci/)", "more options of the core"
 GROUPS = (READING, GATE, JUDGE, RUNNING, ESTIMATES, SCALE, JUDGES, RAG, CI, MORE)
 _JUDGED, _GENERATED = ("criterion", "rubric"), ("generate_model",)
 _PASS = ("pass", "block")
+_ODD = "an odd number (1, 3, 5…) so a majority exists"
 _FORMATS = ("jsonl", "json", "csv", "yaml", "otel")
 _STYLES = ("verdict-first", "evidence-first", "structured")  # as tinyeval.judge.STYLES
 _DAY, _GIB, _TOKENS = 86_400, 2**30, 1_000_000  # upper bounds of settings (seconds, bytes)
 
 
 def _shown(value: float) -> str:
-    """A number as said in a message, even one of too many digits to print."""
     try:
         return f"{value:,}" if isinstance(value, int) else f"{value:g}"
     except ValueError:  # beyond the interpreter's digit limit
@@ -57,7 +56,6 @@ def _shown(value: float) -> str:
 
 
 def _texts(value: Any) -> list[str]:
-    """The texts a setting's value holds (itself, its items, a table's keys and values)."""
     if isinstance(value, str):
         return [value]
     if isinstance(value, Mapping):
@@ -68,8 +66,8 @@ def _texts(value: Any) -> list[str]:
 
 
 def _setting(group: str | None, help: str, default: Any = None, **more: Any) -> Any:
-    """A field of :class:`RunSettings`: its option's group, help, argparse keywords, ``least``,
-    ``needs`` (the settings it needs), ``rate``, ``many``, ``flag``, ``suite`` (its key there)."""
+    """A field of :class:`RunSettings`: its option's group, help, argparse keywords, bounds,
+    ``needs`` (the settings it needs) and ``suite`` (its key in a suite file)."""
     metadata = {"group": group, "help": help, **more}
     if isinstance(default, dict):
         return field(default_factory=dict, metadata=metadata)
@@ -78,8 +76,7 @@ def _setting(group: str | None, help: str, default: Any = None, **more: Any) -> 
 
 @dataclass
 class RunSettings:
-    """Every setting of a run, its values spelled as on the command line (``judge_model``: one
-    spec, or three, five… for a jury).
+    """Every setting of a run, its values spelled as on the command line.
 
     >>> RunSettings(cases="cases.jsonl").concurrency
     4
@@ -140,7 +137,13 @@ class RunSettings:
         needs=_JUDGED,
     )
     votes: int = _setting(
-        JUDGE, "ask the judge N times, take the majority", 1, least=1, most=101, needs=_JUDGED
+        JUDGE,
+        "ask the judge N times, take the majority",
+        1,
+        least=1,
+        most=101,
+        odd=True,
+        needs=_JUDGED,
     )
     temperature: float = _setting(
         JUDGE, "the models' temperature (default: 0)", 0.0, metavar="T", least=0, most=2
@@ -241,8 +244,7 @@ class RunSettings:
     suite_overridden: Sequence[str] = ()  # its keys the caller gave again
 
     def refuse_out_of_range(self) -> None:
-        """Refuse a number outside its bounds, a NUL character in a text or path, and settings
-        that cannot go together.
+        """Refuse a number out of bounds, a NUL character, and settings that cannot go together.
 
         >>> RunSettings(cases="c", concurrency=10**8).refuse_out_of_range()
         Traceback (most recent call last):
@@ -262,6 +264,8 @@ class RunSettings:
                 raise InputError(f"must be {low} or more, got {_shown(value)}", field=f.name)
             if high is not None and value > high:
                 raise InputError(f"must be at most {high:,}, got {_shown(value)}", field=f.name)
+            if f.metadata.get("odd") and value % 2 == 0:
+                raise InputError(f"must be {_ODD}, got {value}", field=f.name)
         if self.dawid_skene and (
             isinstance(self.judge_model, str) or len(self.judge_model or ()) < 3
         ):
@@ -271,8 +275,7 @@ class RunSettings:
             raise InputError(f"{reason} (generate_model)", field="rejudge")
 
     def files(self) -> tuple[list[str], dict[str, str | None]]:
-        """The files the run reads (its suite file among them) and the outputs it writes, by
-        setting: an output may be none of the inputs.
+        """The files the run reads and the outputs it writes, by setting.
 
         >>> RunSettings(cases="c.jsonl", rubric=["r.txt"]).files()[0]
         ['c.jsonl', 'r.txt']
@@ -287,7 +290,7 @@ class RunSettings:
         return [p for p in named if p], {name: getattr(self, name) for name in outputs}
 
     def unused(self) -> list[tuple[str, tuple[str, ...]]]:
-        """The settings given that have no effect, each with the settings that would give one.
+        """The settings given that have no effect, each with those that would give one.
 
         >>> RunSettings(cases="c", votes=3, max_cost=5.0, price="in=1,out=2").unused()
         [('votes', ('criterion', 'rubric'))]
@@ -319,7 +322,7 @@ _FIELDS = {f.name: f for f in fields(RunSettings)}
 
 @dataclass(frozen=True)
 class ModelSettings:
-    """One model of a suite and how it is called; never a key (keys come from the environment).
+    """One model of a suite and how it is called.
 
     >>> ModelSettings("openai:gpt-4o-mini", temperature=0.0).temperature
     0.0
@@ -335,8 +338,7 @@ class ModelSettings:
 
 @dataclass(frozen=True)
 class JudgeSpec:
-    """One judge of a suite: a criterion (or a rubric file), how to ask, and for which
-    categories (none: every one); ``model`` None is the suite's judge model.
+    """One judge of a suite: a criterion or a rubric file, and its categories (none: all).
 
     >>> spec = JudgeSpec(criterion="unsupported-claims", categories=("support_answers",))
     >>> spec.applies_to("support_answers"), spec.applies_to("tone")
@@ -352,11 +354,10 @@ class JudgeSpec:
     categories: tuple[str, ...] = ()
 
     def applies_to(self, category: str) -> bool:
-        """Whether this judge looks at cases of ``category``."""
         return not self.categories or category in self.categories
 
     def judge(self) -> Any:
-        """The judge this entry describes (a rubric file is read now; the entry's name wins).
+        """The judge this entry describes.
 
         >>> JudgeSpec(criterion="Is polite.", name="polite", votes=3).judge().votes
         3
@@ -436,8 +437,8 @@ class Suite:
 
 
 def with_suite(options: Mapping[str, Any], suite: Suite) -> tuple[dict[str, Any], list[str]]:
-    """``options`` (named as :class:`RunSettings`) with ``suite``'s values where left out or at
-    the default, and the suite's keys they override; fields and thresholds merge key by key.
+    """``options`` with ``suite``'s values where left out or at the default, and the suite's
+    keys they override.
 
     >>> suite = Suite(cases=("cases.jsonl",), settings={"thresholds": {"tone": 0.9}, "out": "s"})
     >>> options, overridden = with_suite({"thresholds": {"tone": "0.8"}, "out": "mine"}, suite)
@@ -493,8 +494,7 @@ def with_suite(options: Mapping[str, Any], suite: Suite) -> tuple[dict[str, Any]
 def judges_of(
     specs: Sequence[JudgeSpec], *, judge_model: str = "builtin"
 ) -> tuple[list[Any], dict[str, list[str]] | None]:
-    """The judges of a suite's entries and the categories each looks at (None: all look at
-    all); one judge model per run.
+    """The judges of a suite's entries and the categories each looks at (None: all at all).
 
     >>> judges, where = judges_of([JudgeSpec(criterion="Is polite.", name="polite",
     ...                                      categories=("tone",))])
@@ -520,11 +520,8 @@ def judges_of(
 
 
 def find_suite(start: str | os.PathLike[str] = ".") -> Path | None:
-    """The suite file of ``start`` or of its nearest parent that has one (None: none has):
-    ``tinyeval.toml``, else a ``pyproject.toml`` with a ``[tool.tinyeval]`` table. The search
-    stops at a repository's root (a directory holding ``.git``) and, like git's
-    safe.directory, before a directory owned by another user; a broken suite file on the way
-    is an error, never passed over.
+    """The suite file of ``start`` or of its nearest parent, up to a repository's root and
+    never in a directory of another user (None: none).
 
     >>> import tempfile
     >>> top = Path(tempfile.mkdtemp())
@@ -552,7 +549,6 @@ def find_suite(start: str | os.PathLike[str] = ".") -> Path | None:
 
 
 def _owned(folder: Path) -> bool:
-    """Whether ``folder`` belongs to the user running tinyeval."""
     if not hasattr(os, "getuid"):
         return True
     try:
@@ -563,7 +559,6 @@ def _owned(folder: Path) -> bool:
 
 
 def _suite_in(folder: Path) -> Path | None:
-    """The suite file of one directory, or None; one that cannot be read is an error."""
     for name in (SUITE_FILE, _PYPROJECT):
         candidate = folder / name
         if not os.path.lexists(candidate):
@@ -580,9 +575,7 @@ def _suite_in(folder: Path) -> Path | None:
 
 
 def _read_toml(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
-    """A TOML file's text and data, read with bounds: every way it can fail is an
-    :class:`InputError` naming the file (and the line, when tomllib says it)."""
-    import tomllib  # imported only to read a suite file: a run without one never pays
+    import tomllib  # imported only to read a suite file
 
     from ._formats import MAX_CONFIG_BYTES, read_text
 
@@ -610,8 +603,7 @@ def _read_toml(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
 def load_suite(
     path: str | os.PathLike[str] | None = None, *, start: str | os.PathLike[str] = "."
 ) -> Suite:
-    """Read and check the suite file ``path`` (or the one in that directory, or the one
-    :func:`find_suite` finds from ``start``): its first problem names its file, line and key.
+    """Read and check a suite file (or the one in a directory, or found from ``start``).
 
     >>> import tempfile
     >>> folder = Path(tempfile.mkdtemp())
@@ -646,14 +638,9 @@ def load_suite(
     return _build(data, _Where((), shown, text, prefix))
 
 
-# === Line numbers ===
-
-
 def _line_of(text: str, path: Sequence[str | int]) -> int | None:
-    """The line where a key path of a TOML text starts, or its nearest enclosing key's: tomllib
-    keeps no positions, so a binary search looks for the shortest head of the text holding the
-    path (a value starts after the last head without it; None: a head near the middle of a long
-    value never parses).
+    """The line where a key path of a TOML text starts, or its nearest enclosing key's: a
+    binary search for the shortest head of the text holding the path (tomllib keeps no lines).
 
     >>> text = 'a = 1\\n[[j]]\\nx = 1\\n[[j]]\\nx = [\\n  "y = 2",\\n]\\n[t]\\nb.c = 3\\n'
     >>> _line_of(text, ("j", 1, "x")), _line_of(text, ("t", "b", "c")), _line_of(text, ("t", "z"))
@@ -692,12 +679,9 @@ def _depth(text: str, path: Sequence[str | int]) -> int | None:
     return depth
 
 
-# === Validation ===
-
-
 @dataclass(frozen=True)
 class _Where:
-    """A value's key path, its file, and the file's text (and the suite table's path in it)."""
+    """A value's key path, its file and text (and the suite table's path in it)."""
 
     path: tuple[str | int, ...]
     file: str
@@ -751,7 +735,6 @@ def _number(value: Any, where: _Where, *, positive: bool = False) -> float:
 
 
 def _value(value: Any, where: _Where, name: str, *, positive: bool = False) -> Any:
-    """A suite's value of the run setting ``name``, checked as its field says."""
     meta, kind = _FIELDS[name].metadata, str(_FIELDS[name].type)
     if name == "fields":
         from .dataset import RECOGNISED_KEYS  # less "messages", a conversation's (agents/)
@@ -776,13 +759,9 @@ def _value(value: Any, where: _Where, name: str, *, positive: bool = False) -> A
         return _rate(value, where) if meta.get("rate") else _path(value, where)
     if meta.get("most") is not None and value > meta["most"]:
         raise where.error(f"must be at most {meta['most']:,}, got {_shown(value)}")
+    if meta.get("odd") and value % 2 == 0:
+        raise where.expected(_ODD, value)
     return value
-
-
-def _votes(value: Any, where: _Where) -> int:
-    if _value(value, where, "votes") % 2 == 0:
-        raise where.expected("an odd number (1, 3, 5…) so a majority exists", value)
-    return int(value)
 
 
 def _categories(value: Any, where: _Where) -> tuple[str, ...]:
@@ -792,7 +771,6 @@ def _categories(value: Any, where: _Where) -> tuple[str, ...]:
 
 
 def _table(value: Any, where: _Where, keys: Sequence[str]) -> dict[str, Any]:
-    """A TOML table whose keys must all be among ``keys`` (a did-you-mean otherwise)."""
     if not isinstance(value, dict):
         raise where.expected("a table", value)
     for key in value:
@@ -814,7 +792,7 @@ _JUDGE: dict[str, Any] = {
     "rubric": _path,
     "name": _text,
     "style": partial(_value, name="judge_style"),
-    "votes": _votes,
+    "votes": partial(_value, name="votes"),
     "model": _text,
     "categories": _categories,
 }
@@ -828,7 +806,6 @@ _MODEL: dict[str, Any] = {
 
 
 def _entry(item: Any, where: _Where, checks: Mapping[str, Any], kind: type[Any]) -> Any:
-    """A [[judges]] entry or a [models.*] table, each of its values checked by its key's check."""
     table = _table(item, where, list(checks))
     if kind is JudgeSpec and ("criterion" in table) == ("rubric" in table):
         raise where.error(
