@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
 
+from tinyeval.cli._common import StatusLine
 from tinyeval.errors import InputError
 from tinyeval.session import (
-    Progress,
     RunSettings,
     parse_shard,
     parse_thresholds,
@@ -136,7 +137,7 @@ class TestWithSuite:
 
 
 def test_progress_counts_rows_and_says_the_time_left() -> None:
-    progress = Progress(4)
+    progress = StatusLine(4, io.StringIO())
     for status in ("pass", "fail", "error"):
         progress.update({"status": status})
     assert (progress.done, progress.failed, progress.errors) == (3, 1, 1)
@@ -144,7 +145,7 @@ def test_progress_counts_rows_and_says_the_time_left() -> None:
     assert progress.line(progress.started + 6.0) == (
         "3/4 · 0.5 cases/s · ETA 2s · 1 failed · 1 errors"
     )
-    assert Progress(2).line().startswith("0/2 · 0.0 cases/s · ETA ? ·")
+    assert StatusLine(2, io.StringIO()).line().startswith("0/2 · 0.0 cases/s · ETA ? ·")
 
 
 @pytest.mark.parametrize(

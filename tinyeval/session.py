@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import fields
@@ -26,7 +25,6 @@ from .suite import JudgeSpec, RunSettings, judges_of
 _MODEL_SETTINGS = ("base_url", "timeout", "temperature", "max_response_bytes", "pass_env")
 
 __all__ = [
-    "Progress",
     "RunSettings",
     "Session",
     "case_ids",
@@ -322,37 +320,6 @@ class Session:
             suite=s.suite.fingerprint if s.suite is not None else None,
             cases_file=s.cases,
             observers=self._observed,
-        )
-
-
-class Progress:
-    """How far a run is: rows done of ``total`` (None: not known yet), speed, time left.
-
-    >>> progress = Progress(10)
-    >>> progress.update({"status": "fail"})
-    >>> progress.line(progress.started + 2.0)
-    '1/10 · 0.5 cases/s · ETA 18s · 1 failed · 0 errors'
-    """
-
-    def __init__(self, total: int | None) -> None:
-        self.total = total
-        self.done = self.failed = self.errors = 0
-        self.started = time.perf_counter()
-
-    def update(self, row: Mapping[str, Any]) -> None:
-        self.done += 1
-        self.failed += row.get("status") == "fail"
-        self.errors += row.get("status") == "error"
-
-    def line(self, now: float | None = None) -> str:
-        elapsed = max((now or time.perf_counter()) - self.started, 1e-9)
-        rate = self.done / elapsed
-        if self.total is None:
-            return f"{self.done} · {rate:.1f} cases/s · {self.failed} failed · {self.errors} errors"
-        eta = f"{(self.total - self.done) / rate:.0f}s" if rate > 0 else "?"
-        return (
-            f"{self.done}/{self.total} · {rate:.1f} cases/s · ETA {eta} · "
-            f"{self.failed} failed · {self.errors} errors"
         )
 
 
