@@ -1,5 +1,4 @@
-"""``tinyeval run``: cases → code checks → judge(s) → one row per case → the gate; with no
-CASES (or ``--config FILE``) it runs the suite file."""
+"""``tinyeval run``: cases → code checks → judge(s) → one row per case → the gate."""
 
 from __future__ import annotations
 
@@ -58,15 +57,13 @@ def add_run(sub: Any) -> None:
 
 
 def _check_run_options(settings: Any) -> None:
-    """Options that only mean something with another one."""
     for name, partners in settings.unused():
         wanted = " or ".join(f"--{partner.replace('_', '-')}" for partner in partners)
         raise UsageError(f"--{name.replace('_', '-')} has no effect without {wanted}")
 
 
 def settings_from(args: argparse.Namespace) -> Any:
-    """The run's :class:`~tinyeval.suite.RunSettings` from its options and its suite file (whose
-    values ``args`` takes too)."""
+    """The run's settings from its options and its suite file (whose values ``args`` takes)."""
     from ..dataset import parse_field_mapping
     from ..session import parse_shard, parse_thresholds
     from ..suite import RunSettings, with_suite
@@ -93,8 +90,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from ..report import header
     from ..session import Session
 
-    # Everything that can be wrong with the command is found before the cases are read,
-    # and everything wrong with the cases before any of them runs.
+    # what is wrong with the command is found before the cases are read, and with them before a run
     settings = settings_from(args)
     _check_run_options(settings)
     session = Session(settings)
@@ -172,8 +168,7 @@ def _run(args: argparse.Namespace, session: Any, ready: Any) -> Any:
 def _stopping_on_signals(
     stop: threading.Event, progress: StatusLine, in_flight: Callable[[], int]
 ) -> Iterator[None]:
-    """The first Ctrl-C (or SIGTERM, a cancelled CI job) stops taking cases and says what it
-    waits for; a second Ctrl-C abandons the cases in flight at once."""
+    """The first Ctrl-C (or SIGTERM) stops taking cases; a second abandons those in flight."""
 
     def handler(signum: int, frame: Any) -> None:
         if stop.is_set() and signum == signal.SIGINT:
@@ -200,7 +195,6 @@ def _stopping_on_signals(
 
 
 def _resume_command() -> str:
-    """The command as it was invoked, with --resume: ``python -m tinyeval`` when run so."""
     program = Path(sys.argv[0]).name if sys.argv else PROG
     words = [program, *sys.argv[1:]]
     if program in ("-m", "-c") or program.endswith(".py"):  # __main__.py among them
@@ -210,8 +204,7 @@ def _resume_command() -> str:
 
 
 def suite_of(args: argparse.Namespace) -> Any:
-    """The suite file that applies to a run: ``--config FILE``, else the one found here or
-    above (CASES given on the command line replaces its cases file only)."""
+    """The suite file of a run: ``--config FILE``, else the one found here or above."""
     from ..suite import find_suite, load_suite
 
     if args.config:
