@@ -49,7 +49,7 @@ class Session:
         self.settings = s = settings
         s.refuse_out_of_range()
         refuse_overwriting(*s.files())
-        self.jurors = jurors = _jurors(s.judge_model)
+        self.jurors = jurors = s.jurors
         spec = "jury:" + ",".join(jurors) if len(jurors) > 1 else jurors[0] if jurors else None
         self.judge_spec: str = spec or "builtin"
         self.judges, self.judge_categories = self._judges()
@@ -122,18 +122,14 @@ class Session:
     def prepare(self) -> PreparedCases:
         """Read, validate and select the run's cases (a run calling no model: as it runs)."""
         s = self.settings
+        same = ("fields", "id_from_line", "format", "seed", "shard", "max_line_bytes")
         ready = prepare_cases(
             s.cases,
-            fields=s.fields,
-            id_from_line=s.id_from_line,
-            format=s.format,
+            **{name: getattr(s, name) for name in same},
             sample_size=s.sample,
-            seed=s.seed,
             only=case_ids(s.only),
             outputs=_recorded_outputs(s.rejudge),
-            shard=s.shard,
             shuffle=s.stop_when_decided,
-            max_line_bytes=s.max_line_bytes,
             one_pass=self._one_pass(),
             note=self._note_retrieval,
         )
@@ -249,22 +245,19 @@ class Session:
                 if one_pass:
                     whole = RowsWrittenWhole(s.out)
                     stack.callback(whole.discard)  # a file only once finished
+                same = ("resume", "shard", "concurrency", "max_errors", "case_timeout")
                 result = run_cases(
                     ready.cases,
                     **self._calls(),
+                    **{name: getattr(s, name) for name in same},
                     out=None if one_pass else s.out,
-                    resume=s.resume,
-                    shard=s.shard,
-                    concurrency=s.concurrency,
-                    max_errors=s.max_errors,
-                    case_timeout=s.case_timeout,
                     fail_fast=s.fail_fast or None,
                     keep_rows=False,
                     on_row=noted,
                     dataset_fingerprint=ready.fingerprint or None,
                     manifest=None if one_pass else self._manifest(ready),
                     stop=self.stop,
-                    progress=self._in_flight,
+                    progress=lambda count: setattr(self, "in_flight", count),
                     observers=list(observers.values()),
                     executor=executor,
                 )
@@ -293,18 +286,9 @@ class Session:
 
     def _calls(self) -> dict[str, Any]:  # in a run and in a dry run
         s = self.settings
-        return dict(
-            judges=self.judges,
-            judge_model=self.judge_model,
-            generate_model=self.generate_model,
-            prompt_template=self.template,
-            regenerate=s.regenerate,
-            judge_all=s.judge_all,
-            judge_categories=self.judge_categories,
-        )
-
-    def _in_flight(self, count: int) -> None:
-        self.in_flight = count
+        calls = {name: getattr(self, name) for name in ("judges", "judge_model", "generate_model")}
+        calls.update(regenerate=s.regenerate, judge_all=s.judge_all, prompt_template=self.template)
+        return {**calls, "judge_categories": self.judge_categories}
 
     def _manifest(self, ready: PreparedCases) -> dict[str, Any]:
         s = self.settings
@@ -450,15 +434,6 @@ def open_executor(spec: str | None, concurrency: int = 4) -> Iterator[Executor |
         raise InputError(f"expected {known}, got {spec!r}", field="executor")
     with _extra("executor", scheme, f"the executor {spec}")(spec, concurrency) as executor:
         yield executor
-
-
-def _jurors(given: str | Sequence[str] | None) -> list[str]:
-    specs = [given] if isinstance(given, str) else list(given or [])
-    if len(specs) > 1 and len(specs) % 2 == 0:
-        raise InputError(
-            f"a jury needs an odd number of models (3, 5…), got {len(specs)}", field="judge_model"
-        )
-    return specs
 
 
 def _template(path: str | None) -> str | None:

@@ -266,13 +266,21 @@ class RunSettings:
                 raise InputError(f"must be at most {high:,}, got {_shown(value)}", field=f.name)
             if f.metadata.get("odd") and value % 2 == 0:
                 raise InputError(f"must be {_ODD}, got {value}", field=f.name)
-        if self.dawid_skene and (
-            isinstance(self.judge_model, str) or len(self.judge_model or ()) < 3
-        ):
+        jurors = len(self.jurors)
+        if jurors > 1 and jurors % 2 == 0:
+            said = f"a jury needs an odd number of models (3, 5…), got {jurors}"
+            raise InputError(said, field="judge_model")
+        if self.dawid_skene and jurors < 3:
             raise InputError("needs a jury: 3, 5… judge models", field="dawid_skene")
         if self.rejudge and self.generate_model:
             reason = "checks and judges recorded outputs; it takes no generate model"
             raise InputError(f"{reason} (generate_model)", field="rejudge")
+
+    @property
+    def jurors(self) -> list[str]:
+        """The judge model specs: one, or three, five… for a jury."""
+        given = self.judge_model
+        return [given] if isinstance(given, str) else list(given or [])
 
     def files(self) -> tuple[list[str], dict[str, str | None]]:
         """The files the run reads and the outputs it writes, by setting.
