@@ -20,7 +20,7 @@ from .report import RunSummary, summarize
 from .runner import DryRun, PreparedCases, check_judges, prepare_cases
 from .runner import dry_run as dry_run_cases
 from .runner import run as run_cases
-from .suite import JudgeSpec, RunSettings, judges_of
+from .suite import JudgeSpec, RunSettings
 
 _MODEL_SETTINGS = ("base_url", "timeout", "temperature", "max_response_bytes", "pass_env")
 
@@ -94,10 +94,17 @@ class Session:
             votes, style = s.votes, s.judge_style
             specs = [JudgeSpec(criterion=text, votes=votes, style=style) for text in s.criterion]
             specs += [JudgeSpec(rubric=path, votes=votes, style=style) for path in s.rubric]
-        if not specs:
-            return [], s.judge_category
-        judges, per_judge = judges_of(specs, judge_model=self.judge_spec)
-        return check_judges(judges, self.judge_spec), s.judge_category if given else per_judge
+        for spec in specs:
+            if spec.model is not None and spec.model != self.judge_spec:
+                name, model = spec.name or spec.criterion, spec.model
+                said = f"the judge {name!r} names its own model {model!r}: one judge model per run"
+                raise InputError(f"{said} (set it under [models.judge])", field="judges")
+        judges = [spec.judge() for spec in specs]
+        per_judge = {j.name: list(spec.categories) for spec, j in zip(specs, judges, strict=True)}
+        judges = check_judges(judges, self.judge_spec) if judges else []
+        if given or not specs:
+            return judges, s.judge_category
+        return judges, per_judge if any(per_judge.values()) else None
 
     def model(self, spec: str, *, max_tokens: int | None) -> Any:
         """The model ``spec`` names, opened with the run's settings, on the run's cache."""

@@ -24,7 +24,6 @@ __all__ = [
     "RunSettings",
     "Suite",
     "find_suite",
-    "judges_of",
     "load_suite",
     "with_suite",
 ]
@@ -497,34 +496,6 @@ def with_suite(options: Mapping[str, Any], suite: Suite) -> tuple[dict[str, Any]
         elif merged[name] != value:
             overridden.append(name)
     return merged, overridden
-
-
-def judges_of(
-    specs: Sequence[JudgeSpec], *, judge_model: str = "builtin"
-) -> tuple[list[Any], dict[str, list[str]] | None]:
-    """The judges of a suite's entries and the categories each looks at (None: all at all).
-
-    >>> judges, where = judges_of([JudgeSpec(criterion="Is polite.", name="polite",
-    ...                                      categories=("tone",))])
-    >>> [j.name for j in judges], where
-    (['polite'], {'polite': ['tone']})
-    """
-    judges: list[Any] = []
-    categories: dict[str, list[str]] = {}
-    for spec in specs:
-        if spec.model is not None and spec.model != judge_model:
-            raise InputError(
-                f"the judge {spec.name or spec.criterion!r} names its own model {spec.model!r}: "
-                "one judge model per run (set it under [models.judge])",
-                field="judges",
-            )
-        judge = spec.judge()
-        judges.append(judge)
-        if spec.categories:
-            categories[judge.name] = list(spec.categories)
-    if not categories:
-        return judges, None
-    return judges, {judge.name: categories.get(judge.name, []) for judge in judges}
 
 
 def find_suite(start: str | os.PathLike[str] = ".") -> Path | None:
