@@ -56,12 +56,6 @@ def add_run(sub: Any) -> None:
     p.set_defaults(handler=_cmd_run)
 
 
-def _check_run_options(settings: Any) -> None:
-    for name, partners in settings.unused():
-        wanted = " or ".join(f"--{partner.replace('_', '-')}" for partner in partners)
-        raise UsageError(f"--{name.replace('_', '-')} has no effect without {wanted}")
-
-
 def settings_from(args: argparse.Namespace) -> Any:
     """The run's settings from its options and its suite file (whose values ``args`` takes)."""
     from ..dataset import parse_field_mapping
@@ -92,7 +86,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     # what is wrong with the command is found before the cases are read, and with them before a run
     settings = settings_from(args)
-    _check_run_options(settings)
+    for name, partners in settings.unused():
+        wanted = " or ".join(f"--{partner.replace('_', '-')}" for partner in partners)
+        raise UsageError(f"--{name.replace('_', '-')} has no effect without {wanted}")
     session = Session(settings)
     with session:
         try:
@@ -141,27 +137,22 @@ def _run(args: argparse.Namespace, session: Any, ready: Any) -> Any:
             summary = session.run(ready, on_row=progress.update)
         except KeyboardInterrupt:
             progress.close()
-            if total is None:  # its rows were to be written whole, once the file was read
-                print(
-                    f"{PROG}: interrupted. {_NOTHING_WRITTEN} to {args.out}; run it again",
-                    file=sys.stderr,
-                )
-                raise
-            print(
-                f"{PROG}: interrupted; the cases in flight were abandoned (they have no row, "
-                f"a resumed run does them); finished rows are kept in {args.out}. Resume "
-                f"with:\n  {_resume_command()}",
-                file=sys.stderr,
+            abandoned = (
+                "; the cases in flight were abandoned (they have no row, a resumed run does them)"
             )
+            said = f"{abandoned}; " if ready.read else ". "
+            print(f"{PROG}: interrupted{said}{_kept(args.out, ready.read)}", file=sys.stderr)
             raise
     if session.stop.is_set() and summary.capped is None:
-        said = (
-            f"; finished rows are kept in {args.out}. Resume with:\n  {_resume_command()}"
-            if ready.read
-            else f". {_NOTHING_WRITTEN} to {args.out}; run it again"
-        )
-        print(f"{PROG}: stopped on request{said}", file=sys.stderr)
+        said = "; " if ready.read else ". "
+        print(f"{PROG}: stopped on request{said}{_kept(args.out, ready.read)}", file=sys.stderr)
     return summary
+
+
+def _kept(out: str, read: bool) -> str:
+    if read:
+        return f"finished rows are kept in {out}. Resume with:\n  {_resume_command()}"
+    return f"{_NOTHING_WRITTEN} to {out}; run it again"
 
 
 @contextlib.contextmanager
