@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import fields
 from pathlib import Path
@@ -424,8 +424,9 @@ def open_model(
     return cached(model, cache, refresh=refresh), cache
 
 
-@contextlib.contextmanager
-def open_executor(spec: str | None, concurrency: int = 4) -> Iterator[Executor | None]:
+def open_executor(
+    spec: str | None, concurrency: int = 4
+) -> contextlib.AbstractContextManager[Executor | None]:
     """The executor a spec names (None: the runner's threads).
 
     >>> with open_executor(None) as executor:
@@ -433,14 +434,12 @@ def open_executor(spec: str | None, concurrency: int = 4) -> Iterator[Executor |
     None
     """
     if spec is None:
-        yield None
-        return
+        return contextlib.nullcontext()
     scheme = spec.partition(":")[0]
     if scheme not in _EXTRAS["executor"]:
         known = " or ".join(f"{name}:…" for name in _EXTRAS["executor"]) or "no executor"
         raise InputError(f"expected {known}, got {spec!r}", field="executor")
-    with _extra("executor", scheme, f"the executor {spec}")(spec, concurrency) as executor:
-        yield executor
+    return _extra("executor", scheme, f"the executor {spec}")(spec, concurrency)
 
 
 def _template(path: str | None) -> str | None:

@@ -4,6 +4,7 @@ or a bug of ours."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import re
@@ -66,14 +67,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def _commands() -> list[str]:
-    present = []
-    for name in [n for n in _EXTRAS["command"] if n not in _CORE]:  # a core one's: extends it
-        try:
-            _adder(name)
-        except InputError:  # a copy without that extra
-            continue
-        present.append(name)
-    return [*_CORE, *present]
+    present = [*_CORE]
+    for name in _EXTRAS["command"]:  # a core command's entry extends it
+        with contextlib.suppress(InputError):  # a copy without that extra
+            if name not in present and _adder(name):
+                present.append(name)
+    return present
 
 
 def _command_named(argv: list[str]) -> str | None:
