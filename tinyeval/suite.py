@@ -97,7 +97,7 @@ class RunSettings:
         READING, "when the name does not tell", choices=_FORMATS, suite="format"
     )
     sample: int | None = _setting(READING, "run a seeded sample of N cases", least=1)
-    seed: int | str = _setting(READING, "seed of --sample (default: 0)", "0")
+    seed: int | str = _setting(READING, "seed of --sample", "0")
     only: str | Sequence[str] | None = _setting(
         READING, "run only these ids (a,b,c), or those of a file", metavar="IDS|FILE"
     )
@@ -145,20 +145,18 @@ class RunSettings:
         needs=_JUDGED,
     )
     temperature: float = _setting(
-        JUDGE, "the models' temperature (default: 0)", 0.0, metavar="T", least=0, most=2
+        JUDGE, "the models' temperature", 0.0, metavar="T", least=0, most=2
     )
     judge_max_tokens: int | None = _setting(
-        JUDGE, "longest judge reply (default: 256)", 256, least=1, most=_TOKENS
+        JUDGE, "longest judge reply", 256, least=1, most=_TOKENS
     )
     base_url: str | None = _setting(JUDGE, "an OpenAI-compatible server's URL", metavar="URL")
-    timeout: float = _setting(
-        RUNNING, "timeout of one model call (default: 60)", 60.0, least=0, most=_DAY
-    )
+    timeout: float = _setting(RUNNING, "timeout of one model call", 60.0, least=0, most=_DAY)
     case_timeout: float | None = _setting(
         RUNNING, "a case running longer is an error row", least=0, most=_DAY
     )
     concurrency: int = _setting(
-        RUNNING, "cases at once (default: 4)", 4, least=1, most=1024, suite="concurrency"
+        RUNNING, "cases at once", 4, least=1, most=1024, suite="concurrency"
     )
     cache: str = _setting(RUNNING, "the response cache", ".tinyeval/cache.sqlite3", metavar="PATH")
     no_cache: bool = _setting(RUNNING, "neither read nor write the cache", False)
@@ -178,7 +176,7 @@ class RunSettings:
     )
     batch: bool = _setting(SCALE, "send the model calls through the provider's batch API", False)
     batch_poll: float = _setting(
-        SCALE, "first wait between polls of a batch (default: 30)", 30.0, least=0, most=3600
+        SCALE, "first wait between polls of a batch", 30.0, least=0, most=3600
     )
     batch_max_wait: float = _setting(
         SCALE, "give up on a pending batch after SECONDS", 90000.0, least=0, most=30 * 86400
@@ -195,7 +193,7 @@ class RunSettings:
     # "in=X,out=Y", or a tinyeval.scale.cost.Price
     price: Any = _setting(SCALE, "USD per million tokens in and out", metavar="in=X,out=Y")  # noqa: RUF009
     dawid_skene: bool = _setting(JUDGES, "a jury's jurors' errors from its verdicts alone", False)
-    k: str = _setting(RAG, "cutoffs of the retrieval table (default: 1,3,5,10)", "1,3,5,10")
+    k: str = _setting(RAG, "cutoffs of the retrieval table", "1,3,5,10")
     retrieval_threshold: Sequence[str] = _setting(
         RAG, "a least value, e.g. recall@5=0.8 (repeatable)", (), metavar="METRIC@K=VALUE"
     )
@@ -217,9 +215,7 @@ class RunSettings:
         MORE, "judge only this category (repeatable)", metavar="CATEGORY", many=True, needs=_JUDGED
     )
     review_out: str | None = _setting(MORE, "rows whose votes split", metavar="FILE", needs=_JUDGED)
-    show_failures: int = _setting(
-        MORE, "failed cases shown per category (default: 5)", 5, least=0, most=1000
-    )
+    show_failures: int = _setting(MORE, "failed cases shown per category", 5, least=0, most=1000)
     max_response_bytes: int | None = _setting(
         MORE, "largest model reply read (default: 8 MiB)", least=1, most=_GIB
     )
@@ -237,7 +233,7 @@ class RunSettings:
     regenerate: bool = _setting(MORE, "generate logged outputs too", False, needs=_GENERATED)
     max_errors: int | None = _setting(MORE, "stop (exit 3) after more errored cases", least=0)
     fail_fast: int = _setting(
-        MORE, "stop (exit 3) after N errors before any call succeeded (default: 10)", 10, least=0
+        MORE, "stop (exit 3) after N errors before any call succeeded", 10, least=0
     )
     suite: Any = None  # the Suite these settings came from
     suite_overridden: Sequence[str] = ()  # its keys the caller gave again

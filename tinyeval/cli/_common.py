@@ -70,7 +70,11 @@ def add_settings(p: Any, *names: str) -> dict[str | None, Any]:
         groups.update((title, p.add_argument_group(title)) for title in GROUPS)
     for name, setting in wanted.items():
         meta, kind = setting.metadata, str(setting.type)
-        option: dict[str, Any] = {"dest": name, "help": meta["help"], "default": setting.default}
+        default = setting.default
+        said = f"{default:g}" if isinstance(default, float) else str(default)
+        shown = isinstance(default, int | float | str) and not isinstance(default, bool)
+        help = f"{meta['help']} (default: {said})" if shown else meta["help"]
+        option: dict[str, Any] = {"dest": name, "help": help, "default": default}
         if kind.startswith("bool"):
             option["action"] = "store_true"
         elif meta.get("many") or kind.startswith(("Sequence", "Mapping")):

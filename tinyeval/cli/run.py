@@ -62,9 +62,8 @@ def settings_from(args: argparse.Namespace) -> Any:
     from ..session import parse_shard, parse_thresholds
     from ..suite import RunSettings, with_suite
 
-    given = args.judge_model
-    jurors = [given] if isinstance(given, str) else list(given or [])
-    args.judge_model = jurors[0] if len(jurors) == 1 else (jurors or None)
+    if args.judge_model and len(args.judge_model) == 1:  # one judge model: no jury
+        args.judge_model = args.judge_model[0]
     options = {**vars(args), "fields": parse_field_mapping(args.fields)}
     options["thresholds"] = parse_thresholds(args.thresholds)
     options["shard"] = parse_shard(args.shard) if args.shard else None
