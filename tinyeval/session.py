@@ -178,11 +178,9 @@ class Session:
             first = ready.first_without_output
             assert first is not None
             where = f"{first.source}:{first.line}" if first.line else repr(first.id)
-            raise InputError(
-                f"{plural(ready.without_output, 'case')} without an output (the "
-                f"first at {where}) and no generate model to generate them",
-                field="generate_model",
-            )
+            said = f"{plural(ready.without_output, 'case')} without an output (the first at "
+            said += f"{where}) and no generate model to generate them"
+            raise InputError(said, field="generate_model")
 
     def dry_run(self, ready: PreparedCases) -> Any:
         """Every prompt the run would send, rendered and counted; no model is called."""
@@ -281,15 +279,8 @@ class Session:
                 raise IncompleteError(
                     f"writing the results failed: {where}{exc.strerror or exc}; {kept}"
                 ) from None
-        return summarize(
-            self,
-            ready,
-            result,
-            observers=observers,
-            failures=failures.rows(),
-            batch_lines=batch_lines,
-            review_rows=review_rows,
-        )
+        shown: dict[str, Any] = {"failures": failures.rows(), "batch_lines": batch_lines}
+        return summarize(self, ready, result, observers=observers, review_rows=review_rows, **shown)
 
     def _calls(self) -> dict[str, Any]:  # in a run and in a dry run
         s = self.settings

@@ -604,12 +604,7 @@ def load_suite(
             raise InputError("no [tool.tinyeval] table in this file", path=shown)
         data, prefix = tool["tinyeval"], ("tool", "tinyeval")
         if not isinstance(data, dict):
-            raise InputError(
-                f"expected a table, got {describe_json(data)}",
-                path=shown,
-                line=_line_of(text, prefix),
-                field="tool.tinyeval",
-            )
+            raise _Where(prefix, shown, text).expected("a table", data)
     return _build(data, _Where((), shown, text, prefix))
 
 

@@ -99,33 +99,15 @@ def add_github(p: Any) -> None:
     )
 
 
-def write_reports(
-    args: argparse.Namespace,
-    rows: Any,
-    report: Any,
-    *,
-    run_info: Any = None,
-    cases_file: Any = None,
-) -> None:
+def write_reports(args: argparse.Namespace, rows: Any, report: Any, **more: Any) -> None:
     """Write the report files asked for, and the GitHub job summary and annotations."""
     from ..report import write_reports as write
 
-    written = write(
-        report,
-        rows,
-        junit=args.junit,
-        markdown=args.markdown,
-        html=args.html,
-        github=args.github or None,
-        run_info=run_info,
-        cases_file=cases_file,
-    )
+    files = {name: getattr(args, name) for name in ("junit", "markdown", "html")}
+    written = write(report, rows, **files, github=args.github or None, **more)
     if args.github and written.step_summary is None:
-        print(
-            f"{PROG}: --github: GITHUB_STEP_SUMMARY is not set, so no job summary was "
-            "written; the annotations follow",
-            file=sys.stderr,
-        )
+        said = "GITHUB_STEP_SUMMARY is not set, so no job summary was written"
+        print(f"{PROG}: --github: {said}; the annotations follow", file=sys.stderr)
     for command in written.annotations:
         print(command)
 

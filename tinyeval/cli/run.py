@@ -167,11 +167,8 @@ def _stopping_on_signals(
         stop.set()
         progress.close()
         waiting = plural(in_flight(), "case")
-        print(
-            f"{PROG}: stopping: waiting for {waiting} in flight (Ctrl-C again to abandon them)",
-            file=sys.stderr,
-            flush=True,
-        )
+        said = f"waiting for {waiting} in flight (Ctrl-C again to abandon them)"
+        print(f"{PROG}: stopping: {said}", file=sys.stderr, flush=True)
 
     if threading.current_thread() is not threading.main_thread():
         yield
