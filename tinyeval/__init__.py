@@ -37,10 +37,8 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = ["__version__", *_EXPORTS]
 
-# The one table of extras. The core never imports a subpackage: it asks this table, through
-# _extra(), for what an extra brings through one of its doors, on first use. A door maps the
-# name a user writes (an expect key, a criterion, a command …) to "subpackage.module:attribute".
-# Copy tinyeval/ without a subpackage and everything else still works; what needed it says so.
+# The one table of extras: door -> the name a user writes -> "subpackage.module:attribute",
+# imported by _extra() on first use. The core never imports a subpackage.
 _EXTRAS: dict[str, dict[str, str]] = {
     # expect keys: builder(value, where) -> the key's named checks
     "expect": {

@@ -224,11 +224,9 @@ class Session:
         review_rows = 0
         one_pass = not ready.read  # the rows wait for the fingerprint, known at the end
         with contextlib.ExitStack() as stack:
-            review = None
+            review, mode = None, "a" if s.resume else "w"
             if s.review_out:
-                review = stack.enter_context(
-                    open(s.review_out, "a" if s.resume else "w", encoding="utf-8")
-                )
+                review = stack.enter_context(open(s.review_out, mode, encoding="utf-8"))
             whole: RowsWrittenWhole | None = None
 
             def noted(row: Row) -> None:
@@ -236,9 +234,8 @@ class Session:
                 failures.note(row)
                 if whole is not None:
                     whole.write(row)
-                if review is not None and not all(
-                    v.get("unanimous", True) for v in row["judges"].values()
-                ):
+                split = not all(v.get("unanimous", True) for v in row["judges"].values())
+                if review is not None and split:
                     write_row(review, row)
                     review_rows += 1
                 if on_row is not None:
@@ -276,9 +273,8 @@ class Session:
                 where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
                 kept = f"the rows written before it are kept in {s.out} (a resumed run continues"
                 kept = "none is kept" if one_pass else f"{kept} there)"
-                raise IncompleteError(
-                    f"writing the results failed: {where}{exc.strerror or exc}; {kept}"
-                ) from None
+                said = f"writing the results failed: {where}{exc.strerror or exc}; {kept}"
+                raise IncompleteError(said) from None
         shown: dict[str, Any] = {"failures": failures.rows(), "batch_lines": batch_lines}
         return summarize(self, ready, result, observers=observers, review_rows=review_rows, **shown)
 

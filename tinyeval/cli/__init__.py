@@ -124,19 +124,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     args = parser.parse_args(argv)
-    debug = bool(args.debug or os.environ.get("TINYEVAL_TRACEBACK"))
     try:
         return int(args.handler(args))
     except KeyboardInterrupt:
         if args.command != "run":  # run says itself how to resume
             print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        # the reader went away (``tinyeval … | head``): not an error of ours
+    except BrokenPipeError:  # the reader went away (``tinyeval … | head``): not our error
         sys.stderr.close()
         return EXIT_OK
     except Exception as exc:
-        if debug:
+        if args.debug or os.environ.get("TINYEVAL_TRACEBACK"):
             raise
         code, said = _failure(exc, parser, args)
         print(f"{PROG}: {said}", file=sys.stderr)
