@@ -685,8 +685,7 @@ def _text(value: Any, where: _Where) -> str:
 
 
 def _path(value: Any, where: _Where) -> str:
-    base = os.path.dirname(where.file)  # a path in a suite is relative to the suite's directory
-    return os.path.join(base, _text(value, where)) if base else _text(value, where)
+    return os.path.join(os.path.dirname(where.file), _text(value, where))  # relative to it
 
 
 def _rate(value: Any, where: _Where) -> float:
