@@ -118,6 +118,7 @@ class RunSettings:
     allow_unchecked: bool | None = _setting(
         GATE, "unchecked cases do not block their category", suite="gate.allow_unchecked"
     )
+    margin: Any = field(default=None, metadata={"suite": "margin", "rate": True})  # compare's
     strict_categories: bool | None = _setting(
         GATE, "refuse a category no threshold names (when no default)", suite="strict_categories"
     )
@@ -706,9 +707,10 @@ def _number(value: Any, where: _Where, *, positive: bool = False) -> float:
 def _value(value: Any, where: _Where, name: str, *, positive: bool = False) -> Any:
     meta, kind = _FIELDS[name].metadata, str(_FIELDS[name].type)
     if name == "fields":
-        from .dataset import RECOGNISED_KEYS  # less "messages", a conversation's (agents/)
+        from .dataset import MAPPED_TO_META, RECOGNISED_KEYS  # less a conversation's messages
 
-        table = _table(value, where, [key for key in RECOGNISED_KEYS if key != "messages"])
+        keys = [key for key in RECOGNISED_KEYS if key != "messages"]
+        table = _table(value, where, [*keys, *MAPPED_TO_META])
         return {key: _text(text, where / key) for key, text in table.items()}
     if name == "thresholds":
         if not isinstance(value, dict):
