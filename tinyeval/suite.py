@@ -172,8 +172,14 @@ class RunSettings:
     stop_when_decided: bool = _setting(
         ESTIMATES, "stop each category once a confidence sequence decides its gate", False
     )
+    labels: str | None = _setting(
+        ESTIMATES, "labels: gate on what people say", metavar="FILE", suite="labels", gate=True
+    )
+    min_kappa: float | None = _setting(
+        ESTIMATES, "least kappa to trust", metavar="K", rate=True, suite="min_kappa", gate=True
+    )
     calibration: str | None = _setting(
-        ESTIMATES, "a saved calibration: rates corrected for it", metavar="FILE", needs=_JUDGED
+        ESTIMATES, "a saved calibration: the gate's corrected rates", metavar="FILE", needs=_JUDGED
     )
     batch: bool = _setting(SCALE, "send the model calls through the provider's batch API", False)
     batch_poll: float = _setting(
@@ -310,14 +316,17 @@ class RunSettings:
             and not any(present[name] for name in f.metadata["needs"])
         ]
 
-    def gate_options(self) -> dict[str, Any]:
-        """The keywords of :func:`tinyeval.gating.gate` these settings give.
+    def gate_options(self, *, recorded: bool = False) -> dict[str, Any]:
+        """The keywords of :func:`tinyeval.gating.gate` these settings give (``recorded``: and
+        those of the people's estimate, as a run records them).
 
         >>> RunSettings(cases="c", thresholds={"tone": "0.9"}).gate_options()["thresholds"]
         {'tone': '0.9'}
         """
         return {
-            f.name: getattr(self, f.name) for f in fields(self) if f.metadata.get("group") == GATE
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.metadata.get("group") == GATE or (recorded and "gate" in f.metadata)
         }
 
 
@@ -425,7 +434,7 @@ class Suite:
             model = getattr(self, name)
             found[name] = model and dict(asdict(model), prompt_template=rel(model.prompt_template))
         for name in self.settings:
-            if _FIELDS[name].metadata.get("suite", "").startswith("reports."):
+            if _FIELDS[name].metadata.get("suite", "").startswith("reports.") or name == "labels":
                 found[name] = rel(found[name])
         return json.loads(json.dumps(found))
 
@@ -716,6 +725,8 @@ def _value(value: Any, where: _Where, name: str, *, positive: bool = False) -> A
         if not isinstance(value, dict):
             raise where.expected("a table of category = rate", value)
         return {key: _rate(rate, where / key) for key, rate in value.items()}
+    if meta.get("rate"):
+        return _rate(value, where)
     if "choices" in meta and value not in meta["choices"]:
         raise where.expected(f"one of {', '.join(meta['choices'])}", value)
     if kind.startswith("bool") and not isinstance(value, bool):
@@ -727,7 +738,7 @@ def _value(value: Any, where: _Where, name: str, *, positive: bool = False) -> A
     elif kind.startswith("float"):
         value = _number(value, where, positive=positive)
     elif "choices" not in meta and not kind.startswith("bool"):
-        return _rate(value, where) if meta.get("rate") else _path(value, where)
+        return _path(value, where)
     if meta.get("most") is not None and value > meta["most"]:
         raise where.error(f"must be at most {meta['most']:,}, got {_shown(value)}")
     if meta.get("odd") and value % 2 == 0:
