@@ -439,24 +439,14 @@ def _build(
     parsed_human = [h for j, h in zip(judge, human, strict=True) if j is not None]
     labels = _ordered([*parsed_judge, *human])
     binary = set(labels) <= {"PASS", "FAIL"}
-    if binary:
-        labels = ("PASS", "FAIL")
+    labels = ("PASS", "FAIL") if binary else labels
     parsed = len(parsed_judge)
-    agreed = sum(j == h for j, h in zip(parsed_judge, parsed_human, strict=True))
-
-    confusion: dict[Label, dict[Label | None, int]] = {
-        h: {**{j: 0 for j in labels}, None: 0} for h in labels
-    }
-    for j, h in zip(judge, human, strict=True):
-        confusion[h][j] += 1
-
-    majority_label, majority_share = None, None
-    if parsed:
-        counts = Counter(parsed_human)
-        top = max(counts.values())
-        majority_label = next(label for label in labels if counts.get(label) == top)
-        majority_share = Rate.of(top, parsed)
-
+    cells = Counter(zip(human, judge, strict=True))
+    confusion = {h: {j: cells[h, j] for j in (*labels, None)} for h in labels}
+    agreed = sum(cells[label, label] for label in labels)
+    counts = Counter(parsed_human)
+    top = max(counts.values(), default=0)
+    majority_label = next((label for label in labels if counts.get(label) == top), None)
     kappa, kappa_undefined = _defined(cohen_kappa, parsed_judge, parsed_human)
     rho: float | None = None
     rho_undefined: str | None = "the labels are not numbers"
@@ -468,37 +458,28 @@ def _build(
     if kappa is not None:
         kappa_interval_undefined = _one_label(judge, human) or kappa_interval_undefined
     rho_low_high, _ = _interval(spearman_interval, parsed_judge, parsed_human, rho is not None)
-
     binary_figures: dict[str, Any] = {}
     if binary:
         fails, passes = confusion["FAIL"], confusion["PASS"]
-        human_failures, human_passes = (
-            fails["PASS"] + fails["FAIL"],
-            passes["PASS"] + passes["FAIL"],
-        )
+        failures, passing = fails["PASS"] + fails["FAIL"], passes["PASS"] + passes["FAIL"]
         binary_figures = {
-            "human_failures": human_failures,
+            "human_failures": failures,
             "judge_caught": fails["FAIL"],
-            "failure_recall": _rate(fails["FAIL"], human_failures),
-            "human_passes": human_passes,
+            "failure_recall": _rate(fails["FAIL"], failures),
+            "human_passes": passing,
             "false_alarms": passes["FAIL"],
-            "false_alarm_rate": _rate(passes["FAIL"], human_passes),
-            "sensitivity": _rate(passes["PASS"], human_passes),
+            "false_alarm_rate": _rate(passes["FAIL"], passing),
+            "sensitivity": _rate(passes["PASS"], passing),
         }
-
     subs: dict[str, Calibration] = {}
-    if categories is not None:
-        groups: dict[str, list[int]] = {}
-        for index, category in enumerate(categories):
-            groups.setdefault(category, []).append(index)
-        for name, indexes in groups.items():
-            subs[name] = _build(
-                [judge[i] for i in indexes],
-                [human[i] for i in indexes],
-                None,
-                None if ids is None else tuple(ids[i] for i in indexes),
-            )
-
+    for name in dict.fromkeys(categories or ()):
+        keep = [i for i, category in enumerate(categories or ()) if category == name]
+        subs[name] = _build(
+            [judge[i] for i in keep],
+            [human[i] for i in keep],
+            None,
+            None if ids is None else tuple(ids[i] for i in keep),
+        )
     draft = Calibration(
         kind="pass/fail" if binary else "multiclass",
         labels=labels,
@@ -507,8 +488,8 @@ def _build(
         unparsed=len(judge) - parsed,
         agreement=_rate(agreed, parsed),
         agreement_with_unparsed=Rate.of(agreed, len(judge)),
-        majority_label=majority_label,
-        majority_share=majority_share,
+        majority_label=majority_label if parsed else None,
+        majority_share=_rate(top, parsed),
         confusion=confusion,
         kappa=kappa,
         kappa_undefined=kappa_undefined,
