@@ -1,6 +1,4 @@
-"""``tinyeval stats``: each statistic in one sentence for a pull request (``--json``: its figures).
-
-The sentences take the arguments of the ``stats`` functions they speak for, which check them."""
+"""``tinyeval stats``: each statistic in one sentence (``--json``: its figures), by ``stats``."""
 
 from __future__ import annotations
 
@@ -39,7 +37,6 @@ _OPTIONS = {
     "--confidence": "confidence level (default: 0.95)",
     "--json": "print one JSON object",
 }
-"""Each option of ``tinyeval stats`` and its help, declared once; a default is in its help."""
 _SWITCHES = {"--continuity", "--paired", "--json"}
 _REQUIRED = {"--baseline", "--target", "--n"}
 _METAVARS = {"--calibration": "CAL.json", "--cluster-size": "M"}
@@ -100,7 +97,6 @@ def _typed(convert: Any, text: str, what: str, expected: str) -> Any:
 
 
 def _cmd_stats(args: argparse.Namespace) -> int:
-    """Each subcommand's options as typed, checked, into its sentence function ``args.say``."""
     values: dict[str, Any] = {d: _whole(getattr(args, d), m) for d, m in args.counts.items()}
     for name in _RATES:
         if getattr(args, name, None) is not None:
@@ -129,7 +125,6 @@ def _cmd_stats(args: argparse.Namespace) -> int:
 
 
 def _judge_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The judge's sensitivity, specificity and where they came from (None when perfect)."""
     se, sp = (
         None if getattr(args, name) is None else _rate(getattr(args, name), f"--{name}")
         for name in ("sensitivity", "specificity")
@@ -168,12 +163,9 @@ def judge_rates_from_calibration(path: str | Path) -> tuple[float, float]:
     return sensitivity.value, specificity.value
 
 
-# ---------------------------------------------------------------- the sentences
-
-
 @dataclass(frozen=True)
 class Sentence:
-    """A statistic said in one sentence (``str()``), with the figures behind it (``fields``)."""
+    """A statistic in one sentence (``str()``), with the figures behind it."""
 
     text: str
     fields: dict[str, Any] = field(default_factory=dict)
@@ -182,14 +174,13 @@ class Sentence:
         return self.text
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields, and the text under ``"sentence"`` (``tinyeval stats … --json``)."""
         return {**self.fields, "sentence": self.text}
 
 
 def wilson_sentence(
     successes: int, n: int, confidence: float = 0.95, *, clusters: Clusters = None
 ) -> Sentence:
-    """``successes`` of ``n`` with its Wilson interval, over ``(cluster size, icc)`` if given.
+    """``successes`` of ``n`` with its Wilson interval.
 
     >>> print(wilson_sentence(27, 30))
     27/30 = 90.0%; 95% Wilson interval 74.4%–96.5%.
@@ -213,8 +204,12 @@ def sample_size_sentence(
     judge_source: str | None = None,
     **plan: Any,
 ) -> Sentence:
-    """The cases that detect ``baseline`` → ``target``: per run (``stats.sample_size``, and what
-    the judge costs), or paired when a share ``discordance`` changes (``paired_sample_size``)."""
+    """The cases that detect ``baseline`` → ``target``, per run or paired (with ``discordance``).
+
+    >>> print(sample_size_sentence(0.9, 0.85))
+    To detect a drop from 90% to 85% with 80% power at α = 0.05 you need 686 cases per run. \
+Test: two-proportion z-test (runs on different cases).
+    """
     if discordance is None:
         fields = _plan("sample-size", judge_source, stats.sample_size, baseline, target, **plan)
         needed = stats.sample_size(baseline, target, **plan)
@@ -259,8 +254,7 @@ def sample_size_sentence(
 def power_sentence(
     baseline: float, target: float, n: int, *, judge_source: str | None = None, **plan: Any
 ) -> Sentence:
-    """The chance that ``n`` cases per run detect a change (``stats.power``), and the cases
-    80% power needs."""
+    """The chance that ``n`` cases per run detect a change, and the cases 80% power needs."""
     fields = _plan("power", judge_source, stats.power, baseline, target, n, **plan)
     chance = stats.power(baseline, target, n, **plan)
     needed = stats.sample_size(baseline, target, **plan)
@@ -284,15 +278,14 @@ def power_sentence(
 def detectable_sentence(
     baseline: float, n: int, *, judge_source: str | None = None, **plan: Any
 ) -> Sentence:
-    """The smallest drop below ``baseline`` that ``n`` cases per run detect
-    (``stats.detectable_difference``; None when none is)."""
+    """The smallest drop below ``baseline`` that ``n`` cases per run detect."""
     fields = _plan("detectable", judge_source, stats.detectable_difference, baseline, n, **plan)
 
     def smallest(**settings: Any) -> float | None:
         try:
             return stats.detectable_difference(baseline, n, **settings)
         except stats.UndefinedStatisticError:
-            return None  # too few cases: said in words rather than as an error
+            return None  # said in words
 
     drop = smallest(**plan)
     text = (
@@ -349,7 +342,6 @@ def mcnemar_sentence(b: int, c: int, alpha: float = 0.05) -> Sentence:
 
 
 def _percent(p: float) -> str:
-    """A rate as a person types it: 0.9 → '90%', 0.875 → '87.5%'."""
     return f"{p * 100:.10g}%"
 
 
@@ -375,12 +367,10 @@ def _capital(text: str) -> str:
 
 
 def _perfect(plan: dict[str, Any]) -> dict[str, Any]:
-    """The plan without the judge's rates: for a perfect judge."""
     return {key: value for key, value in plan.items() if key not in ("sensitivity", "specificity")}
 
 
 def _clusters(clusters: Clusters) -> tuple[float, dict[str, Any]]:
-    """The design effect of ``(cluster size, icc)`` (1 without them), and its fields."""
     if clusters is None:
         return 1.0, {}
     effect = stats.design_effect(*clusters)
@@ -395,8 +385,7 @@ def _clustered(fields: dict[str, Any]) -> str:
 
 
 def _plan(statistic: str, source: str | None, func: Any, *args: Any, **plan: Any) -> dict[str, Any]:
-    """The settings of ``func(*args, **plan)`` with its defaults (read from its signature), as the
-    fields a planning sentence starts with; the judge's only when there is one."""
+    """The settings of ``func(*args, **plan)``, defaults from its signature, as fields."""
     bound = inspect.signature(func).bind(*args, **plan)
     bound.apply_defaults()
     fields: dict[str, Any] = {"statistic": statistic, "test": Z_TEST}
@@ -433,5 +422,4 @@ _COMMANDS = {
         mcnemar_sentence,
         "b:B c:C --alpha --json",
     ),
-}
-"""Each subcommand: its help, its sentence, its arguments (``dest:METAVAR`` for a count)."""
+}  # each subcommand: its help, its sentence, its arguments (``dest:METAVAR`` for a count)
