@@ -182,9 +182,7 @@ def wilson_interval(
         raise StatisticsError(f"{func}: successes must be between 0 and n = {n}, got {successes}")
     if n == 0:
         raise UndefinedStatisticError(f"{func}: the interval is undefined for n = 0 (no cases)")
-    effect = 1.0
-    if design_effect != 1.0:
-        effect = _within(design_effect, "design_effect", func, 1.0, _BIG, "a number of at least 1")
+    effect = _within(design_effect, "design_effect", func, 1.0, _BIG, "a number of at least 1")
     low, high = _wilson_bounds(successes / n, n / effect, _z((1.0 + confidence) / 2.0) ** 2)
     return Interval(max(0.0, low), min(1.0, high))
 
@@ -240,10 +238,10 @@ def format_rate(successes: int, n: int, confidence: float = 0.95) -> str:
     >>> format_rate(17, 20)
     '17/20 = 85.0% [64.0%, 94.8%]'
     """
-    successes, n = _count(successes, "successes", "format_rate"), _count(n, "n", "format_rate")
-    if n == 0 and successes == 0:
+    try:
+        low, high = wilson_interval(successes, n, confidence)
+    except UndefinedStatisticError:  # only 0 of 0
         return "0/0 = n/a"
-    low, high = wilson_interval(successes, n, confidence)
     return f"{successes}/{n} = {successes / n:.1%} [{low:.1%}, {high:.1%}]"
 
 
