@@ -554,23 +554,17 @@ def calibrate(
 
 def _expiry(mismatches: Mapping[str, list[tuple[Any, Any]]], matched: int) -> list[str]:
     found: list[str] = []
-    for what, pairs in mismatches.items():
-        if not pairs:
-            continue
-        then = sorted({_short(old) for old, _ in pairs})
-        now = sorted({_short(new) for _, new in pairs})
+    for what, pairs in ((what, pairs) for what, pairs in mismatches.items() if pairs):
         were = "was" if len(pairs) == 1 else "were"
         head = f"CALIBRATION EXPIRED: {len(pairs)} of {plural(matched, 'label')} {were}"
-        if what == "output":
-            found.append(
-                f"{head} given to a different output than these results hold: the human label "
-                "may not apply; re-label them"
-            )
-        else:
-            found.append(
-                f"{head} compared against {what} {', '.join(then)} but these results use "
-                f"{', '.join(now)}: re-label or judge with the labelled {what}"
-            )
+        then, now = (", ".join(sorted({_short(pair[i]) for pair in pairs})) for i in (0, 1))
+        found.append(
+            f"{head} given to a different output than these results hold: the human label "
+            "may not apply; re-label them"
+            if what == "output"
+            else f"{head} compared against {what} {then} but these results use "
+            f"{now}: re-label or judge with the labelled {what}"
+        )
     return found
 
 
