@@ -105,17 +105,12 @@ def _cmd_stats(args: argparse.Namespace) -> int:
         values.update(_judge_options(args), continuity=args.continuity)
     if hasattr(args, "n") and "n" not in args.counts:
         values["n"] = _whole(args.n, "--n")
-    if getattr(args, "paired", False) != ("discordance" in values):
-        missing = "discordance" if getattr(args, "paired", False) else "paired"
-        raise InputError("a paired plan needs both --paired and --discordance", field=missing)
-    if getattr(args, "cluster_size", None) is not None or "icc" in values:
-        if args.cluster_size is None or "icc" not in values:
-            missing = "cluster_size" if args.cluster_size is None else "icc"
-            raise InputError("clusters need both --cluster-size and --icc", field=missing)
-        values["clusters"] = (
-            _typed(float, args.cluster_size, "--cluster-size", "a number"),
-            values.pop("icc"),
-        )
+    paired, size = getattr(args, "paired", False) or None, getattr(args, "cluster_size", None)
+    given = {**values, "paired": paired, "cluster_size": size}
+    _both(given, "paired", "discordance", "a paired plan needs both --paired and --discordance")
+    _both(given, "cluster_size", "icc", "clusters need both --cluster-size and --icc")
+    if size is not None:
+        values["clusters"] = (_typed(float, size, "--cluster-size", "a number"), values.pop("icc"))
     said = args.say(**values)
     if args.json:
         print_json(said.to_dict())
@@ -124,27 +119,32 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _both(given: dict[str, Any], first: str, second: str, reason: str) -> None:
+    """Refuse one of two settings that go together without the other."""
+    if (given.get(first) is None) != (given.get(second) is None):
+        raise InputError(reason, field=first if given.get(first) is None else second)
+
+
 def _judge_options(args: argparse.Namespace) -> dict[str, Any]:
-    se, sp = (
-        None if getattr(args, name) is None else _rate(getattr(args, name), f"--{name}")
+    rates = {
+        name: None if getattr(args, name) is None else _rate(getattr(args, name), f"--{name}")
         for name in ("sensitivity", "specificity")
-    )
-    if args.calibration is not None and (se is not None or sp is not None):
-        raise InputError(
-            "give a calibration or the judge's two rates, not both", field="calibration"
-        )
+    }
     source = None
     if args.calibration is not None:
-        se, sp = judge_rates_from_calibration(args.calibration)
+        if rates != {"sensitivity": None, "specificity": None}:
+            raise InputError(
+                "give a calibration or the judge's two rates, not both", field="calibration"
+            )
+        rates["sensitivity"], rates["specificity"] = judge_rates_from_calibration(args.calibration)
         source = args.calibration
-    elif (se is None) != (sp is None):
-        raise InputError(
-            "an imperfect judge needs both its sensitivity and its specificity",
-            field="sensitivity" if se is None else "specificity",
-        )
-    elif se is not None:
+    elif rates["sensitivity"] is not None or rates["specificity"] is not None:
+        _both(rates, "sensitivity", "specificity", _IMPERFECT)
         source = "options"
-    return {"sensitivity": se, "specificity": sp, "judge_source": source}
+    return {**rates, "judge_source": source}
+
+
+_IMPERFECT = "an imperfect judge needs both its sensitivity and its specificity"
 
 
 def judge_rates_from_calibration(path: str | Path) -> tuple[float, float]:
