@@ -844,14 +844,11 @@ def read_labels(
 ) -> dict[str | int, LabelRecord]:
     """Read a labels file into ``{id: LabelRecord}``: the last label standing wins.
 
-    >>> import tempfile, os
-    >>> lines = ['{"id": "a", "label": "PASS"}', '{"id": "a", "label": "FAIL"}',
-    ...          '{"id": "a", "undo": true}']
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     path = os.path.join(tmp, "labels.jsonl")
-    ...     _ = open(path, "w").write("\\n".join(lines) + "\\n")
-    ...     {key: record["label"] for key, record in read_labels(path).items()}
-    {'a': 'PASS'}
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp(), "labels.jsonl")
+    >>> _ = path.write_text('{"id": "a", "label": "PASS"}\\n{"id": "a", "label": "FAIL"}\\n')
+    >>> read_labels(path)["a"]["label"]
+    'FAIL'
     """
     stacks, _ = replay_labels(path, fields)
     return {key: stack[-1] for key, stack in stacks.items() if stack}

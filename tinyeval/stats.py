@@ -170,8 +170,6 @@ def wilson_interval(
 ) -> Interval:
     """The Wilson (1927) interval for ``successes`` of ``n``, over n / ``design_effect`` if given.
 
-    >>> [round(bound, 3) for bound in wilson_interval(27, 30)]
-    [0.744, 0.965]
     >>> [round(bound, 3) for bound in wilson_interval(27, 30, design_effect=2.2)]
     [0.646, 0.978]
     """
@@ -459,9 +457,7 @@ def _log_fair_coin_probability(trials: int, k: int) -> float:
 
 
 def _two_sided_fair_coin_tail(trials: int, k: int) -> float:
-    """``2·P(X ≤ k)`` for ``X ~ Binomial(trials, 1/2)`` and ``k < trials / 2``: C(m, k)/2^m
-    times Σ C(m, i)/C(m, k) over i ≤ k, summed in fixed point by C(m, i−1)/C(m, i) = i/(m − i + 1)
-    until the rest (at most t·i/(m − 2i + 1) after term t) is below 2⁻⁶⁴ of the sum."""
+    """``2·P(X ≤ k)`` for ``X ~ Binomial(trials, 1/2)``, ``k < trials / 2``, in fixed point."""
     one = 1 << _FIXED_POINT_BITS
     term = total = one
     for i in range(k, 0, -1):
@@ -591,10 +587,8 @@ def design_effect(cluster_size: float, icc: float) -> float:
 def cohen_kappa(a: Iterable[Hashable], b: Iterable[Hashable]) -> float:
     """Cohen's kappa of two raters on the same items.
 
-    >>> judge = ["PASS", "PASS", "FAIL", "FAIL", "PASS", "FAIL"]
-    >>> human = ["PASS", "FAIL", "FAIL", "FAIL", "PASS", "FAIL"]
-    >>> round(cohen_kappa(judge, human), 4)
-    0.6667
+    >>> round(cohen_kappa(["PASS", "PASS", "FAIL"], ["PASS", "FAIL", "FAIL"]), 4)
+    0.4
     """
     func = "cohen_kappa"
     xs, ys = _paired(a, b, func)
