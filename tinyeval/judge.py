@@ -285,7 +285,7 @@ def _unparsed(reason: str) -> Evidence:
 
 
 def _json_object(text: str, keys: Sequence[str]) -> list[Any] | Evidence:
-    """The values of the reply's one JSON object of exactly ``keys``, else why not."""
+    """The values of the reply's one JSON object of exactly ``keys``, checked; else why not."""
     if not isinstance(text, str):
         return _unparsed(f"expected a text reply, got {type(text).__name__}")
     body = text.strip()
@@ -302,6 +302,13 @@ def _json_object(text: str, keys: Sequence[str]) -> list[Any] | Evidence:
         got = ", ".join(repr(key) for key, _ in obj)
         expected = ", ".join(repr(key) for key in keys)
         return _unparsed(f"the keys must be exactly {expected} in this order, got {got}")
+    for key, value in obj:
+        if key == "verdict" and value not in ("PASS", "FAIL"):
+            return _unparsed(f'verdict must be exactly "PASS" or "FAIL", got {_show(str(value))}')
+        if key == "quote" and value is not None and not isinstance(value, str):
+            return _unparsed(f"quote must be a string or null, got {type(value).__name__}")
+        if key in ("why", "reason") and not isinstance(value, str):
+            return _unparsed(f"{key} must be a string, got {type(value).__name__}")
     return [value for _, value in obj]
 
 
@@ -315,18 +322,7 @@ def parse_structured(text: str) -> Evidence:
     if isinstance(values, Evidence):
         return values
     verdict, reason = values
-    return _wrong(reason=reason, verdict=verdict) or Evidence(verdict, reason.strip(), None)
-
-
-def _wrong(*, verdict: Any, quote: Any = None, **texts: Any) -> Evidence | None:
-    if quote is not None and not isinstance(quote, str):
-        return _unparsed(f"quote must be a string or null, got {type(quote).__name__}")
-    for key, value in texts.items():
-        if not isinstance(value, str):
-            return _unparsed(f"{key} must be a string, got {type(value).__name__}")
-    if verdict not in ("PASS", "FAIL"):
-        return _unparsed(f'verdict must be exactly "PASS" or "FAIL", got {_show(str(verdict))}')
-    return None
+    return Evidence(verdict, reason.strip(), None)
 
 
 def parse_evidence(text: str, response: str) -> Evidence:
@@ -339,9 +335,6 @@ def parse_evidence(text: str, response: str) -> Evidence:
     if isinstance(values, Evidence):
         return values
     quote, why, verdict = values
-    wrong = _wrong(quote=quote, why=why, verdict=verdict)
-    if wrong:
-        return wrong
     if verdict == "PASS" and quote is not None:
         return _unparsed("a PASS must come with quote null")
     if verdict == "FAIL" and (quote is None or not quote.strip()):
@@ -469,18 +462,12 @@ class Judge:
         if isinstance(votes, bool) or not isinstance(votes, int) or votes < 1 or votes % 2 == 0:
             raise JudgeError(f"votes must be an odd whole number >= 1 (1, 3, 5...), got {votes!r}")
         self.votes = votes
-        if template is None:
-            template = _STYLE_FORMATS[style][0]
+        template = _STYLE_FORMATS[style][0] if template is None else template
         check_template(template, ("criterion", "response"))
         self.template = template
         self.name = name if name is not None else default_name(criterion)
-        self.needs = (
-            ("context",)
-            if criterion == "unsupported-claims"
-            else ("question",)
-            if criterion in CRITERIA
-            else ()
-        )
+        need = "context" if criterion == "unsupported-claims" else "question"
+        self.needs = (need,) if criterion in CRITERIA else ()
         self.rubric_fingerprint = rubric_fingerprint(template, self.criterion_text, (), style)
 
     def __repr__(self) -> str:
