@@ -92,6 +92,12 @@ def _short(value: Any) -> str:
 _NOT_IN_DICT = {"per_category", "judge_labels", "human_labels", "categories", "ids"}
 
 
+def _plain(value: Any) -> Any:
+    if isinstance(value, Rate):
+        return value.to_dict()
+    return list(value) if isinstance(value, tuple) else value
+
+
 def _span(interval: tuple[float, float] | None, digits: int) -> str:
     return f" [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]" if interval else ""
 
@@ -187,16 +193,11 @@ class Calibration:
         >>> d["false_alarms"], d["confusion"]["PASS"]
         (1, {'PASS': 1, 'FAIL': 1, 'unparsed': 0})
         """
-        result: dict[str, Any] = {}
-        for item in fields(self):
-            value = getattr(self, item.name)
-            if item.name in _NOT_IN_DICT:
-                continue
-            if isinstance(value, Rate):
-                value = value.to_dict()
-            elif isinstance(value, tuple):
-                value = list(value)
-            result[item.name] = value
+        result = {
+            item.name: _plain(getattr(self, item.name))
+            for item in fields(self)
+            if item.name not in _NOT_IN_DICT
+        }
         result.update(
             specificity=result["failure_recall"],
             trusted=self.trusted,

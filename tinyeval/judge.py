@@ -650,13 +650,10 @@ def load_rubric(path: str | os.PathLike[str]) -> Rubric:
     if unknown:
         raise JudgeError(f"unknown keys {unknown}; expected {', '.join(RUBRIC_KEYS)}", path=where)
     steps = spec.get("steps")
-    if steps is not None and not (
-        isinstance(steps, list) and all(isinstance(s, str) for s in steps)
-    ):
+    if not isinstance(steps, list | None) or not all(isinstance(s, str) for s in steps or ()):
         raise JudgeError("expected a list of strings", path=where, field="steps")
     for key in ("name", "template"):
-        if spec.get(key) is not None and not isinstance(spec[key], str):
+        if not isinstance(spec.get(key), str | None):
             raise JudgeError("expected a string", path=where, field=key)
-    found = {key: spec.get(key) for key in ("name", "template")}
     steps = None if steps is None else tuple(steps)
-    return Rubric(spec["criterion"], steps=steps, source=where, **found)
+    return Rubric(spec["criterion"], spec.get("name"), steps, spec.get("template"), where)
