@@ -578,9 +578,7 @@ def _check_human_kind(
     pairwise: bool,
 ) -> None:
     """Refuse a human label the judge could never give."""
-    parsed = [
-        _as_label(value, "judge", index) for index, value in enumerate(judged) if value is not None
-    ]
+    parsed = [label for label in judged if label is not None]
     allowed: tuple[str, ...] | None
     if pairwise:
         kind, allowed, expected = "is pairwise", ("A", "B", "TIE"), "A, B or TIE"
@@ -591,16 +589,15 @@ def _check_human_kind(
         expected = "PASS or FAIL (other labels are for a graded or multiple-choice judge)"
     else:
         return  # choices of the user's own: any label may be one of them
-    for index, (key, value) in enumerate(zip(ids, humans, strict=True)):
-        human = _as_label(value, "human", index)
+    for key, human in zip(ids, humans, strict=True):
         if is_number(human) if allowed is None else human in allowed:
             continue
         record = labels[key]
         source, line = getattr(record, "source", None), getattr(record, "line", None)
         where = f" ({source}:{line})" if source and line else ""
         raise CalibrationError(
-            f"calibrate: id {key!r}{where} has the human label {value!r}, but the judge {kind}: "
-            f"expected {expected}"
+            f"calibrate: id {key!r}{where} has the human label {record.get('label')!r}, but "
+            f"the judge {kind}: expected {expected}"
         )
 
 
@@ -677,6 +674,8 @@ def calibrate_results(
             f"{plural(len(set(by_id) & set(labels)), 'id')} in common, "
             f"{len(without_verdict)} of them without a verdict)"
         )
+    judged = [_as_label(value, "judge", index) for index, value in enumerate(judged)]
+    humans = [_as_label(value, "human", index) for index, value in enumerate(humans)]
     _check_human_kind(ids, judged, humans, labels, pairwise=pairwise)
     expired = _expiry(mismatches, len(ids))
     for what, values in (("rubrics", rubrics - {None}), ("judge models", models - {None})):
