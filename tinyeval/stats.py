@@ -4,6 +4,7 @@ Bad input raises ``StatisticsError``; a value undefined for the data ``Undefined
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import numbers
@@ -220,14 +221,7 @@ def cases_to_decide(
 
     if not decided(_MOST_CASES):
         return None
-    bottom, top = n, _MOST_CASES
-    while bottom < top:
-        middle = (bottom + top) // 2
-        if decided(middle):
-            top = middle
-        else:
-            bottom = middle + 1
-    return top
+    return n + bisect.bisect_left(range(n, _MOST_CASES + 1), True, key=decided)
 
 
 def format_rate(successes: int, n: int, confidence: float = 0.95) -> str:
