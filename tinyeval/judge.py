@@ -372,36 +372,21 @@ class BaseVerdict:
     def base_dict(self) -> dict[str, Any]:
         """The row form's keys every judge has, for a verdict of one vote."""
         failure = getattr(self, "failure", None)
-        return {
-            "name": self.name,
-            "criterion": self.criterion,
-            "style": self.style,
-            "verdict": self.verdict,
-            "parsed": self.parsed,
-            "failure": failure,
-            "reason": self.reason,
-            "quote": None,
-            "votes": [self.verdict],
-            "vote_failures": [failure],
-            "unanimous": self.parsed,
-            "raw": [str(reply) for reply in getattr(self, "raw", ())],
-            "error": self.error,
-            "model": self.model,
-            "usage": dict(self.usage) if self.usage is not None else None,
-            "rubric_fingerprint": self.rubric_fingerprint,
+        row = {
+            key: getattr(self, key) for key in ("name", "criterion", "style", "verdict", "parsed")
         }
+        row.update(failure=failure, reason=self.reason, quote=None, votes=[self.verdict])
+        row.update(vote_failures=[failure], unanimous=self.parsed)
+        row["raw"] = [str(reply) for reply in getattr(self, "raw", ())]
+        usage = dict(self.usage) if self.usage is not None else None
+        row.update(error=self.error, model=self.model, usage=usage)
+        return {**row, "rubric_fingerprint": self.rubric_fingerprint}
 
 
 def stamp(judge: Any, replies: Sequence[str]) -> dict[str, Any]:
     """A verdict's keyword fields: the judge that gave it, and what its replies cost."""
-    return {
-        "name": judge.name,
-        "criterion": judge.criterion,
-        "rubric_fingerprint": judge.rubric_fingerprint,
-        "style": judge.style,
-        "usage": sum_usage(replies),
-        "model": reported_model(replies),
-    }
+    who = {key: getattr(judge, key) for key in ("name", "criterion", "rubric_fingerprint", "style")}
+    return {**who, "usage": sum_usage(replies), "model": reported_model(replies)}
 
 
 @dataclass(frozen=True)
