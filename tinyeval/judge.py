@@ -575,16 +575,10 @@ def make_judge(
     if key is None:
         return Judge(criterion, votes=votes, style=style, name=name)
     factory = _extra("criterion", key, f"the criterion {criterion!r}")
+    graded = {"pass_at": pass_at, "scale": scale}
+    steps_from = {"steps_path": steps_path, "steps_model": steps_model}
     return factory(
-        criterion,
-        votes=votes,
-        style=style,
-        steps=steps,
-        name=name,
-        pass_at=pass_at,
-        scale=scale,
-        steps_path=steps_path,
-        steps_model=steps_model,
+        criterion, votes=votes, style=style, steps=steps, name=name, **graded, **steps_from
     )
 
 
