@@ -789,7 +789,7 @@ def parse_label_fields(items: Iterable[str]) -> dict[str, str]:
     {'label': 'annotations.human', 'id': 'trace.span_id'}
     """
     try:
-        return parse_field_mapping(items, LABEL_FIELDS)
+        return parse_field_mapping(items, LABEL_FIELDS, ())
     except InputError as exc:
         raise LabelError(exc.reason, field="field") from None
 

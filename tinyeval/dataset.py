@@ -86,12 +86,15 @@ class Case:
 _FIELDS = tuple(f.name for f in dataclasses.fields(Case))[:9]  # the keys a Case field holds
 RECOGNISED_KEYS = (*_FIELDS, "messages")  # the messages of a conversation (agents/)
 _RECOGNISED = frozenset(RECOGNISED_KEYS)
+MAPPED_TO_META = ("cluster",)  # mappable keys a case keeps in its meta (results read them)
 
 
 def parse_field_mapping(
-    items: Iterable[str], keys: Sequence[str] = RECOGNISED_KEYS
+    items: Iterable[str],
+    keys: Sequence[str] = RECOGNISED_KEYS,
+    meta: Sequence[str] = MAPPED_TO_META,
 ) -> dict[str, str]:
-    """Parse ``KEY=PATH`` items (``--field``) into a mapping; each KEY one of ``keys``.
+    """Parse ``KEY=PATH`` items (``--field``) into a mapping; each KEY one of ``keys`` or ``meta``.
 
     >>> parse_field_mapping(["input=request.messages.0.content", "id=request_id"])
     {'input': 'request.messages.0.content', 'id': 'request_id'}
@@ -101,13 +104,15 @@ def parse_field_mapping(
         key, sep, path = (part.strip() for part in item.partition("="))
         if not sep or not key or not path:
             raise DatasetError(f"expected KEY=PATH, got {item!r}", field="fields")
-        _check_recognised(key, keys)
+        _check_recognised(key, keys, meta)
         mapping[key] = path
     return mapping
 
 
-def _check_recognised(key: str, keys: Sequence[str] = RECOGNISED_KEYS) -> None:
-    if key in keys:
+def _check_recognised(
+    key: str, keys: Sequence[str] = RECOGNISED_KEYS, meta: Sequence[str] = MAPPED_TO_META
+) -> None:
+    if key in keys or key in meta:
         return
     close = did_you_mean(key, keys)
     hint = f"did you mean {close!r}?" if close else f"expected one of {', '.join(keys)}"
