@@ -211,8 +211,7 @@ def sample_size_sentence(
 Test: two-proportion z-test (runs on different cases).
     """
     if discordance is None:
-        fields = _plan("sample-size", judge_source, stats.sample_size, baseline, target, **plan)
-        needed = stats.sample_size(baseline, target, **plan)
+        needed, fields = _plan("sample-size", judge_source, _SIZE, baseline, target, **plan)
         text = f"you need {needed} cases per run{_correction(fields)}"
     else:
         if any(value for key, value in plan.items() if key not in ("alpha", "power")):
@@ -223,11 +222,10 @@ Test: two-proportion z-test (runs on different cases).
             )
         paired = {key: plan[key] for key in ("alpha", "power") if key in plan}
         difference = round(target - baseline, 12)
-        fields = _plan(
+        needed, fields = _plan(
             "sample-size", None, stats.paired_sample_size, difference, discordance, **paired
         )
         fields.update(test=MCNEMAR, baseline=baseline, target=target)
-        needed = stats.paired_sample_size(difference, discordance, **paired)
         text = (
             f"you need {needed} paired cases when {_percent(discordance)} of cases change "
             "outcome (Connor 1987)"
@@ -255,8 +253,7 @@ def power_sentence(
     baseline: float, target: float, n: int, *, judge_source: str | None = None, **plan: Any
 ) -> Sentence:
     """The chance that ``n`` cases per run detect a change, and the cases 80% power needs."""
-    fields = _plan("power", judge_source, stats.power, baseline, target, n, **plan)
-    chance = stats.power(baseline, target, n, **plan)
+    chance, fields = _plan("power", judge_source, stats.power, baseline, target, n, **plan)
     needed = stats.sample_size(baseline, target, **plan)
     text = (
         f"With {n} cases per run, {_change(baseline, target)} is detected with {chance:.1%} "
@@ -279,15 +276,7 @@ def detectable_sentence(
     baseline: float, n: int, *, judge_source: str | None = None, **plan: Any
 ) -> Sentence:
     """The smallest drop below ``baseline`` that ``n`` cases per run detect."""
-    fields = _plan("detectable", judge_source, stats.detectable_difference, baseline, n, **plan)
-
-    def smallest(**settings: Any) -> float | None:
-        try:
-            return stats.detectable_difference(baseline, n, **settings)
-        except stats.UndefinedStatisticError:
-            return None  # said in words
-
-    drop = smallest(**plan)
+    drop, fields = _plan("detectable", judge_source, _DETECT, baseline, n, **plan)
     text = (
         f"With {n} cases per run and a {_percent(baseline)} baseline, the smallest drop you can "
         f"detect with {_percent(fields['power'])} power at α = {fields['alpha']:g}"
@@ -299,7 +288,8 @@ def detectable_sentence(
         text += f" is to {baseline - drop:.1%} ({drop * 100:.1f} points)."
     fields.update(drop=drop, target=None if drop is None else baseline - drop)
     if "sensitivity" in fields:
-        perfect = fields["drop_perfect_judge"] = smallest(**_perfect(plan))
+        perfect, _ = _plan("detectable", None, _DETECT, baseline, n, **_perfect(plan))
+        fields["drop_perfect_judge"] = perfect
         text += f" {_capital(_shrink(fields))}"
         if perfect is None:
             text += "; not even a perfect judge would detect a drop reliably here."
@@ -384,15 +374,21 @@ def _clustered(fields: dict[str, Any]) -> str:
     )
 
 
-def _plan(statistic: str, source: str | None, func: Any, *args: Any, **plan: Any) -> dict[str, Any]:
-    """The settings of ``func(*args, **plan)``, defaults from its signature, as fields."""
+def _plan(statistic: str, source: str | None, func: Any, *args: Any, **plan: Any) -> Any:
+    """``func(*args, **plan)`` (None when undefined), and its settings with defaults as fields."""
     bound = inspect.signature(func).bind(*args, **plan)
     bound.apply_defaults()
     fields: dict[str, Any] = {"statistic": statistic, "test": Z_TEST}
     fields.update((key, value) for key, value in bound.arguments.items() if value is not None)
     if "sensitivity" in fields:
         fields["judge_source"] = source
-    return fields
+    try:
+        return func(*args, **plan), fields
+    except stats.UndefinedStatisticError:
+        return None, fields  # said in words
+
+
+_SIZE, _DETECT = stats.sample_size, stats.detectable_difference
 
 
 _CLUSTERS = "--cluster-size --icc --json"
