@@ -36,7 +36,8 @@ KEYS = {
     "GH_FINE_TOKEN": "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
     "SLACK_BOT_TOKEN": "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
     "GOOGLE_API_KEY": "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q",
-    "AUTH_TOKEN": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk",
+    "AUTH_TOKEN": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0"
+    ".dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk",
     "SERVICE_TOKEN": "c2VydmljZS10b2tlbi12YWx1ZQ==",
     "WEIRD_SECRET": "k\"e'y&<v>al-ue-0042",
     "UNICODE_PASSWORD": "contraseña-ñandú-€uro-42",

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _extra
+from ._formats import _unreadable, read_text
 from .checks import CheckSpecError, get_path
 from .errors import InputError, did_you_mean, is_number, json_problem, plural
 from .records import (
@@ -778,12 +779,15 @@ def disagreement_rows(
 
 def load_calibration(path: str | Path) -> Calibration:
     """Load a file written by ``Calibration.save``, recomputing every figure from its pairs."""
+    text = read_text(path, what="the calibration", error=CalibrationError)
     try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
+        document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise CalibrationError(
             f"{path}:{exc.lineno}: not valid JSON: {json_problem(exc)}"
         ) from None
+    except (ValueError, RecursionError) as exc:  # too deep, or an integer too long
+        raise CalibrationError(_unreadable(exc), path=str(path)) from None
     if not isinstance(document, dict) or document.get("format") != CALIBRATION_FORMAT:
         raise CalibrationError(
             f'{path}: expected a JSON object with "format": "{CALIBRATION_FORMAT}" '

@@ -13,7 +13,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, NamedTuple
 
 from . import _EXTRAS, _extra
-from ._formats import MAX_CONFIG_BYTES, read_text
+from ._formats import MAX_CONFIG_BYTES, _unreadable, read_text
 from .errors import InputError, json_problem
 from .models import ask, reported_model, sum_usage
 
@@ -673,6 +673,8 @@ def load_rubric(path: str | os.PathLike[str]) -> Rubric:
     except json.JSONDecodeError as exc:
         problem = f"not valid JSON: {json_problem(exc)}"
         raise JudgeError(problem, path=where, line=exc.lineno) from None
+    except (ValueError, RecursionError) as exc:  # too deep, or an integer too long
+        raise JudgeError(_unreadable(exc), path=where) from None
     if not isinstance(spec, dict) or not isinstance(spec.get("criterion"), str):
         raise JudgeError('expected a JSON object with a "criterion" string', path=where)
     unknown = sorted(set(spec) - set(RUBRIC_KEYS))

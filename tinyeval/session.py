@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _EXTRAS, _extra
+from ._formats import read_text
 from .errors import IncompleteError, InputError, plural, shorten
 from .gating import gate, gate_settings, refuse_unknown_categories
 from .models import MAX_RESPONSE_BYTES, resolve
@@ -64,6 +65,8 @@ class Session:
         self.price = (
             _extra("cost", "price", "a price")(s.price) if isinstance(s.price, str) else s.price
         )
+        for text in s.retrieval_threshold:  # refused before any case runs
+            _extra("reader", "retrieval_threshold", "a retrieval threshold")(text)
         self.retrieved: list[Any] = []  # the cases with retrieval data
         self.without_retrieval: dict[str, int] = {}  # the others, by category
         self._observed: dict[str, Any] | None = None  # what the observers record in the rows
@@ -75,12 +78,13 @@ class Session:
         self.stop = threading.Event()
         self.in_flight = 0
         self.calibration = None
+        self.outputs = _recorded_outputs(s.rejudge)  # the files read before the cache opens
         try:
-            self._open_models()
             if s.calibration:
                 from .calibration import load_calibration
 
                 self.calibration = load_calibration(s.calibration)
+            self._open_models()
         except BaseException:
             self.close()
             raise
@@ -160,7 +164,7 @@ class Session:
             sample_size=s.sample,
             seed=s.seed,
             only=case_ids(s.only),
-            outputs=_recorded_outputs(s.rejudge),
+            outputs=self.outputs,
             shard=s.shard,
             shuffle=s.stop_when_decided,
             max_line_bytes=s.max_line_bytes,
@@ -174,6 +178,7 @@ class Session:
     def _note_retrieval(self, case: Any) -> None:
         meta = case.meta
         if (type(meta) is dict or isinstance(meta, Mapping)) and "retrieved" in meta:
+            _extra("reader", "retrieval", "retrieval data")([case])  # refused as it is read
             self.retrieved.append(case)
         else:
             self.without_retrieval[case.category] = self.without_retrieval.get(case.category, 0) + 1
@@ -553,9 +558,9 @@ def case_ids(given: str | Sequence[str] | None) -> list[str] | None:
     """
     if given is None or not isinstance(given, str):
         return None if given is None else [str(x) for x in given]
-    if not Path(given).is_file():
+    if not Path(given).exists():
         return [part.strip() for part in given.split(",") if part.strip()]
-    lines = Path(given).read_text(encoding="utf-8").splitlines()
+    lines = read_text(given, what="the list of ids").splitlines()
     if any(line.lstrip().startswith("{") for line in lines):
         return [str(record.get("id")) for _, record in iter_json_lines(given)]
     return [line.strip() for line in lines if line.strip()]
