@@ -783,9 +783,8 @@ def load_calibration(path: str | Path) -> Calibration:
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise CalibrationError(
-            f"{path}:{exc.lineno}: not valid JSON: {json_problem(exc)}"
-        ) from None
+        problem = f"not valid JSON: {json_problem(exc)}"
+        raise CalibrationError(problem, path=str(path), line=exc.lineno) from None
     except (ValueError, RecursionError) as exc:  # too deep, or an integer too long
         raise CalibrationError(_unreadable(exc), path=str(path)) from None
     if not isinstance(document, dict) or document.get("format") != CALIBRATION_FORMAT:

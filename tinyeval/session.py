@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _EXTRAS, _extra
-from ._formats import read_text
+from ._formats import MAX_CONFIG_BYTES, read_text
 from .errors import IncompleteError, InputError, plural, shorten
 from .gating import gate, gate_settings, refuse_unknown_categories
 from .models import MAX_RESPONSE_BYTES, resolve
@@ -62,9 +62,8 @@ class Session:
         spec = "jury:" + ",".join(jurors) if len(jurors) > 1 else jurors[0] if jurors else None
         self.judge_spec: str = spec or "builtin"
         self.judges, self.judge_categories = self._judges()
-        self.price = (
-            _extra("cost", "price", "a price")(s.price) if isinstance(s.price, str) else s.price
-        )
+        price = _extra("cost", "price", "a price") if isinstance(s.price, str) else lambda p: p
+        self.price = price(s.price)
         for text in s.retrieval_threshold:  # refused before any case runs
             _extra("reader", "retrieval_threshold", "a retrieval threshold")(text)
         self.retrieved: list[Any] = []  # the cases with retrieval data
@@ -78,7 +77,8 @@ class Session:
         self.stop = threading.Event()
         self.in_flight = 0
         self.calibration = None
-        self.outputs = _recorded_outputs(s.rejudge)  # the files read before the cache opens
+        rejudged = read_rows(s.rejudge) if s.rejudge else []  # read before the cache opens
+        self.outputs = {row["id"]: row.get("output") for row in rejudged} if s.rejudge else None
         try:
             if s.calibration:
                 from .calibration import load_calibration
@@ -542,8 +542,6 @@ def _jurors(given: str | Sequence[str] | None) -> list[str]:
 def _template(path: str | None) -> str | None:
     if path is None:
         return None
-    from ._formats import MAX_CONFIG_BYTES, read_text
-
     text = read_text(path, what="the template", max_bytes=MAX_CONFIG_BYTES, error=InputError)
     if "{input}" not in text:
         raise InputError("the template has no {input} placeholder", path=path)
@@ -564,9 +562,3 @@ def case_ids(given: str | Sequence[str] | None) -> list[str] | None:
     if any(line.lstrip().startswith("{") for line in lines):
         return [str(record.get("id")) for _, record in iter_json_lines(given)]
     return [line.strip() for line in lines if line.strip()]
-
-
-def _recorded_outputs(path: str | None) -> dict[str, Any] | None:
-    if path is None:
-        return None
-    return {row["id"]: row.get("output") for row in read_rows(path)}
