@@ -36,8 +36,7 @@ KEYS = {
     "GH_FINE_TOKEN": "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
     "SLACK_BOT_TOKEN": "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
     "GOOGLE_API_KEY": "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q",
-    "AUTH_TOKEN": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0"
-    ".dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk",
+    "AUTH_TOKEN": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1g",
     "SERVICE_TOKEN": "c2VydmljZS10b2tlbi12YWx1ZQ==",
     "WEIRD_SECRET": "k\"e'y&<v>al-ue-0042",
     "UNICODE_PASSWORD": "contraseña-ñandú-€uro-42",
@@ -142,14 +141,41 @@ def test_no_key_shape_reaches_any_artefact_in_any_form(tmp_path: Path) -> None:
     }
     with echoing_server() as url:
         done = subprocess.run(
-            [sys.executable, "-m", "tinyeval", "run", "cases.jsonl", "--criterion",
-             "States only amounts the context gives.", "--judge-model", "openai:fake",
-             "--base-url", url, "--votes", "3", "--review-out", "review.jsonl",
-             "--cache", "cache.db", "--html", "r.html", "--junit", "r.xml",
-             "--markdown", "r.md", "--github", "--default-threshold", "0.5"],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+            [
+                sys.executable,
+                "-m",
+                "tinyeval",
+                "run",
+                "cases.jsonl",
+                "--criterion",
+                "States only amounts the context gives.",
+                "--judge-model",
+                "openai:fake",
+                "--base-url",
+                url,
+                "--votes",
+                "3",
+                "--review-out",
+                "review.jsonl",
+                "--cache",
+                "cache.db",
+                "--html",
+                "r.html",
+                "--junit",
+                "r.xml",
+                "--markdown",
+                "r.md",
+                "--github",
+                "--default-threshold",
+                "0.5",
+            ],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
             preexec_fn=_limit_memory,
-        )  # fmt: skip
+        )
     assert done.returncode in (0, 1, 3), done.stderr
     assert "Traceback" not in done.stderr and "please report" not in done.stderr
     results = tmp_path / "tinyeval-results.jsonl"
