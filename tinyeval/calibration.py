@@ -14,7 +14,7 @@ from typing import Any
 from . import _extra
 from ._formats import _unreadable, read_text
 from .checks import CheckSpecError, get_path
-from .errors import InputError, did_you_mean, is_number, json_problem, plural
+from .errors import InputError, did_you_mean, is_number, plural
 from .records import (
     iter_json_lines,
     output_fingerprint,
@@ -782,11 +782,9 @@ def load_calibration(path: str | Path) -> Calibration:
     text = read_text(path, what="the calibration", error=CalibrationError)
     try:
         document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        problem = f"not valid JSON: {json_problem(exc)}"
-        raise CalibrationError(problem, path=str(path), line=exc.lineno) from None
-    except (ValueError, RecursionError) as exc:  # too deep, or an integer too long
-        raise CalibrationError(_unreadable(exc), path=str(path)) from None
+    except (ValueError, RecursionError) as exc:  # its syntax, too deep, an integer too long
+        line = getattr(exc, "lineno", None)
+        raise CalibrationError(_unreadable(exc), path=str(path), line=line) from None
     if not isinstance(document, dict) or document.get("format") != CALIBRATION_FORMAT:
         raise CalibrationError(
             f'{path}: expected a JSON object with "format": "{CALIBRATION_FORMAT}" '

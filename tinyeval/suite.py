@@ -263,9 +263,8 @@ class RunSettings:
                 raise InputError(f"must be {low} or more, got {_shown(value)}", field=f.name)
             if high is not None and value > high:
                 raise InputError(f"must be at most {high:,}, got {_shown(value)}", field=f.name)
-        for name in self.pass_env:
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(name)):
-                raise InputError(f"not a variable name: {str(name)[:60]!r}", field="pass_env")
+        if any(not re.fullmatch(r"[A-Za-z_]\w*", str(name), re.ASCII) for name in self.pass_env):
+            raise InputError("expected names of variables: letters, digits, _", field="pass_env")
         if self.dawid_skene and (
             isinstance(self.judge_model, str) or len(self.judge_model or ()) < 3
         ):
