@@ -61,6 +61,8 @@ _EXTRAS: dict[str, dict[str, str]] = {
         "case_ids": "scale.ids:CaseIds",
         "messages": "agents.conversation:read_case_messages",
         "otel": "agents.otel:records_from_otel",
+        "retrieval": "rag.retrieval:queries_from_cases",
+        "retrieval_threshold": "rag.retrieval:parse_retrieval_threshold",
         "tool_calls": "agents.tools:tool_names",
     },
     # criteria with a judge of their own (name or "prefix:"), and models by spec

@@ -268,6 +268,8 @@ class RunSettings:
                 raise InputError(f"must be at most {high:,}, got {_shown(value)}", field=f.name)
             if f.metadata.get("odd") and value % 2 == 0:
                 raise InputError(f"must be {_ODD}, got {value}", field=f.name)
+        if any(not re.fullmatch(r"[A-Za-z_]\w*", str(name), re.ASCII) for name in self.pass_env):
+            raise InputError("expected names of variables: letters, digits, _", field="pass_env")
         jurors = len(self.jurors)
         if jurors > 1 and jurors % 2 == 0:
             said = f"a jury needs an odd number of models (3, 5…), got {jurors}"
