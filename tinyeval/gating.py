@@ -57,8 +57,7 @@ INCONCLUSIVE_POLICIES = ("pass", "block")
 
 @dataclass(frozen=True)
 class CategoryVerdict:
-    """One category's figures and outcome (one of ``OUTCOMES``); whether it blocks; the
-    ``estimate`` of what people would say, which decides a judged category when given.
+    """One category's figures, outcome (one of ``OUTCOMES``) and whether it blocks.
 
     >>> v = gate({"tone": {"passed": 12, "total": 13}}, {"tone": 0.8}).categories[0]
     >>> v.outcome, v.more_cases_needed, v.blocking
@@ -113,7 +112,6 @@ class CategoryVerdict:
         return self.measured.high if self.measured else None
 
     def to_dict(self) -> dict[str, Any]:
-        """The verdict as a JSON-ready dict."""
         found = {key: getattr(self, key) for key in _VERDICT_KEYS}
         return {**found, "unchecked_ids": list(self.unchecked_ids), "estimate": self._estimate()}
 
@@ -131,7 +129,7 @@ _VERDICT_KEYS += ("design_effect", "decided_on")
 
 @dataclass(frozen=True)
 class GateReport:
-    """Per-category verdicts and the global line (shown, never gating); incomplete never passes."""
+    """Per-category verdicts and the global line (shown, never gating)."""
 
     categories: tuple[CategoryVerdict, ...]
     overall: CategoryVerdict
@@ -142,12 +140,10 @@ class GateReport:
 
     @property
     def complete(self) -> bool:
-        """False when the rows are known to miss cases or shards."""
         return self.completeness is None or self.completeness.complete
 
     @property
     def passed(self) -> bool:
-        """True when the results are complete and no category blocks."""
         return self.complete and not self.blocking
 
     @property
@@ -159,7 +155,6 @@ class GateReport:
 
     @property
     def blocking(self) -> list[CategoryVerdict]:
-        """The categories that block, in order."""
         return [c for c in self.categories if c.blocking]
 
     @property
@@ -168,14 +163,10 @@ class GateReport:
         return [c for c in self.categories if c.outcome in ("inconclusive", "judge not trusted")]
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``gate`` part of ``run --json`` (outcomes ``"incomplete"`` when the results are)."""
-        categories = {}
-        for c in self.categories:
-            item = c.to_dict()
-            item["outcome_on_rows_seen"] = c.outcome
-            if not self.complete:
-                item["outcome"] = "incomplete"
-            categories[c.category] = item
+        said = {} if self.complete else {"outcome": "incomplete"}
+        seen = {
+            c.category: {**c.to_dict(), "outcome_on_rows_seen": c.outcome} for c in self.categories
+        }
         return {
             "passed": self.passed,
             "outcome": self.outcome,
@@ -184,21 +175,14 @@ class GateReport:
             "confidence": self.confidence,
             "blocking": [c.category for c in self.blocking],
             "inconclusive_categories": [c.category for c in self.undecided],
-            "categories": categories,
+            "categories": {name: {**item, **said} for name, item in seen.items()},
             "overall": self.overall.to_dict(),
             "completeness": None if self.completeness is None else self.completeness.to_dict(),
         }
 
 
-def _field(tally: Any, key: str) -> int:
-    value = tally.get(key, 0) if isinstance(tally, Mapping) else getattr(tally, key, 0)
-    return int(value or 0)
-
-
-def _ids(tally: Any) -> tuple[str, ...]:
-    value = tally.get("unchecked_ids") if isinstance(tally, Mapping) else None
-    value = value if value is not None else getattr(tally, "unchecked_ids", ())
-    return tuple(str(item) for item in value or ())
+def _field(tally: Any, key: str) -> Any:
+    return tally.get(key) if isinstance(tally, Mapping) else getattr(tally, key, None)
 
 
 def _verdict(
@@ -212,8 +196,7 @@ def _verdict(
     confidence: float,
     effect: float = 1.0,
 ) -> CategoryVerdict:
-    passed, total = _field(tally, "passed"), _field(tally, "total")
-    counts = (_field(tally, "errors"), _field(tally, "unparsed"), _field(tally, "unchecked"))
+    passed, total, *counts = (int(_field(tally, key) or 0) for key in _TALLIED)
     unchecked = counts[2]
     bounds = wilson_interval(passed, total, confidence, design_effect=effect) if total else None
     measured = Rate(passed, total, *bounds) if bounds else None  # clusters widen it (effect)
@@ -243,17 +226,20 @@ def _verdict(
     return CategoryVerdict(
         name,
         measured,
-        *counts,
+        *counts[:3],
         threshold=threshold,
         outcome=outcome,
         blocking=outcome == "block" or (outcome in OUTCOMES[2:4] and inconclusive == "block"),
         note=note,
         more_cases_needed=more,
-        unchecked_ids=_ids(tally) if measured else (),
+        unchecked_ids=tuple(map(str, _field(tally, "unchecked_ids") or ())) if measured else (),
         design_effect=effect,
-        judged=_field(tally, "judged") > 0,
+        judged=counts[3] > 0,
         estimate=estimate,
     )
+
+
+_TALLIED = ("passed", "total", "errors", "unparsed", "unchecked", "judged")
 
 
 def gate(
@@ -311,17 +297,13 @@ def gate(
         )
     said = {v.category: v for v in ungated}
     verdicts = tuple(said.get(v.category, v) for v in verdicts)
-    total = {
-        key: sum(_field(tally, key) for tally in tallies.values())
-        for key in ("passed", "total", "errors", "unparsed", "unchecked", "judged")
-    }
+    total = {key: sum(int(_field(t, key) or 0) for t in tallies.values()) for key in _TALLIED}
     overall = verdict("global", total, None, people.get("global"), effect=effects.get(None, 1.0))
     return GateReport(verdicts, overall, policy, confidence, completeness, bool(allow_unchecked))
 
 
 def people_estimates(rows: Iterable[Mapping[str, Any]], **settings: Any) -> dict[str, Any] | None:
-    """What people would say of each judged category (the estimates extra, from ``labels``,
-    ``min_kappa``, ``calibration``, ``confidence``); None without labels or calibration.
+    """What people would say of each judged category; None without labels or calibration.
 
     >>> people_estimates([{"id": "a", "status": "pass"}], labels=None) is None
     True
@@ -334,7 +316,6 @@ def people_estimates(rows: Iterable[Mapping[str, Any]], **settings: Any) -> dict
 
 
 def _ungated(verdict: CategoryVerdict, thresholds: list[str]) -> CategoryVerdict:
-    """A category no threshold names, when thresholds are given without a default: said."""
     close = did_you_mean(verdict.category, thresholds)
     hint = f"; did you mean {close!r}?" if close else ""
     return replace(verdict, note=f"ungated: no threshold names it{hint}")
@@ -346,8 +327,7 @@ def gate_settings(
     default_threshold: float | str | None = None,
     **others: Any,
 ) -> dict[str, Any]:
-    """The gate settings a run records in its rows (``run.gate``), with thresholds as numbers
-    (the ``others`` as given: ``inconclusive``, ``labels`` …).
+    """The gate settings a run records in its rows (``run.gate``), thresholds as numbers.
 
     >>> gate_settings({"tone": "90%"}, default_threshold=0.5)["thresholds"]
     {'tone': 0.9}
@@ -421,8 +401,6 @@ def gate_rows(
     return RowsGate(report, remembered, overridden)
 
 
-# --------------------------------------------------------------------------- paired comparison
-
 FAIL_ON = {"worse": ("worse",), "not-noninferior": ("worse", "inconclusive")}
 _COUNTS = ("both_pass", "fixed", "broke", "both_fail")
 _Rows = Sequence[Mapping[str, Any]]
@@ -431,8 +409,7 @@ _Pair = tuple[float, float, Any]  # a case's pass value before, after, and its c
 
 @dataclass(frozen=True)
 class PairedComparison:
-    """One category of two runs paired by case: the four paired counts (expected counts over
-    trials), Δ = after − before with its 95% interval, McNemar's p (raw, adjusted), a decision."""
+    """One category of two runs paired by case: the counts, Δ = after − before, p, a decision."""
 
     category: str
     pairs: int
@@ -451,11 +428,9 @@ class PairedComparison:
     design_effect: float = 1.0
 
     def to_dict(self) -> dict[str, Any]:
-        """The comparison as a JSON-ready dict (every field but the category)."""
         return _but_category(self)
 
     def to_text(self, width: int, adjusted: bool) -> str:
-        """The counts; under them Δ with its interval, p and the decision in words."""
         before, after = (
             f"{round(self.both_pass + side, 1):g}" for side in (self.broke, self.fixed)
         )
@@ -488,11 +463,9 @@ class ComparisonReport:
     trials: bool = False
 
     def failing(self, fail_on: str) -> list[str]:
-        """The categories that fail ``fail_on``: decided worse, or not shown non-inferior."""
         return [c.category for c in self.categories if c.decision in FAIL_ON[fail_on]]
 
     def to_dict(self) -> dict[str, Any]:
-        """The report as a JSON-ready dict."""
         return {
             "categories": {c.category: c.to_dict() for c in self.categories},
             "overall": self.overall.to_dict(),
@@ -503,7 +476,6 @@ class ComparisonReport:
         }
 
     def to_text(self, *, before: str = "before", after: str = "after") -> str:
-        """Per category (then all cases): the paired counts, Δ with its interval, the decision."""
         rows = [*self.categories, self.overall]
         width = max(len(c.category) for c in rows)
         adjusted = any(c.p != c.p_adjusted for c in self.categories)  # Holm moved one
@@ -527,8 +499,7 @@ def _category(row: Mapping[str, Any]) -> str:
 
 
 def _clustered_variance(values: Sequence[float], groups: Sequence[Any]) -> float:
-    """The cluster-robust (CR1) variance of the mean of ``values``: G/(G − 1)·Σ_g e_g² / n²,
-    e_g the residuals summed over group g; with every case its own group, s² / n."""
+    """The cluster-robust (CR1) variance of the mean: G/(G − 1)·Σ_g e_g² / n²."""
     mean, sums = math.fsum(values) / len(values), dict[Any, float]()
     for value, group in zip(values, groups, strict=True):
         sums[group] = sums.get(group, 0.0) + value - mean
@@ -537,8 +508,7 @@ def _clustered_variance(values: Sequence[float], groups: Sequence[Any]) -> float
 
 
 def _design_effect(values: Sequence[float], clusters: Sequence[Any]) -> float:
-    """How much the clusters inflate the variance of the mean of ``values`` (at least 1; all
-    in one cluster: the number of cases, as if there were one case)."""
+    """How much the clusters inflate the variance of the mean (all in one: the case count)."""
     if len(values) > 1 and len(set(clusters)) == 1:
         return float(len(values))
     naive = _clustered_variance(values, range(len(values)))
@@ -546,13 +516,11 @@ def _design_effect(values: Sequence[float], clusters: Sequence[Any]) -> float:
 
 
 def _cluster(row: Mapping[str, Any]) -> tuple[str, str]:
-    """The case's cluster (a case without one is a cluster of its own)."""
     cluster = row.get("cluster")
     return ("case", str(row.get("id"))) if cluster is None else ("cluster", str(cluster))
 
 
 def _design_effects(rows: _Rows) -> dict[str | None, float]:
-    """Each category's design effect (None: all cases') from the cases' clusters, if any."""
     if all(row.get("cluster") is None for row in rows):
         return {}
     groups: dict[str | None, list[Mapping[str, Any]]] = {None: list(rows)}
@@ -567,8 +535,6 @@ def _design_effects(rows: _Rows) -> dict[str | None, float]:
 
 
 def _paired(category: str, pairs: list[_Pair], method: str, fractions: bool) -> PairedComparison:
-    """Δ over ``(before, after, cluster)`` pass values: Newcombe's or Tango's interval widened
-    by the clusters' design effect; over cases' pass fractions, a normal interval."""
     n = len(pairs)
     both = math.fsum(x * y for x, y, _ in pairs)
     fixed, broke = (math.fsum(pair[i] for pair in pairs) - both for i in (1, 0))
@@ -598,7 +564,6 @@ def _paired(category: str, pairs: list[_Pair], method: str, fractions: bool) -> 
 def _decided(
     c: PairedComparison, alpha: float, margin: float | None, adjusted: float
 ) -> PairedComparison:
-    """The decision: by the adjusted p without a margin; by the interval against −margin."""
     decision, more = "no detectable change", None
     if margin is None and adjusted < alpha:
         decision = "better" if c.delta > 0 else "worse"
@@ -617,7 +582,6 @@ def _decided(
 
 
 def _case_values(rows: _Rows, fractions: bool) -> dict[str, tuple[float, Mapping[str, Any]]]:
-    """Each case's pass value (with ``fractions``: its share of passing trials) and first row."""
     found: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows if fractions else case_rows(rows):
         found.setdefault(str(row["id"]), []).append(row)
@@ -634,8 +598,7 @@ def compare_runs(
     interval: str = "newcombe",
     adjust: str = "holm",
 ) -> ComparisonReport:
-    """Compare two runs' rows paired by case, per category (the later run's) and over all
-    cases; p-values adjusted across categories (Holm, or ``"none"``), decisions at ``alpha``.
+    """Compare two runs' rows paired by case, per category and over all cases.
 
     >>> old = [{"id": str(i), "category": "x", "status": "pass"} for i in range(10)]
     >>> new = [dict(r, status="fail") if int(r["id"]) < 6 else r for r in old]
@@ -675,7 +638,6 @@ def compare_runs(
 
 
 def _warnings(first: Mapping[str, Any], second: Mapping[str, Any]) -> tuple[str, ...]:
-    """What differs besides the outputs: a paired case's input, context or checks; the judging."""
     changed = [key for key in second if key in first and _case(first[key]) != _case(second[key])]
     said = []
     if changed:
@@ -691,7 +653,6 @@ def _warnings(first: Mapping[str, Any], second: Mapping[str, Any]) -> tuple[str,
 
 
 def _case(value: tuple[float, Mapping[str, Any]]) -> tuple[Any, ...]:
-    """What a case is, apart from its output: its input, context and the checks run on it."""
     row = value[1]
     return row.get("input"), row.get("context"), sorted(row.get("checks") or {})
 
@@ -699,8 +660,7 @@ def _case(value: tuple[float, Mapping[str, Any]]) -> tuple[Any, ...]:
 def rank_runs(
     runs: Sequence[tuple[str, _Rows]], *, alpha: float = 0.05, adjust: str = "holm"
 ) -> list[PairedComparison]:
-    """Runs by pass rate over the cases they share, each against the best (first), p adjusted
-    (Holm): one with no detectable change is not distinguishable from the best.
+    """Runs by pass rate over the cases they share, each against the best (first).
 
     >>> a = [{"id": str(i), "status": "pass"} for i in range(30)]
     >>> b = [dict(r, status="fail") if int(r["id"]) < 15 else r for r in a]
@@ -720,9 +680,6 @@ def rank_runs(
     ]
 
 
-# --------------------------------------------------------------------------- holdout
-
-
 @dataclass(frozen=True)
 class HoldoutComparison:
     """One category's dev and holdout rates; ``suspicious``: dev above the holdout's interval."""
@@ -736,7 +693,6 @@ class HoldoutComparison:
     suspicious: bool
 
     def to_dict(self) -> dict[str, Any]:
-        """The comparison as a JSON-ready dict (every field but the category)."""
         return _but_category(self)
 
 
@@ -773,19 +729,17 @@ def compare_holdout(
 def compare_holdout_rows(
     rows: Sequence[Mapping[str, Any]], held_out: float, *, salt: str = "tinyeval-holdout"
 ) -> list[HoldoutComparison]:
-    """Split ``rows`` by the holdout hash of their ids and :func:`compare_holdout` them."""
     from .dataset import in_holdout
 
-    rows = case_rows(rows)
-    held = [in_holdout(str(r["id"]), held_out, salt=salt) for r in rows]
-    dev = [r for r, h in zip(rows, held, strict=True) if not h]
-    return compare_holdout(dev, [r for r, h in zip(rows, held, strict=True) if h])
+    parts: tuple[list[Mapping[str, Any]], ...] = ([], [])
+    for row in case_rows(rows):
+        parts[in_holdout(str(row["id"]), held_out, salt=salt)].append(row)
+    return compare_holdout(*parts)
 
 
 def holdout_text(
     lines: Sequence[HoldoutComparison], *, held_out: float, salt: str = "tinyeval-holdout"
 ) -> str:
-    """The development-vs-holdout comparison as aligned lines, the suspicious ones marked."""
     out = [f"\ndevelopment vs holdout ({held_out:g} held out, salt {salt!r}):"]
     width = max(len(c.category) for c in lines)
     dev = [format_rate(c.dev_passed, c.dev_total) for c in lines]
