@@ -55,6 +55,10 @@ OUTCOMES = ("pass", "block", "inconclusive", "judge not trusted", "ungated")
 INCONCLUSIVE_POLICIES = ("pass", "block")
 
 
+def _measured(figure: str, empty: int | None = None) -> Any:
+    return property(lambda self: getattr(self.measured, figure) if self.measured else empty)
+
+
 @dataclass(frozen=True)
 class CategoryVerdict:
     """One category's figures, outcome (one of ``OUTCOMES``) and whether it blocks.
@@ -91,25 +95,11 @@ class CategoryVerdict:
         """Which rate decides, in words ("" for checks alone): people's, or the judge's own."""
         return "" if self.decided_on == "checks" else str(self.estimate or "judge not calibrated")
 
-    @property
-    def passed(self) -> int:
-        return self.measured.successes if self.measured else 0
-
-    @property
-    def total(self) -> int:
-        return self.measured.n if self.measured else 0
-
-    @property
-    def rate(self) -> float | None:
-        return self.measured.value if self.measured else None
-
-    @property
-    def low(self) -> float | None:
-        return self.measured.low if self.measured else None
-
-    @property
-    def high(self) -> float | None:
-        return self.measured.high if self.measured else None
+    passed = _measured("successes", 0)
+    total = _measured("n", 0)
+    rate = _measured("value")
+    low = _measured("low")
+    high = _measured("high")
 
     def to_dict(self) -> dict[str, Any]:
         found = {key: getattr(self, key) for key in _VERDICT_KEYS}
@@ -196,8 +186,9 @@ def _verdict(
     confidence: float,
     effect: float = 1.0,
 ) -> CategoryVerdict:
-    passed, total, *counts = (int(_field(tally, key) or 0) for key in _TALLIED)
-    unchecked = counts[2]
+    passed, total, errors, unparsed, unchecked, judged = (
+        int(_field(tally, key) or 0) for key in _TALLIED
+    )
     bounds = wilson_interval(passed, total, confidence, design_effect=effect) if total else None
     measured = Rate(passed, total, *bounds) if bounds else None  # clusters widen it (effect)
     people = estimate is not None and estimate.method != "judge"
@@ -226,7 +217,9 @@ def _verdict(
     return CategoryVerdict(
         name,
         measured,
-        *counts[:3],
+        errors,
+        unparsed,
+        unchecked,
         threshold=threshold,
         outcome=outcome,
         blocking=outcome == "block" or (outcome in OUTCOMES[2:4] and inconclusive == "block"),
@@ -234,7 +227,7 @@ def _verdict(
         more_cases_needed=more,
         unchecked_ids=tuple(map(str, _field(tally, "unchecked_ids") or ())) if measured else (),
         design_effect=effect,
-        judged=counts[3] > 0,
+        judged=judged > 0,
         estimate=estimate,
     )
 
@@ -764,10 +757,8 @@ def refuse_unknown_categories(
     """
     listed = sorted(known)
     for name in names:
-        if name in listed:
-            continue
         close = did_you_mean(name, listed)
-        if close or not only_typos:
+        if name not in listed and (close or not only_typos):
             hint = (
                 f"did you mean {close!r}?" if close else f"the categories are {', '.join(listed)}"
             )
