@@ -28,8 +28,6 @@ def parse_threshold(
 ) -> float:
     """The package's one rate parser: ``0.95`` or ``"95%"``, from ``low`` to ``high`` inclusive.
 
-    >>> parse_threshold("0.95"), parse_threshold(" 95% "), parse_threshold(1)
-    (0.95, 0.95, 1.0)
     >>> parse_threshold("1.5", field="alpha", what="alpha", high=0.5)
     Traceback (most recent call last):
     ...
@@ -281,15 +279,14 @@ def gate(
         )
         for name in names
     )
-    ungated = [_ungated(v, list(limits)) for v in verdicts if limits and v.threshold is None]
+    verdicts = tuple(_ungated(v, list(limits)) if v.threshold is None else v for v in verdicts)
+    ungated = [v for v in verdicts if limits and v.threshold is None]
     if strict_categories and ungated:
         raise InputError(
             f"the category {ungated[0].category!r} has no threshold ({ungated[0].note}); give "
             "it one, or a default threshold",
             field="strict_categories",
         )
-    said = {v.category: v for v in ungated}
-    verdicts = tuple(said.get(v.category, v) for v in verdicts)
     total = {key: sum(int(_field(t, key) or 0) for t in tallies.values()) for key in _TALLIED}
     overall = verdict("global", total, None, people.get("global"), effect=effects.get(None, 1.0))
     return GateReport(verdicts, overall, policy, confidence, completeness, bool(allow_unchecked))
@@ -309,6 +306,8 @@ def people_estimates(rows: Iterable[Mapping[str, Any]], **settings: Any) -> dict
 
 
 def _ungated(verdict: CategoryVerdict, thresholds: list[str]) -> CategoryVerdict:
+    if not thresholds:
+        return verdict
     close = did_you_mean(verdict.category, thresholds)
     hint = f"; did you mean {close!r}?" if close else ""
     return replace(verdict, note=f"ungated: no threshold names it{hint}")
@@ -343,21 +342,20 @@ class RowsGate:
     overridden: tuple[str, ...]
 
 
+_RECORDED = ("default_threshold", "inconclusive", "allow_unchecked", "strict_categories")
+_RECORDED += ("labels", "min_kappa")  # the run settings a run records (``gate_settings``)
+
+
 def gate_rows(
     rows: Sequence[Mapping[str, Any]],
     thresholds: Mapping[str, float | str] | None = None,
     *,
-    default_threshold: float | str | None = None,
-    inconclusive: str | None = None,
-    allow_unchecked: bool | None = None,
     expected_ids: Iterable[str] | None = None,
     confidence: float = 0.95,
-    labels: str | None = None,
-    min_kappa: float | None = None,
     calibration: Any = None,
-    strict_categories: bool | None = False,
+    **settings: Any,
 ) -> RowsGate:
-    """Gate result rows as the run that wrote them did (settings not given: its ``run``).
+    """Gate result rows as the run that wrote them did (``settings`` not given: its ``run``).
 
     >>> manifest = {"cases": 2, "gate": {"thresholds": {"c": 1.0}}}
     >>> rows = [{"id": "a", "category": "c", "status": "pass", "run": manifest}]
@@ -368,15 +366,11 @@ def gate_rows(
     manifests = (row.get("run") for row in rows)
     run = next((m["gate"] for m in manifests if isinstance(m, Mapping) and "gate" in m), None)
     run = run if isinstance(run, Mapping) else {}
-    given: dict[str, Any] = {
-        "thresholds": dict(thresholds) if thresholds else None,
-        "default_threshold": default_threshold,
-        "inconclusive": inconclusive,
-        "allow_unchecked": allow_unchecked,
-        "labels": labels,
-        "min_kappa": min_kappa,
-        "strict_categories": strict_categories or None,
-    }
+    if unknown := sorted(set(settings) - set(_RECORDED)):
+        raise TypeError(f"gate_rows() got an unexpected keyword argument {unknown[0]!r}")
+    given: dict[str, Any] = {"thresholds": dict(thresholds) if thresholds else None}
+    given.update((key, settings.get(key)) for key in _RECORDED)
+    given["strict_categories"] = given["strict_categories"] or None
     ran = {key: run.get(key) for key in given if run.get(key) not in (None, {})}
     remembered = tuple(key for key in ran if given[key] is None)
     overridden = tuple(key for key in ran if given[key] not in (None, ran[key]))
@@ -424,23 +418,19 @@ class PairedComparison:
         return _but_category(self)
 
     def to_text(self, width: int, adjusted: bool) -> str:
-        before, after = (
-            f"{round(self.both_pass + side, 1):g}" for side in (self.broke, self.fixed)
-        )
+        before, after = (f"{round(self.both_pass + x, 1):g}" for x in (self.broke, self.fixed))
         counts = ", ".join(f"{round(getattr(self, k), 1):g} {k.replace('_', ' ')}" for k in _COUNTS)
         points = [f"{100 * x:+.1f}".replace("-", "−") for x in (self.delta, self.low, self.high)]
         figure = f"{points[0]} points [{points[1]}, {points[2]}], p = {self.p:.2g}"
         figure += f" (adjusted {self.p_adjusted:.2g})" if adjusted else ""
         if self.design_effect > 1.2:
             figure += f", design effect {self.design_effect:.1f} (clusters)"
-        words = {
-            "noninferior": f"not worse by more than {round(100 * (self.margin or 0), 1):g} points"
-        }
-        if self.more_cases:
-            words["inconclusive"] = f"inconclusive — about {self.more_cases} more cases"
+        more = f"inconclusive — about {self.more_cases} more cases" if self.more_cases else None
+        margin = f"not worse by more than {round(100 * (self.margin or 0), 1):g} points"
+        said = {"noninferior": margin, "inconclusive": more}.get(self.decision) or self.decision
         return (
             f"{self.category:<{width}}  {before}/{self.pairs} → {after}/{self.pairs} pass: "
-            f"{counts}\n{'':<{width}}  {figure}: {words.get(self.decision, self.decision)}"
+            f"{counts}\n{'':<{width}}  {figure}: {said}"
         )
 
 
@@ -749,7 +739,6 @@ def refuse_unknown_categories(
 ) -> None:
     """Refuse category names no case has (with ``only_typos``: apparent misspellings).
 
-    >>> refuse_unknown_categories("threshold", ["tone"], {"tone", "amounts"})
     >>> refuse_unknown_categories("threshold", ["amount"], {"tone", "amounts"})
     Traceback (most recent call last):
     ...
