@@ -342,7 +342,12 @@ class RowsGate:
     overridden: tuple[str, ...]
 
 
-_RECORDED = ("default_threshold", "inconclusive", "allow_unchecked", "strict_categories")
+_RECORDED: tuple[str, ...] = (
+    "default_threshold",
+    "inconclusive",
+    "allow_unchecked",
+    "strict_categories",
+)
 _RECORDED += ("labels", "min_kappa")  # the run settings a run records (``gate_settings``)
 
 
