@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import _extra
 from ..errors import InputError, plural
-from ..gating import FAIL_ON
+from ..gating import FAIL_ON, compare_holdout_rows, compare_runs, holdout_text, rank_runs
 from ..records import completeness, merge_rows, read_rows, write_records
 from ..suite import RunSettings
 from ._common import (
@@ -54,7 +54,6 @@ def add_gate_and_report(sub: Any) -> None:
 
 
 def _cmd_gate(args: argparse.Namespace) -> int:
-    from ..gating import compare_holdout_rows, holdout_text
     from ..report import rows_header, summarize_rows
     from ..session import parse_thresholds, refuse_overwriting
 
@@ -176,7 +175,6 @@ def _margin(text: str) -> float:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from ..gating import compare_runs, rank_runs
     from ..suite import find_suite, load_suite
 
     if not 0 < args.alpha < 1:
