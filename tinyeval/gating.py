@@ -177,12 +177,12 @@ def _verdict(
     name: str,
     tally: Any,
     threshold: float | None,
-    estimate: Any = None,
+    estimate: Any,
+    effect: float,
     *,
     inconclusive: str,
     allow_unchecked: bool,
     confidence: float,
-    effect: float = 1.0,
 ) -> CategoryVerdict:
     passed, total, errors, unparsed, unchecked, judged = (
         int(_field(tally, key) or 0) for key in _TALLIED
@@ -263,23 +263,16 @@ def gate(
         )
     limits = {name: parse_threshold(value) for name, value in (thresholds or {}).items()}
     default = parse_threshold(default_threshold) if default_threshold is not None else None
-    names = sorted({*tallies, *limits})
     allow_unchecked = bool(allow_unchecked)  # None in a run's settings: not allowed
+    people, effects = people or {}, design_effects or {}
     verdict = partial(
         _verdict, inconclusive=policy, allow_unchecked=allow_unchecked, confidence=confidence
     )
-    people, effects = people or {}, design_effects or {}
-    verdicts = tuple(
-        verdict(
-            name,
-            tallies.get(name, {}),
-            limits.get(name, default),
-            people.get(name),
-            effect=effects.get(name, 1),
-        )
-        for name in names
-    )
-    verdicts = tuple(_ungated(v, list(limits)) if v.threshold is None else v for v in verdicts)
+    verdicts = []
+    for name in sorted({*tallies, *limits}):
+        threshold, estimate = limits.get(name, default), people.get(name)
+        found = verdict(name, tallies.get(name, {}), threshold, estimate, effects.get(name, 1))
+        verdicts.append(_ungated(found, list(limits)) if threshold is None else found)
     ungated = [v for v in verdicts if limits and v.threshold is None]
     if strict_categories and ungated:
         raise InputError(
@@ -288,8 +281,8 @@ def gate(
             field="strict_categories",
         )
     total = {key: sum(int(_field(t, key) or 0) for t in tallies.values()) for key in _TALLIED}
-    overall = verdict("global", total, None, people.get("global"), effect=effects.get(None, 1.0))
-    return GateReport(verdicts, overall, policy, confidence, completeness, bool(allow_unchecked))
+    overall = verdict("global", total, None, people.get("global"), effects.get(None, 1.0))
+    return GateReport(tuple(verdicts), overall, policy, confidence, completeness, allow_unchecked)
 
 
 def people_estimates(rows: Iterable[Mapping[str, Any]], **settings: Any) -> dict[str, Any] | None:
