@@ -33,6 +33,7 @@ _GATE_AND_REPORT = {
 }
 _GATE = list(RunSettings(cases="").gate_options(recorded=True))
 _SALT = "tinyeval-holdout"
+_REPORTS = ("junit", "markdown", "html")
 
 
 def _add_holdout(p: Any, help: str, **more: Any) -> None:
@@ -48,7 +49,7 @@ def add_gate_and_report(sub: Any) -> None:
         held = "also compare the development cases with the held-out ones, split as tinyeval "
         _add_holdout(p, held + "split does (e.g. 0.2); the gate itself is unchanged")
         p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-        add_settings(p, "junit", "markdown", "html")
+        add_settings(p, *_REPORTS)
         add_github(p)
         p.set_defaults(handler=_cmd_gate if name == "gate" else _cmd_report)
 
@@ -57,15 +58,12 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     from ..report import rows_header, summarize_rows
     from ..session import parse_thresholds, refuse_overwriting
 
-    refuse_overwriting(
-        [args.results], {"junit": args.junit, "markdown": args.markdown, "html": args.html}
-    )
+    refuse_overwriting([args.results], {name: getattr(args, name) for name in _REPORTS})
     rows = read_rows(args.results)
     if not rows:
         raise UsageError(f"{args.results}: no result rows")
-    gate = {name: getattr(args, name) for name in _GATE}
+    gate = {name: getattr(args, name) for name in (*_GATE, "calibration")}
     gate["thresholds"] = parse_thresholds(args.thresholds)
-    gate["calibration"] = args.calibration
     summary = summarize_rows(rows, source=args.results, gate=gate)
     holdout = compare_holdout_rows(rows, args.holdout, salt=args.salt) if args.holdout else None
     if args.json:
@@ -87,17 +85,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def add_merge(sub: Any) -> None:
-    help = "join the results of shards (run --shard I/N) into one file: each shard once, every "
-    help += (
-        "shard there, no case twice, the same gate, judges, criteria, dataset and trials in each"
-    )
-    p = sub.add_parser("merge", help=help)
+    help = "join the results of shards (run --shard I/N) into one file: each shard once, all "
+    p = sub.add_parser("merge", help=help + "there, no case twice, the same run settings in each")
     p.add_argument("results", nargs="+", metavar="RESULTS", help="result files to join")
     p.add_argument("--out", required=True, metavar="FILE", help="the joined results file")
-    partial = "merge even when shards or cases are missing (the result is incomplete: exit 3, "
-    p.add_argument(
-        "--allow-partial", action="store_true", help=partial + "and gate on it exits 3 too)"
-    )
+    partial = "merge even when shards or cases are missing (the result is incomplete: exit 3"
+    p.add_argument("--allow-partial", action="store_true", help=partial + ", gate on it too)")
     p.set_defaults(handler=_cmd_merge)
 
 
