@@ -387,8 +387,14 @@ _Rows = Sequence[Mapping[str, Any]]
 _Pair = tuple[float, float, Any]  # a case's pass value before, after, and its cluster
 
 
+class _Comparison:
+    def to_dict(self: Any) -> dict[str, Any]:
+        """The comparison as a JSON-ready dict (every field but the category)."""
+        return {key: value for key, value in asdict(self).items() if key != "category"}
+
+
 @dataclass(frozen=True)
-class PairedComparison:
+class PairedComparison(_Comparison):
     """One category of two runs paired by case: the counts, Δ = after − before, p, a decision."""
 
     category: str
@@ -406,9 +412,6 @@ class PairedComparison:
     decision: str = "no detectable change"
     more_cases: int | None = None
     design_effect: float = 1.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return _but_category(self)
 
     def to_text(self, width: int, adjusted: bool) -> str:
         before, after = (f"{round(self.both_pass + x, 1):g}" for x in (self.broke, self.fixed))
@@ -464,10 +467,6 @@ class ComparisonReport:
                 f"{len(self.only_after)} only in {after}"
             )
         return "\n".join(lines)
-
-
-def _but_category(comparison: Any) -> dict[str, Any]:
-    return {key: value for key, value in asdict(comparison).items() if key != "category"}
 
 
 def _category(row: Mapping[str, Any]) -> str:
@@ -600,9 +599,8 @@ def compare_runs(
     ]
     ps = [c.p for c in paired]
     adjusted = stats.holm(ps) if adjust == "holm" else ps
-    overall = _paired(
-        "all cases", [pair for pairs in by_category.values() for pair in pairs], interval, fractions
-    )
+    everything = [pair for pairs in by_category.values() for pair in pairs]
+    overall = _paired("all cases", everything, interval, fractions)
     return ComparisonReport(
         tuple(_decided(c, alpha, margin, p) for c, p in zip(paired, adjusted, strict=True)),
         _decided(overall, alpha, margin, overall.p),
@@ -657,7 +655,7 @@ def rank_runs(
 
 
 @dataclass(frozen=True)
-class HoldoutComparison:
+class HoldoutComparison(_Comparison):
     """One category's dev and holdout rates; ``suspicious``: dev above the holdout's interval."""
 
     category: str
@@ -667,9 +665,6 @@ class HoldoutComparison:
     holdout_total: int
     holdout_high: float | None
     suspicious: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return _but_category(self)
 
 
 def compare_holdout(
