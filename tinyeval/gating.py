@@ -536,24 +536,20 @@ def _paired(category: str, pairs: list[_Pair], method: str, fractions: bool) -> 
     return PairedComparison(category, n, *counts, delta, *figures, design_effect=effect)
 
 
-def _decided(
-    c: PairedComparison, alpha: float, margin: float | None, adjusted: float
-) -> PairedComparison:
+def _decided(c: PairedComparison, alpha: float, margin: float | None, p: float) -> PairedComparison:
     decision, more = "no detectable change", None
-    if margin is None and adjusted < alpha:
-        decision = "better" if c.delta > 0 else "worse"
-    elif margin is not None and c.low > -margin:
-        decision = "noninferior"
-    elif margin is not None and c.high < -margin:
-        decision = "worse"
-    elif margin is not None:
+    if margin is None:
+        decision = ("better" if c.delta > 0 else "worse") if p < alpha else decision
+    elif c.low > -margin or c.high < -margin:
+        decision = "noninferior" if c.low > -margin else "worse"
+    else:
         decision = "inconclusive"
         distance = min(1.0, abs(c.delta + margin))  # Connor's cases to tell Δ from −margin
         if distance > 0:
             discordance = min(1.0, max((c.fixed + c.broke) / c.pairs, distance))
             needed = stats.paired_sample_size(distance, discordance, alpha=alpha) * c.design_effect
             more = max(1, math.ceil(needed) - c.pairs)
-    return replace(c, p_adjusted=adjusted, margin=margin, decision=decision, more_cases=more)
+    return replace(c, p_adjusted=p, margin=margin, decision=decision, more_cases=more)
 
 
 def _case_values(rows: _Rows, fractions: bool) -> dict[str, tuple[float, Mapping[str, Any]]]:
