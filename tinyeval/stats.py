@@ -15,31 +15,6 @@ from fractions import Fraction
 from statistics import NormalDist
 from typing import Any, NamedTuple
 
-__all__ = [
-    "AgreementInterval",
-    "Interval",
-    "Rate",
-    "StatisticsError",
-    "UndefinedStatisticError",
-    "cases_to_decide",
-    "cohen_kappa",
-    "design_effect",
-    "detectable_difference",
-    "format_rate",
-    "holm",
-    "kappa_interval",
-    "mcnemar",
-    "observed_difference",
-    "observed_rate",
-    "paired_difference_interval",
-    "paired_sample_size",
-    "power",
-    "sample_size",
-    "spearman",
-    "spearman_interval",
-    "wilson_interval",
-]
-
 _STANDARD_NORMAL = NormalDist()
 _z = _STANDARD_NORMAL.inv_cdf
 _BIG = 1e300  # "at least 1" still means finite
@@ -113,7 +88,6 @@ def _count(value: Any, name: str, func: str, least: int = 0) -> int:
 
 
 def _open_unit(value: Any, name: str, func: str, *, one: bool = False) -> float:
-    """``value`` strictly between 0 and 1 (or in (0, 1] with ``one``)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise StatisticsError(f"{func}: {name} must be a number between 0 and 1, got {value!r}")
     number = float(value)
@@ -157,7 +131,6 @@ def _paired(x: Iterable[Any], y: Iterable[Any], func: str) -> tuple[list[Any], l
 
 
 def _bisect(rises: Any, low: float, high: float) -> float:
-    """Where ``rises`` turns true in [low, high]."""
     for _ in range(200):
         middle = (low + high) / 2.0
         if middle in (low, high):
@@ -481,7 +454,6 @@ def mcnemar(b: int, c: int) -> float:
 
 
 def _tango_score(fixed: int, broke: int, n: int, delta: float) -> float:
-    """Tango's (1998) score statistic for Δ = delta."""
     b = -fixed - broke + (2 * n - fixed + broke) * delta
     c = -broke * delta * (1.0 - delta)
     p_broke = (math.sqrt(max(0.0, b * b - 8.0 * n * c)) - b) / (4.0 * n)

@@ -15,8 +15,6 @@ from ..errors import InputError
 from ..gating import parse_threshold
 from ._common import EXIT_OK, UsageError, print_json
 
-Z_TEST = "two-proportion z-test (runs on different cases)"
-MCNEMAR = "McNemar's test (runs over the same cases)"
 Clusters = tuple[float, float] | None  # (mean cluster size, intra-cluster correlation)
 
 _OPTIONS = {
@@ -130,21 +128,16 @@ def _judge_options(args: argparse.Namespace) -> dict[str, Any]:
         name: None if getattr(args, name) is None else _rate(getattr(args, name), f"--{name}")
         for name in ("sensitivity", "specificity")
     }
-    source = None
-    if args.calibration is not None:
-        if rates != {"sensitivity": None, "specificity": None}:
-            raise InputError(
-                "give a calibration or the judge's two rates, not both", field="calibration"
-            )
-        rates["sensitivity"], rates["specificity"] = judge_rates_from_calibration(args.calibration)
-        source = args.calibration
-    elif rates["sensitivity"] is not None or rates["specificity"] is not None:
-        _both(rates, "sensitivity", "specificity", _IMPERFECT)
-        source = "options"
-    return {**rates, "judge_source": source}
-
-
-_IMPERFECT = "an imperfect judge needs both its sensitivity and its specificity"
+    if args.calibration is None:
+        imperfect = "an imperfect judge needs both its sensitivity and its specificity"
+        _both(rates, "sensitivity", "specificity", imperfect)
+        return {**rates, "judge_source": None if rates["sensitivity"] is None else "options"}
+    if rates != {"sensitivity": None, "specificity": None}:
+        raise InputError(
+            "give a calibration or the judge's two rates, not both", field="calibration"
+        )
+    se, sp = judge_rates_from_calibration(args.calibration)
+    return {"sensitivity": se, "specificity": sp, "judge_source": args.calibration}
 
 
 def judge_rates_from_calibration(path: str | Path) -> tuple[float, float]:
@@ -225,7 +218,9 @@ Test: two-proportion z-test (runs on different cases).
         needed, fields = _plan(
             "sample-size", None, stats.paired_sample_size, difference, discordance, **paired
         )
-        fields.update(test=MCNEMAR, baseline=baseline, target=target)
+        fields.update(
+            test="McNemar's test (runs over the same cases)", baseline=baseline, target=target
+        )
         text = (
             f"you need {needed} paired cases when {_percent(discordance)} of cases change "
             "outcome (Connor 1987)"
@@ -378,7 +373,7 @@ def _plan(statistic: str, source: str | None, func: Any, *args: Any, **plan: Any
     """``func(*args, **plan)`` (None when undefined), and its settings with defaults as fields."""
     bound = inspect.signature(func).bind(*args, **plan)
     bound.apply_defaults()
-    fields: dict[str, Any] = {"statistic": statistic, "test": Z_TEST}
+    fields: dict[str, Any] = {"statistic": statistic, "test": _Z_TEST}
     fields.update((key, value) for key, value in bound.arguments.items() if value is not None)
     if "sensitivity" in fields:
         fields["judge_source"] = source
@@ -389,6 +384,7 @@ def _plan(statistic: str, source: str | None, func: Any, *args: Any, **plan: Any
 
 
 _SIZE, _DETECT = stats.sample_size, stats.detectable_difference
+_Z_TEST = "two-proportion z-test (runs on different cases)"
 
 
 _CLUSTERS = "--cluster-size --icc --json"
