@@ -18,34 +18,35 @@ from ._common import EXIT_OK, UsageError, print_json
 Clusters = tuple[float, float] | None  # (mean cluster size, intra-cluster correlation)
 
 _OPTIONS = {
-    "--baseline": "today's pass rate: 0.90 or 90%%",
-    "--target": "the pass rate to detect: 0.85 or 85%%",
-    "--alpha": "two-sided significance level (default: 0.05)",
-    "--continuity": "apply Fleiss' continuity correction (a more conservative plan)",
-    "--sensitivity": "the judge's sensitivity, P(judge PASS | truly PASS): for an imperfect judge",
-    "--specificity": "the judge's specificity, P(judge FAIL | truly FAIL): with --sensitivity",
-    "--calibration": "take the judge's sensitivity and specificity from a saved calibration "
+    "baseline": "today's pass rate: 0.90 or 90%%",
+    "target": "the pass rate to detect: 0.85 or 85%%",
+    "alpha": "two-sided significance level",
+    "continuity": "apply Fleiss' continuity correction (a more conservative plan)",
+    "sensitivity": "the judge's sensitivity, P(judge PASS | truly PASS): for an imperfect judge",
+    "specificity": "the judge's specificity, P(judge FAIL | truly FAIL): with --sensitivity",
+    "calibration": "take the judge's sensitivity and specificity from a saved calibration "
     "(tinyeval calibrate --save)",
-    "--paired": "plan for McNemar's test on runs over the same cases (Connor 1987)",
-    "--discordance": "with --paired: the share of cases expected to change outcome",
-    "--cluster-size": "cases share documents, conversations or users in clusters of M on average",
-    "--icc": "with --cluster-size: the intra-cluster correlation of outcomes",
-    "--n": "cases per run",
-    "--power": "chance of detecting the change (default: 0.80)",
-    "--confidence": "confidence level (default: 0.95)",
-    "--json": "print one JSON object",
+    "paired": "plan for McNemar's test on runs over the same cases (Connor 1987)",
+    "discordance": "with --paired: the share of cases expected to change outcome",
+    "cluster_size": "cases share documents, conversations or users in clusters of M on average",
+    "icc": "with --cluster-size: the intra-cluster correlation of outcomes",
+    "n": "cases per run",
+    "power": "chance of detecting the change",
+    "confidence": "confidence level",
 }
-_SWITCHES = {"--continuity", "--paired", "--json"}
-_REQUIRED = {"--baseline", "--target", "--n"}
-_METAVARS = {"--calibration": "CAL.json", "--cluster-size": "M"}
-_PLAN = "--alpha --continuity --sensitivity --specificity --calibration"
-_COUNTS = {
-    "K": "cases that passed",
-    "N": "cases in total",
-    "B": "cases that went from pass to fail",
-    "C": "cases that went from fail to pass",
+_COUNTS = {  # a sentence of counts alone takes them as positional arguments
+    "successes": ("K", "cases that passed"),
+    "n": ("N", "cases in total"),
+    "b": ("B", "cases that went from pass to fail"),
+    "c": ("C", "cases that went from fail to pass"),
 }
-_RATES = ("baseline", "target", "alpha", "power", "confidence", "discordance", "icc")
+_SPELLED = {  # a sentence's parameter given as other options, and their kinds
+    "judge_source": {"calibration": "path"},
+    "discordance": {"paired": "bool", "discordance": "float"},
+    "clusters": {"cluster_size": "number", "icc": "float"},
+}
+_METAVARS = {"calibration": "CAL.json", "cluster_size": "M"}
+_KINDS = {"int": (int, "a whole number"), "number": (float, "a number")}  # else a rate
 
 
 def add_stats(sub: Any) -> None:
@@ -57,58 +58,55 @@ def add_stats(sub: Any) -> None:
         "whether two runs over the same cases really differ.",
     )
     which = p.add_subparsers(dest="statistic", metavar="STATISTIC", required=True)
-    for name, (about, say, spec) in _COMMANDS.items():
+    for name, (about, say, plan) in _COMMANDS.items():
         each = which.add_parser(name, help=about)
-        counts = {}
-        for item in spec.replace("PLAN", _PLAN).split():
-            dest, colon, metavar = item.partition(":")
-            if colon:  # a count, as ``successes:K``
-                counts[dest] = metavar
-                each.add_argument(dest, metavar=metavar, help=_COUNTS[metavar])
-            elif dest in _SWITCHES:
-                each.add_argument(dest, action="store_true", help=_OPTIONS[dest])
-            else:
-                default = _OPTIONS[dest].partition("(default: ")[2].rstrip(")") or None
-                each.add_argument(
-                    dest,
-                    help=_OPTIONS[dest],
-                    default=default,
-                    required=dest in _REQUIRED,
-                    metavar=_METAVARS.get(dest),
-                )
-        each.set_defaults(handler=_cmd_stats, say=say, counts=counts)
+        kinds = {}
+        required = [p for p in _parameters(say, None) if p.default is p.empty]
+        for parameter in _parameters(say, plan):
+            if parameter in required and all(p.annotation == "int" for p in required):
+                metavar, about = _COUNTS[parameter.name]
+                each.add_argument(parameter.name, metavar=metavar, help=about)
+                kinds[parameter.name] = ("int", metavar)
+                continue
+            spelled = _SPELLED.get(parameter.name, {parameter.name: parameter.annotation})
+            for option, kind in spelled.items():
+                _add_option(each, option, kind, parameter.default)
+                kinds[option] = (kind, "--" + option.replace("_", "-"))
+        each.add_argument("--json", action="store_true", help="print one JSON object")
+        each.set_defaults(handler=_cmd_stats, say=say, kinds=kinds)
 
 
-def _whole(text: str, what: str) -> int:
-    return _typed(int, text, what, "a whole number")
+def _parameters(say: Any, plan: Any) -> list[inspect.Parameter]:
+    """The sentence's own parameters, then the keyword settings of the statistic it plans with."""
+    own = [p for p in inspect.signature(say).parameters.values() if p.kind != p.VAR_KEYWORD]
+    settings = inspect.signature(plan).parameters.values() if plan else []
+    return own + [p for p in settings if p.kind == p.KEYWORD_ONLY]
 
 
-def _rate(text: str, what: str) -> float:
-    return _typed(parse_threshold, text, what, "a proportion such as 0.9 or 90%")
-
-
-def _typed(convert: Any, text: str, what: str, expected: str) -> Any:
-    try:
-        return convert(text)
-    except (ValueError, InputError):
-        raise UsageError(f"{what} must be {expected}, got {text!r}") from None
+def _add_option(parser: Any, option: str, kind: str, default: Any) -> None:
+    flag, about = "--" + option.replace("_", "-"), _OPTIONS[option]
+    if kind == "bool":
+        parser.add_argument(flag, action="store_true", help=about)
+        return
+    if isinstance(default, float):
+        about += f" (default: {default:g})"
+    required = default is inspect.Parameter.empty
+    parser.add_argument(flag, help=about, required=required, metavar=_METAVARS.get(option))
 
 
 def _cmd_stats(args: argparse.Namespace) -> int:
-    values: dict[str, Any] = {d: _whole(getattr(args, d), m) for d, m in args.counts.items()}
-    for name in _RATES:
-        if getattr(args, name, None) is not None:
-            values[name] = _rate(getattr(args, name), f"--{name}")
-    if hasattr(args, "continuity"):
-        values.update(_judge_options(args), continuity=args.continuity)
-    if hasattr(args, "n") and "n" not in args.counts:
-        values["n"] = _whole(args.n, "--n")
-    paired, size = getattr(args, "paired", False) or None, getattr(args, "cluster_size", None)
-    given = {**values, "paired": paired, "cluster_size": size}
-    _both(given, "paired", "discordance", "a paired plan needs both --paired and --discordance")
-    _both(given, "cluster_size", "icc", "clusters need both --cluster-size and --icc")
-    if size is not None:
-        values["clusters"] = (_typed(float, size, "--cluster-size", "a number"), values.pop("icc"))
+    values = {
+        name: _value(kind, getattr(args, name), what)
+        for name, (kind, what) in args.kinds.items()
+        if getattr(args, name) is not None
+    }
+    paired = {**values, "paired": values.pop("paired", False) or None}
+    _both(paired, "paired", "discordance", "a paired plan needs both --paired and --discordance")
+    _both(values, "cluster_size", "icc", "clusters need both --cluster-size and --icc")
+    if "icc" in values:
+        values["clusters"] = (values.pop("cluster_size"), values.pop("icc"))
+    if "calibration" in args.kinds:
+        values.update(_judge_options(values, values.pop("calibration", None)))
     said = args.say(**values)
     if args.json:
         print_json(said.to_dict())
@@ -117,18 +115,25 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _value(kind: str, text: Any, what: str) -> Any:
+    if kind in ("bool", "path"):
+        return text
+    convert, expected = _KINDS.get(kind, (parse_threshold, "a proportion such as 0.9 or 90%"))
+    try:
+        return convert(text)
+    except (ValueError, InputError):
+        raise UsageError(f"{what} must be {expected}, got {text!r}") from None
+
+
 def _both(given: dict[str, Any], first: str, second: str, reason: str) -> None:
     """Refuse one of two settings that go together without the other."""
     if (given.get(first) is None) != (given.get(second) is None):
         raise InputError(reason, field=first if given.get(first) is None else second)
 
 
-def _judge_options(args: argparse.Namespace) -> dict[str, Any]:
-    rates = {
-        name: None if getattr(args, name) is None else _rate(getattr(args, name), f"--{name}")
-        for name in ("sensitivity", "specificity")
-    }
-    if args.calibration is None:
+def _judge_options(values: dict[str, Any], calibration: str | None) -> dict[str, Any]:
+    rates = {name: values.pop(name, None) for name in ("sensitivity", "specificity")}
+    if calibration is None:
         imperfect = "an imperfect judge needs both its sensitivity and its specificity"
         _both(rates, "sensitivity", "specificity", imperfect)
         return {**rates, "judge_source": None if rates["sensitivity"] is None else "options"}
@@ -136,8 +141,8 @@ def _judge_options(args: argparse.Namespace) -> dict[str, Any]:
         raise InputError(
             "give a calibration or the judge's two rates, not both", field="calibration"
         )
-    se, sp = judge_rates_from_calibration(args.calibration)
-    return {"sensitivity": se, "specificity": sp, "judge_source": args.calibration}
+    se, sp = judge_rates_from_calibration(calibration)
+    return {"sensitivity": se, "specificity": sp, "judge_source": calibration}
 
 
 def judge_rates_from_calibration(path: str | Path) -> tuple[float, float]:
@@ -387,31 +392,18 @@ _SIZE, _DETECT = stats.sample_size, stats.detectable_difference
 _Z_TEST = "two-proportion z-test (runs on different cases)"
 
 
-_CLUSTERS = "--cluster-size --icc --json"
-_COMMANDS = {
-    "wilson": (
-        "the Wilson interval for K passes out of N cases",
-        wilson_sentence,
-        f"successes:K n:N --confidence {_CLUSTERS}",
-    ),
+_COMMANDS = {  # each subcommand: its help, its sentence, the statistic whose settings it takes
+    "wilson": ("the Wilson interval for K passes out of N cases", wilson_sentence, None),
     "sample-size": (
         "cases per run needed to detect a change (--paired: over the same cases)",
         sample_size_sentence,
-        f"--baseline --target PLAN --power --paired --discordance {_CLUSTERS}",
+        stats.sample_size,
     ),
-    "power": (
-        "the chance that N cases per run detect a change",
-        power_sentence,
-        "--baseline --target PLAN --n --json",
-    ),
+    "power": ("the chance that N cases per run detect a change", power_sentence, stats.power),
     "detectable": (
         "the smallest drop N cases per run can detect",
         detectable_sentence,
-        "--baseline PLAN --n --power --json",
+        stats.detectable_difference,
     ),
-    "mcnemar": (
-        "exact McNemar test for two runs over the same cases",
-        mcnemar_sentence,
-        "b:B c:C --alpha --json",
-    ),
-}  # each subcommand: its help, its sentence, its arguments (``dest:METAVAR`` for a count)
+    "mcnemar": ("exact McNemar test for two runs over the same cases", mcnemar_sentence, None),
+}
