@@ -10,7 +10,7 @@ import math
 import numbers
 import operator
 from collections import Counter
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from fractions import Fraction
 from statistics import NormalDist
 from typing import Any, NamedTuple
@@ -217,9 +217,10 @@ def _check_plan(baseline: Any, target: Any, alpha: Any, func: str) -> tuple[floa
     return baseline, target, alpha
 
 
-def _judge(sensitivity: Any, specificity: Any, func: str) -> tuple[float, float] | None:
+def _judge(sensitivity: Any, specificity: Any, func: str) -> Callable[[float], float]:
+    """The pass rate the judge reports for a true ``rate`` (no rates: a perfect judge)."""
     if sensitivity is None and specificity is None:
-        return None
+        sensitivity = specificity = 1.0
     if sensitivity is None or specificity is None:
         missing = "sensitivity" if sensitivity is None else "specificity"
         raise StatisticsError(
@@ -233,14 +234,7 @@ def _judge(sensitivity: Any, specificity: Any, func: str) -> tuple[float, float]
             f"{func}: a judge with sensitivity + specificity <= 1 (got {se!r} + {sp!r}) "
             "tells PASS from FAIL no better than chance; no number of cases detects a change"
         )
-    return se, sp
-
-
-def _seen(rate: float, judge: tuple[float, float] | None) -> float:
-    if judge is None:
-        return rate
-    se, sp = judge
-    return se * rate + (1.0 - sp) * (1.0 - rate)
+    return lambda rate: se * rate + (1.0 - sp) * (1.0 - rate)
 
 
 def _spreads(p1: float, p2: float) -> tuple[float, float]:
@@ -273,8 +267,8 @@ def sample_size(
     func = "sample_size"
     baseline, target, alpha = _check_plan(baseline, target, alpha, func)
     goal = _planned_power(power, func)
-    judge = _judge(sensitivity, specificity, func)
-    baseline, target = _seen(baseline, judge), _seen(target, judge)
+    seen = _judge(sensitivity, specificity, func)
+    baseline, target = seen(baseline), seen(target)
     difference = abs(baseline - target)
     null, alternative = _spreads(baseline, target)
     n = ((_z(1.0 - alpha / 2.0) * null + _z(goal) * alternative) / difference) ** 2
@@ -310,8 +304,8 @@ def power(
     func = "power"
     baseline, target, alpha = _check_plan(baseline, target, alpha, func)
     n = _count(n, "n", func, least=1)
-    judge = _judge(sensitivity, specificity, func)
-    return _power(_seen(baseline, judge), _seen(target, judge), n, alpha, continuity)
+    seen = _judge(sensitivity, specificity, func)
+    return _power(seen(baseline), seen(target), n, alpha, continuity)
 
 
 def detectable_difference(
@@ -334,12 +328,10 @@ def detectable_difference(
     alpha = _number(alpha, "alpha", func)
     goal = _planned_power(power, func)
     n = _count(n, "n", func, least=1)
-    judge = _judge(sensitivity, specificity, func)
-    seen_baseline = _seen(baseline, judge)
+    seen = _judge(sensitivity, specificity, func)
 
     def reaches_goal(drop: float) -> bool:
-        seen_target = _seen(baseline - drop, judge)
-        return _power(seen_baseline, seen_target, n, alpha, continuity) >= goal
+        return _power(seen(baseline), seen(baseline - drop), n, alpha, continuity) >= goal
 
     high = baseline * (1.0 - 1e-12)  # the target must stay above 0
     if not reaches_goal(high):
