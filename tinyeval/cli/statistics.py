@@ -46,6 +46,14 @@ _SPELLED = {  # a sentence's parameter given as other options, and their kinds
     "clusters": {"cluster_size": "number", "icc": "float"},
 }
 _METAVARS = {"calibration": "CAL.json", "cluster_size": "M"}
+_TOGETHER = {  # a setting that needs another: that other, and why
+    "discordance": ("paired", "a paired plan needs both --paired and --discordance"),
+    "icc": ("cluster_size", "clusters need both --cluster-size and --icc"),
+    "specificity": (
+        "sensitivity",
+        "an imperfect judge needs both its sensitivity and its specificity",
+    ),
+}
 _KINDS = {"int": (int, "a whole number"), "number": (float, "a number")}  # else a rate
 
 
@@ -98,15 +106,16 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     values = {
         name: _value(kind, getattr(args, name), what)
         for name, (kind, what) in args.kinds.items()
-        if getattr(args, name) is not None
+        if getattr(args, name) not in (None, False)
     }
-    paired = {**values, "paired": values.pop("paired", False) or None}
-    _both(paired, "paired", "discordance", "a paired plan needs both --paired and --discordance")
-    _both(values, "cluster_size", "icc", "clusters need both --cluster-size and --icc")
+    if "calibration" in args.kinds:
+        values["judge_source"] = _judge_source(values)
+    for second, (first, reason) in _TOGETHER.items():
+        if (first in values) != (second in values):
+            raise InputError(reason, field=second if first in values else first)
+    values.pop("paired", None)
     if "icc" in values:
         values["clusters"] = (values.pop("cluster_size"), values.pop("icc"))
-    if "calibration" in args.kinds:
-        values.update(_judge_options(values, values.pop("calibration", None)))
     said = args.say(**values)
     if args.json:
         print_json(said.to_dict())
@@ -125,24 +134,17 @@ def _value(kind: str, text: Any, what: str) -> Any:
         raise UsageError(f"{what} must be {expected}, got {text!r}") from None
 
 
-def _both(given: dict[str, Any], first: str, second: str, reason: str) -> None:
-    """Refuse one of two settings that go together without the other."""
-    if (given.get(first) is None) != (given.get(second) is None):
-        raise InputError(reason, field=first if given.get(first) is None else second)
-
-
-def _judge_options(values: dict[str, Any], calibration: str | None) -> dict[str, Any]:
-    rates = {name: values.pop(name, None) for name in ("sensitivity", "specificity")}
-    if calibration is None:
-        imperfect = "an imperfect judge needs both its sensitivity and its specificity"
-        _both(rates, "sensitivity", "specificity", imperfect)
-        return {**rates, "judge_source": None if rates["sensitivity"] is None else "options"}
-    if rates != {"sensitivity": None, "specificity": None}:
+def _judge_source(values: dict[str, Any]) -> str | None:
+    """Where the judge's rates come from; a calibration's are read into ``values``."""
+    path = values.pop("calibration", None)
+    if path is None:
+        return "options" if "sensitivity" in values or "specificity" in values else None
+    if "sensitivity" in values or "specificity" in values:
         raise InputError(
             "give a calibration or the judge's two rates, not both", field="calibration"
         )
-    se, sp = judge_rates_from_calibration(calibration)
-    return {"sensitivity": se, "specificity": sp, "judge_source": calibration}
+    values["sensitivity"], values["specificity"] = judge_rates_from_calibration(path)
+    return str(path)
 
 
 def judge_rates_from_calibration(path: str | Path) -> tuple[float, float]:
@@ -183,12 +185,12 @@ def wilson_sentence(
     >>> print(wilson_sentence(27, 30))
     27/30 = 90.0%; 95% Wilson interval 74.4%–96.5%.
     """
-    effect, fields = _clusters(clusters)
+    effect, fields, said = _clusters(clusters)
     low, high = stats.wilson_interval(successes, n, confidence, design_effect=effect)
     text = f"{successes}/{n} = {successes / n:.1%}; {_percent(confidence)} Wilson interval "
     text += f"{low:.1%}–{high:.1%}"
     if fields:
-        text += f" {_clustered(fields)}: as sure as {n / effect:.1f} independent cases"
+        text += f" {said}: as sure as {n / effect:.1f} independent cases"
     fields.update(statistic="wilson", successes=successes, n=n, rate=successes / n)
     return Sentence(text + ".", {**fields, "confidence": confidence, "low": low, "high": high})
 
@@ -240,10 +242,10 @@ Test: two-proportion z-test (runs on different cases).
             f": {_shrink(fields)}, which costs {needed - perfect} cases more than the "
             f"{perfect} a perfect judge would need"
         )
-    effect, clustered = _clusters(clusters)
+    effect, clustered, said = _clusters(clusters)
     if clustered:
         inflated = math.ceil(needed * effect)
-        text += f"; {_clustered(clustered)} that is {inflated} cases"
+        text += f"; {said} that is {inflated} cases"
         fields.update(clustered, n_without_clusters=needed)
         needed = inflated
     return Sentence(f"{text}. Test: {fields['test']}.", {**fields, "n": needed})
@@ -265,7 +267,7 @@ def power_sentence(
         perfect = stats.power(baseline, target, n, **_perfect(plan))
         perfect_n = stats.sample_size(baseline, target, **_perfect(plan))
         text += (
-            f" {_capital(_shrink(fields))}: a perfect judge would detect it with {perfect:.1%} "
+            f" {_shrink(fields, 'The')}: a perfect judge would detect it with {perfect:.1%} "
             f"power, and 80% power costs {needed - perfect_n} cases more than its {perfect_n}."
         )
         fields.update(power_perfect_judge=perfect, n_for_80_percent_perfect_judge=perfect_n)
@@ -290,7 +292,7 @@ def detectable_sentence(
     if "sensitivity" in fields:
         perfect, _ = _plan("detectable", None, _DETECT, baseline, n, **_perfect(plan))
         fields["drop_perfect_judge"] = perfect
-        text += f" {_capital(_shrink(fields))}"
+        text += f" {_shrink(fields, 'The')}"
         if perfect is None:
             text += "; not even a perfect judge would detect a drop reliably here."
         else:
@@ -344,34 +346,25 @@ def _correction(fields: dict[str, Any]) -> str:
     return " (with Fleiss' continuity correction)" if fields.get("continuity") else ""
 
 
-def _shrink(fields: dict[str, Any]) -> str:
+def _shrink(fields: dict[str, Any], the: str = "the") -> str:
     se, sp = fields["sensitivity"], fields["specificity"]
     return (
-        f"the judge (sensitivity {se * 100:.4g}%, specificity {sp * 100:.4g}%) shrinks every "
+        f"{the} judge (sensitivity {se * 100:.4g}%, specificity {sp * 100:.4g}%) shrinks every "
         f"true difference by (sensitivity + specificity − 1) = {se + sp - 1:.3g}"
     )
-
-
-def _capital(text: str) -> str:
-    return text[:1].upper() + text[1:]
 
 
 def _perfect(plan: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in plan.items() if key not in ("sensitivity", "specificity")}
 
 
-def _clusters(clusters: Clusters) -> tuple[float, dict[str, Any]]:
+def _clusters(clusters: Clusters) -> tuple[float, dict[str, Any], str]:
+    """The design effect, its fields and its words (none without clusters)."""
     if clusters is None:
-        return 1.0, {}
-    effect = stats.design_effect(*clusters)
-    return effect, {"cluster_size": clusters[0], "icc": clusters[1], "design_effect": effect}
-
-
-def _clustered(fields: dict[str, Any]) -> str:
-    return (
-        f"in clusters of {fields['cluster_size']:g} cases with ICC {fields['icc']:g} "
-        f"(design effect {fields['design_effect']:.3g})"
-    )
+        return 1.0, {}, ""
+    (size, icc), effect = clusters, stats.design_effect(*clusters)
+    said = f"in clusters of {size:g} cases with ICC {icc:g} (design effect {effect:.3g})"
+    return effect, {"cluster_size": size, "icc": icc, "design_effect": effect}, said
 
 
 def _plan(statistic: str, source: str | None, func: Any, *args: Any, **plan: Any) -> Any:
