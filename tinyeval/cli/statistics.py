@@ -66,7 +66,9 @@ def add_stats(sub: Any) -> None:
         "whether two runs over the same cases really differ.",
     )
     which = p.add_subparsers(dest="statistic", metavar="STATISTIC", required=True)
-    for name, (about, say, plan) in _COMMANDS.items():
+    for say, plan in _COMMANDS.items():
+        name = say.__name__.removesuffix("_sentence").replace("_", "-")
+        about = str(say.__doc__).partition("\n")[0].replace("%", "%%")
         each = which.add_parser(name, help=about)
         kinds = {}
         required = [p for p in _parameters(say, None) if p.default is p.empty]
@@ -180,7 +182,7 @@ class Sentence:
 def wilson_sentence(
     successes: int, n: int, confidence: float = 0.95, *, clusters: Clusters = None
 ) -> Sentence:
-    """``successes`` of ``n`` with its Wilson interval.
+    """The Wilson interval for K passes out of N cases.
 
     >>> print(wilson_sentence(27, 30))
     27/30 = 90.0%; 95% Wilson interval 74.4%–96.5%.
@@ -204,7 +206,7 @@ def sample_size_sentence(
     judge_source: str | None = None,
     **plan: Any,
 ) -> Sentence:
-    """The cases that detect ``baseline`` → ``target``, per run or paired (with ``discordance``).
+    """Cases per run needed to detect a change (--paired: over the same cases).
 
     >>> print(sample_size_sentence(0.9, 0.85))
     To detect a drop from 90% to 85% with 80% power at α = 0.05 you need 686 cases per run. \
@@ -254,7 +256,7 @@ Test: two-proportion z-test (runs on different cases).
 def power_sentence(
     baseline: float, target: float, n: int, *, judge_source: str | None = None, **plan: Any
 ) -> Sentence:
-    """The chance that ``n`` cases per run detect a change, and the cases 80% power needs."""
+    """The chance that N cases per run detect a change, and the cases 80% power needs."""
     chance, fields = _plan("power", judge_source, stats.power, baseline, target, n, **plan)
     needed = stats.sample_size(baseline, target, **plan)
     text = (
@@ -277,7 +279,7 @@ def power_sentence(
 def detectable_sentence(
     baseline: float, n: int, *, judge_source: str | None = None, **plan: Any
 ) -> Sentence:
-    """The smallest drop below ``baseline`` that ``n`` cases per run detect."""
+    """The smallest drop N cases per run can detect."""
     drop, fields = _plan("detectable", judge_source, _DETECT, baseline, n, **plan)
     text = (
         f"With {n} cases per run and a {_percent(baseline)} baseline, the smallest drop you can "
@@ -306,7 +308,7 @@ def detectable_sentence(
 
 
 def mcnemar_sentence(b: int, c: int, alpha: float = 0.05) -> Sentence:
-    """The exact McNemar test of two runs (``b`` pass → fail, ``c`` fail → pass)."""
+    """The exact McNemar test for two runs over the same cases (B pass → fail, C back)."""
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0.0 < alpha < 1.0:
         raise InputError(f"must be between 0 and 1 (exclusive), got {alpha!r}", field="alpha")
     p = stats.mcnemar(b, c)
@@ -385,18 +387,10 @@ _SIZE, _DETECT = stats.sample_size, stats.detectable_difference
 _Z_TEST = "two-proportion z-test (runs on different cases)"
 
 
-_COMMANDS = {  # each subcommand: its help, its sentence, the statistic whose settings it takes
-    "wilson": ("the Wilson interval for K passes out of N cases", wilson_sentence, None),
-    "sample-size": (
-        "cases per run needed to detect a change (--paired: over the same cases)",
-        sample_size_sentence,
-        stats.sample_size,
-    ),
-    "power": ("the chance that N cases per run detect a change", power_sentence, stats.power),
-    "detectable": (
-        "the smallest drop N cases per run can detect",
-        detectable_sentence,
-        stats.detectable_difference,
-    ),
-    "mcnemar": ("exact McNemar test for two runs over the same cases", mcnemar_sentence, None),
+_COMMANDS = {  # each sentence (its name and help) and the statistic whose settings it takes
+    wilson_sentence: None,
+    sample_size_sentence: stats.sample_size,
+    power_sentence: stats.power,
+    detectable_sentence: stats.detectable_difference,
+    mcnemar_sentence: None,
 }
