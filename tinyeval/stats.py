@@ -206,8 +206,7 @@ def format_rate(successes: int, n: int, confidence: float = 0.95) -> str:
 
 
 def _check_plan(baseline: Any, target: Any, alpha: Any, func: str) -> tuple[float, float, float]:
-    baseline = _number(baseline, "baseline", func)
-    target = _number(target, "target", func)
+    baseline, target = _number(baseline, "baseline", func), _number(target, "target", func)
     alpha = _number(alpha, "alpha", func)
     if baseline == target:
         raise StatisticsError(
@@ -324,8 +323,7 @@ def detectable_difference(
     0.26
     """
     func = "detectable_difference"
-    baseline = _number(baseline, "baseline", func)
-    alpha = _number(alpha, "alpha", func)
+    baseline, alpha = _number(baseline, "baseline", func), _number(alpha, "alpha", func)
     goal = _planned_power(power, func)
     n = _count(n, "n", func, least=1)
     seen = _judge(sensitivity, specificity, func)

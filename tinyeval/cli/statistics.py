@@ -6,7 +6,7 @@ import argparse
 import inspect
 import math
 import numbers
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +49,7 @@ _METAVARS = {"calibration": "CAL.json", "cluster_size": "M"}
 _TOGETHER = {  # a setting that needs another: that other, and why
     "discordance": ("paired", "a paired plan needs both --paired and --discordance"),
     "icc": ("cluster_size", "clusters need both --cluster-size and --icc"),
-    "specificity": (
-        "sensitivity",
-        "an imperfect judge needs both its sensitivity and its specificity",
-    ),
+    "specificity": ("sensitivity", "an imperfect judge needs both its sensitivity and specificity"),
 }
 _KINDS = {"int": (int, "a whole number"), "number": (float, "a number")}  # else a rate
 
@@ -87,7 +84,6 @@ def add_stats(sub: Any) -> None:
 
 
 def _parameters(say: Any, plan: Any) -> list[inspect.Parameter]:
-    """The sentence's own parameters, then the keyword settings of the statistic it plans with."""
     own = [p for p in inspect.signature(say).parameters.values() if p.kind != p.VAR_KEYWORD]
     settings = inspect.signature(plan).parameters.values() if plan else []
     return own + [p for p in settings if p.kind == p.KEYWORD_ONLY]
@@ -170,7 +166,7 @@ class Sentence:
     """A statistic in one sentence (``str()``), with the figures behind it."""
 
     text: str
-    fields: dict[str, Any] = field(default_factory=dict)
+    fields: dict[str, Any]
 
     def __str__(self) -> str:
         return self.text
@@ -361,7 +357,6 @@ def _perfect(plan: dict[str, Any]) -> dict[str, Any]:
 
 
 def _clusters(clusters: Clusters) -> tuple[float, dict[str, Any], str]:
-    """The design effect, its fields and its words (none without clusters)."""
     if clusters is None:
         return 1.0, {}, ""
     (size, icc), effect = clusters, stats.design_effect(*clusters)
