@@ -14,7 +14,7 @@ from typing import Any
 from . import _extra
 from .checks import CheckSpecError, get_path
 from .dataset import parse_field_mapping
-from .errors import InputError, is_number, json_problem, plural
+from .errors import InputError, is_number, json_problem, plural, shorten
 from .records import (
     iter_json_lines,
     output_fingerprint,
@@ -84,11 +84,6 @@ def _ordered(labels: Iterable[Label]) -> tuple[Label, ...]:
     return (*first, *numbers, *words)
 
 
-def _short(value: Any) -> str:
-    text = str(value)
-    return text if len(text) <= 20 else text[:16] + "..."
-
-
 _NOT_IN_DICT = {"per_category", "judge_labels", "human_labels", "categories", "ids"}
 
 
@@ -100,10 +95,6 @@ def _plain(value: Any) -> Any:
 
 def _span(interval: tuple[float, float] | None, digits: int) -> str:
     return f" [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]" if interval else ""
-
-
-def _key(label: Label | None) -> str:
-    return UNPARSED if label is None else str(label)
 
 
 @dataclass(frozen=True)
@@ -202,7 +193,7 @@ class Calibration:
             specificity=result["failure_recall"],
             trusted=self.trusted,
             confusion={
-                _key(human): {_key(judge): count for judge, count in row.items()}
+                str(human): {str(judge or UNPARSED): count for judge, count in row.items()}
                 for human, row in self.confusion.items()
             },
             disagreements=self.disagreements(),
@@ -222,7 +213,7 @@ class Calibration:
         """
         lines = [f"judge vs human on {plural(self.n, 'labelled case')}"]
         if self.judge_model or self.rubric_fingerprint:
-            rubric = _short(self.rubric_fingerprint or "?")
+            rubric = shorten(self.rubric_fingerprint or "?", 20)
             lines[0] += f" (judge {self.judge_model or '?'}, rubric {rubric})"
         lines.append("")
         columns = [*(f"judge {label}" for label in self.labels), UNPARSED]
@@ -350,7 +341,7 @@ def _one_label(judge: Sequence[Label | None], human: Sequence[Label]) -> str | N
     pairs = [(j, h) for j, h in zip(judge, human, strict=True) if j is not None]
     for side, who, other, meaning in _ONE_LABEL:
         if len({pair[side] for pair in pairs}) == 1:
-            cases = f"{_short(pairs[0][side])} on all {plural(len(pairs), 'parsed case')}"
+            cases = f"{shorten(str(pairs[0][side]), 20)} on all {plural(len(pairs), 'parsed case')}"
             return f"{who} ({cases}), so kappa is 0 whatever {other} say: it cannot tell {meaning}"
     return None
 
@@ -558,7 +549,7 @@ def _expiry(mismatches: Mapping[str, list[tuple[Any, Any]]], matched: int) -> li
     for what, pairs in ((what, pairs) for what, pairs in mismatches.items() if pairs):
         were = "was" if len(pairs) == 1 else "were"
         head = f"CALIBRATION EXPIRED: {len(pairs)} of {plural(matched, 'label')} {were}"
-        then, now = (", ".join(sorted({_short(pair[i]) for pair in pairs})) for i in (0, 1))
+        then, now = (", ".join(sorted({shorten(str(p[i]), 20) for p in pairs})) for i in (0, 1))
         found.append(
             f"{head} given to a different output than these results hold: the human label "
             "may not apply; re-label them"
@@ -674,15 +665,14 @@ def calibrate_results(
             f"{plural(len(set(by_id) & set(labels)), 'id')} in common, "
             f"{len(without_verdict)} of them without a verdict)"
         )
-    judged = [_as_label(value, "judge", index) for index, value in enumerate(judged)]
-    humans = [_as_label(value, "human", index) for index, value in enumerate(humans)]
-    _check_human_kind(ids, judged, humans, labels, pairwise=pairwise)
+    cal = calibrate(judged, humans, categories=categories, ids=ids)
+    _check_human_kind(ids, cal.judge_labels, cal.human_labels, labels, pairwise=pairwise)
     expired = _expiry(mismatches, len(ids))
     for what, values in (("rubrics", rubrics - {None}), ("judge models", models - {None})):
         if len(values) > 1:
             expired.append(f"these results mix {len(values)} {what}: calibrate each one separately")
     return _judged(
-        calibrate(judged, humans, categories=categories, ids=ids),
+        cal,
         judge_model=next(iter(models)) if len(models) == 1 else None,
         rubric_fingerprint=next(iter(rubrics)) if len(rubrics) == 1 else None,
         expired=tuple(expired),
@@ -779,17 +769,14 @@ def _check_label(value: Any, where: str) -> None:
         )
 
 
-LABEL_FIELDS = ("id", "label", "labeler", "at")
-
-
 def parse_label_fields(items: Iterable[str]) -> dict[str, str]:
-    """Parse ``KEY=PATH`` items (keys in ``LABEL_FIELDS``) into a labels field mapping.
+    """Parse ``KEY=PATH`` items (keys id, label, labeler, at) into a labels field mapping.
 
     >>> parse_label_fields(["label=annotations.human", "id=trace.span_id"])
     {'label': 'annotations.human', 'id': 'trace.span_id'}
     """
     try:
-        return parse_field_mapping(items, LABEL_FIELDS, ())
+        return parse_field_mapping(items, ("id", "label", "labeler", "at"), ())
     except InputError as exc:
         raise LabelError(exc.reason, field="field") from None
 
