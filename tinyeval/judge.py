@@ -1,5 +1,4 @@
-"""The one-criterion judge: one property, a strict PASS/FAIL answer (else *unparsed*, never a
-pass); every judge's call records, never raises, a model's failure."""
+"""The one-criterion judge: a strict PASS/FAIL answer (else *unparsed*, never a pass)."""
 
 from __future__ import annotations
 
@@ -370,13 +369,15 @@ class BaseVerdict:
         return self.verdict is not None
 
     def base_dict(self) -> dict[str, Any]:
-        """The row form's keys every judge has, for a verdict of one vote."""
+        """The row form's keys every judge has (one vote unless it holds ``votes``)."""
         failure = getattr(self, "failure", None)
         row = {
             key: getattr(self, key) for key in ("name", "criterion", "style", "verdict", "parsed")
         }
-        row.update(failure=failure, reason=self.reason, quote=None, votes=[self.verdict])
-        row.update(vote_failures=[failure], unanimous=self.parsed)
+        quote, votes = getattr(self, "quote", None), list(getattr(self, "votes", [self.verdict]))
+        row.update(failure=failure, reason=self.reason, quote=quote, votes=votes)
+        vote_failures = list(getattr(self, "vote_failures", [failure]))
+        row.update(vote_failures=vote_failures, unanimous=getattr(self, "unanimous", self.parsed))
         row["raw"] = [str(reply) for reply in getattr(self, "raw", ())]
         usage = dict(self.usage) if self.usage is not None else None
         row.update(error=self.error, model=self.model, usage=usage)
@@ -411,9 +412,7 @@ class Verdict(BaseVerdict):
     def unanimous(self) -> bool:
         return bool(self.votes) and self.votes[0] is not None and len(set(self.votes)) == 1
 
-    def to_dict(self) -> dict[str, Any]:
-        votes = {"votes": list(self.votes), "vote_failures": list(self.vote_failures)}
-        return {**self.base_dict(), "quote": self.quote, **votes, "unanimous": self.unanimous}
+    to_dict = BaseVerdict.base_dict
 
 
 _TALLIED = ("verdict", "reason", "quote", "failure", "error")
