@@ -304,25 +304,21 @@ class Calibration:
         write_text_atomically(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
 
 
-def _defined(compute: Any, judge: list[Label], human: list[Label]) -> tuple[Any, str | None]:
+def _statistic(compute: Any, interval: Any, judge: list[Label], human: list[Label]) -> Any:
+    """``(value, why undefined, (low, high), why no interval)``."""
+    undefined = "the statistic itself is undefined"
     if len(judge) < 2:
-        return None, f"needs at least 2 parsed pairs, got {len(judge)}"
+        return None, f"needs at least 2 parsed pairs, got {len(judge)}", None, undefined
     try:
-        return compute(judge, human), None
+        value = compute(judge, human)
     except UndefinedStatisticError as exc:
-        return None, str(exc)
-
-
-def _interval(
-    compute: Any, judge: list[Label], human: list[Label], defined: bool
-) -> tuple[tuple[float, float] | None, str | None]:
-    if not defined:
-        return None, "the statistic itself is undefined"
+        return None, str(exc), None, undefined
     try:
-        found = compute(judge, human)
+        found = interval(judge, human)
     except StatisticsError as exc:
-        return None, str(exc).split(": ", 1)[-1].removeprefix("the interval is undefined because ")
-    return (found.low, found.high), None
+        why = str(exc).split(": ", 1)[-1].removeprefix("the interval is undefined because ")
+        return value, None, None, why
+    return value, None, (found.low, found.high), None
 
 
 _ONE_LABEL = (
@@ -439,17 +435,16 @@ def _build(
     counts = Counter(parsed_human)
     top = max(counts.values(), default=0)
     majority_label = next((label for label in labels if counts.get(label) == top), None)
-    kappa, kappa_undefined = _defined(cohen_kappa, parsed_judge, parsed_human)
-    rho: float | None = None
-    rho_undefined: str | None = "the labels are not numbers"
-    if all(is_number(label) for label in (*parsed_judge, *parsed_human)):
-        rho, rho_undefined = _defined(spearman, parsed_judge, parsed_human)
-    kappa_low_high, kappa_interval_undefined = _interval(
-        kappa_interval, parsed_judge, parsed_human, kappa is not None
+    kappa, kappa_undefined, kappa_low_high, kappa_interval_undefined = _statistic(
+        cohen_kappa, kappa_interval, parsed_judge, parsed_human
     )
+    rho, rho_undefined, rho_low_high = None, "the labels are not numbers", None
+    if all(is_number(label) for label in (*parsed_judge, *parsed_human)):
+        rho, rho_undefined, rho_low_high, _ = _statistic(
+            spearman, spearman_interval, parsed_judge, parsed_human
+        )
     if kappa is not None:
         kappa_interval_undefined = _one_label(judge, human) or kappa_interval_undefined
-    rho_low_high, _ = _interval(spearman_interval, parsed_judge, parsed_human, rho is not None)
     binary_figures: dict[str, Any] = {}
     if binary:
         fails, passes = confusion["FAIL"], confusion["PASS"]
