@@ -20,7 +20,6 @@ from .gating import parse_threshold
 __all__ = [
     "SUITE_FILE",
     "JudgeSpec",
-    "ModelSettings",
     "RunSettings",
     "Suite",
     "find_suite",
@@ -334,22 +333,6 @@ _FIELDS = {f.name: f for f in fields(RunSettings)}
 
 
 @dataclass(frozen=True)
-class ModelSettings:
-    """One model of a suite and how it is called.
-
-    >>> ModelSettings("openai:gpt-4o-mini", temperature=0.0).temperature
-    0.0
-    """
-
-    spec: str
-    temperature: float | None = None
-    max_tokens: int | None = None
-    timeout: float | None = None
-    base_url: str | None = None
-    prompt_template: str | None = None
-
-
-@dataclass(frozen=True)
 class JudgeSpec:
     """One judge of a suite: a criterion or a rubric file, and its categories (none: all).
 
@@ -398,8 +381,6 @@ class Suite:
     path: str | None = None
     cases: tuple[str, ...] = ()
     judges: tuple[JudgeSpec, ...] = ()
-    judge_model: ModelSettings | None = None
-    generate_model: ModelSettings | None = None
     holdout: float | None = None
     salt: str | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
@@ -430,11 +411,9 @@ class Suite:
         found = {**self.settings, "cases": [rel(p) for p in self.cases]}
         found.update(holdout=self.holdout, salt=self.salt)
         found["judges"] = [dict(asdict(j), rubric=rel(j.rubric)) for j in self.judges]
-        for name in ("judge_model", "generate_model"):
-            model = getattr(self, name)
-            found[name] = model and dict(asdict(model), prompt_template=rel(model.prompt_template))
         for name in self.settings:
-            if _FIELDS[name].metadata.get("suite", "").startswith("reports.") or name == "labels":
+            path = name in ("labels", "prompt_template")
+            if path or _FIELDS[name].metadata.get("suite", "").startswith("reports."):
                 found[name] = rel(found[name])
         return json.loads(json.dumps(found))
 
@@ -462,22 +441,10 @@ def with_suite(options: Mapping[str, Any], suite: Suite) -> tuple[dict[str, Any]
         raise InputError(
             f"one cases file per run (got {len(suite.cases)})", path=suite.path, field="cases"
         )
-    found = {name: value for name, value in suite.settings.items() if value}
+    found = {name: value for name, value in suite.settings.items() if value is not None}
     found["thresholds"] = {k: str(v) for k, v in suite.thresholds.items()}
     if "default_threshold" in found:
         found["default_threshold"] = str(found["default_threshold"])
-    judge, generate = suite.judge_model, suite.generate_model
-    if judge is not None:
-        found.update(judge_model=judge.spec, judge_max_tokens=judge.max_tokens)
-    if generate is not None:
-        found.update(generate_model=generate.spec, max_tokens=generate.max_tokens)
-        found["prompt_template"] = generate.prompt_template
-    for name in ("temperature", "timeout", "base_url"):
-        values = {getattr(m, name) for m in (judge, generate) if m is not None} - {None}
-        if len(values) > 1:
-            said = f"the judge and generate models differ in {name}; one value is used for both"
-            raise InputError(said, path=suite.path, field="models")
-        found[name] = values.pop() if values else None
     merged, overridden = dict(options), []
     cases = suite.cases[0] if suite.cases else None
     if merged.get("cases") is None:
@@ -778,13 +745,12 @@ _JUDGE: dict[str, Any] = {
     "model": _text,
     "categories": _categories,
 }
-_MODEL: dict[str, Any] = {
-    "spec": _text,
-    "temperature": partial(_value, name="temperature"),
-    "max_tokens": partial(_value, name="max_tokens"),
-    "timeout": partial(_value, name="timeout", positive=True),
-    "base_url": _text,
+# the keys of a [models.*] table, by the setting each gives
+_MODELS = {
+    "judge": {"spec": "judge_model", "max_tokens": "judge_max_tokens"},
+    "generate": {"spec": "generate_model", "max_tokens": "max_tokens", "prompt_template": ""},
 }
+_SHARED = ("temperature", "timeout", "base_url")  # one value for both models, as in a run
 
 
 def _entry(item: Any, where: _Where, checks: Mapping[str, Any], kind: type[Any]) -> Any:
@@ -794,11 +760,26 @@ def _entry(item: Any, where: _Where, checks: Mapping[str, Any], kind: type[Any])
             "a judge needs exactly one of 'criterion' (text or a built-in name) or "
             "'rubric' (a file)"
         )
-    if kind is ModelSettings and "spec" not in table:
-        raise where.error("no 'spec' key: name the model, e.g. spec = 'builtin' or 'openai:MODEL'")
     return kind(
         **{key: check(table[key], where / key) for key, check in checks.items() if key in table}
     )
+
+
+def _model(value: Any, where: _Where, keys: Mapping[str, str], settings: dict[str, Any]) -> None:
+    names = {key: name or key for key, name in {**keys, **dict.fromkeys(_SHARED, "")}.items()}
+    table = _table(value, where, list(names))
+    if "spec" not in table:
+        raise where.error("no 'spec' key: name the model, e.g. spec = 'builtin' or 'openai:MODEL'")
+    for key, given in table.items():
+        name, at = names[key], where / key
+        if key in ("spec", "base_url"):
+            found = _text(given, at)
+        else:
+            found = _value(given, at, name, positive=name == "timeout")
+        if name in _SHARED and settings.get(name, found) != found:
+            said = f"the judge and generate models differ in {name}; one value is used for both"
+            raise at.error(said)
+        settings[name] = found
 
 
 def _build(data: dict[str, Any], where: _Where) -> Suite:
@@ -841,11 +822,8 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
                 raise (at / i).error(f"a second judge named {name!r}; give judges distinct names")
     if "models" in data:
         at = where / "models"
-        models = _table(data["models"], at, ("judge", "generate"))
-        generate = {**_MODEL, "prompt_template": _path}
-        for which, checks in (("judge", _MODEL), ("generate", generate)):
-            if which in models:
-                found[f"{which}_model"] = _entry(models[which], at / which, checks, ModelSettings)
+        for which, table in _table(data["models"], at, tuple(_MODELS)).items():
+            _model(table, at / which, _MODELS[which], settings)
     if "price" in data:
         at = where / "price"
         price = _table(data["price"], at, ("in", "out"))
