@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import fields
@@ -22,19 +23,6 @@ from .runner import run as run_cases
 from .suite import JudgeSpec, RunSettings
 
 _MODEL_SETTINGS = ("base_url", "timeout", "temperature", "max_response_bytes", "pass_env")
-
-__all__ = [
-    "RunSettings",
-    "Session",
-    "case_ids",
-    "open_executor",
-    "open_model",
-    "parse_shard",
-    "parse_thresholds",
-    "refuse_overwriting",
-    "same_file",
-]
-
 
 class Session:
     """The models, judges and cache of a run, opened from its checked :class:`RunSettings`.
@@ -56,7 +44,7 @@ class Session:
             _extra("cost", "price", "a price")(s.price) if isinstance(s.price, str) else s.price
         )
         self.retrieved: list[Any] = []  # the cases with retrieval data
-        self.without_retrieval: dict[str, int] = {}  # the others, by category
+        self.without_retrieval: Counter[str] = Counter()  # the others, by category
         self._observed: dict[str, Any] | None = None  # what the observers record in the rows
         self.template = _template(s.prompt_template)
         self.cache: Any = None
@@ -144,11 +132,10 @@ class Session:
         return ready
 
     def _note_retrieval(self, case: Any) -> None:
-        meta = case.meta
-        if (type(meta) is dict or isinstance(meta, Mapping)) and "retrieved" in meta:
+        if isinstance(case.meta, Mapping) and "retrieved" in case.meta:
             self.retrieved.append(case)
         else:
-            self.without_retrieval[case.category] = self.without_retrieval.get(case.category, 0) + 1
+            self.without_retrieval[case.category] += 1
 
     def _one_pass(self) -> bool:
         s = self.settings
@@ -321,8 +308,8 @@ class _Failures(dict[str, list[Row]]):
 def same_file(a: str, b: str) -> bool:
     """Whether two paths name one file.
 
-    >>> same_file("rows.jsonl", "./rows.jsonl"), same_file("rows.jsonl", "other.jsonl")
-    (True, False)
+    >>> same_file("rows.jsonl", "./rows.jsonl")
+    True
     """
     try:
         return os.path.samefile(a, b)

@@ -17,16 +17,6 @@ from typing import Any
 from .errors import InputError, describe_json, did_you_mean, is_number
 from .gating import parse_threshold
 
-__all__ = [
-    "SUITE_FILE",
-    "JudgeSpec",
-    "RunSettings",
-    "Suite",
-    "find_suite",
-    "load_suite",
-    "with_suite",
-]
-
 SUITE_FILE = "tinyeval.toml"
 _PYPROJECT = "pyproject.toml"
 _SECRET = re.compile(r"(^|_)(api_?key|key|secret|password|token)$", re.IGNORECASE)
@@ -53,6 +43,17 @@ def _shown(value: float) -> str:
         return f"a number of more than {sys.get_int_max_str_digits():,} digits"
 
 
+def _beyond(meta: Mapping[str, Any], value: float) -> str | None:
+    low, high = meta.get("least"), meta.get("most")
+    if low is not None and value < low:
+        return f"must be {low} or more, got {_shown(value)}"
+    if high is not None and value > high:
+        return f"must be at most {high:,}, got {_shown(value)}"
+    if meta.get("odd") and value % 2 == 0:
+        return f"expected {_ODD}, got {value}"
+    return None
+
+
 def _texts(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
@@ -64,8 +65,7 @@ def _texts(value: Any) -> list[str]:
 
 
 def _setting(group: str | None, help: str, default: Any = None, **more: Any) -> Any:
-    """A field of :class:`RunSettings`: its option's group, help, argparse keywords, bounds,
-    ``needs`` (the settings it needs) and ``suite`` (its key in a suite file)."""
+    """More: argparse keywords, bounds, ``needs`` (settings it needs), ``suite`` (its key)."""
     metadata = {"group": group, "help": help, **more}
     if isinstance(default, dict):
         return field(default_factory=dict, metadata=metadata)
@@ -258,15 +258,10 @@ class RunSettings:
                 raise InputError("a NUL character (\\x00) in the value", field=f.name)
             if isinstance(value, bool) or not isinstance(value, int | float):
                 continue
-            low, high = f.metadata.get("least"), f.metadata.get("most")
             if isinstance(value, float) and not math.isfinite(value):
                 raise InputError(f"expected a finite number, got {value}", field=f.name)
-            if low is not None and value < low:
-                raise InputError(f"must be {low} or more, got {_shown(value)}", field=f.name)
-            if high is not None and value > high:
-                raise InputError(f"must be at most {high:,}, got {_shown(value)}", field=f.name)
-            if f.metadata.get("odd") and value % 2 == 0:
-                raise InputError(f"must be {_ODD}, got {value}", field=f.name)
+            if said := _beyond(f.metadata, value):
+                raise InputError(said, field=f.name)
         jurors = len(self.jurors)
         if jurors > 1 and jurors % 2 == 0:
             said = f"a jury needs an odd number of models (3, 5…), got {jurors}"
@@ -586,13 +581,7 @@ def load_suite(
 
 
 def _line_of(text: str, path: Sequence[str | int]) -> int | None:
-    """The line where a key path of a TOML text starts, or its nearest enclosing key's: a
-    binary search for the shortest head of the text holding the path (tomllib keeps no lines).
-
-    >>> text = 'a = 1\\n[[j]]\\nx = 1\\n[[j]]\\nx = [\\n  "y = 2",\\n]\\n[t]\\nb.c = 3\\n'
-    >>> _line_of(text, ("j", 1, "x")), _line_of(text, ("t", "b", "c")), _line_of(text, ("t", "z"))
-    (5, 9, 8)
-    """
+    """The line of a key path (or its nearest enclosing key): the shortest head holding it."""
     heads = text.split("\n")
     depth = _depth(text, path)
     low, high = 0, len(heads)  # a head without (the part found of) the path, and one with it
@@ -706,10 +695,8 @@ def _value(value: Any, where: _Where, name: str, *, positive: bool = False) -> A
         value = _number(value, where, positive=positive)
     elif "choices" not in meta and not kind.startswith("bool"):
         return _path(value, where)
-    if meta.get("most") is not None and value > meta["most"]:
-        raise where.error(f"must be at most {meta['most']:,}, got {_shown(value)}")
-    if meta.get("odd") and value % 2 == 0:
-        raise where.expected(_ODD, value)
+    if said := _beyond(meta, value):
+        raise where.error(said)
     return value
 
 
@@ -753,15 +740,13 @@ _MODELS = {
 _SHARED = ("temperature", "timeout", "base_url")  # one value for both models, as in a run
 
 
-def _entry(item: Any, where: _Where, checks: Mapping[str, Any], kind: type[Any]) -> Any:
-    table = _table(item, where, list(checks))
-    if kind is JudgeSpec and ("criterion" in table) == ("rubric" in table):
-        raise where.error(
-            "a judge needs exactly one of 'criterion' (text or a built-in name) or "
-            "'rubric' (a file)"
-        )
-    return kind(
-        **{key: check(table[key], where / key) for key, check in checks.items() if key in table}
+def _judge(item: Any, where: _Where) -> JudgeSpec:
+    table = _table(item, where, list(_JUDGE))
+    if ("criterion" in table) == ("rubric" in table):
+        said = "a judge needs exactly one of 'criterion' (text or a built-in name) or 'rubric'"
+        raise where.error(f"{said} (a file)")
+    return JudgeSpec(
+        **{key: check(table[key], where / key) for key, check in _JUDGE.items() if key in table}
     )
 
 
@@ -813,9 +798,7 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
         at = where / "judges"
         if not isinstance(data["judges"], list):
             raise at.expected("an array of tables, written [[judges]]", data["judges"])
-        found["judges"] = tuple(
-            _entry(item, at / i, _JUDGE, JudgeSpec) for i, item in enumerate(data["judges"])
-        )
+        found["judges"] = tuple(_judge(item, at / i) for i, item in enumerate(data["judges"]))
         names = [j.name or j.criterion or j.rubric for j in found["judges"]]
         for i, name in enumerate(names):
             if name in names[:i]:
