@@ -136,13 +136,7 @@ class RunSettings:
         needs=_JUDGED,
     )
     votes: int = _setting(
-        JUDGE,
-        "ask the judge N times, take the majority",
-        1,
-        least=1,
-        most=101,
-        odd=True,
-        needs=_JUDGED,
+        JUDGE, "ask the judge N times: the majority", 1, least=1, most=101, odd=True, needs=_JUDGED
     )
     temperature: float = _setting(
         JUDGE, "the models' temperature", 0.0, metavar="T", least=0, most=2
@@ -311,8 +305,7 @@ class RunSettings:
         ]
 
     def gate_options(self, *, recorded: bool = False) -> dict[str, Any]:
-        """The keywords of :func:`tinyeval.gating.gate` these settings give (``recorded``: and
-        those of the people's estimate, as a run records them).
+        """The keywords of :func:`tinyeval.gating.gate` (``recorded``: and the people's estimate's).
 
         >>> RunSettings(cases="c", thresholds={"tone": "0.9"}).gate_options()["thresholds"]
         {'tone': '0.9'}
@@ -365,12 +358,10 @@ class JudgeSpec:
 
 @dataclass(frozen=True)
 class Suite:
-    """A suite file read, its paths joined to its directory; ``settings``, by the names of
-    :class:`RunSettings`, read as attributes too.
+    """A suite file read, its paths joined to its directory, its ``settings`` attributes too.
 
-    >>> suite = Suite(cases=("cases.jsonl",), settings={"thresholds": {"tone": 0.85}})
-    >>> suite.thresholds["tone"], suite.inconclusive, suite.judges
-    (0.85, None, ())
+    >>> Suite(settings={"thresholds": {"tone": 0.85}}).thresholds, Suite().inconclusive
+    ({'tone': 0.85}, None)
     """
 
     path: str | None = None
@@ -424,8 +415,7 @@ class Suite:
 
 
 def with_suite(options: Mapping[str, Any], suite: Suite) -> tuple[dict[str, Any], list[str]]:
-    """``options`` with ``suite``'s values where left out or at the default, and the suite's
-    keys they override.
+    """``options`` with ``suite``'s values where left at the default, and the keys they override.
 
     >>> suite = Suite(cases=("cases.jsonl",), settings={"thresholds": {"tone": 0.9}, "out": "s"})
     >>> options, overridden = with_suite({"thresholds": {"tone": "0.8"}, "out": "mine"}, suite)
@@ -467,14 +457,12 @@ def with_suite(options: Mapping[str, Any], suite: Suite) -> tuple[dict[str, Any]
 
 
 def find_suite(start: str | os.PathLike[str] = ".") -> Path | None:
-    """The suite file of ``start`` or of its nearest parent, up to a repository's root and
-    never in a directory of another user (None: none).
+    """The suite file of ``start`` or its nearest parent up to a repository's root, owned by you.
 
     >>> import tempfile
     >>> top = Path(tempfile.mkdtemp())
-    >>> _ = (top / "pyproject.toml").write_text('[tool.tinyeval]\\ncases = "c.jsonl"\\n')
-    >>> (top / "deep" / "er").mkdir(parents=True)
-    >>> find_suite(top / "deep" / "er") == top / "pyproject.toml"
+    >>> _ = (top / "tinyeval.toml").write_text('cases = "c.jsonl"\\n')
+    >>> find_suite(top) == top / "tinyeval.toml"
     True
     """
     here = Path(start).absolute()
@@ -555,9 +543,8 @@ def load_suite(
     >>> import tempfile
     >>> folder = Path(tempfile.mkdtemp())
     >>> _ = (folder / "tinyeval.toml").write_text('cases = "c.jsonl"\\n[gate]\\npass = 1\\n')
-    >>> load_suite(folder / "tinyeval.toml")
+    >>> load_suite(folder)
     Traceback (most recent call last):
-    ...
     tinyeval.errors.InputError: ...tinyeval.toml:3: gate.pass: unknown key; expected one of ...
     """
     if path is None or Path(path).is_dir():
