@@ -41,9 +41,8 @@ class Session:
         spec = "jury:" + ",".join(jurors) if len(jurors) > 1 else jurors[0] if jurors else None
         self.judge_spec: str = spec or "builtin"
         self.judges, self.judge_categories = self._judges()
-        self.price = (
-            _extra("cost", "price", "a price")(s.price) if isinstance(s.price, str) else s.price
-        )
+        price = s.price
+        self.price = _extra("cost", "price", "a price")(price) if isinstance(price, str) else price
         self.retrieved: list[Any] = []  # the cases with retrieval data
         self.without_retrieval: Counter[str] = Counter()  # the others, by category
         self._observed: dict[str, Any] | None = None  # what the observers record in the rows

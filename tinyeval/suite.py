@@ -55,13 +55,10 @@ def _beyond(meta: Mapping[str, Any], value: float) -> str | None:
 
 
 def _texts(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
     if isinstance(value, Mapping):
         return [str(part) for item in value.items() for part in item]
-    return (
-        [item for item in value if isinstance(item, str)] if isinstance(value, list | tuple) else []
-    )
+    items = [value] if isinstance(value, str) else value if isinstance(value, list | tuple) else []
+    return [item for item in items if isinstance(item, str)]
 
 
 def _setting(group: str | None, help: str, default: Any = None, **more: Any) -> Any:
@@ -484,13 +481,10 @@ def find_suite(start: str | os.PathLike[str] = ".") -> Path | None:
 
 
 def _owned(folder: Path) -> bool:
-    if not hasattr(os, "getuid"):
-        return True
     try:
-        owner = folder.stat().st_uid
+        return not hasattr(os, "getuid") or folder.stat().st_uid == os.getuid()
     except OSError:
         return False
-    return owner == os.getuid()
 
 
 def _suite_in(folder: Path) -> Path | None:
@@ -772,12 +766,11 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
         if isinstance(cases, list)
         else (_path(cases, at),)
     )
-    for top, inner_keys in tables.items():
-        if top in data and inner_keys:
-            _table(data[top], where / top, inner_keys)
     settings: dict[str, Any] = {}
     for key, name in keys.items():
         top, _, inner = key.partition(".")
+        if top in data and inner:
+            _table(data[top], where / top, tables[top])
         if top in data and (not inner or inner in data[top]):
             at = where / top / inner if inner else where / top
             settings[name] = _value(data[top][inner] if inner else data[top], at, name)
