@@ -147,7 +147,7 @@ def test_dotted_keys_and_pyproject_lines(tmp_path: Path) -> None:
         ('cases = "c.jsonl"\n[[judges]]\ncriterion = "x"\nvotes = 2\n', 4, "judges[0].votes",
          "an odd number"),
         ('cases = "c.jsonl"\n[holdout]\nfraction = 1.2\n', 3, "holdout.fraction", "a fraction"),
-        ('cases = "c.jsonl"\n[[judges]]\ncriterion = "a"\n[[judges]]\ncriterion = [\n  "y = 2",\n]\n',
+        ('cases = "c.jsonl"\n[[judges]]\ncriterion = "a"\n[[judges]]\ncriterion = [\n "y = 2",\n]',
          5, "judges[1].criterion", "a non-empty string"),
         ('cases = "c.jsonl"\n\n[models.generate]\nspec = "x"\ntimeout = 0\n', 5,
          "models.generate.timeout", "a number > 0"),
