@@ -50,7 +50,7 @@ def _beyond(meta: Mapping[str, Any], value: float) -> str | None:
     if high is not None and value > high:
         return f"must be at most {high:,}, got {_shown(value)}"
     if meta.get("odd") and value % 2 == 0:
-        return f"expected {_ODD}, got {value}"
+        return f"must be {_ODD}, got {value}"
     return None
 
 
@@ -676,6 +676,8 @@ def _value(value: Any, where: _Where, name: str, *, positive: bool = False) -> A
         value = _number(value, where, positive=positive)
     elif "choices" not in meta and not kind.startswith("bool"):
         return _path(value, where)
+    if meta.get("odd") and value % 2 == 0:
+        raise where.expected(_ODD, value)
     if said := _beyond(meta, value):
         raise where.error(said)
     return value
