@@ -147,6 +147,8 @@ def test_dotted_keys_and_pyproject_lines(tmp_path: Path) -> None:
         ('cases = "c.jsonl"\n[[judges]]\ncriterion = "x"\nvotes = 2\n', 4, "judges[0].votes",
          "an odd number"),
         ('cases = "c.jsonl"\n[holdout]\nfraction = 1.2\n', 3, "holdout.fraction", "a fraction"),
+        ('cases = "c.jsonl"\n[[judges]]\ncriterion = "a"\n[[judges]]\ncriterion = [\n "y = 2",\n]',
+         5, "judges[1].criterion", "a non-empty string"),
         ('cases = "c.jsonl"\n\n[models.generate]\nspec = "x"\ntimeout = 0\n', 5,
          "models.generate.timeout", "a number > 0"),
     ],
@@ -238,10 +240,13 @@ junit = "out/j.xml"
         rubric=os.path.join(base, "rubrics/polite.json"), name="polite", style="evidence-first",
         votes=3, model="cmd:./judge.sh", categories=("tone",),
     )  # fmt: skip
-    assert suite.judge_model is not None and suite.judge_model.temperature == 0.0
-    assert suite.generate_model is not None
-    assert suite.generate_model.prompt_template == os.path.join(base, "prompt.txt")
-    assert (suite.generate_model.max_tokens, suite.generate_model.timeout) == (200, 30.0)
+    assert (suite.judge_model, suite.temperature, suite.generate_model) == (
+        "builtin",
+        0.0,
+        "openai:m",
+    )
+    assert suite.prompt_template == os.path.join(base, "prompt.txt")
+    assert (suite.max_tokens, suite.timeout) == (200, 30.0)
     assert suite.price == "in=0.15,out=0.6"
     assert (suite.holdout, suite.salt) == (0.2, "s")
     assert suite.junit == os.path.join(base, "out/j.xml") and suite.html is None
@@ -275,7 +280,7 @@ def test_the_bundled_example_is_the_readme_first_command() -> None:
     assert [(j.criterion, j.categories) for j in suite.judges] == [
         ("unsupported-claims", ("support_answers",))
     ]
-    assert suite.judge_model is not None and suite.judge_model.spec == "builtin"
+    assert suite.judge_model == "builtin"
 
 
 def test_the_example_suite_evaluates_as_the_readme_command_does() -> None:
@@ -324,3 +329,11 @@ def test_lines_in_arrays_of_tables_under_pyproject_and_inline_tables(tmp_path: P
         load_suite(write(tmp_path / "inline", "tinyeval.toml", inline))
     # a key inside an inline table is placed on the line of the key that holds the table
     assert (caught.value.line, caught.value.field) == (3, "models.judge.tmp")
+
+
+def test_judge_and_generate_models_share_one_temperature(tmp_path: Path) -> None:
+    text = 'cases = "c.jsonl"\n[models.judge]\nspec = "a"\ntemperature = 0\n'
+    text += '[models.generate]\nspec = "b"\ntemperature = 1\n'
+    with pytest.raises(InputError, match="differ in temperature") as caught:
+        load_suite(write(tmp_path, "tinyeval.toml", text))
+    assert (caught.value.line, caught.value.field) == (7, "models.generate.temperature")

@@ -17,17 +17,6 @@ from typing import Any
 from .errors import InputError, describe_json, did_you_mean, is_number
 from .gating import parse_threshold, refuse_unknown_categories
 
-__all__ = [
-    "SUITE_FILE",
-    "JudgeSpec",
-    "ModelSettings",
-    "RunSettings",
-    "Suite",
-    "find_suite",
-    "load_suite",
-    "with_suite",
-]
-
 SUITE_FILE = "tinyeval.toml"
 _PYPROJECT = "pyproject.toml"
 _SECRET = re.compile(r"(^|_)(api_?key|key|secret|password|token)$", re.IGNORECASE)
@@ -54,19 +43,26 @@ def _shown(value: float) -> str:
         return f"a number of more than {sys.get_int_max_str_digits():,} digits"
 
 
+def _beyond(meta: Mapping[str, Any], value: float) -> str | None:
+    low, high = meta.get("least"), meta.get("most")
+    if low is not None and value < low:
+        return f"must be {low} or more, got {_shown(value)}"
+    if high is not None and value > high:
+        return f"must be at most {high:,}, got {_shown(value)}"
+    if meta.get("odd") and value % 2 == 0:
+        return f"must be {_ODD}, got {value}"
+    return None
+
+
 def _texts(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
     if isinstance(value, Mapping):
         return [str(part) for item in value.items() for part in item]
-    return (
-        [item for item in value if isinstance(item, str)] if isinstance(value, list | tuple) else []
-    )
+    items = [value] if isinstance(value, str) else value if isinstance(value, list | tuple) else []
+    return [item for item in items if isinstance(item, str)]
 
 
 def _setting(group: str | None, help: str, default: Any = None, **more: Any) -> Any:
-    """A field of :class:`RunSettings`: its option's group, help, argparse keywords, bounds,
-    ``needs`` (the settings it needs) and ``suite`` (its key in a suite file)."""
+    """More: argparse keywords, bounds, ``needs`` (settings it needs), ``suite`` (its key)."""
     metadata = {"group": group, "help": help, **more}
     if isinstance(default, dict):
         return field(default_factory=dict, metadata=metadata)
@@ -137,13 +133,7 @@ class RunSettings:
         needs=_JUDGED,
     )
     votes: int = _setting(
-        JUDGE,
-        "ask the judge N times, take the majority",
-        1,
-        least=1,
-        most=101,
-        odd=True,
-        needs=_JUDGED,
+        JUDGE, "ask the judge N times: the majority", 1, least=1, most=101, odd=True, needs=_JUDGED
     )
     temperature: float = _setting(
         JUDGE, "the models' temperature", 0.0, metavar="T", least=0, most=2
@@ -259,15 +249,10 @@ class RunSettings:
                 raise InputError("a NUL character (\\x00) in the value", field=f.name)
             if isinstance(value, bool) or not isinstance(value, int | float):
                 continue
-            low, high = f.metadata.get("least"), f.metadata.get("most")
             if isinstance(value, float) and not math.isfinite(value):
                 raise InputError(f"expected a finite number, got {value}", field=f.name)
-            if low is not None and value < low:
-                raise InputError(f"must be {low} or more, got {_shown(value)}", field=f.name)
-            if high is not None and value > high:
-                raise InputError(f"must be at most {high:,}, got {_shown(value)}", field=f.name)
-            if f.metadata.get("odd") and value % 2 == 0:
-                raise InputError(f"must be {_ODD}, got {value}", field=f.name)
+            if said := _beyond(f.metadata, value):
+                raise InputError(said, field=f.name)
         if any(not re.fullmatch(r"[A-Za-z_]\w*", str(name), re.ASCII) for name in self.pass_env):
             raise InputError("expected names of variables: letters, digits, _", field="pass_env")
         jurors = len(self.jurors)
@@ -319,8 +304,7 @@ class RunSettings:
         ]
 
     def gate_options(self, *, recorded: bool = False) -> dict[str, Any]:
-        """The keywords of :func:`tinyeval.gating.gate` these settings give (``recorded``: and
-        those of the people's estimate, as a run records them).
+        """The keywords of :func:`tinyeval.gating.gate` (``recorded``: and the people's estimate's).
 
         >>> RunSettings(cases="c", thresholds={"tone": "0.9"}).gate_options()["thresholds"]
         {'tone': '0.9'}
@@ -333,22 +317,6 @@ class RunSettings:
 
 
 _FIELDS = {f.name: f for f in fields(RunSettings)}
-
-
-@dataclass(frozen=True)
-class ModelSettings:
-    """One model of a suite and how it is called.
-
-    >>> ModelSettings("openai:gpt-4o-mini", temperature=0.0).temperature
-    0.0
-    """
-
-    spec: str
-    temperature: float | None = None
-    max_tokens: int | None = None
-    timeout: float | None = None
-    base_url: str | None = None
-    prompt_template: str | None = None
 
 
 @dataclass(frozen=True)
@@ -389,19 +357,15 @@ class JudgeSpec:
 
 @dataclass(frozen=True)
 class Suite:
-    """A suite file read, its paths joined to its directory; ``settings``, by the names of
-    :class:`RunSettings`, read as attributes too.
+    """A suite file read, its paths joined to its directory, its ``settings`` attributes too.
 
-    >>> suite = Suite(cases=("cases.jsonl",), settings={"thresholds": {"tone": 0.85}})
-    >>> suite.thresholds["tone"], suite.inconclusive, suite.judges
-    (0.85, None, ())
+    >>> Suite(settings={"thresholds": {"tone": 0.85}}).thresholds, Suite().inconclusive
+    ({'tone': 0.85}, None)
     """
 
     path: str | None = None
     cases: tuple[str, ...] = ()
     judges: tuple[JudgeSpec, ...] = ()
-    judge_model: ModelSettings | None = None
-    generate_model: ModelSettings | None = None
     holdout: float | None = None
     salt: str | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
@@ -434,11 +398,9 @@ class Suite:
         found = {**self.settings, "cases": [rel(p) for p in self.cases]}
         found.update(holdout=self.holdout, salt=self.salt, expect=dict(self.expect))
         found["judges"] = [dict(asdict(j), rubric=rel(j.rubric)) for j in self.judges]
-        for name in ("judge_model", "generate_model"):
-            model = getattr(self, name)
-            found[name] = model and dict(asdict(model), prompt_template=rel(model.prompt_template))
         for name in self.settings:
-            if _FIELDS[name].metadata.get("suite", "").startswith("reports.") or name == "labels":
+            path = name in ("labels", "prompt_template")
+            if path or _FIELDS[name].metadata.get("suite", "").startswith("reports."):
                 found[name] = rel(found[name])
         return json.loads(json.dumps(found))
 
@@ -463,8 +425,7 @@ class Suite:
 
 
 def with_suite(options: Mapping[str, Any], suite: Suite) -> tuple[dict[str, Any], list[str]]:
-    """``options`` with ``suite``'s values where left out or at the default, and the suite's
-    keys they override.
+    """``options`` with ``suite``'s values where left at the default, and the keys they override.
 
     >>> suite = Suite(cases=("cases.jsonl",), settings={"thresholds": {"tone": 0.9}, "out": "s"})
     >>> options, overridden = with_suite({"thresholds": {"tone": "0.8"}, "out": "mine"}, suite)
@@ -475,24 +436,13 @@ def with_suite(options: Mapping[str, Any], suite: Suite) -> tuple[dict[str, Any]
         raise InputError(
             f"one cases file per run (got {len(suite.cases)})", path=suite.path, field="cases"
         )
-    found = {name: value for name, value in suite.settings.items() if value}
+    found = {name: value for name, value in suite.settings.items() if value is not None}
     found["thresholds"] = {k: str(v) for k, v in suite.thresholds.items()}
     if "default_threshold" in found:
         found["default_threshold"] = str(found["default_threshold"])
-    judge, generate = suite.judge_model, suite.generate_model
     if not (suite.judges or options.get("criterion") or options.get("rubric")):
-        judge = None  # a judge model with nothing to judge is no setting anyone typed
-    if judge is not None:
-        found.update(judge_model=judge.spec, judge_max_tokens=judge.max_tokens)
-    if generate is not None:
-        found.update(generate_model=generate.spec, max_tokens=generate.max_tokens)
-        found["prompt_template"] = generate.prompt_template
-    for name in ("temperature", "timeout", "base_url"):
-        values = {getattr(m, name) for m in (judge, generate) if m is not None} - {None}
-        if len(values) > 1:
-            said = f"the judge and generate models differ in {name}; one value is used for both"
-            raise InputError(said, path=suite.path, field="models")
-        found[name] = values.pop() if values else None
+        for name in ("judge_model", "judge_max_tokens"):  # with nothing to judge: no setting
+            found.pop(name, None)
     merged, overridden = dict(options), []
     cases = suite.cases[0] if suite.cases else None
     if merged.get("cases") is None:
@@ -520,14 +470,12 @@ def with_suite(options: Mapping[str, Any], suite: Suite) -> tuple[dict[str, Any]
 
 
 def find_suite(start: str | os.PathLike[str] = ".") -> Path | None:
-    """The suite file of ``start`` or of its nearest parent, up to a repository's root and
-    never in a directory of another user (None: none).
+    """The suite file of ``start`` or its nearest parent up to a repository's root, owned by you.
 
     >>> import tempfile
     >>> top = Path(tempfile.mkdtemp())
-    >>> _ = (top / "pyproject.toml").write_text('[tool.tinyeval]\\ncases = "c.jsonl"\\n')
-    >>> (top / "deep" / "er").mkdir(parents=True)
-    >>> find_suite(top / "deep" / "er") == top / "pyproject.toml"
+    >>> _ = (top / "tinyeval.toml").write_text('cases = "c.jsonl"\\n')
+    >>> find_suite(top) == top / "tinyeval.toml"
     True
     """
     here = Path(start).absolute()
@@ -549,13 +497,10 @@ def find_suite(start: str | os.PathLike[str] = ".") -> Path | None:
 
 
 def _owned(folder: Path) -> bool:
-    if not hasattr(os, "getuid"):
-        return True
     try:
-        owner = folder.stat().st_uid
+        return not hasattr(os, "getuid") or folder.stat().st_uid == os.getuid()
     except OSError:
         return False
-    return owner == os.getuid()
 
 
 def _suite_in(folder: Path) -> Path | None:
@@ -608,9 +553,8 @@ def load_suite(
     >>> import tempfile
     >>> folder = Path(tempfile.mkdtemp())
     >>> _ = (folder / "tinyeval.toml").write_text('cases = "c.jsonl"\\n[gate]\\npass = 1\\n')
-    >>> load_suite(folder / "tinyeval.toml")
+    >>> load_suite(folder)
     Traceback (most recent call last):
-    ...
     tinyeval.errors.InputError: ...tinyeval.toml:3: gate.pass: unknown key; expected one of ...
     """
     if path is None or Path(path).is_dir():
@@ -634,13 +578,7 @@ def load_suite(
 
 
 def _line_of(text: str, path: Sequence[str | int]) -> int | None:
-    """The line where a key path of a TOML text starts, or its nearest enclosing key's: a
-    binary search for the shortest head of the text holding the path (tomllib keeps no lines).
-
-    >>> text = 'a = 1\\n[[j]]\\nx = 1\\n[[j]]\\nx = [\\n  "y = 2",\\n]\\n[t]\\nb.c = 3\\n'
-    >>> _line_of(text, ("j", 1, "x")), _line_of(text, ("t", "b", "c")), _line_of(text, ("t", "z"))
-    (5, 9, 8)
-    """
+    """The line of a key path (or its nearest enclosing key): the shortest head holding it."""
     heads = text.split("\n")
     depth = _depth(text, path)
     low, high = 0, len(heads)  # a head without (the part found of) the path, and one with it
@@ -754,10 +692,10 @@ def _value(value: Any, where: _Where, name: str, *, positive: bool = False) -> A
         value = _number(value, where, positive=positive)
     elif "choices" not in meta and not kind.startswith("bool"):
         return _path(value, where)
-    if meta.get("most") is not None and value > meta["most"]:
-        raise where.error(f"must be at most {meta['most']:,}, got {_shown(value)}")
     if meta.get("odd") and value % 2 == 0:
         raise where.expected(_ODD, value)
+    if said := _beyond(meta, value):
+        raise where.error(said)
     return value
 
 
@@ -793,27 +731,39 @@ _JUDGE: dict[str, Any] = {
     "model": _text,
     "categories": _categories,
 }
-_MODEL: dict[str, Any] = {
-    "spec": _text,
-    "temperature": partial(_value, name="temperature"),
-    "max_tokens": partial(_value, name="max_tokens"),
-    "timeout": partial(_value, name="timeout", positive=True),
-    "base_url": _text,
+# the keys of a [models.*] table, by the setting each gives
+_MODELS = {
+    "judge": {"spec": "judge_model", "max_tokens": "judge_max_tokens"},
+    "generate": {"spec": "generate_model", "max_tokens": "max_tokens", "prompt_template": ""},
 }
+_SHARED = ("temperature", "timeout", "base_url")  # one value for both models, as in a run
 
 
-def _entry(item: Any, where: _Where, checks: Mapping[str, Any], kind: type[Any]) -> Any:
-    table = _table(item, where, list(checks))
-    if kind is JudgeSpec and ("criterion" in table) == ("rubric" in table):
-        raise where.error(
-            "a judge needs exactly one of 'criterion' (text or a built-in name) or "
-            "'rubric' (a file)"
-        )
-    if kind is ModelSettings and "spec" not in table:
-        raise where.error("no 'spec' key: name the model, e.g. spec = 'builtin' or 'openai:MODEL'")
-    return kind(
-        **{key: check(table[key], where / key) for key, check in checks.items() if key in table}
+def _judge(item: Any, where: _Where) -> JudgeSpec:
+    table = _table(item, where, list(_JUDGE))
+    if ("criterion" in table) == ("rubric" in table):
+        said = "a judge needs exactly one of 'criterion' (text or a built-in name) or 'rubric'"
+        raise where.error(f"{said} (a file)")
+    return JudgeSpec(
+        **{key: check(table[key], where / key) for key, check in _JUDGE.items() if key in table}
     )
+
+
+def _model(value: Any, where: _Where, keys: Mapping[str, str], settings: dict[str, Any]) -> None:
+    names = {key: name or key for key, name in {**keys, **dict.fromkeys(_SHARED, "")}.items()}
+    table = _table(value, where, list(names))
+    if "spec" not in table:
+        raise where.error("no 'spec' key: name the model, e.g. spec = 'builtin' or 'openai:MODEL'")
+    for key, given in table.items():
+        name, at = names[key], where / key
+        if key in ("spec", "base_url"):
+            found = _text(given, at)
+        else:
+            found = _value(given, at, name, positive=name == "timeout")
+        if name in _SHARED and settings.get(name, found) != found:
+            said = f"the judge and generate models differ in {name}; one value is used for both"
+            raise at.error(said)
+        settings[name] = found
 
 
 def _build(data: dict[str, Any], where: _Where) -> Suite:
@@ -834,12 +784,11 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
         if isinstance(cases, list)
         else (_path(cases, at),)
     )
-    for top, inner_keys in tables.items():
-        if top in data and inner_keys:
-            _table(data[top], where / top, inner_keys)
     settings: dict[str, Any] = {}
     for key, name in keys.items():
         top, _, inner = key.partition(".")
+        if top in data and inner:
+            _table(data[top], where / top, tables[top])
         if top in data and (not inner or inner in data[top]):
             at = where / top / inner if inner else where / top
             settings[name] = _value(data[top][inner] if inner else data[top], at, name)
@@ -848,20 +797,15 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
         at = where / "judges"
         if not isinstance(data["judges"], list):
             raise at.expected("an array of tables, written [[judges]]", data["judges"])
-        found["judges"] = tuple(
-            _entry(item, at / i, _JUDGE, JudgeSpec) for i, item in enumerate(data["judges"])
-        )
+        found["judges"] = tuple(_judge(item, at / i) for i, item in enumerate(data["judges"]))
         names = [j.name or j.criterion or j.rubric for j in found["judges"]]
         for i, name in enumerate(names):
             if name in names[:i]:
                 raise (at / i).error(f"a second judge named {name!r}; give judges distinct names")
     if "models" in data:
         at = where / "models"
-        models = _table(data["models"], at, ("judge", "generate"))
-        generate = {**_MODEL, "prompt_template": _path}
-        for which, checks in (("judge", _MODEL), ("generate", generate)):
-            if which in models:
-                found[f"{which}_model"] = _entry(models[which], at / which, checks, ModelSettings)
+        for which, table in _table(data["models"], at, tuple(_MODELS)).items():
+            _model(table, at / which, _MODELS[which], settings)
     if "price" in data:
         at = where / "price"
         price = _table(data["price"], at, ("in", "out"))

@@ -29,7 +29,7 @@ def tinyeval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_starter_text_loads_with_the_loader(tmp_path: Path) -> None:
     suite = load_suite(write(tmp_path, "tinyeval.toml", starter_text()))
     assert Path(suite.cases[0]).name == "cases.jsonl"
-    assert suite.judge_model is not None and suite.judge_model.spec == "builtin"
+    assert suite.judge_model == "builtin"
     assert suite.default_threshold == 0.8 and suite.inconclusive == "pass"
     # every key the starter shows commented out is a real key: uncommented, it loads too
     uncommented = "\n".join(

@@ -19,7 +19,7 @@ from typing import Any
 from .._formats import MAX_CONFIG_BYTES, read_text
 from ..errors import InputError
 from ..gating import GateReport, gate, people_estimates
-from ..suite import JudgeSpec, ModelSettings, Suite
+from ..suite import JudgeSpec, Suite
 
 __all__ = [
     "SuiteRunner",
@@ -132,12 +132,14 @@ class SuiteRunner:
         self.judges: list[tuple[JudgeSpec, Any]] = [(spec, spec.judge()) for spec in suite.judges]
         self._models: dict[str, Any] = {}
 
-    def _model(self, spec: str, settings: ModelSettings | None) -> Any:
+    def _model(self, spec: str, max_tokens: str) -> Any:
         if spec not in self._models:
             from ..session import open_model
 
-            names = ("base_url", "timeout", "temperature", "max_tokens") if settings else ()
-            given = {name: getattr(settings, name) for name in names}
+            given = {name: self.suite.settings.get(name) for name in ("base_url", "timeout")}
+            given.update(
+                temperature=self.suite.temperature, max_tokens=self.suite.settings.get(max_tokens)
+            )
             options = {name: value for name, value in given.items() if value is not None}
             self._models[spec], _ = open_model(spec, **options)
         return self._models[spec]
@@ -148,8 +150,7 @@ class SuiteRunner:
         Judges of one category must share a model: a case's judges are asked
         through one model in one run.
         """
-        settings = self.suite.judge_model
-        default = settings.spec if settings else "builtin"
+        default = self.suite.judge_model or "builtin"
         chosen = [(spec, judge) for spec, judge in self.judges if spec.applies_to(category)]
         models = sorted({spec.model or default for spec, _ in chosen})
         if len(models) > 1:
@@ -166,17 +167,16 @@ class SuiteRunner:
         from ..runner import run
 
         judges, model_spec = self.judges_for(case.category)
-        settings = self.suite.judge_model
-        judge_model = self._model(model_spec, settings) if model_spec else None
+        judge_model = self._model(model_spec, "judge_max_tokens") if model_spec else None
         generate = self.suite.generate_model
         template = None
-        if generate is not None and generate.prompt_template:
-            template = read_text(generate.prompt_template, max_bytes=MAX_CONFIG_BYTES)
+        if self.suite.prompt_template:
+            template = read_text(self.suite.prompt_template, max_bytes=MAX_CONFIG_BYTES)
         result = run(
             [case],
             judges=judges,
             judge_model=judge_model,
-            generate_model=self._model(generate.spec, generate) if generate else None,
+            generate_model=self._model(generate, "max_tokens") if generate else None,
             prompt_template=template,
             fail_fast=None,
         )
