@@ -160,7 +160,7 @@ def test_the_core_is_about_a_dozen_small_modules() -> None:
     assert max(sizes.values()) <= 1000, {n: s for n, s in sizes.items() if s > 1000}
     # The house's ceiling for the whole core is 11,000 lines; the core is not there yet, and
     # this bound only keeps it from growing back while it comes down.
-    assert sum(sizes.values()) <= 13_400, sum(sizes.values())
+    assert sum(sizes.values()) <= 11_400, sum(sizes.values())
 
 
 def test_run_help_shows_the_core_options_first() -> None:
