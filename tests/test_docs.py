@@ -1,0 +1,500 @@
+"""Every example of README.md and docs/ runs, and shows what it prints.
+
+- A ```console block is a shell session: its ``$`` lines run in order, in one bash, from a copy of
+  the repository's ``examples/`` (the working directory holds ``examples/``, as a checkout's root
+  does); the other lines are the output expected (stdout and stderr as they come). ``…`` stands for
+  any text within a line, and a line of ``…`` alone for any lines.
+- A ```python block is a doctest (``>>>`` lines); the blocks of one page share their names and
+  their working directory, as a reader who pastes them in order would.
+- A ```toml or ```json block must parse.
+- Any other block, or one of the above not run, has a comment on the line before it saying why:
+  ``<!-- test: skip=REASON -->``. The same comment sets a block's working directory
+  (``cwd=examples``), its exit status (``exit=1``, of its last command) or a command to run first,
+  its output unseen (``before=COMMAND``); ``;`` separates settings.
+- docs/cli.md, and each part of a page between ``<!-- generated: NAME -->`` and
+  ``<!-- end generated -->``, is written from the code; the test fails when it drifts.
+
+To refresh every shown output, the command-line reference and the generated parts after a change
+of the bundled examples or of the code (the ``…`` elisions are kept where they still fit; review
+the diff):
+
+    TINYEVAL_DOCS_REFRESH=1 python -m pytest tests/test_docs.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import doctest
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+REFRESH = os.environ.get("TINYEVAL_DOCS_REFRESH") == "1"
+RUN_KINDS = {"console", "python", "toml", "json"}
+FENCE = re.compile(r"^```([\w-]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+DIRECTIVE = re.compile(r"<!-- test: (.*?) -->[ \t]*\n\Z")
+GENERATED = re.compile(
+    r"(<!-- generated: ([\w-]+) -->\n)(.*?)(<!-- end generated -->)", re.MULTILINE | re.DOTALL
+)
+
+
+@dataclasses.dataclass
+class Block:
+    page: Path
+    kind: str
+    text: str
+    start: int  # offset of the block's text in the page
+    line: int  # line of its opening fence
+    settings: dict[str, str]
+
+    @property
+    def where(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+
+def blocks_of(page: Path) -> list[Block]:
+    """The fenced blocks of ``page``, each with the settings of the comment just before it."""
+    text = page.read_text(encoding="utf-8")
+    found = []
+    for match in FENCE.finditer(text):
+        directive = DIRECTIVE.search(text, 0, match.start())
+        settings: dict[str, str] = {}
+        if directive:
+            for part in directive.group(1).split("; "):
+                key, _, value = part.partition("=")
+                settings[key.strip()] = value.strip()
+        line = text.count("\n", 0, match.start()) + 1
+        found.append(Block(page, match.group(1), match.group(2), match.start(2), line, settings))
+    return found
+
+
+# ---------------------------------------------------------------- comparing outputs
+
+
+def _pattern(expected: str) -> re.Pattern[str]:
+    """``expected`` as a regex: ``…`` any text within a line, a line of ``…`` any lines."""
+    parts = []
+    for line in expected.splitlines():
+        if line.strip() == "…":
+            parts.append(r"(?:[^\n]*\n)*?")
+        else:
+            parts.append(".*?".join(re.escape(piece) for piece in line.split("…")) + r"\n")
+    return re.compile("".join(parts) + r"\Z", re.DOTALL)
+
+
+def _normal(text: str) -> str:
+    lines = [line.rstrip() for line in text.splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    return "".join(line + "\n" for line in lines)
+
+
+def matches(expected: str, got: str) -> bool:
+    return bool(_pattern(_normal(expected)).match(_normal(got)))
+
+
+def reelide(old: str, new: str) -> str:
+    """``new`` output with ``old``'s elisions kept where they still fit."""
+    old_lines, new_lines = _normal(old).splitlines(), _normal(new).splitlines()
+    keyed, at = list(new_lines), 0
+    for line in old_lines:  # a line eliding part of itself stands for the line it matches
+        if "…" in line and line.strip() != "…":
+            pattern = re.compile(".*".join(re.escape(p) for p in line.split("…")) + r"\Z")
+            for index in range(at, len(keyed)):
+                if pattern.match(keyed[index]):
+                    keyed[index], at = line, index + 1
+                    break
+    out: list[str] = []
+    matcher = difflib.SequenceMatcher(None, old_lines, keyed, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            out += old_lines[i1:i2]
+        elif any(line.strip() == "…" for line in old_lines[i1:i2]):
+            out.append("…")
+        else:
+            out += keyed[j1:j2]
+    return "".join(line + "\n" for line in out)
+
+
+# ---------------------------------------------------------------- running a page
+
+
+def _sandbox(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    return tmp_path
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TINYEVAL", "GITHUB"))}
+    env.pop("PYTEST_ADDOPTS", None)
+    env.update(
+        PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}",
+        PYTHONPATH=str(ROOT),
+        HOME=str(home),
+        PYTHONUNBUFFERED="1",
+        PYTHONDONTWRITEBYTECODE="1",
+        COLUMNS="100",
+        LANG="C.UTF-8",
+        USER="docs",
+    )
+    return env
+
+
+MARK = "@@ tinyeval docs: next command @@"
+
+
+def console_steps(text: str) -> list[tuple[str, str]]:
+    """The commands of a console block (with their continuation lines), each with its output."""
+    steps: list[list[str]] = []
+    continued = False
+    for line in text.splitlines(True):
+        if continued:
+            steps[-1][0] += line
+        elif line.startswith("$ "):
+            steps.append([line, ""])
+        elif steps:
+            steps[-1][1] += line
+        continued = line.rstrip("\n").endswith("\\")
+    return [(command, output) for command, output in steps]
+
+
+def run_console(block: Block, sandbox: Path) -> tuple[list[str], int]:
+    """Each command's output, and the exit status of the last."""
+    steps = console_steps(block.text)
+    script = "".join(f"echo '{MARK}'\n{command[2:]}" for command, _ in steps)
+    done = subprocess.run(
+        ["bash", "-c", script],
+        cwd=sandbox / block.settings.get("cwd", "."),
+        env=_env(sandbox),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=120,
+    )
+    return done.stdout.split(MARK + "\n")[1:], done.returncode
+
+
+def run_before(block: Block, sandbox: Path) -> None:
+    command = block.settings.get("before")
+    if command:
+        done = subprocess.run(
+            ["bash", "-c", command],
+            cwd=sandbox / block.settings.get("cwd", "."),
+            env=_env(sandbox),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert "Traceback" not in done.stderr, f"{block.where}: before: {done.stderr}"
+
+
+class _Checker(doctest.OutputChecker):
+    def check_output(self, want: str, got: str, optionflags: int) -> bool:
+        return super().check_output(want.replace("…", "..."), got, optionflags)
+
+
+class _Runner(doctest.DocTestRunner):
+    def __init__(self) -> None:
+        flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+        super().__init__(checker=_Checker(), optionflags=flags, verbose=False)
+        self.failed: list[tuple[doctest.Example, str]] = []
+
+    def report_failure(self, out: Any, test: Any, example: doctest.Example, got: str) -> None:
+        self.failed.append((example, got))
+        super().report_failure(out, test, example, got)
+
+    def report_unexpected_exception(self, out: Any, test: Any, example: Any, exc: Any) -> None:
+        self.failed.append((example, "".join(doctest._exception_traceback(exc).splitlines(True))))
+        super().report_unexpected_exception(out, test, example, exc)
+
+
+def run_python(block: Block, globs: dict[str, Any], sandbox: Path) -> tuple[str, list[Any]]:
+    test = doctest.DocTestParser().get_doctest(block.text, globs, block.where, block.where, 0)
+    assert test.examples, f"{block.where}: a python block without a >>> example"
+    runner = _Runner()
+    report: list[str] = []
+    here = os.getcwd()
+    os.chdir(sandbox / block.settings.get("cwd", "."))
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("GITHUB")}
+    try:
+        runner.run(test, out=report.append, clear_globs=False)
+    finally:
+        os.chdir(here)
+        os.environ.update(saved)
+    return "".join(report), runner.failed
+
+
+def _replace_lines(text: str, first: int, count: int, lines: str) -> str:
+    """``text`` with ``count`` lines from line ``first`` (0-based) replaced by ``lines``."""
+    split = text.splitlines(True)
+    return "".join(split[:first]) + lines + "".join(split[first + count :])
+
+
+def page_params() -> list[Any]:
+    return [pytest.param(page, id=str(page.relative_to(ROOT))) for page in PAGES]
+
+
+@pytest.mark.parametrize("page", page_params())
+def test_every_example_of_the_page_runs_as_shown(page: Path, tmp_path: Path) -> None:
+    sandbox = _sandbox(tmp_path)
+    globs: dict[str, Any] = {"__name__": "docs"}
+    problems: list[str] = []
+    edits: list[tuple[Block, str]] = []  # (block, its new text)
+    for block in blocks_of(page):
+        if "skip" in block.settings or block.kind not in RUN_KINDS:
+            continue
+        run_before(block, sandbox)
+        if block.kind == "console":
+            steps = console_steps(block.text)
+            outputs, status = run_console(block, sandbox)
+            if len(outputs) != len(steps) or not all(
+                matches(expected, got) for (_, expected), got in zip(steps, outputs, strict=False)
+            ):
+                problems.append(f"{block.where}: expected\n{block.text}\ngot\n{''.join(outputs)}")
+                new = "".join(c + reelide(e, g) for (c, e), g in zip(steps, outputs, strict=False))
+                edits.append((block, new))
+            wanted = block.settings.get("exit")
+            if wanted is not None and status != int(wanted):
+                problems.append(f"{block.where}: exit {status}, expected {wanted}")
+        elif block.kind == "python":
+            report, failed = run_python(block, globs, sandbox)
+            if failed:
+                problems.append(f"{block.where}:\n{report}")
+                edits.append((block, _refreshed_python(block.text, failed)))
+        elif block.kind == "toml":
+            tomllib.loads(block.text)
+        elif block.kind == "json":
+            _parse_json(block)
+    if REFRESH and edits:
+        text = page.read_text(encoding="utf-8")
+        for block, new in sorted(edits, key=lambda edit: -edit[0].start):
+            text = text[: block.start] + new + text[block.start + len(block.text) :]
+        page.write_text(text, encoding="utf-8")
+    assert not problems, "\n\n".join(problems)
+
+
+def _refreshed_python(text: str, failed: list[tuple[doctest.Example, str]]) -> str:
+    for example, got in sorted(failed, key=lambda item: -item[0].lineno):
+        first = example.lineno + example.source.count("\n")
+        text = _replace_lines(text, first, example.want.count("\n"), reelide(example.want, got))
+    return text
+
+
+def _parse_json(block: Block) -> None:
+    try:
+        json.loads(block.text)
+    except json.JSONDecodeError:  # JSON lines
+        for line in block.text.splitlines():
+            if line.strip():
+                json.loads(line)
+
+
+# ---------------------------------------------------------------- counting
+
+
+def test_every_block_runs_or_says_why_not() -> None:
+    """Every fenced block is run, or its comment gives the reason; the count cannot fall."""
+    unexplained, counts = [], {"run": 0, "skipped": 0}
+    for page in PAGES:
+        for block in blocks_of(page):
+            skip = block.settings.get("skip")
+            if skip is not None and not skip:
+                unexplained.append(f"{block.where}: skip= without a reason")
+            elif skip or block.kind not in RUN_KINDS:
+                counts["skipped"] += 1
+                if not skip:
+                    unexplained.append(f"{block.where}: a ```{block.kind} block that nothing runs")
+            else:
+                counts["run"] += 1
+    assert not unexplained, "\n".join(unexplained)
+    assert counts["run"] >= MIN_RUN, counts
+    assert counts["skipped"] <= counts["run"] // 4, counts
+
+
+MIN_RUN = 40
+
+
+def test_every_python_and_console_block_has_something_to_check() -> None:
+    for page in PAGES:
+        for block in blocks_of(page):
+            if block.kind == "console" and "skip" not in block.settings:
+                assert console_steps(block.text), f"{block.where}: a console block without a $ command"
+            if block.kind == "python" and "skip" not in block.settings:
+                assert ">>> " in block.text, f"{block.where}: write python examples as >>> lines"
+
+
+def test_the_readme_test_command_is_the_one_ci_runs() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
+    assert ci[-1] == "python -m pytest"
+    assert 'python -m pip install -e ".[test]" && python -m pytest' in readme
+
+
+def test_the_readme_is_short() -> None:
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").count("\n")
+    assert lines <= 400, lines
+
+
+def test_every_relative_link_leads_somewhere() -> None:
+    link = re.compile(r"\]\(([^)#\s]+)(#[^)\s]*)?\)")
+    broken = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for match in link.finditer(text):
+            target, anchor = match.group(1), match.group(2)
+            if "://" in target or target.startswith("mailto:"):
+                continue
+            path = (page.parent / target).resolve()
+            if not path.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+            elif anchor and path.suffix == ".md" and anchor[1:] not in _anchors(path):
+                broken.append(f"{page.relative_to(ROOT)}: {target}{anchor}")
+        for match in re.finditer(r"\]\((#[^)\s]+)\)", text):
+            if match.group(1)[1:] not in _anchors(page):
+                broken.append(f"{page.relative_to(ROOT)}: {match.group(1)}")
+    assert not broken, "\n".join(broken)
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's anchors of a page's headings."""
+    text = FENCE.sub("", page.read_text(encoding="utf-8"))
+    anchors = set()
+    for heading in re.findall(r"^#+ (.*)$", text, flags=re.MULTILINE):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        anchors.add(slug)
+    return anchors
+
+
+# ---------------------------------------------------------------- generated reference
+
+
+def _help(action: argparse.Action, parser: argparse.ArgumentParser) -> str:
+    text = parser._get_formatter()._expand_help(action) if action.help else ""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _option(action: argparse.Action) -> str:
+    names = ", ".join(action.option_strings) or action.dest
+    if action.option_strings and action.nargs != 0:
+        metavar = action.metavar or action.dest.upper()
+        names += f" {metavar if isinstance(metavar, str) else ' '.join(metavar)}"
+    elif not action.option_strings:
+        names = str(action.metavar or action.dest)
+    return f"`{names}`".replace("|", "\\|")
+
+
+def _parser_doc(parser: argparse.ArgumentParser, name: str, depth: int) -> Iterator[str]:
+    yield f"{'#' * depth} {name}\n\n"
+    if parser.description:
+        yield " ".join(parser.description.split()) + "\n\n"
+    usage = parser.format_usage().strip().removeprefix("usage: ")
+    yield f"```text\n{usage}\n```\n\n"
+    children: list[tuple[str, argparse.ArgumentParser]] = []
+    for group in parser._action_groups:
+        rows = []
+        for action in group._group_actions:
+            if isinstance(action, argparse._SubParsersAction):
+                children += list(action.choices.items())
+                continue
+            if action.help == argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
+                continue
+            rows.append(f"| {_option(action)} | {_help(action, parser)} |\n")
+        if rows:
+            title = group.title or "options"
+            yield f"**{title}**\n\n| argument | meaning |\n| --- | --- |\n{''.join(rows)}\n"
+    for child_name, child in children:
+        yield from _parser_doc(child, f"{name} {child_name}", min(depth + 1, 4))
+
+
+def cli_reference() -> str:
+    """docs/cli.md, from the parsers of ``tinyeval.cli`` (of every extra of this checkout)."""
+    from tinyeval.cli import build_parser
+
+    saved = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "100"
+    try:
+        parser = build_parser()
+        head = [
+            "# Command-line reference\n\n",
+            "Written from the parsers of `tinyeval.cli` by `tests/test_docs.py`, which fails when"
+            " this page\ndrifts from them; do not edit it by hand (the test's docstring says how"
+            " to refresh it).\nExit codes, bounds and what each failure prints:"
+            " [promises](promises.md).\n\n",
+        ]
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        names = list(sub.choices)
+        head.append("Commands: " + ", ".join(f"[`{n}`](#tinyeval-{n})" for n in names) + ".\n\n")
+        body = list(_parser_doc(parser, "tinyeval", 2))
+    finally:
+        if saved is None:
+            os.environ.pop("COLUMNS")
+        else:
+            os.environ["COLUMNS"] = saved
+    return "".join(head + body).rstrip("\n") + "\n"
+
+
+def generated_parts() -> dict[str, str]:
+    """The parts of pages written from the code, by name."""
+    return {"settings-bounds": settings_bounds()}
+
+
+def settings_bounds() -> str:
+    """The bounds of the run settings, from ``RunSettings``' field metadata."""
+    from tinyeval.suite import RunSettings
+
+    rows = ["| setting | option | least | most |\n", "| --- | --- | --- | --- |\n"]
+    for item in dataclasses.fields(RunSettings):
+        least, most = item.metadata.get("least"), item.metadata.get("most")
+        if least is None and most is None:
+            continue
+        flag = item.metadata.get("flag") or "--" + item.name.replace("_", "-")
+        rows.append(f"| `{item.name}` | `{flag}` | {_number(least)} | {_number(most)} |\n")
+    return "".join(rows)
+
+
+def _number(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, int) and value >= 2**20 and value % 2**20 == 0:
+        return f"{value // 2**20:,} MiB" if value < 2**30 else f"{value // 2**30:,} GiB"
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
+
+
+def test_the_command_line_reference_is_the_parser() -> None:
+    page = ROOT / "docs" / "cli.md"
+    expected = cli_reference()
+    if REFRESH and (not page.exists() or page.read_text(encoding="utf-8") != expected):
+        page.write_text(expected, encoding="utf-8")
+    assert page.read_text(encoding="utf-8") == expected, "docs/cli.md drifted: refresh it"
+
+
+def test_the_generated_parts_are_the_code() -> None:
+    parts = generated_parts()
+    seen = set()
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+
+        def fill(match: re.Match[str]) -> str:
+            seen.add(match.group(2))
+            return match.group(1) + parts[match.group(2)] + match.group(4)
+
+        new = GENERATED.sub(fill, text)
+        if REFRESH and new != text:
+            page.write_text(new, encoding="utf-8")
+        assert page.read_text(encoding="utf-8") == new, f"{page.name}: generated parts drifted"
+    assert seen == set(parts), f"generated parts on no page: {set(parts) - seen}"
