@@ -298,11 +298,3 @@ def test_identical_calls_in_flight_at_once_are_sent_once(cache: ResponseCache) -
     for t in threads:
         t.join(10)
     assert calls == ["same"] and replies == ["PASS"] * 6
-
-
-def test_peek_reads_the_stored_reply_without_calling(tmp_path: Path) -> None:
-    with ResponseCache(tmp_path / "c.sqlite3") as store:
-        model = cached(lambda prompt: prompt.upper(), store, spec="py:t:upper")
-        assert model.peek("hi") is None
-        model("hi")
-        assert str(model.peek("hi")) == "HI"

@@ -490,3 +490,30 @@ def test_cli_calibrate_bad_labels_file_names_the_line(
     labels.write_text('{"id": "a", "label": "PASS"}\n{"id": "b"}\n')
     assert main(["calibrate", str(results), str(labels)]) == 2
     assert f"{labels}:2: expected a field 'label'" in capsys.readouterr().err
+
+
+def test_cli_calibrate_says_the_judge_gave_one_verdict_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the judge failed all 20; the human failed 8: they agree on 8, not on all 20
+    results = write_jsonl(tmp_path / "r.jsonl", [result_row(f"c{i:02d}", F) for i in range(20)])
+    labels = write_jsonl(
+        tmp_path / "l.jsonl", [label_record(f"c{i:02d}", F if i < 8 else P) for i in range(20)]
+    )
+    assert main(["calibrate", str(results), str(labels)]) == 0
+    out = capsys.readouterr().out
+    assert "agree on all" not in out
+    assert "no interval: the judge gave one verdict only (FAIL on all 20 parsed cases)" in out
+    assert "not your criterion (the judge gave one verdict only" in out
+    assert "so kappa is 0 whatever your labels say" in out
+
+
+def test_labels_of_one_kind_are_said_so_where_kappa_has_no_interval() -> None:
+    # the judge varies, the human passed all 20: kappa is 0 and its variance 0
+    cal = calibrate([P, F] * 10, [P] * 20)
+    assert cal.kappa == 0.0 and cal.kappa_interval is None
+    assert cal.kappa_interval_undefined == (
+        "you gave one label only (PASS on all 20 parsed cases), so kappa is 0 whatever the "
+        "judge's verdicts say: it cannot tell a judge that catches failures from one that does not"
+    )
+    assert "rater" not in cal.to_text() and "agree on all" not in cal.to_text()

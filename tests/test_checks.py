@@ -426,6 +426,8 @@ def test_every_expect_key_builds_its_named_checks_in_a_fixed_order() -> None:
         "max_chars": 400,
         "not_regex": [r"\d+\.\d{2}\b"],
         "regex": r"\$\d",
+        "not_contains_i": ["ARS 1250"],
+        "contains_i": "juan",
         "not_contains": ["1250.5"],
         "contains": "$1.250,50",
         "range": {"amount": [1, None]},
@@ -444,6 +446,8 @@ def test_every_expect_key_builds_its_named_checks_in_a_fixed_order() -> None:
         "range:amount",
         "contains:$1.250,50",
         "not_contains:1250.5",
+        "contains_i:juan",
+        "not_contains_i:ARS 1250",
         r"regex:\$\d",
         r"not_regex:\d+\.\d{2}\b",
         "max_chars",
@@ -645,7 +649,7 @@ def test_user_checks_may_return_bool_pair_or_result(returned: Any, expected: Che
     assert run_one(NamedCheck("mine", lambda output: returned), "x") == expected
 
 
-@pytest.mark.parametrize("returned", [None, 1, "PASS", (1, "x"), (True,), [True, "x"]])
+@pytest.mark.parametrize("returned", [1, "PASS", 0.0, (1, "x"), (True,), [True, "x"]])
 def test_other_return_values_fail_rather_than_pass_by_truthiness(returned: Any) -> None:
     result = run_one(NamedCheck("mine", lambda output: returned), "x")
     assert result.passed is False

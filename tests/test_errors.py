@@ -28,3 +28,11 @@ def test_input_error_names_only_what_it_knows() -> None:
 def test_describe_json_and_did_you_mean() -> None:
     assert (describe_json([1, 2]), describe_json({"a": 1})) == ("a list", "an object")
     assert did_you_mean("zzz", ["contains"]) is None
+
+
+def test_an_input_error_quotes_a_few_hundred_characters_of_its_input_on_one_line() -> None:
+    criterion = "Is it polite?\n" * 150_000  # 2 MB
+    error = InputError(f"unknown criterion {criterion!r}", path="k" * 2**20, field="x\n" * 1000)
+    message = str(error)
+    assert "\n" not in message and len(message) < 1200
+    assert message.startswith("…kkk") and message.endswith(" (2,250,020 characters)")

@@ -396,3 +396,151 @@ def test_the_command_line_returns_an_exit_code_for_any_arguments(argv: list[str]
         except SystemExit as stop:
             code = stop.code if isinstance(stop.code, int) else 2
     assert isinstance(code, int)
+
+
+# --- the suite file, the settings and the other files a run reads: bounded children
+
+
+def _deep_toml(depth: int = 100_000) -> str:
+    return "x = " + "[" * depth + "]" * depth + "\n"
+
+
+def _blank_lines_gzip() -> bytes:
+    import zlib
+
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # the gzip format
+    parts = [packer.compress(b"\n" * 2**20) for _ in range(64)]  # 64 Mi blank lines
+    return b"".join([*parts, packer.flush()])
+
+
+SUITE = 'cases = "cases.jsonl"\n'
+# name -> (files to write: name -> text or bytes, or a symlink target after "->"; argv; says)
+SUITE_CORPUS: dict[str, tuple[dict[str, str | bytes], list[str], str]] = {
+    "config-dev-zero": ({}, ["run", "--config", "/dev/zero"], "longer than 262,144 bytes"),
+    "suite-one-huge-comment": (
+        {"tinyeval.toml": SUITE + "#" * 300_000 + "\n"},
+        ["run"],
+        "the most tinyeval reads",
+    ),
+    "suite-deep-toml": ({"tinyeval.toml": SUITE + _deep_toml()}, ["run"], "nested too deeply"),
+    "parent-pyproject-deep": (
+        {"pyproject.toml": _deep_toml(), "sub/cases.jsonl": '{"id": "a", "output": "x"}\n'},
+        ["run", "cases.jsonl", "--sub"],
+        "pyproject.toml: not valid TOML",
+    ),
+    "suite-huge-int": (
+        {"tinyeval.toml": SUITE + "concurrency = " + "9" * 5000 + "\n"},
+        ["run"],
+        "tinyeval.toml: not valid TOML: an integer longer than",
+    ),
+    "suite-nul-in-a-path": (
+        {"tinyeval.toml": SUITE + '[reports]\nout = "a\\u0000b"\n'},
+        ["run"],
+        "tinyeval.toml:3: reports.out: a NUL character",
+    ),
+    "suite-concurrency-bound": (
+        {"tinyeval.toml": SUITE + "concurrency = 100000000\n"},
+        ["run"],
+        "tinyeval.toml:2: concurrency: must be at most 1,024",
+    ),
+    "suite-votes-bound": (
+        {"tinyeval.toml": SUITE + '[[judges]]\ncriterion = "Is polite."\nvotes = 10000001\n'},
+        ["run"],
+        "judges[0].votes: must be at most 101",
+    ),
+    "suite-html-over-itself": (
+        {"tinyeval.toml": SUITE + '[reports]\nhtml = "tinyeval.toml"\n'},
+        ["run"],
+        "html: tinyeval.toml is the input file tinyeval.toml",
+    ),
+    "html-over-pyproject": (
+        {"pyproject.toml": '[tool.tinyeval]\ncases = "cases.jsonl"\n'},
+        ["run", "--html", "pyproject.toml"],
+        "is the input file",
+    ),
+    "out-over-cases": ({}, ["run", "cases.jsonl", "--out", "cases.jsonl"], "is the input file"),
+    "suite-dangling-symlink": (
+        {"tinyeval.toml": "->nowhere.toml"},
+        ["run", "cases.jsonl"],
+        "tinyeval.toml: cannot be read as a suite file",
+    ),
+    "suite-symlink-loop": (
+        {"tinyeval.toml": "->tinyeval.toml"},
+        ["run"],
+        "tinyeval.toml: cannot be read as a suite file",
+    ),
+    "invalid-pyproject-here": (
+        {"pyproject.toml": "[tool\n"},
+        ["run", "cases.jsonl"],
+        "pyproject.toml:1: not valid TOML",
+    ),
+    "misspelt-key-with-cases-given": (
+        {"tinyeval.toml": SUITE + "treshold = 0.8\n"},
+        ["run", "cases.jsonl"],
+        "tinyeval.toml:2: treshold: unknown key; did you mean 'thresholds'?",
+    ),
+    "cli-concurrency-bound": ({}, ["run", "cases.jsonl", "--concurrency", "1000000"], "1,024"),
+    "cli-votes-bound": (
+        {},
+        ["run", "cases.jsonl", "--criterion", "Is polite.", "--votes", "10000001"],
+        "--votes: must be at most 101",
+    ),
+    "cli-trials-bound": (
+        {},
+        ["run", "cases.jsonl", "--generate-model", "builtin", "--trials", "100000000"],
+        "--trials: must be at most 1,000",
+    ),
+    "cli-timeout-not-finite": ({}, ["run", "cases.jsonl", "--timeout", "nan"], "finite number"),
+    "executor-bad-ipv6": (
+        {},
+        ["run", "cases.jsonl", "--executor", "dask://[::1"],
+        "--executor: 'dask://[::1' is not a HOST:PORT address",
+    ),
+    "executor-port-out-of-range": (
+        {},
+        ["run", "cases.jsonl", "--executor", "dask://127.0.0.1:99999"],
+        "is not a HOST:PORT address",
+    ),
+    "rubric-dev-zero": (
+        {},
+        ["run", "cases.jsonl", "--rubric", "/dev/zero"],
+        "the rubric is longer than 262,144 bytes",
+    ),
+    "rubric-too-big": (
+        {"rubric.txt": "Is it polite? " * 50_000},
+        ["run", "cases.jsonl", "--rubric", "rubric.txt"],
+        "rubric.txt",
+    ),
+    "prompt-template-dev-zero": (
+        {},
+        ["run", "cases.jsonl", "--generate-model", "builtin", "--prompt-template", "/dev/zero"],
+        "the template is longer than",
+    ),
+    "cases-gzip-of-blank-lines": (
+        {"bomb.jsonl.gz": _blank_lines_gzip()},
+        ["run", "bomb.jsonl.gz"],
+        "more than 2,000,000 lines",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SUITE_CORPUS))
+def test_hostile_suite_settings_and_files_are_refused_in_one_line(
+    tmp_path: Path, name: str
+) -> None:
+    from hostile import assert_refused, refused_run
+
+    files, argv, says = SUITE_CORPUS[name]
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "output": "x"}\n')
+    for relative, content in files.items():
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        elif content.startswith("->"):
+            path.symlink_to(content[2:])
+        else:
+            path.write_text(content, encoding="utf-8")
+    cwd = tmp_path / "sub" if "--sub" in argv else tmp_path
+    done, written = refused_run([arg for arg in argv if arg != "--sub"], cwd)
+    assert_refused(done, written, name, says=says)

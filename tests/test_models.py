@@ -23,13 +23,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tinyeval import models
-from tinyeval._http import BACKOFF_CAP, RETRY_AFTER_CAP
+from tinyeval._http import BACKOFF_CAP, RETRY_AFTER_CAP, parse_retry_after
 from tinyeval.models import (
     ModelCallError,
     ModelConfigError,
     Reply,
     as_model,
-    parse_retry_after,
     resolve,
     scrub,
 )

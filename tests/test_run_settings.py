@@ -140,3 +140,37 @@ def test_progress_counts_rows_and_says_the_time_left() -> None:
         "3/4 · 0.5 cases/s · ETA 2s · 1 failed · 1 errors"
     )
     assert Progress(2).line().startswith("0/2 · 0.0 cases/s · ETA ? ·")
+
+
+@pytest.mark.parametrize(
+    ("given", "field", "reason"),
+    [
+        ({"concurrency": 10**8}, "concurrency", "must be at most 1,024, got 100,000,000"),
+        ({"votes": 10_000_001}, "votes", "must be at most 101, got 10,000,001"),
+        ({"trials": 10**8}, "trials", "must be at most 1,000, got 100,000,000"),
+        ({"max_tokens": 10**9}, "max_tokens", "must be at most 1,000,000, got 1,000,000,000"),
+        ({"timeout": 1e9}, "timeout", "must be at most 86,400, got 1e+09"),
+        ({"case_timeout": float("inf")}, "case_timeout", "expected a finite number, got inf"),
+        ({"concurrency": 10**5000}, "concurrency", "must be at most 1,024, got a number of more"),
+        ({"out": "rows\x00.jsonl"}, "out", "a NUL character (\\x00) in the value"),
+        ({"rubric": ["r\x00.txt"]}, "rubric", "a NUL character (\\x00) in the value"),
+    ],
+)
+def test_settings_past_their_bounds_or_holding_nul_are_refused_by_the_session(
+    given: dict, field: str, reason: str
+) -> None:
+    from tinyeval.session import Session
+
+    with pytest.raises(InputError) as caught:
+        Session(RunSettings(cases="c.jsonl", **given))
+    assert caught.value.field == field and caught.value.reason.startswith(reason)
+
+
+def test_every_bound_is_declared_once_and_the_suite_file_uses_it() -> None:
+    from dataclasses import fields
+
+    from tinyeval.suite import _MODEL, _most
+
+    bounded = {f.name: f.metadata["most"] for f in fields(RunSettings) if "most" in f.metadata}
+    assert {"concurrency", "votes", "trials", "max_tokens", "timeout"} <= set(bounded)
+    assert _MODEL["max_tokens"].keywords["most"] == bounded["max_tokens"] == _most("max_tokens")

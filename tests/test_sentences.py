@@ -104,9 +104,11 @@ def test_sample_size_sentence_is_fleiss_rounded_up() -> None:
     said = sample_size_sentence(0.90, 0.85)
     assert str(said) == (
         "To detect a drop from 90% to 85% with 80% power at α = 0.05 you need 686 cases per run."
+        " Test: two-proportion z-test (runs on different cases)."
     )
     assert said.fields == {"statistic": "sample-size", "baseline": 0.90, "target": 0.85,
-                           "alpha": 0.05, "continuity": False, "power": 0.80, "n": 686}  # fmt: skip
+                           "alpha": 0.05, "continuity": False, "power": 0.80, "n": 686,
+                           "test": "two-proportion z-test (runs on different cases)"}  # fmt: skip
 
 
 def test_sample_size_sentence_with_a_rise_other_settings_and_the_continuity_correction() -> None:
@@ -116,6 +118,7 @@ def test_sample_size_sentence_with_a_rise_other_settings_and_the_continuity_corr
     assert str(said) == (
         "To detect a rise from 80% to 90% with 90% power at α = 0.01 you need "
         f"{math.ceil(corrected)} cases per run (with Fleiss' continuity correction)."
+        " Test: two-proportion z-test (runs on different cases)."
     )
 
 
@@ -130,6 +133,7 @@ def test_sample_size_sentence_with_a_judge_says_the_shrink_and_its_cost() -> Non
         "per run: the judge (sensitivity 95%, specificity 80%) shrinks every true difference by "
         f"(sensitivity + specificity − 1) = 0.75, which costs {needed - perfect} cases more than "
         f"the {perfect} a perfect judge would need."
+        " Test: two-proportion z-test (runs on different cases)."
     )
     assert (said.fields["n"], said.fields["n_perfect_judge"]) == (needed, perfect)
     assert said.fields["judge_source"] == "cal.json"
@@ -142,6 +146,7 @@ def test_power_sentence_matches_the_z_test_by_hand() -> None:
     assert str(said) == (
         f"With 200 cases per run, a drop from 90% to 85% is detected with {chance:.1%} power at "
         "α = 0.05; 80% power needs 686 cases per run."
+        " Test: two-proportion z-test (runs on different cases)."
     )
     assert said.fields["power"] == pytest.approx(chance)
     assert said.fields["n_for_80_percent"] == 686
@@ -160,6 +165,7 @@ def test_power_sentence_with_a_judge_gives_the_perfect_judges_figures() -> None:
         ". The judge (sensitivity 95%, specificity 80%) shrinks every true difference by "
         f"(sensitivity + specificity − 1) = 0.75: a perfect judge would detect it with "
         f"{perfect:.1%} power, and 80% power costs {needed - perfect_n} cases more than its 686."
+        " Test: two-proportion z-test (runs on different cases)."
     )
 
 
@@ -170,6 +176,7 @@ def test_detectable_sentence_reports_the_drop_detected_with_the_planned_power() 
     assert str(said) == (
         "With 40 cases per run and a 90% baseline, the smallest drop you can detect with 80% "
         f"power at α = 0.05 is to {0.90 - drop:.1%} ({drop * 100:.1f} points)."
+        " Test: two-proportion z-test (runs on different cases)."
     )
     assert said.fields["target"] == pytest.approx(0.90 - drop)
 
@@ -179,7 +186,7 @@ def test_detectable_sentence_says_when_no_drop_is_detectable() -> None:
     assert power_by_hand(0.90, 1e-12, 2) < 0.80
     said = detectable_sentence(0.90, 2)
     assert said.fields["drop"] is None and said.fields["target"] is None
-    assert str(said).endswith(" does not exist: not even a drop to 0% is detected reliably.")
+    assert " does not exist: not even a drop to 0% is detected reliably. Test: " in str(said)
 
 
 def test_detectable_sentence_with_a_judge_prices_the_perfect_judges_drop() -> None:
@@ -192,7 +199,7 @@ def test_detectable_sentence_with_a_judge_prices_the_perfect_judges_drop() -> No
     assert power_by_hand(0.9, 0.9 - perfect, 500) == pytest.approx(0.80, abs=1e-6)
     through = math.ceil(fleiss_n(seen(0.9, 5 / 6, 1), seen(0.9 - perfect, 5 / 6, 1)) - 1e-9)
     assert said.fields["n_for_perfect_judge_drop"] == through
-    assert f"takes {through} cases per run ({through - 500} more)." in str(said)
+    assert f"takes {through} cases per run ({through - 500} more). Test: " in str(said)
     assert "(sensitivity 83.33%, specificity 100%)" in str(said)
     assert "(sensitivity + specificity − 1) = 0.833" in str(said)
 
@@ -200,7 +207,7 @@ def test_detectable_sentence_with_a_judge_prices_the_perfect_judges_drop() -> No
 def test_detectable_sentence_when_not_even_a_perfect_judge_detects_a_drop() -> None:
     said = detectable_sentence(0.90, 2, sensitivity=0.95, specificity=0.8)
     assert said.fields["drop"] is None and said.fields["drop_perfect_judge"] is None
-    assert str(said).endswith("; not even a perfect judge would detect a drop reliably here.")
+    assert "; not even a perfect judge would detect a drop reliably here. Test: " in str(said)
 
 
 def test_planning_refuses_what_the_statistics_refuse_without_naming_an_option() -> None:

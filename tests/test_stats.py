@@ -602,7 +602,8 @@ def test_cli_sample_size_sentence(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(capsys, "sample-size", "--baseline", "0.90", "--target", "0.85")
     assert code == 0
     assert out == (
-        "To detect a drop from 90% to 85% with 80% power at α = 0.05 you need 686 cases per run.\n"
+        "To detect a drop from 90% to 85% with 80% power at α = 0.05 you need 686 cases per run."
+        " Test: two-proportion z-test (runs on different cases).\n"
     )
 
 
@@ -618,7 +619,7 @@ def test_cli_power_and_detectable_sentences(capsys: pytest.CaptureFixture[str]) 
     code, out, _ = run_cli(capsys, "detectable", "--baseline", "0.90", "--n", "40")
     drop = detectable_difference(0.90, 40)
     assert code == 0
-    assert out.rstrip().endswith(f"is to {0.90 - drop:.1%} ({drop * 100:.1f} points).")
+    assert f"is to {0.90 - drop:.1%} ({drop * 100:.1f} points). Test: two-proportion" in out
 
 
 def test_cli_detectable_says_when_no_drop_is_detectable(capsys: pytest.CaptureFixture[str]) -> None:
@@ -660,7 +661,8 @@ def test_cli_json_keys(capsys: pytest.CaptureFixture[str], argv: list[str], keys
     code, out, _ = run_cli(capsys, *argv, "--json")
     report = json.loads(out)
     assert code == 0
-    assert set(report) == keys | {"statistic", "sentence"}
+    planning = {"test"} if argv[0] in ("sample-size", "power", "detectable") else set()
+    assert set(report) == keys | planning | {"statistic", "sentence"}
     assert report["statistic"] == argv[0]
 
 

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -93,3 +95,52 @@ def test_two_runs_in_github_actions_leave_both_summaries_and_annotate_the_failin
 
     gate = next(s for s in ET.parse(folder / "j.xml").getroot() if s.get("name") == "tinyeval.gate")
     assert [c.get("name") for c in gate if c.find("failure") is not None] == ["amount_extraction"]
+
+
+CASE = '{"id": "a", "category": "tone", "output": "x", "expect": {"contains": ["y"]}}\n'
+
+
+def test_a_suite_file_here_applies_when_cases_are_given_and_the_summary_names_it(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "mine.jsonl").write_text(CASE)
+    (tmp_path / "tinyeval.toml").write_text('cases = "c.jsonl"\n[thresholds]\ntone = 0.8\n')
+    done = tinyeval("run", "mine.jsonl", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr  # tone 0/1 blocks at 0.8
+    assert "suite tinyeval.toml" in done.stdout and "cases" in done.stdout
+
+
+def test_the_suite_search_stops_at_the_repository_root(tmp_path: Path) -> None:
+    (tmp_path / "tinyeval.toml").write_text('cases = "c.jsonl"\n[thresholds]\ntone = 0.8\n')
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "mine.jsonl").write_text(CASE)
+    done = tinyeval("run", "mine.jsonl", "--json", cwd=repo)
+    assert done.returncode == 0, done.stderr  # the parent's threshold does not reach here
+    assert json.loads(done.stdout)["suite"] is None
+    alone = tinyeval("run", cwd=repo)
+    assert alone.returncode == 2 and "give a CASES file" in alone.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs chown")
+def test_the_suite_search_stops_before_a_directory_of_another_user(tmp_path: Path) -> None:
+    top = tmp_path / "shared"
+    mine = top / "mine"
+    mine.mkdir(parents=True)
+    (top / "tinyeval.toml").write_text('cases = "c.jsonl"\n[models.judge]\nspec = "cmd:x"\n')
+    (mine / "mine.jsonl").write_text(CASE)
+    os.chown(top, 65534, 65534)
+    done = tinyeval("run", "mine.jsonl", "--json", cwd=mine)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["suite"] is None
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs chown")
+def test_a_suite_file_here_in_a_directory_of_another_user_is_refused_not_skipped(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "mine.jsonl").write_text(CASE)
+    (tmp_path / "tinyeval.toml").write_text('cases = "c.jsonl"\n[thresholds]\ntone = 0.8\n')
+    os.chown(tmp_path, 65534, 65534)
+    done = tinyeval("run", "mine.jsonl", cwd=tmp_path)
+    assert done.returncode == 2 and "owned by another user" in done.stderr, done.stderr

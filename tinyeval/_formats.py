@@ -16,7 +16,7 @@ import re
 import sys
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
 
@@ -24,6 +24,9 @@ from . import _extra
 from .errors import InputError, TinyevalError, describe_json, json_problem, plural, shorten
 
 __all__ = [
+    "MAX_CONFIG_BYTES",
+    "MAX_FILE_BYTES",
+    "MAX_LINES",
     "MAX_LINE_BYTES",
     "MAX_TEXT_BYTES",
     "YAML_MAX_EXPANSION",
@@ -75,19 +78,38 @@ MAX_LINE_BYTES = 64 * 2**20
 MAX_TEXT_BYTES = MAX_LINE_BYTES
 """The largest file read whole (JSON, YAML, :func:`read_text`), in bytes (64 MiB)."""
 
+MAX_FILE_BYTES = 2**30
+"""The most bytes read from one file, after decompression (1 GiB)."""
+
+MAX_LINES = 2_000_000
+"""The most lines read from one file, blank ones included."""
+
+MAX_CONFIG_BYTES = 256 * 2**10
+"""The largest suite file, rubric or prompt template, in bytes (256 KiB)."""
+
 _CHUNK = 2**20  # bytes read at a time: memory stays near the line cap, whatever the file
 
 
-def _too_long(limit: int, path: str, line: int, what: str) -> DatasetError:
+def _too_long(limit: int, path: str, line: int, what: str, knob: str | None) -> DatasetError:
+    more = f" (max_line_bytes); is this the right file? pass a larger {knob} to read it"
+    reason = f"{what} is longer than {plural(limit, 'byte')}"
+    if knob is None:
+        more = ", the most tinyeval reads of it; is this the right file?"
+    return DatasetError(reason + more, path=path, line=line)
+
+
+def _too_big(path: str, line: int, what: str) -> DatasetError:
     return DatasetError(
-        f"{what} is longer than {plural(limit, 'byte')} (max_line_bytes); is this the right"
-        " file? pass a larger max_line_bytes to read it",
+        f"the file holds more than {what}, the most tinyeval reads from one file; "
+        "is this the right file? split it",
         path=path,
         line=line,
     )
 
 
-def _lines(raw: IO[bytes], path: str, limit: int, what: str) -> Iterator[tuple[int, str]]:
+def _lines(
+    raw: IO[bytes], path: str, limit: int, what: str, knob: str | None = "max_line_bytes"
+) -> Iterator[tuple[int, str]]:
     """The lines decoded from UTF-8 (a BOM dropped), endings kept, numbered; a line over
     ``limit`` bytes is refused before more of it is held (``/dev/zero``, a gzip bomb).
 
@@ -95,9 +117,8 @@ def _lines(raw: IO[bytes], path: str, limit: int, what: str) -> Iterator[tuple[i
     >>> list(_lines(io.BytesIO(b"\\xef\\xbb\\xbfa\\r\\nb"), "f.jsonl", 10, "the line"))
     [(1, 'a\\r\\n'), (2, 'b')]
     """
-    number = 0
+    number = total = size = 0
     pending: list[bytes] = []
-    size = 0
 
     def decoded(data: bytes) -> str:
         try:
@@ -112,11 +133,15 @@ def _lines(raw: IO[bytes], path: str, limit: int, what: str) -> Iterator[tuple[i
         return text[1:] if number == 1 and text.startswith("\ufeff") else text
 
     while chunk := raw.read(_CHUNK):
-        start = 0
+        start, total = 0, total + len(chunk)
+        if total > MAX_FILE_BYTES:
+            raise _too_big(path, number + 1, plural(MAX_FILE_BYTES, "byte"))
         while (end := chunk.find(b"\n", start)) >= 0:
             number += 1
+            if number > MAX_LINES:
+                raise _too_big(path, number, plural(MAX_LINES, "line"))
             if size + end - start > limit:
-                raise _too_long(limit, path, number, what)
+                raise _too_long(limit, path, number, what, knob)
             piece = chunk[start : end + 1]
             yield number, decoded(b"".join([*pending, piece]) if pending else piece)
             pending, size, start = [], 0, end + 1
@@ -124,19 +149,21 @@ def _lines(raw: IO[bytes], path: str, limit: int, what: str) -> Iterator[tuple[i
             pending.append(chunk[start:])
             size += len(chunk) - start
             if size > limit:
-                raise _too_long(limit, path, number + 1, what)
+                raise _too_long(limit, path, number + 1, what, knob)
     if pending:
         number += 1
         yield number, decoded(b"".join(pending))
 
 
-def _read_whole(raw: IO[bytes], path: str, limit: int, what: str) -> str:
+def _read_whole(
+    raw: IO[bytes], path: str, limit: int, what: str, knob: str | None = "max_line_bytes"
+) -> str:
     """A whole document, refused past ``limit`` bytes."""
     parts, size = [], 0
-    for number, text in _lines(raw, path, limit, what):
+    for number, text in _lines(raw, path, limit, what, knob):
         size += len(text)
         if size > limit:
-            raise _too_long(limit, path, number, what)
+            raise _too_long(limit, path, number, what, knob)
         parts.append(text)
     return "".join(parts)
 
@@ -196,11 +223,36 @@ class _json_errors:
 def _decode_json(text: str, path: str, line: int | None, field: str | None = None) -> Any:
     """One JSON value; a duplicate key, too deep a nesting, too long an integer or a lone
     surrogate is a one-line :class:`DatasetError` (a syntax error stays a JSONDecodeError)."""
-    with _json_errors(path, line, field):
-        value = _DECODER.decode(text)
+    try:
+        with _json_errors(path, line, field):
+            value = _DECODER.decode(text)
+    except DatasetError as exc:  # name the member at fault: file:line:field
+        member = None if field else _member_at_fault(text)
+        raise DatasetError(exc.reason, path=path, line=line, field=member or field) from None
     if _SURROGATE_ESCAPE.search(text):
         _refuse_surrogates(value, path, line, field)
     return value
+
+
+def _member_at_fault(text: str) -> str | None:
+    """The key of the top-level member of a JSON object whose value alone cannot be read."""
+    position = _skip_space(text, 0)
+    with suppress(ValueError, IndexError):
+        while text[position] in "{,":
+            position = _skip_space(text, position + 1)
+            key, position = _DECODER.raw_decode(text, position)
+            position = _skip_space(text, text.index(":", position) + 1)
+            try:
+                position = _skip_space(text, _DECODER.raw_decode(text, position)[1])
+            except (ValueError, RecursionError, TinyevalError):
+                return str(key)
+    return None
+
+
+def _skip_space(text: str, position: int) -> int:
+    while position < len(text) and text[position] in " \t\r\n":
+        position += 1
+    return position
 
 
 def _refuse_surrogates(value: Any, path: str, line: int | None, field: str | None) -> None:
@@ -457,7 +509,10 @@ def _yaml_loader(yaml: Any) -> Any:
     class Loader(yaml.SafeLoader):
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             seen: set[Any] = set()
-            for key_node, _ in node.value:
+            written: dict[str, str] = {}  # an id as written: 0123, not 83
+            for key_node, value_node in node.value:
+                if key_node.value == "id" and value_node.tag.endswith((":int", ":float")):
+                    written["id"] = value_node.value
                 key = self.construct_object(key_node, deep=True)
                 try:
                     twice = key in seen
@@ -471,7 +526,7 @@ def _yaml_loader(yaml: Any) -> Any:
                         f"duplicate key {key!r} in a mapping",
                         key_node.start_mark,
                     )
-            return super().construct_mapping(node, deep=deep)
+            return super().construct_mapping(node, deep=deep) | written
 
     return Loader
 
@@ -531,6 +586,8 @@ def _check_limit(limit: Any, name: str) -> None:
 
 
 def _open_bytes(path: str) -> IO[bytes]:
+    if "\x00" in path:
+        raise DatasetError("a NUL character (\\x00) in the file name", path=repr(path)[1:-1])
     if path == "-":
         return sys.stdin.buffer
     if path.lower().endswith(".gz"):
@@ -577,7 +634,7 @@ def read_text(
     """
     _check_limit(max_bytes, "max_bytes")
     with _opened(str(path), error) as raw:
-        return _read_whole(raw, str(path), max_bytes, what)
+        return _read_whole(raw, str(path), max_bytes, what, None)
 
 
 def iter_json_lines(

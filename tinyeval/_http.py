@@ -103,13 +103,7 @@ def _host_port(url: str) -> str:
 def _public_url(url: str) -> str:
     """The URL without user info, query or fragment (those may hold credentials)."""
     parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or "?"
-    host = f"[{host}]" if ":" in host else host
-    try:
-        port = f":{parts.port}" if parts.port is not None else ""
-    except ValueError:
-        port = ""
-    return f"{parts.scheme}://{host}{port}{parts.path}"
+    return f"{parts.scheme}://{_host_port(url)}{parts.path}"
 
 
 def _quota_exhausted(body: bytes) -> bool:
@@ -124,16 +118,6 @@ def _quota_exhausted(body: bytes) -> bool:
     details: dict[str, Any] = error["details"] if isinstance(error.get("details"), dict) else {}
     codes = {error.get("code"), error.get("type"), details.get("error_code")}
     return bool(codes & _QUOTA_CODES)
-
-
-def _read_quietly(response: urllib.error.HTTPError) -> bytes:
-    """The start of an error reply's body: enough for its message."""
-    import http.client
-
-    try:
-        return response.read(_ERROR_BODY_BYTES)
-    except (OSError, http.client.HTTPException):
-        return b""
 
 
 class _TooLarge(TinyevalError):
@@ -289,11 +273,14 @@ def _forms_longest_first(secrets: frozenset[str]) -> tuple[str, ...]:
 
 
 def _escaped_forms(secret: str) -> set[str]:
-    """A secret as it may appear in text: raw, stripped, repr-, JSON- and percent-escaped."""
+    """A secret as it may appear in text: raw, stripped, escaped (repr, JSON, percent, HTML),
+    and its UTF-8 bytes in base64 and hex."""
+    import base64
+    import html
+
     forms = set()
-    for value in {secret, secret.strip()}:
-        if not value:
-            continue
+    for value in {secret, secret.strip()} - {""}:
+        escaped = html.escape(value)
         forms.update(
             {
                 value,
@@ -303,10 +290,16 @@ def _escaped_forms(secret: str) -> set[str]:
                 urllib.parse.quote(value, safe=""),
                 urllib.parse.quote_plus(value, safe=""),
                 urllib.parse.quote(value),
+                escaped,
+                escaped.replace("&#x27;", "&#39;"),
+                html.escape(value, quote=False),
             }
         )
         with contextlib.suppress(UnicodeEncodeError):
-            forms.add(repr(value.encode("utf-8"))[2:-1])
+            data = value.encode("utf-8")
+            forms.update({repr(data)[2:-1], data.hex(), data.hex().upper()})
+            for encoded in (base64.b64encode(data), base64.urlsafe_b64encode(data)):
+                forms.update({encoded.decode(), encoded.decode().rstrip("=")})
     return forms
 
 
@@ -361,8 +354,9 @@ class _Poster:
                 retryable=False,
             )
         except urllib.error.HTTPError as exc:
-            with exc:
-                body = _read_quietly(exc)
+            body = b""
+            with exc, contextlib.suppress(OSError, http.client.HTTPException):
+                body = exc.read(_ERROR_BODY_BYTES)  # enough for its message
             return self._http_failure(exc.code, exc.headers, body)
         except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
             if watchdog.fired:

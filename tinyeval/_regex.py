@@ -1,9 +1,6 @@
-"""Bounding user regexes: refuse exponential shapes, run the rest under a time budget.
-
-Python's ``re`` backtracks (``^(a+)+$`` is exponential on "aaa…ab") and a thread running it
-cannot be stopped. So the shapes known to backtrack exponentially (an unbounded quantifier
-over one, or over alternatives that can start alike) are refused at build time, and a pattern
-with any unbounded quantifier runs in a worker process killed past its time budget.
+"""Bounding user regexes: the shapes known to backtrack exponentially are refused when a check
+is built; a pattern with any unbounded quantifier runs in a worker process killed past its time
+budget (a thread running ``re`` cannot be stopped).
 
 >>> exponential_shape(re.compile(r"^(a+)+$")) is not None, can_backtrack(re.compile("abc"))
 (True, False)
@@ -25,8 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # started on the first search that needs a time limit
     import subprocess
-
-__all__ = ["REGEX_TIMEOUT", "bounded_search", "can_backtrack", "exponential_shape"]
 
 REGEX_TIMEOUT = 2.0
 """Seconds a user regex may take on one output before its check fails."""
@@ -94,19 +89,15 @@ def _first_items(sequence: Any) -> list[tuple[Any, Any]] | None:
     return items
 
 
-_CATEGORY_TESTS = {
-    "CATEGORY_DIGIT": re.compile(r"\d"),
-    "CATEGORY_NOT_DIGIT": re.compile(r"\D"),
-    "CATEGORY_SPACE": re.compile(r"\s"),
-    "CATEGORY_NOT_SPACE": re.compile(r"\S"),
-    "CATEGORY_WORD": re.compile(r"\w"),
-    "CATEGORY_NOT_WORD": re.compile(r"\W"),
+_CATEGORY_TESTS = {  # CATEGORY_DIGIT: \d, CATEGORY_NOT_DIGIT: \D, ...
+    f"CATEGORY_{negated}{name}": re.compile("\\" + (letter.upper() if negated else letter))
+    for name, letter in (("DIGIT", "d"), ("SPACE", "s"), ("WORD", "w"))
+    for negated in ("", "NOT_")
 }
 
 
 def _in_class(items: Any, code: int) -> bool:
-    negate = False
-    found = False
+    negate = found = False
     for op, argument in items:
         if op is _sre_constants.NEGATE:
             negate = True
@@ -124,12 +115,10 @@ def _in_class(items: Any, code: int) -> bool:
 
 def _may_start_with(item: tuple[Any, Any], code: int) -> bool:
     op, argument = item
-    if op is _sre_constants.LITERAL:
-        return bool(argument == code)
-    if op is _sre_constants.NOT_LITERAL:
-        return bool(argument != code)
     if op is _sre_constants.IN:
         return _in_class(argument, code)
+    if op is _sre_constants.LITERAL or op is _sre_constants.NOT_LITERAL:
+        return (argument == code) is (op is _sre_constants.LITERAL)
     return True  # ANY
 
 
@@ -284,21 +273,6 @@ class _RegexWorker:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[str] | None = None
 
-    def _start(self) -> subprocess.Popen[str]:
-        import subprocess
-
-        if self._process is None or self._process.poll() is not None:
-            self._process = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-c", _WORKER_SOURCE],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                text=True,
-                encoding="utf-8",
-                errors="surrogatepass",
-            )
-        return self._process
-
     def _kill(self) -> None:
         process, self._process = self._process, None
         if process is not None:
@@ -313,27 +287,33 @@ class _RegexWorker:
         self, compiled: re.Pattern[str], text: str, timeout: float
     ) -> tuple[int, int] | None:
         """``(start, end)`` of the first match, None without one; TimeoutError past ``timeout``."""
+        import subprocess
+
         request = json.dumps([compiled.pattern, compiled.flags, text]) + "\n"
         with self._lock:
-            process = self._start()
-            assert process.stdin is not None and process.stdout is not None
+            if self._process is None or self._process.poll() is not None:
+                self._process = subprocess.Popen(
+                    [sys.executable, "-I", "-S", "-c", _WORKER_SOURCE],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    text=True,
+                    encoding="utf-8",
+                    errors="surrogatepass",
+                )
+            stdin, stdout = self._process.stdin, self._process.stdout
+            assert stdin is not None and stdout is not None
             replies: queue.SimpleQueue[str] = queue.SimpleQueue()
-            stdout = process.stdout
 
-            def read() -> None:
+            def exchange() -> None:  # in a thread: the worker may never answer
                 try:
+                    stdin.write(request)
+                    stdin.flush()
                     replies.put(stdout.readline())
                 except (OSError, ValueError):
                     replies.put("")
 
-            try:
-                process.stdin.write(request)
-                process.stdin.flush()
-            except OSError:
-                self._kill()
-                raise TimeoutError("the regex worker stopped") from None
-            reader = threading.Thread(target=read, daemon=True)
-            reader.start()
+            threading.Thread(target=exchange, daemon=True).start()
             try:
                 reply = replies.get(timeout=timeout)
             except queue.Empty:

@@ -1,15 +1,15 @@
-"""An on-disk SQLite store of model replies, so a re-run never pays for the same call twice.
-Keyed by spec, the prompt's SHA-256, sample, temperature and a fingerprint of settings and schema
-(no key or prompt in clear); shared by threads and processes (WAL); keep it on a local disk.
-"""
+"""An on-disk SQLite store of model replies, so a re-run never pays for the same call twice;
+shared by threads and processes (WAL). A file holding what tinyeval did not create is refused."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import random
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Mapping
@@ -19,19 +19,6 @@ from typing import Any, NamedTuple
 
 from .errors import InputError
 from .models import Model, Reply, as_model
-
-__all__ = [
-    "DEFAULT_PATH",
-    "SCHEMA_VERSION",
-    "CacheError",
-    "CacheOnly",
-    "CacheStats",
-    "CachedModel",
-    "ResponseCache",
-    "cached",
-    "prompt_digest",
-    "reply_key",
-]
 
 DEFAULT_PATH = os.path.join(".tinyeval", "cache.sqlite3")
 SCHEMA_VERSION = 1
@@ -54,6 +41,17 @@ CREATE TABLE IF NOT EXISTS replies (
     PRIMARY KEY (spec, prompt_sha256, sample, temperature, extra)
 ) WITHOUT ROWID;
 """
+# the tables as SQLite keeps their text, and the other objects tinyeval makes in the file
+_OURS = {
+    ("table", statement.split("(")[0].split()[-1]): " ".join(statement.split())
+    for statement in _SCHEMA.replace(" IF NOT EXISTS", "").split(";")
+    if statement.strip()
+}
+_BATCH_OBJECTS = {
+    ("table", "batches"),
+    ("table", "batch_requests"),
+    ("index", "batch_requests_by_batch"),
+}
 
 
 def _execute_all(connection: sqlite3.Connection, script: str) -> None:
@@ -126,11 +124,11 @@ class ResponseCache:
     def __init__(self, path: str | os.PathLike[str] = DEFAULT_PATH) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
-        self._hits = self._misses = self._stores = self._failures = 0
+        self._hits = self._misses = self._stores = 0
         self.warning: str | None = None  # the first failed look-up or store, said once
         self._connection: sqlite3.Connection | None = None
         if str(path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _refuse_special_file(self.path)
         try:
             self._connection = sqlite3.connect(
                 str(path),
@@ -174,17 +172,31 @@ class ResponseCache:
         return f"cannot use the cache {self.path}: {exc}"
 
     def _failed(self, doing: str, exc: Exception) -> None:
-        """Count a failed look-up or store; the first one becomes :attr:`warning`."""
+        """The first failed look-up or store becomes :attr:`warning` (said once)."""
         with self._lock:
-            self._failures += 1
             if self.warning is None:
                 self.warning = (
                     f"the cache {self.path} could not {doing} ({exc}); replies are used all the"
                     " same but not stored"
                 )
 
+    def _refuse_foreign(self, connection: sqlite3.Connection) -> None:
+        """Refuse a file holding a trigger, view, table or index tinyeval did not create."""
+        found = connection.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
+        for kind, name, sql in found:
+            ours = _OURS.get((kind, name))
+            if ours == " ".join(str(sql).split()) or (kind, name) in _BATCH_OBJECTS:
+                continue
+            if not name.startswith("sqlite_"):  # SQLite's own (reserved to it)
+                what = "a different" if ours else "a"
+                raise CacheError(
+                    f"{self.path} is not a tinyeval cache: it holds {what} {kind} {name!r}"
+                    " that tinyeval did not create; use another cache file"
+                )
+
     def _prepare(self, connection: sqlite3.Connection) -> None:
         connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+        self._refuse_foreign(connection)  # before anything is read or written
         # Switching a new file to WAL can answer "database is locked" at once, without
         # waiting, when another process is doing the same: try again for a while.
         deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
@@ -211,9 +223,11 @@ class ResponseCache:
                     f"{self.path} was written by a newer tinyeval (cache schema {version}); "
                     f"this version reads schema {SCHEMA_VERSION}"
                 )
+            self._refuse_foreign(connection)  # also what another process made meanwhile
             connection.execute("COMMIT")
         except BaseException:
-            connection.execute("ROLLBACK")
+            with contextlib.suppress(sqlite3.Error):  # the first error is the one to tell
+                connection.execute("ROLLBACK")
             raise
 
     def _db(self) -> sqlite3.Connection:
@@ -289,12 +303,6 @@ class ResponseCache:
         with self._lock:
             return CacheStats(self._hits, self._misses, self._stores)
 
-    @property
-    def failures(self) -> int:
-        """Failed look-ups and stores since it was opened (the replies were used all the same)."""
-        with self._lock:
-            return self._failures
-
     def __len__(self) -> int:
         with self._lock:
             return int(self._db().execute("SELECT COUNT(*) FROM replies").fetchone()[0])
@@ -332,15 +340,6 @@ class CachedModel(Model):
     def __reduce__(self) -> tuple[Any, ...]:
         # another process (a distributed executor) opens the same cache file itself
         return (_reopened, (self.inner, str(self.cache.path), self.refresh))
-
-    def peek(
-        self, prompt: str, *, sample: int = 0, json_schema: Mapping[str, Any] | None = None
-    ) -> Reply | None:
-        """The stored reply for this call, without calling the model (None: a miss)."""
-        try:
-            return self._stored(prompt, sample, json_schema)
-        except (sqlite3.Error, OSError):
-            return None
 
     def _stored(
         self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None, count: bool = True
@@ -426,6 +425,22 @@ class CacheOnly(Model):
 
 _OPENED: dict[str, ResponseCache] = {}  # per process: each cache file opened once
 _OPENED_LOCK = threading.Lock()
+
+
+def _refuse_special_file(path: Path) -> None:
+    """A cache is a regular file: a FIFO would hang, a device or directory cannot hold one."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise CacheError(f"cannot use the cache {path}: {exc.strerror or exc}{where}") from None
+    if not stat.S_ISREG(mode):
+        kinds = {stat.S_ISDIR: "a directory", stat.S_ISFIFO: "a FIFO", stat.S_ISCHR: "a device"}
+        kind = next((name for test, name in kinds.items() if test(mode)), "not a regular file")
+        raise CacheError(f"the cache {path} is {kind}; give the path of a file")
 
 
 def _reopened(inner: Model, path: str, refresh: bool) -> CachedModel:

@@ -1,8 +1,4 @@
-"""Judge against people (``calibrate``), and the labels file (``read_labels``).
-
-Raw agreement flatters a judge that always says PASS, so the headline figures are
-failure recall, false alarms and Cohen's kappa; unparsed replies are counted, never dropped.
-"""
+"""Judge against people (``calibrate``), and the labels file (``read_labels``)."""
 
 from __future__ import annotations
 
@@ -290,19 +286,14 @@ class Calibration:
                 figure(name, rate or (unlabelled if self.parsed else none), note)
         if self.kappa is None:
             figure("kappa", f"undefined ({self.kappa_undefined})")
-        elif self.kappa_interval:
-            figure(
-                "kappa", f"{self.kappa:.3f}{_span(self.kappa_interval, 3)}", "(95%, large-sample)"
-            )
         else:
-            figure("kappa", f"{self.kappa:.3f}", f"(no interval: {self.kappa_interval_undefined})")
-        if self.spearman is not None or self.spearman_undefined != "the labels are not numbers":
-            rho = (
-                f"{self.spearman:.3f}"
-                if self.spearman is not None
-                else f"undefined ({self.spearman_undefined})"
-            )
-            figure("spearman", rho + _span(self.spearman_interval, 3))
+            no_interval = f"(no interval: {self.kappa_interval_undefined})"
+            note = "(95%, large-sample)" if self.kappa_interval else no_interval
+            figure("kappa", f"{self.kappa:.3f}{_span(self.kappa_interval, 3)}", note)
+        if self.spearman is not None:
+            figure("spearman", f"{self.spearman:.3f}{_span(self.spearman_interval, 3)}")
+        elif self.spearman_undefined != "the labels are not numbers":
+            figure("spearman", f"undefined ({self.spearman_undefined})")
         figure(
             "unparsed",
             f"{self.unparsed} of {plural(self.n, 'judge reply', 'judge replies')}",
@@ -376,6 +367,24 @@ def _interval(
     return (found.low, found.high), None
 
 
+def _one_label(judge: Sequence[Label | None], human: Sequence[Label]) -> str | None:
+    """Why kappa is 0 when one side gave one label only (None when both gave several)."""
+    pairs = [(j, h) for j, h in zip(judge, human, strict=True) if j is not None]
+    for side, who, other, meaning in (
+        (0, "the judge gave one verdict only", "your labels", "your passes from your failures"),
+        (
+            1,
+            "you gave one label only",
+            "the judge's verdicts",
+            "a judge that catches failures from one that does not",
+        ),
+    ):
+        if len({pair[side] for pair in pairs}) == 1:
+            cases = f"{_short(pairs[0][side])} on all {plural(len(pairs), 'parsed case')}"
+            return f"{who} ({cases}), so kappa is 0 whatever {other} say: it cannot tell {meaning}"
+    return None
+
+
 def _warnings(cal: Calibration) -> list[str]:
     """What, in words, stands against trusting the judge's figure."""
     found: list[str] = []
@@ -391,9 +400,11 @@ def _warnings(cal: Calibration) -> list[str]:
             f"{sorted(map(str, set(cal.human_labels)))}): agreement means nothing here"
         )
     if cal.kappa is not None and cal.kappa < KAPPA_FLOOR:
+        one_label = _one_label(cal.judge_labels, cal.human_labels)
+        one = f" ({one_label})" if one_label else ""
         found.append(
             f"kappa {cal.kappa:.2f} is below {KAPPA_FLOOR}: the figure is the judge's opinion, "
-            "not your criterion"
+            f"not your criterion{one}"
         )
     elif cal.kappa is not None and cal.kappa_interval and cal.kappa_interval[0] < KAPPA_FLOOR:
         found.append(
@@ -456,9 +467,8 @@ def _build(
     human: list[Label],
     categories: tuple[str, ...] | None,
     ids: tuple[Any, ...] | None,
-    **context: Any,
 ) -> Calibration:
-    """Checked labels' calibration; ``context`` sets more fields, its ``expired`` warns first."""
+    """The calibration of checked labels."""
     parsed_judge = [j for j in judge if j is not None]
     parsed_human = [h for j, h in zip(judge, human, strict=True) if j is not None]
     labels = _ordered([*parsed_judge, *human])
@@ -489,14 +499,17 @@ def _build(
     kappa_low_high, kappa_interval_undefined = _interval(
         kappa_interval, parsed_judge, parsed_human, kappa is not None
     )
+    if kappa is not None:
+        kappa_interval_undefined = _one_label(judge, human) or kappa_interval_undefined
     rho_low_high, _ = _interval(spearman_interval, parsed_judge, parsed_human, rho is not None)
 
     binary_figures: dict[str, Any] = {}
     if binary:
-        fails = confusion["FAIL"]
-        passes = confusion["PASS"]
-        human_failures = fails["PASS"] + fails["FAIL"]
-        human_passes = passes["PASS"] + passes["FAIL"]
+        fails, passes = confusion["FAIL"], confusion["PASS"]
+        human_failures, human_passes = (
+            fails["PASS"] + fails["FAIL"],
+            passes["PASS"] + passes["FAIL"],
+        )
         binary_figures = {
             "human_failures": human_failures,
             "judge_caught": fails["FAIL"],
@@ -544,8 +557,13 @@ def _build(
         kappa_interval_undefined=kappa_interval_undefined,
         spearman_interval=rho_low_high,
         **binary_figures,
-        **context,
     )
+    return _judged(draft)
+
+
+def _judged(cal: Calibration, **context: Any) -> Calibration:
+    """``cal`` with ``context``'s fields set, then its warnings (``expired`` first) and verdict."""
+    draft = replace(cal, **context)
     warnings = (*draft.expired, *_warnings(draft))
     return replace(draft, warnings=warnings, verdict=_verdict(draft, warnings))
 
@@ -563,17 +581,6 @@ def calibrate(
     >>> str(cal.agreement), str(cal.failure_recall), cal.kappa
     ('9/10 = 90.0% [59.6%, 98.2%]', '0/1 = 0.0% [0.0%, 79.3%]', 0.0)
     """
-    return _calibrate(judge, human, categories, ids)
-
-
-def _calibrate(
-    judge: Sequence[Any],
-    human: Sequence[Any],
-    categories: Sequence[str] | None,
-    ids: Sequence[Any] | None,
-    **context: Any,
-) -> Calibration:
-    """``calibrate`` with more fields set (see ``_build``)."""
     judge_list, human_list = list(judge), list(human)
     if len(judge_list) != len(human_list):
         raise CalibrationError(
@@ -595,7 +602,6 @@ def _calibrate(
         humans,  # type: ignore[arg-type]  # human labels are never None (checked above)
         tuple(str(c) for c in categories) if categories is not None else None,
         tuple(ids) if ids is not None else None,
-        **context,
     )
 
 
@@ -738,11 +744,8 @@ def calibrate_results(
     for what, values in (("rubrics", rubrics - {None}), ("judge models", models - {None})):
         if len(values) > 1:
             expired.append(f"these results mix {len(values)} {what}: calibrate each one separately")
-    return _calibrate(
-        judged,
-        humans,
-        categories,
-        ids,
+    return _judged(
+        calibrate(judged, humans, categories=categories, ids=ids),
         judge_model=next(iter(models)) if len(models) == 1 else None,
         rubric_fingerprint=next(iter(rubrics)) if len(rubrics) == 1 else None,
         expired=tuple(expired),
@@ -799,11 +802,8 @@ def load_calibration(path: str | Path) -> Calibration:
     }
     categories = None if None in column["category"] else column["category"]
     try:
-        return _calibrate(
-            column["judge"],
-            column["human"],
-            categories,
-            column["id"],
+        return _judged(
+            calibrate(column["judge"], column["human"], categories=categories, ids=column["id"]),
             judge_model=document.get("judge_model"),
             rubric_fingerprint=document.get("rubric_fingerprint"),
         )

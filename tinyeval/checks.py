@@ -1,57 +1,29 @@
-"""Deterministic checks: named, cheap, exact, and run before any judge.
+"""Deterministic checks, named and exact; a case's ``expect`` block becomes checks here.
 
-A check looks at one model output (and maybe the case) and says pass or fail,
-with an optional detail; its stable name keys the row's ``checks``. A case's
-``expect`` block becomes checks through :func:`checks_from_expect`; keys from an
-extra (tool checks) come through the door ``_EXTRAS["expect"]``.
-
->>> checks = checks_from_expect({"valid_json": True, "equals": {"amount": 125050}})
->>> run_checks('{"amount": 1250.5}', checks)
-{'valid_json': True, 'equals:amount': False}
+>>> run_checks('{"amount": 1250.5}', checks_from_expect({"equals": {"amount": 125050}}))
+{'equals:amount': False}
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import inspect
 import json
 import math
+import os
 import re
+import sys
 import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, TypeAlias, overload
 
 from . import _EXTRAS, _extra
 from ._regex import REGEX_TIMEOUT, bounded_search, can_backtrack, exponential_shape
 from .errors import InputError, did_you_mean, shorten
-
-__all__ = [
-    "EXPECT_KEYS",
-    "CheckResult",
-    "CheckSpecError",
-    "NamedCheck",
-    "check",
-    "checks_from_expect",
-    "contains",
-    "equals",
-    "get_path",
-    "has_field",
-    "has_fields",
-    "in_range",
-    "matches",
-    "max_chars",
-    "max_words",
-    "not_contains",
-    "not_matches",
-    "one_of",
-    "register_expect",
-    "run_checks",
-    "run_checks_detailed",
-    "valid_json",
-]
 
 # === Errors and results ===
 
@@ -87,13 +59,13 @@ class CheckResult:
 
 _PASS = CheckResult(True)  # results are frozen: every passing check without a detail shares one
 
-CheckOutcome: TypeAlias = "bool | CheckResult | tuple[bool, str]"
+CheckOutcome: TypeAlias = "bool | CheckResult | tuple[bool, str] | None"
 CheckFunction: TypeAlias = "Callable[..., CheckOutcome]"
 
 
 class NamedCheck:
-    """A check with a stable name: ``func(output, case)`` or ``func(output)`` returns a bool,
-    a :class:`CheckResult` or a ``(bool, detail)`` pair.
+    """A check with a stable name: ``func(output, case)`` or ``func(output)`` returns True,
+    False, None (does not apply to this case), a ``(bool, detail)`` pair or a CheckResult.
 
     >>> short = NamedCheck("short", lambda output: len(output) < 10)
     >>> short.name, short("hi"), short("a rather long answer")
@@ -102,48 +74,36 @@ class NamedCheck:
 
     __slots__ = ("_wants_case", "func", "name")
 
-    def __init__(self, name: str, func: CheckFunction) -> None:
+    def __init__(self, name: str, func: CheckFunction, *, wants_case: bool | None = None) -> None:
         if not isinstance(name, str) or not name.strip():
             raise CheckSpecError(f"expected a non-empty string, got {name!r}", field="name")
         if not callable(func):
             raise CheckSpecError(f"expected a callable, got {_describe(func)}", field=name)
         self.name = name
         self.func = func
-        self._wants_case = _takes_two_arguments(func)
+        self._wants_case = _positional_count(func) >= 2 if wants_case is None else wants_case
 
     def __call__(self, output: str, case: Any = None) -> CheckOutcome:
-        if self._wants_case:
-            return self.func(output, case)
-        return self.func(output)
+        return self.func(output, case) if self._wants_case else self.func(output)
 
     def __repr__(self) -> str:
         return f"NamedCheck({self.name!r})"
 
 
-def _own_check(name: str, func: Callable[[str], CheckResult]) -> NamedCheck:
-    """A :class:`NamedCheck` of the package's own ``func(output)``, made without inspecting it."""
-    named = NamedCheck.__new__(NamedCheck)
-    named.name, named.func, named._wants_case = name, func, False
-    return named
-
-
-def _takes_two_arguments(func: Callable[..., Any]) -> bool:
-    """Whether ``func`` can be called with ``(output, case)`` rather than ``(output)``."""
+def _positional_count(func: Callable[..., Any]) -> int:
+    """How many positional arguments ``func`` takes (3 with ``*args`` or no signature)."""
     if isinstance(func, types.FunctionType):  # the common case, read without inspect's cost
         code = func.__code__
-        return code.co_argcount >= 2 or bool(code.co_flags & inspect.CO_VARARGS)
+        return 3 if code.co_flags & inspect.CO_VARARGS else code.co_argcount
     try:
         parameters = inspect.signature(func).parameters.values()
-    except (TypeError, ValueError):  # some builtins have no signature: give them both
-        return True
+    except (TypeError, ValueError):  # some builtins have no signature
+        return 3
+    kinds = [parameter.kind for parameter in parameters]
+    if inspect.Parameter.VAR_POSITIONAL in kinds:
+        return 3
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    count = 0
-    for parameter in parameters:
-        if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
-            return True
-        if parameter.kind in positional:
-            count += 1
-    return count >= 2
+    return sum(kind in positional for kind in kinds)
 
 
 @overload
@@ -181,7 +141,7 @@ def _name_of(func: Any) -> str:
     return name
 
 
-# === Reading the output and the case ===
+# === Reading the output ===
 
 
 @lru_cache(maxsize=128)
@@ -191,17 +151,13 @@ def _parse_json(text: str) -> tuple[bool, Any]:
         if text.startswith("\ufeff"):  # json.loads names a BOM; the decoder alone would not
             return True, json.loads(text, cls=StrictJSONDecoder)
         return True, _DECODER.decode(text)
-    except ValueError as error:  # json.JSONDecodeError is a ValueError
+    except ValueError as error:  # a syntax error, a key given twice, an integer past the limit
         reason = f"not valid JSON: {error}"
     except RecursionError:
         reason = "not valid JSON: nested too deeply to parse"
     if text.lstrip().startswith("```"):
         reason += " (the output is wrapped in a ``` code fence, which is not stripped)"
     return False, reason
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
 
 
 def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -221,9 +177,11 @@ class StrictJSONDecoder(json.JSONDecoder):
     """The JSON the checks read: no NaN or Infinity, no key given twice."""
 
     def __init__(self, **options: Any) -> None:
-        super().__init__(
-            **options, parse_constant=_reject_constant, object_pairs_hook=_unique_object
-        )
+        super().__init__(**options, parse_constant=self._refuse, object_pairs_hook=_unique_object)
+
+    @staticmethod
+    def _refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON value")
 
 
 _DECODER = StrictJSONDecoder()  # set up once, not per output
@@ -246,19 +204,16 @@ def _segments(path: str) -> tuple[str, ...]:
 
 
 def get_path(obj: Any, path: str) -> Any:
-    """The value at a dotted ``path`` inside parsed JSON: keys, or array indexes (``-1`` last).
+    """The value at a dotted ``path`` inside parsed JSON: keys, or array indexes (``-1`` last);
+    LookupError when it is not there.
 
     >>> get_path({"payee": {"accounts": [{"cbu": "0170"}]}}, "payee.accounts.-1.cbu")
     '0170'
-
-    Raises :class:`LookupError` when the path is not there, :class:`CheckSpecError` for a
-    malformed path such as ``"a..b"``.
     """
-    return get_segments(obj, _split_path(path))
+    return _walk(obj, _split_path(path))
 
 
-def get_segments(obj: Any, segments: Sequence[str]) -> Any:
-    """:func:`get_path` for a path already split and checked."""
+def _walk(obj: Any, segments: Sequence[str]) -> Any:
     current = obj
     for position, segment in enumerate(segments):
         if type(current) is dict and segment in current:  # the common case, first
@@ -269,59 +224,55 @@ def get_segments(obj: Any, segments: Sequence[str]) -> Any:
 
 
 def _step(container: Any, segment: str, where: str) -> Any:
+    place = repr(where) if where else "the top level"
+    inside = f"in {place}" if where else "at the top level"
     if isinstance(container, Mapping):
         if segment in container:
             return container[segment]
-        raise LookupError(f"no key {segment!r} {_inside(where)}")
+        raise LookupError(f"no key {segment!r} {inside}")
     if isinstance(container, Sequence) and not isinstance(container, str):
         digits = segment[1:] if segment.startswith("-") else segment
         if not (digits.isascii() and digits.isdigit()):
-            raise LookupError(f"{_place(where)} is an array, and {segment!r} is not an index")
-        index = int(segment)
-        if -len(container) <= index < len(container):
+            raise LookupError(f"{place} is an array, and {segment!r} is not an index")
+        # an index of 19 digits or more is past any list (and int() refuses 4,300 digits)
+        index = int(segment) if len(digits) < 19 else None
+        if index is not None and -len(container) <= index < len(container):
             return container[index]
-        raise LookupError(f"no index {index} {_inside(where)} (length {len(container)})")
-    raise LookupError(f"{_place(where)} is {_json_type(container)}, not an object or an array")
-
-
-def _place(where: str) -> str:
-    return repr(where) if where else "the top level"
-
-
-def _inside(where: str) -> str:
-    return f"in {_place(where)}" if where else "at the top level"
+        shown = shorten(segment, 24) if index is None else index
+        raise LookupError(f"no index {shown} {inside} (length {len(container)})")
+    raise LookupError(f"{place} is {_json_type(container)}, not an object or an array")
 
 
 # === Naming and describing ===
 
-_NAME_TEXT_LIMIT = 40
 _CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @lru_cache(maxsize=4096)
 def _label(text: str) -> str:
     """A check name's text: as it is when short and on one line, else cut, escaped and hashed."""
-    if len(text) <= _NAME_TEXT_LIMIT and not _CONTROL_CHARACTER.search(text):
+    if len(text) <= 40 and not _CONTROL_CHARACTER.search(text):
         return text
     escaped = _CONTROL_CHARACTER.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:6]
     return f"{escaped[:32]}…{digest}"
 
 
+_JSON_TYPES = (
+    (bool, "a boolean"),
+    (int | float, "a number"),
+    (str, "a string"),
+    (list | tuple, "an array"),
+    (Mapping, "an object"),
+)
+
+
 def _json_type(value: Any) -> str:
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list | tuple):
-        return "an array"
-    if isinstance(value, Mapping):
-        return "an object"
-    return type(value).__name__
+    return next(
+        (name for kind, name in _JSON_TYPES if isinstance(value, kind)), type(value).__name__
+    )
 
 
 def _show(value: Any, limit: int = 60) -> str:
@@ -334,9 +285,7 @@ def _show(value: Any, limit: int = 60) -> str:
 
 
 def _describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    return f"{_json_type(value)} {_show(value)}"
+    return "null" if value is None else f"{_json_type(value)} {_show(value)}"
 
 
 def _is_number(value: Any) -> bool:
@@ -344,9 +293,6 @@ def _is_number(value: Any) -> bool:
     if kind is int or kind is float:  # the common case, without the isinstance calls
         return True
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-# === Exact JSON equality ===
 
 
 def _json_equal(actual: Any, expected: Any) -> bool:
@@ -375,22 +321,20 @@ def _require_json_value(value: Any, field: str) -> None:
     if _is_number(value):
         if isinstance(value, float) and not math.isfinite(value):
             raise CheckSpecError(f"expected a finite number, got {value!r}", field=field)
-        return
-    if isinstance(value, list | tuple):
+    elif isinstance(value, list | tuple):
         for item in value:
             _require_json_value(item, field)
-        return
-    if isinstance(value, Mapping):
+    elif isinstance(value, Mapping):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise CheckSpecError(f"expected string keys, got {key!r}", field=field)
             _require_json_value(item, field)
-        return
-    raise CheckSpecError(
-        "expected a JSON value (null, true/false, number, string, array or object), "
-        f"got {_describe(value)}",
-        field=field,
-    )
+    else:
+        raise CheckSpecError(
+            "expected a JSON value (null, true/false, number, string, array or object), "
+            f"got {_describe(value)}",
+            field=field,
+        )
 
 
 def _require_text(text: Any, field: str) -> str:
@@ -419,7 +363,7 @@ def valid_json() -> NamedCheck:
         ok, value = _parse_json(output)
         return _PASS if ok else CheckResult(False, value)
 
-    return _own_check("valid_json", is_valid_json)
+    return NamedCheck("valid_json", is_valid_json, wants_case=False)
 
 
 def _json_path_check(name: str, path: str, judge: Callable[[Any], CheckResult]) -> NamedCheck:
@@ -431,12 +375,12 @@ def _json_path_check(name: str, path: str, judge: Callable[[Any], CheckResult]) 
         if not ok:
             return CheckResult(False, parsed)
         try:
-            value = get_segments(parsed, segments)
+            value = _walk(parsed, segments)
         except LookupError as error:
             return CheckResult(False, f"missing: {error}")
         return judge(value)
 
-    return _own_check(f"{name}:{_label(path)}", run)
+    return NamedCheck(f"{name}:{_label(path)}", run, wants_case=False)
 
 
 def has_field(path: str) -> NamedCheck:
@@ -460,8 +404,7 @@ def has_fields(*paths: str) -> list[NamedCheck]:
 
 
 def equals(path: str, value: Any) -> NamedCheck:
-    """``equals:PATH``: the JSON value at ``path`` equals ``value`` exactly (no coercion:
-    ``"125050"`` is not 125050; 125050.0 is).
+    """``equals:PATH``: the JSON value at ``path`` equals ``value`` exactly (no coercion).
 
     >>> equals("amount", 125050)('{"amount": "125050"}').detail
     'got "125050" (a string), expected 125050'
@@ -514,15 +457,17 @@ def in_range(path: str, low: float | None, high: float | None) -> NamedCheck:
     >>> in_range("amount", 0, None)('{"amount": -5}').detail
     'got -5, expected 0 <= value'
     """
-    for bound in (low, high):
-        if bound is not None and not (_is_number(bound) and math.isfinite(bound)):
+    for bound in (low, high):  # (math.isfinite would overflow on a long int: ints are finite)
+        finite = _is_number(bound) and (not isinstance(bound, float) or math.isfinite(bound))
+        if bound is not None and not finite:
             raise CheckSpecError(
                 f"expected [min, max] numbers (null for an open end), got {_describe(bound)}",
                 field="range",
             )
     if low is not None and high is not None and low > high:
         raise CheckSpecError(f"expected min <= max, got [{low}, {high}]", field="range")
-    wanted = " <= ".join(part for part in (_bound(low), "value", _bound(high)) if part)
+    shown = (None if low is None else _show(low), "value", None if high is None else _show(high))
+    wanted = " <= ".join(part for part in shown if part)
 
     def judge(actual: Any) -> CheckResult:
         if not _is_number(actual):  # its type always differs from a number's, so it is shown
@@ -534,15 +479,14 @@ def in_range(path: str, low: float | None, high: float | None) -> NamedCheck:
     return _json_path_check("range", path, judge)
 
 
-def _bound(value: float | None) -> str:
-    return "" if value is None else _show(value)
-
-
 def contains(text: str) -> NamedCheck:
-    """``contains:TEXT``: the output contains ``text`` (case-sensitive).
+    """``contains:TEXT``: the output contains ``text`` (case-sensitive; the expect key
+    ``contains_i`` ignores case, as ``not_contains_i`` does for :func:`not_contains`).
 
     >>> contains("$1.250,50")("Transferiré $1.250,50 a Juan").passed
     True
+    >>> run_checks("POR FAVOR", checks_from_expect({"contains_i": "por favor"}))
+    {'contains_i:por favor': True}
     """
     return _text_check("contains", text, found=True)
 
@@ -557,15 +501,18 @@ def not_contains(text: str) -> NamedCheck:
 
 
 def _text_check(name: str, text: str, *, found: bool) -> NamedCheck:
+    """``text`` is (or is not) in the output; a name ending ``_i`` compares casefolded text."""
     _require_text(text, name)
+    fold = name.endswith("_i")
+    wanted = text.casefold() if fold else text
 
     def run(output: str) -> CheckResult:
-        position = output.find(text)
+        position = (output.casefold() if fold else output).find(wanted)
         if (position >= 0) is found:
             return _PASS
         return CheckResult(False, "not found" if found else f"found at character {position}")
 
-    return _own_check(f"{name}:{_label(text)}", run)
+    return NamedCheck(f"{name}:{_label(text)}", run, wants_case=False)
 
 
 def _compile(pattern: str | re.Pattern[str], field: str) -> re.Pattern[str]:
@@ -592,11 +539,9 @@ def _compile(pattern: str | re.Pattern[str], field: str) -> re.Pattern[str]:
 
 
 def matches(pattern: str | re.Pattern[str], *, timeout: float = REGEX_TIMEOUT) -> NamedCheck:
-    """``regex:PATTERN``: ``re.search(pattern, output)`` finds a match (no flags added).
-
-    A regex can never hang a run: a shape known to backtrack exponentially (``(a+)+``,
-    ``(a|a)*``) is refused; one that can backtrack runs in a worker process killed after
-    ``timeout`` seconds (:data:`REGEX_TIMEOUT`), which fails the check.
+    """``regex:PATTERN``: ``re.search(pattern, output)`` finds a match (no flags added); a
+    pattern that backtracks exponentially is refused, one that can backtrack fails past
+    ``timeout`` seconds.
 
     >>> cbu = matches(r"\\b\\d{22}\\b")
     >>> cbu("CBU 0170099220000067797370").passed, cbu("no CBU").detail
@@ -635,7 +580,7 @@ def _regex_check(name: str, pattern: Any, timeout: Any, *, found: bool) -> Named
             False, f"matched {shorten(output[start:end], 40)!r} at character {start}"
         )
 
-    return _own_check(f"{name}:{_label(compiled.pattern)}", run)
+    return NamedCheck(f"{name}:{_label(compiled.pattern)}", run, wants_case=False)
 
 
 def max_chars(n: int) -> NamedCheck:
@@ -663,10 +608,10 @@ def _at_most(name: str, n: Any, count: Callable[[str], int], unit: str) -> Named
         found = count(output)
         return _PASS if found <= limit else CheckResult(False, f"{found} {unit}, more than {limit}")
 
-    return _own_check(name, run)
+    return NamedCheck(name, run, wants_case=False)
 
 
-# === Building checks from an expect block ===
+# === The expect keys: each key's reader (how its value is validated) and factory ===
 
 
 Builder: TypeAlias = "Callable[[Any, str], Sequence[NamedCheck]]"
@@ -684,8 +629,7 @@ def _whole(value: Any, field: str) -> Reading:
 
 
 def _texts(value: Any, field: str, *, single_ok: bool = True) -> Reading:
-    """``(subfield, (text,))`` per entry of a non-empty list of strings (or one string if
-    ``single_ok``)."""
+    """``(subfield, (text,))`` per entry of a non-empty list of strings (or one string)."""
     expected = "a string or a list of strings" if single_ok else "a list of strings"
     if single_ok and isinstance(value, str):
         return [(field, (value,))]
@@ -696,20 +640,18 @@ def _texts(value: Any, field: str, *, single_ok: bool = True) -> Reading:
             f"expected {expected}, got an empty list, which would check nothing", field=field
         )
     seen: dict[Any, int] = {}
-    items = []
     for index, item in enumerate(value):
-        subfield = f"{field}[{index}]"
         if not isinstance(item, str):
-            raise CheckSpecError(f"expected a string, got {_describe(item)}", field=subfield)
+            raise CheckSpecError(
+                f"expected a string, got {_describe(item)}", field=f"{field}[{index}]"
+            )
         if item in seen:
-            raise CheckSpecError(f"{item!r} repeats entry {seen[item]}", field=subfield)
+            raise CheckSpecError(f"{item!r} repeats entry {seen[item]}", field=f"{field}[{index}]")
         seen[item] = index
-        items.append((subfield, (item,)))
-    return items
+    return [(f"{field}[{index}]", (item,)) for index, item in enumerate(value)]
 
 
-def _names(value: Any, field: str) -> Reading:
-    return _texts(value, field, single_ok=False)
+_names = partial(_texts, single_ok=False)
 
 
 def _paths(what: str) -> Callable[[Any, str], Reading]:
@@ -736,8 +678,7 @@ def _paths(what: str) -> Callable[[Any, str], Reading]:
 
 def _expect_builder(factory: Callable[..., Any], read: Callable[[Any, str], Reading]) -> Builder:
     """The builder of an expect key: ``read(value, field)`` gives each check's field and the
-    arguments of ``factory`` (which makes a check or a list of them). A string, int, bool or list
-    of strings shares its checks with every block giving it (checks hold no state)."""
+    arguments of ``factory``; a plain value's checks are shared (checks hold no state)."""
 
     def build(value: Any, field: str) -> list[NamedCheck]:
         built: list[NamedCheck] = []
@@ -770,9 +711,9 @@ def _in_range_of(path: str, bounds: Any) -> NamedCheck:
     return in_range(path, *bounds)
 
 
-# The registry of expect keys: key -> builder(value, field) -> its checks. Built-in keys first,
-# in the order their checks run; a key of an extra (tool checks) is found in _EXTRAS["expect"]
-# and loaded on first use; register_expect adds more.
+# The one table of expect keys: key -> builder(value, field) -> its checks, in the order their
+# checks run; an extra's key (tool checks) is loaded from _EXTRAS["expect"] on first use, and
+# register_expect adds more.
 _EXPECT: dict[str, Builder] = {
     "valid_json": _expect_builder(valid_json, _flag),
     "fields": _expect_builder(has_field, _names),
@@ -781,6 +722,8 @@ _EXPECT: dict[str, Builder] = {
     "range": _expect_builder(_in_range_of, _paths("[min, max]")),
     "contains": _expect_builder(contains, _texts),
     "not_contains": _expect_builder(not_contains, _texts),
+    "contains_i": _expect_builder(partial(_text_check, "contains_i", found=True), _texts),
+    "not_contains_i": _expect_builder(partial(_text_check, "not_contains_i", found=False), _texts),
     "regex": _expect_builder(matches, _texts),
     "not_regex": _expect_builder(not_matches, _texts),
     "max_chars": _expect_builder(max_chars, _whole),
@@ -791,18 +734,14 @@ EXPECT_KEYS: tuple[str, ...] = (*_EXPECT, *_EXTRAS["expect"])
 """The keys an ``expect`` block may use (built in, then the extras'), in the order their checks
 run; keys added by :func:`register_expect` run last."""
 
-# each key's place in that order and the field its errors name, kept for every key in use
-_ORDER = {key: index for index, key in enumerate(EXPECT_KEYS)}
-_FIELDS = {key: f"expect.{key}" for key in EXPECT_KEYS}
+_ORDER = {key: index for index, key in enumerate(EXPECT_KEYS)}  # grows with registered keys
 
 
-def _known(key: str) -> None:
-    _ORDER.setdefault(key, len(_ORDER))
-    _FIELDS.setdefault(key, f"expect.{key}")
-
-
-def register_expect(key: str, builder: Builder) -> None:
-    """Let ``expect`` blocks use ``key``: ``builder(value, field)`` returns its checks.
+def register_expect(key: str, builder: Builder | str) -> None:
+    """Let ``expect`` blocks use ``key``: ``builder(value, field)`` returns its checks, or
+    ``"py:MODULE:FUNCTION"`` names a function (imported from the working directory) that is the
+    one check named ``key``: ``function(output)``, ``(output, expected)`` or ``(output,
+    expected, case)`` returns True, False, None (does not apply to this case) or (bool, detail).
 
     >>> register_expect("short", lambda value, field: [max_words(value)])
     >>> [c.name for c in checks_from_expect({"short": 5})]
@@ -813,10 +752,39 @@ def register_expect(key: str, builder: Builder) -> None:
         raise CheckSpecError(f"expected a non-empty string, got {_describe(key)}", field="key")
     if key in _EXPECT or key in _EXTRAS["expect"]:
         raise CheckSpecError(f"the expect key {key!r} is taken", field="key")
+    if isinstance(builder, str):
+        builder = _python_builder(builder, key)
     if not callable(builder):
         raise CheckSpecError(f"expected a callable, got {_describe(builder)}", field=key)
     _EXPECT[key] = builder
-    _known(key)
+    _ORDER.setdefault(key, len(_ORDER))
+
+
+def _python_builder(spec: str, key: str) -> Builder:
+    module_name, _, attribute = spec.removeprefix("py:").partition(":")
+    if not spec.startswith("py:") or not module_name.strip() or not attribute.strip():
+        raise CheckSpecError(f"expected py:MODULE:FUNCTION, got {spec!r}", field=key)
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as ``python -m`` does
+    try:
+        function = importlib.import_module(module_name.strip())
+        for part in attribute.strip().split("."):
+            function = getattr(function, part)
+    except Exception as error:  # the user's module: whatever importing it raises
+        raise CheckSpecError(
+            f"{spec}: cannot load it ({type(error).__name__}: {error})", field=key
+        ) from None
+    if not callable(function):
+        raise CheckSpecError(f"{spec}: expected a function, got {_describe(function)}", field=key)
+    count = min(_positional_count(function), 3)
+
+    def build(value: Any, field: str) -> list[NamedCheck]:
+        def run(output: str, case: Any) -> Any:
+            return function(*(output, value, case)[:count])
+
+        return [NamedCheck(key, run, wants_case=True)]
+
+    return build
 
 
 def _load_builder(key: Any) -> None:
@@ -829,19 +797,15 @@ def _load_builder(key: Any) -> None:
         hint = f"did you mean {close!r}?" if close else f"expected one of {', '.join(known)}"
         raise CheckSpecError(f"unknown key {key!r}; {hint}", field=f"expect.{key}")
     _EXPECT[key] = _extra("expect", key, what=f"the expect key {key!r}")
-    _known(key)
+    _ORDER.setdefault(key, len(_ORDER))
 
 
 def checks_from_expect(expect: Mapping[str, Any]) -> list[NamedCheck]:
-    """Validate a case's ``expect`` block and build its checks, in :data:`EXPECT_KEYS` order.
+    """Validate a case's ``expect`` block and build its checks, in :data:`EXPECT_KEYS` order;
+    a CheckSpecError names the field of a wrong key or value.
 
     >>> [c.name for c in checks_from_expect({"not_contains": ["1250.5"], "valid_json": True})]
     ['valid_json', 'not_contains:1250.5']
-
-    Raises :class:`CheckSpecError` naming the field for an unknown key (with the closest known
-    one), a wrong value, an invalid regex, an empty list or object (a check that cannot fail),
-    a range with min > max, or two entries giving the same check name; an
-    :class:`~tinyeval.errors.InputError` for a key whose extra this copy lacks.
     """
     if type(expect) is not dict and not isinstance(expect, Mapping):
         raise CheckSpecError(
@@ -852,7 +816,7 @@ def checks_from_expect(expect: Mapping[str, Any]) -> list[NamedCheck]:
             _load_builder(key)
     built: list[NamedCheck] = []
     for key in sorted(expect, key=_ORDER.__getitem__):  # the keys given, in EXPECT_KEYS order
-        built.extend(_EXPECT[key](expect[key], _FIELDS[key]))
+        built.extend(_EXPECT[key](expect[key], f"expect.{key}"))
     _require_unique_names(built, field="expect")
     return built
 
@@ -888,35 +852,41 @@ def _as_named(item: Any) -> NamedCheck:
     return NamedCheck(_name_of(item), item)
 
 
-def _as_result(outcome: Any) -> CheckResult:
-    """A bool, a CheckResult or (bool, str|None); anything else is a failed result."""
-    if isinstance(outcome, CheckResult):
+def _as_result(outcome: Any) -> CheckResult | None:
+    """A bool, a CheckResult, (bool, str|None), or None (the check abstains); anything else is a
+    failed result."""
+    if isinstance(outcome, CheckResult) or outcome is None:
         return outcome
     if isinstance(outcome, bool):
         return CheckResult(outcome)
     if isinstance(outcome, tuple) and len(outcome) == 2:
         with suppress(CheckSpecError):  # CheckResult refuses what is not (bool, str | None)
             return CheckResult(*outcome)
-    expected = "a bool, a CheckResult or (bool, str)"
+    expected = "True, False, None, a CheckResult or (bool, str)"
     return CheckResult(False, f"returned {_show(outcome)}; a check must return {expected}")
 
 
-def _run_one(named: NamedCheck, output: str, case: Any) -> CheckResult:
-    try:
-        outcome = named.func(output, case) if named._wants_case else named.func(output)
-    except Exception as error:  # one broken check must not hide the others' results
-        return CheckResult(False, f"raised {type(error).__name__}: {error}")
-    return outcome if type(outcome) is CheckResult else _as_result(outcome)
+def _run_all(checks: Iterable[NamedCheck], output: str, case: Any) -> dict[str, CheckResult]:
+    """Each check's result; one that raises fails with the error, one that returns None does not
+    apply to this case and is left out (a case whose every check abstains, and that no judge
+    judges, is unchecked)."""
+    results = {}
+    for named in checks:
+        try:
+            outcome = named.func(output, case) if named._wants_case else named.func(output)
+        except Exception as error:  # one broken check must not hide the others' results
+            outcome = CheckResult(False, f"raised {type(error).__name__}: {error}")
+        result = outcome if type(outcome) is CheckResult else _as_result(outcome)
+        if result is not None:
+            results[named.name] = result
+    return results
 
 
 def run_checks_detailed(
     output: str | None, checks: Iterable[CheckFunction], *, case: Any = None
 ) -> dict[str, CheckResult]:
-    """Run every check on ``output``: ``{name: CheckResult}``, in order.
-
-    A check that raises fails with ``"raised Type: message"``; the others still run. A missing
-    output (None) fails every check with ``"no output"``. Raises :class:`CheckSpecError` first
-    when two checks share a name or an item is not a check.
+    """Run every check on ``output``: ``{name: CheckResult}``, in order (a missing output fails
+    every check with ``"no output"``).
 
     >>> def broken(output):
     ...     raise KeyError("amount")
@@ -931,7 +901,7 @@ def run_checks_detailed(
         raise CheckSpecError(
             f"expected the output as a string or None, got {_describe(output)}", field="output"
         )
-    return {item.name: _run_one(item, output, case) for item in named}
+    return _run_all(named, output, case)
 
 
 def run_built_checks(output: str, built: Sequence[NamedCheck], case: Any) -> dict[str, CheckResult]:
@@ -940,7 +910,7 @@ def run_built_checks(output: str, built: Sequence[NamedCheck], case: Any) -> dic
     >>> run_built_checks("hola", checks_from_expect({"max_chars": 3}), None)
     {'max_chars': CheckResult(passed=False, detail='4 characters, more than 3')}
     """
-    return {item.name: _run_one(item, output, case) for item in built}
+    return _run_all(built, output, case)
 
 
 def run_checks(

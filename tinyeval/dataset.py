@@ -1,14 +1,5 @@
-"""Cases: load them from logs, validate them before anything runs, sample and split them.
-
-Files are JSONL (``-`` reads standard input), a JSON list, CSV with a header row, or YAML
-(with PyYAML), each optionally ``.gz``. Every problem is found at load time and raised as
-:class:`DatasetError` naming the file, line and field::
-
-    cases.jsonl:12: expect.not_contain: unknown key; did you mean 'not_contains'?
-
-Chat ``messages`` and OpenTelemetry traces are read by an extra through the door
-``_EXTRAS["reader"]``; ``Case.conversation`` holds what it read.
-"""
+"""Cases in: read and validate them before anything runs (errors name file, line and field),
+map fields, sample, split a holdout, fingerprint."""
 
 from __future__ import annotations
 
@@ -20,6 +11,7 @@ import math
 import random
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,22 +20,6 @@ from . import _extra, checks
 from ._formats import _JSON_CELLS, MAX_LINE_BYTES, DatasetError, _iter_records
 from .errors import InputError, TinyevalError, did_you_mean
 from .errors import describe_json as _describe
-
-__all__ = [
-    "MAX_LINE_BYTES",
-    "RECOGNISED_KEYS",
-    "Case",
-    "DatasetError",
-    "Fingerprinting",
-    "ResultsNotCasesError",
-    "dataset_fingerprint",
-    "in_holdout",
-    "iter_cases",
-    "load",
-    "parse_field_mapping",
-    "sample",
-    "split_holdout",
-]
 
 RECOGNISED_KEYS = (
     "id",
@@ -62,9 +38,6 @@ RECOGNISED_KEYS = (
 @dataclass(frozen=True)
 class Case:
     """One case: what was asked, what the system answered (None: to generate), what it must satisfy.
-
-    ``built_checks`` holds the checks of ``expect`` built when the case was read; it takes no
-    part in comparisons and is not pickled.
 
     >>> Case(id="amt-001", output='{"amount_cents": 125050}', category="amounts").category
     'amounts'
@@ -89,7 +62,7 @@ class Case:
     )
 
     def expect_checks(self) -> list[checks.NamedCheck]:
-        """The checks of ``expect``: those built when the case was read, or built now.
+        """The checks of ``expect``, built when the case was read (or now, if it was replaced).
 
         >>> [c.name for c in Case(id="a", expect={"max_words": 3}).expect_checks()]
         ['max_words']
@@ -112,7 +85,7 @@ class Case:
         >>> Case(id="x", input="hola").to_dict()["input"]
         'hola'
         """
-        data = {
+        data = {  # spelled out: built for every case fingerprinted, a comprehension costs 3x
             "id": self.id,
             "input": self.input,
             "output": self.output,
@@ -134,22 +107,14 @@ class Case:
         >>> Case(id="x", output="hola", meta={"team": "pagos"}).to_record()
         {'id': 'x', 'output': 'hola', 'category': 'default', 'team': 'pagos'}
         """
-        record: dict[str, Any] = {"id": self.id}
-        for key in RECOGNISED_KEYS[1:-1]:  # not messages: the input holds the message list
-            value = getattr(self, key)
-            if key == "tool_calls":
-                value = list(value) or None
-            if key == "expect":
-                value = dict(value) or None
-            if value is not None:
-                record[key] = value
-        record.update(self.meta)
-        return record
+        data = self.to_dict()
+        data["tool_calls"] = data["tool_calls"] or None
+        data["expect"] = data["expect"] or None
+        record = {key: data[key] for key in RECOGNISED_KEYS[:-1] if data[key] is not None}
+        return {**record, **self.meta}
 
 
 _RECOGNISED = frozenset(RECOGNISED_KEYS)
-
-# --------------------------------------------------------------------------- reading
 
 
 def parse_field_mapping(items: Iterable[str]) -> dict[str, str]:
@@ -157,9 +122,6 @@ def parse_field_mapping(items: Iterable[str]) -> dict[str, str]:
 
     >>> parse_field_mapping(["input=request.messages.0.content", "id=request_id"])
     {'input': 'request.messages.0.content', 'id': 'request_id'}
-
-    Raises :class:`DatasetError` for an item not ``KEY=PATH`` or an unknown key, naming the
-    key it looks like.
     """
     mapping: dict[str, str] = {}
     for item in items:
@@ -175,13 +137,9 @@ def _check_recognised(key: str) -> None:
     if key in RECOGNISED_KEYS:
         return
     close = did_you_mean(key, RECOGNISED_KEYS)
-    hint = (
-        f"; did you mean {close!r}?" if close else f"; expected one of {', '.join(RECOGNISED_KEYS)}"
-    )
-    raise DatasetError(f"unknown key {key!r}{hint}", field="fields")
+    hint = f"did you mean {close!r}?" if close else f"expected one of {', '.join(RECOGNISED_KEYS)}"
+    raise DatasetError(f"unknown key {key!r}; {hint}", field="fields")
 
-
-# --------------------------------------------------------------------------- validation
 
 _MISSING = object()
 
@@ -216,14 +174,12 @@ class _PartlyMissing(TinyevalError):
 
 
 def _get_mapped(record: Any, dotted: str) -> Any:
-    """The value at ``dotted`` in ``record``; a ``*`` part maps the rest over a list.
+    """The value at ``dotted`` in ``record``; a ``*`` part maps the rest over a list (LookupError
+    when the path before it is not there, _PartlyMissing when an element lacks the rest).
 
     >>> record = {"docs": [{"text": "a"}, {"text": "b"}]}
     >>> _get_mapped(record, "docs.*.text"), _get_mapped(record, "docs.1.text")
     (['a', 'b'], 'b')
-
-    Raises LookupError when the path (before the first ``*``) is not there,
-    and _PartlyMissing when an element of the list lacks the rest of it.
     """
     head, star, rest = dotted.partition("*")
     if not star:
@@ -255,9 +211,8 @@ def _expect_type(value: Any, expected: str, field_name: str, where: dict[str, An
 
 
 def _refuse_near_misses(record: Mapping[str, Any], where: dict[str, Any], *, line_id: Any) -> None:
-    """Other keys are kept as meta, but one that looks like a typo of an absent recognised key
-    (same letters in another case, or one slip of a finger) is an error: ``"expects"`` must not
-    quietly become meta while the case runs with no expectations."""
+    """Refuse a key that looks like a typo of an absent recognised key (``"expects"`` must not
+    quietly become meta while the case runs with no expectations)."""
     if _RECOGNISED.issuperset(record):  # the common case: nothing to look at
         return
     import difflib
@@ -334,12 +289,11 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
     elif context is not None and not isinstance(context, str):
         _expect_type(context, "a string, a list of strings, or null", "context", where)
 
-    category = rec.pop("category", "default")
-    if type(category) is not str or not category.strip():
-        if category is None:
-            category = "default"
-        if not isinstance(category, str) or not category.strip():
-            _expect_type(category, "a non-empty string", "category", where)
+    category = rec.pop("category", None)
+    if category is None:
+        category = "default"
+    elif not isinstance(category, str) or not category.strip():
+        _expect_type(category, "a non-empty string", "category", where)
 
     origin = rec.pop("origin", None)
     if origin is not None and type(origin) is not str:
@@ -365,13 +319,10 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
         if null_output:
             output = ""  # "content": null with tool calls: a response that only calls tools
 
-    label = rec.pop("label", None)
-    if isinstance(label, str) and label.strip().upper() in ("PASS", "FAIL"):
-        label = label.strip().upper()
-    elif isinstance(label, str) and _parse_number(label) is not None:
-        label = _parse_number(label)
-    elif label is not None and not _is_finite_number(label):
-        _expect_type(label, '"PASS", "FAIL", a number, or null', "label", where)
+    given_label = rec.pop("label", None)
+    label = _label_of(given_label)
+    if label is _MISSING:
+        _expect_type(given_label, '"PASS", "FAIL", a number, or null', "label", where)
 
     case = _NEW_CASE(Case)  # every field given: the dataclass's frozen __init__ costs 5x more
     case.__dict__.update(
@@ -398,8 +349,7 @@ _NEW_CASE = object.__new__
 
 def _read(reader: str, value: Any, where: dict[str, Any]) -> Any:
     """What the extra at ``_EXTRAS["reader"][reader]`` reads of ``value`` (the ``messages``
-    reader also sets the record's output and tool_calls from a closing assistant turn); its
-    errors, and a copy without it, are errors at this line, naming the field."""
+    reader may set the record's output and tool_calls); its errors are errors at this line."""
     try:
         return _extra("reader", reader, what=f"a case with {reader}")(value)
     except InputError as exc:
@@ -415,23 +365,18 @@ def _has_messages(value: Any) -> bool:
     )
 
 
-def _parse_number(text: str) -> int | float | None:
-    """``text`` as a finite int or float (``"2"`` -> 2, ``"0.5"`` -> 0.5); None otherwise."""
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        number = float(text)
-    except ValueError:
-        return None
-    return number if math.isfinite(number) else None
-
-
-def _is_finite_number(value: Any) -> bool:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    return not isinstance(value, float) or math.isfinite(value)
+def _label_of(label: Any) -> Any:
+    """A label as PASS, FAIL, a finite number (``"0.5"`` -> 0.5) or None; _MISSING otherwise."""
+    if isinstance(label, str):
+        if label.strip().upper() in ("PASS", "FAIL"):
+            return label.strip().upper()
+        with suppress(ValueError):
+            return int(label)
+        with suppress(ValueError):
+            label = float(label)
+    if label is None or (isinstance(label, int) and not isinstance(label, bool)):
+        return label
+    return label if isinstance(label, float) and math.isfinite(label) else _MISSING
 
 
 def iter_cases(
@@ -443,13 +388,8 @@ def iter_cases(
     unique_ids: bool = True,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> Iterator[Case]:
-    """Read and validate cases one at a time, in flat memory (ids past 50,000 go to disk).
-
-    ``fields`` maps a recognised key to a dotted path in the records; with ``id_from_line`` a
-    record without an id is ``line-N``; ``unique_ids=False`` skips the duplicate check.
-    Raises :class:`DatasetError` at the first bad record (a line past ``max_line_bytes``, a
-    duplicate key, a lone surrogate, too deep nesting, a YAML alias bomb...): consume it all
-    before acting on any case.
+    """Read and validate cases one at a time, in flat memory; a DatasetError comes at the first
+    bad record, so consume it all before acting on any case.
 
     >>> import json, tempfile, os
     >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
@@ -478,8 +418,7 @@ def iter_cases(
 def _duplicate(
     repeated: tuple[str, int], path: str, reading: Callable[[], Iterator[tuple[int, Case]]]
 ) -> DatasetError:
-    """The error for an id read twice, naming the line of its first occurrence (the file read
-    again: only on the error path)."""
+    """The error for an id read twice, naming the line of its first occurrence (read again)."""
     case_id, line = repeated
     first = ""
     if path != "-":
@@ -491,11 +430,8 @@ def _duplicate(
 
 
 class _IdIndex:
-    """The ids seen, as 96-bit digests in memory; past ``spill_after`` they move to the index on
-    disk of tinyeval/scale/ (a copy without it keeps them in memory).
-
-    :meth:`add` gives the first repeated id and its line, or None; on disk a repeat shows when
-    its batch is written (at the latest by :meth:`flush`).
+    """The ids seen, as 96-bit digests; past ``spill_after`` they move to the index on disk of
+    tinyeval/scale/ (if present), where a repeat shows when its batch is written or flushed.
 
     >>> with _IdIndex() as seen:
     ...     [seen.add(i, n) for n, i in enumerate(["a", "b", "a"], 1)], seen.flush()
@@ -546,8 +482,7 @@ def _validated(
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> Iterator[tuple[int, Case]]:
     """Every record as a validated case, with its line; a ``--field`` path found in no record is
-    an error once the file is read.
-    """
+    an error once the file is read."""
     found = dict.fromkeys(fields, 0)
     records = 0
     json_cells = {*_JSON_CELLS, *(fields[key] for key in _JSON_CELLS if key in fields)}
@@ -601,9 +536,6 @@ def load(
     return cases
 
 
-# --------------------------------------------------------------------------- sampling
-
-
 def sample(cases: Iterable[Case], n: int, *, seed: int | str) -> list[Case]:
     """``n`` cases picked by a seeded shuffle: the same seed gives the same sample.
 
@@ -620,11 +552,6 @@ def sample(cases: Iterable[Case], n: int, *, seed: int | str) -> list[Case]:
     return random.Random(str(seed)).sample(pool, n)
 
 
-def _holdout_score(case_id: str, salt: str) -> float:
-    digest = hashlib.sha256(f"{salt}\x00{case_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
-
-
 def in_holdout(case_id: str, fraction: float, *, salt: str = "tinyeval-holdout") -> bool:
     """Whether a case id falls in the holdout of :func:`split_holdout` (same hash, same answer).
 
@@ -636,7 +563,8 @@ def in_holdout(case_id: str, fraction: float, *, salt: str = "tinyeval-holdout")
             f"expected a number between 0 and 1 (exclusive), got {fraction!r}",
             field="holdout fraction",
         )
-    return _holdout_score(case_id, salt) < fraction
+    digest = hashlib.sha256(f"{salt}\x00{case_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
 
 
 def split_holdout(
@@ -650,14 +578,10 @@ def split_holdout(
     193
     """
     in_holdout("", fraction)  # refuses a fraction not between 0 and 1
-    dev: list[Case] = []
-    holdout: list[Case] = []
+    parts: tuple[list[Case], list[Case]] = ([], [])
     for case in cases:
-        (holdout if in_holdout(case.id, fraction, salt=salt) else dev).append(case)
-    return dev, holdout
-
-
-# --------------------------------------------------------------------------- fingerprint
+        parts[in_holdout(case.id, fraction, salt=salt)].append(case)
+    return parts
 
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))

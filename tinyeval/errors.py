@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 __all__ = [
+    "MAX_QUOTED",
     "IncompleteError",
     "InputError",
     "TinyevalError",
@@ -30,11 +31,27 @@ class TinyevalError(Exception):
     """The root of every error tinyeval raises."""
 
 
+MAX_QUOTED = 200
+"""The most characters of input an error message quotes (a path, a field, a value)."""
+
+
+def _one_line(text: str, limit: int, *, tail: bool = False) -> str:
+    """``text`` on one line (line breaks escaped), cut to about ``limit`` characters (keeping
+    its end when ``tail``)."""
+    text = text.replace("\r", "\\r").replace("\n", "\\n")
+    if len(text) <= limit:
+        return text
+    return "…" + text[-limit:] if tail else f"{text[:limit]}… ({len(text):,} characters)"
+
+
 class InputError(TinyevalError, ValueError):
-    """Bad input or usage; the message reads ``PATH:LINE: FIELD: REASON`` (parts known).
+    """Bad input or usage; the message reads ``PATH:LINE: FIELD: REASON`` (parts known), on
+    one line, the field cut to :data:`MAX_QUOTED` characters, the path and reason to twice that.
 
     >>> str(InputError("expected a non-empty string", path="cases.jsonl", line=3, field="id"))
     'cases.jsonl:3: id: expected a non-empty string'
+    >>> len(str(InputError("unknown criterion " + "x" * 10**6)))
+    424
     """
 
     def __init__(
@@ -45,14 +62,16 @@ class InputError(TinyevalError, ValueError):
         line: int | None = None,
         field: str | None = None,
     ) -> None:
-        self.reason = reason
+        self.reason = _one_line(reason, 2 * MAX_QUOTED)
         self.path = "<stdin>" if path == "-" else (None if path is None else str(path))
+        if self.path is not None:
+            self.path = _one_line(self.path, 2 * MAX_QUOTED, tail=True)
         self.line = line
-        self.field = field
+        self.field = None if field is None else _one_line(field, MAX_QUOTED)
         where = self.path
         if line is not None:
             where = f"{where}:{line}" if where else f"line {line}"
-        super().__init__(": ".join(part for part in (where, field, reason) if part))
+        super().__init__(": ".join(part for part in (where, self.field, self.reason) if part))
 
     def __reduce__(self) -> tuple[Any, ...]:
         # keeps path, line and field across pickling (process pools send exceptions back pickled)

@@ -1,6 +1,5 @@
 """The one-criterion judge: one property, a strict PASS/FAIL answer (else *unparsed*, never a
-pass); :func:`make_judge` builds the judge a criterion asks for. Every judge has ``name``,
-``criterion``, ``rubric_fingerprint`` and a call that records, never raises, a model's failure."""
+pass); every judge's call records, never raises, a model's failure."""
 
 from __future__ import annotations
 
@@ -11,10 +10,10 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from . import _EXTRAS, _extra
+from ._formats import MAX_CONFIG_BYTES, read_text
 from .errors import InputError, json_problem
 from .models import ask, reported_model, sum_usage
 
@@ -45,7 +44,7 @@ CRITERION_NEEDS: dict[str, tuple[str, ...]] = {
     "refuses-when-ambiguous": ("question",),
 }
 
-STYLES = ("verdict-first", "evidence-first")
+STYLES = ("verdict-first", "evidence-first", "structured")
 
 
 def default_name(criterion: str) -> str:
@@ -149,18 +148,41 @@ Write the quote first and decide the verdict last. A FAIL needs a quote; a PASS 
 needs "quote": null. Shape: {"quote": "..." or null, "why": "...", "verdict": "PASS" or "FAIL"}"""
 )
 
-EVIDENCE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "quote": {
-            "type": ["string", "null"],
-            "description": "The part of the response that breaks the property, verbatim, or null.",
-        },
-        "why": {"type": "string", "description": "One sentence explaining the verdict."},
-        "verdict": {"type": "string", "enum": ["PASS", "FAIL"]},
+
+def _object_schema(**properties: Any) -> dict[str, Any]:
+    """The JSON schema of an object holding exactly these properties (a server holds replies to
+    it: ``response_format`` of OpenAI-compatible servers)."""
+    keys = list(properties)
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": keys,
+        "additionalProperties": False,
+    }
+
+
+_VERDICT = {"type": "string", "enum": ["PASS", "FAIL"]}
+_ONE_SENTENCE = {"type": "string", "description": "One sentence explaining the verdict."}
+EVIDENCE_SCHEMA = _object_schema(
+    quote={
+        "type": ["string", "null"],
+        "description": "The part of the response that breaks the property, verbatim, or null.",
     },
-    "required": ["quote", "why", "verdict"],
-    "additionalProperties": False,
+    why=_ONE_SENTENCE,
+    verdict=_VERDICT,
+)
+
+STRUCTURED_TEMPLATE = (
+    header("grading", "grade", "verdicts")
+    + """
+Answer with one JSON object and nothing else: {"verdict": "PASS" if the response has the \
+property, "FAIL" if it does not, "reason": one sentence explaining the verdict}."""
+)
+VERDICT_SCHEMA = _object_schema(verdict=_VERDICT, reason=_ONE_SENTENCE)
+_STYLE_FORMATS = {
+    "verdict-first": (VERDICT_TEMPLATE, None),
+    "evidence-first": (EVIDENCE_TEMPLATE, EVIDENCE_SCHEMA),
+    "structured": (STRUCTURED_TEMPLATE, VERDICT_SCHEMA),
 }
 
 _BLOCK_PLACEHOLDERS = ("question", "context", "response", "response_a", "response_b")
@@ -277,13 +299,9 @@ def _unparsed(reason: str) -> Evidence:
     return Evidence(None, f"unparsed: {reason}", "unparsed")
 
 
-def parse_evidence(text: str, response: str) -> Evidence:
-    """Read an evidence-first reply: one JSON object, keys exactly ``quote``, ``why``,
-    ``verdict``; a FAIL's quote must be in the response (else ``unverified_quote``).
-
-    >>> parse_evidence('{"quote": "3 pesos", "why": "x", "verdict": "FAIL"}', "2 pesos").failure
-    'unverified_quote'
-    """
+def _json_object(text: str, keys: Sequence[str]) -> list[Any] | Evidence:
+    """The values of a reply's one JSON object (fenced or not) whose keys are ``keys``, in order;
+    else why not, as an unparsed :class:`Evidence`."""
     if not isinstance(text, str):
         return _unparsed(f"expected a text reply, got {type(text).__name__}")
     body = text.strip()
@@ -292,17 +310,45 @@ def parse_evidence(text: str, response: str) -> Evidence:
         body = fenced.group(1).strip()
     try:
         obj = json.loads(body, object_pairs_hook=tuple)  # an object: its pairs, in order
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         return _unparsed(f"not one JSON object ({exc.args[0] if exc.args else exc})")
     if not isinstance(obj, tuple):
         return _unparsed(f"expected a JSON object, got {type(obj).__name__}")
-    keys = [key for key, _ in obj]
-    if keys != ["quote", "why", "verdict"]:
-        got = ", ".join(repr(key) for key in keys)
-        return _unparsed(
-            f"the keys must be exactly 'quote', 'why', 'verdict' in this order, got {got}"
-        )
-    quote, why, verdict = (value for _, value in obj)
+    if [key for key, _ in obj] != list(keys):
+        got = ", ".join(repr(key) for key, _ in obj)
+        expected = ", ".join(repr(key) for key in keys)
+        return _unparsed(f"the keys must be exactly {expected} in this order, got {got}")
+    return [value for _, value in obj]
+
+
+def parse_structured(text: str) -> Evidence:
+    """Read a structured reply: one JSON object, ``{"verdict": "PASS"|"FAIL", "reason": str}``.
+
+    >>> parse_structured('{"verdict": "FAIL", "reason": "It invents a date."}').verdict
+    'FAIL'
+    """
+    values = _json_object(text, ("verdict", "reason"))
+    if isinstance(values, Evidence):
+        return values
+    verdict, reason = values
+    if verdict not in ("PASS", "FAIL"):
+        return _unparsed(f'verdict must be exactly "PASS" or "FAIL", got {_show(str(verdict))}')
+    if not isinstance(reason, str):
+        return _unparsed(f"reason must be a string, got {type(reason).__name__}")
+    return Evidence(verdict, reason.strip(), None)
+
+
+def parse_evidence(text: str, response: str) -> Evidence:
+    """Read an evidence-first reply: one JSON object, keys exactly ``quote``, ``why``,
+    ``verdict``; a FAIL's quote must be in the response (else ``unverified_quote``).
+
+    >>> parse_evidence('{"quote": "3 pesos", "why": "x", "verdict": "FAIL"}', "2 pesos").failure
+    'unverified_quote'
+    """
+    values = _json_object(text, ("quote", "why", "verdict"))
+    if isinstance(values, Evidence):
+        return values
+    quote, why, verdict = values
     if quote is not None and not isinstance(quote, str):
         return _unparsed(f"quote must be a string or null, got {type(quote).__name__}")
     if not isinstance(why, str):
@@ -441,7 +487,7 @@ class Judge:
             raise JudgeError(f"votes must be an odd whole number >= 1 (1, 3, 5...), got {votes!r}")
         self.votes = votes
         if template is None:
-            template = VERDICT_TEMPLATE if style == "verdict-first" else EVIDENCE_TEMPLATE
+            template = _STYLE_FORMATS[style][0]
         check_template(template, ("criterion", "response"))
         self.template = template
         self.name = name if name is not None else default_name(criterion)
@@ -501,7 +547,7 @@ class Judge:
     def _vote(
         self, call_model: Callable[..., Any], prompt: str, sample: int, response: str
     ) -> Evidence:
-        schema = EVIDENCE_SCHEMA if self.style == "evidence-first" else None
+        schema = _STYLE_FORMATS[self.style][1]
         try:
             reply = ask(call_model, prompt, sample=sample, json_schema=schema)
         except Exception as exc:  # a model failure is recorded, never raised
@@ -510,6 +556,8 @@ class Judge:
         if self.style == "verdict-first":
             verdict, reason = parse_verdict(reply)
             return Evidence(verdict, reason, None if verdict else "unparsed", raw=reply)
+        if self.style == "structured":
+            return parse_structured(reply)._replace(raw=reply)
         evidence = parse_evidence(reply, response)
         if evidence.failure == "unverified_quote" and neutralize(response) != response:
             # the model saw the neutralized response and may quote it as shown
@@ -615,7 +663,7 @@ def load_rubric(path: str | os.PathLike[str]) -> Rubric:
     ('Read it.',)
     """
     where = str(path)
-    text = Path(path).read_text(encoding="utf-8")
+    text = read_text(path, what="the rubric", max_bytes=MAX_CONFIG_BYTES, error=JudgeError)
     if not where.endswith(".json"):
         if not text.strip():
             raise JudgeError("the rubric file is empty", path=where)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import _thread
 import abc
+import contextlib
 import functools
 import importlib
 import inspect
@@ -30,38 +31,13 @@ from ._http import (
     _host_port,
     _Poster,
     _public_url,
-    parse_retry_after,
     scrub,
-    secret_values,
 )
 from .errors import InputError, TinyevalError, plural, shorten
 
 if TYPE_CHECKING:  # asyncio is imported on the first awaitable: a sync run never pays for it
     import asyncio
 
-__all__ = [
-    "ANTHROPIC_DEFAULT_BASE",
-    "OPENAI_DEFAULT_BASE",
-    "USAGE_KEYS",
-    "CallModel",
-    "ChatPrompt",
-    "Model",
-    "ModelCallError",
-    "ModelConfigError",
-    "Reply",
-    "accepted_keywords",
-    "add_usage",
-    "as_model",
-    "ask",
-    "model_spec",
-    "parse_retry_after",
-    "reported_model",
-    "resolve",
-    "run_awaitable",
-    "scrub",
-    "secret_values",
-    "sum_usage",
-]
 
 CallModel = Callable[..., Any]
 """Any model: ``call_model(prompt, **keywords)`` returns a ``str`` or an awaitable of one."""
@@ -86,13 +62,13 @@ class Reply(str):
         cls,
         text: str,
         *,
-        usage: Mapping[str, int] | None = None,
+        usage: Mapping[str, Any] | None = None,
         model: str | None = None,
         cached: bool = False,
         latency_ms: float | None = None,
     ) -> Reply:
         self = super().__new__(cls, text)
-        self.usage = dict(usage) if usage is not None else None
+        self.usage = _believable(usage)
         self.model = model
         self.cached = cached
         self.latency_ms = latency_ms
@@ -103,6 +79,18 @@ class Reply(str):
             f"Reply({str(self)!r}, usage={self.usage!r}, model={self.model!r}, "
             f"cached={self.cached!r})"
         )
+
+
+_MOST_TOKENS = 10**12  # a count past this (or not a whole number) leaves the usage unknown
+
+
+def _believable(usage: Any) -> dict[str, int] | None:
+    """Token counts as a server gave them, or None when any is not a plausible whole number."""
+    if not isinstance(usage, Mapping):
+        return None
+    counts = dict(usage)
+    plausible = (type(n) is int and 0 <= n <= _MOST_TOKENS for n in counts.values())
+    return counts if all(plausible) else None
 
 
 class ChatPrompt(str):
@@ -154,30 +142,23 @@ _KEYWORDS = ("sample", "json_schema")
 _KEYWORDS_SEEN: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
 
 
-def _signature_keywords(call_model: CallModel) -> frozenset[str]:
-    try:
-        parameters = inspect.signature(call_model).parameters
-    except (TypeError, ValueError):  # builtins and C callables without a signature
-        return frozenset()
-    by_name = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return frozenset(
-        name for name in _KEYWORDS if name in parameters and parameters[name].kind in by_name
-    )
-
-
 def accepted_keywords(call_model: CallModel) -> frozenset[str]:
     """Which of ``sample`` and ``json_schema`` ``call_model`` names as parameters.
 
     >>> sorted(accepted_keywords(lambda prompt, *, sample=0, json_schema=None: prompt))
     ['json_schema', 'sample']
     """
-    try:  # remembered per callable while it lives: ask() looks on every call
+    with contextlib.suppress(TypeError, KeyError):  # remembered per callable while it lives
         return _KEYWORDS_SEEN[call_model]
-    except TypeError:  # unhashable or not weakly referenceable: just look
-        return _signature_keywords(call_model)
-    except KeyError:
-        known = _KEYWORDS_SEEN[call_model] = _signature_keywords(call_model)
-        return known
+    try:
+        parameters = inspect.signature(call_model).parameters
+    except (TypeError, ValueError):  # builtins and C callables without a signature
+        parameters = {}  # type: ignore[assignment]
+    by_name = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    known = frozenset(n for n in _KEYWORDS if n in parameters and parameters[n].kind in by_name)
+    with contextlib.suppress(TypeError):  # unhashable or not weakly referenceable: not kept
+        _KEYWORDS_SEEN[call_model] = known
+    return known
 
 
 _LOOP: list[asyncio.AbstractEventLoop] = []  # tinyeval's one event loop, run in a daemon thread
@@ -401,17 +382,14 @@ class Model(abc.ABC):
 def _scrub_reply(reply: Reply, secrets: list[str]) -> Reply:
     """``reply`` with every secret removed from its text and model name (refused if not text)."""
     _refuse_invalid_text(str(reply), "the reply")
-    text = scrub(str(reply), secrets)
-    model = reported = getattr(reply, "model", None)
+    model = getattr(reply, "model", None)
     if isinstance(model, str):
         _refuse_invalid_text(model, "the reported model name")
-        reported = scrub(model, secrets)
-    if text == str(reply) and reported == model and isinstance(reply, Reply):
-        return reply
+        model = scrub(model, secrets)
     return Reply(
-        text,
+        scrub(str(reply), secrets),
         usage=getattr(reply, "usage", None),
-        model=reported,
+        model=model,
         cached=bool(getattr(reply, "cached", False)),
         latency_ms=getattr(reply, "latency_ms", None),
     )
@@ -423,15 +401,16 @@ def _key_from_environment(variable: str) -> str | None:
     if not key:
         return None
     for position, char in enumerate(key, start=1):
-        if ord(char) < 0x20 or ord(char) == 0x7F:
-            raise ModelConfigError(
-                f"{variable} holds a control character (U+{ord(char):04X}) at character"
-                f" {position} of the key; remove it (the key is not shown)"
+        if not " " <= char <= "~":
+            control = ord(char) < 0x20 or ord(char) == 0x7F  # only these are named
+            what = (
+                f"a control character (U+{ord(char):04X})"
+                if control
+                else "a character that is not ASCII"
             )
-        if ord(char) > 0x7E:
             raise ModelConfigError(
-                f"{variable} holds a character that is not ASCII at character {position}"
-                " of the key; an API key is ASCII (the key is not shown)"
+                f"{variable} holds {what} at character {position}"
+                " of the key; remove it (the key is not shown)"
             )
     return key
 
@@ -457,6 +436,7 @@ def resolve(
     max_tokens: int | None = None,
     sleep: Sleep = time.sleep,
     max_response_bytes: int = MAX_RESPONSE_BYTES,
+    pass_env: Iterable[str] = (),
 ) -> Model:
     """The :class:`Model` named by ``spec``; ``base_url`` overrides ``OPENAI_BASE_URL`` or
     ``ANTHROPIC_BASE_URL``, ``timeout`` bounds each HTTP attempt, ``temperature`` None leaves
@@ -478,7 +458,7 @@ def resolve(
     temperature = None if temperature is None else float(temperature)
     options = _Options(
         base_url, timeout, retries, temperature, max_tokens, sleep, max_response_bytes
-    )
+    )._replace(pass_env=tuple(pass_env))
     if spec == "builtin":
         judge = _extra("model", "builtin", what="the built-in judge")
         return _FunctionModel(spec, judge, temperature=temperature, resolved=True)
@@ -490,7 +470,7 @@ def resolve(
     if not rest.strip():
         raise ModelConfigError(f"model spec {spec!r} is incomplete: expected {SPEC_FORMS}")
     if scheme == "cmd":
-        return _command_model(spec, rest.strip(), timeout, temperature)
+        return _command_model(spec, rest.strip(), options)
     if scheme == "py":
         return _python_model(spec, rest.strip(), temperature)
     adapter = _OpenAIModel if scheme == "openai" else _AnthropicModel
@@ -505,6 +485,7 @@ class _Options(NamedTuple):
     max_tokens: int | None
     sleep: Sleep
     max_response_bytes: int
+    pass_env: tuple[str, ...] = ()
 
 
 _MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/@-]*")
@@ -520,26 +501,25 @@ def _whole(value: Any, least: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _check_options(
     timeout: float, retries: int, temperature: float | None, max_tokens: int | None, limit: int
 ) -> None:
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-        raise ModelConfigError(f"timeout must be a number of seconds, got {timeout!r}")
-    if not (math.isfinite(timeout) and timeout > 0):
-        raise ModelConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    if not _whole(retries, 0):
-        raise ModelConfigError(f"retries must be an integer >= 0, got {retries!r}")
-    if temperature is not None and (
-        isinstance(temperature, bool)
-        or not isinstance(temperature, int | float)
-        or not math.isfinite(temperature)
-        or temperature < 0
-    ):
-        raise ModelConfigError(f"temperature must be a number >= 0 or None, got {temperature!r}")
-    if max_tokens is not None and not _whole(max_tokens, 1):
-        raise ModelConfigError(f"max_tokens must be an integer >= 1 or None, got {max_tokens!r}")
-    if not _whole(limit, 1):
-        raise ModelConfigError(f"max_response_bytes must be an integer >= 1, got {limit!r}")
+    checks = {
+        "timeout must be a positive number of seconds": _number(timeout) and timeout > 0,
+        "retries must be an integer >= 0": _whole(retries, 0),
+        "temperature must be a number >= 0 or None": temperature is None
+        or (_number(temperature) and temperature >= 0),
+        "max_tokens must be an integer >= 1 or None": max_tokens is None or _whole(max_tokens, 1),
+        "max_response_bytes must be an integer >= 1": _whole(limit, 1),
+    }
+    values = (timeout, retries, temperature, max_tokens, limit)
+    for (problem, ok), value in zip(checks.items(), values, strict=True):
+        if not ok:
+            raise ModelConfigError(f"{problem}, got {value!r}")
 
 
 class _FunctionModel(Model):
@@ -620,50 +600,114 @@ def _python_model(spec: str, target: str, temperature: float | None) -> Model:
     return _FunctionModel(spec, function, temperature=temperature, resolved=True)
 
 
-class _CommandModel(Model):
-    """A command run once per call: the prompt on stdin, the reply on stdout."""
+# what a cmd: model sees of the environment, besides LC_*, TINYEVAL_* and the names passed
+_COMMAND_ENVIRONMENT = frozenset({"PATH", "HOME", "LANG", "TMPDIR", "SYSTEMROOT"})
 
-    def __init__(
-        self, spec: str, argv: list[str], *, timeout: float, temperature: float | None
-    ) -> None:
-        super().__init__(spec, temperature=temperature)
+
+class _CommandModel(Model):
+    """A command run once per call: the prompt on stdin, the reply on stdout (bounded)."""
+
+    def __init__(self, spec: str, argv: list[str], options: _Options) -> None:
+        super().__init__(spec, temperature=options.temperature)
         self._argv = argv
-        self._timeout = timeout
+        self._options = options
+
+    def _environment(self, sample: int) -> dict[str, str]:
+        keep = _COMMAND_ENVIRONMENT | set(self._options.pass_env)
+        env = {
+            name: value
+            for name, value in os.environ.items()
+            if name in keep or name.startswith(("LC_", "TINYEVAL_"))
+        }
+        env["TINYEVAL_SAMPLE"] = str(sample)
+        if self.temperature is not None:
+            env["TINYEVAL_TEMPERATURE"] = repr(self.temperature)
+        return env
 
     def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
         import subprocess
 
-        env = dict(os.environ, TINYEVAL_SAMPLE=str(sample))
-        if self.temperature is not None:
-            env["TINYEVAL_TEMPERATURE"] = repr(self.temperature)
+        timeout, limit = self._options.timeout, self._options.max_response_bytes
         try:
-            done = subprocess.run(
+            process = subprocess.Popen(
                 self._argv,
-                input=prompt,
-                capture_output=True,
-                text=True,
-                encoding="utf-8",
-                errors="replace",
-                timeout=self._timeout,
-                env=env,
-                check=False,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self._environment(sample),
+                start_new_session=True,  # its children are stopped with it
             )
-        except subprocess.TimeoutExpired:
-            raise ModelCallError(
-                f"{self.spec}: no reply within {self._timeout:g} s (the command was stopped)"
-            ) from None
         except OSError as exc:
             raise ModelCallError(
                 scrub(f"{self.spec}: cannot run {self._argv[0]!r}: {exc.strerror or exc}")
             ) from None
-        if done.returncode != 0:
-            detail = _last_line(scrub(done.stderr))
-            message = f"{self.spec}: the command exited with code {done.returncode}"
+        out, err = _Drain(process, process.stdout, limit), _Drain(process, process.stderr, 2**16)
+        threading.Thread(target=_feed, args=(process.stdin, prompt), daemon=True).start()
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise ModelCallError(
+                f"{self.spec}: no reply within {timeout:g} s (the command was stopped)"
+            ) from None
+        finally:
+            _stop(process)
+        if out.overflowed:
+            raise ModelCallError(
+                f"{self.spec}: the reply is longer than {limit:,} bytes (max_response_bytes);"
+                " the command was stopped"
+            )
+        if process.returncode != 0:
+            detail = _last_line(scrub(err.text(timeout)))
+            message = f"{self.spec}: the command exited with code {process.returncode}"
             raise ModelCallError(scrub(f"{message}: {detail}" if detail else message))
-        return Reply(_strip_one_newline(done.stdout))
+        return Reply(out.text(timeout).removesuffix("\n"))
 
 
-def _command_model(spec: str, command: str, timeout: float, temperature: float | None) -> Model:
+class _Drain(threading.Thread):
+    """Reads a pipe to its end, keeping up to ``limit`` bytes; past it the command is stopped."""
+
+    def __init__(self, process: Any, pipe: Any, limit: int) -> None:
+        super().__init__(daemon=True)
+        self.process, self.pipe, self.limit = process, pipe, limit
+        self.chunks: list[bytes] = []
+        self.overflowed = False
+        self.start()
+
+    def run(self) -> None:
+        size = 0
+        while chunk := self.pipe.read1(2**16):
+            size += len(chunk)
+            if size > self.limit:
+                self.overflowed = True
+                _stop(self.process)
+                return
+            self.chunks.append(chunk)
+
+    def text(self, timeout: float) -> str:
+        """What was read, decoded, newlines as in text mode (\\r\\n and \\r become \\n)."""
+        self.join(timeout)
+        text = b"".join(self.chunks).decode("utf-8", errors="replace")
+        return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _feed(stdin: Any, prompt: str) -> None:
+    with contextlib.suppress(OSError), stdin:  # a command need not read its input
+        stdin.write(prompt.encode("utf-8", errors="replace"))
+
+
+def _stop(process: Any) -> None:
+    """Stop a command and whatever it started (its session's process group)."""
+    import signal
+
+    with contextlib.suppress(OSError):
+        if hasattr(os, "killpg"):
+            os.killpg(process.pid, signal.SIGKILL)
+        else:  # pragma: no cover - Windows
+            process.kill()
+    process.wait()
+
+
+def _command_model(spec: str, command: str, options: _Options) -> Model:
     import shlex
     import shutil
 
@@ -675,16 +719,12 @@ def _command_model(spec: str, command: str, timeout: float, temperature: float |
         raise ModelConfigError(f"model spec {spec!r} is incomplete: expected cmd:COMMAND")
     if shutil.which(argv[0]) is None:
         raise ModelConfigError(f"{spec}: command {argv[0]!r} not found on PATH")
-    return _CommandModel(spec, argv, timeout=timeout, temperature=temperature)
+    return _CommandModel(spec, argv, options)
 
 
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[-1][:300] if lines else ""
-
-
-def _strip_one_newline(text: str) -> str:
-    return text[:-2] if text.endswith("\r\n") else text.removesuffix("\n")
 
 
 class _HTTPModel(_Poster, Model):
@@ -796,14 +836,9 @@ class _HTTPModel(_Poster, Model):
     def _reply_with(self, payload: Mapping[str, Any], text: str, names: tuple[str, str]) -> Reply:
         """A Reply with the usage (under the vendor's ``names``) and model the server reports."""
         usage: dict[str, Any] = payload["usage"] if isinstance(payload.get("usage"), dict) else {}
-        counts: dict[str, Any] = {
-            "input_tokens": usage.get(names[0]),
-            "output_tokens": usage.get(names[1]),
-        }
-        known = all(isinstance(n, int) and not isinstance(n, bool) for n in counts.values())
+        counts = {"input_tokens": usage.get(names[0]), "output_tokens": usage.get(names[1])}
         reported = payload.get("model")
-        model = reported if isinstance(reported, str) else None
-        return Reply(text, usage=counts if known else None, model=model)
+        return Reply(text, usage=counts, model=reported if isinstance(reported, str) else None)
 
 
 def _chat(prompt: str) -> ChatPrompt:

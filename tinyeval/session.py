@@ -57,7 +57,7 @@ class Session:
     def __init__(self, settings: RunSettings) -> None:
         self.settings = s = settings
         s.refuse_out_of_range()
-        refuse_overwriting([s.cases, s.rejudge], {"out": s.out, "review_out": s.review_out})
+        refuse_overwriting(*s.files())
         self.jurors = jurors = _jurors(s.judge_model)
         spec = "jury:" + ",".join(jurors) if len(jurors) > 1 else jurors[0] if jurors else None
         self.judge_spec: str = spec or "builtin"
@@ -126,6 +126,7 @@ class Session:
             temperature=s.temperature,
             max_tokens=max_tokens,
             max_response_bytes=s.max_response_bytes,
+            pass_env=s.pass_env,
             cache_path=s.cache,
             no_cache=s.no_cache,
             refresh=s.refresh,
@@ -545,7 +546,9 @@ def _jurors(given: str | Sequence[str] | None) -> list[str]:
 def _template(path: str | None) -> str | None:
     if path is None:
         return None
-    text = Path(path).read_text(encoding="utf-8")
+    from ._formats import MAX_CONFIG_BYTES, read_text
+
+    text = read_text(path, what="the template", max_bytes=MAX_CONFIG_BYTES, error=InputError)
     if "{input}" not in text:
         raise InputError("the template has no {input} placeholder", path=path)
     return text

@@ -1,8 +1,7 @@
-"""Small, exact statistics for pass rates, suite sizes and judge agreement.
+"""Small, exact statistics for pass rates, suite sizes, paired runs and judge agreement.
 
-Standard library only: this file works copied on its own. Bad input raises
-``StatisticsError``; a value that does not exist for the data raises its subclass
-``UndefinedStatisticError``, never NaN.
+Standard library only: this file works copied on its own. Bad input raises ``StatisticsError``;
+a value that does not exist for the data raises ``UndefinedStatisticError``, never NaN.
 """
 
 from __future__ import annotations
@@ -25,12 +24,16 @@ __all__ = [
     "UndefinedStatisticError",
     "cases_to_decide",
     "cohen_kappa",
+    "design_effect",
     "detectable_difference",
     "format_rate",
+    "holm",
     "kappa_interval",
     "mcnemar",
     "observed_difference",
     "observed_rate",
+    "paired_difference_interval",
+    "paired_sample_size",
     "power",
     "sample_size",
     "spearman",
@@ -39,6 +42,8 @@ __all__ = [
 ]
 
 _STANDARD_NORMAL = NormalDist()
+_z = _STANDARD_NORMAL.inv_cdf  # the standard normal quantile: _z(0.975) is 1.959963…
+_BIG = 1e300  # "at least 1" still means finite
 
 try:  # inside the package, statistics errors share the package's root
     from .errors import TinyevalError as _ErrorRoot
@@ -84,7 +89,6 @@ class Rate(NamedTuple):
 
     @property
     def value(self) -> float:
-        """``successes / n``."""
         return self.successes / self.n
 
     def __float__(self) -> float:
@@ -95,19 +99,11 @@ class Rate(NamedTuple):
 
     def to_dict(self) -> dict[str, Any]:
         """``{"successes", "n", "rate", "low", "high", "text"}``."""
-        return {
-            "successes": self.successes,
-            "n": self.n,
-            "rate": self.value,
-            "low": self.low,
-            "high": self.high,
-            "text": str(self),
-        }
+        counts = {"successes": self.successes, "n": self.n, "rate": self.value}
+        return {**counts, "low": self.low, "high": self.high, "text": str(self)}
 
 
 # ---------------------------------------------------------------- validation
-
-
 def _count(value: Any, name: str, func: str, least: int = 0) -> int:
     """``value`` as an int from ``least`` up; bools and floats are refused, not coerced."""
     if isinstance(value, bool):
@@ -135,6 +131,18 @@ def _open_unit(value: Any, name: str, func: str, *, one: bool = False) -> float:
     return number
 
 
+def _within(value: Any, name: str, func: str, low: float, high: float, wanted: str) -> float:
+    """``value`` as a float from ``low`` to ``high``; NaN, bools and other types are refused."""
+    number = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else -1
+    if not low <= number <= high:
+        raise StatisticsError(f"{func}: {name} must be {wanted}, got {value!r}")
+    return number
+
+
+def _unit(value: Any, name: str, func: str) -> float:
+    return _within(value, name, func, 0.0, 1.0, "a number in [0, 1]")
+
+
 def _planned_power(value: Any, func: str) -> float:
     """The power a plan aims for, in [0.5, 1): below one half the test misses more than it finds."""
     value = _open_unit(value, "power", func)
@@ -158,23 +166,30 @@ def _paired(x: Iterable[Any], y: Iterable[Any], func: str) -> tuple[list[Any], l
     return xs, ys
 
 
-def _z(probability: float) -> float:
-    """The standard normal quantile: ``_z(0.975)`` is 1.959963…"""
-    return _STANDARD_NORMAL.inv_cdf(probability)
+def _bisect(rises: Any, low: float, high: float) -> float:
+    """The point in [low, high] where ``rises`` turns true (false at ``low``, true at ``high``)."""
+    for _ in range(200):  # 200 halvings reach the float resolution
+        middle = (low + high) / 2.0
+        if middle in (low, high):
+            break
+        low, high = (low, middle) if rises(middle) else (middle, high)
+    return high
 
 
 # ---------------------------------------------------------------- pass rates
-
-
-def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interval:
-    """The Wilson score interval ``(low, high)`` for ``successes`` out of ``n`` (Wilson 1927).
+def wilson_interval(
+    successes: int, n: int, confidence: float = 0.95, *, design_effect: float = 1.0
+) -> Interval:
+    """The Wilson score interval ``(low, high)`` for ``successes`` out of ``n`` (Wilson 1927);
+    for clustered cases, over the effective n / ``design_effect`` (see ``design_effect``).
 
     >>> [round(bound, 3) for bound in wilson_interval(27, 30)]
     [0.744, 0.965]
+    >>> [round(bound, 3) for bound in wilson_interval(27, 30, design_effect=2.2)]
+    [0.646, 0.978]
     """
     func = "wilson_interval"
-    successes = _count(successes, "successes", func)
-    n = _count(n, "n", func)
+    successes, n = _count(successes, "successes", func), _count(n, "n", func)
     confidence = _open_unit(confidence, "confidence", func)
     if successes > n:
         raise StatisticsError(f"{func}: successes must be between 0 and n = {n}, got {successes}")
@@ -182,6 +197,9 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interva
         raise UndefinedStatisticError(f"{func}: the interval is undefined for n = 0 (no cases)")
     z = _z((1.0 + confidence) / 2.0)
     z2 = z * z
+    if design_effect != 1.0:
+        effect = _within(design_effect, "design_effect", func, 1.0, _BIG, "a number of at least 1")
+        return Interval(*_wilson_bounds(successes / n, n / effect, z2))
     failures = n - successes
     # (2k + z² ± z·sqrt(z² + 4k(n−k)/n)) / (2(n + z²)): the textbook form,
     # written with k(n−k) so that k = 0 and k = n give exactly 0 and 1.
@@ -214,28 +232,21 @@ def cases_to_decide(
     """
     func = "cases_to_decide"
     low, high = wilson_interval(successes, n, confidence)
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
-        raise StatisticsError(f"{func}: threshold must be a number in [0, 1], got {threshold!r}")
-    if not 0.0 <= threshold <= 1.0:
-        raise StatisticsError(f"{func}: threshold must be in [0, 1], got {threshold!r}")
+    threshold = _unit(threshold, "threshold", func)
     if low >= threshold or high < threshold:
         return n
     rate = successes / n
     if rate == threshold:
         return None
-    z = _z((1.0 + confidence) / 2.0)
-    z2 = z * z
+    z2 = _z((1.0 + confidence) / 2.0) ** 2
 
-    def decided(size: int) -> bool:
+    def decided(size: int) -> bool:  # it stays decided as the suite grows
         low, high = _wilson_bounds(rate, size, z2)
         return low >= threshold if rate > threshold else high < threshold
 
-    top = n
-    while not decided(top):
-        if top >= _MOST_CASES:
-            return None
-        top = min(top * 2, _MOST_CASES)
-    bottom = max(n, top // 2)  # decided(top) holds; find the first size that decides
+    if not decided(_MOST_CASES):
+        return None
+    bottom, top = n, _MOST_CASES  # find the first size that decides
     while bottom < top:
         middle = (bottom + top) // 2
         if decided(middle):
@@ -251,8 +262,7 @@ def format_rate(successes: int, n: int, confidence: float = 0.95) -> str:
     >>> format_rate(17, 20)
     '17/20 = 85.0% [64.0%, 94.8%]'
     """
-    successes = _count(successes, "successes", "format_rate")
-    n = _count(n, "n", "format_rate")
+    successes, n = _count(successes, "successes", "format_rate"), _count(n, "n", "format_rate")
     if n == 0 and successes == 0:
         return "0/0 = n/a"
     low, high = wilson_interval(successes, n, confidence)
@@ -260,8 +270,6 @@ def format_rate(successes: int, n: int, confidence: float = 0.95) -> str:
 
 
 # ---------------------------------------------------------------- planning
-
-
 def _check_plan(baseline: Any, target: Any, alpha: Any, func: str) -> tuple[float, float, float]:
     baseline = _open_unit(baseline, "baseline", func)
     target = _open_unit(target, "target", func)
@@ -308,13 +316,8 @@ def observed_rate(true_rate: float, *, sensitivity: float, specificity: float) -
     >>> observed_rate(0.90, sensitivity=0.95, specificity=0.80)
     0.875
     """
-    func = "observed_rate"
-    if isinstance(true_rate, bool) or not isinstance(true_rate, numbers.Real):
-        raise StatisticsError(f"{func}: true_rate must be a number, got {true_rate!r}")
-    rate = float(true_rate)
-    if not 0.0 <= rate <= 1.0:
-        raise StatisticsError(f"{func}: true_rate must be between 0 and 1, got {true_rate!r}")
-    return _seen(rate, _judge(sensitivity, specificity, func))
+    rate = _unit(true_rate, "true_rate", "observed_rate")
+    return _seen(rate, _judge(sensitivity, specificity, "observed_rate"))
 
 
 def observed_difference(
@@ -325,9 +328,8 @@ def observed_difference(
     >>> round(observed_difference(0.90, 0.85, sensitivity=0.95, specificity=0.80), 4)
     -0.0375
     """
-    seen_baseline = observed_rate(baseline, sensitivity=sensitivity, specificity=specificity)
-    seen_target = observed_rate(target, sensitivity=sensitivity, specificity=specificity)
-    return seen_target - seen_baseline
+    judge = {"sensitivity": sensitivity, "specificity": specificity}
+    return observed_rate(target, **judge) - observed_rate(baseline, **judge)
 
 
 def _unrounded_sample_size(p1: float, p2: float, alpha: float, power: float) -> float:
@@ -449,24 +451,12 @@ def detectable_difference(
             f"{func}: with {n} cases per run even a drop from {baseline:.1%} to 0% "
             f"is detected with less than {goal:.0%} power"
         )
-    # Invariant: ``high`` reaches the goal and ``low`` does not (a zero drop
-    # is never detected). Power grows with the drop wherever it is above one
-    # half, which is why the goal may not be lower. 200 halvings reach the
-    # float resolution.
-    for _ in range(200):
-        middle = (low + high) / 2.0
-        if middle in (low, high):
-            break
-        if reaches_goal(middle):
-            high = middle
-        else:
-            low = middle
-    return high
+    # a zero drop is never detected; power grows with the drop wherever it is above one
+    # half, which is why the goal may not be lower
+    return _bisect(reaches_goal, low, high)
 
 
 # ---------------------------------------------------------------- comparing runs
-
-
 # Up to this many discordant cases the binomial coefficient is computed exactly
 # (math.comb takes about 40 ms at 50 000); beyond it, by Loader's saddle-point
 # formula, which is accurate to about 1e-13 relative and takes microseconds.
@@ -516,15 +506,9 @@ def _log_fair_coin_probability(trials: int, k: int) -> float:
 
 
 def _two_sided_fair_coin_tail(trials: int, k: int) -> float:
-    """``2·P(X ≤ k)`` for ``X ~ Binomial(trials, 1/2)`` and ``k < trials / 2``.
-
-    The tail is C(m, k)/2^m times the sum of C(m, i)/C(m, k) for i ≤ k. That
-    sum is built in 128-bit fixed point with the exact recurrence
-    C(m, i−1)/C(m, i) = i/(m − i + 1), and stops once the terms left cannot
-    change it by 2⁻⁶⁴ of itself: they shrink at least geometrically with ratio
-    i/(m − i + 1), so after term t at index i they add up to at most
-    t·i/(m − 2i + 1).
-    """
+    """``2·P(X ≤ k)`` for ``X ~ Binomial(trials, 1/2)`` and ``k < trials / 2``: C(m, k)/2^m
+    times Σ C(m, i)/C(m, k) over i ≤ k, summed in fixed point by C(m, i−1)/C(m, i) = i/(m − i + 1)
+    until the rest (at most t·i/(m − 2i + 1) after term t) is below 2⁻⁶⁴ of the sum."""
     one = 1 << _FIXED_POINT_BITS
     term = total = one
     for i in range(k, 0, -1):
@@ -547,17 +531,115 @@ def mcnemar(b: int, c: int) -> float:
     >>> round(mcnemar(12, 3), 4)
     0.0352
     """
-    b = _count(b, "b", "mcnemar")
-    c = _count(c, "c", "mcnemar")
+    b, c = _count(b, "b", "mcnemar"), _count(c, "c", "mcnemar")
     trials, smaller = b + c, min(b, c)
     if 2 * smaller >= trials:  # b == c, including 0 == 0
         return 1.0
     return min(1.0, _two_sided_fair_coin_tail(trials, smaller))
 
 
+def _tango_score(fixed: int, broke: int, n: int, delta: float) -> float:
+    """Tango's (1998) score statistic for Δ = delta, with the restricted MLE of P(broke)."""
+    b = -fixed - broke + (2 * n - fixed + broke) * delta
+    c = -broke * delta * (1.0 - delta)
+    p_broke = (math.sqrt(max(0.0, b * b - 8.0 * n * c)) - b) / (4.0 * n)
+    variance = n * (2.0 * p_broke + delta * (1.0 - delta))
+    gap = fixed - broke - n * delta
+    return gap / math.sqrt(variance) if variance > 0.0 else math.copysign(math.inf, gap)
+
+
+def paired_difference_interval(
+    both_pass: int,
+    fixed: int,
+    broke: int,
+    both_fail: int,
+    *,
+    confidence: float = 0.95,
+    method: str = "newcombe",
+) -> Interval:
+    """An interval for Δ = after − before over paired cases, (fixed − broke) / n: Newcombe's
+    hybrid score (1998, method 10) or Tango's score interval (``method="tango"``, 1998).
+
+    >>> [round(bound, 4) for bound in paired_difference_interval(20, 12, 2, 16)]
+    [0.0562, 0.3292]
+    """
+    func = "paired_difference_interval"
+    names = ("both_pass", "fixed", "broke", "both_fail")
+    a, b, c, d = map(_count, (both_pass, fixed, broke, both_fail), names, [func] * 4)
+    confidence = _open_unit(confidence, "confidence", func)
+    n = a + b + c + d
+    if n == 0:
+        raise UndefinedStatisticError(f"{func}: the interval is undefined for n = 0 (no pairs)")
+    z = _z((1.0 + confidence) / 2.0)
+    delta = (b - c) / n
+    if method == "tango":  # the Δ where the score statistic crosses ±z; it falls as Δ grows
+        low = _bisect(lambda x: _tango_score(b, c, n, x) < z, -1.0, delta)
+        return Interval(low, _bisect(lambda x: _tango_score(b, c, n, x) < -z, delta, 1.0))
+    if method != "newcombe":
+        raise StatisticsError(f"{func}: method must be 'newcombe' or 'tango', got {method!r}")
+    after, before = a + b, a + c
+    (l1, u1), (l2, u2) = (wilson_interval(k, n, confidence) for k in (after, before))
+    p1, p2 = after / n, before / n
+    margins = after * (n - after) * before * (n - before)
+    excess: float = a * d - b * c  # Newcombe's phi: a positive excess loses n/2, stops at 0
+    excess = max(0.0, excess - n / 2.0) if excess > 0 else excess
+    phi = excess / math.sqrt(margins) if margins else 0.0
+    down = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
+    up = math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
+    return Interval(max(-1.0, delta - down), min(1.0, delta + up))
+
+
+def holm(p_values: Iterable[float]) -> list[float]:
+    """Holm's (1979) step-down adjustment of p-values, in their given order.
+
+    >>> holm([0.01, 0.04, 0.03])
+    [0.03, 0.06, 0.06]
+    """
+    ps = [_unit(p, "each p-value", "holm") for p in p_values]
+    adjusted, running = [0.0] * len(ps), 0.0
+    for rank, index in enumerate(sorted(range(len(ps)), key=ps.__getitem__)):
+        running = max(running, min(1.0, (len(ps) - rank) * ps[index]))
+        adjusted[index] = running
+    return adjusted
+
+
+def paired_sample_size(
+    difference: float, discordance: float, *, alpha: float = 0.05, power: float = 0.80
+) -> int:
+    """Paired cases for McNemar's test to detect ``difference`` when a share ``discordance``
+    of cases changes outcome (Connor 1987): (z_α/2·√ψ + z_β·√(ψ − δ²))² / δ².
+
+    >>> paired_sample_size(0.05, 0.10), paired_sample_size(-0.05, 0.10)
+    (312, 312)
+    """
+    func = "paired_sample_size"
+    psi = _open_unit(discordance, "discordance", func, one=True)
+    number = difference if isinstance(difference, numbers.Real) else math.nan
+    delta = abs(float(number))
+    if isinstance(difference, bool) or not 0.0 < delta <= psi:
+        raise StatisticsError(
+            f"{func}: the difference must be a number above 0 and at most the discordance "
+            f"{psi!r} in size (only cases that change can move the rate), got {difference!r}"
+        )
+    alpha, goal = _open_unit(alpha, "alpha", func), _planned_power(power, func)
+    root = _z(1.0 - alpha / 2.0) * math.sqrt(psi) + _z(goal) * math.sqrt(psi - delta * delta)
+    return max(1, _ceil((root / delta) ** 2))
+
+
+def design_effect(cluster_size: float, icc: float) -> float:
+    """How much clusters of ``cluster_size`` cases with intra-cluster correlation ``icc``
+    inflate a variance: 1 + (m − 1)·icc (Kish 1965; Miller 2024, "Adding error bars to evals").
+
+    >>> design_effect(5, 0.3)
+    2.2
+    """
+    size = _within(
+        cluster_size, "cluster_size", "design_effect", 1.0, _BIG, "a number of at least 1"
+    )
+    return 1.0 + (size - 1.0) * _unit(icc, "icc", "design_effect")
+
+
 # ---------------------------------------------------------------- agreement
-
-
 def cohen_kappa(a: Iterable[Hashable], b: Iterable[Hashable]) -> float:
     """Cohen's kappa of two raters on the same items: (p_o − p_e) / (1 − p_e).
 
@@ -614,22 +696,11 @@ def spearman(x: Iterable[Any], y: Iterable[Any]) -> float:
     for values, name in ((xs, "x"), (ys, "y")):
         if any(map(operator.ne, values, values)):  # NaN has no place in an order
             raise StatisticsError(f"{func}: {name} contains NaN, which cannot be ranked")
-    try:
-        distinct = len(set(xs)) == n == len(set(ys))
-    except TypeError:  # values that cannot be hashed
-        distinct = False
-    if distinct:  # no ties, and no rank list: in x's sorted order x's ranks are 2, 4, …, 2n;
-        # if the j-th smallest y (rank 2j + 2) is at place aⱼ, ΣRx·Ry = 4·Σ(j+1)·aⱼ + 2n(n+1)
-        sxx = syy = (n * n * n - n) // 3
-        y_by_x = list(map(ys.__getitem__, sorted(range(n), key=xs.__getitem__)))
-        places = sorted(range(n), key=y_by_x.__getitem__)
-        products = 4 * sum(map(operator.mul, range(1, n + 1), places)) + 2 * n * (n + 1)
-    else:
-        (rx, sxx), (ry, syy) = _doubled_ranks(xs), _doubled_ranks(ys)
-        if sxx == 0 or syy == 0:
-            which = "x" if sxx == 0 else "y"
-            raise UndefinedStatisticError(f"{func}: undefined because {which} is constant")
-        products = sum(map(operator.mul, rx, ry))
+    (rx, sxx), (ry, syy) = _doubled_ranks(xs), _doubled_ranks(ys)
+    if sxx == 0 or syy == 0:
+        which = "x" if sxx == 0 else "y"
+        raise UndefinedStatisticError(f"{func}: undefined because {which} is constant")
+    products = sum(map(operator.mul, rx, ry))
     # Σ(Rx − (n+1))(Ry − (n+1)) = ΣRx·Ry − n(n+1)², since ΣR = n(n+1) for both
     sxy = products - n * (n + 1) * (n + 1)
     # r² as an exact ratio of integers (one rounding, never above 1), then a
@@ -676,39 +747,31 @@ def kappa_interval(
     xs, ys = _paired(a, b, func)
     kappa_float = cohen_kappa(xs, ys)
     n = len(xs)
-    cells = Counter(zip(xs, ys, strict=True))
-    rows, cols = Counter(xs), Counter(ys)
-    # exact: every p is a count over n
-    row = {label: Fraction(count, n) for label, count in rows.items()}
-    col = {label: Fraction(count, n) for label, count in cols.items()}
+    cells = Counter(zip(xs, ys, strict=True))  # exact: every p is a count over n
+    row = {label: Fraction(count, n) for label, count in Counter(xs).items()}
+    col = {label: Fraction(count, n) for label, count in Counter(ys).items()}
     chance = sum((row[label] * col.get(label, 0) for label in row), Fraction(0))
     agreed = Fraction(sum(count for (i, j), count in cells.items() if i == j), n)
     kappa = (agreed - chance) / (1 - chance)
-    term_a = Fraction(0)
-    term_b = Fraction(0)
-    for (i, j), count in cells.items():
-        share = Fraction(count, n)
-        if i == j:
-            term_a += share * (1 - (row[i] + col[i]) * (1 - kappa)) ** 2
-        else:
-            term_b += share * (col.get(i, 0) + row.get(j, 0)) ** 2
-    term_c = (kappa - chance * (1 - kappa)) ** 2
-    variance = (term_a + (1 - kappa) ** 2 * term_b - term_c) / (n * (1 - chance) ** 2)
+    spread = sum(
+        Fraction(count, n) * (1 - (row[i] + col[i]) * (1 - kappa)) ** 2
+        if i == j
+        else Fraction(count, n) * (1 - kappa) ** 2 * (col.get(i, 0) + row.get(j, 0)) ** 2
+        for (i, j), count in cells.items()
+    )
+    variance = (spread - (kappa - chance * (1 - kappa)) ** 2) / (n * (1 - chance) ** 2)
     if variance <= 0:
+        one = [rater for rater, used in (("first", row), ("second", col)) if len(used) == 1]
+        why = f"the {one[0]} rater gave one label only" if one else f"the raters agree on all {n}"
         raise UndefinedStatisticError(
-            f"{func}: the interval is undefined because the raters agree on all {n} cases "
-            "(the large-sample variance is 0)"
+            f"{func}: the interval is undefined because {why}"
+            f"{' (kappa is 0 whatever the other says)' if one else ' cases'}"
+            " (the large-sample variance is 0)"
         )
     half = _z((1.0 + confidence) / 2.0) * math.sqrt(variance)
-    return AgreementInterval(
-        "cohen_kappa",
-        kappa_float,
-        max(-1.0, kappa_float - half),
-        min(1.0, kappa_float + half),
-        n,
-        confidence,
-        "large-sample variance of Fleiss, Cohen & Everitt (1969)",
-    )
+    low, high = max(-1.0, kappa_float - half), min(1.0, kappa_float + half)
+    method = "large-sample variance of Fleiss, Cohen & Everitt (1969)"
+    return AgreementInterval("cohen_kappa", kappa_float, low, high, n, confidence, method)
 
 
 def spearman_interval(
@@ -732,12 +795,6 @@ def spearman_interval(
         )
     se = math.sqrt((1.0 + rho * rho / 2.0) / (n - 3))
     centre, half = math.atanh(rho), _z((1.0 + confidence) / 2.0) * se
-    return AgreementInterval(
-        "spearman",
-        rho,
-        math.tanh(centre - half),
-        math.tanh(centre + half),
-        n,
-        confidence,
-        "Fisher z with the Bonett & Wright (2000) standard error",
-    )
+    low, high = math.tanh(centre - half), math.tanh(centre + half)
+    method = "Fisher z with the Bonett & Wright (2000) standard error"
+    return AgreementInterval("spearman", rho, low, high, n, confidence, method)

@@ -8,6 +8,7 @@ import json
 import math
 import os
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import partial
@@ -41,7 +42,29 @@ JUDGES, RAG = "juries and other judges (tinyeval/judges/)", "retrieval (tinyeval
 CI, MORE = "CI reports (tinyeval/ci/)", "more options of the core"
 GROUPS = (READING, GATE, JUDGE, RUNNING, ESTIMATES, SCALE, JUDGES, RAG, CI, MORE)
 _JUDGED, _GENERATED = ("criterion", "rubric"), ("generate_model",)
-_STYLES = ("verdict-first", "evidence-first")  # as tinyeval.judge.STYLES, without loading it
+_PASS = ("pass", "block")
+_FORMATS = ("jsonl", "json", "csv", "yaml", "otel")
+_STYLES = ("verdict-first", "evidence-first", "structured")  # as tinyeval.judge.STYLES
+_DAY, _GIB, _TOKENS = 86_400, 2**30, 1_000_000  # upper bounds of settings (seconds, bytes)
+
+
+def _shown(value: float) -> str:
+    """A number as said in a message, even one of too many digits to print."""
+    try:
+        return f"{value:,}" if isinstance(value, int) else f"{value:g}"
+    except ValueError:  # beyond the interpreter's digit limit
+        return f"a number of more than {sys.get_int_max_str_digits():,} digits"
+
+
+def _texts(value: Any) -> list[str]:
+    """The texts a setting's value holds (itself, its items, a table's keys and values)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [str(part) for item in value.items() for part in item]
+    return (
+        [item for item in value if isinstance(item, str)] if isinstance(value, list | tuple) else []
+    )
 
 
 def _setting(group: str | None, help: str, default: Any = None, **more: Any) -> Any:
@@ -64,11 +87,7 @@ class RunSettings:
 
     cases: str
     out: str = _setting(
-        None,
-        "the result rows, a JSON line per case",
-        "tinyeval-results.jsonl",
-        metavar="FILE",
-        suite="reports.out",
+        None, "a result row per case", "tinyeval-results.jsonl", metavar="FILE", suite="reports.out"
     )
     fields: Mapping[str, str] = _setting(
         READING,
@@ -79,10 +98,7 @@ class RunSettings:
         suite="fields",
     )
     format: str | None = _setting(
-        READING,
-        "the file format, when the name does not tell",
-        choices=("jsonl", "json", "csv", "yaml", "otel"),
-        suite="format",
+        READING, "when the name does not tell", choices=_FORMATS, suite="format"
     )
     sample: int | None = _setting(READING, "run a seeded sample of N cases", least=1)
     seed: int | str = _setting(READING, "seed of --sample (default: 0)", "0")
@@ -98,29 +114,16 @@ class RunSettings:
         suite="thresholds",
     )
     default_threshold: Any = _setting(  # noqa: RUF009
-        GATE,
-        "the threshold of categories without one (default: they do not gate)",
-        metavar="RATE",
-        rate=True,
-        suite="default_threshold",
+        GATE, "of categories without one", metavar="RATE", rate=True, suite="default_threshold"
     )
     inconclusive: str | None = _setting(
-        GATE,
-        "a rate at its threshold whose 95%% interval reaches below: pass (marked) or block",
-        choices=("pass", "block"),
-        suite="gate.inconclusive",
+        GATE, "a rate whose 95%% interval straddles it", choices=_PASS, suite="gate.inconclusive"
     )
     allow_unchecked: bool | None = _setting(
-        GATE,
-        "decide a category with unchecked cases on its rate (default: it blocks)",
-        suite="gate.allow_unchecked",
+        GATE, "unchecked cases do not block their category", suite="gate.allow_unchecked"
     )
     criterion: Sequence[str] = _setting(
-        JUDGE,
-        "a property to judge: text, or a built-in name such as unsupported-claims, "
-        "answers-the-question, graded:TEXT (repeatable)",
-        (),
-        metavar="TEXT|NAME",
+        JUDGE, "text, a built-in name, or graded:TEXT (repeatable)", (), metavar="TEXT|NAME"
     )
     rubric: Sequence[str] = _setting(
         JUDGE, "a criterion from a file: text, or JSON (repeatable)", (), metavar="FILE"
@@ -133,45 +136,53 @@ class RunSettings:
         many=True,
         needs=_JUDGED,
     )
-    votes: int = _setting(JUDGE, "ask the judge N times, take the majority", 1, needs=_JUDGED)
-    temperature: float = _setting(JUDGE, "the models' temperature (default: 0)", 0.0, metavar="T")
-    judge_max_tokens: int | None = _setting(JUDGE, "longest judge reply (default: 256)", 256)
+    votes: int = _setting(
+        JUDGE, "ask the judge N times, take the majority", 1, least=1, most=101, needs=_JUDGED
+    )
+    temperature: float = _setting(
+        JUDGE, "the models' temperature (default: 0)", 0.0, metavar="T", least=0, most=2
+    )
+    judge_max_tokens: int | None = _setting(
+        JUDGE, "longest judge reply (default: 256)", 256, least=1, most=_TOKENS
+    )
     base_url: str | None = _setting(JUDGE, "an OpenAI-compatible server's URL", metavar="URL")
-    timeout: float = _setting(RUNNING, "timeout of one model call (default: 60)", 60.0)
-    case_timeout: float | None = _setting(RUNNING, "a case running longer is an error row")
+    timeout: float = _setting(
+        RUNNING, "timeout of one model call (default: 60)", 60.0, least=0, most=_DAY
+    )
+    case_timeout: float | None = _setting(
+        RUNNING, "a case running longer is an error row", least=0, most=_DAY
+    )
     concurrency: int = _setting(
-        RUNNING, "cases at once (default: 4)", 4, least=1, suite="concurrency"
+        RUNNING, "cases at once (default: 4)", 4, least=1, most=1024, suite="concurrency"
     )
     cache: str = _setting(RUNNING, "the response cache", ".tinyeval/cache.sqlite3", metavar="PATH")
     no_cache: bool = _setting(RUNNING, "neither read nor write the cache", False)
     resume: bool = _setting(RUNNING, "keep the rows in --out, run the cases without one", False)
     shard: tuple[int, int] | None = _setting(RUNNING, "run shard I of N only", metavar="I/N")
     trials: int = _setting(
-        ESTIMATES, "generate, check and judge each case K times", 1, metavar="K", needs=_GENERATED
+        ESTIMATES, "run each case K times", 1, metavar="K", least=1, most=1000, needs=_GENERATED
     )
     trials_gate: str = _setting(
-        ESTIMATES,
-        "a case passes when all trials pass (pass^k) or any (pass@k)",
-        "all",
-        choices=("all", "any"),
+        ESTIMATES, "a case passes when all trials pass or any", "all", choices=("all", "any")
     )
     stop_when_decided: bool = _setting(
         ESTIMATES, "stop each category once a confidence sequence decides its gate", False
     )
     calibration: str | None = _setting(
-        ESTIMATES,
-        "a saved calibration: also pass rates corrected for the judge's errors",
-        metavar="FILE",
-        needs=_JUDGED,
+        ESTIMATES, "a saved calibration: rates corrected for it", metavar="FILE", needs=_JUDGED
     )
     batch: bool = _setting(SCALE, "send the model calls through the provider's batch API", False)
-    batch_poll: float = _setting(SCALE, "first wait between polls of a batch (default: 30)", 30.0)
-    batch_max_wait: float = _setting(SCALE, "give up on a pending batch after SECONDS", 90000.0)
+    batch_poll: float = _setting(
+        SCALE, "first wait between polls of a batch (default: 30)", 30.0, least=0, most=3600
+    )
+    batch_max_wait: float = _setting(
+        SCALE, "give up on a pending batch after SECONDS", 90000.0, least=0, most=30 * 86400
+    )
     executor: str | None = _setting(
         SCALE, "run the cases on a Dask cluster", metavar="dask:local|dask://HOST:PORT"
     )
     max_cost: float | None = _setting(
-        SCALE, "stop taking cases before the cost passes USD", metavar="USD", needs=("price",)
+        SCALE, "stop before the cost passes USD", metavar="USD", least=0, needs=("price",)
     )
     max_cost_unknown: str = _setting(
         SCALE, "a reply without usage stops a capped run, or not", "stop", choices=("stop", "allow")
@@ -189,7 +200,9 @@ class RunSettings:
     )
     html: str | None = _setting(CI, "also write an HTML page", metavar="FILE", suite="reports.html")
     id_from_line: bool = _setting(MORE, "an id-less case is line-N", False, suite="id_from_line")
-    max_line_bytes: int | None = _setting(MORE, "longest line read (default: 64 MiB)")
+    max_line_bytes: int | None = _setting(
+        MORE, "longest line read (default: 64 MiB)", least=1, most=_GIB
+    )
     rejudge: str | None = _setting(MORE, "re-check and re-judge a run's outputs", metavar="RESULTS")
     judge_style: str = _setting(
         MORE, "the judge's answer format", "verdict-first", choices=_STYLES, needs=_JUDGED
@@ -199,14 +212,23 @@ class RunSettings:
         MORE, "judge only this category (repeatable)", metavar="CATEGORY", many=True, needs=_JUDGED
     )
     review_out: str | None = _setting(MORE, "rows whose votes split", metavar="FILE", needs=_JUDGED)
-    show_failures: int = _setting(MORE, "failed cases shown per category (default: 5)", 5, least=0)
-    max_response_bytes: int | None = _setting(MORE, "largest model reply read (default: 8 MiB)")
+    show_failures: int = _setting(
+        MORE, "failed cases shown per category (default: 5)", 5, least=0, most=1000
+    )
+    max_response_bytes: int | None = _setting(
+        MORE, "largest model reply read (default: 8 MiB)", least=1, most=_GIB
+    )
     refresh: bool = _setting(MORE, "call the models again, overwriting the cache", False)
+    pass_env: Sequence[str] = _setting(
+        MORE, "an environment variable cmd: models also see (repeatable)", (), metavar="NAME"
+    )
     generate_model: str | None = _setting(MORE, "generate missing outputs", metavar="SPEC")
     prompt_template: str | None = _setting(
         MORE, "a file with {input}, the generate prompt", metavar="FILE", needs=_GENERATED
     )
-    max_tokens: int | None = _setting(MORE, "longest generated output", needs=_GENERATED)
+    max_tokens: int | None = _setting(
+        MORE, "longest generated output", least=1, most=_TOKENS, needs=_GENERATED
+    )
     regenerate: bool = _setting(MORE, "generate logged outputs too", False, needs=_GENERATED)
     max_errors: int | None = _setting(MORE, "stop (exit 3) after more errored cases", least=0)
     fail_fast: int = _setting(
@@ -216,17 +238,27 @@ class RunSettings:
     suite_overridden: Sequence[str] = ()  # its keys the caller gave again
 
     def refuse_out_of_range(self) -> None:
-        """Refuse a number below its least value, and settings that cannot go together.
+        """Refuse a number outside its bounds, a NUL character in a text or path, and settings
+        that cannot go together.
 
-        >>> RunSettings(cases="c", concurrency=0).refuse_out_of_range()
+        >>> RunSettings(cases="c", concurrency=10**8).refuse_out_of_range()
         Traceback (most recent call last):
         ...
-        tinyeval.errors.InputError: concurrency: must be 1 or more, got 0
+        tinyeval.errors.InputError: concurrency: must be at most 1,024, got 100,000,000
         """
         for f in fields(self):
-            low, value = f.metadata.get("least"), getattr(self, f.name)
-            if low is not None and value is not None and value < low:
-                raise InputError(f"must be {low} or more, got {value}", field=f.name)
+            value = getattr(self, f.name)
+            if any("\x00" in text for text in _texts(value)):
+                raise InputError("a NUL character (\\x00) in the value", field=f.name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                continue
+            low, high = f.metadata.get("least"), f.metadata.get("most")
+            if isinstance(value, float) and not math.isfinite(value):
+                raise InputError(f"expected a finite number, got {value}", field=f.name)
+            if low is not None and value < low:
+                raise InputError(f"must be {low} or more, got {_shown(value)}", field=f.name)
+            if high is not None and value > high:
+                raise InputError(f"must be at most {high:,}, got {_shown(value)}", field=f.name)
         if self.dawid_skene and (
             isinstance(self.judge_model, str) or len(self.judge_model or ()) < 3
         ):
@@ -234,6 +266,22 @@ class RunSettings:
         if self.rejudge and self.generate_model:
             reason = "checks and judges recorded outputs; it takes no generate model"
             raise InputError(f"{reason} (generate_model)", field="rejudge")
+
+    def files(self) -> tuple[list[str], dict[str, str | None]]:
+        """The files the run reads (its suite file among them) and the outputs it writes, by
+        setting: an output may be none of the inputs.
+
+        >>> RunSettings(cases="c.jsonl", rubric=["r.txt"]).files()[0]
+        ['c.jsonl', 'r.txt']
+        """
+        named = [self.cases, self.rejudge, self.calibration, self.prompt_template, *self.rubric]
+        named += [spec.rubric for spec in self.judges if getattr(spec, "rubric", None)]
+        if isinstance(self.only, str):
+            named.append(self.only)
+        if self.suite is not None and self.suite.path:
+            named.append(self.suite.path)
+        outputs = ("out", "review_out", "junit", "markdown", "html")
+        return [p for p in named if p], {name: getattr(self, name) for name in outputs}
 
     def unused(self) -> list[tuple[str, tuple[str, ...]]]:
         """The settings given that have no effect, each with the settings that would give one.
@@ -401,7 +449,7 @@ def with_suite(options: Mapping[str, Any], suite: Suite) -> tuple[dict[str, Any]
     >>> overridden
     ['thresholds.tone', 'out']
     """
-    if len(suite.cases) > 1:
+    if len(suite.cases) > 1 and options.get("cases") is None:
         raise InputError(
             f"one cases file per run (got {len(suite.cases)})", path=suite.path, field="cases"
         )
@@ -481,7 +529,10 @@ def judges_of(
 
 def find_suite(start: str | os.PathLike[str] = ".") -> Path | None:
     """The suite file of ``start`` or of its nearest parent that has one (None: none has):
-    ``tinyeval.toml``, else a ``pyproject.toml`` with a ``[tool.tinyeval]`` table.
+    ``tinyeval.toml``, else a ``pyproject.toml`` with a ``[tool.tinyeval]`` table. The search
+    stops at a repository's root (a directory holding ``.git``) and, like git's
+    safe.directory, before a directory owned by another user; a broken suite file on the way
+    is an error, never passed over.
 
     >>> import tempfile
     >>> top = Path(tempfile.mkdtemp())
@@ -492,28 +543,76 @@ def find_suite(start: str | os.PathLike[str] = ".") -> Path | None:
     """
     here = Path(start).absolute()
     for folder in (here, *here.parents):
+        if not _owned(folder):
+            if folder == here and os.path.lexists(folder / SUITE_FILE):
+                said = "is in a directory owned by another user: not read; name it with --config"
+                raise InputError(said, path=os.fspath(folder / SUITE_FILE))
+            return None
         found = _suite_in(folder)
-        if found is None:
-            continue
-        try:
-            return found.relative_to(Path.cwd())
-        except ValueError:  # outside the working directory: shown absolute
-            return found
+        if found is not None:
+            try:
+                return found.relative_to(Path.cwd())
+            except ValueError:  # outside the working directory: shown absolute
+                return found
+        if (folder / ".git").exists():
+            return None
     return None
 
 
+def _owned(folder: Path) -> bool:
+    """Whether ``folder`` belongs to the user running tinyeval."""
+    if not hasattr(os, "getuid"):
+        return True
+    try:
+        owner = folder.stat().st_uid
+    except OSError:
+        return False
+    return owner == os.getuid()
+
+
 def _suite_in(folder: Path) -> Path | None:
-    """The suite file of one directory, or None."""
+    """The suite file of one directory, or None; one that cannot be read is an error."""
+    for name in (SUITE_FILE, _PYPROJECT):
+        candidate = folder / name
+        if not os.path.lexists(candidate):
+            continue
+        if not candidate.is_file():
+            said = "cannot be read as a suite file (a dangling symlink, a loop or a directory)"
+            raise InputError(said, path=os.fspath(candidate))
+        if name == SUITE_FILE:
+            return candidate
+        tool = _read_toml(candidate)[1].get("tool")
+        if isinstance(tool, dict) and "tinyeval" in tool:
+            return candidate
+    return None
+
+
+def _read_toml(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
+    """A TOML file's text and data, read with bounds: every way it can fail is an
+    :class:`InputError` naming the file (and the line, when tomllib says it)."""
     import tomllib  # imported only to read a suite file: a run without one never pays
 
-    project = folder / _PYPROJECT
-    if (folder / SUITE_FILE).is_file():
-        return folder / SUITE_FILE
+    from ._formats import MAX_CONFIG_BYTES, read_text
+
+    shown = os.fspath(path)
     try:
-        tool = tomllib.loads(project.read_text(encoding="utf-8")).get("tool")
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return None
-    return project if isinstance(tool, dict) and "tinyeval" in tool else None
+        text = read_text(path, what="the file", max_bytes=MAX_CONFIG_BYTES, error=InputError)
+    except FileNotFoundError:
+        raise InputError("no such file", path=shown) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror or exc}", path=shown) from None
+    try:
+        return text, tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        where = re.search(r" \(at line (\d+), column \d+\)$", str(exc))
+        reason, line = (str(exc)[: where.start()], int(where[1])) if where else (str(exc), None)
+        raise InputError(f"not valid TOML: {reason}", path=shown, line=line) from None
+    except RecursionError:
+        raise InputError("not valid TOML: nested too deeply to read", path=shown) from None
+    except ValueError:  # an integer beyond the interpreter's digit limit
+        limit = f"{sys.get_int_max_str_digits():,}"
+        said = f"not valid TOML: an integer longer than {limit} digits"
+        raise InputError(said, path=shown) from None
 
 
 def load_suite(
@@ -533,35 +632,12 @@ def load_suite(
     if path is None or Path(path).is_dir():
         found = find_suite(start) if path is None else _suite_in(Path(path))
         if found is None:
-            place = (
-                f"{Path(start).absolute()} or any directory above it"
-                if path is None
-                else "this directory"
-            )
-            raise InputError(
-                f"no {SUITE_FILE}, and no [tool.tinyeval] table in a {_PYPROJECT}, in {place}",
-                path=None if path is None else os.fspath(path),
-            )
+            place = "this directory" if path else f"{Path(start).absolute()} or above it"
+            said = f"no {SUITE_FILE}, and no [tool.tinyeval] table in a {_PYPROJECT}, in {place}"
+            raise InputError(said, path=None if path is None else os.fspath(path))
         path = found
-    import tomllib
-
     shown = os.fspath(path)
-    try:
-        text = Path(path).read_bytes().decode("utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("no such file", path=shown) from None
-    except OSError as exc:
-        raise InputError(f"cannot read the file: {exc.strerror or exc}", path=shown) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start})", path=shown) from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        message = str(exc)
-        where = re.search(r"\(at line (\d+), column (\d+)\)$", message)
-        reason = message[: where.start()].strip() if where else message
-        line = int(where.group(1)) if where else None
-        raise InputError(f"not valid TOML: {reason}", path=shown, line=line) from None
+    text, data = _read_toml(path)
     prefix: tuple[str, ...] = ()
     if Path(path).name == _PYPROJECT:
         tool = data.get("tool")
@@ -583,35 +659,45 @@ def load_suite(
 
 def _line_of(text: str, path: Sequence[str | int]) -> int | None:
     """The line where a key path of a TOML text starts, or its nearest enclosing key's: tomllib
-    keeps no positions, so ever longer heads of the text are parsed until the path appears.
+    keeps no positions, so a binary search looks for the shortest head of the text holding the
+    path (a value starts after the last head without it; None: a head near the middle of a long
+    value never parses).
 
     >>> text = 'a = 1\\n[[j]]\\nx = 1\\n[[j]]\\nx = [\\n  "y = 2",\\n]\\n[t]\\nb.c = 3\\n'
     >>> _line_of(text, ("j", 1, "x")), _line_of(text, ("t", "b", "c")), _line_of(text, ("t", "z"))
     (5, 9, 8)
     """
+    heads = text.split("\n")
+    depth = _depth(text, path)
+    low, high = 0, len(heads)  # a head without (the part found of) the path, and one with it
+    while depth and high - low > 1:
+        middle = (low + high) // 2
+        near = [*range(middle, low, -1)[:64], *range(middle + 1, high)[:64]]
+        found = next(
+            ((n, d) for n in near if (d := _depth("\n".join(heads[:n]), path)) is not None), None
+        )
+        if found is None:  # no head between parses: the value starts after low, if all were tried
+            return low + 1 if len(near) == high - low - 1 else None
+        low, high = (found[0], high) if found[1] < depth else (low, found[0])
+    return low + 1 if depth else None
+
+
+def _depth(text: str, path: Sequence[str | int]) -> int | None:
+    """How many keys of ``path`` a TOML text holds (None: it does not parse)."""
     import tomllib
 
-    heads = text.split("\n")
-    found: dict[int, int] = {}  # how many keys of the path are there -> the line they start
-    parsed = 0  # the last head that parsed: a value starts on the line after it
-    for number in range(1, len(heads) + 1):
-        try:
-            data: Any = tomllib.loads("\n".join(heads[:number]))
-        except tomllib.TOMLDecodeError:
-            continue  # inside a value that continues on later lines
-        depth = 0
-        for key in path:
-            if isinstance(data, list):
-                data = dict(enumerate(data))
-            if not isinstance(data, dict) or key not in data:
-                break
-            data, depth = data[key], depth + 1
-        for size in range(1, depth + 1):
-            found.setdefault(size, parsed + 1)
-        if depth == len(path):
+    try:
+        data: Any = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return None
+    depth = 0
+    for key in path:
+        if isinstance(data, list):
+            data = dict(enumerate(data))
+        if not isinstance(data, dict) or key not in data:
             break
-        parsed = number
-    return found[max(found)] if found else None
+        data, depth = data[key], depth + 1
+    return depth
 
 
 # === Validation ===
@@ -647,6 +733,8 @@ class _Where:
 def _string(value: Any, where: _Where) -> str:
     if not isinstance(value, str) or not value.strip():
         raise where.expected("a non-empty string", value)
+    if "\x00" in value:
+        raise where.error("a NUL character (\\x00) in the value")
     return value
 
 
@@ -662,16 +750,22 @@ def _boolean(value: Any, where: _Where) -> bool:
     return value
 
 
-def _whole(value: Any, where: _Where, minimum: int = 1) -> int:
+def _whole(value: Any, where: _Where, minimum: int = 1, most: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise where.expected(f"a whole number >= {minimum}", value)
+    if most is not None and value > most:
+        raise where.error(f"must be at most {most:,}, got {_shown(value)}")
     return value
 
 
-def _number(value: Any, where: _Where, *, positive: bool = False) -> float:
+def _number(
+    value: Any, where: _Where, *, positive: bool = False, most: float | None = None
+) -> float:
     ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or value < 0 or (positive and value == 0):
         raise where.expected("a number > 0" if positive else "a number >= 0", value)
+    if most is not None and value > most:
+        raise where.error(f"must be at most {most:,}, got {value}")
     return float(value)
 
 
@@ -691,7 +785,7 @@ def _choice(value: Any, where: _Where, choices: Sequence[str]) -> str:
 
 
 def _votes(value: Any, where: _Where) -> int:
-    if _whole(value, where) % 2 == 0:
+    if _whole(value, where, most=_most("votes")) % 2 == 0:
         raise where.expected("an odd number (1, 3, 5…) so a majority exists", value)
     return int(value)
 
@@ -741,7 +835,7 @@ def _check_setting(setting: Any, value: Any, where: _Where) -> Any:
     if kind.startswith("bool"):
         return _boolean(value, where)
     if kind.startswith("int"):
-        return _whole(value, where, meta.get("least", 1))
+        return _whole(value, where, meta.get("least", 1), meta.get("most"))
     return _rate(value, where) if meta.get("rate") else _path(value, where)
 
 
@@ -749,8 +843,19 @@ def _check_setting(setting: Any, value: Any, where: _Where) -> Any:
 _JUDGE: dict[str, Any] = {"criterion": _string, "rubric": _path, "name": _string}
 _JUDGE["style"] = partial(_choice, choices=_STYLES)
 _JUDGE.update(votes=_votes, model=_string, categories=_categories)
-_MODEL: dict[str, Any] = {"spec": _string, "temperature": _number, "max_tokens": _whole}
-_MODEL.update(timeout=partial(_number, positive=True), base_url=_string)
+
+
+def _most(name: str) -> Any:
+    """The upper bound of the run setting ``name``."""
+    return next(f.metadata["most"] for f in fields(RunSettings) if f.name == name)
+
+
+_MODEL: dict[str, Any] = {
+    "spec": _string,
+    "temperature": partial(_number, most=_most("temperature")),
+}
+_MODEL.update(max_tokens=partial(_whole, most=_most("max_tokens")))
+_MODEL.update(timeout=partial(_number, positive=True, most=_most("timeout")), base_url=_string)
 
 
 def _build(data: dict[str, Any], where: _Where) -> Suite:

@@ -51,15 +51,16 @@ def rebuild_seconds(n: int) -> float:
     document = export(spans)
     best = float("inf")
     for _ in range(3):
-        started = time.perf_counter()
+        started = time.process_time()
         ((_, record),) = records_from_otel(document)
-        best = min(best, time.perf_counter() - started)
+        best = min(best, time.process_time() - started)
         assert len(record["messages"]) >= n
     return best
 
 
 def test_the_rebuild_of_one_trace_grows_linearly() -> None:
     small, large = rebuild_seconds(2_000), rebuild_seconds(8_000)
+    # CPU time, not wall time: other processes on a loaded machine do not count
     assert large < 8 * small  # 4 times the spans: about 4 times the work (quadratic: 16)
 
 

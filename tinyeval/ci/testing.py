@@ -14,9 +14,9 @@ Everything here goes through the library's public path: :func:`tinyeval.load`,
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
+from .._formats import MAX_CONFIG_BYTES, read_text
 from ..errors import InputError
 from ..gating import GateReport, gate
 from ..suite import JudgeSpec, ModelSettings, Suite
@@ -160,7 +160,7 @@ class SuiteRunner:
         generate = self.suite.generate_model
         template = None
         if generate is not None and generate.prompt_template:
-            template = Path(generate.prompt_template).read_text(encoding="utf-8")
+            template = read_text(generate.prompt_template, max_bytes=MAX_CONFIG_BYTES)
         result = run(
             [case],
             judges=judges,

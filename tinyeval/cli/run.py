@@ -58,16 +58,10 @@ def add_run(sub: Any) -> None:
 
 
 def _check_run_options(settings: Any) -> None:
-    """Options that only mean something with another one, and outputs over an input."""
-    from ..session import refuse_overwriting
-
+    """Options that only mean something with another one."""
     for name, partners in settings.unused():
         wanted = " or ".join(f"--{partner.replace('_', '-')}" for partner in partners)
         raise UsageError(f"--{name.replace('_', '-')} has no effect without {wanted}")
-    outputs = ("out", "review_out", "junit", "markdown", "html")
-    refuse_overwriting(
-        [settings.cases, settings.rejudge], {name: getattr(settings, name) for name in outputs}
-    )
 
 
 def settings_from(args: argparse.Namespace) -> Any:
@@ -213,15 +207,15 @@ def _resume_command() -> str:
 
 
 def suite_of(args: argparse.Namespace) -> Any:
-    """The suite file that applies to a run: ``--config FILE``, or with no CASES the one found
-    here or above; None when CASES is given without ``--config``."""
+    """The suite file that applies to a run: ``--config FILE``, else the one found here or
+    above (CASES given on the command line replaces its cases file only)."""
     from ..suite import find_suite, load_suite
 
     if args.config:
         return load_suite(args.config)
-    if args.cases is not None:
-        return None
     found = find_suite(".")  # looked for once: it may read every pyproject.toml above
+    if found is None and args.cases is not None:
+        return None
     if found is None:
         raise UsageError(
             "give a CASES file, or write a suite file (tinyeval init) so that "

@@ -1,9 +1,12 @@
-"""``tinyeval stats``: intervals, sample sizes, power and McNemar, each said in one sentence
-for a pull request (or as JSON: the figures behind the sentence)."""
+"""``tinyeval stats``: each statistic in one sentence for a pull request (``--json``: its figures).
+
+The sentences take the arguments of the ``stats`` functions they speak for, which check them."""
 
 from __future__ import annotations
 
 import argparse
+import inspect
+import math
 import numbers
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +17,40 @@ from ..errors import InputError
 from ..gating import parse_threshold
 from ._common import EXIT_OK, UsageError, print_json
 
-Judge = tuple[float, float] | None  # a judge's (sensitivity, specificity); None is perfect
+Z_TEST = "two-proportion z-test (runs on different cases)"
+MCNEMAR = "McNemar's test (runs over the same cases)"
+Clusters = tuple[float, float] | None  # (mean cluster size, intra-cluster correlation)
+
+_OPTIONS = {
+    "--baseline": "today's pass rate: 0.90 or 90%%",
+    "--target": "the pass rate to detect: 0.85 or 85%%",
+    "--alpha": "two-sided significance level (default: 0.05)",
+    "--continuity": "apply Fleiss' continuity correction (a more conservative plan)",
+    "--sensitivity": "the judge's sensitivity, P(judge PASS | truly PASS): for an imperfect judge",
+    "--specificity": "the judge's specificity, P(judge FAIL | truly FAIL): with --sensitivity",
+    "--calibration": "take the judge's sensitivity and specificity from a saved calibration "
+    "(tinyeval calibrate --save)",
+    "--paired": "plan for McNemar's test on runs over the same cases (Connor 1987)",
+    "--discordance": "with --paired: the share of cases expected to change outcome",
+    "--cluster-size": "cases share documents, conversations or users in clusters of M on average",
+    "--icc": "with --cluster-size: the intra-cluster correlation of outcomes",
+    "--n": "cases per run",
+    "--power": "chance of detecting the change (default: 0.80)",
+    "--confidence": "confidence level (default: 0.95)",
+    "--json": "print one JSON object",
+}
+"""Each option of ``tinyeval stats`` and its help, declared once; a default is in its help."""
+_SWITCHES = {"--continuity", "--paired", "--json"}
+_REQUIRED = {"--baseline", "--target", "--n"}
+_METAVARS = {"--calibration": "CAL.json", "--cluster-size": "M"}
+_PLAN = "--alpha --continuity --sensitivity --specificity --calibration"
+_COUNTS = {
+    "K": "cases that passed",
+    "N": "cases in total",
+    "B": "cases that went from pass to fail",
+    "C": "cases that went from fail to pass",
+}
+_RATES = ("baseline", "target", "alpha", "power", "confidence", "discordance", "icc")
 
 
 def add_stats(sub: Any) -> None:
@@ -25,98 +61,65 @@ def add_stats(sub: Any) -> None:
         "how sure a pass rate is, how many cases a suite needs, what it can detect, and "
         "whether two runs over the same cases really differ.",
     )
-    which = p.add_subparsers(dest="statistic", metavar="STATISTIC")
-    which.required = True
-
-    w = which.add_parser("wilson", help="the Wilson interval for K passes out of N cases")
-    w.add_argument("successes", metavar="K", help="cases that passed")
-    w.add_argument("n", metavar="N", help="cases in total")
-    _add_options(w, "--confidence")
-    w.set_defaults(say=wilson_sentence, counts={"successes": "K", "n": "N"})
-
-    s = which.add_parser("sample-size", help="cases per run needed to detect a drop")
-    _add_options(s, "--baseline", "--target", *_PLAN, "--power")
-    s.set_defaults(say=sample_size_sentence)
-
-    pw = which.add_parser("power", help="the chance that N cases per run detect a drop")
-    _add_options(pw, "--baseline", "--target", *_PLAN, "--n")
-    pw.set_defaults(say=power_sentence)
-
-    d = which.add_parser("detectable", help="the smallest drop N cases per run can detect")
-    _add_options(d, "--baseline", *_PLAN, "--n", "--power")
-    d.set_defaults(say=detectable_sentence)
-
-    m = which.add_parser("mcnemar", help="exact McNemar test for two runs over the same cases")
-    m.add_argument("b", metavar="B", help="cases that went from pass to fail")
-    m.add_argument("c", metavar="C", help="cases that went from fail to pass")
-    _add_options(m, "--alpha significance level (default: 0.05)")
-    m.set_defaults(say=mcnemar_sentence, counts={"b": "B", "c": "C"})
-
-    for each in (w, s, pw, d, m):
-        _add_options(each, "--json")
-        each.set_defaults(handler=_cmd_stats)
+    which = p.add_subparsers(dest="statistic", metavar="STATISTIC", required=True)
+    for name, (about, say, spec) in _COMMANDS.items():
+        each = which.add_parser(name, help=about)
+        counts = {}
+        for item in spec.replace("PLAN", _PLAN).split():
+            dest, colon, metavar = item.partition(":")
+            if colon:  # a count, as ``successes:K``
+                counts[dest] = metavar
+                each.add_argument(dest, metavar=metavar, help=_COUNTS[metavar])
+            elif dest in _SWITCHES:
+                each.add_argument(dest, action="store_true", help=_OPTIONS[dest])
+            else:
+                default = _OPTIONS[dest].partition("(default: ")[2].rstrip(")") or None
+                each.add_argument(
+                    dest,
+                    help=_OPTIONS[dest],
+                    default=default,
+                    required=dest in _REQUIRED,
+                    metavar=_METAVARS.get(dest),
+                )
+        each.set_defaults(handler=_cmd_stats, say=say, counts=counts)
 
 
-_OPTIONS: dict[str, dict[str, Any]] = {
-    "--baseline": {"required": True, "help": "today's pass rate: 0.90 or 90%%"},
-    "--target": {"required": True, "help": "the pass rate to detect: 0.85 or 85%%"},
-    "--alpha": {"default": "0.05", "help": "two-sided significance level (default: 0.05)"},
-    "--continuity": {
-        "action": "store_true",
-        "help": "apply Fleiss' continuity correction (a more conservative plan)",
-    },
-    "--sensitivity": {
-        "help": "the judge's sensitivity, P(judge PASS | truly PASS): plan for an imperfect judge"
-    },
-    "--specificity": {
-        "help": "the judge's specificity, P(judge FAIL | truly FAIL); give it with --sensitivity"
-    },
-    "--calibration": {
-        "metavar": "CAL.json",
-        "help": "take the judge's sensitivity and specificity from a saved calibration "
-        "(tinyeval calibrate --save)",
-    },
-    "--n": {"required": True, "help": "cases per run"},
-    "--power": {"default": "0.80", "help": "chance of detecting the drop (default: 0.80)"},
-    "--confidence": {"default": "0.95", "help": "confidence level (default: 0.95)"},
-    "--json": {"action": "store_true", "help": "print one JSON object"},
-}
-"""Each option of ``tinyeval stats``, declared once."""
-_PLAN = ("--alpha", "--continuity", "--sensitivity", "--specificity", "--calibration")
+def _whole(text: str, what: str) -> int:
+    return _typed(int, text, what, "a whole number")
 
 
-def _add_options(p: argparse.ArgumentParser, *options: str) -> None:
-    """Add options from ``_OPTIONS``; text after a flag's space replaces its help."""
-    for option in options:
-        flag, _, about = option.partition(" ")
-        p.add_argument(flag, **{**_OPTIONS[flag], **({"help": about} if about else {})})
+def _rate(text: str, what: str) -> float:
+    return _typed(parse_threshold, text, what, "a proportion such as 0.9 or 90%")
 
 
-def _stats_whole(text: str, what: str) -> int:
+def _typed(convert: Any, text: str, what: str, expected: str) -> Any:
     try:
-        return int(text)
-    except ValueError:
-        raise UsageError(f"{what} must be a whole number, got {text!r}") from None
-
-
-def _stats_rate(text: str, what: str) -> float:
-    try:
-        return parse_threshold(text)
-    except InputError:
-        raise UsageError(f"{what} must be a proportion such as 0.9 or 90%, got {text!r}") from None
+        return convert(text)
+    except (ValueError, InputError):
+        raise UsageError(f"{what} must be {expected}, got {text!r}") from None
 
 
 def _cmd_stats(args: argparse.Namespace) -> int:
     """Each subcommand's options as typed, checked, into its sentence function ``args.say``."""
-    counts = getattr(args, "counts", {})
-    values: dict[str, Any] = {d: _stats_whole(getattr(args, d), w) for d, w in counts.items()}
-    for name in ("baseline", "alpha", "target", "power", "confidence"):
-        if hasattr(args, name):
-            values[name] = _stats_rate(getattr(args, name), f"--{name}")
+    values: dict[str, Any] = {d: _whole(getattr(args, d), m) for d, m in args.counts.items()}
+    for name in _RATES:
+        if getattr(args, name, None) is not None:
+            values[name] = _rate(getattr(args, name), f"--{name}")
     if hasattr(args, "continuity"):
         values.update(_judge_options(args), continuity=args.continuity)
-    if hasattr(args, "n") and "n" not in counts:
-        values["n"] = _stats_whole(args.n, "--n")
+    if hasattr(args, "n") and "n" not in args.counts:
+        values["n"] = _whole(args.n, "--n")
+    if getattr(args, "paired", False) != ("discordance" in values):
+        missing = "discordance" if getattr(args, "paired", False) else "paired"
+        raise InputError("a paired plan needs both --paired and --discordance", field=missing)
+    if getattr(args, "cluster_size", None) is not None or "icc" in values:
+        if args.cluster_size is None or "icc" not in values:
+            missing = "cluster_size" if args.cluster_size is None else "icc"
+            raise InputError("clusters need both --cluster-size and --icc", field=missing)
+        values["clusters"] = (
+            _typed(float, args.cluster_size, "--cluster-size", "a number"),
+            values.pop("icc"),
+        )
     said = args.say(**values)
     if args.json:
         print_json(said.to_dict())
@@ -128,7 +131,7 @@ def _cmd_stats(args: argparse.Namespace) -> int:
 def _judge_options(args: argparse.Namespace) -> dict[str, Any]:
     """The judge's sensitivity, specificity and where they came from (None when perfect)."""
     se, sp = (
-        None if getattr(args, name) is None else _stats_rate(getattr(args, name), f"--{name}")
+        None if getattr(args, name) is None else _rate(getattr(args, name), f"--{name}")
         for name in ("sensitivity", "specificity")
     )
     if args.calibration is not None and (se is not None or sp is not None):
@@ -149,9 +152,6 @@ def _judge_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"sensitivity": se, "specificity": sp, "judge_source": source}
 
 
-# ---------------------------------------------------------------- the sentences
-
-
 def judge_rates_from_calibration(path: str | Path) -> tuple[float, float]:
     """The judge's sensitivity and specificity from a saved calibration."""
     from ..calibration import load_calibration
@@ -166,6 +166,9 @@ def judge_rates_from_calibration(path: str | Path) -> tuple[float, float]:
             path=str(path),
         )
     return sensitivity.value, specificity.value
+
+
+# ---------------------------------------------------------------- the sentences
 
 
 @dataclass(frozen=True)
@@ -183,144 +186,138 @@ class Sentence:
         return {**self.fields, "sentence": self.text}
 
 
-def wilson_sentence(successes: int, n: int, confidence: float = 0.95) -> Sentence:
-    """``successes`` of ``n`` with its Wilson interval.
+def wilson_sentence(
+    successes: int, n: int, confidence: float = 0.95, *, clusters: Clusters = None
+) -> Sentence:
+    """``successes`` of ``n`` with its Wilson interval, over ``(cluster size, icc)`` if given.
 
     >>> print(wilson_sentence(27, 30))
     27/30 = 90.0%; 95% Wilson interval 74.4%–96.5%.
     """
-    low, high = stats.wilson_interval(successes, n, confidence)
-    rate = successes / n
-    interval = f"{_percent(confidence)} Wilson interval {low:.1%}–{high:.1%}"
-    text = f"{successes}/{n} = {rate:.1%}; {interval}."
-    fields = {
-        "statistic": "wilson",
-        "successes": successes,
-        "n": n,
-        "rate": rate,
-        "confidence": confidence,
-        "low": low,
-        "high": high,
-    }
-    return Sentence(text, fields)
+    effect, fields = _clusters(clusters)
+    low, high = stats.wilson_interval(successes, n, confidence, design_effect=effect)
+    text = f"{successes}/{n} = {successes / n:.1%}; {_percent(confidence)} Wilson interval "
+    text += f"{low:.1%}–{high:.1%}"
+    if fields:
+        text += f" {_clustered(fields)}: as sure as {n / effect:.1f} independent cases"
+    fields.update(statistic="wilson", successes=successes, n=n, rate=successes / n)
+    return Sentence(text + ".", {**fields, "confidence": confidence, "low": low, "high": high})
 
 
 def sample_size_sentence(
     baseline: float,
     target: float,
     *,
-    alpha: float = 0.05,
-    power: float = 0.80,
-    continuity: bool = False,
-    sensitivity: float | None = None,
-    specificity: float | None = None,
+    discordance: float | None = None,
+    clusters: Clusters = None,
     judge_source: str | None = None,
+    **plan: Any,
 ) -> Sentence:
-    """The cases per run that detect ``baseline`` → ``target``, and what the judge costs."""
-    judge = _judge(sensitivity, specificity)
-    plan: dict[str, Any] = {"alpha": alpha, "power": power, "continuity": continuity}
-    needed = stats.sample_size(
-        baseline, target, **plan, sensitivity=sensitivity, specificity=specificity
-    )
-    text = (
-        f"To detect {_change(baseline, target)} with {_percent(power)} power at "
-        f"α = {alpha:g} you need {needed} cases per run{_correction(continuity)}."
-    )
-    fields = _plan("sample-size", baseline, target, alpha, continuity, judge, judge_source)
-    fields.update(power=power, n=needed)
-    if judge is not None:
-        perfect = stats.sample_size(baseline, target, **plan)
-        text = text.removesuffix(".") + (
-            f": {_shrink(judge)}, which costs {needed - perfect} cases more "
-            f"than the {perfect} a perfect judge would need."
+    """The cases that detect ``baseline`` → ``target``: per run (``stats.sample_size``, and what
+    the judge costs), or paired when a share ``discordance`` changes (``paired_sample_size``)."""
+    if discordance is None:
+        fields = _plan("sample-size", judge_source, stats.sample_size, baseline, target, **plan)
+        needed = stats.sample_size(baseline, target, **plan)
+        text = f"you need {needed} cases per run{_correction(fields)}"
+    else:
+        if any(value for key, value in plan.items() if key not in ("alpha", "power")):
+            raise InputError(
+                "the paired plan is for the verdicts as judged: give the discordance they "
+                "show, without a judge's rates or the continuity correction",
+                field="paired",
+            )
+        paired = {key: plan[key] for key in ("alpha", "power") if key in plan}
+        difference = round(target - baseline, 12)
+        fields = _plan(
+            "sample-size", None, stats.paired_sample_size, difference, discordance, **paired
         )
-        fields["n_perfect_judge"] = perfect
-    return Sentence(text, fields)
+        fields.update(test=MCNEMAR, baseline=baseline, target=target)
+        needed = stats.paired_sample_size(difference, discordance, **paired)
+        text = (
+            f"you need {needed} paired cases when {_percent(discordance)} of cases change "
+            "outcome (Connor 1987)"
+        )
+    text = (
+        f"To detect {_change(baseline, target)} with {_percent(fields['power'])} power at "
+        f"α = {fields['alpha']:g} {text}"
+    )
+    if "sensitivity" in fields:
+        perfect = fields["n_perfect_judge"] = stats.sample_size(baseline, target, **_perfect(plan))
+        text += (
+            f": {_shrink(fields)}, which costs {needed - perfect} cases more than the "
+            f"{perfect} a perfect judge would need"
+        )
+    effect, clustered = _clusters(clusters)
+    if clustered:
+        inflated = math.ceil(needed * effect)
+        text += f"; {_clustered(clustered)} that is {inflated} cases"
+        fields.update(clustered, n_without_clusters=needed)
+        needed = inflated
+    return Sentence(f"{text}. Test: {fields['test']}.", {**fields, "n": needed})
 
 
 def power_sentence(
-    baseline: float,
-    target: float,
-    n: int,
-    *,
-    alpha: float = 0.05,
-    continuity: bool = False,
-    sensitivity: float | None = None,
-    specificity: float | None = None,
-    judge_source: str | None = None,
+    baseline: float, target: float, n: int, *, judge_source: str | None = None, **plan: Any
 ) -> Sentence:
-    """The chance that ``n`` cases per run detect a change, and the cases 80% power needs."""
-    judge = _judge(sensitivity, specificity)
-    plan: dict[str, Any] = {"alpha": alpha, "continuity": continuity}
-    rates: dict[str, Any] = {"sensitivity": sensitivity, "specificity": specificity}
-    chance = stats.power(baseline, target, n, **plan, **rates)
-    needed = stats.sample_size(baseline, target, **plan, **rates)
+    """The chance that ``n`` cases per run detect a change (``stats.power``), and the cases
+    80% power needs."""
+    fields = _plan("power", judge_source, stats.power, baseline, target, n, **plan)
+    chance = stats.power(baseline, target, n, **plan)
+    needed = stats.sample_size(baseline, target, **plan)
     text = (
         f"With {n} cases per run, {_change(baseline, target)} is detected with {chance:.1%} "
-        f"power at α = {alpha:g}{_correction(continuity)}; 80% power needs {needed} cases "
-        "per run."
+        f"power at α = {fields['alpha']:g}{_correction(fields)}; 80% power needs {needed} "
+        "cases per run."
     )
-    fields = _plan("power", baseline, target, alpha, continuity, judge, judge_source)
-    fields.update(n=n, power=chance, n_for_80_percent=needed)
-    if judge is not None:
-        perfect = stats.power(baseline, target, n, **plan)
-        perfect_n = stats.sample_size(baseline, target, **plan)
+    fields.update(power=chance, n_for_80_percent=needed)
+    if "sensitivity" in fields:
+        perfect = stats.power(baseline, target, n, **_perfect(plan))
+        perfect_n = stats.sample_size(baseline, target, **_perfect(plan))
         text += (
-            f" {_capital(_shrink(judge))}: a perfect judge would detect it with {perfect:.1%} "
+            f" {_capital(_shrink(fields))}: a perfect judge would detect it with {perfect:.1%} "
             f"power, and 80% power costs {needed - perfect_n} cases more than its {perfect_n}."
         )
         fields.update(power_perfect_judge=perfect, n_for_80_percent_perfect_judge=perfect_n)
-    return Sentence(text, fields)
+    return Sentence(f"{text} Test: {fields['test']}.", fields)
 
 
 def detectable_sentence(
-    baseline: float,
-    n: int,
-    *,
-    alpha: float = 0.05,
-    power: float = 0.80,
-    continuity: bool = False,
-    sensitivity: float | None = None,
-    specificity: float | None = None,
-    judge_source: str | None = None,
+    baseline: float, n: int, *, judge_source: str | None = None, **plan: Any
 ) -> Sentence:
-    """The smallest drop below ``baseline`` that ``n`` cases per run detect (or None)."""
-    judge = _judge(sensitivity, specificity)
-    plan: dict[str, Any] = {"alpha": alpha, "power": power, "continuity": continuity}
+    """The smallest drop below ``baseline`` that ``n`` cases per run detect
+    (``stats.detectable_difference``; None when none is)."""
+    fields = _plan("detectable", judge_source, stats.detectable_difference, baseline, n, **plan)
 
-    def smallest(se: float | None, sp: float | None) -> float | None:
+    def smallest(**settings: Any) -> float | None:
         try:
-            return stats.detectable_difference(baseline, n, **plan, sensitivity=se, specificity=sp)
+            return stats.detectable_difference(baseline, n, **settings)
         except stats.UndefinedStatisticError:
             return None  # too few cases: said in words rather than as an error
 
-    drop = smallest(sensitivity, specificity)
-    opening = (
-        f"With {n} cases per run and a {_percent(baseline)} baseline, the smallest drop you "
-        f"can detect with {_percent(power)} power at α = {alpha:g}{_correction(continuity)}"
+    drop = smallest(**plan)
+    text = (
+        f"With {n} cases per run and a {_percent(baseline)} baseline, the smallest drop you can "
+        f"detect with {_percent(fields['power'])} power at α = {fields['alpha']:g}"
+        f"{_correction(fields)}"
     )
     if drop is None:
-        text = f"{opening} does not exist: not even a drop to 0% is detected reliably."
+        text += " does not exist: not even a drop to 0% is detected reliably."
     else:
-        text = f"{opening} is to {baseline - drop:.1%} ({drop * 100:.1f} points)."
-    fields = _plan("detectable", baseline, None, alpha, continuity, judge, judge_source)
-    fields.update(n=n, power=power, drop=drop, target=None if drop is None else baseline - drop)
-    if judge is not None:
-        perfect = smallest(None, None)
-        text += f" {_capital(_shrink(judge))}"
+        text += f" is to {baseline - drop:.1%} ({drop * 100:.1f} points)."
+    fields.update(drop=drop, target=None if drop is None else baseline - drop)
+    if "sensitivity" in fields:
+        perfect = fields["drop_perfect_judge"] = smallest(**_perfect(plan))
+        text += f" {_capital(_shrink(fields))}"
         if perfect is None:
             text += "; not even a perfect judge would detect a drop reliably here."
         else:
-            through = stats.sample_size(
-                baseline, baseline - perfect, **plan, sensitivity=judge[0], specificity=judge[1]
-            )
+            through = stats.sample_size(baseline, baseline - perfect, **plan)
             text += (
                 f"; a perfect judge would detect a drop of {perfect * 100:.1f} points, which "
                 f"through this judge takes {through} cases per run ({through - n} more)."
             )
             fields["n_for_perfect_judge_drop"] = through
-        fields["drop_perfect_judge"] = perfect
-    return Sentence(text, fields)
+    return Sentence(f"{text} Test: {fields['test']}.", fields)
 
 
 def mcnemar_sentence(b: int, c: int, alpha: float = 0.05) -> Sentence:
@@ -347,15 +344,8 @@ def mcnemar_sentence(b: int, c: int, alpha: float = 0.05) -> Sentence:
             f"(exact McNemar {shown}): a split at least this lopsided happens by chance "
             f"in {chance} of comparisons between equally good runs, {verdict} at α = {alpha:g}."
         )
-    fields = {
-        "statistic": "mcnemar",
-        "b": b,
-        "c": c,
-        "p_value": p,
-        "alpha": alpha,
-        "significant": significant,
-    }
-    return Sentence(text, fields)
+    fields = {"statistic": "mcnemar", "b": b, "c": c, "p_value": p, "alpha": alpha}
+    return Sentence(text, {**fields, "significant": significant})
 
 
 def _percent(p: float) -> str:
@@ -368,16 +358,12 @@ def _change(baseline: float, target: float) -> str:
     return f"a {direction} from {_percent(baseline)} to {_percent(target)}"
 
 
-def _correction(continuity: bool) -> str:
-    return " (with Fleiss' continuity correction)" if continuity else ""
+def _correction(fields: dict[str, Any]) -> str:
+    return " (with Fleiss' continuity correction)" if fields.get("continuity") else ""
 
 
-def _judge(sensitivity: float | None, specificity: float | None) -> Judge:
-    return None if sensitivity is None or specificity is None else (sensitivity, specificity)
-
-
-def _shrink(judge: tuple[float, float]) -> str:
-    se, sp = judge
+def _shrink(fields: dict[str, Any]) -> str:
+    se, sp = fields["sensitivity"], fields["specificity"]
     return (
         f"the judge (sensitivity {se * 100:.4g}%, specificity {sp * 100:.4g}%) shrinks every "
         f"true difference by (sensitivity + specificity − 1) = {se + sp - 1:.3g}"
@@ -388,24 +374,64 @@ def _capital(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def _plan(
-    statistic: str,
-    baseline: float,
-    target: float | None,
-    alpha: float,
-    continuity: bool,
-    judge: Judge,
-    judge_source: str | None,
-) -> dict[str, Any]:
-    """The fields every planning sentence starts with: its settings, and the judge if any."""
-    plan: dict[str, Any] = {
-        "statistic": statistic,
-        "baseline": baseline,
-        "alpha": alpha,
-        "continuity": continuity,
-    }
-    if target is not None:
-        plan["target"] = target
-    if judge is not None:
-        plan.update(sensitivity=judge[0], specificity=judge[1], judge_source=judge_source)
-    return plan
+def _perfect(plan: dict[str, Any]) -> dict[str, Any]:
+    """The plan without the judge's rates: for a perfect judge."""
+    return {key: value for key, value in plan.items() if key not in ("sensitivity", "specificity")}
+
+
+def _clusters(clusters: Clusters) -> tuple[float, dict[str, Any]]:
+    """The design effect of ``(cluster size, icc)`` (1 without them), and its fields."""
+    if clusters is None:
+        return 1.0, {}
+    effect = stats.design_effect(*clusters)
+    return effect, {"cluster_size": clusters[0], "icc": clusters[1], "design_effect": effect}
+
+
+def _clustered(fields: dict[str, Any]) -> str:
+    return (
+        f"in clusters of {fields['cluster_size']:g} cases with ICC {fields['icc']:g} "
+        f"(design effect {fields['design_effect']:.3g})"
+    )
+
+
+def _plan(statistic: str, source: str | None, func: Any, *args: Any, **plan: Any) -> dict[str, Any]:
+    """The settings of ``func(*args, **plan)`` with its defaults (read from its signature), as the
+    fields a planning sentence starts with; the judge's only when there is one."""
+    bound = inspect.signature(func).bind(*args, **plan)
+    bound.apply_defaults()
+    fields: dict[str, Any] = {"statistic": statistic, "test": Z_TEST}
+    fields.update((key, value) for key, value in bound.arguments.items() if value is not None)
+    if "sensitivity" in fields:
+        fields["judge_source"] = source
+    return fields
+
+
+_CLUSTERS = "--cluster-size --icc --json"
+_COMMANDS = {
+    "wilson": (
+        "the Wilson interval for K passes out of N cases",
+        wilson_sentence,
+        f"successes:K n:N --confidence {_CLUSTERS}",
+    ),
+    "sample-size": (
+        "cases per run needed to detect a change (--paired: over the same cases)",
+        sample_size_sentence,
+        f"--baseline --target PLAN --power --paired --discordance {_CLUSTERS}",
+    ),
+    "power": (
+        "the chance that N cases per run detect a change",
+        power_sentence,
+        "--baseline --target PLAN --n --json",
+    ),
+    "detectable": (
+        "the smallest drop N cases per run can detect",
+        detectable_sentence,
+        "--baseline PLAN --n --power --json",
+    ),
+    "mcnemar": (
+        "exact McNemar test for two runs over the same cases",
+        mcnemar_sentence,
+        "b:B c:C --alpha --json",
+    ),
+}
+"""Each subcommand: its help, its sentence, its arguments (``dest:METAVAR`` for a count)."""

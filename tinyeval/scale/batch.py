@@ -46,6 +46,7 @@ from typing import Any, NamedTuple
 # Batches share the adapters' private HTTP machinery: a batch request's body is the adapter's
 # own, and its failures are described the same way.
 from .._http import (
+    MAX_RESPONSE_BYTES,
     _backoff_delay,
     _Failure,
     _host_port,
@@ -516,7 +517,9 @@ class BatchJob:
             temperature=temperature,
             max_tokens=max_tokens,
             sleep=sleep,
-            **({} if max_response_bytes is None else {"max_response_bytes": max_response_bytes}),
+            max_response_bytes=(
+                MAX_RESPONSE_BYTES if max_response_bytes is None else max_response_bytes
+            ),
         )
         assert isinstance(model, _OpenAIModel | _AnthropicModel)
         self.model: _BatchableModel = model
