@@ -73,7 +73,7 @@ def blocks_of(page: Path) -> list[Block]:
         directive = DIRECTIVE.search(text, 0, match.start())
         settings: dict[str, str] = {}
         if directive:
-            for part in directive.group(1).split("; "):
+            for part in re.split(r";\s+(?=\w+=)", directive.group(1)):
                 key, _, value = part.partition("=")
                 settings[key.strip()] = value.strip()
         line = text.count("\n", 0, match.start()) + 1
@@ -174,7 +174,10 @@ def console_steps(text: str) -> list[tuple[str, str]]:
 def run_console(block: Block, sandbox: Path) -> tuple[list[str], int]:
     """Each command's output, and the exit status of the last."""
     steps = console_steps(block.text)
-    script = "".join(f"echo '{MARK}'\n{command[2:]}" for command, _ in steps)
+    # the marker's echo keeps the status of the command before it, for a shown ``echo $?``
+    script = "".join(
+        f"status=$?; echo '{MARK}'; (exit $status)\n{command[2:]}" for command, _ in steps
+    )
     done = subprocess.run(
         ["bash", "-c", script],
         cwd=sandbox / block.settings.get("cwd", "."),
@@ -239,6 +242,34 @@ def run_python(block: Block, globs: dict[str, Any], sandbox: Path) -> tuple[str,
     return "".join(report), runner.failed
 
 
+def outputs_of(blocks: list[Block]) -> dict[int, Block]:
+    """A python script's shown output: the ```text block right after it, by the script's start."""
+    shown = {}
+    for script, after in zip(blocks, blocks[1:], strict=False):
+        if script.kind == "python" and ">>> " not in script.text and after.kind == "text":
+            text = script.page.read_text(encoding="utf-8")
+            between = text[script.start + len(script.text) : after.start]
+            if re.fullmatch(r"```[ \t]*\n\s*```text\n", between):
+                shown[script.start] = after
+    return shown
+
+
+def run_script(block: Block, globs: dict[str, Any], sandbox: Path) -> str:
+    """Run a python block as a script in the page's names; what it printed."""
+    import contextlib
+    import io
+
+    printed = io.StringIO()
+    here = os.getcwd()
+    os.chdir(sandbox / block.settings.get("cwd", "."))
+    try:
+        with contextlib.redirect_stdout(printed):
+            exec(compile(block.text, block.where, "exec"), globs)
+    finally:
+        os.chdir(here)
+    return printed.getvalue()
+
+
 def _replace_lines(text: str, first: int, count: int, lines: str) -> str:
     """``text`` with ``count`` lines from line ``first`` (0-based) replaced by ``lines``."""
     split = text.splitlines(True)
@@ -255,7 +286,9 @@ def test_every_example_of_the_page_runs_as_shown(page: Path, tmp_path: Path) -> 
     globs: dict[str, Any] = {"__name__": "docs"}
     problems: list[str] = []
     edits: list[tuple[Block, str]] = []  # (block, its new text)
-    for block in blocks_of(page):
+    blocks = blocks_of(page)
+    output_of = outputs_of(blocks)
+    for block in blocks:
         if "skip" in block.settings or block.kind not in RUN_KINDS:
             continue
         run_before(block, sandbox)
@@ -271,6 +304,14 @@ def test_every_example_of_the_page_runs_as_shown(page: Path, tmp_path: Path) -> 
             wanted = block.settings.get("exit")
             if wanted is not None and status != int(wanted):
                 problems.append(f"{block.where}: exit {status}, expected {wanted}")
+        elif block.kind == "python" and ">>> " not in block.text:
+            shown = output_of.get(block.start)
+            got = run_script(block, globs, sandbox)
+            if shown is not None and not matches(shown.text, got):
+                problems.append(f"{block.where}: expected\n{shown.text}\ngot\n{got}")
+                edits.append((shown, reelide(shown.text, got)))
+            elif shown is None and got:
+                problems.append(f"{block.where}: printed, but shows no ```text output:\n{got}")
         elif block.kind == "python":
             report, failed = run_python(block, globs, sandbox)
             if failed:
@@ -311,7 +352,11 @@ def test_every_block_runs_or_says_why_not() -> None:
     """Every fenced block is run, or its comment gives the reason; the count cannot fall."""
     unexplained, counts = [], {"run": 0, "skipped": 0}
     for page in PAGES:
-        for block in blocks_of(page):
+        blocks = blocks_of(page)
+        outputs = {shown.start for shown in outputs_of(blocks).values()}
+        for block in blocks:
+            if block.start in outputs:
+                continue  # a script's output: compared with what the script prints
             skip = block.settings.get("skip")
             if skip is not None and not skip:
                 unexplained.append(f"{block.where}: skip= without a reason")
@@ -334,8 +379,6 @@ def test_every_python_and_console_block_has_something_to_check() -> None:
         for block in blocks_of(page):
             if block.kind == "console" and "skip" not in block.settings:
                 assert console_steps(block.text), f"{block.where}: a console block without a $ command"
-            if block.kind == "python" and "skip" not in block.settings:
-                assert ">>> " in block.text, f"{block.where}: write python examples as >>> lines"
 
 
 def test_the_readme_test_command_is_the_one_ci_runs() -> None:
