@@ -9,8 +9,9 @@
 - A ```toml or ```json block must parse.
 - Any other block, or one of the above not run, has a comment on the line before it saying why:
   ``<!-- test: skip=REASON -->``. The same comment sets a block's working directory
-  (``cwd=examples``), its exit status (``exit=1``, of its last command) or a command to run first,
-  its output unseen (``before=COMMAND``); ``;`` separates settings.
+  (``cwd=examples``), its exit status (``exit=1``, of its last command), a command to run first,
+  its output unseen (``before=COMMAND``), or writes the block to a file the next examples use
+  (``write=NAME``); ``;`` separates settings.
 - docs/cli.md, and each part of a page between ``<!-- generated: NAME -->`` and
   ``<!-- end generated -->``, is written from the code; the test fails when it drifts.
 
@@ -294,7 +295,12 @@ def test_every_example_of_the_page_runs_as_shown(page: Path, tmp_path: Path) -> 
         if "skip" in block.settings or block.kind not in RUN_KINDS:
             continue
         run_before(block, sandbox)
-        if block.kind == "console":
+        if "write" in block.settings:  # a file the next examples use, shown as it is
+            target = sandbox / block.settings.get("cwd", ".") / block.settings["write"]
+            target.write_text(block.text, encoding="utf-8")
+        if block.kind == "python" and "write" in block.settings:
+            compile(block.text, block.where, "exec")
+        elif block.kind == "console":
             steps = console_steps(block.text)
             outputs, status = run_console(block, sandbox)
             if len(outputs) != len(steps) or not all(
