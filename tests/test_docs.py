@@ -361,6 +361,8 @@ def test_every_block_runs_or_says_why_not() -> None:
     """Every fenced block is run, or its comment gives the reason; the count cannot fall."""
     unexplained, counts = [], {"run": 0, "skipped": 0}
     for page in PAGES:
+        if page.name == "cli.md":  # generated from the parser, and compared whole with it
+            continue
         blocks = blocks_of(page)
         outputs = {shown.start for shown in outputs_of(blocks).values()}
         for block in blocks:
@@ -550,3 +552,72 @@ def test_the_generated_parts_are_the_code() -> None:
             page.write_text(new, encoding="utf-8")
         assert page.read_text(encoding="utf-8") == new, f"{page.name}: generated parts drifted"
     assert seen == set(parts), f"generated parts on no page: {set(parts) - seen}"
+
+
+# ---------------------------------------------------------------- figures the code determines
+
+_UNITS = {"": 1, "s": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+_FIGURE = re.compile(r"(\d[\d,]*(?:\.\d+)?) ?(KiB|MiB|GiB|s)?")
+
+
+def _stated(cell: str) -> float | None:
+    """The figure a table cell states (``64 MiB``, ``2,000,000``, ``2 s``), or None."""
+    match = _FIGURE.fullmatch(cell.strip())
+    if not match:
+        return None
+    return float(match.group(1).replace(",", "")) * _UNITS[match.group(2) or ""]
+
+
+def _in_the_code(reference: str) -> Any:
+    """The value ``reference`` names: a constant, a dataclass field's default (``RunSettings.x``)
+    or a parameter's default (``module.function(parameter)``)."""
+    import importlib
+    import inspect
+
+    path, _, parameter = reference.rstrip(")").partition("(")
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            value: Any = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for index, name in enumerate(parts[cut:]):
+            if dataclasses.is_dataclass(value) and index == len(parts[cut:]) - 1:
+                return {f.name: f.default for f in dataclasses.fields(value)}[name]
+            value = getattr(value, name)
+        break
+    if parameter:
+        return inspect.signature(value).parameters[parameter].default
+    return value
+
+
+def test_every_figure_of_the_promises_is_the_code() -> None:
+    """Each table row of docs/promises.md that names the code states the code's value."""
+    text = (ROOT / "docs" / "promises.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (.*?) \| (.*?) \| `([\w.()]+)` \|$", text, flags=re.MULTILINE)
+    assert len(rows) >= 15, rows
+    for first, second, reference in rows:
+        stated = _stated(second) if _stated(second) is not None else _stated(first)
+        assert stated is not None, f"no figure in the row of {reference}"
+        assert stated == float(_in_the_code(reference)), f"{reference}: {first} | {second}"
+
+
+def test_the_suite_file_table_has_every_key_and_its_defaults() -> None:
+    """Each suite-file key of a run setting is in the table, with the setting's default."""
+    from tinyeval.suite import RunSettings
+
+    text = (ROOT / "docs" / "suite-and-ci.md").read_text(encoding="utf-8")
+    rows = {}
+    for first, default in re.findall(r"^\| (`[^|]*`) \| [^|]*? \| ([^|]*?) \|", text, re.MULTILINE):
+        names = re.findall(r"`([^`]+)`", first)
+        table = names[0][1:-1] + "." if names[0].startswith("[") and len(names) > 1 else ""
+        for name in names[1:] if table else names:
+            rows[table + name.strip("[]")] = default
+    for item in dataclasses.fields(RunSettings):
+        key = item.metadata.get("suite")
+        if key is None:
+            continue
+        assert key in rows, f"the suite-file table of docs/suite-and-ci.md lacks {key}"
+        default = item.default
+        if isinstance(default, int | float) and not isinstance(default, bool) and key in rows:
+            assert _stated(rows[key].strip("`")) == default, f"{key}: {rows[key]} != {default}"
