@@ -67,7 +67,7 @@ def test_gate_on_an_interrupted_run_is_incomplete_and_exits_3(thirty: Path) -> N
     (thirty / "partial.jsonl").write_text("\n".join(rows[:20]) + "\n")
     done = tinyeval("gate", "partial.jsonl", cwd=thirty)
     assert done.returncode == 3, done.stdout + done.stderr
-    assert "incomplete: 20 of 30 cases" in done.stdout
+    assert "gate: INCOMPLETE — 20 of 30 cases" in done.stdout
     # the run's own thresholds were remembered: nothing was given again
     assert "gate settings from the results" in done.stdout
     report = tinyeval("report", "partial.jsonl", "--json", cwd=thirty)

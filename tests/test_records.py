@@ -114,7 +114,7 @@ def test_merge_refuses_missing_duplicated_and_foreign_shards() -> None:
     with pytest.raises(ResultsFileError, match="case 'a' is in both"):
         merge_rows([("1", one), ("1c", one)])
     other = [{"id": "d", "dataset_fingerprint": "g", "run": manifest(3, "3/3")}]
-    with pytest.raises(ResultsFileError, match="different datasets"):
+    with pytest.raises(ResultsFileError, match="differ in dataset"):
         merge_rows([("1", one), ("2", two), ("3", other)])
 
 

@@ -242,7 +242,7 @@ class TestReadRows:
     def test_partial_last_line_is_detected_and_repaired(self, tmp_path) -> None:
         path = tmp_path / "rows.jsonl"
         path.write_text(f"{A}\n{B}\n" + '{"id": "c", "stat', encoding="utf-8")
-        with pytest.raises(ResultsFileError, match=r"rows.jsonl:3: the last line is cut short"):
+        with pytest.raises(ResultsFileError, match=r"rows.jsonl:3: the last line is not complete"):
             read_rows(path)
         assert [r["id"] for r in read_rows(path, repair=True)] == ["a", "b"]
         assert path.read_text() == f"{A}\n{B}\n"
@@ -250,15 +250,15 @@ class TestReadRows:
     def test_a_complete_bad_line_is_an_error_even_with_repair(self, tmp_path) -> None:
         path = tmp_path / "rows.jsonl"
         path.write_text(f"{A}\nnot json\n{B}\n", encoding="utf-8")
-        with pytest.raises(ResultsFileError, match=r":2: not a JSON result row"):
+        with pytest.raises(ResultsFileError, match=r":2: not valid JSON"):
             read_rows(path, repair=True)
 
     def test_a_complete_last_line_without_newline_is_kept(self, tmp_path) -> None:
         path = tmp_path / "rows.jsonl"
         path.write_text(f"{A}\n{B}", encoding="utf-8")
-        with pytest.raises(ResultsFileError):
-            read_rows(path)  # no newline: cannot tell it finished writing
-        assert [r["id"] for r in read_rows(path, repair=True)] == ["a"]
+        assert [r["id"] for r in read_rows(path)] == ["a", "b"]  # a whole object: a whole row
+        assert [r["id"] for r in read_rows(path, repair=True)] == ["a", "b"]
+        assert path.read_text() == f"{A}\n{B}\n"  # a resumed run's rows start a line
 
 
 class TestShards:

@@ -7,12 +7,12 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import partial
 from typing import Any
 
 from .errors import InputError, did_you_mean, is_number, plural
-from .records import Completeness, completeness, tally
+from .records import Completeness, case_rows, completeness, tally
 from .stats import Rate, cases_to_decide, format_rate, mcnemar, wilson_interval
 
 __all__ = [
@@ -120,22 +120,12 @@ class CategoryVerdict:
 
     def to_dict(self) -> dict[str, Any]:
         """The verdict as a JSON-ready dict."""
-        return {
-            "passed": self.passed,
-            "total": self.total,
-            "errors": self.errors,
-            "unparsed": self.unparsed,
-            "unchecked": self.unchecked,
-            "unchecked_ids": list(self.unchecked_ids),
-            "rate": self.rate,
-            "low": self.low,
-            "high": self.high,
-            "threshold": self.threshold,
-            "outcome": self.outcome,
-            "blocking": self.blocking,
-            "more_cases_needed": self.more_cases_needed,
-            "note": self.note,
-        }
+        found = {key: getattr(self, key) for key in _VERDICT_KEYS}
+        return {**found, "unchecked_ids": list(self.unchecked_ids)}
+
+
+_VERDICT_KEYS: tuple[str, ...] = ("passed", "total", "errors", "unparsed", "unchecked", "rate")
+_VERDICT_KEYS += ("low", "high", "threshold", "outcome", "blocking", "more_cases_needed", "note")
 
 
 @dataclass(frozen=True)
@@ -259,9 +249,10 @@ def gate(
     *,
     default_threshold: float | str | None = None,
     inconclusive: str | None = None,
-    allow_unchecked: bool = False,
+    allow_unchecked: bool | None = False,
     confidence: float = 0.95,
     completeness: Completeness | None = None,
+    strict_categories: bool | None = False,
 ) -> GateReport:
     """Judge each category's counts against its threshold, else ``default_threshold``.
 
@@ -280,19 +271,41 @@ def gate(
     limits = {name: parse_threshold(value) for name, value in (thresholds or {}).items()}
     default = parse_threshold(default_threshold) if default_threshold is not None else None
     names = sorted({*tallies, *limits})
+    allow_unchecked = bool(allow_unchecked)  # None in a run's settings: not allowed
     verdict = partial(
         _verdict, inconclusive=policy, allow_unchecked=allow_unchecked, confidence=confidence
     )
     verdicts = tuple(
         verdict(name, tallies.get(name, {}), limits.get(name, default)) for name in names
     )
+    ungated = [_ungated(v, list(limits)) for v in verdicts if limits and v.threshold is None]
+    if strict_categories and ungated:
+        raise InputError(
+            f"the category {ungated[0].category!r} has no threshold ({ungated[0].note}); give "
+            "it one, or a default threshold",
+            field="strict_categories",
+        )
+    said = {v.category: v for v in ungated}
+    verdicts = tuple(said.get(v.category, v) for v in verdicts)
     total = {
         key: sum(_field(tally, key) for tally in tallies.values())
         for key in ("passed", "total", "errors", "unparsed", "unchecked")
     }
     return GateReport(
-        verdicts, verdict("global", total, None), policy, confidence, completeness, allow_unchecked
+        verdicts,
+        verdict("global", total, None),
+        policy,
+        confidence,
+        completeness,
+        bool(allow_unchecked),
     )
+
+
+def _ungated(verdict: CategoryVerdict, thresholds: list[str]) -> CategoryVerdict:
+    """A category no threshold names, when thresholds are given without a default: said."""
+    close = did_you_mean(verdict.category, thresholds)
+    hint = f"; did you mean {close!r}?" if close else ""
+    return replace(verdict, note=f"ungated: no threshold names it{hint}")
 
 
 def gate_settings(
@@ -301,6 +314,7 @@ def gate_settings(
     default_threshold: float | str | None = None,
     inconclusive: str | None = None,
     allow_unchecked: bool = False,
+    strict_categories: bool | None = False,
 ) -> dict[str, Any]:
     """The gate settings a run records in its rows (``run.gate``), with thresholds as numbers.
 
@@ -314,6 +328,7 @@ def gate_settings(
         ),
         "inconclusive": inconclusive,
         "allow_unchecked": allow_unchecked,
+        "strict_categories": strict_categories,
     }
 
 
@@ -335,6 +350,7 @@ def gate_rows(
     allow_unchecked: bool | None = None,
     expected_ids: Iterable[str] | None = None,
     confidence: float = 0.95,
+    strict_categories: bool | None = False,
 ) -> RowsGate:
     """Gate result rows as the run that wrote them did (settings not given: its ``run``).
 
@@ -344,40 +360,27 @@ def gate_rows(
     >>> done.report.outcome, done.remembered, str(done.report.completeness)
     ('incomplete', ('thresholds',), 'incomplete: 1 of 2 cases')
     """
-    remembered_settings: dict[str, Any] = {}
-    for row in rows:
-        manifest = row.get("run")
-        if isinstance(manifest, Mapping) and isinstance(manifest.get("gate"), Mapping):
-            remembered_settings = dict(manifest["gate"])
-            break
-    given = {
+    manifests = (row.get("run") for row in rows)
+    run = next((m["gate"] for m in manifests if isinstance(m, Mapping) and "gate" in m), None)
+    run = run if isinstance(run, Mapping) else {}
+    given: dict[str, Any] = {
         "thresholds": dict(thresholds) if thresholds else None,
         "default_threshold": default_threshold,
         "inconclusive": inconclusive,
         "allow_unchecked": allow_unchecked,
+        "strict_categories": strict_categories or None,
     }
-    used: dict[str, Any] = {}
-    remembered: list[str] = []
-    overridden: list[str] = []
-    for key, value in given.items():
-        old = remembered_settings.get(key)
-        if value is not None:
-            used[key] = value
-            if old not in (None, {}) and old != value:
-                overridden.append(key)
-        elif old not in (None, {}):
-            used[key] = old
-            remembered.append(key)
+    ran = {key: run.get(key) for key in given if run.get(key) not in (None, {})}
+    remembered = tuple(key for key in ran if given[key] is None)
+    overridden = tuple(key for key in ran if given[key] not in (None, ran[key]))
+    used = {**ran, **{key: value for key, value in given.items() if value is not None}}
     report = gate(
-        tally(rows),
-        used.get("thresholds"),
-        default_threshold=used.get("default_threshold"),
-        inconclusive=used.get("inconclusive"),
-        allow_unchecked=bool(used.get("allow_unchecked")),
+        tally(case_rows(rows)),  # a case once, its trials joined as the run joined them
+        **used,
         confidence=confidence,
         completeness=completeness(rows, expected_ids=expected_ids),
     )
-    return RowsGate(report, tuple(remembered), tuple(overridden))
+    return RowsGate(report, remembered, overridden)
 
 
 # --------------------------------------------------------------------------- paired comparison
@@ -502,8 +505,8 @@ def compare_runs(
     >>> (c.pass_to_fail, c.fail_to_pass, round(c.p_value, 5))
     (12, 0, 0.00049)
     """
-    first = {row["id"]: row for row in before}
-    second = {row["id"]: row for row in after}
+    first = {row["id"]: row for row in case_rows(list(before))}
+    second = {row["id"]: row for row in case_rows(list(after))}
     shared = [case_id for case_id in second if case_id in first]
     by_category: dict[str, list[tuple[bool, bool]]] = {}
     for case_id in shared:
@@ -590,6 +593,7 @@ def compare_holdout_rows(
     """Split ``rows`` by the holdout hash of their ids and :func:`compare_holdout` them."""
     from .dataset import in_holdout
 
+    rows = case_rows(rows)
     held = [in_holdout(str(r["id"]), held_out, salt=salt) for r in rows]
     dev = [r for r, h in zip(rows, held, strict=True) if not h]
     return compare_holdout(dev, [r for r, h in zip(rows, held, strict=True) if h])

@@ -11,13 +11,22 @@ import os
 import stat
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
-from . import __version__
-from .errors import IncompleteError, InputError, json_problem, plural, shorten, utc_stamp
+from . import __version__, _formats
+from .errors import (
+    IncompleteError,
+    InputError,
+    describe_json,
+    json_problem,
+    plural,
+    shorten,
+    utc_stamp,
+)
 
 __all__ = [
     "STATUSES",
@@ -27,10 +36,13 @@ __all__ = [
     "ResultsFileError",
     "Row",
     "RowsWrittenWhole",
+    "case_rows",
     "completeness",
+    "derived_status",
     "iter_json_lines",
     "merge_rows",
     "new_row",
+    "out_lock",
     "output_fingerprint",
     "primary_verdict",
     "provenance",
@@ -38,6 +50,7 @@ __all__ = [
     "resumable_rows",
     "run_manifest",
     "tally",
+    "trials_of",
     "verdict_errored",
     "verdict_label",
     "verdicts",
@@ -223,6 +236,28 @@ def verdict_errored(verdict: Mapping[str, Any]) -> bool:
     return bool(verdict.get("error"))  # a pairwise verdict
 
 
+def derived_status(row: Mapping[str, Any]) -> str:
+    """The status a row's own error, checks and judge verdicts give it (as the run decides).
+
+    >>> derived_status({"checks": {"json": True}, "judges": {"tone": {"verdict": "FAIL"}}})
+    'fail'
+    >>> derived_status({"checks": {}, "judges": {}}), derived_status({"error": "timeout"})
+    ('unchecked', 'error')
+    """
+    if row.get("error"):
+        return "error"
+    checks = row.get("checks") or {}
+    gated = [v for v in verdicts(row).values() if v.get("failure") != "ungated"]
+    passed = [
+        v.get("verdict") == "PASS" if "verdict" in v else bool(v.get("winner")) for v in gated
+    ]
+    if not all(value is True for value in checks.values()) or not all(passed):
+        return "fail"
+    if str(row.get("judge_skipped") or "").startswith("the case cannot be judged"):
+        return "unchecked"
+    return "pass" if checks or gated else "unchecked"
+
+
 def output_fingerprint(output: Any) -> str | None:
     """A short, stable digest of a row's output, so a label can tell its output changed.
 
@@ -305,6 +340,48 @@ def tally(rows: Iterable[Mapping[str, Any]]) -> dict[str, CategoryTally]:
     return dict(sorted(found.items()))
 
 
+def trials_of(rows: Iterable[Mapping[str, Any]]) -> tuple[int, str]:
+    """``(k, rule)`` of the run that wrote ``rows``: each case run k times, passing when
+    ``all`` (or ``any``) of its trials pass; ``(1, "all")`` for a run without trials.
+
+    >>> trials_of([{"run": {"observers": {"trials": {"k": 3, "gate": "any"}}}}])
+    (3, 'any')
+    """
+    for row in rows:
+        observers = _manifest(row).get("observers")
+        found = observers.get("trials") if isinstance(observers, Mapping) else None
+        if isinstance(found, Mapping):
+            return max(_whole(found.get("k")), 1), str(found.get("gate") or "all")
+        return max(_whole(found), 1), "all"
+    return 1, "all"
+
+
+def case_rows(
+    rows: Sequence[Mapping[str, Any]], rule: str | None = None
+) -> list[Mapping[str, Any]]:
+    """One row per case: the trial rows of a case joined by ``rule`` (default: the run's), a
+    case passing when ``all`` (or ``any``) of its trials pass; else its worst status.
+
+    >>> rows = [{"id": "a", "trial": t, "status": s} for t, s in enumerate(["pass", "fail"])]
+    >>> case_rows(rows, "all")[0]["status"], case_rows(rows, "any")[0]["status"]
+    ('fail', 'pass')
+    """
+    if not any("trial" in row for row in rows):
+        return list(rows)
+    passes = all if (rule or trials_of(rows)[1]) == "all" else any
+    by_case: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        by_case.setdefault(str(row["id"]), []).append(row)
+    joined: list[Mapping[str, Any]] = []
+    for trials in by_case.values():
+        statuses = [trial.get("status") for trial in trials]
+        status = "pass" if passes(s == "pass" for s in statuses) else "fail"
+        if status == "fail":
+            status = next((s for s in ("error", "unchecked") if s in statuses), "fail")
+        joined.append({**trials[0], "status": status})
+    return joined
+
+
 # === Is a set of rows complete? ===
 
 
@@ -368,7 +445,9 @@ def completeness(
     'incomplete: 1 of 2 cases (missing 1 shard: 2/2)'
     """
     manifests = [row["run"] for row in rows if isinstance(row.get("run"), Mapping)]
-    ids = {str(row.get("id")) for row in rows}
+    trials = Counter(str(row.get("id")) for row in rows)
+    k = trials_of(rows)[0]
+    ids = {key for key, count in trials.items() if count >= k}  # a case with every trial
     missing_ids: tuple[str, ...] = ()
     if expected_ids is not None:
         missing_ids = tuple(sorted(set(map(str, expected_ids)) - ids))
@@ -404,40 +483,63 @@ def merge_rows(
     sources: Sequence[tuple[str, Sequence[Row]]], *, allow_partial: bool = False
 ) -> list[Row]:
     """Join the rows of shards (``[(path, rows), …]``), refusing what cannot be one run: a
-    case or a shard twice, another dataset, or (unless ``allow_partial``) missing ones.
+    case or a shard in two files, another dataset, gate, judge, criterion or trial count, or
+    (unless ``allow_partial``) missing shards.
 
     >>> one = [{"id": "a", "dataset_fingerprint": "f", "run": {"cases": 2, "shard": "1/2"}}]
     >>> two = [{"id": "b", "dataset_fingerprint": "f", "run": {"cases": 2, "shard": "2/2"}}]
     >>> [row["id"] for row in merge_rows([("1.jsonl", one), ("2.jsonl", two)])]
     ['a', 'b']
     """
-    seen: dict[str, str] = {}
-    fingerprints: dict[str, str] = {}
-    shard_of: dict[str, str] = {}
+    file_of: dict[str, int] = {}  # "case 'a'", "shard 1/2" -> the source that has it
+    first: dict[str, tuple[Any, str]] = {}  # a setting -> its value and the file it came from
     merged: list[Row] = []
-    for path, rows in sources:
+    for index, (path, rows) in enumerate(sources):
         for row in rows:
-            key = str(row["id"])
-            if key in seen:
-                raise ResultsFileError(f"case {key!r} is in both {seen[key]} and {path}")
-            seen[key] = path
-            fingerprints.setdefault(str(row.get("dataset_fingerprint")), path)
-            manifest = row.get("run") if isinstance(row.get("run"), Mapping) else {}
-            shard = manifest.get("shard") if manifest else None
-            if shard is not None:
-                other = shard_of.setdefault(str(shard), path)
-                if other != path:
-                    raise ResultsFileError(f"shard {shard} is in both {other} and {path}")
+            shard = _manifest(row).get("shard")
+            for what in (f"case {str(row['id'])!r}", None if shard is None else f"shard {shard}"):
+                if what is not None and file_of.setdefault(what, index) != index:
+                    raise ResultsFileError(
+                        f"{what} is in both {sources[file_of[what]][0]} and {path}"
+                    )
+            for name, value in _shared_settings(row).items():
+                kept, where = first.setdefault(name, (value, path))
+                if kept != value:
+                    raise ResultsFileError(
+                        f"the shards differ in {name}: {_shown(kept)} in {where}, "
+                        f"{_shown(value)} in {path}; merge only the shards of one run"
+                    )
             merged.append(row)
-    if len(fingerprints) > 1:
-        (fp_a, path_a), (fp_b, path_b) = list(fingerprints.items())[:2]
-        raise ResultsFileError(
-            f"{path_a} (dataset {fp_a}) and {path_b} (dataset {fp_b}) come from different datasets"
-        )
     found = completeness(merged)
     if not found.complete and not allow_partial:
         raise IncompleteError(f"{found}; merge the missing shards too, or allow a partial merge")
     return merged
+
+
+def _manifest(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    manifest = row.get("run")
+    return manifest if isinstance(manifest, Mapping) else {}
+
+
+def _shared_settings(row: Mapping[str, Any]) -> dict[str, Any]:
+    """What every shard of one run has alike, by the name an error gives it."""
+    manifest = _manifest(row)
+    gate = manifest.get("gate")
+    gate = gate if isinstance(gate, Mapping) else {}
+    found = {"dataset": row.get("dataset_fingerprint")}
+    for key in ("thresholds", "default_threshold", "inconclusive", "allow_unchecked"):
+        found[f"gate {key.replace('_', ' ')}"] = gate.get(key) or None
+    found["judges (rubric fingerprints)"] = manifest.get("judges") or None
+    found["judge model"] = manifest.get("judge_model")
+    found["trials and stopping rule"] = manifest.get("observers") or None
+    found["shards"] = str(manifest.get("shard") or "/").partition("/")[2] or None
+    for name, verdict in verdicts(row).items():
+        found[f"the criterion of judge {name!r}"] = verdict.get("criterion")
+    return found
+
+
+def _shown(value: Any) -> str:
+    return "none" if value is None else shorten(json.dumps(value, sort_keys=True), 120)
 
 
 # === Writing and reading result files ===
@@ -473,12 +575,13 @@ class RowsWrittenWhole:
     >>> from tinyeval.dataset import Case
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     rows = RowsWrittenWhole(os.path.join(folder, "rows.jsonl"))
-    ...     rows.write(new_row(Case(id="a", output="hola")))
-    ...     before = [name.endswith(".partial") for name in os.listdir(folder)]
+    ...     rows.write({**new_row(Case(id="a", output="hola")), "status": "unchecked"})
+    ...     before = sorted(name.rpartition(".")[2] for name in os.listdir(folder))
     ...     rows.finish("0123456789abcdef", {"cases": 1})
     ...     after = [(r["id"], r["dataset_fingerprint"], r["run"]) for r in read_rows(rows.path)]
-    >>> before, after  # only the temporary file, then only the results file
-    ([True], [('a', '0123456789abcdef', {'cases': 1})])
+    ...     left = os.listdir(folder)
+    >>> before, after, left  # the temporary file and the lock, then only the results file
+    (['lock', 'partial'], [('a', '0123456789abcdef', {'cases': 1})], ['rows.jsonl'])
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -487,6 +590,8 @@ class RowsWrittenWhole:
         self._target = Path(os.path.realpath(path))
         self._mark = os.urandom(16).hex()  # cannot occur in a row by chance
         self._temporary: Path | None = None
+        self._held = contextlib.ExitStack()  # the file is the run's until discarded
+        self._held.enter_context(out_lock(path))
         if _is_null_device(self.path):
             self._stream: IO[str] = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
             return
@@ -539,6 +644,7 @@ class RowsWrittenWhole:
             self.discard()
 
     def discard(self) -> None:
+        self._held.close()
         self._stream.close()
         if self._temporary is not None:
             self._temporary.unlink(missing_ok=True)
@@ -550,6 +656,67 @@ def _is_null_device(path: Path) -> bool:
         return path.samefile(os.devnull)
     except OSError:
         return False
+
+
+@contextlib.contextmanager
+def out_lock(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold ``path`` for one run by a lock file beside it holding the run's pid: a second run is
+    refused (``InputError``) naming the first; a lock whose process is gone is taken over.
+
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as folder, out_lock(os.path.join(folder, "r.jsonl")):
+    ...     sorted(os.listdir(folder))
+    ['.r.jsonl.lock']
+    """
+    target = Path(path)
+    if target.exists() and not stat.S_ISREG(target.stat().st_mode):
+        yield  # a device or a pipe: nothing to hold
+        return
+    lock = target.parent / f".{target.name}.lock"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for attempt in range(2):
+        try:
+            handle = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            break
+        except FileExistsError:
+            with open(lock, "rb") as held:
+                text = held.read(20).strip()
+            pid = int(text) if text.isdigit() else 0  # 0: being written, or not a pid
+            if attempt or not pid or _alive(pid):
+                raise InputError(
+                    f"another run (process {pid or 'unknown'}) is writing it; wait for that run, "
+                    f"or remove {lock} if it is gone",
+                    path=str(path),
+                ) from None
+            lock.unlink(missing_ok=True)  # its run is gone: a crash left it
+    try:
+        os.write(handle, str(os.getpid()).encode())
+        os.close(handle)
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+
+
+def holding_out(run: Callable[..., Any]) -> Callable[..., Any]:
+    """``run`` holding its ``out`` path by :func:`out_lock`: a second run on it is refused."""
+
+    @functools.wraps(run)
+    def held(*args: Any, **options: Any) -> Any:
+        out = options.get("out")
+        with out_lock(out) if isinstance(out, str | os.PathLike) else contextlib.nullcontext():
+            return run(*args, **options)
+
+    return held
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except PermissionError:  # another user's process
+        return True
+    except (ProcessLookupError, OverflowError):
+        return False
+    return True
 
 
 def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
@@ -616,8 +783,6 @@ def iter_json_lines(
     tinyeval.errors.InputError: ...:3: expected a JSON object, got a list
     >>> os.remove(f.name)
     """
-    from .errors import describe_json
-
     with open(path, encoding="utf-8") as stream:
         for number, line in enumerate(stream, start=1):
             if not line.strip():
@@ -637,58 +802,82 @@ def iter_json_lines(
 
 
 def read_rows(path: str | os.PathLike[str], *, repair: bool = False) -> list[Row]:
-    """Read a results file back. A cut last line is an error (with ``repair``, it is cut off
-    the file: a resumed run does its case again), as is a second row of a case (and trial).
+    """Read a results file back (bounded), refusing what is not one run's rows: a cut last
+    line (``repair`` cuts it off: a resumed run does its case again), a row twice, a status its
+    checks, verdicts and error do not give, trials of another count or out of range.
 
     >>> import tempfile, os
     >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
-    ...     _ = f.write('{"id": "a", "status": "pass"}\\n{"id": "b", "sta')
+    ...     _ = f.write('{"id": "a", "status": "unchecked"}\\n{"id": "b", "sta')
     >>> read_rows(f.name)
     Traceback (most recent call last):
     ...
-    tinyeval.records.ResultsFileError: ...:2: the last line is cut short (a run killed mid-write?)
+    tinyeval.records.ResultsFileError: ...:2: the last line is not complete JSON: ...
     >>> [r["id"] for r in read_rows(f.name, repair=True)], open(f.name).read()
-    (['a'], '{"id": "a", "status": "pass"}\\n')
+    (['a'], '{"id": "a", "status": "unchecked"}\\n')
     >>> os.remove(f.name)
     """
     where = str(path)
     rows: list[Row] = []
     first_line: dict[tuple[str, Any], int] = {}
-    with open(path, "rb") as stream:
-        data = stream.read()
-    good_end = 0
-    for number, raw in enumerate(data.splitlines(keepends=True), start=1):
-        complete = raw.endswith(b"\n")
-        try:
-            row = json.loads(raw) if raw.strip() else None
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError, ValueError):
-            row = None
-            if complete:
-                raise ResultsFileError("not a JSON result row", path=where, line=number) from None
-        if not complete and (row is None or raw.strip()):
-            if repair:
-                with open(path, "r+b") as stream:
-                    stream.truncate(good_end)
-                break
-            raise ResultsFileError(
-                "the last line is cut short (a run killed mid-write?)", path=where, line=number
-            )
-        good_end += len(raw)
-        if row is None:
-            continue
-        _check_row(row, where, number)
-        key = (row["id"], row.get("trial"))
-        if key in first_line:
-            what = f"the case {key[0]!r}" + (f" (trial {key[1]})" if key[1] is not None else "")
-            raise ResultsFileError(
-                f"{what} has a second row (the first is on line {first_line[key]}): "
-                "a results file holds one row per case (and trial)",
-                path=where,
-                line=number,
-            )
-        first_line[key] = number
-        rows.append(row)
+    try:
+        for number, row in _formats.iter_json_lines(path, error=ResultsFileError):
+            _check_row(row, where, number)
+            key = (row["id"], row.get("trial"))
+            if key in first_line:
+                what = f"the case {key[0]!r}" + (f" (trial {key[1]})" if key[1] is not None else "")
+                raise ResultsFileError(
+                    f"{what} has a second row (the first is on line {first_line[key]}): "
+                    "a results file holds one row per case (and trial)",
+                    path=where,
+                    line=number,
+                )
+            _check_trials(row, rows[0] if rows else row, where, number)
+            first_line[key] = number
+            rows.append(row)
+    except ResultsFileError as exc:
+        if not (repair and exc.reason.startswith("the last line is not complete")):
+            raise
+        _cut_at_line(path, exc.line or 1)
+    else:
+        if repair:
+            _end_with_newline(path)
     return rows
+
+
+def _check_trials(row: Row, first: Row, path: str, line: int) -> None:
+    (k, rule), trial = trials_of([row]), row.get("trial")
+    if (k, rule) != trials_of([first]):
+        raise ResultsFileError(
+            f"this row's run had {k} trials ({rule}), the first row's {trials_of([first])}: "
+            "a results file holds the rows of one run",
+            path=path,
+            line=line,
+        )
+    if (trial is not None or k > 1) and not (k > 1 and type(trial) is int and 0 <= trial < k):
+        raise ResultsFileError(
+            f"expected a trial from 0 to {k - 1} (the run had {plural(k, 'trial')}), got "
+            f"{shorten(json.dumps(trial), 40)}",
+            path=path,
+            line=line,
+            field="trial",
+        )
+
+
+def _cut_at_line(path: str | os.PathLike[str], line: int) -> None:
+    """Cut the file before its ``line`` (numbered from 1; the lines before were read)."""
+    with open(path, "r+b") as stream:
+        for _ in range(line - 1):
+            stream.readline()
+        stream.truncate(stream.tell())
+
+
+def _end_with_newline(path: str | os.PathLike[str]) -> None:
+    """A whole last row written without its newline gets one: rows appended start a line."""
+    with open(path, "r+b") as stream:
+        size = stream.seek(0, os.SEEK_END)
+        if size and stream.seek(size - 1) >= 0 and stream.read(1) != b"\n":
+            stream.write(b"\n")
 
 
 def resumable_rows(
@@ -699,9 +888,8 @@ def resumable_rows(
     observed: Mapping[str, Any],
     error: type[InputError] = ResultsFileError,
 ) -> list[Row]:
-    """The rows in ``out`` a resumed run keeps, refused (``error``), naming what changed, when
-    another dataset, judge, rubric (``now``: name -> rubric), judge model (``spec``) or
-    observer made them.
+    """The rows in ``out`` a resumed run keeps, refused (``error``) naming what changed when
+    another dataset, judge, rubric (``now``: name -> rubric), model (``spec``) or observer did.
 
     >>> resumable_rows("no-such-file.jsonl", "ab12", {}, None, {})
     []
@@ -752,6 +940,7 @@ _ROW_TYPES: dict[str, tuple[type, ...]] = {
     "judges": (dict,),
     "check_details": (dict,),
     "category": (str,),
+    "run": (dict,),
 }
 
 
@@ -770,3 +959,12 @@ def _check_row(row: Any, path: str, line: int) -> None:
         if value is not None and not isinstance(value, types):
             expected = "an object" if types == (dict,) else "a string"
             raise ResultsFileError(f"expected {expected}", path=path, line=line, field=key)
+    derived = derived_status(row)  # a row as a run writes it records its evidence
+    if row["status"] != derived and ("checks" in row or isinstance(row.get("run"), dict)):
+        raise ResultsFileError(
+            f"the row says {row['status']!r} but its own checks, judge verdicts and error say "
+            f"{derived!r}: the row was changed after the run; run the case again",
+            path=path,
+            line=line,
+            field="status",
+        )

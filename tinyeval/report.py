@@ -1,6 +1,5 @@
-"""A run's summary and its reports: text, JSON and Markdown; extras add sections
-(``_EXTRAS["section"]``) and reports (``_EXTRAS["report"]``). Every rate is printed with its
-denominator and Wilson interval; a lone surrogate is shown as its escape (``\\ud800``).
+"""A run's summary in text and JSON, and the one place text from data is neutralised for where
+it is printed; extras add sections (``_EXTRAS["section"]``) and reports (``_EXTRAS["report"]``).
 """
 
 from __future__ import annotations
@@ -9,13 +8,13 @@ import html
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import __version__, _extra
 from .errors import plural, shorten
 from .gating import CategoryVerdict, GateReport, gate, gate_rows, refuse_unknown_categories
-from .records import Row, read_rows, tally, verdicts, write_text_atomically
+from .records import Completeness, Row, read_rows, tally, verdicts, write_text_atomically
 from .runner import PreparedCases, RunResult
 from .stats import format_rate
 
@@ -153,7 +152,14 @@ def summarize(
     }
     # an observer that changes what the gate counts (trials: the case, not the trial) says so
     counted = [o.tallies() for o in (observers or {}).values() if hasattr(o, "tallies")]
-    report = gate(counted[0] if counted else result.sorted_categories(), **s.gate_options())
+    tallies = counted[0] if counted else result.sorted_categories()
+    report = gate(tallies, **s.gate_options())
+    if not result.complete:  # every report names what is missing: cases, categories
+        expected = ready.in_shard if ready.read else None
+        empty = tuple(sorted(ready.categories - set(tallies)))
+        reason = str(result.stopped_reason)
+        stopped = StoppedRun(report.overall.total, expected, reason=reason, no_rows=empty)
+        report = replace(report, completeness=stopped)
     used = {  # the sections the run uses, decided without loading an extra
         "retrieval": bool(session.retrieved or s.retrieval_threshold),
         "graded": any(getattr(judge, "scale", None) is not None for judge in judges),
@@ -317,7 +323,15 @@ def _run_lines(
     return text
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+# Text from data (ids, categories, reasons, criteria) is neutralised for where it goes, here
+_CONTROLS = (
+    "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+    "\ufeff\ufffe\uffff\ud800-\udfff"
+)
+_UNSEEN = re.compile(f"[{_CONTROLS}]")
+_UNSEEN_IN_LINE = re.compile(f"[\t\n{_CONTROLS}]")
+_COMMAND_START = re.compile(r"^(\s*):(?=:)", re.MULTILINE)
+_MARKDOWN = re.compile(r"([\\`*\[\]|~$@])")
 
 
 def _visible(match: re.Match[str]) -> str:
@@ -325,9 +339,107 @@ def _visible(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def _writable(text: str) -> str:
-    """``text`` with each lone surrogate shown as its escape, so any file can hold it."""
-    return _SURROGATE.sub(_visible, text)
+def text_of(value: object) -> str:
+    """Text for a file or a page (HTML, XML): newlines kept, other controls shown as escapes.
+
+    >>> text_of("a\u202eb\\nc\\x00")
+    'a\\\\u202eb\\nc\\\\x00'
+    """
+    return _UNSEEN.sub(_visible, str(value))
+
+
+def line_of(value: object) -> str:
+    """Text on one line: newlines and tabs shown as escapes too.
+
+    >>> line_of("x\\n::error::forged")
+    'x\\\\x0a::error::forged'
+    """
+    return _UNSEEN_IN_LINE.sub(_visible, str(value))
+
+
+def terminal_text(value: object) -> str:
+    """Text for a terminal or a CI log: no line starts with a workflow command (``::…``,
+    ``##[…``) that GitHub's runner would obey; only tinyeval's own annotations do.
+
+    >>> terminal_text("::stop-commands::tok")
+    '\\\\x3a:stop-commands::tok'
+    """
+    return _COMMAND_START.sub(r"\1\\x3a", text_of(value)).replace("##[", "##\\x5b")
+
+
+def markdown_text(value: object) -> str:
+    """Text for Markdown (a table cell, a line): links, images, HTML and emphasis are inert.
+
+    >>> markdown_text("[Approve](https://e.x) <b>|")
+    '\\\\[Approve\\\\](https://e.x) &lt;b&gt;\\\\|'
+    """
+    return html.escape(_MARKDOWN.sub(r"\\\1", line_of(value)), quote=False)
+
+
+def command_data(value: object, *, prop: bool = False) -> str:
+    """Text for a GitHub workflow command's message, or (``prop``) a property's value, where
+    ``:`` and ``,`` end it: escaped by the runner's rules (``%``, CR, LF).
+
+    >>> command_data("50% done\\nnext"), command_data("a::b,c", prop=True)
+    ('50%25 done%0Anext', 'a%3A%3Ab%2Cc')
+    """
+    text = text_of(value).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
+
+
+def gate_word(report: GateReport) -> str:
+    """The gate's outcome as every report says it: INCOMPLETE before anything else.
+
+    >>> from tinyeval.gating import gate
+    >>> gate_word(gate({"tone": {"passed": 3, "total": 3}}, {"tone": 0.5}))
+    'PASSED'
+    """
+    if not report.complete:
+        return "INCOMPLETE"
+    if not any(v.threshold is not None for v in report.categories):
+        return "not gated"
+    return "PASSED" if report.passed else "FAILED"
+
+
+def missing(report: GateReport) -> str | None:
+    """What an incomplete report misses, as every report names it (None: complete).
+
+    >>> from tinyeval.gating import gate
+    >>> from tinyeval.records import Completeness
+    >>> missing(gate({"tone": {"passed": 29, "total": 29}, "soporte": {}},
+    ...              completeness=Completeness(seen=29, expected=45)))
+    '29 of 45 cases; soporte: no rows'
+    """
+    if report.complete:
+        return None
+    empty = [*getattr(report.completeness, "no_rows", ())]
+    empty += [v.category for v in report.categories if not v.total and v.category not in empty]
+    said = [str(report.completeness).removeprefix("incomplete: ")]
+    return "; ".join([*said, *(f"{line_of(name)}: no rows" for name in empty)])
+
+
+@dataclass(frozen=True)
+class StoppedRun(Completeness):
+    """A run that stopped before its end (``reason``): incomplete even when every case it
+    read has a row (``expected`` None: the cases were read as it ran, not all counted);
+    ``no_rows``: the categories of its cases without a row.
+
+    >>> str(StoppedRun(seen=29, expected=45, reason="interrupted"))
+    'incomplete: 29 of 45 cases (stopped: interrupted)'
+    """
+
+    reason: str = "stopped"
+    no_rows: tuple[str, ...] = ()  # the run's categories without a row
+
+    @property
+    def complete(self) -> bool:
+        return False
+
+    def __str__(self) -> str:
+        if self.expected is None:
+            return f"incomplete: {plural(self.seen, 'case')} before it stopped ({self.reason})"
+        counted = f"{self.seen:,} of {plural(self.expected, 'case')}"
+        return f"incomplete: {counted} (stopped: {self.reason})"
 
 
 def _pct(value: float | None) -> str:
@@ -340,7 +452,7 @@ def _rate_cell(v: CategoryVerdict, confidence: float = 0.95) -> str:
 
 def _mark(v: CategoryVerdict) -> str:
     if v.threshold is None:
-        return "no threshold"
+        return v.note if v.note and v.note.startswith("ungated") else "no threshold"
     if v.outcome == "inconclusive":
         if v.more_cases_needed is None:
             need = "no suite size decides it at this rate"
@@ -355,29 +467,18 @@ def _mark(v: CategoryVerdict) -> str:
     return f"BLOCKS ({_pct(v.rate)} < {_pct(v.threshold)})"
 
 
-def _cells(report: GateReport) -> list[tuple[str, str, str, str, str]]:
+_Cell = tuple[str, str, str, str, str]
+
+
+def _cells(report: GateReport) -> list[_Cell]:
     """The table's rows, global last: category, rate, unchecked, threshold, gate mark."""
-    cells = [
-        (
-            c.category,
-            _rate_cell(c, report.confidence),
-            str(c.unchecked),
-            _pct(c.threshold),
-            _mark(c),
-        )
-        for c in report.categories
-    ]
-    overall = report.overall
-    cells.append(
-        (
-            "global",
-            _rate_cell(overall, report.confidence),
-            str(overall.unchecked),
-            "—",
-            "shown, never gates",
-        )
-    )
-    return cells
+
+    def row(v: CategoryVerdict, name: str, threshold: str, mark: str) -> _Cell:
+        return name, _rate_cell(v, report.confidence), str(v.unchecked), threshold, mark
+
+    named = [(c, terminal_text(line_of(c.category))) for c in report.categories]
+    cells = [row(c, name, _pct(c.threshold), _mark(c)) for c, name in named]
+    return [*cells, row(report.overall, "global", "—", "shown, never gates")]
 
 
 def summary_text(
@@ -426,7 +527,7 @@ def summary_text(
             f'cases that errored: {errors} (counted as not passed; see the rows\' "error")'
         )
     lines += [*_unchecked_lines(report), *extra_lines, _gate_line(report)]
-    return _writable("\n".join(lines))
+    return terminal_text("\n".join(lines))
 
 
 def _unchecked_lines(report: GateReport) -> list[str]:
@@ -434,7 +535,8 @@ def _unchecked_lines(report: GateReport) -> list[str]:
     if not count:
         return []
     ids = [i for c in report.categories for i in c.unchecked_ids]
-    shown = ", ".join(ids[:10]) + (f" and {count - min(len(ids), 10):,} more" if count > 10 else "")
+    shown = ", ".join(map(line_of, ids[:10]))
+    shown += f" and {count - min(len(ids), 10):,} more" if count > 10 else ""
     text = f"{plural(count, 'case')} had nothing to check them (no check, no judge that could "
     return [f"{text}judge them): {shown}; they count as not passed"]
 
@@ -442,7 +544,7 @@ def _unchecked_lines(report: GateReport) -> list[str]:
 def _gate_line(report: GateReport) -> str:
     gated = [c for c in report.categories if c.threshold is not None]
     if not report.complete:
-        return f"gate: INCOMPLETE — {report.completeness}: no gate is decided on missing cases"
+        return f"gate: INCOMPLETE — {missing(report)} (no gate is decided on missing cases)"
     if not gated:
         return "gate: no thresholds given, so nothing gates"
     undecided = [c for c in report.undecided if not c.blocking]
@@ -453,10 +555,10 @@ def _gate_line(report: GateReport) -> str:
             else f"gate: PASSED — all {len(gated)} gated categories meet their thresholds"
         )
         if undecided:
-            names = ", ".join(c.category for c in undecided)
+            names = ", ".join(line_of(c.category) for c in undecided)
             text += f" (inconclusive, let through: {names})"
         return text
-    names = ", ".join(c.category for c in report.blocking)
+    names = ", ".join(line_of(c.category) for c in report.blocking)
     return f"gate: FAILED — blocking: {names} ({len(report.blocking)} of {len(gated)} gated)"
 
 
@@ -489,10 +591,10 @@ def describe_failure(row: Mapping[str, Any], *, width: int = 100) -> str:
     'equals:amount: got 1250, expected 125050'
     """
     if row.get("status") == "error":
-        return _writable(shorten(" ".join(f"error: {row.get('error')}".split()), width))
+        return line_of(shorten(" ".join(f"error: {row.get('error')}".split()), width))
     if row.get("status") == "unchecked":
         reason = row.get("judge_skipped") or "no check and no judge looked at it"
-        return _writable(shorten(" ".join(f"unchecked: {reason}".split()), width))
+        return line_of(shorten(" ".join(f"unchecked: {reason}".split()), width))
     checks: Mapping[str, Any] = row.get("checks") or {}
     details: Mapping[str, Any] = row.get("check_details") or {}
     if not isinstance(checks, Mapping) or not isinstance(details, Mapping):
@@ -500,7 +602,7 @@ def describe_failure(row: Mapping[str, Any], *, width: int = 100) -> str:
     failed = [name for name, ok in checks.items() if not ok]
     if failed:
         parts = [f"{name}: {details[name]}" if details.get(name) else str(name) for name in failed]
-        return _writable(_listed(parts, width))
+        return line_of(_listed(parts, width))
     for judge in verdicts(row).values():
         if judge.get("verdict") == "PASS" or "winner" in judge:
             continue
@@ -511,7 +613,7 @@ def describe_failure(row: Mapping[str, Any], *, width: int = 100) -> str:
             text = f"judge {name}: no verdict ({judge.get('failure')}){said}"
         else:
             text = f"judge {name}: {judge.get('reason') or judge.get('verdict')}"
-        return _writable(shorten(" ".join(text.split()), width))
+        return line_of(shorten(" ".join(text.split()), width))
     return "not passed"
 
 
@@ -538,21 +640,13 @@ def failure_lines(rows: Sequence[Mapping[str, Any]], *, shown: int, where: str) 
     """
     if not rows:
         return []
-    width = max(len(str(r.get("category"))) for r in rows)
-    id_width = max(len(str(r.get("id"))) for r in rows)
+    named = [(terminal_text(line_of(r.get("category"))), line_of(r.get("id")), r) for r in rows]
+    width = max(len(category) for category, _, _ in named)
+    id_width = max(len(case) for _, case, _ in named)
     lines = [f"cases that did not pass (up to {shown} per category; every row is in {where}):"]
-    for row in rows:
-        lines.append(
-            f"  {row.get('category')!s:<{width}}  {row.get('id')!s:<{id_width}}  "
-            f"{describe_failure(row)}"
-        )
-    return [_writable(line) for line in lines]
-
-
-def _md_cell(text: str) -> str:
-    """Text safe inside a Markdown table cell: no markup, no ``|`` that splits the cell."""
-    text = " ".join(html.escape(text, quote=False).split())
-    return text.replace("|", "\\|")
+    for category, case, row in named:
+        lines.append(f"  {category:<{width}}  {case:<{id_width}}  {describe_failure(row)}")
+    return [terminal_text(line) for line in lines]
 
 
 def summary_markdown(report: GateReport, *, title: str = "tinyeval") -> str:
@@ -567,44 +661,38 @@ def summary_markdown(report: GateReport, *, title: str = "tinyeval") -> str:
     | amounts | 17/20 = 85.0% [64.0%, 94.8%] | 100.0% | **BLOCKS** (85.0% < 100.0%) |
     | *global* | 17/20 = 85.0% [64.0%, 94.8%] | — | shown, never gates |
     """
-    if not any(v.threshold is not None for v in report.categories):
-        outcome = "not gated (no thresholds)"
-    else:
-        outcome = "gate PASSED" if report.passed else "gate FAILED"
-    lines = [
-        f"### {title}: {outcome}",
+    word = gate_word(report)
+    outcome = "not gated (no thresholds)" if word == "not gated" else f"gate {word}"
+    lines = [f"### {title}: {outcome}"]
+    if not report.complete:
+        said = markdown_text(missing(report))
+        lines.append(f"\n**Incomplete:** {said} — no gate is decided on missing cases")
+    lines += [
         "",
         f"| category | pass rate [{report.confidence:.0%} Wilson] | threshold | gate |",
         "| --- | --- | --- | --- |",
     ]
     *cells, (_, overall, _, _, _) = _cells(report)
-    for v, (name, rate, _, threshold, mark) in zip(report.categories, cells, strict=True):
+    for v, (_, rate, _, threshold, mark) in zip(report.categories, cells, strict=True):
         mark = mark.replace("|", "\\|")
         if v.blocking:
             mark = mark.replace("BLOCKS", "**BLOCKS**", 1)
-        lines.append(f"| {_md_cell(name)} | {rate} | {threshold} | {mark} |")
+        lines.append(f"| {markdown_text(v.category)} | {rate} | {threshold} | {mark} |")
     lines.append(f"| *global* | {overall} | — | shown, never gates |")
-    return _writable("\n".join(lines))
+    return "\n".join(lines)
 
 
 class ReportsWritten(NamedTuple):
     """What :func:`write_reports` did: the ``files``, the job summary appended to, and the
     GitHub ``annotations`` for the caller to print.
 
-    >>> ReportsWritten(("gate.md",), None, ()).to_dict()
-    {'files': ['gate.md'], 'step_summary': None, 'annotations': []}
+    >>> ReportsWritten(("gate.md",), None, ()).step_summary is None
+    True
     """
 
     files: tuple[str, ...]
     step_summary: str | None
     annotations: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "files": list(self.files),
-            "step_summary": self.step_summary,
-            "annotations": list(self.annotations),
-        }
 
 
 def write_reports(

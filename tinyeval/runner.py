@@ -29,6 +29,8 @@ from .models import USAGE_KEYS, CallModel, ChatPrompt, add_usage, ask, model_spe
 from .records import (
     CategoryTally,
     Row,
+    derived_status,
+    holding_out,
     new_row,
     resumable_rows,
     row_stamp,
@@ -277,8 +279,6 @@ def evaluate_case(
         row["check_details"] = {name: r.detail for name, r in results.items() if r.detail}
         checks_ok = all(passed.values())
 
-        judges_ok = True
-        gated_by_judge = False
         cannot_judge: list[str] = []
         applicable = [j for j in judges if _judges_category(j, case.category, judge_categories)]
         if judges and not applicable:
@@ -303,20 +303,9 @@ def evaluate_case(
                 row["rubric_fingerprint"] = row["rubric_fingerprint"] or data["rubric_fingerprint"]
                 if getattr(verdict, "error", None) and not row["error"]:
                     row["error"] = f"judge {data['name']}: {verdict.error}"
-                if data.get("failure") == "ungated":
-                    continue  # a graded score without a pass mark is shown, never gates
-                gated_by_judge = True
-                judges_ok = judges_ok and data.get("verdict") == "PASS"
             if cannot_judge:
                 row["judge_skipped"] = "the case cannot be judged: " + "; ".join(cannot_judge)
-        if row["error"]:
-            row["status"] = "error"
-        elif not (checks_ok and judges_ok):
-            row["status"] = "fail"
-        elif cannot_judge or not (row["checks"] or gated_by_judge):
-            row["status"] = "unchecked"  # nothing (or not everything asked for) looked at it
-        else:
-            row["status"] = "pass"
+        row["status"] = derived_status(row)  # as every reader of the results file decides
     except Exception as exc:  # the case errors; the run goes on
         row["status"] = "error"
         row["error"] = f"{type(exc).__name__}: {exc}"
@@ -388,6 +377,7 @@ def check_judges(judges: Any, judge_model: CallModel | str | None = None) -> lis
     return found
 
 
+@holding_out
 def run(
     cases: Iterable[Case],
     *,
@@ -526,6 +516,8 @@ def run(
             elif fail_fast and errors == fail_fast and not model_successes:
                 last = row["error"]
                 reason = f"{fail_fast} cases errored before any model call succeeded (last: {last})"
+            if reason and next(case_iter, None) is None:  # nothing was left to stop
+                reason += " (on the last case: every case ran and has its row)"
             if reason:
                 result.complete = False
                 result.stopped_reason = reason
@@ -560,6 +552,8 @@ def run(
                     pending[future] = (next(sequence), case)
                     finished.watch(future)
                 result.in_flight = len(pending)
+                if own_executor:
+                    pool.grow(len(pending))  # type: ignore[attr-defined]
                 if progress is not None:  # the cases running now (the others are only queued)
                     progress(sum(1 for future in pending if future.running()))
                 if not pending:
@@ -637,9 +631,8 @@ def run(
 
 
 def _here(task: Mapping[str, Any], *, every_case: bool) -> Callable[[Case], Row | None] | None:
-    """What evaluates a case in the calling thread (None from it: a worker does): every case on
-    one worker; on more, one sure to call no model, or one the caches answer whole; never with
-    the caller's own checks, which may be slow."""
+    """What evaluates a case in the calling thread (None: a worker does): every case on one
+    worker; on more, one calling no model or answered by the caches; never the caller's checks."""
     evaluate: Callable[[Case], Row] = functools.partial(evaluate_case, **task)
     if every_case:
         return evaluate
@@ -672,22 +665,24 @@ def _resolve(model: CallModel | str | None) -> CallModel | None:
 
 
 class _DaemonThreadPool(cf.Executor):
-    """A thread pool whose daemon workers never hold up the interpreter's exit (an abandoned
-    case would, on a ``ThreadPoolExecutor``)."""
+    """A thread pool whose daemon workers never hold up the interpreter's exit."""
 
     def __init__(self, workers: int) -> None:
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._threads = [
-            threading.Thread(target=self._work, name=f"tinyeval-{i}", daemon=True)
-            for i in range(workers)
-        ]
-        for thread in self._threads:
-            thread.start()
+        self._workers = workers
+        self._threads: list[threading.Thread] = []
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future[Any]:
         future: cf.Future[Any] = cf.Future()
         self._jobs.put((future, fn, args, kwargs))
         return future
+
+    def grow(self, jobs: int) -> None:
+        """Workers for ``jobs`` sent, up to ``workers``: never more threads than cases."""
+        while len(self._threads) < min(jobs, self._workers):
+            name = f"tinyeval-{len(self._threads)}"
+            self._threads.append(threading.Thread(target=self._work, name=name, daemon=True))
+            self._threads[-1].start()
 
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
@@ -785,9 +780,8 @@ class DryRun:
             )
         if self.estimated:
             lines.append(
-                f"  {plural(self.estimated, 'call')} counted without a rendered prompt (judges "
-                "of outputs still to be generated, or judges without one fixed prompt): their "
-                "tokens are not in the figure"
+                f"  {plural(self.estimated, 'call')} counted without a rendered prompt (outputs "
+                "to generate first): their tokens are not in the figure"
             )
         for kind, prompt in self.first_prompt.items():
             lines += ["", f"first {kind} prompt:", prompt]

@@ -17,7 +17,7 @@ from typing import Any
 
 from . import _EXTRAS, _extra
 from .errors import IncompleteError, InputError, plural, shorten
-from .gating import gate_settings, refuse_unknown_categories
+from .gating import gate, gate_settings, refuse_unknown_categories
 from .models import MAX_RESPONSE_BYTES, resolve
 from .records import Row, RowsWrittenWhole, iter_json_lines, read_rows, run_manifest, write_row
 from .report import RunSummary, summarize
@@ -203,6 +203,7 @@ class Session:
             raise InputError(f"no case to run{where}", path=s.cases)
         refuse_unknown_categories("judge_category", s.judge_category or [], ready.categories)
         refuse_unknown_categories("threshold", s.thresholds, ready.categories, only_typos=True)
+        gate({name: {} for name in ready.categories}, **s.gate_options())  # strict: before a run
         if ready.without_output and not s.generate_model:
             first = ready.first_without_output
             assert first is not None
@@ -312,14 +313,8 @@ class Session:
                 # and reading the rest for the fingerprint would make a stop slow)
             except OSError as exc:  # a full disk, a file gone: the run cannot complete
                 where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-                kept = (
-                    "none is kept"
-                    if one_pass
-                    else (
-                        f"the rows written before it are kept in {s.out} (a resumed run continues "
-                        "there)"
-                    )
-                )
+                kept = f"the rows written before it are kept in {s.out} (a resumed run continues"
+                kept = "none is kept" if one_pass else f"{kept} there)"
                 raise IncompleteError(
                     f"writing the results failed: {where}{exc.strerror or exc}; {kept}"
                 ) from None
@@ -398,25 +393,21 @@ class Progress:
         )
 
 
-class _Failures:
+class _Failures(dict[str, list[Row]]):
     """A few failed rows of each category: those with the smallest ids, in any finish order."""
 
     def __init__(self, shown: int) -> None:
         self.shown = shown
-        self.kept: dict[str, list[Row]] = {}
 
     def note(self, row: Row) -> None:
-        if row.get("status") == "pass" or not self.shown:
-            return
-        kept = self.kept.setdefault(str(row.get("category")), [])
-        if any(other["id"] == row["id"] for other in kept):
-            return  # with trials, one line per case (its first failed trial)
-        kept.append(row)
-        kept.sort(key=lambda r: str(r["id"]))
-        del kept[self.shown :]
+        kept = self.setdefault(str(row.get("category")), [])
+        if row.get("status") != "pass" and all(other["id"] != row["id"] for other in kept):
+            kept.append(row)  # with trials, one line per case (its first failed trial)
+            kept.sort(key=lambda r: str(r["id"]))
+            del kept[self.shown :]
 
     def rows(self) -> list[Row]:
-        return [row for _, rows in sorted(self.kept.items()) for row in rows]
+        return [row for _, rows in sorted(self.items()) for row in rows]
 
 
 def same_file(a: str, b: str) -> bool:

@@ -122,6 +122,9 @@ class RunSettings:
     allow_unchecked: bool | None = _setting(
         GATE, "unchecked cases do not block their category", suite="gate.allow_unchecked"
     )
+    strict_categories: bool | None = _setting(
+        GATE, "refuse a category no threshold names (when no default)", suite="strict_categories"
+    )
     criterion: Sequence[str] = _setting(
         JUDGE, "text, a built-in name, or graded:TEXT (repeatable)", (), metavar="TEXT|NAME"
     )
@@ -384,6 +387,7 @@ class Suite:
     default_threshold: float | None = None
     inconclusive: str | None = None
     allow_unchecked: bool = False
+    strict_categories: bool = False
     judges: tuple[JudgeSpec, ...] = ()
     judge_model: ModelSettings | None = None
     generate_model: ModelSettings | None = None

@@ -6,12 +6,22 @@ through ``_EXTRAS["report"]``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..gating import CategoryVerdict, GateReport
-from ..report import _mark, _md_cell, _pct, _rate_cell, _visible, describe_failure, summary_markdown
+from ..report import (
+    _mark,
+    _pct,
+    _rate_cell,
+    command_data,
+    describe_failure,
+    line_of,
+    markdown_text,
+    missing,
+    summary_markdown,
+    text_of,
+)
 
 __all__ = [
     "append_step_summary",
@@ -36,13 +46,6 @@ def _gate_state(v: CategoryVerdict) -> str:
     return v.outcome
 
 
-def _incomplete_reason(report: GateReport, incomplete: str | None) -> str | None:
-    """Why the results are incomplete: as given, or as the report says (None when complete)."""
-    if incomplete:
-        return incomplete
-    return None if report.complete else str(report.completeness)
-
-
 def _verdict_line(v: CategoryVerdict, report: GateReport) -> str:
     """``17/20 = 85.0% [64.0%, 94.8%], threshold 100.0%: BLOCKS (85.0% < 100.0%)``."""
     state = _gate_state(v)
@@ -61,16 +64,13 @@ def _failed_by_category(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[Map
     return failed
 
 
-def junit_gate_xml(
-    report: GateReport, rows: Iterable[Mapping[str, Any]], *, incomplete: str | None = None
-) -> str:
+def junit_gate_xml(report: GateReport, rows: Iterable[Mapping[str, Any]]) -> str:
     """JUnit XML whose failures are exactly the gate's: red in CI only when a category blocks.
 
     Two test suites. ``tinyeval.gate`` has one test case per category: a
     ``<failure>`` when the category blocks, ``<skipped>`` when it has no
     threshold (it is shown, not gated), passed otherwise; plus a ``complete``
-    test case with an ``<error>`` when the results are incomplete
-    (``incomplete`` says why, or the report's own ``incomplete`` mark).
+    test case with a ``<failure>`` naming what is missing when the results are incomplete.
     ``tinyeval.cases`` has one test case per case, class name
     ``tinyeval.cases.CATEGORY``: a case that did not pass is a ``<failure>``
     (``<error>`` when it errored) in a category that blocks, and
@@ -104,15 +104,17 @@ def junit_gate_xml(
     failed = _failed_by_category(rows)
     for v in report.categories:
         case = ET.SubElement(
-            gate_suite, "testcase", classname="tinyeval.gate", name=v.category, time="0.000"
-        )
+            gate_suite, "testcase", classname="tinyeval.gate", name=line_of(v.category),
+            time="0.000",
+        )  # fmt: skip
         counts["tests"] += 1
         line = _verdict_line(v, report)
         state = _gate_state(v)
         if state == "block":
             counts["failures"] += 1
             members = failed.get(v.category, [])
-            detail = [line, *(f"{r.get('id')}: {describe_failure(r, width=300)}" for r in members)]
+            listed = [f"{line_of(r.get('id'))}: {describe_failure(r, width=300)}" for r in members]
+            detail = [line, *listed]
             kind = "inconclusive" if v.outcome == "inconclusive" else "blocking"
             ET.SubElement(case, "failure", message=line, type=kind).text = "\n".join(detail)
         elif state == "ungated":
@@ -120,14 +122,15 @@ def junit_gate_xml(
             ET.SubElement(case, "skipped", message=f"not gated (no threshold): {line}")
         else:
             ET.SubElement(case, "system-out").text = line
-    reason = _incomplete_reason(report, incomplete)
+    reason = missing(report)
     if reason:
         case = ET.SubElement(
             gate_suite, "testcase", classname="tinyeval.gate", name="complete", time="0.000"
         )
         counts["tests"] += 1
-        counts["errors"] += 1
-        ET.SubElement(case, "error", message=reason, type="incomplete").text = reason
+        counts["failures"] += 1
+        reason = f"INCOMPLETE: {reason}; no gate is decided on missing cases"
+        ET.SubElement(case, "failure", message=reason, type="incomplete").text = reason
     for key, value in counts.items():
         gate_suite.set(key, str(value))
 
@@ -137,8 +140,8 @@ def junit_gate_xml(
         category = str(row.get("category", "default"))
         seconds = float(row.get("latency_ms") or 0.0) / 1000
         case = ET.SubElement(
-            case_suite, "testcase", classname=f"tinyeval.cases.{category}",
-            name=str(row.get("id")), time=f"{seconds:.3f}",
+            case_suite, "testcase", classname=f"tinyeval.cases.{line_of(category)}",
+            name=line_of(row.get("id")), time=f"{seconds:.3f}",
         )  # fmt: skip
         case_counts["tests"] += 1
         status = row.get("status")
@@ -148,33 +151,24 @@ def junit_gate_xml(
         if category in blocking:
             kind = "error" if status == "error" else "failure"
             case_counts["errors" if kind == "error" else "failures"] += 1
-            ET.SubElement(case, kind, message=why, type=str(status)).text = why
+            ET.SubElement(case, kind, message=why, type=line_of(status)).text = why
         else:
             case_counts["skipped"] += 1
-            message = f"did not pass ({status}), tolerated: category {category} passes its gate"
-            ET.SubElement(case, "skipped", message=message, type=str(status)).text = why
+            message = (
+                f"did not pass ({line_of(status)}), tolerated: category {line_of(category)} "
+                "passes its gate"
+            )
+            ET.SubElement(case, "skipped", message=message, type=line_of(status)).text = why
     for key, value in case_counts.items():
         case_suite.set(key, str(value))
     for key in ("tests", "failures", "errors"):
         root.set(key, str(counts[key] + case_counts[key]))
-    for element in root.iter():  # what XML 1.0 cannot carry, shown as an escape instead
+    for element in root.iter():  # what XML 1.0 cannot carry (and bidi), shown as escapes
         if element.text:
-            element.text = _xml_safe(element.text)
+            element.text = text_of(element.text)
         for name, text in element.attrib.items():
-            element.set(name, _xml_safe(text))
+            element.set(name, text_of(text))
     return ET.tostring(root, encoding="unicode", xml_declaration=True)
-
-
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
-
-def _xml_safe(text: str) -> str:
-    """``text`` without the characters XML 1.0 forbids, each shown as its escape.
-
-    >>> _xml_safe("ok\\x1b[31m red\\x00 \\udfff")
-    'ok\\\\x1b[31m red\\\\x00 \\\\udfff'
-    """
-    return _NOT_XML.sub(_visible, text)
 
 
 def github_summary(
@@ -183,14 +177,13 @@ def github_summary(
     *,
     title: str = "tinyeval",
     shown: int = 10,
-    incomplete: str | None = None,
 ) -> str:
     """The Markdown for a GitHub Actions job summary: the table, what blocks, and why.
 
     Under the gate's table: the blocking categories with their figures, the
-    inconclusive ones, an incomplete run's reason, then the cases that did not
-    pass (up to ``shown`` per category, smallest ids first) with the reason
-    each failed. Text from the rows is escaped as in :func:`summary_markdown`.
+    inconclusive ones, then the cases that did not pass (up to ``shown`` per
+    category, smallest ids first) with the reason each failed; text from the
+    rows made inert (:func:`tinyeval.report.markdown_text`).
 
     >>> from tinyeval.gating import gate
     >>> rows = [{"id": "amt-018", "category": "amounts", "status": "fail",
@@ -198,7 +191,7 @@ def github_summary(
     ...          "check_details": {"equals:amount_cents": "got 1250, expected 125050"}}]
     >>> text = github_summary(gate({"amounts": {"passed": 0, "total": 1}}, {"amounts": 1.0}), rows)
     >>> print(text.split("\\n\\n", 2)[2])
-    **Blocking:** `amounts` — 0/1 = 0.0% [0.0%, 79.3%], threshold 100.0%: BLOCKS (0.0% < 100.0%)
+    **Blocking:** amounts — 0/1 = 0.0% [0.0%, 79.3%], threshold 100.0%: BLOCKS (0.0% < 100.0%)
     <BLANKLINE>
     #### Cases that did not pass
     <BLANKLINE>
@@ -207,17 +200,14 @@ def github_summary(
     | amounts | amt-018 | blocks | equals:amount_cents: got 1250, expected 125050 |
     """
     lines = [summary_markdown(report, title=title), ""]
-    reason = _incomplete_reason(report, incomplete)
-    if reason:
-        lines += [f"**Incomplete:** {_md_cell(reason)} — the gate cannot pass on these results", ""]
     for word, state in (("Blocking", "block"), ("Inconclusive", "inconclusive")):
         for v in report.categories:
             if _gate_state(v) == state:
                 line = _verdict_line(v, report).replace("|", "\\|")
-                lines += [f"**{word}:** `{_md_cell(v.category)}` — {line}", ""]
+                lines += [f"**{word}:** {markdown_text(v.category)} — {line}", ""]
     failed = _failed_by_category(rows)
     if not failed:
-        lines.append("Every case passed.")
+        lines.append("Every case passed." if report.complete else "Every case with a row passed.")
         return "\n".join(lines)
     lines += [
         "#### Cases that did not pass",
@@ -233,11 +223,11 @@ def github_summary(
             why = describe_failure(row, width=300)
             counted = "blocks" if category in blocking else "tolerated"
             lines.append(
-                f"| {_md_cell(category)} | {_md_cell(str(row.get('id')))} | {counted} "
-                f"| {_md_cell(why)} |"
+                f"| {markdown_text(category)} | {markdown_text(row.get('id'))} | {counted} "
+                f"| {markdown_text(why)} |"
             )
         if len(members) > shown:
-            hidden.append(f"{len(members) - shown} more in {_md_cell(category)}")
+            hidden.append(f"{len(members) - shown} more in {markdown_text(category)}")
     if hidden:
         lines += ["", f"Not listed: {', '.join(hidden)} (every row is in the results file)."]
     return "\n".join(lines)
@@ -274,24 +264,6 @@ def append_step_summary(
     return target
 
 
-def _command_data(text: str) -> str:
-    """A workflow command's message escaped as GitHub's runner reads it back.
-
-    >>> _command_data("50% done\\nnext")
-    '50%25 done%0Anext'
-    """
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _command_property(text: str) -> str:
-    """A workflow command's property value: also ``:`` and ``,``, which end a property.
-
-    >>> _command_property("a:b,c")
-    'a%3Ab%2Cc'
-    """
-    return _command_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
 def _locations(cases: Any) -> dict[str, tuple[str | None, int | None]]:
     """Case id -> (file, line), from a mapping of that shape or from cases with those attributes."""
     if isinstance(cases, Mapping):
@@ -308,7 +280,6 @@ def workflow_commands(
     *,
     cases: Any = (),
     cases_file: str | None = None,
-    incomplete: str | None = None,
 ) -> list[str]:
     """GitHub Actions ``::error`` / ``::warning`` lines for what blocks and what is undecided.
 
@@ -320,7 +291,7 @@ def workflow_commands(
     (file, line)``; without one, each row's own ``line`` in ``cases_file`` (or
     ``cases_file`` alone, for a row without a line). An incomplete
     run adds an ``::error`` of its own. Messages and properties are escaped
-    by GitHub's rules (``%``, CR and LF; and ``:`` and ``,`` in properties).
+    by GitHub's rules (:func:`tinyeval.report.command_data`).
 
     >>> from tinyeval.gating import gate
     >>> rows = [{"id": "amt-018", "category": "amounts", "status": "fail",
@@ -336,34 +307,35 @@ def workflow_commands(
                   if isinstance(r.get("line"), int)}  # fmt: skip
     failed = _failed_by_category(rows)
     commands = []
-    reason = _incomplete_reason(report, incomplete)
+    reason = missing(report)
     if reason:
-        props = f"file={_command_property(cases_file)}," if cases_file else ""
-        title = _command_property("tinyeval: results incomplete")
-        commands.append(f"::error {props}title={title}::{_command_data(reason)}")
+        props = f"file={command_data(cases_file, prop=True)}," if cases_file else ""
+        title = command_data("tinyeval: gate INCOMPLETE", prop=True)
+        said = f"{reason}; no gate is decided on missing cases"
+        commands.append(f"::error {props}title={title}::{command_data(said)}")
     for v in report.categories:
         state = _gate_state(v)
         if state not in ("block", "inconclusive"):
             continue
         level = "error" if state == "block" else "warning"
         word = "blocks" if state == "block" else "is inconclusive"
-        message = f"{v.category}: {_verdict_line(v, report)}"
+        message = f"{line_of(v.category)}: {_verdict_line(v, report)}"
         members = failed.get(v.category) or []
         first = members[0] if members else None
         parts: list[str] = []
         file, line = cases_file, None
         if first is not None:
-            message += (
-                f"; first failing case {first.get('id')}: {describe_failure(first, width=300)}"
-            )
+            why = describe_failure(first, width=300)
+            message += f"; first failing case {line_of(first.get('id'))}: {why}"
             file, line = places.get(str(first.get("id")), (cases_file, None))
             file = file or cases_file
         if file:
-            parts.append(f"file={_command_property(str(file))}")
+            parts.append(f"file={command_data(file, prop=True)}")
             if line:
                 parts.append(f"line={int(line)}")
-        parts.append(f"title={_command_property(f'tinyeval gate: {v.category} {word}')}")
-        commands.append(f"::{level} {','.join(parts)}::{_command_data(message)}")
+        title = command_data(f"tinyeval gate: {line_of(v.category)} {word}", prop=True)
+        parts.append(f"title={title}")
+        commands.append(f"::{level} {','.join(parts)}::{command_data(message)}")
     return commands
 
 
@@ -413,7 +385,17 @@ def junit_xml(rows: list[Mapping[str, Any]], report: GateReport) -> str:
         if v.blocking:
             message = f"{_rate_cell(v, report.confidence)} {_mark(v)}"
             ET.SubElement(case, "failure", message=message).text = message
-    return _xml_safe(ET.tostring(root, encoding="unicode", xml_declaration=True))
+    if not report.complete:
+        case = ET.SubElement(suite, "testcase", classname="gate", name="complete", time="0.000")
+        message = f"INCOMPLETE: {missing(report)}"
+        ET.SubElement(case, "failure", message=message).text = message
+        suite.set("tests", str(len(gated) + 1))
+        suite.set("failures", str(sum(1 for v in gated if v.blocking) + 1))
+    for element in root.iter():
+        element.text = text_of(element.text) if element.text else element.text
+        for name, text in element.attrib.items():
+            element.set(name, line_of(text))
+    return ET.tostring(root, encoding="unicode", xml_declaration=True)
 
 
 def junit_report(report: GateReport, rows: list[Mapping[str, Any]], *, run_info: Any = None) -> str:

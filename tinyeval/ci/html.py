@@ -23,8 +23,10 @@ from ..report import (
     _pct,
     _rate_cell,
     _unchecked_lines,
-    _writable,
     describe_failure,
+    gate_word,
+    missing,
+    text_of,
     usage_line,
 )
 from ..stats import format_rate
@@ -132,7 +134,7 @@ footer{margin-top:32px;color:#718096;font-size:.85em}
 
 
 def _esc(value: Any) -> str:
-    return html.escape(_writable(str(value)), quote=True)
+    return html.escape(text_of(value), quote=True)
 
 
 def _clip(text: str, limit: int) -> str:
@@ -145,12 +147,10 @@ def _x(rate: float) -> float:
 
 
 def _outcome(report: GateReport) -> tuple[str, str]:
-    """The verdict word and its CSS class."""
-    if not report.complete:
-        return "INCOMPLETE", "incomplete"
-    if not any(c.threshold is not None for c in report.categories):
-        return "NOT GATED", "ungated"
-    return ("PASSED", "passed") if report.passed else ("FAILED", "failed")
+    """The verdict word (:func:`tinyeval.report.gate_word`) and its CSS class."""
+    word = gate_word(report)
+    css = {"INCOMPLETE": "incomplete", "not gated": "ungated", "PASSED": "passed"}
+    return word.upper(), css.get(word, "failed")
 
 
 def _state(v: CategoryVerdict) -> tuple[str, str]:
@@ -264,7 +264,7 @@ def _banner(report: GateReport, info: Mapping[str, Any]) -> list[str]:
         f'<p class="outcome">Gate {word}</p>',
     ]
     if not report.complete:
-        parts.append(f'<p class="missing">Missing: {_esc(report.completeness)}</p>')
+        parts.append(f'<p class="missing">Missing: {_esc(missing(report))}</p>')
         if info.get("stopped_reason"):
             parts.append(f"<p>The run stopped early: {_esc(info['stopped_reason'])}.</p>")
         parts.append(
@@ -925,7 +925,7 @@ def html_report(
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{_esc(title)}: gate {word}</title>\n"
         f"<style>{_HTML_STYLE}</style>\n"
-        f"</head>\n<body>\n<main>\n{_writable(body)}\n</main>\n</body>\n</html>\n"
+        f"</head>\n<body>\n<main>\n{text_of(body)}\n</main>\n</body>\n</html>\n"
     )
 
 

@@ -11,12 +11,13 @@ option ``tinyeval_suite = tinyeval.toml``.
 - A case runs through :func:`tinyeval.run`: its code checks, then the judges
   of its category. A failed case's message lists the failing checks and the
   judge's reason.
-- **A failed case in a category that can still pass its gate is reported as
-  xfail** ("failed within tolerance": 2 failures of 40 under 85% is what the
-  threshold allows). It is a failure (red ``F``) when its category can no
-  longer pass: when the threshold allows no failure of that many cases (a
-  100% threshold). So ``-x`` stops at the first failure that blocks, and the
-  session is never red because of a failure the gate tolerates.
+- **A failed case is xfail only while its category still passes its gate**
+  ("failed within tolerance": 2 failures of 40 under 85% is what the threshold
+  allows); the failure that makes its category block, and every one after it,
+  is a failure (red ``F``), as is any failure under a 100% threshold. So ``-x``
+  stops at the first failure that blocks. A case that nothing checked is never
+  xfail: a failure (skipped, said so, with ``allow_unchecked``). Failures are
+  counted in each process: under pytest-xdist each worker counts its own.
 - The per-category table with intervals is printed in the terminal summary,
   and the gate sets the exit status: 1 when a category blocks, even if every
   item was green (``inconclusive = "block"`` with too few cases), and 1 when the
@@ -28,14 +29,18 @@ option ``tinyeval_suite = tinyeval.toml``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..errors import TinyevalError
+from ..errors import TinyevalError, shorten
 from ..gating import gate
+from ..records import Completeness
+from ..report import line_of, terminal_text
 from .testing import SuiteRunner
 
 
@@ -106,15 +111,31 @@ def pytest_configure(config: pytest.Config) -> None:
     elif ini:
         base = config.inipath.parent if config.inipath else config.rootpath
         path = base / ini
+    with _usage_errors(path or "the suite file"):
+        runner = SuiteRunner(load_suite(path, start=config.invocation_params.dir))
+    config.addinivalue_line("markers", "tinyeval: a case of the tinyeval suite")
+    config.pluginmanager.register(_types().TinyevalPlugin(config, runner), _PLUGIN)
+
+
+_BAD_INPUT = (TinyevalError, RecursionError, ValueError, OverflowError, OSError)
+
+
+@contextlib.contextmanager
+def _usage_errors(where: object) -> Iterator[None]:
+    """Bad input (a suite nested too deeply, a NUL in a path, a number too long) as one
+    ``tinyeval:`` line and pytest's usage-error exit (4), never an INTERNALERROR."""
     import pytest
 
     try:
-        suite = load_suite(path, start=config.invocation_params.dir)
-        runner = SuiteRunner(suite)
-    except TinyevalError as exc:
-        raise pytest.UsageError(f"tinyeval: {exc}") from None
-    config.addinivalue_line("markers", "tinyeval: a case of the tinyeval suite")
-    config.pluginmanager.register(_types().TinyevalPlugin(config, runner), _PLUGIN)
+        yield
+    except _BAD_INPUT as exc:
+        if isinstance(exc, TinyevalError):
+            said = str(exc)
+        elif isinstance(exc, RecursionError):
+            said = f"{where}: nested too deeply to read"
+        else:
+            said = f"{where}: {type(exc).__name__}: {exc}"
+        raise pytest.UsageError(f"tinyeval: {line_of(shorten(said, 300))}") from None
 
 
 def _plugin(config: pytest.Config) -> _Session:
@@ -192,7 +213,7 @@ def _failure_message(row: dict[str, Any]) -> str:
             lines.append(f"judge {name}: {verdict.get('verdict')}: {verdict.get('reason')}")
     if not lines:
         lines.append(f"status {row.get('status')}: nothing checked this case")
-    return "\n".join(lines)
+    return "\n".join(terminal_text(line_of(line)) for line in lines)
 
 
 class _CasesFile(_FileBase):
@@ -200,19 +221,16 @@ class _CasesFile(_FileBase):
 
     def collect(self) -> Iterator[_CaseItem]:
         """The cases of the file, loaded and validated by :func:`tinyeval.load`."""
-        import pytest
-
         from ..dataset import load
 
         plugin = _plugin(self.config)
         suite = plugin.runner.suite
-        try:
+        with _usage_errors(self.path):
             cases = load(self.path, fields=suite.fields or None, format=suite.format,
                          id_from_line=suite.id_from_line)  # fmt: skip
-        except TinyevalError as exc:
-            raise pytest.UsageError(f"tinyeval: {exc}") from None
-        for case in cases:
-            yield _types().CaseItem.from_parent(self, name=case.id, case=case)
+        for case in cases:  # a node id is printed: its id on one line, no command at its start
+            name = terminal_text(line_of(case.id))
+            yield _types().CaseItem.from_parent(self, name=name, case=case)
 
 
 class _CaseItem(_ItemBase):
@@ -228,7 +246,7 @@ class _CaseItem(_ItemBase):
         self.row: dict[str, Any] | None = None
 
     def runtest(self) -> None:
-        """Evaluate the case; raise :class:`_CaseFailed`, or xfail when the gate tolerates it."""
+        """Evaluate the case; raise :class:`_CaseFailed`, or xfail while the gate tolerates it."""
         import pytest
 
         plugin = _plugin(self.config)
@@ -237,7 +255,9 @@ class _CaseItem(_ItemBase):
         if row.get("status") == "pass":
             return
         message = _failure_message(row)
-        tolerated = plugin.tolerance(self.case.category)
+        if row.get("status") == "unchecked" and plugin.runner.suite.allow_unchecked:
+            pytest.skip(f"unchecked (allow_unchecked): {message}")
+        tolerated = plugin.tolerance(self.case.category, unchecked=row.get("status") == "unchecked")
         if tolerated is not None:
             pytest.xfail(f"{tolerated}\n{message}")
         raise _CaseFailed(message)
@@ -247,12 +267,13 @@ class _CaseItem(_ItemBase):
         if isinstance(excinfo.value, _CaseFailed):
             source = os.path.relpath(self.path, self.config.invocation_params.dir)
             where = f"{source}:{self.case.line}" if self.case.line else source
-            return f"case {self.case.id} ({self.case.category}, {where}):\n{excinfo.value}"
+            case, category = line_of(self.case.id), line_of(self.case.category)
+            return terminal_text(f"case {case} ({category}, {where}):\n{excinfo.value}")
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         """Where the case is: its file and line."""
-        return self.path, (self.case.line or 1) - 1, f"case {self.case.id}"
+        return self.path, (self.case.line or 1) - 1, terminal_text(f"case {line_of(self.case.id)}")
 
 
 class _Session:
@@ -265,6 +286,7 @@ class _Session:
         self.selected: dict[str, str] = {}  # node id -> category, of the items to run
         self.collected = 0
         self.allowed: dict[str, int | None] = {}
+        self.failed: dict[str, int] = {}  # failures so far, by category
         self.report: Any = None
         self.incomplete: str | None = None
 
@@ -295,17 +317,23 @@ class _Session:
                 n, threshold, inconclusive=suite.inconclusive or "pass"
             )
 
-    def tolerance(self, category: str) -> str | None:
-        """Why a failed case of ``category`` is tolerated (an xfail reason), or None."""
+    def tolerance(self, category: str, *, unchecked: bool = False) -> str | None:
+        """Why one more failed case of ``category`` is tolerated (an xfail reason), or None:
+        never for an unchecked case, nor once the category's failures block its gate."""
         allowed = self.allowed.get(category)
+        name = line_of(category)
+        if unchecked:
+            return None
         if allowed is None:
-            return f"failed, not gated: category {category} has no threshold"
-        if allowed > 0:
-            return (
-                f"failed within tolerance: category {category} passes its gate with up to "
-                f"{allowed} failed of {sum(1 for c in self.selected.values() if c == category)}"
-            )
-        return None
+            return f"failed, not gated: category {name} has no threshold"
+        failed = self.failed[category] = self.failed.get(category, 0) + 1
+        if failed > allowed:
+            return None
+        of = sum(1 for c in self.selected.values() if c == category)
+        return (
+            f"failed within tolerance: category {name} passes its gate with up to "
+            f"{allowed} failed of {of} ({failed} so far)"
+        )
 
     # --- rows, also from pytest-xdist workers (a report attribute travels with the report)
 
@@ -330,9 +358,6 @@ class _Session:
         if hasattr(self.config, "workerinput") or not self.selected:
             return  # an xdist worker: the controller gates
         rows = [self.rows[node] for node in self.selected if node in self.rows]
-        missing = len(self.selected) - len(rows)
-        if missing:
-            self.incomplete = f"{missing} of {len(self.selected)} selected cases did not run"
         only = None
         if len(self.selected) < self.collected:
             only = sorted(set(self.selected.values()))
@@ -341,6 +366,9 @@ class _Session:
         except TinyevalError as exc:
             self.incomplete = str(exc)
             self.report = None
+        if self.report is not None and len(rows) < len(self.selected):  # said as every report
+            ran = Completeness(seen=len(rows), expected=len(self.selected))
+            self.report = replace(self.report, completeness=ran)
         failed = self.report is None or not self.report.passed or self.incomplete
         if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -349,7 +377,7 @@ class _Session:
         """The per-category table with intervals, the failing cases, and the gate's line."""
         if self.report is None and not self.incomplete:
             return
-        from ..report import describe_failure, summary_text
+        from ..report import failure_lines, summary_text
 
         suite = self.runner.suite
         write = terminalreporter.write_line
@@ -368,17 +396,9 @@ class _Session:
                 key=lambda r: (str(r.get("category")), str(r.get("id"))),
             )
             extra = [f"cases that did not pass ({len(failed)}):"] if failed else []
-            width = max((len(str(r.get("category"))) for r in failed), default=0)
-            id_width = max((len(str(r.get("id"))) for r in failed), default=0)
-            for row in failed:
-                category, case_id = str(row.get("category")), str(row.get("id"))
-                extra.append(
-                    f"  {category:<{width}}  {case_id:<{id_width}}  {describe_failure(row)}"
-                )
+            extra += failure_lines(failed, shown=len(failed), where="")[1:]
             text = summary_text(self.report, extra_lines=(*extra, *([""] if extra else [])))
             for line in text.splitlines():
                 write(line)
         if self.incomplete:
-            write(
-                f"gate: INCOMPLETE — {self.incomplete}; the gate does not pass on part of a suite"
-            )
+            write(terminal_text(f"gate: INCOMPLETE — {line_of(self.incomplete)}"))

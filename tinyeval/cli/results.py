@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import _extra
 from ..errors import InputError, plural
-from ..records import write_records
+from ..records import completeness, merge_rows, read_rows, write_records
 from ..suite import GATE, RunSettings
 from ._common import (
     EXIT_GATE_FAILED,
@@ -60,7 +60,6 @@ def add_gate_and_report(sub: Any) -> None:
 
 def _cmd_gate(args: argparse.Namespace) -> int:
     from ..gating import compare_holdout_rows, holdout_text
-    from ..records import read_rows
     from ..report import rows_header, summarize_rows
     from ..session import parse_thresholds, refuse_overwriting
 
@@ -75,34 +74,29 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     summary = summarize_rows(rows, source=args.results, gate=gate)
     holdout = compare_holdout_rows(rows, args.holdout, salt=args.salt) if args.holdout else None
     if args.json:
-        holdout_json = (
-            {} if holdout is None else {"holdout": {c.category: c.to_dict() for c in holdout}}
-        )
-        print_json({**summary.to_dict(), **holdout_json})
+        held = {"holdout": {c.category: c.to_dict() for c in holdout}} if holdout else {}
+        print_json({**summary.to_dict(), **held})
     else:
         print(summary.to_text(rows_header(summary)))
         if holdout is not None:
             print(holdout_text(holdout, held_out=args.holdout, salt=args.salt))
-    manifest: dict[str, Any] = rows[0]["run"] if isinstance(rows[0].get("run"), dict) else {}
-    write_reports(
-        args, rows, summary.report, run_info=summary.info, cases_file=manifest.get("cases_file")
-    )
+    cases_file = (rows[0].get("run") or {}).get("cases_file")  # a row's run is an object
+    write_reports(args, rows, summary.report, run_info=summary.info, cases_file=cases_file)
     if not summary.complete:
         return EXIT_INCOMPLETE
     return EXIT_OK if summary.passed else EXIT_GATE_FAILED
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    code = _cmd_gate(args)
-    return EXIT_INCOMPLETE if code == EXIT_INCOMPLETE else EXIT_OK
+    return EXIT_INCOMPLETE if _cmd_gate(args) == EXIT_INCOMPLETE else EXIT_OK
 
 
 def add_merge(sub: Any) -> None:
     p = sub.add_parser(
         "merge",
         help="join the results of shards (run --shard I/N) into one file",
-        description="Join the result files of one dataset's shards: each shard "
-        "once, every shard there, no case twice.",
+        description="Join the result files of one run's shards: each shard once, every shard "
+        "there, no case twice, the same gate, judges, criteria, dataset and trials in each.",
     )
     p.add_argument("results", nargs="+", metavar="RESULTS", help="result files to join")
     p.add_argument("--out", required=True, metavar="FILE", help="the joined results file")
@@ -116,7 +110,6 @@ def add_merge(sub: Any) -> None:
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
-    from ..records import completeness, merge_rows, read_rows
     from ..session import refuse_overwriting
 
     refuse_overwriting(args.results, {"out": args.out})
@@ -197,7 +190,6 @@ def add_compare(sub: Any) -> None:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from ..gating import compare_runs
-    from ..records import read_rows
 
     if not 0 < args.alpha < 1:
         raise UsageError(f"--alpha must be between 0 and 1, got {args.alpha}")
@@ -212,9 +204,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         print(report.to_text(args.alpha, before=args.before, after=args.after))
         for warning in report.warnings:
             print(f"warning: {warning}", file=sys.stderr)
-    if args.fail_on_regression and regressions:
-        return EXIT_GATE_FAILED
-    return EXIT_OK
+    return EXIT_GATE_FAILED if args.fail_on_regression and regressions else EXIT_OK
 
 
 def add_calibrate(sub: Any) -> None:
@@ -245,9 +235,7 @@ def add_calibrate(sub: Any) -> None:
 
 
 def calibrate_rows(args: argparse.Namespace) -> list[Any]:
-    """The rows ``calibrate`` reads, once its inputs and outputs are known not to clash (the
-    humans extra's ``calibrate`` starts here too)."""
-    from ..records import read_rows
+    """The rows ``calibrate`` reads, its inputs and outputs checked not to clash (as humans')."""
     from ..session import refuse_overwriting, same_file
 
     if same_file(args.results, args.labels):

@@ -126,7 +126,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             if ready.read
             else f"{_NOTHING_WRITTEN} to {args.out}; fix the cause and run it again"
         )
-        print(f"{PROG}: the run stopped early: {summary.stopped_reason}. {kept}", file=sys.stderr)
+        stopped = "stopped early"
+        if "every case ran" in str(summary.stopped_reason):  # the error limit, crossed at the end
+            stopped, kept = "failed", f"Every row is in {args.out}; it fails for its errors"
+        print(f"{PROG}: the run {stopped}: {summary.stopped_reason}. {kept}", file=sys.stderr)
         return EXIT_INCOMPLETE
     return EXIT_OK if summary.passed else EXIT_GATE_FAILED
 

@@ -503,28 +503,30 @@ class Trials:
         self._rows.append({key: row.get(key) for key in ("id", "category", "trial", "status")})
         self._figures = None
 
-    def manifest(self) -> int:
-        """The number of trials: a resumed run must take as many."""
-        return self.k
+    def manifest(self) -> dict[str, Any]:
+        """The number of trials and the rule: a resumed run must take the same, and a reader
+        of the rows joins each case's trials by them."""
+        return {"k": self.k, "gate": self.gate}
 
     def figures(self) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
         """Case-level tallies for the gate, the text per category and the JSON: from the
         results file (resumed rows included) when there is one, else from the rows seen."""
         if self._figures is None:
+            from ..records import case_rows, read_rows, tally
+
             rows: Iterable[Mapping[str, Any]] = self._rows
             if self.out is not None and Path(self.out).is_file():
-                from ..records import read_rows
-
                 rows = read_rows(self.out)
-            tallies: dict[str, Any] = {}
             lines: list[str] = []
             data: dict[str, Any] = {"k": self.k, "gate": self.gate, "categories": {}}
-            passes = all if self.gate == "all" else any
+            kept = ("errors", "unparsed", "unchecked", "unchecked_ids")
+            tallies = {  # per case, its trials joined as a reader of the results file joins them
+                name: {"passed": t.passed, "total": t.total}
+                | {key: getattr(t, key) for key in kept if getattr(t, key)}
+                for name, t in tally(case_rows(list(rows), self.gate)).items()
+            }
             for category, outcomes in trial_outcomes(rows).items():
-                summary = summarize_trials(outcomes)
-                passed = sum(passes(found) for found in outcomes.values())
-                tallies[category] = {"passed": passed, "total": len(outcomes)}
-                data["categories"][category] = summary.to_dict()
+                data["categories"][category] = (summary := summarize_trials(outcomes)).to_dict()
                 lines += [f"trials of {category}:", str(summary), ""]
             self._figures = tallies, lines, data
         return self._figures
