@@ -622,3 +622,34 @@ def test_the_suite_file_table_has_every_key_and_its_defaults() -> None:
         default = item.default
         if isinstance(default, int | float) and not isinstance(default, bool) and key in rows:
             assert _stated(rows[key].strip("`")) == default, f"{key}: {rows[key]} != {default}"
+
+
+def test_the_json_summary_keys_are_those_a_run_prints(tmp_path: Path) -> None:
+    """docs/gate.md's table of the ``gate`` object and its per-category keys name what
+    ``run --json`` prints: no key missing from the page, none the run no longer prints."""
+    from tinyeval.cli import main
+
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        import contextlib
+        import io
+
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            main(["run", "--config", "examples/tinyeval.toml", "--json", "--out", "rows.jsonl"])
+    finally:
+        os.chdir(here)
+    gate = json.loads(printed.getvalue())["gate"]
+    text = (ROOT / "docs" / "gate.md").read_text(encoding="utf-8")
+    table = text[text.index("The gate is under `gate`:") :]
+    table = table[: table.index("\n\n", table.index("| key |"))]
+    first_cells = [line.split("|")[1] for line in table.splitlines() if line.startswith("| `")]
+    documented = {name for cell in first_cells for name in re.findall(r"`(\w+)`", cell)}
+    documented |= set(re.findall(r"`(\w+)` lists", table))
+    assert documented == set(gate), documented ^ set(gate)
+    per_category = re.search(r"^\| `categories` \| per category: (.*) \|$", table, re.MULTILINE)
+    assert per_category, "no per-category row"
+    named = set(re.findall(r"`(\w+)`", per_category.group(1)))
+    assert set(gate["categories"]["tone"]) <= named, set(gate["categories"]["tone"]) - named
