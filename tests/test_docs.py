@@ -653,3 +653,55 @@ def test_the_json_summary_keys_are_those_a_run_prints(tmp_path: Path) -> None:
     assert per_category, "no per-category row"
     named = set(re.findall(r"`(\w+)`", per_category.group(1)))
     assert set(gate["categories"]["tone"]) <= named, set(gate["categories"]["tone"]) - named
+
+
+# A figure stated in prose, where the code decides it: (page, the words around it with (\d…) for the
+# figure, its unit, the code it must equal).
+PROSE_FIGURES = [
+    (
+        "docs/models.md",
+        r"`--timeout` \(default (\d+) s\)",
+        "s",
+        "tinyeval.suite.RunSettings.timeout",
+    ),
+    ("docs/models.md", r"retried up to (\d+) times", "", "tinyeval.models.resolve(retries)"),
+    ("docs/models.md", r"capped at\s+(\d+) s", "s", "tinyeval._http.RETRY_AFTER_CAP"),
+    ("docs/models.md", r"(\d+) cases errored before", "", "tinyeval.suite.RunSettings.fail_fast"),
+    ("docs/models.md", r"\((\d+) MiB by default\)", "MiB", "tinyeval._http.MAX_RESPONSE_BYTES"),
+    ("docs/cases.md", r"time budget\s+\((\d+) s\)", "s", "tinyeval._regex.REGEX_TIMEOUT"),
+    (
+        "docs/cases.md",
+        r"larger than\s+(\d+) MiB reads it once",
+        "MiB",
+        "tinyeval.runner.READ_ONCE_BYTES",
+    ),
+    ("docs/promises.md", r"a body over (\d+) MiB", "MiB", "tinyeval._http.MAX_RESPONSE_BYTES"),
+    ("docs/promises.md", r"(\d+) s budget", "s", "tinyeval._regex.REGEX_TIMEOUT"),
+    (
+        "docs/extras/scale.md",
+        r"the first wait between polls, default (\d+)\)",
+        "s",
+        "tinyeval.suite.RunSettings.batch_poll",
+    ),
+    (
+        "docs/extras/scale.md",
+        r"\(suite\s+key `batch_max_wait`, (\d+) hours by default\)",
+        "h",
+        "tinyeval.suite.RunSettings.batch_max_wait",
+    ),
+    (
+        "docs/suite-and-ci.md",
+        r"\| `concurrency` \| whole number ≥ 1 \| (\d+) \|",
+        "",
+        "tinyeval.suite.RunSettings.concurrency",
+    ),
+]
+
+
+@pytest.mark.parametrize(("page", "words", "unit", "reference"), PROSE_FIGURES)
+def test_a_figure_in_prose_is_the_code(page: str, words: str, unit: str, reference: str) -> None:
+    text = " ".join((ROOT / page).read_text(encoding="utf-8").split())
+    match = re.search(words.replace(r"\s+", " "), text)
+    assert match, f"{page} no longer says {words!r}: update PROSE_FIGURES with the page"
+    scale = {"": 1, "s": 1, "h": 3600, "MiB": 2**20}[unit]
+    assert float(match.group(1)) * scale == float(_in_the_code(reference)), (page, words)
