@@ -154,8 +154,8 @@ def summarize(
     counted = [o.tallies() for o in (observers or {}).values() if hasattr(o, "tallies")]
     tallies = counted[0] if counted else result.sorted_categories()
     report = gate(tallies, **s.gate_options())
-    if not result.complete:  # every report names what is missing: cases, categories
-        expected = ready.in_shard if ready.read else None
+    expected = ready.in_shard if ready.read else None
+    if not result.complete and report.overall.total != expected:  # say what is missing
         empty = tuple(sorted(ready.categories - set(tallies)))
         reason = str(result.stopped_reason)
         stopped = StoppedRun(report.overall.total, expected, reason=reason, no_rows=empty)
