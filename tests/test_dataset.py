@@ -1628,9 +1628,9 @@ def test_iter_json_lines_bounds_lines_and_raises_the_callers_error(tmp_path: Pat
         (2, {"id": "x" * 50}),
     ]
     with pytest.raises(LabelsError) as info:
-        list(iter_json_lines(path, max_line_bytes=20, what="a label line", error=LabelsError))
+        list(iter_json_lines(path, max_line_bytes=20, error=LabelsError))
     assert (info.value.path, info.value.line) == (str(path), 2)
-    assert "a label line is longer than 20 bytes" in str(info.value)
+    assert "the line is longer than 20 bytes" in str(info.value)
     twice = tmp_path / "twice.jsonl"
     twice.write_text('{"id": "a", "id": "b"}\n')
     with pytest.raises(LabelsError, match="duplicate key 'id'"):

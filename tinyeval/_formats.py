@@ -1,13 +1,9 @@
-"""Reading data files with bounds: JSONL, JSON, CSV and YAML records, gzip, BOM, UTF-8.
-
-:func:`read_text` and :func:`iter_json_lines` are the package's one bounded reader of text
-and JSON Lines files; :func:`tinyeval.dataset.load` reads cases through ``_iter_records``.
-Whatever cannot be read safely (a line past :data:`MAX_LINE_BYTES`, a duplicate JSON key, a
-YAML alias bomb) is a :class:`DatasetError` naming the file and line.
-"""
+"""The bounded reading of JSONL, JSON, CSV and YAML files (gzip, BOM, UTF-8): what cannot be
+read safely (a line too long, a duplicate key, an alias bomb) is a DatasetError naming the line."""
 
 from __future__ import annotations
 
+import collections
 import csv
 import gzip
 import json
@@ -23,71 +19,37 @@ from typing import IO, Any
 from . import _extra
 from .errors import InputError, TinyevalError, describe_json, json_problem, plural, shorten
 
-__all__ = [
-    "MAX_CONFIG_BYTES",
-    "MAX_FILE_BYTES",
-    "MAX_LINES",
-    "MAX_LINE_BYTES",
-    "MAX_TEXT_BYTES",
-    "YAML_MAX_EXPANSION",
-    "DatasetError",
-    "iter_json_lines",
-    "read_text",
-]
+_SUFFIXES = dict(jsonl="jsonl", ndjson="jsonl", json="json", csv="csv", yaml="yaml", yml="yaml")
+_FORMATS = (*dict.fromkeys(_SUFFIXES.values()), "otel")
 
-_FORMATS = ("jsonl", "json", "csv", "yaml", "otel")
-_SUFFIX_FORMATS = {
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".json": "json",
-    ".csv": "csv",
-    ".yaml": "yaml",
-    ".yml": "yaml",
-}
+MAX_LINE_BYTES = 64 * 2**20  # the longest line read (64 MiB); raise it with max_line_bytes
+MAX_TEXT_BYTES = MAX_LINE_BYTES  # the largest file read whole (JSON, YAML, read_text)
+MAX_FILE_BYTES = 2**30  # the most bytes read from one file, after decompression (1 GiB)
+MAX_LINES = 2_000_000  # the most lines read from one file, blank ones included
+MAX_CONFIG_BYTES = 256 * 2**10  # the largest suite file, rubric or prompt template (256 KiB)
+YAML_MAX_EXPANSION = 100  # how many times its own nodes a YAML file's aliases may expand to
+_CHUNK = 2**20  # bytes read at a time: memory stays near the line cap, whatever the file
 
 
 class DatasetError(InputError):
-    """A data file that cannot be read as it is: ``FILE:LINE: FIELD: what was expected``.
-
-    >>> str(DatasetError("expected a non-empty string", path="cases.jsonl", line=3, field="id"))
-    'cases.jsonl:3: id: expected a non-empty string'
-    """
+    """A data file that cannot be read as it is: ``FILE:LINE: FIELD: what was expected``."""
 
 
-def _detect_format(path: str) -> str:
-    """The format a file name says."""
-    if path == "-":
-        return "jsonl"
-    suffixes = [s.lower() for s in Path(path).suffixes]
-    if suffixes and suffixes[-1] == ".gz":
-        suffixes = suffixes[:-1]
-    fmt = _SUFFIX_FORMATS.get(suffixes[-1]) if suffixes else None
-    if fmt is None:
-        raise DatasetError(
-            "cannot tell the format from the file name; expected .jsonl, .ndjson, .json, .csv, "
-            ".yaml or .yml (optionally .gz), or give the format (format jsonl, json, csv, yaml or "
-            "otel)",
-            path=path,
-        )
-    return fmt
-
-
-MAX_LINE_BYTES = 64 * 2**20
-"""The longest line a file may hold, in bytes (64 MiB); raise it with ``max_line_bytes``."""
-
-MAX_TEXT_BYTES = MAX_LINE_BYTES
-"""The largest file read whole (JSON, YAML, :func:`read_text`), in bytes (64 MiB)."""
-
-MAX_FILE_BYTES = 2**30
-"""The most bytes read from one file, after decompression (1 GiB)."""
-
-MAX_LINES = 2_000_000
-"""The most lines read from one file, blank ones included."""
-
-MAX_CONFIG_BYTES = 256 * 2**10
-"""The largest suite file, rubric or prompt template, in bytes (256 KiB)."""
-
-_CHUNK = 2**20  # bytes read at a time: memory stays near the line cap, whatever the file
+def _format_of(path: str, given: str | None) -> str:
+    if given is None:
+        suffix = "jsonl" if path == "-" else Path(path.lower().removesuffix(".gz")).suffix[1:]
+        if suffix not in _SUFFIXES:
+            raise DatasetError(
+                "cannot tell the format from the file name; expected .jsonl, .ndjson, .json, "
+                ".csv, .yaml or .yml (optionally .gz), or give the format (format jsonl, json, "
+                "csv, yaml or otel)",
+                path=path,
+            )
+        given = _SUFFIXES[suffix]
+    if given not in _FORMATS:
+        expected = ", ".join(_FORMATS)
+        raise DatasetError(f"unknown format {given!r}; expected one of {expected}", path=path)
+    return given
 
 
 def _too_long(limit: int, path: str, line: int, what: str, knob: str | None) -> DatasetError:
@@ -99,24 +61,14 @@ def _too_long(limit: int, path: str, line: int, what: str, knob: str | None) -> 
 
 
 def _too_big(path: str, line: int, what: str) -> DatasetError:
-    return DatasetError(
-        f"the file holds more than {what}, the most tinyeval reads from one file; "
-        "is this the right file? split it",
-        path=path,
-        line=line,
-    )
+    reason = f"the file holds more than {what}, the most tinyeval reads from one file; "
+    return DatasetError(reason + "is this the right file? split it", path=path, line=line)
 
 
 def _lines(
     raw: IO[bytes], path: str, limit: int, what: str, knob: str | None = "max_line_bytes"
 ) -> Iterator[tuple[int, str]]:
-    """The lines decoded from UTF-8 (a BOM dropped), endings kept, numbered; a line over
-    ``limit`` bytes is refused before more of it is held (``/dev/zero``, a gzip bomb).
-
-    >>> import io
-    >>> list(_lines(io.BytesIO(b"\\xef\\xbb\\xbfa\\r\\nb"), "f.jsonl", 10, "the line"))
-    [(1, 'a\\r\\n'), (2, 'b')]
-    """
+    """The numbered UTF-8 lines (endings kept, BOM dropped), refusing one past ``limit`` bytes."""
     number = total = size = 0
     pending: list[bytes] = []
 
@@ -124,12 +76,8 @@ def _lines(
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise DatasetError(
-                f"not UTF-8 text (byte {data[exc.start]:#04x} cannot be decoded); "
-                "save the file as UTF-8",
-                path=path,
-                line=number,
-            ) from None
+            bad = f"not UTF-8 text (byte {data[exc.start]:#04x} cannot be decoded); "
+            raise DatasetError(bad + "save the file as UTF-8", path=path, line=number) from None
         return text[1:] if number == 1 and text.startswith("\ufeff") else text
 
     while chunk := raw.read(_CHUNK):
@@ -158,7 +106,6 @@ def _lines(
 def _read_whole(
     raw: IO[bytes], path: str, limit: int, what: str, knob: str | None = "max_line_bytes"
 ) -> str:
-    """A whole document, refused past ``limit`` bytes."""
     parts, size = [], 0
     for number, text in _lines(raw, path, limit, what, knob):
         size += len(text)
@@ -168,7 +115,7 @@ def _read_whole(
     return "".join(parts)
 
 
-class _DuplicateKey(TinyevalError):
+class _DuplicateKey(TinyevalError, ValueError):
     pass
 
 
@@ -176,83 +123,73 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """A JSON object's members as a dict, refusing a key given twice (last-wins hides data)."""
     result = dict(pairs)
     if len(result) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKey(key)
-            seen.add(key)
+        counts = collections.Counter(key for key, _ in pairs)
+        raise _DuplicateKey(next(key for key, count in counts.items() if count > 1))
     return result
 
 
 _DECODER = json.JSONDecoder(object_pairs_hook=_unique_pairs)
+_PLAIN_DECODER = json.JSONDecoder()
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _BETWEEN = re.compile(r"[ \t\r\n,]*")  # what stands between the items of a valid JSON list
 
 
-class _json_errors:
-    """Turn every way decoding JSON (or YAML: ``kind``) can fail, but a syntax error, into a
-    one-line error (a class, not a generator: it is entered once per line read)."""
-
-    __slots__ = ("field", "kind", "line", "path")
-
-    def __init__(
-        self, path: str, line: int | None, field: str | None = None, kind: str = "JSON"
-    ) -> None:
-        self.path, self.line, self.field, self.kind = path, line, field, kind
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, exc: Any, trace: Any) -> None:
-        if exc is None or isinstance(exc, json.JSONDecodeError | DatasetError):
-            return
-        if isinstance(exc, _DuplicateKey):
-            reason = f"duplicate key {exc.args[0]!r} in a JSON object"
-        elif isinstance(exc, RecursionError):
-            reason = f"{self.kind} nested too deeply to read (deeper than the interpreter's limit)"
-        elif isinstance(exc, ValueError):  # an integer beyond Python's digit limit
-            limit = sys.get_int_max_str_digits()
-            reason = (
-                f"an integer too long to read (Python reads integers of at most {limit:,} digits)"
-            )
-        else:
-            return
-        raise DatasetError(reason, path=self.path, line=self.line, field=self.field) from None
+def _unreadable(exc: ValueError | RecursionError, kind: str = "JSON") -> str:
+    """Why a document whose syntax is not at fault cannot be read."""
+    if isinstance(exc, _DuplicateKey):
+        return f"duplicate key {exc.args[0]!r} in a JSON object"
+    if isinstance(exc, RecursionError):
+        return f"{kind} nested too deeply to read (deeper than the interpreter's limit)"
+    limit = sys.get_int_max_str_digits()  # what else a valid document raises: a long integer
+    return f"an integer too long to read (Python reads integers of at most {limit:,} digits)"
 
 
-def _decode_json(text: str, path: str, line: int | None, field: str | None = None) -> Any:
-    """One JSON value; a duplicate key, too deep a nesting, too long an integer or a lone
-    surrogate is a one-line :class:`DatasetError` (a syntax error stays a JSONDecodeError)."""
+def _decode_json(
+    text: str, path: str, line: int | None, field: str | None = None, *, cut: bool = False
+) -> Any:
+    """One JSON value of a line (``cut``: the last line, unended) or of a CSV cell (``field``)."""
     try:
-        with _json_errors(path, line, field):
-            value = _DECODER.decode(text)
-    except DatasetError as exc:  # name the member at fault: file:line:field
+        value = _DECODER.decode(text)
+    except json.JSONDecodeError as exc:
+        problem = json_problem(exc)
+        reason = f"expected JSON in this cell: {problem}" if field else f"not valid JSON: {problem}"
+        if cut:
+            reason = f"the last line is not complete JSON: {problem} (is the file cut short?)"
+        raise DatasetError(reason, path=path, line=line, field=field) from None
+    except (ValueError, RecursionError) as exc:  # name the member at fault: file:line:field
         member = None if field else _member_at_fault(text)
-        raise DatasetError(exc.reason, path=path, line=line, field=member or field) from None
+        raise DatasetError(_unreadable(exc), path=path, line=line, field=member or field) from None
     if _SURROGATE_ESCAPE.search(text):
         _refuse_surrogates(value, path, line, field)
     return value
 
 
+def _skip(text: str, position: int) -> int:
+    return _BETWEEN.match(text, position).end()  # type: ignore[union-attr]
+
+
+def _members(text: str, decoder: json.JSONDecoder) -> Iterator[tuple[Any, int]]:
+    """Each key of a top-level JSON object, with where its value starts."""
+    position = _skip(text, 0)
+    if text[position] != "{":
+        return
+    position += 1
+    while text[position := _skip(text, position)] != "}":
+        key, position = decoder.raw_decode(text, position)
+        position = _skip(text, text.index(":", position) + 1)
+        yield key, position
+        position = decoder.raw_decode(text, position)[1]
+
+
 def _member_at_fault(text: str) -> str | None:
-    """The key of the top-level member of a JSON object whose value alone cannot be read."""
-    position = _skip_space(text, 0)
-    with suppress(ValueError, IndexError):
-        while text[position] in "{,":
-            position = _skip_space(text, position + 1)
-            key, position = _DECODER.raw_decode(text, position)
-            position = _skip_space(text, text.index(":", position) + 1)
-            try:
-                position = _skip_space(text, _DECODER.raw_decode(text, position)[1])
-            except (ValueError, RecursionError, TinyevalError):
-                return str(key)
+    """The key of the top-level member whose value alone cannot be read."""
+    last = None
+    try:
+        for key, _ in _members(text, _DECODER):
+            last = key
+    except (ValueError, RecursionError, IndexError):
+        return None if last is None else str(last)
     return None
-
-
-def _skip_space(text: str, position: int) -> int:
-    while position < len(text) and text[position] in " \t\r\n":
-        position += 1
-    return position
 
 
 def _refuse_surrogates(value: Any, path: str, line: int | None, field: str | None) -> None:
@@ -264,13 +201,9 @@ def _refuse_surrogates(value: Any, path: str, line: int | None, field: str | Non
             try:
                 item.encode("utf-8")
             except UnicodeEncodeError as exc:
-                raise DatasetError(
-                    f"a lone surrogate ({item[exc.start]!r}) is not text; "
-                    "fix the escape that made it",
-                    path=path,
-                    line=line,
-                    field=where,
-                ) from None
+                lone = f"a lone surrogate ({item[exc.start]!r}) is not text; "
+                reason = lone + "fix the escape that made it"
+                raise DatasetError(reason, path=path, line=line, field=where) from None
         elif isinstance(item, Mapping):
             for key, member in item.items():
                 stack.append((f"{where}.{key}" if where else str(key), member))
@@ -281,55 +214,39 @@ def _refuse_surrogates(value: Any, path: str, line: int | None, field: str | Non
 
 def _records_jsonl(lines: Iterable[tuple[int, str]], path: str) -> Iterator[tuple[int, Any]]:
     for number, text in lines:
-        if not text.strip():
-            continue
-        try:  # without the line ending, an error at the end of the line gets its real column
-            yield number, _decode_json(text.rstrip("\r\n"), path, number)
-        except json.JSONDecodeError as exc:
-            reason = f"not valid JSON: {json_problem(exc)}"
-            if not text.endswith("\n"):
-                reason = f"the last line is not complete JSON: {json_problem(exc)}"
-                reason += " (is the file cut short?)"
-            raise DatasetError(reason, path=path, line=number) from None
+        if text.strip():  # without its ending, an error at the end of the line gets its column
+            cut = not text.endswith("\n")
+            yield number, _decode_json(text.rstrip("\r\n"), path, number, cut=cut)
 
 
-def _whole_json(text: str, path: str) -> Any:
-    try:
-        with _json_errors(path, None):
-            return json.loads(text)
+def _records_json(text: str, path: str, otel: bool = False) -> Iterator[tuple[int, Any]]:
+    """The items of a top-level JSON list (or ``"cases"`` list), with the line each starts on."""
+    try:  # structure first; an item's own problems get its line
+        whole = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise DatasetError(
-            f"not valid JSON: {json_problem(exc)}", path=path, line=exc.lineno
-        ) from None
-
-
-def _otel(document: Any, text: str, path: str) -> Iterator[tuple[int, Any]]:
-    try:
-        read = _extra("reader", "otel", what="an OpenTelemetry trace file")
-    except InputError as exc:  # this copy lacks the extra
-        raise DatasetError(exc.reason, path=path) from None
-    return read(document, text, path)
-
-
-def _records_json(text: str, path: str) -> Iterator[tuple[int, Any]]:
-    """Yield the items of a top-level JSON list with the line each starts on."""
-    whole = _whole_json(text, path)  # structure first; an item's own problems get its line
-    if isinstance(whole, dict) and "resourceSpans" in whole:
-        yield from _otel(whole, text, path)
+        reason = f"not valid JSON: {json_problem(exc)}"
+        raise DatasetError(reason, path=path, line=exc.lineno) from None
+    except (ValueError, RecursionError) as exc:
+        raise DatasetError(_unreadable(exc), path=path) from None
+    if otel or (isinstance(whole, dict) and "resourceSpans" in whole):
+        try:
+            read = _extra("reader", "otel", what="an OpenTelemetry trace file")
+        except InputError as exc:  # this copy lacks the extra
+            raise DatasetError(exc.reason, path=path) from None
+        yield from read(whole, text, path)
         return
-    if _in_cases_member(whole, path, "JSON", "an object"):
-        start = _member_start(text, "cases")
+    if _in_cases_member(whole, path, "JSON", "an object"):  # the last "cases" wins, as in json
+        start = [at for key, at in _members(text, _PLAIN_DECODER) if key == "cases"][-1]
     else:
         start = text.index("[")
     line, counted, pos = 1, 0, start + 1
-    while True:
-        pos = _BETWEEN.match(text, pos).end()  # type: ignore[union-attr]
-        if text[pos] == "]":  # the whole is valid JSON: the list closes
-            return
+    while text[pos := _skip(text, pos)] != "]":  # the whole is valid JSON: the list closes
         line += text.count("\n", counted, pos)
         counted = pos
-        with _json_errors(path, line):
+        try:
             item, pos = _DECODER.raw_decode(text, pos)
+        except (ValueError, RecursionError) as exc:
+            raise DatasetError(_unreadable(exc), path=path, line=line) from None
         if _SURROGATE_ESCAPE.search(text, counted, pos):
             _refuse_surrogates(item, path, line, None)
         yield line, item
@@ -341,27 +258,9 @@ def _in_cases_member(data: Any, path: str, kind: str, holder: str) -> bool:
         return True
     if isinstance(data, list):
         return False
-    raise DatasetError(
-        f'expected a {kind} list of cases (or {holder} with a "cases" list), '
-        f"got {describe_json(data)}",
-        path=path,
-        line=1,
-    )
-
-
-def _member_start(text: str, key: str) -> int:
-    """Where the value of ``key`` begins in a valid top-level JSON object (the last one wins)."""
-    decoder = json.JSONDecoder()
-    pos, found = text.index("{") + 1, -1
-    while True:
-        pos = _BETWEEN.match(text, pos).end()  # type: ignore[union-attr]
-        if text[pos] == "}":
-            return found
-        name, pos = decoder.raw_decode(text, pos)
-        pos = _BETWEEN.match(text, text.index(":", pos) + 1).end()  # type: ignore[union-attr]
-        if name == key:
-            found = pos
-        _, pos = decoder.raw_decode(text, pos)
+    got = describe_json(data)
+    reason = f'expected a {kind} list of cases (or {holder} with a "cases" list), got {got}'
+    raise DatasetError(reason, path=path, line=1)
 
 
 _JSON_CELLS = ("expect", "tool_calls", "messages")
@@ -383,16 +282,7 @@ def _records_csv(
             header = next(reader, None)
         if header is None:
             return
-        _refuse_nul(header, header, path, start)
-        names = [name.strip() for name in header]
-        _check_separator(names, path, start)
-        if not all(names):
-            raise DatasetError("the header row has an empty column name", path=path, line=start)
-        twice = sorted({name for name in names if names.count(name) > 1})
-        if twice:
-            raise DatasetError(
-                f"the header row names the column {twice[0]!r} twice", path=path, line=start
-            )
+        names = _csv_header(header, path, start)
         start = reader.line_num + 1
         for cells in reader:  # a blank line gives [] and is skipped
             record = _csv_record(names, cells, path, start, json_cells)
@@ -403,16 +293,26 @@ def _records_csv(
         raise DatasetError(f"not valid CSV: {exc}", path=path, line=start) from None
 
 
-def _check_separator(names: list[str], path: str, line: int) -> None:
-    """Refuse a header that is one column holding semicolons or tabs: another separator."""
-    if len(names) != 1 or not any(sep in names[0] for sep in ";\t"):
-        return
-    raise DatasetError(
-        f"the header has 1 column {shorten(names[0], 60)!r}: tinyeval reads comma-separated CSV "
-        "(re-export with commas)",
-        path=path,
-        line=line,
-    )
+def _csv_header(header: list[str], path: str, line: int) -> list[str]:
+    names = [name.strip() for name in header]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if any("\x00" in name for name in names):
+        problem = _NUL_IN_CELL
+    elif len(names) == 1 and any(separator in names[0] for separator in ";\t"):
+        problem = (
+            f"the header has 1 column {shorten(names[0], 60)!r}: tinyeval reads comma-separated "
+            "CSV (re-export with commas)"
+        )
+    elif not all(names):
+        problem = "the header row has an empty column name"
+    elif twice:
+        problem = f"the header row names the column {twice[0]!r} twice"
+    else:
+        return names
+    raise DatasetError(problem, path=path, line=line)
+
+
+_NUL_IN_CELL = "a NUL character (\\x00) in the cell; is this a text file?"
 
 
 def _csv_record(
@@ -420,64 +320,40 @@ def _csv_record(
 ) -> dict[str, Any]:
     """One CSV row as a record: an empty cell is absent, ``json_cells`` are decoded."""
     if cells and len(cells) != len(names):
-        raise DatasetError(
-            f"{plural(len(cells), 'cell')} but the header has {plural(len(names), 'column')}",
-            path=path,
-            line=line,
-        )
-    _refuse_nul(names, cells, path, line)
+        counts = f"{plural(len(cells), 'cell')} but the header has {plural(len(names), 'column')}"
+        raise DatasetError(counts, path=path, line=line)
     record: dict[str, Any] = {}
     for key, cell in zip(names, cells, strict=False):  # [] (a blank line) gives no record
-        if cell == "":
-            continue
-        if key in json_cells:
-            try:
-                record[key] = _decode_json(cell, path, line, key)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(
-                    f"expected JSON in this cell: {json_problem(exc)}",
-                    path=path,
-                    line=line,
-                    field=key,
-                ) from None
-        else:
+        if "\x00" in cell:
+            raise DatasetError(_NUL_IN_CELL, path=path, line=line, field=key)
+        if cell and key in json_cells:
+            record[key] = _decode_json(cell, path, line, key)
+        elif cell:
             record[key] = cell
     return record
-
-
-def _refuse_nul(names: list[str], cells: list[str], path: str, line: int) -> None:
-    """Refuse a NUL character in a CSV cell, as JSON refuses one in a string."""
-    for key, cell in zip(names, cells, strict=False):
-        if "\x00" in cell:
-            raise DatasetError(
-                "a NUL character (\\x00) in the cell; is this a text file?",
-                path=path,
-                line=line,
-                field=key if cell is not key else None,
-            )
 
 
 def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
     try:
         import yaml  # optional: only when a YAML file is given
     except ImportError:
-        raise DatasetError(
-            "reading YAML needs PyYAML, which is not installed: pip install pyyaml "
-            "(or convert the file to JSONL)",
-            path=path,
-        ) from None
+        needs = "reading YAML needs PyYAML, which is not installed: pip install pyyaml "
+        raise DatasetError(needs + "(or convert the file to JSONL)", path=path) from None
     loader = _yaml_loader(yaml)(text)
     try:
-        with _json_errors(path, None, kind="YAML"):
-            root = loader.get_single_node()
-            if root is not None:
-                _refuse_alias_bomb(root, path)
-            data = None if root is None else loader.construct_document(root)
+        root = loader.get_single_node()
+        if root is not None:
+            _refuse_alias_bomb(root, path)
+        data = None if root is None else loader.construct_document(root)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise DatasetError(f"not valid YAML: {problem}", path=path, line=line) from None
+    except DatasetError:
+        raise
+    except (ValueError, RecursionError) as exc:
+        raise DatasetError(_unreadable(exc, "YAML"), path=path) from None
     finally:
         loader.dispose()
     if data is None:
@@ -492,15 +368,10 @@ def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
         try:
             json.dumps(item, sort_keys=True)
         except (TypeError, ValueError) as exc:
-            raise DatasetError(
-                f"a value JSON cannot hold ({exc}); quote dates and times", path=path, line=line
-            ) from None
+            reason = f"a value JSON cannot hold ({exc}); quote dates and times"
+            raise DatasetError(reason, path=path, line=line) from None
         _refuse_surrogates(item, path, line, None)
         yield line, item
-
-
-YAML_MAX_EXPANSION = 100
-"""How many times larger than the YAML file's own nodes its aliases may make it."""
 
 
 def _yaml_loader(yaml: Any) -> Any:
@@ -514,98 +385,59 @@ def _yaml_loader(yaml: Any) -> Any:
                 if key_node.value == "id" and value_node.tag.endswith((":int", ":float")):
                     written["id"] = value_node.value
                 key = self.construct_object(key_node, deep=True)
-                try:
-                    twice = key in seen
+                with suppress(TypeError):  # an unhashable key: PyYAML itself refuses it below
+                    if key in seen:
+                        twice = f"duplicate key {key!r} in a mapping"
+                        raise yaml.MarkedYAMLError(problem=twice, problem_mark=key_node.start_mark)
                     seen.add(key)
-                except TypeError:
-                    continue  # an unhashable key: PyYAML itself refuses it below
-                if twice:
-                    raise yaml.constructor.ConstructorError(
-                        None,
-                        None,
-                        f"duplicate key {key!r} in a mapping",
-                        key_node.start_mark,
-                    )
             return super().construct_mapping(node, deep=deep) | written
 
     return Loader
 
 
 def _refuse_alias_bomb(root: Any, path: str) -> None:
-    """Refuse aliases that expand the document far beyond its own size (a "billion
-    laughs"), or that refer to themselves, before anything is built from it."""
-    distinct: set[int] = set()
+    """Refuse aliases that expand the document far past its own size (a "billion laughs") or
+    that hold themselves, before anything is built from it."""
     sizes: dict[int, int] = {}
-    stack: list[tuple[Any, bool]] = [(root, False)]
     open_nodes: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
     while stack:
         node, done = stack.pop()
-        key = id(node)
-        children = _yaml_children(node)
+        items = node.value if isinstance(node.value, list) else []
+        children = [child for item in items for child in (item if type(item) is tuple else [item])]
         if done:
-            open_nodes.discard(key)
-            sizes[key] = 1 + sum(sizes[id(child)] for child in children)
-            continue
-        if key in sizes:
-            continue
-        if key in open_nodes:
-            raise DatasetError(
-                "a YAML alias refers to a node that holds it",
-                path=path,
-                line=node.start_mark.line + 1,
-            )
-        open_nodes.add(key)
-        distinct.add(key)
-        stack.append((node, True))
-        # a child still open (one that holds this node) is refused when it is popped
-        stack.extend((child, False) for child in children if id(child) not in sizes)
-    bound = YAML_MAX_EXPANSION * len(distinct) + 10_000
+            open_nodes.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes[id(child)] for child in children)
+        elif id(node) in open_nodes:
+            line = node.start_mark.line + 1
+            raise DatasetError("a YAML alias refers to a node that holds it", path=path, line=line)
+        elif id(node) not in sizes:
+            open_nodes.add(id(node))
+            stack.append((node, True))
+            stack.extend((child, False) for child in children if id(child) not in sizes)
+    bound = YAML_MAX_EXPANSION * len(sizes) + 10_000
     if sizes[id(root)] > bound:
-        raise DatasetError(
-            f"YAML aliases expand {plural(len(distinct), 'node')} to more than"
-            f" {bound:,}; refusing what looks like an alias bomb",
-            path=path,
-        )
-
-
-def _yaml_children(node: Any) -> list[Any]:
-    value = node.value
-    if not isinstance(value, list):
-        return []
-    children: list[Any] = []
-    for item in value:
-        children.extend(item if isinstance(item, tuple) else (item,))
-    return children
+        expand = f"YAML aliases expand {plural(len(sizes), 'node')} to more than {bound:,}"
+        raise DatasetError(f"{expand}; refusing what looks like an alias bomb", path=path)
 
 
 def _check_limit(limit: Any, name: str) -> None:
-    if isinstance(limit, bool) or not isinstance(limit, int):
-        raise DatasetError(f"expected a number of bytes, got {limit!r}", field=name)
-    if limit < 1:
-        raise DatasetError(f"expected a positive number of bytes, got {limit}", field=name)
-
-
-def _open_bytes(path: str) -> IO[bytes]:
-    if "\x00" in path:
-        raise DatasetError("a NUL character (\\x00) in the file name", path=repr(path)[1:-1])
-    if path == "-":
-        return sys.stdin.buffer
-    if path.lower().endswith(".gz"):
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return open(path, "rb")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise DatasetError(f"expected a positive number of bytes, got {limit!r}", field=name)
 
 
 @contextmanager
 def _opened(path: str, error: type[InputError]) -> Iterator[IO[bytes]]:
-    """The file's bytes (gunzipped for ``.gz``, standard input for ``-``); every problem
-    reading it is an ``error`` naming the file."""
+    """The file's bytes (gunzipped ``.gz``, standard input ``-``); its problems raise ``error``."""
+    if "\x00" in path:
+        raise error("a NUL character (\\x00) in the file name", path=repr(path)[1:-1])
     try:
-        raw = _open_bytes(path)
-        try:
-            yield raw
-        finally:
-            if raw is not sys.stdin.buffer:
-                raw.close()
+        if path == "-":
+            yield sys.stdin.buffer
+        else:
+            opener: Any = gzip.open if path.lower().endswith(".gz") else open
+            with opener(path, "rb") as raw:
+                yield raw
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise error(f"not a readable gzip file: {exc}", path=path) from None
     except DatasetError as exc:
@@ -623,14 +455,8 @@ def read_text(
 ) -> str:
     """A whole UTF-8 text file (BOM dropped, ``.gz`` decompressed), refused past ``max_bytes``.
 
-    ``what`` names the file in the error; ``error`` is the error class raised.
-
-    >>> import os, tempfile
-    >>> with tempfile.NamedTemporaryFile("wb", suffix=".txt", delete=False) as f:
-    ...     _ = f.write(b"\\xef\\xbb\\xbfhola\\n")
-    >>> read_text(f.name)
-    'hola\\n'
-    >>> os.remove(f.name)
+    >>> "The bounded reading" in read_text(__file__)
+    True
     """
     _check_limit(max_bytes, "max_bytes")
     with _opened(str(path), error) as raw:
@@ -640,14 +466,10 @@ def read_text(
 def iter_json_lines(
     path: str | os.PathLike[str],
     *,
-    what: str = "the line",
     max_line_bytes: int = MAX_LINE_BYTES,
     error: type[InputError] = DatasetError,
 ) -> Iterator[tuple[int, Any]]:
-    """``(line, value)`` for each non-blank line of a JSON Lines file, read with bounds.
-
-    A line past ``max_line_bytes`` (``what`` names it), a duplicate key, a line that is not
-    JSON (a cut last line said so) raise ``error`` naming the file and line.
+    """``(line, value)`` for each non-blank line of a JSON Lines file; a problem is an ``error``.
 
     >>> import os, tempfile
     >>> with tempfile.NamedTemporaryFile("wb", suffix=".jsonl", delete=False) as f:
@@ -658,18 +480,13 @@ def iter_json_lines(
     """
     _check_limit(max_line_bytes, "max_line_bytes")
     with _opened(str(path), error) as raw:
-        lines = _lines(raw, str(path), max_line_bytes, what)
-        yield from _records_jsonl(lines, str(path))
+        yield from _records_jsonl(_lines(raw, str(path), max_line_bytes, "the line"), str(path))
 
 
 def _iter_records(
     path: str, fmt: str | None, json_cells: Iterable[str], max_line_bytes: int
 ) -> Iterator[tuple[int, Any]]:
-    detected = _detect_format(path) if fmt is None else fmt
-    if detected not in _FORMATS:
-        raise DatasetError(
-            f"unknown format {detected!r}; expected one of {', '.join(_FORMATS)}", path=path
-        )
+    detected = _format_of(path, fmt)
     if detected == "jsonl":
         yield from iter_json_lines(path, max_line_bytes=max_line_bytes)
         return
@@ -679,9 +496,7 @@ def _iter_records(
             yield from _records_csv(_lines(raw, path, max_line_bytes, "the line"), path, json_cells)
             return
         text = _read_whole(raw, path, max_line_bytes, "the document (JSON and YAML are read whole)")
-    if detected == "json":
-        yield from _records_json(text, path)
-    elif detected == "otel":
-        yield from _otel(_whole_json(text, path), text, path)
-    else:
+    if detected == "yaml":
         yield from _records_yaml(text, path)
+    else:
+        yield from _records_json(text, path, otel=detected == "otel")

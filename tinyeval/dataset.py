@@ -4,6 +4,7 @@ map fields, sample, split a holdout, fingerprint."""
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import hashlib
 import json
@@ -20,19 +21,6 @@ from . import _extra, checks
 from ._formats import _JSON_CELLS, MAX_LINE_BYTES, DatasetError, _iter_records
 from .errors import InputError, TinyevalError, did_you_mean
 from .errors import describe_json as _describe
-
-RECOGNISED_KEYS = (
-    "id",
-    "input",
-    "output",
-    "context",
-    "category",
-    "expect",
-    "origin",
-    "tool_calls",
-    "label",
-    "messages",
-)
 
 
 @dataclass(frozen=True)
@@ -56,47 +44,28 @@ class Case:
     conversation: Any = None  # an object of the extra that read the messages
     source: str | None = field(default=None, compare=False)
     line: int | None = field(default=None, compare=False)
-    # the checks of ``expect``, built once when the case was read (see expect_checks)
+    # the checks of ``expect``, built once when the case was read
     built_checks: tuple[Mapping[str, Any], tuple[checks.NamedCheck, ...]] | None = field(
         default=None, compare=False, repr=False
     )
 
     def expect_checks(self) -> list[checks.NamedCheck]:
-        """The checks of ``expect``, built when the case was read (or now, if it was replaced).
-
-        >>> [c.name for c in Case(id="a", expect={"max_words": 3}).expect_checks()]
-        ['max_words']
-        """
+        """The checks of ``expect``, built when the case was read (or now, if it was replaced)."""
         built = self.built_checks
         if built is not None and built[0] is self.expect:  # not an expect replaced since
             return list(built[1])
         return checks.checks_from_expect(self.expect)
 
     def __getstate__(self) -> dict[str, Any]:
-        # built checks are closures, which cannot be pickled: an executor in another process
-        # gets the case without them and builds them there, once
-        state = dict(self.__dict__)
-        state["built_checks"] = None
-        return state
+        # built checks are closures, which cannot be pickled: another process builds them again
+        return {**self.__dict__, "built_checks": None}
 
     def to_dict(self) -> dict[str, Any]:
-        """The case as a JSON-ready dict (recognised keys, ``meta``, and its conversation's).
-
-        >>> Case(id="x", input="hola").to_dict()["input"]
-        'hola'
-        """
-        data = {  # spelled out: built for every case fingerprinted, a comprehension costs 3x
-            "id": self.id,
-            "input": self.input,
-            "output": self.output,
-            "context": self.context,
-            "category": self.category,
-            "expect": dict(self.expect),
-            "origin": self.origin,
-            "tool_calls": list(self.tool_calls),
-            "label": self.label,
-            "meta": dict(self.meta),
-        }
+        """The case as a JSON-ready dict (recognised keys, ``meta``, and its conversation's)."""
+        data = {key: getattr(self, key) for key in _FIELDS}
+        data.update(
+            expect=dict(self.expect), tool_calls=list(self.tool_calls), meta=dict(self.meta)
+        )
         if self.conversation is not None:
             data["conversation"] = self.conversation.to_dict()
         return data
@@ -110,10 +79,12 @@ class Case:
         data = self.to_dict()
         data["tool_calls"] = data["tool_calls"] or None
         data["expect"] = data["expect"] or None
-        record = {key: data[key] for key in RECOGNISED_KEYS[:-1] if data[key] is not None}
+        record = {key: data[key] for key in _FIELDS if data[key] is not None}
         return {**record, **self.meta}
 
 
+_FIELDS = tuple(f.name for f in dataclasses.fields(Case))[:9]  # the keys a Case field holds
+RECOGNISED_KEYS = (*_FIELDS, "messages")  # the messages of a conversation (agents/)
 _RECOGNISED = frozenset(RECOGNISED_KEYS)
 
 
@@ -152,20 +123,15 @@ def _apply_mapping(
     out = {k: v for k, v in record.items() if k not in fields and k not in mapped_sources}
     for key, dotted in fields.items():
         try:
-            value = _get_mapped(record, dotted)
-        except LookupError:
-            value = _MISSING
+            out[key] = _get_mapped(record, dotted)
         except _PartlyMissing as exc:
             raise DatasetError(f"{key}={dotted}: {exc}", field="fields", **where) from None
         except checks.CheckSpecError as exc:
             raise DatasetError(f"{key}={dotted}: {exc.reason}", field="fields") from None
-        if value is _MISSING:
+        except LookupError:
             if key == "id":
-                raise DatasetError(
-                    f"the mapped path {dotted!r} is not in this record", field="id", **where
-                )
-            continue
-        out[key] = value
+                reason = f"the mapped path {dotted!r} is not in this record"
+                raise DatasetError(reason, field="id", **where) from None
     return out
 
 
@@ -174,33 +140,23 @@ class _PartlyMissing(TinyevalError):
 
 
 def _get_mapped(record: Any, dotted: str) -> Any:
-    """The value at ``dotted`` in ``record``; a ``*`` part maps the rest over a list (LookupError
-    when the path before it is not there, _PartlyMissing when an element lacks the rest).
-
-    >>> record = {"docs": [{"text": "a"}, {"text": "b"}]}
-    >>> _get_mapped(record, "docs.*.text"), _get_mapped(record, "docs.1.text")
-    (['a', 'b'], 'b')
-    """
+    """The value at ``dotted``; a ``*`` part maps the rest over a list (``docs.*.text``)."""
     head, star, rest = dotted.partition("*")
     if not star:
         return checks.get_path(record, dotted)
     prefix = head.rstrip(".")
     if (head and not head.endswith(".")) or (rest and not rest.startswith(".")):
-        raise checks.CheckSpecError(
-            f"expected * as a whole part of the path, as in 'docs.*.text', got {dotted!r}",
-            field="path",
-        )
+        reason = f"expected * as a whole part of the path, as in 'docs.*.text', got {dotted!r}"
+        raise checks.CheckSpecError(reason, field="path")
     items = checks.get_path(record, prefix) if prefix else record
     where = repr(prefix) if prefix else "the top level"
     if not isinstance(items, list):
         raise LookupError(f"{where} is not an array, so * cannot map over it")
     rest = rest.removeprefix(".")
-    if not rest:
-        return list(items)
     values = []
     for index, item in enumerate(items):
         try:
-            values.append(_get_mapped(item, rest))
+            values.append(_get_mapped(item, rest) if rest else item)
         except LookupError as exc:
             raise _PartlyMissing(f"element {index} of {where}: {exc}") from None
     return values
@@ -215,22 +171,17 @@ def _refuse_near_misses(record: Mapping[str, Any], where: dict[str, Any], *, lin
     quietly become meta while the case runs with no expectations)."""
     if _RECOGNISED.issuperset(record):  # the common case: nothing to look at
         return
-    import difflib
-
     absent = [k for k in RECOGNISED_KEYS if k not in record and not (k == "id" and line_id)]
     for key in record:
-        if key in RECOGNISED_KEYS or not isinstance(key, str):
+        if key in _RECOGNISED or not isinstance(key, str):
             continue
-        lowered = key.lower()
-        close = difflib.get_close_matches(lowered, absent, n=1, cutoff=0.88)
-        if lowered in absent or close:
-            meant = lowered if lowered in absent else close[0]
-            raise DatasetError(
-                f"unknown key {key!r}; did you mean {meant!r}? (if it is your own data, keep it "
-                f"under another name, or map it (fields {meant}={key}))",
-                field=key,
-                **where,
+        meant = did_you_mean(key.lower(), absent, cutoff=0.88)
+        if meant:
+            hint = f"keep it under another name, or map it (fields {meant}={key})"
+            reason = (
+                f"unknown key {key!r}; did you mean {meant!r}? (if it is your own data, {hint})"
             )
+            raise DatasetError(reason, field=key, **where)
 
 
 class ResultsNotCasesError(DatasetError):
@@ -243,12 +194,10 @@ _RESULT_STATUSES = ("pass", "fail", "error", "unchecked")
 
 
 def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> Case:
-    # Every case read goes through here: the common shapes (a dict, a string id, no
-    # messages, no label...) are recognised by their exact type first, and the rest checked.
+    # every case read comes through here: the common shapes are recognised by exact type first
     if type(record) is not dict and not isinstance(record, Mapping):
-        raise DatasetError(
-            f"expected a JSON object for each case, got {_describe(record)}", **where
-        )
+        reason = f"expected a JSON object for each case, got {_describe(record)}"
+        raise DatasetError(reason, **where)
     rec = dict(record)
     if rec.keys() >= _RESULT_ROW_KEYS and rec.get("status") in _RESULT_STATUSES:
         raise ResultsNotCasesError(
@@ -257,60 +206,45 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
             **where,
         )
     _refuse_near_misses(rec, where, line_id=line_id)
-
-    raw_id = rec.pop("id", _MISSING if line_id is None else line_id)
-    if raw_id is _MISSING:
-        raise DatasetError(
-            "every case needs an id (a non-empty string), or name the cases by their line "
-            "(id_from_line)",
-            field="id",
-            **where,
-        )
-    if type(raw_id) is not str or not raw_id.strip():
-        if isinstance(raw_id, int) and not isinstance(raw_id, bool):
-            raw_id = str(raw_id)
-        if not isinstance(raw_id, str) or not raw_id.strip():
-            _expect_type(raw_id, "a non-empty string", "id", where)
-
+    case_id = rec.pop("id", _MISSING if line_id is None else line_id)
+    if case_id is _MISSING:
+        reason = "every case needs an id (a non-empty string), or name the cases by their line"
+        raise DatasetError(f"{reason} (id_from_line)", field="id", **where)
+    if isinstance(case_id, int) and not isinstance(case_id, bool):
+        case_id = str(case_id)
+    if not isinstance(case_id, str) or not case_id.strip():
+        _expect_type(case_id, "a non-empty string", "id", where)
     null_output = "output" in rec and rec["output"] is None
     conversation = None  # a plain input: no conversation to read
     if "messages" in rec or _has_messages(rec.get("input")):
         conversation = _read("messages", rec, where)
     output = rec.pop("output", None)
-    if output is not None and not isinstance(output, str):
-        if isinstance(output, (dict, list)):
-            output = json.dumps(output, ensure_ascii=False, separators=(",", ":"))
-        else:
-            _expect_type(output, "a string, a JSON object or list, or null", "output", where)
-
+    if isinstance(output, dict | list):
+        output = json.dumps(output, ensure_ascii=False, separators=(",", ":"))
+    elif output is not None and not isinstance(output, str):
+        _expect_type(output, "a string, a JSON object or list, or null", "output", where)
     context = rec.pop("context", None)
     if isinstance(context, list) and all(isinstance(c, str) for c in context):
         context = "\n\n".join(context)
     elif context is not None and not isinstance(context, str):
         _expect_type(context, "a string, a list of strings, or null", "context", where)
-
     category = rec.pop("category", None)
-    if category is None:
-        category = "default"
-    elif not isinstance(category, str) or not category.strip():
+    category = "default" if category is None else category
+    if not isinstance(category, str) or not category.strip():
         _expect_type(category, "a non-empty string", "category", where)
-
     origin = rec.pop("origin", None)
-    if origin is not None and type(origin) is not str:
-        if isinstance(origin, (int, float)) and not isinstance(origin, bool):
-            origin = str(origin)
-        if not isinstance(origin, str):
-            _expect_type(origin, "a string or null", "origin", where)
-
+    if isinstance(origin, int | float) and not isinstance(origin, bool):
+        origin = str(origin)
+    elif origin is not None and not isinstance(origin, str):
+        _expect_type(origin, "a string or null", "origin", where)
     expect = rec.pop("expect", None)
     if expect is not None and type(expect) is not dict and not isinstance(expect, Mapping):
         _expect_type(expect, "an object of expectations", "expect", where)
     expect = dict(expect or {})
-    try:  # (a try costs nothing until it catches; this runs for every case read)
+    try:
         built = tuple(checks.checks_from_expect(expect))
     except InputError as exc:  # a wrong expect block, or a key whose extra this copy lacks
         raise DatasetError(exc.reason, field=exc.field, **where) from None
-
     tool_calls = rec.pop("tool_calls", None)
     if tool_calls is not None and not isinstance(tool_calls, list):
         _expect_type(tool_calls, "a list of tool calls", "tool_calls", where)
@@ -318,7 +252,6 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
         _read("tool_calls", tool_calls, where)
         if null_output:
             output = ""  # "content": null with tool calls: a response that only calls tools
-
     given_label = rec.pop("label", None)
     label = _label_of(given_label)
     if label is _MISSING:
@@ -326,7 +259,7 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
 
     case = _NEW_CASE(Case)  # every field given: the dataclass's frozen __init__ costs 5x more
     case.__dict__.update(
-        id=raw_id,
+        id=case_id,
         input=rec.pop("input", None),
         output=output,
         context=context,
@@ -348,8 +281,7 @@ _NEW_CASE = object.__new__
 
 
 def _read(reader: str, value: Any, where: dict[str, Any]) -> Any:
-    """What the extra at ``_EXTRAS["reader"][reader]`` reads of ``value`` (the ``messages``
-    reader may set the record's output and tool_calls); its errors are errors at this line."""
+    """What the extra ``_EXTRAS["reader"][reader]`` reads of ``value``; errors at this line."""
     try:
         return _extra("reader", reader, what=f"a case with {reader}")(value)
     except InputError as exc:
@@ -358,11 +290,8 @@ def _read(reader: str, value: Any, where: dict[str, Any]) -> Any:
 
 def _has_messages(value: Any) -> bool:
     """Whether ``value`` looks like a chat message list: objects that all have a ``role``."""
-    return (
-        isinstance(value, list)
-        and bool(value)
-        and all(isinstance(item, Mapping) and "role" in item for item in value)
-    )
+    roles = isinstance(value, list) and all(isinstance(m, Mapping) and "role" in m for m in value)
+    return roles and bool(value)
 
 
 def _label_of(label: Any) -> Any:
@@ -388,8 +317,8 @@ def iter_cases(
     unique_ids: bool = True,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> Iterator[Case]:
-    """Read and validate cases one at a time, in flat memory; a DatasetError comes at the first
-    bad record, so consume it all before acting on any case.
+    """Read and validate cases one at a time; a DatasetError comes at the first bad record, so
+    consume them all before acting on any.
 
     >>> import json, tempfile, os
     >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
@@ -398,45 +327,57 @@ def iter_cases(
     ['¿Cuánto?']
     >>> os.remove(f.name)
     """
-    path = str(path)
-    fields = dict(fields or {})
+    path, fields = str(path), dict(fields or {})
     for key in fields:
         _check_recognised(key)
-    reading = functools.partial(_validated, path, fields, id_from_line, format, max_line_bytes)
+    again = functools.partial(
+        iter_cases,
+        path,
+        fields=fields,
+        id_from_line=id_from_line,
+        format=format,
+        unique_ids=False,
+        max_line_bytes=max_line_bytes,
+    )
+    found, records = dict.fromkeys(fields, 0), 0
+    json_cells = {*_JSON_CELLS, *(fields[key] for key in _JSON_CELLS if key in fields)}
     with _IdIndex() as seen:
-        for line, case in reading():
-            if unique_ids:
-                repeated = seen.add(case.id, line)
-                if repeated is not None:
-                    raise _duplicate(repeated, path, reading)
+        for line, record in _iter_records(path, format, json_cells, max_line_bytes):
+            where: dict[str, Any] = {"path": path, "line": line}
+            records += 1
+            if fields:
+                if not isinstance(record, Mapping):
+                    raise DatasetError(f"expected a JSON object, got {_describe(record)}", **where)
+                record = _apply_mapping(record, fields, where)
+                for key in fields:
+                    found[key] += key in record
+            case = _build_case(record, where, line_id=f"line-{line}" if id_from_line else None)
+            if unique_ids and (repeated := seen.add(case.id, line)):
+                raise _duplicate(repeated, path, again)
             yield case
-        repeated = seen.flush()
-        if repeated is not None:
-            raise _duplicate(repeated, path, reading)
+        for key, count in found.items():
+            if records and not count:
+                reason = f"{key}={fields[key]}: the path is in none of the {records} records"
+                raise DatasetError(reason, path=path, field="fields")
+        if repeated := seen.flush():
+            raise _duplicate(repeated, path, again)
 
 
 def _duplicate(
-    repeated: tuple[str, int], path: str, reading: Callable[[], Iterator[tuple[int, Case]]]
+    repeated: tuple[str, int], path: str, again: Callable[[], Iterator[Case]]
 ) -> DatasetError:
-    """The error for an id read twice, naming the line of its first occurrence (read again)."""
     case_id, line = repeated
     first = ""
-    if path != "-":
-        earlier = next((number for number, case in reading() if case.id == case_id), None)
+    if path != "-":  # the line of its first occurrence, read again
+        earlier = next((case.line for case in again() if case.id == case_id), None)
         first = f" (first on line {earlier})"
-    return DatasetError(
-        f"duplicate id {case_id!r}{first}; ids must be unique", field="id", path=path, line=line
-    )
+    reason = f"duplicate id {case_id!r}{first}; ids must be unique"
+    return DatasetError(reason, field="id", path=path, line=line)
 
 
 class _IdIndex:
     """The ids seen, as 96-bit digests; past ``spill_after`` they move to the index on disk of
-    tinyeval/scale/ (if present), where a repeat shows when its batch is written or flushed.
-
-    >>> with _IdIndex() as seen:
-    ...     [seen.add(i, n) for n, i in enumerate(["a", "b", "a"], 1)], seen.flush()
-    ([None, None, ('a', 3)], None)
-    """
+    tinyeval/scale/ (if present), where a repeat shows when its batch is written or flushed."""
 
     def __init__(self, *, spill_after: int = 50_000, batch: int = 10_000) -> None:
         self._memory: set[bytes] = set()
@@ -474,46 +415,8 @@ class _IdIndex:
             self._disk = None
 
 
-def _validated(
-    path: str,
-    fields: Mapping[str, str],
-    id_from_line: bool,
-    format: str | None,
-    max_line_bytes: int = MAX_LINE_BYTES,
-) -> Iterator[tuple[int, Case]]:
-    """Every record as a validated case, with its line; a ``--field`` path found in no record is
-    an error once the file is read."""
-    found = dict.fromkeys(fields, 0)
-    records = 0
-    json_cells = {*_JSON_CELLS, *(fields[key] for key in _JSON_CELLS if key in fields)}
-    for line, record in _iter_records(path, format, json_cells, max_line_bytes):
-        where: dict[str, Any] = {"path": path, "line": line}
-        records += 1
-        if fields:
-            if not isinstance(record, Mapping):
-                raise DatasetError(f"expected a JSON object, got {_describe(record)}", **where)
-            record = _apply_mapping(record, fields, where)
-            for key in fields:
-                found[key] += key in record
-        yield line, _build_case(record, where, line_id=f"line-{line}" if id_from_line else None)
-    for key, count in found.items():
-        if records and not count:
-            raise DatasetError(
-                f"{key}={fields[key]}: the path is in none of the {records} records",
-                path=path,
-                field="fields",
-            )
-
-
-def load(
-    path: str | Path,
-    *,
-    fields: Mapping[str, str] | None = None,
-    id_from_line: bool = False,
-    format: str | None = None,
-    max_line_bytes: int = MAX_LINE_BYTES,
-) -> list[Case]:
-    """Load and validate every case of a file (an empty file is an error: a gate over nothing).
+def load(path: str | Path, **options: Any) -> list[Case]:
+    """Every case of :func:`iter_cases` (same options), read; an empty file is an error.
 
     >>> import tempfile, os
     >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
@@ -522,15 +425,7 @@ def load(
     [('a', 'tone')]
     >>> os.remove(f.name)
     """
-    cases = list(
-        iter_cases(
-            path,
-            fields=fields,
-            id_from_line=id_from_line,
-            format=format,
-            max_line_bytes=max_line_bytes,
-        )
-    )
+    cases = list(iter_cases(path, **options))
     if not cases:
         raise DatasetError("no cases in the file", path=str(path))
     return cases
@@ -553,16 +448,14 @@ def sample(cases: Iterable[Case], n: int, *, seed: int | str) -> list[Case]:
 
 
 def in_holdout(case_id: str, fraction: float, *, salt: str = "tinyeval-holdout") -> bool:
-    """Whether a case id falls in the holdout of :func:`split_holdout` (same hash, same answer).
+    """Whether a case id falls in the holdout of :func:`split_holdout`.
 
     >>> in_holdout("amt-001", 0.2) == (split_holdout([Case(id="amt-001")], 0.2)[1] != [])
     True
     """
     if not 0.0 < fraction < 1.0:
-        raise DatasetError(
-            f"expected a number between 0 and 1 (exclusive), got {fraction!r}",
-            field="holdout fraction",
-        )
+        reason = f"expected a number between 0 and 1 (exclusive), got {fraction!r}"
+        raise DatasetError(reason, field="holdout fraction")
     digest = hashlib.sha256(f"{salt}\x00{case_id}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64 < fraction
 
@@ -570,8 +463,7 @@ def in_holdout(case_id: str, fraction: float, *, salt: str = "tinyeval-holdout")
 def split_holdout(
     cases: Iterable[Case], fraction: float, *, salt: str = "tinyeval-holdout"
 ) -> tuple[list[Case], list[Case]]:
-    """Split cases into (development, holdout) by a stable hash of each id and the salt: when
-    the file grows, no case changes sides.
+    """(development, holdout) by a stable hash of each id: as the file grows, no case moves.
 
     >>> dev, hold = split_holdout([Case(id=f"c{i}") for i in range(1000)], 0.2)
     >>> len(hold)
@@ -600,14 +492,11 @@ def dataset_fingerprint(cases: Iterable[Case]) -> str:
 
 
 class Fingerprinting:
-    """:func:`dataset_fingerprint` taken as the cases stream by: :meth:`adding` passes each on,
-    :meth:`value` is the fingerprint so far.
+    """:func:`dataset_fingerprint` taken as the cases stream by through :meth:`adding`.
 
     >>> taking = Fingerprinting()
-    >>> [c.id for c in taking.adding([Case(id="a"), Case(id="b")])]
-    ['a', 'b']
-    >>> taking.value() == dataset_fingerprint([Case(id="b"), Case(id="a")])
-    True
+    >>> len(list(taking.adding([Case("a")]))), taking.value() == dataset_fingerprint([Case("a")])
+    (1, True)
     """
 
     def __init__(self) -> None:
