@@ -285,8 +285,29 @@ def page_params() -> list[Any]:
     return [pytest.param(page, id=str(page.relative_to(ROOT))) for page in PAGES]
 
 
+@pytest.fixture
+def isolated(tmp_path: Path) -> Iterator[None]:
+    """What a page's Python may change for the tests after it: the expect keys it registers,
+    the modules it imports from its sandbox, the import path."""
+    from tinyeval import checks
+
+    keys, order = dict(checks._EXPECT), dict(checks._ORDER)
+    modules, path = set(sys.modules), list(sys.path)
+    yield
+    checks._EXPECT.clear()
+    checks._EXPECT.update(keys)
+    checks._ORDER.clear()
+    checks._ORDER.update(order)
+    for name in set(sys.modules) - modules:  # the page's own modules (jurors, gen, mychecks)
+        if str(getattr(sys.modules[name], "__file__", "")).startswith(str(tmp_path)):
+            del sys.modules[name]
+    sys.path[:] = path
+
+
 @pytest.mark.parametrize("page", page_params())
-def test_every_example_of_the_page_runs_as_shown(page: Path, tmp_path: Path) -> None:
+def test_every_example_of_the_page_runs_as_shown(
+    page: Path, tmp_path: Path, isolated: None
+) -> None:
     sandbox = _sandbox(tmp_path)
     globs: dict[str, Any] = {"__name__": "docs"}
     problems: list[str] = []
