@@ -27,7 +27,6 @@ from tinyeval.checks import (
     equals,
     get_path,
     has_field,
-    has_fields,
     in_range,
     matches,
     max_chars,
@@ -219,7 +218,7 @@ def test_get_path_finds_what_was_put_there(example: tuple[Any, str, Any]) -> Non
 
 def test_fields_pass_fail_and_null_counts_as_present() -> None:
     output = '{"amount": 125050, "payee": {"name": null}}'
-    assert run_checks(output, has_fields("amount", "payee.name", "currency")) == {
+    assert run_checks(output, [has_field(p) for p in ("amount", "payee.name", "currency")]) == {
         "field:amount": True,
         "field:payee.name": True,
         "field:currency": False,
@@ -230,14 +229,9 @@ def test_fields_pass_fail_and_null_counts_as_present() -> None:
 
 
 def test_json_checks_fail_on_non_json_output_with_the_reason() -> None:
-    results = run_checks_detailed("Transferiré $1.250,50", has_fields("amount"))
+    results = run_checks_detailed("Transferiré $1.250,50", [has_field("amount")])
     assert results["field:amount"].passed is False
     assert (results["field:amount"].detail or "").startswith("not valid JSON")
-
-
-def test_has_fields_needs_a_path() -> None:
-    with pytest.raises(CheckSpecError):
-        has_fields()
 
 
 # --- equals: exactness ------------------------------------------------------------------
@@ -502,6 +496,9 @@ def test_valid_json_false_and_empty_expect_give_no_checks() -> None:
         ({"fields": ["amount", "amount"]}, "expect.fields[1]", "repeats entry 0"),
         ({"equals": [1]}, "expect.equals", "expected an object of path → value"),
         ({"equals": {}}, "expect.equals", "would check nothing"),
+        ({"equals": {1: 5}}, "expect.equals.1", "expected a dotted path"),
+        ({"one_of": {None: [1]}}, "expect.one_of.None", "expected a dotted path"),
+        ({"contains": ()}, "expect.contains", "would check nothing"),
         ({"equals": {"amount": {1, 2}}}, "expect.equals.amount", "expected a JSON value"),
         ({"equals": {"amount": float("nan")}}, "expect.equals.amount", "finite number"),
         ({"one_of": ["ARS"]}, "expect.one_of", "expected an object of path"),
@@ -631,7 +628,7 @@ def test_duplicate_names_are_an_error_never_an_overwrite() -> None:
 
 def test_items_that_are_not_checks_are_an_error() -> None:
     with pytest.raises(CheckSpecError, match="unpack"):
-        run_checks("x", [has_fields("a")])  # type: ignore[list-item]
+        run_checks("x", [[has_field("a")]])  # type: ignore[list-item]
     with pytest.raises(CheckSpecError, match="expected a check"):
         run_checks("x", ["contains:x"])  # type: ignore[list-item]
 
@@ -707,7 +704,7 @@ def test_json_is_parsed_once_per_distinct_output(monkeypatch: pytest.MonkeyPatch
     checks._parse_json.cache_clear()
     monkeypatch.setattr(checks, "_DECODER", Counting())  # the decoder checks parse with
     output = '{"amount": 125050, "currency": "ARS", "unique": 8812}'
-    built = [valid_json(), *has_fields("amount", "currency"), equals("amount", 125050)]
+    built = [valid_json(), has_field("amount"), has_field("currency"), equals("amount", 125050)]
     assert all(run_checks(output, built).values())
     assert calls == [output]
 

@@ -96,7 +96,7 @@ def test_completeness_counts_cases_and_shards() -> None:
     assert str(found) == "incomplete: 20 of 30 cases"
     named = completeness(rows, expected_ids=[str(i) for i in range(30)])
     assert named.missing_ids == tuple(sorted(str(i) for i in range(20, 30)))
-    assert completeness([{"id": "a"}]).known is False  # an old row: nothing to compare with
+    assert completeness([{"id": "a"}]).expected is None  # an old row: nothing to compare with
 
 
 def test_merge_refuses_missing_duplicated_and_foreign_shards() -> None:

@@ -20,11 +20,11 @@ from tinyeval.records import ResultsFileError, read_rows
 from tinyeval.runner import (
     Observer,
     RunnerError,
-    dry_run,
     evaluate_case,
     run,
     shard_index,
 )
+from tinyeval.scale.plan import dry_run
 from tinyeval.session import parse_shard
 
 

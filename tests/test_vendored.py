@@ -112,3 +112,11 @@ def test_what_needs_a_deleted_extra_says_so_in_one_line(project: Path) -> None:
         "tools_required" in lines[0] and "needs tinyeval/agents/, which this copy lacks" in lines[0]
     )
     assert not (project / "tools-rows.jsonl").exists()
+
+
+def test_a_dry_run_in_the_copy_names_the_cost_planner_it_lacks(project: Path) -> None:
+    done = _python(project, "-m", "tinyeval", "run", "cases.jsonl", "--dry-run")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "tinyeval: error: a dry run needs tinyeval/scale/, which this copy lacks"
+    ]

@@ -135,6 +135,7 @@ _EXTRAS: dict[str, dict[str, str]] = {
         "usd": "scale.cost:format_usd",
         "plan": "scale.spend:plan_cost",
         "plan_line": "scale.spend:plan_cost_line",
+        "dry_run": "scale.plan:dry_run",
     },
     # executors by scheme ("dask")
     "executor": {

@@ -1,9 +1,8 @@
-"""Bounding user regexes: the shapes known to backtrack exponentially are refused when a check
-is built; a pattern with any unbounded quantifier runs in a worker process killed past its time
-budget (a thread running ``re`` cannot be stopped).
+"""Bounding user regexes: a shape known to backtrack exponentially is refused; a pattern that can
+backtrack runs in a worker process killed past its time budget (``re`` cannot be stopped).
 
->>> exponential_shape(re.compile(r"^(a+)+$")) is not None, can_backtrack(re.compile("abc"))
-(True, False)
+>>> backtracking(re.compile(r"^(a+)+$"))[1], backtracking(re.compile(r"\\d+,(a++)+"))
+('it nests an unbounded quantifier inside another, as in (a+)+', (True, None))
 """
 
 from __future__ import annotations
@@ -16,9 +15,8 @@ import queue
 import re
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import suppress
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:  # started on the first search that needs a time limit
     import subprocess
@@ -26,322 +24,218 @@ if TYPE_CHECKING:  # started on the first search that needs a time limit
 REGEX_TIMEOUT = 2.0
 """Seconds a user regex may take on one output before its check fails."""
 
-# the parser behind re.compile (private: only the tree it builds is read)
-_sre_parser: Any = importlib.import_module("re._parser")
-_sre_constants: Any = importlib.import_module("re._constants")
-
+# the parser and compiler behind re.compile (private: only the tree they build is read)
+_parser: Any = importlib.import_module("re._parser")
+_compiler: Any = importlib.import_module("re._compiler")
+_c: Any = importlib.import_module("re._constants")
 _UNBOUNDED = 1 << 16  # a {m,n} quantifier with n above this counts as unbounded
-_REPEATS = (_sre_constants.MAX_REPEAT, _sre_constants.MIN_REPEAT)
-_KEEPS = (_sre_constants.ATOMIC_GROUP, _sre_constants.POSSESSIVE_REPEAT)  # give nothing back
+_REPEATS = (_c.MAX_REPEAT, _c.MIN_REPEAT)
+_KEEPS = (_c.ATOMIC_GROUP, _c.POSSESSIVE_REPEAT)  # give nothing back
+_SINGLE = (_c.LITERAL, _c.NOT_LITERAL, _c.IN, _c.ANY)  # the nodes that match one character
+Item: TypeAlias = "tuple[Any, Any]"  # one node of a parsed pattern: (op, argument)
+Starts: TypeAlias = "Callable[[list[Item]], set[int]]"  # the sample characters nodes match
 
 
-def _walk_subpatterns(value: Any) -> Iterator[Any]:
-    """Every nested parsed sub-sequence inside one node's argument."""
-    if isinstance(value, _sre_parser.SubPattern):
-        yield value
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _walk_subpatterns(item)
+def _nodes(part: Any, *, into_keeps: bool = False) -> Iterator[Item]:
+    """Every node in part of a parsed pattern, depth first; in atomic parts with ``into_keeps``."""
+    if isinstance(part, _parser.SubPattern):
+        for op, argument in part:
+            yield op, argument
+            if into_keeps or op not in _KEEPS:
+                yield from _nodes(argument, into_keeps=into_keeps)
+    elif isinstance(part, list | tuple):  # a node's argument: SubPatterns among other values
+        for item in part:
+            yield from _nodes(item, into_keeps=into_keeps)
 
 
 def _has_unbounded(sequence: Any) -> bool:
-    """Whether a parsed sequence holds a backtracking unbounded quantifier."""
+    return any(op in _REPEATS and argument[1] > _UNBOUNDED for op, argument in _nodes(sequence))
+
+
+def _first_items(sequence: Any) -> list[Item] | None:
+    """The nodes the first character a sequence matches comes from; None when unknown."""
+    items: list[Item] = []
     for op, argument in sequence:
-        if op in _REPEATS and argument[1] > _UNBOUNDED:
-            return True
-        if op in _KEEPS:
-            continue
-        if any(_has_unbounded(sub) for sub in _walk_subpatterns(argument)):
-            return True
-    return False
-
-
-_SINGLE = ("LITERAL", "NOT_LITERAL", "IN", "ANY")
-
-
-def _first_items(sequence: Any) -> list[tuple[Any, Any]] | None:
-    """What the first character a sequence matches can be; None when unknown."""
-    items: list[tuple[Any, Any]] = []
-    for op, argument in sequence:
-        if op is _sre_constants.AT:
-            continue
-        if str(op) in _SINGLE:
+        if op in _SINGLE:
             return [*items, (op, argument)]
-        if op in (_sre_constants.SUBPATTERN, _sre_constants.ATOMIC_GROUP):
-            inner = _first_items(argument[3] if op is _sre_constants.SUBPATTERN else argument)
+        if op is _c.SUBPATTERN or op is _c.ATOMIC_GROUP:
+            inner = _first_items(argument[3] if op is _c.SUBPATTERN else argument)
             return None if inner is None else items + inner
-        if op in _REPEATS or op is _sre_constants.POSSESSIVE_REPEAT:
-            inner = _first_items(argument[2])
-            if inner is None:
-                return None
-            items += inner
-            if argument[0] > 0:
-                return items
-            continue
-        if op is _sre_constants.BRANCH:
-            for alternative in argument[1]:
+        if op in _REPEATS or op is _c.POSSESSIVE_REPEAT or op is _c.BRANCH:
+            for alternative in argument[1] if op is _c.BRANCH else [argument[2]]:
                 inner = _first_items(alternative)
                 if inner is None:
                     return None
                 items += inner
-            return items  # an empty alternative is ignored: a slight under-estimate
-        return None  # a back-reference, a lookaround, a conditional: not followed
+            if op is _c.BRANCH or argument[0] > 0:  # (an empty alternative is not followed)
+                return items
+        elif op is not _c.AT:
+            return None  # a back-reference, a lookaround, a conditional: not followed
     return items
 
 
-_CATEGORY_TESTS = {  # CATEGORY_DIGIT: \d, CATEGORY_NOT_DIGIT: \D, ...
-    f"CATEGORY_{negated}{name}": re.compile("\\" + (letter.upper() if negated else letter))
-    for name, letter in (("DIGIT", "d"), ("SPACE", "s"), ("WORD", "w"))
-    for negated in ("", "NOT_")
-}
-
-
-def _in_class(items: Any, code: int) -> bool:
-    negate = found = False
-    for op, argument in items:
-        if op is _sre_constants.NEGATE:
-            negate = True
-        elif op is _sre_constants.LITERAL:
-            found = found or argument == code
-        elif op is _sre_constants.RANGE:
-            found = found or argument[0] <= code <= argument[1]
-        elif op is _sre_constants.CATEGORY:
-            test = _CATEGORY_TESTS.get(str(argument))
-            found = found or test is None or test.match(chr(code)) is not None
-        else:
-            found = True  # a class item not modelled here: assume it may match
-    return found != negate
-
-
-def _may_start_with(item: tuple[Any, Any], code: int) -> bool:
-    op, argument = item
-    if op is _sre_constants.IN:
-        return _in_class(argument, code)
-    if op is _sre_constants.LITERAL or op is _sre_constants.NOT_LITERAL:
-        return (argument == code) is (op is _sre_constants.LITERAL)
-    return True  # ANY
+def _char_items(sequence: Any) -> list[Item]:
+    return [node for node in _nodes(sequence, into_keeps=True) if node[0] in _SINGLE]
 
 
 def _codes_in(sequence: Any) -> Iterator[int]:
-    """Every literal code point and range end in a parsed pattern (the overlap samples)."""
+    """Every literal code point and range end in a parsed pattern (samples of its alphabet)."""
     for op, argument in _char_items(sequence):
-        for kind, value in argument if op is _sre_constants.IN else [(op, argument)]:
-            if kind in (_sre_constants.LITERAL, _sre_constants.NOT_LITERAL):
+        for kind, value in argument if op is _c.IN else [(op, argument)]:
+            if kind is _c.LITERAL or kind is _c.NOT_LITERAL:
                 yield value
-            elif kind is _sre_constants.RANGE:
+            elif kind is _c.RANGE:
                 yield from value
 
 
-def _overlap(first: list[tuple[Any, Any]], second: list[tuple[Any, Any]], samples: Any) -> bool:
-    return any(
-        any(_may_start_with(a, code) for a in first)
-        and any(_may_start_with(b, code) for b in second)
-        for code in samples
-    )
-
-
-def _ambiguous_branch(sequence: Any, samples: Any) -> bool:
-    """Whether a sequence holds alternatives that can start with the same character."""
-    for op, argument in sequence:
-        if op is _sre_constants.BRANCH:
+def _ambiguous_branch(sequence: Any, starts: Starts) -> bool:
+    for op, argument in _nodes(sequence):
+        if op is _c.BRANCH:
             alternatives = [(list(alt), _first_items(alt)) for alt in argument[1]]
             for (one, first), (other, second) in itertools.combinations(alternatives, 2):
-                if one == other:
-                    return True  # the same alternative twice: (a|a)
-                if first and second and _overlap(first, second, samples):
-                    return True  # (an empty or unknown start is not claimed ambiguous)
-        if op in _KEEPS:
-            continue
-        if any(_ambiguous_branch(sub, samples) for sub in _walk_subpatterns(argument)):
-            return True
+                # (a|a) is ambiguous; an empty or unknown start is not claimed to be
+                if one == other or (first and second and starts(first) & starts(second)):
+                    return True
     return False
 
 
-def _char_items(sequence: Any) -> list[tuple[Any, Any]]:
-    """Every single-character item anywhere in a parsed sequence."""
-    found: list[tuple[Any, Any]] = []
+def _mandatory_items(sequence: Any) -> Iterator[Item]:
     for op, argument in sequence:
-        if str(op) in _SINGLE:
-            found.append((op, argument))
-        for sub in _walk_subpatterns(argument):
-            found += _char_items(sub)
-    return found
+        if op in _SINGLE:
+            yield op, argument
+        elif op is _c.SUBPATTERN:
+            yield from _mandatory_items(argument[3])
+        elif op is _c.MAX_REPEAT and argument[0] >= 1 and argument[1] <= _UNBOUNDED:
+            yield from _mandatory_items(argument[2])
 
 
-def _mandatory_items(sequence: Any) -> list[tuple[Any, Any]]:
-    """The single characters a sequence must match outside its unbounded quantifiers."""
-    found: list[tuple[Any, Any]] = []
+def _flatten(sequence: Any) -> Iterator[Item]:
     for op, argument in sequence:
-        if str(op) in _SINGLE:
-            found.append((op, argument))
-        elif op is _sre_constants.SUBPATTERN:
-            found += _mandatory_items(argument[3])
-        elif op is _sre_constants.MAX_REPEAT and argument[0] >= 1 and argument[1] <= _UNBOUNDED:
-            found += _mandatory_items(argument[2])
-    return found
-
-
-def _flatten(sequence: Any) -> Iterator[tuple[Any, Any]]:
-    for op, argument in sequence:
-        if op is _sre_constants.SUBPATTERN:
+        if op is _c.SUBPATTERN:
             yield from _flatten(argument[3])
         else:
             yield op, argument
 
 
-def _separated(body: Any, samples: Any) -> bool:
-    """Whether each pass of a repeated body must match a character its inner
-    unbounded quantifiers cannot, as the comma in ``(\\d+,)*``: then the
-    passes cannot trade characters and there is one way to match."""
+def _separated(body: Any, starts: Starts) -> bool:
+    """Whether each pass of a repeated body must match a character its inner unbounded
+    quantifiers cannot, as the comma in ``(\\d+,)*``: then there is one way to match."""
     items = list(_flatten(body))
-    inner: list[tuple[Any, Any]] = []
+    inner: list[Item] = []
     for op, argument in items:
         if op in _REPEATS and argument[1] > _UNBOUNDED:
             inner += _char_items(argument[2])
-        elif op is _sre_constants.BRANCH and _has_unbounded([(op, argument)]):
-            if len(items) > 1 or not all(_separated(alt, samples) for alt in argument[1]):
+        elif op is _c.BRANCH and _has_unbounded(argument):
+            if len(items) > 1 or not all(_separated(alt, starts) for alt in argument[1]):
                 return False
-        elif _has_unbounded([(op, argument)]):
+        elif op not in _KEEPS and _has_unbounded(argument):
             return False  # an unbounded quantifier deeper in: not analysed
-    if not inner:
-        return True
-    mandatory = _mandatory_items(items)
-    return any(not _overlap([item], [other], samples) for item in mandatory for other in inner)
+    return not inner or any(
+        not starts([item]) & starts([other]) for item in _mandatory_items(items) for other in inner
+    )
 
 
-def _exponential_shape(sequence: Any, samples: Any) -> str | None:
-    """Why a parsed pattern can backtrack exponentially, or None."""
-    for op, argument in sequence:
-        if op in _KEEPS:
-            continue
+def _exponential_shape(sequence: Any, starts: Starts) -> str | None:
+    for op, argument in _nodes(sequence):
         if op in _REPEATS and argument[1] > _UNBOUNDED:
             body = argument[2]
-            if _has_unbounded(body) and not _separated(body, samples):
+            if _has_unbounded(body) and not _separated(body, starts):
                 return "it nests an unbounded quantifier inside another, as in (a+)+"
-            if _ambiguous_branch(body, samples):
+            if _ambiguous_branch(body, starts):
                 return (
                     "it repeats, without bound, alternatives that can match the same"
                     " text, as in (a|a)* or (ab|a.)*"
                 )
-        for sub in _walk_subpatterns(argument):
-            why = _exponential_shape(sub, samples)
-            if why:
-                return why
     return None
 
 
-def exponential_shape(compiled: re.Pattern[str]) -> str | None:
-    """Why ``compiled`` can take exponential time, or None when no known shape is found.
-
-    >>> exponential_shape(re.compile(r"(a++)+$")) is None  # possessive: no backtracking
-    True
-    """
-    parsed = _sre_parser.parse(compiled.pattern, compiled.flags & ~re.UNICODE)
+def backtracking(compiled: re.Pattern[str]) -> tuple[bool, str | None]:
+    """Whether ``compiled`` can backtrack (is not linear), and why it may take exponential time."""
+    parsed = _parser.parse(compiled.pattern, compiled.flags & ~re.UNICODE)
+    if not _has_unbounded(parsed):
+        return False, None
     samples = sorted({*range(128), 0xA0, 0xE9, 0x0661, 0x4E2D, *_codes_in(parsed)})
-    return _exponential_shape(parsed, samples)
 
+    def starts(items: list[Item]) -> set[int]:
+        found: set[int] = set()
+        for item in items:  # each node compiled alone, under the pattern's flags
+            one = _compiler.compile(_parser.SubPattern(parsed.state, [item]))
+            found.update(code for code in samples if one.match(chr(code)))
+        return found
 
-def can_backtrack(compiled: re.Pattern[str]) -> bool:
-    """Whether ``compiled`` has an unbounded quantifier, so its time is not linear.
-
-    >>> can_backtrack(re.compile(r"\\d{22}")), can_backtrack(re.compile(r"\\s+$"))
-    (False, True)
-    """
-    return _has_unbounded(_sre_parser.parse(compiled.pattern, compiled.flags & ~re.UNICODE))
+    return True, _exponential_shape(parsed, starts)
 
 
 _WORKER_SOURCE = """
 import json, re, sys
-cache = {}
 for line in sys.stdin:
     pattern, flags, text = json.loads(line)
-    key = (pattern, flags)
-    if key not in cache:
-        cache.clear() if len(cache) > 256 else None
-        cache[key] = re.compile(pattern, flags)
-    found = cache[key].search(text)
-    reply = None if found is None else [found.start(), found.end()]
-    sys.stdout.write(json.dumps(reply) + "\\n")
+    found = re.search(pattern, text, flags)
+    sys.stdout.write(json.dumps(found and found.span()) + "\\n")
     sys.stdout.flush()
 """
+_LOCK = threading.Lock()
+_WORKER: list[subprocess.Popen[str]] = []  # the one worker process, once started
 
 
-class _RegexWorker:
-    """One process that runs searches; killed and replaced when one overruns."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._process: subprocess.Popen[str] | None = None
-
-    def _kill(self) -> None:
-        process, self._process = self._process, None
-        if process is not None:
-            process.kill()
-            process.wait()
-            for stream in (process.stdin, process.stdout):
-                if stream is not None:
-                    with suppress(OSError):
-                        stream.close()
-
-    def search(
-        self, compiled: re.Pattern[str], text: str, timeout: float
-    ) -> tuple[int, int] | None:
-        """``(start, end)`` of the first match, None without one; TimeoutError past ``timeout``."""
-        import subprocess
-
-        request = json.dumps([compiled.pattern, compiled.flags, text]) + "\n"
-        with self._lock:
-            if self._process is None or self._process.poll() is not None:
-                self._process = subprocess.Popen(
-                    [sys.executable, "-I", "-S", "-c", _WORKER_SOURCE],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.DEVNULL,
-                    text=True,
-                    encoding="utf-8",
-                    errors="surrogatepass",
-                )
-            stdin, stdout = self._process.stdin, self._process.stdout
-            assert stdin is not None and stdout is not None
-            replies: queue.SimpleQueue[str] = queue.SimpleQueue()
-
-            def exchange() -> None:  # in a thread: the worker may never answer
-                try:
-                    stdin.write(request)
-                    stdin.flush()
-                    replies.put(stdout.readline())
-                except (OSError, ValueError):
-                    replies.put("")
-
-            threading.Thread(target=exchange, daemon=True).start()
-            try:
-                reply = replies.get(timeout=timeout)
-            except queue.Empty:
-                self._kill()
-                raise TimeoutError(f"no result within {timeout:g} s") from None
-            if not reply:
-                self._kill()
-                raise TimeoutError("the regex worker stopped")
-        found = json.loads(reply)
-        return None if found is None else (found[0], found[1])
+@atexit.register
+def _stop_worker() -> None:
+    while _WORKER:
+        process = _WORKER.pop()
+        process.kill()
+        process.communicate()  # waits, and closes its pipes
 
 
-_WORKER = _RegexWorker()
-atexit.register(_WORKER._kill)
+def _search_in_worker(compiled: re.Pattern[str], text: str, timeout: float) -> Any:
+    """The worker's reply: ``[start, end]`` or None; TimeoutError when it gives none in time."""
+    import subprocess
+
+    if not _WORKER or _WORKER[0].poll() is not None:
+        _stop_worker()
+        _WORKER.append(
+            subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _WORKER_SOURCE],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                encoding="utf-8",
+                errors="surrogatepass",
+            )
+        )
+    stdin, stdout = _WORKER[0].stdin, _WORKER[0].stdout
+    assert stdin is not None and stdout is not None
+    request = json.dumps([compiled.pattern, compiled.flags, text]) + "\n"
+    replies: queue.SimpleQueue[str] = queue.SimpleQueue()
+
+    def exchange() -> None:  # in a thread: the worker may never answer
+        try:
+            stdin.write(request)
+            stdin.flush()
+            replies.put(stdout.readline())
+        except (OSError, ValueError):
+            replies.put("")
+
+    threading.Thread(target=exchange, daemon=True).start()
+    try:
+        reply = replies.get(timeout=timeout)
+    except queue.Empty:
+        _stop_worker()
+        raise TimeoutError(f"no result within {timeout:g} s") from None
+    if not reply:
+        _stop_worker()
+        raise TimeoutError("the regex worker stopped")
+    return json.loads(reply)
 
 
 def bounded_search(
     compiled: re.Pattern[str], backtracks: bool, output: str, timeout: float
 ) -> tuple[int, int] | str | None:
-    """``(start, end)``, None, or why the search was stopped (a check detail); a pattern that
-    can backtrack runs in the worker under ``timeout`` seconds.
-
-    >>> bounded_search(re.compile("b+"), True, "abba", 2.0)
-    (1, 3)
-    """
+    """``(start, end)``, None, or why the worker running a pattern that backtracks stopped it."""
     if backtracks:
         try:
-            return _WORKER.search(compiled, output, timeout)
+            with _LOCK:
+                found = _search_in_worker(compiled, output, timeout)
+            return None if found is None else (found[0], found[1])
         except TimeoutError as error:
             return (
                 f"regex stopped on an output of {len(output):,} characters: {error};"

@@ -1,5 +1,5 @@
 """The result row (its keys: those of :func:`new_row`), one JSON line per case: made, written,
-read back, tallied, merged, resumed, checked for completeness. Older rows still read."""
+read back, tallied, merged, resumed, checked for completeness."""
 
 from __future__ import annotations
 
@@ -11,53 +11,14 @@ import os
 import stat
 import tempfile
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from . import __version__, _formats
-from .errors import (
-    IncompleteError,
-    InputError,
-    describe_json,
-    json_problem,
-    plural,
-    shorten,
-    utc_stamp,
-)
-
-__all__ = [
-    "STATUSES",
-    "CategoryTally",
-    "Completeness",
-    "Provenance",
-    "ResultsFileError",
-    "Row",
-    "RowsWrittenWhole",
-    "case_rows",
-    "completeness",
-    "derived_status",
-    "iter_json_lines",
-    "merge_rows",
-    "new_row",
-    "out_lock",
-    "output_fingerprint",
-    "primary_verdict",
-    "provenance",
-    "read_rows",
-    "resumable_rows",
-    "run_manifest",
-    "tally",
-    "trials_of",
-    "verdict_errored",
-    "verdict_label",
-    "verdicts",
-    "write_records",
-    "write_row",
-    "write_text_atomically",
-]
+from .errors import IncompleteError, InputError, describe_json, plural, shorten, utc_stamp
 
 Row = dict[str, Any]
 
@@ -68,35 +29,20 @@ class ResultsFileError(InputError):
     """A results file that cannot be read back as rows, or rows that do not belong together."""
 
 
-# === Making rows ===
-
-_STAMPED: tuple[int, str] = (-1, "")  # (millisecond, its utc_stamp), shared by the rows of a run
-
-
 def row_stamp() -> str:
-    """:func:`tinyeval.errors.utc_stamp`, computed once per millisecond.
+    """:func:`tinyeval.errors.utc_stamp`, computed once per millisecond."""
+    return _stamp_of(time.time_ns() // 1_000_000)
 
-    >>> row_stamp() <= row_stamp()
-    True
-    """
-    global _STAMPED
-    now = time.time_ns() // 1_000_000
-    stamped = _STAMPED
-    if stamped[0] != now:
-        stamped = _STAMPED = (now, utc_stamp())
-    return stamped[1]
+
+@functools.lru_cache(maxsize=1)
+def _stamp_of(millisecond: int) -> str:
+    return utc_stamp()
 
 
 def new_row(
     case: Any, *, dataset_fingerprint: str | None = None, run: Mapping[str, Any] | None = None
 ) -> Row:
-    """A result row for ``case`` before anything is known: ``status`` is "error" until decided.
-
-    >>> from tinyeval.dataset import Case
-    >>> row = new_row(Case(id="a", output="hola"))
-    >>> row["id"], row["status"], row["judges"], row["run"]
-    ('a', 'error', {}, None)
-    """
+    """A result row for ``case`` before anything is known: ``status`` is "error" until decided."""
     return {
         "id": case.id,
         "category": case.category,
@@ -140,12 +86,7 @@ def run_manifest(
     cases_file: str | None = None,
     observers: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """What a run was meant to see, in every row's ``run``, so a reader tells a complete run
-    from a partial one (an observer with ``"skips_cases"`` makes fewer rows by design).
-
-    >>> run_manifest(cases=30, shard=(1, 3), shard_cases=11)["shard"]
-    '1/3'
-    """
+    """What a run was meant to see, in every row's ``run``, so a reader tells a partial run."""
     return {
         "cases": cases,
         "shard": f"{shard[0]}/{shard[1]}" if shard else None,
@@ -161,19 +102,13 @@ def run_manifest(
     }
 
 
-# === Reading verdicts out of a row ===
-
-
 def verdicts(row: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    """The row's judge verdicts by name, in the order the judges ran (an older row's lone
-    ``judge`` too).
+    """The row's judge verdicts by name, in the order the judges ran.
 
     >>> verdicts({"judge": {"name": "old", "verdict": "FAIL"}})
     {'old': {'name': 'old', 'verdict': 'FAIL'}}
     """
     judges = row.get("judges")
-    if type(judges) is dict and not judges and "judge" not in row:
-        return {}  # the common row: no judge looked at it
     if isinstance(judges, Mapping) and judges:
         return {str(name): v for name, v in judges.items() if isinstance(v, Mapping)}
     old = row.get("judge")
@@ -205,10 +140,8 @@ class Provenance(NamedTuple):
 def provenance(row: Mapping[str, Any], judge: str | None = None) -> Provenance:
     """The provenance of ``judge``'s verdict in ``row`` (default: the first judge's).
 
-    >>> row = {"judge_model": "openai:gpt-4o-mini",
-    ...        "judges": {"tone": {"rubric_fingerprint": "ab12", "criterion": "Is polite."}}}
-    >>> provenance(row)
-    Provenance(rubric_fingerprint='ab12', judge_model='openai:gpt-4o-mini', criterion='Is polite.')
+    >>> provenance({"judge_model": "builtin", "judges": {"tone": {"criterion": "Is polite."}}})
+    Provenance(rubric_fingerprint=None, judge_model='builtin', criterion='Is polite.')
     """
     verdict = primary_verdict(row, judge) or {}
     rubric = verdict.get("rubric_fingerprint") or row.get("rubric_fingerprint")
@@ -237,13 +170,7 @@ def verdict_errored(verdict: Mapping[str, Any]) -> bool:
 
 
 def derived_status(row: Mapping[str, Any]) -> str:
-    """The status a row's own error, checks and judge verdicts give it (as the run decides).
-
-    >>> derived_status({"checks": {"json": True}, "judges": {"tone": {"verdict": "FAIL"}}})
-    'fail'
-    >>> derived_status({"checks": {}, "judges": {}}), derived_status({"error": "timeout"})
-    ('unchecked', 'error')
-    """
+    """The status a row's own error, checks and judge verdicts give it (as the run decides)."""
     if row.get("error"):
         return "error"
     checks = row.get("checks") or {}
@@ -270,19 +197,12 @@ def output_fingerprint(output: Any) -> str | None:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-# === Tallies ===
-
-
 @dataclass
 class CategoryTally:
-    """Counts for one category. ``judged`` and ``unparsed`` count all judges' verdicts;
-    ``primary_parsed`` and ``primary_passed`` the first judge's, which a calibration corrects.
+    """Counts for one category (``primary_*``: the first judge's verdicts).
 
-    >>> t = CategoryTally()
-    >>> for status in ("pass", "error", "unchecked"):
-    ...     t.add({"id": status, "status": status})
-    >>> (t.passed, t.total, t.errors, t.unchecked, t.unchecked_ids)
-    (1, 3, 1, 1, ['unchecked'])
+    >>> tally([{"id": "b", "status": "unchecked"}])["default"].unchecked_ids
+    ['b']
     """
 
     total: int = 0
@@ -326,27 +246,17 @@ class CategoryTally:
 def tally(rows: Iterable[Mapping[str, Any]]) -> dict[str, CategoryTally]:
     """Per-category tallies of ``rows``, categories in sorted order.
 
-    >>> counts = tally([{"category": "b", "status": "pass"}, {"category": "a", "status": "fail"}])
-    >>> [(name, t.passed, t.total) for name, t in counts.items()]
-    [('a', 0, 1), ('b', 1, 1)]
+    >>> [(name, t.total) for name, t in tally([{"category": "b"}, {"category": "a"}]).items()]
+    [('a', 1), ('b', 1)]
     """
-    found: dict[str, CategoryTally] = {}
+    found: defaultdict[str, CategoryTally] = defaultdict(CategoryTally)
     for row in rows:
-        key = str(row.get("category") or "default")
-        tally_of = found.get(key)
-        if tally_of is None:
-            tally_of = found[key] = CategoryTally()
-        tally_of.add(row)
+        found[str(row.get("category") or "default")].add(row)
     return dict(sorted(found.items()))
 
 
-def trials_of(rows: Iterable[Mapping[str, Any]]) -> tuple[int, str]:
-    """``(k, rule)`` of the run that wrote ``rows``: each case run k times, passing when
-    ``all`` (or ``any``) of its trials pass; ``(1, "all")`` for a run without trials.
-
-    >>> trials_of([{"run": {"observers": {"trials": {"k": 3, "gate": "any"}}}}])
-    (3, 'any')
-    """
+def _trials_of(rows: Iterable[Mapping[str, Any]]) -> tuple[int, str]:
+    """``(k, rule)``: each case ran k times, passing when ``all`` (or ``any``) trials pass."""
     for row in rows:
         observers = _manifest(row).get("observers")
         found = observers.get("trials") if isinstance(observers, Mapping) else None
@@ -359,16 +269,10 @@ def trials_of(rows: Iterable[Mapping[str, Any]]) -> tuple[int, str]:
 def case_rows(
     rows: Sequence[Mapping[str, Any]], rule: str | None = None
 ) -> list[Mapping[str, Any]]:
-    """One row per case: the trial rows of a case joined by ``rule`` (default: the run's), a
-    case passing when ``all`` (or ``any``) of its trials pass; else its worst status.
-
-    >>> rows = [{"id": "a", "trial": t, "status": s} for t, s in enumerate(["pass", "fail"])]
-    >>> case_rows(rows, "all")[0]["status"], case_rows(rows, "any")[0]["status"]
-    ('fail', 'pass')
-    """
+    """One row per case: its trial rows joined by ``rule`` (default: the run's)."""
     if not any("trial" in row for row in rows):
         return list(rows)
-    passes = all if (rule or trials_of(rows)[1]) == "all" else any
+    passes = all if (rule or _trials_of(rows)[1]) == "all" else any
     by_case: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
         by_case.setdefault(str(row["id"]), []).append(row)
@@ -382,16 +286,14 @@ def case_rows(
     return joined
 
 
-# === Is a set of rows complete? ===
-
-
 @dataclass(frozen=True)
 class Completeness:
-    """Whether rows cover what their run was meant to see (``expected`` None: unknown).
+    """Whether rows cover what their run was meant to see (``expected`` None: unknown; a
+    ``reason``: the run stopped before its end, ``no_rows`` its categories without a row).
 
     >>> c = completeness([{"id": "a", "run": {"cases": 3, "shard": None}}])
-    >>> c.complete, c.seen, c.expected, str(c)
-    (False, 1, 3, 'incomplete: 1 of 3 cases')
+    >>> c.complete, str(c), str(Completeness(29, 45, reason="interrupted"))
+    (False, 'incomplete: 1 of 3 cases', 'incomplete: 29 of 45 cases (stopped: interrupted)')
     """
 
     seen: int
@@ -399,23 +301,23 @@ class Completeness:
     shards: int | None = None
     missing_shards: tuple[int, ...] = ()
     missing_ids: tuple[str, ...] = ()
-
-    @property
-    def known(self) -> bool:
-        """True when the rows say what their run was meant to see."""
-        return self.expected is not None
+    reason: str | None = None
+    no_rows: tuple[str, ...] = ()
 
     @property
     def complete(self) -> bool:
-        """True unless the rows are known to miss cases or shards."""
-        if self.expected is None:
-            return True
+        if self.reason is not None or self.expected is None:
+            return self.reason is None
         return self.seen >= self.expected and not self.missing_shards
 
     def __str__(self) -> str:
         if self.complete:
             return f"complete: {plural(self.seen, 'case')}"
+        if self.reason is not None and self.expected is None:
+            return f"incomplete: {plural(self.seen, 'case')} before it stopped ({self.reason})"
         text = f"incomplete: {self.seen:,} of {plural(self.expected or 0, 'case')}"
+        if self.reason is not None:
+            return f"{text} (stopped: {self.reason})"
         if self.missing_shards:
             shown = ", ".join(f"{i}/{self.shards}" for i in self.missing_shards)
             text += f" (missing {plural(len(self.missing_shards), 'shard')}: {shown})"
@@ -440,13 +342,12 @@ def completeness(
 ) -> Completeness:
     """What ``rows`` cover against their ``run`` manifest; ``expected_ids`` names the missing.
 
-    >>> manifest = {"cases": 2, "shard": "1/2", "shard_cases": 1}
-    >>> str(completeness([{"id": "a", "run": manifest}]))
+    >>> str(completeness([{"id": "a", "run": {"cases": 2, "shard": "1/2"}}]))
     'incomplete: 1 of 2 cases (missing 1 shard: 2/2)'
     """
     manifests = [row["run"] for row in rows if isinstance(row.get("run"), Mapping)]
     trials = Counter(str(row.get("id")) for row in rows)
-    k = trials_of(rows)[0]
+    k = _trials_of(rows)[0]
     ids = {key for key, count in trials.items() if count >= k}  # a case with every trial
     missing_ids: tuple[str, ...] = ()
     if expected_ids is not None:
@@ -482,15 +383,7 @@ def _whole(value: Any) -> int:
 def merge_rows(
     sources: Sequence[tuple[str, Sequence[Row]]], *, allow_partial: bool = False
 ) -> list[Row]:
-    """Join the rows of shards (``[(path, rows), …]``), refusing what cannot be one run: a
-    case or a shard in two files, another dataset, gate, judge, criterion or trial count, or
-    (unless ``allow_partial``) missing shards.
-
-    >>> one = [{"id": "a", "dataset_fingerprint": "f", "run": {"cases": 2, "shard": "1/2"}}]
-    >>> two = [{"id": "b", "dataset_fingerprint": "f", "run": {"cases": 2, "shard": "2/2"}}]
-    >>> [row["id"] for row in merge_rows([("1.jsonl", one), ("2.jsonl", two)])]
-    ['a', 'b']
-    """
+    """Join the rows of shards (``[(path, rows), …]``), refusing what cannot be one run."""
     file_of: dict[str, int] = {}  # "case 'a'", "shard 1/2" -> the source that has it
     first: dict[str, tuple[Any, str]] = {}  # a setting -> its value and the file it came from
     merged: list[Row] = []
@@ -522,7 +415,6 @@ def _manifest(row: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _shared_settings(row: Mapping[str, Any]) -> dict[str, Any]:
-    """What every shard of one run has alike, by the name an error gives it."""
     manifest = _manifest(row)
     gate = manifest.get("gate")
     gate = gate if isinstance(gate, Mapping) else {}
@@ -542,20 +434,11 @@ def _shown(value: Any) -> str:
     return "none" if value is None else shorten(json.dumps(value, sort_keys=True), 120)
 
 
-# === Writing and reading result files ===
-
-
-_ROW_ENCODER = json.JSONEncoder(ensure_ascii=False)  # made once: json.dumps makes one a call
+_ROW_ENCODER = json.JSONEncoder(ensure_ascii=False)  # json.dumps makes one a call
 
 
 def write_row(stream: IO[str], row: Mapping[str, Any], *, flush: bool = True) -> None:
-    """Write one row as a JSON line and flush it (a kill loses at most this line); a lone
-    surrogate is written as a JSON escape.
-
-    >>> import io
-    >>> buf = io.StringIO(); write_row(buf, {"id": "a", "status": "pass"}); buf.getvalue()
-    '{"id": "a", "status": "pass"}\\n'
-    """
+    """Write one row as a JSON line and flush it (a kill loses at most this line)."""
     text = _ROW_ENCODER.encode(row)
     if not text.isascii():
         try:
@@ -568,21 +451,7 @@ def write_row(stream: IO[str], row: Mapping[str, Any], *, flush: bool = True) ->
 
 
 class RowsWrittenWhole:
-    """Rows written beside ``path`` before the run knows its dataset fingerprint and manifest,
-    made the result file in one step by :meth:`finish` (or dropped by :meth:`discard`).
-
-    >>> import tempfile, os
-    >>> from tinyeval.dataset import Case
-    >>> with tempfile.TemporaryDirectory() as folder:
-    ...     rows = RowsWrittenWhole(os.path.join(folder, "rows.jsonl"))
-    ...     rows.write({**new_row(Case(id="a", output="hola")), "status": "unchecked"})
-    ...     before = sorted(name.rpartition(".")[2] for name in os.listdir(folder))
-    ...     rows.finish("0123456789abcdef", {"cases": 1})
-    ...     after = [(r["id"], r["dataset_fingerprint"], r["run"]) for r in read_rows(rows.path)]
-    ...     left = os.listdir(folder)
-    >>> before, after, left  # the temporary file and the lock, then only the results file
-    (['lock', 'partial'], [('a', '0123456789abcdef', {'cases': 1})], ['rows.jsonl'])
-    """
+    """Rows written beside ``path``, made the results file in one step by :meth:`finish`."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -591,7 +460,7 @@ class RowsWrittenWhole:
         self._mark = os.urandom(16).hex()  # cannot occur in a row by chance
         self._temporary: Path | None = None
         self._held = contextlib.ExitStack()  # the file is the run's until discarded
-        self._held.enter_context(out_lock(path))
+        self._held.enter_context(_out_lock(path))
         if _is_null_device(self.path):
             self._stream: IO[str] = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
             return
@@ -601,11 +470,7 @@ class RowsWrittenWhole:
 
     @staticmethod
     def can_write(path: str | os.PathLike[str]) -> bool:
-        """Whether rows can go to ``path`` whole, at the end (not a pipe or a terminal).
-
-        >>> RowsWrittenWhole.can_write(os.devnull), RowsWrittenWhole.can_write("new.jsonl")
-        (True, True)
-        """
+        """Whether rows can go to ``path`` whole, at the end (not a pipe or a terminal)."""
         try:
             mode = os.stat(path).st_mode
         except OSError:
@@ -628,12 +493,8 @@ class RowsWrittenWhole:
         placeholder = json.dumps({"dataset_fingerprint": mark, "run": mark})[1:-1].encode()
         real = {"dataset_fingerprint": dataset_fingerprint, "run": run}
         filled = json.dumps(real, ensure_ascii=False)[1:-1].encode("utf-8")
-        try:  # the mode of the file it replaces, as writing into that file would keep
-            mode: int | None = os.stat(self._target).st_mode & 0o7777
-        except OSError:
-            mode = None
         try:
-            with open(self._temporary, "rb") as rows, _replacing(self._target, mode) as whole:
+            with open(self._temporary, "rb") as rows, _replacing(self._target) as whole:
                 for line in rows:
                     if placeholder not in line:  # a row this writer did not write
                         raise IncompleteError(
@@ -659,15 +520,8 @@ def _is_null_device(path: Path) -> bool:
 
 
 @contextlib.contextmanager
-def out_lock(path: str | os.PathLike[str]) -> Iterator[None]:
-    """Hold ``path`` for one run by a lock file beside it holding the run's pid: a second run is
-    refused (``InputError``) naming the first; a lock whose process is gone is taken over.
-
-    >>> import tempfile, os
-    >>> with tempfile.TemporaryDirectory() as folder, out_lock(os.path.join(folder, "r.jsonl")):
-    ...     sorted(os.listdir(folder))
-    ['.r.jsonl.lock']
-    """
+def _out_lock(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold ``path`` for one run by a lock file beside it: a second run is refused."""
     target = Path(path)
     if target.exists() and not stat.S_ISREG(target.stat().st_mode):
         yield  # a device or a pipe: nothing to hold
@@ -698,12 +552,12 @@ def out_lock(path: str | os.PathLike[str]) -> Iterator[None]:
 
 
 def holding_out(run: Callable[..., Any]) -> Callable[..., Any]:
-    """``run`` holding its ``out`` path by :func:`out_lock`: a second run on it is refused."""
+    """``run`` holding its ``out`` path by :func:`_out_lock`."""
 
     @functools.wraps(run)
     def held(*args: Any, **options: Any) -> Any:
         out = options.get("out")
-        with out_lock(out) if isinstance(out, str | os.PathLike) else contextlib.nullcontext():
+        with _out_lock(out) if isinstance(out, str | os.PathLike) else contextlib.nullcontext():
             return run(*args, **options)
 
     return held
@@ -720,15 +574,7 @@ def _alive(pid: int) -> bool:
 
 
 def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` in one step; a failure leaves no temporary file.
-
-    >>> import tempfile, os
-    >>> with tempfile.TemporaryDirectory() as folder:
-    ...     target = os.path.join(folder, "report.md")
-    ...     write_text_atomically(target, "# ok\\n")
-    ...     open(target, encoding="utf-8").read(), sorted(os.listdir(folder))
-    ('# ok\\n', ['report.md'])
-    """
+    """Write ``text`` (UTF-8) to ``path`` in one step."""
     with _replacing(Path(path)) as stream:
         stream.write(text.encode("utf-8"))
 
@@ -739,16 +585,18 @@ def _temporary_beside(target: Path) -> tuple[int, str]:
 
 
 @contextlib.contextmanager
-def _replacing(target: Path, mode: int | None = None) -> Iterator[IO[bytes]]:
-    """A stream to a temporary file that replaces ``target`` (with ``mode``, default 0o666
-    less the umask) when the block ends; if the block fails, nothing is left behind."""
+def _replacing(target: Path) -> Iterator[IO[bytes]]:
     handle, temporary = _temporary_beside(target)
     try:
         with os.fdopen(handle, "wb") as stream:
             yield stream
-        mask = os.umask(0)  # read, then put back
-        os.umask(mask)
-        os.chmod(temporary, 0o666 & ~mask if mode is None else mode)
+        try:  # the mode of the file it replaces, as writing into that file would keep
+            mode = os.stat(target).st_mode & 0o7777
+        except OSError:
+            mask = os.umask(0)  # read, then put back
+            os.umask(mask)
+            mode = 0o666 & ~mask
+        os.chmod(temporary, mode)
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
@@ -756,14 +604,13 @@ def _replacing(target: Path, mode: int | None = None) -> Iterator[IO[bytes]]:
 
 
 def write_records(path: str | os.PathLike[str], records: Iterable[Mapping[str, Any]]) -> None:
-    """Write records as JSON lines, all or nothing (see :func:`write_text_atomically`).
+    """Write records as JSON lines, all or nothing.
 
-    >>> import tempfile, os
-    >>> with tempfile.TemporaryDirectory() as folder:
-    ...     target = os.path.join(folder, "rows.jsonl")
-    ...     write_records(target, [{"id": "a"}, {"id": "b"}])
-    ...     open(target, encoding="utf-8").read()
-    '{"id": "a"}\\n{"id": "b"}\\n'
+    >>> import os, tempfile
+    >>> target = os.path.join(tempfile.mkdtemp(), "rows.jsonl")
+    >>> write_records(target, [{"id": "a"}])
+    >>> open(target, encoding="utf-8").read()
+    '{"id": "a"}\\n'
     """
     write_text_atomically(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
 
@@ -771,58 +618,33 @@ def write_records(path: str | os.PathLike[str], records: Iterable[Mapping[str, A
 def iter_json_lines(
     path: str | os.PathLike[str], *, error: type[InputError] = InputError
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` for each non-blank line of a JSONL file; a line that is not
-    a JSON object raises ``error``.
-
-    >>> import tempfile, os
-    >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
-    ...     _ = f.write('{"id": "a"}\\n\\n[1]\\n')
-    >>> list(iter_json_lines(f.name))
-    Traceback (most recent call last):
-    ...
-    tinyeval.errors.InputError: ...:3: expected a JSON object, got a list
-    >>> os.remove(f.name)
-    """
-    with open(path, encoding="utf-8") as stream:
-        for number, line in enumerate(stream, start=1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problem = f"not valid JSON: {json_problem(exc)}"
-                raise error(problem, path=str(path), line=number) from None
-            except (RecursionError, ValueError) as exc:  # too deep, or a number too long
-                problem = f"cannot be read: {shorten(str(exc), 80)}"
-                raise error(problem, path=str(path), line=number) from None
-            if not isinstance(value, dict):
-                problem = f"expected a JSON object, got {describe_json(value)}"
-                raise error(problem, path=str(path), line=number)
-            yield number, value
+    """``(line number, object)`` for each JSON object of a JSONL file, read with bounds."""
+    for number, value in _formats.iter_json_lines(path, error=error):
+        if not isinstance(value, dict):
+            problem = f"expected a JSON object, got {describe_json(value)}"
+            raise error(problem, path=str(path), line=number)
+        yield number, value
 
 
 def read_rows(path: str | os.PathLike[str], *, repair: bool = False) -> list[Row]:
-    """Read a results file back (bounded), refusing what is not one run's rows: a cut last
-    line (``repair`` cuts it off: a resumed run does its case again), a row twice, a status its
-    checks, verdicts and error do not give, trials of another count or out of range.
+    """Read a results file back, refusing what is not one run's rows (``repair``: cut off a cut
+    last line).
 
-    >>> import tempfile, os
-    >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
-    ...     _ = f.write('{"id": "a", "status": "unchecked"}\\n{"id": "b", "sta')
-    >>> read_rows(f.name)
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "r.jsonl")
+    >>> _ = open(path, "w").write('{"id": "a", "status": "unchecked"}\\n{"id": "b", "sta')
+    >>> read_rows(path)
     Traceback (most recent call last):
-    ...
     tinyeval.records.ResultsFileError: ...:2: the last line is not complete JSON: ...
-    >>> [r["id"] for r in read_rows(f.name, repair=True)], open(f.name).read()
+    >>> [r["id"] for r in read_rows(path, repair=True)], open(path).read()
     (['a'], '{"id": "a", "status": "unchecked"}\\n')
-    >>> os.remove(f.name)
     """
     where = str(path)
     rows: list[Row] = []
     first_line: dict[tuple[str, Any], int] = {}
     try:
         for number, row in _formats.iter_json_lines(path, error=ResultsFileError):
-            _check_row(row, where, number)
+            _check_row(row, rows[0] if rows else None, where, number)
             key = (row["id"], row.get("trial"))
             if key in first_line:
                 what = f"the case {key[0]!r}" + (f" (trial {key[1]})" if key[1] is not None else "")
@@ -832,7 +654,6 @@ def read_rows(path: str | os.PathLike[str], *, repair: bool = False) -> list[Row
                     path=where,
                     line=number,
                 )
-            _check_trials(row, rows[0] if rows else row, where, number)
             first_line[key] = number
             rows.append(row)
     except ResultsFileError as exc:
@@ -845,27 +666,7 @@ def read_rows(path: str | os.PathLike[str], *, repair: bool = False) -> list[Row
     return rows
 
 
-def _check_trials(row: Row, first: Row, path: str, line: int) -> None:
-    (k, rule), trial = trials_of([row]), row.get("trial")
-    if (k, rule) != trials_of([first]):
-        raise ResultsFileError(
-            f"this row's run had {k} trials ({rule}), the first row's {trials_of([first])}: "
-            "a results file holds the rows of one run",
-            path=path,
-            line=line,
-        )
-    if (trial is not None or k > 1) and not (k > 1 and type(trial) is int and 0 <= trial < k):
-        raise ResultsFileError(
-            f"expected a trial from 0 to {k - 1} (the run had {plural(k, 'trial')}), got "
-            f"{shorten(json.dumps(trial), 40)}",
-            path=path,
-            line=line,
-            field="trial",
-        )
-
-
 def _cut_at_line(path: str | os.PathLike[str], line: int) -> None:
-    """Cut the file before its ``line`` (numbered from 1; the lines before were read)."""
     with open(path, "r+b") as stream:
         for _ in range(line - 1):
             stream.readline()
@@ -873,7 +674,6 @@ def _cut_at_line(path: str | os.PathLike[str], line: int) -> None:
 
 
 def _end_with_newline(path: str | os.PathLike[str]) -> None:
-    """A whole last row written without its newline gets one: rows appended start a line."""
     with open(path, "r+b") as stream:
         size = stream.seek(0, os.SEEK_END)
         if size and stream.seek(size - 1) >= 0 and stream.read(1) != b"\n":
@@ -888,11 +688,8 @@ def resumable_rows(
     observed: Mapping[str, Any],
     error: type[InputError] = ResultsFileError,
 ) -> list[Row]:
-    """The rows in ``out`` a resumed run keeps, refused (``error``) naming what changed when
-    another dataset, judge, rubric (``now``: name -> rubric), model (``spec``) or observer did.
-
-    >>> resumable_rows("no-such-file.jsonl", "ab12", {}, None, {})
-    []
+    """The rows in ``out`` a resumed run keeps; ``error`` when the dataset, a judge's rubric
+    (``now``), the model (``spec``) or an observer changed.
     """
     if not Path(out).exists():
         return []
@@ -935,36 +732,38 @@ def resumable_rows(
     return rows
 
 
-_ROW_TYPES: dict[str, tuple[type, ...]] = {
-    "checks": (dict,),
-    "judges": (dict,),
-    "check_details": (dict,),
-    "category": (str,),
-    "run": (dict,),
-}
+_ROW_TYPES = {"checks": dict, "judges": dict, "check_details": dict, "category": str, "run": dict}
 
 
-def _check_row(row: Any, path: str, line: int) -> None:
+def _check_row(row: Any, first: Row | None, path: str, line: int) -> None:
+    fail = functools.partial(ResultsFileError, path=path, line=line)
     if not isinstance(row, dict) or not isinstance(row.get("id"), str):
-        raise ResultsFileError('expected a result row with an "id"', path=path, line=line)
+        raise fail('expected a result row with an "id"')
     if row.get("status") not in STATUSES:
-        raise ResultsFileError(
+        raise fail(
             'not a result row (no "status" of pass, fail, error or unchecked): is this a '
-            "cases or labels file? Result rows are what tinyeval run writes",
-            path=path,
-            line=line,
+            "cases or labels file? Result rows are what tinyeval run writes"
         )
-    for key, types in _ROW_TYPES.items():
+    for key, kind in _ROW_TYPES.items():
         value = row.get(key)
-        if value is not None and not isinstance(value, types):
-            expected = "an object" if types == (dict,) else "a string"
-            raise ResultsFileError(f"expected {expected}", path=path, line=line, field=key)
+        if value is not None and not isinstance(value, kind):
+            raise fail(f"expected {'an object' if kind is dict else 'a string'}", field=key)
     derived = derived_status(row)  # a row as a run writes it records its evidence
     if row["status"] != derived and ("checks" in row or isinstance(row.get("run"), dict)):
-        raise ResultsFileError(
+        raise fail(
             f"the row says {row['status']!r} but its own checks, judge verdicts and error say "
             f"{derived!r}: the row was changed after the run; run the case again",
-            path=path,
-            line=line,
             field="status",
+        )
+    (k, rule), trial, before = _trials_of([row]), row.get("trial"), _trials_of([first or row])
+    if (k, rule) != before:
+        raise fail(
+            f"this row's run had {k} trials ({rule}), the first row's {before}: "
+            "a results file holds the rows of one run"
+        )
+    if (trial is not None or k > 1) and not (k > 1 and type(trial) is int and 0 <= trial < k):
+        raise fail(
+            f"expected a trial from 0 to {k - 1} (the run had {plural(k, 'trial')}), got "
+            f"{shorten(json.dumps(trial), 40)}",
+            field="trial",
         )

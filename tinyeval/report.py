@@ -1,6 +1,5 @@
-"""A run's summary in text and JSON, and the one place text from data is neutralised for where
-it is printed; extras add sections (``_EXTRAS["section"]``) and reports (``_EXTRAS["report"]``).
-"""
+"""A run's summary in text, JSON and Markdown, and the one place text from data is neutralised
+for where it is printed; extras add sections and reports through ``_EXTRAS``."""
 
 from __future__ import annotations
 
@@ -21,25 +20,9 @@ from .stats import format_rate
 if TYPE_CHECKING:
     from .session import Session
 
-__all__ = [
-    "ReportsWritten",
-    "Section",
-    "describe_failure",
-    "failure_lines",
-    "header",
-    "rows_header",
-    "summarize",
-    "summarize_rows",
-    "summary_markdown",
-    "summary_text",
-    "usage_line",
-    "write_reports",
-]
-
 
 class Section(NamedTuple):
-    """A part of the summary an extra contributes: text ``lines``, a JSON part ``info``, and
-    ``failed``, the line saying why when the section gates and its gate failed.
+    """A part of the summary an extra contributes (``failed``: why its own gate failed).
 
     >>> Section(["retrieval: ..."], {"retrieval": {}}).failed is None
     True
@@ -52,15 +35,7 @@ class Section(NamedTuple):
 
 @dataclass(frozen=True)
 class RunSummary:
-    """What a run found: the gate, its JSON ``info``, the text ``lines`` under the table;
-    ``sections_passed`` False when a gating section failed, ``capped`` when the spend cap stopped
-    the run.
-
-    >>> from tinyeval.gating import gate
-    >>> summary = RunSummary(gate({"tone": {"passed": 3, "total": 3}}, thresholds={"tone": 1.0}))
-    >>> summary.passed, summary.to_dict()["gate"]["passed"]
-    (True, True)
-    """
+    """What a run found: the gate, its JSON ``info``, the text ``lines`` under the table."""
 
     report: GateReport
     info: Mapping[str, Any] = field(default_factory=dict)
@@ -76,25 +51,19 @@ class RunSummary:
 
     @property
     def passed(self) -> bool:
-        """Whether the gate and every section that gates passed."""
         return self.report.passed and self.sections_passed
 
     def to_dict(self) -> dict[str, Any]:
-        """The summary as one JSON-ready object (what ``run --json`` prints): ``info`` with
-        ``gate``, ``judge`` and ``errors``."""
+        """What ``run --json`` prints."""
         rate = self.unparsed / self.judged if self.judged else None
         judge = {"judged": self.judged, "unparsed": self.unparsed, "unparsed_rate": rate}
         return {**self.info, "gate": self.report.to_dict(), "judge": judge, "errors": self.errors}
 
     def to_text(self, header: str | None = None, *, brief: bool = False) -> str:
-        """The gate table with ``header`` above and the lines below (``brief``: the table)."""
+        counts: dict[str, Any] = {"judged": self.judged, "unparsed": self.unparsed}
+        lines = () if brief else self.lines
         return summary_text(
-            self.report,
-            header=header,
-            judged=self.judged,
-            unparsed=self.unparsed,
-            errors=self.errors,
-            extra_lines=() if brief else self.lines,
+            self.report, header=header, errors=self.errors, extra_lines=lines, **counts
         )
 
 
@@ -111,19 +80,7 @@ def summarize(
     batch_lines: Sequence[str] = (),
     review_rows: int = 0,
 ) -> RunSummary:
-    """The summary of ``result``, a run of ``ready`` by ``session`` watched by ``observers``.
-
-    >>> import tempfile, os
-    >>> from tinyeval.session import RunSettings, Session
-    >>> folder = tempfile.mkdtemp()
-    >>> cases = os.path.join(folder, "cases.jsonl")
-    >>> with open(cases, "w") as f:
-    ...     _ = f.write('{"id": "a", "output": "one two three", "expect": {"max_words": 2}}\\n')
-    >>> with Session(RunSettings(cases=cases, out=os.path.join(folder, "r.jsonl"))) as session:
-    ...     summary = session.run(session.prepare())
-    >>> summary.lines[0], summary.info["rows"]
-    ('cases that did not pass (up to 5 per category; every row is in ...r.jsonl):', 1)
-    """
+    """The summary of ``result``, a run of ``ready`` by ``session``."""
     s = session.settings
     judges = session.judges
     info: dict[str, Any] = {
@@ -142,15 +99,11 @@ def summarize(
         "rubric_fingerprints": {j.name: j.rubric_fingerprint for j in judges},
         "usage": result.usage,
         "elapsed_s": round(result.elapsed_s, 3),
-        "suite": None
-        if s.suite is None
-        else {
-            "path": s.suite.path,
-            "fingerprint": s.suite.fingerprint,
-            "overridden": list(s.suite_overridden),
-        },
+        "suite": s.suite and {"path": s.suite.path, "fingerprint": s.suite.fingerprint},
     }
-    # an observer that changes what the gate counts (trials: the case, not the trial) says so
+    if s.suite is not None:
+        info["suite"]["overridden"] = list(s.suite_overridden)
+    # an observer that changes what the gate counts (trials: cases, not trials) says so
     counted = [o.tallies() for o in (observers or {}).values() if hasattr(o, "tallies")]
     tallies = counted[0] if counted else result.sorted_categories()
     report = gate(tallies, **s.gate_options())
@@ -158,7 +111,7 @@ def summarize(
     if not result.complete and report.overall.total != expected:  # say what is missing
         empty = tuple(sorted(ready.categories - set(tallies)))
         reason = str(result.stopped_reason)
-        stopped = StoppedRun(report.overall.total, expected, reason=reason, no_rows=empty)
+        stopped = Completeness(report.overall.total, expected, reason=reason, no_rows=empty)
         report = replace(report, completeness=stopped)
     used = {  # the sections the run uses, decided without loading an extra
         "retrieval": bool(session.retrieved or s.retrieval_threshold),
@@ -166,11 +119,7 @@ def summarize(
         "jury": len(session.jurors) > 1,
         "self_evaluation": bool(judges and s.generate_model),
     }
-    sections = {
-        name: _extra("section", name, name)(session, ready, result)
-        for name, on in used.items()
-        if on
-    }
+    sections = {n: _extra("section", n, n)(session, ready, result) for n, on in used.items() if on}
     text = [*sections.get("retrieval", _NO_SECTION).lines]
     for name, observer in (observers or {}).items():
         text += observer.summary()
@@ -186,32 +135,23 @@ def summarize(
     failed = [part.failed for part in sections.values() if part.failed]
     for part in sections.values():
         info.update(part.info)
-    stopped_by = getattr(result, "stopped_by", None)
-    tallies_now = result.categories.values()
     return RunSummary(
         report,
         info=info,
         lines=(*text, *failed),
-        judged=sum(t.judged for t in tallies_now),
-        unparsed=sum(t.unparsed for t in tallies_now),
+        judged=sum(t.judged for t in result.categories.values()),
+        unparsed=sum(t.unparsed for t in result.categories.values()),
         errors=result.errors,
         complete=result.complete,
         stopped_reason=result.stopped_reason,
         rows=result.total,
         sections_passed=not failed,
-        capped=result.stopped_reason if stopped_by == "max_cost" else None,
+        capped=result.stopped_reason if result.stopped_by == "max_cost" else None,
     )
 
 
 def header(session: Session, ready: PreparedCases) -> str:
-    """The line above the gate table: cases, dataset, judges, rows file (and suite file).
-
-    >>> from tinyeval.session import RunSettings, Session
-    >>> from tinyeval.runner import PreparedCases
-    >>> print(header(Session(RunSettings(cases="c.jsonl")), PreparedCases((), "ab12", in_file=3,
-    ...                                                                   selected=3)), end="")
-    3 cases from c.jsonl (dataset ab12) · rows in tinyeval-results.jsonl
-    """
+    """The line above the gate table."""
     s = session.settings
     names = ", ".join(j.name for j in session.judges)
     judge_part = f" · judge {session.judge_spec}: {names}" if session.judges else ""
@@ -230,15 +170,7 @@ def header(session: Session, ready: PreparedCases) -> str:
 def summarize_rows(
     rows: Sequence[Row], *, source: str, gate: Mapping[str, Any] | None = None
 ) -> RunSummary:
-    """The summary of a results file's rows, gated as the run that wrote them gated unless
-    ``gate`` (keywords of :func:`tinyeval.gating.gate_rows`) says otherwise.
-
-    >>> rows = [{"id": "a", "category": "tone", "status": "pass"},
-    ...         {"id": "b", "category": "tone", "status": "fail"}]
-    >>> summary = summarize_rows(rows, source="rows.jsonl", gate={"thresholds": {"tone": 1.0}})
-    >>> summary.passed, summary.rows, summary.info["dataset_fingerprints"]
-    (False, 2, ['unknown'])
-    """
+    """The summary of a results file's rows, gated as their run gated unless ``gate`` says."""
     thresholds = (gate or {}).get("thresholds") or {}
     refuse_unknown_categories(
         "threshold", thresholds, {str(r.get("category")) for r in rows}, only_typos=True
@@ -271,12 +203,7 @@ def summarize_rows(
 
 
 def rows_header(summary: RunSummary) -> str:
-    """The line above a results file's gate table.
-
-    >>> rows_header(summarize_rows([{"id": "a", "category": "c", "status": "pass"}],
-    ...                            source="r.jsonl"))
-    '1 row from r.jsonl (dataset unknown)\\n'
-    """
+    """The line above a results file's gate table."""
     info = summary.info
     return (
         f"{plural(info['rows'], 'row')} from {info['results']} (dataset "
@@ -308,12 +235,9 @@ def _run_lines(
     if session.calibration is not None:
         corrected_rates = _extra("estimator", "corrected_rates", "--calibration")
         corrected_lines = _extra("estimator", "corrected_lines", "--calibration")
-        judge = session.judges[0]
+        judge, tallies = session.judges[0], result.sorted_categories()
         corrected = corrected_rates(
-            session.calibration,
-            result.sorted_categories(),
-            judge=judge,
-            judge_model=session.judge_spec,
+            session.calibration, tallies, judge=judge, judge_model=session.judge_spec
         )
         info["corrected"] = {name: item.to_dict() for name, item in corrected.items()}
         text += corrected_lines(corrected, source=str(s.calibration), judge=judge.name)
@@ -323,7 +247,7 @@ def _run_lines(
     return text
 
 
-# Text from data (ids, categories, reasons, criteria) is neutralised for where it goes, here
+# Text from data (ids, categories, reasons, criteria) is neutralised for where it goes
 _CONTROLS = (
     "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
     "\ufeff\ufffe\uffff\ud800-\udfff"
@@ -340,7 +264,7 @@ def _visible(match: re.Match[str]) -> str:
 
 
 def text_of(value: object) -> str:
-    """Text for a file or a page (HTML, XML): newlines kept, other controls shown as escapes.
+    """Text for a file or a page: newlines kept, other controls shown as escapes.
 
     >>> text_of("a\u202eb\\nc\\x00")
     'a\\\\u202eb\\nc\\\\x00'
@@ -358,8 +282,7 @@ def line_of(value: object) -> str:
 
 
 def terminal_text(value: object) -> str:
-    """Text for a terminal or a CI log: no line starts with a workflow command (``::…``,
-    ``##[…``) that GitHub's runner would obey; only tinyeval's own annotations do.
+    """Text for a terminal or a CI log: no line starts a workflow command GitHub would obey.
 
     >>> terminal_text("::stop-commands::tok")
     '\\\\x3a:stop-commands::tok'
@@ -368,7 +291,7 @@ def terminal_text(value: object) -> str:
 
 
 def markdown_text(value: object) -> str:
-    """Text for Markdown (a table cell, a line): links, images, HTML and emphasis are inert.
+    """Text for Markdown: links, images, HTML and emphasis are inert.
 
     >>> markdown_text("[Approve](https://e.x) <b>|")
     '\\\\[Approve\\\\](https://e.x) &lt;b&gt;\\\\|'
@@ -377,8 +300,7 @@ def markdown_text(value: object) -> str:
 
 
 def command_data(value: object, *, prop: bool = False) -> str:
-    """Text for a GitHub workflow command's message, or (``prop``) a property's value, where
-    ``:`` and ``,`` end it: escaped by the runner's rules (``%``, CR, LF).
+    """Text for a GitHub workflow command's message, or (``prop``) a property's value.
 
     >>> command_data("50% done\\nnext"), command_data("a::b,c", prop=True)
     ('50%25 done%0Anext', 'a%3A%3Ab%2Cc')
@@ -388,12 +310,7 @@ def command_data(value: object, *, prop: bool = False) -> str:
 
 
 def gate_word(report: GateReport) -> str:
-    """The gate's outcome as every report says it: INCOMPLETE before anything else.
-
-    >>> from tinyeval.gating import gate
-    >>> gate_word(gate({"tone": {"passed": 3, "total": 3}}, {"tone": 0.5}))
-    'PASSED'
-    """
+    """The gate's outcome as every report says it: INCOMPLETE before anything else."""
     if not report.complete:
         return "INCOMPLETE"
     if not any(v.threshold is not None for v in report.categories):
@@ -402,44 +319,13 @@ def gate_word(report: GateReport) -> str:
 
 
 def missing(report: GateReport) -> str | None:
-    """What an incomplete report misses, as every report names it (None: complete).
-
-    >>> from tinyeval.gating import gate
-    >>> from tinyeval.records import Completeness
-    >>> missing(gate({"tone": {"passed": 29, "total": 29}, "soporte": {}},
-    ...              completeness=Completeness(seen=29, expected=45)))
-    '29 of 45 cases; soporte: no rows'
-    """
+    """What an incomplete report misses (None: complete)."""
     if report.complete:
         return None
     empty = [*getattr(report.completeness, "no_rows", ())]
     empty += [v.category for v in report.categories if not v.total and v.category not in empty]
     said = [str(report.completeness).removeprefix("incomplete: ")]
     return "; ".join([*said, *(f"{line_of(name)}: no rows" for name in empty)])
-
-
-@dataclass(frozen=True)
-class StoppedRun(Completeness):
-    """A run that stopped before its end (``reason``): incomplete even when every case it
-    read has a row (``expected`` None: the cases were read as it ran, not all counted);
-    ``no_rows``: the categories of its cases without a row.
-
-    >>> str(StoppedRun(seen=29, expected=45, reason="interrupted"))
-    'incomplete: 29 of 45 cases (stopped: interrupted)'
-    """
-
-    reason: str = "stopped"
-    no_rows: tuple[str, ...] = ()  # the run's categories without a row
-
-    @property
-    def complete(self) -> bool:
-        return False
-
-    def __str__(self) -> str:
-        if self.expected is None:
-            return f"incomplete: {plural(self.seen, 'case')} before it stopped ({self.reason})"
-        counted = f"{self.seen:,} of {plural(self.expected, 'case')}"
-        return f"incomplete: {counted} (stopped: {self.reason})"
 
 
 def _pct(value: float | None) -> str:
@@ -471,8 +357,6 @@ _Cell = tuple[str, str, str, str, str]
 
 
 def _cells(report: GateReport) -> list[_Cell]:
-    """The table's rows, global last: category, rate, unchecked, threshold, gate mark."""
-
     def row(v: CategoryVerdict, name: str, threshold: str, mark: str) -> _Cell:
         return name, _rate_cell(v, report.confidence), str(v.unchecked), threshold, mark
 
@@ -493,15 +377,12 @@ def summary_text(
     """The run's summary as a plain-text table, one line per category.
 
     >>> from tinyeval.gating import gate
-    >>> report = gate({"amounts": {"passed": 17, "total": 20}, "tone": {"passed": 12, "total": 12}},
-    ...               {"amounts": 1.0}, default_threshold=0.7)
-    >>> print(summary_text(report))
-    category  pass rate [95% Wilson]           threshold  gate
-    amounts   17/20 = 85.0% [64.0%, 94.8%]     100.0%     BLOCKS (85.0% < 100.0%)
-    tone      12/12 = 100.0% [75.8%, 100.0%]   70.0%      ok
-    global    29/32 = 90.6% [75.8%, 96.8%]     —          shown, never gates
+    >>> print(summary_text(gate({"amounts": {"passed": 17, "total": 20}}, {"amounts": 1.0})))
+    category  pass rate [95% Wilson]         threshold  gate
+    amounts   17/20 = 85.0% [64.0%, 94.8%]   100.0%     BLOCKS (85.0% < 100.0%)
+    global    17/20 = 85.0% [64.0%, 94.8%]   —          shown, never gates
     <BLANKLINE>
-    gate: FAILED — blocking: amounts (1 of 2 gated)
+    gate: FAILED — blocking: amounts (1 of 1 gated)
     """
     cells = _cells(report)
     show_unchecked = any(c.unchecked for c in report.categories)
@@ -509,10 +390,8 @@ def summary_text(
     width = max(len("category"), *(len(c[0]) for c in cells))
     rate_width = max(len(title), *(len(c[1]) for c in cells))
     lines = [header] if header else []
-    for name, rate, unchecked, threshold, mark in [
-        ("category", title, "unchecked", "threshold", "gate"),
-        *cells,
-    ]:
+    heads = ("category", title, "unchecked", "threshold", "gate")
+    for name, rate, unchecked, threshold, mark in [heads, *cells]:
         middle = f"{unchecked:<9}  " if show_unchecked else ""
         line = f"{name:<{width}}  {rate:<{rate_width}}   {middle}{threshold:<9}  {mark}"
         lines.append(line.rstrip())
@@ -549,11 +428,10 @@ def _gate_line(report: GateReport) -> str:
         return "gate: no thresholds given, so nothing gates"
     undecided = [c for c in report.undecided if not c.blocking]
     if report.passed:
-        text = (
-            "gate: PASSED — the gated category meets its threshold"
-            if len(gated) == 1
-            else f"gate: PASSED — all {len(gated)} gated categories meet their thresholds"
-        )
+        said = "the gated category meets its threshold"
+        if len(gated) > 1:
+            said = f"all {len(gated)} gated categories meet their thresholds"
+        text = f"gate: PASSED — {said}"
         if undecided:
             names = ", ".join(line_of(c.category) for c in undecided)
             text += f" (inconclusive, let through: {names})"
@@ -563,7 +441,7 @@ def _gate_line(report: GateReport) -> str:
 
 
 def usage_line(usage: Mapping[str, int], price: Any = None) -> tuple[str, float | None]:
-    """The run's token line and its cost in US dollars (with a price); cached tokens apart.
+    """The run's token line and its cost in US dollars (with a price).
 
     >>> usage_line({"input_tokens": 1500, "output_tokens": 200})
     ('tokens: 1,500 in, 200 out', None)
@@ -584,17 +462,17 @@ def usage_line(usage: Mapping[str, int], price: Any = None) -> tuple[str, float 
 
 
 def describe_failure(row: Mapping[str, Any], *, width: int = 100) -> str:
-    """Why a result row did not pass, in one line: the first failed check, the judge, or the error.
+    """Why a result row did not pass, in one line.
 
     >>> describe_failure({"status": "fail", "checks": {"valid_json": True, "equals:amount": False},
     ...                   "check_details": {"equals:amount": "got 1250, expected 125050"}})
     'equals:amount: got 1250, expected 125050'
     """
-    if row.get("status") == "error":
-        return line_of(shorten(" ".join(f"error: {row.get('error')}".split()), width))
-    if row.get("status") == "unchecked":
-        reason = row.get("judge_skipped") or "no check and no judge looked at it"
-        return line_of(shorten(" ".join(f"unchecked: {reason}".split()), width))
+    status = row.get("status")
+    if status in ("error", "unchecked"):
+        unseen = row.get("judge_skipped") or "no check and no judge looked at it"
+        reason = row.get("error") if status == "error" else unseen
+        return line_of(shorten(" ".join(f"{status}: {reason}".split()), width))
     checks: Mapping[str, Any] = row.get("checks") or {}
     details: Mapping[str, Any] = row.get("check_details") or {}
     if not isinstance(checks, Mapping) or not isinstance(details, Mapping):
@@ -630,7 +508,7 @@ def _listed(parts: list[str], width: int) -> str:
 
 
 def failure_lines(rows: Sequence[Mapping[str, Any]], *, shown: int, where: str) -> list[str]:
-    """Lines listing failed cases by category (up to ``shown`` each) and why.
+    """Lines listing failed cases and why.
 
     >>> rows = [{"id": "amt-3", "category": "amounts", "status": "fail",
     ...          "checks": {"valid_json": False}, "check_details": {}}]
@@ -650,7 +528,7 @@ def failure_lines(rows: Sequence[Mapping[str, Any]], *, shown: int, where: str) 
 
 
 def summary_markdown(report: GateReport, *, title: str = "tinyeval") -> str:
-    """The gate as a Markdown table (a pull-request comment, a CI job summary); names escaped.
+    """The gate as a Markdown table (a pull-request comment, a CI job summary).
 
     >>> from tinyeval.gating import gate
     >>> print(summary_markdown(gate({"amounts": {"passed": 17, "total": 20}}, {"amounts": 1.0})))
@@ -683,8 +561,7 @@ def summary_markdown(report: GateReport, *, title: str = "tinyeval") -> str:
 
 
 class ReportsWritten(NamedTuple):
-    """What :func:`write_reports` did: the ``files``, the job summary appended to, and the
-    GitHub ``annotations`` for the caller to print.
+    """What :func:`write_reports` did (``annotations``: for the caller to print).
 
     >>> ReportsWritten(("gate.md",), None, ()).step_summary is None
     True
@@ -707,9 +584,8 @@ def write_reports(
     cases_file: str | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ReportsWritten:
-    """Write the reports asked for, each all or nothing: ``markdown``, and through
-    ``_EXTRAS["report"]`` ``junit``, ``html`` and ``github`` (by default when
-    ``GITHUB_STEP_SUMMARY`` is set); ``rows`` (or their file) are read only when needed.
+    """Write the reports asked for, each all or nothing (``github``: by default when
+    ``GITHUB_STEP_SUMMARY`` is set).
 
     >>> import os, tempfile
     >>> from tinyeval.gating import gate

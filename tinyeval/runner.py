@@ -1,14 +1,12 @@
-"""Cases into rows: prepare the cases, run them (concurrency, resume, shards, timeouts), or
-count what a run would send. Every case ends as one row; only ``status`` ``"pass"`` passes."""
+"""Cases into rows: prepare the cases and run them (concurrency, resume, shards, timeouts).
+Every case ends as one row."""
 
 from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
-import dataclasses
 import functools
 import hashlib
-import itertools
 import json
 import os
 import queue
@@ -16,6 +14,7 @@ import stat
 import sys
 import threading
 import time
+from collections import defaultdict
 from collections.abc import Callable, Container, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import IO, Any
 from . import _extra, dataset
 from . import checks as checks_mod
 from .dataset import Case
-from .errors import InputError, plural
+from .errors import InputError
 from .models import USAGE_KEYS, CallModel, ChatPrompt, add_usage, ask, model_spec, resolve
 from .records import (
     CategoryTally,
@@ -38,23 +37,6 @@ from .records import (
     write_row,
 )
 
-__all__ = [
-    "CHARS_PER_TOKEN",
-    "READ_ONCE_BYTES",
-    "DryRun",
-    "Observer",
-    "PreparedCases",
-    "RunResult",
-    "RunnerError",
-    "check_judges",
-    "dry_run",
-    "evaluate_case",
-    "input_text",
-    "prepare_cases",
-    "run",
-    "shard_index",
-]
-
 
 class RunnerError(InputError):
     """A run asked for with settings that cannot work (a bad concurrency, shard or timeout)."""
@@ -62,15 +44,14 @@ class RunnerError(InputError):
 
 @dataclass
 class RunResult:
-    """What a run produced: per-category tallies, and the rows when kept. ``complete`` is
-    False when it stopped early (``stopped_reason`` says why); ``resumed`` counts kept rows.
+    """What a run produced: per-category tallies, and the rows when kept.
 
     >>> result = run([Case(id="a", output="hola", expect={"max_words": 1})])
     >>> result.total, result.complete, result.categories["default"].passed
     (1, True, 1)
     """
 
-    categories: dict[str, CategoryTally] = field(default_factory=dict)
+    categories: dict[str, CategoryTally] = field(default_factory=lambda: defaultdict(CategoryTally))
     rows: list[Row] = field(default_factory=list)
     complete: bool = True
     stopped_reason: str | None = None
@@ -83,34 +64,26 @@ class RunResult:
     stopped_by: str | None = None  # the sentence of the observer that stopped the run
 
     def add(self, row: Row, *, keep: bool) -> None:
-        category = row["category"]
-        key = category if type(category) is str else str(category)
-        tally = self.categories.get(key)
-        if tally is None:  # (not setdefault: it would make a tally for every row)
-            tally = self.categories[key] = CategoryTally()
-        tally.add(row)
+        self.categories[str(row["category"])].add(row)
         add_usage(self.usage, row.get("usage"))
         if keep:
             self.rows.append(row)
 
     def sorted_categories(self) -> dict[str, CategoryTally]:
-        """The tallies in category order."""
         return dict(sorted(self.categories.items()))
 
     @property
     def total(self) -> int:
-        """Number of cases with a row."""
         return sum(t.total for t in self.categories.values())
 
     @property
     def errors(self) -> int:
-        """Number of cases that errored."""
         return sum(t.errors for t in self.categories.values())
 
 
 class Observer:
-    """Watches a run and may stop it (trials, early stopping, the spend cap); the defaults do
-    nothing. ``name``, the setting that turns it on, is its key in the manifest and summary."""
+    """Watches a run and may stop it (trials, early stopping, the spend cap). ``name``, the
+    setting that turns it on, is its key in the manifest and summary."""
 
     name = ""
 
@@ -127,11 +100,9 @@ class Observer:
         return None
 
     def summary(self) -> list[str]:
-        """Lines for the run's text summary."""
         return []
 
     def to_dict(self) -> dict[str, Any]:
-        """Its part of the JSON summary (under its ``name``)."""
         return {}
 
     def manifest(self) -> Any:
@@ -139,19 +110,14 @@ class Observer:
         return None
 
 
-# === One case ===
-
-
 def input_text(value: Any) -> str:
-    """The case's input as text for a prompt (structured inputs become JSON).
+    """The case's input as text for a prompt.
 
     >>> input_text("hola"), input_text(None), input_text([{"role": "user", "content": "hi"}])
     ('hola', '', '[{"role": "user", "content": "hi"}]')
     """
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
+    if value is None or isinstance(value, str):
+        return value or ""
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -168,19 +134,18 @@ def _key(case: Case) -> tuple[str, int]:
 
 
 def _evaluate_noting_start(starts: dict[tuple[str, int], float], case: Case, **task: Any) -> Row:
-    starts[_key(case)] = time.monotonic()  # when it left the queue: the per-case clock starts here
+    starts[_key(case)] = time.monotonic()  # the per-case clock starts as it leaves the queue
     return evaluate_case(case, **task)
 
 
-def _missing_needs(judge: Any, case: Case) -> list[str]:
+def missing_needs(judge: Any, case: Case) -> list[str]:
     conversation = getattr(case, "conversation", None)
     asked = conversation.question if conversation is not None else case.input
     have = {"context": case.context is not None, "question": asked not in (None, "")}
     return [need for need in getattr(judge, "needs", ()) if not have.get(need, True)]
 
 
-def _generation_prompt(case: Case, template: str | None) -> str:
-    """A conversation as its messages (with ``meta["tools"]``), else the input in the template."""
+def generation_prompt(case: Case, template: str | None) -> str:
     conversation = getattr(case, "conversation", None)
     if conversation is not None:
         tools = case.meta.get("tools") if isinstance(case.meta, Mapping) else None
@@ -189,27 +154,22 @@ def _generation_prompt(case: Case, template: str | None) -> str:
     return prompt if template is None else template.replace("{input}", prompt)
 
 
-def _shown(judge: Any, case: Case, parts: Any) -> dict[str, Any]:
-    """The context, the question and (when the judge takes them) the conversation's parts."""
-    question = input_text(case.input) if parts is None else (parts.question or "")
-    shown: dict[str, Any] = {"context": case.context, "question": question}
-    if parts is not None and getattr(judge, "takes_conversation", False):
-        shown["conversation"] = parts
-    return shown
-
-
-def _conversation_parts(case: Case, output: str) -> Any:
+def judge_inputs(judge: Any, case: Case, output: str) -> dict[str, Any]:
     conversation = getattr(case, "conversation", None)
     if conversation is None:
-        return None
-    return conversation.with_response(output, case.tool_calls).judge_parts()
+        return {"context": case.context, "question": input_text(case.input)}
+    parts = conversation.with_response(output, case.tool_calls).judge_parts()
+    shown = {"context": case.context, "question": parts.question or ""}
+    if getattr(judge, "takes_conversation", False):
+        shown["conversation"] = parts
+    return shown
 
 
 JudgeCategories = frozenset[str] | Mapping[str, frozenset[str]] | None
 """Where judges look: every category (None), these categories, or per judge name (empty: all)."""
 
 
-def _judges_category(judge: Any, category: str, where: JudgeCategories) -> bool:
+def judges_category(judge: Any, category: str, where: JudgeCategories) -> bool:
     if where is None:
         return True
     if isinstance(where, frozenset):
@@ -218,7 +178,7 @@ def _judges_category(judge: Any, category: str, where: JudgeCategories) -> bool:
     return not own or category in own
 
 
-def _judge_categories(given: Iterable[str] | Mapping[str, Iterable[str]] | None) -> JudgeCategories:
+def categories_judged(given: Iterable[str] | Mapping[str, Iterable[str]] | None) -> JudgeCategories:
     if given is None:
         return None
     if isinstance(given, Mapping):
@@ -254,22 +214,19 @@ def evaluate_case(
         row["trial"] = trial
     try:
         output = case.output
-        tool_calls = case.tool_calls
         if output is None or (regenerate and generate_model is not None):
             if generate_model is None:
                 raise RunnerError("the case has no output and no generate model was given")
-            prompt = _generation_prompt(case, prompt_template)
+            prompt = generation_prompt(case, prompt_template)
             reply = ask(generate_model, prompt, sample=trial or 0)
-            tool_calls = ()  # the logged calls belong to the logged output, not this one
             if type(reply) is not str:  # a Reply carries its usage and whether it was cached
                 cached = getattr(reply, "cached", False) is True
                 add_usage(usage, getattr(reply, "usage", None), cached=cached)
             output = str(reply)
             row["output"] = output
             row["generate_model"] = model_spec(generate_model)
-
-        if tool_calls is not case.tool_calls:
-            case = replace(case, output=output, tool_calls=tool_calls)
+            if case.tool_calls:  # the logged calls belong to the logged output, not this one
+                case = replace(case, output=output, tool_calls=())
         if checks or type(output) is not str:
             extra = [*case.expect_checks(), *checks]
             results = checks_mod.run_checks_detailed(output, extra, case=case)
@@ -277,26 +234,23 @@ def evaluate_case(
             results = checks_mod.run_built_checks(output, case.expect_checks(), case)
         passed = row["checks"] = {name: r.passed for name, r in results.items()}
         row["check_details"] = {name: r.detail for name, r in results.items() if r.detail}
-        checks_ok = all(passed.values())
-
         cannot_judge: list[str] = []
-        applicable = [j for j in judges if _judges_category(j, case.category, judge_categories)]
+        applicable = [j for j in judges if judges_category(j, case.category, judge_categories)]
         if judges and not applicable:
             row["judge_skipped"] = "category not judged"
-        elif judges and not checks_ok and not judge_all:
+        elif judges and not all(passed.values()) and not judge_all:
             row["judge_skipped"] = "a code check failed"
         elif judges:
             if judge_model is None:
                 raise RunnerError("judges were given but no judge model")
             row["judge_model"] = model_spec(judge_model)
             row["judge_temperature"] = getattr(judge_model, "temperature", None)
-            parts = _conversation_parts(case, output)
             for judge in applicable:
-                missing = _missing_needs(judge, case)
+                missing = missing_needs(judge, case)
                 if missing:
                     cannot_judge.append(f"{judge.name} needs a {' and a '.join(missing)}")
                     continue
-                verdict = judge(judge_model, response=output, **_shown(judge, case, parts))
+                verdict = judge(judge_model, response=output, **judge_inputs(judge, case, output))
                 data = verdict.to_dict()
                 add_usage(usage, data.get("usage"))
                 row["judges"][data["name"]] = data
@@ -315,43 +269,21 @@ def evaluate_case(
     return row
 
 
-# === The run ===
-
-
 def shard_index(case_id: str, shards: int) -> int:
-    """Which of ``shards`` shards (numbered from 1) a case belongs to, by a stable hash of its id.
-
-    >>> sorted({shard_index(str(i), 3) for i in range(100)})
-    [1, 2, 3]
-    """
+    """Which of ``shards`` shards (from 1) a case belongs to, by a stable hash of its id."""
     digest = hashlib.sha256(case_id.encode("utf-8", "surrogatepass")).digest()
     return int.from_bytes(digest[:8], "big") % shards + 1
 
 
 def _check_shard(shard: Any) -> tuple[int, int] | None:
-    if shard is None:
-        return None
-    ok = (
-        isinstance(shard, tuple)
-        and len(shard) == 2
-        and all(isinstance(n, int) and not isinstance(n, bool) for n in shard)
-        and 1 <= shard[0] <= shard[1]
-    )
-    if not ok:
+    whole = isinstance(shard, tuple) and len(shard) == 2 and all(type(n) is int for n in shard)
+    if shard is not None and not (whole and 1 <= shard[0] <= shard[1]):
         raise RunnerError(f"shard must be (I, N) with 1 <= I <= N, got {shard!r}", field="shard")
-    return shard[0], shard[1]
+    return shard
 
 
 def check_judges(judges: Any, judge_model: CallModel | str | None = None) -> list[Any]:
-    """The judges as a list, refused when two share a name or the built-in judge is asked
-    for a criterion of your own.
-
-    >>> from tinyeval.judge import Judge
-    >>> check_judges([Judge("Is polite.", name="a"), Judge("Is short.", name="a")], "cmd:cat")
-    Traceback (most recent call last):
-    ...
-    tinyeval.runner.RunnerError: judges: two judges are named 'a': give them distinct names ...
-    """
+    """The judges as a list; two of one name, or a criterion the built-in judge lacks, refused."""
     found = list(judges) if isinstance(judges, list | tuple) else ([judges] if judges else [])
     names = [getattr(judge, "name", None) for judge in found]
     for name in names:
@@ -361,8 +293,6 @@ def check_judges(judges: Any, judge_model: CallModel | str | None = None) -> lis
                 "or each would overwrite the other's verdict",
                 field="judges",
             )
-    if not found:
-        return found
     from .judge import CRITERIA
 
     model = "builtin" if judge_model is None else judge_model
@@ -405,10 +335,7 @@ def run(
     progress: Callable[[int], None] | None = None,
     observers: Sequence[Observer] = (),
 ) -> RunResult:
-    """Evaluate every case into a row (to ``out`` and ``on_row`` as it finishes) and return the
-    tallies. ``judges`` see the cases whose checks passed (all with ``judge_all``); a case
-    without an output is generated; ``max_errors``, ``fail_fast``, ``stop`` and ``observers``
-    stop a run early.
+    """Evaluate every case into a row (to ``out`` and ``on_row`` as it finishes).
 
     >>> cases = [Case(id="a", output="hola", expect={"contains": ["hola"]}),
     ...          Case(id="b", output="chau", expect={"contains": ["hola"]})]
@@ -438,10 +365,8 @@ def run(
     spec = model_spec(judge_model) if judge_list else None
     if manifest is None and isinstance(cases, Sequence):
         in_shard = sum(shard_index(c.id, shard[1]) == shard[0] for c in cases) if shard else None
-        manifest = run_manifest(
-            cases=len(cases), shard=shard, shard_cases=in_shard, judges=rubrics, judge_model=spec
-        )
-        manifest["observers"] = observed
+        given: dict[str, Any] = {"judges": rubrics, "judge_model": spec, "observers": observed}
+        manifest = run_manifest(cases=len(cases), shard=shard, shard_cases=in_shard, **given)
     elif manifest is not None and observed and "observers" not in manifest:
         manifest = {**manifest, "observers": observed}
     previous: list[Row] = []
@@ -457,7 +382,7 @@ def run(
         prompt_template=prompt_template,
         regenerate=regenerate,
         judge_all=judge_all,
-        judge_categories=_judge_categories(judge_categories),
+        judge_categories=categories_judged(judge_categories),
         dataset_fingerprint=dataset_fingerprint,
         run=dict(manifest) if manifest is not None else None,
     )
@@ -469,13 +394,9 @@ def run(
 
     def selected() -> Iterator[Case]:
         for case in cases:
-            if shard and shard_index(case.id, shard[1]) != shard[0]:
-                continue
-            if done and _key(case) in done:
-                continue
-            if observers and any(observer.skip(case) for observer in observers):
-                continue
-            yield case
+            elsewhere = shard and shard_index(case.id, shard[1]) != shard[0]
+            if not (elsewhere or _key(case) in done or any(o.skip(case) for o in observers)):
+                yield case
 
     started = time.perf_counter()
     stream = None if isinstance(out, str | Path) else out
@@ -490,13 +411,10 @@ def run(
         here = _here(task, every_case=concurrency == 1)
 
     def case_rows() -> Generator[Row, None, None]:
-        """Rows as cases finish (at most ``window`` in flight, none once ``stop`` is set); a case
-        past ``case_timeout`` gets an error row, and once ``abandon`` is set none is waited for."""
         window = 2 * concurrency + 2  # enough to keep every worker busy while rows are written
-        pending: dict[cf.Future[Row], tuple[int, Case]] = {}  # future -> (submission order, case)
-        finished = _Finished()
+        pending: dict[cf.Future[Row], Case] = {}  # in the order sent
+        finished: queue.SimpleQueue[cf.Future[Row]] = queue.SimpleQueue()  # as they finish
         starts: dict[tuple[str, int], float] = {}
-        sequence = itertools.count()
         case_iter = iter(selected() if shard or previous or observers else cases)
         errors = model_successes = 0
         calls_model = bool(judge_list) or generate_model is not None  # else no success to count
@@ -549,8 +467,8 @@ def run(
                         future = pool.submit(evaluate_case, case, **task)
                     else:
                         future = pool.submit(_evaluate_noting_start, starts, case, **task)
-                    pending[future] = (next(sequence), case)
-                    finished.watch(future)
+                    pending[future] = case
+                    future.add_done_callback(finished.put)
                 result.in_flight = len(pending)
                 if own_executor:
                     pool.grow(len(pending))  # type: ignore[attr-defined]
@@ -561,14 +479,14 @@ def run(
                 wait = None  # till the first running case reaches its timeout (if one)
                 if case_timeout is not None:
                     now = time.monotonic()
-                    keys = [_key(case) for _, case in pending.values()]
+                    keys = [_key(case) for case in pending.values()]
                     left = [starts[k] + case_timeout - now for k in keys if k in starts]
                     wait = max(0.0, min(left)) if left else min(case_timeout, 0.05)
                 if stop is not None and not stopping:  # look at the stop request now and then
                     wait = 0.1 if wait is None else min(wait, 0.1)
-                done = finished.take(wait, pending)
-                for future in sorted(done, key=lambda f: pending[f][0]):
-                    _, case = pending.pop(future)
+                done = _finished(finished, wait, pending)
+                for future in [f for f in pending if f in done]:
+                    case = pending.pop(future)
                     result.in_flight = len(pending)
                     starts.pop(_key(case), None)  # only the cases in flight are kept
                     row = future.result()
@@ -576,7 +494,7 @@ def run(
                     yield row
                 if case_timeout is not None:
                     now = time.monotonic()
-                    for future, (_, case) in list(pending.items()):
+                    for future, case in list(pending.items()):
                         began = starts.get(_key(case))
                         if began is not None and now - began >= case_timeout and not future.done():
                             del pending[future]
@@ -631,8 +549,7 @@ def run(
 
 
 def _here(task: Mapping[str, Any], *, every_case: bool) -> Callable[[Case], Row | None] | None:
-    """What evaluates a case in the calling thread (None: a worker does): every case on one
-    worker; on more, one calling no model or answered by the caches; never the caller's checks."""
+    """What evaluates a case in the calling thread (None: a worker does)."""
     evaluate: Callable[[Case], Row] = functools.partial(evaluate_case, **task)
     if every_case:
         return evaluate
@@ -650,7 +567,7 @@ def _here(task: Mapping[str, Any], *, every_case: bool) -> Callable[[Case], Row 
 
     def here(case: Case) -> Row | None:
         generates = generate is not None and (regenerate or case.output is None)
-        if not generates and not any(_judges_category(j, case.category, where) for j in judges):
+        if not generates and not any(judges_category(j, case.category, where) for j in judges):
             return evaluate(case)
         return None if from_cache is None else from_cache(case)
 
@@ -659,9 +576,6 @@ def _here(task: Mapping[str, Any], *, every_case: bool) -> Callable[[Case], Row 
 
 def _resolve(model: CallModel | str | None) -> CallModel | None:
     return model if model is None or callable(model) else resolve(model)
-
-
-# === Threads ===
 
 
 class _DaemonThreadPool(cf.Executor):
@@ -678,8 +592,7 @@ class _DaemonThreadPool(cf.Executor):
         return future
 
     def grow(self, jobs: int) -> None:
-        """Workers for ``jobs`` sent, up to ``workers``: never more threads than cases."""
-        while len(self._threads) < min(jobs, self._workers):
+        while len(self._threads) < min(jobs, self._workers):  # never more threads than cases
             name = f"tinyeval-{len(self._threads)}"
             self._threads.append(threading.Thread(target=self._work, name=name, daemon=True))
             self._threads[-1].start()
@@ -695,7 +608,6 @@ class _DaemonThreadPool(cf.Executor):
                 future.set_exception(exc)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        """Stop the workers once the queued jobs are done (or cancelled)."""
         with contextlib.suppress(queue.Empty):
             while cancel_futures:
                 job = self._jobs.get_nowait()
@@ -708,151 +620,24 @@ class _DaemonThreadPool(cf.Executor):
                 thread.join()
 
 
-class _Finished:
-    """Futures as they finish, each put on a queue when done: waiting costs the same however
-    many are in flight (``cf.wait``'s does not)."""
-
-    def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[cf.Future[Row]] = queue.SimpleQueue()
-
-    def watch(self, future: cf.Future[Row]) -> None:
-        future.add_done_callback(self._queue.put)
-
-    def take(self, wait: float | None, among: Container[cf.Future[Row]]) -> set[cf.Future[Row]]:
-        """The finished futures still ``among`` those wanted, waiting up to ``wait`` s for one."""
-        done = set()
-        try:
-            future = self._queue.get(timeout=wait)
-            while True:
-                if future in among:  # not one dropped already (cancelled, or past its timeout)
-                    done.add(future)
-                future = self._queue.get_nowait()
-        except queue.Empty:
-            return done
-
-
-# === A dry run ===
-
-CHARS_PER_TOKEN = 4
-
-
-@dataclass
-class DryRun:
-    """What a run would send, by kind, without calling a model: ``calls``, ``tokens_in``,
-    ``cached``; ``estimated`` calls without a rendered prompt, ``offline`` built-in ones.
-
-    >>> from tinyeval.judge import Judge
-    >>> plan = dry_run([Case(id="a", input="Hours?", output="9 to 5.")],
-    ...                judges=[Judge("answers-the-question", votes=3)], judge_model="builtin")
-    >>> plan.calls["judge"], plan.first_prompt["judge"].count("<<<QUESTION>>>")
-    (3, 1)
-    """
-
-    cases: int = 0
-    calls: dict[str, int] = field(default_factory=lambda: {"generate": 0, "judge": 0})
-    tokens_in: dict[str, int] = field(default_factory=lambda: {"generate": 0, "judge": 0})
-    cached: dict[str, int] = field(default_factory=lambda: {"generate": 0, "judge": 0})
-    estimated: int = 0
-    offline: int = 0  # calls to the built-in offline judge: no cost
-    first_prompt: dict[str, str] = field(default_factory=dict)
-
-    def billable_tokens(self) -> int:
-        """The input tokens of the calls neither the cache nor the offline judge answer."""
-        free = sum(self.cached.values()) + self.offline
-        share = max(0.0, 1 - free / max(sum(self.calls.values()), 1))
-        return round(sum(self.tokens_in.values()) * share)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "chars_per_token": CHARS_PER_TOKEN}
-
-    def to_text(self) -> str:
-        lines = [f"dry run: {plural(self.cases, 'case')}, no model called"]
-        for kind in ("generate", "judge"):
-            if self.calls[kind]:
-                lines.append(
-                    f"  {kind}: {plural(self.calls[kind], 'call')}, about "
-                    f"{self.tokens_in[kind]:,} tokens in (~{CHARS_PER_TOKEN} characters a token); "
-                    f"the cache answers {self.cached[kind]:,}"
-                )
-        if self.offline:
-            lines.append(
-                f"  of the judge calls, {self.offline:,} go to the built-in offline judge (no cost)"
-            )
-        if self.estimated:
-            lines.append(
-                f"  {plural(self.estimated, 'call')} counted without a rendered prompt (outputs "
-                "to generate first): their tokens are not in the figure"
-            )
-        for kind, prompt in self.first_prompt.items():
-            lines += ["", f"first {kind} prompt:", prompt]
-        return "\n".join(lines)
-
-
-def dry_run(cases: Iterable[Case], *, observers: Sequence[Observer] = (), **options: Any) -> DryRun:
-    """Render and count every prompt :func:`run` with these options would send, calling no
-    model (code checks run, to tell which cases the judge would see)."""
-    known = set(evaluate_case.__kwdefaults__ or ()) - {"dataset_fingerprint", "run"}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise TypeError(f"dry_run() got an unexpected keyword argument {unknown[0]!r}")
-    checks, judge_model = options.get("checks", ()), options.get("judge_model")
-    generate_model, judge_all = options.get("generate_model"), options.get("judge_all", False)
-    judge_list = check_judges(options.get("judges", ()), judge_model)
-    judge_spec = judge_model if isinstance(judge_model, str) else model_spec(judge_model)
-    where = _judge_categories(options.get("judge_categories"))
-    for observer in observers:
-        cases = observer.cases(cases)
-    plan = DryRun()
-    for case in cases:
-        trial = getattr(case, "trial", 0)
-        plan.cases += not trial  # a case counts once, however many trials it has
-        output = case.output
-        if output is None or (options.get("regenerate") and generate_model is not None):
-            prompt = _generation_prompt(case, options.get("prompt_template"))
-            _count(plan, "generate", prompt, _peek(generate_model, prompt, trial))
-            output = None
-        for judge in judge_list:
-            if not _judges_category(judge, case.category, where) or _missing_needs(judge, case):
-                continue
-            votes = getattr(judge, "votes", 1)
-            if judge_spec == "builtin":
-                plan.offline += votes
-            render = getattr(judge, "render", None)
-            if output is None or render is None:
-                plan.calls["judge"] += votes
-                plan.estimated += votes
-                continue
-            every = [*case.expect_checks(), *checks]
-            results = checks_mod.run_checks_detailed(output, every, case=case)
-            if not judge_all and not all(r.passed for r in results.values()):
-                continue
-            prompt = render(output, **_shown(judge, case, _conversation_parts(case, output)))
-            for sample in range(votes):
-                _count(plan, "judge", prompt, _peek(judge_model, prompt, sample))
-    return plan
-
-
-def _peek(model: Any, prompt: str, sample: int) -> Any:
-    peek = getattr(model, "peek", None)
-    return peek(prompt, sample=sample) if callable(peek) else None
-
-
-def _count(plan: DryRun, kind: str, prompt: str, stored: Any) -> None:
-    plan.calls[kind] += 1
-    usage = getattr(stored, "usage", None) or {}
-    plan.tokens_in[kind] += int(usage.get("input_tokens") or -(-len(prompt) // CHARS_PER_TOKEN))
-    plan.cached[kind] += stored is not None
-    plan.first_prompt.setdefault(kind, prompt)
-
-
-# === Which cases a run sees ===
+def _finished(done: queue.SimpleQueue[Any], wait: float | None, among: Container[Any]) -> set[Any]:
+    """The futures ``done`` holds still ``among`` those wanted, waiting up to ``wait`` s for one
+    (the cost of waiting does not grow with the futures in flight, as ``cf.wait``'s does)."""
+    found = set()
+    try:
+        future = done.get(timeout=wait)
+        while True:
+            if future in among:  # not one dropped already (cancelled, or past its timeout)
+                found.add(future)
+            future = done.get_nowait()
+    except queue.Empty:
+        return found
 
 
 @dataclass
 class PreparedCases:
-    """The validated cases of a run (iterable again and again) and their counts: ``in_file``
-    read, ``selected`` (all shards), ``in_shard``; ``read`` is False until a one-pass stream
-    has been read to its end."""
+    """The validated cases of a run (iterable again and again) and their counts; ``read`` is
+    False until a one-pass stream has been read to its end."""
 
     cases: Iterable[Case]
     fingerprint: str
@@ -867,8 +652,6 @@ class PreparedCases:
 
 
 class _Again:
-    """Cases iterated again and again, each time from ``make()`` (counted as a stream)."""
-
     def __init__(self, make: Callable[[], Iterator[Case]]) -> None:
         self.make = make
 
@@ -876,9 +659,7 @@ class _Again:
         return self.make()
 
 
-READ_ONCE_BYTES = 2**20
-"""A regular file up to this size is kept in memory; a larger one is read twice (or once, as
-it runs, with ``one_pass``), so memory does not grow with it."""
+READ_ONCE_BYTES = 2**20  # a larger file is read twice (or once as it runs), not kept
 
 
 def prepare_cases(
@@ -897,18 +678,7 @@ def prepare_cases(
     one_pass: bool = False,
     note: Callable[[Case], None] | None = None,
 ) -> PreparedCases:
-    """Read and validate every case of ``path`` before anything runs, and select the run's (a
-    seeded sample, the ids in ``only``, those of ``outputs`` with that output, a shard).
-    ``one_pass`` reads a large file as the run goes; ``note`` sees each case of the shard.
-
-    >>> import tempfile, os
-    >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
-    ...     _ = f.write('{"id": "a", "output": "x"}\\n{"id": "b"}\\n{"id": "c", "output": "z"}\\n')
-    >>> ready = prepare_cases(f.name, only=["a", "b", "q"])
-    >>> [c.id for c in ready.cases], ready.selected, ready.without_output, ready.unknown_only
-    (['a', 'b'], 2, 1, ('q',))
-    >>> os.remove(f.name)
-    """
+    """Read and validate every case of ``path`` before anything runs, and select the run's."""
     read: dict[str, Any] = {"fields": fields, "id_from_line": id_from_line, "format": format}
     if max_line_bytes is not None:
         read["max_line_bytes"] = max_line_bytes
@@ -925,7 +695,6 @@ def prepare_cases(
         return case if outputs is None else replace(case, output=outputs[case.id])
 
     def noted(cases: Iterable[Case], into: list[Case] | None = None) -> Iterator[Case]:
-        """Each case counted; the selected ones also put ``into`` the list (if one)."""
         for case in cases:
             ready.in_file += 1
             if case.id in wanted_ids:

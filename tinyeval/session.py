@@ -21,8 +21,7 @@ from .gating import gate, gate_settings, refuse_unknown_categories
 from .models import MAX_RESPONSE_BYTES, resolve
 from .records import Row, RowsWrittenWhole, iter_json_lines, read_rows, run_manifest, write_row
 from .report import RunSummary, summarize
-from .runner import DryRun, PreparedCases, check_judges, prepare_cases
-from .runner import dry_run as dry_run_cases
+from .runner import PreparedCases, check_judges, prepare_cases
 from .runner import run as run_cases
 from .suite import JudgeSpec, RunSettings, judges_of
 
@@ -214,10 +213,11 @@ class Session:
                 field="generate_model",
             )
 
-    def dry_run(self, ready: PreparedCases) -> DryRun:
+    def dry_run(self, ready: PreparedCases) -> Any:
         """Every prompt the run would send, rendered and counted; no model is called."""
         deferred = not ready.read
         observers = self.observers(ready, only=("trials",))
+        dry_run_cases = _extra("cost", "dry_run", "a dry run")
         plan = dry_run_cases(ready.cases, observers=[*observers.values()], **self._calls())
         if deferred:  # the dry run has read the whole stream: the counts are whole
             self._refuse(ready)

@@ -7,8 +7,9 @@ import pytest
 from tinyeval.dataset import Case
 from tinyeval.errors import InputError
 from tinyeval.models import Reply
-from tinyeval.runner import dry_run, run
+from tinyeval.runner import run
 from tinyeval.scale.cost import Price
+from tinyeval.scale.plan import dry_run
 from tinyeval.scale.spend import SpendCap, plan_cost_line
 
 

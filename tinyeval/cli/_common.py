@@ -32,7 +32,7 @@ def print_json(obj: Any) -> None:
 
 
 def print_plan(plan: Any, price: Any, *, as_json: bool) -> None:
-    """Print a dry run (:class:`tinyeval.runner.DryRun`): its text, or its JSON with the cost."""
+    """Print a dry run (:class:`tinyeval.scale.plan.DryRun`): its text, or JSON with the cost."""
     if as_json:
         cost = {} if price is None else {"cost_usd": _extra("cost", "plan", "a price")(plan, price)}
         print_json({**plan.to_dict(), **cost})

@@ -109,9 +109,9 @@ def make(settings: Any, ready: Any) -> SpendCap:
 
 
 def plan_cost(plan: Any, price: Price) -> float:
-    """US dollars for a dry run's (:class:`tinyeval.runner.DryRun`) billable input tokens.
+    """US dollars for a dry run's (:class:`tinyeval.scale.plan.DryRun`) billable input tokens.
 
-    >>> from tinyeval.runner import DryRun
+    >>> from tinyeval.scale.plan import DryRun
     >>> plan_cost(DryRun(calls={"generate": 1, "judge": 0}, tokens_in={"generate": 10**6,
     ...                  "judge": 0}), Price(2.0, 8.0))
     2.0

@@ -1,0 +1,198 @@
+"""No key reaches any artefact of a run, in any form a server or a model may echo it.
+
+Twenty key shapes live in the environment of one judged run whose fake server echoes every one
+of them back, raw and escaped, in its replies and in an error body. Every artefact the run
+writes (rows, cache, review file, HTML, JUnit, Markdown, the job summary, stdout, stderr) is then
+searched for each key in each form.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import os
+import resource
+import subprocess
+import sys
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# one environment variable per shape; names end as tinyeval's secret names do
+KEYS = {
+    "OPENAI_API_KEY": "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7cDe0f",
+    "OLD_OPENAI_KEY": "sk-AbCdEfGhIjKlMnOpQrStT3BlbkFJuVwXyZ0123456789",
+    "ANTHROPIC_API_KEY": "sk-ant-api03-Zy9Xw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe-AbCdEfAA",
+    "ANTHROPIC_ADMIN_KEY": "sk-ant-admin01-Qw3Er4Ty5Ui6Op7As8Df9Gh0Jk-LzXcVbAA",
+    "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY+9z",
+    "GITHUB_TOKEN": "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+    "GH_FINE_TOKEN": "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+    "SLACK_BOT_TOKEN": "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+    "GOOGLE_API_KEY": "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q",
+    "AUTH_TOKEN": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1g",
+    "SERVICE_TOKEN": "c2VydmljZS10b2tlbi12YWx1ZQ==",
+    "WEIRD_SECRET": "k\"e'y&<v>al-ue-0042",
+    "UNICODE_PASSWORD": "contraseña-ñandú-€uro-42",
+    "DB_PASSWORD": "correct horse battery staple",
+    "HF_TOKEN": "hf_aBcDeFgHiJkLmNoPqRsTuVwXyZ012345",
+    "AZURE_OPENAI_API_KEY": "0123456789abcdef0123456789abcdef",
+    "STRIPE_SECRET": "sk_live_51H8abcDEFghiJKLmnoPQRstu",
+    "FILE_KEY": "key-read-from-a-file-0099\n",
+    "PERCENT_SECRET": "p%2Fa+s/s=w?o#r&d-77",
+    "MISTRAL_API_KEY": "Mi5tRaLkEy0123456789abcdefABCDEF",
+}
+
+
+def forms(key: str) -> set[str]:
+    """The forms a key may take in text: raw, escaped (JSON, repr, percent), HTML-escaped,
+    base64 and hex of its UTF-8 bytes."""
+    found = set()
+    for value in {key, key.strip()}:
+        data = value.encode()
+        found |= {
+            value,
+            json.dumps(value)[1:-1],
+            json.dumps(value, ensure_ascii=False)[1:-1],
+            repr(value)[1:-1],
+            urllib.parse.quote(value, safe=""),
+            html.escape(value),
+            html.escape(value).replace("&#x27;", "&#39;"),
+            html.escape(value, quote=False),
+            base64.b64encode(data).decode(),
+            base64.urlsafe_b64encode(data).decode().rstrip("="),
+            data.hex(),
+            data.hex().upper(),
+        }
+    return {form for form in found if len(form) >= 8}
+
+
+ECHO = " | ".join(sorted(form for key in KEYS.values() for form in forms(key)))
+
+
+@contextmanager
+def echoing_server() -> Iterator[str]:
+    """An OpenAI-compatible server on 127.0.0.1 that echoes every key in every form: in its
+    replies, and in the error body it gives for one case. At most 40 requests, about 60 s."""
+    served: list[int] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            served.append(1)
+            prompt = json.dumps(body)
+            if "is 2 pesos" in prompt:  # a refused call: its error body carries the keys
+                status, reply = 400, {"error": {"message": f"bad key {ECHO}", "type": "x"}}
+            else:
+                verdict = "PASS" if body.get("seed", 0) % 2 == 0 else "FAIL"
+                text = f"{verdict}\nThe keys: {ECHO}"
+                reply = {"model": f"fake {ECHO[:200]}", "choices": [{"message": {"content": text}}]}
+                status = 200
+            data = json.dumps(reply).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.timeout = 0.1
+    stop = threading.Event()
+
+    def serve() -> None:
+        for _ in range(600):  # self-stopping
+            if stop.is_set() or len(served) >= 40:
+                return
+            server.handle_request()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        stop.set()
+        thread.join(5)
+        server.server_close()
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (2**30, 2**30))
+
+
+def test_no_key_shape_reaches_any_artefact_in_any_form(tmp_path: Path) -> None:
+    rows = [{"id": f"c{n}", "output": f"The limit is {n} pesos."} for n in range(4)]
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = tmp_path / "job-summary.md"
+    env = {
+        **os.environ,
+        **KEYS,
+        "PYTHONPATH": str(ROOT),
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_STEP_SUMMARY": str(summary),
+    }
+    with echoing_server() as url:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tinyeval",
+                "run",
+                "cases.jsonl",
+                "--criterion",
+                "States only amounts the context gives.",
+                "--judge-model",
+                "openai:fake",
+                "--base-url",
+                url,
+                "--votes",
+                "3",
+                "--review-out",
+                "review.jsonl",
+                "--cache",
+                "cache.db",
+                "--html",
+                "r.html",
+                "--junit",
+                "r.xml",
+                "--markdown",
+                "r.md",
+                "--github",
+                "--default-threshold",
+                "0.5",
+            ],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=_limit_memory,
+        )
+    assert done.returncode in (0, 1, 3), done.stderr
+    assert "Traceback" not in done.stderr and "please report" not in done.stderr
+    results = tmp_path / "tinyeval-results.jsonl"
+    artefacts = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name != "cases.jsonl"}
+    artefacts["stdout"], artefacts["stderr"] = done.stdout.encode(), done.stderr.encode()
+    expected = {"tinyeval-results.jsonl", "review.jsonl", "cache.db", "r.html", "r.xml", "r.md"}
+    assert expected <= set(artefacts), sorted(artefacts)
+    assert summary.stat().st_size > 0 and (tmp_path / "review.jsonl").stat().st_size > 0
+    # the run met the keys: the replies were stored (scrubbed), one case failed on the error
+    stored = [json.loads(line) for line in results.read_text().splitlines()]
+    assert {row["status"] for row in stored} >= {"error"}, stored
+    assert "***" in results.read_text()
+    leaks = [
+        (name, variable, form)
+        for name, data in artefacts.items()
+        for variable, key in KEYS.items()
+        for form in forms(key)
+        if form.encode() in data
+    ]
+    assert not leaks, leaks[:10]
