@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tinyeval.errors import InputError
-from tinyeval.gating import compare_runs, gate, parse_threshold
+from tinyeval.gating import gate, parse_threshold
 from tinyeval.records import CategoryTally
 from tinyeval.report import RunSummary, summary_text
 
@@ -130,51 +130,6 @@ def rows(statuses: str, category: str = "c") -> list[dict]:
         {"id": str(i), "category": category, "status": "pass" if s == "P" else "fail"}
         for i, s in enumerate(statuses)
     ]
-
-
-class TestCompare:
-    def test_discordant_pairs_and_exact_p(self) -> None:
-        before = rows("PPPPPPPPPPFFFFF")
-        after = rows("FFFFPPPPPPPFFFF")
-        report = compare_runs(before, after)
-        c = report.overall
-        # 4 broke (ids 0-3), 1 fixed (id 10): p = 2·P(X ≤ 1), X ~ Bin(5, ½) = 2·(1 + 5)/32 = 0.375
-        assert (c.pass_to_fail, c.fail_to_pass) == (4, 1)
-        assert c.p_value == pytest.approx(0.375)
-        assert (c.before_passed, c.after_passed, c.n) == (10, 7, 15)
-
-    def test_unpaired_ids_are_reported_not_counted(self) -> None:
-        before = [*rows("PP"), {"id": "old", "category": "c", "status": "pass"}]
-        after = [*rows("PF"), {"id": "new", "category": "c", "status": "fail"}]
-        report = compare_runs(before, after)
-        assert report.only_before == ("old",) and report.only_after == ("new",)
-        assert report.overall.n == 2
-
-    def test_nothing_in_common_is_an_error(self) -> None:
-        with pytest.raises(InputError):
-            compare_runs(rows("P"), [{"id": "x", "category": "c", "status": "pass"}])
-
-    def test_cli_fails_on_a_significant_regression(self, tmp_path: Path) -> None:
-        before, after = tmp_path / "before.jsonl", tmp_path / "after.jsonl"
-        before.write_text("".join(json.dumps(r) + "\n" for r in rows("P" * 12)))
-        after.write_text("".join(json.dumps(r) + "\n" for r in rows("F" * 12)))
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "tinyeval",
-                "compare",
-                str(before),
-                str(after),
-                "--fail-on-regression",
-            ],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-        )
-        # 12 broke, 0 fixed: p = 2/2¹² = 0.000488
-        assert done.returncode == 1, done.stderr
-        assert "12 broke, 0 fixed" in done.stdout and "p = 0.000488" in done.stdout
 
 
 class TestReportFiles:

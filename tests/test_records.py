@@ -58,7 +58,7 @@ def test_a_results_file_written_before_the_row_had_an_owner_is_read_by_every_rea
     assert "amount_extraction" in report.summary_text(gated.report)
     assert "<html" in html_report(rows, gated.report)
     assert "<testsuites" in junit_xml(rows, gated.report)
-    assert tinyeval.compare_runs(rows, rows).overall.n == 62
+    assert tinyeval.compare_runs(rows, rows).overall.pairs == 62
 
 
 def test_a_second_row_for_an_id_is_refused_naming_both_lines(tmp_path: Path) -> None:

@@ -74,7 +74,7 @@ def test_a_trials_file_is_gated_over_cases_and_resumed_only_with_its_trials(
     gate = json.loads(capsys.readouterr().out)["gate"]["categories"]["a"]
     assert (gate["passed"], gate["total"]) == (0, 4)
     assert main(["compare", "t.jsonl", "t.jsonl", "--json"]) == 0  # paired by case, not trial
-    assert json.loads(capsys.readouterr().out)["overall"]["n"] == 4
+    assert json.loads(capsys.readouterr().out)["overall"]["pairs"] == 4
     assert trials_run("--resume") == 2
     err = capsys.readouterr().err
     assert '{"trials": {"gate": "all", "k": 2}}' in err and "this run has {}" in err

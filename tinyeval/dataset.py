@@ -86,6 +86,7 @@ class Case:
 _FIELDS = tuple(f.name for f in dataclasses.fields(Case))[:9]  # the keys a Case field holds
 RECOGNISED_KEYS = (*_FIELDS, "messages")  # the messages of a conversation (agents/)
 _RECOGNISED = frozenset(RECOGNISED_KEYS)
+MAPPED_TO_META = ("cluster",)  # mappable keys a case keeps in its meta (results read them)
 
 
 def parse_field_mapping(items: Iterable[str]) -> dict[str, str]:
@@ -105,7 +106,7 @@ def parse_field_mapping(items: Iterable[str]) -> dict[str, str]:
 
 
 def _check_recognised(key: str) -> None:
-    if key in RECOGNISED_KEYS:
+    if key in RECOGNISED_KEYS or key in MAPPED_TO_META:
         return
     close = did_you_mean(key, RECOGNISED_KEYS)
     hint = f"did you mean {close!r}?" if close else f"expected one of {', '.join(RECOGNISED_KEYS)}"

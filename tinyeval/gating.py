@@ -9,8 +9,10 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import partial
+from statistics import NormalDist
 from typing import Any
 
+from . import stats
 from .errors import InputError, did_you_mean, is_number, plural
 from .records import Completeness, case_rows, completeness, tally
 from .stats import Rate, cases_to_decide, format_rate, mcnemar, wilson_interval
@@ -32,6 +34,7 @@ __all__ = [
     "gate_settings",
     "holdout_text",
     "parse_threshold",
+    "rank_runs",
 ]
 
 
@@ -92,6 +95,7 @@ class CategoryVerdict:
     note: str | None = None
     more_cases_needed: int | None = None
     unchecked_ids: tuple[str, ...] = ()
+    design_effect: float = 1.0  # of the cases' clusters, which widen the interval
 
     @property
     def passed(self) -> int:
@@ -126,6 +130,7 @@ class CategoryVerdict:
 
 _VERDICT_KEYS: tuple[str, ...] = ("passed", "total", "errors", "unparsed", "unchecked", "rate")
 _VERDICT_KEYS += ("low", "high", "threshold", "outcome", "blocking", "more_cases_needed", "note")
+_VERDICT_KEYS += ("design_effect",)
 
 
 @dataclass(frozen=True)
@@ -208,11 +213,13 @@ def _verdict(
     inconclusive: str,
     allow_unchecked: bool,
     confidence: float,
+    effect: float = 1.0,
 ) -> CategoryVerdict:
     passed, total = _field(tally, "passed"), _field(tally, "total")
     counts = (_field(tally, "errors"), _field(tally, "unparsed"), _field(tally, "unchecked"))
     unchecked = counts[2]
-    measured = Rate.of(passed, total, confidence) if total else None
+    bounds = wilson_interval(passed, total, confidence, design_effect=effect) if total else None
+    measured = Rate(passed, total, *bounds) if bounds else None  # clusters widen it (effect)
     note, more = None, None
     if measured is None or threshold is None:
         outcome = "ungated" if threshold is None else "block"
@@ -229,7 +236,7 @@ def _verdict(
     else:
         outcome = "inconclusive"
         needed = cases_to_decide(passed, total, threshold, confidence)
-        more = None if needed is None else needed - total
+        more = None if needed is None else math.ceil(needed * effect) - total
     return CategoryVerdict(
         name,
         measured,
@@ -240,6 +247,7 @@ def _verdict(
         note=note,
         more_cases_needed=more,
         unchecked_ids=_ids(tally) if measured else (),
+        design_effect=effect,
     )
 
 
@@ -253,6 +261,7 @@ def gate(
     confidence: float = 0.95,
     completeness: Completeness | None = None,
     strict_categories: bool | None = False,
+    design_effects: Mapping[str | None, float] | None = None,
 ) -> GateReport:
     """Judge each category's counts against its threshold, else ``default_threshold``.
 
@@ -275,8 +284,10 @@ def gate(
     verdict = partial(
         _verdict, inconclusive=policy, allow_unchecked=allow_unchecked, confidence=confidence
     )
+    effects = design_effects or {}
     verdicts = tuple(
-        verdict(name, tallies.get(name, {}), limits.get(name, default)) for name in names
+        verdict(name, tallies.get(name, {}), limits.get(name, default), effect=effects.get(name, 1))
+        for name in names
     )
     ungated = [_ungated(v, list(limits)) for v in verdicts if limits and v.threshold is None]
     if strict_categories and ungated:
@@ -293,7 +304,7 @@ def gate(
     }
     return GateReport(
         verdicts,
-        verdict("global", total, None),
+        verdict("global", total, None, effect=effects.get(None, 1.0)),
         policy,
         confidence,
         completeness,
@@ -374,9 +385,11 @@ def gate_rows(
     remembered = tuple(key for key in ran if given[key] is None)
     overridden = tuple(key for key in ran if given[key] not in (None, ran[key]))
     used = {**ran, **{key: value for key, value in given.items() if value is not None}}
+    joined = case_rows(rows)  # a case once, its trials joined as the run joined them
     report = gate(
-        tally(case_rows(rows)),  # a case once, its trials joined as the run joined them
+        tally(joined),
         **used,
+        design_effects=_design_effects(joined),
         confidence=confidence,
         completeness=completeness(rows, expected_ids=expected_ids),
     )
@@ -385,79 +398,93 @@ def gate_rows(
 
 # --------------------------------------------------------------------------- paired comparison
 
+FAIL_ON = {"worse": ("worse",), "not-noninferior": ("worse", "inconclusive")}
+_COUNTS = ("both_pass", "fixed", "broke", "both_fail")
+_Rows = Sequence[Mapping[str, Any]]
+_Pair = tuple[float, float, Any]  # a case's pass value before, after, and its cluster
+
 
 @dataclass(frozen=True)
 class PairedComparison:
-    """Two runs over the same cases in one category: discordant pairs, McNemar's p."""
+    """One category of two runs paired by case: the four paired counts (expected counts over
+    trials), Δ = after − before with its 95% interval, McNemar's p (raw, adjusted), a decision."""
 
     category: str
-    n: int
-    before_passed: int
-    after_passed: int
-    pass_to_fail: int
-    fail_to_pass: int
-    p_value: float
-
-    @property
-    def regressed(self) -> bool:
-        """More cases broke than were fixed (significance aside)."""
-        return self.pass_to_fail > self.fail_to_pass
+    pairs: int
+    both_pass: float
+    fixed: float
+    broke: float
+    both_fail: float
+    delta: float
+    low: float
+    high: float
+    p: float
+    p_adjusted: float
+    margin: float | None = None
+    decision: str = "no detectable change"
+    more_cases: int | None = None
+    design_effect: float = 1.0
 
     def to_dict(self) -> dict[str, Any]:
         """The comparison as a JSON-ready dict (every field but the category)."""
         return _but_category(self)
 
+    def to_text(self, width: int, adjusted: bool) -> str:
+        """The counts; under them Δ with its interval, p and the decision in words."""
+        before, after = (
+            f"{round(self.both_pass + side, 1):g}" for side in (self.broke, self.fixed)
+        )
+        counts = ", ".join(f"{round(getattr(self, k), 1):g} {k.replace('_', ' ')}" for k in _COUNTS)
+        points = [f"{100 * x:+.1f}".replace("-", "−") for x in (self.delta, self.low, self.high)]
+        figure = f"{points[0]} points [{points[1]}, {points[2]}], p = {self.p:.2g}"
+        figure += f" (adjusted {self.p_adjusted:.2g})" if adjusted else ""
+        if self.design_effect > 1.2:
+            figure += f", design effect {self.design_effect:.1f} (clusters)"
+        words = {
+            "noninferior": f"not worse by more than {round(100 * (self.margin or 0), 1):g} points"
+        }
+        if self.more_cases:
+            words["inconclusive"] = f"inconclusive — about {self.more_cases} more cases"
+        return (
+            f"{self.category:<{width}}  {before}/{self.pairs} → {after}/{self.pairs} pass: "
+            f"{counts}\n{'':<{width}}  {figure}: {words.get(self.decision, self.decision)}"
+        )
+
 
 @dataclass(frozen=True)
 class ComparisonReport:
-    """Per-category and global paired comparisons, unpaired ids, and warnings."""
+    """Per-category and all-case paired comparisons, unpaired ids, and warnings."""
 
     categories: tuple[PairedComparison, ...]
     overall: PairedComparison
     only_before: tuple[str, ...]
     only_after: tuple[str, ...]
     warnings: tuple[str, ...] = ()
+    trials: bool = False
 
-    def regressions(self, alpha: float = 0.05) -> list[str]:
-        """Categories that got significantly worse at ``alpha``."""
-        return [c.category for c in self.categories if c.regressed and c.p_value < alpha]
+    def failing(self, fail_on: str) -> list[str]:
+        """The categories that fail ``fail_on``: decided worse, or not shown non-inferior."""
+        return [c.category for c in self.categories if c.decision in FAIL_ON[fail_on]]
 
     def to_dict(self) -> dict[str, Any]:
         """The report as a JSON-ready dict."""
         return {
             "categories": {c.category: c.to_dict() for c in self.categories},
             "overall": self.overall.to_dict(),
+            "unit": "case pass fraction over its trials" if self.trials else "case",
             "only_before": list(self.only_before),
             "only_after": list(self.only_after),
             "warnings": list(self.warnings),
         }
 
-    def to_text(self, alpha: float = 0.05, *, before: str = "before", after: str = "after") -> str:
-        """One aligned line per category: both rates, what broke and what was fixed, the test.
-
-        >>> old = [{"id": str(i), "category": "x", "status": "pass"} for i in range(10)]
-        >>> new = [dict(r, status="fail") if int(r["id"]) < 6 else r for r in old]
-        >>> print(compare_runs(old, new).to_text())  # doctest: +NORMALIZE_WHITESPACE
-        x       10/10 = 100.0% [72.2%, 100.0%] → 4/10 = 40.0% [16.8%, 68.7%]   6 broke, 0 fixed
-                McNemar exact p = 0.0312: significantly worse at α = 0.05
-        global  10/10 = 100.0% [72.2%, 100.0%] → 4/10 = 40.0% [16.8%, 68.7%]   6 broke, 0 fixed
-                McNemar exact p = 0.0312: significantly worse at α = 0.05
-        """
+    def to_text(self, *, before: str = "before", after: str = "after") -> str:
+        """Per category (then all cases): the paired counts, Δ with its interval, the decision."""
         rows = [*self.categories, self.overall]
         width = max(len(c.category) for c in rows)
-        olds, first = _rate_column((c.before_passed, c.n) for c in rows)
-        news, second = _rate_column((c.after_passed, c.n) for c in rows)
-        lines = []
-        for c, a, b in zip(rows, olds, news, strict=True):
-            if c.p_value >= alpha:
-                word = "no significant difference"
-            else:
-                word = "significantly worse" if c.regressed else "significantly better"
-            lines.append(
-                f"{c.category:<{width}}  {a:<{first}} → {b:<{second}}   "
-                f"{c.pass_to_fail} broke, {c.fail_to_pass} fixed\n{'':<{width}}  "
-                f"McNemar exact p = {c.p_value:.3g}: {word} at α = {alpha:g}"
-            )
+        adjusted = any(c.p != c.p_adjusted for c in self.categories)  # Holm moved one
+        lines = [c.to_text(width, adjusted and c is not self.overall) for c in rows]
+        if self.trials:
+            lines.append("each case counts its pass fraction over its trials")
         if self.only_before or self.only_after:
             lines.append(
                 f"not paired: {len(self.only_before)} cases only in {before}, "
@@ -470,71 +497,202 @@ def _but_category(comparison: Any) -> dict[str, Any]:
     return {key: value for key, value in asdict(comparison).items() if key != "category"}
 
 
-def _rate_column(counts: Iterable[tuple[int, int]]) -> tuple[list[str], int]:
-    """Each ``(passed, total)`` as a rate ("0 cases" for none), and the column's width."""
-    cells = [format_rate(passed, total) if total else "0 cases" for passed, total in counts]
-    return cells, max(map(len, cells))
-
-
 def _category(row: Mapping[str, Any]) -> str:
     return str(row.get("category", "default"))
 
 
-def _paired(category: str, pairs: list[tuple[bool, bool]]) -> PairedComparison:
-    b = sum(1 for before, after in pairs if before and not after)
-    c = sum(1 for before, after in pairs if after and not before)
-    return PairedComparison(
-        category,
-        len(pairs),
-        sum(1 for before, _ in pairs if before),
-        sum(1 for _, after in pairs if after),
-        b,
-        c,
-        mcnemar(b, c),
-    )
+def _clustered_variance(values: Sequence[float], groups: Sequence[Any]) -> float:
+    """The cluster-robust (CR1) variance of the mean of ``values``: G/(G − 1)·Σ_g e_g² / n²,
+    e_g the residuals summed over group g; with every case its own group, s² / n."""
+    mean, sums = math.fsum(values) / len(values), dict[Any, float]()
+    for value, group in zip(values, groups, strict=True):
+        sums[group] = sums.get(group, 0.0) + value - mean
+    size = len(sums)
+    return size / max(1, size - 1) * math.fsum(e * e for e in sums.values()) / len(values) ** 2
+
+
+def _design_effect(values: Sequence[float], clusters: Sequence[Any]) -> float:
+    """How much the clusters inflate the variance of the mean of ``values`` (at least 1; all
+    in one cluster: the number of cases, as if there were one case)."""
+    if len(values) > 1 and len(set(clusters)) == 1:
+        return float(len(values))
+    naive = _clustered_variance(values, range(len(values)))
+    return max(1.0, _clustered_variance(values, clusters) / naive) if naive else 1.0
+
+
+def _cluster(row: Mapping[str, Any]) -> tuple[str, str]:
+    """The case's cluster (a case without one is a cluster of its own)."""
+    cluster = row.get("cluster")
+    return ("case", str(row.get("id"))) if cluster is None else ("cluster", str(cluster))
+
+
+def _design_effects(rows: _Rows) -> dict[str | None, float]:
+    """Each category's design effect (None: all cases') from the cases' clusters, if any."""
+    if all(row.get("cluster") is None for row in rows):
+        return {}
+    groups: dict[str | None, list[Mapping[str, Any]]] = {None: list(rows)}
+    for row in rows:
+        groups.setdefault(_category(row), []).append(row)
+    passed = {
+        name: [float(r.get("status") == "pass") for r in found] for name, found in groups.items()
+    }
+    return {
+        name: _design_effect(passed[name], list(map(_cluster, groups[name]))) for name in groups
+    }
+
+
+def _paired(category: str, pairs: list[_Pair], method: str, fractions: bool) -> PairedComparison:
+    """Δ over ``(before, after, cluster)`` pass values: Newcombe's or Tango's interval widened
+    by the clusters' design effect; over cases' pass fractions, a normal interval."""
+    n = len(pairs)
+    both = math.fsum(x * y for x, y, _ in pairs)
+    fixed, broke = (math.fsum(pair[i] for pair in pairs) - both for i in (1, 0))
+    fail = n - both - fixed - broke
+    both, fixed, broke, fail = (x if fractions else round(x) for x in (both, fixed, broke, fail))
+    counts = (both, fixed, broke, fail)
+    delta, changes = (fixed - broke) / n, [y - x for x, y, _ in pairs]
+    clusters = [cluster for *_, cluster in pairs]
+    effect = _design_effect(changes, clusters) if len(set(clusters)) < n else 1.0
+    spread = math.sqrt(_clustered_variance(changes, clusters)) if fractions or effect > 1 else 0
+    over_cases = fractions and n >= 30 and spread > 0  # enough cases for a normal interval
+    if over_cases or effect > 1.0:  # a normal test over cases (cluster-robust)
+        p = 2 * NormalDist().cdf(-abs(delta) / spread)
+    else:  # McNemar's exact test (over trials: of the rounded counts)
+        p = mcnemar(round(broke), round(fixed))
+    if over_cases:
+        half = NormalDist().inv_cdf(0.975) * spread
+        low, high = delta - half, delta + half
+    else:  # the pass/fail interval, widened by the clusters' design effect
+        low, high = stats.paired_difference_interval(*map(round, counts), method=method)
+        root = math.sqrt(effect)
+        low, high = delta - root * (delta - low), delta + root * (high - delta)
+    figures = (max(-1.0, low), min(1.0, high), p, p)
+    return PairedComparison(category, n, *counts, delta, *figures, design_effect=effect)
+
+
+def _decided(
+    c: PairedComparison, alpha: float, margin: float | None, adjusted: float
+) -> PairedComparison:
+    """The decision: by the adjusted p without a margin; by the interval against −margin."""
+    decision, more = "no detectable change", None
+    if margin is None and adjusted < alpha:
+        decision = "better" if c.delta > 0 else "worse"
+    elif margin is not None and c.low > -margin:
+        decision = "noninferior"
+    elif margin is not None and c.high < -margin:
+        decision = "worse"
+    elif margin is not None:
+        decision = "inconclusive"
+        distance = min(1.0, abs(c.delta + margin))  # Connor's cases to tell Δ from −margin
+        if distance > 0:
+            discordance = min(1.0, max((c.fixed + c.broke) / c.pairs, distance))
+            needed = stats.paired_sample_size(distance, discordance, alpha=alpha) * c.design_effect
+            more = max(1, math.ceil(needed) - c.pairs)
+    return replace(c, p_adjusted=adjusted, margin=margin, decision=decision, more_cases=more)
+
+
+def _case_values(rows: _Rows, fractions: bool) -> dict[str, tuple[float, Mapping[str, Any]]]:
+    """Each case's pass value (with ``fractions``: its share of passing trials) and first row."""
+    found: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows if fractions else case_rows(rows):
+        found.setdefault(str(row["id"]), []).append(row)
+    passing = {key: sum(r.get("status") == "pass" for r in group) for key, group in found.items()}
+    return {key: (passing[key] / len(group), group[0]) for key, group in found.items()}
 
 
 def compare_runs(
-    before: Iterable[Mapping[str, Any]], after: Iterable[Mapping[str, Any]]
+    before: Iterable[Mapping[str, Any]],
+    after: Iterable[Mapping[str, Any]],
+    *,
+    alpha: float = 0.05,
+    margin: float | None = None,
+    interval: str = "newcombe",
+    adjust: str = "holm",
 ) -> ComparisonReport:
-    """Compare two runs' rows case by case (paired by id), per category (the later run's).
+    """Compare two runs' rows paired by case, per category (the later run's) and over all
+    cases; p-values adjusted across categories (Holm, or ``"none"``), decisions at ``alpha``.
 
-    >>> before = [{"id": str(i), "category": "amounts", "status": "pass"} for i in range(20)]
-    >>> after = [dict(r, status="fail") if int(r["id"]) < 12 else r for r in before]
-    >>> c = compare_runs(before, after).categories[0]
-    >>> (c.pass_to_fail, c.fail_to_pass, round(c.p_value, 5))
-    (12, 0, 0.00049)
+    >>> old = [{"id": str(i), "category": "x", "status": "pass"} for i in range(10)]
+    >>> new = [dict(r, status="fail") if int(r["id"]) < 6 else r for r in old]
+    >>> print(compare_runs(old, new).to_text())  # doctest: +NORMALIZE_WHITESPACE
+    x          10/10 → 4/10 pass: 4 both pass, 0 fixed, 6 broke, 0 both fail
+               −60.0 points [−83.2, −20.1], p = 0.031: worse
+    all cases  10/10 → 4/10 pass: 4 both pass, 0 fixed, 6 broke, 0 both fail
+               −60.0 points [−83.2, −20.1], p = 0.031: worse
     """
-    first = {row["id"]: row for row in case_rows(list(before))}
-    second = {row["id"]: row for row in case_rows(list(after))}
-    shared = [case_id for case_id in second if case_id in first]
-    by_category: dict[str, list[tuple[bool, bool]]] = {}
-    for case_id in shared:
-        pair = (first[case_id].get("status") == "pass", second[case_id].get("status") == "pass")
-        by_category.setdefault(_category(second[case_id]), []).append(pair)
-    if not shared:
-        raise InputError("the two runs have no case id in common; nothing to compare")
-    every = [pair for pairs in by_category.values() for pair in pairs]
-    warnings = []
-    for key, what in (
-        ("dataset_fingerprint", "datasets"),
-        ("rubric_fingerprint", "rubrics"),
-        ("judge_model", "judge models"),
-    ):
-        old = {str(r.get(key)) for r in first.values()}
-        new = {str(r.get(key)) for r in second.values()}
-        if old != new:
-            warnings.append(
-                f"the runs used different {what} ({', '.join(sorted(old))} → "
-                f"{', '.join(sorted(new))}): a difference may come from that"
-            )
+    old, new = list(before), list(after)
+    fractions = all(any("trial" in row for row in rows) for rows in (old, new))
+    first, second = _case_values(old, fractions), _case_values(new, fractions)
+    by_category: dict[str, list[_Pair]] = {}
+    for case_id, (value, row) in second.items():
+        if case_id in first:
+            known = row if row.get("cluster") is not None else first[case_id][1]
+            pair = (first[case_id][0], value, _cluster(known))
+            by_category.setdefault(_category(row), []).append(pair)
+    if not by_category:
+        raise InputError("the runs have no case id in common; nothing to compare")
+    paired = [
+        _paired(name, pairs, interval, fractions) for name, pairs in sorted(by_category.items())
+    ]
+    ps = [c.p for c in paired]
+    adjusted = stats.holm(ps) if adjust == "holm" else ps
+    overall = _paired(
+        "all cases", [pair for pairs in by_category.values() for pair in pairs], interval, fractions
+    )
     return ComparisonReport(
-        tuple(_paired(name, pairs) for name, pairs in sorted(by_category.items())),
-        _paired("global", every),
+        tuple(_decided(c, alpha, margin, p) for c, p in zip(paired, adjusted, strict=True)),
+        _decided(overall, alpha, margin, overall.p),
         tuple(case_id for case_id in first if case_id not in second),
         tuple(case_id for case_id in second if case_id not in first),
-        tuple(warnings),
+        _warnings(first, second),
+        fractions,
     )
+
+
+def _warnings(first: Mapping[str, Any], second: Mapping[str, Any]) -> tuple[str, ...]:
+    """What differs besides the outputs: a paired case's input, context or checks; the judging."""
+    changed = [key for key in second if key in first and _case(first[key]) != _case(second[key])]
+    said = []
+    if changed:
+        cases = f"{plural(len(changed), 'paired case')} changed input, context or checks"
+        said.append(f"{cases} (e.g. {changed[0]!r})")
+    for key, what in (("rubric_fingerprint", "rubrics"), ("judge_model", "judge models")):
+        old, new = (
+            sorted({str(row.get(key)) for _, row in side.values()}) for side in (first, second)
+        )
+        if old != new:
+            said.append(f"the runs used different {what} ({', '.join(old)} → {', '.join(new)})")
+    return tuple(f"{warning}: a difference may come from that" for warning in said)
+
+
+def _case(value: tuple[float, Mapping[str, Any]]) -> tuple[Any, ...]:
+    """What a case is, apart from its output: its input, context and the checks run on it."""
+    row = value[1]
+    return row.get("input"), row.get("context"), sorted(row.get("checks") or {})
+
+
+def rank_runs(
+    runs: Sequence[tuple[str, _Rows]], *, alpha: float = 0.05, adjust: str = "holm"
+) -> list[PairedComparison]:
+    """Runs by pass rate over the cases they share, each against the best (first), p adjusted
+    (Holm): one with no detectable change is not distinguishable from the best.
+
+    >>> a = [{"id": str(i), "status": "pass"} for i in range(30)]
+    >>> b = [dict(r, status="fail") if int(r["id"]) < 15 else r for r in a]
+    >>> [(c.category, c.decision) for c in rank_runs([("b", b), ("a", a), ("c", a)])]
+    [('a', 'no detectable change'), ('c', 'no detectable change'), ('b', 'worse')]
+    """
+    shared = set.intersection(*({str(row["id"]) for row in rows} for _, rows in runs))
+    kept = [(name, [r for r in rows if str(r["id"]) in shared]) for name, rows in runs]
+    first = kept[0][1]
+    kept.sort(key=lambda run: -compare_runs(first, run[1]).overall.delta)
+    versus = [compare_runs(kept[0][1], rows, adjust="none").overall for _, rows in kept]
+    ps = [c.p for c in versus[1:]]
+    adjusted = [1.0, *(stats.holm(ps) if adjust == "holm" else ps)]
+    return [
+        replace(_decided(c, alpha, None, p), category=name)
+        for (name, _), c, p in zip(kept, versus, adjusted, strict=True)
+    ]
 
 
 # --------------------------------------------------------------------------- holdout
@@ -605,11 +763,11 @@ def holdout_text(
     """The development-vs-holdout comparison as aligned lines, the suspicious ones marked."""
     out = [f"\ndevelopment vs holdout ({held_out:g} held out, salt {salt!r}):"]
     width = max(len(c.category) for c in lines)
-    dev, dev_width = _rate_column((c.dev_passed, c.dev_total) for c in lines)
-    held, _ = _rate_column((c.holdout_passed, c.holdout_total) for c in lines)
+    dev = [format_rate(c.dev_passed, c.dev_total) for c in lines]
     mark = "  ← above what the holdout supports: tuned to the development cases?"
-    for c, dev_rate, holdout in zip(lines, dev, held, strict=True):
-        line = f"  {c.category:<{width}}  dev {dev_rate:<{dev_width}}   holdout {holdout}"
+    for c, rate in zip(lines, dev, strict=True):
+        holdout = format_rate(c.holdout_passed, c.holdout_total)
+        line = f"  {c.category:<{width}}  dev {rate:<{max(map(len, dev))}}   holdout {holdout}"
         out.append(line + (mark if c.suspicious else ""))
     return "\n".join(out)
 

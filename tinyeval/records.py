@@ -46,6 +46,7 @@ def new_row(
     return {
         "id": case.id,
         "category": case.category,
+        "cluster": (getattr(case, "meta", None) or {}).get("cluster"),
         "origin": case.origin,
         "line": getattr(case, "line", None),
         "input": case.input,

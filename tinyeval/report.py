@@ -333,7 +333,12 @@ def _pct(value: float | None) -> str:
 
 
 def _rate_cell(v: CategoryVerdict, confidence: float = 0.95) -> str:
-    return format_rate(v.passed, v.total, confidence) if v.total else "0 cases"
+    """The rate with its interval (at the verdict's ``confidence``), widened by the design
+    effect of clusters (said from 1.2)."""
+    if v.measured is None:
+        return "0 cases"
+    effect = f" (design effect {v.design_effect:.1f})" if v.design_effect > 1.2 else ""
+    return f"{v.passed}/{v.total} = {v.rate:.1%} [{v.low:.1%}, {v.high:.1%}]{effect}"
 
 
 def _mark(v: CategoryVerdict) -> str:

@@ -122,6 +122,7 @@ class RunSettings:
     allow_unchecked: bool | None = _setting(
         GATE, "unchecked cases do not block their category", suite="gate.allow_unchecked"
     )
+    margin: Any = field(default=None, metadata={"suite": "margin", "rate": True})  # compare's
     strict_categories: bool | None = _setting(
         GATE, "refuse a category no threshold names (when no default)", suite="strict_categories"
     )
@@ -393,6 +394,7 @@ class Suite:
     generate_model: ModelSettings | None = None
     price: str | None = None
     holdout: float | None = None
+    margin: float | None = None
     salt: str | None = None
     concurrency: int | None = None
     out: str | None = None
@@ -826,9 +828,10 @@ def _check_setting(setting: Any, value: Any, where: _Where) -> Any:
     """A suite's value of a run setting, checked as its field says."""
     meta, kind = setting.metadata, str(setting.type)
     if setting.name == "fields":
-        from .dataset import RECOGNISED_KEYS  # less "messages", a conversation's (agents/)
+        from .dataset import MAPPED_TO_META, RECOGNISED_KEYS  # less a conversation's messages
 
-        table = _table(value, where, [key for key in RECOGNISED_KEYS if key != "messages"])
+        keys = [key for key in RECOGNISED_KEYS if key != "messages"]
+        table = _table(value, where, [*keys, *MAPPED_TO_META])
         return {key: _string(text, where / key) for key, text in table.items()}
     if setting.name == "thresholds":
         if not isinstance(value, dict):

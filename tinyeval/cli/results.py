@@ -10,6 +10,7 @@ from typing import Any
 
 from .. import _extra
 from ..errors import InputError, plural
+from ..gating import FAIL_ON
 from ..records import completeness, merge_rows, read_rows, write_records
 from ..suite import GATE, RunSettings
 from ._common import (
@@ -171,40 +172,63 @@ def _cmd_split(args: argparse.Namespace) -> int:
 def add_compare(sub: Any) -> None:
     p = sub.add_parser(
         "compare",
-        help="per category, the cases two runs broke (pass → fail) "
-        "and fixed (fail → pass), with McNemar's exact test",
+        help="per category, the change from one run to the next: the cases fixed and broken, "
+        "the change with its 95%% interval, McNemar's exact p, a decision; with more runs, a rank",
     )
-    p.add_argument("before", metavar="BEFORE", help="results of the earlier run")
-    p.add_argument("after", metavar="AFTER", help="results of the later run")
-    p.add_argument(
-        "--alpha", type=proportion, default=0.05, help="significance level (default: 0.05)"
-    )
-    p.add_argument(
-        "--fail-on-regression",
-        action="store_true",
-        help="exit 1 when a category got significantly worse",
-    )
+    p.add_argument("runs", nargs="+", metavar="RESULTS", help="the earlier run, the later one")
+    p.add_argument("--alpha", type=proportion, default=0.05, help="significance (default: 0.05)")
+    margin = "decide 'not worse by more than M' (points, e.g. 2, or a fraction, e.g. 0.02)"
+    p.add_argument("--margin", type=_margin, metavar="M", help=margin)
+    p.add_argument("--interval", choices=("newcombe", "tango"), default="newcombe", help="of Δ")
+    p.add_argument("--adjust", choices=("holm", "none"), default="holm", help="across categories")
+    fail = "exit 1 when a category is worse (not-noninferior: or not shown within --margin)"
+    p.add_argument("--fail-on", choices=FAIL_ON, help=fail)
     p.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
     p.set_defaults(handler=_cmd_compare)
 
 
+def _margin(text: str) -> float:
+    """``--margin``: points from 1 up (``2``), a fraction below 1 (``0.02``)."""
+    value = float(text) if text.replace(".", "", 1).isdigit() else -1.0
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"expected points (2) or a fraction (0.02), got {text!r}")
+    return value / 100 if value >= 1 else value
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from ..gating import compare_runs
+    from ..gating import compare_runs, rank_runs
+    from ..suite import find_suite, load_suite
 
     if not 0 < args.alpha < 1:
         raise UsageError(f"--alpha must be between 0 and 1, got {args.alpha}")
-    before, after = read_rows(args.before), read_rows(args.after)
-    report = compare_runs(before, after)
-    regressions = report.regressions(args.alpha)
-    if args.json:
-        print_json(
-            {**report.to_dict(), "alpha": args.alpha, "significant_regressions": regressions}
+    if len(args.runs) == 1 or (len(args.runs) > 2 and (args.fail_on or args.margin is not None)):
+        raise UsageError(
+            "compare takes two results files, or more to rank (not with --margin, --fail-on)"
         )
+    if args.margin is None and len(args.runs) == 2 and (found := find_suite(".")) is not None:
+        args.margin = load_suite(found).margin  # the suite file's, when there is one
+    if args.fail_on == "not-noninferior" and args.margin is None:
+        raise UsageError("--fail-on not-noninferior needs --margin (or the suite file's margin)")
+    runs = [(path, read_rows(path)) for path in args.runs]
+    if len(runs) > 2:
+        ranked = rank_runs(runs, alpha=args.alpha, adjust=args.adjust)
+        if args.json:
+            print_json({"ranking": [{"run": c.category, **c.to_dict()} for c in ranked]})
+        else:
+            print(f"ranked by pass rate, each against the best, {ranked[0].category}:")
+            width = max(len(c.category) for c in ranked)
+            print("\n".join(c.to_text(width, c.p != c.p_adjusted) for c in ranked))
+        return EXIT_OK
+    options = {"margin": args.margin, "interval": args.interval, "adjust": args.adjust}
+    report = compare_runs(runs[0][1], runs[1][1], alpha=args.alpha, **options)
+    failing = report.failing(args.fail_on) if args.fail_on else []
+    if args.json:
+        print_json({**report.to_dict(), "alpha": args.alpha, **options, "failing": failing})
     else:
-        print(report.to_text(args.alpha, before=args.before, after=args.after))
+        print(report.to_text(before=args.runs[0], after=args.runs[1]))
         for warning in report.warnings:
             print(f"warning: {warning}", file=sys.stderr)
-    return EXIT_GATE_FAILED if args.fail_on_regression and regressions else EXIT_OK
+    return EXIT_GATE_FAILED if failing else EXIT_OK
 
 
 def add_calibrate(sub: Any) -> None:
