@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 import tinyeval
-from tinyeval.cache import ResponseCache, _CacheMiss, cached
+from tinyeval.cache import ResponseCache, cached
 from tinyeval.dataset import Case
 from tinyeval.judge import Judge
 from tinyeval.judges.graded_judge import GradedJudge
 from tinyeval.rag.judges import ClaimsJudge, ContextRelevanceJudge
+from tinyeval.scale.cached import _CacheMiss, cache_only
 
 TIMING = ("started_at", "finished_at", "latency_ms")
 
@@ -205,11 +206,11 @@ def test_a_refreshing_cache_keeps_every_case_on_a_worker(store: ResponseCache) -
     model = cached(refreshing, store, refresh=True, spec="py:t:judge")
     tinyeval.run(cases(8), judges=judge, concurrency=4, judge_model=model)
     assert len(refreshing.prompts) == 8 and "MainThread" not in refreshing.threads
-    assert cached(Recorder(), store, refresh=True).cache_only() is None
+    assert cache_only(cached(Recorder(), store, refresh=True)) is None
 
 
 def test_cache_only_raises_a_miss_no_judge_can_swallow(store: ResponseCache) -> None:
-    only = cached(Recorder(), store, spec="py:t:judge").cache_only()
+    only = cache_only(cached(Recorder(), store, spec="py:t:judge"))
     assert only is not None
     with pytest.raises(_CacheMiss):
         Judge("Is polite.")(only, response="Thanks!")  # not recorded as a failed call
@@ -276,7 +277,7 @@ def test_checks_of_the_callers_own_keep_every_case_on_a_worker(store: ResponseCa
 def test_cache_only_hits_count_once_settled(store: ResponseCache) -> None:
     model = cached(lambda prompt: prompt.upper(), store, spec="py:t:upper")
     model("hi")  # a miss, then stored
-    only = model.cache_only()
+    only = cache_only(model)
     assert only is not None
     assert (str(only("hi")), str(only("hi"))) == ("HI", "HI")
     before = store.stats().hits

@@ -276,7 +276,7 @@ def test_bundled_example_with_the_builtin_judge(tmp_path: Path) -> None:
     assert {r["judge_model"] for r in judged} == {"builtin"}
 
 
-def test_run_reports_the_pass_rate_corrected_by_a_saved_calibration(tmp_path: Path) -> None:
+def test_the_cases_own_labels_decide_before_a_saved_calibration(tmp_path: Path) -> None:
     example = ROOT / "examples"
     base = [
         "run",
@@ -293,13 +293,11 @@ def test_run_reports_the_pass_rate_corrected_by_a_saved_calibration(tmp_path: Pa
     assert saved.returncode == 0, saved.stderr
     done = run_cli(tmp_path, *base, "--out", "second.jsonl", "--calibration", "cal.json", "--json")
     assert done.returncode == 0, done.stderr
-    corrected = json.loads(done.stdout)["corrected"]["support_answers"]
-    # The builtin judge against the bundled labels: of 12 human PASSes it passed 10
-    # (sensitivity 10/12), of 6 human FAILs it failed 6 (specificity 1). It passed
-    # 10 of the 18: Rogan–Gladen (10/18 + 1 − 1) / (10/12 + 1 − 1) = 2/3.
-    assert corrected["observed"]["successes"] == 10 and corrected["observed"]["n"] == 18
-    assert corrected["rate"] == pytest.approx(2 / 3)
-    assert corrected["low"] <= corrected["rate"] <= corrected["high"]
+    support = json.loads(done.stdout)["gate"]["categories"]["support_answers"]
+    # Every bundled support case carries its label (12 PASS of 18): people's rate is 2/3,
+    # from the labels themselves; Rogan–Gladen with the calibration would say the same.
+    assert support["decided_on"] == "people" and support["estimate"]["method"] == "ppi"
+    assert support["estimate"]["value"] == pytest.approx(2 / 3)
 
 
 def test_calibration_without_a_judge_is_a_usage_error(tmp_path: Path) -> None:

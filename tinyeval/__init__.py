@@ -118,10 +118,11 @@ _EXTRAS: dict[str, dict[str, str]] = {
         "jury": "judges.summary:jury_section",
     },
     "estimator": {
-        "corrected_rates": "estimates.corrected:corrected_rates",
-        "corrected_lines": "estimates.corrected:corrected_lines",
         "correction_summary": "estimates.corrected:correction_summary",
         "ppi_pass_rate": "estimates.ppi:ppi_pass_rate",
+        "people": "estimates.people:people_rates",
+        "label_design": "estimates.people:label_design",
+        "open_case": "estimates.people:open_case",
     },
     "report": {
         "junit": "ci.github:junit_report",

@@ -3,8 +3,10 @@ failures described for a person, retry timing, keys scrubbed from every message.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
+import html
 import json
 import math
 import os
@@ -19,15 +21,13 @@ from typing import TYPE_CHECKING, Any
 from .errors import TinyevalError, shorten
 
 if TYPE_CHECKING:  # the HTTP modules are imported on the first call that needs them
-    import urllib.error
     import urllib.request
 
-# environment variables whose values are treated as secrets by scrub()
-_SECRET_NAME_ENDINGS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+_SECRET_NAME_ENDINGS = ("KEY", "TOKEN", "SECRET", "PASSWORD")  # environment names scrub() hides
 _MIN_SECRET_LENGTH = 8
 RETRY_AFTER_CAP = 60.0  # seconds: never wait longer than this for one Retry-After
 MAX_RESPONSE_BYTES = 8 * 2**20  # the largest reply body read from a server (8 MiB)
-_READ_CHUNK = 64 * 1024  # a reply body is read this much at a time, against the cap and deadline
+_READ_CHUNK = 64 * 1024
 _ERROR_BODY_BYTES = 64 * 1024  # what is read of an error reply: enough for its message
 BACKOFF_BASE = 1.0  # seconds: the first backoff window
 BACKOFF_CAP = 30.0  # seconds: the largest backoff window
@@ -37,8 +37,6 @@ _QUOTA_CODES = frozenset({"insufficient_quota", "enforced_spend_limit_reached"})
 
 @dataclass(frozen=True)
 class _Failure:
-    """One failed HTTP attempt, described for a person."""
-
     problem: str
     retryable: bool
     retry_after: float | None = None
@@ -47,16 +45,10 @@ class _Failure:
 def parse_retry_after(
     value: str | None, *, now: datetime | None = None, cap: float = RETRY_AFTER_CAP
 ) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (seconds or an HTTP date), capped at
-    ``cap``; None when the header is absent or unreadable.
-
-    >>> now = datetime(2015, 10, 21, 7, 28, 0, tzinfo=UTC)
-    >>> parse_retry_after("Wed, 21 Oct 2015 07:28:05 GMT", now=now)
-    5.0
-    """
-    if value is None or not value.strip():
+    """Seconds to wait from a ``Retry-After`` header (seconds or an HTTP date), at most ``cap``."""
+    text = (value or "").strip()
+    if not text:
         return None
-    text = value.strip()
     try:
         seconds = float(text)
     except ValueError:
@@ -69,9 +61,7 @@ def parse_retry_after(
         if when.tzinfo is None:
             when = when.replace(tzinfo=UTC)
         seconds = (when - (now or datetime.now(UTC))).total_seconds()
-    if math.isnan(seconds):
-        return None
-    return min(max(seconds, 0.0), cap)
+    return None if math.isnan(seconds) else min(max(seconds, 0.0), cap)
 
 
 def _backoff_delay(attempt: int, retry_after: float | None) -> float:
@@ -82,19 +72,15 @@ def _backoff_delay(attempt: int, retry_after: float | None) -> float:
 
 
 def _origin(url: str) -> tuple[str, str, int]:
-    """``(scheme, host, port)`` of a URL, the port filled in from the scheme when absent."""
     parts = urllib.parse.urlsplit(url)
-    try:
+    port = None
+    with contextlib.suppress(ValueError):  # a port that is not a number from 0 to 65535
         port = parts.port
-    except ValueError:
-        port = None
-    if port is None:
-        port = 443 if parts.scheme == "https" else 80
-    return parts.scheme, parts.hostname or "", port
+    default = 443 if parts.scheme == "https" else 80
+    return parts.scheme, parts.hostname or "", default if port is None else port
 
 
 def _host_port(url: str) -> str:
-    """``host:port`` of a URL, without user info, path or query."""
     _, host, port = _origin(url)
     host = host or "?"
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -106,22 +92,52 @@ def _public_url(url: str) -> str:
     return f"{parts.scheme}://{_host_port(url)}{parts.path}"
 
 
-def _quota_exhausted(body: bytes) -> bool:
-    """A 429 that no amount of waiting fixes (quota or monthly spend limit reached)."""
+def _error_of(body: bytes) -> Any:
+    """The ``error`` member of a JSON error body (the body itself when it has none), or None."""
     try:
         payload = json.loads(body.decode("utf-8", errors="replace"))
     except ValueError:
-        return False
-    error = payload.get("error") if isinstance(payload, dict) else None
+        return None
+    return payload.get("error", payload) if isinstance(payload, dict) else None
+
+
+def _quota_exhausted(body: bytes) -> bool:
+    """A 429 that no amount of waiting fixes (quota or monthly spend limit reached)."""
+    error = _error_of(body)
     if not isinstance(error, dict):
         return False
-    details: dict[str, Any] = error["details"] if isinstance(error.get("details"), dict) else {}
-    codes = {error.get("code"), error.get("type"), details.get("error_code")}
-    return bool(codes & _QUOTA_CODES)
+    details = error["details"] if isinstance(error.get("details"), dict) else {}
+    return bool({error.get("code"), error.get("type"), details.get("error_code")} & _QUOTA_CODES)
+
+
+def _server_message(body: bytes, secrets: Iterable[str] = ()) -> str:
+    """The server's own explanation in an error body, scrubbed before it is shortened."""
+    message = " ".join(body.decode("utf-8", errors="replace").split())
+    error = _error_of(body)
+    if isinstance(error, dict):
+        texts = [error.get(key) for key in ("message", "detail", "type", "code")]
+        error = next((text for text in texts if isinstance(text, str) and text.strip()), None)
+    if isinstance(error, str) and error.strip():
+        message = error.strip()
+    return shorten(scrub(message, secrets), 200)
 
 
 class _TooLarge(TinyevalError):
     """A reply body past ``max_response_bytes``."""
+
+
+def _read_capped(
+    read: Callable[[int], bytes], limit: int, stop: Callable[[], bool] = bool
+) -> bytes:
+    """All ``read`` gives; _TooLarge past ``limit`` bytes, TimeoutError once ``stop()``."""
+    data = bytearray()
+    while not stop() and (chunk := read(_READ_CHUNK)):
+        data += chunk
+        if len(data) > limit:
+            raise _TooLarge
+    if stop():
+        raise TimeoutError
+    return bytes(data)
 
 
 def _read_body(response: Any, limit: int, watchdog: _Watchdog) -> bytes:
@@ -130,18 +146,7 @@ def _read_body(response: Any, limit: int, watchdog: _Watchdog) -> bytes:
     declared = int(length) if length is not None and length.strip().isdigit() else None
     if declared is not None and declared > limit:
         raise _TooLarge
-    parts: list[bytes] = []
-    size = 0
-    while chunk := response.read(_READ_CHUNK):
-        size += len(chunk)
-        if size > limit:
-            raise _TooLarge
-        parts.append(chunk)
-        if watchdog.fired:
-            raise TimeoutError
-    if watchdog.fired:
-        raise TimeoutError
-    body = b"".join(parts)
+    body = _read_capped(response.read, limit, lambda: watchdog.fired)
     if declared is not None and len(body) < declared:  # read(n) returns short, never raises
         import http.client
 
@@ -149,7 +154,7 @@ def _read_body(response: Any, limit: int, watchdog: _Watchdog) -> bytes:
     return body
 
 
-class _Watchdog:
+class _Watchdog(contextlib.AbstractContextManager["_Watchdog"]):
     """Bounds one whole HTTP attempt: at the deadline it shuts the connection's socket (a socket
     timeout bounds each read, not their sum: a byte now and then would hold a call for ever)."""
 
@@ -160,126 +165,81 @@ class _Watchdog:
         self._timer = threading.Timer(timeout, self._fire)
         self._timer.daemon = True
 
-    def __enter__(self) -> _Watchdog:
-        return self
-
     def __exit__(self, *exc: object) -> None:
         self._timer.cancel()
 
-    def watch(self, sock: Any) -> None:
+    def watch(self, sock: Any = None) -> None:
+        """Watch ``sock`` too; past the deadline, shut every socket watched."""
+        import socket
+
         with self._lock:
-            self._sockets.append(sock)
-            fired = self.fired
-        if fired:
-            self._shut(sock)
+            self._sockets += [] if sock is None else [sock]
+            shut = list(self._sockets) if self.fired else []
+        for each in shut:
+            with contextlib.suppress(OSError):
+                each.shutdown(socket.SHUT_RDWR)
 
     def _fire(self) -> None:
         with self._lock:
             self.fired = True
-            sockets = list(self._sockets)
-        for sock in sockets:
-            self._shut(sock)
-
-    @staticmethod
-    def _shut(sock: Any) -> None:
-        import socket
-
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
+        self.watch()
 
     def opener(self) -> urllib.request.OpenerDirector:
-        """An opener whose connections are watched from the moment they connect."""
         import http.client
         import urllib.request
 
-        watchdog = self
+        watch = self.watch
         self._timer.start()
 
         def watched(base: type[http.client.HTTPConnection]) -> Any:
             class Watched(base):  # type: ignore[valid-type, misc]
                 def connect(self) -> None:
                     super().connect()
-                    watchdog.watch(self.sock)
+                    watch(self.sock)
 
             return Watched
 
-        class HTTP(urllib.request.HTTPHandler):
+        class Handler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
             def http_open(self, req: Any) -> Any:
                 return self.do_open(watched(http.client.HTTPConnection), req)
 
-        class HTTPS(urllib.request.HTTPSHandler):
             def https_open(self, req: Any) -> Any:
-                return self.do_open(
-                    watched(http.client.HTTPSConnection),
-                    req,
-                    context=self._context,  # type: ignore[attr-defined]
-                )
+                context = self._context  # type: ignore[attr-defined]
+                return self.do_open(watched(http.client.HTTPSConnection), req, context=context)
 
-        return urllib.request.build_opener(HTTP(), HTTPS())
-
-
-_ENVIRONMENT_SECRETS: list[Any] = [None, ()]  # the last environment seen, and its secrets
+        return urllib.request.build_opener(Handler())
 
 
 def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
-    """Values of environment variables named like secrets (``*KEY``, ``*TOKEN`` …), longest
-    first; values under 8 characters are ignored (too likely in ordinary text).
-
-    >>> secret_values({"OPENAI_API_KEY": "sk-test-SECRET123", "HOME": "/home/me"})
-    ['sk-test-SECRET123']
-    """
-    if environ is None:
-        # The environment rarely changes during a run, and every reply is scrubbed: remember
-        # the answer for the environment as it is (its raw entries compared, nothing decoded).
-        raw = getattr(os.environ, "_data", None)
-        snapshot = tuple(raw.items()) if isinstance(raw, dict) else None
-        if snapshot is not None and snapshot == _ENVIRONMENT_SECRETS[0]:
-            return list(_ENVIRONMENT_SECRETS[1])
-        found = secret_values(dict(os.environ))
-        if snapshot is not None:
-            _ENVIRONMENT_SECRETS[:] = [snapshot, tuple(found)]
-        return found
-    values = set()
-    for name, value in environ.items():
-        if not name.upper().endswith(_SECRET_NAME_ENDINGS):
-            continue
-        for form in (value, value.strip()):  # a key read from a file often ends in a newline
-            if len(form) >= _MIN_SECRET_LENGTH:
-                values.add(form)
+    """Values (8 characters or more) of environment variables named like ``*KEY``, ``*TOKEN``…."""
+    values = {
+        form
+        for name, value in (os.environ if environ is None else environ).items()
+        if name.upper().endswith(_SECRET_NAME_ENDINGS)
+        for form in (value, value.strip())  # a key read from a file often ends in a newline
+        if len(form) >= _MIN_SECRET_LENGTH
+    }
     return sorted(values, key=len, reverse=True)
 
 
 def scrub(text: str, secrets: Iterable[str] = ()) -> str:
-    """Remove every secret from ``text`` (those given and the environment's) in every form it
-    takes in a message: raw, stripped, and escaped by ``repr``, JSON or percent-encoding.
+    """Remove every secret (those given and the environment's) from ``text``, in every form it
+    takes in a message: raw, stripped, escaped (repr, JSON, percent, HTML), base64 and hex.
 
     >>> scrub("Invalid header value b'Bearer sk-test-SECRET123\\\\n'", ["sk-test-SECRET123\\n"])
     "Invalid header value b'Bearer ***'"
     """
-    candidates = frozenset({s for s in secrets if s} | set(secret_values()))
-    for form in _forms_longest_first(candidates):  # longest first: no half-removed key
+    for form in _forms(frozenset({s for s in secrets if s} | set(secret_values()))):
         if form in text:
             text = text.replace(form, "***")
     return text
 
 
 @functools.lru_cache(maxsize=32)
-def _forms_longest_first(secrets: frozenset[str]) -> tuple[str, ...]:
-    """Every escaped form of these secrets, longest first (a run scrubs with the same few)."""
+def _forms(secrets: frozenset[str]) -> tuple[str, ...]:
+    """Every form of these secrets, longest first (so no key is left half removed)."""
     forms: set[str] = set()
-    for secret in secrets:
-        forms.update(_escaped_forms(secret))
-    return tuple(sorted(forms, key=len, reverse=True))
-
-
-def _escaped_forms(secret: str) -> set[str]:
-    """A secret as it may appear in text: raw, stripped, escaped (repr, JSON, percent, HTML),
-    and its UTF-8 bytes in base64 and hex."""
-    import base64
-    import html
-
-    forms = set()
-    for value in {secret, secret.strip()} - {""}:
+    for value in {form for secret in secrets for form in (secret, secret.strip())} - {""}:
         escaped = html.escape(value)
         forms.update(
             {
@@ -300,98 +260,4 @@ def _escaped_forms(secret: str) -> set[str]:
             forms.update({repr(data)[2:-1], data.hex(), data.hex().upper()})
             for encoded in (base64.b64encode(data), base64.urlsafe_b64encode(data)):
                 forms.update({encoded.decode(), encoded.decode().rstrip("=")})
-    return forms
-
-
-def _server_message(body: bytes, secrets: Iterable[str] = ()) -> str:
-    """The server's own short explanation from an error body (JSON or text), scrubbed before
-    it is shortened, so a cut never leaves half a key behind."""
-    text = body.decode("utf-8", errors="replace").strip()
-    message = " ".join(text.split())
-    try:
-        payload = json.loads(text)
-    except ValueError:
-        payload = None
-    if isinstance(payload, dict):
-        error = payload.get("error", payload)
-        if isinstance(error, dict):
-            found = [
-                error[k]
-                for k in ("message", "detail", "type", "code")
-                if isinstance(error.get(k), str) and error[k].strip()
-            ]
-            message = found[0].strip() if found else message
-        elif isinstance(error, str) and error.strip():
-            message = error.strip()
-    return shorten(scrub(message, secrets), 200)
-
-
-class _Poster:
-    """One HTTP attempt of a model adapter (which gives these), failures described."""
-
-    _url: str
-    timeout: float
-    max_response_bytes: int
-    name: str
-    key_variable: str
-    _secrets: Callable[[], list[str]]
-    _request_headers: Callable[[], dict[str, str]]
-
-    def _attempt(self, data: bytes) -> bytes | _Failure:
-        import http.client
-        import urllib.error
-        import urllib.request
-
-        request = urllib.request.Request(self._url, data=data, headers=self._request_headers())
-        watchdog = _Watchdog(self.timeout)
-        try:
-            with watchdog, watchdog.opener().open(request, timeout=self.timeout) as response:
-                return _read_body(response, self.max_response_bytes, watchdog)
-        except _TooLarge:
-            return _Failure(
-                f"the reply from {_host_port(self._url)} is larger than "
-                f"{self.max_response_bytes:,} bytes (max_response_bytes); it was not read further",
-                retryable=False,
-            )
-        except urllib.error.HTTPError as exc:
-            body = b""
-            with exc, contextlib.suppress(OSError, http.client.HTTPException):
-                body = exc.read(_ERROR_BODY_BYTES)  # enough for its message
-            return self._http_failure(exc.code, exc.headers, body)
-        except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
-            if watchdog.fired:
-                return self._network_failure(TimeoutError())
-            reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-            return self._network_failure(reason)
-
-    def _http_failure(self, status: int, headers: Any, body: bytes) -> _Failure:
-        where = _host_port(self._url)
-        message = _server_message(body, self._secrets()) or "(no message)"
-        if status == 404:
-            return _Failure(
-                f"HTTP 404 from {where}: the server does not know the model {self.name!r} "
-                f"(or {_public_url(self._url)} is not the right address): {message}",
-                retryable=False,
-            )
-        if status in (401, 403):
-            hint = f"; check {self.key_variable}" if self.key_variable else ""
-            return _Failure(f"HTTP {status} from {where}: {message}{hint}", retryable=False)
-        retryable = status in RETRYABLE_STATUSES or 500 <= status <= 599
-        if status == 429 and _quota_exhausted(body):
-            retryable = False
-        retry_after = None
-        if headers is not None:
-            retry_after = parse_retry_after(headers.get("Retry-After"))
-            if retry_after is None:  # OpenAI also sends the wait in milliseconds
-                milliseconds = parse_retry_after(headers.get("retry-after-ms"), cap=math.inf)
-                if milliseconds is not None:
-                    retry_after = min(milliseconds / 1000.0, RETRY_AFTER_CAP)
-        return _Failure(f"HTTP {status} from {where}: {message}", retryable, retry_after)
-
-    def _network_failure(self, reason: object) -> _Failure:
-        where = _host_port(self._url)
-        if isinstance(reason, TimeoutError):
-            return _Failure(f"no reply from {where} within {self.timeout:g} s", retryable=True)
-        strerror = reason.strerror if isinstance(reason, OSError) else None
-        detail = strerror or str(reason) or type(reason).__name__
-        return _Failure(f"cannot reach {where} ({detail})", retryable=True)
+    return tuple(sorted(forms, key=len, reverse=True))

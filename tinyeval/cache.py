@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict, Unpack
 
 from .errors import InputError
 from .models import Model, Reply, as_model
@@ -27,18 +27,10 @@ BUSY_TIMEOUT_SECONDS = 30.0
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS replies (
-    spec          TEXT    NOT NULL,
-    prompt_sha256 TEXT    NOT NULL,
-    sample        INTEGER NOT NULL,
-    temperature   TEXT    NOT NULL,
-    extra         TEXT    NOT NULL,
-    text          TEXT    NOT NULL,
-    input_tokens  INTEGER,
-    output_tokens INTEGER,
-    model         TEXT,
-    latency_ms    REAL,
-    created_at    TEXT    NOT NULL,
-    PRIMARY KEY (spec, prompt_sha256, sample, temperature, extra)
+    spec TEXT NOT NULL, prompt_sha256 TEXT NOT NULL, sample INTEGER NOT NULL,
+    temperature TEXT NOT NULL, extra TEXT NOT NULL,
+    text TEXT NOT NULL, input_tokens INTEGER, output_tokens INTEGER, model TEXT, latency_ms REAL,
+    created_at TEXT NOT NULL, PRIMARY KEY (spec, prompt_sha256, sample, temperature, extra)
 ) WITHOUT ROWID;
 """
 # the tables as SQLite keeps their text, and the other objects tinyeval makes in the file
@@ -47,11 +39,10 @@ _OURS = {
     for statement in _SCHEMA.replace(" IF NOT EXISTS", "").split(";")
     if statement.strip()
 }
-_BATCH_OBJECTS = {
-    ("table", "batches"),
-    ("table", "batch_requests"),
-    ("index", "batch_requests_by_batch"),
-}
+_BATCHES = {("table", "batches"), ("table", "batch_requests"), ("index", "batch_requests_by_batch")}
+_KEY = "spec = ? AND prompt_sha256 = ? AND sample = ? AND temperature = ? AND extra = ?"
+_STORED = "text, input_tokens, output_tokens, model, latency_ms"
+_INSERT = f"INSERT OR REPLACE INTO replies VALUES ({', '.join('?' * 11)})"
 
 
 def _execute_all(connection: sqlite3.Connection, script: str) -> None:
@@ -72,46 +63,37 @@ class CacheStats(NamedTuple):
     stores: int
 
 
-def prompt_digest(prompt: str) -> str:
-    """The SHA-256 hex digest of a prompt's UTF-8 bytes (the cache keys on it).
-
-    >>> prompt_digest("Say PASS")[:16]
-    'bec69e9fa405edc3'
-    """
-    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _key(
-    spec: str, prompt: str, sample: int, temperature: float | None, extra: Any
-) -> tuple[str, str, int, str, str]:
-    """The cache key, ``extra`` as the SHA-256 of its canonical JSON ('' for None)."""
-    extra_key = ""
-    if extra is not None:
-        canonical = json.dumps(extra, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        extra_key = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+class _Where(TypedDict, total=False):
+    """The parts of a cache key besides the spec and the prompt (defaults 0, 0.0, None)."""
+
+    sample: int
+    temperature: float | None
+    extra: Any
+
+
+def _key(spec: str, prompt: str, where: _Where) -> tuple[str, str, int, str, str]:
+    extra, temperature = where.get("extra"), where.get("temperature", 0.0)
+    canonical = json.dumps(extra, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     temperature_key = "default" if temperature is None else repr(float(temperature))
-    return (spec, prompt_digest(prompt), sample, temperature_key, extra_key)
+    extra_key = "" if extra is None else _sha256(canonical)
+    return (spec, _sha256(prompt), where.get("sample", 0), temperature_key, extra_key)
 
 
-def reply_key(
-    spec: str,
-    prompt: str,
-    *,
-    sample: int = 0,
-    temperature: float | None = 0.0,
-    extra: Any = None,
-) -> str:
+def reply_key(spec: str, prompt: str, **where: Unpack[_Where]) -> str:
     """One SHA-256 hex digest of the whole cache key (a stable id for a request).
 
     >>> reply_key("openai:m", "Say PASS") == reply_key("openai:m", "Say PASS", sample=1)
     False
     """
-    parts = _key(spec, prompt, sample, temperature, extra)
-    canonical = json.dumps(parts, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    parts = _key(spec, prompt, where)
+    return _sha256(json.dumps(parts, separators=(",", ":"), ensure_ascii=False))
 
 
-class ResponseCache:
+class ResponseCache(contextlib.AbstractContextManager["ResponseCache"]):
     """A SQLite store of model replies.
 
     >>> with ResponseCache(":memory:") as cache:
@@ -137,15 +119,13 @@ class ResponseCache:
                 check_same_thread=False,  # shared by threads, always behind self._lock
             )
             self._prepare(self._connection)
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, CacheError) as exc:
             self.close()
+            if isinstance(exc, CacheError):
+                raise
             raise CacheError(self._open_problem(exc)) from None
-        except CacheError:
-            self.close()
-            raise
 
     def _open_problem(self, exc: sqlite3.DatabaseError) -> str:
-        """Why the file cannot be opened: not ours, damaged, or cut short by a failed write."""
         try:
             with open(self.path, "rb") as file:
                 header = file.read(100)
@@ -154,13 +134,12 @@ class ResponseCache:
             header, size = b"", 0
         magic = b"SQLite format 3\x00"
         ours = header.startswith(magic) or (size < len(magic) and magic.startswith(header))
-        damaged = "not a database" in str(exc) or "malformed" in str(exc)
-        if ours and damaged:
+        if ours and ("not a database" in str(exc) or "malformed" in str(exc)):
             expected = 100
             if len(header) == 100:
                 page_size = int.from_bytes(header[16:18], "big")
-                page_size = 65536 if page_size == 1 else page_size
-                expected = page_size * int.from_bytes(header[28:32], "big")
+                pages = int.from_bytes(header[28:32], "big")
+                expected = (65536 if page_size == 1 else page_size) * pages
             if size < expected or size % 512:
                 return (
                     f"{self.path} is a cut-short file ({size:,} bytes; an earlier write failed?)"
@@ -172,7 +151,6 @@ class ResponseCache:
         return f"cannot use the cache {self.path}: {exc}"
 
     def _failed(self, doing: str, exc: Exception) -> None:
-        """The first failed look-up or store becomes :attr:`warning` (said once)."""
         with self._lock:
             if self.warning is None:
                 self.warning = (
@@ -181,11 +159,10 @@ class ResponseCache:
                 )
 
     def _refuse_foreign(self, connection: sqlite3.Connection) -> None:
-        """Refuse a file holding a trigger, view, table or index tinyeval did not create."""
         found = connection.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
         for kind, name, sql in found:
             ours = _OURS.get((kind, name))
-            if ours == " ".join(str(sql).split()) or (kind, name) in _BATCH_OBJECTS:
+            if ours == " ".join(str(sql).split()) or (kind, name) in _BATCHES:
                 continue
             if not name.startswith("sqlite_"):  # SQLite's own (reserved to it)
                 what = "a different" if ours else "a"
@@ -212,12 +189,9 @@ class ResponseCache:
         connection.execute("BEGIN IMMEDIATE")
         try:
             _execute_all(connection, _SCHEMA)
-            row = connection.execute("SELECT MAX(version) FROM schema_version").fetchone()
-            version = row[0] if row else None
+            version = connection.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
             if version is None:
-                connection.execute(
-                    "INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,)
-                )
+                connection.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
             elif version > SCHEMA_VERSION:
                 raise CacheError(
                     f"{self.path} was written by a newer tinyeval (cache schema {version}); "
@@ -236,48 +210,25 @@ class ResponseCache:
         return self._connection
 
     def get(
-        self,
-        spec: str,
-        prompt: str,
-        *,
-        sample: int = 0,
-        temperature: float | None = 0.0,
-        extra: Any = None,
-        count: bool = True,
+        self, spec: str, prompt: str, *, count: bool = True, **where: Unpack[_Where]
     ) -> Reply | None:
         """The stored reply (``cached=True``), or None; ``count=False`` leaves it out of stats."""
-        key = _key(spec, prompt, sample, temperature, extra)
+        key = _key(spec, prompt, where)
         with self._lock:
-            found = self._db().execute(
-                "SELECT text, input_tokens, output_tokens, model, latency_ms FROM replies WHERE "
-                "spec = ? AND prompt_sha256 = ? AND sample = ? AND temperature = ? AND extra = ?",
-                key,
-            )
-            row = found.fetchone()
-            if row is None:
-                self._misses += count
-                return None
-            self._hits += count
-        text, input_tokens, output_tokens, model, latency_ms = row
-        usage = None
-        if input_tokens is not None and output_tokens is not None:
-            usage = {"input_tokens": input_tokens, "output_tokens": output_tokens}
-        return Reply(text, usage=usage, model=model, cached=True, latency_ms=latency_ms)
+            row = self._db().execute(f"SELECT {_STORED} FROM replies WHERE {_KEY}", key).fetchone()
+            self._misses += count and row is None
+            self._hits += count and row is not None
+        if row is None:
+            return None
+        text, inputs, outputs, model, latency = row  # unknown counts leave the usage unknown
+        usage = {"input_tokens": inputs, "output_tokens": outputs}
+        return Reply(text, usage=usage, model=model, cached=True, latency_ms=latency)
 
-    def put(
-        self,
-        spec: str,
-        prompt: str,
-        reply: str,
-        *,
-        sample: int = 0,
-        temperature: float | None = 0.0,
-        extra: Any = None,
-    ) -> None:
+    def put(self, spec: str, prompt: str, reply: str, **where: Unpack[_Where]) -> None:
         """Store ``reply`` (its usage, reported model and latency too) under this key."""
         usage = getattr(reply, "usage", None) or {}
         row = (
-            *_key(spec, prompt, sample, temperature, extra),
+            *_key(spec, prompt, where),
             str(reply),
             usage.get("input_tokens"),
             usage.get("output_tokens"),
@@ -286,12 +237,7 @@ class ResponseCache:
             datetime.now(UTC).isoformat(timespec="seconds"),
         )
         with self._lock:
-            self._db().execute(
-                "INSERT OR REPLACE INTO replies (spec, prompt_sha256, sample, temperature, "
-                "extra, text, input_tokens, output_tokens, model, latency_ms, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                row,
-            )
+            self._db().execute(_INSERT, row)
             self._stores += 1
 
     def _add_hits(self, hits: int) -> None:
@@ -314,9 +260,6 @@ class ResponseCache:
                 self._connection.close()
                 self._connection = None
 
-    def __enter__(self) -> ResponseCache:
-        return self
-
     def __exit__(self, *exc: object) -> None:
         self.close()
 
@@ -329,9 +272,7 @@ class CachedModel(Model):
 
     def __init__(self, inner: Model, cache: ResponseCache, *, refresh: bool = False) -> None:
         super().__init__(inner.spec, temperature=inner.temperature, settings=inner.settings)
-        self.inner = inner
-        self.cache = cache
-        self.refresh = refresh
+        self.inner, self.cache, self.refresh = inner, cache, refresh
         self.supports_json_schema = inner.supports_json_schema
         # identical calls in flight at once are sent once: the others wait for that reply
         self._in_flight: dict[str, threading.Event] = {}
@@ -341,18 +282,9 @@ class CachedModel(Model):
         # another process (a distributed executor) opens the same cache file itself
         return (_reopened, (self.inner, str(self.cache.path), self.refresh))
 
-    def _stored(
-        self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None, count: bool = True
-    ) -> Reply | None:
-        return self.cache.get(self.spec, prompt, count=count, **self._where(sample, json_schema))
-
-    def cache_only(self) -> CacheOnly | None:
-        """This model answering from its cache alone (None with ``refresh``)."""
-        return None if self.refresh else CacheOnly(self)
-
     def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
         where = self._where(sample, json_schema)
-        flight = f"{self.spec}\0{where}\0{prompt_digest(prompt)}"
+        flight = reply_key(self.spec, prompt, **where)
         with self._in_flight_lock:
             waiting = self._in_flight.get(flight)
             if waiting is None:
@@ -362,7 +294,7 @@ class CachedModel(Model):
         try:
             if not self.refresh:
                 try:
-                    stored = self._stored(prompt, sample, json_schema)
+                    stored = self.cache.get(self.spec, prompt, **where)
                 except (sqlite3.Error, OSError) as exc:  # an unreadable cache is a miss, said once
                     self.cache._failed("be read", exc)
                     stored = None
@@ -377,50 +309,13 @@ class CachedModel(Model):
         finally:
             if waiting is None:
                 with self._in_flight_lock:
-                    done = self._in_flight.pop(flight, None)
-                if done is not None:
-                    done.set()
+                    self._in_flight.pop(flight).set()
 
     def _where(self, sample: int, json_schema: Mapping[str, Any] | None) -> dict[str, Any]:
-        """The cache key's parts for a call, besides its spec and prompt."""
         extra = None
         if self.settings or json_schema is not None:
             extra = {"settings": self.settings, "json_schema": json_schema}
         return {"sample": sample, "temperature": self.temperature, "extra": extra}
-
-
-class _CacheMiss(BaseException):
-    """A call :class:`CacheOnly` cannot answer: a ``BaseException``, never a judge's failed call;
-    the runner catches it and makes the call for real."""
-
-
-class CacheOnly(Model):
-    """A :class:`CachedModel` answering from its cache alone; its hits count once settled."""
-
-    def __init__(self, model: CachedModel) -> None:
-        super().__init__(model.spec, temperature=model.temperature, settings=model.settings)
-        self.supports_json_schema = model.supports_json_schema
-        self.model = model
-        self.hits = 0
-
-    def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
-        try:
-            stored = self.model._stored(prompt, sample, json_schema, count=False)
-        except (sqlite3.Error, OSError):  # the real call says so, once
-            stored = None
-        if stored is None:
-            raise _CacheMiss
-        self.hits += 1
-        return stored
-
-    def settle(self) -> None:
-        """Count the hits so far in the cache's statistics."""
-        self.model.cache._add_hits(self.hits)
-        self.hits = 0
-
-    def forget(self) -> None:
-        """Drop the hits so far (the calls will be made, and counted, again)."""
-        self.hits = 0
 
 
 _OPENED: dict[str, ResponseCache] = {}  # per process: each cache file opened once
@@ -428,7 +323,7 @@ _OPENED_LOCK = threading.Lock()
 
 
 def _refuse_special_file(path: Path) -> None:
-    """A cache is a regular file: a FIFO would hang, a device or directory cannot hold one."""
+    # a cache is a regular file: a FIFO would hang, a device or directory cannot hold one
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         mode = path.stat().st_mode

@@ -12,30 +12,10 @@ from functools import partial
 from statistics import NormalDist
 from typing import Any
 
-from . import stats
+from . import _extra, stats
 from .errors import InputError, did_you_mean, is_number, plural
 from .records import Completeness, case_rows, completeness, tally
 from .stats import Rate, cases_to_decide, format_rate, mcnemar, wilson_interval
-
-__all__ = [
-    "INCONCLUSIVE_POLICIES",
-    "OUTCOMES",
-    "CategoryVerdict",
-    "ComparisonReport",
-    "GateReport",
-    "HoldoutComparison",
-    "PairedComparison",
-    "RowsGate",
-    "compare_holdout",
-    "compare_holdout_rows",
-    "compare_runs",
-    "gate",
-    "gate_rows",
-    "gate_settings",
-    "holdout_text",
-    "parse_threshold",
-    "rank_runs",
-]
 
 
 def parse_threshold(
@@ -71,13 +51,14 @@ def parse_threshold(
     return rate
 
 
-OUTCOMES = ("pass", "block", "inconclusive", "ungated")
+OUTCOMES = ("pass", "block", "inconclusive", "judge not trusted", "ungated")
 INCONCLUSIVE_POLICIES = ("pass", "block")
 
 
 @dataclass(frozen=True)
 class CategoryVerdict:
-    """One category's figures and outcome (one of ``OUTCOMES``); whether it blocks.
+    """One category's figures and outcome (one of ``OUTCOMES``); whether it blocks; the
+    ``estimate`` of what people would say, which decides a judged category when given.
 
     >>> v = gate({"tone": {"passed": 12, "total": 13}}, {"tone": 0.8}).categories[0]
     >>> v.outcome, v.more_cases_needed, v.blocking
@@ -96,41 +77,56 @@ class CategoryVerdict:
     more_cases_needed: int | None = None
     unchecked_ids: tuple[str, ...] = ()
     design_effect: float = 1.0  # of the cases' clusters, which widen the interval
+    judged: bool = False
+    estimate: Any = None
+
+    @property
+    def decided_on(self) -> str:
+        """``"people"`` (their estimated rate), ``"judge"`` (its own) or ``"checks"`` (no judge)."""
+        if not self.judged:
+            return "checks"
+        return "judge" if self.estimate is None or self.estimate.method == "judge" else "people"
+
+    @property
+    def basis(self) -> str:
+        """Which rate decides, in words ("" for checks alone): people's, or the judge's own."""
+        return "" if self.decided_on == "checks" else str(self.estimate or "judge not calibrated")
 
     @property
     def passed(self) -> int:
-        """Cases that passed."""
         return self.measured.successes if self.measured else 0
 
     @property
     def total(self) -> int:
-        """Every case of the category, whatever became of it."""
         return self.measured.n if self.measured else 0
 
     @property
     def rate(self) -> float | None:
-        """The observed pass rate, None without cases."""
         return self.measured.value if self.measured else None
 
     @property
     def low(self) -> float | None:
-        """The lower end of the rate's interval."""
         return self.measured.low if self.measured else None
 
     @property
     def high(self) -> float | None:
-        """The upper end of the rate's interval."""
         return self.measured.high if self.measured else None
 
     def to_dict(self) -> dict[str, Any]:
         """The verdict as a JSON-ready dict."""
         found = {key: getattr(self, key) for key in _VERDICT_KEYS}
-        return {**found, "unchecked_ids": list(self.unchecked_ids)}
+        return {**found, "unchecked_ids": list(self.unchecked_ids), "estimate": self._estimate()}
+
+    def _estimate(self) -> dict[str, Any] | None:
+        if self.estimate is not None or self.decided_on == "checks":
+            return self.estimate and self.estimate.to_dict()
+        figures = {"value": self.rate, "low": self.low, "high": self.high, "labels": 0}
+        return {"method": "judge", **figures, "how": "judge not calibrated"}
 
 
 _VERDICT_KEYS: tuple[str, ...] = ("passed", "total", "errors", "unparsed", "unchecked", "rate")
 _VERDICT_KEYS += ("low", "high", "threshold", "outcome", "blocking", "more_cases_needed", "note")
-_VERDICT_KEYS += ("design_effect",)
+_VERDICT_KEYS += ("design_effect", "decided_on")
 
 
 @dataclass(frozen=True)
@@ -168,8 +164,8 @@ class GateReport:
 
     @property
     def undecided(self) -> list[CategoryVerdict]:
-        """The categories whose interval straddles their threshold."""
-        return [c for c in self.categories if c.outcome == "inconclusive"]
+        """The categories whose interval straddles their threshold, or not trusting the judge."""
+        return [c for c in self.categories if c.outcome in ("inconclusive", "judge not trusted")]
 
     def to_dict(self) -> dict[str, Any]:
         """The ``gate`` part of ``run --json`` (outcomes ``"incomplete"`` when the results are)."""
@@ -209,6 +205,7 @@ def _verdict(
     name: str,
     tally: Any,
     threshold: float | None,
+    estimate: Any = None,
     *,
     inconclusive: str,
     allow_unchecked: bool,
@@ -220,19 +217,25 @@ def _verdict(
     unchecked = counts[2]
     bounds = wilson_interval(passed, total, confidence, design_effect=effect) if total else None
     measured = Rate(passed, total, *bounds) if bounds else None  # clusters widen it (effect)
+    people = estimate is not None and estimate.method != "judge"
+    figure = estimate if people else measured
     note, more = None, None
-    if measured is None or threshold is None:
+    if figure is None or threshold is None:
         outcome = "ungated" if threshold is None else "block"
         note = None if measured else "no cases in this category"
     elif unchecked and not allow_unchecked:
         outcome = "block"
         note = f"{plural(unchecked, 'case')} had nothing to check them"
-    elif measured.value < threshold:
+    elif figure.value < threshold:
         outcome = "block"  # below is never given the benefit of doubt
-    elif measured.low >= threshold or threshold == measured.value == 1.0:
+    elif people and estimate.distrust:
+        outcome, note = "judge not trusted", estimate.distrust
+    elif figure.low >= threshold or (threshold == figure.value == 1.0 and not people):
         # decided; a threshold of 100% is a rule over the cases (every one must pass), met by
-        # a rate of 100%: no interval over a finite suite could ever clear it
+        # a rate of 100% seen (not estimated): no interval over a finite suite could clear it
         outcome = "pass"
+    elif people:
+        outcome, more = "inconclusive", estimate.more_labels(threshold)
     else:
         outcome = "inconclusive"
         needed = cases_to_decide(passed, total, threshold, confidence)
@@ -243,11 +246,13 @@ def _verdict(
         *counts,
         threshold=threshold,
         outcome=outcome,
-        blocking=outcome == "block" or (outcome == "inconclusive" and inconclusive == "block"),
+        blocking=outcome == "block" or (outcome in OUTCOMES[2:4] and inconclusive == "block"),
         note=note,
         more_cases_needed=more,
         unchecked_ids=_ids(tally) if measured else (),
         design_effect=effect,
+        judged=_field(tally, "judged") > 0,
+        estimate=estimate,
     )
 
 
@@ -260,10 +265,12 @@ def gate(
     allow_unchecked: bool | None = False,
     confidence: float = 0.95,
     completeness: Completeness | None = None,
+    people: Mapping[str, Any] | None = None,
     strict_categories: bool | None = False,
     design_effects: Mapping[str | None, float] | None = None,
 ) -> GateReport:
-    """Judge each category's counts against its threshold, else ``default_threshold``.
+    """Judge each category's counts against its threshold, else ``default_threshold``; a judged
+    category with an estimate in ``people`` (:func:`people_estimates`) is decided on it.
 
     >>> report = gate(
     ...     {"amount_extraction": {"passed": 17, "total": 20},
@@ -284,9 +291,15 @@ def gate(
     verdict = partial(
         _verdict, inconclusive=policy, allow_unchecked=allow_unchecked, confidence=confidence
     )
-    effects = design_effects or {}
+    people, effects = people or {}, design_effects or {}
     verdicts = tuple(
-        verdict(name, tallies.get(name, {}), limits.get(name, default), effect=effects.get(name, 1))
+        verdict(
+            name,
+            tallies.get(name, {}),
+            limits.get(name, default),
+            people.get(name),
+            effect=effects.get(name, 1),
+        )
         for name in names
     )
     ungated = [_ungated(v, list(limits)) for v in verdicts if limits and v.threshold is None]
@@ -300,16 +313,24 @@ def gate(
     verdicts = tuple(said.get(v.category, v) for v in verdicts)
     total = {
         key: sum(_field(tally, key) for tally in tallies.values())
-        for key in ("passed", "total", "errors", "unparsed", "unchecked")
+        for key in ("passed", "total", "errors", "unparsed", "unchecked", "judged")
     }
-    return GateReport(
-        verdicts,
-        verdict("global", total, None, effect=effects.get(None, 1.0)),
-        policy,
-        confidence,
-        completeness,
-        bool(allow_unchecked),
-    )
+    overall = verdict("global", total, None, people.get("global"), effect=effects.get(None, 1.0))
+    return GateReport(verdicts, overall, policy, confidence, completeness, bool(allow_unchecked))
+
+
+def people_estimates(rows: Iterable[Mapping[str, Any]], **settings: Any) -> dict[str, Any] | None:
+    """What people would say of each judged category (the estimates extra, from ``labels``,
+    ``min_kappa``, ``calibration``, ``confidence``); None without labels or calibration.
+
+    >>> people_estimates([{"id": "a", "status": "pass"}], labels=None) is None
+    True
+    """
+    rows = list(rows)
+    given = settings.get("labels") or settings.get("calibration")
+    if not given and all(row.get("label") is None for row in rows):
+        return None
+    return _extra("estimator", "people", "--labels and --calibration")(rows, **settings)
 
 
 def _ungated(verdict: CategoryVerdict, thresholds: list[str]) -> CategoryVerdict:
@@ -323,11 +344,10 @@ def gate_settings(
     thresholds: Mapping[str, float | str] | None = None,
     *,
     default_threshold: float | str | None = None,
-    inconclusive: str | None = None,
-    allow_unchecked: bool = False,
-    strict_categories: bool | None = False,
+    **others: Any,
 ) -> dict[str, Any]:
-    """The gate settings a run records in its rows (``run.gate``), with thresholds as numbers.
+    """The gate settings a run records in its rows (``run.gate``), with thresholds as numbers
+    (the ``others`` as given: ``inconclusive``, ``labels`` …).
 
     >>> gate_settings({"tone": "90%"}, default_threshold=0.5)["thresholds"]
     {'tone': 0.9}
@@ -337,9 +357,7 @@ def gate_settings(
         "default_threshold": (
             None if default_threshold is None else parse_threshold(default_threshold)
         ),
-        "inconclusive": inconclusive,
-        "allow_unchecked": allow_unchecked,
-        "strict_categories": strict_categories,
+        **others,
     }
 
 
@@ -361,6 +379,9 @@ def gate_rows(
     allow_unchecked: bool | None = None,
     expected_ids: Iterable[str] | None = None,
     confidence: float = 0.95,
+    labels: str | None = None,
+    min_kappa: float | None = None,
+    calibration: Any = None,
     strict_categories: bool | None = False,
 ) -> RowsGate:
     """Gate result rows as the run that wrote them did (settings not given: its ``run``).
@@ -379,12 +400,15 @@ def gate_rows(
         "default_threshold": default_threshold,
         "inconclusive": inconclusive,
         "allow_unchecked": allow_unchecked,
+        "labels": labels,
+        "min_kappa": min_kappa,
         "strict_categories": strict_categories or None,
     }
     ran = {key: run.get(key) for key in given if run.get(key) not in (None, {})}
     remembered = tuple(key for key in ran if given[key] is None)
     overridden = tuple(key for key in ran if given[key] not in (None, ran[key]))
     used = {**ran, **{key: value for key, value in given.items() if value is not None}}
+    wanted = {key: used.pop(key, None) for key in ("labels", "min_kappa")}
     joined = case_rows(rows)  # a case once, its trials joined as the run joined them
     report = gate(
         tally(joined),
@@ -392,6 +416,7 @@ def gate_rows(
         design_effects=_design_effects(joined),
         confidence=confidence,
         completeness=completeness(rows, expected_ids=expected_ids),
+        people=people_estimates(joined, **wanted, calibration=calibration, confidence=confidence),
     )
     return RowsGate(report, remembered, overridden)
 

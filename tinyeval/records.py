@@ -215,6 +215,7 @@ class CategoryTally:
     unparsed: int = 0
     primary_parsed: int = 0
     primary_passed: int = 0
+    labelled: int = 0  # cases with their own label
     unchecked_ids: list[str] = field(default_factory=list)  # the first few, for messages
 
     KEPT_IDS = 20  # unchecked ids kept for messages; the count is always exact
@@ -232,6 +233,7 @@ class CategoryTally:
                 self.unchecked_ids.append(str(row.get("id")))
         else:
             self.failed += 1
+        self.labelled += row.get("label") is not None
         found = verdicts(row)
         for verdict in found.values():
             self.judged += 1

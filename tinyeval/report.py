@@ -11,9 +11,16 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import __version__, _extra
-from .errors import plural, shorten
-from .gating import CategoryVerdict, GateReport, gate, gate_rows, refuse_unknown_categories
-from .records import Completeness, Row, read_rows, tally, verdicts, write_text_atomically
+from .errors import InputError, plural, shorten
+from .gating import (
+    CategoryVerdict,
+    GateReport,
+    gate,
+    gate_rows,
+    people_estimates,
+    refuse_unknown_categories,
+)
+from .records import Completeness, Row, case_rows, read_rows, tally, verdicts, write_text_atomically
 from .runner import PreparedCases, RunResult
 from .stats import format_rate
 
@@ -105,8 +112,14 @@ def summarize(
         info["suite"]["overridden"] = list(s.suite_overridden)
     # an observer that changes what the gate counts (trials: cases, not trials) says so
     counted = [o.tallies() for o in (observers or {}).values() if hasattr(o, "tallies")]
+    if (s.labels or session.calibration) and not os.path.isfile(s.out):
+        raise InputError("the rows are read back for the labels: it must be a file", field="out")
+    labelled = any(t.labelled for t in result.categories.values())  # only a file is read back
+    needed = (s.labels or session.calibration or labelled) and os.path.isfile(s.out)
+    rows = case_rows(read_rows(s.out)) if needed else []
+    wanted = {"labels": s.labels, "min_kappa": s.min_kappa, "calibration": session.calibration}
     tallies = counted[0] if counted else result.sorted_categories()
-    report = gate(tallies, **s.gate_options())
+    report = gate(tallies, **s.gate_options(), people=people_estimates(rows, **wanted))
     expected = ready.in_shard if ready.read else None
     if not result.complete and report.overall.total != expected:  # say what is missing
         empty = tuple(sorted(ready.categories - set(tallies)))
@@ -232,15 +245,6 @@ def _run_lines(
         if session.cache.warning:
             info["cache"]["warning"] = session.cache.warning
             text.append(f"warning: the response cache: {session.cache.warning}")
-    if session.calibration is not None:
-        corrected_rates = _extra("estimator", "corrected_rates", "--calibration")
-        corrected_lines = _extra("estimator", "corrected_lines", "--calibration")
-        judge, tallies = session.judges[0], result.sorted_categories()
-        corrected = corrected_rates(
-            session.calibration, tallies, judge=judge, judge_model=session.judge_spec
-        )
-        info["corrected"] = {name: item.to_dict() for name, item in corrected.items()}
-        text += corrected_lines(corrected, source=str(s.calibration), judge=judge.name)
     if s.review_out:
         info["review_out"], info["review_rows"] = s.review_out, review_rows
         text.append(f"non-unanimous verdicts for review: {review_rows} (in {s.review_out})")
@@ -342,20 +346,41 @@ def _rate_cell(v: CategoryVerdict, confidence: float = 0.95) -> str:
 
 
 def _mark(v: CategoryVerdict) -> str:
+    basis = f"; {v.basis}" if v.basis else ""
+    verdict = "BLOCKS" if v.blocking else "let through"
     if v.threshold is None:
-        return v.note if v.note and v.note.startswith("ungated") else "no threshold"
+        ungated = v.note if v.note and v.note.startswith("ungated") else "no threshold"
+        return f"{ungated}{basis}"
+    if v.outcome == "judge not trusted":
+        return f"judge not trusted: {v.note} ({verdict}{basis})"
     if v.outcome == "inconclusive":
-        if v.more_cases_needed is None:
-            need = "no suite size decides it at this rate"
+        people, more = v.decided_on == "people", v.more_cases_needed
+        if more is None:
+            need = f"no number of {'labels' if people else 'cases'} decides it at this rate"
+        elif people:
+            need = f"about {plural(more, 'more label')} would decide it"
         else:
-            need = f"about {plural(v.more_cases_needed, 'more case')} needed"
-        verdict = "BLOCKS" if v.blocking else "let through"
-        return f"inconclusive — {need} ({verdict})"
+            need = f"about {plural(more, 'more case')} needed"
+        return f"inconclusive — {need} ({verdict}{basis})"
     if not v.blocking:
-        return "ok"
+        return f"ok ({v.basis})" if v.basis else "ok"
     if v.note:
-        return f"BLOCKS ({v.note})"
-    return f"BLOCKS ({_pct(v.rate)} < {_pct(v.threshold)})"
+        return f"BLOCKS ({v.note}{basis})"
+    figure = v.estimate.value if v.decided_on == "people" else v.rate
+    return f"BLOCKS ({_pct(figure)} < {_pct(v.threshold)}{basis})"
+
+
+def _rate_lines(report: GateReport) -> list[str]:
+    """A line per judged category (the global one last): the judge's rate, what decides."""
+    lines = []
+    for v in [*report.categories, report.overall]:
+        if v.decided_on != "checks" and v.total:
+            judge = f"judge {_pct(v.rate)} [{_pct(v.low)}, {_pct(v.high)}]"
+            gate = f"threshold {_pct(v.threshold)} · {_mark(v).partition(' (')[0]}"
+            gate = "no threshold" if v.threshold is None else gate
+            gate = "shown, never gates" if v is report.overall else gate
+            lines.append(f"{line_of(v.category)}: {judge} · {v.basis} · {gate}")
+    return lines
 
 
 _Cell = tuple[str, str, str, str, str]
@@ -410,7 +435,7 @@ def summary_text(
         lines.append(
             f'cases that errored: {errors} (counted as not passed; see the rows\' "error")'
         )
-    lines += [*_unchecked_lines(report), *extra_lines, _gate_line(report)]
+    lines += [*_unchecked_lines(report), *_rate_lines(report), *extra_lines, _gate_line(report)]
     return terminal_text("\n".join(lines))
 
 
@@ -439,7 +464,8 @@ def _gate_line(report: GateReport) -> str:
         text = f"gate: PASSED — {said}"
         if undecided:
             names = ", ".join(line_of(c.category) for c in undecided)
-            text += f" (inconclusive, let through: {names})"
+            why = " or ".join(sorted({c.outcome for c in undecided}))
+            text += f" ({why}, let through: {names})"
         return text
     names = ", ".join(line_of(c.category) for c in report.blocking)
     return f"gate: FAILED — blocking: {names} ({len(report.blocking)} of {len(gated)} gated)"

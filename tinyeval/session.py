@@ -354,7 +354,7 @@ class Session:
             only=ready.selected if (s.only is not None or s.rejudge) else None,
             judges={j.name: j.rubric_fingerprint for j in self.judges},
             judge_model=self.judge_spec if self.judges else None,
-            gate=gate_settings(**s.gate_options()),
+            gate=gate_settings(**s.gate_options(recorded=True)),
             suite=s.suite.fingerprint if s.suite is not None else None,
             cases_file=s.cases,
             observers=self._observed,

@@ -172,8 +172,14 @@ class RunSettings:
     stop_when_decided: bool = _setting(
         ESTIMATES, "stop each category once a confidence sequence decides its gate", False
     )
+    labels: str | None = _setting(
+        ESTIMATES, "labels: gate on what people say", metavar="FILE", suite="labels", gate=True
+    )
+    min_kappa: float | None = _setting(
+        ESTIMATES, "least kappa to trust", metavar="K", rate=True, suite="min_kappa", gate=True
+    )
     calibration: str | None = _setting(
-        ESTIMATES, "a saved calibration: rates corrected for it", metavar="FILE", needs=_JUDGED
+        ESTIMATES, "a saved calibration: the gate's corrected rates", metavar="FILE", needs=_JUDGED
     )
     batch: bool = _setting(SCALE, "send the model calls through the provider's batch API", False)
     batch_poll: float = _setting(
@@ -304,14 +310,17 @@ class RunSettings:
             and not any(present[name] for name in f.metadata["needs"])
         ]
 
-    def gate_options(self) -> dict[str, Any]:
-        """The keywords of :func:`tinyeval.gating.gate` these settings give.
+    def gate_options(self, *, recorded: bool = False) -> dict[str, Any]:
+        """The keywords of :func:`tinyeval.gating.gate` these settings give (``recorded``: and
+        those of the people's estimate, as a run records them).
 
         >>> RunSettings(cases="c", thresholds={"tone": "0.9"}).gate_options()["thresholds"]
         {'tone': '0.9'}
         """
         return {
-            f.name: getattr(self, f.name) for f in fields(self) if f.metadata.get("group") == GATE
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.metadata.get("group") == GATE or (recorded and "gate" in f.metadata)
         }
 
 
@@ -388,6 +397,8 @@ class Suite:
     default_threshold: float | None = None
     inconclusive: str | None = None
     allow_unchecked: bool = False
+    labels: str | None = None
+    min_kappa: float | None = None
     strict_categories: bool = False
     judges: tuple[JudgeSpec, ...] = ()
     judge_model: ModelSettings | None = None
@@ -426,7 +437,7 @@ class Suite:
             model = getattr(self, name)
             found[name] = model and dict(asdict(model), prompt_template=rel(model.prompt_template))
         for f in fields(RunSettings):
-            if f.metadata.get("suite", "").startswith("reports."):
+            if f.metadata.get("suite", "").startswith("reports.") or f.name == "labels":
                 found[f.name] = rel(found[f.name])
         return json.loads(json.dumps(found))
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from .._formats import MAX_CONFIG_BYTES, read_text
 from ..errors import InputError
-from ..gating import GateReport, gate
+from ..gating import GateReport, gate, people_estimates
 from ..suite import JudgeSpec, ModelSettings, Suite
 
 __all__ = [
@@ -36,17 +36,18 @@ def tally_rows(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
 
     >>> tally_rows([{"category": "tone", "status": "pass"},
     ...             {"category": "tone", "status": "error"}])
-    {'tone': {'passed': 1, 'total': 2, 'errors': 1, 'unparsed': 0}}
+    {'tone': {'passed': 1, 'total': 2, 'errors': 1, 'unparsed': 0, 'judged': 0}}
     """
     tallies: dict[str, dict[str, int]] = {}
     for row in rows:
         slot = tallies.setdefault(
             str(row.get("category", "default")),
-            {"passed": 0, "total": 0, "errors": 0, "unparsed": 0},
+            {"passed": 0, "total": 0, "errors": 0, "unparsed": 0, "judged": 0},
         )
         slot["total"] += 1
         slot["passed"] += row.get("status") == "pass"
         slot["errors"] += row.get("status") == "error"
+        slot["judged"] += len(row.get("judges") or {})
         slot["unparsed"] += sum(
             1
             for verdict in (row.get("judges") or {}).values()
@@ -192,9 +193,12 @@ class SuiteRunner:
             options["inconclusive"] = self.suite.inconclusive
         if self.suite.allow_unchecked and "allow_unchecked" in accepted:
             options["allow_unchecked"] = True
+        rows = list(rows)
+        people = people_estimates(rows, labels=self.suite.labels, min_kappa=self.suite.min_kappa)
         return gate(
             tally_rows(rows),
             thresholds,
             default_threshold=self.suite.default_threshold,
+            people=people,
             **options,
         )

@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from dataclasses import fields
 from typing import Any
 
 from .. import _extra
 from ..errors import InputError, plural
 from ..gating import FAIL_ON
 from ..records import completeness, merge_rows, read_rows, write_records
-from ..suite import GATE, RunSettings
+from ..suite import RunSettings
 from ._common import (
     EXIT_GATE_FAILED,
     EXIT_INCOMPLETE,
@@ -35,14 +34,14 @@ _GATE_AND_REPORT = {
 
 
 # the run settings of the gate (gate and report take them too)
-_GATE = [f.name for f in fields(RunSettings) if f.metadata.get("group") == GATE]
+_GATE = list(RunSettings(cases="").gate_options(recorded=True))
 
 
 def add_gate_and_report(sub: Any) -> None:
     for name, summary in _GATE_AND_REPORT.items():
         p = sub.add_parser(name, help=summary)
         p.add_argument("results", metavar="RESULTS", help="a results file written by tinyeval run")
-        add_settings(p, *_GATE)
+        add_settings(p, *_GATE, "calibration")
         p.add_argument(
             "--holdout",
             type=proportion,
@@ -72,6 +71,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.results}: no result rows")
     gate = {name: getattr(args, name) for name in _GATE}
     gate["thresholds"] = parse_thresholds(args.thresholds)
+    gate["calibration"] = args.calibration
     summary = summarize_rows(rows, source=args.results, gate=gate)
     holdout = compare_holdout_rows(rows, args.holdout, salt=args.salt) if args.holdout else None
     if args.json:

@@ -1,26 +1,17 @@
-"""A run's judge pass rates corrected with a saved calibration (``run --calibration``).
-
-Each category's rate is corrected with the calibrated judge's sensitivity and
-specificity (:func:`tinyeval.estimates.ppi.corrected_pass_rate`).
+"""A judge's pass rate corrected with a saved calibration (``run --calibration``): the
+calibrated judge's sensitivity and specificity, through
+:func:`tinyeval.estimates.ppi.corrected_pass_rate`; people.py gates on it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from ..calibration import CATEGORY_MIN_LABELS, Calibration, CalibrationError, _short
-from ..stats import Rate, UndefinedStatisticError
 from .ppi import CorrectedRate, corrected_pass_rate
 
-__all__ = [
-    "UncorrectedRate",
-    "corrected_lines",
-    "corrected_rate_for",
-    "corrected_rates",
-    "correction_summary",
-]
+__all__ = ["corrected_rate_for", "correction_summary"]
 
 
 def corrected_rate_for(
@@ -83,90 +74,6 @@ def corrected_rate_for(
     if not calibration.trusted:
         warnings.append(f"the calibration itself is not trusted: {calibration.verdict}")
     return replace(result, warnings=tuple(warnings), scope=scope, category=category)
-
-
-@dataclass(frozen=True)
-class UncorrectedRate:
-    """A judge pass rate that a calibration could not correct, and why (in words).
-
-    >>> UncorrectedRate(Rate.of(5, 10), "the judge is no better than chance").to_dict()["error"]
-    'the judge is no better than chance'
-    """
-
-    observed: Rate
-    reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"error", "passes", "n"}``."""
-        return {"error": self.reason, "passes": self.observed.successes, "n": self.observed.n}
-
-
-def corrected_rates(
-    calibration: Calibration,
-    tallies: Mapping[str, Any],
-    *,
-    judge: Any,
-    judge_model: str | None = None,
-) -> dict[str, CorrectedRate | UncorrectedRate]:
-    """Each category's primary-judge pass rate (parsed verdicts only) corrected with the
-    calibration, or an :class:`UncorrectedRate` saying why not; categories without a
-    parsed verdict are left out.
-
-    >>> from tinyeval.calibration import calibrate
-    >>> from tinyeval.judge import Judge
-    >>> from tinyeval.records import CategoryTally
-    >>> cal = calibrate(["PASS"] * 45 + ["FAIL"] * 5 + ["FAIL"] * 40 + ["PASS"] * 10,
-    ...                 ["PASS"] * 50 + ["FAIL"] * 50)
-    >>> found = corrected_rates(cal, {"c": CategoryTally(primary_parsed=100, primary_passed=70)},
-    ...                         judge=Judge("Is polite."))
-    >>> round(found["c"].rate, 3)
-    0.714
-    """
-    found: dict[str, CorrectedRate | UncorrectedRate] = {}
-    for category, tally in tallies.items():
-        if not tally.primary_parsed:
-            continue
-        try:
-            found[category] = corrected_rate_for(
-                calibration,
-                tally.primary_passed,
-                tally.primary_parsed,
-                category=category,
-                judge_model=judge_model,
-                rubric_fingerprint=judge.rubric_fingerprint,
-            )
-        except (CalibrationError, UndefinedStatisticError) as exc:  # said in words, not raised
-            found[category] = UncorrectedRate(
-                Rate.of(tally.primary_passed, tally.primary_parsed), str(exc)
-            )
-    return found
-
-
-def corrected_lines(
-    corrected: Mapping[str, CorrectedRate | UncorrectedRate], *, source: str, judge: str
-) -> list[str]:
-    """The corrected rates as summary lines, with their warnings once each.
-
-    >>> print(corrected_lines({"c": UncorrectedRate(Rate.of(5, 10), "no better than chance")},
-    ...                       source="cal.json", judge="tone")[1])
-      c: 5/10 = 50.0% [23.7%, 76.3%] observed; cannot correct: no better than chance
-    """
-    lines = [
-        f"judge pass rates corrected with the calibration in {source} "
-        f"(judge {judge}; parsed verdicts only):"
-    ]
-    warnings: list[str] = []
-    for category, item in corrected.items():
-        if isinstance(item, UncorrectedRate):
-            lines.append(f"  {category}: {item.observed} observed; cannot correct: {item.reason}")
-            continue
-        lines.append(
-            f"  {category}: {item.observed} observed → {item.rate:.1%} [{item.low:.1%}, "
-            f"{item.high:.1%}] corrected ({item.scope} sensitivity/specificity)"
-        )
-        warnings.extend(w for w in item.warnings if w not in warnings)
-    lines.extend(f"  warning: {w}" for w in warnings)
-    return lines
 
 
 def correction_summary(cal: Calibration) -> dict[str, Any]:

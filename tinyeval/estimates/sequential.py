@@ -559,7 +559,7 @@ def make(settings: Any, ready: Any) -> StopWhenDecided:
     """The observer of ``stop_when_decided``: each gated category's threshold."""
     from ..gating import gate_settings
 
-    found = gate_settings(**settings.gate_options())
+    found = gate_settings(**settings.gate_options(recorded=True))
     default = found["default_threshold"]
     limits = {c: found["thresholds"].get(c, default) for c in ready.categories}
     thresholds = {c: float(t) for c, t in limits.items() if t is not None}

@@ -82,9 +82,16 @@ def add_label(sub: Any) -> None:
     )
     p.add_argument(
         "--strategy",
-        choices=("random", "uncertain"),
-        help="with --budget: random (a uniform sample, the default) or uncertain "
-        "(mostly the cases the judge is least sure of; every case keeps a chance)",
+        choices=("random", "uncertain", "gate"),
+        help="with --budget: random (a uniform sample, the default), uncertain "
+        "(mostly the cases the judge is least sure of; every case keeps a chance) or gate "
+        "(where the gated categories' intervals shrink most, by category and judge verdict)",
+    )
+    p.add_argument(
+        "--pilot",
+        metavar="LABELS",
+        help="with --strategy gate: earlier labels (another file) that show where people and "
+        "the judge differ, so the budget goes where they do",
     )
     _add_field(p)
     p.add_argument(
@@ -93,6 +100,27 @@ def add_label(sub: Any) -> None:
         help="print a JSON summary on stdout; the session itself goes to stderr",
     )
     p.set_defaults(handler=_cmd_label)
+
+
+def _gate_plan(rows: list[Any], budget: int, seed: int, pilot: str | None) -> Any:
+    """The ``gate`` strategy's plan: each open case offered with its chance, independently (the
+    chances depend on the rows, the pilot and the seed only: a resumed session offers the same
+    cases)."""
+    import random
+
+    from ..calibration import read_labels
+    from .labelers import gate_probabilities
+    from .session import LabelPlan
+
+    if budget < 1:
+        raise UsageError(f"--budget must be 1 or more, got {budget}")
+    chances = gate_probabilities(rows, budget, read_labels(pilot) if pilot else None)
+    draw = random.Random(seed)
+    chosen = [key for key in sorted(chances) if draw.random() < chances[key]]
+    draw.shuffle(chosen)
+    ids = {str(row["id"]): row["id"] for row in rows}
+    probabilities = {ids[key]: value for key, value in chances.items()}
+    return LabelPlan("gate", budget, len(chances), tuple(ids[k] for k in chosen), probabilities)
 
 
 def _add_field(p: Any) -> None:
@@ -112,7 +140,7 @@ def _cmd_label(args: argparse.Namespace) -> int:
     from ..session import refuse_overwriting
     from .session import label_session, parse_choices, parse_grades, plan_labels, rows_to_offer
 
-    refuse_overwriting([args.results], {"out": args.out})
+    refuse_overwriting([args.results, args.pilot], {"out": args.out})
     if args.strategy and args.budget is None:
         raise UsageError("--strategy chooses the cases of a --budget: give --budget N too")
     fields = parse_label_fields(args.field)
@@ -128,7 +156,11 @@ def _cmd_label(args: argparse.Namespace) -> int:
     if note:
         write(f"{note} (--all-rows offers every row)")
     plan = None
-    if args.budget is not None:
+    if args.pilot and args.strategy != "gate":
+        raise UsageError("--pilot guides --strategy gate: give --strategy gate --budget N too")
+    if args.strategy == "gate":
+        plan = _gate_plan(rows, args.budget, args.seed, args.pilot)
+    elif args.budget is not None:
         plan = plan_labels(
             rows, args.budget, strategy=args.strategy or "random", seed=args.seed, judge=args.judge
         )
