@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import io
+from pathlib import Path
+
 import pytest
 
+from tinyeval.cli._common import StatusLine
 from tinyeval.errors import InputError
 from tinyeval.session import (
-    Progress,
     RunSettings,
     parse_shard,
     parse_thresholds,
@@ -85,10 +88,13 @@ def test_a_shard_is_one_based() -> None:
     assert [parse_shard(t) for t in ("1/1", "1/3", "3/3")] == [(1, 1), (1, 3), (3, 3)]
 
 
+SUITE_SETTINGS = {"fields": {"input": "q"}, "thresholds": {"tone": 0.9, "amounts": 1.0},
+                  "concurrency": 8, "out": "suite.jsonl", "junit": "suite.xml"}  # fmt: skip
+
+
 class TestWithSuite:
-    suite = Suite(path="tinyeval.toml", cases=("cases.jsonl",), fields={"input": "q"},
-                  thresholds={"tone": 0.9, "amounts": 1.0}, concurrency=8, out="suite.jsonl",
-                  judges=(JudgeSpec(criterion="Is polite."),), junit="suite.xml")  # fmt: skip
+    suite = Suite(path="tinyeval.toml", cases=("cases.jsonl",), settings=SUITE_SETTINGS,
+                  judges=(JudgeSpec(criterion="Is polite."),))  # fmt: skip
 
     def test_what_the_options_leave_out_comes_from_the_suite(self) -> None:
         options, overridden = with_suite({"concurrency": 4, "out": "tinyeval-results.jsonl"},
@@ -124,14 +130,14 @@ class TestWithSuite:
         assert options["cases"] == "given.jsonl"
 
     def test_the_gate_handling_given_wins_over_the_suite_and_is_said(self) -> None:
-        suite = Suite(cases=("c.jsonl",), inconclusive="block")
+        suite = Suite(cases=("c.jsonl",), settings={"inconclusive": "block"})
         assert with_suite({}, suite)[0]["inconclusive"] == "block"
         options, overridden = with_suite({"inconclusive": "pass"}, suite)
         assert (options["inconclusive"], overridden) == ("pass", ["inconclusive"])
 
 
 def test_progress_counts_rows_and_says_the_time_left() -> None:
-    progress = Progress(4)
+    progress = StatusLine(4, io.StringIO())
     for status in ("pass", "fail", "error"):
         progress.update({"status": status})
     assert (progress.done, progress.failed, progress.errors) == (3, 1, 1)
@@ -139,7 +145,7 @@ def test_progress_counts_rows_and_says_the_time_left() -> None:
     assert progress.line(progress.started + 6.0) == (
         "3/4 · 0.5 cases/s · ETA 2s · 1 failed · 1 errors"
     )
-    assert Progress(2).line().startswith("0/2 · 0.0 cases/s · ETA ? ·")
+    assert StatusLine(2, io.StringIO()).line().startswith("0/2 · 0.0 cases/s · ETA ? ·")
 
 
 @pytest.mark.parametrize(
@@ -166,11 +172,14 @@ def test_settings_past_their_bounds_or_holding_nul_are_refused_by_the_session(
     assert caught.value.field == field and caught.value.reason.startswith(reason)
 
 
-def test_every_bound_is_declared_once_and_the_suite_file_uses_it() -> None:
+def test_every_bound_is_declared_once_and_the_suite_file_uses_it(tmp_path: Path) -> None:
     from dataclasses import fields
 
-    from tinyeval.suite import _MODEL, _most
+    from tinyeval.suite import load_suite
 
     bounded = {f.name: f.metadata["most"] for f in fields(RunSettings) if "most" in f.metadata}
     assert {"concurrency", "votes", "trials", "max_tokens", "timeout"} <= set(bounded)
-    assert _MODEL["max_tokens"].keywords["most"] == bounded["max_tokens"] == _most("max_tokens")
+    suite = tmp_path / "tinyeval.toml"
+    suite.write_text('cases = "c.jsonl"\n[models.generate]\nspec = "x"\nmax_tokens = 1000001\n')
+    with pytest.raises(InputError, match=f"must be at most {bounded['max_tokens']:,}, got"):
+        load_suite(suite)

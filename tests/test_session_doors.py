@@ -4,6 +4,7 @@ theirs, an executor, a section or an observer is found by its name in the table.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -94,8 +95,8 @@ def test_a_section_that_fails_fails_the_run() -> None:
 
 
 def test_progress_without_a_total_shows_no_eta() -> None:
-    from tinyeval.session import Progress
+    from tinyeval.cli._common import StatusLine
 
-    progress = Progress(None)
+    progress = StatusLine(None, io.StringIO())
     progress.update({"status": "pass"})
     assert progress.line(progress.started + 2.0) == "1 · 0.5 cases/s · 0 failed · 0 errors"

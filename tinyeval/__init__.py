@@ -1,13 +1,5 @@
 """tinyeval: evaluate LLM output so that the number it prints can be trusted.
 
-Code checks first, a one-criterion PASS/FAIL judge only for what code cannot
-check, the judge calibrated against human labels, every rate with a Wilson
-interval, and a gate per category that can fail a CI job. Standard library only.
-
-The names below are the core's, loaded on first use (``import tinyeval`` imports
-nothing else). The extras live in subpackages and are imported from there
-(``from tinyeval.rag.retrieval import recall_at_k``):
-
 >>> import tinyeval
 >>> low, high = tinyeval.wilson_interval(27, 30)
 >>> f"{low:.3f} {high:.3f}"
@@ -22,53 +14,31 @@ if TYPE_CHECKING:
 
 __version__ = "0.2.0"
 
-# public name -> the core module that defines it
+# public name -> the core module that defines it, loaded on first use
 _EXPORTS: dict[str, str] = {
-    "TinyevalError": "errors",
-    "InputError": "errors",
-    "IncompleteError": "errors",
-    "wilson_interval": "stats",
-    "Rate": "stats",
-    "sample_size": "stats",
-    "power": "stats",
-    "mcnemar": "stats",
-    "cohen_kappa": "stats",
-    "spearman": "stats",
-    "Case": "dataset",
-    "load": "dataset",
-    "iter_cases": "dataset",
-    "sample": "dataset",
-    "split_holdout": "dataset",
-    "dataset_fingerprint": "dataset",
-    "check": "checks",
-    "run_checks": "checks",
-    "checks_from_expect": "checks",
-    "resolve": "models",
-    "ask": "models",
-    "ResponseCache": "cache",
-    "Judge": "judge",
-    "Verdict": "judge",
-    "CRITERIA": "judge",
-    "parse_verdict": "judge",
-    "run": "runner",
-    "RunResult": "runner",
-    "read_rows": "records",
-    "gate": "gating",
-    "compare_runs": "gating",
-    "GateReport": "gating",
-    "calibrate": "calibration",
-    "Calibration": "calibration",
-    "read_labels": "calibration",
-    "Session": "session",
-    "RunSettings": "suite",
+    name: module
+    for module, names in {
+        "errors": "TinyevalError InputError IncompleteError",
+        "stats": "wilson_interval Rate sample_size power mcnemar cohen_kappa spearman",
+        "dataset": "Case load iter_cases sample split_holdout dataset_fingerprint",
+        "checks": "check run_checks checks_from_expect",
+        "models": "resolve ask",
+        "cache": "ResponseCache",
+        "judge": "Judge Verdict CRITERIA parse_verdict",
+        "runner": "run RunResult",
+        "records": "read_rows",
+        "gating": "gate compare_runs GateReport",
+        "calibration": "calibrate Calibration read_labels",
+        "session": "Session",
+        "suite": "RunSettings",
+    }.items()
+    for name in names.split()
 }
 
 __all__ = ["__version__", *_EXPORTS]
 
-# The one table of extras. The core never imports a subpackage: it asks this table, through
-# _extra(), for what an extra brings through one of its doors, on first use. A door maps the
-# name a user writes (an expect key, a criterion, a command …) to "subpackage.module:attribute".
-# Copy tinyeval/ without a subpackage and everything else still works; what needed it says so.
+# The one table of extras: door -> the name a user writes -> "subpackage.module:attribute",
+# imported by _extra() on first use. The core never imports a subpackage.
 _EXTRAS: dict[str, dict[str, str]] = {
     # expect keys: builder(value, where) -> the key's named checks
     "expect": {
@@ -154,10 +124,8 @@ _EXTRAS: dict[str, dict[str, str]] = {
 
 
 def _extra(door: str, name: str, what: str | None = None) -> Any:
-    """What the extra registered under ``name`` at ``door`` brings, imported on first use.
-
-    A copy of tinyeval without that extra's subpackage raises one clear
-    :class:`~tinyeval.errors.InputError` naming the folder it lacks (exit 2).
+    """What the extra registered under ``name`` at ``door`` brings (an InputError naming the
+    folder a copy lacks).
 
     >>> _extra("model", "builtin").__name__
     'builtin_judge'

@@ -13,7 +13,8 @@ from typing import Any
 
 from . import _extra
 from .checks import CheckSpecError, get_path
-from .errors import InputError, did_you_mean, is_number, json_problem, plural
+from .dataset import parse_field_mapping
+from .errors import InputError, is_number, json_problem, plural
 from .records import (
     iter_json_lines,
     output_fingerprint,
@@ -34,42 +35,19 @@ from .stats import (
     spearman_interval,
 )
 
-__all__ = [
-    "CATEGORY_MIN_LABELS",
-    "KAPPA_FLOOR",
-    "LABEL_FIELDS",
-    "MIN_LABELS",
-    "Calibration",
-    "CalibrationError",
-    "LabelError",
-    "LabelRecord",
-    "calibrate",
-    "calibrate_results",
-    "disagreement_rows",
-    "load_calibration",
-    "parse_label_fields",
-    "read_labels",
-    "replay_labels",
-]
-
-
-KAPPA_FLOOR = 0.6
-"""Below this kappa the judge's figure is its own opinion (Landis and Koch: 'moderate')."""
-MIN_LABELS = 50
-"""Fewer labelled cases than this are too few to trust a calibration."""
-CATEGORY_MIN_LABELS = 20
-"""A category gets its own sensitivity/specificity with this many parsed labels and both classes."""
+KAPPA_FLOOR = 0.6  # below it the judge's figure is its own opinion (Landis and Koch)
+MIN_LABELS = 50  # fewer labelled cases are too few to trust
+CATEGORY_MIN_LABELS = 20  # a category's own figures need this many parsed labels, both classes
 CALIBRATION_FORMAT = "tinyeval-calibration"
 CALIBRATION_VERSION = 1
-UNPARSED_TOLERANCE = 0.05
-"""More unparsed judge replies than this share of the pairs is a warning of its own."""
+UNPARSED_TOLERANCE = 0.05  # more unparsed replies than this share is a warning of its own
 DISTRUST = "do not rely on the judge's figure yet"
-UNPARSED = "unparsed"  # the confusion-matrix column of judge replies that did not parse
+UNPARSED = "unparsed"
 Label = str | int | float
 
 
 class CalibrationError(InputError):
-    """Input that cannot be calibrated (mismatched lengths, no pairs, a bad saved file)."""
+    """Input that cannot be calibrated."""
 
 
 class LabelError(InputError):
@@ -81,7 +59,6 @@ def _rate(successes: int, n: int) -> Rate | None:
 
 
 def _as_label(value: Any, side: str, index: int) -> Label | None:
-    """Booleans and any-case pass/fail become PASS/FAIL."""
     if value is None and side == "judge":
         return None
     if isinstance(value, bool):
@@ -99,7 +76,7 @@ def _as_label(value: Any, side: str, index: int) -> Label | None:
 
 
 def _ordered(labels: Iterable[Label]) -> tuple[Label, ...]:
-    """PASS and FAIL first, then numbers in order, then other strings alphabetically."""
+    """PASS, FAIL, numbers in order, then other strings."""
     unique = set(labels)
     first = tuple(label for label in ("PASS", "FAIL") if label in unique)
     numbers = sorted(label for label in unique if is_number(label))
@@ -115,8 +92,13 @@ def _short(value: Any) -> str:
 _NOT_IN_DICT = {"per_category", "judge_labels", "human_labels", "categories", "ids"}
 
 
+def _plain(value: Any) -> Any:
+    if isinstance(value, Rate):
+        return value.to_dict()
+    return list(value) if isinstance(value, tuple) else value
+
+
 def _span(interval: tuple[float, float] | None, digits: int) -> str:
-    """`` [low, high]`` of an interval, or nothing without one."""
     return f" [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]" if interval else ""
 
 
@@ -124,12 +106,9 @@ def _key(label: Label | None) -> str:
     return UNPARSED if label is None else str(label)
 
 
-# ---------------------------------------------------------------- the result
-
-
 @dataclass(frozen=True)
 class Calibration:
-    """Judge against human on the same cases; build it with ``calibrate``."""
+    """Judge against human on the same cases (``calibrate``)."""
 
     kind: str  # "pass/fail" or "multiclass"
     labels: tuple[Label, ...]
@@ -171,16 +150,14 @@ class Calibration:
 
     @property
     def specificity(self) -> Rate | None:
-        """P(judge FAIL | human FAIL): the same figure as ``failure_recall``."""
         return self.failure_recall
 
     @property
     def trusted(self) -> bool:
-        """True when nothing in ``warnings`` speaks against the judge's figure."""
         return not self.warnings
 
     def disagreements(self) -> list[Any]:
-        """Ids (or positions) where the judge differs from the human; unparsed replies count.
+        """Ids (or positions) where the judge differs from the human, unparsed included.
 
         >>> calibrate(["PASS", None, "FAIL"], ["PASS", "PASS", "PASS"]).disagreements()
         [1, 2]
@@ -198,7 +175,7 @@ class Calibration:
         ]
 
     def correctable_categories(self) -> list[str]:
-        """Categories a correction gives their own sensitivity and specificity."""
+        """Categories a correction gives their own figures."""
         return [name for name, sub in sorted(self.per_category.items()) if sub._correctable()]
 
     def _correctable(self) -> bool:
@@ -210,22 +187,17 @@ class Calibration:
         )
 
     def to_dict(self, *, categories: bool = True) -> dict[str, Any]:
-        """The calibration as the ``calibrate --json`` object (``"unparsed"`` for a None label).
+        """The ``calibrate --json`` object.
 
         >>> d = calibrate(["PASS", "FAIL"], ["PASS", "PASS"]).to_dict()
         >>> d["false_alarms"], d["confusion"]["PASS"]
         (1, {'PASS': 1, 'FAIL': 1, 'unparsed': 0})
         """
-        result: dict[str, Any] = {}
-        for item in fields(self):
-            value = getattr(self, item.name)
-            if item.name in _NOT_IN_DICT:
-                continue
-            if isinstance(value, Rate):
-                value = value.to_dict()
-            elif isinstance(value, tuple):
-                value = list(value)
-            result[item.name] = value
+        result = {
+            item.name: _plain(getattr(self, item.name))
+            for item in fields(self)
+            if item.name not in _NOT_IN_DICT
+        }
         result.update(
             specificity=result["failure_recall"],
             trusted=self.trusted,
@@ -243,7 +215,7 @@ class Calibration:
         return result
 
     def to_text(self) -> str:
-        """The calibration as the plain text ``tinyeval calibrate`` prints.
+        """The text ``tinyeval calibrate`` prints.
 
         >>> calibrate(["PASS", "FAIL"], ["PASS", "FAIL"]).to_text().splitlines()[0]
         'judge vs human on 2 labelled cases'
@@ -327,7 +299,7 @@ class Calibration:
         return "\n".join(lines)
 
     def save(self, path: str | Path) -> None:
-        """Write the calibration, with every pair, as JSON (atomically) for ``load_calibration``."""
+        """Write it with every pair, atomically, for ``load_calibration``."""
         document = {
             "format": CALIBRATION_FORMAT,
             "version": CALIBRATION_VERSION,
@@ -341,11 +313,7 @@ class Calibration:
         write_text_atomically(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
 
 
-# ---------------------------------------------------------------- computing it
-
-
 def _defined(compute: Any, judge: list[Label], human: list[Label]) -> tuple[Any, str | None]:
-    """``compute(judge, human)``, or None and why it is undefined."""
     if len(judge) < 2:
         return None, f"needs at least 2 parsed pairs, got {len(judge)}"
     try:
@@ -357,7 +325,6 @@ def _defined(compute: Any, judge: list[Label], human: list[Label]) -> tuple[Any,
 def _interval(
     compute: Any, judge: list[Label], human: list[Label], defined: bool
 ) -> tuple[tuple[float, float] | None, str | None]:
-    """``(low, high)`` of an agreement interval, or None and why."""
     if not defined:
         return None, "the statistic itself is undefined"
     try:
@@ -367,18 +334,21 @@ def _interval(
     return (found.low, found.high), None
 
 
+_ONE_LABEL = (
+    (0, "the judge gave one verdict only", "your labels", "your passes from your failures"),
+    (
+        1,
+        "you gave one label only",
+        "the judge's verdicts",
+        "a judge that catches failures from one that does not",
+    ),
+)
+
+
 def _one_label(judge: Sequence[Label | None], human: Sequence[Label]) -> str | None:
-    """Why kappa is 0 when one side gave one label only (None when both gave several)."""
+    """Why kappa is 0 when one side gave one label only."""
     pairs = [(j, h) for j, h in zip(judge, human, strict=True) if j is not None]
-    for side, who, other, meaning in (
-        (0, "the judge gave one verdict only", "your labels", "your passes from your failures"),
-        (
-            1,
-            "you gave one label only",
-            "the judge's verdicts",
-            "a judge that catches failures from one that does not",
-        ),
-    ):
+    for side, who, other, meaning in _ONE_LABEL:
         if len({pair[side] for pair in pairs}) == 1:
             cases = f"{_short(pairs[0][side])} on all {plural(len(pairs), 'parsed case')}"
             return f"{who} ({cases}), so kappa is 0 whatever {other} say: it cannot tell {meaning}"
@@ -386,7 +356,6 @@ def _one_label(judge: Sequence[Label | None], human: Sequence[Label]) -> str | N
 
 
 def _warnings(cal: Calibration) -> list[str]:
-    """What, in words, stands against trusting the judge's figure."""
     found: list[str] = []
     if not cal.parsed:
         return [
@@ -448,7 +417,6 @@ def _warnings(cal: Calibration) -> list[str]:
 
 
 def _verdict(cal: Calibration, warnings: Sequence[str]) -> str:
-    """One sentence that stands on its own (shown where the warnings are not)."""
     if not warnings:
         recall = f"; it caught {cal.failure_recall} of your failures" if cal.failure_recall else ""
         return (
@@ -468,29 +436,18 @@ def _build(
     categories: tuple[str, ...] | None,
     ids: tuple[Any, ...] | None,
 ) -> Calibration:
-    """The calibration of checked labels."""
     parsed_judge = [j for j in judge if j is not None]
     parsed_human = [h for j, h in zip(judge, human, strict=True) if j is not None]
     labels = _ordered([*parsed_judge, *human])
     binary = set(labels) <= {"PASS", "FAIL"}
-    if binary:
-        labels = ("PASS", "FAIL")
+    labels = ("PASS", "FAIL") if binary else labels
     parsed = len(parsed_judge)
-    agreed = sum(j == h for j, h in zip(parsed_judge, parsed_human, strict=True))
-
-    confusion: dict[Label, dict[Label | None, int]] = {
-        h: {**{j: 0 for j in labels}, None: 0} for h in labels
-    }
-    for j, h in zip(judge, human, strict=True):
-        confusion[h][j] += 1
-
-    majority_label, majority_share = None, None
-    if parsed:
-        counts = Counter(parsed_human)
-        top = max(counts.values())
-        majority_label = next(label for label in labels if counts.get(label) == top)
-        majority_share = Rate.of(top, parsed)
-
+    cells = Counter(zip(human, judge, strict=True))
+    confusion = {h: {j: cells[h, j] for j in (*labels, None)} for h in labels}
+    agreed = sum(cells[label, label] for label in labels)
+    counts = Counter(parsed_human)
+    top = max(counts.values(), default=0)
+    majority_label = next((label for label in labels if counts.get(label) == top), None)
     kappa, kappa_undefined = _defined(cohen_kappa, parsed_judge, parsed_human)
     rho: float | None = None
     rho_undefined: str | None = "the labels are not numbers"
@@ -502,37 +459,28 @@ def _build(
     if kappa is not None:
         kappa_interval_undefined = _one_label(judge, human) or kappa_interval_undefined
     rho_low_high, _ = _interval(spearman_interval, parsed_judge, parsed_human, rho is not None)
-
     binary_figures: dict[str, Any] = {}
     if binary:
         fails, passes = confusion["FAIL"], confusion["PASS"]
-        human_failures, human_passes = (
-            fails["PASS"] + fails["FAIL"],
-            passes["PASS"] + passes["FAIL"],
-        )
+        failures, passing = fails["PASS"] + fails["FAIL"], passes["PASS"] + passes["FAIL"]
         binary_figures = {
-            "human_failures": human_failures,
+            "human_failures": failures,
             "judge_caught": fails["FAIL"],
-            "failure_recall": _rate(fails["FAIL"], human_failures),
-            "human_passes": human_passes,
+            "failure_recall": _rate(fails["FAIL"], failures),
+            "human_passes": passing,
             "false_alarms": passes["FAIL"],
-            "false_alarm_rate": _rate(passes["FAIL"], human_passes),
-            "sensitivity": _rate(passes["PASS"], human_passes),
+            "false_alarm_rate": _rate(passes["FAIL"], passing),
+            "sensitivity": _rate(passes["PASS"], passing),
         }
-
     subs: dict[str, Calibration] = {}
-    if categories is not None:
-        groups: dict[str, list[int]] = {}
-        for index, category in enumerate(categories):
-            groups.setdefault(category, []).append(index)
-        for name, indexes in groups.items():
-            subs[name] = _build(
-                [judge[i] for i in indexes],
-                [human[i] for i in indexes],
-                None,
-                None if ids is None else tuple(ids[i] for i in indexes),
-            )
-
+    for name in dict.fromkeys(categories or ()):
+        keep = [i for i, category in enumerate(categories or ()) if category == name]
+        subs[name] = _build(
+            [judge[i] for i in keep],
+            [human[i] for i in keep],
+            None,
+            None if ids is None else tuple(ids[i] for i in keep),
+        )
     draft = Calibration(
         kind="pass/fail" if binary else "multiclass",
         labels=labels,
@@ -541,8 +489,8 @@ def _build(
         unparsed=len(judge) - parsed,
         agreement=_rate(agreed, parsed),
         agreement_with_unparsed=Rate.of(agreed, len(judge)),
-        majority_label=majority_label,
-        majority_share=majority_share,
+        majority_label=majority_label if parsed else None,
+        majority_share=_rate(top, parsed),
         confusion=confusion,
         kappa=kappa,
         kappa_undefined=kappa_undefined,
@@ -575,7 +523,7 @@ def calibrate(
     categories: Sequence[str] | None = None,
     ids: Sequence[Any] | None = None,
 ) -> Calibration:
-    """Compare judge labels (None: unparsed) with human ones, per ``categories`` too.
+    """Compare judge labels (None: unparsed) with human ones.
 
     >>> cal = calibrate(["PASS"] * 10, ["PASS"] * 9 + ["FAIL"])
     >>> str(cal.agreement), str(cal.failure_recall), cal.kappa
@@ -605,29 +553,19 @@ def calibrate(
     )
 
 
-# ---------------------------------------------------------------- results and labels
-
-
 def _expiry(mismatches: Mapping[str, list[tuple[Any, Any]]], matched: int) -> list[str]:
-    """Loud warnings for labels made against another rubric, judge model or output."""
     found: list[str] = []
-    for what, pairs in mismatches.items():
-        if not pairs:
-            continue
-        then = sorted({_short(old) for old, _ in pairs})
-        now = sorted({_short(new) for _, new in pairs})
+    for what, pairs in ((what, pairs) for what, pairs in mismatches.items() if pairs):
         were = "was" if len(pairs) == 1 else "were"
         head = f"CALIBRATION EXPIRED: {len(pairs)} of {plural(matched, 'label')} {were}"
-        if what == "output":
-            found.append(
-                f"{head} given to a different output than these results hold: the human label "
-                "may not apply; re-label them"
-            )
-        else:
-            found.append(
-                f"{head} compared against {what} {', '.join(then)} but these results use "
-                f"{', '.join(now)}: re-label or judge with the labelled {what}"
-            )
+        then, now = (", ".join(sorted({_short(pair[i]) for pair in pairs})) for i in (0, 1))
+        found.append(
+            f"{head} given to a different output than these results hold: the human label "
+            "may not apply; re-label them"
+            if what == "output"
+            else f"{head} compared against {what} {then} but these results use "
+            f"{now}: re-label or judge with the labelled {what}"
+        )
     return found
 
 
@@ -639,10 +577,8 @@ def _check_human_kind(
     *,
     pairwise: bool,
 ) -> None:
-    """Refuse a human label the judge could never give (see ``calibrate_results``)."""
-    parsed = [
-        _as_label(value, "judge", index) for index, value in enumerate(judged) if value is not None
-    ]
+    """Refuse a human label the judge could never give."""
+    parsed = [label for label in judged if label is not None]
     allowed: tuple[str, ...] | None
     if pairwise:
         kind, allowed, expected = "is pairwise", ("A", "B", "TIE"), "A, B or TIE"
@@ -653,16 +589,15 @@ def _check_human_kind(
         expected = "PASS or FAIL (other labels are for a graded or multiple-choice judge)"
     else:
         return  # choices of the user's own: any label may be one of them
-    for index, (key, value) in enumerate(zip(ids, humans, strict=True)):
-        human = _as_label(value, "human", index)
+    for key, human in zip(ids, humans, strict=True):
         if is_number(human) if allowed is None else human in allowed:
             continue
         record = labels[key]
         source, line = getattr(record, "source", None), getattr(record, "line", None)
         where = f" ({source}:{line})" if source and line else ""
         raise CalibrationError(
-            f"calibrate: id {key!r}{where} has the human label {value!r}, but the judge {kind}: "
-            f"expected {expected}"
+            f"calibrate: id {key!r}{where} has the human label {record.get('label')!r}, but "
+            f"the judge {kind}: expected {expected}"
         )
 
 
@@ -673,7 +608,7 @@ def calibrate_results(
     judge: str | None = None,
     only: Iterable[Any] | None = None,
 ) -> Calibration:
-    """Calibrate result rows' judge against labels by id (stale labels: ``CALIBRATION EXPIRED``).
+    """Calibrate result rows' judge against labels by id.
 
     >>> rows = [{"id": "a", "judges": {"j": {"verdict": "PASS", "rubric_fingerprint": "r2"}}},
     ...         {"id": "b", "judges": {"j": {"verdict": "FAIL", "rubric_fingerprint": "r2"}}}]
@@ -739,6 +674,8 @@ def calibrate_results(
             f"{plural(len(set(by_id) & set(labels)), 'id')} in common, "
             f"{len(without_verdict)} of them without a verdict)"
         )
+    judged = [_as_label(value, "judge", index) for index, value in enumerate(judged)]
+    humans = [_as_label(value, "human", index) for index, value in enumerate(humans)]
     _check_human_kind(ids, judged, humans, labels, pairwise=pairwise)
     expired = _expiry(mismatches, len(ids))
     for what, values in (("rubrics", rubrics - {None}), ("judge models", models - {None})):
@@ -760,7 +697,7 @@ def disagreement_rows(
     rows: Iterable[Mapping[str, Any]],
     labels: Mapping[Any, Mapping[str, Any]],
 ) -> list[dict[str, Any]]:
-    """Each compared row where judge and human differ, with ``human``: its label record.
+    """Each compared row where judge and human differ, with its label record as ``human``.
 
     >>> rows = [{"id": "a", "judges": {"j": {"verdict": "PASS"}}},
     ...         {"id": "b", "judges": {"j": {"verdict": "FAIL"}}}]
@@ -777,7 +714,7 @@ def disagreement_rows(
 
 
 def load_calibration(path: str | Path) -> Calibration:
-    """Load a file written by ``Calibration.save``, recomputing every figure from its pairs."""
+    """Load a file ``Calibration.save`` wrote, every figure recomputed from its pairs."""
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -811,11 +748,8 @@ def load_calibration(path: str | Path) -> Calibration:
         raise CalibrationError(f"{path}: {exc}") from None
 
 
-# ---------------------------------------------------------------- the labels file
-
-
 class LabelRecord(dict[str, Any]):
-    """A label record (a plain dict) that knows the ``source`` file and ``line`` it came from.
+    """A label record (a dict) that knows its ``source`` file and ``line``.
 
     >>> record = LabelRecord({"id": "a", "label": "PASS"}, source="labels.jsonl", line=3)
     >>> record["label"], f"{record.source}:{record.line}"
@@ -846,7 +780,6 @@ def _check_label(value: Any, where: str) -> None:
 
 
 LABEL_FIELDS = ("id", "label", "labeler", "at")
-"""The keys a labels field mapping may give a path for."""
 
 
 def parse_label_fields(items: Iterable[str]) -> dict[str, str]:
@@ -855,23 +788,14 @@ def parse_label_fields(items: Iterable[str]) -> dict[str, str]:
     >>> parse_label_fields(["label=annotations.human", "id=trace.span_id"])
     {'label': 'annotations.human', 'id': 'trace.span_id'}
     """
-    mapping: dict[str, str] = {}
-    for item in items:
-        key, sep, path = (part.strip() for part in item.partition("="))
-        if not sep or not key or not path:
-            raise LabelError(f"expected KEY=PATH, got {item!r}", field="field")
-        if key not in LABEL_FIELDS:
-            close = did_you_mean(key, LABEL_FIELDS)
-            hint = (
-                f"; did you mean {close!r}?" if close else f"; expected {', '.join(LABEL_FIELDS)}"
-            )
-            raise LabelError(f"unknown key {key!r}{hint}", field="field")
-        mapping[key] = path
-    return mapping
+    try:
+        return parse_field_mapping(items, LABEL_FIELDS, ())
+    except InputError as exc:
+        raise LabelError(exc.reason, field="field") from None
 
 
 def _mapped(record: dict[str, Any], fields: Mapping[str, str], where: str) -> dict[str, Any]:
-    """``record`` with each mapped key read at its path (the record's own key when absent)."""
+    """``record`` with each mapped key read at its path (kept when the path is absent)."""
     if not fields:
         return record
     out = dict(record)
@@ -888,7 +812,7 @@ def _mapped(record: dict[str, Any], fields: Mapping[str, str], where: str) -> di
 def replay_labels(
     path: str | Path, fields: Mapping[str, str] | None
 ) -> tuple[dict[str | int, list[LabelRecord]], list[LabelRecord]]:
-    """Each id's standing records in order (``"undo": true`` withdraws one), and the rechecks."""
+    """Each id's standing records in order (``"undo": true`` withdraws one), and rechecks."""
     stacks: dict[str | int, list[LabelRecord]] = {}
     rechecks: list[LabelRecord] = []
     for number, raw in iter_json_lines(path, error=LabelError):
@@ -920,14 +844,11 @@ def read_labels(
 ) -> dict[str | int, LabelRecord]:
     """Read a labels file into ``{id: LabelRecord}``: the last label standing wins.
 
-    >>> import tempfile, os
-    >>> lines = ['{"id": "a", "label": "PASS"}', '{"id": "a", "label": "FAIL"}',
-    ...          '{"id": "a", "undo": true}']
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     path = os.path.join(tmp, "labels.jsonl")
-    ...     _ = open(path, "w").write("\\n".join(lines) + "\\n")
-    ...     {key: record["label"] for key, record in read_labels(path).items()}
-    {'a': 'PASS'}
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp(), "labels.jsonl")
+    >>> _ = path.write_text('{"id": "a", "label": "PASS"}\\n{"id": "a", "label": "FAIL"}\\n')
+    >>> read_labels(path)["a"]["label"]
+    'FAIL'
     """
     stacks, _ = replay_labels(path, fields)
     return {key: stack[-1] for key, stack in stacks.items() if stack}

@@ -89,8 +89,12 @@ _RECOGNISED = frozenset(RECOGNISED_KEYS)
 MAPPED_TO_META = ("cluster",)  # mappable keys a case keeps in its meta (results read them)
 
 
-def parse_field_mapping(items: Iterable[str]) -> dict[str, str]:
-    """Parse ``KEY=PATH`` items (``--field``) into a mapping; each KEY a recognised key.
+def parse_field_mapping(
+    items: Iterable[str],
+    keys: Sequence[str] = RECOGNISED_KEYS,
+    meta: Sequence[str] = MAPPED_TO_META,
+) -> dict[str, str]:
+    """Parse ``KEY=PATH`` items (``--field``) into a mapping; each KEY one of ``keys`` or ``meta``.
 
     >>> parse_field_mapping(["input=request.messages.0.content", "id=request_id"])
     {'input': 'request.messages.0.content', 'id': 'request_id'}
@@ -100,16 +104,18 @@ def parse_field_mapping(items: Iterable[str]) -> dict[str, str]:
         key, sep, path = (part.strip() for part in item.partition("="))
         if not sep or not key or not path:
             raise DatasetError(f"expected KEY=PATH, got {item!r}", field="fields")
-        _check_recognised(key)
+        _check_recognised(key, keys, meta)
         mapping[key] = path
     return mapping
 
 
-def _check_recognised(key: str) -> None:
-    if key in RECOGNISED_KEYS or key in MAPPED_TO_META:
+def _check_recognised(
+    key: str, keys: Sequence[str] = RECOGNISED_KEYS, meta: Sequence[str] = MAPPED_TO_META
+) -> None:
+    if key in keys or key in meta:
         return
-    close = did_you_mean(key, RECOGNISED_KEYS)
-    hint = f"did you mean {close!r}?" if close else f"expected one of {', '.join(RECOGNISED_KEYS)}"
+    close = did_you_mean(key, keys)
+    hint = f"did you mean {close!r}?" if close else f"expected one of {', '.join(keys)}"
     raise DatasetError(f"unknown key {key!r}; {hint}", field="fields")
 
 

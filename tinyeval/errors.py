@@ -1,15 +1,12 @@
-"""The error family, and the helpers every message of the package is phrased with.
-
-Every error derives from :class:`TinyevalError`. :class:`InputError` (bad input
-or usage; also a ``ValueError``) and ``stats.StatisticsError`` exit 2;
-:class:`IncompleteError` (work not completed, results incomplete) exits 3.
-"""
+"""The error family (:class:`InputError` exits 2, :class:`IncompleteError` 3) and the helpers
+every message is phrased with."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 __all__ = [
@@ -31,13 +28,10 @@ class TinyevalError(Exception):
     """The root of every error tinyeval raises."""
 
 
-MAX_QUOTED = 200
-"""The most characters of input an error message quotes (a path, a field, a value)."""
+MAX_QUOTED = 200  # the most characters of input an error message quotes
 
 
 def _one_line(text: str, limit: int, *, tail: bool = False) -> str:
-    """``text`` on one line (line breaks escaped), cut to about ``limit`` characters (keeping
-    its end when ``tail``)."""
     text = text.replace("\r", "\\r").replace("\n", "\\n")
     if len(text) <= limit:
         return text
@@ -45,8 +39,7 @@ def _one_line(text: str, limit: int, *, tail: bool = False) -> str:
 
 
 class InputError(TinyevalError, ValueError):
-    """Bad input or usage; the message reads ``PATH:LINE: FIELD: REASON`` (parts known), on
-    one line, the field cut to :data:`MAX_QUOTED` characters, the path and reason to twice that.
+    """Bad input or usage, said on one line as ``PATH:LINE: FIELD: REASON`` (the parts known).
 
     >>> str(InputError("expected a non-empty string", path="cases.jsonl", line=3, field="id"))
     'cases.jsonl:3: id: expected a non-empty string'
@@ -73,23 +66,17 @@ class InputError(TinyevalError, ValueError):
             where = f"{where}:{line}" if where else f"line {line}"
         super().__init__(": ".join(part for part in (where, self.field, self.reason) if part))
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        # keeps path, line and field across pickling (process pools send exceptions back pickled)
-        return _rebuild, (type(self), self.reason, self.path, self.line, self.field)
-
-
-def _rebuild(
-    cls: type[InputError], reason: str, path: str | None, line: int | None, field: str | None
-) -> InputError:
-    return cls(reason, path=path, line=line, field=field)
+    def __reduce__(self) -> tuple[Any, ...]:  # process pools send exceptions back pickled
+        where = partial(type(self), path=self.path, line=self.line, field=self.field)
+        return where, (self.reason,)
 
 
 class IncompleteError(TinyevalError):
-    """The work could not be completed, or what was read is incomplete."""
+    """The work could not be completed, or what was read is incomplete (exit 3)."""
 
 
 def plural(number: int, noun: str, plural_form: str | None = None) -> str:
-    """``number`` and ``noun``, plural unless there is exactly one; thousands grouped.
+    """``number`` and ``noun``, plural unless there is exactly one.
 
     >>> plural(1, "case"), plural(3, "case"), plural(12000, "row"), plural(2, "query", "queries")
     ('1 case', '3 cases', '12,000 rows', '2 queries')
@@ -108,7 +95,7 @@ def shorten(text: str, limit: int = 60) -> str:
 
 
 def describe_json(value: Any, limit: int = 40) -> str:
-    """A JSON value named as a person would: its kind, then the value when it is short.
+    """A JSON value's kind, then the value when it is short.
 
     >>> describe_json(None), describe_json(True), describe_json("125050"), describe_json(125050)
     ('null', 'boolean true', 'string "125050"', 'number 125050')
@@ -129,7 +116,7 @@ def describe_json(value: Any, limit: int = 40) -> str:
 
 
 def json_problem(exc: json.JSONDecodeError) -> str:
-    """What the JSON parser objected to, and the column it was at, as one phrase.
+    """What the JSON parser objected to, and at which column.
 
     >>> try:
     ...     json.loads('{"id": "b')
@@ -154,7 +141,7 @@ def did_you_mean(word: str, choices: Iterable[str], *, cutoff: float = 0.6) -> s
 
 
 def utc_stamp() -> str:
-    """Now, in UTC, as ISO 8601 with milliseconds and ``Z``: the one timestamp format.
+    """Now, in UTC, as ISO 8601 with milliseconds and ``Z``.
 
     >>> stamp = utc_stamp()
     >>> len(stamp), stamp[10], stamp[-1]

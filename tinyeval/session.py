@@ -1,15 +1,11 @@
-"""A whole evaluation from its :class:`RunSettings`, as ``tinyeval run`` does it: a
-:class:`Session` opens the models and judges, refuses what cannot be meant before anything
-runs, runs the cases and returns a :class:`~tinyeval.report.RunSummary`; it never prints.
-"""
+"""A whole evaluation from its :class:`RunSettings`, as ``tinyeval run`` does it, never printing."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import threading
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import fields
 from pathlib import Path
@@ -23,10 +19,11 @@ from .records import Row, RowsWrittenWhole, iter_json_lines, read_rows, run_mani
 from .report import RunSummary, summarize
 from .runner import PreparedCases, check_judges, prepare_cases
 from .runner import run as run_cases
-from .suite import JudgeSpec, RunSettings, judges_of
+from .suite import JudgeSpec, RunSettings
+
+_MODEL_SETTINGS = ("base_url", "timeout", "temperature", "max_response_bytes", "pass_env")
 
 __all__ = [
-    "Progress",
     "RunSettings",
     "Session",
     "case_ids",
@@ -40,24 +37,18 @@ __all__ = [
 
 
 class Session:
-    """The models, judges and cache of a run, opened from :class:`RunSettings` (which are
-    checked here; the cases by :meth:`prepare`). Use it as a context manager, or :meth:`close`.
+    """The models, judges and cache of a run, opened from its checked :class:`RunSettings`.
 
-    >>> session = Session(RunSettings(cases="cases.jsonl", criterion=["answers-the-question"],
-    ...                               votes=3))
-    >>> session.judge_spec, [judge.name for judge in session.judges], session.judges[0].votes
-    ('builtin', ['answers-the-question'], 3)
-    >>> Session(RunSettings(cases="cases.jsonl", criterion=["Is polite."], votes=2))
-    Traceback (most recent call last):
-    ...
-    tinyeval.errors.InputError: votes: must be an odd number (1, 3, 5…) so a majority exists, got 2
+    >>> session = Session(RunSettings(cases="c.jsonl", criterion=["answers-the-question"], votes=3))
+    >>> session.judge_spec, session.judges[0].votes
+    ('builtin', 3)
     """
 
     def __init__(self, settings: RunSettings) -> None:
         self.settings = s = settings
         s.refuse_out_of_range()
         refuse_overwriting(*s.files())
-        self.jurors = jurors = _jurors(s.judge_model)
+        self.jurors = jurors = s.jurors
         spec = "jury:" + ",".join(jurors) if len(jurors) > 1 else jurors[0] if jurors else None
         self.judge_spec: str = spec or "builtin"
         self.judges, self.judge_categories = self._judges()
@@ -92,45 +83,34 @@ class Session:
         self.close()
 
     def close(self) -> None:
-        """Release the response cache (a later call does nothing)."""
         if self.cache is not None:
             self.cache.close()
-
-    # --- opening ---
 
     def _judges(self) -> tuple[list[Any], Any]:
         s = self.settings
         specs, given = s.judges, bool(s.criterion or s.rubric)
         if given:
-            if s.votes < 1 or s.votes % 2 == 0:
-                raise InputError(
-                    f"must be an odd number (1, 3, 5…) so a majority exists, got {s.votes}",
-                    field="votes",
-                )
             votes, style = s.votes, s.judge_style
             specs = [JudgeSpec(criterion=text, votes=votes, style=style) for text in s.criterion]
             specs += [JudgeSpec(rubric=path, votes=votes, style=style) for path in s.rubric]
-        if not specs:
-            return [], s.judge_category
-        judges, per_judge = judges_of(specs, judge_model=self.judge_spec)
-        return check_judges(judges, self.judge_spec), s.judge_category if given else per_judge
+        for spec in specs:
+            if spec.model is not None and spec.model != self.judge_spec:
+                name, model = spec.name or spec.criterion, spec.model
+                said = f"the judge {name!r} names its own model {model!r}: one judge model per run"
+                raise InputError(f"{said} (set it under [models.judge])", field="judges")
+        judges = [spec.judge() for spec in specs]
+        per_judge = {j.name: list(spec.categories) for spec, j in zip(specs, judges, strict=True)}
+        judges = check_judges(judges, self.judge_spec) if judges else []
+        if given or not specs:
+            return judges, s.judge_category
+        return judges, per_judge if any(per_judge.values()) else None
 
     def model(self, spec: str, *, max_tokens: int | None) -> Any:
         """The model ``spec`` names, opened with the run's settings, on the run's cache."""
         s = self.settings
-        model, self.cache = open_model(
-            spec,
-            base_url=s.base_url,
-            timeout=s.timeout,
-            temperature=s.temperature,
-            max_tokens=max_tokens,
-            max_response_bytes=s.max_response_bytes,
-            pass_env=s.pass_env,
-            cache_path=s.cache,
-            no_cache=s.no_cache,
-            refresh=s.refresh,
-            cache=self.cache,
-        )
+        options = {name: getattr(s, name) for name in _MODEL_SETTINGS}
+        options.update(no_cache=s.no_cache, refresh=s.refresh, cache_path=s.cache)
+        model, self.cache = open_model(spec, max_tokens=max_tokens, cache=self.cache, **options)
         return model
 
     def _open_models(self) -> None:
@@ -145,25 +125,17 @@ class Session:
         if s.batch:  # the judge and generate models become batch models on the same cache
             self.batches = _extra("wrapper", "batch", "batch")(self)
 
-    # --- the cases ---
-
     def prepare(self) -> PreparedCases:
-        """Read, validate and select the run's cases, and refuse what cannot be meant; a run
-        that calls no model reads them once, as it runs (``ready.read`` False until the end).
-        """
+        """Read, validate and select the run's cases (a run calling no model: as it runs)."""
         s = self.settings
+        same = ("fields", "id_from_line", "format", "seed", "shard", "max_line_bytes")
         ready = prepare_cases(
             s.cases,
-            fields=s.fields,
-            id_from_line=s.id_from_line,
-            format=s.format,
+            **{name: getattr(s, name) for name in same},
             sample_size=s.sample,
-            seed=s.seed,
             only=case_ids(s.only),
             outputs=_recorded_outputs(s.rejudge),
-            shard=s.shard,
             shuffle=s.stop_when_decided,
-            max_line_bytes=s.max_line_bytes,
             one_pass=self._one_pass(),
             note=self._note_retrieval,
         )
@@ -179,7 +151,6 @@ class Session:
             self.without_retrieval[case.category] = self.without_retrieval.get(case.category, 0) + 1
 
     def _one_pass(self) -> bool:
-        """Whether the run may read its cases once, as it goes (it calls no model)."""
         s = self.settings
         return (
             not self.judges
@@ -207,11 +178,9 @@ class Session:
             first = ready.first_without_output
             assert first is not None
             where = f"{first.source}:{first.line}" if first.line else repr(first.id)
-            raise InputError(
-                f"{plural(ready.without_output, 'case')} without an output (the "
-                f"first at {where}) and no generate model to generate them",
-                field="generate_model",
-            )
+            said = f"{plural(ready.without_output, 'case')} without an output (the first at "
+            said += f"{where}) and no generate model to generate them"
+            raise InputError(said, field="generate_model")
 
     def dry_run(self, ready: PreparedCases) -> Any:
         """Every prompt the run would send, rendered and counted; no model is called."""
@@ -223,10 +192,8 @@ class Session:
             self._refuse(ready)
         return plan
 
-    # --- the run ---
-
     def observers(self, ready: PreparedCases, only: Sequence[str] | None = None) -> dict[str, Any]:
-        """The run's observers: one per setting of ``_EXTRAS["observer"]`` not at its default.
+        """The run's observers: one per setting of ``_EXTRAS["observer"]`` given.
 
         >>> Session(RunSettings(cases="c.jsonl")).observers(PreparedCases((), "ab12"))
         {}
@@ -246,10 +213,7 @@ class Session:
         on_row: Callable[[Row], None] | None = None,
         executor: Executor | None = None,
     ) -> RunSummary:
-        """Run the prepared cases into rows in ``settings.out`` and summarize them, handing
-        each row to ``on_row``; :attr:`stop` stops taking cases. Raises
-        :class:`~tinyeval.errors.IncompleteError` when a batch is pending or a row unwritten.
-        """
+        """Run the prepared cases into rows in ``settings.out`` and summarize them."""
         s = self.settings
         batch_lines = self.batches.run(ready) if self.batches is not None else []
         observers = self.observers(ready)
@@ -260,11 +224,9 @@ class Session:
         review_rows = 0
         one_pass = not ready.read  # the rows wait for the fingerprint, known at the end
         with contextlib.ExitStack() as stack:
-            review = None
+            review, mode = None, "a" if s.resume else "w"
             if s.review_out:
-                review = stack.enter_context(
-                    open(s.review_out, "a" if s.resume else "w", encoding="utf-8")
-                )
+                review = stack.enter_context(open(s.review_out, mode, encoding="utf-8"))
             whole: RowsWrittenWhole | None = None
 
             def noted(row: Row) -> None:
@@ -272,9 +234,8 @@ class Session:
                 failures.note(row)
                 if whole is not None:
                     whole.write(row)
-                if review is not None and not all(
-                    v.get("unanimous", True) for v in row["judges"].values()
-                ):
+                split = not all(v.get("unanimous", True) for v in row["judges"].values())
+                if review is not None and split:
                     write_row(review, row)
                     review_rows += 1
                 if on_row is not None:
@@ -286,22 +247,19 @@ class Session:
                 if one_pass:
                     whole = RowsWrittenWhole(s.out)
                     stack.callback(whole.discard)  # a file only once finished
+                same = ("resume", "shard", "concurrency", "max_errors", "case_timeout")
                 result = run_cases(
                     ready.cases,
                     **self._calls(),
+                    **{name: getattr(s, name) for name in same},
                     out=None if one_pass else s.out,
-                    resume=s.resume,
-                    shard=s.shard,
-                    concurrency=s.concurrency,
-                    max_errors=s.max_errors,
-                    case_timeout=s.case_timeout,
                     fail_fast=s.fail_fast or None,
                     keep_rows=False,
                     on_row=noted,
                     dataset_fingerprint=ready.fingerprint or None,
                     manifest=None if one_pass else self._manifest(ready),
                     stop=self.stop,
-                    progress=self._in_flight,
+                    progress=lambda count: setattr(self, "in_flight", count),
                     observers=list(observers.values()),
                     executor=executor,
                 )
@@ -315,34 +273,16 @@ class Session:
                 where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
                 kept = f"the rows written before it are kept in {s.out} (a resumed run continues"
                 kept = "none is kept" if one_pass else f"{kept} there)"
-                raise IncompleteError(
-                    f"writing the results failed: {where}{exc.strerror or exc}; {kept}"
-                ) from None
-        return summarize(
-            self,
-            ready,
-            result,
-            observers=observers,
-            failures=failures.rows(),
-            batch_lines=batch_lines,
-            review_rows=review_rows,
-        )
+                said = f"writing the results failed: {where}{exc.strerror or exc}; {kept}"
+                raise IncompleteError(said) from None
+        shown: dict[str, Any] = {"failures": failures.rows(), "batch_lines": batch_lines}
+        return summarize(self, ready, result, observers=observers, review_rows=review_rows, **shown)
 
-    def _calls(self) -> dict[str, Any]:
-        """What the runner calls, in a run and in a dry run."""
+    def _calls(self) -> dict[str, Any]:  # in a run and in a dry run
         s = self.settings
-        return dict(
-            judges=self.judges,
-            judge_model=self.judge_model,
-            generate_model=self.generate_model,
-            prompt_template=self.template,
-            regenerate=s.regenerate,
-            judge_all=s.judge_all,
-            judge_categories=self.judge_categories,
-        )
-
-    def _in_flight(self, count: int) -> None:
-        self.in_flight = count
+        calls = {name: getattr(self, name) for name in ("judges", "judge_model", "generate_model")}
+        calls.update(regenerate=s.regenerate, judge_all=s.judge_all, prompt_template=self.template)
+        return {**calls, "judge_categories": self.judge_categories}
 
     def _manifest(self, ready: PreparedCases) -> dict[str, Any]:
         s = self.settings
@@ -361,40 +301,8 @@ class Session:
         )
 
 
-class Progress:
-    """How far a run is: rows done of ``total`` (None: not known yet), speed, time left.
-
-    >>> progress = Progress(10)
-    >>> progress.update({"status": "fail"})
-    >>> progress.line(progress.started + 2.0)
-    '1/10 · 0.5 cases/s · ETA 18s · 1 failed · 0 errors'
-    """
-
-    def __init__(self, total: int | None) -> None:
-        self.total = total
-        self.done = self.failed = self.errors = 0
-        self.started = time.perf_counter()
-
-    def update(self, row: Mapping[str, Any]) -> None:
-        self.done += 1
-        self.failed += row.get("status") == "fail"
-        self.errors += row.get("status") == "error"
-
-    def line(self, now: float | None = None) -> str:
-        """The progress in one line, as of ``now`` (a :func:`time.perf_counter` reading)."""
-        elapsed = max((now or time.perf_counter()) - self.started, 1e-9)
-        rate = self.done / elapsed
-        if self.total is None:
-            return f"{self.done} · {rate:.1f} cases/s · {self.failed} failed · {self.errors} errors"
-        eta = f"{(self.total - self.done) / rate:.0f}s" if rate > 0 else "?"
-        return (
-            f"{self.done}/{self.total} · {rate:.1f} cases/s · ETA {eta} · "
-            f"{self.failed} failed · {self.errors} errors"
-        )
-
-
 class _Failures(dict[str, list[Row]]):
-    """A few failed rows of each category: those with the smallest ids, in any finish order."""
+    """A few failed rows of each category, those with the smallest ids."""
 
     def __init__(self, shown: int) -> None:
         self.shown = shown
@@ -411,7 +319,7 @@ class _Failures(dict[str, list[Row]]):
 
 
 def same_file(a: str, b: str) -> bool:
-    """Whether two paths name one file (compared as paths when one does not exist yet).
+    """Whether two paths name one file.
 
     >>> same_file("rows.jsonl", "./rows.jsonl"), same_file("rows.jsonl", "other.jsonl")
     (True, False)
@@ -423,8 +331,7 @@ def same_file(a: str, b: str) -> bool:
 
 
 def refuse_overwriting(inputs: Iterable[str | None], outputs: Mapping[str, str | None]) -> None:
-    """Refuse an output (a setting's name → its path) that is one of the ``inputs`` (None and
-    ``"-"`` passed over), and two outputs that are one file.
+    """Refuse an output (by setting) that is an input or another output.
 
     >>> refuse_overwriting(["cases.jsonl"], {"out": "./cases.jsonl"})
     Traceback (most recent call last):
@@ -445,7 +352,7 @@ def refuse_overwriting(inputs: Iterable[str | None], outputs: Mapping[str, str |
 
 
 def parse_thresholds(items: Iterable[str]) -> dict[str, str]:
-    """Thresholds given as ``CATEGORY=RATE`` items, by category (given twice: refused).
+    """Thresholds given as ``CATEGORY=RATE`` items, by category.
 
     >>> parse_thresholds(["amount_extraction=1.0", "tone = 95%"])
     {'amount_extraction': '1.0', 'tone': '95%'}
@@ -462,7 +369,7 @@ def parse_thresholds(items: Iterable[str]) -> dict[str, str]:
 
 
 def parse_shard(text: str) -> tuple[int, int]:
-    """Parse a shard given as ``I/N`` (shard I of N, 1-based).
+    """A shard given as ``I/N`` (shard I of N, 1-based).
 
     >>> parse_shard("5/4")
     Traceback (most recent call last):
@@ -489,9 +396,7 @@ def open_model(
     cache: Any = None,
     **options: Any,
 ) -> tuple[Any, Any]:
-    """The model a spec names (``options``: :func:`tinyeval.models.resolve`'s) and the response
-    cache answering it (at ``cache_path``, or the ``cache`` given; None with ``no_cache`` or for
-    the ``builtin`` judge).
+    """The model a spec names and the response cache answering it (None: uncached).
 
     >>> model, cache = open_model("builtin")
     >>> cache is None, callable(model)
@@ -506,32 +411,22 @@ def open_model(
     return cached(model, cache, refresh=refresh), cache
 
 
-@contextlib.contextmanager
-def open_executor(spec: str | None, concurrency: int = 4) -> Iterator[Executor | None]:
-    """The executor a spec names: ``None`` (the runner's threads) or an extra's ``SCHEME:…``.
+def open_executor(
+    spec: str | None, concurrency: int = 4
+) -> contextlib.AbstractContextManager[Executor | None]:
+    """The executor a spec names (None: the runner's threads).
 
     >>> with open_executor(None) as executor:
     ...     print(executor)
     None
     """
     if spec is None:
-        yield None
-        return
+        return contextlib.nullcontext()
     scheme = spec.partition(":")[0]
     if scheme not in _EXTRAS["executor"]:
         known = " or ".join(f"{name}:…" for name in _EXTRAS["executor"]) or "no executor"
         raise InputError(f"expected {known}, got {spec!r}", field="executor")
-    with _extra("executor", scheme, f"the executor {spec}")(spec, concurrency) as executor:
-        yield executor
-
-
-def _jurors(given: str | Sequence[str] | None) -> list[str]:
-    specs = [given] if isinstance(given, str) else list(given or [])
-    if len(specs) > 1 and len(specs) % 2 == 0:
-        raise InputError(
-            f"a jury needs an odd number of models (3, 5…), got {len(specs)}", field="judge_model"
-        )
-    return specs
+    return _extra("executor", scheme, f"the executor {spec}")(spec, concurrency)
 
 
 def _template(path: str | None) -> str | None:
@@ -546,7 +441,7 @@ def _template(path: str | None) -> str | None:
 
 
 def case_ids(given: str | Sequence[str] | None) -> list[str] | None:
-    """Case ids: a list, ids separated by commas, or a file of them (lines, or JSON lines).
+    """Case ids: a list, ids separated by commas, or a file of them.
 
     >>> case_ids("a, b,c"), case_ids(None)
     (['a', 'b', 'c'], None)

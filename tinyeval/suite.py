@@ -1,5 +1,4 @@
-"""The run's settings (:class:`RunSettings`: ``tinyeval run``'s options and a suite file's keys)
-and the suite file (``tinyeval.toml``, or ``[tool.tinyeval]`` in ``pyproject.toml``)."""
+"""The run's settings (:class:`RunSettings`) and the suite file that may set them."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError, describe_json, did_you_mean
+from .errors import InputError, describe_json, did_you_mean, is_number
 from .gating import parse_threshold
 
 __all__ = [
@@ -25,7 +24,6 @@ __all__ = [
     "RunSettings",
     "Suite",
     "find_suite",
-    "judges_of",
     "load_suite",
     "with_suite",
 ]
@@ -43,13 +41,13 @@ CI, MORE = "CI reports (tinyeval/ci/)", "more options of the core"
 GROUPS = (READING, GATE, JUDGE, RUNNING, ESTIMATES, SCALE, JUDGES, RAG, CI, MORE)
 _JUDGED, _GENERATED = ("criterion", "rubric"), ("generate_model",)
 _PASS = ("pass", "block")
+_ODD = "an odd number (1, 3, 5…) so a majority exists"
 _FORMATS = ("jsonl", "json", "csv", "yaml", "otel")
 _STYLES = ("verdict-first", "evidence-first", "structured")  # as tinyeval.judge.STYLES
 _DAY, _GIB, _TOKENS = 86_400, 2**30, 1_000_000  # upper bounds of settings (seconds, bytes)
 
 
 def _shown(value: float) -> str:
-    """A number as said in a message, even one of too many digits to print."""
     try:
         return f"{value:,}" if isinstance(value, int) else f"{value:g}"
     except ValueError:  # beyond the interpreter's digit limit
@@ -57,7 +55,6 @@ def _shown(value: float) -> str:
 
 
 def _texts(value: Any) -> list[str]:
-    """The texts a setting's value holds (itself, its items, a table's keys and values)."""
     if isinstance(value, str):
         return [value]
     if isinstance(value, Mapping):
@@ -68,8 +65,8 @@ def _texts(value: Any) -> list[str]:
 
 
 def _setting(group: str | None, help: str, default: Any = None, **more: Any) -> Any:
-    """A field of :class:`RunSettings`: its option's group, help, argparse keywords, ``least``,
-    ``needs`` (the settings it needs), ``rate``, ``many``, ``flag``, ``suite`` (its key there)."""
+    """A field of :class:`RunSettings`: its option's group, help, argparse keywords, bounds,
+    ``needs`` (the settings it needs) and ``suite`` (its key in a suite file)."""
     metadata = {"group": group, "help": help, **more}
     if isinstance(default, dict):
         return field(default_factory=dict, metadata=metadata)
@@ -78,8 +75,7 @@ def _setting(group: str | None, help: str, default: Any = None, **more: Any) -> 
 
 @dataclass
 class RunSettings:
-    """Every setting of a run, its values spelled as on the command line (``judge_model``: one
-    spec, or three, five… for a jury).
+    """Every setting of a run, its values spelled as on the command line.
 
     >>> RunSettings(cases="cases.jsonl").concurrency
     4
@@ -101,7 +97,7 @@ class RunSettings:
         READING, "when the name does not tell", choices=_FORMATS, suite="format"
     )
     sample: int | None = _setting(READING, "run a seeded sample of N cases", least=1)
-    seed: int | str = _setting(READING, "seed of --sample (default: 0)", "0")
+    seed: int | str = _setting(READING, "seed of --sample", "0")
     only: str | Sequence[str] | None = _setting(
         READING, "run only these ids (a,b,c), or those of a file", metavar="IDS|FILE"
     )
@@ -141,23 +137,27 @@ class RunSettings:
         needs=_JUDGED,
     )
     votes: int = _setting(
-        JUDGE, "ask the judge N times, take the majority", 1, least=1, most=101, needs=_JUDGED
+        JUDGE,
+        "ask the judge N times, take the majority",
+        1,
+        least=1,
+        most=101,
+        odd=True,
+        needs=_JUDGED,
     )
     temperature: float = _setting(
-        JUDGE, "the models' temperature (default: 0)", 0.0, metavar="T", least=0, most=2
+        JUDGE, "the models' temperature", 0.0, metavar="T", least=0, most=2
     )
     judge_max_tokens: int | None = _setting(
-        JUDGE, "longest judge reply (default: 256)", 256, least=1, most=_TOKENS
+        JUDGE, "longest judge reply", 256, least=1, most=_TOKENS
     )
     base_url: str | None = _setting(JUDGE, "an OpenAI-compatible server's URL", metavar="URL")
-    timeout: float = _setting(
-        RUNNING, "timeout of one model call (default: 60)", 60.0, least=0, most=_DAY
-    )
+    timeout: float = _setting(RUNNING, "timeout of one model call", 60.0, least=0, most=_DAY)
     case_timeout: float | None = _setting(
         RUNNING, "a case running longer is an error row", least=0, most=_DAY
     )
     concurrency: int = _setting(
-        RUNNING, "cases at once (default: 4)", 4, least=1, most=1024, suite="concurrency"
+        RUNNING, "cases at once", 4, least=1, most=1024, suite="concurrency"
     )
     cache: str = _setting(RUNNING, "the response cache", ".tinyeval/cache.sqlite3", metavar="PATH")
     no_cache: bool = _setting(RUNNING, "neither read nor write the cache", False)
@@ -183,7 +183,7 @@ class RunSettings:
     )
     batch: bool = _setting(SCALE, "send the model calls through the provider's batch API", False)
     batch_poll: float = _setting(
-        SCALE, "first wait between polls of a batch (default: 30)", 30.0, least=0, most=3600
+        SCALE, "first wait between polls of a batch", 30.0, least=0, most=3600
     )
     batch_max_wait: float = _setting(
         SCALE, "give up on a pending batch after SECONDS", 90000.0, least=0, most=30 * 86400
@@ -200,7 +200,7 @@ class RunSettings:
     # "in=X,out=Y", or a tinyeval.scale.cost.Price
     price: Any = _setting(SCALE, "USD per million tokens in and out", metavar="in=X,out=Y")  # noqa: RUF009
     dawid_skene: bool = _setting(JUDGES, "a jury's jurors' errors from its verdicts alone", False)
-    k: str = _setting(RAG, "cutoffs of the retrieval table (default: 1,3,5,10)", "1,3,5,10")
+    k: str = _setting(RAG, "cutoffs of the retrieval table", "1,3,5,10")
     retrieval_threshold: Sequence[str] = _setting(
         RAG, "a least value, e.g. recall@5=0.8 (repeatable)", (), metavar="METRIC@K=VALUE"
     )
@@ -222,9 +222,7 @@ class RunSettings:
         MORE, "judge only this category (repeatable)", metavar="CATEGORY", many=True, needs=_JUDGED
     )
     review_out: str | None = _setting(MORE, "rows whose votes split", metavar="FILE", needs=_JUDGED)
-    show_failures: int = _setting(
-        MORE, "failed cases shown per category (default: 5)", 5, least=0, most=1000
-    )
+    show_failures: int = _setting(MORE, "failed cases shown per category", 5, least=0, most=1000)
     max_response_bytes: int | None = _setting(
         MORE, "largest model reply read (default: 8 MiB)", least=1, most=_GIB
     )
@@ -242,14 +240,13 @@ class RunSettings:
     regenerate: bool = _setting(MORE, "generate logged outputs too", False, needs=_GENERATED)
     max_errors: int | None = _setting(MORE, "stop (exit 3) after more errored cases", least=0)
     fail_fast: int = _setting(
-        MORE, "stop (exit 3) after N errors before any call succeeded (default: 10)", 10, least=0
+        MORE, "stop (exit 3) after N errors before any call succeeded", 10, least=0
     )
     suite: Any = None  # the Suite these settings came from
     suite_overridden: Sequence[str] = ()  # its keys the caller gave again
 
     def refuse_out_of_range(self) -> None:
-        """Refuse a number outside its bounds, a NUL character in a text or path, and settings
-        that cannot go together.
+        """Refuse a number out of bounds, a NUL character, and settings that cannot go together.
 
         >>> RunSettings(cases="c", concurrency=10**8).refuse_out_of_range()
         Traceback (most recent call last):
@@ -269,17 +266,26 @@ class RunSettings:
                 raise InputError(f"must be {low} or more, got {_shown(value)}", field=f.name)
             if high is not None and value > high:
                 raise InputError(f"must be at most {high:,}, got {_shown(value)}", field=f.name)
-        if self.dawid_skene and (
-            isinstance(self.judge_model, str) or len(self.judge_model or ()) < 3
-        ):
+            if f.metadata.get("odd") and value % 2 == 0:
+                raise InputError(f"must be {_ODD}, got {value}", field=f.name)
+        jurors = len(self.jurors)
+        if jurors > 1 and jurors % 2 == 0:
+            said = f"a jury needs an odd number of models (3, 5…), got {jurors}"
+            raise InputError(said, field="judge_model")
+        if self.dawid_skene and jurors < 3:
             raise InputError("needs a jury: 3, 5… judge models", field="dawid_skene")
         if self.rejudge and self.generate_model:
             reason = "checks and judges recorded outputs; it takes no generate model"
             raise InputError(f"{reason} (generate_model)", field="rejudge")
 
+    @property
+    def jurors(self) -> list[str]:
+        """The judge model specs: one, or three, five… for a jury."""
+        given = self.judge_model
+        return [given] if isinstance(given, str) else list(given or [])
+
     def files(self) -> tuple[list[str], dict[str, str | None]]:
-        """The files the run reads (its suite file among them) and the outputs it writes, by
-        setting: an output may be none of the inputs.
+        """The files the run reads and the outputs it writes, by setting.
 
         >>> RunSettings(cases="c.jsonl", rubric=["r.txt"]).files()[0]
         ['c.jsonl', 'r.txt']
@@ -294,7 +300,7 @@ class RunSettings:
         return [p for p in named if p], {name: getattr(self, name) for name in outputs}
 
     def unused(self) -> list[tuple[str, tuple[str, ...]]]:
-        """The settings given that have no effect, each with the settings that would give one.
+        """The settings given that have no effect, each with those that would give one.
 
         >>> RunSettings(cases="c", votes=3, max_cost=5.0, price="in=1,out=2").unused()
         [('votes', ('criterion', 'rubric'))]
@@ -324,9 +330,12 @@ class RunSettings:
         }
 
 
+_FIELDS = {f.name: f for f in fields(RunSettings)}
+
+
 @dataclass(frozen=True)
 class ModelSettings:
-    """One model of a suite and how it is called; never a key (keys come from the environment).
+    """One model of a suite and how it is called.
 
     >>> ModelSettings("openai:gpt-4o-mini", temperature=0.0).temperature
     0.0
@@ -342,8 +351,7 @@ class ModelSettings:
 
 @dataclass(frozen=True)
 class JudgeSpec:
-    """One judge of a suite: a criterion (or a rubric file), how to ask, and for which
-    categories (none: every one); ``model`` None is the suite's judge model.
+    """One judge of a suite: a criterion or a rubric file, and its categories (none: all).
 
     >>> spec = JudgeSpec(criterion="unsupported-claims", categories=("support_answers",))
     >>> spec.applies_to("support_answers"), spec.applies_to("tone")
@@ -359,11 +367,10 @@ class JudgeSpec:
     categories: tuple[str, ...] = ()
 
     def applies_to(self, category: str) -> bool:
-        """Whether this judge looks at cases of ``category``."""
         return not self.categories or category in self.categories
 
     def judge(self) -> Any:
-        """The judge this entry describes (a rubric file is read now; the entry's name wins).
+        """The judge this entry describes.
 
         >>> JudgeSpec(criterion="Is polite.", name="polite", votes=3).judge().votes
         3
@@ -380,38 +387,29 @@ class JudgeSpec:
 
 @dataclass(frozen=True)
 class Suite:
-    """A suite file read: its paths joined to its directory (:meth:`to_dict` gives them back
-    as written), and the settings it sets, by the names of :class:`RunSettings`.
+    """A suite file read, its paths joined to its directory; ``settings``, by the names of
+    :class:`RunSettings`, read as attributes too.
 
-    >>> suite = Suite(cases=("cases.jsonl",), thresholds={"tone": 0.85})
+    >>> suite = Suite(cases=("cases.jsonl",), settings={"thresholds": {"tone": 0.85}})
     >>> suite.thresholds["tone"], suite.inconclusive, suite.judges
     (0.85, None, ())
     """
 
     path: str | None = None
     cases: tuple[str, ...] = ()
-    fields: Mapping[str, str] = field(default_factory=dict)
-    format: str | None = None
-    id_from_line: bool = False
-    thresholds: Mapping[str, float] = field(default_factory=dict)
-    default_threshold: float | None = None
-    inconclusive: str | None = None
-    allow_unchecked: bool = False
-    labels: str | None = None
-    min_kappa: float | None = None
-    strict_categories: bool = False
     judges: tuple[JudgeSpec, ...] = ()
     judge_model: ModelSettings | None = None
     generate_model: ModelSettings | None = None
-    price: str | None = None
     holdout: float | None = None
-    margin: float | None = None
     salt: str | None = None
-    concurrency: int | None = None
-    out: str | None = None
-    junit: str | None = None
-    markdown: str | None = None
-    html: str | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in _FIELDS:
+            raise AttributeError(f"'Suite' object has no attribute {name!r}")
+        return self.settings.get(
+            name, {} if str(_FIELDS[name].type).startswith("Mapping") else None
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The suite as JSON, paths relative to its directory: what :attr:`fingerprint` hashes.
@@ -419,7 +417,6 @@ class Suite:
         >>> Suite(cases=("cases.jsonl",)).to_dict()["cases"]
         ['cases.jsonl']
         """
-
         base = os.path.dirname(self.path) if self.path else "."
 
         def rel(value: Any) -> Any:
@@ -430,60 +427,51 @@ class Suite:
             except ValueError:  # another drive, on Windows
                 return Path(value).as_posix()
 
-        found = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "path"}
-        found["cases"] = [rel(p) for p in self.cases]
+        found = {**self.settings, "cases": [rel(p) for p in self.cases]}
+        found.update(holdout=self.holdout, salt=self.salt)
         found["judges"] = [dict(asdict(j), rubric=rel(j.rubric)) for j in self.judges]
         for name in ("judge_model", "generate_model"):
             model = getattr(self, name)
             found[name] = model and dict(asdict(model), prompt_template=rel(model.prompt_template))
-        for f in fields(RunSettings):
-            if f.metadata.get("suite", "").startswith("reports.") or f.name == "labels":
-                found[f.name] = rel(found[f.name])
+        for name in self.settings:
+            if _FIELDS[name].metadata.get("suite", "").startswith("reports.") or name == "labels":
+                found[name] = rel(found[name])
         return json.loads(json.dumps(found))
 
     @property
     def fingerprint(self) -> str:
         """16 hex characters of the SHA-256 of :meth:`to_dict`: record it with the results.
 
-        >>> a = Suite(thresholds={"tone": 0.85})
-        >>> a.fingerprint == Suite(thresholds={"tone": 0.85}).fingerprint, len(a.fingerprint)
-        (True, 16)
+        >>> len(Suite(settings={"thresholds": {"tone": 0.85}}).fingerprint)
+        16
         """
         text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def with_suite(options: Mapping[str, Any], suite: Suite) -> tuple[dict[str, Any], list[str]]:
-    """``options`` (named as :class:`RunSettings`) with ``suite``'s values where left out or at
-    the default, and the suite's keys they override; fields and thresholds merge key by key.
+    """``options`` with ``suite``'s values where left out or at the default, and the suite's
+    keys they override.
 
-    >>> suite = Suite(cases=("cases.jsonl",), thresholds={"tone": 0.9, "amounts": 1.0},
-    ...               concurrency=8, out="suite.jsonl")
-    >>> options, overridden = with_suite({"thresholds": {"tone": "0.8"}, "out": "mine.jsonl"},
-    ...                                  suite)
-    >>> options["cases"], options["thresholds"], options["concurrency"], options["out"]
-    ('cases.jsonl', {'tone': '0.8', 'amounts': '1.0'}, 8, 'mine.jsonl')
-    >>> overridden
-    ['thresholds.tone', 'out']
+    >>> suite = Suite(cases=("cases.jsonl",), settings={"thresholds": {"tone": 0.9}, "out": "s"})
+    >>> options, overridden = with_suite({"thresholds": {"tone": "0.8"}, "out": "mine"}, suite)
+    >>> options["cases"], options["thresholds"], options["out"], overridden
+    ('cases.jsonl', {'tone': '0.8'}, 'mine', ['thresholds.tone', 'out'])
     """
     if len(suite.cases) > 1 and options.get("cases") is None:
         raise InputError(
             f"one cases file per run (got {len(suite.cases)})", path=suite.path, field="cases"
         )
-    keys = [f.name for f in fields(RunSettings) if "suite" in f.metadata]
-    found: dict[str, Any] = {name: getattr(suite, name) or None for name in keys}
-    threshold, judge, generate = found["default_threshold"], suite.judge_model, suite.generate_model
-    found.update(
-        thresholds={k: str(v) for k, v in suite.thresholds.items()},
-        default_threshold=None if threshold is None else str(threshold),
-        fields=dict(suite.fields),
-        price=suite.price,
-        judge_model=judge and judge.spec,
-        judge_max_tokens=judge and judge.max_tokens,
-        generate_model=generate and generate.spec,
-        max_tokens=generate and generate.max_tokens,
-        prompt_template=generate and generate.prompt_template,
-    )
+    found = {name: value for name, value in suite.settings.items() if value}
+    found["thresholds"] = {k: str(v) for k, v in suite.thresholds.items()}
+    if "default_threshold" in found:
+        found["default_threshold"] = str(found["default_threshold"])
+    judge, generate = suite.judge_model, suite.generate_model
+    if judge is not None:
+        found.update(judge_model=judge.spec, judge_max_tokens=judge.max_tokens)
+    if generate is not None:
+        found.update(generate_model=generate.spec, max_tokens=generate.max_tokens)
+        found["prompt_template"] = generate.prompt_template
     for name in ("temperature", "timeout", "base_url"):
         values = {getattr(m, name) for m in (judge, generate) if m is not None} - {None}
         if len(values) > 1:
@@ -500,56 +488,25 @@ def with_suite(options: Mapping[str, Any], suite: Suite) -> tuple[dict[str, Any]
         raise InputError("the suite names no cases file", path=suite.path, field="cases")
     for name in ("fields", "thresholds"):
         given = merged.get(name) or {}
-        overridden += [f"{name}.{key}" for key in given if key in found[name]]
-        merged[name] = {**found.pop(name), **given}
+        mine = found.pop(name, {})
+        overridden += [f"{name}.{key}" for key in given if key in mine]
+        merged[name] = {**mine, **given}
     if suite.judges and not (merged.get("criterion") or merged.get("rubric")):
         merged["judges"] = suite.judges
-    defaults = {f.name: f.default for f in fields(RunSettings)}
     for name, value in found.items():
+        default = _FIELDS[name].default
         if value is None:
             continue
-        if merged.get(name, defaults.get(name)) == defaults.get(name):
+        if merged.get(name, default) == default:
             merged[name] = value
         elif merged[name] != value:
             overridden.append(name)
     return merged, overridden
 
 
-def judges_of(
-    specs: Sequence[JudgeSpec], *, judge_model: str = "builtin"
-) -> tuple[list[Any], dict[str, list[str]] | None]:
-    """The judges of a suite's entries and the categories each looks at (None: all look at
-    all); one judge model per run.
-
-    >>> judges, where = judges_of([JudgeSpec(criterion="Is polite.", name="polite",
-    ...                                      categories=("tone",))])
-    >>> [j.name for j in judges], where
-    (['polite'], {'polite': ['tone']})
-    """
-    judges: list[Any] = []
-    categories: dict[str, list[str]] = {}
-    for spec in specs:
-        if spec.model is not None and spec.model != judge_model:
-            raise InputError(
-                f"the judge {spec.name or spec.criterion!r} names its own model {spec.model!r}: "
-                "one judge model per run (set it under [models.judge])",
-                field="judges",
-            )
-        judge = spec.judge()
-        judges.append(judge)
-        if spec.categories:
-            categories[judge.name] = list(spec.categories)
-    if not categories:
-        return judges, None
-    return judges, {judge.name: categories.get(judge.name, []) for judge in judges}
-
-
 def find_suite(start: str | os.PathLike[str] = ".") -> Path | None:
-    """The suite file of ``start`` or of its nearest parent that has one (None: none has):
-    ``tinyeval.toml``, else a ``pyproject.toml`` with a ``[tool.tinyeval]`` table. The search
-    stops at a repository's root (a directory holding ``.git``) and, like git's
-    safe.directory, before a directory owned by another user; a broken suite file on the way
-    is an error, never passed over.
+    """The suite file of ``start`` or of its nearest parent, up to a repository's root and
+    never in a directory of another user (None: none).
 
     >>> import tempfile
     >>> top = Path(tempfile.mkdtemp())
@@ -577,7 +534,6 @@ def find_suite(start: str | os.PathLike[str] = ".") -> Path | None:
 
 
 def _owned(folder: Path) -> bool:
-    """Whether ``folder`` belongs to the user running tinyeval."""
     if not hasattr(os, "getuid"):
         return True
     try:
@@ -588,7 +544,6 @@ def _owned(folder: Path) -> bool:
 
 
 def _suite_in(folder: Path) -> Path | None:
-    """The suite file of one directory, or None; one that cannot be read is an error."""
     for name in (SUITE_FILE, _PYPROJECT):
         candidate = folder / name
         if not os.path.lexists(candidate):
@@ -605,9 +560,7 @@ def _suite_in(folder: Path) -> Path | None:
 
 
 def _read_toml(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
-    """A TOML file's text and data, read with bounds: every way it can fail is an
-    :class:`InputError` naming the file (and the line, when tomllib says it)."""
-    import tomllib  # imported only to read a suite file: a run without one never pays
+    import tomllib  # imported only to read a suite file
 
     from ._formats import MAX_CONFIG_BYTES, read_text
 
@@ -635,8 +588,7 @@ def _read_toml(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
 def load_suite(
     path: str | os.PathLike[str] | None = None, *, start: str | os.PathLike[str] = "."
 ) -> Suite:
-    """Read and check the suite file ``path`` (or the one in that directory, or the one
-    :func:`find_suite` finds from ``start``): its first problem names its file, line and key.
+    """Read and check a suite file (or the one in a directory, or found from ``start``).
 
     >>> import tempfile
     >>> folder = Path(tempfile.mkdtemp())
@@ -662,23 +614,13 @@ def load_suite(
             raise InputError("no [tool.tinyeval] table in this file", path=shown)
         data, prefix = tool["tinyeval"], ("tool", "tinyeval")
         if not isinstance(data, dict):
-            raise InputError(
-                f"expected a table, got {describe_json(data)}",
-                path=shown,
-                line=_line_of(text, prefix),
-                field="tool.tinyeval",
-            )
+            raise _Where(prefix, shown, text).expected("a table", data)
     return _build(data, _Where((), shown, text, prefix))
 
 
-# === Line numbers ===
-
-
 def _line_of(text: str, path: Sequence[str | int]) -> int | None:
-    """The line where a key path of a TOML text starts, or its nearest enclosing key's: tomllib
-    keeps no positions, so a binary search looks for the shortest head of the text holding the
-    path (a value starts after the last head without it; None: a head near the middle of a long
-    value never parses).
+    """The line where a key path of a TOML text starts, or its nearest enclosing key's: a
+    binary search for the shortest head of the text holding the path (tomllib keeps no lines).
 
     >>> text = 'a = 1\\n[[j]]\\nx = 1\\n[[j]]\\nx = [\\n  "y = 2",\\n]\\n[t]\\nb.c = 3\\n'
     >>> _line_of(text, ("j", 1, "x")), _line_of(text, ("t", "b", "c")), _line_of(text, ("t", "z"))
@@ -717,12 +659,9 @@ def _depth(text: str, path: Sequence[str | int]) -> int | None:
     return depth
 
 
-# === Validation ===
-
-
 @dataclass(frozen=True)
 class _Where:
-    """A value's key path, its file, and the file's text (and the suite table's path in it)."""
+    """A value's key path, its file and text (and the suite table's path in it)."""
 
     path: tuple[str | int, ...]
     file: str
@@ -747,7 +686,7 @@ class _Where:
         return self.error(f"expected {what}, got {describe_json(value)}")
 
 
-def _string(value: Any, where: _Where) -> str:
+def _text(value: Any, where: _Where) -> str:
     if not isinstance(value, str) or not value.strip():
         raise where.expected("a non-empty string", value)
     if "\x00" in value:
@@ -756,34 +695,7 @@ def _string(value: Any, where: _Where) -> str:
 
 
 def _path(value: Any, where: _Where) -> str:
-    """A path written in the suite, joined to the suite file's directory."""
-    base = os.path.dirname(where.file)
-    return os.path.join(base, _string(value, where)) if base else _string(value, where)
-
-
-def _boolean(value: Any, where: _Where) -> bool:
-    if not isinstance(value, bool):
-        raise where.expected("true or false", value)
-    return value
-
-
-def _whole(value: Any, where: _Where, minimum: int = 1, most: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise where.expected(f"a whole number >= {minimum}", value)
-    if most is not None and value > most:
-        raise where.error(f"must be at most {most:,}, got {_shown(value)}")
-    return value
-
-
-def _number(
-    value: Any, where: _Where, *, positive: bool = False, most: float | None = None
-) -> float:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value < 0 or (positive and value == 0):
-        raise where.expected("a number > 0" if positive else "a number >= 0", value)
-    if most is not None and value > most:
-        raise where.error(f"must be at most {most:,}, got {value}")
-    return float(value)
+    return os.path.join(os.path.dirname(where.file), _text(value, where))  # relative to it
 
 
 def _rate(value: Any, where: _Where) -> float:
@@ -795,26 +707,52 @@ def _rate(value: Any, where: _Where) -> float:
         raise where.expected('a rate from 0 to 1, or a percentage such as "85%"', value) from None
 
 
-def _choice(value: Any, where: _Where, choices: Sequence[str]) -> str:
-    if value not in choices:
-        raise where.expected(f"one of {', '.join(choices)}", value)
-    return str(value)
+def _number(value: Any, where: _Where, *, positive: bool = False) -> float:
+    if not (is_number(value) and math.isfinite(value)) or value < 0 or (positive and value == 0):
+        raise where.expected("a number > 0" if positive else "a number >= 0", value)
+    return float(value)
 
 
-def _votes(value: Any, where: _Where) -> int:
-    if _whole(value, where, most=_most("votes")) % 2 == 0:
-        raise where.expected("an odd number (1, 3, 5…) so a majority exists", value)
-    return int(value)
+def _value(value: Any, where: _Where, name: str, *, positive: bool = False) -> Any:
+    meta, kind = _FIELDS[name].metadata, str(_FIELDS[name].type)
+    if name == "fields":
+        from .dataset import MAPPED_TO_META, RECOGNISED_KEYS  # less a conversation's messages
+
+        keys = [key for key in RECOGNISED_KEYS if key != "messages"]
+        table = _table(value, where, [*keys, *MAPPED_TO_META])
+        return {key: _text(text, where / key) for key, text in table.items()}
+    if name == "thresholds":
+        if not isinstance(value, dict):
+            raise where.expected("a table of category = rate", value)
+        return {key: _rate(rate, where / key) for key, rate in value.items()}
+    if meta.get("rate"):
+        return _rate(value, where)
+    if "choices" in meta and value not in meta["choices"]:
+        raise where.expected(f"one of {', '.join(meta['choices'])}", value)
+    if kind.startswith("bool") and not isinstance(value, bool):
+        raise where.expected("true or false", value)
+    if kind.startswith("int"):
+        least = meta.get("least", 1)
+        if not is_number(value) or not isinstance(value, int) or value < least:
+            raise where.expected(f"a whole number >= {least}", value)
+    elif kind.startswith("float"):
+        value = _number(value, where, positive=positive)
+    elif "choices" not in meta and not kind.startswith("bool"):
+        return _path(value, where)
+    if meta.get("most") is not None and value > meta["most"]:
+        raise where.error(f"must be at most {meta['most']:,}, got {_shown(value)}")
+    if meta.get("odd") and value % 2 == 0:
+        raise where.expected(_ODD, value)
+    return value
 
 
 def _categories(value: Any, where: _Where) -> tuple[str, ...]:
     if not isinstance(value, list) or not value:
         raise where.expected("a non-empty list of category names", value)
-    return tuple(_string(name, where / i) for i, name in enumerate(value))
+    return tuple(_text(name, where / i) for i, name in enumerate(value))
 
 
 def _table(value: Any, where: _Where, keys: Sequence[str]) -> dict[str, Any]:
-    """A TOML table whose keys must all be among ``keys`` (a did-you-mean otherwise)."""
     if not isinstance(value, dict):
         raise where.expected("a table", value)
     for key in value:
@@ -830,56 +768,43 @@ def _table(value: Any, where: _Where, keys: Sequence[str]) -> dict[str, Any]:
     return value
 
 
-def _checked(table: Mapping[str, Any], where: _Where, checks: Mapping[str, Any]) -> dict[str, Any]:
-    """The values of ``table``, each checked by its key's check, in the order of ``checks``."""
-    return {key: check(table[key], where / key) for key, check in checks.items() if key in table}
-
-
-def _check_setting(setting: Any, value: Any, where: _Where) -> Any:
-    """A suite's value of a run setting, checked as its field says."""
-    meta, kind = setting.metadata, str(setting.type)
-    if setting.name == "fields":
-        from .dataset import MAPPED_TO_META, RECOGNISED_KEYS  # less a conversation's messages
-
-        keys = [key for key in RECOGNISED_KEYS if key != "messages"]
-        table = _table(value, where, [*keys, *MAPPED_TO_META])
-        return {key: _string(text, where / key) for key, text in table.items()}
-    if setting.name == "thresholds":
-        if not isinstance(value, dict):
-            raise where.expected("a table of category = rate", value)
-        return {key: _rate(rate, where / key) for key, rate in value.items()}
-    if "choices" in meta:
-        return _choice(value, where, meta["choices"])
-    if kind.startswith("bool"):
-        return _boolean(value, where)
-    if kind.startswith("int"):
-        return _whole(value, where, meta.get("least", 1), meta.get("most"))
-    return _rate(value, where) if meta.get("rate") else _path(value, where)
-
-
 # the checks of the keys of a [[judges]] entry and of a [models.*] table, in the order they run
-_JUDGE: dict[str, Any] = {"criterion": _string, "rubric": _path, "name": _string}
-_JUDGE["style"] = partial(_choice, choices=_STYLES)
-_JUDGE.update(votes=_votes, model=_string, categories=_categories)
-
-
-def _most(name: str) -> Any:
-    """The upper bound of the run setting ``name``."""
-    return next(f.metadata["most"] for f in fields(RunSettings) if f.name == name)
-
-
-_MODEL: dict[str, Any] = {
-    "spec": _string,
-    "temperature": partial(_number, most=_most("temperature")),
+_JUDGE: dict[str, Any] = {
+    "criterion": _text,
+    "rubric": _path,
+    "name": _text,
+    "style": partial(_value, name="judge_style"),
+    "votes": partial(_value, name="votes"),
+    "model": _text,
+    "categories": _categories,
 }
-_MODEL.update(max_tokens=partial(_whole, most=_most("max_tokens")))
-_MODEL.update(timeout=partial(_number, positive=True, most=_most("timeout")), base_url=_string)
+_MODEL: dict[str, Any] = {
+    "spec": _text,
+    "temperature": partial(_value, name="temperature"),
+    "max_tokens": partial(_value, name="max_tokens"),
+    "timeout": partial(_value, name="timeout", positive=True),
+    "base_url": _text,
+}
+
+
+def _entry(item: Any, where: _Where, checks: Mapping[str, Any], kind: type[Any]) -> Any:
+    table = _table(item, where, list(checks))
+    if kind is JudgeSpec and ("criterion" in table) == ("rubric" in table):
+        raise where.error(
+            "a judge needs exactly one of 'criterion' (text or a built-in name) or "
+            "'rubric' (a file)"
+        )
+    if kind is ModelSettings and "spec" not in table:
+        raise where.error("no 'spec' key: name the model, e.g. spec = 'builtin' or 'openai:MODEL'")
+    return kind(
+        **{key: check(table[key], where / key) for key, check in checks.items() if key in table}
+    )
 
 
 def _build(data: dict[str, Any], where: _Where) -> Suite:
-    settings = {f.metadata["suite"]: f for f in fields(RunSettings) if "suite" in f.metadata}
+    keys = {f.metadata["suite"]: f.name for f in fields(RunSettings) if "suite" in f.metadata}
     tables: dict[str, list[str]] = {}
-    for key in settings:
+    for key in keys:
         top, _, inner = key.partition(".")
         tables.setdefault(top, []).extend([inner] if inner else [])
     data = _table(data, where, ["cases", *tables, "judges", "models", "price", "holdout"])
@@ -894,21 +819,22 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
         if isinstance(cases, list)
         else (_path(cases, at),)
     )
-    for top, keys in tables.items():
-        if top in data and keys:
-            _table(data[top], where / top, keys)
-    for key, setting in settings.items():
+    for top, inner_keys in tables.items():
+        if top in data and inner_keys:
+            _table(data[top], where / top, inner_keys)
+    settings: dict[str, Any] = {}
+    for key, name in keys.items():
         top, _, inner = key.partition(".")
-        if top not in data or (inner and inner not in data[top]):
-            continue
-        value = data[top][inner] if inner else data[top]
-        at = where / top / inner if inner else where / top
-        found[setting.name] = _check_setting(setting, value, at)
+        if top in data and (not inner or inner in data[top]):
+            at = where / top / inner if inner else where / top
+            settings[name] = _value(data[top][inner] if inner else data[top], at, name)
     if "judges" in data:
         at = where / "judges"
         if not isinstance(data["judges"], list):
             raise at.expected("an array of tables, written [[judges]]", data["judges"])
-        found["judges"] = tuple(_judge(item, at / i) for i, item in enumerate(data["judges"]))
+        found["judges"] = tuple(
+            _entry(item, at / i, _JUDGE, JudgeSpec) for i, item in enumerate(data["judges"])
+        )
         names = [j.name or j.criterion or j.rubric for j in found["judges"]]
         for i, name in enumerate(names):
             if name in names[:i]:
@@ -919,7 +845,7 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
         generate = {**_MODEL, "prompt_template": _path}
         for which, checks in (("judge", _MODEL), ("generate", generate)):
             if which in models:
-                found[f"{which}_model"] = _model(models[which], at / which, checks)
+                found[f"{which}_model"] = _entry(models[which], at / which, checks, ModelSettings)
     if "price" in data:
         at = where / "price"
         price = _table(data["price"], at, ("in", "out"))
@@ -927,7 +853,7 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
             if name not in price:
                 raise at.error(f"no {name!r} key: give in and out, dollars per million tokens")
             _number(price[name], at / name)
-        found["price"] = f"in={price['in']},out={price['out']}"
+        settings["price"] = f"in={price['in']},out={price['out']}"
     if "holdout" in data:
         at = where / "holdout"
         holdout = _table(data["holdout"], at, ("fraction", "salt"))
@@ -938,22 +864,5 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
             raise (at / "fraction").expected("a fraction between 0 and 1, such as 0.2", fraction)
         found["holdout"] = fraction
         if "salt" in holdout:
-            found["salt"] = _string(holdout["salt"], at / "salt")
-    return Suite(**found)
-
-
-def _judge(item: Any, where: _Where) -> JudgeSpec:
-    table = _table(item, where, list(_JUDGE))
-    if ("criterion" in table) == ("rubric" in table):
-        raise where.error(
-            "a judge needs exactly one of 'criterion' (text or a built-in name) or "
-            "'rubric' (a file)"
-        )
-    return JudgeSpec(**_checked(table, where, _JUDGE))
-
-
-def _model(item: Any, where: _Where, checks: Mapping[str, Any]) -> ModelSettings:
-    table = _table(item, where, list(checks))
-    if "spec" not in table:
-        raise where.error("no 'spec' key: name the model, e.g. spec = 'builtin' or 'openai:MODEL'")
-    return ModelSettings(**_checked(table, where, checks))
+            found["salt"] = _text(holdout["salt"], at / "salt")
+    return Suite(**found, settings=settings)

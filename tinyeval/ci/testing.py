@@ -110,7 +110,7 @@ class SuiteRunner:
     the suite's thresholds.
 
     >>> from tinyeval.dataset import Case
-    >>> runner = SuiteRunner(Suite(thresholds={"amounts": 1.0}))
+    >>> runner = SuiteRunner(Suite(settings={"thresholds": {"amounts": 1.0}}))
     >>> row = runner.evaluate(Case(id="a", category="amounts", output='{"cents": 5}',
     ...                            expect={"equals": {"cents": 50}}))
     >>> row["status"], runner.gate([row]).passed

@@ -1,10 +1,10 @@
-"""The command line, ``tinyeval COMMAND …``. Exit codes: 0 done (the gate passed); 1 a gate
-failed; 2 bad usage or input (one line on stderr); 3 incomplete, or a bug of ours (never 1).
-``--debug`` (or ``TINYEVAL_TRACEBACK=1``) shows the traceback behind an error."""
+"""The command line. Exit codes: 0 done, 1 a gate failed, 2 bad usage or input, 3 incomplete
+or a bug of ours."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import re
@@ -32,7 +32,6 @@ _CORE = {
 
 
 def _adder(name: str) -> Any:
-    """The function adding the parser of the command ``name`` (an extra's: through the table)."""
     if name not in _CORE:
         return _extra("command", name, f"the command {name!r}")  # InputError without it
     module, _, function = _CORE[name].partition(":")
@@ -40,7 +39,7 @@ def _adder(name: str) -> Any:
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The parser of every command (of the extras this copy has), or of ``command`` alone.
+    """The parser of every command, or of ``command`` alone.
 
     >>> build_parser("run").parse_args(["run", "cases.jsonl"]).cases
     'cases.jsonl'
@@ -68,20 +67,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def _commands() -> list[str]:
-    """Every command: the core's, and those of the extras present in this copy."""
-    present = []
-    for name in [n for n in _EXTRAS["command"] if n not in _CORE]:  # a core one's: extends it
-        try:
-            _adder(name)
-        except InputError:  # a copy without that extra
-            continue
-        present.append(name)
-    return [*_CORE, *present]
+    present = [*_CORE]
+    for name in _EXTRAS["command"]:  # a core command's entry extends it
+        with contextlib.suppress(InputError):  # a copy without that extra
+            if name not in present and _adder(name):
+                present.append(name)
+    return present
 
 
 def _command_named(argv: list[str]) -> str | None:
-    """The command ``argv`` runs, unless it needs every command (``--help``, ``--version``, a
-    misspelt command).
+    """The command ``argv`` runs, unless it needs them all (``--help``, a misspelt command).
 
     >>> _command_named(["--debug", "run", "cases.jsonl"]), _command_named(["--help", "run"])
     ('run', None)
@@ -93,8 +88,7 @@ def _command_named(argv: list[str]) -> str | None:
 
 
 def _as_given(exc: Exception, parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
-    """The error with a setting named by its keyword (``max_errors``, as the field or in
-    parentheses) named by its option (``--max-errors``)."""
+    """The error with a setting's keyword (``max_errors``) said as its option (``--max-errors``)."""
     if not isinstance(exc, InputError):
         return str(exc)
     command = parser  # the (sub-)command that was run: tinyeval stats wilson is two levels down
@@ -130,19 +124,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     args = parser.parse_args(argv)
-    debug = bool(args.debug or os.environ.get("TINYEVAL_TRACEBACK"))
     try:
         return int(args.handler(args))
     except KeyboardInterrupt:
         if args.command != "run":  # run says itself how to resume
             print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        # the reader went away (``tinyeval … | head``): not an error of ours
+    except BrokenPipeError:  # the reader went away (``tinyeval … | head``): not our error
         sys.stderr.close()
         return EXIT_OK
     except Exception as exc:
-        if debug:
+        if args.debug or os.environ.get("TINYEVAL_TRACEBACK"):
             raise
         code, said = _failure(exc, parser, args)
         print(f"{PROG}: {said}", file=sys.stderr)
@@ -152,7 +144,6 @@ def main(argv: list[str] | None = None) -> int:
 def _failure(
     exc: Exception, parser: argparse.ArgumentParser, args: argparse.Namespace
 ) -> tuple[int, str]:
-    """The exit code of an error and the line that says it."""
     if isinstance(exc, InputError | StatisticsError):
         return EXIT_BAD_INPUT, f"error: {_as_given(exc, parser, args)}"
     if isinstance(exc, IncompleteError):

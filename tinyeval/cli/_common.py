@@ -1,4 +1,4 @@
-"""What the commands share: exit codes, the usage error, option groups and small helpers."""
+"""What the commands share: exit codes, the usage error, the run settings' options, helpers."""
 
 from __future__ import annotations
 
@@ -22,17 +22,17 @@ PROG = "tinyeval"
 
 
 class UsageError(InputError):
-    """A command-line argument that is well-formed for argparse but still wrong."""
+    """A command-line argument that argparse accepts but is still wrong."""
 
 
 def print_json(obj: Any) -> None:
-    """Print ``obj`` as indented, key-sorted JSON on stdout (the ``--json`` output)."""
+    """Print ``obj`` as the ``--json`` output."""
     json.dump(obj, sys.stdout, indent=2, sort_keys=True, ensure_ascii=False)
     sys.stdout.write("\n")
 
 
 def print_plan(plan: Any, price: Any, *, as_json: bool) -> None:
-    """Print a dry run (:class:`tinyeval.scale.plan.DryRun`): its text, or JSON with the cost."""
+    """Print a dry run: its text, or its JSON, with the cost."""
     if as_json:
         cost = {} if price is None else {"cost_usd": _extra("cost", "plan", "a price")(plan, price)}
         print_json({**plan.to_dict(), **cost})
@@ -45,7 +45,7 @@ def print_plan(plan: Any, price: Any, *, as_json: bool) -> None:
 
 
 def proportion(text: str) -> float:
-    """An argparse type for a proportion typed as ``0.2`` or ``20%`` (the gate's rate parser).
+    """An argparse type for a proportion typed as ``0.2`` or ``20%``.
 
     >>> proportion("20%"), proportion("0.05")
     (0.2, 0.05)
@@ -59,8 +59,7 @@ def proportion(text: str) -> float:
 
 
 def add_settings(p: Any, *names: str) -> dict[str | None, Any]:
-    """The options of the run settings ``names`` on ``p`` (none: every setting's, each in its
-    group, the core's groups first); returns the groups."""
+    """The options of the run settings ``names`` on ``p`` (none: all, in their groups)."""
     from ..suite import GROUPS, RunSettings
 
     wanted = {f.name: f for f in fields(RunSettings) if "help" in f.metadata}
@@ -71,7 +70,11 @@ def add_settings(p: Any, *names: str) -> dict[str | None, Any]:
         groups.update((title, p.add_argument_group(title)) for title in GROUPS)
     for name, setting in wanted.items():
         meta, kind = setting.metadata, str(setting.type)
-        option: dict[str, Any] = {"dest": name, "help": meta["help"], "default": setting.default}
+        default = setting.default
+        said = f"{default:g}" if isinstance(default, float) else str(default)
+        shown = isinstance(default, int | float | str) and not isinstance(default, bool)
+        help = f"{meta['help']} (default: {said})" if shown else meta["help"]
+        option: dict[str, Any] = {"dest": name, "help": help, "default": default}
         if kind.startswith("bool"):
             option["action"] = "store_true"
         elif meta.get("many") or kind.startswith(("Sequence", "Mapping")):
@@ -96,63 +99,62 @@ def add_github(p: Any) -> None:
     )
 
 
-def write_reports(
-    args: argparse.Namespace,
-    rows: Any,
-    report: Any,
-    *,
-    run_info: Any = None,
-    cases_file: Any = None,
-) -> None:
-    """Write the report files asked for and, in GitHub Actions (or with --github), the job
-    summary; print the annotations."""
+def write_reports(args: argparse.Namespace, rows: Any, report: Any, **more: Any) -> None:
+    """Write the report files asked for, and the GitHub job summary and annotations."""
     from ..report import write_reports as write
 
-    written = write(
-        report,
-        rows,
-        junit=args.junit,
-        markdown=args.markdown,
-        html=args.html,
-        github=args.github or None,
-        run_info=run_info,
-        cases_file=cases_file,
-    )
+    files = {name: getattr(args, name) for name in ("junit", "markdown", "html")}
+    written = write(report, rows, **files, github=args.github or None, **more)
     if args.github and written.step_summary is None:
-        print(
-            f"{PROG}: --github: GITHUB_STEP_SUMMARY is not set, so no job summary was "
-            "written; the annotations follow",
-            file=sys.stderr,
-        )
+        said = "GITHUB_STEP_SUMMARY is not set, so no job summary was written"
+        print(f"{PROG}: --github: {said}; the annotations follow", file=sys.stderr)
     for command in written.annotations:
         print(command)
 
 
 class StatusLine:
-    """A run's :class:`~tinyeval.session.Progress`, redrawn on one line of a terminal (and not
-    written when ``stream`` is no terminal)."""
+    """A run's progress: rows done of ``total`` (None: not known yet), speed and time left,
+    redrawn on one line of a terminal (nothing is written to another stream).
+
+    >>> status = StatusLine(10, sys.stderr)
+    >>> status.update({"status": "fail"})
+    >>> status.line(status.started + 2.0)
+    '1/10 · 0.5 cases/s · ETA 18s · 1 failed · 0 errors'
+    """
 
     def __init__(self, total: int | None, stream: IO[str], *, enabled: bool = True) -> None:
-        from ..session import Progress
-
-        self.progress = Progress(total)
+        self.total = total
+        self.done = self.failed = self.errors = 0
+        self.started = time.perf_counter()
         self.stream = stream
         self.enabled = enabled and bool(getattr(stream, "isatty", lambda: False)())
         self._last = 0.0
         self._closed = False
 
     def update(self, row: Mapping[str, Any]) -> None:
-        """Count one finished row and redraw the line."""
-        self.progress.update(row)
+        self.done += 1
+        self.failed += row.get("status") == "fail"
+        self.errors += row.get("status") == "error"
         now = time.perf_counter()
-        if self.enabled and (now - self._last > 0.1 or self.progress.done == self.progress.total):
+        if self.enabled and (now - self._last > 0.1 or self.done == self.total):
             self._last = now
-            self.stream.write("\r\x1b[K" + self.progress.line(now))
+            self.stream.write("\r\x1b[K" + self.line(now))
             self.stream.flush()
+
+    def line(self, now: float | None = None) -> str:
+        elapsed = max((now or time.perf_counter()) - self.started, 1e-9)
+        rate = self.done / elapsed
+        if self.total is None:
+            return f"{self.done} · {rate:.1f} cases/s · {self.failed} failed · {self.errors} errors"
+        eta = f"{(self.total - self.done) / rate:.0f}s" if rate > 0 else "?"
+        return (
+            f"{self.done}/{self.total} · {rate:.1f} cases/s · ETA {eta} · "
+            f"{self.failed} failed · {self.errors} errors"
+        )
 
     def close(self) -> None:
         """End the status line (once; later calls do nothing)."""
-        if self.enabled and self.progress.done and not self._closed:
+        if self.enabled and self.done and not self._closed:
             self.stream.write("\n")
             self.stream.flush()
         self._closed = True

@@ -1,5 +1,4 @@
-"""``tinyeval run``: cases → code checks → judge(s) → one row per case → the gate; with no
-CASES (or ``--config FILE``) it runs the suite file."""
+"""``tinyeval run``: cases → code checks → judge(s) → one row per case → the gate."""
 
 from __future__ import annotations
 
@@ -57,26 +56,14 @@ def add_run(sub: Any) -> None:
     p.set_defaults(handler=_cmd_run)
 
 
-def _check_run_options(settings: Any) -> None:
-    """Options that only mean something with another one."""
-    for name, partners in settings.unused():
-        wanted = " or ".join(f"--{partner.replace('_', '-')}" for partner in partners)
-        raise UsageError(f"--{name.replace('_', '-')} has no effect without {wanted}")
-    out = Path(settings.out)
-    if (settings.labels or settings.calibration) and out.exists() and not out.is_file():
-        raise UsageError("--labels and --calibration read the rows back: --out must be a file")
-
-
 def settings_from(args: argparse.Namespace) -> Any:
-    """The run's :class:`~tinyeval.suite.RunSettings` from its options and its suite file (whose
-    values ``args`` takes too)."""
+    """The run's settings from its options and its suite file (whose values ``args`` takes)."""
     from ..dataset import parse_field_mapping
     from ..session import parse_shard, parse_thresholds
     from ..suite import RunSettings, with_suite
 
-    given = args.judge_model
-    jurors = [given] if isinstance(given, str) else list(given or [])
-    args.judge_model = jurors[0] if len(jurors) == 1 else (jurors or None)
+    if args.judge_model and len(args.judge_model) == 1:  # one judge model: no jury
+        args.judge_model = args.judge_model[0]
     options = {**vars(args), "fields": parse_field_mapping(args.fields)}
     options["thresholds"] = parse_thresholds(args.thresholds)
     options["shard"] = parse_shard(args.shard) if args.shard else None
@@ -96,10 +83,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from ..report import header
     from ..session import Session
 
-    # Everything that can be wrong with the command is found before the cases are read,
-    # and everything wrong with the cases before any of them runs.
+    # what is wrong with the command is found before the cases are read, and with them before a run
     settings = settings_from(args)
-    _check_run_options(settings)
+    for name, partners in settings.unused():
+        wanted = " or ".join(f"--{partner.replace('_', '-')}" for partner in partners)
+        raise UsageError(f"--{name.replace('_', '-')} has no effect without {wanted}")
+    out = Path(settings.out)
+    if (settings.labels or settings.calibration) and out.exists() and not out.is_file():
+        raise UsageError("--labels and --calibration read the rows back: --out must be a file")
     session = Session(settings)
     with session:
         try:
@@ -148,35 +139,29 @@ def _run(args: argparse.Namespace, session: Any, ready: Any) -> Any:
             summary = session.run(ready, on_row=progress.update)
         except KeyboardInterrupt:
             progress.close()
-            if total is None:  # its rows were to be written whole, once the file was read
-                print(
-                    f"{PROG}: interrupted. {_NOTHING_WRITTEN} to {args.out}; run it again",
-                    file=sys.stderr,
-                )
-                raise
-            print(
-                f"{PROG}: interrupted; the cases in flight were abandoned (they have no row, "
-                f"a resumed run does them); finished rows are kept in {args.out}. Resume "
-                f"with:\n  {_resume_command()}",
-                file=sys.stderr,
+            abandoned = (
+                "; the cases in flight were abandoned (they have no row, a resumed run does them)"
             )
+            said = f"{abandoned}; " if ready.read else ". "
+            print(f"{PROG}: interrupted{said}{_kept(args.out, ready.read)}", file=sys.stderr)
             raise
     if session.stop.is_set() and summary.capped is None:
-        said = (
-            f"; finished rows are kept in {args.out}. Resume with:\n  {_resume_command()}"
-            if ready.read
-            else f". {_NOTHING_WRITTEN} to {args.out}; run it again"
-        )
-        print(f"{PROG}: stopped on request{said}", file=sys.stderr)
+        said = "; " if ready.read else ". "
+        print(f"{PROG}: stopped on request{said}{_kept(args.out, ready.read)}", file=sys.stderr)
     return summary
+
+
+def _kept(out: str, read: bool) -> str:
+    if read:
+        return f"finished rows are kept in {out}. Resume with:\n  {_resume_command()}"
+    return f"{_NOTHING_WRITTEN} to {out}; run it again"
 
 
 @contextlib.contextmanager
 def _stopping_on_signals(
     stop: threading.Event, progress: StatusLine, in_flight: Callable[[], int]
 ) -> Iterator[None]:
-    """The first Ctrl-C (or SIGTERM, a cancelled CI job) stops taking cases and says what it
-    waits for; a second Ctrl-C abandons the cases in flight at once."""
+    """The first Ctrl-C (or SIGTERM) stops taking cases; a second abandons those in flight."""
 
     def handler(signum: int, frame: Any) -> None:
         if stop.is_set() and signum == signal.SIGINT:
@@ -185,11 +170,8 @@ def _stopping_on_signals(
         stop.set()
         progress.close()
         waiting = plural(in_flight(), "case")
-        print(
-            f"{PROG}: stopping: waiting for {waiting} in flight (Ctrl-C again to abandon them)",
-            file=sys.stderr,
-            flush=True,
-        )
+        said = f"waiting for {waiting} in flight (Ctrl-C again to abandon them)"
+        print(f"{PROG}: stopping: {said}", file=sys.stderr, flush=True)
 
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -203,7 +185,6 @@ def _stopping_on_signals(
 
 
 def _resume_command() -> str:
-    """The command as it was invoked, with --resume: ``python -m tinyeval`` when run so."""
     program = Path(sys.argv[0]).name if sys.argv else PROG
     words = [program, *sys.argv[1:]]
     if program in ("-m", "-c") or program.endswith(".py"):  # __main__.py among them
@@ -213,8 +194,7 @@ def _resume_command() -> str:
 
 
 def suite_of(args: argparse.Namespace) -> Any:
-    """The suite file that applies to a run: ``--config FILE``, else the one found here or
-    above (CASES given on the command line replaces its cases file only)."""
+    """The suite file of a run: ``--config FILE``, else the one found here or above."""
     from ..suite import find_suite, load_suite
 
     if args.config:

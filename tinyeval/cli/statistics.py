@@ -1,6 +1,4 @@
-"""``tinyeval stats``: each statistic in one sentence for a pull request (``--json``: its figures).
-
-The sentences take the arguments of the ``stats`` functions they speak for, which check them."""
+"""``tinyeval stats``: each statistic in one sentence (``--json``: its figures), by ``stats``."""
 
 from __future__ import annotations
 
@@ -39,7 +37,6 @@ _OPTIONS = {
     "--confidence": "confidence level (default: 0.95)",
     "--json": "print one JSON object",
 }
-"""Each option of ``tinyeval stats`` and its help, declared once; a default is in its help."""
 _SWITCHES = {"--continuity", "--paired", "--json"}
 _REQUIRED = {"--baseline", "--target", "--n"}
 _METAVARS = {"--calibration": "CAL.json", "--cluster-size": "M"}
@@ -100,7 +97,6 @@ def _typed(convert: Any, text: str, what: str, expected: str) -> Any:
 
 
 def _cmd_stats(args: argparse.Namespace) -> int:
-    """Each subcommand's options as typed, checked, into its sentence function ``args.say``."""
     values: dict[str, Any] = {d: _whole(getattr(args, d), m) for d, m in args.counts.items()}
     for name in _RATES:
         if getattr(args, name, None) is not None:
@@ -109,17 +105,12 @@ def _cmd_stats(args: argparse.Namespace) -> int:
         values.update(_judge_options(args), continuity=args.continuity)
     if hasattr(args, "n") and "n" not in args.counts:
         values["n"] = _whole(args.n, "--n")
-    if getattr(args, "paired", False) != ("discordance" in values):
-        missing = "discordance" if getattr(args, "paired", False) else "paired"
-        raise InputError("a paired plan needs both --paired and --discordance", field=missing)
-    if getattr(args, "cluster_size", None) is not None or "icc" in values:
-        if args.cluster_size is None or "icc" not in values:
-            missing = "cluster_size" if args.cluster_size is None else "icc"
-            raise InputError("clusters need both --cluster-size and --icc", field=missing)
-        values["clusters"] = (
-            _typed(float, args.cluster_size, "--cluster-size", "a number"),
-            values.pop("icc"),
-        )
+    paired, size = getattr(args, "paired", False) or None, getattr(args, "cluster_size", None)
+    given = {**values, "paired": paired, "cluster_size": size}
+    _both(given, "paired", "discordance", "a paired plan needs both --paired and --discordance")
+    _both(given, "cluster_size", "icc", "clusters need both --cluster-size and --icc")
+    if size is not None:
+        values["clusters"] = (_typed(float, size, "--cluster-size", "a number"), values.pop("icc"))
     said = args.say(**values)
     if args.json:
         print_json(said.to_dict())
@@ -128,28 +119,32 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _both(given: dict[str, Any], first: str, second: str, reason: str) -> None:
+    """Refuse one of two settings that go together without the other."""
+    if (given.get(first) is None) != (given.get(second) is None):
+        raise InputError(reason, field=first if given.get(first) is None else second)
+
+
 def _judge_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The judge's sensitivity, specificity and where they came from (None when perfect)."""
-    se, sp = (
-        None if getattr(args, name) is None else _rate(getattr(args, name), f"--{name}")
+    rates = {
+        name: None if getattr(args, name) is None else _rate(getattr(args, name), f"--{name}")
         for name in ("sensitivity", "specificity")
-    )
-    if args.calibration is not None and (se is not None or sp is not None):
-        raise InputError(
-            "give a calibration or the judge's two rates, not both", field="calibration"
-        )
+    }
     source = None
     if args.calibration is not None:
-        se, sp = judge_rates_from_calibration(args.calibration)
+        if rates != {"sensitivity": None, "specificity": None}:
+            raise InputError(
+                "give a calibration or the judge's two rates, not both", field="calibration"
+            )
+        rates["sensitivity"], rates["specificity"] = judge_rates_from_calibration(args.calibration)
         source = args.calibration
-    elif (se is None) != (sp is None):
-        raise InputError(
-            "an imperfect judge needs both its sensitivity and its specificity",
-            field="sensitivity" if se is None else "specificity",
-        )
-    elif se is not None:
+    elif rates["sensitivity"] is not None or rates["specificity"] is not None:
+        _both(rates, "sensitivity", "specificity", _IMPERFECT)
         source = "options"
-    return {"sensitivity": se, "specificity": sp, "judge_source": source}
+    return {**rates, "judge_source": source}
+
+
+_IMPERFECT = "an imperfect judge needs both its sensitivity and its specificity"
 
 
 def judge_rates_from_calibration(path: str | Path) -> tuple[float, float]:
@@ -168,12 +163,9 @@ def judge_rates_from_calibration(path: str | Path) -> tuple[float, float]:
     return sensitivity.value, specificity.value
 
 
-# ---------------------------------------------------------------- the sentences
-
-
 @dataclass(frozen=True)
 class Sentence:
-    """A statistic said in one sentence (``str()``), with the figures behind it (``fields``)."""
+    """A statistic in one sentence (``str()``), with the figures behind it."""
 
     text: str
     fields: dict[str, Any] = field(default_factory=dict)
@@ -182,14 +174,13 @@ class Sentence:
         return self.text
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields, and the text under ``"sentence"`` (``tinyeval stats … --json``)."""
         return {**self.fields, "sentence": self.text}
 
 
 def wilson_sentence(
     successes: int, n: int, confidence: float = 0.95, *, clusters: Clusters = None
 ) -> Sentence:
-    """``successes`` of ``n`` with its Wilson interval, over ``(cluster size, icc)`` if given.
+    """``successes`` of ``n`` with its Wilson interval.
 
     >>> print(wilson_sentence(27, 30))
     27/30 = 90.0%; 95% Wilson interval 74.4%–96.5%.
@@ -213,11 +204,14 @@ def sample_size_sentence(
     judge_source: str | None = None,
     **plan: Any,
 ) -> Sentence:
-    """The cases that detect ``baseline`` → ``target``: per run (``stats.sample_size``, and what
-    the judge costs), or paired when a share ``discordance`` changes (``paired_sample_size``)."""
+    """The cases that detect ``baseline`` → ``target``, per run or paired (with ``discordance``).
+
+    >>> print(sample_size_sentence(0.9, 0.85))
+    To detect a drop from 90% to 85% with 80% power at α = 0.05 you need 686 cases per run. \
+Test: two-proportion z-test (runs on different cases).
+    """
     if discordance is None:
-        fields = _plan("sample-size", judge_source, stats.sample_size, baseline, target, **plan)
-        needed = stats.sample_size(baseline, target, **plan)
+        needed, fields = _plan("sample-size", judge_source, _SIZE, baseline, target, **plan)
         text = f"you need {needed} cases per run{_correction(fields)}"
     else:
         if any(value for key, value in plan.items() if key not in ("alpha", "power")):
@@ -228,11 +222,10 @@ def sample_size_sentence(
             )
         paired = {key: plan[key] for key in ("alpha", "power") if key in plan}
         difference = round(target - baseline, 12)
-        fields = _plan(
+        needed, fields = _plan(
             "sample-size", None, stats.paired_sample_size, difference, discordance, **paired
         )
         fields.update(test=MCNEMAR, baseline=baseline, target=target)
-        needed = stats.paired_sample_size(difference, discordance, **paired)
         text = (
             f"you need {needed} paired cases when {_percent(discordance)} of cases change "
             "outcome (Connor 1987)"
@@ -259,10 +252,8 @@ def sample_size_sentence(
 def power_sentence(
     baseline: float, target: float, n: int, *, judge_source: str | None = None, **plan: Any
 ) -> Sentence:
-    """The chance that ``n`` cases per run detect a change (``stats.power``), and the cases
-    80% power needs."""
-    fields = _plan("power", judge_source, stats.power, baseline, target, n, **plan)
-    chance = stats.power(baseline, target, n, **plan)
+    """The chance that ``n`` cases per run detect a change, and the cases 80% power needs."""
+    chance, fields = _plan("power", judge_source, stats.power, baseline, target, n, **plan)
     needed = stats.sample_size(baseline, target, **plan)
     text = (
         f"With {n} cases per run, {_change(baseline, target)} is detected with {chance:.1%} "
@@ -284,17 +275,8 @@ def power_sentence(
 def detectable_sentence(
     baseline: float, n: int, *, judge_source: str | None = None, **plan: Any
 ) -> Sentence:
-    """The smallest drop below ``baseline`` that ``n`` cases per run detect
-    (``stats.detectable_difference``; None when none is)."""
-    fields = _plan("detectable", judge_source, stats.detectable_difference, baseline, n, **plan)
-
-    def smallest(**settings: Any) -> float | None:
-        try:
-            return stats.detectable_difference(baseline, n, **settings)
-        except stats.UndefinedStatisticError:
-            return None  # too few cases: said in words rather than as an error
-
-    drop = smallest(**plan)
+    """The smallest drop below ``baseline`` that ``n`` cases per run detect."""
+    drop, fields = _plan("detectable", judge_source, _DETECT, baseline, n, **plan)
     text = (
         f"With {n} cases per run and a {_percent(baseline)} baseline, the smallest drop you can "
         f"detect with {_percent(fields['power'])} power at α = {fields['alpha']:g}"
@@ -306,7 +288,8 @@ def detectable_sentence(
         text += f" is to {baseline - drop:.1%} ({drop * 100:.1f} points)."
     fields.update(drop=drop, target=None if drop is None else baseline - drop)
     if "sensitivity" in fields:
-        perfect = fields["drop_perfect_judge"] = smallest(**_perfect(plan))
+        perfect, _ = _plan("detectable", None, _DETECT, baseline, n, **_perfect(plan))
+        fields["drop_perfect_judge"] = perfect
         text += f" {_capital(_shrink(fields))}"
         if perfect is None:
             text += "; not even a perfect judge would detect a drop reliably here."
@@ -349,7 +332,6 @@ def mcnemar_sentence(b: int, c: int, alpha: float = 0.05) -> Sentence:
 
 
 def _percent(p: float) -> str:
-    """A rate as a person types it: 0.9 → '90%', 0.875 → '87.5%'."""
     return f"{p * 100:.10g}%"
 
 
@@ -375,12 +357,10 @@ def _capital(text: str) -> str:
 
 
 def _perfect(plan: dict[str, Any]) -> dict[str, Any]:
-    """The plan without the judge's rates: for a perfect judge."""
     return {key: value for key, value in plan.items() if key not in ("sensitivity", "specificity")}
 
 
 def _clusters(clusters: Clusters) -> tuple[float, dict[str, Any]]:
-    """The design effect of ``(cluster size, icc)`` (1 without them), and its fields."""
     if clusters is None:
         return 1.0, {}
     effect = stats.design_effect(*clusters)
@@ -394,16 +374,21 @@ def _clustered(fields: dict[str, Any]) -> str:
     )
 
 
-def _plan(statistic: str, source: str | None, func: Any, *args: Any, **plan: Any) -> dict[str, Any]:
-    """The settings of ``func(*args, **plan)`` with its defaults (read from its signature), as the
-    fields a planning sentence starts with; the judge's only when there is one."""
+def _plan(statistic: str, source: str | None, func: Any, *args: Any, **plan: Any) -> Any:
+    """``func(*args, **plan)`` (None when undefined), and its settings with defaults as fields."""
     bound = inspect.signature(func).bind(*args, **plan)
     bound.apply_defaults()
     fields: dict[str, Any] = {"statistic": statistic, "test": Z_TEST}
     fields.update((key, value) for key, value in bound.arguments.items() if value is not None)
     if "sensitivity" in fields:
         fields["judge_source"] = source
-    return fields
+    try:
+        return func(*args, **plan), fields
+    except stats.UndefinedStatisticError:
+        return None, fields  # said in words
+
+
+_SIZE, _DETECT = stats.sample_size, stats.detectable_difference
 
 
 _CLUSTERS = "--cluster-size --icc --json"
@@ -433,5 +418,4 @@ _COMMANDS = {
         mcnemar_sentence,
         "b:B c:C --alpha --json",
     ),
-}
-"""Each subcommand: its help, its sentence, its arguments (``dest:METAVAR`` for a count)."""
+}  # each subcommand: its help, its sentence, its arguments (``dest:METAVAR`` for a count)
