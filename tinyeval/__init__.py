@@ -6,7 +6,11 @@
 '0.744 0.965'
 """
 
-from __future__ import annotations
+import sys
+
+if sys.version_info < (3, 11):  # noqa: UP036 (written so that older Pythons parse this far)
+    _said = f"tinyeval needs Python 3.11 or newer; this is Python {sys.version.split()[0]}"
+    raise SystemExit("tinyeval: error: " + _said) if sys.argv[:1] == ["-m"] else ImportError(_said)
 
 TYPE_CHECKING = False  # typing is not imported at run time: importing tinyeval stays cheap
 if TYPE_CHECKING:
@@ -57,6 +61,8 @@ _EXTRAS: dict[str, dict[str, str]] = {
         "case_ids": "scale.ids:CaseIds",
         "messages": "agents.conversation:read_case_messages",
         "otel": "agents.otel:records_from_otel",
+        "retrieval": "rag.retrieval:queries_from_cases",
+        "retrieval_threshold": "rag.retrieval:parse_retrieval_threshold",
         "tool_calls": "agents.tools:tool_names",
     },
     # criteria with a judge of their own (name or "prefix:"), and models by spec
@@ -123,7 +129,7 @@ _EXTRAS: dict[str, dict[str, str]] = {
 }
 
 
-def _extra(door: str, name: str, what: str | None = None) -> Any:
+def _extra(door: str, name: str, what: "str | None" = None) -> "Any":
     """What the extra registered under ``name`` at ``door`` brings (an InputError naming the
     folder a copy lacks).
 
@@ -149,7 +155,7 @@ def _extra(door: str, name: str, what: str | None = None) -> Any:
     return getattr(module, attribute)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     module_name = _EXPORTS.get(name)
     if module_name is None:
         raise AttributeError(f"module 'tinyeval' has no attribute {name!r}")

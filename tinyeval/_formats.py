@@ -135,7 +135,9 @@ _BETWEEN = re.compile(r"[ \t\r\n,]*")  # what stands between the items of a vali
 
 
 def _unreadable(exc: ValueError | RecursionError, kind: str = "JSON") -> str:
-    """Why a document whose syntax is not at fault cannot be read."""
+    """Why a document cannot be read: its syntax, or what a valid document may still hold."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not valid JSON: {json_problem(exc)}"
     if isinstance(exc, _DuplicateKey):
         return f"duplicate key {exc.args[0]!r} in a JSON object"
     if isinstance(exc, RecursionError):
@@ -223,11 +225,8 @@ def _records_json(text: str, path: str, otel: bool = False) -> Iterator[tuple[in
     """The items of a top-level JSON list (or ``"cases"`` list), with the line each starts on."""
     try:  # structure first; an item's own problems get its line
         whole = json.loads(text)
-    except json.JSONDecodeError as exc:
-        reason = f"not valid JSON: {json_problem(exc)}"
-        raise DatasetError(reason, path=path, line=exc.lineno) from None
-    except (ValueError, RecursionError) as exc:
-        raise DatasetError(_unreadable(exc), path=path) from None
+    except (ValueError, RecursionError) as exc:  # its syntax, too deep, an integer too long
+        raise DatasetError(_unreadable(exc), path=path, line=getattr(exc, "lineno", None)) from None
     if otel or (isinstance(whole, dict) and "resourceSpans" in whole):
         try:
             read = _extra("reader", "otel", what="an OpenTelemetry trace file")

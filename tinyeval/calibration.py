@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from . import _extra
+from ._formats import _unreadable, read_text
 from .checks import CheckSpecError, get_path
 from .dataset import parse_field_mapping
-from .errors import InputError, is_number, json_problem, plural
+from .errors import InputError, is_number, plural
 from .records import (
     iter_json_lines,
     output_fingerprint,
@@ -661,7 +662,8 @@ def calibrate_results(
                 mismatches[what].append((old, new))
         ids.append(key)
         pairwise = pairwise or "verdict" not in verdict
-        judged.append(verdict_label(verdict))
+        graded = "score" in verdict and is_number(record.get("label"))  # a score, against numbers
+        judged.append(verdict["score"] if graded else verdict_label(verdict))
         humans.append(record.get("label"))
         categories.append(str(row.get("category") or "default"))
 
@@ -715,12 +717,12 @@ def disagreement_rows(
 
 def load_calibration(path: str | Path) -> Calibration:
     """Load a file ``Calibration.save`` wrote, every figure recomputed from its pairs."""
+    text = read_text(path, what="the calibration", error=CalibrationError)
     try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise CalibrationError(
-            f"{path}:{exc.lineno}: not valid JSON: {json_problem(exc)}"
-        ) from None
+        document = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # its syntax, too deep, an integer too long
+        line = getattr(exc, "lineno", None)
+        raise CalibrationError(_unreadable(exc), path=str(path), line=line) from None
     if not isinstance(document, dict) or document.get("format") != CALIBRATION_FORMAT:
         raise CalibrationError(
             f'{path}: expected a JSON object with "format": "{CALIBRATION_FORMAT}" '

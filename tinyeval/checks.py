@@ -651,6 +651,58 @@ def _python_builder(spec: str, key: str) -> Builder:
     return lambda value, field: [NamedCheck(key, partial(run, value), wants_case=True)]
 
 
+_PATHED = ("equals", "one_of", "range")  # the keys whose value is an object of path -> value
+_DECLARED: set[str] = set()  # the keys of the suite file read last
+
+
+def declare_expect(table: Mapping[str, Any]) -> None:
+    """A suite file's ``[expect]`` table as the declared keys (those it declared before go): each
+    a built-in key, ``{check, path}`` (the value expected at ``path``) or ``py:MODULE:FUNCTION``.
+
+    >>> declare_expect({"monto": {"check": "equals", "path": "cents"}, "prohibido": "not_contains"})
+    >>> run_checks('{"cents": 150}', checks_from_expect({"monto": 150000, "prohibido": ["1.5"]}))
+    {'monto': False, 'prohibido:1.5': True}
+    >>> declare_expect({})
+    """
+    for key in _DECLARED:
+        del _EXPECT[key]
+    _DECLARED.clear()
+    for key, spec in table.items():
+        try:
+            py = isinstance(spec, str) and spec.startswith("py:")
+            register_expect(key, spec if py else _alias(key, spec))
+        except InputError as error:  # said at the user's key, wherever it was found
+            raise CheckSpecError(error.reason, field=key) from None
+        _DECLARED.add(key)
+
+
+def _alias(key: str, spec: Any) -> Builder:
+    """The builder of a built-in key (``spec``, or ``{check, path}``) whose checks are ``key``'s."""
+    table = spec if isinstance(spec, Mapping) else {"check": spec}
+    check, path = table.get("check"), table.get("path")
+    if not isinstance(check, str) or check in _DECLARED:
+        said = "a built-in key, {check, path} or py:MODULE:FUNCTION"
+        raise CheckSpecError(f"expected {said}, got {_describe(spec)}", field=key)
+    if check not in _EXPECT:
+        _load_builder(check)
+    if (path is not None) != (check in _PATHED):
+        needs = "needs a path" if check in _PATHED else "takes no path"
+        raise CheckSpecError(f"{check} {needs} (paths: {', '.join(_PATHED)})")
+    if path is not None:
+        _segments(path)  # a wrong path is refused at the suite's line, not at each case's
+    base = _EXPECT[check]
+
+    def build(value: Any, field: str) -> list[NamedCheck]:
+        built = base(value if path is None else {path: value}, field)
+        named = [key if path else key + c.name.removeprefix(check) for c in built]
+        return [
+            NamedCheck(name, c.func, wants_case=c._wants_case)
+            for name, c in zip(named, built, strict=True)
+        ]
+
+    return build
+
+
 def _load_builder(key: Any) -> None:
     if not isinstance(key, str):
         raise CheckSpecError(f"expected string keys, got {_describe(key)}", field="expect")

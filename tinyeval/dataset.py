@@ -86,7 +86,7 @@ class Case:
 _FIELDS = tuple(f.name for f in dataclasses.fields(Case))[:9]  # the keys a Case field holds
 RECOGNISED_KEYS = (*_FIELDS, "messages")  # the messages of a conversation (agents/)
 _RECOGNISED = frozenset(RECOGNISED_KEYS)
-MAPPED_TO_META = ("cluster",)  # mappable keys a case keeps in its meta (results read them)
+MAPPED_TO_META = ("cluster", "retrieved", "relevant")  # mappable keys a case keeps in its meta
 
 
 def parse_field_mapping(

@@ -13,8 +13,8 @@ from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, NamedTuple
 
 from . import _EXTRAS, _extra
-from ._formats import MAX_CONFIG_BYTES, read_text
-from .errors import InputError, json_problem
+from ._formats import MAX_CONFIG_BYTES, _unreadable, read_text
+from .errors import InputError
 from .models import ask, reported_model, sum_usage
 
 
@@ -620,9 +620,8 @@ def load_rubric(path: str | os.PathLike[str]) -> Rubric:
         return Rubric(text.strip(), source=where)
     try:
         spec = json.loads(text)
-    except json.JSONDecodeError as exc:
-        problem = f"not valid JSON: {json_problem(exc)}"
-        raise JudgeError(problem, path=where, line=exc.lineno) from None
+    except (ValueError, RecursionError) as exc:  # its syntax, too deep, an integer too long
+        raise JudgeError(_unreadable(exc), path=where, line=getattr(exc, "lineno", None)) from None
     if not isinstance(spec, dict) or not isinstance(spec.get("criterion"), str):
         raise JudgeError('expected a JSON object with a "criterion" string', path=where)
     unknown = sorted(set(spec) - set(RUBRIC_KEYS))

@@ -180,6 +180,23 @@ def header(session: Session, ready: PreparedCases) -> str:
     return text
 
 
+class Failures(dict[str, list[Row]]):
+    """A few failed rows of each category: those with the smallest ids, in any finish order."""
+
+    def __init__(self, shown: int) -> None:
+        self.shown = shown
+
+    def note(self, row: Row) -> None:
+        kept = self.setdefault(str(row.get("category")), [])
+        if row.get("status") != "pass" and all(other["id"] != row["id"] for other in kept):
+            kept.append(row)  # with trials, one line per case (its first failed trial)
+            kept.sort(key=lambda r: str(r["id"]))
+            del kept[self.shown :]
+
+    def rows(self) -> list[Row]:
+        return [row for _, rows in sorted(self.items()) for row in rows]
+
+
 def summarize_rows(
     rows: Sequence[Row], *, source: str, gate: Mapping[str, Any] | None = None
 ) -> RunSummary:
@@ -203,10 +220,14 @@ def summarize_rows(
         "given again, overriding the run's": gated.overridden,
     }
     notes = [f"{words}: {', '.join(names)}" for words, names in said.items() if names]
+    failures = Failures(5)  # listed as a run lists them
+    for row in rows:
+        failures.note(row)
+    listed = failure_lines(failures.rows(), shown=5, where=source)
     return RunSummary(
         gated.report,
         info=info,
-        lines=tuple(notes),
+        lines=(*listed, *([""] if listed else []), *notes),
         judged=sum(t.judged for t in tallies),
         unparsed=sum(t.unparsed for t in tallies),
         errors=sum(t.errors for t in tallies),
@@ -521,7 +542,10 @@ def describe_failure(row: Mapping[str, Any], *, width: int = 100) -> str:
             said = f': replied "{shorten(" ".join(replies[0].split()), 60)}"' if replies else ""
             text = f"judge {name}: no verdict ({judge.get('failure')}){said}"
         else:
-            text = f"judge {name}: {judge.get('reason') or judge.get('verdict')}"
+            said, quote = str(judge.get("reason") or judge.get("verdict")), r'"([^"]{12,})"'
+            room = max(width - len(f"judge {name}: ") - len(re.sub(quote, '""', said)), 8)
+            clipped = re.sub(quote, lambda m: f'"{shorten(m[1], room)}"', said)  # noqa: B023
+            text = f"judge {name}: {clipped}"  # the quotes of the output clipped: the why shows
         return line_of(shorten(" ".join(text.split()), width))
     return "not passed"
 

@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from . import _EXTRAS, _extra
+from ._formats import MAX_CONFIG_BYTES, read_text
 from .errors import IncompleteError, InputError, plural, shorten
 from .gating import gate, gate_settings, refuse_unknown_categories
 from .models import MAX_RESPONSE_BYTES, resolve
 from .records import Row, RowsWrittenWhole, iter_json_lines, read_rows, run_manifest, write_row
-from .report import RunSummary, summarize
+from .report import Failures, RunSummary, summarize
 from .runner import PreparedCases, check_judges, prepare_cases
 from .runner import run as run_cases
 from .suite import JudgeSpec, RunSettings
@@ -52,9 +53,10 @@ class Session:
         spec = "jury:" + ",".join(jurors) if len(jurors) > 1 else jurors[0] if jurors else None
         self.judge_spec: str = spec or "builtin"
         self.judges, self.judge_categories = self._judges()
-        self.price = (
-            _extra("cost", "price", "a price")(s.price) if isinstance(s.price, str) else s.price
-        )
+        price = _extra("cost", "price", "a price") if isinstance(s.price, str) else lambda p: p
+        self.price = price(s.price)
+        for text in s.retrieval_threshold:  # refused before any case runs
+            _extra("reader", "retrieval_threshold", "a retrieval threshold")(text)
         self.retrieved: list[Any] = []  # the cases with retrieval data
         self.without_retrieval: dict[str, int] = {}  # the others, by category
         self._observed: dict[str, Any] | None = None  # what the observers record in the rows
@@ -66,12 +68,14 @@ class Session:
         self.stop = threading.Event()
         self.in_flight = 0
         self.calibration = None
+        rejudged = read_rows(s.rejudge) if s.rejudge else []  # read before the cache opens
+        self.outputs = {row["id"]: row.get("output") for row in rejudged} if s.rejudge else None
         try:
-            self._open_models()
             if s.calibration:
                 from .calibration import load_calibration
 
                 self.calibration = load_calibration(s.calibration)
+            self._open_models()
         except BaseException:
             self.close()
             raise
@@ -133,8 +137,8 @@ class Session:
             s.cases,
             **{name: getattr(s, name) for name in same},
             sample_size=s.sample,
-            only=case_ids(s.only),
-            outputs=_recorded_outputs(s.rejudge),
+            only=case_ids(s.only, s.fields.get("id", "id")),
+            outputs=self.outputs,
             shuffle=s.stop_when_decided,
             one_pass=self._one_pass(),
             note=self._note_retrieval,
@@ -146,6 +150,7 @@ class Session:
     def _note_retrieval(self, case: Any) -> None:
         meta = case.meta
         if (type(meta) is dict or isinstance(meta, Mapping)) and "retrieved" in meta:
+            _extra("reader", "retrieval", "retrieval data")([case])  # refused as it is read
             self.retrieved.append(case)
         else:
             self.without_retrieval[case.category] = self.without_retrieval.get(case.category, 0) + 1
@@ -172,6 +177,8 @@ class Session:
             where = f" in shard {s.shard[0]}/{s.shard[1]}" if s.shard else ""
             raise InputError(f"no case to run{where}", path=s.cases)
         refuse_unknown_categories("judge_category", s.judge_category or [], ready.categories)
+        if s.suite is not None:  # a typo in the suite file is said at its line
+            s.suite.refuse_typos(ready.categories)
         refuse_unknown_categories("threshold", s.thresholds, ready.categories, only_typos=True)
         gate({name: {} for name in ready.categories}, **s.gate_options())  # strict: before a run
         if ready.without_output and not s.generate_model:
@@ -220,7 +227,7 @@ class Session:
         self._observed = {
             name: found for name, o in observers.items() if (found := o.manifest()) is not None
         } or None
-        failures = _Failures(s.show_failures)
+        failures = Failures(s.show_failures)
         review_rows = 0
         one_pass = not ready.read  # the rows wait for the fingerprint, known at the end
         with contextlib.ExitStack() as stack:
@@ -299,23 +306,6 @@ class Session:
             cases_file=s.cases,
             observers=self._observed,
         )
-
-
-class _Failures(dict[str, list[Row]]):
-    """A few failed rows of each category, those with the smallest ids."""
-
-    def __init__(self, shown: int) -> None:
-        self.shown = shown
-
-    def note(self, row: Row) -> None:
-        kept = self.setdefault(str(row.get("category")), [])
-        if row.get("status") != "pass" and all(other["id"] != row["id"] for other in kept):
-            kept.append(row)  # with trials, one line per case (its first failed trial)
-            kept.sort(key=lambda r: str(r["id"]))
-            del kept[self.shown :]
-
-    def rows(self) -> list[Row]:
-        return [row for _, rows in sorted(self.items()) for row in rows]
 
 
 def same_file(a: str, b: str) -> bool:
@@ -432,15 +422,13 @@ def open_executor(
 def _template(path: str | None) -> str | None:
     if path is None:
         return None
-    from ._formats import MAX_CONFIG_BYTES, read_text
-
     text = read_text(path, what="the template", max_bytes=MAX_CONFIG_BYTES, error=InputError)
     if "{input}" not in text:
         raise InputError("the template has no {input} placeholder", path=path)
     return text
 
 
-def case_ids(given: str | Sequence[str] | None) -> list[str] | None:
+def case_ids(given: str | Sequence[str] | None, key: str = "id") -> list[str] | None:
     """Case ids: a list, ids separated by commas, or a file of them.
 
     >>> case_ids("a, b,c"), case_ids(None)
@@ -448,15 +436,9 @@ def case_ids(given: str | Sequence[str] | None) -> list[str] | None:
     """
     if given is None or not isinstance(given, str):
         return None if given is None else [str(x) for x in given]
-    if not Path(given).is_file():
+    if not Path(given).exists():
         return [part.strip() for part in given.split(",") if part.strip()]
-    lines = Path(given).read_text(encoding="utf-8").splitlines()
+    lines = read_text(given, what="the list of ids").splitlines()
     if any(line.lstrip().startswith("{") for line in lines):
-        return [str(record.get("id")) for _, record in iter_json_lines(given)]
+        return [str(record.get(key)) for _, record in iter_json_lines(given)]
     return [line.strip() for line in lines if line.strip()]
-
-
-def _recorded_outputs(path: str | None) -> dict[str, Any] | None:
-    if path is None:
-        return None
-    return {row["id"]: row.get("output") for row in read_rows(path)}

@@ -8,14 +8,14 @@ import math
 import os
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from .errors import InputError, describe_json, did_you_mean, is_number
-from .gating import parse_threshold
+from .gating import parse_threshold, refuse_unknown_categories
 
 __all__ = [
     "SUITE_FILE",
@@ -268,6 +268,8 @@ class RunSettings:
                 raise InputError(f"must be at most {high:,}, got {_shown(value)}", field=f.name)
             if f.metadata.get("odd") and value % 2 == 0:
                 raise InputError(f"must be {_ODD}, got {value}", field=f.name)
+        if any(not re.fullmatch(r"[A-Za-z_]\w*", str(name), re.ASCII) for name in self.pass_env):
+            raise InputError("expected names of variables: letters, digits, _", field="pass_env")
         jurors = len(self.jurors)
         if jurors > 1 and jurors % 2 == 0:
             said = f"a jury needs an odd number of models (3, 5…), got {jurors}"
@@ -403,6 +405,8 @@ class Suite:
     holdout: float | None = None
     salt: str | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
+    expect: Mapping[str, Any] = field(default_factory=dict)  # the [expect] table
+    where: Any = field(default=None, compare=False, repr=False)  # where it was read, for lines
 
     def __getattr__(self, name: str) -> Any:
         if name not in _FIELDS:
@@ -428,7 +432,7 @@ class Suite:
                 return Path(value).as_posix()
 
         found = {**self.settings, "cases": [rel(p) for p in self.cases]}
-        found.update(holdout=self.holdout, salt=self.salt)
+        found.update(holdout=self.holdout, salt=self.salt, expect=dict(self.expect))
         found["judges"] = [dict(asdict(j), rubric=rel(j.rubric)) for j in self.judges]
         for name in ("judge_model", "generate_model"):
             model = getattr(self, name)
@@ -437,6 +441,15 @@ class Suite:
             if _FIELDS[name].metadata.get("suite", "").startswith("reports.") or name == "labels":
                 found[name] = rel(found[name])
         return json.loads(json.dumps(found))
+
+    def refuse_typos(self, categories: Iterable[str]) -> None:
+        """Refuse a threshold naming no case's category but close to one, at its file:line."""
+        for name in self.thresholds:
+            try:
+                refuse_unknown_categories("threshold", [name], categories, only_typos=True)
+            except InputError as exc:
+                where = self.where and self.where / "thresholds" / name
+                raise (where.error(exc.reason) if where else exc) from None
 
     @property
     def fingerprint(self) -> str:
@@ -467,6 +480,8 @@ def with_suite(options: Mapping[str, Any], suite: Suite) -> tuple[dict[str, Any]
     if "default_threshold" in found:
         found["default_threshold"] = str(found["default_threshold"])
     judge, generate = suite.judge_model, suite.generate_model
+    if not (suite.judges or options.get("criterion") or options.get("rubric")):
+        judge = None  # a judge model with nothing to judge is no setting anyone typed
     if judge is not None:
         found.update(judge_model=judge.spec, judge_max_tokens=judge.max_tokens)
     if generate is not None:
@@ -807,13 +822,13 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
     for key in keys:
         top, _, inner = key.partition(".")
         tables.setdefault(top, []).extend([inner] if inner else [])
-    data = _table(data, where, ["cases", *tables, "judges", "models", "price", "holdout"])
+    data = _table(data, where, ["cases", *tables, "expect", "judges", "models", "price", "holdout"])
     if "cases" not in data:
         raise where.error(f"no 'cases' key: name the cases file, e.g. cases = {'cases.jsonl'!r}")
     cases, at = data["cases"], where / "cases"
     if isinstance(cases, list) and not cases:
         raise at.expected("a file name or a non-empty list of them", cases)
-    found: dict[str, Any] = {"path": where.file}
+    found: dict[str, Any] = {"path": where.file, "where": where}
     found["cases"] = (
         tuple(_path(p, at / i) for i, p in enumerate(cases))
         if isinstance(cases, list)
@@ -828,6 +843,7 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
         if top in data and (not inner or inner in data[top]):
             at = where / top / inner if inner else where / top
             settings[name] = _value(data[top][inner] if inner else data[top], at, name)
+    found["expect"] = _expect(data.get("expect", {}), where / "expect")
     if "judges" in data:
         at = where / "judges"
         if not isinstance(data["judges"], list):
@@ -866,3 +882,18 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
         if "salt" in holdout:
             found["salt"] = _text(holdout["salt"], at / "salt")
     return Suite(**found, settings=settings)
+
+
+def _expect(value: Any, where: _Where) -> dict[str, Any]:
+    """The ``[expect]`` table, declared as the keys of the cases' expect blocks."""
+    from .checks import declare_expect
+
+    table = _table(value, where, list(value) if isinstance(value, dict) else [])
+    for key, spec in table.items():
+        if isinstance(spec, dict):
+            _table(spec, where / key, ("check", "path"))
+    try:
+        declare_expect(table)
+    except InputError as exc:
+        raise (where / str(exc.field)).error(exc.reason) from None
+    return table

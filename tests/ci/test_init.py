@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tinyeval.checks import declare_expect
 from tinyeval.ci.init import starter_text
 from tinyeval.suite import load_suite
 
@@ -38,6 +39,9 @@ def test_starter_text_loads_with_the_loader(tmp_path: Path) -> None:
     full = load_suite(write(tmp_path / "full", "tinyeval.toml", uncommented))
     assert full.thresholds == {"amount_extraction": 1.0, "tone": 0.85}
     assert full.judges and full.generate_model and full.price and full.holdout
+    assert full.expect == {"cents_paid": {"check": "equals", "path": "amount_cents"},
+                           "never_says": "not_contains"}  # fmt: skip
+    declare_expect({})  # the keys it declared, undeclared for the tests after this one
 
 
 def test_init_writes_a_starter_that_loads_and_never_overwrites(tmp_path: Path) -> None:

@@ -6,7 +6,9 @@ through ``_EXTRAS["report"]``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from ..gating import CategoryVerdict, GateReport
@@ -280,6 +282,7 @@ def workflow_commands(
     *,
     cases: Any = (),
     cases_file: str | None = None,
+    root: str | None = None,
 ) -> list[str]:
     """GitHub Actions ``::error`` / ``::warning`` lines for what blocks and what is undecided.
 
@@ -290,7 +293,9 @@ def workflow_commands(
     the loaded cases (their ``source`` and ``line``) or a mapping ``id ->
     (file, line)``; without one, each row's own ``line`` in ``cases_file`` (or
     ``cases_file`` alone, for a row without a line). An incomplete
-    run adds an ``::error`` of its own. Messages and properties are escaped
+    run adds an ``::error`` of its own. Files are shown relative to ``root`` (the
+    repository's, ``GITHUB_WORKSPACE``) when they are inside it, so that the annotations attach
+    when the job runs in a subfolder. Messages and properties are escaped
     by GitHub's rules (:func:`tinyeval.report.command_data`).
 
     >>> from tinyeval.gating import gate
@@ -309,7 +314,8 @@ def workflow_commands(
     commands = []
     reason = missing(report)
     if reason:
-        props = f"file={command_data(cases_file, prop=True)}," if cases_file else ""
+        shown = _from_root(cases_file, root) if cases_file else ""
+        props = f"file={command_data(shown, prop=True)}," if shown else ""
         title = command_data("tinyeval: gate INCOMPLETE", prop=True)
         said = f"{reason}; no gate is decided on missing cases"
         commands.append(f"::error {props}title={title}::{command_data(said)}")
@@ -330,13 +336,30 @@ def workflow_commands(
             file, line = places.get(str(first.get("id")), (cases_file, None))
             file = file or cases_file
         if file:
-            parts.append(f"file={command_data(file, prop=True)}")
+            parts.append(f"file={command_data(_from_root(file, root), prop=True)}")
             if line:
                 parts.append(f"line={int(line)}")
         title = command_data(f"tinyeval gate: {line_of(v.category)} {word}", prop=True)
         parts.append(f"title={title}")
         commands.append(f"::{level} {','.join(parts)}::{command_data(message)}")
     return commands
+
+
+def _from_root(file: str, root: str | None) -> str:
+    """``file`` relative to the repository's root ``root``, when it is inside it.
+
+    >>> import os
+    >>> _from_root("evals/cases.yaml", os.path.dirname(os.getcwd()))[-17:]
+    '/evals/cases.yaml'
+    """
+    if root:
+        try:
+            relative = os.path.relpath(os.path.abspath(file), os.path.abspath(root))
+        except ValueError:  # another drive, on Windows
+            return file
+        if relative != ".." and not relative.startswith(".." + os.sep):
+            return Path(relative).as_posix()
+    return file
 
 
 def junit_xml(rows: list[Mapping[str, Any]], report: GateReport) -> str:
@@ -413,4 +436,5 @@ def github_report(
     """Append the job summary (the file written, or None) and make the annotations (the
     ``github`` report of ``write_reports``)."""
     summary = append_step_summary(github_summary(report, rows), environ=environ)
-    return summary, workflow_commands(report, rows, cases_file=cases_file)
+    root = (os.environ if environ is None else environ).get("GITHUB_WORKSPACE")
+    return summary, workflow_commands(report, rows, cases_file=cases_file, root=root)

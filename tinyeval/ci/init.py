@@ -24,6 +24,14 @@ default_threshold = 0.8
 # input = "request.messages.0.content"
 # output = "response.text"
 
+# Your own keys in the cases' expect blocks: each one a built-in check (its value used
+# as that check's), a check that reads the JSON output at a path, or "py:MODULE:FUNCTION",
+# a function of yours called with (output, expected, case) that returns True, False,
+# None (does not apply) or (bool, detail).
+# [expect]
+# cents_paid = { check = "equals", path = "amount_cents" }
+# never_says = "not_contains"
+
 # One threshold per category: a category under its threshold fails the gate,
 # whatever the global rate.
 [thresholds]

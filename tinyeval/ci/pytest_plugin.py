@@ -304,7 +304,12 @@ class _Session:
         items.extend(ours)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """Count the selected cases per category: the gate's tolerance depends on them."""
+        """Count the selected cases per category: the gate's tolerance depends on them (a
+        threshold's typo is refused first, at its line, when the whole suite is selected)."""
+        ours = [item.case.category for item in session.items if isinstance(item, _CaseItem)]
+        if len(ours) == self.collected:
+            with _usage_errors(self.runner.suite.path):
+                self.runner.suite.refuse_typos(set(ours))
         counts: dict[str, int] = {}
         for item in session.items:
             if isinstance(item, _CaseItem):

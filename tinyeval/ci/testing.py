@@ -64,7 +64,8 @@ def assert_gate(
     inconclusive: str = "pass",
     confidence: float = 0.95,
 ) -> GateReport:
-    """Fail a test when a category blocks, with the gate's table as the assertion message.
+    """Fail a test when a category blocks: the message is the gate's table and, given rows,
+    the cases that did not pass and why.
 
     Takes a :class:`~tinyeval.gating.GateReport`, a
     :class:`~tinyeval.runner.RunResult` (its rows) or result rows; with rows,
@@ -80,15 +81,19 @@ def assert_gate(
     category  pass rate [95% Wilson]         threshold  gate
     amounts   17/20 = 85.0% [64.0%, 94.8%]   100.0%     BLOCKS (85.0% < 100.0%)
     ...
+    cases that did not pass:
+      amounts  17  not passed
+    ...
     >>> assert_gate(rows, thresholds={"amounts": "80%"}).passed
     True
     """
-    from ..report import summary_text
+    from ..report import failure_lines, summary_text
 
+    rows: list[Mapping[str, Any]] | None = None
     if isinstance(report_or_rows, GateReport):
         report = report_or_rows
     else:
-        rows = getattr(report_or_rows, "rows", report_or_rows)
+        rows = list(getattr(report_or_rows, "rows", report_or_rows))
         report = gate(
             tally_rows(rows),
             thresholds,
@@ -97,7 +102,12 @@ def assert_gate(
             confidence=confidence,
         )
     if report.blocking:
-        raise AssertionError(f"a category is under its threshold:\n{summary_text(report)}")
+        failed = [r for r in rows if r.get("status") != "pass"] if rows is not None else []
+        cases = failure_lines(failed, shown=len(failed), where="the rows given")[1:]
+        said = "\n".join(
+            [summary_text(report), *(["cases that did not pass:", *cases] if cases else [])]
+        )
+        raise AssertionError(f"a category is under its threshold:\n{said}")
     return report
 
 

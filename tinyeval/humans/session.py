@@ -41,6 +41,7 @@ from ..calibration import (
 )
 from ..errors import plural, utc_stamp
 from ..records import output_fingerprint, primary_verdict, provenance
+from ..report import terminal_text
 from ..stats import Rate
 from .labelers import LabelSet, labeler_of, read_label_set
 
@@ -216,11 +217,48 @@ class _LabelFile:
 
 
 def _as_text(value: Any) -> str:
+    """A value as the labeller reads it; a chat (messages with a role) as its transcript.
+
+    >>> print(_as_text([{"role": "user", "content": "pasale 1.500"},
+    ...                 {"role": "assistant", "content": [{"type": "text", "text": "¿A quién?"}]}]))
+    user: pasale 1.500
+    assistant: ¿A quién?
+    """
     if value is None:
         return ""
     if isinstance(value, str):
         return value
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(m, Mapping) and "role" in m for m in value)
+    ):
+        return "\n".join(f"{m['role']}: {_content(m)}" for m in value)
     return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+def _content(message: Mapping[str, Any]) -> str:
+    """A message's text (its text parts joined), and the tools it calls (OpenAI's tool_calls,
+    Anthropic's tool_use parts).
+
+    >>> _content({"role": "assistant", "content": None,
+    ...           "tool_calls": [{"function": {"name": "transferir", "arguments": "{}"}}]})
+    '[calls transferir]'
+    """
+    content = message.get("content")
+    calls = (
+        list(message.get("tool_calls") or []) if isinstance(message.get("tool_calls"), list) else []
+    )
+    if isinstance(content, list):
+        parts = [part for part in content if isinstance(part, Mapping)]
+        calls += [part for part in parts if part.get("type") == "tool_use"]
+        content = " ".join(str(part["text"]) for part in parts if "text" in part)
+    names = []
+    for call in calls:
+        inner = call.get("function", call) if isinstance(call, Mapping) else None
+        names.append(str(inner.get("name")) if isinstance(inner, Mapping) else "?")
+    called = f" [calls {', '.join(names)}]" if names else ""
+    return ((content if isinstance(content, str) else _as_text(content)) + called).strip()
 
 
 def _wrap(text: str, width: int, indent: str = "  ") -> list[str]:
@@ -251,8 +289,9 @@ def _case_lines(row: Row, position: int, total: int, width: int) -> list[str]:
         parts = [("OUTPUT A", outputs.get("a")), ("OUTPUT B", outputs.get("b"))]
     else:
         parts = [("OUTPUT", row.get("output"))]
-    for title, value in [("INPUT", row.get("input")), ("CONTEXT", row.get("context")), *parts]:
-        text = _as_text(value)
+    chat = row.get("messages") or row.get("input")
+    for title, value in [("INPUT", chat), ("CONTEXT", row.get("context")), *parts]:
+        text = terminal_text(_as_text(value))  # the data's control characters made visible
         if title.startswith("OUTPUT") or text:
             lines.append(title)
             lines.extend(_wrap(text or "(empty)", width))
