@@ -432,7 +432,7 @@ def test_cli_calibrate_text_disagreements_only_and_save(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rows = [result_row(f"c{i:02d}", P if i % 5 else F) for i in range(60)]
-    rows[3]["judge"]["verdict"] = F  # a false alarm
+    rows[3]["judge"]["verdict"], rows[3]["status"] = F, "fail"  # a false alarm
     rows[10]["judge"]["verdict"] = P  # a missed failure
     results = write_jsonl(tmp_path / "results.jsonl", rows)
     labels = write_jsonl(

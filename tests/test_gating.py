@@ -127,7 +127,12 @@ class TestReport:
 
 def rows(statuses: str, category: str = "c") -> list[dict]:
     return [
-        {"id": str(i), "category": category, "status": "pass" if s == "P" else "fail"}
+        {
+            "id": str(i),
+            "category": category,
+            "status": "pass" if s == "P" else "fail",
+            "checks": {"contains:x": s == "P"},
+        }
         for i, s in enumerate(statuses)
     ]
 
@@ -192,7 +197,13 @@ class TestHoldout:
         ids = [f"case-{i}" for i in range(200)]
         results = tmp_path / "rows.jsonl"
         results.write_text(
-            "".join(json.dumps({"id": i, "category": "c", "status": "pass"}) + "\n" for i in ids)
+            "".join(
+                json.dumps(
+                    {"id": i, "category": "c", "status": "pass", "checks": {"contains:x": True}}
+                )
+                + "\n"
+                for i in ids
+            )
         )
         done = subprocess.run(
             [sys.executable, "-m", "tinyeval", "gate", str(results), "--holdout", "0.25", "--json"],
@@ -203,6 +214,32 @@ class TestHoldout:
         _, expected = split_holdout([Case(id=i) for i in ids], 0.25)
         assert held["holdout_total"] == len(expected)
         assert held["dev_total"] == 200 - len(expected)
+
+
+def test_gate_refuses_a_failed_row_stripped_of_its_evidence_and_marked_pass(
+    tmp_path: Path,
+) -> None:
+    cases, results = tmp_path / "cases.jsonl", tmp_path / "rows.jsonl"
+    cases.write_text(
+        "".join(json.dumps({"id": f"c{i}", "category": "c", "output": out,
+                            "expect": {"contains": "ok"}}) + "\n"
+                for i, out in enumerate(["ok", "wrong"])),
+        encoding="utf-8",
+    )  # fmt: skip
+    tinyeval = [sys.executable, "-m", "tinyeval"]
+    ran = subprocess.run([*tinyeval, "run", str(cases), "--out", str(results), "-q"],
+                         cwd=ROOT, capture_output=True, text=True)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    lines = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines()]
+    assert [row["status"] for row in lines] == ["pass", "fail"]
+    del lines[1]["checks"], lines[1]["run"]
+    lines[1]["status"] = "pass"
+    results.write_text("".join(json.dumps(row) + "\n" for row in lines), encoding="utf-8")
+    done = subprocess.run([*tinyeval, "gate", str(results), "--threshold", "c=1"],
+                          cwd=ROOT, capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"{results}:2: status: the row says 'pass'" in done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
 
 
 def test_report_renders_and_exits_0_where_gate_exits_1(tmp_path: Path) -> None:

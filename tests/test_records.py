@@ -63,8 +63,8 @@ def test_a_results_file_written_before_the_row_had_an_owner_is_read_by_every_rea
 
 def test_a_second_row_for_an_id_is_refused_naming_both_lines(tmp_path: Path) -> None:
     path = tmp_path / "rows.jsonl"
-    lines = [{"id": "a", "status": "pass"}, {"id": "b", "status": "pass"}]
-    lines.append({"id": "a", "status": "fail"})
+    checked = {"status": "pass", "checks": {"contains:x": True}}
+    lines = [{"id": "a", **checked}, {"id": "b", **checked}, {"id": "a", "status": "fail"}]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     with pytest.raises(ResultsFileError, match=r"rows.jsonl:3: the case 'a' has a second row"):
         read_rows(path)

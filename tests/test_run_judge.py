@@ -320,7 +320,8 @@ def _results_pair(tmp_path: Path) -> tuple[Path, Path]:
     for i in range(4):
         row = {"id": f"s{i}", "category": "support", "input": "¿Cuál es el límite?",
                "context": "El límite diario es de $ 500.000.",
-               "output": "El límite diario es de $ 500.000.", "status": "pass"}  # fmt: skip
+               "output": "El límite diario es de $ 500.000.", "status": "pass",
+               "checks": {"contains:500.000": True}}  # fmt: skip
         a_rows.append(row)
         b_rows.append({**row, "output": row["output"] + " Te devolvemos el dinero en 24 horas."})
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"

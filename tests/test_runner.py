@@ -228,7 +228,7 @@ class TestConcurrency:
             run([], concurrency=0)
 
 
-A = '{"id": "a", "status": "pass"}'
+A = '{"id": "a", "status": "pass", "checks": {"contains:x": true}}'
 B = '{"id": "b", "status": "fail"}'
 
 

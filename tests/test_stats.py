@@ -54,12 +54,6 @@ def test_stats_imports_only_the_standard_library() -> None:
     assert imported <= set(sys.stdlib_module_names), imported - set(sys.stdlib_module_names)
 
 
-def test_all_lists_public_names_that_exist() -> None:
-    for name in stats_module.__all__:
-        assert not name.startswith("_")
-        assert hasattr(stats_module, name)
-
-
 def test_error_classes_are_value_errors() -> None:
     assert issubclass(StatisticsError, ValueError)
     assert issubclass(UndefinedStatisticError, StatisticsError)

@@ -15,7 +15,7 @@ from . import _extra
 from ._formats import _unreadable, read_text
 from .checks import CheckSpecError, get_path
 from .dataset import parse_field_mapping
-from .errors import InputError, is_number, plural
+from .errors import InputError, is_number, plural, shorten
 from .records import (
     iter_json_lines,
     output_fingerprint,
@@ -85,11 +85,6 @@ def _ordered(labels: Iterable[Label]) -> tuple[Label, ...]:
     return (*first, *numbers, *words)
 
 
-def _short(value: Any) -> str:
-    text = str(value)
-    return text if len(text) <= 20 else text[:16] + "..."
-
-
 _NOT_IN_DICT = {"per_category", "judge_labels", "human_labels", "categories", "ids"}
 
 
@@ -101,10 +96,6 @@ def _plain(value: Any) -> Any:
 
 def _span(interval: tuple[float, float] | None, digits: int) -> str:
     return f" [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]" if interval else ""
-
-
-def _key(label: Label | None) -> str:
-    return UNPARSED if label is None else str(label)
 
 
 @dataclass(frozen=True)
@@ -203,7 +194,7 @@ class Calibration:
             specificity=result["failure_recall"],
             trusted=self.trusted,
             confusion={
-                _key(human): {_key(judge): count for judge, count in row.items()}
+                str(human): {str(judge or UNPARSED): count for judge, count in row.items()}
                 for human, row in self.confusion.items()
             },
             disagreements=self.disagreements(),
@@ -223,7 +214,7 @@ class Calibration:
         """
         lines = [f"judge vs human on {plural(self.n, 'labelled case')}"]
         if self.judge_model or self.rubric_fingerprint:
-            rubric = _short(self.rubric_fingerprint or "?")
+            rubric = shorten(self.rubric_fingerprint or "?", 20)
             lines[0] += f" (judge {self.judge_model or '?'}, rubric {rubric})"
         lines.append("")
         columns = [*(f"judge {label}" for label in self.labels), UNPARSED]
@@ -314,25 +305,21 @@ class Calibration:
         write_text_atomically(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
 
 
-def _defined(compute: Any, judge: list[Label], human: list[Label]) -> tuple[Any, str | None]:
+def _statistic(compute: Any, interval: Any, judge: list[Label], human: list[Label]) -> Any:
+    """``(value, why undefined, (low, high), why no interval)``."""
+    undefined = "the statistic itself is undefined"
     if len(judge) < 2:
-        return None, f"needs at least 2 parsed pairs, got {len(judge)}"
+        return None, f"needs at least 2 parsed pairs, got {len(judge)}", None, undefined
     try:
-        return compute(judge, human), None
+        value = compute(judge, human)
     except UndefinedStatisticError as exc:
-        return None, str(exc)
-
-
-def _interval(
-    compute: Any, judge: list[Label], human: list[Label], defined: bool
-) -> tuple[tuple[float, float] | None, str | None]:
-    if not defined:
-        return None, "the statistic itself is undefined"
+        return None, str(exc), None, undefined
     try:
-        found = compute(judge, human)
+        found = interval(judge, human)
     except StatisticsError as exc:
-        return None, str(exc).split(": ", 1)[-1].removeprefix("the interval is undefined because ")
-    return (found.low, found.high), None
+        why = str(exc).split(": ", 1)[-1].removeprefix("the interval is undefined because ")
+        return value, None, None, why
+    return value, None, (found.low, found.high), None
 
 
 _ONE_LABEL = (
@@ -351,7 +338,7 @@ def _one_label(judge: Sequence[Label | None], human: Sequence[Label]) -> str | N
     pairs = [(j, h) for j, h in zip(judge, human, strict=True) if j is not None]
     for side, who, other, meaning in _ONE_LABEL:
         if len({pair[side] for pair in pairs}) == 1:
-            cases = f"{_short(pairs[0][side])} on all {plural(len(pairs), 'parsed case')}"
+            cases = f"{shorten(str(pairs[0][side]), 20)} on all {plural(len(pairs), 'parsed case')}"
             return f"{who} ({cases}), so kappa is 0 whatever {other} say: it cannot tell {meaning}"
     return None
 
@@ -449,17 +436,16 @@ def _build(
     counts = Counter(parsed_human)
     top = max(counts.values(), default=0)
     majority_label = next((label for label in labels if counts.get(label) == top), None)
-    kappa, kappa_undefined = _defined(cohen_kappa, parsed_judge, parsed_human)
-    rho: float | None = None
-    rho_undefined: str | None = "the labels are not numbers"
-    if all(is_number(label) for label in (*parsed_judge, *parsed_human)):
-        rho, rho_undefined = _defined(spearman, parsed_judge, parsed_human)
-    kappa_low_high, kappa_interval_undefined = _interval(
-        kappa_interval, parsed_judge, parsed_human, kappa is not None
+    kappa, kappa_undefined, kappa_low_high, kappa_interval_undefined = _statistic(
+        cohen_kappa, kappa_interval, parsed_judge, parsed_human
     )
+    rho, rho_undefined, rho_low_high = None, "the labels are not numbers", None
+    if all(is_number(label) for label in (*parsed_judge, *parsed_human)):
+        rho, rho_undefined, rho_low_high, _ = _statistic(
+            spearman, spearman_interval, parsed_judge, parsed_human
+        )
     if kappa is not None:
         kappa_interval_undefined = _one_label(judge, human) or kappa_interval_undefined
-    rho_low_high, _ = _interval(spearman_interval, parsed_judge, parsed_human, rho is not None)
     binary_figures: dict[str, Any] = {}
     if binary:
         fails, passes = confusion["FAIL"], confusion["PASS"]
@@ -559,7 +545,7 @@ def _expiry(mismatches: Mapping[str, list[tuple[Any, Any]]], matched: int) -> li
     for what, pairs in ((what, pairs) for what, pairs in mismatches.items() if pairs):
         were = "was" if len(pairs) == 1 else "were"
         head = f"CALIBRATION EXPIRED: {len(pairs)} of {plural(matched, 'label')} {were}"
-        then, now = (", ".join(sorted({_short(pair[i]) for pair in pairs})) for i in (0, 1))
+        then, now = (", ".join(sorted({shorten(str(p[i]), 20) for p in pairs})) for i in (0, 1))
         found.append(
             f"{head} given to a different output than these results hold: the human label "
             "may not apply; re-label them"
@@ -676,15 +662,14 @@ def calibrate_results(
             f"{plural(len(set(by_id) & set(labels)), 'id')} in common, "
             f"{len(without_verdict)} of them without a verdict)"
         )
-    judged = [_as_label(value, "judge", index) for index, value in enumerate(judged)]
-    humans = [_as_label(value, "human", index) for index, value in enumerate(humans)]
-    _check_human_kind(ids, judged, humans, labels, pairwise=pairwise)
+    cal = calibrate(judged, humans, categories=categories, ids=ids)
+    _check_human_kind(ids, cal.judge_labels, cal.human_labels, labels, pairwise=pairwise)
     expired = _expiry(mismatches, len(ids))
     for what, values in (("rubrics", rubrics - {None}), ("judge models", models - {None})):
         if len(values) > 1:
             expired.append(f"these results mix {len(values)} {what}: calibrate each one separately")
     return _judged(
-        calibrate(judged, humans, categories=categories, ids=ids),
+        cal,
         judge_model=next(iter(models)) if len(models) == 1 else None,
         rubric_fingerprint=next(iter(rubrics)) if len(rubrics) == 1 else None,
         expired=tuple(expired),
@@ -781,17 +766,14 @@ def _check_label(value: Any, where: str) -> None:
         )
 
 
-LABEL_FIELDS = ("id", "label", "labeler", "at")
-
-
 def parse_label_fields(items: Iterable[str]) -> dict[str, str]:
-    """Parse ``KEY=PATH`` items (keys in ``LABEL_FIELDS``) into a labels field mapping.
+    """Parse ``KEY=PATH`` items (keys id, label, labeler, at) into a labels field mapping.
 
     >>> parse_label_fields(["label=annotations.human", "id=trace.span_id"])
     {'label': 'annotations.human', 'id': 'trace.span_id'}
     """
     try:
-        return parse_field_mapping(items, LABEL_FIELDS, ())
+        return parse_field_mapping(items, ("id", "label", "labeler", "at"), ())
     except InputError as exc:
         raise LabelError(exc.reason, field="field") from None
 

@@ -1,5 +1,4 @@
-"""The one-criterion judge: one property, a strict PASS/FAIL answer (else *unparsed*, never a
-pass); every judge's call records, never raises, a model's failure."""
+"""The one-criterion judge: a strict PASS/FAIL answer (else *unparsed*, never a pass)."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from typing import Any, NamedTuple
 
 from . import _EXTRAS, _extra
 from ._formats import MAX_CONFIG_BYTES, _unreadable, read_text
-from .errors import InputError
+from .errors import InputError, shorten
 from .models import ask, reported_model, sum_usage
 
 
@@ -36,8 +35,6 @@ CRITERIA: dict[str, str] = {
         "response does not guess: it asks a clarifying question or says what is missing."
     ),
 }
-
-STYLES = ("verdict-first", "evidence-first", "structured")
 
 
 def default_name(criterion: str) -> str:
@@ -170,6 +167,7 @@ _STYLE_FORMATS = {
     "evidence-first": (EVIDENCE_TEMPLATE, EVIDENCE_SCHEMA),
     "structured": (STRUCTURED_TEMPLATE, VERDICT_SCHEMA),
 }
+STYLES = tuple(_STYLE_FORMATS)
 
 _BLOCK_PLACEHOLDERS = ("question", "context", "response", "response_a", "response_b")
 _NAMES = "|".join(("criterion", "steps", *_BLOCK_PLACEHOLDERS))
@@ -235,11 +233,6 @@ def rubric_fingerprint(
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def _show(text: str, limit: int = 60) -> str:
-    shown = repr(text)
-    return shown if len(shown) <= limit else shown[: limit - 4] + "...'"
-
-
 def first_line(text: str) -> tuple[str, str]:
     """The first non-blank line and the rest, both stripped."""
     first, _, rest = text.lstrip().partition("\n")
@@ -254,7 +247,7 @@ def parse_first_word(text: str, words: Sequence[str]) -> tuple[str | None, str]:
     if first.isascii() and first.upper() in words:
         return first.upper(), rest
     allowed = f"{', '.join(words[:-1])} or {words[-1]}"
-    return None, f"unparsed: the first line must be exactly {allowed}, got {_show(first)}"
+    return None, f"unparsed: the first line must be exactly {allowed}, got {shorten(repr(first))}"
 
 
 def parse_verdict(text: str) -> tuple[str | None, str]:
@@ -304,7 +297,8 @@ def _json_object(text: str, keys: Sequence[str]) -> list[Any] | Evidence:
         return _unparsed(f"the keys must be exactly {expected} in this order, got {got}")
     for key, value in obj:
         if key == "verdict" and value not in ("PASS", "FAIL"):
-            return _unparsed(f'verdict must be exactly "PASS" or "FAIL", got {_show(str(value))}')
+            got = shorten(repr(str(value)))
+            return _unparsed(f'verdict must be exactly "PASS" or "FAIL", got {got}')
         if key == "quote" and value is not None and not isinstance(value, str):
             return _unparsed(f"quote must be a string or null, got {type(value).__name__}")
         if key in ("why", "reason") and not isinstance(value, str):
@@ -340,7 +334,7 @@ def parse_evidence(text: str, response: str) -> Evidence:
     if verdict == "FAIL" and (quote is None or not quote.strip()):
         return _unparsed("a FAIL must come with a non-empty quote")
     if verdict == "FAIL" and quote and " ".join(quote.split()) not in " ".join(response.split()):
-        why = f"unverified quote: {_show(quote)} is not in the response"
+        why = f"unverified quote: {shorten(repr(quote))} is not in the response"
         return Evidence(None, why, "unverified_quote", quote)
     return Evidence(verdict, why.strip(), None, quote)
 
@@ -370,13 +364,15 @@ class BaseVerdict:
         return self.verdict is not None
 
     def base_dict(self) -> dict[str, Any]:
-        """The row form's keys every judge has, for a verdict of one vote."""
+        """The row form's keys every judge has (one vote unless it holds ``votes``)."""
         failure = getattr(self, "failure", None)
         row = {
             key: getattr(self, key) for key in ("name", "criterion", "style", "verdict", "parsed")
         }
-        row.update(failure=failure, reason=self.reason, quote=None, votes=[self.verdict])
-        row.update(vote_failures=[failure], unanimous=self.parsed)
+        quote, votes = getattr(self, "quote", None), list(getattr(self, "votes", [self.verdict]))
+        row.update(failure=failure, reason=self.reason, quote=quote, votes=votes)
+        vote_failures = list(getattr(self, "vote_failures", [failure]))
+        row.update(vote_failures=vote_failures, unanimous=getattr(self, "unanimous", self.parsed))
         row["raw"] = [str(reply) for reply in getattr(self, "raw", ())]
         usage = dict(self.usage) if self.usage is not None else None
         row.update(error=self.error, model=self.model, usage=usage)
@@ -411,9 +407,7 @@ class Verdict(BaseVerdict):
     def unanimous(self) -> bool:
         return bool(self.votes) and self.votes[0] is not None and len(set(self.votes)) == 1
 
-    def to_dict(self) -> dict[str, Any]:
-        votes = {"votes": list(self.votes), "vote_failures": list(self.vote_failures)}
-        return {**self.base_dict(), "quote": self.quote, **votes, "unanimous": self.unanimous}
+    to_dict = BaseVerdict.base_dict
 
 
 _TALLIED = ("verdict", "reason", "quote", "failure", "error")

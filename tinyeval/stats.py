@@ -10,39 +10,21 @@ import math
 import numbers
 import operator
 from collections import Counter
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from fractions import Fraction
 from statistics import NormalDist
 from typing import Any, NamedTuple
 
-__all__ = [
-    "AgreementInterval",
-    "Interval",
-    "Rate",
-    "StatisticsError",
-    "UndefinedStatisticError",
-    "cases_to_decide",
-    "cohen_kappa",
-    "design_effect",
-    "detectable_difference",
-    "format_rate",
-    "holm",
-    "kappa_interval",
-    "mcnemar",
-    "observed_difference",
-    "observed_rate",
-    "paired_difference_interval",
-    "paired_sample_size",
-    "power",
-    "sample_size",
-    "spearman",
-    "spearman_interval",
-    "wilson_interval",
-]
-
 _STANDARD_NORMAL = NormalDist()
 _z = _STANDARD_NORMAL.inv_cdf
-_BIG = 1e300  # "at least 1" still means finite
+_OPEN, _UNIT = "between 0 and 1 (exclusive)", "a number in [0, 1]"
+_AT_MOST_1, _AT_LEAST_1 = "above 0 and at most 1", "a number of at least 1"
+_RANGES = {  # what a number must be: its least and greatest value ("at least 1" is finite)
+    _OPEN: (math.ulp(0.0), math.nextafter(1.0, 0.0)),
+    _UNIT: (0.0, 1.0),
+    _AT_MOST_1: (math.ulp(0.0), 1.0),
+    _AT_LEAST_1: (1.0, 1e300),
+}
 
 try:
     from .errors import TinyevalError as _ErrorRoot
@@ -112,31 +94,18 @@ def _count(value: Any, name: str, func: str, least: int = 0) -> int:
     return number
 
 
-def _open_unit(value: Any, name: str, func: str, *, one: bool = False) -> float:
-    """``value`` strictly between 0 and 1 (or in (0, 1] with ``one``)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise StatisticsError(f"{func}: {name} must be a number between 0 and 1, got {value!r}")
-    number = float(value)
-    if one and not 0.0 < number <= 1.0:  # refuses NaN too
-        raise StatisticsError(f"{func}: {name} must be above 0 and at most 1, got {value!r}")
-    if not one and not 0.0 < number < 1.0:
-        raise StatisticsError(f"{func}: {name} must be between 0 and 1 (exclusive), got {value!r}")
+def _number(value: Any, name: str, func: str, wanted: str = _OPEN) -> float:
+    real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    number = float(value) if real else math.nan
+    low, high = _RANGES[wanted]
+    if not low <= number <= high:  # refuses NaN too
+        kind = "" if real or wanted.startswith("a ") else "a number "
+        raise StatisticsError(f"{func}: {name} must be {kind}{wanted}, got {value!r}")
     return number
-
-
-def _within(value: Any, name: str, func: str, low: float, high: float, wanted: str) -> float:
-    number = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else -1
-    if not low <= number <= high:
-        raise StatisticsError(f"{func}: {name} must be {wanted}, got {value!r}")
-    return number
-
-
-def _unit(value: Any, name: str, func: str) -> float:
-    return _within(value, name, func, 0.0, 1.0, "a number in [0, 1]")
 
 
 def _planned_power(value: Any, func: str) -> float:
-    value = _open_unit(value, "power", func)
+    value = _number(value, "power", func)
     if value < 0.5:
         raise StatisticsError(
             f"{func}: power must be at least 0.5 (a test that misses the drop more often "
@@ -157,7 +126,6 @@ def _paired(x: Iterable[Any], y: Iterable[Any], func: str) -> tuple[list[Any], l
 
 
 def _bisect(rises: Any, low: float, high: float) -> float:
-    """Where ``rises`` turns true in [low, high]."""
     for _ in range(200):
         middle = (low + high) / 2.0
         if middle in (low, high):
@@ -176,12 +144,12 @@ def wilson_interval(
     """
     func = "wilson_interval"
     successes, n = _count(successes, "successes", func), _count(n, "n", func)
-    confidence = _open_unit(confidence, "confidence", func)
+    confidence = _number(confidence, "confidence", func)
     if successes > n:
         raise StatisticsError(f"{func}: successes must be between 0 and n = {n}, got {successes}")
     if n == 0:
         raise UndefinedStatisticError(f"{func}: the interval is undefined for n = 0 (no cases)")
-    effect = _within(design_effect, "design_effect", func, 1.0, _BIG, "a number of at least 1")
+    effect = _number(design_effect, "design_effect", func, _AT_LEAST_1)
     low, high = _wilson_bounds(successes / n, n / effect, _z((1.0 + confidence) / 2.0) ** 2)
     return Interval(max(0.0, low), min(1.0, high))
 
@@ -207,7 +175,7 @@ def cases_to_decide(
     """
     func = "cases_to_decide"
     low, high = wilson_interval(successes, n, confidence)
-    threshold = _unit(threshold, "threshold", func)
+    threshold = _number(threshold, "threshold", func, _UNIT)
     if low >= threshold or high < threshold:
         return n
     rate = successes / n
@@ -238,9 +206,8 @@ def format_rate(successes: int, n: int, confidence: float = 0.95) -> str:
 
 
 def _check_plan(baseline: Any, target: Any, alpha: Any, func: str) -> tuple[float, float, float]:
-    baseline = _open_unit(baseline, "baseline", func)
-    target = _open_unit(target, "target", func)
-    alpha = _open_unit(alpha, "alpha", func)
+    baseline, target = _number(baseline, "baseline", func), _number(target, "target", func)
+    alpha = _number(alpha, "alpha", func)
     if baseline == target:
         raise StatisticsError(
             f"{func}: baseline and target must differ (there is no change to detect), "
@@ -249,52 +216,24 @@ def _check_plan(baseline: Any, target: Any, alpha: Any, func: str) -> tuple[floa
     return baseline, target, alpha
 
 
-def _judge(sensitivity: Any, specificity: Any, func: str) -> tuple[float, float] | None:
+def _judge(sensitivity: Any, specificity: Any, func: str) -> Callable[[float], float]:
+    """The pass rate the judge reports for a true ``rate`` (no rates: a perfect judge)."""
     if sensitivity is None and specificity is None:
-        return None
+        sensitivity = specificity = 1.0
     if sensitivity is None or specificity is None:
         missing = "sensitivity" if sensitivity is None else "specificity"
         raise StatisticsError(
             f"{func}: give both sensitivity and specificity for an imperfect judge, "
             f"{missing} is missing"
         )
-    se = _open_unit(sensitivity, "sensitivity", func, one=True)  # a judge may be perfect
-    sp = _open_unit(specificity, "specificity", func, one=True)
+    se = _number(sensitivity, "sensitivity", func, _AT_MOST_1)  # a judge may be perfect
+    sp = _number(specificity, "specificity", func, _AT_MOST_1)
     if se + sp <= 1.0:
         raise StatisticsError(
             f"{func}: a judge with sensitivity + specificity <= 1 (got {se!r} + {sp!r}) "
             "tells PASS from FAIL no better than chance; no number of cases detects a change"
         )
-    return se, sp
-
-
-def _seen(rate: float, judge: tuple[float, float] | None) -> float:
-    if judge is None:
-        return rate
-    se, sp = judge
-    return se * rate + (1.0 - sp) * (1.0 - rate)
-
-
-def observed_rate(true_rate: float, *, sensitivity: float, specificity: float) -> float:
-    """The pass rate an imperfect judge reports: se·p + (1 − sp)·(1 − p).
-
-    >>> observed_rate(0.90, sensitivity=0.95, specificity=0.80)
-    0.875
-    """
-    rate = _unit(true_rate, "true_rate", "observed_rate")
-    return _seen(rate, _judge(sensitivity, specificity, "observed_rate"))
-
-
-def observed_difference(
-    baseline: float, target: float, *, sensitivity: float, specificity: float
-) -> float:
-    """The change ``baseline`` → ``target`` as an imperfect judge sees it (× se + sp − 1).
-
-    >>> round(observed_difference(0.90, 0.85, sensitivity=0.95, specificity=0.80), 4)
-    -0.0375
-    """
-    judge = {"sensitivity": sensitivity, "specificity": specificity}
-    return observed_rate(target, **judge) - observed_rate(baseline, **judge)
+    return lambda rate: se * rate + (1.0 - sp) * (1.0 - rate)
 
 
 def _spreads(p1: float, p2: float) -> tuple[float, float]:
@@ -327,8 +266,8 @@ def sample_size(
     func = "sample_size"
     baseline, target, alpha = _check_plan(baseline, target, alpha, func)
     goal = _planned_power(power, func)
-    judge = _judge(sensitivity, specificity, func)
-    baseline, target = _seen(baseline, judge), _seen(target, judge)
+    seen = _judge(sensitivity, specificity, func)
+    baseline, target = seen(baseline), seen(target)
     difference = abs(baseline - target)
     null, alternative = _spreads(baseline, target)
     n = ((_z(1.0 - alpha / 2.0) * null + _z(goal) * alternative) / difference) ** 2
@@ -364,8 +303,8 @@ def power(
     func = "power"
     baseline, target, alpha = _check_plan(baseline, target, alpha, func)
     n = _count(n, "n", func, least=1)
-    judge = _judge(sensitivity, specificity, func)
-    return _power(_seen(baseline, judge), _seen(target, judge), n, alpha, continuity)
+    seen = _judge(sensitivity, specificity, func)
+    return _power(seen(baseline), seen(target), n, alpha, continuity)
 
 
 def detectable_difference(
@@ -384,16 +323,13 @@ def detectable_difference(
     0.26
     """
     func = "detectable_difference"
-    baseline = _open_unit(baseline, "baseline", func)
-    alpha = _open_unit(alpha, "alpha", func)
+    baseline, alpha = _number(baseline, "baseline", func), _number(alpha, "alpha", func)
     goal = _planned_power(power, func)
     n = _count(n, "n", func, least=1)
-    judge = _judge(sensitivity, specificity, func)
-    seen_baseline = _seen(baseline, judge)
+    seen = _judge(sensitivity, specificity, func)
 
     def reaches_goal(drop: float) -> bool:
-        seen_target = _seen(baseline - drop, judge)
-        return _power(seen_baseline, seen_target, n, alpha, continuity) >= goal
+        return _power(seen(baseline), seen(baseline - drop), n, alpha, continuity) >= goal
 
     high = baseline * (1.0 - 1e-12)  # the target must stay above 0
     if not reaches_goal(high):
@@ -481,7 +417,6 @@ def mcnemar(b: int, c: int) -> float:
 
 
 def _tango_score(fixed: int, broke: int, n: int, delta: float) -> float:
-    """Tango's (1998) score statistic for Δ = delta."""
     b = -fixed - broke + (2 * n - fixed + broke) * delta
     c = -broke * delta * (1.0 - delta)
     p_broke = (math.sqrt(max(0.0, b * b - 8.0 * n * c)) - b) / (4.0 * n)
@@ -507,7 +442,7 @@ def paired_difference_interval(
     func = "paired_difference_interval"
     names = ("both_pass", "fixed", "broke", "both_fail")
     a, b, c, d = map(_count, (both_pass, fixed, broke, both_fail), names, [func] * 4)
-    confidence = _open_unit(confidence, "confidence", func)
+    confidence = _number(confidence, "confidence", func)
     n = a + b + c + d
     if n == 0:
         raise UndefinedStatisticError(f"{func}: the interval is undefined for n = 0 (no pairs)")
@@ -536,7 +471,7 @@ def holm(p_values: Iterable[float]) -> list[float]:
     >>> holm([0.01, 0.04, 0.03])
     [0.03, 0.06, 0.06]
     """
-    ps = [_unit(p, "each p-value", "holm") for p in p_values]
+    ps = [_number(p, "each p-value", "holm", _UNIT) for p in p_values]
     adjusted, running = [0.0] * len(ps), 0.0
     for rank, index in enumerate(sorted(range(len(ps)), key=ps.__getitem__)):
         running = max(running, min(1.0, (len(ps) - rank) * ps[index]))
@@ -553,7 +488,7 @@ def paired_sample_size(
     (312, 312)
     """
     func = "paired_sample_size"
-    psi = _open_unit(discordance, "discordance", func, one=True)
+    psi = _number(discordance, "discordance", func, _AT_MOST_1)
     number = difference if isinstance(difference, numbers.Real) else math.nan
     delta = abs(float(number))
     if isinstance(difference, bool) or not 0.0 < delta <= psi:
@@ -561,7 +496,7 @@ def paired_sample_size(
             f"{func}: the difference must be a number above 0 and at most the discordance "
             f"{psi!r} in size (only cases that change can move the rate), got {difference!r}"
         )
-    alpha, goal = _open_unit(alpha, "alpha", func), _planned_power(power, func)
+    alpha, goal = _number(alpha, "alpha", func), _planned_power(power, func)
     root = _z(1.0 - alpha / 2.0) * math.sqrt(psi) + _z(goal) * math.sqrt(psi - delta * delta)
     return max(1, _ceil((root / delta) ** 2))
 
@@ -572,10 +507,8 @@ def design_effect(cluster_size: float, icc: float) -> float:
     >>> design_effect(5, 0.3)
     2.2
     """
-    size = _within(
-        cluster_size, "cluster_size", "design_effect", 1.0, _BIG, "a number of at least 1"
-    )
-    return 1.0 + (size - 1.0) * _unit(icc, "icc", "design_effect")
+    size = _number(cluster_size, "cluster_size", "design_effect", _AT_LEAST_1)
+    return 1.0 + (size - 1.0) * _number(icc, "icc", "design_effect", _UNIT)
 
 
 def cohen_kappa(a: Iterable[Hashable], b: Iterable[Hashable]) -> float:
@@ -671,7 +604,7 @@ def kappa_interval(
     kappa = 0.17 [-0.27, 0.60] (n = 20)
     """
     func = "kappa_interval"
-    confidence = _open_unit(confidence, "confidence", func)
+    confidence = _number(confidence, "confidence", func)
     xs, ys = _paired(a, b, func)
     kappa_float = cohen_kappa(xs, ys)
     n = len(xs)
@@ -711,7 +644,7 @@ def spearman_interval(
     rho = 0.90 [0.43, 0.99] (n = 8)
     """
     func = "spearman_interval"
-    confidence = _open_unit(confidence, "confidence", func)
+    confidence = _number(confidence, "confidence", func)
     xs, ys = _paired(x, y, func)
     n = len(xs)
     if n < 4:

@@ -165,7 +165,8 @@ def test_write_reports_writes_what_is_asked_and_reads_a_results_file_only_when_n
 ) -> None:
     from tinyeval.report import write_reports
 
-    rows = [{"id": i, "category": "tone", "status": s, "input": "x", "output": "y"}
+    rows = [{"id": i, "category": "tone", "status": s, "input": "x", "output": "y",
+             "checks": {"contains:y": s == "pass"}}
             for i, s in (("a", "pass"), ("b", "fail"))]  # fmt: skip
     report = gate({"tone": {"passed": 1, "total": 2}}, thresholds={"tone": 1.0})
     table = tmp_path / "gate.md"

@@ -33,8 +33,6 @@ from tinyeval.stats import (
     cohen_kappa,
     detectable_difference,
     kappa_interval,
-    observed_difference,
-    observed_rate,
     power,
     sample_size,
     spearman_interval,
@@ -368,14 +366,6 @@ def test_pairwise_kappas_refusals() -> None:
 # ------------------------------------------------------------------ planning with a judge
 
 JUDGE = {"sensitivity": 0.95, "specificity": 0.80}
-
-
-def test_observed_rates_by_hand() -> None:
-    # 0.95·0.90 + (1 − 0.80)·0.10 = 0.855 + 0.020
-    assert observed_rate(0.90, **JUDGE) == pytest.approx(0.875, abs=1e-12)
-    # the true drop of 0.05 shrinks by 0.95 + 0.80 − 1 = 0.75
-    assert observed_difference(0.90, 0.85, **JUDGE) == pytest.approx(-0.0375, abs=1e-12)
-    assert observed_rate(0.3, sensitivity=1.0, specificity=1.0) == 0.3
 
 
 def test_sample_size_with_a_judge_by_hand() -> None:

@@ -492,7 +492,8 @@ def test_the_command_offers_only_judged_rows_unless_asked(tmp_path: Path) -> Non
     rows = [
         {"id": "j1", "category": "s", "status": "pass", "output": "uno",
          "judges": {"u": {"verdict": "PASS"}}, "judge": {"verdict": "PASS"}},
-        {"id": "c1", "category": "t", "status": "pass", "output": "dos", "judges": {}},
+        {"id": "c1", "category": "t", "status": "pass", "output": "dos", "judges": {},
+         "checks": {"contains:dos": True}},
     ]  # fmt: skip
     results = tmp_path / "rows.jsonl"
     results.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")

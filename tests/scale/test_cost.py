@@ -216,7 +216,12 @@ def test_cli_bad_input_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_cli_results_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rows = [
-        {"id": "a", "status": "pass", "usage": {"input_tokens": 1500, "output_tokens": 200}},
+        {
+            "id": "a",
+            "status": "pass",
+            "checks": {"contains:x": True},
+            "usage": {"input_tokens": 1500, "output_tokens": 200},
+        },
         {"id": "b", "status": "fail", "usage": {"input_tokens": 1500, "output_tokens": 200}},
         {"id": "c", "status": "error", "usage": None},
     ]
@@ -247,7 +252,16 @@ def test_tokens_replayed_from_the_cache_are_not_counted_as_spent() -> None:
 def test_cost_of_results_without_any_usage_is_unknown_not_zero(tmp_path: Path, capsys) -> None:
     rows = tmp_path / "rows.jsonl"
     rows.write_text(
-        json.dumps({"id": "a", "category": "c", "status": "pass", "usage": None}) + "\n"
+        json.dumps(
+            {
+                "id": "a",
+                "category": "c",
+                "status": "pass",
+                "checks": {"contains:x": True},
+                "usage": None,
+            }
+        )
+        + "\n"
     )
     assert main(["cost", "--results", str(rows), "--price", "in=1,out=5"]) == 0
     out = capsys.readouterr().out

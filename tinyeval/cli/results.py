@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import _extra
 from ..errors import InputError, plural
-from ..gating import FAIL_ON
+from ..gating import FAIL_ON, compare_holdout_rows, compare_runs, holdout_text, rank_runs
 from ..records import completeness, merge_rows, read_rows, write_records
 from ..suite import RunSettings
 from ._common import (
@@ -31,10 +31,14 @@ _GATE_AND_REPORT = {
     "report": "the table and the --html/--junit/--markdown files of a results file; exit 0 "
     "whatever the gate says",
 }
-
-
-# the run settings of the gate (gate and report take them too)
 _GATE = list(RunSettings(cases="").gate_options(recorded=True))
+_SALT = "tinyeval-holdout"
+_REPORTS = ("junit", "markdown", "html")
+
+
+def _add_holdout(p: Any, help: str, **more: Any) -> None:
+    p.add_argument("--holdout", type=proportion, metavar="FRACTION", help=help, **more)
+    p.add_argument("--salt", default=_SALT, help=f"salt of the holdout hash (default: {_SALT})")
 
 
 def add_gate_and_report(sub: Any) -> None:
@@ -42,36 +46,24 @@ def add_gate_and_report(sub: Any) -> None:
         p = sub.add_parser(name, help=summary)
         p.add_argument("results", metavar="RESULTS", help="a results file written by tinyeval run")
         add_settings(p, *_GATE, "calibration")
-        p.add_argument(
-            "--holdout",
-            type=proportion,
-            metavar="FRACTION",
-            help="also compare the development cases with the held-out ones, split "
-            "as tinyeval split does (e.g. 0.2); the gate itself is unchanged",
-        )
-        p.add_argument(
-            "--salt", default="tinyeval-holdout", help="salt of the holdout split (as for split)"
-        )
+        held = "also compare the development cases with the held-out ones, split as tinyeval "
+        _add_holdout(p, held + "split does (e.g. 0.2); the gate itself is unchanged")
         p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-        add_settings(p, "junit", "markdown", "html")
+        add_settings(p, *_REPORTS)
         add_github(p)
         p.set_defaults(handler=_cmd_gate if name == "gate" else _cmd_report)
 
 
 def _cmd_gate(args: argparse.Namespace) -> int:
-    from ..gating import compare_holdout_rows, holdout_text
     from ..report import rows_header, summarize_rows
     from ..session import parse_thresholds, refuse_overwriting
 
-    refuse_overwriting(
-        [args.results], {"junit": args.junit, "markdown": args.markdown, "html": args.html}
-    )
+    refuse_overwriting([args.results], {name: getattr(args, name) for name in _REPORTS})
     rows = read_rows(args.results)
     if not rows:
         raise UsageError(f"{args.results}: no result rows")
-    gate = {name: getattr(args, name) for name in _GATE}
+    gate = {name: getattr(args, name) for name in (*_GATE, "calibration")}
     gate["thresholds"] = parse_thresholds(args.thresholds)
-    gate["calibration"] = args.calibration
     summary = summarize_rows(rows, source=args.results, gate=gate)
     holdout = compare_holdout_rows(rows, args.holdout, salt=args.salt) if args.holdout else None
     if args.json:
@@ -93,20 +85,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def add_merge(sub: Any) -> None:
-    p = sub.add_parser(
-        "merge",
-        help="join the results of shards (run --shard I/N) into one file",
-        description="Join the result files of one run's shards: each shard once, every shard "
-        "there, no case twice, the same gate, judges, criteria, dataset and trials in each.",
-    )
+    help = "join the results of shards (run --shard I/N) into one file: each shard once, all "
+    p = sub.add_parser("merge", help=help + "there, no case twice, the same run settings in each")
     p.add_argument("results", nargs="+", metavar="RESULTS", help="result files to join")
     p.add_argument("--out", required=True, metavar="FILE", help="the joined results file")
-    p.add_argument(
-        "--allow-partial",
-        action="store_true",
-        help="merge even when shards or cases are missing (the result is incomplete: "
-        "exit 3, and gate on it exits 3 too)",
-    )
+    partial = "merge even when shards or cases are missing (the result is incomplete: exit 3"
+    p.add_argument("--allow-partial", action="store_true", help=partial + ", gate on it too)")
     p.set_defaults(handler=_cmd_merge)
 
 
@@ -126,22 +110,10 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 
 
 def add_split(sub: Any) -> None:
-    p = sub.add_parser(
-        "split",
-        help="split cases into development and holdout sets by a hash "
-        "of the id and the salt (a case never moves as the file grows)",
-    )
+    help = "split cases into development and holdout sets by a hash of the id and the salt "
+    p = sub.add_parser("split", help=help + "(a case never moves as the file grows)")
     p.add_argument("cases", metavar="CASES", help="the cases file")
-    p.add_argument(
-        "--holdout",
-        type=proportion,
-        default=0.2,
-        metavar="FRACTION",
-        help="share of cases held out (default: 0.2)",
-    )
-    p.add_argument(
-        "--salt", default="tinyeval-holdout", help="salt of the hash (default: tinyeval-holdout)"
-    )
+    _add_holdout(p, "share of cases held out (default: 0.2)", default=0.2)
     p.add_argument("--dev-out", required=True, metavar="FILE", help="where development cases go")
     p.add_argument("--holdout-out", required=True, metavar="FILE", help="where holdout cases go")
     add_settings(p, "fields")
@@ -196,7 +168,6 @@ def _margin(text: str) -> float:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from ..gating import compare_runs, rank_runs
     from ..suite import find_suite, load_suite
 
     if not 0 < args.alpha < 1:
@@ -232,26 +203,17 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def add_calibrate(sub: Any) -> None:
-    p = sub.add_parser(
-        "calibrate",
-        help="compare the judge with your labels: failure recall, false alarms, kappa",
-        description="Join RESULTS and LABELS by id: how far the judge can stand for your "
-        "criterion (agreement, the FAILs it caught, false alarms, Cohen's kappa, what speaks "
-        "against trusting it); with several labelers (tinyeval/humans/), their agreement too.",
-    )
+    help = "compare the judge with your labels, joined by id: agreement, failure recall, false "
+    help += "alarms, Cohen's kappa; with several labelers (tinyeval/humans/), their agreement too"
+    p = sub.add_parser("calibrate", help=help)
     p.add_argument("results", metavar="RESULTS", help="result rows written by tinyeval run")
     p.add_argument("labels", metavar="LABELS", help="the labels file written by tinyeval label")
     p.add_argument("--judge", metavar="NAME", help="the judge of the rows to calibrate")
     p.add_argument("--only", metavar="FILE", help="score only the ids in FILE")
     p.add_argument("--disagreements", metavar="FILE", help="write the rows judge and you differ on")
     p.add_argument("--save", metavar="CAL.json", help="save it, for tinyeval run --calibration")
-    p.add_argument(
-        "--field",
-        action="append",
-        default=[],
-        metavar="KEY=PATH",
-        help="read LABELS through a field mapping: KEY is id, label, labeler or at (repeatable)",
-    )
+    field = "read LABELS through a field mapping: KEY is id, label, labeler or at (repeatable)"
+    p.add_argument("--field", action="append", default=[], metavar="KEY=PATH", help=field)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_cmd_calibrate)
     with contextlib.suppress(InputError):  # a copy without tinyeval/humans/
@@ -270,7 +232,6 @@ def calibrate_rows(args: argparse.Namespace) -> list[Any]:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    """The judge against one labeler's labels (a copy without tinyeval/humans/)."""
     from ..calibration import calibrate_results, disagreement_rows, parse_label_fields, read_labels
     from ..session import case_ids
 

@@ -6,7 +6,7 @@ import argparse
 import inspect
 import math
 import numbers
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,39 +15,43 @@ from ..errors import InputError
 from ..gating import parse_threshold
 from ._common import EXIT_OK, UsageError, print_json
 
-Z_TEST = "two-proportion z-test (runs on different cases)"
-MCNEMAR = "McNemar's test (runs over the same cases)"
 Clusters = tuple[float, float] | None  # (mean cluster size, intra-cluster correlation)
 
 _OPTIONS = {
-    "--baseline": "today's pass rate: 0.90 or 90%%",
-    "--target": "the pass rate to detect: 0.85 or 85%%",
-    "--alpha": "two-sided significance level (default: 0.05)",
-    "--continuity": "apply Fleiss' continuity correction (a more conservative plan)",
-    "--sensitivity": "the judge's sensitivity, P(judge PASS | truly PASS): for an imperfect judge",
-    "--specificity": "the judge's specificity, P(judge FAIL | truly FAIL): with --sensitivity",
-    "--calibration": "take the judge's sensitivity and specificity from a saved calibration "
+    "baseline": "today's pass rate: 0.90 or 90%%",
+    "target": "the pass rate to detect: 0.85 or 85%%",
+    "alpha": "two-sided significance level",
+    "continuity": "apply Fleiss' continuity correction (a more conservative plan)",
+    "sensitivity": "the judge's sensitivity, P(judge PASS | truly PASS): for an imperfect judge",
+    "specificity": "the judge's specificity, P(judge FAIL | truly FAIL): with --sensitivity",
+    "calibration": "take the judge's sensitivity and specificity from a saved calibration "
     "(tinyeval calibrate --save)",
-    "--paired": "plan for McNemar's test on runs over the same cases (Connor 1987)",
-    "--discordance": "with --paired: the share of cases expected to change outcome",
-    "--cluster-size": "cases share documents, conversations or users in clusters of M on average",
-    "--icc": "with --cluster-size: the intra-cluster correlation of outcomes",
-    "--n": "cases per run",
-    "--power": "chance of detecting the change (default: 0.80)",
-    "--confidence": "confidence level (default: 0.95)",
-    "--json": "print one JSON object",
+    "paired": "plan for McNemar's test on runs over the same cases (Connor 1987)",
+    "discordance": "with --paired: the share of cases expected to change outcome",
+    "cluster_size": "cases share documents, conversations or users in clusters of M on average",
+    "icc": "with --cluster-size: the intra-cluster correlation of outcomes",
+    "n": "cases per run",
+    "power": "chance of detecting the change",
+    "confidence": "confidence level",
 }
-_SWITCHES = {"--continuity", "--paired", "--json"}
-_REQUIRED = {"--baseline", "--target", "--n"}
-_METAVARS = {"--calibration": "CAL.json", "--cluster-size": "M"}
-_PLAN = "--alpha --continuity --sensitivity --specificity --calibration"
-_COUNTS = {
-    "K": "cases that passed",
-    "N": "cases in total",
-    "B": "cases that went from pass to fail",
-    "C": "cases that went from fail to pass",
+_COUNTS = {  # a sentence of counts alone takes them as positional arguments
+    "successes": ("K", "cases that passed"),
+    "n": ("N", "cases in total"),
+    "b": ("B", "cases that went from pass to fail"),
+    "c": ("C", "cases that went from fail to pass"),
 }
-_RATES = ("baseline", "target", "alpha", "power", "confidence", "discordance", "icc")
+_SPELLED = {  # a sentence's parameter given as other options, and their kinds
+    "judge_source": {"calibration": "path"},
+    "discordance": {"paired": "bool", "discordance": "float"},
+    "clusters": {"cluster_size": "number", "icc": "float"},
+}
+_METAVARS = {"calibration": "CAL.json", "cluster_size": "M"}
+_TOGETHER = {  # a setting that needs another: that other, and why
+    "discordance": ("paired", "a paired plan needs both --paired and --discordance"),
+    "icc": ("cluster_size", "clusters need both --cluster-size and --icc"),
+    "specificity": ("sensitivity", "an imperfect judge needs both its sensitivity and specificity"),
+}
+_KINDS = {"int": (int, "a whole number"), "number": (float, "a number")}  # else a rate
 
 
 def add_stats(sub: Any) -> None:
@@ -59,58 +63,57 @@ def add_stats(sub: Any) -> None:
         "whether two runs over the same cases really differ.",
     )
     which = p.add_subparsers(dest="statistic", metavar="STATISTIC", required=True)
-    for name, (about, say, spec) in _COMMANDS.items():
+    for say, plan in _COMMANDS.items():
+        name = say.__name__.removesuffix("_sentence").replace("_", "-")
+        about = str(say.__doc__).partition("\n")[0].replace("%", "%%")
         each = which.add_parser(name, help=about)
-        counts = {}
-        for item in spec.replace("PLAN", _PLAN).split():
-            dest, colon, metavar = item.partition(":")
-            if colon:  # a count, as ``successes:K``
-                counts[dest] = metavar
-                each.add_argument(dest, metavar=metavar, help=_COUNTS[metavar])
-            elif dest in _SWITCHES:
-                each.add_argument(dest, action="store_true", help=_OPTIONS[dest])
-            else:
-                default = _OPTIONS[dest].partition("(default: ")[2].rstrip(")") or None
-                each.add_argument(
-                    dest,
-                    help=_OPTIONS[dest],
-                    default=default,
-                    required=dest in _REQUIRED,
-                    metavar=_METAVARS.get(dest),
-                )
-        each.set_defaults(handler=_cmd_stats, say=say, counts=counts)
+        kinds = {}
+        required = [p for p in _parameters(say, None) if p.default is p.empty]
+        for parameter in _parameters(say, plan):
+            if parameter in required and all(p.annotation == "int" for p in required):
+                metavar, about = _COUNTS[parameter.name]
+                each.add_argument(parameter.name, metavar=metavar, help=about)
+                kinds[parameter.name] = ("int", metavar)
+                continue
+            spelled = _SPELLED.get(parameter.name, {parameter.name: parameter.annotation})
+            for option, kind in spelled.items():
+                _add_option(each, option, kind, parameter.default)
+                kinds[option] = (kind, "--" + option.replace("_", "-"))
+        each.add_argument("--json", action="store_true", help="print one JSON object")
+        each.set_defaults(handler=_cmd_stats, say=say, kinds=kinds)
 
 
-def _whole(text: str, what: str) -> int:
-    return _typed(int, text, what, "a whole number")
+def _parameters(say: Any, plan: Any) -> list[inspect.Parameter]:
+    own = [p for p in inspect.signature(say).parameters.values() if p.kind != p.VAR_KEYWORD]
+    settings = inspect.signature(plan).parameters.values() if plan else []
+    return own + [p for p in settings if p.kind == p.KEYWORD_ONLY]
 
 
-def _rate(text: str, what: str) -> float:
-    return _typed(parse_threshold, text, what, "a proportion such as 0.9 or 90%")
-
-
-def _typed(convert: Any, text: str, what: str, expected: str) -> Any:
-    try:
-        return convert(text)
-    except (ValueError, InputError):
-        raise UsageError(f"{what} must be {expected}, got {text!r}") from None
+def _add_option(parser: Any, option: str, kind: str, default: Any) -> None:
+    flag, about = "--" + option.replace("_", "-"), _OPTIONS[option]
+    if kind == "bool":
+        parser.add_argument(flag, action="store_true", help=about)
+        return
+    if isinstance(default, float):
+        about += f" (default: {default:g})"
+    required = default is inspect.Parameter.empty
+    parser.add_argument(flag, help=about, required=required, metavar=_METAVARS.get(option))
 
 
 def _cmd_stats(args: argparse.Namespace) -> int:
-    values: dict[str, Any] = {d: _whole(getattr(args, d), m) for d, m in args.counts.items()}
-    for name in _RATES:
-        if getattr(args, name, None) is not None:
-            values[name] = _rate(getattr(args, name), f"--{name}")
-    if hasattr(args, "continuity"):
-        values.update(_judge_options(args), continuity=args.continuity)
-    if hasattr(args, "n") and "n" not in args.counts:
-        values["n"] = _whole(args.n, "--n")
-    paired, size = getattr(args, "paired", False) or None, getattr(args, "cluster_size", None)
-    given = {**values, "paired": paired, "cluster_size": size}
-    _both(given, "paired", "discordance", "a paired plan needs both --paired and --discordance")
-    _both(given, "cluster_size", "icc", "clusters need both --cluster-size and --icc")
-    if size is not None:
-        values["clusters"] = (_typed(float, size, "--cluster-size", "a number"), values.pop("icc"))
+    values = {
+        name: _value(kind, getattr(args, name), what)
+        for name, (kind, what) in args.kinds.items()
+        if getattr(args, name) not in (None, False)
+    }
+    if "calibration" in args.kinds:
+        values["judge_source"] = _judge_source(values)
+    for second, (first, reason) in _TOGETHER.items():
+        if (first in values) != (second in values):
+            raise InputError(reason, field=second if first in values else first)
+    values.pop("paired", None)
+    if "icc" in values:
+        values["clusters"] = (values.pop("cluster_size"), values.pop("icc"))
     said = args.say(**values)
     if args.json:
         print_json(said.to_dict())
@@ -119,32 +122,27 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _both(given: dict[str, Any], first: str, second: str, reason: str) -> None:
-    """Refuse one of two settings that go together without the other."""
-    if (given.get(first) is None) != (given.get(second) is None):
-        raise InputError(reason, field=first if given.get(first) is None else second)
+def _value(kind: str, text: Any, what: str) -> Any:
+    if kind in ("bool", "path"):
+        return text
+    convert, expected = _KINDS.get(kind, (parse_threshold, "a proportion such as 0.9 or 90%"))
+    try:
+        return convert(text)
+    except (ValueError, InputError):
+        raise UsageError(f"{what} must be {expected}, got {text!r}") from None
 
 
-def _judge_options(args: argparse.Namespace) -> dict[str, Any]:
-    rates = {
-        name: None if getattr(args, name) is None else _rate(getattr(args, name), f"--{name}")
-        for name in ("sensitivity", "specificity")
-    }
-    source = None
-    if args.calibration is not None:
-        if rates != {"sensitivity": None, "specificity": None}:
-            raise InputError(
-                "give a calibration or the judge's two rates, not both", field="calibration"
-            )
-        rates["sensitivity"], rates["specificity"] = judge_rates_from_calibration(args.calibration)
-        source = args.calibration
-    elif rates["sensitivity"] is not None or rates["specificity"] is not None:
-        _both(rates, "sensitivity", "specificity", _IMPERFECT)
-        source = "options"
-    return {**rates, "judge_source": source}
-
-
-_IMPERFECT = "an imperfect judge needs both its sensitivity and its specificity"
+def _judge_source(values: dict[str, Any]) -> str | None:
+    """Where the judge's rates come from; a calibration's are read into ``values``."""
+    path = values.pop("calibration", None)
+    if path is None:
+        return "options" if "sensitivity" in values or "specificity" in values else None
+    if "sensitivity" in values or "specificity" in values:
+        raise InputError(
+            "give a calibration or the judge's two rates, not both", field="calibration"
+        )
+    values["sensitivity"], values["specificity"] = judge_rates_from_calibration(path)
+    return str(path)
 
 
 def judge_rates_from_calibration(path: str | Path) -> tuple[float, float]:
@@ -168,7 +166,7 @@ class Sentence:
     """A statistic in one sentence (``str()``), with the figures behind it."""
 
     text: str
-    fields: dict[str, Any] = field(default_factory=dict)
+    fields: dict[str, Any]
 
     def __str__(self) -> str:
         return self.text
@@ -180,17 +178,17 @@ class Sentence:
 def wilson_sentence(
     successes: int, n: int, confidence: float = 0.95, *, clusters: Clusters = None
 ) -> Sentence:
-    """``successes`` of ``n`` with its Wilson interval.
+    """The Wilson interval for K passes out of N cases.
 
     >>> print(wilson_sentence(27, 30))
     27/30 = 90.0%; 95% Wilson interval 74.4%–96.5%.
     """
-    effect, fields = _clusters(clusters)
+    effect, fields, said = _clusters(clusters)
     low, high = stats.wilson_interval(successes, n, confidence, design_effect=effect)
     text = f"{successes}/{n} = {successes / n:.1%}; {_percent(confidence)} Wilson interval "
     text += f"{low:.1%}–{high:.1%}"
     if fields:
-        text += f" {_clustered(fields)}: as sure as {n / effect:.1f} independent cases"
+        text += f" {said}: as sure as {n / effect:.1f} independent cases"
     fields.update(statistic="wilson", successes=successes, n=n, rate=successes / n)
     return Sentence(text + ".", {**fields, "confidence": confidence, "low": low, "high": high})
 
@@ -204,7 +202,7 @@ def sample_size_sentence(
     judge_source: str | None = None,
     **plan: Any,
 ) -> Sentence:
-    """The cases that detect ``baseline`` → ``target``, per run or paired (with ``discordance``).
+    """Cases per run needed to detect a change (--paired: over the same cases).
 
     >>> print(sample_size_sentence(0.9, 0.85))
     To detect a drop from 90% to 85% with 80% power at α = 0.05 you need 686 cases per run. \
@@ -225,7 +223,9 @@ Test: two-proportion z-test (runs on different cases).
         needed, fields = _plan(
             "sample-size", None, stats.paired_sample_size, difference, discordance, **paired
         )
-        fields.update(test=MCNEMAR, baseline=baseline, target=target)
+        fields.update(
+            test="McNemar's test (runs over the same cases)", baseline=baseline, target=target
+        )
         text = (
             f"you need {needed} paired cases when {_percent(discordance)} of cases change "
             "outcome (Connor 1987)"
@@ -240,10 +240,10 @@ Test: two-proportion z-test (runs on different cases).
             f": {_shrink(fields)}, which costs {needed - perfect} cases more than the "
             f"{perfect} a perfect judge would need"
         )
-    effect, clustered = _clusters(clusters)
+    effect, clustered, said = _clusters(clusters)
     if clustered:
         inflated = math.ceil(needed * effect)
-        text += f"; {_clustered(clustered)} that is {inflated} cases"
+        text += f"; {said} that is {inflated} cases"
         fields.update(clustered, n_without_clusters=needed)
         needed = inflated
     return Sentence(f"{text}. Test: {fields['test']}.", {**fields, "n": needed})
@@ -252,7 +252,7 @@ Test: two-proportion z-test (runs on different cases).
 def power_sentence(
     baseline: float, target: float, n: int, *, judge_source: str | None = None, **plan: Any
 ) -> Sentence:
-    """The chance that ``n`` cases per run detect a change, and the cases 80% power needs."""
+    """The chance that N cases per run detect a change, and the cases 80% power needs."""
     chance, fields = _plan("power", judge_source, stats.power, baseline, target, n, **plan)
     needed = stats.sample_size(baseline, target, **plan)
     text = (
@@ -265,7 +265,7 @@ def power_sentence(
         perfect = stats.power(baseline, target, n, **_perfect(plan))
         perfect_n = stats.sample_size(baseline, target, **_perfect(plan))
         text += (
-            f" {_capital(_shrink(fields))}: a perfect judge would detect it with {perfect:.1%} "
+            f" {_shrink(fields, 'The')}: a perfect judge would detect it with {perfect:.1%} "
             f"power, and 80% power costs {needed - perfect_n} cases more than its {perfect_n}."
         )
         fields.update(power_perfect_judge=perfect, n_for_80_percent_perfect_judge=perfect_n)
@@ -275,7 +275,7 @@ def power_sentence(
 def detectable_sentence(
     baseline: float, n: int, *, judge_source: str | None = None, **plan: Any
 ) -> Sentence:
-    """The smallest drop below ``baseline`` that ``n`` cases per run detect."""
+    """The smallest drop N cases per run can detect."""
     drop, fields = _plan("detectable", judge_source, _DETECT, baseline, n, **plan)
     text = (
         f"With {n} cases per run and a {_percent(baseline)} baseline, the smallest drop you can "
@@ -290,7 +290,7 @@ def detectable_sentence(
     if "sensitivity" in fields:
         perfect, _ = _plan("detectable", None, _DETECT, baseline, n, **_perfect(plan))
         fields["drop_perfect_judge"] = perfect
-        text += f" {_capital(_shrink(fields))}"
+        text += f" {_shrink(fields, 'The')}"
         if perfect is None:
             text += "; not even a perfect judge would detect a drop reliably here."
         else:
@@ -304,7 +304,7 @@ def detectable_sentence(
 
 
 def mcnemar_sentence(b: int, c: int, alpha: float = 0.05) -> Sentence:
-    """The exact McNemar test of two runs (``b`` pass → fail, ``c`` fail → pass)."""
+    """The exact McNemar test for two runs over the same cases (B pass → fail, C back)."""
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0.0 < alpha < 1.0:
         raise InputError(f"must be between 0 and 1 (exclusive), got {alpha!r}", field="alpha")
     p = stats.mcnemar(b, c)
@@ -344,41 +344,31 @@ def _correction(fields: dict[str, Any]) -> str:
     return " (with Fleiss' continuity correction)" if fields.get("continuity") else ""
 
 
-def _shrink(fields: dict[str, Any]) -> str:
+def _shrink(fields: dict[str, Any], the: str = "the") -> str:
     se, sp = fields["sensitivity"], fields["specificity"]
     return (
-        f"the judge (sensitivity {se * 100:.4g}%, specificity {sp * 100:.4g}%) shrinks every "
+        f"{the} judge (sensitivity {se * 100:.4g}%, specificity {sp * 100:.4g}%) shrinks every "
         f"true difference by (sensitivity + specificity − 1) = {se + sp - 1:.3g}"
     )
-
-
-def _capital(text: str) -> str:
-    return text[:1].upper() + text[1:]
 
 
 def _perfect(plan: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in plan.items() if key not in ("sensitivity", "specificity")}
 
 
-def _clusters(clusters: Clusters) -> tuple[float, dict[str, Any]]:
+def _clusters(clusters: Clusters) -> tuple[float, dict[str, Any], str]:
     if clusters is None:
-        return 1.0, {}
-    effect = stats.design_effect(*clusters)
-    return effect, {"cluster_size": clusters[0], "icc": clusters[1], "design_effect": effect}
-
-
-def _clustered(fields: dict[str, Any]) -> str:
-    return (
-        f"in clusters of {fields['cluster_size']:g} cases with ICC {fields['icc']:g} "
-        f"(design effect {fields['design_effect']:.3g})"
-    )
+        return 1.0, {}, ""
+    (size, icc), effect = clusters, stats.design_effect(*clusters)
+    said = f"in clusters of {size:g} cases with ICC {icc:g} (design effect {effect:.3g})"
+    return effect, {"cluster_size": size, "icc": icc, "design_effect": effect}, said
 
 
 def _plan(statistic: str, source: str | None, func: Any, *args: Any, **plan: Any) -> Any:
     """``func(*args, **plan)`` (None when undefined), and its settings with defaults as fields."""
     bound = inspect.signature(func).bind(*args, **plan)
     bound.apply_defaults()
-    fields: dict[str, Any] = {"statistic": statistic, "test": Z_TEST}
+    fields: dict[str, Any] = {"statistic": statistic, "test": _Z_TEST}
     fields.update((key, value) for key, value in bound.arguments.items() if value is not None)
     if "sensitivity" in fields:
         fields["judge_source"] = source
@@ -389,33 +379,13 @@ def _plan(statistic: str, source: str | None, func: Any, *args: Any, **plan: Any
 
 
 _SIZE, _DETECT = stats.sample_size, stats.detectable_difference
+_Z_TEST = "two-proportion z-test (runs on different cases)"
 
 
-_CLUSTERS = "--cluster-size --icc --json"
-_COMMANDS = {
-    "wilson": (
-        "the Wilson interval for K passes out of N cases",
-        wilson_sentence,
-        f"successes:K n:N --confidence {_CLUSTERS}",
-    ),
-    "sample-size": (
-        "cases per run needed to detect a change (--paired: over the same cases)",
-        sample_size_sentence,
-        f"--baseline --target PLAN --power --paired --discordance {_CLUSTERS}",
-    ),
-    "power": (
-        "the chance that N cases per run detect a change",
-        power_sentence,
-        "--baseline --target PLAN --n --json",
-    ),
-    "detectable": (
-        "the smallest drop N cases per run can detect",
-        detectable_sentence,
-        "--baseline PLAN --n --power --json",
-    ),
-    "mcnemar": (
-        "exact McNemar test for two runs over the same cases",
-        mcnemar_sentence,
-        "b:B c:C --alpha --json",
-    ),
-}  # each subcommand: its help, its sentence, its arguments (``dest:METAVAR`` for a count)
+_COMMANDS = {  # each sentence (its name and help) and the statistic whose settings it takes
+    wilson_sentence: None,
+    sample_size_sentence: stats.sample_size,
+    power_sentence: stats.power,
+    detectable_sentence: stats.detectable_difference,
+    mcnemar_sentence: None,
+}

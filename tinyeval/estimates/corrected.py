@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..calibration import CATEGORY_MIN_LABELS, Calibration, CalibrationError, _short
+from ..calibration import CATEGORY_MIN_LABELS, Calibration, CalibrationError
+from ..errors import shorten
 from .ppi import CorrectedRate, corrected_pass_rate
 
 __all__ = ["corrected_rate_for", "correction_summary"]
@@ -68,8 +69,8 @@ def corrected_rate_for(
     ):
         if now is not None and then is not None and now != then:
             warnings.append(
-                f"CALIBRATION EXPIRED: it was made with {what} {_short(then)}, this run uses "
-                f"{_short(now)}"
+                f"CALIBRATION EXPIRED: it was made with {what} {shorten(str(then), 20)}, "
+                f"this run uses {shorten(str(now), 20)}"
             )
     if not calibration.trusted:
         warnings.append(f"the calibration itself is not trusted: {calibration.verdict}")

@@ -44,7 +44,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..stats import Interval, Rate, StatisticsError, UndefinedStatisticError, _open_unit, _z
+from ..stats import Interval, Rate, StatisticsError, UndefinedStatisticError, _number, _z
 
 __all__ = ["CorrectedRate", "PPIRate", "corrected_pass_rate", "mean_interval", "ppi_pass_rate"]
 
@@ -456,7 +456,7 @@ def ppi_pass_rate(
     normal interval would have zero width.
     """
     func = "ppi_pass_rate"
-    confidence = _open_unit(confidence, "confidence", func)
+    confidence = _number(confidence, "confidence", func)
     f_l = _verdicts(judge_labelled, "judge_labelled", func)
     y = _verdicts(human_labelled, "human_labelled", func)
     f_u = _verdicts(judge_unlabelled, "judge_unlabelled", func)
@@ -589,7 +589,7 @@ def mean_interval(values: Iterable[float], confidence: float = 0.95) -> Interval
     ``StatisticsError`` for a value that is not a finite number.
     """
     func = "mean_interval"
-    confidence = _open_unit(confidence, "confidence", func)
+    confidence = _number(confidence, "confidence", func)
     data = list(values)
     for value in data:
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
