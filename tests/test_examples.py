@@ -288,28 +288,3 @@ def test_loader_reads_the_cases_and_the_mapped_raw_logs() -> None:
     assert [(c.id, c.input, c.output, c.category) for c in raw] == [
         tuple(dig(row, path) for path in RAW_LOG_FIELDS.values()) for row in rows
     ]
-
-
-def test_the_readme_python_session_example_runs_as_shown(tmp_path: Path) -> None:
-    import re
-    import shutil
-    import subprocess
-    import sys
-
-    readme = (EXAMPLES.parent / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL)
-    [snippet] = [block for block in blocks if "from tinyeval.session import" in block]
-    [reports] = [block for block in blocks if "from tinyeval.report import write_reports" in block]
-    # the reports' example goes on from the session's, before its exit
-    snippet = snippet.replace("raise SystemExit", reports + "raise SystemExit")
-    (tmp_path / "examples").mkdir()
-    shutil.copy(EXAMPLES / "cases.jsonl", tmp_path / "examples" / "cases.jsonl")
-    done = subprocess.run([sys.executable, "-c", snippet], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120,
-                          env={"PYTHONPATH": str(EXAMPLES.parent), "PATH": ""})  # fmt: skip
-    assert done.returncode == 1, done.stderr  # amount_extraction blocks
-    assert "amount_extraction   17/20 = 85.0%" in done.stdout and "BLOCKS" in done.stdout
-    assert (tmp_path / "tinyeval-results.jsonl").exists()
-    assert "('junit.xml', 'gate.md')" in done.stdout
-    assert (tmp_path / "junit.xml").read_text(encoding="utf-8").startswith("<?xml")
-    assert "amount_extraction" in (tmp_path / "gate.md").read_text(encoding="utf-8")
