@@ -14,7 +14,7 @@ from typing import Any
 
 from . import _EXTRAS, _extra
 from ._formats import MAX_CONFIG_BYTES, read_text
-from .errors import IncompleteError, InputError, plural, shorten
+from .errors import IncompleteError, InputError, key_values, listed, plural, shorten
 from .gating import gate, gate_settings, refuse_unknown_categories
 from .models import MAX_RESPONSE_BYTES, resolve
 from .records import Row, RowsWrittenWhole, iter_json_lines, read_rows, run_manifest, write_row
@@ -156,9 +156,7 @@ class Session:
     def _refuse(self, ready: PreparedCases) -> None:
         s = self.settings
         if ready.unknown_only:  # a mistyped id would leave its case out unseen
-            unknown = ", ".join(repr(shorten(i, 60)) for i in ready.unknown_only[:5])
-            more = len(ready.unknown_only) - 5
-            said = unknown if more <= 0 else f"{unknown} and {more} more"
+            said = listed([repr(shorten(i, 60)) for i in ready.unknown_only], 5)
             ids = "ids" if len(ready.unknown_only) > 1 else "id"
             raise InputError(f"no case has the {ids} {said}", field="only")
         if ready.in_shard == 0:
@@ -335,15 +333,7 @@ def parse_thresholds(items: Iterable[str]) -> dict[str, str]:
     >>> parse_thresholds(["amount_extraction=1.0", "tone = 95%"])
     {'amount_extraction': '1.0', 'tone': '95%'}
     """
-    thresholds: dict[str, str] = {}
-    for item in items:
-        category, sep, rate = (part.strip() for part in item.partition("="))
-        if not sep or not category:
-            raise InputError(f"expected CATEGORY=RATE, got {item!r}", field="thresholds")
-        if category in thresholds:
-            raise InputError(f"the category {category!r} is given twice", field="thresholds")
-        thresholds[category] = rate
-    return thresholds
+    return key_values(items, "CATEGORY=RATE", field="thresholds")
 
 
 def parse_shard(text: str) -> tuple[int, int]:
