@@ -122,6 +122,7 @@ class Session:
         """Read, validate and select the run's cases (a run calling no model: as it runs)."""
         s = self.settings
         same = ("fields", "id_from_line", "format", "seed", "shard", "max_line_bytes")
+        one_pass = self.generate_model is None and not (self.judges or s.resume or s.review_out)
         ready = prepare_cases(
             s.cases,
             **{name: getattr(s, name) for name in same},
@@ -129,7 +130,7 @@ class Session:
             only=case_ids(s.only, s.fields.get("id", "id")),
             outputs=self.outputs,
             shuffle=s.stop_when_decided,
-            one_pass=self._one_pass(),
+            one_pass=one_pass and RowsWrittenWhole.can_write(s.out),
             note=self._note_retrieval,
         )
         if ready.read:
@@ -142,16 +143,6 @@ class Session:
             self.retrieved.append(case)
         else:
             self.without_retrieval[case.category] += 1
-
-    def _one_pass(self) -> bool:
-        s = self.settings
-        return (
-            not self.judges
-            and self.generate_model is None
-            and not s.resume
-            and not s.review_out
-            and RowsWrittenWhole.can_write(s.out)
-        )
 
     def _refuse(self, ready: PreparedCases) -> None:
         s = self.settings
