@@ -42,9 +42,8 @@ class InputError(TinyevalError, ValueError):
         field: str | None = None,
     ) -> None:
         self.reason = _one_line(reason, 2 * MAX_QUOTED)
-        self.path = "<stdin>" if path == "-" else (None if path is None else str(path))
-        if self.path is not None:
-            self.path = _one_line(self.path, 2 * MAX_QUOTED, tail=True)
+        path = "<stdin>" if path == "-" else path
+        self.path = None if path is None else _one_line(str(path), 2 * MAX_QUOTED, tail=True)
         self.line = line
         self.field = None if field is None else _one_line(field, MAX_QUOTED)
         where = self.path
