@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 from . import _EXTRAS, _extra
 from ._formats import MAX_CONFIG_BYTES, _unreadable, read_text
 from .errors import InputError, shorten
-from .models import ask, reported_model, sum_usage
+from .models import Reply, ask, reported_model, sum_usage
 
 
 class JudgeError(InputError):
@@ -339,6 +339,25 @@ def parse_evidence(text: str, response: str) -> Evidence:
     return Evidence(verdict, why.strip(), None, quote)
 
 
+MAX_REPLY_CHARS = 20_000  # a judge reply past this is cut, and marked, before it is read or kept
+ROW_REASON_CHARS = 500  # a row's ``reason`` is an excerpt: the reply itself is in ``raw``
+
+
+def ask_judge(call_model: Callable[..., Any], prompt: str, **keywords: Any) -> str:
+    """A judge model's reply, whatever the adapter: past :data:`MAX_REPLY_CHARS`, cut and marked.
+
+    >>> ask_judge(lambda prompt: "PASS\\n" + "x" * 30_000, "Is it polite?")[-38:]
+    'xxxx\\n[tinyeval: 10,005 characters cut]'
+    """
+    reply = ask(call_model, prompt, **keywords)
+    cut = len(reply) - MAX_REPLY_CHARS
+    if cut <= 0:
+        return reply
+    kept = f"{reply[:MAX_REPLY_CHARS]}\n[tinyeval: {cut:,} characters cut]"
+    facts = {key: getattr(reply, key, None) for key in ("usage", "model", "latency_ms")}
+    return Reply(kept, cached=getattr(reply, "cached", False) is True, **facts)
+
+
 def describe_error(exc: BaseException) -> str:
     """A model's failure as a verdict records it: ``"TimeoutError: slow"``."""
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
@@ -370,7 +389,8 @@ class BaseVerdict:
             key: getattr(self, key) for key in ("name", "criterion", "style", "verdict", "parsed")
         }
         quote, votes = getattr(self, "quote", None), list(getattr(self, "votes", [self.verdict]))
-        row.update(failure=failure, reason=self.reason, quote=quote, votes=votes)
+        reason = shorten(self.reason, ROW_REASON_CHARS)
+        row.update(failure=failure, reason=reason, quote=quote, votes=votes)
         vote_failures = list(getattr(self, "vote_failures", [failure]))
         row.update(vote_failures=vote_failures, unanimous=getattr(self, "unanimous", self.parsed))
         row["raw"] = [str(reply) for reply in getattr(self, "raw", ())]
@@ -502,7 +522,7 @@ class Judge:
     ) -> Evidence:
         schema = _STYLE_FORMATS[self.style][1]
         try:
-            reply = ask(call_model, prompt, sample=sample, json_schema=schema)
+            reply = ask_judge(call_model, prompt, sample=sample, json_schema=schema)
         except Exception as exc:  # a model failure is recorded, never raised
             message = describe_error(exc)
             return Evidence(None, f"call_model failed: {message}", "error", error=message)
