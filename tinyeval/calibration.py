@@ -224,10 +224,8 @@ class Calibration:
             (f"human {human}", [self.confusion[human][judge] for judge in (*self.labels, None)])
             for human in self.labels
         ]:
-            lines.append(
-                f"{head:<{first}}"
-                + "".join(f"  {c:>{w}}" for c, w in zip(cells, widths, strict=True))
-            )
+            row = "".join(f"  {cell:>{width}}" for cell, width in zip(cells, widths, strict=True))
+            lines.append(f"{head:<{first}}{row}")
         lines.append("")
 
         def figure(name: str, value: Any, note: str = "") -> None:
@@ -236,11 +234,8 @@ class Calibration:
         none = "n/a (no parsed judge reply)"
         figure("agreement", self.agreement or none)
         if self.majority_share is not None:
-            figure(
-                f"always {self.majority_label}",
-                self.majority_share,
-                "(the agreement of a judge that always says so)",
-            )
+            always = "(the agreement of a judge that always says so)"
+            figure(f"always {self.majority_label}", self.majority_share, always)
         for name, rate, missing, note in (
             ("failure recall", self.failure_recall, "FAIL", "(your FAILs the judge also failed)"),
             ("false alarms", self.false_alarm_rate, "PASS", "(judge FAIL where you said PASS)"),
@@ -258,17 +253,12 @@ class Calibration:
             figure("spearman", f"{self.spearman:.3f}{_span(self.spearman_interval, 3)}")
         elif self.spearman_undefined != "the labels are not numbers":
             figure("spearman", f"undefined ({self.spearman_undefined})")
-        figure(
-            "unparsed",
-            f"{self.unparsed} of {plural(self.n, 'judge reply', 'judge replies')}",
-            f"(agreement counting them as disagreement: {self.agreement_with_unparsed})",
-        )
+        replies = plural(self.n, "judge reply", "judge replies")
+        counted = f"(agreement counting them as disagreement: {self.agreement_with_unparsed})"
+        figure("unparsed", f"{self.unparsed} of {replies}", counted)
         if self.without_verdict:
-            figure(
-                "no verdict",
-                plural(len(self.without_verdict), "labelled row"),
-                "(the judge did not run or errored; not compared)",
-            )
+            not_compared = "(the judge did not run or errored; not compared)"
+            figure("no verdict", plural(len(self.without_verdict), "labelled row"), not_compared)
         if self.unmatched_results or self.unmatched_labels:
             figure(
                 "unmatched",
@@ -322,14 +312,10 @@ def _statistic(compute: Any, interval: Any, judge: list[Label], human: list[Labe
     return value, None, (found.low, found.high), None
 
 
-_ONE_LABEL = (
+_CATCHING = "a judge that catches failures from one that does not"
+_ONE_LABEL = (  # the side that gave one label, who, the other side, what kappa cannot tell
     (0, "the judge gave one verdict only", "your labels", "your passes from your failures"),
-    (
-        1,
-        "you gave one label only",
-        "the judge's verdicts",
-        "a judge that catches failures from one that does not",
-    ),
+    (1, "you gave one label only", "the judge's verdicts", _CATCHING),
 )
 
 
