@@ -11,30 +11,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import _extra
+from . import _extra, records, stats
 from ._formats import _unreadable, read_text
 from .checks import CheckSpecError, get_path
 from .dataset import parse_field_mapping
 from .errors import InputError, is_number, plural, shorten
-from .records import (
-    iter_json_lines,
-    output_fingerprint,
-    primary_verdict,
-    provenance,
-    verdict_errored,
-    verdict_label,
-    verdicts,
-    write_text_atomically,
-)
-from .stats import (
-    Rate,
-    StatisticsError,
-    UndefinedStatisticError,
-    cohen_kappa,
-    kappa_interval,
-    spearman,
-    spearman_interval,
-)
+from .stats import Rate
 
 KAPPA_FLOOR = 0.6  # below it the judge's figure is its own opinion (Landis and Koch)
 MIN_LABELS = 50  # fewer labelled cases are too few to trust
@@ -292,7 +274,8 @@ class Calibration:
             "summary": self.to_dict(),
             "pairs": self._pairs(),
         }
-        write_text_atomically(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+        records.write_text_atomically(path, text)
 
 
 def _statistic(compute: Any, interval: Any, judge: list[Label], human: list[Label]) -> Any:
@@ -302,11 +285,11 @@ def _statistic(compute: Any, interval: Any, judge: list[Label], human: list[Labe
         return None, f"needs at least 2 parsed pairs, got {len(judge)}", None, undefined
     try:
         value = compute(judge, human)
-    except UndefinedStatisticError as exc:
+    except stats.UndefinedStatisticError as exc:
         return None, str(exc), None, undefined
     try:
         found = interval(judge, human)
-    except StatisticsError as exc:
+    except stats.StatisticsError as exc:
         why = str(exc).split(": ", 1)[-1].removeprefix("the interval is undefined because ")
         return value, None, None, why
     return value, None, (found.low, found.high), None
@@ -423,12 +406,12 @@ def _build(
     top = max(counts.values(), default=0)
     majority_label = next((label for label in labels if counts.get(label) == top), None)
     kappa, kappa_undefined, kappa_low_high, kappa_interval_undefined = _statistic(
-        cohen_kappa, kappa_interval, parsed_judge, parsed_human
+        stats.cohen_kappa, stats.kappa_interval, parsed_judge, parsed_human
     )
     rho, rho_undefined, rho_low_high = None, "the labels are not numbers", None
     if all(is_number(label) for label in (*parsed_judge, *parsed_human)):
         rho, rho_undefined, rho_low_high, _ = _statistic(
-            spearman, spearman_interval, parsed_judge, parsed_human
+            stats.spearman, stats.spearman_interval, parsed_judge, parsed_human
         )
     if kappa is not None:
         kappa_interval_undefined = _one_label(judge, human) or kappa_interval_undefined
@@ -599,7 +582,7 @@ def calibrate_results(
         if key in seen:
             raise CalibrationError(f"calibrate: result row {number} repeats the id {key!r}")
         seen.add(key)
-        names.update(verdicts(row))
+        names.update(records.verdicts(row))
         if keep is None or key in keep:
             by_id[key] = row
     if judge and judge not in names:
@@ -618,24 +601,25 @@ def calibrate_results(
     rubrics, models = set(), set()
     for key in sorted(set(by_id) & set(labels), key=lambda k: (isinstance(k, str), k)):
         row, record = by_id[key], labels[key]
-        verdict = primary_verdict(row, judge)
-        if verdict is None or verdict_errored(verdict):
+        verdict = records.primary_verdict(row, judge)
+        if verdict is None or records.verdict_errored(verdict):
             without_verdict.append(key)
             continue
-        rubric, model, _ = provenance(row, judge)
+        rubric, model, _ = records.provenance(row, judge)
         rubrics.add(rubric)
         models.add(model)
+        output = records.output_fingerprint(row.get("output"))
         for what, old, new in (
             ("rubric", record.get("rubric_fingerprint"), rubric),
             ("judge model", record.get("judge_model"), model),
-            ("output", record.get("output_fingerprint"), output_fingerprint(row.get("output"))),
+            ("output", record.get("output_fingerprint"), output),
         ):
             if old is not None and new is not None and old != new:
                 mismatches[what].append((old, new))
         ids.append(key)
         pairwise = pairwise or "verdict" not in verdict
         graded = "score" in verdict and is_number(record.get("label"))  # a score, against numbers
-        judged.append(verdict["score"] if graded else verdict_label(verdict))
+        judged.append(verdict["score"] if graded else records.verdict_label(verdict))
         humans.append(record.get("label"))
         categories.append(str(row.get("category") or "default"))
 
@@ -785,7 +769,7 @@ def replay_labels(
     """Each id's standing records in order (``"undo": true`` withdraws one), and rechecks."""
     stacks: dict[str | int, list[LabelRecord]] = {}
     rechecks: list[LabelRecord] = []
-    for number, raw in iter_json_lines(path, error=LabelError):
+    for number, raw in records.iter_json_lines(path, error=LabelError):
         where = f"{path}:{number}"
         record = _mapped(raw, fields or {}, where)
         key = _id_of(record, where)
