@@ -7,7 +7,6 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from . import _extra, records, stats
 from ._formats import _unreadable, read_text
 from .checks import CheckSpecError, get_path
 from .dataset import parse_field_mapping
-from .errors import InputError, is_number, plural, shorten
+from .errors import InputError, is_number, plural, shorten, utc_stamp
 from .stats import Rate
 
 KAPPA_FLOOR = 0.6  # below it the judge's figure is its own opinion (Landis and Koch)
@@ -267,7 +266,7 @@ class Calibration:
         document = {
             "format": CALIBRATION_FORMAT,
             "version": CALIBRATION_VERSION,
-            "created_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "created_at": utc_stamp(),
             "judge_model": self.judge_model,
             "rubric_fingerprint": self.rubric_fingerprint,
             "correction": _extra("estimator", "correction_summary", "Calibration.save")(self),
