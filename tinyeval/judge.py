@@ -7,14 +7,14 @@ import json
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, NamedTuple
 
 from . import _EXTRAS, _extra
 from ._formats import MAX_CONFIG_BYTES, _unreadable, read_text
 from .errors import InputError, shorten
-from .models import Reply, ask, reported_model, sum_usage
+from .models import CallModel, Reply, ask, reported_model, sum_usage
 
 
 class JudgeError(InputError):
@@ -344,7 +344,7 @@ MAX_REPLY_CHARS = 20_000  # a judge reply past this is cut, and marked, before i
 ROW_REASON_CHARS = 500  # a row's ``reason`` is an excerpt: the reply itself is in ``raw``
 
 
-def ask_judge(call_model: Callable[..., Any], prompt: str, **keywords: Any) -> str:
+def ask_judge(call_model: CallModel, prompt: str, **keywords: Any) -> str:
     """A judge model's reply, whatever the adapter: past :data:`MAX_REPLY_CHARS`, cut and marked.
 
     >>> ask_judge(lambda prompt: "PASS\\n" + "x" * 30_000, "Is it polite?")[-38:]
@@ -506,7 +506,7 @@ class Judge:
         }
         return fill(self.template, values)
 
-    def __call__(self, call_model: Callable[..., Any], *, response: str, **shown: Any) -> Verdict:
+    def __call__(self, call_model: CallModel, *, response: str, **shown: Any) -> Verdict:
         prompt = self.render(response, **shown)
         ballots = [self._vote(call_model, prompt, sample, response) for sample in range(self.votes)]
         replies = [ballot.raw for ballot in ballots]
@@ -518,9 +518,7 @@ class Judge:
             **_tally(ballots),
         )
 
-    def _vote(
-        self, call_model: Callable[..., Any], prompt: str, sample: int, response: str
-    ) -> Evidence:
+    def _vote(self, call_model: CallModel, prompt: str, sample: int, response: str) -> Evidence:
         _, schema, read = _STYLE_FORMATS[self.style]
         try:
             reply = ask_judge(call_model, prompt, sample=sample, json_schema=schema)
@@ -561,7 +559,7 @@ def make_judge(
     pass_at: float | None = None,
     scale: tuple[int, int] | None = None,
     steps_path: str | os.PathLike[str] | None = None,
-    steps_model: Callable[..., Any] | None = None,
+    steps_model: CallModel | None = None,
 ) -> Any:
     """A :class:`Judge`, or the ``criterion`` door's judge for its name or ``steps``.
 
