@@ -525,15 +525,10 @@ def _expiry(mismatches: Mapping[str, list[tuple[Any, Any]]], matched: int) -> li
 
 
 def _check_human_kind(
-    ids: Sequence[Any],
-    judged: Sequence[Any],
-    humans: Sequence[Any],
-    labels: Mapping[Any, Mapping[str, Any]],
-    *,
-    pairwise: bool,
+    cal: Calibration, labels: Mapping[Any, Mapping[str, Any]], *, pairwise: bool
 ) -> None:
     """Refuse a human label the judge could never give."""
-    parsed = [label for label in judged if label is not None]
+    parsed = [label for label in cal.judge_labels if label is not None]
     allowed: tuple[str, ...] | None
     if pairwise:
         kind, allowed, expected = "is pairwise", ("A", "B", "TIE"), "A, B or TIE"
@@ -544,7 +539,7 @@ def _check_human_kind(
         expected = "PASS or FAIL (other labels are for a graded or multiple-choice judge)"
     else:
         return  # choices of the user's own: any label may be one of them
-    for key, human in zip(ids, humans, strict=True):
+    for key, human in zip(cal.ids or (), cal.human_labels, strict=True):
         if is_number(human) if allowed is None else human in allowed:
             continue
         record = labels[key]
@@ -632,7 +627,7 @@ def calibrate_results(
             f"{len(without_verdict)} of them without a verdict)"
         )
     cal = calibrate(judged, humans, categories=categories, ids=ids)
-    _check_human_kind(ids, cal.judge_labels, cal.human_labels, labels, pairwise=pairwise)
+    _check_human_kind(cal, labels, pairwise=pairwise)
     expired = _expiry(mismatches, len(ids))
     for what, values in (("rubrics", rubrics - {None}), ("judge models", models - {None})):
         if len(values) > 1:
