@@ -298,6 +298,17 @@ def people_estimates(rows: Iterable[Mapping[str, Any]], **settings: Any) -> dict
     return _extra("estimator", "people", "--labels and --calibration")(rows, **settings)
 
 
+def from_rows(rows: Sequence[Mapping[str, Any]], **settings: Any) -> dict[str, Any]:
+    """What :func:`gate` takes from a run's rows (a case once) beyond their counts: people's
+    estimates (``settings`` as :func:`people_estimates`), the design effects of clusters.
+
+    >>> rows = [{"id": str(i), "cluster": i // 2, "status": "pass"} for i in range(4)]
+    >>> from_rows(rows + [{"id": "4", "cluster": 2, "status": "fail"}])["design_effects"]
+    {None: 1.44, 'default': 1.44}
+    """
+    return {"people": people_estimates(rows, **settings), "design_effects": _design_effects(rows)}
+
+
 def _ungated(verdict: CategoryVerdict, thresholds: list[str]) -> CategoryVerdict:
     if not thresholds:
         return verdict
@@ -373,10 +384,9 @@ def gate_rows(
     report = gate(
         tally(joined),
         **used,
-        design_effects=_design_effects(joined),
         confidence=confidence,
         completeness=completeness(rows, expected_ids=expected_ids),
-        people=people_estimates(joined, **wanted, calibration=calibration, confidence=confidence),
+        **from_rows(joined, **wanted, calibration=calibration, confidence=confidence),
     )
     return RowsGate(report, remembered, overridden)
 
