@@ -357,3 +357,19 @@ def test_run_widens_its_table_for_clusters_exactly_as_gate_on_its_rows(
     write_jsonl(Path("c.jsonl"), [{k: v for k, v in c.items() if k != "cluster"} for c in cases])
     assert main(["run", "c.jsonl", "--out", "plain.jsonl", *argv]) == 0
     assert "design effect" not in capsys.readouterr().out
+
+
+def test_compare_says_which_rate_it_compares() -> None:
+    verdict = {"support": {"verdict": "PASS"}}
+    judged = rows("PPPF", "answers", judges=verdict) + rows("PPF", "amounts")
+    report = compare_runs(judged, judged)
+    by_name = {c.category: c for c in report.categories}
+    assert (by_name["answers"].decided_on, by_name["amounts"].decided_on) == ("judge", "checks")
+    assert report.overall.decided_on == "judge"  # as the gate's global line: a judge counts
+    assert report.to_dict()["categories"]["answers"]["decided_on"] == "judge"
+    text = report.to_text().splitlines()
+    assert text[0].startswith("amounts    2/3 → 2/3 pass")  # checks only: no mark
+    assert text[2].startswith("answers    judge 3/4 → 3/4 pass")
+    assert text[-1] == "judge: rates of the judge's verdicts; people's estimate is not compared"
+    plain = compare_runs(rows("PPF", "amounts"), rows("PPF", "amounts"))
+    assert plain.overall.decided_on == "checks" and "judge" not in plain.to_text()

@@ -422,9 +422,11 @@ class PairedComparison(_Comparison):
     decision: str = "no detectable change"
     more_cases: int | None = None
     design_effect: float = 1.0
+    decided_on: str = "checks"  # "judge": the rates are of the judge's verdicts (and checks)
 
     def to_text(self, width: int, adjusted: bool) -> str:
         before, after = (f"{round(self.both_pass + x, 1):g}" for x in (self.broke, self.fixed))
+        before = f"judge {before}" if self.decided_on == "judge" else before
         counts = ", ".join(f"{round(getattr(self, k), 1):g} {k.replace('_', ' ')}" for k in _COUNTS)
         points = [f"{100 * x:+.1f}".replace("-", "−") for x in (self.delta, self.low, self.high)]
         figure = f"{points[0]} points [{points[1]}, {points[2]}], p = {self.p:.2g}"
@@ -469,6 +471,8 @@ class ComparisonReport:
         width = max(len(c.category) for c in rows)
         adjusted = any(c.p != c.p_adjusted for c in self.categories)  # Holm moved one
         lines = [c.to_text(width, adjusted and c is not self.overall) for c in rows]
+        if self.overall.decided_on == "judge":
+            lines.append("judge: rates of the judge's verdicts; people's estimate is not compared")
         if self.trials:
             lines.append("each case counts its pass fraction over its trials")
         if self.only_before or self.only_after:
@@ -519,7 +523,9 @@ def _design_effects(rows: _Rows) -> dict[str | None, float]:
     }
 
 
-def _paired(category: str, pairs: list[_Pair], method: str, fractions: bool) -> PairedComparison:
+def _paired(
+    category: str, pairs: list[_Pair], method: str, fractions: bool, judged: bool
+) -> PairedComparison:
     n = len(pairs)
     both = math.fsum(x * y for x, y, _ in pairs)
     fixed, broke = (math.fsum(pair[i] for pair in pairs) - both for i in (1, 0))
@@ -543,7 +549,8 @@ def _paired(category: str, pairs: list[_Pair], method: str, fractions: bool) -> 
         root = math.sqrt(effect)
         low, high = delta - root * (delta - low), delta + root * (high - delta)
     figures = (max(-1.0, low), min(1.0, high), p, p)
-    return PairedComparison(category, n, *counts, delta, *figures, design_effect=effect)
+    named = {"design_effect": effect, "decided_on": "judge" if judged else "checks"}
+    return PairedComparison(category, n, *counts, delta, *figures, **named)
 
 
 def _decided(c: PairedComparison, alpha: float, margin: float | None, p: float) -> PairedComparison:
@@ -600,13 +607,16 @@ def compare_runs(
             by_category.setdefault(_category(row), []).append(pair)
     if not by_category:
         raise InputError("the runs have no case id in common; nothing to compare")
+    rows = [row for _, row in (*first.values(), *second.values())]
+    judged = {_category(row) for row in rows if row.get("judges")}  # the judge's verdicts count
     paired = [
-        _paired(name, pairs, interval, fractions) for name, pairs in sorted(by_category.items())
+        _paired(name, pairs, interval, fractions, name in judged)
+        for name, pairs in sorted(by_category.items())
     ]
     ps = [c.p for c in paired]
     adjusted = stats.holm(ps) if adjust == "holm" else ps
     everything = [pair for pairs in by_category.values() for pair in pairs]
-    overall = _paired("all cases", everything, interval, fractions)
+    overall = _paired("all cases", everything, interval, fractions, bool(judged))
     return ComparisonReport(
         tuple(_decided(c, alpha, margin, p) for c, p in zip(paired, adjusted, strict=True)),
         _decided(overall, alpha, margin, overall.p),

@@ -67,10 +67,12 @@ class RunSummary:
         return {**self.info, "gate": self.report.to_dict(), "judge": judge, "errors": self.errors}
 
     def to_text(self, header: str | None = None, *, brief: bool = False) -> str:
+        """The table and the lines under it; ``brief``: the gate's line alone (``run -q``)."""
+        if brief:
+            return terminal_text(_gate_line(self.report))
         counts: dict[str, Any] = {"judged": self.judged, "unparsed": self.unparsed}
-        lines = () if brief else self.lines
         return summary_text(
-            self.report, header=header, errors=self.errors, extra_lines=lines, **counts
+            self.report, header=header, errors=self.errors, extra_lines=self.lines, **counts
         )
 
 
