@@ -247,7 +247,7 @@ def gate(
     design_effects: Mapping[str | None, float] | None = None,
 ) -> GateReport:
     """Judge each category's counts against its threshold, else ``default_threshold``; a judged
-    category with an estimate in ``people`` (:func:`people_estimates`) is decided on it.
+    category with an estimate in ``people`` (:func:`from_rows`) is decided on it.
 
     >>> report = gate(
     ...     {"amount_extraction": {"passed": 17, "total": 20},
@@ -261,8 +261,8 @@ def gate(
         raise InputError(
             f"inconclusive must be one of {', '.join(INCONCLUSIVE_POLICIES)}, got {policy!r}"
         )
-    limits = {name: parse_threshold(value) for name, value in (thresholds or {}).items()}
-    default = parse_threshold(default_threshold) if default_threshold is not None else None
+    found = gate_settings(thresholds, default_threshold=default_threshold)
+    limits, default = found["thresholds"], found["default_threshold"]
     allow_unchecked = bool(allow_unchecked)  # None in a run's settings: not allowed
     people, effects = people or {}, design_effects or {}
     verdict = partial(
@@ -285,28 +285,20 @@ def gate(
     return GateReport(tuple(verdicts), overall, policy, confidence, completeness, allow_unchecked)
 
 
-def people_estimates(rows: Iterable[Mapping[str, Any]], **settings: Any) -> dict[str, Any] | None:
-    """What people would say of each judged category; None without labels or calibration.
-
-    >>> people_estimates([{"id": "a", "status": "pass"}], labels=None) is None
-    True
-    """
-    rows = list(rows)
-    given = settings.get("labels") or settings.get("calibration")
-    if not given and all(row.get("label") is None for row in rows):
-        return None
-    return _extra("estimator", "people", "--labels and --calibration")(rows, **settings)
-
-
 def from_rows(rows: Sequence[Mapping[str, Any]], **settings: Any) -> dict[str, Any]:
-    """What :func:`gate` takes from a run's rows (a case once) beyond their counts: people's
-    estimates (``settings`` as :func:`people_estimates`), the design effects of clusters.
+    """What :func:`gate` takes from a run's rows (a case once) beyond their counts: what people
+    would say of each judged category (None without ``labels``, ``calibration`` or a case's own
+    label; ``min_kappa``, ``confidence``), and the design effects of the cases' clusters.
 
     >>> rows = [{"id": str(i), "cluster": i // 2, "status": "pass"} for i in range(4)]
-    >>> from_rows(rows + [{"id": "4", "cluster": 2, "status": "fail"}])["design_effects"]
-    {None: 1.44, 'default': 1.44}
+    >>> from_rows(rows + [{"id": "4", "cluster": 2, "status": "fail"}], labels=None)
+    {'people': None, 'design_effects': {None: 1.44, 'default': 1.44}}
     """
-    return {"people": people_estimates(rows, **settings), "design_effects": _design_effects(rows)}
+    people = None
+    given = settings.get("labels") or settings.get("calibration")
+    if given or any(row.get("label") is not None for row in rows):
+        people = _extra("estimator", "people", "--labels and --calibration")(rows, **settings)
+    return {"people": people, "design_effects": _design_effects(rows)}
 
 
 def _ungated(verdict: CategoryVerdict, thresholds: list[str]) -> CategoryVerdict:
@@ -328,13 +320,9 @@ def gate_settings(
     >>> gate_settings({"tone": "90%"}, default_threshold=0.5)["thresholds"]
     {'tone': 0.9}
     """
-    return {
-        "thresholds": {name: parse_threshold(value) for name, value in (thresholds or {}).items()},
-        "default_threshold": (
-            None if default_threshold is None else parse_threshold(default_threshold)
-        ),
-        **others,
-    }
+    limits = {name: parse_threshold(value) for name, value in (thresholds or {}).items()}
+    default = None if default_threshold is None else parse_threshold(default_threshold)
+    return {"thresholds": limits, "default_threshold": default, **others}
 
 
 @dataclass(frozen=True)
@@ -684,24 +672,23 @@ class HoldoutComparison(_Comparison):
 
 
 def compare_holdout(
-    dev_rows: Iterable[Mapping[str, Any]],
-    holdout_rows: Iterable[Mapping[str, Any]],
-    *,
-    confidence: float = 0.95,
+    rows: _Rows, held_out: float, *, salt: str = "tinyeval-holdout", confidence: float = 0.95
 ) -> list[HoldoutComparison]:
-    """Development against holdout pass rates, per category and ``"global"`` (last).
+    """The pass rates of the development cases of ``rows`` against the held-out ones' (split
+    by id as ``tinyeval split`` splits cases), per category and ``"global"`` (last).
 
-    >>> hold = [{"id": str(i), "status": "pass" if i < 6 else "fail"} for i in range(10)]
-    >>> c = compare_holdout([{"id": "d", "status": "pass"}] * 40, hold)[0]
-    >>> (c.dev_passed, c.holdout_passed, c.holdout_total, c.suspicious)
-    (40, 6, 10, True)
+    >>> found = compare_holdout([{"id": f"c{i}", "status": "pass"} for i in range(40)], 0.25)
+    >>> [(c.category, c.dev_total + c.holdout_total, c.suspicious) for c in found]
+    [('default', 40, False), ('global', 40, False)]
     """
+    from .dataset import in_holdout
+
     counts: dict[str, list[int]] = {}
-    for side, rows in ((0, dev_rows), (2, holdout_rows)):
-        for row in rows:
-            slot = counts.setdefault(_category(row), [0, 0, 0, 0])
-            slot[side] += row.get("status") == "pass"
-            slot[side + 1] += 1
+    for row in case_rows(rows):
+        side = 2 * in_holdout(str(row["id"]), held_out, salt=salt)
+        slot = counts.setdefault(_category(row), [0, 0, 0, 0])
+        slot[side] += row.get("status") == "pass"
+        slot[side + 1] += 1
     everything = [sum(slot[i] for slot in counts.values()) for i in range(4)]
     lines = []
     for name, (dp, dn, hp, hn) in [*counts.items(), ("global", everything)]:
@@ -709,17 +696,6 @@ def compare_holdout(
         suspicious = bool(dn and high is not None and dp / dn > high)
         lines.append(HoldoutComparison(name, dp, dn, hp, hn, high, suspicious))
     return lines
-
-
-def compare_holdout_rows(
-    rows: Sequence[Mapping[str, Any]], held_out: float, *, salt: str = "tinyeval-holdout"
-) -> list[HoldoutComparison]:
-    from .dataset import in_holdout
-
-    parts: tuple[list[Mapping[str, Any]], ...] = ([], [])
-    for row in case_rows(rows):
-        parts[in_holdout(str(row["id"]), held_out, salt=salt)].append(row)
-    return compare_holdout(*parts)
 
 
 def holdout_text(

@@ -317,8 +317,8 @@ def test_stop_when_decided_leaves_a_category_people_decide_to_run() -> None:
         "a case's own label": ({}, [dict(judged, label="FAIL"), judged], False),
         "checks alone, labels given": ({"people": True}, [checks], True),
     }
-    for name, (given, rows, stops) in cases.items():
-        watch = StopWhenDecided({"c": 0.5}, **given)
+    for name, (settings, rows, stops) in cases.items():
+        watch = StopWhenDecided({"c": 0.5}, **settings)
         for i in range(40):
             watch.row(rows[min(i, len(rows) - 1)], RunResult())
         assert ("c" in watch.decisions) == stops, name

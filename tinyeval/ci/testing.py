@@ -18,7 +18,7 @@ from typing import Any
 
 from .._formats import MAX_CONFIG_BYTES, read_text
 from ..errors import InputError
-from ..gating import GateReport, from_rows, gate, people_estimates
+from ..gating import GateReport, from_rows, gate
 from ..suite import JudgeSpec, Suite
 
 __all__ = [
@@ -211,11 +211,10 @@ class SuiteRunner:
         if self.suite.allow_unchecked and "allow_unchecked" in accepted:
             options["allow_unchecked"] = True
         rows = list(rows)
-        people = people_estimates(rows, labels=self.suite.labels, min_kappa=self.suite.min_kappa)
         return gate(
             tally_rows(rows),
             thresholds,
             default_threshold=self.suite.default_threshold,
-            people=people,
+            **from_rows(rows, labels=self.suite.labels, min_kappa=self.suite.min_kappa),
             **options,
         )

@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import _extra
 from ..errors import InputError, plural
-from ..gating import FAIL_ON, compare_holdout_rows, compare_runs, holdout_text, rank_runs
+from ..gating import FAIL_ON, compare_holdout, compare_runs, holdout_text, rank_runs
 from ..records import completeness, merge_rows, read_rows, write_records
 from ..suite import RunSettings
 from ._common import (
@@ -65,7 +65,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     gate = {name: getattr(args, name) for name in (*_GATE, "calibration")}
     gate["thresholds"] = parse_thresholds(args.thresholds)
     summary = summarize_rows(rows, source=args.results, gate=gate)
-    holdout = compare_holdout_rows(rows, args.holdout, salt=args.salt) if args.holdout else None
+    holdout = compare_holdout(rows, args.holdout, salt=args.salt) if args.holdout else None
     if args.json:
         held = {"holdout": {c.category: c.to_dict() for c in holdout}} if holdout else {}
         print_json({**summary.to_dict(), **held})
