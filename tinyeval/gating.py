@@ -261,8 +261,8 @@ def gate(
         raise InputError(
             f"inconclusive must be one of {', '.join(INCONCLUSIVE_POLICIES)}, got {policy!r}"
         )
-    found = gate_settings(thresholds, default_threshold=default_threshold)
-    limits, default = found["thresholds"], found["default_threshold"]
+    parsed = gate_settings(thresholds, default_threshold=default_threshold)
+    limits, default = parsed["thresholds"], parsed["default_threshold"]
     allow_unchecked = bool(allow_unchecked)  # None in a run's settings: not allowed
     people, effects = people or {}, design_effects or {}
     verdict = partial(
@@ -535,8 +535,10 @@ def _paired(
         root = math.sqrt(effect)
         low, high = delta - root * (delta - low), delta + root * (high - delta)
     figures = (max(-1.0, low), min(1.0, high), p, p)
-    named = {"design_effect": effect, "decided_on": "judge" if judged else "checks"}
-    return PairedComparison(category, n, *counts, delta, *figures, **named)
+    basis = "judge" if judged else "checks"
+    return PairedComparison(
+        category, n, *counts, delta, *figures, design_effect=effect, decided_on=basis
+    )
 
 
 def _decided(c: PairedComparison, alpha: float, margin: float | None, p: float) -> PairedComparison:
