@@ -15,7 +15,7 @@ from typing import Any
 from . import _extra, stats
 from .errors import InputError, did_you_mean, is_number, plural
 from .records import Completeness, case_rows, completeness, tally
-from .stats import Rate, cases_to_decide, format_rate, mcnemar, wilson_interval
+from .stats import Rate, cases_to_decide, mcnemar, wilson_interval
 
 
 def parse_threshold(
@@ -247,7 +247,7 @@ def gate(
     design_effects: Mapping[str | None, float] | None = None,
 ) -> GateReport:
     """Judge each category's counts against its threshold, else ``default_threshold``; a judged
-    category with an estimate in ``people`` (:func:`people_estimates`) is decided on it.
+    category with an estimate in ``people`` (:func:`from_rows`) is decided on it.
 
     >>> report = gate(
     ...     {"amount_extraction": {"passed": 17, "total": 20},
@@ -261,8 +261,8 @@ def gate(
         raise InputError(
             f"inconclusive must be one of {', '.join(INCONCLUSIVE_POLICIES)}, got {policy!r}"
         )
-    limits = {name: parse_threshold(value) for name, value in (thresholds or {}).items()}
-    default = parse_threshold(default_threshold) if default_threshold is not None else None
+    parsed = gate_settings(thresholds, default_threshold=default_threshold)
+    limits, default = parsed["thresholds"], parsed["default_threshold"]
     allow_unchecked = bool(allow_unchecked)  # None in a run's settings: not allowed
     people, effects = people or {}, design_effects or {}
     verdict = partial(
@@ -285,17 +285,20 @@ def gate(
     return GateReport(tuple(verdicts), overall, policy, confidence, completeness, allow_unchecked)
 
 
-def people_estimates(rows: Iterable[Mapping[str, Any]], **settings: Any) -> dict[str, Any] | None:
-    """What people would say of each judged category; None without labels or calibration.
+def from_rows(rows: Sequence[Mapping[str, Any]], **settings: Any) -> dict[str, Any]:
+    """What :func:`gate` takes from a run's rows (a case once) beyond their counts: what people
+    would say of each judged category (None without ``labels``, ``calibration`` or a case's own
+    label; ``min_kappa``, ``confidence``), and the design effects of the cases' clusters.
 
-    >>> people_estimates([{"id": "a", "status": "pass"}], labels=None) is None
-    True
+    >>> rows = [{"id": str(i), "cluster": i // 2, "status": "pass"} for i in range(4)]
+    >>> from_rows(rows + [{"id": "4", "cluster": 2, "status": "fail"}], labels=None)
+    {'people': None, 'design_effects': {None: 1.44, 'default': 1.44}}
     """
-    rows = list(rows)
+    people = None
     given = settings.get("labels") or settings.get("calibration")
-    if not given and all(row.get("label") is None for row in rows):
-        return None
-    return _extra("estimator", "people", "--labels and --calibration")(rows, **settings)
+    if given or any(row.get("label") is not None for row in rows):
+        people = _extra("estimator", "people", "--labels and --calibration")(rows, **settings)
+    return {"people": people, "design_effects": _design_effects(rows)}
 
 
 def _ungated(verdict: CategoryVerdict, thresholds: list[str]) -> CategoryVerdict:
@@ -317,13 +320,9 @@ def gate_settings(
     >>> gate_settings({"tone": "90%"}, default_threshold=0.5)["thresholds"]
     {'tone': 0.9}
     """
-    return {
-        "thresholds": {name: parse_threshold(value) for name, value in (thresholds or {}).items()},
-        "default_threshold": (
-            None if default_threshold is None else parse_threshold(default_threshold)
-        ),
-        **others,
-    }
+    limits = {name: parse_threshold(value) for name, value in (thresholds or {}).items()}
+    default = None if default_threshold is None else parse_threshold(default_threshold)
+    return {"thresholds": limits, "default_threshold": default, **others}
 
 
 @dataclass(frozen=True)
@@ -373,10 +372,9 @@ def gate_rows(
     report = gate(
         tally(joined),
         **used,
-        design_effects=_design_effects(joined),
         confidence=confidence,
         completeness=completeness(rows, expected_ids=expected_ids),
-        people=people_estimates(joined, **wanted, calibration=calibration, confidence=confidence),
+        **from_rows(joined, **wanted, calibration=calibration, confidence=confidence),
     )
     return RowsGate(report, remembered, overridden)
 
@@ -387,14 +385,8 @@ _Rows = Sequence[Mapping[str, Any]]
 _Pair = tuple[float, float, Any]  # a case's pass value before, after, and its cluster
 
 
-class _Comparison:
-    def to_dict(self: Any) -> dict[str, Any]:
-        """The comparison as a JSON-ready dict (every field but the category)."""
-        return {key: value for key, value in asdict(self).items() if key != "category"}
-
-
 @dataclass(frozen=True)
-class PairedComparison(_Comparison):
+class PairedComparison:
     """One category of two runs paired by case: the counts, Δ = after − before, p, a decision."""
 
     category: str
@@ -412,9 +404,15 @@ class PairedComparison(_Comparison):
     decision: str = "no detectable change"
     more_cases: int | None = None
     design_effect: float = 1.0
+    decided_on: str = "checks"  # "judge": the rates are of the judge's verdicts (and checks)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The comparison as a JSON-ready dict (every field but the category)."""
+        return {key: value for key, value in asdict(self).items() if key != "category"}
 
     def to_text(self, width: int, adjusted: bool) -> str:
         before, after = (f"{round(self.both_pass + x, 1):g}" for x in (self.broke, self.fixed))
+        before = f"judge {before}" if self.decided_on == "judge" else before
         counts = ", ".join(f"{round(getattr(self, k), 1):g} {k.replace('_', ' ')}" for k in _COUNTS)
         points = [f"{100 * x:+.1f}".replace("-", "−") for x in (self.delta, self.low, self.high)]
         figure = f"{points[0]} points [{points[1]}, {points[2]}], p = {self.p:.2g}"
@@ -459,6 +457,8 @@ class ComparisonReport:
         width = max(len(c.category) for c in rows)
         adjusted = any(c.p != c.p_adjusted for c in self.categories)  # Holm moved one
         lines = [c.to_text(width, adjusted and c is not self.overall) for c in rows]
+        if self.overall.decided_on == "judge":
+            lines.append("judge: rates of the judge's verdicts; people's estimate is not compared")
         if self.trials:
             lines.append("each case counts its pass fraction over its trials")
         if self.only_before or self.only_after:
@@ -509,7 +509,9 @@ def _design_effects(rows: _Rows) -> dict[str | None, float]:
     }
 
 
-def _paired(category: str, pairs: list[_Pair], method: str, fractions: bool) -> PairedComparison:
+def _paired(
+    category: str, pairs: list[_Pair], method: str, fractions: bool, judged: bool
+) -> PairedComparison:
     n = len(pairs)
     both = math.fsum(x * y for x, y, _ in pairs)
     fixed, broke = (math.fsum(pair[i] for pair in pairs) - both for i in (1, 0))
@@ -533,7 +535,10 @@ def _paired(category: str, pairs: list[_Pair], method: str, fractions: bool) -> 
         root = math.sqrt(effect)
         low, high = delta - root * (delta - low), delta + root * (high - delta)
     figures = (max(-1.0, low), min(1.0, high), p, p)
-    return PairedComparison(category, n, *counts, delta, *figures, design_effect=effect)
+    basis = "judge" if judged else "checks"
+    return PairedComparison(
+        category, n, *counts, delta, *figures, design_effect=effect, decided_on=basis
+    )
 
 
 def _decided(c: PairedComparison, alpha: float, margin: float | None, p: float) -> PairedComparison:
@@ -590,13 +595,16 @@ def compare_runs(
             by_category.setdefault(_category(row), []).append(pair)
     if not by_category:
         raise InputError("the runs have no case id in common; nothing to compare")
+    rows = [row for _, row in (*first.values(), *second.values())]
+    judged = {_category(row) for row in rows if row.get("judges")}  # the judge's verdicts count
     paired = [
-        _paired(name, pairs, interval, fractions) for name, pairs in sorted(by_category.items())
+        _paired(name, pairs, interval, fractions, name in judged)
+        for name, pairs in sorted(by_category.items())
     ]
     ps = [c.p for c in paired]
     adjusted = stats.holm(ps) if adjust == "holm" else ps
     everything = [pair for pairs in by_category.values() for pair in pairs]
-    overall = _paired("all cases", everything, interval, fractions)
+    overall = _paired("all cases", everything, interval, fractions, bool(judged))
     return ComparisonReport(
         tuple(_decided(c, alpha, margin, p) for c, p in zip(paired, adjusted, strict=True)),
         _decided(overall, alpha, margin, overall.p),
@@ -648,72 +656,6 @@ def rank_runs(
         replace(_decided(c, alpha, None, p), category=name)
         for (name, _), c, p in zip(kept, versus, adjusted, strict=True)
     ]
-
-
-@dataclass(frozen=True)
-class HoldoutComparison(_Comparison):
-    """One category's dev and holdout rates; ``suspicious``: dev above the holdout's interval."""
-
-    category: str
-    dev_passed: int
-    dev_total: int
-    holdout_passed: int
-    holdout_total: int
-    holdout_high: float | None
-    suspicious: bool
-
-
-def compare_holdout(
-    dev_rows: Iterable[Mapping[str, Any]],
-    holdout_rows: Iterable[Mapping[str, Any]],
-    *,
-    confidence: float = 0.95,
-) -> list[HoldoutComparison]:
-    """Development against holdout pass rates, per category and ``"global"`` (last).
-
-    >>> hold = [{"id": str(i), "status": "pass" if i < 6 else "fail"} for i in range(10)]
-    >>> c = compare_holdout([{"id": "d", "status": "pass"}] * 40, hold)[0]
-    >>> (c.dev_passed, c.holdout_passed, c.holdout_total, c.suspicious)
-    (40, 6, 10, True)
-    """
-    counts: dict[str, list[int]] = {}
-    for side, rows in ((0, dev_rows), (2, holdout_rows)):
-        for row in rows:
-            slot = counts.setdefault(_category(row), [0, 0, 0, 0])
-            slot[side] += row.get("status") == "pass"
-            slot[side + 1] += 1
-    everything = [sum(slot[i] for slot in counts.values()) for i in range(4)]
-    lines = []
-    for name, (dp, dn, hp, hn) in [*counts.items(), ("global", everything)]:
-        high = wilson_interval(hp, hn, confidence)[1] if hn else None
-        suspicious = bool(dn and high is not None and dp / dn > high)
-        lines.append(HoldoutComparison(name, dp, dn, hp, hn, high, suspicious))
-    return lines
-
-
-def compare_holdout_rows(
-    rows: Sequence[Mapping[str, Any]], held_out: float, *, salt: str = "tinyeval-holdout"
-) -> list[HoldoutComparison]:
-    from .dataset import in_holdout
-
-    parts: tuple[list[Mapping[str, Any]], ...] = ([], [])
-    for row in case_rows(rows):
-        parts[in_holdout(str(row["id"]), held_out, salt=salt)].append(row)
-    return compare_holdout(*parts)
-
-
-def holdout_text(
-    lines: Sequence[HoldoutComparison], *, held_out: float, salt: str = "tinyeval-holdout"
-) -> str:
-    out = [f"\ndevelopment vs holdout ({held_out:g} held out, salt {salt!r}):"]
-    width = max(len(c.category) for c in lines)
-    dev = [format_rate(c.dev_passed, c.dev_total) for c in lines]
-    mark = "  ← above what the holdout supports: tuned to the development cases?"
-    for c, rate in zip(lines, dev, strict=True):
-        holdout = format_rate(c.holdout_passed, c.holdout_total)
-        line = f"  {c.category:<{width}}  dev {rate:<{max(map(len, dev))}}   holdout {holdout}"
-        out.append(line + (mark if c.suspicious else ""))
-    return "\n".join(out)
 
 
 def refuse_unknown_categories(

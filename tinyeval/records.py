@@ -216,6 +216,7 @@ class CategoryTally:
     primary_parsed: int = 0
     primary_passed: int = 0
     labelled: int = 0  # cases with their own label
+    clustered: int = 0  # cases with a cluster
     unchecked_ids: list[str] = field(default_factory=list)  # the first few, for messages
 
     KEPT_IDS = 20  # unchecked ids kept for messages; the count is always exact
@@ -234,6 +235,7 @@ class CategoryTally:
         else:
             self.failed += 1
         self.labelled += row.get("label") is not None
+        self.clustered += row.get("cluster") is not None
         found = verdicts(row)
         for verdict in found.values():
             self.judged += 1

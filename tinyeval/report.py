@@ -15,9 +15,9 @@ from .errors import InputError, plural, shorten
 from .gating import (
     CategoryVerdict,
     GateReport,
+    from_rows,
     gate,
     gate_rows,
-    people_estimates,
     refuse_unknown_categories,
 )
 from .records import Completeness, Row, case_rows, read_rows, tally, verdicts, write_text_atomically
@@ -67,10 +67,12 @@ class RunSummary:
         return {**self.info, "gate": self.report.to_dict(), "judge": judge, "errors": self.errors}
 
     def to_text(self, header: str | None = None, *, brief: bool = False) -> str:
+        """The table and the lines under it; ``brief``: the gate's line alone (``run -q``)."""
+        if brief:
+            return terminal_text(_gate_line(self.report))
         counts: dict[str, Any] = {"judged": self.judged, "unparsed": self.unparsed}
-        lines = () if brief else self.lines
         return summary_text(
-            self.report, header=header, errors=self.errors, extra_lines=lines, **counts
+            self.report, header=header, errors=self.errors, extra_lines=self.lines, **counts
         )
 
 
@@ -115,11 +117,12 @@ def summarize(
     if (s.labels or session.calibration) and not os.path.isfile(s.out):
         raise InputError("the rows are read back for the labels: it must be a file", field="out")
     labelled = any(t.labelled for t in result.categories.values())  # only a file is read back
-    needed = (s.labels or session.calibration or labelled) and os.path.isfile(s.out)
+    clustered = any(t.clustered for t in result.categories.values())
+    needed = (s.labels or session.calibration or labelled or clustered) and os.path.isfile(s.out)
     rows = case_rows(read_rows(s.out)) if needed else []
     wanted = {"labels": s.labels, "min_kappa": s.min_kappa, "calibration": session.calibration}
     tallies = counted[0] if counted else result.sorted_categories()
-    report = gate(tallies, **s.gate_options(), people=people_estimates(rows, **wanted))
+    report = gate(tallies, **s.gate_options(), **from_rows(rows, **wanted))
     expected = ready.in_shard if ready.read else None
     if not result.complete and report.overall.total != expected:  # say what is missing
         empty = tuple(sorted(ready.categories - set(tallies)))
@@ -134,6 +137,8 @@ def summarize(
     }
     sections = {n: _extra("section", n, n)(session, ready, result) for n, on in used.items() if on}
     text = [*sections.get("retrieval", _NO_SECTION).lines]
+    if clustered and not needed:  # the rows were not kept in a file to read the clusters from
+        text.append("the cases' clusters do not widen these intervals: --out is not a file")
     for name, observer in (observers or {}).items():
         text += observer.summary()
         info[name] = observer.to_dict()

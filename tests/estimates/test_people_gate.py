@@ -192,3 +192,21 @@ def test_labels_need_rows_written_to_a_file(tmp_path: Path) -> None:
     done = _tinyeval(tmp_path, *RUN, "--labels", "labels.jsonl", "--out", os.devnull)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip().endswith("--out must be a file")
+
+
+def test_stop_when_decided_never_stops_a_category_people_decide(tmp_path: Path) -> None:
+    _suite(tmp_path)
+    early = _tinyeval(tmp_path, *RUN, "--stop-when-decided", "--json", "--out", "early.jsonl")
+    # on the judge's rate alone (87% against 50%) the sequence passes it after a few cases
+    assert early.returncode == 0, early.stderr
+    assert json.loads(early.stdout)["stop_when_decided"]["summaries"]["outcome"] == "pass"
+    assert len((tmp_path / "early.jsonl").read_text().splitlines()) < 100
+    # with labels the gate decides on people (32%): the sequence of the judge's rate would
+    # have passed a category people block, so it is not applied and every case runs
+    done = _tinyeval(tmp_path, *RUN, "--stop-when-decided", "--labels", "labels.jsonl",
+                     "--out", "all.jsonl")  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert len((tmp_path / "all.jsonl").read_text().splitlines()) == N
+    said = "  summaries: not stopped: the gate decides on people's estimate, not on the judge's "
+    assert said + "rate; every case ran" in done.stdout.splitlines()
+    assert "BLOCKS (" in done.stdout and "people ≈ " in done.stdout
