@@ -99,7 +99,6 @@ _EXTRAS: dict[str, dict[str, str]] = {
         "people": "estimates.people:people_rates",
         "label_design": "estimates.people:label_design",
         "open_case": "estimates.people:open_case",
-        "holdout": "estimates.holdout:compare_holdout",
     },
     "report": {
         "junit": "ci.github:junit_report",

@@ -15,7 +15,7 @@ from typing import Any
 from . import _extra, stats
 from .errors import InputError, did_you_mean, is_number, plural
 from .records import Completeness, case_rows, completeness, tally
-from .stats import Rate, cases_to_decide, mcnemar, wilson_interval
+from .stats import Rate, cases_to_decide, format_rate, mcnemar, wilson_interval
 
 
 def parse_threshold(
@@ -385,8 +385,14 @@ _Rows = Sequence[Mapping[str, Any]]
 _Pair = tuple[float, float, Any]  # a case's pass value before, after, and its cluster
 
 
+class _Comparison:
+    def to_dict(self: Any) -> dict[str, Any]:
+        """The comparison as a JSON-ready dict (every field but the category)."""
+        return {key: value for key, value in asdict(self).items() if key != "category"}
+
+
 @dataclass(frozen=True)
-class PairedComparison:
+class PairedComparison(_Comparison):
     """One category of two runs paired by case: the counts, Δ = after − before, p, a decision."""
 
     category: str
@@ -405,10 +411,6 @@ class PairedComparison:
     more_cases: int | None = None
     design_effect: float = 1.0
     decided_on: str = "checks"  # "judge": the rates are of the judge's verdicts (and checks)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The comparison as a JSON-ready dict (every field but the category)."""
-        return {key: value for key, value in asdict(self).items() if key != "category"}
 
     def to_text(self, width: int, adjusted: bool) -> str:
         before, after = (f"{round(self.both_pass + x, 1):g}" for x in (self.broke, self.fixed))
@@ -656,6 +658,60 @@ def rank_runs(
         replace(_decided(c, alpha, None, p), category=name)
         for (name, _), c, p in zip(kept, versus, adjusted, strict=True)
     ]
+
+
+@dataclass(frozen=True)
+class HoldoutComparison(_Comparison):
+    """One category's dev and holdout rates; ``suspicious``: dev above the holdout's interval."""
+
+    category: str
+    dev_passed: int
+    dev_total: int
+    holdout_passed: int
+    holdout_total: int
+    holdout_high: float | None
+    suspicious: bool
+
+
+def compare_holdout(
+    rows: _Rows, held_out: float, *, salt: str = "tinyeval-holdout", confidence: float = 0.95
+) -> list[HoldoutComparison]:
+    """The pass rates of the development cases of ``rows`` against the held-out ones' (split
+    by id as ``tinyeval split`` splits cases), per category and ``"global"`` (last).
+
+    >>> found = compare_holdout([{"id": f"c{i}", "status": "pass"} for i in range(40)], 0.25)
+    >>> [(c.category, c.dev_total + c.holdout_total, c.suspicious) for c in found]
+    [('default', 40, False), ('global', 40, False)]
+    """
+    from .dataset import in_holdout
+
+    counts: dict[str, list[int]] = {}
+    for row in case_rows(rows):
+        side = 2 * in_holdout(str(row["id"]), held_out, salt=salt)
+        slot = counts.setdefault(_category(row), [0, 0, 0, 0])
+        slot[side] += row.get("status") == "pass"
+        slot[side + 1] += 1
+    everything = [sum(slot[i] for slot in counts.values()) for i in range(4)]
+    lines = []
+    for name, (dp, dn, hp, hn) in [*counts.items(), ("global", everything)]:
+        high = wilson_interval(hp, hn, confidence)[1] if hn else None
+        suspicious = bool(dn and high is not None and dp / dn > high)
+        lines.append(HoldoutComparison(name, dp, dn, hp, hn, high, suspicious))
+    return lines
+
+
+def holdout_text(
+    lines: Sequence[HoldoutComparison], *, held_out: float, salt: str = "tinyeval-holdout"
+) -> str:
+    out = [f"\ndevelopment vs holdout ({held_out:g} held out, salt {salt!r}):"]
+    width = max(len(c.category) for c in lines)
+    dev = [format_rate(c.dev_passed, c.dev_total) for c in lines]
+    mark = "  ← above what the holdout supports: tuned to the development cases?"
+    for c, rate in zip(lines, dev, strict=True):
+        holdout = format_rate(c.holdout_passed, c.holdout_total)
+        line = f"  {c.category:<{width}}  dev {rate:<{max(map(len, dev))}}   holdout {holdout}"
+        out.append(line + (mark if c.suspicious else ""))
+    return "\n".join(out)
 
 
 def refuse_unknown_categories(

@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import _extra
 from ..errors import InputError, plural
-from ..gating import FAIL_ON, compare_runs, rank_runs
+from ..gating import FAIL_ON, compare_holdout, compare_runs, holdout_text, rank_runs
 from ..records import completeness, merge_rows, read_rows, write_records
 from ..suite import RunSettings
 from ._common import (
@@ -65,15 +65,14 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     gate = {name: getattr(args, name) for name in (*_GATE, "calibration")}
     gate["thresholds"] = parse_thresholds(args.thresholds)
     summary = summarize_rows(rows, source=args.results, gate=gate)
-    holdout = None
-    if args.holdout:
-        holdout = _extra("estimator", "holdout", "--holdout")(rows, args.holdout, salt=args.salt)
+    holdout = compare_holdout(rows, args.holdout, salt=args.salt) if args.holdout else None
     if args.json:
-        print_json({**summary.to_dict(), **({"holdout": holdout.to_dict()} if holdout else {})})
+        held = {"holdout": {c.category: c.to_dict() for c in holdout}} if holdout else {}
+        print_json({**summary.to_dict(), **held})
     else:
         print(summary.to_text(rows_header(summary)))
         if holdout is not None:
-            print(holdout.to_text())
+            print(holdout_text(holdout, held_out=args.holdout, salt=args.salt))
     cases_file = (rows[0].get("run") or {}).get("cases_file")  # a row's run is an object
     write_reports(args, rows, summary.report, run_info=summary.info, cases_file=cases_file)
     if not summary.complete:
