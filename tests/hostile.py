@@ -37,14 +37,17 @@ def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
     return found
 
 
-def bounded_run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``python -m tinyeval ARGV`` in ``cwd``, under the memory limit and the timeout."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "utf-8"}
-    env.pop("TINYEVAL_TRACEBACK", None)
+def bounded_run(
+    argv: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m tinyeval ARGV`` in ``cwd``, under the memory limit and the timeout, with
+    ``env`` added to the environment (``PYTHONPATH`` is this checkout unless ``env`` says)."""
+    full = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "utf-8", **(env or {})}
+    full.pop("TINYEVAL_TRACEBACK", None)
     return subprocess.run(
         [sys.executable, "-m", "tinyeval", *argv],
         cwd=cwd,
-        env=env,
+        env=full,
         capture_output=True,
         text=True,
         encoding="utf-8",
@@ -65,13 +68,13 @@ def refused_run(
 
 def assert_refused(
     done: subprocess.CompletedProcess[str],
-    written: tuple[dict[str, tuple[int, int]], Path],
+    written: tuple[dict[str, tuple[int, int]], Path] | None,
     what: str,
     *,
     says: str | None = None,
 ) -> str:
-    """Exit 2, one line on stderr (containing ``says``), no traceback, nothing written;
-    returns the line."""
+    """Exit 2, one line on stderr (containing ``says``), no traceback, nothing written (unless
+    ``written`` is None: the folder is not watched); returns the line."""
     err = done.stderr
     assert "Traceback" not in err and "please report it" not in err, f"{what}: {err[-2000:]}"
     assert done.returncode == 2, f"{what}: exit {done.returncode}: {err[-1000:]}"
@@ -80,6 +83,7 @@ def assert_refused(
     assert len(lines[0]) < 1200, f"{what}: a line of {len(lines[0]):,} characters"
     if says is not None:
         assert says in lines[0], f"{what}: {lines[0]}"
-    before, folder = written
-    assert snapshot(folder) == before, f"{what}: the refused run wrote files"
+    if written is not None:
+        before, folder = written
+        assert snapshot(folder) == before, f"{what}: the refused run wrote files"
     return lines[0]

@@ -7,10 +7,8 @@ import base64
 import html
 import json
 import os
-import resource
 import sqlite3
 import subprocess
-import sys
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -18,14 +16,10 @@ from typing import Any
 
 import pytest
 from faults import Fault, FaultServer
+from hostile import ROOT, assert_refused, bounded_run
 
-ROOT = Path(__file__).resolve().parent.parent
 JUDGE = "def fails(prompt):\n    return 'FAIL\\nIt invents the amount.'\n"
 Reply = Callable[[dict[str, Any], str], Any]
-
-
-def _limit_memory() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (2**30, 2**30))
 
 
 def tinyeval(
@@ -36,23 +30,8 @@ def tinyeval(
         rows = [{"id": f"c{n}", "output": f"The limit is {n} pesos."} for n in range(3)]
         text = "".join(json.dumps(row) + "\n" for row in rows)
         (tmp_path / "cases.jsonl").write_text(text, encoding="utf-8")
-    base = {**os.environ, **(env or {}), "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
-    return subprocess.run(
-        [sys.executable, "-m", "tinyeval", "run", "cases.jsonl", *args],
-        cwd=tmp_path,
-        env=base,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        preexec_fn=_limit_memory,
-    )
-
-
-def _one_clear_line(done: subprocess.CompletedProcess[str], expected: str) -> None:
-    assert done.returncode == 2, done.stderr
-    assert expected in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
-    assert "Traceback" not in done.stderr and "please report" not in done.stderr
+    path = {"PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    return bounded_run(["run", "cases.jsonl", *args], tmp_path, {**(env or {}), **path})
 
 
 JUDGED = ("--criterion", "States only amounts the context gives.", "--default-threshold", "1")
@@ -93,7 +72,7 @@ def test_a_cache_holding_what_tinyeval_did_not_create_is_refused(
     done = tinyeval(
         tmp_path, *JUDGED, "--judge-model", "py:judges:fails", "--cache", "c.db", *again
     )
-    _one_clear_line(done, "not a tinyeval cache")
+    assert_refused(done, None, kind, says="not a tinyeval cache")
     assert not (tmp_path / "again.jsonl").exists()
     assert _contents(tmp_path / "c.db") == before  # nothing stored through it
 
@@ -112,7 +91,8 @@ def test_a_cache_path_that_is_not_a_regular_file_is_refused_before_the_run(
         pytest.skip("no /dev/full here")
     done = tinyeval(tmp_path, *JUDGED, "--judge-model", "py:judges:fails", "--cache", str(path))
     expected = "notes.txt" if kind == "under-a-file" else "give the path of a file"
-    _one_clear_line(done, f"cannot use the cache {path}" if kind == "under-a-file" else expected)
+    says = f"cannot use the cache {path}" if kind == "under-a-file" else expected
+    assert_refused(done, None, kind, says=says)
     assert expected in done.stderr and "rollback" not in done.stderr.lower()
     assert not (tmp_path / "tinyeval-results.jsonl").exists()
 

@@ -398,14 +398,12 @@ def test_a_batch_that_never_ends_stops_the_run_incomplete_in_one_line(tmp_path: 
     (tmp_path / "cases.jsonl").write_text(CASES)
     for body in (b'{"status": "dreaming"}', b'{"status": ' + b"[" * DEEP + b"]" * DEEP + b"}"):
         with FakeBatchServer(delay_polls=0, status_body=body, lifetime=40) as server:
-            env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": KEY_OPENAI,
-                   "OPENAI_BASE_URL": server.openai_base}  # fmt: skip
-            done = subprocess.run(
-                [sys.executable, "-m", "tinyeval", "run", "cases.jsonl", "--criterion",
-                 "Is good.", "--judge-model", "openai:m", "--batch", "--batch-poll", "0.05",
-                 "--batch-max-wait", "1", "--timeout", "5", "--out", "rows.jsonl"],
-                cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
-                preexec_fn=_limit_memory, check=False,
+            env = {"OPENAI_API_KEY": KEY_OPENAI, "OPENAI_BASE_URL": server.openai_base}
+            done = bounded_run(
+                ["run", "cases.jsonl", "--criterion", "Is good.", "--judge-model", "openai:m",
+                 "--batch", "--batch-poll", "0.05", "--batch-max-wait", "1", "--timeout", "5",
+                 "--out", "rows.jsonl"],
+                tmp_path, env,
             )  # fmt: skip
         _assert_no_internal_error(done, f"batch status {body[:20]!r}")
         assert done.returncode == 3, done.stderr

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from hostile import ROOT, assert_refused, bounded_run, refused_run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,7 +29,6 @@ try:
 except ImportError:  # pragma: no cover
     HAS_YAML = False
 
-ROOT = Path(__file__).resolve().parent.parent
 DEEP = 200_000  # far past the interpreter's recursion limit
 GOOD = {"id": "a", "output": "hola", "category": "c"}
 
@@ -155,29 +153,6 @@ def test_load_refuses_each_hostile_file_in_one_line(tmp_path: Path, name: str) -
     assert caught.value.path is not None
 
 
-def _cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TINYEVAL_TRACEBACK": ""}
-    env.pop("TINYEVAL_TRACEBACK")
-    return subprocess.run(
-        [sys.executable, "-m", "tinyeval", *argv],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-        timeout=60,
-        check=False,
-    )
-
-
-def _assert_one_line_exit_2(done: subprocess.CompletedProcess[str], what: str) -> None:
-    assert "Traceback" not in done.stderr, f"{what}: {done.stderr[-2000:]}"
-    assert done.returncode == 2, f"{what}: exit {done.returncode}: {done.stderr[-500:]}"
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, f"{what}: {lines}"
-
-
 # one of each class, in a real process with a timeout: exit code, stderr, no hang
 SUBPROCESS_KINDS = [
     "deep-array",
@@ -197,12 +172,12 @@ def test_run_refuses_hostile_cases_files_in_one_line_without_hanging(tmp_path: P
     paths = {name: _write(tmp_path, name) for name in SUBPROCESS_KINDS}
 
     def run(path: Path) -> subprocess.CompletedProcess[str]:
-        return _cli("run", str(path), "--out", f"{path}.out", cwd=tmp_path)
+        return bounded_run(["run", str(path), "--out", f"{path}.out"], tmp_path)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         done = dict(zip(paths, pool.map(run, paths.values()), strict=True))
     for name, result in done.items():
-        _assert_one_line_exit_2(result, f"run {name}")
+        assert_refused(result, None, f"run {name}")
 
 
 @pytest.mark.parametrize("name", sorted(CASES_FILES))
@@ -274,11 +249,11 @@ def test_commands_reading_results_refuse_hostile_rows_in_one_line(
         "report": ["report", str(path), "--junit", str(tmp_path / "j.xml")],
         "calibrate": ["calibrate", str(path), str(ROOT / "examples" / "labels.jsonl")],
     }[command]
-    done = _cli(*argv, cwd=tmp_path)
+    done, written = refused_run(argv, tmp_path)
     if name in MAY_BE_READ and done.returncode == 0:
         assert "Traceback" not in done.stderr
         return
-    _assert_one_line_exit_2(done, f"{command} {name}")
+    assert_refused(done, written, f"{command} {name}")
 
 
 # --- fuzzing: loaders, checks, verdict parsers, argument parsing
@@ -528,8 +503,6 @@ SUITE_CORPUS: dict[str, tuple[dict[str, str | bytes], list[str], str]] = {
 def test_hostile_suite_settings_and_files_are_refused_in_one_line(
     tmp_path: Path, name: str
 ) -> None:
-    from hostile import assert_refused, refused_run
-
     files, argv, says = SUITE_CORPUS[name]
     (tmp_path / "cases.jsonl").write_text('{"id": "a", "output": "x"}\n')
     for relative, content in files.items():

@@ -11,17 +11,12 @@ from __future__ import annotations
 import base64
 import html
 import json
-import os
-import resource
-import subprocess
-import sys
 import urllib.parse
 from pathlib import Path
 from typing import Any
 
 from faults import Fault, FaultServer, Request
-
-ROOT = Path(__file__).resolve().parent.parent
+from hostile import bounded_run
 
 # one environment variable per shape; names end as tinyeval's secret names do
 KEYS = {
@@ -84,59 +79,19 @@ def echo(request: Request) -> tuple[int, dict[str, Any]]:
     return 200, {"model": f"fake {ECHO[:200]}", "choices": [{"message": {"content": text}}]}
 
 
-def _limit_memory() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (2**30, 2**30))
-
-
 def test_no_key_shape_reaches_any_artefact_in_any_form(tmp_path: Path) -> None:
     rows = [{"id": f"c{n}", "output": f"The limit is {n} pesos."} for n in range(4)]
     (tmp_path / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     summary = tmp_path / "job-summary.md"
-    env = {
-        **os.environ,
-        **KEYS,
-        "PYTHONPATH": str(ROOT),
-        "GITHUB_ACTIONS": "true",
-        "GITHUB_STEP_SUMMARY": str(summary),
-    }
+    env = {**KEYS, "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)}
     # an OpenAI-compatible server on 127.0.0.1: at most 40 requests, about 60 s
     with FaultServer([Fault.reply(echo)], max_requests=40, lifetime=60.0) as server:
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "tinyeval",
-                "run",
-                "cases.jsonl",
-                "--criterion",
-                "States only amounts the context gives.",
-                "--judge-model",
-                "openai:fake",
-                "--base-url",
-                server.url,
-                "--votes",
-                "3",
-                "--review-out",
-                "review.jsonl",
-                "--cache",
-                "cache.db",
-                "--html",
-                "r.html",
-                "--junit",
-                "r.xml",
-                "--markdown",
-                "r.md",
-                "--github",
-                "--default-threshold",
-                "0.5",
-            ],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            preexec_fn=_limit_memory,
-        )
+        argv = ["run", "cases.jsonl", "--criterion", "States only amounts the context gives.",
+                "--judge-model", "openai:fake", "--base-url", server.url, "--votes", "3",
+                "--review-out", "review.jsonl", "--cache", "cache.db", "--html", "r.html",
+                "--junit", "r.xml", "--markdown", "r.md", "--github",
+                "--default-threshold", "0.5"]  # fmt: skip
+        done = bounded_run(argv, tmp_path, env)
     assert done.returncode in (0, 1, 3), done.stderr
     assert "Traceback" not in done.stderr and "please report" not in done.stderr
     results = tmp_path / "tinyeval-results.jsonl"
