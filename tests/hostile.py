@@ -13,19 +13,13 @@ and that nothing in the folder was created, changed or removed.
 
 from __future__ import annotations
 
-import os
-import resource
 import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-MEMORY_LIMIT = 2**30  # bytes of address space a child may take
+from child import ROOT, limit_memory, run_tinyeval
+
 TIMEOUT = 60  # seconds a child may run
-
-
-def _limit_memory() -> None:  # runs in the child, before Python starts
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+__all__ = ["ROOT", "assert_refused", "bounded_run", "limit_memory", "refused_run"]
 
 
 def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
@@ -40,22 +34,9 @@ def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
 def bounded_run(
     argv: list[str], cwd: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m tinyeval ARGV`` in ``cwd``, under the memory limit and the timeout, with
-    ``env`` added to the environment (``PYTHONPATH`` is this checkout unless ``env`` says)."""
-    full = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "utf-8", **(env or {})}
-    full.pop("TINYEVAL_TRACEBACK", None)
-    return subprocess.run(
-        [sys.executable, "-m", "tinyeval", *argv],
-        cwd=cwd,
-        env=full,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-        timeout=TIMEOUT,
-        preexec_fn=_limit_memory,
-        check=False,
-    )
+    """``python -m tinyeval ARGV`` in ``cwd``, with ``env`` added, under the memory limit and
+    the timeout."""
+    return run_tinyeval(argv, cwd, env, timeout=TIMEOUT, bounded_memory=True)
 
 
 def refused_run(

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from child import run_tinyeval
 from faults import Fault, FaultServer
-from hostile import ROOT, assert_refused, bounded_run
+from hostile import assert_refused
 
 JUDGE = "def fails(prompt):\n    return 'FAIL\\nIt invents the amount.'\n"
 Reply = Callable[[dict[str, Any], str], Any]
@@ -30,8 +31,8 @@ def tinyeval(
         rows = [{"id": f"c{n}", "output": f"The limit is {n} pesos."} for n in range(3)]
         text = "".join(json.dumps(row) + "\n" for row in rows)
         (tmp_path / "cases.jsonl").write_text(text, encoding="utf-8")
-    path = {"PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
-    return bounded_run(["run", "cases.jsonl", *args], tmp_path, {**(env or {}), **path})
+    argv = ["run", "cases.jsonl", *args]
+    return run_tinyeval(argv, tmp_path, env, path=[tmp_path], timeout=120, bounded_memory=True)
 
 
 JUDGED = ("--criterion", "States only amounts the context gives.", "--default-threshold", "1")

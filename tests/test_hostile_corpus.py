@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from faults import Fault, FaultServer, Request
-from hostile import ROOT, _limit_memory, assert_refused, bounded_run, refused_run
+from hostile import ROOT, assert_refused, bounded_run, limit_memory, refused_run
 
 DEEP = 100_000
 CASES = '{"id": "a", "output": "hola", "category": "c"}\n{"id": "b", "output": "adios"}\n'
@@ -431,7 +431,7 @@ def test_the_pytest_plugin_refuses_a_hostile_suite_in_one_line(tmp_path: Path, s
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
          "--tinyeval=suite.toml"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
-        preexec_fn=_limit_memory, check=False,
+        preexec_fn=limit_memory, check=False,
     )  # fmt: skip
     out = done.stdout + done.stderr
     assert "INTERNALERROR" not in out and "Traceback" not in out, out[-2000:]

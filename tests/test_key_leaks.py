@@ -15,8 +15,8 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
+from child import run_tinyeval
 from faults import Fault, FaultServer, Request
-from hostile import bounded_run
 
 # one environment variable per shape; names end as tinyeval's secret names do
 KEYS = {
@@ -91,7 +91,7 @@ def test_no_key_shape_reaches_any_artefact_in_any_form(tmp_path: Path) -> None:
                 "--review-out", "review.jsonl", "--cache", "cache.db", "--html", "r.html",
                 "--junit", "r.xml", "--markdown", "r.md", "--github",
                 "--default-threshold", "0.5"]  # fmt: skip
-        done = bounded_run(argv, tmp_path, env)
+        done = run_tinyeval(argv, tmp_path, env, timeout=120, bounded_memory=True)
     assert done.returncode in (0, 1, 3), done.stderr
     assert "Traceback" not in done.stderr and "please report" not in done.stderr
     results = tmp_path / "tinyeval-results.jsonl"
