@@ -32,12 +32,15 @@ def run_tinyeval(
     timeout: float = 60,
     bounded_memory: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m tinyeval ARGV`` in ``cwd``: ``env`` added to the environment, the folders
-    of ``path`` importable after this checkout, ``stdin`` as its input, ended after
-    ``timeout`` seconds, and limited to ``MEMORY_LIMIT`` bytes if ``bounded_memory``."""
+    """``python -m tinyeval ARGV`` in ``cwd``: ``env`` added to the environment (which keeps
+    no ``GITHUB_*`` variable of its own), the folders of ``path`` importable after this
+    checkout, ``stdin`` as its input, ended after ``timeout`` seconds, and limited to
+    ``MEMORY_LIMIT`` bytes if ``bounded_memory``."""
     importable = os.pathsep.join(str(folder) for folder in [ROOT, *path])
-    full = {**os.environ, "PYTHONPATH": importable, "PYTHONIOENCODING": "utf-8", **(env or {})}
+    # nothing of a CI job's (its summary file) and no traceback switch, unless ``env`` says
+    full = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
     full.pop("TINYEVAL_TRACEBACK", None)
+    full |= {"PYTHONPATH": importable, "PYTHONIOENCODING": "utf-8", **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "tinyeval", *argv],
         cwd=cwd,
