@@ -6,19 +6,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from child import run_tinyeval
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def tinyeval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "utf-8"}
-    env.pop("GITHUB_STEP_SUMMARY", None)
-    return subprocess.run([sys.executable, "-m", "tinyeval", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    return run_tinyeval(args, cwd, timeout=120)
 
 
 def write_jsonl(path: Path, records: list[dict]) -> Path:

@@ -9,10 +9,11 @@ import gzip
 import json
 import os
 import re
+import select
 import sys
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import IO, Any
 
@@ -29,6 +30,7 @@ MAX_LINES = 2_000_000  # the most lines read from one file, blank ones included
 MAX_CONFIG_BYTES = 256 * 2**10  # the largest suite file, rubric or prompt template (256 KiB)
 YAML_MAX_EXPANSION = 100  # how many times its own nodes a YAML file's aliases may expand to
 _CHUNK = 2**20  # bytes read at a time: memory stays near the line cap, whatever the file
+PIPE_WAIT = 60  # seconds a named pipe (a FIFO, `<(...)`) may stay silent before its first byte
 
 
 class DatasetError(InputError):
@@ -425,6 +427,20 @@ def _check_limit(limit: Any, name: str) -> None:
         raise DatasetError(f"expected a positive number of bytes, got {limit!r}", field=name)
 
 
+def _pipe(path: str, error: type[InputError]) -> IO[bytes] | None:
+    """A named pipe, opened without waiting for a writer; refused if nothing comes in time."""
+    if not Path(path).is_fifo():
+        return None
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    waiting = select.poll()
+    waiting.register(descriptor, select.POLLIN)
+    if not waiting.poll(PIPE_WAIT * 1000):  # a writer's first bytes, or its end
+        os.close(descriptor)
+        raise error(f"a named pipe that nothing wrote to in {PIPE_WAIT} seconds", path=path)
+    os.set_blocking(descriptor, True)
+    return open(descriptor, "rb")
+
+
 @contextmanager
 def _opened(path: str, error: type[InputError]) -> Iterator[IO[bytes]]:
     """The file's bytes (gunzipped ``.gz``, standard input ``-``); its problems raise ``error``."""
@@ -434,8 +450,9 @@ def _opened(path: str, error: type[InputError]) -> Iterator[IO[bytes]]:
         if path == "-":
             yield sys.stdin.buffer
         else:
-            opener: Any = gzip.open if path.lower().endswith(".gz") else open
-            with opener(path, "rb") as raw:
+            gunzip: Any = gzip.open if path.lower().endswith(".gz") else nullcontext
+            plain = _pipe(path, error) or open(path, "rb")  # noqa: SIM115 (closed just below)
+            with plain, gunzip(plain) as raw:
                 yield raw
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise error(f"not a readable gzip file: {exc}", path=path) from None

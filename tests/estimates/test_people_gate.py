@@ -11,8 +11,9 @@ import json
 import os
 import random
 import subprocess
-import sys
 from pathlib import Path
+
+from child import run_tinyeval
 
 ROOT = Path(__file__).resolve().parents[2]
 N, PEOPLE_PASS, JUDGE_PASS = 750, 240, 653  # 32% and 87% of 750
@@ -41,15 +42,7 @@ def _suite(tmp_path: Path) -> dict[str, bool]:
 
 
 def _tinyeval(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)])}
-    return subprocess.run(
-        [sys.executable, "-m", "tinyeval", *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_tinyeval(args, tmp_path, path=[tmp_path], timeout=120)
 
 
 RUN = (
@@ -147,34 +140,23 @@ def test_a_judge_below_the_least_kappa_is_not_trusted(tmp_path: Path) -> None:
 def test_label_strategy_gate_records_the_chances_the_estimate_reweights(tmp_path: Path) -> None:
     _suite(tmp_path)
     assert _tinyeval(tmp_path, *RUN, "--out", "e.jsonl").returncode == 0
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    session = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tinyeval",
-            "label",
-            "e.jsonl",
-            "--out",
-            "picked.jsonl",
-            "--budget",
-            "60",
-            "--pilot",
-            "labels.jsonl",
-            "--strategy",
-            "gate",
-            "--labeler",
-            "ana",
-            "--break-every",
-            "0",
-        ],
-        cwd=tmp_path,
-        env=env,
-        input="p\n" * 200,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    label = [
+        "label",
+        "e.jsonl",
+        "--out",
+        "picked.jsonl",
+        "--budget",
+        "60",
+        "--pilot",
+        "labels.jsonl",
+        "--strategy",
+        "gate",
+        "--labeler",
+        "ana",
+        "--break-every",
+        "0",
+    ]
+    session = run_tinyeval(label, tmp_path, stdin="p\n" * 200, timeout=120)
     assert session.returncode == 0, session.stderr
     records = [json.loads(x) for x in (tmp_path / "picked.jsonl").read_text().splitlines()]
     assert records and all(r["selection"]["strategy"] == "gate" for r in records)

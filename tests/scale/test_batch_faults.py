@@ -5,12 +5,12 @@ own case alone, a broken status reply or a batch that never ends stops the run i
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
+
+from child import run_tinyeval
 
 from tests.scale.fake_batch_server import KEY_OPENAI, FakeBatchServer
 
@@ -20,11 +20,8 @@ FLAGS = ["--criterion", "Is good.", "--judge-model", "openai:judge-model", "--ba
 
 
 def run(folder: Path, server: FakeBatchServer, *extra: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": KEY_OPENAI,
-           "OPENAI_BASE_URL": server.openai_base}  # fmt: skip
-    return subprocess.run([sys.executable, "-m", "tinyeval", "run", "cases.jsonl", *FLAGS, *extra],
-                          cwd=folder, env=env, capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+    env = {"OPENAI_API_KEY": KEY_OPENAI, "OPENAI_BASE_URL": server.openai_base}
+    return run_tinyeval(["run", "cases.jsonl", *FLAGS, *extra], folder, env, timeout=120)
 
 
 def write_cases(folder: Path, n: int = 6) -> None:
