@@ -6,12 +6,13 @@ from __future__ import annotations
 import collections
 import csv
 import gzip
+import importlib
 import json
 import os
 import re
 import sys
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
@@ -116,7 +117,11 @@ def _read_whole(
 
 
 class _DuplicateKey(TinyevalError, ValueError):
-    pass
+    """A JSON object giving a key twice: which value counts would be the reader's guess."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"the key {shorten(repr(key), 80)} is given twice")
+        self.key = key
 
 
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -128,7 +133,23 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-_DECODER = json.JSONDecoder(object_pairs_hook=_unique_pairs)
+class StrictJSONDecoder(json.JSONDecoder):
+    """The JSON the checks read: no NaN or Infinity, no key given twice.
+
+    >>> json.loads('{"cents": 125050, "cents": 1250}', cls=StrictJSONDecoder)
+    Traceback (most recent call last):
+    tinyeval._formats._DuplicateKey: the key 'cents' is given twice
+    """
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options, parse_constant=self._refuse, object_pairs_hook=_unique_pairs)
+
+    @staticmethod
+    def _refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON value")
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_pairs)  # data files and server replies
 _PLAIN_DECODER = json.JSONDecoder()
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _BETWEEN = re.compile(r"[ \t\r\n,]*")  # what stands between the items of a valid JSON list
@@ -139,7 +160,7 @@ def _unreadable(exc: ValueError | RecursionError, kind: str = "JSON") -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"not valid JSON: {json_problem(exc)}"
     if isinstance(exc, _DuplicateKey):
-        return f"duplicate key {exc.args[0]!r} in a JSON object"
+        return str(exc)
     if isinstance(exc, RecursionError):
         return f"{kind} nested too deeply to read (deeper than the interpreter's limit)"
     limit = sys.get_int_max_str_digits()  # what else a valid document raises: a long integer
@@ -418,6 +439,34 @@ def _refuse_alias_bomb(root: Any, path: str) -> None:
     if sizes[id(root)] > bound:
         expand = f"YAML aliases expand {plural(len(sizes), 'node')} to more than {bound:,}"
         raise DatasetError(f"{expand}; refusing what looks like an alias bomb", path=path)
+
+
+def python_target(spec: str, error: Callable[[str], Exception]) -> Callable[..., Any]:
+    """The callable ``py:MODULE:NAME`` names (MODULE imported as ``python -m`` would; a leading
+    dot is tinyeval's), or ``error`` saying why not.
+
+    >>> python_target("py:json:dumps", ValueError)([1])
+    '[1]'
+    """
+    module_name, sep, attribute = (part.strip() for part in spec.removeprefix("py:").partition(":"))
+    if not spec.startswith("py:") or not sep or not module_name or not attribute:
+        raise error(f"expected py:MODULE:FUNCTION, got {spec!r}")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as ``python -m`` does
+    try:
+        found: Any = importlib.import_module(module_name, __package__)
+    except Exception as exc:  # the user's module: whatever importing it raises
+        from ._http import scrub  # its message may quote the environment
+
+        problem = f"cannot import module {module_name!r} ({type(exc).__name__}: {exc})"
+        raise error(scrub(f"{spec}: {problem}")) from None
+    for part in attribute.split("."):
+        if not hasattr(found, part):
+            raise error(f"{spec}: module {module_name!r} has no {attribute!r}")
+        found = getattr(found, part)
+    if not callable(found):
+        raise error(f"{spec}: {attribute!r} is not callable (got {describe_json(found)})")
+    return found  # type: ignore[no-any-return]
 
 
 def _check_limit(limit: Any, name: str) -> None:

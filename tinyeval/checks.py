@@ -7,20 +7,18 @@
 from __future__ import annotations
 
 import hashlib
-import importlib
 import inspect
 import json
 import math
-import os
 import re
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from functools import lru_cache, partial, reduce
+from functools import lru_cache, partial
 from typing import Any, TypeAlias, overload
 
 from . import _EXTRAS, _extra
+from ._formats import StrictJSONDecoder, python_target
 from ._regex import REGEX_TIMEOUT, backtracking, bounded_search
 from .errors import InputError, did_you_mean, is_number, shorten
 
@@ -137,29 +135,6 @@ def _first_repeat(items: Sequence[Any]) -> int | None:
             return index
         seen.add(item)
     return None
-
-
-def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    found = dict(pairs)  # a key given twice is refused: which value counts is the reader's guess
-    twice = _first_repeat([key for key, _ in pairs]) if len(found) != len(pairs) else None
-    if twice is not None:
-        raise ValueError(f"the key {shorten(repr(pairs[twice][0]), 80)} is given twice")
-    return found
-
-
-class StrictJSONDecoder(json.JSONDecoder):
-    """The JSON the checks read: no NaN or Infinity, no key given twice.
-    >>> json.loads('{"cents": 125050, "cents": 1250}', cls=StrictJSONDecoder)
-    Traceback (most recent call last):
-    ValueError: the key 'cents' is given twice
-    """
-
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options, parse_constant=self._refuse, object_pairs_hook=_unique_object)
-
-    @staticmethod
-    def _refuse(name: str) -> Any:
-        raise ValueError(f"{name} is not a JSON value")
 
 
 _DECODER = StrictJSONDecoder()
@@ -629,20 +604,7 @@ def register_expect(key: str, builder: Builder | str) -> None:
 
 
 def _python_builder(spec: str, key: str) -> Builder:
-    module_name, _, attribute = spec.removeprefix("py:").partition(":")
-    if not spec.startswith("py:") or not module_name.strip() or not attribute.strip():
-        raise CheckSpecError(f"expected py:MODULE:FUNCTION, got {spec!r}", field=key)
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as ``python -m`` does
-    try:
-        module = importlib.import_module(module_name.strip())
-        function = reduce(getattr, attribute.strip().split("."), module)
-    except Exception as error:  # the user's module: whatever importing it raises
-        raise CheckSpecError(
-            f"{spec}: cannot load it ({type(error).__name__}: {error})", field=key
-        ) from None
-    if not callable(function):
-        raise CheckSpecError(f"{spec}: expected a function, got {_describe(function)}", field=key)
+    function = python_target(spec, partial(CheckSpecError, field=key))
     count = min(_positional_count(function), 3)
 
     def run(value: Any, output: str, case: Any) -> Any:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import abc
 import contextlib
 import functools
-import importlib
 import inspect
 import json
 import math
@@ -16,7 +15,6 @@ import re
 import shlex
 import shutil
 import signal
-import sys
 import threading
 import time
 import urllib.parse
@@ -24,7 +22,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from . import __version__, _extra, _http
+from . import __version__, _extra, _formats, _http
 from ._http import MAX_RESPONSE_BYTES, _backoff_delay, scrub
 from .errors import InputError, TinyevalError, is_number, plural, shorten
 
@@ -385,7 +383,7 @@ def resolve(
     if scheme == "cmd":
         return _CommandModel.open(spec, rest, options)
     if scheme == "py":
-        return _python_model(spec, rest, temperature)
+        return _python_model(spec, temperature)
     adapter = _OpenAIModel if scheme == "openai" else _AnthropicModel
     return adapter.open(spec, rest, options)
 
@@ -465,27 +463,8 @@ def as_model(function: CallModel, *, spec: str | None = None) -> Model:
     return _FunctionModel(spec or _py_name(function), function, temperature=None)
 
 
-def _python_model(spec: str, target: str, temperature: float | None) -> Model:
-    """The function ``MODULE:QUALNAME`` names (a MODULE starting with a dot is tinyeval's)."""
-    module_name, sep, attribute = (part.strip() for part in target.partition(":"))
-    if not sep or not module_name or not attribute:
-        raise ModelConfigError(f"model spec {spec!r} is incomplete: expected py:MODULE:FUNCTION")
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as ``python -m`` does
-    try:
-        function: Any = importlib.import_module(module_name, __package__)
-    except Exception as exc:
-        raise ModelConfigError(
-            scrub(f"{spec}: cannot import module {module_name!r} ({type(exc).__name__}: {exc})")
-        ) from exc
-    for part in attribute.split("."):
-        if not hasattr(function, part):
-            raise ModelConfigError(f"{spec}: module {module_name!r} has no {attribute!r}")
-        function = getattr(function, part)
-    if not callable(function):
-        raise ModelConfigError(
-            f"{spec}: {attribute!r} is a {type(function).__name__}, not callable"
-        )
+def _python_model(spec: str, temperature: float | None) -> Model:
+    function = _formats.python_target(spec, ModelConfigError)
     return _FunctionModel(spec, function, temperature=temperature, resolved=True)
 
 
@@ -660,12 +639,14 @@ class _HTTPModel(Model):
             self.options.sleep(_backoff_delay(attempt, outcome.retry_after))
             attempt += 1
         try:
-            return json.loads(outcome.decode("utf-8"))
+            return _formats._DECODER.decode(outcome.decode("utf-8"))  # a key given twice: refused
         except UnicodeDecodeError as exc:
             byte = f"byte {outcome[exc.start]:#04x} at {exc.start:,}"
             problem = f"a reply that is not UTF-8 text ({byte})"
         except RecursionError:
             problem = "JSON nested too deeply"
+        except _formats._DuplicateKey as exc:  # which value counts would be a guess
+            problem = f"a reply in which {exc}"
         except ValueError:
             snippet = shorten(scrub(outcome.decode("utf-8").strip(), self._secrets()), 120)
             problem = f"a reply that is not JSON: {snippet!r}"
