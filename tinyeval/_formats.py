@@ -466,7 +466,7 @@ def python_target(spec: str, error: Callable[[str], Exception]) -> Callable[...,
         found = getattr(found, part)
     if not callable(found):
         raise error(f"{spec}: {attribute!r} is not callable (got {describe_json(found)})")
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def _check_limit(limit: Any, name: str) -> None:
