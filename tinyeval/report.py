@@ -67,10 +67,9 @@ class RunSummary:
         return {**self.info, "gate": self.report.to_dict(), "judge": judge, "errors": self.errors}
 
     def to_text(self, header: str | None = None, *, brief: bool = False) -> str:
-        counts: dict[str, Any] = {"judged": self.judged, "unparsed": self.unparsed}
-        lines = () if brief else self.lines
+        counts = {"judged": self.judged, "unparsed": self.unparsed, "errors": self.errors}
         return summary_text(
-            self.report, header=header, errors=self.errors, extra_lines=lines, **counts
+            self.report, header=header, extra_lines=() if brief else self.lines, **counts
         )
 
 
