@@ -516,8 +516,10 @@ def iter_json_lines(
     *,
     max_line_bytes: int = MAX_LINE_BYTES,
     error: type[InputError] = DatasetError,
+    objects: bool = False,
 ) -> Iterator[tuple[int, Any]]:
-    """``(line, value)`` for each non-blank line of a JSON Lines file; a problem is an ``error``.
+    """``(line, value)`` for each non-blank line of a JSON Lines file (``objects``: each must be a
+    JSON object); a problem is an ``error``.
 
     >>> import os, tempfile
     >>> with tempfile.NamedTemporaryFile("wb", suffix=".jsonl", delete=False) as f:
@@ -527,8 +529,13 @@ def iter_json_lines(
     >>> os.remove(f.name)
     """
     _check_limit(max_line_bytes, "max_line_bytes")
-    with _opened(str(path), error) as raw:
-        yield from _records_jsonl(_lines(raw, str(path), max_line_bytes, "the line"), str(path))
+    where = str(path)
+    with _opened(where, error) as raw:
+        for number, value in _records_jsonl(_lines(raw, where, max_line_bytes, "the line"), where):
+            if objects and not isinstance(value, dict):
+                problem = f"expected a JSON object, got {describe_json(value)}"
+                raise error(problem, path=where, line=number)
+            yield number, value
 
 
 def _iter_records(

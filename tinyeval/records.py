@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from . import __version__, _formats
-from .errors import IncompleteError, InputError, describe_json, plural, shorten, utc_stamp
+from .errors import IncompleteError, InputError, plural, shorten, utc_stamp
 
 Row = dict[str, Any]
 
@@ -618,15 +618,8 @@ def write_records(path: str | os.PathLike[str], records: Iterable[Mapping[str, A
     write_text_atomically(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
 
 
-def iter_json_lines(
-    path: str | os.PathLike[str], *, error: type[InputError] = InputError
-) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` for each JSON object of a JSONL file, read with bounds."""
-    for number, value in _formats.iter_json_lines(path, error=error):
-        if not isinstance(value, dict):
-            problem = f"expected a JSON object, got {describe_json(value)}"
-            raise error(problem, path=str(path), line=number)
-        yield number, value
+iter_json_lines = functools.partial(_formats.iter_json_lines, objects=True)
+"""``(line number, object)`` for each JSON object of a JSONL file, read with bounds."""
 
 
 def read_rows(path: str | os.PathLike[str], *, repair: bool = False) -> list[Row]:
