@@ -366,8 +366,7 @@ def completeness(
     shards: int | None = None
     missing: tuple[int, ...] = ()
     if None not in shard_names:
-        counts = {int(str(name).partition("/")[2]) for name in shard_names}
-        shards = max(counts)
+        shards = max(int(str(name).partition("/")[2]) for name in shard_names)
         present = {int(str(name).partition("/")[0]) for name in shard_names}
         missing = tuple(i for i in range(1, shards + 1) if i not in present)
     return Completeness(len(ids), expected, shards, missing, missing_ids)

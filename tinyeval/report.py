@@ -471,11 +471,12 @@ def _unchecked_lines(report: GateReport) -> list[str]:
 
 
 def _gate_line(report: GateReport) -> str:
-    gated = [c for c in report.categories if c.threshold is not None]
-    if not report.complete:
+    word = gate_word(report)
+    if word == "INCOMPLETE":
         return f"gate: INCOMPLETE — {missing(report)} (no gate is decided on missing cases)"
-    if not gated:
+    if word == "not gated":
         return "gate: no thresholds given, so nothing gates"
+    gated = [c for c in report.categories if c.threshold is not None]
     undecided = [c for c in report.undecided if not c.blocking]
     if report.passed:
         said = "the gated category meets its threshold"
