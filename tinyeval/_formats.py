@@ -461,9 +461,10 @@ def python_target(spec: str, error: Callable[[str], Exception]) -> Callable[...,
         problem = f"cannot import module {module_name!r} ({type(exc).__name__}: {exc})"
         raise error(scrub(f"{spec}: {problem}")) from None
     for part in attribute.split("."):
-        if not hasattr(found, part):
-            raise error(f"{spec}: module {module_name!r} has no {attribute!r}")
-        found = getattr(found, part)
+        try:
+            found = getattr(found, part)
+        except Exception:  # no such name, or whatever a module's __getattr__ raises
+            raise error(f"{spec}: module {module_name!r} has no {attribute!r}") from None
     if not callable(found):
         raise error(f"{spec}: {attribute!r} is not callable (got {describe_json(found)})")
     return found

@@ -146,9 +146,7 @@ _DECODER = StrictJSONDecoder()
 
 def _segments(path: Any) -> list[str]:
     if not isinstance(path, str) or not path:
-        raise CheckSpecError(
-            f"expected a dotted path such as 'payee.name', got {path!r}", field="path"
-        )
+        raise _expected("a dotted path such as 'payee.name'", path, "path")
     segments = path.split(".")
     if not all(segments):
         raise CheckSpecError(f"expected no empty part in a dotted path, got {path!r}", field="path")
@@ -444,9 +442,7 @@ def not_matches(pattern: str | re.Pattern[str], *, timeout: float = REGEX_TIMEOU
 def _regex_check(name: str, pattern: Any, timeout: Any, *, found: bool) -> NamedCheck:
     compiled, backtracks = _compile(pattern, name)
     if not is_number(timeout) or not 0 < timeout < math.inf:
-        raise CheckSpecError(
-            f"expected a positive number of seconds, got {timeout!r}", field="timeout"
-        )
+        raise _expected("a positive number of seconds", timeout, "timeout")
 
     def run(output: str) -> CheckResult:
         span = bounded_search(compiled, backtracks, output, float(timeout))
