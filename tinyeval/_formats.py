@@ -120,8 +120,11 @@ class _DuplicateKey(TinyevalError, ValueError):
     """A JSON object giving a key twice: which value counts would be the reader's guess."""
 
     def __init__(self, key: str) -> None:
-        super().__init__(f"the key {shorten(repr(key), 80)} is given twice")
+        super().__init__(key)  # its only argument: it pickles back as it was
         self.key = key
+
+    def __str__(self) -> str:
+        return f"the key {shorten(repr(self.key), 80)} is given twice"
 
 
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
