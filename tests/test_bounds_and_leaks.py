@@ -115,7 +115,7 @@ def test_a_cmd_model_printing_for_ever_is_a_too_long_reply_not_a_memory_error(
     rows = rows_of(tmp_path / "tinyeval-results.jsonl")
     assert [row["status"] for row in rows] == ["error"] * 3
     for row in rows:
-        assert "longer than 8,388,608 bytes" in judged(row)["error"]
+        assert "larger than 8,388,608 bytes" in judged(row)["error"]
 
 
 # --- a fake OpenAI-compatible server that sees each request's body and key

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import __version__, _extra
-from .errors import InputError, plural, shorten
+from .errors import InputError, listed, plural, shorten
 from .gating import (
     CategoryVerdict,
     GateReport,
@@ -53,12 +53,12 @@ class RunSummary:
     complete: bool = True
     stopped_reason: str | None = None
     rows: int = 0
-    sections_passed: bool = True
+    sections_failed: tuple[str, ...] = ()  # why extras' sections failed their own gates
     capped: str | None = None
 
     @property
     def passed(self) -> bool:
-        return self.report.passed and self.sections_passed
+        return self.report.passed and not self.sections_failed
 
     def to_dict(self) -> dict[str, Any]:
         """What ``run --json`` prints."""
@@ -67,13 +67,12 @@ class RunSummary:
         return {**self.info, "gate": self.report.to_dict(), "judge": judge, "errors": self.errors}
 
     def to_text(self, header: str | None = None, *, brief: bool = False) -> str:
-        """The table and the lines under it; ``brief``: the gate's line alone (``run -q``)."""
+        """The table and the lines under it; ``brief`` (``run -q``): the gate's line, and why
+        the extras' sections failed, if one did."""
         if brief:
-            return terminal_text(_gate_line(self.report))
-        counts: dict[str, Any] = {"judged": self.judged, "unparsed": self.unparsed}
-        return summary_text(
-            self.report, header=header, errors=self.errors, extra_lines=self.lines, **counts
-        )
+            return terminal_text("\n".join([_gate_line(self.report), *self.sections_failed]))
+        counts = {"judged": self.judged, "unparsed": self.unparsed, "errors": self.errors}
+        return summary_text(self.report, header=header, extra_lines=self.lines, **counts)
 
 
 _NO_SECTION = Section([], {})
@@ -163,7 +162,7 @@ def summarize(
         complete=result.complete,
         stopped_reason=result.stopped_reason,
         rows=result.total,
-        sections_passed=not failed,
+        sections_failed=tuple(failed),
         capped=result.stopped_reason if result.stopped_by == "max_cost" else None,
     )
 
@@ -470,18 +469,18 @@ def _unchecked_lines(report: GateReport) -> list[str]:
     if not count:
         return []
     ids = [i for c in report.categories for i in c.unchecked_ids]
-    shown = ", ".join(map(line_of, ids[:10]))
-    shown += f" and {count - min(len(ids), 10):,} more" if count > 10 else ""
+    shown = listed([line_of(i) for i in ids[:10]], total=count)
     text = f"{plural(count, 'case')} had nothing to check them (no check, no judge that could "
     return [f"{text}judge them): {shown}; they count as not passed"]
 
 
 def _gate_line(report: GateReport) -> str:
-    gated = [c for c in report.categories if c.threshold is not None]
-    if not report.complete:
+    word = gate_word(report)
+    if word == "INCOMPLETE":
         return f"gate: INCOMPLETE — {missing(report)} (no gate is decided on missing cases)"
-    if not gated:
+    if word == "not gated":
         return "gate: no thresholds given, so nothing gates"
+    gated = [c for c in report.categories if c.threshold is not None]
     undecided = [c for c in report.undecided if not c.blocking]
     if report.passed:
         said = "the gated category meets its threshold"

@@ -157,3 +157,15 @@ def test_batch_max_wait_stops_the_run_incomplete_and_a_later_run_resumes(tmp_pat
         assert resumed.returncode == 0, resumed.stderr
         assert server.counts["submissions"] == 1
     assert {row["status"] for row in rows(tmp_path).values()} == {"pass"}
+
+
+def test_a_results_line_giving_a_key_twice_fails_its_case_alone(tmp_path: Path) -> None:
+    write_cases(tmp_path)
+
+    def twice(first: bytes) -> bytes:  # read last-wins, FAIL would become PASS
+        return first.replace(b'"content": "PASS"', b'"content": "FAIL", "content": "PASS"')
+
+    with FakeBatchServer(delay_polls=0, mangle=on_first_line(twice)) as server:
+        done = run(tmp_path, server)
+    assert done.returncode == 0 and "please report it" not in done.stderr, done.stderr
+    assert_one_error_row(tmp_path, "is not JSON")

@@ -107,7 +107,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print_json(summary.to_dict())
     elif not args.quiet:
         print(summary.to_text(header(session, ready)))
-    elif not summary.report.passed:
+    elif not summary.passed:
         print(summary.to_text(brief=True), file=sys.stderr)
     rows = args.out if ready.read else []  # a run read as it went and stopped wrote none
     write_reports(args, rows, summary.report, run_info=summary.info, cases_file=args.cases)
