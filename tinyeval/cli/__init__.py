@@ -55,24 +55,20 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument(
         "--debug", action="store_true", help="show the traceback behind an error (for a report)"
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
-    names = [command] if command in _CORE or command in _EXTRAS["command"] else _commands()
-    for add in dict.fromkeys(_adder(name) for name in names):  # gate's adds report too
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    if command in _CORE or command in _EXTRAS["command"]:
+        adders = [_adder(command)]
+    else:
+        adders = []
+        for name in [*_CORE, *_EXTRAS["command"]]:  # calibrate's entry: the core's, extended
+            with contextlib.suppress(InputError):  # a copy without that extra
+                adders.append(_adder(name))
+    for add in dict.fromkeys(adders):  # gate's adds report too
         add(sub)
     for action in sub._choices_actions:  # a command without a description: its help heads it
         named = sub._name_parser_map[action.dest]
         named.description = named.description or action.help
     return parser
-
-
-def _commands() -> list[str]:
-    present = [*_CORE]
-    for name in _EXTRAS["command"]:  # a core command's entry extends it
-        with contextlib.suppress(InputError):  # a copy without that extra
-            if name not in present and _adder(name):
-                present.append(name)
-    return present
 
 
 def _command_named(argv: list[str]) -> str | None:
