@@ -143,19 +143,18 @@ def _run(args: argparse.Namespace, session: Any, ready: Any) -> Any:
             abandoned = (
                 "; the cases in flight were abandoned (they have no row, a resumed run does them)"
             )
-            said = f"{abandoned}; " if ready.read else ". "
+            said = abandoned if ready.read else ""
             print(f"{PROG}: interrupted{said}{_kept(args.out, ready.read)}", file=sys.stderr)
             raise
     if session.stop.is_set() and summary.capped is None:
-        said = "; " if ready.read else ". "
-        print(f"{PROG}: stopped on request{said}{_kept(args.out, ready.read)}", file=sys.stderr)
+        print(f"{PROG}: stopped on request{_kept(args.out, ready.read)}", file=sys.stderr)
     return summary
 
 
 def _kept(out: str, read: bool) -> str:
     if read:
-        return f"finished rows are kept in {out}. Resume with:\n  {_resume_command()}"
-    return f"{_NOTHING_WRITTEN} to {out}; run it again"
+        return f"; finished rows are kept in {out}. Resume with:\n  {_resume_command()}"
+    return f". {_NOTHING_WRITTEN} to {out}; run it again"
 
 
 @contextlib.contextmanager
@@ -201,11 +200,9 @@ def suite_of(args: argparse.Namespace) -> Any:
     if args.config:
         return load_suite(args.config)
     found = find_suite(".")  # looked for once: it may read every pyproject.toml above
-    if found is None and args.cases is not None:
-        return None
-    if found is None:
+    if found is None and args.cases is None:
         raise UsageError(
             "give a CASES file, or write a suite file (tinyeval init) so that "
             "tinyeval run knows what to run"
         )
-    return load_suite(found)
+    return None if found is None else load_suite(found)
