@@ -17,7 +17,7 @@ from ._formats import MAX_CONFIG_BYTES, read_text
 from .errors import IncompleteError, InputError, key_values, listed, plural, shorten
 from .gating import gate, gate_settings, refuse_unknown_categories
 from .models import MAX_RESPONSE_BYTES, resolve
-from .records import Row, RowsWrittenWhole, iter_json_lines, read_rows, run_manifest, write_row
+from .records import Row, RowsWrittenWhole, iter_json_lines, read_rows, run_manifest
 from .report import Failures, RunSummary, summarize
 from .runner import PreparedCases, check_judges, prepare_cases
 from .runner import run as run_cases
@@ -122,7 +122,7 @@ class Session:
         """Read, validate and select the run's cases (a run calling no model: as it runs)."""
         s = self.settings
         same = ("fields", "id_from_line", "format", "seed", "shard", "max_line_bytes")
-        one_pass = self.generate_model is None and not (self.judges or s.resume or s.review_out)
+        one_pass = self.generate_model is None and not (self.judges or s.resume)
         ready = prepare_cases(
             s.cases,
             **{name: getattr(s, name) for name in same},
@@ -205,23 +205,14 @@ class Session:
             name: found for name, o in observers.items() if (found := o.manifest()) is not None
         } or None
         failures = Failures(s.show_failures)
-        review_rows = 0
         one_pass = not ready.read  # the rows wait for the fingerprint, known at the end
         with contextlib.ExitStack() as stack:
-            review, mode = None, "a" if s.resume else "w"
-            if s.review_out:
-                review = stack.enter_context(open(s.review_out, mode, encoding="utf-8"))
             whole: RowsWrittenWhole | None = None
 
             def noted(row: Row) -> None:
-                nonlocal review_rows
                 failures.note(row)
                 if whole is not None:
                     whole.write(row)
-                split = not all(v.get("unanimous", True) for v in row["judges"].values())
-                if review is not None and split:
-                    write_row(review, row)
-                    review_rows += 1
                 if on_row is not None:
                     on_row(row)
 
@@ -260,7 +251,7 @@ class Session:
                 said = f"writing the results failed: {where}{exc.strerror or exc}; {kept}"
                 raise IncompleteError(said) from None
         shown: dict[str, Any] = {"failures": failures.rows(), "batch_lines": batch_lines}
-        return summarize(self, ready, result, observers=observers, review_rows=review_rows, **shown)
+        return summarize(self, ready, result, observers=observers, **shown)
 
     def _calls(self) -> dict[str, Any]:  # in a run and in a dry run
         s = self.settings

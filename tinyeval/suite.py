@@ -178,6 +178,7 @@ class RunSettings:
     # "in=X,out=Y", or a tinyeval.scale.cost.Price
     price: Any = _scale("USD per million tokens in and out", metavar="in=X,out=Y")  # noqa: RUF009
     dawid_skene: bool = _juries("a jury's jurors' errors from its verdicts alone", False)
+    review_out: str | None = _juries("rows whose votes split", needs=_JUDGED)
     k: str = _rag("cutoffs of the retrieval table", "1,3,5,10")
     retrieval_threshold: Sequence[str] = _rag(
         "a least value, e.g. recall@5=0.8", (), metavar="METRIC@K=VALUE"
@@ -195,7 +196,6 @@ class RunSettings:
     judge_category: Sequence[str] | None = _more(
         "judge only this category", metavar="CATEGORY", many=True, needs=_JUDGED
     )
-    review_out: str | None = _more("rows whose votes split", needs=_JUDGED)
     show_failures: int = _more("failed cases shown per category", 5, least=0, most=1000)
     max_response_bytes: int | None = _more(
         "largest model reply read (default: 8 MiB)", least=1, most=_GIB
