@@ -46,10 +46,16 @@ class Session:
         self.price = _extra("cost", "price", "a price")(price) if isinstance(price, str) else price
         for text in s.retrieval_threshold:  # refused before any case runs
             _extra("reader", "retrieval_threshold", "a retrieval threshold")(text)
-        self.retrieved: list[Any] = []  # the cases with retrieval data
+        self.retrieved: list[Any] = []  # the retrieval queries of the cases with retrieval data
         self.without_retrieval: Counter[str] = Counter()  # the others, by category
         self._observed: dict[str, Any] | None = None  # what the observers record in the rows
-        self.template = _template(s.prompt_template)
+        self.template: str | None = None
+        if s.prompt_template is not None:
+            self.template = read_text(
+                s.prompt_template, what="the template", max_bytes=MAX_CONFIG_BYTES, error=InputError
+            )
+            if "{input}" not in self.template:
+                raise InputError("the template has no {input} placeholder", path=s.prompt_template)
         self.cache: Any = None
         self.judge_model: Any = None
         self.generate_model: Any = None
@@ -64,7 +70,15 @@ class Session:
                 from .calibration import load_calibration
 
                 self.calibration = load_calibration(s.calibration)
-            self._open_models()
+            if self.judges and len(jurors) > 1:  # each juror's model is opened by the jury
+                jury = _extra("wrapper", "jury", "a jury of judge models")
+                self.judges, self.judge_model = jury.open(self)
+            elif self.judges:
+                self.judge_model = self.model(self.judge_spec, max_tokens=s.judge_max_tokens)
+            if s.generate_model:
+                self.generate_model = self.model(s.generate_model, max_tokens=s.max_tokens)
+            if s.batch:  # the judge and generate models become batch models on the same cache
+                self.batches = _extra("wrapper", "batch", "batch")(self)
         except BaseException:
             self.close()
             raise
@@ -106,18 +120,6 @@ class Session:
         model, self.cache = open_model(spec, max_tokens=max_tokens, cache=self.cache, **options)
         return model
 
-    def _open_models(self) -> None:
-        s = self.settings
-        if self.judges and len(self.jurors) > 1:  # each juror's model is opened by the jury
-            jury = _extra("wrapper", "jury", "a jury of judge models")
-            self.judges, self.judge_model = jury.open(self)
-        elif self.judges:
-            self.judge_model = self.model(self.judge_spec, max_tokens=s.judge_max_tokens)
-        if s.generate_model:
-            self.generate_model = self.model(s.generate_model, max_tokens=s.max_tokens)
-        if s.batch:  # the judge and generate models become batch models on the same cache
-            self.batches = _extra("wrapper", "batch", "batch")(self)
-
     def prepare(self) -> PreparedCases:
         """Read, validate and select the run's cases (a run calling no model: as it runs)."""
         s = self.settings
@@ -138,9 +140,8 @@ class Session:
         return ready
 
     def _note_retrieval(self, case: Any) -> None:
-        if isinstance(case.meta, Mapping) and "retrieved" in case.meta:
-            _extra("reader", "retrieval", "retrieval data")([case])  # refused as it is read
-            self.retrieved.append(case)
+        if "retrieved" in case.meta:  # refused as it is read
+            self.retrieved += _extra("reader", "retrieval", "retrieval data")([case])
         else:
             self.without_retrieval[case.category] += 1
 
@@ -375,15 +376,6 @@ def open_executor(
         known = " or ".join(f"{name}:…" for name in _EXTRAS["executor"]) or "no executor"
         raise InputError(f"expected {known}, got {spec!r}", field="executor")
     return _extra("executor", scheme, f"the executor {spec}")(spec, concurrency)
-
-
-def _template(path: str | None) -> str | None:
-    if path is None:
-        return None
-    text = read_text(path, what="the template", max_bytes=MAX_CONFIG_BYTES, error=InputError)
-    if "{input}" not in text:
-        raise InputError("the template has no {input} placeholder", path=path)
-    return text
 
 
 def case_ids(given: str | Sequence[str] | None, key: str = "id") -> list[str] | None:
