@@ -37,7 +37,11 @@ class Session:
     def __init__(self, settings: RunSettings) -> None:
         self.settings = s = settings
         s.refuse_out_of_range()
-        refuse_overwriting(*s.files())
+        read = [s.cases, s.rejudge, s.calibration, s.prompt_template, *s.rubric]
+        read += [*(spec.rubric for spec in s.judges), getattr(s.suite, "path", None)]
+        read += [s.only] if isinstance(s.only, str) else []  # else a list of ids
+        outputs = ("out", "review_out", "junit", "markdown", "html")
+        refuse_overwriting(read, {name: getattr(s, name) for name in outputs})
         self.jurors = jurors = s.jurors
         spec = "jury:" + ",".join(jurors) if len(jurors) > 1 else jurors[0] if jurors else None
         self.judge_spec: str = spec or "builtin"

@@ -253,21 +253,6 @@ class RunSettings:
         given = self.judge_model
         return [given] if isinstance(given, str) else list(given or [])
 
-    def files(self) -> tuple[list[str], dict[str, str | None]]:
-        """The files the run reads and the outputs it writes, by setting.
-
-        >>> RunSettings(cases="c.jsonl", rubric=["r.txt"]).files()[0]
-        ['c.jsonl', 'r.txt']
-        """
-        named = [self.cases, self.rejudge, self.calibration, self.prompt_template, *self.rubric]
-        named += [spec.rubric for spec in self.judges if getattr(spec, "rubric", None)]
-        if isinstance(self.only, str):
-            named.append(self.only)
-        if self.suite is not None and self.suite.path:
-            named.append(self.suite.path)
-        outputs = ("out", "review_out", "junit", "markdown", "html")
-        return [p for p in named if p], {name: getattr(self, name) for name in outputs}
-
     def unused(self) -> list[tuple[str, tuple[str, ...]]]:
         """The settings given that have no effect, each with those that would give one.
 
