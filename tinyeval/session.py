@@ -14,7 +14,7 @@ from typing import Any
 
 from . import _EXTRAS, _extra
 from ._formats import MAX_CONFIG_BYTES, read_text
-from .errors import IncompleteError, InputError, key_values, listed, plural, shorten
+from .errors import IncompleteError, InputError, listed, plural, shorten
 from .gating import gate, gate_settings, refuse_unknown_categories
 from .models import MAX_RESPONSE_BYTES, resolve
 from .records import Row, RowsWrittenWhole, iter_json_lines, read_rows, run_manifest
@@ -312,15 +312,6 @@ def refuse_overwriting(inputs: Iterable[str | None], outputs: Mapping[str, str |
         for other, other_path in given[i + 1 :]:
             if same_file(path, other_path):
                 raise InputError(f"{path} is the same file as another output ({other})", field=name)
-
-
-def parse_thresholds(items: Iterable[str]) -> dict[str, str]:
-    """Thresholds given as ``CATEGORY=RATE`` items, by category.
-
-    >>> parse_thresholds(["amount_extraction=1.0", "tone = 95%"])
-    {'amount_extraction': '1.0', 'tone': '95%'}
-    """
-    return key_values(items, "CATEGORY=RATE", field="thresholds")
 
 
 def parse_shard(text: str) -> tuple[int, int]:
