@@ -52,7 +52,6 @@ class Session:
             _extra("reader", "retrieval_threshold", "a retrieval threshold")(text)
         self.retrieved: list[Any] = []  # the retrieval queries of the cases with retrieval data
         self.without_retrieval: Counter[str] = Counter()  # the others, by category
-        self._observed: dict[str, Any] | None = None  # what the observers record in the rows
         self.template: str | None = None
         if s.prompt_template is not None:
             self.template = read_text(
@@ -206,9 +205,6 @@ class Session:
         s = self.settings
         batch_lines = self.batches.run(ready) if self.batches is not None else []
         observers = self.observers(ready)
-        self._observed = {
-            name: found for name, o in observers.items() if (found := o.manifest()) is not None
-        } or None
         failures = Failures(s.show_failures)
         one_pass = not ready.read  # the rows wait for the fingerprint, known at the end
         with contextlib.ExitStack() as stack:
@@ -237,7 +233,7 @@ class Session:
                     keep_rows=False,
                     on_row=noted,
                     dataset_fingerprint=ready.fingerprint or None,
-                    manifest=None if one_pass else self._manifest(ready),
+                    manifest=None if one_pass else self._manifest(ready, observers),
                     stop=self.stop,
                     progress=lambda count: setattr(self, "in_flight", count),
                     observers=list(observers.values()),
@@ -245,7 +241,7 @@ class Session:
                 )
                 if whole is not None and ready.read:  # the whole file read: rows written
                     self._refuse(ready)
-                    whole.finish(ready.fingerprint, self._manifest(ready))
+                    whole.finish(ready.fingerprint, self._manifest(ready, observers))
                     result.dataset_fingerprint = ready.fingerprint
                 # stopped before the end of the file: nothing is written (nothing was spent,
                 # and reading the rest for the fingerprint would make a stop slow)
@@ -264,7 +260,7 @@ class Session:
         calls.update(regenerate=s.regenerate, judge_all=s.judge_all, prompt_template=self.template)
         return {**calls, "judge_categories": self.judge_categories}
 
-    def _manifest(self, ready: PreparedCases) -> dict[str, Any]:
+    def _manifest(self, ready: PreparedCases, observers: Mapping[str, Any]) -> dict[str, Any]:
         s = self.settings
         return run_manifest(
             cases=ready.selected,
@@ -277,7 +273,9 @@ class Session:
             gate=gate_settings(**s.gate_options(recorded=True)),
             suite=s.suite.fingerprint if s.suite is not None else None,
             cases_file=s.cases,
-            observers=self._observed,
+            observers={
+                n: found for n, o in observers.items() if (found := o.manifest()) is not None
+            },
         )
 
 

@@ -618,10 +618,8 @@ def _path(value: Any, where: _Where) -> str:
 
 def _rate(value: Any, where: _Where) -> float:
     try:
-        if isinstance(value, bool):
-            raise InputError("a rate is no boolean")
-        return parse_threshold(value)
-    except (InputError, TypeError):
+        return parse_threshold(value)  # a boolean is no rate
+    except InputError:
         raise where.expected('a rate from 0 to 1, or a percentage such as "85%"', value) from None
 
 
