@@ -322,14 +322,9 @@ def iter_cases(
     path, fields = str(path), dict(fields or {})
     for key in fields:
         _check_recognised(key)
+    same: dict[str, Any] = {"id_from_line": id_from_line, "format": format, "fields": fields}
     again = functools.partial(
-        iter_cases,
-        path,
-        fields=fields,
-        id_from_line=id_from_line,
-        format=format,
-        unique_ids=False,
-        max_line_bytes=max_line_bytes,
+        iter_cases, path, **same, max_line_bytes=max_line_bytes, unique_ids=False
     )
     found, records = dict.fromkeys(fields, 0), 0
     json_cells = {*_JSON_CELLS, *(fields[key] for key in _JSON_CELLS if key in fields)}

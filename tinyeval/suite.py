@@ -237,11 +237,7 @@ class RunSettings:
                 raise InputError(said, field=f.name)
         if any(not re.fullmatch(r"[A-Za-z_]\w*", str(name), re.ASCII) for name in self.pass_env):
             raise InputError("expected names of variables: letters, digits, _", field="pass_env")
-        jurors = len(self.jurors)
-        if jurors > 1 and jurors % 2 == 0:
-            said = f"a jury needs an odd number of models (3, 5…), got {jurors}"
-            raise InputError(said, field="judge_model")
-        if self.dawid_skene and jurors < 3:
+        if self.dawid_skene and len(self.jurors) < 3:
             raise InputError("needs a jury: 3, 5… judge models", field="dawid_skene")
         if self.rejudge and self.generate_model:
             reason = "checks and judges recorded outputs; it takes no generate model"
