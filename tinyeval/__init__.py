@@ -86,6 +86,7 @@ _EXTRAS: dict[str, dict[str, str]] = {
         "trials": "estimates.trials:make",
         "stop_when_decided": "estimates.sequential:make",
         "max_cost": "scale.spend:make",
+        "review_out": "judges.review:make",
     },
     # sections of the run's summary, gate estimators, reports written after a run
     "section": {

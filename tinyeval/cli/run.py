@@ -13,7 +13,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from ..errors import plural
+from ..errors import key_values, plural
 from ..suite import CI
 from ._common import (
     EXIT_GATE_FAILED,
@@ -60,13 +60,13 @@ def add_run(sub: Any) -> None:
 def settings_from(args: argparse.Namespace) -> Any:
     """The run's settings from its options and its suite file (whose values ``args`` takes)."""
     from ..dataset import parse_field_mapping
-    from ..session import parse_shard, parse_thresholds
+    from ..session import parse_shard
     from ..suite import RunSettings, with_suite
 
     if args.judge_model and len(args.judge_model) == 1:  # one judge model: no jury
         args.judge_model = args.judge_model[0]
     options = {**vars(args), "fields": parse_field_mapping(args.fields)}
-    options["thresholds"] = parse_thresholds(args.thresholds)
+    options["thresholds"] = key_values(args.thresholds, "CATEGORY=RATE", field="thresholds")
     options["shard"] = parse_shard(args.shard) if args.shard else None
     overridden: list[str] = []
     suite = suite_of(args)
