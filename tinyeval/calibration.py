@@ -66,7 +66,7 @@ def _ordered(labels: Iterable[Label]) -> tuple[Label, ...]:
     return (*first, *numbers, *words)
 
 
-_NOT_IN_DICT = {"per_category", "judge_labels", "human_labels", "categories", "ids"}
+_NOT_IN_DICT = {"per_category", "judge_labels", "human_labels", "categories", "ids", "correctable"}
 
 
 def _plain(value: Any) -> Any:
@@ -106,6 +106,9 @@ class Calibration:
     false_alarms: int | None = None
     false_alarm_rate: Rate | None = None
     sensitivity: Rate | None = None
+    specificity: Rate | None = None  # the failure recall, by its other name
+    correctable: bool = False  # enough labels of both kinds for a correction's own figures
+    trusted: bool = False  # no warnings
     per_category: dict[str, Calibration] = field(default_factory=dict, repr=False)
     judge_labels: tuple[Label | None, ...] = field(default=(), repr=False)
     human_labels: tuple[Label, ...] = field(default=(), repr=False)
@@ -120,14 +123,6 @@ class Calibration:
     kappa_interval: tuple[float, float] | None = None
     kappa_interval_undefined: str | None = None
     spearman_interval: tuple[float, float] | None = None
-
-    @property
-    def specificity(self) -> Rate | None:
-        return self.failure_recall
-
-    @property
-    def trusted(self) -> bool:
-        return not self.warnings
 
     def disagreements(self) -> list[Any]:
         """Ids (or positions) where the judge differs from the human, unparsed included.
@@ -149,15 +144,7 @@ class Calibration:
 
     def correctable_categories(self) -> list[str]:
         """Categories a correction gives their own figures."""
-        return [name for name, sub in sorted(self.per_category.items()) if sub._correctable()]
-
-    def _correctable(self) -> bool:
-        return bool(
-            self.kind == "pass/fail"
-            and self.parsed >= CATEGORY_MIN_LABELS
-            and self.human_failures
-            and self.human_passes
-        )
+        return [name for name, sub in sorted(self.per_category.items()) if sub.correctable]
 
     def to_dict(self, *, categories: bool = True) -> dict[str, Any]:
         """The ``calibrate --json`` object.
@@ -172,8 +159,6 @@ class Calibration:
             if item.name not in _NOT_IN_DICT
         }
         result.update(
-            specificity=result["failure_recall"],
-            trusted=self.trusted,
             confusion={
                 str(human): {str(judge or UNPARSED): count for judge, count in row.items()}
                 for human, row in self.confusion.items()
@@ -182,7 +167,7 @@ class Calibration:
         )
         if categories:
             result["per_category"] = {
-                name: {**sub.to_dict(categories=False), "correctable": sub._correctable()}
+                name: {**sub.to_dict(categories=False), "correctable": sub.correctable}
                 for name, sub in sorted(self.per_category.items())
             }
         return result
@@ -250,7 +235,7 @@ class Calibration:
             lines += ["", "per category (agreement; failure recall)"]
             for name, sub in sorted(self.per_category.items()):
                 recall = f"; recall {sub.failure_recall}" if sub.failure_recall is not None else ""
-                own = sub._correctable() or self.kind != "pass/fail"
+                own = sub.correctable or self.kind != "pass/fail"
                 mark = "" if own else "  (a correction uses the overall figures: see the rule)"
                 lines.append(f"  {name}: {sub.agreement or 'n/a'}{recall}{mark}")
         lines.append("")
@@ -386,89 +371,12 @@ def _verdict(cal: Calibration, warnings: Sequence[str]) -> str:
     return f"{DISTRUST}: {first}"
 
 
-def _build(
-    judge: list[Label | None],
-    human: list[Label],
-    categories: tuple[str, ...] | None,
-    ids: tuple[Any, ...] | None,
-) -> Calibration:
-    parsed_judge = [j for j in judge if j is not None]
-    parsed_human = [h for j, h in zip(judge, human, strict=True) if j is not None]
-    labels = _ordered([*parsed_judge, *human])
-    binary = set(labels) <= {"PASS", "FAIL"}
-    labels = ("PASS", "FAIL") if binary else labels
-    parsed = len(parsed_judge)
-    cells = Counter(zip(human, judge, strict=True))
-    confusion = {h: {j: cells[h, j] for j in (*labels, None)} for h in labels}
-    agreed = sum(cells[label, label] for label in labels)
-    counts = Counter(parsed_human)
-    top = max(counts.values(), default=0)
-    majority_label = next((label for label in labels if counts.get(label) == top), None)
-    kappa, kappa_undefined, kappa_low_high, kappa_interval_undefined = _statistic(
-        stats.cohen_kappa, stats.kappa_interval, parsed_judge, parsed_human
-    )
-    rho, rho_undefined, rho_low_high = None, "the labels are not numbers", None
-    if all(is_number(label) for label in (*parsed_judge, *parsed_human)):
-        rho, rho_undefined, rho_low_high, _ = _statistic(
-            stats.spearman, stats.spearman_interval, parsed_judge, parsed_human
-        )
-    if kappa is not None:
-        kappa_interval_undefined = _one_label(judge, human) or kappa_interval_undefined
-    binary_figures: dict[str, Any] = {}
-    if binary:
-        fails, passes = confusion["FAIL"], confusion["PASS"]
-        failures, passing = fails["PASS"] + fails["FAIL"], passes["PASS"] + passes["FAIL"]
-        binary_figures = {
-            "human_failures": failures,
-            "judge_caught": fails["FAIL"],
-            "failure_recall": _rate(fails["FAIL"], failures),
-            "human_passes": passing,
-            "false_alarms": passes["FAIL"],
-            "false_alarm_rate": _rate(passes["FAIL"], passing),
-            "sensitivity": _rate(passes["PASS"], passing),
-        }
-    subs: dict[str, Calibration] = {}
-    for name in dict.fromkeys(categories or ()):
-        keep = [i for i, category in enumerate(categories or ()) if category == name]
-        subs[name] = _build(
-            [judge[i] for i in keep],
-            [human[i] for i in keep],
-            None,
-            None if ids is None else tuple(ids[i] for i in keep),
-        )
-    draft = Calibration(
-        kind="pass/fail" if binary else "multiclass",
-        labels=labels,
-        n=len(judge),
-        parsed=parsed,
-        unparsed=len(judge) - parsed,
-        agreement=_rate(agreed, parsed),
-        agreement_with_unparsed=Rate.of(agreed, len(judge)),
-        majority_label=majority_label if parsed else None,
-        majority_share=_rate(top, parsed),
-        confusion=confusion,
-        kappa=kappa,
-        kappa_undefined=kappa_undefined,
-        spearman=rho,
-        spearman_undefined=rho_undefined,
-        per_category=subs,
-        judge_labels=tuple(judge),
-        human_labels=tuple(human),
-        categories=categories,
-        ids=ids,
-        kappa_interval=kappa_low_high,
-        kappa_interval_undefined=kappa_interval_undefined,
-        spearman_interval=rho_low_high,
-        **binary_figures,
-    )
-    return _judged(draft)
-
-
 def _judged(cal: Calibration, **context: Any) -> Calibration:
     """``cal`` with ``context``'s fields set, then its warnings (``expired`` first) and verdict."""
     draft = replace(cal, **context)
     warnings = (*draft.expired, *_warnings(draft))
-    return replace(draft, warnings=warnings, verdict=_verdict(draft, warnings))
+    verdict = _verdict(draft, warnings)
+    return replace(draft, warnings=warnings, verdict=verdict, trusted=not warnings)
 
 
 def calibrate(
@@ -499,13 +407,81 @@ def calibrate(
                 f"got {len(extra)}"
             )
     judged = [_as_label(value, "judge", i) for i, value in enumerate(judge_list)]
-    humans = [_as_label(value, "human", i) for i, value in enumerate(human_list)]
-    return _build(
-        judged,
-        humans,  # type: ignore[arg-type]  # human labels are never None (checked above)
-        tuple(str(c) for c in categories) if categories is not None else None,
-        tuple(ids) if ids is not None else None,
+    humans: list[Label] = [_as_label(value, "human", i) for i, value in enumerate(human_list)]  # type: ignore[misc]  # a human None is refused
+    grouped = None if categories is None else tuple(str(c) for c in categories)
+    keys = None if ids is None else tuple(ids)
+    parsed_judge = [j for j in judged if j is not None]
+    parsed_human = [h for j, h in zip(judged, humans, strict=True) if j is not None]
+    labels = _ordered([*parsed_judge, *humans])
+    binary = set(labels) <= {"PASS", "FAIL"}
+    labels = ("PASS", "FAIL") if binary else labels
+    parsed = len(parsed_judge)
+    cells = Counter(zip(humans, judged, strict=True))
+    confusion = {h: {j: cells[h, j] for j in (*labels, None)} for h in labels}
+    agreed = sum(cells[label, label] for label in labels)
+    counts = Counter(parsed_human)
+    top = max(counts.values(), default=0)
+    majority_label = next((label for label in labels if counts.get(label) == top), None)
+    kappa, kappa_undefined, kappa_low_high, kappa_interval_undefined = _statistic(
+        stats.cohen_kappa, stats.kappa_interval, parsed_judge, parsed_human
     )
+    rho, rho_undefined, rho_low_high = None, "the labels are not numbers", None
+    if all(is_number(label) for label in (*parsed_judge, *parsed_human)):
+        rho, rho_undefined, rho_low_high, _ = _statistic(
+            stats.spearman, stats.spearman_interval, parsed_judge, parsed_human
+        )
+    if kappa is not None:
+        kappa_interval_undefined = _one_label(judged, humans) or kappa_interval_undefined
+    binary_figures: dict[str, Any] = {}
+    if binary:
+        fails, passes = confusion["FAIL"], confusion["PASS"]
+        failures, passing = fails["PASS"] + fails["FAIL"], passes["PASS"] + passes["FAIL"]
+        recall = _rate(fails["FAIL"], failures)
+        binary_figures = {
+            "human_failures": failures,
+            "judge_caught": fails["FAIL"],
+            "failure_recall": recall,
+            "human_passes": passing,
+            "false_alarms": passes["FAIL"],
+            "false_alarm_rate": _rate(passes["FAIL"], passing),
+            "sensitivity": _rate(passes["PASS"], passing),
+            "specificity": recall,
+            "correctable": bool(parsed >= CATEGORY_MIN_LABELS and failures and passing),
+        }
+    subs: dict[str, Calibration] = {}
+    for name in dict.fromkeys(grouped or ()):
+        keep = [i for i, category in enumerate(grouped or ()) if category == name]
+        subs[name] = calibrate(
+            [judged[i] for i in keep],
+            [humans[i] for i in keep],
+            ids=None if keys is None else [keys[i] for i in keep],
+        )
+    draft = Calibration(
+        kind="pass/fail" if binary else "multiclass",
+        labels=labels,
+        n=len(judged),
+        parsed=parsed,
+        unparsed=len(judged) - parsed,
+        agreement=_rate(agreed, parsed),
+        agreement_with_unparsed=Rate.of(agreed, len(judged)),
+        majority_label=majority_label if parsed else None,
+        majority_share=_rate(top, parsed),
+        confusion=confusion,
+        kappa=kappa,
+        kappa_undefined=kappa_undefined,
+        spearman=rho,
+        spearman_undefined=rho_undefined,
+        per_category=subs,
+        judge_labels=tuple(judged),
+        human_labels=tuple(humans),
+        categories=grouped,
+        ids=keys,
+        kappa_interval=kappa_low_high,
+        kappa_interval_undefined=kappa_interval_undefined,
+        spearman_interval=rho_low_high,
+        **binary_figures,
+    )
+    return _judged(draft)
 
 
 def _expiry(mismatches: Mapping[str, list[tuple[Any, Any]]], matched: int) -> list[str]:

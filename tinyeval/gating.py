@@ -101,13 +101,11 @@ class CategoryVerdict:
 
     def to_dict(self) -> dict[str, Any]:
         found = {key: getattr(self, key) for key in _VERDICT_KEYS}
-        return {**found, "unchecked_ids": list(self.unchecked_ids), "estimate": self._estimate()}
-
-    def _estimate(self) -> dict[str, Any] | None:
-        if self.estimate is not None or self.decided_on == "checks":
-            return self.estimate and self.estimate.to_dict()
-        figures = {"value": self.rate, "low": self.low, "high": self.high, "labels": 0}
-        return {"method": "judge", **figures, "how": "judge not calibrated"}
+        estimate = self.estimate and self.estimate.to_dict()
+        if self.estimate is None and self.judged:  # the judge's own rate, in an estimate's shape
+            figures = {"value": self.rate, "low": self.low, "high": self.high, "labels": 0}
+            estimate = {"method": "judge", **figures, "how": "judge not calibrated"}
+        return {**found, "unchecked_ids": list(self.unchecked_ids), "estimate": estimate}
 
 
 _VERDICT_KEYS: tuple[str, ...] = ("passed", "total", "errors", "unparsed", "unchecked", "rate")
@@ -125,6 +123,8 @@ class GateReport:
     confidence: float
     completeness: Completeness | None = None
     allow_unchecked: bool = False
+    remembered: tuple[str, ...] = ()  # gate_rows: settings taken from the run, and given again
+    overridden: tuple[str, ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -272,7 +272,11 @@ def gate(
     for name in sorted({*tallies, *limits}):
         threshold, estimate = limits.get(name, default), people.get(name)
         found = verdict(name, tallies.get(name, {}), threshold, estimate, effects.get(name, 1))
-        verdicts.append(_ungated(found, list(limits)) if threshold is None else found)
+        if threshold is None and limits:
+            close = did_you_mean(name, list(limits))
+            hint = f"; did you mean {close!r}?" if close else ""
+            found = replace(found, note=f"ungated: no threshold names it{hint}")
+        verdicts.append(found)
     ungated = [v for v in verdicts if limits and v.threshold is None]
     if strict_categories and ungated:
         raise InputError(
@@ -301,14 +305,6 @@ def from_rows(rows: Sequence[Mapping[str, Any]], **settings: Any) -> dict[str, A
     return {"people": people, "design_effects": _design_effects(rows)}
 
 
-def _ungated(verdict: CategoryVerdict, thresholds: list[str]) -> CategoryVerdict:
-    if not thresholds:
-        return verdict
-    close = did_you_mean(verdict.category, thresholds)
-    hint = f"; did you mean {close!r}?" if close else ""
-    return replace(verdict, note=f"ungated: no threshold names it{hint}")
-
-
 def gate_settings(
     thresholds: Mapping[str, float | str] | None = None,
     *,
@@ -325,15 +321,6 @@ def gate_settings(
     return {"thresholds": limits, "default_threshold": default, **others}
 
 
-@dataclass(frozen=True)
-class RowsGate:
-    """:func:`gate_rows`' answer: the report, settings ``remembered`` and ``overridden``."""
-
-    report: GateReport
-    remembered: tuple[str, ...]
-    overridden: tuple[str, ...]
-
-
 _RECORDED: tuple[str, ...] = ("default_threshold", "inconclusive", "allow_unchecked")
 _RECORDED += ("strict_categories", "labels", "min_kappa")  # as a run records them
 
@@ -346,13 +333,13 @@ def gate_rows(
     confidence: float = 0.95,
     calibration: Any = None,
     **settings: Any,
-) -> RowsGate:
+) -> GateReport:
     """Gate result rows as the run that wrote them did (``settings`` not given: its ``run``).
 
     >>> manifest = {"cases": 2, "gate": {"thresholds": {"c": 1.0}}}
     >>> rows = [{"id": "a", "category": "c", "status": "pass", "run": manifest}]
     >>> done = gate_rows(rows)
-    >>> done.report.outcome, done.remembered, str(done.report.completeness)
+    >>> done.outcome, done.remembered, str(done.completeness)
     ('incomplete', ('thresholds',), 'incomplete: 1 of 2 cases')
     """
     manifests = (row.get("run") for row in rows)
@@ -376,7 +363,7 @@ def gate_rows(
         completeness=completeness(rows, expected_ids=expected_ids),
         **from_rows(joined, **wanted, calibration=calibration, confidence=confidence),
     )
-    return RowsGate(report, remembered, overridden)
+    return replace(report, remembered=remembered, overridden=overridden)
 
 
 FAIL_ON = {"worse": ("worse",), "not-noninferior": ("worse", "inconclusive")}
