@@ -484,22 +484,6 @@ def calibrate(
     return _judged(draft)
 
 
-def _expiry(mismatches: Mapping[str, list[tuple[Any, Any]]], matched: int) -> list[str]:
-    found: list[str] = []
-    for what, pairs in ((what, pairs) for what, pairs in mismatches.items() if pairs):
-        were = "was" if len(pairs) == 1 else "were"
-        head = f"CALIBRATION EXPIRED: {len(pairs)} of {plural(matched, 'label')} {were}"
-        then, now = (", ".join(sorted({shorten(str(p[i]), 20) for p in pairs})) for i in (0, 1))
-        found.append(
-            f"{head} given to a different output than these results hold: the human label "
-            "may not apply; re-label them"
-            if what == "output"
-            else f"{head} compared against {what} {then} but these results use "
-            f"{now}: re-label or judge with the labelled {what}"
-        )
-    return found
-
-
 def _check_human_kind(
     cal: Calibration, labels: Mapping[Any, Mapping[str, Any]], *, pairwise: bool
 ) -> None:
@@ -543,18 +527,14 @@ def calibrate_results(
     >>> cal.n, cal.unmatched_results, cal.unmatched_labels, cal.expired[0][:20]
     (1, ('b',), ('c',), 'CALIBRATION EXPIRED:')
     """
-    keep = set(only) if only is not None else None
     by_id: dict[Any, Mapping[str, Any]] = {}
-    seen: set[Any] = set()
     names: set[str] = set()
     for number, row in enumerate(rows, start=1):
         key = row.get("id")
-        if key in seen:
+        if key in by_id:
             raise CalibrationError(f"calibrate: result row {number} repeats the id {key!r}")
-        seen.add(key)
+        by_id[key] = row
         names.update(records.verdicts(row))
-        if keep is None or key in keep:
-            by_id[key] = row
     if judge and judge not in names:
         have = (
             f"the judges {', '.join(repr(n) for n in sorted(names))}"
@@ -562,6 +542,8 @@ def calibrate_results(
             else "no named judges (leave the judge name out to calibrate each row's judge)"
         )
         raise CalibrationError(f"calibrate: unknown judge {judge!r}; the rows have {have}")
+    keep = set(only) if only is not None else None
+    by_id = {key: row for key, row in by_id.items() if keep is None or key in keep}
     labels = {key: value for key, value in labels.items() if keep is None or key in keep}
 
     ids, judged, humans, categories = [], [], [], []
@@ -593,8 +575,6 @@ def calibrate_results(
         humans.append(record.get("label"))
         categories.append(str(row.get("category") or "default"))
 
-    unmatched_results = tuple(k for k in by_id if k not in labels)
-    unmatched_labels = tuple(k for k in labels if k not in by_id)
     if not ids:
         raise CalibrationError(
             "calibrate: no labelled result row has a judge verdict to compare "
@@ -604,7 +584,18 @@ def calibrate_results(
         )
     cal = calibrate(judged, humans, categories=categories, ids=ids)
     _check_human_kind(cal, labels, pairwise=pairwise)
-    expired = _expiry(mismatches, len(ids))
+    expired: list[str] = []
+    for what, pairs in ((what, pairs) for what, pairs in mismatches.items() if pairs):
+        were = "was" if len(pairs) == 1 else "were"
+        head = f"CALIBRATION EXPIRED: {len(pairs)} of {plural(len(ids), 'label')} {were}"
+        then, now = (", ".join(sorted({shorten(str(p[i]), 20) for p in pairs})) for i in (0, 1))
+        expired.append(
+            f"{head} given to a different output than these results hold: the human label "
+            "may not apply; re-label them"
+            if what == "output"
+            else f"{head} compared against {what} {then} but these results use "
+            f"{now}: re-label or judge with the labelled {what}"
+        )
     for what, values in (("rubrics", rubrics - {None}), ("judge models", models - {None})):
         if len(values) > 1:
             expired.append(f"these results mix {len(values)} {what}: calibrate each one separately")
@@ -613,8 +604,8 @@ def calibrate_results(
         judge_model=next(iter(models)) if len(models) == 1 else None,
         rubric_fingerprint=next(iter(rubrics)) if len(rubrics) == 1 else None,
         expired=tuple(expired),
-        unmatched_results=unmatched_results,
-        unmatched_labels=unmatched_labels,
+        unmatched_results=tuple(key for key in by_id if key not in labels),
+        unmatched_labels=tuple(key for key in labels if key not in by_id),
         without_verdict=tuple(without_verdict),
     )
 

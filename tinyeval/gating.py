@@ -564,8 +564,7 @@ def compare_runs(
             by_category.setdefault(_category(row), []).append(pair)
     if not by_category:
         raise InputError("the runs have no case id in common; nothing to compare")
-    rows = [row for _, row in (*first.values(), *second.values())]
-    judged = {_category(row) for row in rows if row.get("judges")}  # the judge's verdicts count
+    judged = {_category(row) for _, row in (*first.values(), *second.values()) if row.get("judges")}
     paired = [
         _paired(name, pairs, interval, fractions, name in judged)
         for name, pairs in sorted(by_category.items())
