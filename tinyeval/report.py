@@ -228,13 +228,13 @@ def summarize_rows(
         failures.note(row)
     listed = failure_lines(failures.rows(), shown=5, where=source)
     return RunSummary(
-        gated.report,
+        gated,
         info=info,
         lines=(*listed, *([""] if listed else []), *notes),
         judged=sum(t.judged for t in tallies),
         unparsed=sum(t.unparsed for t in tallies),
         errors=sum(t.errors for t in tallies),
-        complete=gated.report.complete,
+        complete=gated.complete,
         rows=len(rows),
     )
 
