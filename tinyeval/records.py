@@ -212,9 +212,7 @@ class CategoryTally:
     unparsed: int = 0
     labelled: int = 0  # cases with their own label
     clustered: int = 0  # cases with a cluster
-    unchecked_ids: list[str] = field(default_factory=list)  # the first few, for messages
-
-    KEPT_IDS = 20  # unchecked ids kept for messages; the count is always exact
+    unchecked_ids: list[str] = field(default_factory=list)  # the first 20; the count is exact
 
     def add(self, row: Mapping[str, Any]) -> None:
         self.total += 1
@@ -225,7 +223,7 @@ class CategoryTally:
             self.errors += 1
         elif status == "unchecked":
             self.unchecked += 1
-            if len(self.unchecked_ids) < self.KEPT_IDS:
+            if len(self.unchecked_ids) < 20:
                 self.unchecked_ids.append(str(row.get("id")))
         else:
             self.failed += 1
@@ -644,25 +642,17 @@ def read_rows(path: str | os.PathLike[str], *, repair: bool = False) -> list[Row
     except ResultsFileError as exc:
         if not (repair and exc.reason.startswith("the last line is not complete")):
             raise
-        _cut_at_line(path, exc.line or 1)
+        with open(path, "r+b") as stream:  # cut off the cut line
+            for _ in range((exc.line or 1) - 1):
+                stream.readline()
+            stream.truncate(stream.tell())
     else:
-        if repair:
-            _end_with_newline(path)
+        if repair:  # the next row starts on a line of its own
+            with open(path, "r+b") as stream:
+                size = stream.seek(0, os.SEEK_END)
+                if size and stream.seek(size - 1) >= 0 and stream.read(1) != b"\n":
+                    stream.write(b"\n")
     return rows
-
-
-def _cut_at_line(path: str | os.PathLike[str], line: int) -> None:
-    with open(path, "r+b") as stream:
-        for _ in range(line - 1):
-            stream.readline()
-        stream.truncate(stream.tell())
-
-
-def _end_with_newline(path: str | os.PathLike[str]) -> None:
-    with open(path, "r+b") as stream:
-        size = stream.seek(0, os.SEEK_END)
-        if size and stream.seek(size - 1) >= 0 and stream.read(1) != b"\n":
-            stream.write(b"\n")
 
 
 def resumable_rows(
