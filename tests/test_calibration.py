@@ -31,12 +31,13 @@ def result_row(case_id: str, verdict: str | None, **extra: object) -> dict:
         "output": f"answer {case_id}",
         "context": None,
         "judge": {"verdict": verdict, "parsed": verdict is not None, "failure": None},
-        "judges": {},
         "status": "pass" if verdict == P else "fail",
         "judge_model": "builtin",
         "rubric_fingerprint": "rubric-1",
     }
     row.update(extra)
+    judge = row.pop("judge")  # the one judge's verdict (None: it did not run)
+    row["judges"] = {} if judge is None else {"judge": judge}
     return row
 
 
@@ -372,7 +373,7 @@ def test_disagreement_rows_carry_the_row_and_the_human_label() -> None:
     labels = {key: label_record(key, F) for key in ("a", "b", "c")}
     found = disagreement_rows(calibrate_results(rows, labels), rows, labels)
     assert [row["id"] for row in found] == ["a", "c"]  # the unparsed reply counts
-    assert found[0]["judge"]["verdict"] == P and found[0]["human"]["label"] == F
+    assert found[0]["judges"]["judge"]["verdict"] == P and found[0]["human"]["label"] == F
     assert found[0]["output"] == "answer a"
 
 
@@ -432,8 +433,8 @@ def test_cli_calibrate_text_disagreements_only_and_save(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rows = [result_row(f"c{i:02d}", P if i % 5 else F) for i in range(60)]
-    rows[3]["judge"]["verdict"], rows[3]["status"] = F, "fail"  # a false alarm
-    rows[10]["judge"]["verdict"] = P  # a missed failure
+    rows[3]["judges"]["judge"]["verdict"], rows[3]["status"] = F, "fail"  # a false alarm
+    rows[10]["judges"]["judge"]["verdict"] = P  # a missed failure
     results = write_jsonl(tmp_path / "results.jsonl", rows)
     labels = write_jsonl(
         tmp_path / "labels.jsonl",

@@ -16,7 +16,7 @@ from tinyeval.checks import check
 from tinyeval.cli._common import StatusLine
 from tinyeval.dataset import Case
 from tinyeval.errors import InputError
-from tinyeval.records import ResultsFileError, read_rows
+from tinyeval.records import ResultsFileError, read_rows, resumable_rows, write_records
 from tinyeval.runner import (
     Observer,
     RunnerError,
@@ -432,6 +432,22 @@ def test_resume_refuses_rows_an_observer_recorded_otherwise(tmp_path: Path) -> N
         run(cases, out=out, resume=True, observers=[_StopAt(4)])
     with pytest.raises(RunnerError, match="the same settings"):
         run(cases, out=out, resume=True)
+
+
+def test_resume_names_the_judge_setting_that_changed(tmp_path: Path) -> None:
+    out = tmp_path / "rows.jsonl"
+    row = {"id": "a", "status": "pass", "judge_model": "builtin", "dataset_fingerprint": "d",
+           "judges": {"tone": {"verdict": "PASS", "rubric_fingerprint": "r1"}}}  # fmt: skip
+    write_records(out, [row])
+    assert resumable_rows(out, "d", {"tone": "r1"}, "builtin", {}) == [row]
+    for now, spec, said in [
+        ({}, "builtin", 'the rubric of judge \'tone\' "r1", this run has "none: no such judge"'),
+        ({"tone": "r2"}, "builtin", 'the rubric of judge \'tone\' "r1", this run has "r2"'),
+        ({"tone": "r1"}, "py:m", 'judge model "builtin", this run has "py:m"'),
+    ]:
+        with pytest.raises(ResultsFileError) as caught:
+            resumable_rows(out, "d", now, spec, {})
+        assert f"the case 'a' was run with {said}: resuming would mix the two" in str(caught.value)
 
 
 def test_a_dry_run_takes_runs_options_and_no_other() -> None:

@@ -106,16 +106,13 @@ def run_manifest(
 def verdicts(row: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """The row's judge verdicts by name, in the order the judges ran.
 
-    >>> verdicts({"judge": {"name": "old", "verdict": "FAIL"}})
-    {'old': {'name': 'old', 'verdict': 'FAIL'}}
+    >>> verdicts({"judges": {"tone": {"verdict": "FAIL"}, "broken": None}})
+    {'tone': {'verdict': 'FAIL'}}
     """
     judges = row.get("judges")
-    if isinstance(judges, Mapping) and judges:
-        return {str(name): v for name, v in judges.items() if isinstance(v, Mapping)}
-    old = row.get("judge")
-    if isinstance(old, Mapping):
-        return {str(old.get("name") or "judge"): old}
-    return {}
+    if not isinstance(judges, Mapping):
+        return {}
+    return {str(name): v for name, v in judges.items() if isinstance(v, Mapping)}
 
 
 def primary_verdict(row: Mapping[str, Any], judge: str | None = None) -> Mapping[str, Any] | None:
@@ -200,7 +197,7 @@ def output_fingerprint(output: Any) -> str | None:
 
 @dataclass
 class CategoryTally:
-    """Counts for one category (``primary_*``: the first judge's verdicts).
+    """Counts for one category.
 
     >>> tally([{"id": "b", "status": "unchecked"}])["default"].unchecked_ids
     ['b']
@@ -213,13 +210,9 @@ class CategoryTally:
     unchecked: int = 0
     judged: int = 0
     unparsed: int = 0
-    primary_parsed: int = 0
-    primary_passed: int = 0
     labelled: int = 0  # cases with their own label
     clustered: int = 0  # cases with a cluster
-    unchecked_ids: list[str] = field(default_factory=list)  # the first few, for messages
-
-    KEPT_IDS = 20  # unchecked ids kept for messages; the count is always exact
+    unchecked_ids: list[str] = field(default_factory=list)  # the first 20; the count is exact
 
     def add(self, row: Mapping[str, Any]) -> None:
         self.total += 1
@@ -230,22 +223,17 @@ class CategoryTally:
             self.errors += 1
         elif status == "unchecked":
             self.unchecked += 1
-            if len(self.unchecked_ids) < self.KEPT_IDS:
+            if len(self.unchecked_ids) < 20:
                 self.unchecked_ids.append(str(row.get("id")))
         else:
             self.failed += 1
         self.labelled += row.get("label") is not None
         self.clustered += row.get("cluster") is not None
-        found = verdicts(row)
-        for verdict in found.values():
+        for verdict in verdicts(row).values():
             self.judged += 1
             ungated = verdict.get("failure") == "ungated"  # a graded score with no pass mark
             if verdict_label(verdict) is None and not verdict_errored(verdict) and not ungated:
                 self.unparsed += 1
-        primary = next(iter(found.values()), None)
-        if primary is not None and primary.get("verdict") is not None:
-            self.primary_parsed += 1
-            self.primary_passed += primary["verdict"] == "PASS"
 
 
 def tally(rows: Iterable[Mapping[str, Any]]) -> dict[str, CategoryTally]:
@@ -654,25 +642,17 @@ def read_rows(path: str | os.PathLike[str], *, repair: bool = False) -> list[Row
     except ResultsFileError as exc:
         if not (repair and exc.reason.startswith("the last line is not complete")):
             raise
-        _cut_at_line(path, exc.line or 1)
+        with open(path, "r+b") as stream:  # cut off the cut line
+            for _ in range((exc.line or 1) - 1):
+                stream.readline()
+            stream.truncate(stream.tell())
     else:
-        if repair:
-            _end_with_newline(path)
+        if repair:  # the next row starts on a line of its own
+            with open(path, "r+b") as stream:
+                size = stream.seek(0, os.SEEK_END)
+                if size and stream.seek(size - 1) >= 0 and stream.read(1) != b"\n":
+                    stream.write(b"\n")
     return rows
-
-
-def _cut_at_line(path: str | os.PathLike[str], line: int) -> None:
-    with open(path, "r+b") as stream:
-        for _ in range(line - 1):
-            stream.readline()
-        stream.truncate(stream.tell())
-
-
-def _end_with_newline(path: str | os.PathLike[str]) -> None:
-    with open(path, "r+b") as stream:
-        size = stream.seek(0, os.SEEK_END)
-        if size and stream.seek(size - 1) >= 0 and stream.read(1) != b"\n":
-            stream.write(b"\n")
 
 
 def resumable_rows(
@@ -697,33 +677,21 @@ def resumable_rows(
             f"{fingerprint}); move it away or run without resuming"
         )
     for row in rows:
-        found = verdicts(row)
-        for name, verdict in found.items():
-            if name not in now:
-                raise refuse(
-                    f"the case {row['id']!r} was judged by {name!r}, which this run does not "
-                    "have: resuming would mix two judges; move the file away or run the same "
-                    "judges"
-                )
-            if verdict.get("rubric_fingerprint") != now[name]:
-                raise refuse(
-                    f"the case {row['id']!r} was judged by {name!r} with another rubric "
-                    f"({verdict.get('rubric_fingerprint')}, now {now[name]}): move the file "
-                    "away or re-judge"
-                )
-        if found and row.get("judge_model") not in (None, spec):
-            raise refuse(
-                f"the case {row['id']!r} was judged by the model {row.get('judge_model')!r}, "
-                f"this run uses {spec!r}: move the file away or re-judge"
-            )
+        judges = verdicts(row)
         manifest = row.get("run")
-        before = (manifest.get("observers") or {}) if isinstance(manifest, Mapping) else None
-        if before is not None and dict(before) != dict(observed):
-            raise refuse(
-                f"the case {row['id']!r} was run with {json.dumps(before, sort_keys=True)}, "
-                f"this run has {json.dumps(dict(observed), sort_keys=True)} (trials, stopping "
-                "rule): move the file away or run with the same settings"
-            )
+        observers = dict(manifest.get("observers") or {}) if isinstance(manifest, Mapping) else None
+        kept: dict[str, tuple[Any, Any]] = {"trials and stopping rule": (observers, observed)}
+        kept["judge model"] = (row.get("judge_model") if judges else None, spec)
+        for name, verdict in judges.items():  # a setting the row was written with: then, now
+            then = str(verdict.get("rubric_fingerprint"))
+            kept[f"the rubric of judge {name!r}"] = then, str(now.get(name, "none: no such judge"))
+        for setting, (was, has) in kept.items():
+            if was is not None and was != has:
+                raise refuse(
+                    f"the case {row['id']!r} was run with {setting} {_shown(was)}, this run has "
+                    f"{_shown(has)}: resuming would mix the two; move the file away or run "
+                    "with the same settings"
+                )
     return rows
 
 

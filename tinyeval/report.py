@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -42,9 +42,11 @@ class Section(NamedTuple):
 
 @dataclass(frozen=True)
 class RunSummary:
-    """What a run found: the gate, its JSON ``info``, the text ``lines`` under the table."""
+    """What a run found: the gate, its JSON ``info``, the text ``lines`` under the table and the
+    ``header`` above it."""
 
     report: GateReport
+    header: str = ""
     info: Mapping[str, Any] = field(default_factory=dict)
     lines: tuple[str, ...] = ()
     judged: int = 0
@@ -66,13 +68,13 @@ class RunSummary:
         judge = {"judged": self.judged, "unparsed": self.unparsed, "unparsed_rate": rate}
         return {**self.info, "gate": self.report.to_dict(), "judge": judge, "errors": self.errors}
 
-    def to_text(self, header: str | None = None, *, brief: bool = False) -> str:
+    def to_text(self, *, brief: bool = False) -> str:
         """The table and the lines under it; ``brief`` (``run -q``): the gate's line, and why
         the extras' sections failed, if one did."""
         if brief:
             return terminal_text("\n".join([_gate_line(self.report), *self.sections_failed]))
         counts = {"judged": self.judged, "unparsed": self.unparsed, "errors": self.errors}
-        return summary_text(self.report, header=header, extra_lines=self.lines, **counts)
+        return summary_text(self.report, header=self.header, extra_lines=self.lines, **counts)
 
 
 _NO_SECTION = Section([], {})
@@ -108,8 +110,17 @@ def summarize(
         "elapsed_s": round(result.elapsed_s, 3),
         "suite": s.suite and {"path": s.suite.path, "fingerprint": s.suite.fingerprint},
     }
+    names = ", ".join(j.name for j in judges)
+    judge_part = f" · judge {session.judge_spec}: {names}" if judges else ""
+    selected = f" ({ready.selected:,} selected)" if ready.selected != ready.in_file else ""
+    header = (
+        f"{plural(ready.in_file, 'case')}{selected} from {s.cases} (dataset "
+        f"{ready.fingerprint}){judge_part} · rows in {s.out}\n"
+    )
     if s.suite is not None:
-        info["suite"]["overridden"] = list(s.suite_overridden)
+        info["suite"]["overridden"] = again = list(s.suite_overridden)
+        given = f"; given again, overriding it: {', '.join(again)}" if again else ""
+        header = f"suite {s.suite.path} ({s.suite.fingerprint}){given}\n{header}"
     # an observer that changes what the gate counts (trials: cases, not trials) says so
     counted = [o.tallies() for o in (observers or {}).values() if hasattr(o, "tallies")]
     if (s.labels or session.calibration) and not os.path.isfile(s.out):
@@ -145,7 +156,22 @@ def summarize(
         text += [*failure_lines(failures, shown=s.show_failures, where=s.out), ""]
     text += batch_lines
     info["resumed_rows"] = result.resumed
-    text += _run_lines(session, result, info)
+    if s.shard:
+        info["shard"] = f"{s.shard[0]}/{s.shard[1]}"
+        text.append(f"shard {info['shard']}: join shards with tinyeval merge")
+    if result.resumed:
+        text.append(f"resumed: {result.resumed} rows were kept from the earlier run")
+    line, cost = usage_line(result.usage, session.price)
+    if line:
+        text.append(line)
+    if cost is not None:
+        info["cost_usd"] = cost
+    if session.cache is not None:
+        hits, misses, _stores = session.cache.stats()
+        info["cache"] = {"path": s.cache, "hits": hits, "misses": misses}
+        if session.cache.warning:
+            info["cache"]["warning"] = session.cache.warning
+            text.append(f"warning: the response cache: {session.cache.warning}")
     for name in ("jury", "self_evaluation"):
         text += sections.get(name, _NO_SECTION).lines
     failed = [part.failed for part in sections.values() if part.failed]
@@ -153,6 +179,7 @@ def summarize(
         info.update(part.info)
     return RunSummary(
         report,
+        header=header,
         info=info,
         lines=(*text, *failed),
         judged=sum(t.judged for t in result.categories.values()),
@@ -164,23 +191,6 @@ def summarize(
         sections_failed=tuple(failed),
         capped=result.stopped_reason if result.stopped_by == "max_cost" else None,
     )
-
-
-def header(session: Session, ready: PreparedCases) -> str:
-    """The line above the gate table."""
-    s = session.settings
-    names = ", ".join(j.name for j in session.judges)
-    judge_part = f" · judge {session.judge_spec}: {names}" if session.judges else ""
-    selected = f" ({ready.selected:,} selected)" if ready.selected != ready.in_file else ""
-    text = (
-        f"{plural(ready.in_file, 'case')}{selected} from {s.cases} (dataset "
-        f"{ready.fingerprint}){judge_part} · rows in {s.out}\n"
-    )
-    if s.suite is not None:
-        again = list(s.suite_overridden)
-        given = f"; given again, overriding it: {', '.join(again)}" if again else ""
-        text = f"suite {s.suite.path} ({s.suite.fingerprint}){given}\n{text}"
-    return text
 
 
 class Failures(dict[str, list[Row]]):
@@ -229,6 +239,7 @@ def summarize_rows(
     listed = failure_lines(failures.rows(), shown=5, where=source)
     return RunSummary(
         gated,
+        header=f"{plural(len(rows), 'row')} from {source} (dataset {', '.join(fingerprints)})\n",
         info=info,
         lines=(*listed, *([""] if listed else []), *notes),
         judged=sum(t.judged for t in tallies),
@@ -237,37 +248,6 @@ def summarize_rows(
         complete=gated.complete,
         rows=len(rows),
     )
-
-
-def rows_header(summary: RunSummary) -> str:
-    """The line above a results file's gate table."""
-    info = summary.info
-    return (
-        f"{plural(info['rows'], 'row')} from {info['results']} (dataset "
-        f"{', '.join(info['dataset_fingerprints'])})\n"
-    )
-
-
-def _run_lines(session: Session, result: RunResult, info: dict[str, Any]) -> list[str]:
-    s = session.settings
-    text = []
-    if s.shard:
-        info["shard"] = f"{s.shard[0]}/{s.shard[1]}"
-        text.append(f"shard {info['shard']}: join shards with tinyeval merge")
-    if result.resumed:
-        text.append(f"resumed: {result.resumed} rows were kept from the earlier run")
-    line, cost = usage_line(result.usage, session.price)
-    if line:
-        text.append(line)
-    if cost is not None:
-        info["cost_usd"] = cost
-    if session.cache is not None:
-        hits, misses, _stores = session.cache.stats()
-        info["cache"] = {"path": s.cache, "hits": hits, "misses": misses}
-        if session.cache.warning:
-            info["cache"]["warning"] = session.cache.warning
-            text.append(f"warning: the response cache: {session.cache.warning}")
-    return text
 
 
 # Text from data (ids, categories, reasons, criteria) is neutralised for where it goes
@@ -356,8 +336,7 @@ def _pct(value: float | None) -> str:
 
 
 def _rate_cell(v: CategoryVerdict, confidence: float = 0.95) -> str:
-    """The rate with its interval (at the verdict's ``confidence``), widened by the design
-    effect of clusters (said from 1.2)."""
+    """The rate with its interval, widened by the design effect of clusters (said from 1.2)."""
     if v.measured is None:
         return "0 cases"
     effect = f" (design effect {v.design_effect:.1f})" if v.design_effect > 1.2 else ""
@@ -405,13 +384,12 @@ def _rate_lines(report: GateReport) -> list[str]:
 _Cell = tuple[str, str, str, str, str]
 
 
-def _cells(report: GateReport) -> list[_Cell]:
+def _cells(report: GateReport, shown: Callable[[object], str], overall: str) -> list[_Cell]:
     def row(v: CategoryVerdict, name: str, threshold: str, mark: str) -> _Cell:
         return name, _rate_cell(v, report.confidence), str(v.unchecked), threshold, mark
 
-    named = [(c, terminal_text(line_of(c.category))) for c in report.categories]
-    cells = [row(c, name, _pct(c.threshold), _mark(c)) for c, name in named]
-    return [*cells, row(report.overall, "global", "—", "shown, never gates")]
+    cells = [row(c, shown(c.category), _pct(c.threshold), _mark(c)) for c in report.categories]
+    return [*cells, row(report.overall, overall, "—", "shown, never gates")]
 
 
 def summary_text(
@@ -433,7 +411,7 @@ def summary_text(
     <BLANKLINE>
     gate: FAILED — blocking: amounts (1 of 1 gated)
     """
-    cells = _cells(report)
+    cells = _cells(report, lambda name: terminal_text(line_of(name)), "global")
     show_unchecked = any(c.unchecked for c in report.categories)
     title = f"pass rate [{report.confidence:.0%} Wilson]"
     width = max(len("category"), *(len(c[0]) for c in cells))
@@ -498,14 +476,13 @@ def usage_line(usage: Mapping[str, int], price: Any = None) -> tuple[str, float 
     """
     if not any(usage.values()):
         return "", None
-    line = f"tokens: {usage.get('input_tokens', 0):,} in, {usage.get('output_tokens', 0):,} out"
+    paid = {key: usage.get(key, 0) for key in ("input_tokens", "output_tokens")}
+    line = f"tokens: {paid['input_tokens']:,} in, {paid['output_tokens']:,} out"
     cost = None
     if price is not None:
-        paid = {key: usage.get(key, 0) for key in ("input_tokens", "output_tokens")}
         cost, said = _extra("cost", "usage", "a price")(paid, price)
         line += f"; {said}"
-    cached_in = usage.get("cached_input_tokens", 0)
-    cached_out = usage.get("cached_output_tokens", 0)
+    cached_in, cached_out = (usage.get(f"cached_{key}", 0) for key in paid)
     if cached_in or cached_out:
         line += f"; replayed from the cache, not paid again: {cached_in:,} in, {cached_out:,} out"
     return line, cost
@@ -531,10 +508,9 @@ def describe_failure(row: Mapping[str, Any], *, width: int = 100) -> str:
     if failed:
         parts = [f"{name}: {details[name]}" if details.get(name) else str(name) for name in failed]
         return line_of(_listed(parts, width))
-    for judge in verdicts(row).values():
+    for name, judge in verdicts(row).items():
         if judge.get("verdict") == "PASS" or "winner" in judge:
             continue
-        name = judge.get("name")
         if judge.get("verdict") is None:
             replies = [str(r) for r in judge.get("raw") or [] if str(r).strip()]
             said = f': replied "{shorten(" ".join(replies[0].split()), 60)}"' if replies else ""
@@ -603,13 +579,13 @@ def summary_markdown(report: GateReport, *, title: str = "tinyeval") -> str:
         f"| category | pass rate [{report.confidence:.0%} Wilson] | threshold | gate |",
         "| --- | --- | --- | --- |",
     ]
-    *cells, (_, overall, _, _, _) = _cells(report)
-    for v, (_, rate, _, threshold, mark) in zip(report.categories, cells, strict=True):
+    cells = _cells(report, markdown_text, "*global*")
+    every = [*report.categories, report.overall]
+    for v, (name, rate, _, threshold, mark) in zip(every, cells, strict=True):
         mark = mark.replace("|", "\\|")
         if v.blocking:
             mark = mark.replace("BLOCKS", "**BLOCKS**", 1)
-        lines.append(f"| {markdown_text(v.category)} | {rate} | {threshold} | {mark} |")
-    lines.append(f"| *global* | {overall} | — | shown, never gates |")
+        lines.append(f"| {name} | {rate} | {threshold} | {mark} |")
     return "\n".join(lines)
 
 

@@ -22,8 +22,7 @@ def result_row(case_id: str, verdict: str) -> dict:
         "id": case_id,
         "category": "default",
         "output": f"answer {case_id}",
-        "judge": {"verdict": verdict},
-        "judges": {},
+        "judges": {"judge": {"verdict": verdict}},
         "judge_model": "builtin",
         "rubric_fingerprint": "rubric-1",
     }

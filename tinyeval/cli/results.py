@@ -55,7 +55,7 @@ def add_gate_and_report(sub: Any) -> None:
 
 
 def _cmd_gate(args: argparse.Namespace) -> int:
-    from ..report import rows_header, summarize_rows
+    from ..report import summarize_rows
     from ..session import refuse_overwriting
 
     refuse_overwriting([args.results], {name: getattr(args, name) for name in _REPORTS})
@@ -70,7 +70,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
         held = {"holdout": {c.category: c.to_dict() for c in holdout}} if holdout else {}
         print_json({**summary.to_dict(), **held})
     else:
-        print(summary.to_text(rows_header(summary)))
+        print(summary.to_text())
         if holdout is not None:
             print(holdout_text(holdout, held_out=args.holdout, salt=args.salt))
     cases_file = (rows[0].get("run") or {}).get("cases_file")  # a row's run is an object

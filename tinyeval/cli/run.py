@@ -81,7 +81,6 @@ def settings_from(args: argparse.Namespace) -> Any:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from ..dataset import ResultsNotCasesError
-    from ..report import header
     from ..session import Session
 
     # what is wrong with the command is found before the cases are read, and with them before a run
@@ -106,7 +105,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(summary.to_dict())
     elif not args.quiet:
-        print(summary.to_text(header(session, ready)))
+        print(summary.to_text())
     elif not summary.passed:
         print(summary.to_text(brief=True), file=sys.stderr)
     rows = args.out if ready.read else []  # a run read as it went and stopped wrote none
