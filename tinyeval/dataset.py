@@ -62,10 +62,18 @@ class Case:
 
     def to_dict(self) -> dict[str, Any]:
         """The case as a JSON-ready dict (recognised keys, ``meta``, and its conversation's)."""
-        data = {key: getattr(self, key) for key in _FIELDS}
-        data.update(
-            expect=dict(self.expect), tool_calls=list(self.tool_calls), meta=dict(self.meta)
-        )
+        data = {  # every case read is fingerprinted through here: spelt out, not a loop
+            "id": self.id,
+            "input": self.input,
+            "output": self.output,
+            "context": self.context,
+            "category": self.category,
+            "expect": dict(self.expect),
+            "origin": self.origin,
+            "tool_calls": list(self.tool_calls),
+            "label": self.label,
+            "meta": dict(self.meta),
+        }
         if self.conversation is not None:
             data["conversation"] = self.conversation.to_dict()
         return data
@@ -217,7 +225,7 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
     if case_id is _MISSING:
         reason = "every case needs an id (a non-empty string), or name the cases by their line"
         raise DatasetError(f"{reason} (id_from_line)", field="id", **where)
-    if isinstance(case_id, int) and not isinstance(case_id, bool):
+    if type(case_id) is not str and isinstance(case_id, int) and not isinstance(case_id, bool):
         case_id = str(case_id)
     if not isinstance(case_id, str) or not case_id.strip():
         _expect_type(case_id, "a non-empty string", "id", where)
@@ -226,7 +234,7 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
     if "messages" in rec or _has_messages(rec.get("input")):
         conversation = _read("messages", rec, where)
     output = rec.pop("output", None)
-    if isinstance(output, dict | list):
+    if type(output) is not str and isinstance(output, dict | list):
         output = json.dumps(output, ensure_ascii=False, separators=(",", ":"))
     elif output is not None and not isinstance(output, str):
         _expect_type(output, "a string, a JSON object or list, or null", "output", where)
@@ -240,7 +248,7 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
     if not isinstance(category, str) or not category.strip():
         _expect_type(category, "a non-empty string", "category", where)
     origin = rec.pop("origin", None)
-    if isinstance(origin, int | float) and not isinstance(origin, bool):
+    if origin is not None and isinstance(origin, int | float) and not isinstance(origin, bool):
         origin = str(origin)
     elif origin is not None and not isinstance(origin, str):
         _expect_type(origin, "a string or null", "origin", where)

@@ -110,10 +110,10 @@ def verdicts(row: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     {'old': {'name': 'old', 'verdict': 'FAIL'}}
     """
     judges = row.get("judges")
-    if isinstance(judges, Mapping) and judges:
+    if judges and isinstance(judges, Mapping):
         return {str(name): v for name, v in judges.items() if isinstance(v, Mapping)}
     old = row.get("judge")
-    if isinstance(old, Mapping):
+    if old is not None and isinstance(old, Mapping):
         return {str(old.get("name") or "judge"): old}
     return {}
 
@@ -179,7 +179,7 @@ def derived_status(row: Mapping[str, Any]) -> str:
     passed = [
         v.get("verdict") == "PASS" if "verdict" in v else bool(v.get("winner")) for v in gated
     ]
-    if not all(value is True for value in checks.values()) or not all(passed):
+    if [value for value in checks.values() if value is not True] or not all(passed):
         return "fail"
     if str(row.get("judge_skipped") or "").startswith("the case cannot be judged"):
         return "unchecked"

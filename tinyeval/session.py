@@ -137,7 +137,7 @@ class Session:
         return ready
 
     def _note_retrieval(self, case: Any) -> None:
-        if isinstance(case.meta, Mapping) and "retrieved" in case.meta:
+        if case.meta and isinstance(case.meta, Mapping) and "retrieved" in case.meta:
             _extra("reader", "retrieval", "retrieval data")([case])  # refused as it is read
             self.retrieved.append(case)
         else:
@@ -229,8 +229,8 @@ class Session:
                 failures.note(row)
                 if whole is not None:
                     whole.write(row)
-                split = not all(v.get("unanimous", True) for v in row["judges"].values())
-                if review is not None and split:
+                judges = row["judges"].values()
+                if review is not None and not all(v.get("unanimous", True) for v in judges):
                     write_row(review, row)
                     review_rows += 1
                 if on_row is not None:
