@@ -11,8 +11,10 @@ Each request takes the next fault of the script (the last one repeats). A
 fault decides, byte by byte, what the connection gets: a well-formed reply in
 the shape the request's path asks for (``/chat/completions`` is OpenAI,
 ``/messages`` is Anthropic), an HTTP error with or without ``Retry-After``, a
-reset, a hang, a dribble, a truncated or oversized body, or a body that echoes
-the request's key in every escaped form.
+reset, a hang, a dribble, a truncated or oversized body, a body that echoes
+the request's key in every escaped form, or whatever a test's own function
+answers to the request (``Fault.reply``). Every fake server of the tests is
+this one.
 
 >>> Fault.status(503).name, Fault.ok("PASS").name
 ('status-503', 'ok')
@@ -73,10 +75,21 @@ def anthropic_body(text: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Request:
-    """What the server received: the path and the headers (names lower-cased)."""
+    """What the server received: the path, the headers (names lower-cased) and the body."""
 
     path: str
     headers: dict[str, str]
+    body: bytes = b""
+
+    def json(self) -> Any:
+        """The body read as JSON."""
+        return json.loads(self.body)
+
+    @property
+    def key(self) -> str:
+        """The key the request carried, OpenAI (bearer) or Anthropic (``x-api-key``) style."""
+        bearer = self.headers.get("authorization", "").removeprefix("Bearer ")
+        return bearer or self.headers.get("x-api-key", "")
 
 
 @dataclass(frozen=True)
@@ -95,6 +108,16 @@ class Fault:
             _respond(send, 200, json.dumps(shape(text)).encode())
 
         return cls("ok", act)
+
+    @classmethod
+    def reply(cls, answer: Callable[[Request], tuple[int, Any]], name: str = "reply") -> Fault:
+        """The answer ``answer(request)`` gives: a status and a body (bytes, or JSON to dump)."""
+
+        def act(request: Request, send: Send, _: socket.socket) -> None:
+            status, body = answer(request)
+            _respond(send, status, body if isinstance(body, bytes) else json.dumps(body).encode())
+
+        return cls(name, act)
 
     @classmethod
     def raw(cls, status: int, body: bytes, name: str = "raw") -> Fault:
@@ -190,9 +213,7 @@ class Fault:
         """An answer whose body repeats the request's key in every escaped form."""
 
         def act(request: Request, send: Send, _: socket.socket) -> None:
-            key = request.headers.get("authorization", "").removeprefix("Bearer ")
-            key = key or request.headers.get("x-api-key", "")
-            echoed = " | ".join(key_forms(key))
+            echoed = " | ".join(key_forms(request.key))
             if status == 200:
                 shape = anthropic_body if request.path.endswith("/messages") else openai_body
                 body = json.dumps(shape(f"you sent {echoed}")).encode()
@@ -311,9 +332,9 @@ def _read_request(connection: socket.socket) -> Request | None:
         name, _, value = line.partition(":")
         headers[name.strip().lower()] = value.strip()
     length = int(headers.get("content-length", "0") or 0)
-    while len(rest) < length:
+    while len(rest) < min(length, 1 << 24):
         chunk = connection.recv(65536)
         if not chunk:
             break
         rest += chunk
-    return Request(path, headers)
+    return Request(path, headers, rest[:length])

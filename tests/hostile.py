@@ -13,19 +13,13 @@ and that nothing in the folder was created, changed or removed.
 
 from __future__ import annotations
 
-import os
-import resource
 import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-MEMORY_LIMIT = 2**30  # bytes of address space a child may take
+from child import ROOT, limit_memory, run_tinyeval
+
 TIMEOUT = 60  # seconds a child may run
-
-
-def _limit_memory() -> None:  # runs in the child, before Python starts
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+__all__ = ["ROOT", "assert_refused", "bounded_run", "limit_memory", "refused_run"]
 
 
 def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
@@ -37,22 +31,12 @@ def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
     return found
 
 
-def bounded_run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``python -m tinyeval ARGV`` in ``cwd``, under the memory limit and the timeout."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "utf-8"}
-    env.pop("TINYEVAL_TRACEBACK", None)
-    return subprocess.run(
-        [sys.executable, "-m", "tinyeval", *argv],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-        timeout=TIMEOUT,
-        preexec_fn=_limit_memory,
-        check=False,
-    )
+def bounded_run(
+    argv: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m tinyeval ARGV`` in ``cwd``, with ``env`` added, under the memory limit and
+    the timeout."""
+    return run_tinyeval(argv, cwd, env, timeout=TIMEOUT, bounded_memory=True)
 
 
 def refused_run(
@@ -65,13 +49,13 @@ def refused_run(
 
 def assert_refused(
     done: subprocess.CompletedProcess[str],
-    written: tuple[dict[str, tuple[int, int]], Path],
+    written: tuple[dict[str, tuple[int, int]], Path] | None,
     what: str,
     *,
     says: str | None = None,
 ) -> str:
-    """Exit 2, one line on stderr (containing ``says``), no traceback, nothing written;
-    returns the line."""
+    """Exit 2, one line on stderr (containing ``says``), no traceback, nothing written (unless
+    ``written`` is None: the folder is not watched); returns the line."""
     err = done.stderr
     assert "Traceback" not in err and "please report it" not in err, f"{what}: {err[-2000:]}"
     assert done.returncode == 2, f"{what}: exit {done.returncode}: {err[-1000:]}"
@@ -80,6 +64,7 @@ def assert_refused(
     assert len(lines[0]) < 1200, f"{what}: a line of {len(lines[0]):,} characters"
     if says is not None:
         assert says in lines[0], f"{what}: {lines[0]}"
-    before, folder = written
-    assert snapshot(folder) == before, f"{what}: the refused run wrote files"
+    if written is not None:
+        before, folder = written
+        assert snapshot(folder) == before, f"{what}: the refused run wrote files"
     return lines[0]

@@ -7,27 +7,20 @@ import base64
 import html
 import json
 import os
-import resource
 import sqlite3
 import subprocess
-import sys
-import threading
 import urllib.request
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from child import run_tinyeval
+from faults import Fault, FaultServer
+from hostile import assert_refused
 
-ROOT = Path(__file__).resolve().parent.parent
 JUDGE = "def fails(prompt):\n    return 'FAIL\\nIt invents the amount.'\n"
-Reply = Callable[[dict[str, Any], str], dict[str, Any]]
-
-
-def _limit_memory() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (2**30, 2**30))
+Reply = Callable[[dict[str, Any], str], Any]
 
 
 def tinyeval(
@@ -38,23 +31,8 @@ def tinyeval(
         rows = [{"id": f"c{n}", "output": f"The limit is {n} pesos."} for n in range(3)]
         text = "".join(json.dumps(row) + "\n" for row in rows)
         (tmp_path / "cases.jsonl").write_text(text, encoding="utf-8")
-    base = {**os.environ, **(env or {}), "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
-    return subprocess.run(
-        [sys.executable, "-m", "tinyeval", "run", "cases.jsonl", *args],
-        cwd=tmp_path,
-        env=base,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        preexec_fn=_limit_memory,
-    )
-
-
-def _one_clear_line(done: subprocess.CompletedProcess[str], expected: str) -> None:
-    assert done.returncode == 2, done.stderr
-    assert expected in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
-    assert "Traceback" not in done.stderr and "please report" not in done.stderr
+    argv = ["run", "cases.jsonl", *args]
+    return run_tinyeval(argv, tmp_path, env, path=[tmp_path], timeout=120, bounded_memory=True)
 
 
 JUDGED = ("--criterion", "States only amounts the context gives.", "--default-threshold", "1")
@@ -95,7 +73,7 @@ def test_a_cache_holding_what_tinyeval_did_not_create_is_refused(
     done = tinyeval(
         tmp_path, *JUDGED, "--judge-model", "py:judges:fails", "--cache", "c.db", *again
     )
-    _one_clear_line(done, "not a tinyeval cache")
+    assert_refused(done, None, kind, says="not a tinyeval cache")
     assert not (tmp_path / "again.jsonl").exists()
     assert _contents(tmp_path / "c.db") == before  # nothing stored through it
 
@@ -114,7 +92,8 @@ def test_a_cache_path_that_is_not_a_regular_file_is_refused_before_the_run(
         pytest.skip("no /dev/full here")
     done = tinyeval(tmp_path, *JUDGED, "--judge-model", "py:judges:fails", "--cache", str(path))
     expected = "notes.txt" if kind == "under-a-file" else "give the path of a file"
-    _one_clear_line(done, f"cannot use the cache {path}" if kind == "under-a-file" else expected)
+    says = f"cannot use the cache {path}" if kind == "under-a-file" else expected
+    assert_refused(done, None, kind, says=says)
     assert expected in done.stderr and "rollback" not in done.stderr.lower()
     assert not (tmp_path / "tinyeval-results.jsonl").exists()
 
@@ -136,52 +115,20 @@ def test_a_cmd_model_printing_for_ever_is_a_too_long_reply_not_a_memory_error(
     rows = rows_of(tmp_path / "tinyeval-results.jsonl")
     assert [row["status"] for row in rows] == ["error"] * 3
     for row in rows:
-        assert "longer than 8,388,608 bytes" in judged(row)["error"]
+        assert "larger than 8,388,608 bytes" in judged(row)["error"]
 
 
 # --- a fake OpenAI-compatible server that sees each request's body and key
 
 
-@contextmanager
-def fake_openai(reply: Reply) -> Iterator[list[dict[str, Any]]]:
-    """Answers POSTs on 127.0.0.1 with ``reply(body, key)``; at most 60 requests, 60 s."""
-    seen: list[dict[str, Any]] = []
+def fake_openai(reply: Reply) -> FaultServer:
+    """Answers each POST on 127.0.0.1 with ``reply(body, key)``; at most 60 requests, 60 s."""
+    answer = Fault.reply(lambda request: (200, reply(request.json(), request.key)))
+    return FaultServer([answer], max_requests=60, lifetime=60.0)
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            seen.append(body)
-            key = self.headers.get("Authorization", "").removeprefix("Bearer ")
-            data = json.dumps(reply(body, key)).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.timeout = 1.0
-    stop = threading.Event()
-
-    def serve() -> None:
-        for _ in range(600):  # self-stopping: about 60 s of 0.1 s polls at most
-            if stop.is_set() or len(seen) >= 60:
-                return
-            server.handle_request()
-
-    server.timeout = 0.1
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        seen.append({"url": f"http://127.0.0.1:{server.server_address[1]}/v1"})
-        yield seen
-    finally:
-        stop.set()
-        thread.join(5)
-        server.server_close()
+def bodies(server: FaultServer) -> list[dict[str, Any]]:
+    return [request.json() for request in server.requests]
 
 
 def chat(text: str, usage: Any = None) -> dict[str, Any]:
@@ -191,10 +138,9 @@ def chat(text: str, usage: Any = None) -> dict[str, Any]:
     return body
 
 
-def openai_run(tmp_path: Path, seen: list[dict[str, Any]], *args: str, **env: str) -> Any:
-    url = seen.pop(0)["url"]
+def openai_run(tmp_path: Path, server: FaultServer, *args: str, **env: str) -> Any:
     return tinyeval(
-        tmp_path, *JUDGED, "--judge-model", "openai:fake", "--base-url", url, *args, env=env
+        tmp_path, *JUDGED, "--judge-model", "openai:fake", "--base-url", server.url, *args, env=env
     )
 
 
@@ -204,15 +150,12 @@ def openai_run(tmp_path: Path, seen: list[dict[str, Any]], *args: str, **env: st
 def test_a_usage_number_that_is_not_a_count_leaves_usage_unknown(
     tmp_path: Path, count: str
 ) -> None:
-    def reply(body: dict[str, Any], key: str) -> Any:
-        return json.loads(
-            json.dumps(chat("PASS\nfine")).removesuffix("}")
-            + f', "usage": {{"prompt_tokens": {count}, "completion_tokens": 1}}}}'
-        )
-
     # the reply is built as text so the server can send what JSON itself would refuse
-    with fake_openai(lambda body, key: reply(body, key)) as seen:
-        done = openai_run(tmp_path, seen, "--cache", "c.db")
+    text = json.dumps(chat("PASS\nfine")).removesuffix("}")
+    text += f', "usage": {{"prompt_tokens": {count}, "completion_tokens": 1}}}}'
+    with fake_openai(lambda body, key: text.encode()) as server:
+        done = openai_run(tmp_path, server, "--cache", "c.db")
+    assert len(server.requests) == 3
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr and "please report" not in done.stderr
     rows = rows_of(tmp_path / "tinyeval-results.jsonl")
@@ -242,10 +185,10 @@ def test_a_key_echoed_html_escaped_base64_or_hex_is_stored_nowhere(tmp_path: Pat
         verdict = "PASS" if body.get("seed", 0) % 2 == 0 else "FAIL"
         return chat(f"{verdict}\nYour key: " + " | ".join(escaped_forms(key)), {})
 
-    with fake_openai(reply) as seen:
+    with fake_openai(reply) as server:
         done = openai_run(
             tmp_path,
-            seen,
+            server,
             "--votes",
             "3",
             "--review-out",
@@ -255,7 +198,7 @@ def test_a_key_echoed_html_escaped_base64_or_hex_is_stored_nowhere(tmp_path: Pat
             OPENAI_API_KEY=KEY,
         )
     assert done.returncode in (0, 1), done.stderr
-    assert len(seen) == 9  # three cases, three votes each: each reply carried the key
+    assert len(server.requests) == 9  # three cases, three votes each: each reply carried the key
     stored = [tmp_path / "tinyeval-results.jsonl", tmp_path / "review.jsonl"]
     stored += list(tmp_path.glob("c.db*"))
     assert (tmp_path / "review.jsonl").stat().st_size > 0
@@ -299,16 +242,15 @@ def test_pass_env_names_what_a_cmd_model_also_sees(tmp_path: Path) -> None:
 def test_the_structured_style_asks_for_a_json_schema_and_reads_the_verdict(
     tmp_path: Path,
 ) -> None:
-    def reply(body: dict[str, Any], key: str) -> dict[str, Any]:
+    answer = chat(json.dumps({"verdict": "FAIL", "reason": "It invents the amount."}))
+    with fake_openai(lambda body, key: answer) as server:
+        done = openai_run(tmp_path, server, "--judge-style", "structured", "--no-cache")
+    assert len(server.requests) == 3
+    for body in bodies(server):
         schema = body["response_format"]["json_schema"]["schema"]
         assert body["response_format"]["type"] == "json_schema"
         assert schema["properties"]["verdict"]["enum"] == ["PASS", "FAIL"]
         assert schema["required"] == ["verdict", "reason"]
-        return chat(json.dumps({"verdict": "FAIL", "reason": "It invents the amount."}))
-
-    with fake_openai(reply) as seen:
-        done = openai_run(tmp_path, seen, "--judge-style", "structured", "--no-cache")
-    assert len(seen) == 3 and all("response_format" in body for body in seen)
     assert done.returncode == 1, done.stderr
     rows = rows_of(tmp_path / "tinyeval-results.jsonl")
     assert [(judged(r)["verdict"], judged(r)["reason"]) for r in rows] == [
@@ -317,8 +259,8 @@ def test_the_structured_style_asks_for_a_json_schema_and_reads_the_verdict(
 
 
 def test_a_structured_reply_out_of_shape_is_unparsed_never_a_pass(tmp_path: Path) -> None:
-    with fake_openai(lambda body, key: chat('{"verdict": "PASS"}')) as seen:
-        done = openai_run(tmp_path, seen, "--judge-style", "structured", "--no-cache")
+    with fake_openai(lambda body, key: chat('{"verdict": "PASS"}')) as server:
+        done = openai_run(tmp_path, server, "--judge-style", "structured", "--no-cache")
     assert done.returncode == 1, done.stderr
     for row in rows_of(tmp_path / "tinyeval-results.jsonl"):
         assert row["status"] == "fail" and judged(row)["failure"] == "unparsed"

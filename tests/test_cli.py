@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from child import run_tinyeval
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -16,17 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def tinyeval(
     *args: str, cwd: Path | None = None, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "utf-8"}
-    env.pop("TINYEVAL_TRACEBACK", None)
-    return subprocess.run(
-        [sys.executable, "-m", "tinyeval", *args],
-        cwd=cwd or ROOT,
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_tinyeval(args, cwd or ROOT, stdin=stdin, timeout=120)
 
 
 def write_jsonl(path: Path, records: list[dict]) -> Path:

@@ -324,3 +324,52 @@ def test_the_suite_files_fields_map_the_cluster(folder: Path) -> None:
     assert main(["run", "--out", "r.jsonl", "-q"]) == 0
     rows = [json.loads(line) for line in Path("r.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [row["cluster"] for row in rows[:5]] == ["d0", "d0", "d0", "d0", "d1"]
+
+
+def test_run_widens_its_table_for_clusters_exactly_as_gate_on_its_rows(
+    folder: Path, capsys
+) -> None:
+    # 40 clusters of 5 cases sharing their outcome mostly (high ICC): 5, 5, 5, 4, 0 passing
+    passing = [(5, 5, 5, 4, 0)[g % 5] for g in range(40)]
+    cases = [
+        {"id": f"{g}-{i}", "category": "docs", "cluster": f"doc{g}",
+         "output": "ok" if i < passing[g] else "bad", "expect": {"contains": ["ok"]}}
+        for g in range(40) for i in range(5)
+    ]  # fmt: skip
+    write_jsonl(Path("c.jsonl"), cases)
+    argv = ["--default-threshold", "0.68", "--inconclusive", "block"]
+    ran = main(["run", "c.jsonl", "--out", "rows.jsonl", *argv])
+    run_out = capsys.readouterr().out
+    gated = main(["gate", "rows.jsonl"])
+    gate_out = capsys.readouterr().out
+    # the design effect by hand: CR1 variance of the mean over the naive one
+    values = [float(i < k) for k in passing for i in range(5)]
+    n, p = len(values), sum(values) / len(values)
+    residuals = [sum(values[5 * g : 5 * g + 5]) - 5 * p for g in range(40)]
+    naive = n / (n - 1) * sum((x - p) ** 2 for x in values) / n**2
+    effect = 40 / 39 * sum(e * e for e in residuals) / n**2 / naive
+    low, high = wilson_interval(152, 200, design_effect=effect)
+    cell = f"152/200 = 76.0% [{low:.1%}, {high:.1%}] (design effect {effect:.1f})"
+    line = next(x for x in run_out.splitlines() if x.startswith("docs "))
+    assert cell in line and "inconclusive" in line and "(BLOCKS)" in line
+    assert line in gate_out.splitlines() and ran == gated == 1
+    # without the clusters the same cases pass: the naive interval clears 68%
+    write_jsonl(Path("c.jsonl"), [{k: v for k, v in c.items() if k != "cluster"} for c in cases])
+    assert main(["run", "c.jsonl", "--out", "plain.jsonl", *argv]) == 0
+    assert "design effect" not in capsys.readouterr().out
+
+
+def test_compare_says_which_rate_it_compares() -> None:
+    verdict = {"support": {"verdict": "PASS"}}
+    judged = rows("PPPF", "answers", judges=verdict) + rows("PPF", "amounts")
+    report = compare_runs(judged, judged)
+    by_name = {c.category: c for c in report.categories}
+    assert (by_name["answers"].decided_on, by_name["amounts"].decided_on) == ("judge", "checks")
+    assert report.overall.decided_on == "judge"  # as the gate's global line: a judge counts
+    assert report.to_dict()["categories"]["answers"]["decided_on"] == "judge"
+    text = report.to_text().splitlines()
+    assert text[0].startswith("amounts    2/3 → 2/3 pass")  # checks only: no mark
+    assert text[2].startswith("answers    judge 3/4 → 3/4 pass")
+    assert text[-1] == "judge: rates of the judge's verdicts; people's estimate is not compared"
+    plain = compare_runs(rows("PPF", "amounts"), rows("PPF", "amounts"))
+    assert plain.overall.decided_on == "checks" and "judge" not in plain.to_text()

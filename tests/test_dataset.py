@@ -1633,7 +1633,7 @@ def test_iter_json_lines_bounds_lines_and_raises_the_callers_error(tmp_path: Pat
     assert "the line is longer than 20 bytes" in str(info.value)
     twice = tmp_path / "twice.jsonl"
     twice.write_text('{"id": "a", "id": "b"}\n')
-    with pytest.raises(LabelsError, match="duplicate key 'id'"):
+    with pytest.raises(LabelsError, match="the key 'id' is given twice"):
         list(iter_json_lines(twice, error=LabelsError))
     assert read_text(path).startswith('{"id": "a"}')
     with pytest.raises(DatasetError, match="the rubric is longer than 10 bytes"):

@@ -696,6 +696,7 @@ PROSE_FIGURES = [
         "MiB",
         "tinyeval.runner.READ_ONCE_BYTES",
     ),
+    ("docs/cases.md", r"nothing\s+writes to for (\d+) s", "s", "tinyeval._formats.PIPE_WAIT"),
     ("docs/promises.md", r"a body over (\d+) MiB", "MiB", "tinyeval._http.MAX_RESPONSE_BYTES"),
     ("docs/promises.md", r"(\d+) s budget", "s", "tinyeval._regex.REGEX_TIMEOUT"),
     (

@@ -176,3 +176,39 @@ def test_the_server_stops_itself_after_its_lifetime_and_request_budget() -> None
         with pytest.raises(ModelCallError):
             model("c")  # over the budget: the connection is closed unanswered
     assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("scheme", "body", "key"),
+    [
+        (
+            "openai",
+            b'{"choices": [{"message": {"content": "FAIL"}}],'
+            b' "choices": [{"message": {"content": "PASS"}}]}',
+            "choices",
+        ),
+        (
+            "anthropic",
+            b'{"content": [{"type": "text", "text": "FAIL"}],'
+            b' "content": [{"type": "text", "text": "PASS"}]}',
+            "content",
+        ),
+        ("openai", b'{"choices": [{"message": {"content": "-", "content": "PASS"}}]}', "content"),
+    ],
+)
+def test_a_reply_giving_a_key_twice_is_an_error_row_naming_the_key(
+    scheme: str, body: bytes, key: str
+) -> None:
+    # last-wins would read PASS: a forged or ambiguous reply must not decide the case
+    from tinyeval import Case, run
+
+    with FaultServer([Fault.raw(200, body)]) as server:
+        model, _ = call(server, scheme=scheme, retries=0)
+        with pytest.raises(ModelCallError) as caught:
+            model("q")
+        case = Case(id="a", input="q", expect={"contains": ["PASS"]})
+        row = run([case], generate_model=model).rows[0]
+    said = f"{scheme}:m: the server at 127.0.0.1:{server.port} sent a reply in which the key"
+    assert str(caught.value) == f"{said} {key!r} is given twice"
+    assert row["status"] == "error" and row["checks"] == {}
+    assert f"the key {key!r} is given twice" in row["error"]

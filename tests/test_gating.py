@@ -175,21 +175,26 @@ class TestReportFiles:
 
 class TestHoldout:
     def test_dev_rate_above_the_holdout_interval_is_flagged(self) -> None:
+        from tinyeval.dataset import in_holdout
         from tinyeval.gating import compare_holdout
 
-        dev = rows("P" * 40, "tone")
-        holdout = [{**r, "id": f"h{r['id']}"} for r in rows("PPPPPPFFFF", "tone")]
-        tone, overall = compare_holdout(dev, holdout)
-        # holdout 6/10: Wilson high = 0.8412 (z = 1.96), below the dev rate of 40/40
-        assert tone.holdout_high == pytest.approx(wilson_by_hand(6, 10)[1])
-        assert tone.suspicious and overall.category == "global"
+        # every development case passes; of the held-out ones, only every other one
+        ids = [f"t{i}" for i in range(80)]
+        held = [i for i in ids if in_holdout(i, 0.25)]
+        statuses = {i: "pass" if i not in held or held.index(i) % 2 else "fail" for i in ids}
+        found = [{"id": i, "category": "tone", "status": s} for i, s in statuses.items()]
+        tone, overall = compare_holdout(found, 0.25)
+        k, n = sum(statuses[i] == "pass" for i in held), len(held)
+        assert (tone.dev_passed, tone.dev_total) == (80 - n, 80 - n)
+        assert (tone.holdout_passed, tone.holdout_total) == (k, n)
+        assert tone.holdout_high == pytest.approx(wilson_by_hand(k, n)[1])
+        assert tone.suspicious and overall.category == "global" and overall.suspicious
 
     def test_similar_rates_are_not_flagged(self) -> None:
         from tinyeval.gating import compare_holdout
 
-        dev = rows("PPPPPPPPF" * 4, "c")
-        holdout = [{**r, "id": f"h{r['id']}"} for r in rows("PPPPPPPPF", "c")]
-        assert not any(c.suspicious for c in compare_holdout(dev, holdout))
+        found = rows("PPPPPPPPF" * 20, "c")
+        assert not any(c.suspicious for c in compare_holdout(found, 0.25))
 
     def test_gate_holdout_uses_the_split_of_tinyeval_split(self, tmp_path: Path) -> None:
         from tinyeval.dataset import Case, split_holdout

@@ -6,19 +6,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from child import run_tinyeval
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def tinyeval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "utf-8"}
-    env.pop("GITHUB_STEP_SUMMARY", None)
-    return subprocess.run([sys.executable, "-m", "tinyeval", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    return run_tinyeval(args, cwd, timeout=120)
 
 
 def write_jsonl(path: Path, records: list[dict]) -> Path:
@@ -123,11 +120,19 @@ def test_13_of_13_under_80_percent_is_inconclusive_and_says_how_many_more(tmp_pa
     assert strict.returncode == 1 and "inconclusive — about 3 more cases needed" in strict.stdout
 
 
-def test_quiet_still_prints_why_the_gate_failed(tmp_path: Path) -> None:
+def test_quiet_prints_only_the_gate_line_when_it_fails(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "c.jsonl", [{"id": "a", "output": "x", "expect": {"contains": ["y"]}}])
     done = tinyeval("run", "c.jsonl", "--default-threshold", "1.0", "-q", cwd=tmp_path)
     assert done.returncode == 1 and done.stdout == ""
-    assert "gate: FAILED — blocking: default" in done.stderr
+    assert done.stderr == "gate: FAILED — blocking: default (1 of 1 gated)\n"
+    # the bundled example: no table, once or twice; with its suite file the gate fails
+    cases = str(ROOT / "examples" / "cases.jsonl")
+    done = tinyeval("run", cases, "-q", "--out", "a.jsonl", cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    suite = str(ROOT / "examples" / "tinyeval.toml")
+    done = tinyeval("run", "--config", suite, "-q", "--out", "b.jsonl", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == "gate: FAILED — blocking: amount_extraction (1 of 4 gated)\n"
 
 
 def test_a_misspelt_expect_key_names_its_field_once(tmp_path: Path) -> None:

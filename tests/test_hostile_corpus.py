@@ -12,15 +12,12 @@ import json
 import os
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hostile import ROOT, _limit_memory, assert_refused, bounded_run, refused_run
+from faults import Fault, FaultServer, Request
+from hostile import ROOT, assert_refused, bounded_run, limit_memory, refused_run
 
 DEEP = 100_000
 CASES = '{"id": "a", "output": "hola", "category": "c"}\n{"id": "b", "output": "adios"}\n'
@@ -286,45 +283,14 @@ REPLIES: dict[str, bytes] = {
 }
 
 
-@contextmanager
-def scripted_server(lifetime: float = 50.0) -> Iterator[str]:
-    """An OpenAI-compatible server on 127.0.0.1 whose reply is chosen by the case id in the
-    prompt (``case=NAME``); at most 200 requests, stops itself after ``lifetime`` seconds."""
-    served: list[int] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = min(int(self.headers.get("Content-Length", "0")), 2**20)
-            prompt = self.rfile.read(length).decode("utf-8", "replace")
-            served.append(1)
-            body = b'{"choices": [{"message": {"content": "PASS"}}]}'
-            for name, reply in REPLIES.items():
-                if f"case={name}." in prompt:
-                    body = reply
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.daemon = True
-    thread.start()
-    timer = threading.Timer(lifetime, server.shutdown)
-    timer.daemon = True
-    timer.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        timer.cancel()
-        server.shutdown()
-        server.server_close()
-        assert len(served) <= 200
+def scripted(request: Request) -> tuple[int, bytes]:
+    """The reply chosen by the case id in the prompt (``case=NAME``), else a plain PASS."""
+    prompt = request.body.decode("utf-8", "replace")
+    body = b'{"choices": [{"message": {"content": "PASS"}}]}'
+    for name, reply in REPLIES.items():
+        if f"case={name}." in prompt:
+            body = reply
+    return 200, body
 
 
 def _rows(path: Path) -> dict[str, dict[str, Any]]:
@@ -342,10 +308,11 @@ def test_bad_server_replies_are_error_rows_for_their_cases(tmp_path: Path) -> No
     cases = [{"id": name, "output": f"case={name}.", "category": "c"} for name in names]
     cases.append({"id": "fine", "output": "case=fine.", "category": "c"})
     (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
-    with scripted_server() as url:
+    # on 127.0.0.1: at most 200 requests, and it stops itself after 50 s
+    with FaultServer([Fault.reply(scripted)], max_requests=200, lifetime=50.0) as server:
         done = bounded_run(
             ["run", "cases.jsonl", "--criterion", "Is polite.", "--judge-model", "openai:m",
-             "--base-url", url, "--max-response-bytes", "200000", "--timeout", "5",
+             "--base-url", server.url, "--max-response-bytes", "200000", "--timeout", "5",
              "--max-errors", "100", "--no-cache", "--default-threshold", "0.1"],
             tmp_path,
         )  # fmt: skip
@@ -431,14 +398,12 @@ def test_a_batch_that_never_ends_stops_the_run_incomplete_in_one_line(tmp_path: 
     (tmp_path / "cases.jsonl").write_text(CASES)
     for body in (b'{"status": "dreaming"}', b'{"status": ' + b"[" * DEEP + b"]" * DEEP + b"}"):
         with FakeBatchServer(delay_polls=0, status_body=body, lifetime=40) as server:
-            env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": KEY_OPENAI,
-                   "OPENAI_BASE_URL": server.openai_base}  # fmt: skip
-            done = subprocess.run(
-                [sys.executable, "-m", "tinyeval", "run", "cases.jsonl", "--criterion",
-                 "Is good.", "--judge-model", "openai:m", "--batch", "--batch-poll", "0.05",
-                 "--batch-max-wait", "1", "--timeout", "5", "--out", "rows.jsonl"],
-                cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
-                preexec_fn=_limit_memory, check=False,
+            env = {"OPENAI_API_KEY": KEY_OPENAI, "OPENAI_BASE_URL": server.openai_base}
+            done = bounded_run(
+                ["run", "cases.jsonl", "--criterion", "Is good.", "--judge-model", "openai:m",
+                 "--batch", "--batch-poll", "0.05", "--batch-max-wait", "1", "--timeout", "5",
+                 "--out", "rows.jsonl"],
+                tmp_path, env,
             )  # fmt: skip
         _assert_no_internal_error(done, f"batch status {body[:20]!r}")
         assert done.returncode == 3, done.stderr
@@ -466,7 +431,7 @@ def test_the_pytest_plugin_refuses_a_hostile_suite_in_one_line(tmp_path: Path, s
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
          "--tinyeval=suite.toml"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
-        preexec_fn=_limit_memory, check=False,
+        preexec_fn=limit_memory, check=False,
     )  # fmt: skip
     out = done.stdout + done.stderr
     assert "INTERNALERROR" not in out and "Traceback" not in out, out[-2000:]

@@ -11,19 +11,12 @@ from __future__ import annotations
 import base64
 import html
 import json
-import os
-import resource
-import subprocess
-import sys
-import threading
 import urllib.parse
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from child import run_tinyeval
+from faults import Fault, FaultServer, Request
 
 # one environment variable per shape; names end as tinyeval's secret names do
 KEYS = {
@@ -76,106 +69,29 @@ def forms(key: str) -> set[str]:
 ECHO = " | ".join(sorted(form for key in KEYS.values() for form in forms(key)))
 
 
-@contextmanager
-def echoing_server() -> Iterator[str]:
-    """An OpenAI-compatible server on 127.0.0.1 that echoes every key in every form: in its
-    replies, and in the error body it gives for one case. At most 40 requests, about 60 s."""
-    served: list[int] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            served.append(1)
-            prompt = json.dumps(body)
-            if "is 2 pesos" in prompt:  # a refused call: its error body carries the keys
-                status, reply = 400, {"error": {"message": f"bad key {ECHO}", "type": "x"}}
-            else:
-                verdict = "PASS" if body.get("seed", 0) % 2 == 0 else "FAIL"
-                text = f"{verdict}\nThe keys: {ECHO}"
-                reply = {"model": f"fake {ECHO[:200]}", "choices": [{"message": {"content": text}}]}
-                status = 200
-            data = json.dumps(reply).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.timeout = 0.1
-    stop = threading.Event()
-
-    def serve() -> None:
-        for _ in range(600):  # self-stopping
-            if stop.is_set() or len(served) >= 40:
-                return
-            server.handle_request()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        stop.set()
-        thread.join(5)
-        server.server_close()
-
-
-def _limit_memory() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (2**30, 2**30))
+def echo(request: Request) -> tuple[int, dict[str, Any]]:
+    """Every key in every form: in the reply, or in the error body given for one case."""
+    body = request.json()
+    if "is 2 pesos" in json.dumps(body):  # a refused call: its error body carries the keys
+        return 400, {"error": {"message": f"bad key {ECHO}", "type": "x"}}
+    verdict = "PASS" if body.get("seed", 0) % 2 == 0 else "FAIL"
+    text = f"{verdict}\nThe keys: {ECHO}"
+    return 200, {"model": f"fake {ECHO[:200]}", "choices": [{"message": {"content": text}}]}
 
 
 def test_no_key_shape_reaches_any_artefact_in_any_form(tmp_path: Path) -> None:
     rows = [{"id": f"c{n}", "output": f"The limit is {n} pesos."} for n in range(4)]
     (tmp_path / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     summary = tmp_path / "job-summary.md"
-    env = {
-        **os.environ,
-        **KEYS,
-        "PYTHONPATH": str(ROOT),
-        "GITHUB_ACTIONS": "true",
-        "GITHUB_STEP_SUMMARY": str(summary),
-    }
-    with echoing_server() as url:
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "tinyeval",
-                "run",
-                "cases.jsonl",
-                "--criterion",
-                "States only amounts the context gives.",
-                "--judge-model",
-                "openai:fake",
-                "--base-url",
-                url,
-                "--votes",
-                "3",
-                "--review-out",
-                "review.jsonl",
-                "--cache",
-                "cache.db",
-                "--html",
-                "r.html",
-                "--junit",
-                "r.xml",
-                "--markdown",
-                "r.md",
-                "--github",
-                "--default-threshold",
-                "0.5",
-            ],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            preexec_fn=_limit_memory,
-        )
+    env = {**KEYS, "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)}
+    # an OpenAI-compatible server on 127.0.0.1: at most 40 requests, about 60 s
+    with FaultServer([Fault.reply(echo)], max_requests=40, lifetime=60.0) as server:
+        argv = ["run", "cases.jsonl", "--criterion", "States only amounts the context gives.",
+                "--judge-model", "openai:fake", "--base-url", server.url, "--votes", "3",
+                "--review-out", "review.jsonl", "--cache", "cache.db", "--html", "r.html",
+                "--junit", "r.xml", "--markdown", "r.md", "--github",
+                "--default-threshold", "0.5"]  # fmt: skip
+        done = run_tinyeval(argv, tmp_path, env, timeout=120, bounded_memory=True)
     assert done.returncode in (0, 1, 3), done.stderr
     assert "Traceback" not in done.stderr and "please report" not in done.stderr
     results = tmp_path / "tinyeval-results.jsonl"

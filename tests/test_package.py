@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import shutil
 import subprocess
@@ -14,6 +15,12 @@ import tinyeval
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "tinyeval"
 MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+@functools.cache
+def syntax_tree(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once for every test that reads it."""
+    return ast.parse(path.read_text(encoding="utf-8"))
 
 
 def test_every_public_name_exists_and_none_is_private() -> None:
@@ -53,7 +60,7 @@ def eval_list(text: str) -> list[str]:
 
 def _imports(path: Path) -> list[tuple[int, str, int]]:
     """(line, top-level module, relative level) for every import in a file."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = syntax_tree(path)
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -68,7 +75,7 @@ def _imports(path: Path) -> list[tuple[int, str, int]]:
 def test_module_level_imports_are_standard_library_only() -> None:
     allowed = set(sys.stdlib_module_names)
     for path in MODULES:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = syntax_tree(path)
         for node in tree.body:
             if isinstance(node, ast.Import):
                 names = [a.name.split(".")[0] for a in node.names]
@@ -140,7 +147,7 @@ def test_no_eval_exec_or_pickle() -> None:
     for path in MODULES:
         for line, module, _ in _imports(path):
             assert module not in {"pickle", "marshal", "shelve"}, f"{path.name}:{line}"
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = syntax_tree(path)
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 assert node.func.id not in {"eval", "exec"}, f"{path.name}:{node.lineno}"
@@ -239,7 +246,7 @@ def test_no_library_module_names_a_command_line_option_in_an_error_it_raises() -
     for path in sorted((ROOT / "tinyeval").glob("*.py")):
         if path.name == "pytest_plugin.py":
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = syntax_tree(path)
         for node in ast.walk(tree):
             if not isinstance(node, ast.Raise) or node.exc is None:
                 continue

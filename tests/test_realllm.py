@@ -8,14 +8,13 @@ example SmolLM2-135M-Instruct (a 96 MB GGUF file) on CPU.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
+from child import run_tinyeval
 
 from tinyeval.cache import ResponseCache, cached
 from tinyeval.models import Reply, resolve
@@ -74,15 +73,7 @@ def test_a_cached_rerun_makes_no_call(tmp_path: Path) -> None:
 
 
 def _run_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "tinyeval", *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return run_tinyeval(args, tmp_path, timeout=600)
 
 
 def _support_cases(tmp_path: Path, n: int) -> Path:

@@ -87,6 +87,18 @@ def slow_model(folder: Path) -> Path:
     return calls
 
 
+def slow_run(folder: Path, n: int) -> tuple[list[dict], Path, list[str], Path]:
+    """``n`` cases for the slow model, two calls in flight: the cases, the rows file, the
+    arguments of the run and the file its calls are logged to."""
+    calls = slow_model(folder)
+    records = input_cases(n)
+    cases = write_cases(folder / "cases.jsonl", records)
+    out = folder / "rows.jsonl"
+    arguments = ["run", str(cases), "--out", str(out), "--generate-model", "py:slowmodel:generate",
+                 "--concurrency", "2", "--no-cache"]  # fmt: skip
+    return records, out, arguments, calls
+
+
 def wait_for_rows(path: Path, n: int, process: subprocess.Popen[str]) -> None:
     """Wait until ``path`` holds at least ``n`` newline-terminated lines."""
     deadline = time.monotonic() + 30
@@ -113,19 +125,8 @@ def calls_per_case(calls: Path) -> collections.Counter[str]:
 
 class TestKilledRun:
     def test_resume_after_kill_9_calls_no_finished_case_again(self, tmp_path: Path) -> None:
-        calls = slow_model(tmp_path)
-        records = input_cases(80)  # 80 calls × 50 ms / 2 in flight ≥ 2 s: time to kill it
-        cases = write_cases(tmp_path / "cases.jsonl", records)
-        out = tmp_path / "rows.jsonl"
-        run_args = [
-            "run",
-            str(cases),
-            "--out",
-            str(out),
-            "--generate-model",
-            "py:slowmodel:generate",
-        ]
-        run_args += ["--concurrency", "2", "--no-cache"]
+        # 80 calls × 50 ms / 2 in flight ≥ 2 s: time to kill it
+        records, out, run_args, calls = slow_run(tmp_path, 80)
         process = start(*run_args, cwd=tmp_path)
         wait_for_rows(out, 10, process)
         assert process.poll() is None, "the run finished before it could be killed"
@@ -169,19 +170,7 @@ class TestKilledRun:
 
 class TestInterruptedRun:
     def test_ctrl_c_exits_130_and_prints_how_to_resume(self, tmp_path: Path) -> None:
-        calls = slow_model(tmp_path)
-        records = input_cases(60)
-        cases = write_cases(tmp_path / "cases.jsonl", records)
-        out = tmp_path / "rows.jsonl"
-        run_args = [
-            "run",
-            str(cases),
-            "--out",
-            str(out),
-            "--generate-model",
-            "py:slowmodel:generate",
-        ]
-        run_args += ["--concurrency", "2", "--no-cache"]
+        records, out, run_args, calls = slow_run(tmp_path, 60)
         process = start(*run_args, cwd=tmp_path)
         wait_for_rows(out, 5, process)
         process.send_signal(signal.SIGINT)

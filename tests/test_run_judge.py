@@ -47,6 +47,9 @@ SCRIPTED_MODELS = textwrap.dedent(
 
     def none(prompt):
         return None
+
+    def huge(prompt):
+        return "PASS\\n" + "x" * 5_000_000
     """
 )
 
@@ -85,6 +88,21 @@ def run_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def rows_of(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_a_huge_judge_reply_is_kept_once_clipped_and_still_parses(tmp_path: Path) -> None:
+    out = tmp_path / "rows.jsonl"
+    done = run_cli(tmp_path, "run", str(cases_file(tmp_path, 3)), "--out", str(out),
+                   "--criterion", "unsupported-claims", "--judge-model", "py:scripted:huge",
+                   "--no-cache")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert out.stat().st_size < 3 * 30_000  # not 3 cases x 2 copies x 5 MB
+    for row in rows_of(out):
+        verdict = primary_verdict(row)
+        assert (verdict["verdict"], row["status"]) == ("PASS", "pass")
+        (reply,) = verdict["raw"]
+        assert reply == "PASS\n" + "x" * 19_995 + "\n[tinyeval: 4,980,005 characters cut]"
+        assert verdict["reason"] == "x" * 499 + "…"
 
 
 @pytest.mark.parametrize(

@@ -91,7 +91,7 @@ def test_a_section_that_fails_fails_the_run() -> None:
     part = Section(["table"], {"retrieval": {}}, "retrieval gate: FAILED — blocking: recall@5")
     report = gate({"tone": {"passed": 3, "total": 3}}, thresholds={"tone": 1.0})
     assert RunSummary(report, lines=tuple(part.lines)).passed
-    assert not RunSummary(report, sections_passed=part.failed is None).passed
+    assert not RunSummary(report, sections_failed=(part.failed,) if part.failed else ()).passed
 
 
 def test_progress_without_a_total_shows_no_eta() -> None:

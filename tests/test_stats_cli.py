@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
-import sys
 from pathlib import Path
 from statistics import NormalDist
 
 import pytest
+from child import run_tinyeval
 
 from tinyeval.calibration import calibrate
 
@@ -19,14 +18,7 @@ Z = NormalDist().inv_cdf
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "tinyeval", "stats", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        timeout=60,
-    )
+    return run_tinyeval(["stats", *args], ROOT)
 
 
 def fleiss_n(p1: float, p2: float, alpha: float = 0.05, power: float = 0.80) -> int:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tinyeval.errors import InputError
-from tinyeval.gating import people_estimates
+from tinyeval.gating import from_rows
 from tinyeval.suite import JudgeSpec, find_suite, load_suite
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -302,9 +302,9 @@ def test_the_example_suite_evaluates_as_the_readme_command_does() -> None:
     assert by_suite == {row["id"]: row["status"] for row in result.rows}
     # --threshold amount_extraction=1.0 --default-threshold 0.5: the same gate, which blocks
     report = runner.gate([runner.evaluate(case) for case in cases])
-    people = people_estimates(result.rows)  # the cases carry labels: people decide support
+    people = from_rows(result.rows)  # the cases carry labels: people decide support
     same = tinyeval.gate(
-        result.categories, {"amount_extraction": 1.0}, default_threshold=0.5, people=people
+        result.categories, {"amount_extraction": 1.0}, default_threshold=0.5, **people
     )
     assert report.to_dict() == same.to_dict() and not report.passed
 

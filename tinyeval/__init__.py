@@ -115,9 +115,7 @@ _EXTRAS: dict[str, dict[str, str]] = {
         "dry_run": "scale.plan:dry_run",
     },
     # executors by scheme ("dask")
-    "executor": {
-        "dask": "scale.executors:open_dask",
-    },
+    "executor": {"dask": "scale.executors:open_dask"},
     # command-line commands (an extra's `run` options are RunSettings fields, in its group)
     "command": {
         "pairwise": "judges.cli:add_pairwise",

@@ -6,13 +6,15 @@ from __future__ import annotations
 import collections
 import csv
 import gzip
+import importlib
 import json
 import os
 import re
+import select
 import sys
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import IO, Any
 
@@ -29,6 +31,7 @@ MAX_LINES = 2_000_000  # the most lines read from one file, blank ones included
 MAX_CONFIG_BYTES = 256 * 2**10  # the largest suite file, rubric or prompt template (256 KiB)
 YAML_MAX_EXPANSION = 100  # how many times its own nodes a YAML file's aliases may expand to
 _CHUNK = 2**20  # bytes read at a time: memory stays near the line cap, whatever the file
+PIPE_WAIT = 60  # seconds a named pipe (a FIFO, `<(...)`) may stay silent before its first byte
 
 
 class DatasetError(InputError):
@@ -116,7 +119,14 @@ def _read_whole(
 
 
 class _DuplicateKey(TinyevalError, ValueError):
-    pass
+    """A JSON object giving a key twice: which value counts would be the reader's guess."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)  # its only argument: it pickles back as it was
+        self.key = key
+
+    def __str__(self) -> str:
+        return f"the key {shorten(repr(self.key), 80)} is given twice"
 
 
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -128,7 +138,23 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-_DECODER = json.JSONDecoder(object_pairs_hook=_unique_pairs)
+class StrictJSONDecoder(json.JSONDecoder):
+    """The JSON the checks read: no NaN or Infinity, no key given twice.
+
+    >>> json.loads('{"cents": 125050, "cents": 1250}', cls=StrictJSONDecoder)
+    Traceback (most recent call last):
+    tinyeval._formats._DuplicateKey: the key 'cents' is given twice
+    """
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options, parse_constant=self._refuse, object_pairs_hook=_unique_pairs)
+
+    @staticmethod
+    def _refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON value")
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_pairs)  # data files and server replies
 _PLAIN_DECODER = json.JSONDecoder()
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _BETWEEN = re.compile(r"[ \t\r\n,]*")  # what stands between the items of a valid JSON list
@@ -139,7 +165,7 @@ def _unreadable(exc: ValueError | RecursionError, kind: str = "JSON") -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"not valid JSON: {json_problem(exc)}"
     if isinstance(exc, _DuplicateKey):
-        return f"duplicate key {exc.args[0]!r} in a JSON object"
+        return str(exc)
     if isinstance(exc, RecursionError):
         return f"{kind} nested too deeply to read (deeper than the interpreter's limit)"
     limit = sys.get_int_max_str_digits()  # what else a valid document raises: a long integer
@@ -420,9 +446,52 @@ def _refuse_alias_bomb(root: Any, path: str) -> None:
         raise DatasetError(f"{expand}; refusing what looks like an alias bomb", path=path)
 
 
+def python_target(spec: str, error: Callable[[str], Exception]) -> Callable[..., Any]:
+    """The callable ``py:MODULE:NAME`` names (MODULE imported as ``python -m`` would; a leading
+    dot is tinyeval's), or ``error`` saying why not.
+
+    >>> python_target("py:json:dumps", ValueError)([1])
+    '[1]'
+    """
+    module_name, sep, attribute = (part.strip() for part in spec.removeprefix("py:").partition(":"))
+    if not spec.startswith("py:") or not sep or not module_name or not attribute:
+        raise error(f"expected py:MODULE:FUNCTION, got {spec!r}")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as ``python -m`` does
+    try:
+        found: Any = importlib.import_module(module_name, __package__)
+    except Exception as exc:  # the user's module: whatever importing it raises
+        from ._http import scrub  # its message may quote the environment
+
+        problem = f"cannot import module {module_name!r} ({type(exc).__name__}: {exc})"
+        raise error(scrub(f"{spec}: {problem}")) from None
+    for part in attribute.split("."):
+        try:
+            found = getattr(found, part)
+        except Exception:  # no such name, or whatever a module's __getattr__ raises
+            raise error(f"{spec}: module {module_name!r} has no {attribute!r}") from None
+    if not callable(found):
+        raise error(f"{spec}: {attribute!r} is not callable (got {describe_json(found)})")
+    return found
+
+
 def _check_limit(limit: Any, name: str) -> None:
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise DatasetError(f"expected a positive number of bytes, got {limit!r}", field=name)
+
+
+def _pipe(path: str, error: type[InputError]) -> IO[bytes] | None:
+    """A named pipe, opened without waiting for a writer; refused if nothing comes in time."""
+    if not Path(path).is_fifo():
+        return None
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    waiting = select.poll()
+    waiting.register(descriptor, select.POLLIN)
+    if not waiting.poll(PIPE_WAIT * 1000):  # a writer's first bytes, or its end
+        os.close(descriptor)
+        raise error(f"a named pipe that nothing wrote to in {PIPE_WAIT} seconds", path=path)
+    os.set_blocking(descriptor, True)
+    return open(descriptor, "rb")
 
 
 @contextmanager
@@ -434,8 +503,9 @@ def _opened(path: str, error: type[InputError]) -> Iterator[IO[bytes]]:
         if path == "-":
             yield sys.stdin.buffer
         else:
-            opener: Any = gzip.open if path.lower().endswith(".gz") else open
-            with opener(path, "rb") as raw:
+            gunzip: Any = gzip.open if path.lower().endswith(".gz") else nullcontext
+            plain = _pipe(path, error) or open(path, "rb")  # noqa: SIM115 (closed just below)
+            with plain, gunzip(plain) as raw:
                 yield raw
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise error(f"not a readable gzip file: {exc}", path=path) from None
@@ -467,8 +537,10 @@ def iter_json_lines(
     *,
     max_line_bytes: int = MAX_LINE_BYTES,
     error: type[InputError] = DatasetError,
+    objects: bool = False,
 ) -> Iterator[tuple[int, Any]]:
-    """``(line, value)`` for each non-blank line of a JSON Lines file; a problem is an ``error``.
+    """``(line, value)`` for each non-blank line of a JSON Lines file (``objects``: each must be a
+    JSON object); a problem is an ``error``.
 
     >>> import os, tempfile
     >>> with tempfile.NamedTemporaryFile("wb", suffix=".jsonl", delete=False) as f:
@@ -478,8 +550,13 @@ def iter_json_lines(
     >>> os.remove(f.name)
     """
     _check_limit(max_line_bytes, "max_line_bytes")
-    with _opened(str(path), error) as raw:
-        yield from _records_jsonl(_lines(raw, str(path), max_line_bytes, "the line"), str(path))
+    where = str(path)
+    with _opened(where, error) as raw:
+        for number, value in _records_jsonl(_lines(raw, where, max_line_bytes, "the line"), where):
+            if objects and not isinstance(value, dict):
+                problem = f"expected a JSON object, got {describe_json(value)}"
+                raise error(problem, path=where, line=number)
+            yield number, value
 
 
 def _iter_records(

@@ -99,22 +99,20 @@ def _ambiguous_branch(sequence: Any, starts: Starts) -> bool:
     return False
 
 
-def _mandatory_items(sequence: Any) -> Iterator[Item]:
-    for op, argument in sequence:
-        if op in _SINGLE:
-            yield op, argument
-        elif op is _c.SUBPATTERN:
-            yield from _mandatory_items(argument[3])
-        elif op is _c.MAX_REPEAT and argument[0] >= 1 and argument[1] <= _UNBOUNDED:
-            yield from _mandatory_items(argument[2])
-
-
 def _flatten(sequence: Any) -> Iterator[Item]:
     for op, argument in sequence:
         if op is _c.SUBPATTERN:
             yield from _flatten(argument[3])
         else:
             yield op, argument
+
+
+def _mandatory_items(sequence: Any) -> Iterator[Item]:
+    for op, argument in _flatten(sequence):
+        if op in _SINGLE:
+            yield op, argument
+        elif op is _c.MAX_REPEAT and argument[0] >= 1 and argument[1] <= _UNBOUNDED:
+            yield from _mandatory_items(argument[2])
 
 
 def _separated(body: Any, starts: Starts) -> bool:

@@ -7,34 +7,15 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import _extra
+from . import _extra, records, stats
 from ._formats import _unreadable, read_text
 from .checks import CheckSpecError, get_path
 from .dataset import parse_field_mapping
-from .errors import InputError, is_number, plural, shorten
-from .records import (
-    iter_json_lines,
-    output_fingerprint,
-    primary_verdict,
-    provenance,
-    verdict_errored,
-    verdict_label,
-    verdicts,
-    write_text_atomically,
-)
-from .stats import (
-    Rate,
-    StatisticsError,
-    UndefinedStatisticError,
-    cohen_kappa,
-    kappa_interval,
-    spearman,
-    spearman_interval,
-)
+from .errors import InputError, is_number, plural, shorten, utc_stamp
+from .stats import Rate
 
 KAPPA_FLOOR = 0.6  # below it the judge's figure is its own opinion (Landis and Koch)
 MIN_LABELS = 50  # fewer labelled cases are too few to trust
@@ -224,10 +205,8 @@ class Calibration:
             (f"human {human}", [self.confusion[human][judge] for judge in (*self.labels, None)])
             for human in self.labels
         ]:
-            lines.append(
-                f"{head:<{first}}"
-                + "".join(f"  {c:>{w}}" for c, w in zip(cells, widths, strict=True))
-            )
+            row = "".join(f"  {cell:>{width}}" for cell, width in zip(cells, widths, strict=True))
+            lines.append(f"{head:<{first}}{row}")
         lines.append("")
 
         def figure(name: str, value: Any, note: str = "") -> None:
@@ -236,11 +215,8 @@ class Calibration:
         none = "n/a (no parsed judge reply)"
         figure("agreement", self.agreement or none)
         if self.majority_share is not None:
-            figure(
-                f"always {self.majority_label}",
-                self.majority_share,
-                "(the agreement of a judge that always says so)",
-            )
+            always = "(the agreement of a judge that always says so)"
+            figure(f"always {self.majority_label}", self.majority_share, always)
         for name, rate, missing, note in (
             ("failure recall", self.failure_recall, "FAIL", "(your FAILs the judge also failed)"),
             ("false alarms", self.false_alarm_rate, "PASS", "(judge FAIL where you said PASS)"),
@@ -258,17 +234,12 @@ class Calibration:
             figure("spearman", f"{self.spearman:.3f}{_span(self.spearman_interval, 3)}")
         elif self.spearman_undefined != "the labels are not numbers":
             figure("spearman", f"undefined ({self.spearman_undefined})")
-        figure(
-            "unparsed",
-            f"{self.unparsed} of {plural(self.n, 'judge reply', 'judge replies')}",
-            f"(agreement counting them as disagreement: {self.agreement_with_unparsed})",
-        )
+        replies = plural(self.n, "judge reply", "judge replies")
+        counted = f"(agreement counting them as disagreement: {self.agreement_with_unparsed})"
+        figure("unparsed", f"{self.unparsed} of {replies}", counted)
         if self.without_verdict:
-            figure(
-                "no verdict",
-                plural(len(self.without_verdict), "labelled row"),
-                "(the judge did not run or errored; not compared)",
-            )
+            not_compared = "(the judge did not run or errored; not compared)"
+            figure("no verdict", plural(len(self.without_verdict), "labelled row"), not_compared)
         if self.unmatched_results or self.unmatched_labels:
             figure(
                 "unmatched",
@@ -295,14 +266,15 @@ class Calibration:
         document = {
             "format": CALIBRATION_FORMAT,
             "version": CALIBRATION_VERSION,
-            "created_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "created_at": utc_stamp(),
             "judge_model": self.judge_model,
             "rubric_fingerprint": self.rubric_fingerprint,
             "correction": _extra("estimator", "correction_summary", "Calibration.save")(self),
             "summary": self.to_dict(),
             "pairs": self._pairs(),
         }
-        write_text_atomically(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+        records.write_text_atomically(path, text)
 
 
 def _statistic(compute: Any, interval: Any, judge: list[Label], human: list[Label]) -> Any:
@@ -312,24 +284,20 @@ def _statistic(compute: Any, interval: Any, judge: list[Label], human: list[Labe
         return None, f"needs at least 2 parsed pairs, got {len(judge)}", None, undefined
     try:
         value = compute(judge, human)
-    except UndefinedStatisticError as exc:
+    except stats.UndefinedStatisticError as exc:
         return None, str(exc), None, undefined
     try:
         found = interval(judge, human)
-    except StatisticsError as exc:
+    except stats.StatisticsError as exc:
         why = str(exc).split(": ", 1)[-1].removeprefix("the interval is undefined because ")
         return value, None, None, why
     return value, None, (found.low, found.high), None
 
 
-_ONE_LABEL = (
+_CATCHING = "a judge that catches failures from one that does not"
+_ONE_LABEL = (  # the side that gave one label, who, the other side, what kappa cannot tell
     (0, "the judge gave one verdict only", "your labels", "your passes from your failures"),
-    (
-        1,
-        "you gave one label only",
-        "the judge's verdicts",
-        "a judge that catches failures from one that does not",
-    ),
+    (1, "you gave one label only", "the judge's verdicts", _CATCHING),
 )
 
 
@@ -437,12 +405,12 @@ def _build(
     top = max(counts.values(), default=0)
     majority_label = next((label for label in labels if counts.get(label) == top), None)
     kappa, kappa_undefined, kappa_low_high, kappa_interval_undefined = _statistic(
-        cohen_kappa, kappa_interval, parsed_judge, parsed_human
+        stats.cohen_kappa, stats.kappa_interval, parsed_judge, parsed_human
     )
     rho, rho_undefined, rho_low_high = None, "the labels are not numbers", None
     if all(is_number(label) for label in (*parsed_judge, *parsed_human)):
         rho, rho_undefined, rho_low_high, _ = _statistic(
-            spearman, spearman_interval, parsed_judge, parsed_human
+            stats.spearman, stats.spearman_interval, parsed_judge, parsed_human
         )
     if kappa is not None:
         kappa_interval_undefined = _one_label(judge, human) or kappa_interval_undefined
@@ -557,15 +525,10 @@ def _expiry(mismatches: Mapping[str, list[tuple[Any, Any]]], matched: int) -> li
 
 
 def _check_human_kind(
-    ids: Sequence[Any],
-    judged: Sequence[Any],
-    humans: Sequence[Any],
-    labels: Mapping[Any, Mapping[str, Any]],
-    *,
-    pairwise: bool,
+    cal: Calibration, labels: Mapping[Any, Mapping[str, Any]], *, pairwise: bool
 ) -> None:
     """Refuse a human label the judge could never give."""
-    parsed = [label for label in judged if label is not None]
+    parsed = [label for label in cal.judge_labels if label is not None]
     allowed: tuple[str, ...] | None
     if pairwise:
         kind, allowed, expected = "is pairwise", ("A", "B", "TIE"), "A, B or TIE"
@@ -576,7 +539,7 @@ def _check_human_kind(
         expected = "PASS or FAIL (other labels are for a graded or multiple-choice judge)"
     else:
         return  # choices of the user's own: any label may be one of them
-    for key, human in zip(ids, humans, strict=True):
+    for key, human in zip(cal.ids or (), cal.human_labels, strict=True):
         if is_number(human) if allowed is None else human in allowed:
             continue
         record = labels[key]
@@ -613,7 +576,7 @@ def calibrate_results(
         if key in seen:
             raise CalibrationError(f"calibrate: result row {number} repeats the id {key!r}")
         seen.add(key)
-        names.update(verdicts(row))
+        names.update(records.verdicts(row))
         if keep is None or key in keep:
             by_id[key] = row
     if judge and judge not in names:
@@ -632,24 +595,25 @@ def calibrate_results(
     rubrics, models = set(), set()
     for key in sorted(set(by_id) & set(labels), key=lambda k: (isinstance(k, str), k)):
         row, record = by_id[key], labels[key]
-        verdict = primary_verdict(row, judge)
-        if verdict is None or verdict_errored(verdict):
+        verdict = records.primary_verdict(row, judge)
+        if verdict is None or records.verdict_errored(verdict):
             without_verdict.append(key)
             continue
-        rubric, model, _ = provenance(row, judge)
+        rubric, model, _ = records.provenance(row, judge)
         rubrics.add(rubric)
         models.add(model)
+        output = records.output_fingerprint(row.get("output"))
         for what, old, new in (
             ("rubric", record.get("rubric_fingerprint"), rubric),
             ("judge model", record.get("judge_model"), model),
-            ("output", record.get("output_fingerprint"), output_fingerprint(row.get("output"))),
+            ("output", record.get("output_fingerprint"), output),
         ):
             if old is not None and new is not None and old != new:
                 mismatches[what].append((old, new))
         ids.append(key)
         pairwise = pairwise or "verdict" not in verdict
         graded = "score" in verdict and is_number(record.get("label"))  # a score, against numbers
-        judged.append(verdict["score"] if graded else verdict_label(verdict))
+        judged.append(verdict["score"] if graded else records.verdict_label(verdict))
         humans.append(record.get("label"))
         categories.append(str(row.get("category") or "default"))
 
@@ -663,7 +627,7 @@ def calibrate_results(
             f"{len(without_verdict)} of them without a verdict)"
         )
     cal = calibrate(judged, humans, categories=categories, ids=ids)
-    _check_human_kind(ids, cal.judge_labels, cal.human_labels, labels, pairwise=pairwise)
+    _check_human_kind(cal, labels, pairwise=pairwise)
     expired = _expiry(mismatches, len(ids))
     for what, values in (("rubrics", rubrics - {None}), ("judge models", models - {None})):
         if len(values) > 1:
@@ -799,7 +763,7 @@ def replay_labels(
     """Each id's standing records in order (``"undo": true`` withdraws one), and rechecks."""
     stacks: dict[str | int, list[LabelRecord]] = {}
     rechecks: list[LabelRecord] = []
-    for number, raw in iter_json_lines(path, error=LabelError):
+    for number, raw in records.iter_json_lines(path, error=LabelError):
         where = f"{path}:{number}"
         record = _mapped(raw, fields or {}, where)
         key = _id_of(record, where)

@@ -7,26 +7,25 @@
 from __future__ import annotations
 
 import hashlib
-import importlib
 import inspect
 import json
 import math
-import os
 import re
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from functools import lru_cache, partial, reduce
+from functools import lru_cache, partial
 from typing import Any, TypeAlias, overload
 
 from . import _EXTRAS, _extra
+from ._formats import StrictJSONDecoder, python_target
 from ._regex import REGEX_TIMEOUT, backtracking, bounded_search
 from .errors import InputError, did_you_mean, is_number, shorten
 
 
 class CheckSpecError(InputError):
     """A wrong ``expect`` block or check definition; ``str(error)`` is ``"FIELD: MESSAGE"``.
+
     >>> checks_from_expect({"not_contain": ["1250.5"]})
     Traceback (most recent call last):
     tinyeval.checks.CheckSpecError: expect.not_contain: unknown key ... 'not_contains'?
@@ -36,6 +35,7 @@ class CheckSpecError(InputError):
 @dataclass(frozen=True)
 class CheckResult:
     """What one check says: ``passed`` (a bool, never merely truthy) and an optional ``detail``.
+
     >>> CheckResult(False, "got 1250.5, expected 125050")
     CheckResult(passed=False, detail='got 1250.5, expected 125050')
     """
@@ -59,6 +59,7 @@ Decorator: TypeAlias = "Callable[[CheckFunction], NamedCheck]"
 class NamedCheck:
     """A named check: ``func(output[, case])`` gives a bool, None (abstains), (bool, detail) or
     a CheckResult.
+
     >>> NamedCheck("short", lambda output: len(output) < 10)("a rather long answer")
     False
     """
@@ -69,7 +70,7 @@ class NamedCheck:
         if not isinstance(name, str) or not name.strip():
             raise CheckSpecError(f"expected a non-empty string, got {name!r}", field="name")
         if not callable(func):
-            raise CheckSpecError(f"expected a callable, got {_describe(func)}", field=name)
+            raise _expected("a callable", func, name)
         self.name = name
         self.func = func
         self._wants_case = _positional_count(func) >= 2 if wants_case is None else wants_case
@@ -97,6 +98,7 @@ def check(func: CheckFunction, *, name: str | None = None) -> NamedCheck: ...
 def check(func: None = None, *, name: str | None = None) -> Decorator: ...
 def check(func: CheckFunction | None = None, *, name: str | None = None) -> NamedCheck | Decorator:
     """Turn a function into a :class:`NamedCheck` (named by ``__name__`` unless ``name``).
+
     >>> check(name="polite")(lambda output: "please" in output.lower())
     NamedCheck('polite')
     """
@@ -139,37 +141,12 @@ def _first_repeat(items: Sequence[Any]) -> int | None:
     return None
 
 
-def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    found = dict(pairs)  # a key given twice is refused: which value counts is the reader's guess
-    twice = _first_repeat([key for key, _ in pairs]) if len(found) != len(pairs) else None
-    if twice is not None:
-        raise ValueError(f"the key {shorten(repr(pairs[twice][0]), 80)} is given twice")
-    return found
-
-
-class StrictJSONDecoder(json.JSONDecoder):
-    """The JSON the checks read: no NaN or Infinity, no key given twice.
-    >>> json.loads('{"cents": 125050, "cents": 1250}', cls=StrictJSONDecoder)
-    Traceback (most recent call last):
-    ValueError: the key 'cents' is given twice
-    """
-
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options, parse_constant=self._refuse, object_pairs_hook=_unique_object)
-
-    @staticmethod
-    def _refuse(name: str) -> Any:
-        raise ValueError(f"{name} is not a JSON value")
-
-
 _DECODER = StrictJSONDecoder()
 
 
 def _segments(path: Any) -> list[str]:
     if not isinstance(path, str) or not path:
-        raise CheckSpecError(
-            f"expected a dotted path such as 'payee.name', got {path!r}", field="path"
-        )
+        raise _expected("a dotted path such as 'payee.name'", path, "path")
     segments = path.split(".")
     if not all(segments):
         raise CheckSpecError(f"expected no empty part in a dotted path, got {path!r}", field="path")
@@ -178,6 +155,7 @@ def _segments(path: Any) -> list[str]:
 
 def get_path(obj: Any, path: str) -> Any:
     """The value at a dotted ``path`` of keys or array indexes; LookupError when it is not there.
+
     >>> get_path({"payee": {"accounts": [{"cbu": "0170"}]}}, "payee.accounts.-1.cbu")
     '0170'
     """
@@ -252,6 +230,10 @@ def _describe(value: Any) -> str:
     return "null" if value is None else f"{_json_type(value)} {_show(value)}"
 
 
+def _expected(what: str, value: Any, field: str | None = None) -> CheckSpecError:
+    return CheckSpecError(f"expected {what}, got {_describe(value)}", field=field)
+
+
 def _json_equal(actual: Any, expected: Any) -> bool:
     """Equality without Python's coercions: True is not 1, "1" is not 1, 125050 == 125050.0."""
     if is_number(actual) and is_number(expected):
@@ -278,27 +260,25 @@ def _require_json_value(value: Any, field: str) -> None:
                 raise CheckSpecError(f"expected string keys, got {key!r}", field=field)
             _require_json_value(item, field)
     elif value is not None and not isinstance(value, str | int | float):
-        raise CheckSpecError(
-            "expected a JSON value (null, true/false, number, string, array or object), "
-            f"got {_describe(value)}",
-            field=field,
-        )
+        kinds = "null, true/false, number, string, array or object"
+        raise _expected(f"a JSON value ({kinds})", value, field)
 
 
 def _require_text(text: Any, field: str) -> str:
     if not isinstance(text, str) or not text:
-        raise CheckSpecError(f"expected a non-empty string, got {_describe(text)}", field=field)
+        raise _expected("a non-empty string", text, field)
     return text
 
 
 def _require_limit(n: Any, field: str) -> int:
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise CheckSpecError(f"expected a non-negative integer, got {_describe(n)}", field=field)
+        raise _expected("a non-negative integer", n, field)
     return n
 
 
 def valid_json() -> NamedCheck:
     """``valid_json``: the output is one strict JSON value (no code fences, no ``NaN``).
+
     >>> valid_json()('{"amount": 125050').detail
     "not valid JSON: Expecting ',' delimiter: line 1 column 18 (char 17)"
     """
@@ -327,6 +307,7 @@ def _json_check(name: str, judge: Callable[[Any], CheckResult], *path: str) -> N
 
 def has_field(path: str) -> NamedCheck:
     """``field:PATH``: the JSON output has ``path`` (a null value counts as present).
+
     >>> run_checks('{"payee": {"name": null}}', [has_field("payee.name"), has_field("amount")])
     {'field:payee.name': True, 'field:amount': False}
     """
@@ -335,6 +316,7 @@ def has_field(path: str) -> NamedCheck:
 
 def equals(path: str, value: Any) -> NamedCheck:
     """``equals:PATH``: the JSON value at ``path`` equals ``value`` exactly (no coercion).
+
     >>> equals("amount", 125050)('{"amount": "125050"}').detail
     'got "125050" (a string), expected 125050'
     """
@@ -351,17 +333,14 @@ def equals(path: str, value: Any) -> NamedCheck:
 
 def one_of(path: str, values: Sequence[Any]) -> NamedCheck:
     """``one_of:PATH``: the JSON value at ``path`` exactly equals one of ``values``.
+
     >>> one_of("currency", ["ARS", "USD"])('{"currency": "ars"}').detail
     'got "ars", expected one of ["ARS", "USD"]'
     """
     if isinstance(values, str | bytes | Mapping) or not isinstance(values, Sequence):
-        raise CheckSpecError(
-            f"expected a list of allowed values, got {_describe(values)}", field="one_of"
-        )
+        raise _expected("a list of allowed values", values, "one_of")
     if not values:
-        raise CheckSpecError(
-            "expected at least one allowed value, got an empty list", field="one_of"
-        )
+        raise _expected("at least one allowed value", values, "one_of")
     _require_json_value(values, "one_of")
     allowed = list(values)
 
@@ -375,16 +354,14 @@ def one_of(path: str, values: Sequence[Any]) -> NamedCheck:
 
 def in_range(path: str, low: float | None, high: float | None) -> NamedCheck:
     """``range:PATH``: the JSON value at ``path`` is a number in ``[low, high]`` (None: open).
+
     >>> in_range("amount", 0, None)('{"amount": -5}').detail
     'got -5, expected 0 <= value'
     """
     for bound in (low, high):  # (math.isfinite would overflow on a long int: ints are finite)
         finite = is_number(bound) and (not isinstance(bound, float) or math.isfinite(bound))
         if bound is not None and not finite:
-            raise CheckSpecError(
-                f"expected [min, max] numbers (null for an open end), got {_describe(bound)}",
-                field="range",
-            )
+            raise _expected("[min, max] numbers (null for an open end)", bound, "range")
     if low is not None and high is not None and low > high:
         raise CheckSpecError(f"expected min <= max, got [{low}, {high}]", field="range")
     shown = (None if low is None else _show(low), "value", None if high is None else _show(high))
@@ -403,6 +380,7 @@ def in_range(path: str, low: float | None, high: float | None) -> NamedCheck:
 
 def contains(text: str) -> NamedCheck:
     """``contains:TEXT``: the output contains ``text`` (the expect key ``contains_i`` ignores case).
+
     >>> contains("$1.250,50")("Transferiré $1.250,50 a Juan").passed
     True
     """
@@ -411,6 +389,7 @@ def contains(text: str) -> NamedCheck:
 
 def not_contains(text: str) -> NamedCheck:
     """``not_contains:TEXT``: the output does not contain ``text``.
+
     >>> not_contains("1250.5")("Transferiré 1250.50").detail
     'found at character 12'
     """
@@ -450,6 +429,7 @@ def _compile(pattern: str | re.Pattern[str], field: str) -> tuple[re.Pattern[str
 
 def matches(pattern: str | re.Pattern[str], *, timeout: float = REGEX_TIMEOUT) -> NamedCheck:
     """``regex:PATTERN``: ``re.search`` finds a match within ``timeout`` seconds.
+
     >>> matches(r"\\b\\d{22}\\b")("no CBU").detail
     'no match'
     """
@@ -458,6 +438,7 @@ def matches(pattern: str | re.Pattern[str], *, timeout: float = REGEX_TIMEOUT) -
 
 def not_matches(pattern: str | re.Pattern[str], *, timeout: float = REGEX_TIMEOUT) -> NamedCheck:
     """``not_regex:PATTERN``: ``re.search`` finds no match; bounded as :func:`matches`.
+
     >>> not_matches(r"\\d\\.\\d{2}\\b")("$1250.50").detail
     "matched '0.50' at character 4"
     """
@@ -467,9 +448,7 @@ def not_matches(pattern: str | re.Pattern[str], *, timeout: float = REGEX_TIMEOU
 def _regex_check(name: str, pattern: Any, timeout: Any, *, found: bool) -> NamedCheck:
     compiled, backtracks = _compile(pattern, name)
     if not is_number(timeout) or not 0 < timeout < math.inf:
-        raise CheckSpecError(
-            f"expected a positive number of seconds, got {timeout!r}", field="timeout"
-        )
+        raise _expected("a positive number of seconds", timeout, "timeout")
 
     def run(output: str) -> CheckResult:
         span = bounded_search(compiled, backtracks, output, float(timeout))
@@ -489,6 +468,7 @@ def _regex_check(name: str, pattern: Any, timeout: Any, *, found: bool) -> Named
 
 def max_chars(n: int) -> NamedCheck:
     """``max_chars``: the output has at most ``n`` characters (code points).
+
     >>> max_chars(3)("hola").detail
     '4 characters, more than 3'
     """
@@ -497,6 +477,7 @@ def max_chars(n: int) -> NamedCheck:
 
 def max_words(n: int) -> NamedCheck:
     """``max_words``: the output has at most ``n`` words (``len(output.split())``).
+
     >>> max_words(2)("te transfiero ya").detail
     '3 words, more than 2'
     """
@@ -519,7 +500,7 @@ Reading: TypeAlias = "list[tuple[str, tuple[Any, ...]]]"  # (each check's field,
 
 def _flag(value: Any, field: str) -> Reading:
     if not isinstance(value, bool):
-        raise CheckSpecError(f"expected true or false, got {_describe(value)}", field=field)
+        raise _expected("true or false", value, field)
     return [(field, ())] if value else []
 
 
@@ -538,9 +519,7 @@ def _texts(value: Any, field: str, *, single_ok: bool = True) -> Reading:
         raise CheckSpecError(f"expected {expected}, got {got}", field=field)
     for index, item in enumerate(value):
         if not isinstance(item, str):
-            raise CheckSpecError(
-                f"expected a string, got {_describe(item)}", field=f"{field}[{index}]"
-            )
+            raise _expected("a string", item, f"{field}[{index}]")
     twice = _first_repeat(value)
     if twice is not None:
         first = value.index(value[twice])
@@ -588,7 +567,7 @@ def _expect_builder(factory: Callable[..., Any], read: Callable[[Any, str], Read
 
 def _in_range_of(path: str, bounds: Any) -> NamedCheck:
     if not isinstance(bounds, list | tuple) or len(bounds) != 2:
-        raise CheckSpecError(f"expected [min, max] (null for an open end), got {_describe(bounds)}")
+        raise _expected("[min, max] (null for an open end)", bounds)
     return in_range(path, *bounds)
 
 
@@ -619,37 +598,25 @@ _FIELDS = {key: f"expect.{key}" for key in EXPECT_KEYS}  # (made once, not for e
 def register_expect(key: str, builder: Builder | str) -> None:
     """Let ``expect`` blocks use ``key``: ``builder(value, field)`` returns its checks, or
     ``"py:MODULE:FUNCTION"`` names the check ``key``, ``function(output[, expected[, case]])``.
+
     >>> register_expect("short", lambda value, field: [max_words(value)])
     >>> checks_from_expect({"short": 5}), _EXPECT.pop("short") is not None
     ([NamedCheck('max_words')], True)
     """
     if not isinstance(key, str) or not key.strip():
-        raise CheckSpecError(f"expected a non-empty string, got {_describe(key)}", field="key")
+        raise _expected("a non-empty string", key, "key")
     if key in _EXPECT or key in _EXTRAS["expect"]:
         raise CheckSpecError(f"the expect key {key!r} is taken", field="key")
     if isinstance(builder, str):
         builder = _python_builder(builder, key)
     if not callable(builder):
-        raise CheckSpecError(f"expected a callable, got {_describe(builder)}", field=key)
+        raise _expected("a callable", builder, key)
     _EXPECT[key] = builder
     _ORDER.setdefault(key, len(_ORDER))
 
 
 def _python_builder(spec: str, key: str) -> Builder:
-    module_name, _, attribute = spec.removeprefix("py:").partition(":")
-    if not spec.startswith("py:") or not module_name.strip() or not attribute.strip():
-        raise CheckSpecError(f"expected py:MODULE:FUNCTION, got {spec!r}", field=key)
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as ``python -m`` does
-    try:
-        module = importlib.import_module(module_name.strip())
-        function = reduce(getattr, attribute.strip().split("."), module)
-    except Exception as error:  # the user's module: whatever importing it raises
-        raise CheckSpecError(
-            f"{spec}: cannot load it ({type(error).__name__}: {error})", field=key
-        ) from None
-    if not callable(function):
-        raise CheckSpecError(f"{spec}: expected a function, got {_describe(function)}", field=key)
+    function = python_target(spec, partial(CheckSpecError, field=key))
     count = min(_positional_count(function), 3)
 
     def run(value: Any, output: str, case: Any) -> Any:
@@ -712,7 +679,7 @@ def _alias(key: str, spec: Any) -> Builder:
 
 def _load_builder(key: Any) -> None:
     if not isinstance(key, str):
-        raise CheckSpecError(f"expected string keys, got {_describe(key)}", field="expect")
+        raise _expected("string keys", key, "expect")
     if key not in _EXTRAS["expect"]:
         known = list(dict.fromkeys([*EXPECT_KEYS, *_EXPECT]))
         close = did_you_mean(key, known)
@@ -724,13 +691,12 @@ def _load_builder(key: Any) -> None:
 
 def checks_from_expect(expect: Mapping[str, Any]) -> list[NamedCheck]:
     """Validate a case's ``expect`` block and build its checks, in :data:`EXPECT_KEYS` order.
+
     >>> checks_from_expect({"not_contains": ["1250.5"], "valid_json": True})
     [NamedCheck('valid_json'), NamedCheck('not_contains:1250.5')]
     """
     if type(expect) is not dict and not isinstance(expect, Mapping):
-        raise CheckSpecError(
-            f"expected an object of expectations, got {_describe(expect)}", field="expect"
-        )
+        raise _expected("an object of expectations", expect, "expect")
     for key in expect:
         if key not in _EXPECT:
             _load_builder(key)
@@ -767,6 +733,7 @@ def _as_result(outcome: Any) -> CheckResult | None:
 
 def run_built_checks(output: str, built: Iterable[NamedCheck], case: Any) -> dict[str, CheckResult]:
     """Each check's result on text: one that raises fails, one that abstains is left out.
+
     >>> run_built_checks("hola", checks_from_expect({"max_chars": 3}), None)
     {'max_chars': CheckResult(passed=False, detail='4 characters, more than 3')}
     """
@@ -786,6 +753,7 @@ def run_checks_detailed(
     output: str | None, checks: Iterable[CheckFunction], *, case: Any = None
 ) -> dict[str, CheckResult]:
     """Run every check on ``output``: ``{name: CheckResult}`` (no output fails every check).
+
     >>> run_checks_detailed("hola", [check(lambda output: {}["amount"], name="broken")])
     {'broken': CheckResult(passed=False, detail="raised KeyError: 'amount'")}
     """
@@ -794,9 +762,7 @@ def run_checks_detailed(
     if output is None:
         return {item.name: CheckResult(False, "no output") for item in named}
     if not isinstance(output, str):
-        raise CheckSpecError(
-            f"expected the output as a string or None, got {_describe(output)}", field="output"
-        )
+        raise _expected("the output as a string or None", output, "output")
     return run_built_checks(output, named, case)
 
 
@@ -804,6 +770,7 @@ def run_checks(
     output: str | None, checks: Iterable[CheckFunction], *, case: Any = None
 ) -> dict[str, bool]:
     """Run every check on ``output``: ``{name: passed}`` (see :func:`run_checks_detailed`).
+
     >>> run_checks("Transferiré $1.250,50", [contains("$1.250,50"), not_contains("1250.5")])
     {'contains:$1.250,50': True, 'not_contains:1250.5': True}
     """

@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from . import _extra, checks
 from ._formats import _JSON_CELLS, MAX_LINE_BYTES, DatasetError, _iter_records
-from .errors import InputError, TinyevalError, did_you_mean
+from .errors import InputError, TinyevalError, did_you_mean, key_values
 from .errors import describe_json as _describe
 
 
@@ -107,13 +107,9 @@ def parse_field_mapping(
     >>> parse_field_mapping(["input=request.messages.0.content", "id=request_id"])
     {'input': 'request.messages.0.content', 'id': 'request_id'}
     """
-    mapping: dict[str, str] = {}
-    for item in items:
-        key, sep, path = (part.strip() for part in item.partition("="))
-        if not sep or not key or not path:
-            raise DatasetError(f"expected KEY=PATH, got {item!r}", field="fields")
+    mapping = key_values(items, "KEY=PATH", field="fields", error=DatasetError)
+    for key in mapping:
         _check_recognised(key, keys, meta)
-        mapping[key] = path
     return mapping
 
 
@@ -430,8 +426,19 @@ class _IdIndex:
             self._disk = None
 
 
-def load(path: str | Path, **options: Any) -> list[Case]:
-    """Every case of :func:`iter_cases` (same options), read; an empty file is an error.
+class ReadOptions(TypedDict, total=False):
+    """The keywords of :func:`iter_cases`, which :func:`load` takes too."""
+
+    fields: Mapping[str, str] | None
+    id_from_line: bool
+    format: str | None
+    unique_ids: bool
+    max_line_bytes: int
+
+
+def load(path: str | Path, **options: Unpack[ReadOptions]) -> list[Case]:
+    """Every case of :func:`iter_cases` (same keywords: :class:`ReadOptions`), read; an empty
+    file is an error.
 
     >>> import tempfile, os
     >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:

@@ -4,24 +4,10 @@ every message is phrased with."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
-
-__all__ = [
-    "MAX_QUOTED",
-    "IncompleteError",
-    "InputError",
-    "TinyevalError",
-    "describe_json",
-    "did_you_mean",
-    "is_number",
-    "json_problem",
-    "plural",
-    "shorten",
-    "utc_stamp",
-]
 
 
 class TinyevalError(Exception):
@@ -56,9 +42,8 @@ class InputError(TinyevalError, ValueError):
         field: str | None = None,
     ) -> None:
         self.reason = _one_line(reason, 2 * MAX_QUOTED)
-        self.path = "<stdin>" if path == "-" else (None if path is None else str(path))
-        if self.path is not None:
-            self.path = _one_line(self.path, 2 * MAX_QUOTED, tail=True)
+        path = "<stdin>" if path == "-" else path
+        self.path = None if path is None else _one_line(str(path), 2 * MAX_QUOTED, tail=True)
         self.line = line
         self.field = None if field is None else _one_line(field, MAX_QUOTED)
         where = self.path
@@ -92,6 +77,36 @@ def shorten(text: str, limit: int = 60) -> str:
     ('a short text', 'xxxx…')
     """
     return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
+
+
+def listed(items: Sequence[str], most: int = 10, *, total: int | None = None) -> str:
+    """The first ``most`` items, and how many more of ``total`` (default: all of them) there are.
+
+    >>> listed(["a", "b", "c"], 2), listed(["a"], total=12)
+    ('a, b and 1 more', 'a and 11 more')
+    """
+    total = len(items) if total is None else total
+    text = ", ".join(items[:most])
+    return f"{text} and {total - min(len(items), most):,} more" if total > most else text
+
+
+def key_values(
+    items: Iterable[str], form: str, *, field: str, error: type[InputError] = InputError
+) -> dict[str, str]:
+    """``KEY=VALUE`` items by key, split at the first ``=``; an item not of ``form`` is refused.
+
+    >>> key_values(["tone = 95%", "output=a=b"], "CATEGORY=RATE", field="thresholds")
+    {'tone': '95%', 'output': 'a=b'}
+    """
+    found: dict[str, str] = {}
+    for item in items:
+        key, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or not key or not value:
+            raise error(f"expected {form}, got {item!r}", field=field)
+        if key in found:
+            raise error(f"{key!r} is given twice", field=field)
+        found[key] = value
+    return found
 
 
 def describe_json(value: Any, limit: int = 40) -> str:

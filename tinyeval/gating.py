@@ -247,7 +247,7 @@ def gate(
     design_effects: Mapping[str | None, float] | None = None,
 ) -> GateReport:
     """Judge each category's counts against its threshold, else ``default_threshold``; a judged
-    category with an estimate in ``people`` (:func:`people_estimates`) is decided on it.
+    category with an estimate in ``people`` (:func:`from_rows`) is decided on it.
 
     >>> report = gate(
     ...     {"amount_extraction": {"passed": 17, "total": 20},
@@ -261,8 +261,8 @@ def gate(
         raise InputError(
             f"inconclusive must be one of {', '.join(INCONCLUSIVE_POLICIES)}, got {policy!r}"
         )
-    limits = {name: parse_threshold(value) for name, value in (thresholds or {}).items()}
-    default = parse_threshold(default_threshold) if default_threshold is not None else None
+    parsed = gate_settings(thresholds, default_threshold=default_threshold)
+    limits, default = parsed["thresholds"], parsed["default_threshold"]
     allow_unchecked = bool(allow_unchecked)  # None in a run's settings: not allowed
     people, effects = people or {}, design_effects or {}
     verdict = partial(
@@ -285,17 +285,20 @@ def gate(
     return GateReport(tuple(verdicts), overall, policy, confidence, completeness, allow_unchecked)
 
 
-def people_estimates(rows: Iterable[Mapping[str, Any]], **settings: Any) -> dict[str, Any] | None:
-    """What people would say of each judged category; None without labels or calibration.
+def from_rows(rows: Sequence[Mapping[str, Any]], **settings: Any) -> dict[str, Any]:
+    """What :func:`gate` takes from a run's rows (a case once) beyond their counts: what people
+    would say of each judged category (None without ``labels``, ``calibration`` or a case's own
+    label; ``min_kappa``, ``confidence``), and the design effects of the cases' clusters.
 
-    >>> people_estimates([{"id": "a", "status": "pass"}], labels=None) is None
-    True
+    >>> rows = [{"id": str(i), "cluster": i // 2, "status": "pass"} for i in range(4)]
+    >>> from_rows(rows + [{"id": "4", "cluster": 2, "status": "fail"}], labels=None)
+    {'people': None, 'design_effects': {None: 1.44, 'default': 1.44}}
     """
-    rows = list(rows)
+    people = None
     given = settings.get("labels") or settings.get("calibration")
-    if not given and all(row.get("label") is None for row in rows):
-        return None
-    return _extra("estimator", "people", "--labels and --calibration")(rows, **settings)
+    if given or any(row.get("label") is not None for row in rows):
+        people = _extra("estimator", "people", "--labels and --calibration")(rows, **settings)
+    return {"people": people, "design_effects": _design_effects(rows)}
 
 
 def _ungated(verdict: CategoryVerdict, thresholds: list[str]) -> CategoryVerdict:
@@ -317,13 +320,9 @@ def gate_settings(
     >>> gate_settings({"tone": "90%"}, default_threshold=0.5)["thresholds"]
     {'tone': 0.9}
     """
-    return {
-        "thresholds": {name: parse_threshold(value) for name, value in (thresholds or {}).items()},
-        "default_threshold": (
-            None if default_threshold is None else parse_threshold(default_threshold)
-        ),
-        **others,
-    }
+    limits = {name: parse_threshold(value) for name, value in (thresholds or {}).items()}
+    default = None if default_threshold is None else parse_threshold(default_threshold)
+    return {"thresholds": limits, "default_threshold": default, **others}
 
 
 @dataclass(frozen=True)
@@ -373,10 +372,9 @@ def gate_rows(
     report = gate(
         tally(joined),
         **used,
-        design_effects=_design_effects(joined),
         confidence=confidence,
         completeness=completeness(rows, expected_ids=expected_ids),
-        people=people_estimates(joined, **wanted, calibration=calibration, confidence=confidence),
+        **from_rows(joined, **wanted, calibration=calibration, confidence=confidence),
     )
     return RowsGate(report, remembered, overridden)
 
@@ -412,9 +410,11 @@ class PairedComparison(_Comparison):
     decision: str = "no detectable change"
     more_cases: int | None = None
     design_effect: float = 1.0
+    decided_on: str = "checks"  # "judge": the rates are of the judge's verdicts (and checks)
 
     def to_text(self, width: int, adjusted: bool) -> str:
         before, after = (f"{round(self.both_pass + x, 1):g}" for x in (self.broke, self.fixed))
+        before = f"judge {before}" if self.decided_on == "judge" else before
         counts = ", ".join(f"{round(getattr(self, k), 1):g} {k.replace('_', ' ')}" for k in _COUNTS)
         points = [f"{100 * x:+.1f}".replace("-", "−") for x in (self.delta, self.low, self.high)]
         figure = f"{points[0]} points [{points[1]}, {points[2]}], p = {self.p:.2g}"
@@ -459,6 +459,8 @@ class ComparisonReport:
         width = max(len(c.category) for c in rows)
         adjusted = any(c.p != c.p_adjusted for c in self.categories)  # Holm moved one
         lines = [c.to_text(width, adjusted and c is not self.overall) for c in rows]
+        if self.overall.decided_on == "judge":
+            lines.append("judge: rates of the judge's verdicts; people's estimate is not compared")
         if self.trials:
             lines.append("each case counts its pass fraction over its trials")
         if self.only_before or self.only_after:
@@ -509,7 +511,9 @@ def _design_effects(rows: _Rows) -> dict[str | None, float]:
     }
 
 
-def _paired(category: str, pairs: list[_Pair], method: str, fractions: bool) -> PairedComparison:
+def _paired(
+    category: str, pairs: list[_Pair], method: str, fractions: bool, judged: bool
+) -> PairedComparison:
     n = len(pairs)
     both = math.fsum(x * y for x, y, _ in pairs)
     fixed, broke = (math.fsum(pair[i] for pair in pairs) - both for i in (1, 0))
@@ -533,7 +537,10 @@ def _paired(category: str, pairs: list[_Pair], method: str, fractions: bool) -> 
         root = math.sqrt(effect)
         low, high = delta - root * (delta - low), delta + root * (high - delta)
     figures = (max(-1.0, low), min(1.0, high), p, p)
-    return PairedComparison(category, n, *counts, delta, *figures, design_effect=effect)
+    basis = "judge" if judged else "checks"
+    return PairedComparison(
+        category, n, *counts, delta, *figures, design_effect=effect, decided_on=basis
+    )
 
 
 def _decided(c: PairedComparison, alpha: float, margin: float | None, p: float) -> PairedComparison:
@@ -590,13 +597,16 @@ def compare_runs(
             by_category.setdefault(_category(row), []).append(pair)
     if not by_category:
         raise InputError("the runs have no case id in common; nothing to compare")
+    rows = [row for _, row in (*first.values(), *second.values())]
+    judged = {_category(row) for row in rows if row.get("judges")}  # the judge's verdicts count
     paired = [
-        _paired(name, pairs, interval, fractions) for name, pairs in sorted(by_category.items())
+        _paired(name, pairs, interval, fractions, name in judged)
+        for name, pairs in sorted(by_category.items())
     ]
     ps = [c.p for c in paired]
     adjusted = stats.holm(ps) if adjust == "holm" else ps
     everything = [pair for pairs in by_category.values() for pair in pairs]
-    overall = _paired("all cases", everything, interval, fractions)
+    overall = _paired("all cases", everything, interval, fractions, bool(judged))
     return ComparisonReport(
         tuple(_decided(c, alpha, margin, p) for c, p in zip(paired, adjusted, strict=True)),
         _decided(overall, alpha, margin, overall.p),
@@ -664,24 +674,23 @@ class HoldoutComparison(_Comparison):
 
 
 def compare_holdout(
-    dev_rows: Iterable[Mapping[str, Any]],
-    holdout_rows: Iterable[Mapping[str, Any]],
-    *,
-    confidence: float = 0.95,
+    rows: _Rows, held_out: float, *, salt: str = "tinyeval-holdout", confidence: float = 0.95
 ) -> list[HoldoutComparison]:
-    """Development against holdout pass rates, per category and ``"global"`` (last).
+    """The pass rates of the development cases of ``rows`` against the held-out ones' (split
+    by id as ``tinyeval split`` splits cases), per category and ``"global"`` (last).
 
-    >>> hold = [{"id": str(i), "status": "pass" if i < 6 else "fail"} for i in range(10)]
-    >>> c = compare_holdout([{"id": "d", "status": "pass"}] * 40, hold)[0]
-    >>> (c.dev_passed, c.holdout_passed, c.holdout_total, c.suspicious)
-    (40, 6, 10, True)
+    >>> found = compare_holdout([{"id": f"c{i}", "status": "pass"} for i in range(40)], 0.25)
+    >>> [(c.category, c.dev_total + c.holdout_total, c.suspicious) for c in found]
+    [('default', 40, False), ('global', 40, False)]
     """
+    from .dataset import in_holdout
+
     counts: dict[str, list[int]] = {}
-    for side, rows in ((0, dev_rows), (2, holdout_rows)):
-        for row in rows:
-            slot = counts.setdefault(_category(row), [0, 0, 0, 0])
-            slot[side] += row.get("status") == "pass"
-            slot[side + 1] += 1
+    for row in case_rows(rows):
+        side = 2 * in_holdout(str(row["id"]), held_out, salt=salt)
+        slot = counts.setdefault(_category(row), [0, 0, 0, 0])
+        slot[side] += row.get("status") == "pass"
+        slot[side + 1] += 1
     everything = [sum(slot[i] for slot in counts.values()) for i in range(4)]
     lines = []
     for name, (dp, dn, hp, hn) in [*counts.items(), ("global", everything)]:
@@ -689,17 +698,6 @@ def compare_holdout(
         suspicious = bool(dn and high is not None and dp / dn > high)
         lines.append(HoldoutComparison(name, dp, dn, hp, hn, high, suspicious))
     return lines
-
-
-def compare_holdout_rows(
-    rows: Sequence[Mapping[str, Any]], held_out: float, *, salt: str = "tinyeval-holdout"
-) -> list[HoldoutComparison]:
-    from .dataset import in_holdout
-
-    parts: tuple[list[Mapping[str, Any]], ...] = ([], [])
-    for row in case_rows(rows):
-        parts[in_holdout(str(row["id"]), held_out, salt=salt)].append(row)
-    return compare_holdout(*parts)
 
 
 def holdout_text(

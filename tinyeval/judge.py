@@ -7,14 +7,14 @@ import json
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, NamedTuple
 
 from . import _EXTRAS, _extra
 from ._formats import MAX_CONFIG_BYTES, _unreadable, read_text
 from .errors import InputError, shorten
-from .models import ask, reported_model, sum_usage
+from .models import CallModel, Reply, ask, reported_model, sum_usage
 
 
 class JudgeError(InputError):
@@ -117,25 +117,24 @@ def header(doing: str, act: str, answers: str) -> str:
 
 
 _GRADING = header("grading", "grade", "verdicts")
-VERDICT_TEMPLATE = (
-    _GRADING
-    + """
+_ANSWERS = {  # each style's answer format, after the shared opening (both in the rubric hash)
+    "verdict-first": """
 Answer in exactly this format. First line: PASS if the response has the property, \
 FAIL if it does not, and nothing else on that line. Second line: one sentence \
-explaining the verdict. Write nothing else."""
-)
-
-EVIDENCE_TEMPLATE = (
-    _GRADING
-    + """
+explaining the verdict. Write nothing else.""",
+    "evidence-first": """
 Answer with one JSON object and nothing else. Its keys, in exactly this order:
 "quote": the part of the response that breaks the property, copied character for \
 character from the response, or null if nothing does;
 "why": one sentence explaining the verdict;
 "verdict": "PASS" if the response has the property, "FAIL" if it does not.
 Write the quote first and decide the verdict last. A FAIL needs a quote; a PASS \
-needs "quote": null. Shape: {"quote": "..." or null, "why": "...", "verdict": "PASS" or "FAIL"}"""
-)
+needs "quote": null. Shape: {"quote": "..." or null, "why": "...", "verdict": "PASS" or "FAIL"}""",
+    "structured": """
+Answer with one JSON object and nothing else: {"verdict": "PASS" if the response has the \
+property, "FAIL" if it does not, "reason": one sentence explaining the verdict}.""",
+}
+VERDICT_TEMPLATE, EVIDENCE_TEMPLATE, STRUCTURED_TEMPLATE = (_GRADING + a for a in _ANSWERS.values())
 
 
 def _object_schema(**properties: Any) -> dict[str, Any]:
@@ -154,20 +153,7 @@ EVIDENCE_SCHEMA = _object_schema(
     why=_ONE_SENTENCE,
     verdict=_VERDICT,
 )
-
-STRUCTURED_TEMPLATE = (
-    _GRADING
-    + """
-Answer with one JSON object and nothing else: {"verdict": "PASS" if the response has the \
-property, "FAIL" if it does not, "reason": one sentence explaining the verdict}."""
-)
 VERDICT_SCHEMA = _object_schema(verdict=_VERDICT, reason=_ONE_SENTENCE)
-_STYLE_FORMATS = {
-    "verdict-first": (VERDICT_TEMPLATE, None),
-    "evidence-first": (EVIDENCE_TEMPLATE, EVIDENCE_SCHEMA),
-    "structured": (STRUCTURED_TEMPLATE, VERDICT_SCHEMA),
-}
-STYLES = tuple(_STYLE_FORMATS)
 
 _BLOCK_PLACEHOLDERS = ("question", "context", "response", "response_a", "response_b")
 _NAMES = "|".join(("criterion", "steps", *_BLOCK_PLACEHOLDERS))
@@ -320,7 +306,7 @@ def parse_structured(text: str) -> Evidence:
 
 
 def parse_evidence(text: str, response: str) -> Evidence:
-    """Read an evidence-first reply; a FAIL's quote must be in the response.
+    """Read an evidence-first reply; a FAIL's quote must be in the response (or as shown).
 
     >>> parse_evidence('{"quote": "3 pesos", "why": "x", "verdict": "FAIL"}', "2 pesos").failure
     'unverified_quote'
@@ -333,10 +319,44 @@ def parse_evidence(text: str, response: str) -> Evidence:
         return _unparsed("a PASS must come with quote null")
     if verdict == "FAIL" and (quote is None or not quote.strip()):
         return _unparsed("a FAIL must come with a non-empty quote")
-    if verdict == "FAIL" and quote and " ".join(quote.split()) not in " ".join(response.split()):
+    shown = [" ".join(seen.split()) for seen in (response, neutralize(response))]
+    if verdict == "FAIL" and quote and not any(" ".join(quote.split()) in seen for seen in shown):
         why = f"unverified quote: {shorten(repr(quote))} is not in the response"
         return Evidence(None, why, "unverified_quote", quote)
     return Evidence(verdict, why.strip(), None, quote)
+
+
+def _read_verdict_first(text: str, response: str) -> Evidence:
+    verdict, reason = parse_verdict(text)
+    return Evidence(verdict, reason, None if verdict else "unparsed")
+
+
+# each answer format: its template, the JSON schema sent with it, and how its reply is read
+_STYLE_FORMATS = {
+    "verdict-first": (VERDICT_TEMPLATE, None, _read_verdict_first),
+    "evidence-first": (EVIDENCE_TEMPLATE, EVIDENCE_SCHEMA, parse_evidence),
+    "structured": (STRUCTURED_TEMPLATE, VERDICT_SCHEMA, lambda text, _: parse_structured(text)),
+}
+STYLES = tuple(_STYLE_FORMATS)
+
+
+MAX_REPLY_CHARS = 20_000  # a judge reply past this is cut, and marked, before it is read or kept
+ROW_REASON_CHARS = 500  # a row's ``reason`` is an excerpt: the reply itself is in ``raw``
+
+
+def ask_judge(call_model: CallModel, prompt: str, **keywords: Any) -> str:
+    """A judge model's reply, whatever the adapter: past :data:`MAX_REPLY_CHARS`, cut and marked.
+
+    >>> ask_judge(lambda prompt: "PASS\\n" + "x" * 30_000, "Is it polite?")[-38:]
+    'xxxx\\n[tinyeval: 10,005 characters cut]'
+    """
+    reply = ask(call_model, prompt, **keywords)
+    cut = len(reply) - MAX_REPLY_CHARS
+    if cut <= 0:
+        return reply
+    kept = f"{reply[:MAX_REPLY_CHARS]}\n[tinyeval: {cut:,} characters cut]"
+    facts = {key: getattr(reply, key, None) for key in ("usage", "model", "latency_ms")}
+    return Reply(kept, cached=getattr(reply, "cached", False) is True, **facts)
 
 
 def describe_error(exc: BaseException) -> str:
@@ -370,7 +390,8 @@ class BaseVerdict:
             key: getattr(self, key) for key in ("name", "criterion", "style", "verdict", "parsed")
         }
         quote, votes = getattr(self, "quote", None), list(getattr(self, "votes", [self.verdict]))
-        row.update(failure=failure, reason=self.reason, quote=quote, votes=votes)
+        reason = shorten(self.reason, ROW_REASON_CHARS)
+        row.update(failure=failure, reason=reason, quote=quote, votes=votes)
         vote_failures = list(getattr(self, "vote_failures", [failure]))
         row.update(vote_failures=vote_failures, unanimous=getattr(self, "unanimous", self.parsed))
         row["raw"] = [str(reply) for reply in getattr(self, "raw", ())]
@@ -485,7 +506,7 @@ class Judge:
         }
         return fill(self.template, values)
 
-    def __call__(self, call_model: Callable[..., Any], *, response: str, **shown: Any) -> Verdict:
+    def __call__(self, call_model: CallModel, *, response: str, **shown: Any) -> Verdict:
         prompt = self.render(response, **shown)
         ballots = [self._vote(call_model, prompt, sample, response) for sample in range(self.votes)]
         replies = [ballot.raw for ballot in ballots]
@@ -497,25 +518,14 @@ class Judge:
             **_tally(ballots),
         )
 
-    def _vote(
-        self, call_model: Callable[..., Any], prompt: str, sample: int, response: str
-    ) -> Evidence:
-        schema = _STYLE_FORMATS[self.style][1]
+    def _vote(self, call_model: CallModel, prompt: str, sample: int, response: str) -> Evidence:
+        _, schema, read = _STYLE_FORMATS[self.style]
         try:
-            reply = ask(call_model, prompt, sample=sample, json_schema=schema)
+            reply = ask_judge(call_model, prompt, sample=sample, json_schema=schema)
         except Exception as exc:  # a model failure is recorded, never raised
             message = describe_error(exc)
             return Evidence(None, f"call_model failed: {message}", "error", error=message)
-        if self.style == "verdict-first":
-            verdict, reason = parse_verdict(reply)
-            return Evidence(verdict, reason, None if verdict else "unparsed", raw=reply)
-        if self.style == "structured":
-            return parse_structured(reply)._replace(raw=reply)
-        evidence = parse_evidence(reply, response)
-        if evidence.failure == "unverified_quote" and neutralize(response) != response:
-            # the model saw the neutralized response and may quote it as shown
-            evidence = parse_evidence(reply, neutralize(response))
-        return evidence._replace(raw=reply)
+        return read(reply, response)._replace(raw=reply)
 
 
 def _tally(ballots: Sequence[Evidence]) -> dict[str, Any]:
@@ -549,7 +559,7 @@ def make_judge(
     pass_at: float | None = None,
     scale: tuple[int, int] | None = None,
     steps_path: str | os.PathLike[str] | None = None,
-    steps_model: Callable[..., Any] | None = None,
+    steps_model: CallModel | None = None,
 ) -> Any:
     """A :class:`Judge`, or the ``criterion`` door's judge for its name or ``steps``.
 

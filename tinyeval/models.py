@@ -7,7 +7,6 @@ from __future__ import annotations
 import abc
 import contextlib
 import functools
-import importlib
 import inspect
 import json
 import math
@@ -16,7 +15,6 @@ import re
 import shlex
 import shutil
 import signal
-import sys
 import threading
 import time
 import urllib.parse
@@ -24,7 +22,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from . import __version__, _extra, _http
+from . import __version__, _extra, _formats, _http
 from ._http import MAX_RESPONSE_BYTES, _backoff_delay, scrub
 from .errors import InputError, TinyevalError, is_number, plural, shorten
 
@@ -312,6 +310,9 @@ class Model(abc.ABC):
     def _secrets(self) -> list[str]:
         return []  # secrets besides the environment's (an HTTP adapter's key)
 
+    def _fail(self, problem: str) -> ModelCallError:
+        return ModelCallError(scrub(f"{self.spec}: {problem}", self._secrets()))
+
     @abc.abstractmethod
     def _call(self, prompt: str, sample: int, json_schema: _Object) -> Reply:
         """One call to the model."""
@@ -399,7 +400,8 @@ def resolve(
     if scheme == "cmd":
         return _CommandModel.open(spec, rest, options)
     if scheme == "py":
-        return _python_model(spec, rest, temperature)
+        function = _formats.python_target(spec, ModelConfigError)
+        return _FunctionModel(spec, function, temperature=temperature, resolved=True)
     adapter = _OpenAIModel if scheme == "openai" else _AnthropicModel
     return adapter.open(spec, rest, options)
 
@@ -459,7 +461,7 @@ class _FunctionModel(Model):
         try:
             result = ask(self._function, prompt, sample=sample, json_schema=json_schema)
         except Exception as exc:
-            raise ModelCallError(scrub(f"{self.spec}: {type(exc).__name__}: {exc}")) from exc
+            raise self._fail(f"{type(exc).__name__}: {exc}") from exc
         usage, model = getattr(result, "usage", None), getattr(result, "model", None)
         return Reply(result, usage=usage, model=model)
 
@@ -477,30 +479,6 @@ def as_model(function: CallModel, *, spec: str | None = None) -> Model:
     if not callable(function):
         raise ModelConfigError(f"expected a callable model, got {type(function).__name__}")
     return _FunctionModel(spec or _py_name(function), function, temperature=None)
-
-
-def _python_model(spec: str, target: str, temperature: float | None) -> Model:
-    """The function ``MODULE:QUALNAME`` names (a MODULE starting with a dot is tinyeval's)."""
-    module_name, sep, attribute = (part.strip() for part in target.partition(":"))
-    if not sep or not module_name or not attribute:
-        raise ModelConfigError(f"model spec {spec!r} is incomplete: expected py:MODULE:FUNCTION")
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as ``python -m`` does
-    try:
-        function: Any = importlib.import_module(module_name, __package__)
-    except Exception as exc:
-        raise ModelConfigError(
-            scrub(f"{spec}: cannot import module {module_name!r} ({type(exc).__name__}: {exc})")
-        ) from exc
-    for part in attribute.split("."):
-        if not hasattr(function, part):
-            raise ModelConfigError(f"{spec}: module {module_name!r} has no {attribute!r}")
-        function = getattr(function, part)
-    if not callable(function):
-        raise ModelConfigError(
-            f"{spec}: {attribute!r} is a {type(function).__name__}, not callable"
-        )
-    return _FunctionModel(spec, function, temperature=temperature, resolved=True)
 
 
 # what a cmd: model sees of the environment, besides LC_*, TINYEVAL_* and the names passed
@@ -546,29 +524,26 @@ class _CommandModel(Model):
                 self._argv, stdin=pipe, stdout=pipe, stderr=pipe, env=env, start_new_session=True
             )
         except OSError as exc:
-            raise ModelCallError(
-                scrub(f"{self.spec}: cannot run {self._argv[0]!r}: {exc.strerror or exc}")
-            ) from None
+            raise self._fail(f"cannot run {self._argv[0]!r}: {exc.strerror or exc}") from None
         out, err = _Drain(process, process.stdout, limit), _Drain(process, process.stderr, 2**16)
         threading.Thread(target=_feed, args=(process.stdin, prompt), daemon=True).start()
         try:
             process.wait(timeout)
         except subprocess.TimeoutExpired:
-            raise ModelCallError(
-                f"{self.spec}: no reply within {timeout:g} s (the command was stopped)"
-            ) from None
+            raise self._fail(f"no reply within {timeout:g} s (the command was stopped)") from None
         finally:
             _stop(process)
         if out.overflowed:
-            raise ModelCallError(
-                f"{self.spec}: the reply is longer than {limit:,} bytes (max_response_bytes);"
-                " the command was stopped"
-            )
+            raise self._fail(f"the reply is {_too_large(limit)}; the command was stopped")
         if process.returncode != 0:
             lines = [line.strip() for line in scrub(err.text(timeout)).splitlines() if line.strip()]
-            message = f"{self.spec}: the command exited with code {process.returncode}"
-            raise ModelCallError(scrub(f"{message}: {lines[-1][:300]}" if lines else message))
+            message = f"the command exited with code {process.returncode}"
+            raise self._fail(f"{message}: {lines[-1][:300]}" if lines else message)
         return Reply(out.text(timeout).removesuffix("\n"))
+
+
+def _too_large(limit: int) -> str:
+    return f"larger than {limit:,} bytes (max_response_bytes)"
 
 
 class _Drain(threading.Thread):
@@ -621,6 +596,7 @@ class _HTTPModel(Model):
         settings = {"url": _http._public_url(url), "max_tokens": options.max_tokens}
         super().__init__(spec, temperature=options.temperature, settings=settings)
         self.name, self.options, self._url = name, options, url
+        self._host = _http._host_port(url)  # said in messages: no user info, path or query
         self.timeout, self.retries = options.timeout, options.retries
         self.max_response_bytes = options.max_response_bytes
         self._key = _key_from_environment(self.key_variable)  # in another process, read there
@@ -667,24 +643,22 @@ class _HTTPModel(Model):
         attempt = 1
         while isinstance(outcome := self._attempt(data), _http._Failure):
             if not outcome.retryable or attempt > self.retries:
-                tries = plural(attempt, "attempt")
-                raise ModelCallError(
-                    scrub(f"{self.spec}: {outcome.problem} (after {tries})", self._secrets())
-                )
+                raise self._fail(f"{outcome.problem} (after {plural(attempt, 'attempt')})")
             self.options.sleep(_backoff_delay(attempt, outcome.retry_after))
             attempt += 1
         try:
-            return json.loads(outcome.decode("utf-8"))
+            return _formats._DECODER.decode(outcome.decode("utf-8"))  # a key given twice: refused
         except UnicodeDecodeError as exc:
             byte = f"byte {outcome[exc.start]:#04x} at {exc.start:,}"
             problem = f"a reply that is not UTF-8 text ({byte})"
         except RecursionError:
             problem = "JSON nested too deeply"
+        except _formats._DuplicateKey as exc:  # which value counts would be a guess
+            problem = f"a reply in which {exc}"
         except ValueError:
             snippet = shorten(scrub(outcome.decode("utf-8").strip(), self._secrets()), 120)
             problem = f"a reply that is not JSON: {snippet!r}"
-        server = f"the server at {_http._host_port(self._url)}"
-        raise ModelCallError(scrub(f"{self.spec}: {server} sent {problem}", self._secrets()))
+        raise self._fail(f"the server at {self._host} sent {problem}")
 
     def _attempt(self, data: bytes) -> bytes | _http._Failure:
         import http.client
@@ -697,11 +671,9 @@ class _HTTPModel(Model):
             with watchdog, watchdog.opener().open(request, timeout=self.timeout) as response:
                 return _http._read_body(response, self.max_response_bytes, watchdog)
         except _http._TooLarge:
-            size = f"larger than {self.max_response_bytes:,} bytes (max_response_bytes)"
-            where = _http._host_port(self._url)
-            return _http._Failure(
-                f"the reply from {where} is {size}; it was not read further", False
-            )
+            size = _too_large(self.max_response_bytes)
+            said = f"the reply from {self._host} is {size}; it was not read further"
+            return _http._Failure(said, retryable=False)
         except urllib.error.HTTPError as exc:
             body = b""
             with exc, contextlib.suppress(OSError, http.client.HTTPException):
@@ -712,17 +684,14 @@ class _HTTPModel(Model):
             return self._network_failure(TimeoutError() if watchdog.fired else reason)
 
     def _http_failure(self, status: int, headers: Any, body: bytes) -> _http._Failure:
-        where = _http._host_port(self._url)
+        said = f"HTTP {status} from {self._host}: "
         message = _http._server_message(body, self._secrets()) or "(no message)"
         if status == 404:
-            return _http._Failure(
-                f"HTTP 404 from {where}: the server does not know the model {self.name!r} "
-                f"(or {_http._public_url(self._url)} is not the right address): {message}",
-                retryable=False,
-            )
+            address = f"or {_http._public_url(self._url)} is not the right address"
+            said += f"the server does not know the model {self.name!r} ({address}): "
+            return _http._Failure(said + message, retryable=False)
         if status in (401, 403):
-            hint = f"; check {self.key_variable}" if self.key_variable else ""
-            return _http._Failure(f"HTTP {status} from {where}: {message}{hint}", retryable=False)
+            return _http._Failure(f"{said}{message}; check {self.key_variable}", retryable=False)
         retryable = status in _http.RETRYABLE_STATUSES or 500 <= status <= 599
         retryable = retryable and not (status == 429 and _http._quota_exhausted(body))
         retry_after = None
@@ -731,17 +700,14 @@ class _HTTPModel(Model):
             milliseconds = _http.parse_retry_after(headers.get("retry-after-ms"), cap=math.inf)
             if retry_after is None and milliseconds is not None:  # OpenAI's, in milliseconds
                 retry_after = min(milliseconds / 1000.0, _http.RETRY_AFTER_CAP)
-        return _http._Failure(f"HTTP {status} from {where}: {message}", retryable, retry_after)
+        return _http._Failure(said + message, retryable, retry_after)
 
     def _network_failure(self, reason: object) -> _http._Failure:
-        where = _http._host_port(self._url)
         if isinstance(reason, TimeoutError):
-            return _http._Failure(
-                f"no reply from {where} within {self.timeout:g} s", retryable=True
-            )
+            return _http._Failure(f"no reply from {self._host} within {self.timeout:g} s", True)
         strerror = reason.strerror if isinstance(reason, OSError) else None
         detail = strerror or str(reason) or type(reason).__name__
-        return _http._Failure(f"cannot reach {where} ({detail})", retryable=True)
+        return _http._Failure(f"cannot reach {self._host} ({detail})", retryable=True)
 
     def _reply(self, payload: Any) -> Reply:
         if not isinstance(payload, dict):
@@ -749,10 +715,7 @@ class _HTTPModel(Model):
         try:
             text = self._text(payload)
         except ValueError as exc:
-            where = _http._host_port(self._url)
-            raise ModelCallError(
-                scrub(f"{self.spec}: unexpected reply from {where}: {exc}")
-            ) from None
+            raise self._fail(f"unexpected reply from {self._host}: {exc}") from None
         usage = payload["usage"] if isinstance(payload.get("usage"), dict) else {}
         counts = {ours: usage.get(theirs) for ours, theirs in self.usage_names}
         reported = payload.get("model")

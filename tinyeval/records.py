@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from . import __version__, _formats
-from .errors import IncompleteError, InputError, describe_json, plural, shorten, utc_stamp
+from .errors import IncompleteError, InputError, listed, plural, shorten, utc_stamp
 
 Row = dict[str, Any]
 
@@ -216,6 +216,7 @@ class CategoryTally:
     primary_parsed: int = 0
     primary_passed: int = 0
     labelled: int = 0  # cases with their own label
+    clustered: int = 0  # cases with a cluster
     unchecked_ids: list[str] = field(default_factory=list)  # the first few, for messages
 
     KEPT_IDS = 20  # unchecked ids kept for messages; the count is always exact
@@ -234,6 +235,7 @@ class CategoryTally:
         else:
             self.failed += 1
         self.labelled += row.get("label") is not None
+        self.clustered += row.get("cluster") is not None
         found = verdicts(row)
         for verdict in found.values():
             self.judged += 1
@@ -325,9 +327,7 @@ class Completeness:
             shown = ", ".join(f"{i}/{self.shards}" for i in self.missing_shards)
             text += f" (missing {plural(len(self.missing_shards), 'shard')}: {shown})"
         if self.missing_ids:
-            ids = ", ".join(self.missing_ids[:10])
-            more = len(self.missing_ids) - 10
-            text += f" (ids {ids}{f' and {more:,} more' if more > 0 else ''})"
+            text += f" (ids {listed(self.missing_ids)})"
         return text
 
     def to_dict(self) -> dict[str, Any]:
@@ -366,8 +366,7 @@ def completeness(
     shards: int | None = None
     missing: tuple[int, ...] = ()
     if None not in shard_names:
-        counts = {int(str(name).partition("/")[2]) for name in shard_names}
-        shards = max(counts)
+        shards = max(int(str(name).partition("/")[2]) for name in shard_names)
         present = {int(str(name).partition("/")[0]) for name in shard_names}
         missing = tuple(i for i in range(1, shards + 1) if i not in present)
     return Completeness(len(ids), expected, shards, missing, missing_ids)
@@ -618,15 +617,8 @@ def write_records(path: str | os.PathLike[str], records: Iterable[Mapping[str, A
     write_text_atomically(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
 
 
-def iter_json_lines(
-    path: str | os.PathLike[str], *, error: type[InputError] = InputError
-) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` for each JSON object of a JSONL file, read with bounds."""
-    for number, value in _formats.iter_json_lines(path, error=error):
-        if not isinstance(value, dict):
-            problem = f"expected a JSON object, got {describe_json(value)}"
-            raise error(problem, path=str(path), line=number)
-        yield number, value
+iter_json_lines = functools.partial(_formats.iter_json_lines, objects=True)
+"""``(line number, object)`` for each JSON object of a JSONL file, read with bounds."""
 
 
 def read_rows(path: str | os.PathLike[str], *, repair: bool = False) -> list[Row]:

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import __version__, _extra
-from .errors import InputError, plural, shorten
+from .errors import InputError, listed, plural, shorten
 from .gating import (
     CategoryVerdict,
     GateReport,
+    from_rows,
     gate,
     gate_rows,
-    people_estimates,
     refuse_unknown_categories,
 )
 from .records import Completeness, Row, case_rows, read_rows, tally, verdicts, write_text_atomically
@@ -53,12 +53,12 @@ class RunSummary:
     complete: bool = True
     stopped_reason: str | None = None
     rows: int = 0
-    sections_passed: bool = True
+    sections_failed: tuple[str, ...] = ()  # why extras' sections failed their own gates
     capped: str | None = None
 
     @property
     def passed(self) -> bool:
-        return self.report.passed and self.sections_passed
+        return self.report.passed and not self.sections_failed
 
     def to_dict(self) -> dict[str, Any]:
         """What ``run --json`` prints."""
@@ -67,11 +67,12 @@ class RunSummary:
         return {**self.info, "gate": self.report.to_dict(), "judge": judge, "errors": self.errors}
 
     def to_text(self, header: str | None = None, *, brief: bool = False) -> str:
-        counts: dict[str, Any] = {"judged": self.judged, "unparsed": self.unparsed}
-        lines = () if brief else self.lines
-        return summary_text(
-            self.report, header=header, errors=self.errors, extra_lines=lines, **counts
-        )
+        """The table and the lines under it; ``brief`` (``run -q``): the gate's line, and why
+        the extras' sections failed, if one did."""
+        if brief:
+            return terminal_text("\n".join([_gate_line(self.report), *self.sections_failed]))
+        counts = {"judged": self.judged, "unparsed": self.unparsed, "errors": self.errors}
+        return summary_text(self.report, header=header, extra_lines=self.lines, **counts)
 
 
 _NO_SECTION = Section([], {})
@@ -115,11 +116,12 @@ def summarize(
     if (s.labels or session.calibration) and not os.path.isfile(s.out):
         raise InputError("the rows are read back for the labels: it must be a file", field="out")
     labelled = any(t.labelled for t in result.categories.values())  # only a file is read back
-    needed = (s.labels or session.calibration or labelled) and os.path.isfile(s.out)
+    clustered = any(t.clustered for t in result.categories.values())
+    needed = (s.labels or session.calibration or labelled or clustered) and os.path.isfile(s.out)
     rows = case_rows(read_rows(s.out)) if needed else []
     wanted = {"labels": s.labels, "min_kappa": s.min_kappa, "calibration": session.calibration}
     tallies = counted[0] if counted else result.sorted_categories()
-    report = gate(tallies, **s.gate_options(), people=people_estimates(rows, **wanted))
+    report = gate(tallies, **s.gate_options(), **from_rows(rows, **wanted))
     expected = ready.in_shard if ready.read else None
     if not result.complete and report.overall.total != expected:  # say what is missing
         empty = tuple(sorted(ready.categories - set(tallies)))
@@ -134,6 +136,8 @@ def summarize(
     }
     sections = {n: _extra("section", n, n)(session, ready, result) for n, on in used.items() if on}
     text = [*sections.get("retrieval", _NO_SECTION).lines]
+    if clustered and not needed:  # the rows were not kept in a file to read the clusters from
+        text.append("the cases' clusters do not widen these intervals: --out is not a file")
     for name, observer in (observers or {}).items():
         text += observer.summary()
         info[name] = observer.to_dict()
@@ -158,7 +162,7 @@ def summarize(
         complete=result.complete,
         stopped_reason=result.stopped_reason,
         rows=result.total,
-        sections_passed=not failed,
+        sections_failed=tuple(failed),
         capped=result.stopped_reason if result.stopped_by == "max_cost" else None,
     )
 
@@ -465,18 +469,18 @@ def _unchecked_lines(report: GateReport) -> list[str]:
     if not count:
         return []
     ids = [i for c in report.categories for i in c.unchecked_ids]
-    shown = ", ".join(map(line_of, ids[:10]))
-    shown += f" and {count - min(len(ids), 10):,} more" if count > 10 else ""
+    shown = listed([line_of(i) for i in ids[:10]], total=count)
     text = f"{plural(count, 'case')} had nothing to check them (no check, no judge that could "
     return [f"{text}judge them): {shown}; they count as not passed"]
 
 
 def _gate_line(report: GateReport) -> str:
-    gated = [c for c in report.categories if c.threshold is not None]
-    if not report.complete:
+    word = gate_word(report)
+    if word == "INCOMPLETE":
         return f"gate: INCOMPLETE — {missing(report)} (no gate is decided on missing cases)"
-    if not gated:
+    if word == "not gated":
         return "gate: no thresholds given, so nothing gates"
+    gated = [c for c in report.categories if c.threshold is not None]
     undecided = [c for c in report.undecided if not c.blocking]
     if report.passed:
         said = "the gated category meets its threshold"

@@ -14,7 +14,7 @@ from typing import Any
 
 from . import _EXTRAS, _extra
 from ._formats import MAX_CONFIG_BYTES, read_text
-from .errors import IncompleteError, InputError, plural, shorten
+from .errors import IncompleteError, InputError, key_values, listed, plural, shorten
 from .gating import gate, gate_settings, refuse_unknown_categories
 from .models import MAX_RESPONSE_BYTES, resolve
 from .records import Row, RowsWrittenWhole, iter_json_lines, read_rows, run_manifest, write_row
@@ -122,6 +122,7 @@ class Session:
         """Read, validate and select the run's cases (a run calling no model: as it runs)."""
         s = self.settings
         same = ("fields", "id_from_line", "format", "seed", "shard", "max_line_bytes")
+        one_pass = self.generate_model is None and not (self.judges or s.resume or s.review_out)
         ready = prepare_cases(
             s.cases,
             **{name: getattr(s, name) for name in same},
@@ -129,7 +130,7 @@ class Session:
             only=case_ids(s.only, s.fields.get("id", "id")),
             outputs=self.outputs,
             shuffle=s.stop_when_decided,
-            one_pass=self._one_pass(),
+            one_pass=one_pass and RowsWrittenWhole.can_write(s.out),
             note=self._note_retrieval,
         )
         if ready.read:
@@ -143,22 +144,10 @@ class Session:
         else:
             self.without_retrieval[case.category] += 1
 
-    def _one_pass(self) -> bool:
-        s = self.settings
-        return (
-            not self.judges
-            and self.generate_model is None
-            and not s.resume
-            and not s.review_out
-            and RowsWrittenWhole.can_write(s.out)
-        )
-
     def _refuse(self, ready: PreparedCases) -> None:
         s = self.settings
         if ready.unknown_only:  # a mistyped id would leave its case out unseen
-            unknown = ", ".join(repr(shorten(i, 60)) for i in ready.unknown_only[:5])
-            more = len(ready.unknown_only) - 5
-            said = unknown if more <= 0 else f"{unknown} and {more} more"
+            said = listed([repr(shorten(i, 60)) for i in ready.unknown_only], 5)
             ids = "ids" if len(ready.unknown_only) > 1 else "id"
             raise InputError(f"no case has the {ids} {said}", field="only")
         if ready.in_shard == 0:
@@ -335,15 +324,7 @@ def parse_thresholds(items: Iterable[str]) -> dict[str, str]:
     >>> parse_thresholds(["amount_extraction=1.0", "tone = 95%"])
     {'amount_extraction': '1.0', 'tone': '95%'}
     """
-    thresholds: dict[str, str] = {}
-    for item in items:
-        category, sep, rate = (part.strip() for part in item.partition("="))
-        if not sep or not category:
-            raise InputError(f"expected CATEGORY=RATE, got {item!r}", field="thresholds")
-        if category in thresholds:
-            raise InputError(f"the category {category!r} is given twice", field="thresholds")
-        thresholds[category] = rate
-    return thresholds
+    return key_values(items, "CATEGORY=RATE", field="thresholds")
 
 
 def parse_shard(text: str) -> tuple[int, int]:

@@ -69,6 +69,11 @@ def _setting(group: str | None, help: str, default: Any = None, **more: Any) -> 
     return field(default=default, metadata=metadata)
 
 
+_reading, _gating, _judging, _running, _estimates, _scale, _juries, _rag, _ci, _more = (
+    partial(_setting, group) for group in GROUPS
+)
+
+
 @dataclass
 class RunSettings:
     """Every setting of a run, its values spelled as on the command line.
@@ -81,157 +86,134 @@ class RunSettings:
     out: str = _setting(
         None, "a result row per case", "tinyeval-results.jsonl", metavar="FILE", suite="reports.out"
     )
-    fields: Mapping[str, str] = _setting(
-        READING,
-        "a key = a dotted path in your records, e.g. input=request.q (repeatable)",
+    fields: Mapping[str, str] = _reading(
+        "a key = a dotted path in your records, e.g. input=request.q",
         {},
         flag="--field",
         metavar="KEY=PATH",
         suite="fields",
     )
-    format: str | None = _setting(
-        READING, "when the name does not tell", choices=_FORMATS, suite="format"
+    format: str | None = _reading("when the name does not tell", choices=_FORMATS, suite="format")
+    sample: int | None = _reading("run a seeded sample of N cases", least=1)
+    seed: int | str = _reading("seed of --sample", "0")
+    only: str | Sequence[str] | None = _reading(
+        "run only these ids (a,b,c), or those of a file", metavar="IDS|FILE"
     )
-    sample: int | None = _setting(READING, "run a seeded sample of N cases", least=1)
-    seed: int | str = _setting(READING, "seed of --sample", "0")
-    only: str | Sequence[str] | None = _setting(
-        READING, "run only these ids (a,b,c), or those of a file", metavar="IDS|FILE"
-    )
-    thresholds: Mapping[str, Any] = _setting(
-        GATE,
-        "a category's least pass rate, e.g. tone=0.9 or =95%% (repeatable)",
+    thresholds: Mapping[str, Any] = _gating(
+        "a category's least pass rate, e.g. tone=0.9 or =95%%",
         {},
         flag="--threshold",
         metavar="CATEGORY=RATE",
         suite="thresholds",
     )
-    default_threshold: Any = _setting(  # noqa: RUF009
-        GATE, "of categories without one", metavar="RATE", rate=True, suite="default_threshold"
+    default_threshold: Any = _gating(  # noqa: RUF009
+        "of categories without one", metavar="RATE", rate=True, suite="default_threshold"
     )
-    inconclusive: str | None = _setting(
-        GATE, "a rate whose 95%% interval straddles it", choices=_PASS, suite="gate.inconclusive"
+    inconclusive: str | None = _gating(
+        "a rate whose 95%% interval straddles it", choices=_PASS, suite="gate.inconclusive"
     )
-    allow_unchecked: bool | None = _setting(
-        GATE, "unchecked cases do not block their category", suite="gate.allow_unchecked"
+    allow_unchecked: bool | None = _gating(
+        "unchecked cases do not block their category", suite="gate.allow_unchecked"
     )
     margin: Any = field(default=None, metadata={"suite": "margin", "rate": True})  # compare's
-    strict_categories: bool | None = _setting(
-        GATE, "refuse a category no threshold names (when no default)", suite="strict_categories"
+    strict_categories: bool | None = _gating(
+        "refuse a category no threshold names (when no default)", suite="strict_categories"
     )
-    criterion: Sequence[str] = _setting(
-        JUDGE, "text, a built-in name, or graded:TEXT (repeatable)", (), metavar="TEXT|NAME"
+    criterion: Sequence[str] = _judging(
+        "text, a built-in name, or graded:TEXT", (), metavar="TEXT|NAME"
     )
-    rubric: Sequence[str] = _setting(
-        JUDGE, "a criterion from a file: text, or JSON (repeatable)", (), metavar="FILE"
-    )
+    rubric: Sequence[str] = _judging("a criterion from a file: text, or JSON", (), metavar="FILE")
     judges: Sequence[Any] = ()  # a suite's judge entries (JudgeSpec)
-    judge_model: str | Sequence[str] | None = _setting(
-        JUDGE,
+    judge_model: str | Sequence[str] | None = _judging(
         "builtin (the default), openai:M, anthropic:M, cmd:CMD, py:MOD:FUNC; 3, 5… times: a jury",
         metavar="SPEC",
         many=True,
         needs=_JUDGED,
     )
-    votes: int = _setting(
-        JUDGE, "ask the judge N times: the majority", 1, least=1, most=101, odd=True, needs=_JUDGED
+    votes: int = _judging(
+        "ask the judge N times: the majority", 1, least=1, most=101, odd=True, needs=_JUDGED
     )
-    temperature: float = _setting(
-        JUDGE, "the models' temperature", 0.0, metavar="T", least=0, most=2
+    temperature: float = _judging("the models' temperature", 0.0, metavar="T", least=0, most=2)
+    judge_max_tokens: int | None = _judging("longest judge reply", 256, least=1, most=_TOKENS)
+    base_url: str | None = _judging("an OpenAI-compatible server's URL", metavar="URL")
+    timeout: float = _running("timeout of one model call", 60.0, least=0, most=_DAY)
+    case_timeout: float | None = _running(
+        "a case running longer is an error row", least=0, most=_DAY
     )
-    judge_max_tokens: int | None = _setting(
-        JUDGE, "longest judge reply", 256, least=1, most=_TOKENS
+    concurrency: int = _running("cases at once", 4, least=1, most=1024, suite="concurrency")
+    cache: str = _running("the response cache", ".tinyeval/cache.sqlite3", metavar="PATH")
+    no_cache: bool = _running("neither read nor write the cache", False)
+    resume: bool = _running("keep the rows in --out, run the cases without one", False)
+    shard: tuple[int, int] | None = _running("run shard I of N only", metavar="I/N")
+    trials: int = _estimates(
+        "run each case K times", 1, metavar="K", least=1, most=1000, needs=_GENERATED
     )
-    base_url: str | None = _setting(JUDGE, "an OpenAI-compatible server's URL", metavar="URL")
-    timeout: float = _setting(RUNNING, "timeout of one model call", 60.0, least=0, most=_DAY)
-    case_timeout: float | None = _setting(
-        RUNNING, "a case running longer is an error row", least=0, most=_DAY
+    trials_gate: str = _estimates(
+        "a case passes when all trials pass or any", "all", choices=("all", "any")
     )
-    concurrency: int = _setting(
-        RUNNING, "cases at once", 4, least=1, most=1024, suite="concurrency"
+    stop_when_decided: bool = _estimates(
+        "stop each category once a confidence sequence decides its gate", False
     )
-    cache: str = _setting(RUNNING, "the response cache", ".tinyeval/cache.sqlite3", metavar="PATH")
-    no_cache: bool = _setting(RUNNING, "neither read nor write the cache", False)
-    resume: bool = _setting(RUNNING, "keep the rows in --out, run the cases without one", False)
-    shard: tuple[int, int] | None = _setting(RUNNING, "run shard I of N only", metavar="I/N")
-    trials: int = _setting(
-        ESTIMATES, "run each case K times", 1, metavar="K", least=1, most=1000, needs=_GENERATED
+    labels: str | None = _estimates("labels: gate on what people say", suite="labels", gate=True)
+    min_kappa: float | None = _estimates(
+        "least kappa to trust", metavar="K", rate=True, suite="min_kappa", gate=True
     )
-    trials_gate: str = _setting(
-        ESTIMATES, "a case passes when all trials pass or any", "all", choices=("all", "any")
+    calibration: str | None = _estimates(
+        "a saved calibration: the gate's corrected rates", needs=_JUDGED
     )
-    stop_when_decided: bool = _setting(
-        ESTIMATES, "stop each category once a confidence sequence decides its gate", False
+    batch: bool = _scale("send the model calls through the provider's batch API", False)
+    batch_poll: float = _scale("first wait between polls of a batch", 30.0, least=0, most=3600)
+    batch_max_wait: float = _scale(
+        "give up on a pending batch after SECONDS", 90000.0, least=0, most=30 * 86400
     )
-    labels: str | None = _setting(
-        ESTIMATES, "labels: gate on what people say", metavar="FILE", suite="labels", gate=True
+    executor: str | None = _scale(
+        "run the cases on a Dask cluster", metavar="dask:local|dask://HOST:PORT"
     )
-    min_kappa: float | None = _setting(
-        ESTIMATES, "least kappa to trust", metavar="K", rate=True, suite="min_kappa", gate=True
+    max_cost: float | None = _scale(
+        "stop before the cost passes USD", metavar="USD", least=0, needs=("price",)
     )
-    calibration: str | None = _setting(
-        ESTIMATES, "a saved calibration: the gate's corrected rates", metavar="FILE", needs=_JUDGED
-    )
-    batch: bool = _setting(SCALE, "send the model calls through the provider's batch API", False)
-    batch_poll: float = _setting(
-        SCALE, "first wait between polls of a batch", 30.0, least=0, most=3600
-    )
-    batch_max_wait: float = _setting(
-        SCALE, "give up on a pending batch after SECONDS", 90000.0, least=0, most=30 * 86400
-    )
-    executor: str | None = _setting(
-        SCALE, "run the cases on a Dask cluster", metavar="dask:local|dask://HOST:PORT"
-    )
-    max_cost: float | None = _setting(
-        SCALE, "stop before the cost passes USD", metavar="USD", least=0, needs=("price",)
-    )
-    max_cost_unknown: str = _setting(
-        SCALE, "a reply without usage stops a capped run, or not", "stop", choices=("stop", "allow")
+    max_cost_unknown: str = _scale(
+        "a reply without usage stops a capped run, or not", "stop", choices=("stop", "allow")
     )
     # "in=X,out=Y", or a tinyeval.scale.cost.Price
-    price: Any = _setting(SCALE, "USD per million tokens in and out", metavar="in=X,out=Y")  # noqa: RUF009
-    dawid_skene: bool = _setting(JUDGES, "a jury's jurors' errors from its verdicts alone", False)
-    k: str = _setting(RAG, "cutoffs of the retrieval table", "1,3,5,10")
-    retrieval_threshold: Sequence[str] = _setting(
-        RAG, "a least value, e.g. recall@5=0.8 (repeatable)", (), metavar="METRIC@K=VALUE"
+    price: Any = _scale("USD per million tokens in and out", metavar="in=X,out=Y")  # noqa: RUF009
+    dawid_skene: bool = _juries("a jury's jurors' errors from its verdicts alone", False)
+    k: str = _rag("cutoffs of the retrieval table", "1,3,5,10")
+    retrieval_threshold: Sequence[str] = _rag(
+        "a least value, e.g. recall@5=0.8", (), metavar="METRIC@K=VALUE"
     )
-    junit: str | None = _setting(CI, "also write JUnit XML", metavar="FILE", suite="reports.junit")
-    markdown: str | None = _setting(
-        CI, "also write the gate table as Markdown", metavar="FILE", suite="reports.markdown"
+    junit: str | None = _ci("also write JUnit XML", suite="reports.junit")
+    markdown: str | None = _ci("also write the gate table as Markdown", suite="reports.markdown")
+    html: str | None = _ci("also write an HTML page", suite="reports.html")
+    id_from_line: bool = _more("an id-less case is line-N", False, suite="id_from_line")
+    max_line_bytes: int | None = _more("longest line read (default: 64 MiB)", least=1, most=_GIB)
+    rejudge: str | None = _more("re-check and re-judge a run's outputs", metavar="RESULTS")
+    judge_style: str = _more(
+        "the judge's answer format", "verdict-first", choices=_STYLES, needs=_JUDGED
     )
-    html: str | None = _setting(CI, "also write an HTML page", metavar="FILE", suite="reports.html")
-    id_from_line: bool = _setting(MORE, "an id-less case is line-N", False, suite="id_from_line")
-    max_line_bytes: int | None = _setting(
-        MORE, "longest line read (default: 64 MiB)", least=1, most=_GIB
+    judge_all: bool = _more("judge cases failing their checks too", False, needs=_JUDGED)
+    judge_category: Sequence[str] | None = _more(
+        "judge only this category", metavar="CATEGORY", many=True, needs=_JUDGED
     )
-    rejudge: str | None = _setting(MORE, "re-check and re-judge a run's outputs", metavar="RESULTS")
-    judge_style: str = _setting(
-        MORE, "the judge's answer format", "verdict-first", choices=_STYLES, needs=_JUDGED
+    review_out: str | None = _more("rows whose votes split", needs=_JUDGED)
+    show_failures: int = _more("failed cases shown per category", 5, least=0, most=1000)
+    max_response_bytes: int | None = _more(
+        "largest model reply read (default: 8 MiB)", least=1, most=_GIB
     )
-    judge_all: bool = _setting(MORE, "judge cases failing their checks too", False, needs=_JUDGED)
-    judge_category: Sequence[str] | None = _setting(
-        MORE, "judge only this category (repeatable)", metavar="CATEGORY", many=True, needs=_JUDGED
+    refresh: bool = _more("call the models again, overwriting the cache", False)
+    pass_env: Sequence[str] = _more(
+        "an environment variable cmd: models also see", (), metavar="NAME"
     )
-    review_out: str | None = _setting(MORE, "rows whose votes split", metavar="FILE", needs=_JUDGED)
-    show_failures: int = _setting(MORE, "failed cases shown per category", 5, least=0, most=1000)
-    max_response_bytes: int | None = _setting(
-        MORE, "largest model reply read (default: 8 MiB)", least=1, most=_GIB
+    generate_model: str | None = _more("generate missing outputs", metavar="SPEC")
+    prompt_template: str | None = _more(
+        "a file with {input}, the generate prompt", needs=_GENERATED
     )
-    refresh: bool = _setting(MORE, "call the models again, overwriting the cache", False)
-    pass_env: Sequence[str] = _setting(
-        MORE, "an environment variable cmd: models also see (repeatable)", (), metavar="NAME"
+    max_tokens: int | None = _more(
+        "longest generated output", least=1, most=_TOKENS, needs=_GENERATED
     )
-    generate_model: str | None = _setting(MORE, "generate missing outputs", metavar="SPEC")
-    prompt_template: str | None = _setting(
-        MORE, "a file with {input}, the generate prompt", metavar="FILE", needs=_GENERATED
-    )
-    max_tokens: int | None = _setting(
-        MORE, "longest generated output", least=1, most=_TOKENS, needs=_GENERATED
-    )
-    regenerate: bool = _setting(MORE, "generate logged outputs too", False, needs=_GENERATED)
-    max_errors: int | None = _setting(MORE, "stop (exit 3) after more errored cases", least=0)
-    fail_fast: int = _setting(
-        MORE, "stop (exit 3) after N errors before any call succeeded", 10, least=0
-    )
+    regenerate: bool = _more("generate logged outputs too", False, needs=_GENERATED)
+    max_errors: int | None = _more("stop (exit 3) after more errored cases", least=0)
+    fail_fast: int = _more("stop (exit 3) after N errors before any call succeeded", 10, least=0)
     suite: Any = None  # the Suite these settings came from
     suite_overridden: Sequence[str] = ()  # its keys the caller gave again
 
@@ -460,8 +442,6 @@ def with_suite(options: Mapping[str, Any], suite: Suite) -> tuple[dict[str, Any]
         merged["judges"] = suite.judges
     for name, value in found.items():
         default = _FIELDS[name].default
-        if value is None:
-            continue
         if merged.get(name, default) == default:
             merged[name] = value
         elif merged[name] != value:
@@ -739,7 +719,7 @@ _MODELS = {
 _SHARED = ("temperature", "timeout", "base_url")  # one value for both models, as in a run
 
 
-def _judge(item: Any, where: _Where) -> JudgeSpec:
+def _judge_entry(item: Any, where: _Where) -> JudgeSpec:
     table = _table(item, where, list(_JUDGE))
     if ("criterion" in table) == ("rubric" in table):
         said = "a judge needs exactly one of 'criterion' (text or a built-in name) or 'rubric'"
@@ -797,7 +777,7 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
         at = where / "judges"
         if not isinstance(data["judges"], list):
             raise at.expected("an array of tables, written [[judges]]", data["judges"])
-        found["judges"] = tuple(_judge(item, at / i) for i, item in enumerate(data["judges"]))
+        found["judges"] = tuple(_judge_entry(item, at / i) for i, item in enumerate(data["judges"]))
         names = [j.name or j.criterion or j.rubric for j in found["judges"]]
         for i, name in enumerate(names):
             if name in names[:i]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
+
+from child import run_tinyeval
 
 from tinyeval.checks import declare_expect
 from tinyeval.ci.init import starter_text
@@ -21,9 +21,7 @@ def write(folder: Path, name: str, text: str) -> Path:
 
 
 def tinyeval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "utf-8"}
-    command = [sys.executable, "-m", "tinyeval", *args]
-    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    return run_tinyeval(args, cwd, timeout=120)
 
 
 def test_starter_text_loads_with_the_loader(tmp_path: Path) -> None:

@@ -264,3 +264,31 @@ def test_retrieval_keys_and_only_are_mapped_with_field(tmp_path: Path) -> None:
     # r1 ranks d2 second of two, r3 second of three: MRR 1/2, nothing at rank 1
     assert "faq       2        1   0/2 = 0.0%" in done.stdout
     assert "0.50 [0.50, 0.50]" in done.stdout
+
+
+def test_assert_gate_decides_as_the_gate_and_says_on_what() -> None:
+    from tinyeval.ci.testing import assert_gate
+
+    # 40 judged cases: the judge passes 36, the people who labelled every one pass 12
+    rows = [
+        {"id": f"a{i}", "category": "answers", "status": "pass" if i < 36 else "fail",
+         "checks": {"k": True}, "judges": {"j": {"verdict": "PASS" if i < 36 else "FAIL"}},
+         "label": "PASS" if i < 12 else "FAIL"}
+        for i in range(40)
+    ]  # fmt: skip
+    with pytest.raises(AssertionError) as raised:
+        assert_gate(rows, thresholds={"answers": 0.5})
+    said = str(raised.value)
+    assert said.startswith("the gate blocks answers (decided on people):\n")
+    assert "people ≈ 30.0%" in said and "BLOCKS (30.0% < 50.0%; people ≈" in said
+    unlabelled = [{k: v for k, v in row.items() if k != "label"} for row in rows]
+    verdict = assert_gate(unlabelled, thresholds={"answers": 0.5}).categories[0]
+    assert (verdict.outcome, verdict.decided_on) == ("pass", "judge")
+    with pytest.raises(AssertionError) as raised:
+        assert_gate(unlabelled, thresholds={"answers": 0.95})
+    said = str(raised.value)
+    assert said.startswith("the gate blocks answers (decided on judge):\n")
+    assert "judge not calibrated" in said
+    plain = [dict(row, judges={}) for row in unlabelled]
+    with pytest.raises(AssertionError, match=r"^the gate blocks answers \(decided on checks\):"):
+        assert_gate(plain, thresholds={"answers": 0.95})

@@ -11,8 +11,9 @@ import json
 import os
 import random
 import subprocess
-import sys
 from pathlib import Path
+
+from child import run_tinyeval
 
 ROOT = Path(__file__).resolve().parents[2]
 N, PEOPLE_PASS, JUDGE_PASS = 750, 240, 653  # 32% and 87% of 750
@@ -41,15 +42,7 @@ def _suite(tmp_path: Path) -> dict[str, bool]:
 
 
 def _tinyeval(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)])}
-    return subprocess.run(
-        [sys.executable, "-m", "tinyeval", *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_tinyeval(args, tmp_path, path=[tmp_path], timeout=120)
 
 
 RUN = (
@@ -147,34 +140,23 @@ def test_a_judge_below_the_least_kappa_is_not_trusted(tmp_path: Path) -> None:
 def test_label_strategy_gate_records_the_chances_the_estimate_reweights(tmp_path: Path) -> None:
     _suite(tmp_path)
     assert _tinyeval(tmp_path, *RUN, "--out", "e.jsonl").returncode == 0
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    session = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tinyeval",
-            "label",
-            "e.jsonl",
-            "--out",
-            "picked.jsonl",
-            "--budget",
-            "60",
-            "--pilot",
-            "labels.jsonl",
-            "--strategy",
-            "gate",
-            "--labeler",
-            "ana",
-            "--break-every",
-            "0",
-        ],
-        cwd=tmp_path,
-        env=env,
-        input="p\n" * 200,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    label = [
+        "label",
+        "e.jsonl",
+        "--out",
+        "picked.jsonl",
+        "--budget",
+        "60",
+        "--pilot",
+        "labels.jsonl",
+        "--strategy",
+        "gate",
+        "--labeler",
+        "ana",
+        "--break-every",
+        "0",
+    ]
+    session = run_tinyeval(label, tmp_path, stdin="p\n" * 200, timeout=120)
     assert session.returncode == 0, session.stderr
     records = [json.loads(x) for x in (tmp_path / "picked.jsonl").read_text().splitlines()]
     assert records and all(r["selection"]["strategy"] == "gate" for r in records)
@@ -192,3 +174,21 @@ def test_labels_need_rows_written_to_a_file(tmp_path: Path) -> None:
     done = _tinyeval(tmp_path, *RUN, "--labels", "labels.jsonl", "--out", os.devnull)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip().endswith("--out must be a file")
+
+
+def test_stop_when_decided_never_stops_a_category_people_decide(tmp_path: Path) -> None:
+    _suite(tmp_path)
+    early = _tinyeval(tmp_path, *RUN, "--stop-when-decided", "--json", "--out", "early.jsonl")
+    # on the judge's rate alone (87% against 50%) the sequence passes it after a few cases
+    assert early.returncode == 0, early.stderr
+    assert json.loads(early.stdout)["stop_when_decided"]["summaries"]["outcome"] == "pass"
+    assert len((tmp_path / "early.jsonl").read_text().splitlines()) < 100
+    # with labels the gate decides on people (32%): the sequence of the judge's rate would
+    # have passed a category people block, so it is not applied and every case runs
+    done = _tinyeval(tmp_path, *RUN, "--stop-when-decided", "--labels", "labels.jsonl",
+                     "--out", "all.jsonl")  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert len((tmp_path / "all.jsonl").read_text().splitlines()) == N
+    said = "  summaries: not stopped: the gate decides on people's estimate, not on the judge's "
+    assert said + "rate; every case ran" in done.stdout.splitlines()
+    assert "BLOCKS (" in done.stdout and "people ≈ " in done.stdout

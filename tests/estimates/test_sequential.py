@@ -301,3 +301,27 @@ def test_newton_ends_match_bisection_for_large_suites() -> None:
                 else:
                     outside = middle
             assert end == pytest.approx(outside, rel=1e-12, abs=1e-15)
+
+
+def test_stop_when_decided_leaves_a_category_people_decide_to_run() -> None:
+    from tinyeval.estimates.sequential import StopWhenDecided
+    from tinyeval.runner import RunResult
+
+    judged = {"category": "c", "status": "pass", "judges": {"j": {"verdict": "PASS"}}}
+    skipped = {"category": "c", "status": "fail", "judge_skipped": "a code check failed"}
+    checks = {"category": "c", "status": "pass", "judge_skipped": "category not judged"}
+    cases = {
+        "judge alone": ({}, [judged], True),
+        "labels or a calibration": ({"people": True}, [judged], False),
+        "a labelled category": ({"labelled": ["c"]}, [skipped, judged], False),
+        "a case's own label": ({}, [dict(judged, label="FAIL"), judged], False),
+        "checks alone, labels given": ({"people": True}, [checks], True),
+    }
+    for name, (settings, rows, stops) in cases.items():
+        watch = StopWhenDecided({"c": 0.5}, **settings)
+        for i in range(40):
+            watch.row(rows[min(i, len(rows) - 1)], RunResult())
+        assert ("c" in watch.decisions) == stops, name
+        assert ("c" in watch.on_people) != stops, name
+        said = "  c: not stopped: the gate decides on people's estimate, not on the judge's rate"
+        assert any(line.startswith(said) for line in watch.summary()) != stops, name

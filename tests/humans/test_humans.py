@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from child import run_tinyeval
 
 from tinyeval.calibration import (
     CalibrationError,
@@ -358,15 +357,7 @@ def test_recheck_and_adjudicate_sessions(tmp_path: Path) -> None:
 
 
 def cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "tinyeval", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        timeout=60,
-    )
+    return run_tinyeval(args, ROOT, stdin=stdin)
 
 
 def results_for_ten(path: Path) -> Path:
@@ -472,12 +463,10 @@ def fce_interval(cells: dict[tuple[str, str], int]) -> tuple[float, float, float
 
 def test_bundled_example_prints_kappa_with_its_interval(tmp_path: Path) -> None:
     results = tmp_path / "r.jsonl"
-    run = subprocess.run(
-        [sys.executable, "-m", "tinyeval", "run", "examples/cases.jsonl", "--criterion",
-         "unsupported-claims", "--judge-category", "support_answers", "--out", str(results),
-         "-q"],
-        capture_output=True, text=True, cwd=ROOT, timeout=120,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    run = run_tinyeval(
+        ["run", "examples/cases.jsonl", "--criterion", "unsupported-claims", "--judge-category",
+         "support_answers", "--out", str(results), "-q"],
+        ROOT, timeout=120,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     done = cli("calibrate", str(results), "examples/labels.jsonl")

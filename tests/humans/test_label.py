@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from child import run_tinyeval
 
 from tinyeval.calibration import LabelError, read_labels
 from tinyeval.humans.session import label_session, parse_choices, parse_grades
@@ -347,15 +348,7 @@ def write_results(path: Path, rows: list[dict]) -> Path:
 
 
 def cli(*args: str, stdin: str = "", env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "tinyeval", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-        timeout=60,
-    )
+    return run_tinyeval(args, ROOT, env, stdin=stdin)
 
 
 def test_cli_label_reads_one_key_per_line_from_a_pipe(tmp_path: Path) -> None:

@@ -4,20 +4,17 @@ retrieval threshold that blocks, and faithfulness by claims with the offline jud
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
+
+from child import run_tinyeval
 
 ROOT = Path(__file__).resolve().parents[2]
 RAG = ROOT / "examples" / "rag" / "cases.jsonl"
 
 
 def tinyeval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "utf-8"}
-    env.pop("GITHUB_STEP_SUMMARY", None)
-    return subprocess.run([sys.executable, "-m", "tinyeval", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    return run_tinyeval(args, cwd, timeout=120)
 
 
 def recall_at_5_by_hand() -> dict[str, float]:
@@ -89,3 +86,12 @@ def test_a_graded_judge_prints_its_histogram_and_bottom_ten_percent(tmp_path: Pa
     assert "more than 80% of scores fall on two values" in done.stdout
     # without a pass mark the score gates nothing: every case passes on its code check alone
     assert "20/20 = 100.0%" in done.stdout
+
+
+def test_quiet_says_why_when_only_the_retrieval_gate_fails(tmp_path: Path) -> None:
+    done = tinyeval("run", str(RAG), "--out", "rows.jsonl", "-q",
+                    "--retrieval-threshold", "recall@1=0.99", cwd=tmp_path)  # fmt: skip
+    assert (done.returncode, done.stdout) == (1, "")
+    gate, retrieval = done.stderr.splitlines()
+    assert gate == "gate: no thresholds given, so nothing gates"
+    assert retrieval.startswith("retrieval gate: FAILED — blocking: account, billing")

@@ -5,12 +5,12 @@ own case alone, a broken status reply or a batch that never ends stops the run i
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
+
+from child import run_tinyeval
 
 from tests.scale.fake_batch_server import KEY_OPENAI, FakeBatchServer
 
@@ -20,11 +20,8 @@ FLAGS = ["--criterion", "Is good.", "--judge-model", "openai:judge-model", "--ba
 
 
 def run(folder: Path, server: FakeBatchServer, *extra: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": KEY_OPENAI,
-           "OPENAI_BASE_URL": server.openai_base}  # fmt: skip
-    return subprocess.run([sys.executable, "-m", "tinyeval", "run", "cases.jsonl", *FLAGS, *extra],
-                          cwd=folder, env=env, capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+    env = {"OPENAI_API_KEY": KEY_OPENAI, "OPENAI_BASE_URL": server.openai_base}
+    return run_tinyeval(["run", "cases.jsonl", *FLAGS, *extra], folder, env, timeout=120)
 
 
 def write_cases(folder: Path, n: int = 6) -> None:
@@ -160,3 +157,15 @@ def test_batch_max_wait_stops_the_run_incomplete_and_a_later_run_resumes(tmp_pat
         assert resumed.returncode == 0, resumed.stderr
         assert server.counts["submissions"] == 1
     assert {row["status"] for row in rows(tmp_path).values()} == {"pass"}
+
+
+def test_a_results_line_giving_a_key_twice_fails_its_case_alone(tmp_path: Path) -> None:
+    write_cases(tmp_path)
+
+    def twice(first: bytes) -> bytes:  # read last-wins, FAIL would become PASS
+        return first.replace(b'"content": "PASS"', b'"content": "FAIL", "content": "PASS"')
+
+    with FakeBatchServer(delay_polls=0, mangle=on_first_line(twice)) as server:
+        done = run(tmp_path, server)
+    assert done.returncode == 0 and "please report it" not in done.stderr, done.stderr
+    assert_one_error_row(tmp_path, "is not JSON")

@@ -9,16 +9,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+from child import run_tinyeval
+
 from tests.scale.fake_batch_server import KEY_OPENAI, FakeBatchServer
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def tinyeval(folder: Path, server: FakeBatchServer, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": KEY_OPENAI,
-           "OPENAI_BASE_URL": server.openai_base}  # fmt: skip
-    return subprocess.run([sys.executable, "-m", "tinyeval", *args], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    env = {"OPENAI_API_KEY": KEY_OPENAI, "OPENAI_BASE_URL": server.openai_base}
+    return run_tinyeval(args, folder, env, timeout=120)
 
 
 def test_a_judged_run_in_batch_mode_submits_once_and_equals_a_direct_run(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from .._formats import MAX_CONFIG_BYTES, read_text
 from ..errors import InputError
-from ..gating import GateReport, gate, people_estimates
+from ..gating import GateReport, from_rows, gate
 from ..suite import JudgeSpec, Suite
 
 __all__ = [
@@ -63,21 +63,26 @@ def assert_gate(
     default_threshold: float | str | None = None,
     inconclusive: str = "pass",
     confidence: float = 0.95,
+    labels: str | None = None,
+    min_kappa: float | None = None,
 ) -> GateReport:
-    """Fail a test when a category blocks: the message is the gate's table and, given rows,
-    the cases that did not pass and why.
+    """Fail a test when a category blocks: the message says on what each blocking category was
+    decided (``decided_on``: its checks, the judge's verdicts or people's estimate), then the
+    gate's table and, given rows, the cases that did not pass and why.
 
     Takes a :class:`~tinyeval.gating.GateReport`, a
     :class:`~tinyeval.runner.RunResult` (its rows) or result rows; with rows,
-    the gate is computed from ``thresholds``, ``default_threshold`` and ``inconclusive``.
-    Returns the report when nothing blocks.
+    the gate is computed from ``thresholds``, ``default_threshold`` and ``inconclusive``, as
+    ``tinyeval gate`` computes it: a judged category whose cases carry labels (or with
+    ``labels``, a labels file; ``min_kappa``) is decided on people's estimate, and the cases'
+    clusters widen the intervals. Returns the report when nothing blocks.
 
     >>> rows = [{"id": str(i), "category": "amounts", "status": "pass" if i < 17 else "fail"}
     ...         for i in range(20)]
     >>> assert_gate(rows, thresholds={"amounts": 1.0})
     Traceback (most recent call last):
     ...
-    AssertionError: a category is under its threshold:
+    AssertionError: the gate blocks amounts (decided on checks):
     category  pass rate [95% Wilson]         threshold  gate
     amounts   17/20 = 85.0% [64.0%, 94.8%]   100.0%     BLOCKS (85.0% < 100.0%)
     ...
@@ -100,6 +105,7 @@ def assert_gate(
             default_threshold=default_threshold,
             inconclusive=inconclusive,
             confidence=confidence,
+            **from_rows(rows, labels=labels, min_kappa=min_kappa, confidence=confidence),
         )
     if report.blocking:
         failed = [r for r in rows if r.get("status") != "pass"] if rows is not None else []
@@ -107,7 +113,8 @@ def assert_gate(
         said = "\n".join(
             [summary_text(report), *(["cases that did not pass:", *cases] if cases else [])]
         )
-        raise AssertionError(f"a category is under its threshold:\n{said}")
+        blocks = ", ".join(f"{c.category} (decided on {c.decided_on})" for c in report.blocking)
+        raise AssertionError(f"the gate blocks {blocks}:\n{said}")
     return report
 
 
@@ -204,11 +211,10 @@ class SuiteRunner:
         if self.suite.allow_unchecked and "allow_unchecked" in accepted:
             options["allow_unchecked"] = True
         rows = list(rows)
-        people = people_estimates(rows, labels=self.suite.labels, min_kappa=self.suite.min_kappa)
         return gate(
             tally_rows(rows),
             thresholds,
             default_threshold=self.suite.default_threshold,
-            people=people,
+            **from_rows(rows, labels=self.suite.labels, min_kappa=self.suite.min_kappa),
             **options,
         )

@@ -74,14 +74,17 @@ def add_settings(p: Any, *names: str) -> dict[str | None, Any]:
         said = f"{default:g}" if isinstance(default, float) else str(default)
         shown = isinstance(default, int | float | str) and not isinstance(default, bool)
         help = f"{meta['help']} (default: {said})" if shown else meta["help"]
-        option: dict[str, Any] = {"dest": name, "help": help, "default": default}
+        repeatable = kind.startswith(("Sequence", "Mapping"))
+        option: dict[str, Any] = {"dest": name, "default": default}
+        option["help"] = f"{help} (repeatable)" if repeatable else help
         if kind.startswith("bool"):
             option["action"] = "store_true"
-        elif meta.get("many") or kind.startswith(("Sequence", "Mapping")):
+        elif meta.get("many") or repeatable:
             option.update(action="append", metavar=meta.get("metavar"))
             option["default"] = None if meta.get("many") else []
         else:
-            option.update(metavar=meta.get("metavar"), choices=meta.get("choices"))
+            file = "FILE" if kind == "str | None" and "choices" not in meta else None
+            option.update(metavar=meta.get("metavar", file), choices=meta.get("choices"))
             for number, metavar in ((int, "N"), (float, "SECONDS")):
                 if kind in (number.__name__, f"{number.__name__} | None"):
                     option.update(type=number, metavar=meta.get("metavar", metavar))

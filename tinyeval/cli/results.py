@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import _extra
 from ..errors import InputError, plural
-from ..gating import FAIL_ON, compare_holdout_rows, compare_runs, holdout_text, rank_runs
+from ..gating import FAIL_ON, compare_holdout, compare_runs, holdout_text, rank_runs
 from ..records import completeness, merge_rows, read_rows, write_records
 from ..suite import RunSettings
 from ._common import (
@@ -65,7 +65,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     gate = {name: getattr(args, name) for name in (*_GATE, "calibration")}
     gate["thresholds"] = parse_thresholds(args.thresholds)
     summary = summarize_rows(rows, source=args.results, gate=gate)
-    holdout = compare_holdout_rows(rows, args.holdout, salt=args.salt) if args.holdout else None
+    holdout = compare_holdout(rows, args.holdout, salt=args.salt) if args.holdout else None
     if args.json:
         held = {"holdout": {c.category: c.to_dict() for c in holdout}} if holdout else {}
         print_json({**summary.to_dict(), **held})
@@ -215,41 +215,44 @@ def add_calibrate(sub: Any) -> None:
     field = "read LABELS through a field mapping: KEY is id, label, labeler or at (repeatable)"
     p.add_argument("--field", action="append", default=[], metavar="KEY=PATH", help=field)
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(handler=_cmd_calibrate)
+    p.set_defaults(handler=_cmd_calibrate, report=None)
     with contextlib.suppress(InputError):  # a copy without tinyeval/humans/
-        _extra("command", "calibrate")(p)
+        _extra("command", "calibrate")(p)  # sets ``report``: several labelers, jurors, PPI
 
 
-def calibrate_rows(args: argparse.Namespace) -> list[Any]:
-    """The rows ``calibrate`` reads, its inputs and outputs checked not to clash (as humans')."""
-    from ..session import refuse_overwriting, same_file
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from ..calibration import calibrate_results, disagreement_rows, parse_label_fields, read_labels
+    from ..session import case_ids, refuse_overwriting, same_file
 
     if same_file(args.results, args.labels):
         raise UsageError(f"RESULTS and LABELS are the same file {args.results}")
     outputs = {"save": args.save, "disagreements": args.disagreements}
     refuse_overwriting([args.results, args.labels, args.only], outputs)
-    return read_rows(args.results)
-
-
-def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from ..calibration import calibrate_results, disagreement_rows, parse_label_fields, read_labels
-    from ..session import case_ids
-
-    rows = calibrate_rows(args)
-    labels = read_labels(args.labels, fields=parse_label_fields(args.field))
-    several = {str(record.get("labeler")) for record in labels.values()}
-    if len(several) > 1 or any(record.get("adjudicated") is True for record in labels.values()):
-        _extra("command", "calibrate", "labels of several labelers")  # says what the copy lacks
-    only = case_ids(args.only)
-    calibration = calibrate_results(rows, labels, judge=args.judge, only=only)
+    rows = read_rows(args.results)
+    fields, only = parse_label_fields(args.field), case_ids(args.only)
+    if args.report is not None:
+        report = args.report(args, rows, fields, only)
+        calibration, labels = report.calibration, report.reference
+    else:
+        labels = read_labels(args.labels, fields=fields)
+        several = {str(record.get("labeler")) for record in labels.values()}
+        if len(several) > 1 or any(record.get("adjudicated") is True for record in labels.values()):
+            _extra("command", "calibrate", "labels of several labelers")  # says what is missing
+        report = calibration = calibrate_results(rows, labels, judge=args.judge, only=only)
     for warning in calibration.expired:
         print(f"{PROG}: WARNING: {warning}", file=sys.stderr)
+    notes = []
     if args.disagreements:
-        write_records(args.disagreements, disagreement_rows(calibration, rows, labels))
+        found = disagreement_rows(calibration, rows, labels)
+        write_records(args.disagreements, found)  # all or nothing, like every other output
+        notes.append(f"wrote {len(found)} disagreements to {args.disagreements}")
     if args.save:
         calibration.save(args.save)
+        notes.append(f"saved the calibration to {args.save}")
     if args.json:
-        print_json(calibration.to_dict())
+        print_json(report.to_dict())
     else:
-        print(calibration.to_text())
+        print(report.to_text())
+    for note in notes:  # on stderr beside --json, so the standard output stays one object
+        print(f"{PROG}: {note}" if args.json else note, file=sys.stderr if args.json else None)
     return EXIT_OK

@@ -47,7 +47,8 @@ def add_run(sub: Any) -> None:
     )
     p.add_argument("--config", metavar="FILE", help="a suite file to run; options given here win")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    p.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
+    quiet = "print only errors and the gate's line when it fails"
+    p.add_argument("--quiet", "-q", action="store_true", help=quiet)
     p.add_argument(
         "--dry-run", action="store_true", help="render the prompts, count calls and cost"
     )
@@ -106,7 +107,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print_json(summary.to_dict())
     elif not args.quiet:
         print(summary.to_text(header(session, ready)))
-    elif not summary.report.passed:
+    elif not summary.passed:
         print(summary.to_text(brief=True), file=sys.stderr)
     rows = args.out if ready.read else []  # a run read as it went and stopped wrote none
     write_reports(args, rows, summary.report, run_info=summary.info, cases_file=args.cases)

@@ -220,12 +220,8 @@ Test: two-proportion z-test (runs on different cases).
             )
         paired = {key: plan[key] for key in ("alpha", "power") if key in plan}
         difference = round(target - baseline, 12)
-        needed, fields = _plan(
-            "sample-size", None, stats.paired_sample_size, difference, discordance, **paired
-        )
-        fields.update(
-            test="McNemar's test (runs over the same cases)", baseline=baseline, target=target
-        )
+        needed, fields = _plan("sample-size", None, _PAIRED, difference, discordance, **paired)
+        fields.update(test=_MCNEMAR, baseline=baseline, target=target)
         text = (
             f"you need {needed} paired cases when {_percent(discordance)} of cases change "
             "outcome (Connor 1987)"
@@ -378,8 +374,9 @@ def _plan(statistic: str, source: str | None, func: Any, *args: Any, **plan: Any
         return None, fields  # said in words
 
 
-_SIZE, _DETECT = stats.sample_size, stats.detectable_difference
+_SIZE, _DETECT, _PAIRED = stats.sample_size, stats.detectable_difference, stats.paired_sample_size
 _Z_TEST = "two-proportion z-test (runs on different cases)"
+_MCNEMAR = "McNemar's test (runs over the same cases)"
 
 
 _COMMANDS = {  # each sentence (its name and help) and the statistic whose settings it takes

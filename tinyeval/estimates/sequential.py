@@ -484,6 +484,11 @@ class StopWhenDecided:
     of its threshold (``thresholds``: category -> rate). Give the cases in a random order, or
     the early stop is not a fair sample.
 
+    The sequence follows the pass rate of the rows, which for a judged category is the judge's.
+    Where the gate decides on people's estimate instead (``people``: labels or a calibration
+    were given; ``labelled``: the categories whose cases carry their own label; or a judged row
+    carries one), the category is never stopped early: all its cases run, and the summary says so.
+
     >>> from tinyeval.dataset import Case
     >>> from tinyeval.runner import RunResult
     >>> watch = StopWhenDecided({"c": 0.5})
@@ -495,11 +500,20 @@ class StopWhenDecided:
 
     name = "stop_when_decided"
 
-    def __init__(self, thresholds: Mapping[str, float], in_shard: int | None = None) -> None:
+    def __init__(
+        self,
+        thresholds: Mapping[str, float],
+        in_shard: int | None = None,
+        *,
+        people: bool = False,
+        labelled: Iterable[str] = (),
+    ) -> None:
         self.thresholds = {str(c): float(t) for c, t in thresholds.items()}
         self.sequences = {category: ConfidenceSequence() for category in self.thresholds}
         self.decisions: dict[str, EarlyDecision] = {}
         self.in_shard = in_shard  # the cases the run was to see, for what stopping saved
+        self.people, self.labelled = people, set(labelled)
+        self.on_people: set[str] = set()  # judged categories the gate decides on people
         self._result: Any = None
 
     def cases(self, cases: Iterable[Any]) -> Iterable[Any]:
@@ -516,6 +530,13 @@ class StopWhenDecided:
         category = str(row["category"])
         sequence = self.sequences.get(category)
         if sequence is None or category in self.decisions:
+            return
+        skipped = row.get("judge_skipped") not in (None, "category not judged")
+        if (row.get("judges") or skipped) and (
+            self.people or category in self.labelled or row.get("label") is not None
+        ):
+            self.on_people.add(category)  # the judge's rate is not the one its gate decides on
+            del self.sequences[category]
             return
         sequence.update(row["status"] == "pass")
         decision = gate_decision(sequence, self.thresholds[category])
@@ -540,6 +561,10 @@ class StopWhenDecided:
                 f"  {category}: {decision.outcome} after {decision.cases} cases "
                 f"[{decision.low:.1%}, {decision.high:.1%}]; {ran} ran"
             )
+        if self.on_people:
+            names = ", ".join(sorted(self.on_people))
+            said = "the gate decides on people's estimate, not on the judge's rate"
+            lines.append(f"  {names}: not stopped: {said}; every case ran")
         skipped = (self.in_shard or result.total) - result.total
         tokens = sum(result.usage.get(k, 0) for k in ("input_tokens", "output_tokens"))
         per_case = tokens / result.total if result.total else 0
@@ -568,4 +593,6 @@ def make(settings: Any, ready: Any) -> StopWhenDecided:
             "needs thresholds: it stops a category once its gate is decided",
             field="stop_when_decided",
         )
-    return StopWhenDecided(thresholds, ready.in_shard)
+    labelled = {case.category for case in ready.cases if case.label is not None}
+    people = bool(settings.labels or settings.calibration)
+    return StopWhenDecided(thresholds, ready.in_shard, people=people, labelled=labelled)

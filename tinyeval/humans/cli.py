@@ -8,12 +8,10 @@ from typing import Any
 
 from ..cli._common import (
     EXIT_OK,
-    PROG,
     UsageError,
     print_json,
     proportion,
 )
-from ..records import write_records
 
 
 def add_label(sub: Any) -> None:
@@ -192,34 +190,13 @@ def extend_calibrate(p: Any) -> None:
         help="ppi: also print each category's prediction-powered pass rate (judge verdicts plus "
         "your labels) beside the raw and the labels-only rates",
     )
-    p.set_defaults(handler=_cmd_calibrate)
+    p.set_defaults(report=_calibration_report)
 
 
-def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from ..calibration import disagreement_rows, parse_label_fields
-    from ..cli.results import calibrate_rows
-    from ..session import case_ids
+def _calibration_report(args: argparse.Namespace, rows: Any, fields: Any, only: Any) -> Any:
+    """What ``calibrate`` prints and saves, read labeler by labeler."""
     from .labelers import calibration_report, read_label_set
 
-    rows = calibrate_rows(args)
-    label_set = read_label_set(args.labels, fields=parse_label_fields(args.field))
-    report = calibration_report(
-        rows, label_set, judge=args.judge, ppi=args.estimate == "ppi", only=case_ids(args.only)
-    )
-    for warning in report.calibration.expired:
-        print(f"{PROG}: WARNING: {warning}", file=sys.stderr)
-    notes = []
-    if args.disagreements:
-        found = disagreement_rows(report.calibration, rows, report.reference)
-        write_records(args.disagreements, found)  # all or nothing, like every other output
-        notes.append(f"wrote {len(found)} disagreements to {args.disagreements}")
-    if args.save:
-        report.calibration.save(args.save)
-        notes.append(f"saved the calibration to {args.save}")
-    if args.json:
-        print_json(report.to_dict())
-    else:
-        print(report.to_text())
-    for note in notes:  # on stderr beside --json, so the standard output stays one object
-        print(f"{PROG}: {note}" if args.json else note, file=sys.stderr if args.json else None)
-    return EXIT_OK
+    label_set = read_label_set(args.labels, fields=fields)
+    ppi = args.estimate == "ppi"
+    return calibration_report(rows, label_set, judge=args.judge, ppi=ppi, only=only)

@@ -39,7 +39,7 @@ from ..calibration import (
     _check_label,
     _id_of,
 )
-from ..errors import plural, utc_stamp
+from ..errors import key_values, plural, utc_stamp
 from ..records import output_fingerprint, primary_verdict, provenance
 from ..report import terminal_text
 from ..stats import Rate
@@ -119,14 +119,8 @@ def parse_choices(text: str) -> dict[str, Label]:
     Raises ``LabelError`` when an item is not ``KEY=LABEL``, a key repeats, or a
     key is one the session needs itself (s, u, q).
     """
-    choices: dict[str, Label] = {}
-    for item in text.split(","):
-        key, sep, label = (part.strip() for part in item.partition("="))
-        if not sep or not key or not label:
-            raise LabelError(
-                f"expected KEY=LABEL,KEY=LABEL; got {item!r} in {text!r}", field="choices"
-            )
-        choices[key] = label
+    given = key_values(text.split(","), "KEY=LABEL", field="choices", error=LabelError)
+    choices: dict[str, Label] = {**given}
     _check_choices(choices)
     return choices
 

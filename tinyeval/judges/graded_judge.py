@@ -20,13 +20,14 @@ from ..judge import (
     BaseVerdict,
     Judge,
     JudgeError,
+    ask_judge,
     default_name,
     describe_error,
     first_line,
     header,
     rubric_fingerprint,
 )
-from ..models import ask, reported_model, sum_usage
+from ..models import reported_model, sum_usage
 from .steps import StepsJudge, resolve_steps
 
 __all__ = [
@@ -226,7 +227,7 @@ class GradedJudge:
             "rubric_fingerprint": self.rubric_fingerprint,
         }
         try:
-            reply = ask(call_model, prompt)
+            reply = ask_judge(call_model, prompt)
         except Exception as exc:  # recorded, never raised
             message = describe_error(exc)
             return ScoreVerdict(

@@ -15,9 +15,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import plural
+from ..errors import plural, shorten
 from ..judge import (
+    ROW_REASON_CHARS,
     JudgeError,
+    ask_judge,
     block,
     check_template,
     criterion_text,
@@ -27,7 +29,6 @@ from ..judge import (
     parse_first_word,
     rubric_fingerprint,
 )
-from ..models import ask
 from ..stats import Rate, format_rate
 
 if TYPE_CHECKING:
@@ -126,7 +127,7 @@ class PairwiseVerdict:
             "consistent": self.consistent,
             "first": self.first,
             "second": self.second,
-            "reasons": list(self.reasons),
+            "reasons": [shorten(reason, ROW_REASON_CHARS) for reason in self.reasons],
             "raw": [str(reply) for reply in self.raw],
             "error": self.error,
             "rubric_fingerprint": self.rubric_fingerprint,
@@ -207,7 +208,7 @@ class PairwiseJudge:
         for shown_a, shown_b in ((a, b), (b, a)):
             prompt = self.render(shown_a, shown_b, question=question, context=context)
             try:
-                reply = ask(call_model, prompt)
+                reply = ask_judge(call_model, prompt)
             except Exception as exc:  # recorded, never raised
                 errors.append(describe_error(exc))
                 choices.append(None)

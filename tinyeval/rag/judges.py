@@ -36,13 +36,14 @@ from ..judge import (
     Judge,
     JudgeError,
     Verdict,
+    ask_judge,
     block,
     describe_error,
     fill,
     refuse_markers,
     stamp,
 )
-from ..models import ask, model_spec
+from ..models import model_spec
 from ..stats import UndefinedStatisticError
 
 __all__ = [
@@ -355,7 +356,7 @@ class ClaimsJudge:
         else:
             extraction = "model"
             try:
-                reply = ask(call_model, self.render(response, question=question))
+                reply = ask_judge(call_model, self.render(response, question=question))
             except Exception as exc:  # recorded, never raised
                 message = describe_error(exc)
                 return self._verdict(

@@ -43,6 +43,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
+from .._formats import _DECODER  # a key given twice in a reply is refused, never read last-wins
+
 # Batches share the adapters' private HTTP machinery: a batch request's body is the adapter's
 # own, and its failures are described the same way.
 from .._http import (
@@ -858,7 +860,7 @@ class BatchJob:
 
     def _json(self, body: bytes, what: str) -> dict[str, Any]:
         try:
-            payload = json.loads(body.decode("utf-8"))
+            payload = _DECODER.decode(body.decode("utf-8"))
         except RecursionError:
             raise self._fail(f"{what}: the reply is JSON nested too deeply to read") from None
         except (UnicodeDecodeError, ValueError):
@@ -884,7 +886,7 @@ class BatchJob:
                 yield _named_id(raw), problem
                 continue
             try:
-                item = json.loads(raw.decode("utf-8"))
+                item = _DECODER.decode(raw.decode("utf-8"))
             except RecursionError:
                 yield _named_id(raw), f"its result (line {number}) is JSON nested too deeply"
                 continue
