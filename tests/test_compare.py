@@ -185,7 +185,7 @@ def test_clustered_interval_covers_where_the_naive_one_does_not() -> None:
                 {"id": f"{g}-{i}", "category": "a", "cluster": f"doc{g}", "status": status}
                 for i, status in enumerate(statuses)
             ]
-        verdict = gate_rows(found).report.categories[0]
+        verdict = gate_rows(found).categories[0]
         covered += verdict.low <= 0.8 <= verdict.high
         low, high = wilson_interval(verdict.passed, verdict.total)
         naive += low <= 0.8 <= high

@@ -46,7 +46,7 @@ def test_a_results_file_written_before_the_row_had_an_owner_is_read_by_every_rea
     assert counts["support_answers"].judged == 18
     # gate: no manifest, so completeness is unknown, never "incomplete"
     gated = gating.gate_rows(rows, {"amount_extraction": 1.0})
-    assert gated.report.complete and not gated.report.passed
+    assert gated.complete and not gated.passed
     # calibrate against the bundled labels, label a session, report, compare
     labels = tinyeval.read_labels(ROOT / "examples" / "labels.jsonl")
     cal = calibration.calibrate_results(rows, labels)
@@ -55,9 +55,9 @@ def test_a_results_file_written_before_the_row_had_an_owner_is_read_by_every_rea
         judged, tmp_path / "labels.jsonl", labeler="t", keys=iter("q"), write=lambda text: None
     )
     assert (summary.total, summary.labelled, summary.stopped) == (18, 0, "quit")
-    assert "amount_extraction" in report.summary_text(gated.report)
-    assert "<html" in html_report(rows, gated.report)
-    assert "<testsuites" in junit_xml(rows, gated.report)
+    assert "amount_extraction" in report.summary_text(gated)
+    assert "<html" in html_report(rows, gated)
+    assert "<testsuites" in junit_xml(rows, gated)
     assert tinyeval.compare_runs(rows, rows).overall.pairs == 62
 
 

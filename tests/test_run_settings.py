@@ -8,12 +8,8 @@ from pathlib import Path
 import pytest
 
 from tinyeval.cli._common import StatusLine
-from tinyeval.errors import InputError
-from tinyeval.session import (
-    RunSettings,
-    parse_shard,
-    parse_thresholds,
-)
+from tinyeval.errors import InputError, key_values
+from tinyeval.session import RunSettings, parse_shard
 from tinyeval.suite import JudgeSpec, Suite, with_suite
 
 
@@ -69,6 +65,9 @@ def test_a_partner_from_anywhere_gives_a_setting_its_effect() -> None:
 
 
 def test_thresholds_are_parsed_by_category() -> None:
+    def parse_thresholds(items: list[str]) -> dict[str, str]:  # as the command line reads them
+        return key_values(items, "CATEGORY=RATE", field="thresholds")
+
     assert parse_thresholds([]) == {}
     assert parse_thresholds([" tone = 90% ", "amounts=1"]) == {"tone": "90%", "amounts": "1"}
     for bad in ("tone", "=0.9"):

@@ -6,6 +6,7 @@
 '0.744 0.965'
 """
 
+import importlib  # loaded by every interpreter's start already
 import sys
 
 if sys.version_info < (3, 11):  # noqa: UP036 (written so that older Pythons parse this far)
@@ -85,6 +86,7 @@ _EXTRAS: dict[str, dict[str, str]] = {
         "trials": "estimates.trials:make",
         "stop_when_decided": "estimates.sequential:make",
         "max_cost": "scale.spend:make",
+        "review_out": "judges.review:make",
     },
     # sections of the run's summary, gate estimators, reports written after a run
     "section": {
@@ -128,14 +130,7 @@ _EXTRAS: dict[str, dict[str, str]] = {
 
 
 def _extra(door: str, name: str, what: "str | None" = None) -> "Any":
-    """What the extra registered under ``name`` at ``door`` brings (an InputError naming the
-    folder a copy lacks).
-
-    >>> _extra("model", "builtin").__name__
-    'builtin_judge'
-    """
-    import importlib
-
+    """The extra under ``name`` at ``door`` (an InputError names the folder a copy lacks)."""
     target = _EXTRAS[door][name]
     module_name, _, attribute = target.partition(":")
     subpackage = module_name.partition(".")[0]
@@ -157,8 +152,6 @@ def __getattr__(name: str) -> "Any":
     module_name = _EXPORTS.get(name)
     if module_name is None:
         raise AttributeError(f"module 'tinyeval' has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(f".{module_name}", __name__), name)
     globals()[name] = value  # later look-ups skip this function
     return value

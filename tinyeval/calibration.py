@@ -66,7 +66,7 @@ def _ordered(labels: Iterable[Label]) -> tuple[Label, ...]:
     return (*first, *numbers, *words)
 
 
-_NOT_IN_DICT = {"per_category", "judge_labels", "human_labels", "categories", "ids"}
+_NOT_IN_DICT = {"per_category", "judge_labels", "human_labels", "categories", "ids", "correctable"}
 
 
 def _plain(value: Any) -> Any:
@@ -106,6 +106,9 @@ class Calibration:
     false_alarms: int | None = None
     false_alarm_rate: Rate | None = None
     sensitivity: Rate | None = None
+    specificity: Rate | None = None  # the failure recall, by its other name
+    correctable: bool = False  # enough labels of both kinds for a correction's own figures
+    trusted: bool = False  # no warnings
     per_category: dict[str, Calibration] = field(default_factory=dict, repr=False)
     judge_labels: tuple[Label | None, ...] = field(default=(), repr=False)
     human_labels: tuple[Label, ...] = field(default=(), repr=False)
@@ -120,14 +123,6 @@ class Calibration:
     kappa_interval: tuple[float, float] | None = None
     kappa_interval_undefined: str | None = None
     spearman_interval: tuple[float, float] | None = None
-
-    @property
-    def specificity(self) -> Rate | None:
-        return self.failure_recall
-
-    @property
-    def trusted(self) -> bool:
-        return not self.warnings
 
     def disagreements(self) -> list[Any]:
         """Ids (or positions) where the judge differs from the human, unparsed included.
@@ -149,15 +144,7 @@ class Calibration:
 
     def correctable_categories(self) -> list[str]:
         """Categories a correction gives their own figures."""
-        return [name for name, sub in sorted(self.per_category.items()) if sub._correctable()]
-
-    def _correctable(self) -> bool:
-        return bool(
-            self.kind == "pass/fail"
-            and self.parsed >= CATEGORY_MIN_LABELS
-            and self.human_failures
-            and self.human_passes
-        )
+        return [name for name, sub in sorted(self.per_category.items()) if sub.correctable]
 
     def to_dict(self, *, categories: bool = True) -> dict[str, Any]:
         """The ``calibrate --json`` object.
@@ -172,8 +159,6 @@ class Calibration:
             if item.name not in _NOT_IN_DICT
         }
         result.update(
-            specificity=result["failure_recall"],
-            trusted=self.trusted,
             confusion={
                 str(human): {str(judge or UNPARSED): count for judge, count in row.items()}
                 for human, row in self.confusion.items()
@@ -182,7 +167,7 @@ class Calibration:
         )
         if categories:
             result["per_category"] = {
-                name: {**sub.to_dict(categories=False), "correctable": sub._correctable()}
+                name: {**sub.to_dict(categories=False), "correctable": sub.correctable}
                 for name, sub in sorted(self.per_category.items())
             }
         return result
@@ -250,7 +235,7 @@ class Calibration:
             lines += ["", "per category (agreement; failure recall)"]
             for name, sub in sorted(self.per_category.items()):
                 recall = f"; recall {sub.failure_recall}" if sub.failure_recall is not None else ""
-                own = sub._correctable() or self.kind != "pass/fail"
+                own = sub.correctable or self.kind != "pass/fail"
                 mark = "" if own else "  (a correction uses the overall figures: see the rule)"
                 lines.append(f"  {name}: {sub.agreement or 'n/a'}{recall}{mark}")
         lines.append("")
@@ -386,89 +371,12 @@ def _verdict(cal: Calibration, warnings: Sequence[str]) -> str:
     return f"{DISTRUST}: {first}"
 
 
-def _build(
-    judge: list[Label | None],
-    human: list[Label],
-    categories: tuple[str, ...] | None,
-    ids: tuple[Any, ...] | None,
-) -> Calibration:
-    parsed_judge = [j for j in judge if j is not None]
-    parsed_human = [h for j, h in zip(judge, human, strict=True) if j is not None]
-    labels = _ordered([*parsed_judge, *human])
-    binary = set(labels) <= {"PASS", "FAIL"}
-    labels = ("PASS", "FAIL") if binary else labels
-    parsed = len(parsed_judge)
-    cells = Counter(zip(human, judge, strict=True))
-    confusion = {h: {j: cells[h, j] for j in (*labels, None)} for h in labels}
-    agreed = sum(cells[label, label] for label in labels)
-    counts = Counter(parsed_human)
-    top = max(counts.values(), default=0)
-    majority_label = next((label for label in labels if counts.get(label) == top), None)
-    kappa, kappa_undefined, kappa_low_high, kappa_interval_undefined = _statistic(
-        stats.cohen_kappa, stats.kappa_interval, parsed_judge, parsed_human
-    )
-    rho, rho_undefined, rho_low_high = None, "the labels are not numbers", None
-    if all(is_number(label) for label in (*parsed_judge, *parsed_human)):
-        rho, rho_undefined, rho_low_high, _ = _statistic(
-            stats.spearman, stats.spearman_interval, parsed_judge, parsed_human
-        )
-    if kappa is not None:
-        kappa_interval_undefined = _one_label(judge, human) or kappa_interval_undefined
-    binary_figures: dict[str, Any] = {}
-    if binary:
-        fails, passes = confusion["FAIL"], confusion["PASS"]
-        failures, passing = fails["PASS"] + fails["FAIL"], passes["PASS"] + passes["FAIL"]
-        binary_figures = {
-            "human_failures": failures,
-            "judge_caught": fails["FAIL"],
-            "failure_recall": _rate(fails["FAIL"], failures),
-            "human_passes": passing,
-            "false_alarms": passes["FAIL"],
-            "false_alarm_rate": _rate(passes["FAIL"], passing),
-            "sensitivity": _rate(passes["PASS"], passing),
-        }
-    subs: dict[str, Calibration] = {}
-    for name in dict.fromkeys(categories or ()):
-        keep = [i for i, category in enumerate(categories or ()) if category == name]
-        subs[name] = _build(
-            [judge[i] for i in keep],
-            [human[i] for i in keep],
-            None,
-            None if ids is None else tuple(ids[i] for i in keep),
-        )
-    draft = Calibration(
-        kind="pass/fail" if binary else "multiclass",
-        labels=labels,
-        n=len(judge),
-        parsed=parsed,
-        unparsed=len(judge) - parsed,
-        agreement=_rate(agreed, parsed),
-        agreement_with_unparsed=Rate.of(agreed, len(judge)),
-        majority_label=majority_label if parsed else None,
-        majority_share=_rate(top, parsed),
-        confusion=confusion,
-        kappa=kappa,
-        kappa_undefined=kappa_undefined,
-        spearman=rho,
-        spearman_undefined=rho_undefined,
-        per_category=subs,
-        judge_labels=tuple(judge),
-        human_labels=tuple(human),
-        categories=categories,
-        ids=ids,
-        kappa_interval=kappa_low_high,
-        kappa_interval_undefined=kappa_interval_undefined,
-        spearman_interval=rho_low_high,
-        **binary_figures,
-    )
-    return _judged(draft)
-
-
 def _judged(cal: Calibration, **context: Any) -> Calibration:
     """``cal`` with ``context``'s fields set, then its warnings (``expired`` first) and verdict."""
     draft = replace(cal, **context)
     warnings = (*draft.expired, *_warnings(draft))
-    return replace(draft, warnings=warnings, verdict=_verdict(draft, warnings))
+    verdict = _verdict(draft, warnings)
+    return replace(draft, warnings=warnings, verdict=verdict, trusted=not warnings)
 
 
 def calibrate(
@@ -499,29 +407,81 @@ def calibrate(
                 f"got {len(extra)}"
             )
     judged = [_as_label(value, "judge", i) for i, value in enumerate(judge_list)]
-    humans = [_as_label(value, "human", i) for i, value in enumerate(human_list)]
-    return _build(
-        judged,
-        humans,  # type: ignore[arg-type]  # human labels are never None (checked above)
-        tuple(str(c) for c in categories) if categories is not None else None,
-        tuple(ids) if ids is not None else None,
+    humans: list[Label] = [_as_label(value, "human", i) for i, value in enumerate(human_list)]  # type: ignore[misc]  # a human None is refused
+    grouped = None if categories is None else tuple(str(c) for c in categories)
+    keys = None if ids is None else tuple(ids)
+    parsed_judge = [j for j in judged if j is not None]
+    parsed_human = [h for j, h in zip(judged, humans, strict=True) if j is not None]
+    labels = _ordered([*parsed_judge, *humans])
+    binary = set(labels) <= {"PASS", "FAIL"}
+    labels = ("PASS", "FAIL") if binary else labels
+    parsed = len(parsed_judge)
+    cells = Counter(zip(humans, judged, strict=True))
+    confusion = {h: {j: cells[h, j] for j in (*labels, None)} for h in labels}
+    agreed = sum(cells[label, label] for label in labels)
+    counts = Counter(parsed_human)
+    top = max(counts.values(), default=0)
+    majority_label = next((label for label in labels if counts.get(label) == top), None)
+    kappa, kappa_undefined, kappa_low_high, kappa_interval_undefined = _statistic(
+        stats.cohen_kappa, stats.kappa_interval, parsed_judge, parsed_human
     )
-
-
-def _expiry(mismatches: Mapping[str, list[tuple[Any, Any]]], matched: int) -> list[str]:
-    found: list[str] = []
-    for what, pairs in ((what, pairs) for what, pairs in mismatches.items() if pairs):
-        were = "was" if len(pairs) == 1 else "were"
-        head = f"CALIBRATION EXPIRED: {len(pairs)} of {plural(matched, 'label')} {were}"
-        then, now = (", ".join(sorted({shorten(str(p[i]), 20) for p in pairs})) for i in (0, 1))
-        found.append(
-            f"{head} given to a different output than these results hold: the human label "
-            "may not apply; re-label them"
-            if what == "output"
-            else f"{head} compared against {what} {then} but these results use "
-            f"{now}: re-label or judge with the labelled {what}"
+    rho, rho_undefined, rho_low_high = None, "the labels are not numbers", None
+    if all(is_number(label) for label in (*parsed_judge, *parsed_human)):
+        rho, rho_undefined, rho_low_high, _ = _statistic(
+            stats.spearman, stats.spearman_interval, parsed_judge, parsed_human
         )
-    return found
+    if kappa is not None:
+        kappa_interval_undefined = _one_label(judged, humans) or kappa_interval_undefined
+    binary_figures: dict[str, Any] = {}
+    if binary:
+        fails, passes = confusion["FAIL"], confusion["PASS"]
+        failures, passing = fails["PASS"] + fails["FAIL"], passes["PASS"] + passes["FAIL"]
+        recall = _rate(fails["FAIL"], failures)
+        binary_figures = {
+            "human_failures": failures,
+            "judge_caught": fails["FAIL"],
+            "failure_recall": recall,
+            "human_passes": passing,
+            "false_alarms": passes["FAIL"],
+            "false_alarm_rate": _rate(passes["FAIL"], passing),
+            "sensitivity": _rate(passes["PASS"], passing),
+            "specificity": recall,
+            "correctable": bool(parsed >= CATEGORY_MIN_LABELS and failures and passing),
+        }
+    subs: dict[str, Calibration] = {}
+    for name in dict.fromkeys(grouped or ()):
+        keep = [i for i, category in enumerate(grouped or ()) if category == name]
+        subs[name] = calibrate(
+            [judged[i] for i in keep],
+            [humans[i] for i in keep],
+            ids=None if keys is None else [keys[i] for i in keep],
+        )
+    draft = Calibration(
+        kind="pass/fail" if binary else "multiclass",
+        labels=labels,
+        n=len(judged),
+        parsed=parsed,
+        unparsed=len(judged) - parsed,
+        agreement=_rate(agreed, parsed),
+        agreement_with_unparsed=Rate.of(agreed, len(judged)),
+        majority_label=majority_label if parsed else None,
+        majority_share=_rate(top, parsed),
+        confusion=confusion,
+        kappa=kappa,
+        kappa_undefined=kappa_undefined,
+        spearman=rho,
+        spearman_undefined=rho_undefined,
+        per_category=subs,
+        judge_labels=tuple(judged),
+        human_labels=tuple(humans),
+        categories=grouped,
+        ids=keys,
+        kappa_interval=kappa_low_high,
+        kappa_interval_undefined=kappa_interval_undefined,
+        spearman_interval=rho_low_high,
+        **binary_figures,
+    )
+    return _judged(draft)
 
 
 def _check_human_kind(
@@ -567,18 +527,14 @@ def calibrate_results(
     >>> cal.n, cal.unmatched_results, cal.unmatched_labels, cal.expired[0][:20]
     (1, ('b',), ('c',), 'CALIBRATION EXPIRED:')
     """
-    keep = set(only) if only is not None else None
     by_id: dict[Any, Mapping[str, Any]] = {}
-    seen: set[Any] = set()
     names: set[str] = set()
     for number, row in enumerate(rows, start=1):
         key = row.get("id")
-        if key in seen:
+        if key in by_id:
             raise CalibrationError(f"calibrate: result row {number} repeats the id {key!r}")
-        seen.add(key)
+        by_id[key] = row
         names.update(records.verdicts(row))
-        if keep is None or key in keep:
-            by_id[key] = row
     if judge and judge not in names:
         have = (
             f"the judges {', '.join(repr(n) for n in sorted(names))}"
@@ -586,6 +542,8 @@ def calibrate_results(
             else "no named judges (leave the judge name out to calibrate each row's judge)"
         )
         raise CalibrationError(f"calibrate: unknown judge {judge!r}; the rows have {have}")
+    keep = set(only) if only is not None else None
+    by_id = {key: row for key, row in by_id.items() if keep is None or key in keep}
     labels = {key: value for key, value in labels.items() if keep is None or key in keep}
 
     ids, judged, humans, categories = [], [], [], []
@@ -617,8 +575,6 @@ def calibrate_results(
         humans.append(record.get("label"))
         categories.append(str(row.get("category") or "default"))
 
-    unmatched_results = tuple(k for k in by_id if k not in labels)
-    unmatched_labels = tuple(k for k in labels if k not in by_id)
     if not ids:
         raise CalibrationError(
             "calibrate: no labelled result row has a judge verdict to compare "
@@ -628,7 +584,18 @@ def calibrate_results(
         )
     cal = calibrate(judged, humans, categories=categories, ids=ids)
     _check_human_kind(cal, labels, pairwise=pairwise)
-    expired = _expiry(mismatches, len(ids))
+    expired: list[str] = []
+    for what, pairs in ((what, pairs) for what, pairs in mismatches.items() if pairs):
+        were = "was" if len(pairs) == 1 else "were"
+        head = f"CALIBRATION EXPIRED: {len(pairs)} of {plural(len(ids), 'label')} {were}"
+        then, now = (", ".join(sorted({shorten(str(p[i]), 20) for p in pairs})) for i in (0, 1))
+        expired.append(
+            f"{head} given to a different output than these results hold: the human label "
+            "may not apply; re-label them"
+            if what == "output"
+            else f"{head} compared against {what} {then} but these results use "
+            f"{now}: re-label or judge with the labelled {what}"
+        )
     for what, values in (("rubrics", rubrics - {None}), ("judge models", models - {None})):
         if len(values) > 1:
             expired.append(f"these results mix {len(values)} {what}: calibrate each one separately")
@@ -637,8 +604,8 @@ def calibrate_results(
         judge_model=next(iter(models)) if len(models) == 1 else None,
         rubric_fingerprint=next(iter(rubrics)) if len(rubrics) == 1 else None,
         expired=tuple(expired),
-        unmatched_results=unmatched_results,
-        unmatched_labels=unmatched_labels,
+        unmatched_results=tuple(key for key in by_id if key not in labels),
+        unmatched_labels=tuple(key for key in labels if key not in by_id),
         without_verdict=tuple(without_verdict),
     )
 

@@ -177,24 +177,6 @@ def _expect_type(value: Any, expected: str, field_name: str, where: dict[str, An
     raise DatasetError(f"expected {expected}, got {_describe(value)}", field=field_name, **where)
 
 
-def _refuse_near_misses(record: Mapping[str, Any], where: dict[str, Any], *, line_id: Any) -> None:
-    """Refuse a key that looks like a typo of an absent recognised key (``"expects"`` must not
-    quietly become meta while the case runs with no expectations)."""
-    if _RECOGNISED.issuperset(record):  # the common case: nothing to look at
-        return
-    absent = [k for k in RECOGNISED_KEYS if k not in record and not (k == "id" and line_id)]
-    for key in record:
-        if key in _RECOGNISED or not isinstance(key, str):
-            continue
-        meant = did_you_mean(key.lower(), absent, cutoff=0.88)
-        if meant:
-            hint = f"keep it under another name, or map it (fields {meant}={key})"
-            reason = (
-                f"unknown key {key!r}; did you mean {meant!r}? (if it is your own data, {hint})"
-            )
-            raise DatasetError(reason, field=key, **where)
-
-
 class ResultsNotCasesError(DatasetError):
     """A results file (rows written by ``tinyeval run``) given where cases were expected."""
 
@@ -216,7 +198,17 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
             "have no expect blocks, so running them as cases would check nothing",
             **where,
         )
-    _refuse_near_misses(rec, where, line_id=line_id)
+    # a typo of an absent recognised key ("expects") must not quietly become meta, the case
+    # running with no expectations; the common case, only recognised keys, has nothing to look at
+    if not _RECOGNISED.issuperset(rec):
+        absent = [k for k in RECOGNISED_KEYS if k not in rec and not (k == "id" and line_id)]
+        for key in rec:
+            if key in _RECOGNISED or not isinstance(key, str):
+                continue
+            if meant := did_you_mean(key.lower(), absent, cutoff=0.88):
+                hint = f"keep it under another name, or map it (fields {meant}={key})"
+                said = f"unknown key {key!r}; did you mean {meant!r}? (if it is your own data"
+                raise DatasetError(f"{said}, {hint})", field=key, **where)
     case_id = rec.pop("id", _MISSING if line_id is None else line_id)
     if case_id is _MISSING:
         reason = "every case needs an id (a non-empty string), or name the cases by their line"
@@ -268,7 +260,7 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
     if label is _MISSING:
         _expect_type(given_label, '"PASS", "FAIL", a number, or null', "label", where)
 
-    case = _NEW_CASE(Case)  # every field given: the dataclass's frozen __init__ costs 5x more
+    case = object.__new__(Case)  # every field given: the dataclass's frozen __init__ costs 5x more
     case.__dict__.update(
         id=case_id,
         input=rec.pop("input", None),
@@ -286,9 +278,6 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
         built_checks=(expect, built),
     )
     return case
-
-
-_NEW_CASE = object.__new__
 
 
 def _read(reader: str, value: Any, where: dict[str, Any]) -> Any:
@@ -341,14 +330,9 @@ def iter_cases(
     path, fields = str(path), dict(fields or {})
     for key in fields:
         _check_recognised(key)
+    same: dict[str, Any] = {"id_from_line": id_from_line, "format": format, "fields": fields}
     again = functools.partial(
-        iter_cases,
-        path,
-        fields=fields,
-        id_from_line=id_from_line,
-        format=format,
-        unique_ids=False,
-        max_line_bytes=max_line_bytes,
+        iter_cases, path, **same, max_line_bytes=max_line_bytes, unique_ids=False
     )
     found, records = dict.fromkeys(fields, 0), 0
     json_cells = {*_JSON_CELLS, *(fields[key] for key in _JSON_CELLS if key in fields)}

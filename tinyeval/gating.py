@@ -8,7 +8,6 @@ import contextlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
-from functools import partial
 from statistics import NormalDist
 from typing import Any
 
@@ -78,15 +77,8 @@ class CategoryVerdict:
     more_cases_needed: int | None = None
     unchecked_ids: tuple[str, ...] = ()
     design_effect: float = 1.0  # of the cases' clusters, which widen the interval
-    judged: bool = False
+    decided_on: str = "checks"  # no judge; "judge": its own rate; "people": their estimated one
     estimate: Any = None
-
-    @property
-    def decided_on(self) -> str:
-        """``"people"`` (their estimated rate), ``"judge"`` (its own) or ``"checks"`` (no judge)."""
-        if not self.judged:
-            return "checks"
-        return "judge" if self.estimate is None or self.estimate.method == "judge" else "people"
 
     @property
     def basis(self) -> str:
@@ -101,13 +93,11 @@ class CategoryVerdict:
 
     def to_dict(self) -> dict[str, Any]:
         found = {key: getattr(self, key) for key in _VERDICT_KEYS}
-        return {**found, "unchecked_ids": list(self.unchecked_ids), "estimate": self._estimate()}
-
-    def _estimate(self) -> dict[str, Any] | None:
-        if self.estimate is not None or self.decided_on == "checks":
-            return self.estimate and self.estimate.to_dict()
-        figures = {"value": self.rate, "low": self.low, "high": self.high, "labels": 0}
-        return {"method": "judge", **figures, "how": "judge not calibrated"}
+        estimate = self.estimate and self.estimate.to_dict()
+        if self.decided_on == "judge" and self.estimate is None:  # the judge's own rate
+            figures = {"value": self.rate, "low": self.low, "high": self.high, "labels": 0}
+            estimate = {"method": "judge", **figures, "how": "judge not calibrated"}
+        return {**found, "unchecked_ids": list(self.unchecked_ids), "estimate": estimate}
 
 
 _VERDICT_KEYS: tuple[str, ...] = ("passed", "total", "errors", "unparsed", "unchecked", "rate")
@@ -125,6 +115,8 @@ class GateReport:
     confidence: float
     completeness: Completeness | None = None
     allow_unchecked: bool = False
+    remembered: tuple[str, ...] = ()  # gate_rows: settings taken from the run, and given again
+    overridden: tuple[str, ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -173,63 +165,6 @@ def _field(tally: Any, key: str) -> Any:
     return tally.get(key) if isinstance(tally, Mapping) else getattr(tally, key, None)
 
 
-def _verdict(
-    name: str,
-    tally: Any,
-    threshold: float | None,
-    estimate: Any,
-    effect: float,
-    *,
-    inconclusive: str,
-    allow_unchecked: bool,
-    confidence: float,
-) -> CategoryVerdict:
-    passed, total, errors, unparsed, unchecked, judged = (
-        int(_field(tally, key) or 0) for key in _TALLIED
-    )
-    bounds = wilson_interval(passed, total, confidence, design_effect=effect) if total else None
-    measured = Rate(passed, total, *bounds) if bounds else None  # clusters widen it (effect)
-    people = estimate is not None and estimate.method != "judge"
-    figure = estimate if people else measured
-    note, more = None, None
-    if figure is None or threshold is None:
-        outcome = "ungated" if threshold is None else "block"
-        note = None if measured else "no cases in this category"
-    elif unchecked and not allow_unchecked:
-        outcome = "block"
-        note = f"{plural(unchecked, 'case')} had nothing to check them"
-    elif figure.value < threshold:
-        outcome = "block"  # below is never given the benefit of doubt
-    elif people and estimate.distrust:
-        outcome, note = "judge not trusted", estimate.distrust
-    elif figure.low >= threshold or (threshold == figure.value == 1.0 and not people):
-        # decided; a threshold of 100% is a rule over the cases (every one must pass), met by
-        # a rate of 100% seen (not estimated): no interval over a finite suite could clear it
-        outcome = "pass"
-    elif people:
-        outcome, more = "inconclusive", estimate.more_labels(threshold)
-    else:
-        outcome = "inconclusive"
-        needed = cases_to_decide(passed, total, threshold, confidence)
-        more = None if needed is None else math.ceil(needed * effect) - total
-    return CategoryVerdict(
-        name,
-        measured,
-        errors,
-        unparsed,
-        unchecked,
-        threshold=threshold,
-        outcome=outcome,
-        blocking=outcome == "block" or (outcome in OUTCOMES[2:4] and inconclusive == "block"),
-        note=note,
-        more_cases_needed=more,
-        unchecked_ids=tuple(map(str, _field(tally, "unchecked_ids") or ())) if measured else (),
-        design_effect=effect,
-        judged=judged > 0,
-        estimate=estimate,
-    )
-
-
 _TALLIED = ("passed", "total", "errors", "unparsed", "unchecked", "judged")
 
 
@@ -265,23 +200,72 @@ def gate(
     limits, default = parsed["thresholds"], parsed["default_threshold"]
     allow_unchecked = bool(allow_unchecked)  # None in a run's settings: not allowed
     people, effects = people or {}, design_effects or {}
-    verdict = partial(
-        _verdict, inconclusive=policy, allow_unchecked=allow_unchecked, confidence=confidence
-    )
+
+    def verdict(
+        name: str, tally: Any, threshold: float | None, estimate: Any, effect: float
+    ) -> CategoryVerdict:
+        passed, total, errors, unparsed, unchecked, judged = (
+            int(_field(tally, key) or 0) for key in _TALLIED
+        )
+        bounds = wilson_interval(passed, total, confidence, design_effect=effect) if total else None
+        measured = Rate(passed, total, *bounds) if bounds else None  # clusters widen it (effect)
+        by_people = estimate is not None and estimate.method != "judge"
+        figure = estimate if by_people else measured
+        note, more = None, None
+        if figure is None or threshold is None:
+            outcome = "ungated" if threshold is None else "block"
+            note = None if measured else "no cases in this category"
+        elif unchecked and not allow_unchecked:
+            outcome = "block"
+            note = f"{plural(unchecked, 'case')} had nothing to check them"
+        elif figure.value < threshold:
+            outcome = "block"  # below is never given the benefit of doubt
+        elif by_people and estimate.distrust:
+            outcome, note = "judge not trusted", estimate.distrust
+        elif figure.low >= threshold or (threshold == figure.value == 1.0 and not by_people):
+            # decided; a threshold of 100% is a rule over the cases (every one must pass), met by
+            # a rate of 100% seen (not estimated): no interval over a finite suite could clear it
+            outcome = "pass"
+        elif by_people:
+            outcome, more = "inconclusive", estimate.more_labels(threshold)
+        else:
+            outcome = "inconclusive"
+            needed = cases_to_decide(passed, total, threshold, confidence)
+            more = None if needed is None else math.ceil(needed * effect) - total
+        return CategoryVerdict(
+            name,
+            measured,
+            errors,
+            unparsed,
+            unchecked,
+            threshold=threshold,
+            outcome=outcome,
+            blocking=outcome == "block" or (outcome in OUTCOMES[2:4] and policy == "block"),
+            note=note,
+            more_cases_needed=more,
+            unchecked_ids=tuple(map(str, _field(tally, "unchecked_ids") or ())) if measured else (),
+            design_effect=effect,
+            decided_on=("people" if by_people else "judge") if judged else "checks",
+            estimate=estimate,
+        )
+
     verdicts = []
     for name in sorted({*tallies, *limits}):
         threshold, estimate = limits.get(name, default), people.get(name)
         found = verdict(name, tallies.get(name, {}), threshold, estimate, effects.get(name, 1))
-        verdicts.append(_ungated(found, list(limits)) if threshold is None else found)
-    ungated = [v for v in verdicts if limits and v.threshold is None]
-    if strict_categories and ungated:
-        raise InputError(
-            f"the category {ungated[0].category!r} has no threshold ({ungated[0].note}); give "
-            "it one, or a default threshold",
-            field="strict_categories",
-        )
-    total = {key: sum(int(_field(t, key) or 0) for t in tallies.values()) for key in _TALLIED}
-    overall = verdict("global", total, None, people.get("global"), effects.get(None, 1.0))
+        if threshold is None and limits:
+            close = did_you_mean(name, list(limits))
+            hint = f"; did you mean {close!r}?" if close else ""
+            found = replace(found, note=f"ungated: no threshold names it{hint}")
+            if strict_categories:
+                raise InputError(
+                    f"the category {name!r} has no threshold ({found.note}); give it one, or a "
+                    "default threshold",
+                    field="strict_categories",
+                )
+        verdicts.append(found)
+    summed = {key: sum(int(_field(t, key) or 0) for t in tallies.values()) for key in _TALLIED}
+    overall = verdict("global", summed, None, people.get("global"), effects.get(None, 1.0))
     return GateReport(tuple(verdicts), overall, policy, confidence, completeness, allow_unchecked)
 
 
@@ -301,14 +285,6 @@ def from_rows(rows: Sequence[Mapping[str, Any]], **settings: Any) -> dict[str, A
     return {"people": people, "design_effects": _design_effects(rows)}
 
 
-def _ungated(verdict: CategoryVerdict, thresholds: list[str]) -> CategoryVerdict:
-    if not thresholds:
-        return verdict
-    close = did_you_mean(verdict.category, thresholds)
-    hint = f"; did you mean {close!r}?" if close else ""
-    return replace(verdict, note=f"ungated: no threshold names it{hint}")
-
-
 def gate_settings(
     thresholds: Mapping[str, float | str] | None = None,
     *,
@@ -325,15 +301,6 @@ def gate_settings(
     return {"thresholds": limits, "default_threshold": default, **others}
 
 
-@dataclass(frozen=True)
-class RowsGate:
-    """:func:`gate_rows`' answer: the report, settings ``remembered`` and ``overridden``."""
-
-    report: GateReport
-    remembered: tuple[str, ...]
-    overridden: tuple[str, ...]
-
-
 _RECORDED: tuple[str, ...] = ("default_threshold", "inconclusive", "allow_unchecked")
 _RECORDED += ("strict_categories", "labels", "min_kappa")  # as a run records them
 
@@ -346,13 +313,13 @@ def gate_rows(
     confidence: float = 0.95,
     calibration: Any = None,
     **settings: Any,
-) -> RowsGate:
+) -> GateReport:
     """Gate result rows as the run that wrote them did (``settings`` not given: its ``run``).
 
     >>> manifest = {"cases": 2, "gate": {"thresholds": {"c": 1.0}}}
     >>> rows = [{"id": "a", "category": "c", "status": "pass", "run": manifest}]
     >>> done = gate_rows(rows)
-    >>> done.report.outcome, done.remembered, str(done.report.completeness)
+    >>> done.outcome, done.remembered, str(done.completeness)
     ('incomplete', ('thresholds',), 'incomplete: 1 of 2 cases')
     """
     manifests = (row.get("run") for row in rows)
@@ -376,7 +343,7 @@ def gate_rows(
         completeness=completeness(rows, expected_ids=expected_ids),
         **from_rows(joined, **wanted, calibration=calibration, confidence=confidence),
     )
-    return RowsGate(report, remembered, overridden)
+    return replace(report, remembered=remembered, overridden=overridden)
 
 
 FAIL_ON = {"worse": ("worse",), "not-noninferior": ("worse", "inconclusive")}
@@ -597,8 +564,7 @@ def compare_runs(
             by_category.setdefault(_category(row), []).append(pair)
     if not by_category:
         raise InputError("the runs have no case id in common; nothing to compare")
-    rows = [row for _, row in (*first.values(), *second.values())]
-    judged = {_category(row) for row in rows if row.get("judges")}  # the judge's verdicts count
+    judged = {_category(row) for _, row in (*first.values(), *second.values()) if row.get("judges")}
     paired = [
         _paired(name, pairs, interval, fractions, name in judged)
         for name, pairs in sorted(by_category.items())

@@ -86,7 +86,6 @@ def summarize(
     observers: Mapping[str, Any] | None = None,
     failures: Sequence[Row] = (),
     batch_lines: Sequence[str] = (),
-    review_rows: int = 0,
 ) -> RunSummary:
     """The summary of ``result``, a run of ``ready`` by ``session``."""
     s = session.settings
@@ -146,7 +145,7 @@ def summarize(
         text += [*failure_lines(failures, shown=s.show_failures, where=s.out), ""]
     text += batch_lines
     info["resumed_rows"] = result.resumed
-    text += _run_lines(session, result, info, review_rows)
+    text += _run_lines(session, result, info)
     for name in ("jury", "self_evaluation"):
         text += sections.get(name, _NO_SECTION).lines
     failed = [part.failed for part in sections.values() if part.failed]
@@ -231,13 +230,13 @@ def summarize_rows(
         failures.note(row)
     listed = failure_lines(failures.rows(), shown=5, where=source)
     return RunSummary(
-        gated.report,
+        gated,
         info=info,
         lines=(*listed, *([""] if listed else []), *notes),
         judged=sum(t.judged for t in tallies),
         unparsed=sum(t.unparsed for t in tallies),
         errors=sum(t.errors for t in tallies),
-        complete=gated.report.complete,
+        complete=gated.complete,
         rows=len(rows),
     )
 
@@ -251,9 +250,7 @@ def rows_header(summary: RunSummary) -> str:
     )
 
 
-def _run_lines(
-    session: Session, result: RunResult, info: dict[str, Any], review_rows: int
-) -> list[str]:
+def _run_lines(session: Session, result: RunResult, info: dict[str, Any]) -> list[str]:
     s = session.settings
     text = []
     if s.shard:
@@ -272,9 +269,6 @@ def _run_lines(
         if session.cache.warning:
             info["cache"]["warning"] = session.cache.warning
             text.append(f"warning: the response cache: {session.cache.warning}")
-    if s.review_out:
-        info["review_out"], info["review_rows"] = s.review_out, review_rows
-        text.append(f"non-unanimous verdicts for review: {review_rows} (in {s.review_out})")
     return text
 
 

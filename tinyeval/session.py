@@ -14,10 +14,10 @@ from typing import Any
 
 from . import _EXTRAS, _extra
 from ._formats import MAX_CONFIG_BYTES, read_text
-from .errors import IncompleteError, InputError, key_values, listed, plural, shorten
+from .errors import IncompleteError, InputError, listed, plural, shorten
 from .gating import gate, gate_settings, refuse_unknown_categories
 from .models import MAX_RESPONSE_BYTES, resolve
-from .records import Row, RowsWrittenWhole, iter_json_lines, read_rows, run_manifest, write_row
+from .records import Row, RowsWrittenWhole, iter_json_lines, read_rows, run_manifest
 from .report import Failures, RunSummary, summarize
 from .runner import PreparedCases, check_judges, prepare_cases
 from .runner import run as run_cases
@@ -37,7 +37,11 @@ class Session:
     def __init__(self, settings: RunSettings) -> None:
         self.settings = s = settings
         s.refuse_out_of_range()
-        refuse_overwriting(*s.files())
+        read = [s.cases, s.rejudge, s.calibration, s.prompt_template, *s.rubric]
+        read += [*(spec.rubric for spec in s.judges), getattr(s.suite, "path", None)]
+        read += [s.only] if isinstance(s.only, str) else []  # else a list of ids
+        outputs = ("out", "review_out", "junit", "markdown", "html")
+        refuse_overwriting(read, {name: getattr(s, name) for name in outputs})
         self.jurors = jurors = s.jurors
         spec = "jury:" + ",".join(jurors) if len(jurors) > 1 else jurors[0] if jurors else None
         self.judge_spec: str = spec or "builtin"
@@ -46,10 +50,15 @@ class Session:
         self.price = _extra("cost", "price", "a price")(price) if isinstance(price, str) else price
         for text in s.retrieval_threshold:  # refused before any case runs
             _extra("reader", "retrieval_threshold", "a retrieval threshold")(text)
-        self.retrieved: list[Any] = []  # the cases with retrieval data
+        self.retrieved: list[Any] = []  # the retrieval queries of the cases with retrieval data
         self.without_retrieval: Counter[str] = Counter()  # the others, by category
-        self._observed: dict[str, Any] | None = None  # what the observers record in the rows
-        self.template = _template(s.prompt_template)
+        self.template: str | None = None
+        if s.prompt_template is not None:
+            self.template = read_text(
+                s.prompt_template, what="the template", max_bytes=MAX_CONFIG_BYTES, error=InputError
+            )
+            if "{input}" not in self.template:
+                raise InputError("the template has no {input} placeholder", path=s.prompt_template)
         self.cache: Any = None
         self.judge_model: Any = None
         self.generate_model: Any = None
@@ -64,7 +73,15 @@ class Session:
                 from .calibration import load_calibration
 
                 self.calibration = load_calibration(s.calibration)
-            self._open_models()
+            if self.judges and len(jurors) > 1:  # each juror's model is opened by the jury
+                jury = _extra("wrapper", "jury", "a jury of judge models")
+                self.judges, self.judge_model = jury.open(self)
+            elif self.judges:
+                self.judge_model = self.model(self.judge_spec, max_tokens=s.judge_max_tokens)
+            if s.generate_model:
+                self.generate_model = self.model(s.generate_model, max_tokens=s.max_tokens)
+            if s.batch:  # the judge and generate models become batch models on the same cache
+                self.batches = _extra("wrapper", "batch", "batch")(self)
         except BaseException:
             self.close()
             raise
@@ -106,23 +123,11 @@ class Session:
         model, self.cache = open_model(spec, max_tokens=max_tokens, cache=self.cache, **options)
         return model
 
-    def _open_models(self) -> None:
-        s = self.settings
-        if self.judges and len(self.jurors) > 1:  # each juror's model is opened by the jury
-            jury = _extra("wrapper", "jury", "a jury of judge models")
-            self.judges, self.judge_model = jury.open(self)
-        elif self.judges:
-            self.judge_model = self.model(self.judge_spec, max_tokens=s.judge_max_tokens)
-        if s.generate_model:
-            self.generate_model = self.model(s.generate_model, max_tokens=s.max_tokens)
-        if s.batch:  # the judge and generate models become batch models on the same cache
-            self.batches = _extra("wrapper", "batch", "batch")(self)
-
     def prepare(self) -> PreparedCases:
         """Read, validate and select the run's cases (a run calling no model: as it runs)."""
         s = self.settings
         same = ("fields", "id_from_line", "format", "seed", "shard", "max_line_bytes")
-        one_pass = self.generate_model is None and not (self.judges or s.resume or s.review_out)
+        one_pass = self.generate_model is None and not (self.judges or s.resume)
         ready = prepare_cases(
             s.cases,
             **{name: getattr(s, name) for name in same},
@@ -138,9 +143,8 @@ class Session:
         return ready
 
     def _note_retrieval(self, case: Any) -> None:
-        if case.meta and isinstance(case.meta, Mapping) and "retrieved" in case.meta:
-            _extra("reader", "retrieval", "retrieval data")([case])  # refused as it is read
-            self.retrieved.append(case)
+        if "retrieved" in case.meta:  # refused as it is read
+            self.retrieved += _extra("reader", "retrieval", "retrieval data")([case])
         else:
             self.without_retrieval[case.category] += 1
 
@@ -201,27 +205,15 @@ class Session:
         s = self.settings
         batch_lines = self.batches.run(ready) if self.batches is not None else []
         observers = self.observers(ready)
-        self._observed = {
-            name: found for name, o in observers.items() if (found := o.manifest()) is not None
-        } or None
         failures = Failures(s.show_failures)
-        review_rows = 0
         one_pass = not ready.read  # the rows wait for the fingerprint, known at the end
         with contextlib.ExitStack() as stack:
-            review, mode = None, "a" if s.resume else "w"
-            if s.review_out:
-                review = stack.enter_context(open(s.review_out, mode, encoding="utf-8"))
             whole: RowsWrittenWhole | None = None
 
             def noted(row: Row) -> None:
-                nonlocal review_rows
                 failures.note(row)
                 if whole is not None:
                     whole.write(row)
-                judges = row["judges"].values()
-                if review is not None and not all(v.get("unanimous", True) for v in judges):
-                    write_row(review, row)
-                    review_rows += 1
                 if on_row is not None:
                     on_row(row)
 
@@ -241,7 +233,7 @@ class Session:
                     keep_rows=False,
                     on_row=noted,
                     dataset_fingerprint=ready.fingerprint or None,
-                    manifest=None if one_pass else self._manifest(ready),
+                    manifest=None if one_pass else self._manifest(ready, observers),
                     stop=self.stop,
                     progress=lambda count: setattr(self, "in_flight", count),
                     observers=list(observers.values()),
@@ -249,7 +241,7 @@ class Session:
                 )
                 if whole is not None and ready.read:  # the whole file read: rows written
                     self._refuse(ready)
-                    whole.finish(ready.fingerprint, self._manifest(ready))
+                    whole.finish(ready.fingerprint, self._manifest(ready, observers))
                     result.dataset_fingerprint = ready.fingerprint
                 # stopped before the end of the file: nothing is written (nothing was spent,
                 # and reading the rest for the fingerprint would make a stop slow)
@@ -260,7 +252,7 @@ class Session:
                 said = f"writing the results failed: {where}{exc.strerror or exc}; {kept}"
                 raise IncompleteError(said) from None
         shown: dict[str, Any] = {"failures": failures.rows(), "batch_lines": batch_lines}
-        return summarize(self, ready, result, observers=observers, review_rows=review_rows, **shown)
+        return summarize(self, ready, result, observers=observers, **shown)
 
     def _calls(self) -> dict[str, Any]:  # in a run and in a dry run
         s = self.settings
@@ -268,7 +260,7 @@ class Session:
         calls.update(regenerate=s.regenerate, judge_all=s.judge_all, prompt_template=self.template)
         return {**calls, "judge_categories": self.judge_categories}
 
-    def _manifest(self, ready: PreparedCases) -> dict[str, Any]:
+    def _manifest(self, ready: PreparedCases, observers: Mapping[str, Any]) -> dict[str, Any]:
         s = self.settings
         return run_manifest(
             cases=ready.selected,
@@ -281,7 +273,9 @@ class Session:
             gate=gate_settings(**s.gate_options(recorded=True)),
             suite=s.suite.fingerprint if s.suite is not None else None,
             cases_file=s.cases,
-            observers=self._observed,
+            observers={
+                n: found for n, o in observers.items() if (found := o.manifest()) is not None
+            },
         )
 
 
@@ -316,15 +310,6 @@ def refuse_overwriting(inputs: Iterable[str | None], outputs: Mapping[str, str |
         for other, other_path in given[i + 1 :]:
             if same_file(path, other_path):
                 raise InputError(f"{path} is the same file as another output ({other})", field=name)
-
-
-def parse_thresholds(items: Iterable[str]) -> dict[str, str]:
-    """Thresholds given as ``CATEGORY=RATE`` items, by category.
-
-    >>> parse_thresholds(["amount_extraction=1.0", "tone = 95%"])
-    {'amount_extraction': '1.0', 'tone': '95%'}
-    """
-    return key_values(items, "CATEGORY=RATE", field="thresholds")
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -384,15 +369,6 @@ def open_executor(
         known = " or ".join(f"{name}:…" for name in _EXTRAS["executor"]) or "no executor"
         raise InputError(f"expected {known}, got {spec!r}", field="executor")
     return _extra("executor", scheme, f"the executor {spec}")(spec, concurrency)
-
-
-def _template(path: str | None) -> str | None:
-    if path is None:
-        return None
-    text = read_text(path, what="the template", max_bytes=MAX_CONFIG_BYTES, error=InputError)
-    if "{input}" not in text:
-        raise InputError("the template has no {input} placeholder", path=path)
-    return text
 
 
 def case_ids(given: str | Sequence[str] | None, key: str = "id") -> list[str] | None:

@@ -17,13 +17,19 @@ from typing import Any, NamedTuple
 
 _STANDARD_NORMAL = NormalDist()
 _z = _STANDARD_NORMAL.inv_cdf
+_MOST_CASES = 10**9
+# Beyond this many discordant cases (math.comb: ~40 ms at 50 000) Loader's saddle point.
+_EXACT_COMB_LIMIT = 50_000
+_FIXED_POINT_BITS = 128
 _OPEN, _UNIT = "between 0 and 1 (exclusive)", "a number in [0, 1]"
 _AT_MOST_1, _AT_LEAST_1 = "above 0 and at most 1", "a number of at least 1"
+_PLANNED = "at least 0.5 and below 1 (a test that misses more changes than it finds is no plan)"
 _RANGES = {  # what a number must be: its least and greatest value ("at least 1" is finite)
     _OPEN: (math.ulp(0.0), math.nextafter(1.0, 0.0)),
     _UNIT: (0.0, 1.0),
     _AT_MOST_1: (math.ulp(0.0), 1.0),
     _AT_LEAST_1: (1.0, 1e300),
+    _PLANNED: (0.5, math.nextafter(1.0, 0.0)),
 }
 
 try:
@@ -81,12 +87,9 @@ class Rate(NamedTuple):
 
 
 def _count(value: Any, name: str, func: str, least: int = 0) -> int:
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
         raise StatisticsError(f"{func}: {name} must be a whole number, got {value!r}")
-    try:
-        number = operator.index(value)
-    except TypeError:
-        raise StatisticsError(f"{func}: {name} must be a whole number, got {value!r}") from None
+    number = operator.index(value)
     if number < 0:
         raise StatisticsError(f"{func}: {name} must not be negative, got {number}")
     if number < least:
@@ -102,16 +105,6 @@ def _number(value: Any, name: str, func: str, wanted: str = _OPEN) -> float:
         kind = "" if real or wanted.startswith("a ") else "a number "
         raise StatisticsError(f"{func}: {name} must be {kind}{wanted}, got {value!r}")
     return number
-
-
-def _planned_power(value: Any, func: str) -> float:
-    value = _number(value, "power", func)
-    if value < 0.5:
-        raise StatisticsError(
-            f"{func}: power must be at least 0.5 (a test that misses the drop more often "
-            f"than it finds it is not a plan), got {value!r}"
-        )
-    return value
 
 
 def _paired(x: Iterable[Any], y: Iterable[Any], func: str) -> tuple[list[Any], list[Any]]:
@@ -160,9 +153,6 @@ def _wilson_bounds(rate: float, n: float, z2: float) -> tuple[float, float]:
     low = 0.0 if rate == 0.0 else (centre - spread) / denominator
     high = 1.0 if rate == 1.0 else (centre + spread) / denominator
     return low, high
-
-
-_MOST_CASES = 10**9
 
 
 def cases_to_decide(
@@ -265,7 +255,7 @@ def sample_size(
     """
     func = "sample_size"
     baseline, target, alpha = _check_plan(baseline, target, alpha, func)
-    goal = _planned_power(power, func)
+    goal = _number(power, "power", func, _PLANNED)
     seen = _judge(sensitivity, specificity, func)
     baseline, target = seen(baseline), seen(target)
     difference = abs(baseline - target)
@@ -324,7 +314,7 @@ def detectable_difference(
     """
     func = "detectable_difference"
     baseline, alpha = _number(baseline, "baseline", func), _number(alpha, "alpha", func)
-    goal = _planned_power(power, func)
+    goal = _number(power, "power", func, _PLANNED)
     n = _count(n, "n", func, least=1)
     seen = _judge(sensitivity, specificity, func)
 
@@ -338,11 +328,6 @@ def detectable_difference(
             f"is detected with less than {goal:.0%} power"
         )
     return _bisect(reaches_goal, 0.0, high)  # power rises with the drop above one half
-
-
-# Beyond this many discordant cases (math.comb: ~40 ms at 50 000) Loader's saddle point.
-_EXACT_COMB_LIMIT = 50_000
-_FIXED_POINT_BITS = 128
 
 
 def _stirling_error(n: int) -> float:
@@ -496,7 +481,7 @@ def paired_sample_size(
             f"{func}: the difference must be a number above 0 and at most the discordance "
             f"{psi!r} in size (only cases that change can move the rate), got {difference!r}"
         )
-    alpha, goal = _number(alpha, "alpha", func), _planned_power(power, func)
+    alpha, goal = _number(alpha, "alpha", func), _number(power, "power", func, _PLANNED)
     root = _z(1.0 - alpha / 2.0) * math.sqrt(psi) + _z(goal) * math.sqrt(psi - delta * delta)
     return max(1, _ceil((root / delta) ** 2))
 

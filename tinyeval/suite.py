@@ -178,6 +178,7 @@ class RunSettings:
     # "in=X,out=Y", or a tinyeval.scale.cost.Price
     price: Any = _scale("USD per million tokens in and out", metavar="in=X,out=Y")  # noqa: RUF009
     dawid_skene: bool = _juries("a jury's jurors' errors from its verdicts alone", False)
+    review_out: str | None = _juries("rows whose votes split", needs=_JUDGED)
     k: str = _rag("cutoffs of the retrieval table", "1,3,5,10")
     retrieval_threshold: Sequence[str] = _rag(
         "a least value, e.g. recall@5=0.8", (), metavar="METRIC@K=VALUE"
@@ -195,7 +196,6 @@ class RunSettings:
     judge_category: Sequence[str] | None = _more(
         "judge only this category", metavar="CATEGORY", many=True, needs=_JUDGED
     )
-    review_out: str | None = _more("rows whose votes split", needs=_JUDGED)
     show_failures: int = _more("failed cases shown per category", 5, least=0, most=1000)
     max_response_bytes: int | None = _more(
         "largest model reply read (default: 8 MiB)", least=1, most=_GIB
@@ -237,11 +237,7 @@ class RunSettings:
                 raise InputError(said, field=f.name)
         if any(not re.fullmatch(r"[A-Za-z_]\w*", str(name), re.ASCII) for name in self.pass_env):
             raise InputError("expected names of variables: letters, digits, _", field="pass_env")
-        jurors = len(self.jurors)
-        if jurors > 1 and jurors % 2 == 0:
-            said = f"a jury needs an odd number of models (3, 5…), got {jurors}"
-            raise InputError(said, field="judge_model")
-        if self.dawid_skene and jurors < 3:
+        if self.dawid_skene and len(self.jurors) < 3:
             raise InputError("needs a jury: 3, 5… judge models", field="dawid_skene")
         if self.rejudge and self.generate_model:
             reason = "checks and judges recorded outputs; it takes no generate model"
@@ -252,21 +248,6 @@ class RunSettings:
         """The judge model specs: one, or three, five… for a jury."""
         given = self.judge_model
         return [given] if isinstance(given, str) else list(given or [])
-
-    def files(self) -> tuple[list[str], dict[str, str | None]]:
-        """The files the run reads and the outputs it writes, by setting.
-
-        >>> RunSettings(cases="c.jsonl", rubric=["r.txt"]).files()[0]
-        ['c.jsonl', 'r.txt']
-        """
-        named = [self.cases, self.rejudge, self.calibration, self.prompt_template, *self.rubric]
-        named += [spec.rubric for spec in self.judges if getattr(spec, "rubric", None)]
-        if isinstance(self.only, str):
-            named.append(self.only)
-        if self.suite is not None and self.suite.path:
-            named.append(self.suite.path)
-        outputs = ("out", "review_out", "junit", "markdown", "html")
-        return [p for p in named if p], {name: getattr(self, name) for name in outputs}
 
     def unused(self) -> list[tuple[str, tuple[str, ...]]]:
         """The settings given that have no effect, each with those that would give one.
@@ -633,10 +614,8 @@ def _path(value: Any, where: _Where) -> str:
 
 def _rate(value: Any, where: _Where) -> float:
     try:
-        if isinstance(value, bool):
-            raise InputError("a rate is no boolean")
-        return parse_threshold(value)
-    except (InputError, TypeError):
+        return parse_threshold(value)  # a boolean is no rate
+    except InputError:
         raise where.expected('a rate from 0 to 1, or a percentage such as "85%"', value) from None
 
 

@@ -55,10 +55,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument(
         "--debug", action="store_true", help="show the traceback behind an error (for a report)"
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
-    names = [command] if command in _CORE or command in _EXTRAS["command"] else _commands()
-    for add in dict.fromkeys(_adder(name) for name in names):  # gate's adds report too
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    if command in _CORE or command in _EXTRAS["command"]:
+        adders = [_adder(command)]
+    else:
+        adders = []
+        for name in [*_CORE, *_EXTRAS["command"]]:  # calibrate's entry: the core's, extended
+            with contextlib.suppress(InputError):  # a copy without that extra
+                adders.append(_adder(name))
+    for add in dict.fromkeys(adders):  # gate's adds report too
         add(sub)
     for action in sub._choices_actions:  # a command without a description: its help heads it
         named = sub._name_parser_map[action.dest]
@@ -66,21 +71,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _commands() -> list[str]:
-    present = [*_CORE]
-    for name in _EXTRAS["command"]:  # a core command's entry extends it
-        with contextlib.suppress(InputError):  # a copy without that extra
-            if name not in present and _adder(name):
-                present.append(name)
-    return present
-
-
 def _command_named(argv: list[str]) -> str | None:
-    """The command ``argv`` runs, unless it needs them all (``--help``, a misspelt command).
-
-    >>> _command_named(["--debug", "run", "cases.jsonl"]), _command_named(["--help", "run"])
-    ('run', None)
-    """
+    """The command ``argv`` runs, unless it needs them all (``--help``, a misspelt command)."""
     for arg in argv:
         if arg != "--debug":
             return arg if arg in _CORE or arg in _EXTRAS["command"] else None
@@ -92,14 +84,9 @@ def _as_given(exc: Exception, parser: argparse.ArgumentParser, args: argparse.Na
     if not isinstance(exc, InputError):
         return str(exc)
     command = parser  # the (sub-)command that was run: tinyeval stats wilson is two levels down
-    while True:
-        subs = [a for a in command._actions if isinstance(a, argparse._SubParsersAction)]
-        if not subs or getattr(args, subs[0].dest, None) is None:
-            break
-        command = subs[0].choices[getattr(args, subs[0].dest)]
-    options: dict[str, str | None] = {
-        a.dest: max(a.option_strings, key=len) for a in command._actions if a.option_strings
-    }
+    while subs := [a for a in command._actions if isinstance(a, argparse._SubParsersAction)]:
+        command = subs[0].choices[getattr(args, subs[0].dest)]  # subcommands are required
+    options = {a.dest: max(a.option_strings, key=len) for a in command._actions if a.option_strings}
 
     def option(found: re.Match[str]) -> str:
         return f"({options.get(found[1]) or found[1]}{found[2]}"
@@ -136,24 +123,20 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if args.debug or os.environ.get("TINYEVAL_TRACEBACK"):
             raise
-        code, said = _failure(exc, parser, args)
+        if isinstance(exc, InputError | StatisticsError):
+            code, said = EXIT_BAD_INPUT, f"error: {_as_given(exc, parser, args)}"
+        elif isinstance(exc, IncompleteError):
+            code, said = EXIT_INCOMPLETE, str(exc)
+        elif isinstance(exc, OSError):
+            where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+            code, said = EXIT_BAD_INPUT, f"error: {where}{exc.strerror or exc}"
+        else:  # a bug of ours: one line and exit 3, never a gate's exit 1
+            from ..models import scrub
+
+            code, bug = EXIT_INCOMPLETE, f"{type(exc).__name__}: {scrub(str(exc))}"
+            said = (
+                f"internal error, the command could not complete: {bug} (run again with "
+                "--debug for the traceback, and please report it)"
+            )
         print(f"{PROG}: {said}", file=sys.stderr)
         return code
-
-
-def _failure(
-    exc: Exception, parser: argparse.ArgumentParser, args: argparse.Namespace
-) -> tuple[int, str]:
-    if isinstance(exc, InputError | StatisticsError):
-        return EXIT_BAD_INPUT, f"error: {_as_given(exc, parser, args)}"
-    if isinstance(exc, IncompleteError):
-        return EXIT_INCOMPLETE, str(exc)
-    if isinstance(exc, OSError):
-        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        return EXIT_BAD_INPUT, f"error: {where}{exc.strerror or exc}"
-    from ..models import scrub  # a bug of ours: one line and exit 3, never a gate's exit 1
-
-    return EXIT_INCOMPLETE, (
-        f"internal error, the command could not complete: {type(exc).__name__}: "
-        f"{scrub(str(exc))} (run again with --debug for the traceback, and please report it)"
-    )

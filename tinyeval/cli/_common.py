@@ -132,7 +132,6 @@ class StatusLine:
         self.stream = stream
         self.enabled = enabled and bool(getattr(stream, "isatty", lambda: False)())
         self._last = 0.0
-        self._closed = False
 
     def update(self, row: Mapping[str, Any]) -> None:
         self.done += 1
@@ -147,17 +146,15 @@ class StatusLine:
     def line(self, now: float | None = None) -> str:
         elapsed = max((now or time.perf_counter()) - self.started, 1e-9)
         rate = self.done / elapsed
-        if self.total is None:
-            return f"{self.done} · {rate:.1f} cases/s · {self.failed} failed · {self.errors} errors"
-        eta = f"{(self.total - self.done) / rate:.0f}s" if rate > 0 else "?"
-        return (
-            f"{self.done}/{self.total} · {rate:.1f} cases/s · ETA {eta} · "
-            f"{self.failed} failed · {self.errors} errors"
-        )
+        done, eta = f"{self.done}", ""
+        if self.total is not None:
+            left = f"{(self.total - self.done) / rate:.0f}s" if rate > 0 else "?"
+            done, eta = f"{self.done}/{self.total}", f" · ETA {left}"
+        return f"{done} · {rate:.1f} cases/s{eta} · {self.failed} failed · {self.errors} errors"
 
     def close(self) -> None:
-        """End the status line (once; later calls do nothing)."""
-        if self.enabled and self.done and not self._closed:
+        """End the status line: it is drawn no more (later calls do nothing)."""
+        if self.enabled and self.done:
             self.stream.write("\n")
             self.stream.flush()
-        self._closed = True
+        self.enabled = False

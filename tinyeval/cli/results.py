@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from .. import _extra
-from ..errors import InputError, plural
+from ..errors import InputError, key_values, plural
 from ..gating import FAIL_ON, compare_holdout, compare_runs, holdout_text, rank_runs
 from ..records import completeness, merge_rows, read_rows, write_records
 from ..suite import RunSettings
@@ -51,19 +51,19 @@ def add_gate_and_report(sub: Any) -> None:
         p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
         add_settings(p, *_REPORTS)
         add_github(p)
-        p.set_defaults(handler=_cmd_gate if name == "gate" else _cmd_report)
+        p.set_defaults(handler=_cmd_gate)
 
 
 def _cmd_gate(args: argparse.Namespace) -> int:
     from ..report import rows_header, summarize_rows
-    from ..session import parse_thresholds, refuse_overwriting
+    from ..session import refuse_overwriting
 
     refuse_overwriting([args.results], {name: getattr(args, name) for name in _REPORTS})
     rows = read_rows(args.results)
     if not rows:
         raise UsageError(f"{args.results}: no result rows")
     gate = {name: getattr(args, name) for name in (*_GATE, "calibration")}
-    gate["thresholds"] = parse_thresholds(args.thresholds)
+    gate["thresholds"] = key_values(args.thresholds, "CATEGORY=RATE", field="thresholds")
     summary = summarize_rows(rows, source=args.results, gate=gate)
     holdout = compare_holdout(rows, args.holdout, salt=args.salt) if args.holdout else None
     if args.json:
@@ -77,11 +77,7 @@ def _cmd_gate(args: argparse.Namespace) -> int:
     write_reports(args, rows, summary.report, run_info=summary.info, cases_file=cases_file)
     if not summary.complete:
         return EXIT_INCOMPLETE
-    return EXIT_OK if summary.passed else EXIT_GATE_FAILED
-
-
-def _cmd_report(args: argparse.Namespace) -> int:
-    return EXIT_INCOMPLETE if _cmd_gate(args) == EXIT_INCOMPLETE else EXIT_OK
+    return EXIT_OK if summary.passed or args.command == "report" else EXIT_GATE_FAILED
 
 
 def add_merge(sub: Any) -> None:

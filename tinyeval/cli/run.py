@@ -13,7 +13,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from ..errors import plural
+from ..errors import key_values, plural
 from ..suite import CI
 from ._common import (
     EXIT_GATE_FAILED,
@@ -60,13 +60,13 @@ def add_run(sub: Any) -> None:
 def settings_from(args: argparse.Namespace) -> Any:
     """The run's settings from its options and its suite file (whose values ``args`` takes)."""
     from ..dataset import parse_field_mapping
-    from ..session import parse_shard, parse_thresholds
+    from ..session import parse_shard
     from ..suite import RunSettings, with_suite
 
     if args.judge_model and len(args.judge_model) == 1:  # one judge model: no jury
         args.judge_model = args.judge_model[0]
     options = {**vars(args), "fields": parse_field_mapping(args.fields)}
-    options["thresholds"] = parse_thresholds(args.thresholds)
+    options["thresholds"] = key_values(args.thresholds, "CATEGORY=RATE", field="thresholds")
     options["shard"] = parse_shard(args.shard) if args.shard else None
     overridden: list[str] = []
     suite = suite_of(args)
@@ -143,19 +143,18 @@ def _run(args: argparse.Namespace, session: Any, ready: Any) -> Any:
             abandoned = (
                 "; the cases in flight were abandoned (they have no row, a resumed run does them)"
             )
-            said = f"{abandoned}; " if ready.read else ". "
+            said = abandoned if ready.read else ""
             print(f"{PROG}: interrupted{said}{_kept(args.out, ready.read)}", file=sys.stderr)
             raise
     if session.stop.is_set() and summary.capped is None:
-        said = "; " if ready.read else ". "
-        print(f"{PROG}: stopped on request{said}{_kept(args.out, ready.read)}", file=sys.stderr)
+        print(f"{PROG}: stopped on request{_kept(args.out, ready.read)}", file=sys.stderr)
     return summary
 
 
 def _kept(out: str, read: bool) -> str:
     if read:
-        return f"finished rows are kept in {out}. Resume with:\n  {_resume_command()}"
-    return f"{_NOTHING_WRITTEN} to {out}; run it again"
+        return f"; finished rows are kept in {out}. Resume with:\n  {_resume_command()}"
+    return f". {_NOTHING_WRITTEN} to {out}; run it again"
 
 
 @contextlib.contextmanager
@@ -201,11 +200,9 @@ def suite_of(args: argparse.Namespace) -> Any:
     if args.config:
         return load_suite(args.config)
     found = find_suite(".")  # looked for once: it may read every pyproject.toml above
-    if found is None and args.cases is not None:
-        return None
-    if found is None:
+    if found is None and args.cases is None:
         raise UsageError(
             "give a CASES file, or write a suite file (tinyeval init) so that "
             "tinyeval run knows what to run"
         )
-    return load_suite(found)
+    return None if found is None else load_suite(found)

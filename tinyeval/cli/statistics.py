@@ -51,6 +51,9 @@ _TOGETHER = {  # a setting that needs another: that other, and why
     "icc": ("cluster_size", "clusters need both --cluster-size and --icc"),
     "specificity": ("sensitivity", "an imperfect judge needs both its sensitivity and specificity"),
 }
+_Z_TEST = "two-proportion z-test (runs on different cases)"
+_MCNEMAR = "McNemar's test (runs over the same cases)"
+_SIZE, _DETECT, _PAIRED = stats.sample_size, stats.detectable_difference, stats.paired_sample_size
 _KINDS = {"int": (int, "a whole number"), "number": (float, "a number")}  # else a rate
 
 
@@ -77,8 +80,15 @@ def add_stats(sub: Any) -> None:
                 continue
             spelled = _SPELLED.get(parameter.name, {parameter.name: parameter.annotation})
             for option, kind in spelled.items():
-                _add_option(each, option, kind, parameter.default)
-                kinds[option] = (kind, "--" + option.replace("_", "-"))
+                flag, about = "--" + option.replace("_", "-"), _OPTIONS[option]
+                kinds[option] = (kind, flag)
+                if kind == "bool":
+                    each.add_argument(flag, action="store_true", help=about)
+                    continue
+                if isinstance(parameter.default, float):
+                    about += f" (default: {parameter.default:g})"
+                needed = parameter.default is parameter.empty
+                each.add_argument(flag, help=about, required=needed, metavar=_METAVARS.get(option))
         each.add_argument("--json", action="store_true", help="print one JSON object")
         each.set_defaults(handler=_cmd_stats, say=say, kinds=kinds)
 
@@ -89,25 +99,22 @@ def _parameters(say: Any, plan: Any) -> list[inspect.Parameter]:
     return own + [p for p in settings if p.kind == p.KEYWORD_ONLY]
 
 
-def _add_option(parser: Any, option: str, kind: str, default: Any) -> None:
-    flag, about = "--" + option.replace("_", "-"), _OPTIONS[option]
-    if kind == "bool":
-        parser.add_argument(flag, action="store_true", help=about)
-        return
-    if isinstance(default, float):
-        about += f" (default: {default:g})"
-    required = default is inspect.Parameter.empty
-    parser.add_argument(flag, help=about, required=required, metavar=_METAVARS.get(option))
-
-
 def _cmd_stats(args: argparse.Namespace) -> int:
     values = {
         name: _value(kind, getattr(args, name), what)
         for name, (kind, what) in args.kinds.items()
         if getattr(args, name) not in (None, False)
     }
-    if "calibration" in args.kinds:
-        values["judge_source"] = _judge_source(values)
+    if "calibration" in args.kinds:  # where the judge's rates come from
+        path = values.pop("calibration", None)
+        values["judge_source"] = "options" if {"sensitivity", "specificity"} & set(values) else None
+        if path is not None and values["judge_source"]:
+            raise InputError(
+                "give a calibration or the judge's two rates, not both", field="calibration"
+            )
+        if path is not None:
+            values["sensitivity"], values["specificity"] = judge_rates_from_calibration(path)
+            values["judge_source"] = str(path)
     for second, (first, reason) in _TOGETHER.items():
         if (first in values) != (second in values):
             raise InputError(reason, field=second if first in values else first)
@@ -130,19 +137,6 @@ def _value(kind: str, text: Any, what: str) -> Any:
         return convert(text)
     except (ValueError, InputError):
         raise UsageError(f"{what} must be {expected}, got {text!r}") from None
-
-
-def _judge_source(values: dict[str, Any]) -> str | None:
-    """Where the judge's rates come from; a calibration's are read into ``values``."""
-    path = values.pop("calibration", None)
-    if path is None:
-        return "options" if "sensitivity" in values or "specificity" in values else None
-    if "sensitivity" in values or "specificity" in values:
-        raise InputError(
-            "give a calibration or the judge's two rates, not both", field="calibration"
-        )
-    values["sensitivity"], values["specificity"] = judge_rates_from_calibration(path)
-    return str(path)
 
 
 def judge_rates_from_calibration(path: str | Path) -> tuple[float, float]:
@@ -372,11 +366,6 @@ def _plan(statistic: str, source: str | None, func: Any, *args: Any, **plan: Any
         return func(*args, **plan), fields
     except stats.UndefinedStatisticError:
         return None, fields  # said in words
-
-
-_SIZE, _DETECT, _PAIRED = stats.sample_size, stats.detectable_difference, stats.paired_sample_size
-_Z_TEST = "two-proportion z-test (runs on different cases)"
-_MCNEMAR = "McNemar's test (runs over the same cases)"
 
 
 _COMMANDS = {  # each sentence (its name and help) and the statistic whose settings it takes

@@ -838,11 +838,7 @@ class Jury:
     """
 
     def __init__(self, judge: Any, models: Mapping[str, Any]) -> None:
-        if len(models) % 2 == 0:
-            raise InputError(
-                f"a jury needs an odd number of judge models (1, 3, 5...), got {len(models)}",
-                field="judge_model",
-            )
+        _refuse_even(len(models))
         self.judge = judge
         self.models = dict(models)
         self.name = judge.name
@@ -861,6 +857,7 @@ class Jury:
     def open(cls, session: Any) -> tuple[list[Jury], Panel]:
         """A session's judges as juries (each juror's model opened once, on the session's cache)
         and the judge model the run reports."""
+        _refuse_even(len(session.jurors))  # before a model, or the cache, is opened
         max_tokens = session.settings.judge_max_tokens
         models = {spec: session.model(spec, max_tokens=max_tokens) for spec in session.jurors}
         return [cls(judge, models) for judge in session.judges], Panel(session.judge_spec)
@@ -869,6 +866,12 @@ class Jury:
         """Ask every juror (``call_model`` is not used: each juror has its own model)."""
         found = {spec: self.judge(model, **asked) for spec, model in self.models.items()}
         return JuryRun(self, found)
+
+
+def _refuse_even(jurors: int) -> None:
+    if jurors % 2 == 0:
+        said = f"a jury needs an odd number of judge models (1, 3, 5...), got {jurors}"
+        raise InputError(said, field="judge_model")
 
 
 class JuryRun:

@@ -15,15 +15,14 @@ def retrieval_section(session: Any, ready: PreparedCases, result: Any) -> Sectio
 
     The cases without retrieval data count as queries that found nothing.
     """
-    from .retrieval import parse_retrieval_threshold, queries_from_cases, retrieval_report
+    from .retrieval import parse_retrieval_threshold, retrieval_report
 
     s = session.settings
     thresholds = [parse_retrieval_threshold(text) for text in s.retrieval_threshold]
     queries: list[Any] = []
     if session.retrieved:
         missing = session.without_retrieval.items()
-        found = queries_from_cases(session.retrieved)
-        queries = [*found, *((c, None, None) for c, n in missing for _ in range(n))]
+        queries = [*session.retrieved, *((c, None, None) for c, n in missing for _ in range(n))]
     if not any(query.retrieved is not None for query in queries):
         if thresholds:
             raise InputError("no case has retrieved and relevant data",
