@@ -185,15 +185,20 @@ def test_default_path_is_in_the_working_directory(
     assert (tmp_path / ".tinyeval" / "cache.sqlite3").is_file()
 
 
+def _stored_once(path: Path) -> None:
+    with ResponseCache(path) as store:
+        store.put("s", "p", "r")
+
+
 def test_write_ahead_log_and_schema_version(tmp_path: Path) -> None:
-    ResponseCache(tmp_path / "c.sqlite3").close()
+    _stored_once(tmp_path / "c.sqlite3")
     with sqlite3.connect(tmp_path / "c.sqlite3") as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
 
 
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
-    ResponseCache(tmp_path / "c.sqlite3").close()
+    _stored_once(tmp_path / "c.sqlite3")
     with sqlite3.connect(tmp_path / "c.sqlite3") as db:
         db.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION + 1,))
     with pytest.raises(CacheError, match="newer tinyeval"):
@@ -205,6 +210,17 @@ def test_not_a_database(tmp_path: Path) -> None:
     path.write_text("hello " * 200)
     with pytest.raises(CacheError, match="is not a tinyeval cache"):
         ResponseCache(path)
+
+
+def test_the_file_and_its_folder_are_made_on_the_first_store(tmp_path: Path) -> None:
+    path = tmp_path / ".tinyeval" / "cache.sqlite3"
+    with ResponseCache(path) as store:
+        assert store.get("s", "p") is None and len(store) == 0
+        assert not path.parent.exists()  # opened and read: nothing made
+        store.put("s", "p", "r")
+        assert path.is_file()
+    with ResponseCache(path) as again:
+        assert again.get("s", "p") == "r" and len(again) == 1
 
 
 def test_a_closed_cache_says_so(tmp_path: Path) -> None:
@@ -298,3 +314,41 @@ def test_identical_calls_in_flight_at_once_are_sent_once(cache: ResponseCache) -
     for t in threads:
         t.join(10)
     assert calls == ["same"] and replies == ["PASS"] * 6
+
+
+def test_a_refused_run_leaves_no_cache_and_a_judged_run_reads_its_own(tmp_path: Path) -> None:
+    (tmp_path / "counted.py").write_text(
+        textwrap.dedent(
+            """
+            def judge(prompt):
+                with open("calls.txt", "a", encoding="utf-8") as calls:
+                    calls.write("call\\n")
+                return "PASS\\nStated."
+            """
+        ),
+        encoding="utf-8",
+    )
+
+    def run(cases: str) -> subprocess.CompletedProcess[str]:
+        judged = ["--criterion", "Is polite.", "--judge-model", "py:counted:judge", "-q"]
+        return subprocess.run(
+            [sys.executable, "-m", "tinyeval", "run", cases, *judged],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+
+    (tmp_path / "bad.jsonl").write_text('{"id": 1\n', encoding="utf-8")
+    refused = run("bad.jsonl")
+    assert refused.returncode == 2 and "bad.jsonl:1" in refused.stderr
+    assert not (tmp_path / ".tinyeval").exists()
+    lines = [f'{{"id": "c{i}", "input": "Hours?", "output": "{9 + i} to 5."}}' for i in range(3)]
+    (tmp_path / "good.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    first = run("good.jsonl")
+    assert first.returncode == 0, first.stderr
+    assert (tmp_path / DEFAULT_PATH).is_file()
+    assert (tmp_path / "calls.txt").read_text(encoding="utf-8").count("call") == 3
+    again = run("good.jsonl")
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "calls.txt").read_text(encoding="utf-8").count("call") == 3  # all cached

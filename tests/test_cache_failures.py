@@ -11,8 +11,7 @@ from tinyeval.cache import CacheError, ResponseCache, cached
 
 def _fill_the_disk(cache: ResponseCache) -> None:
     # SQLite's own "disk full": no page may be added beyond the ones the file has now
-    connection = cache._connection
-    assert connection is not None
+    connection = cache._db()  # the file made now, as a first store would
     pages = connection.execute("PRAGMA page_count").fetchone()[0]
     connection.execute(f"PRAGMA max_page_count = {pages}")
 

@@ -210,11 +210,20 @@ class _Watchdog(contextlib.AbstractContextManager["_Watchdog"]):
         return urllib.request.build_opener(Handler())
 
 
+_SEEN: list[tuple[Any, list[str]]] = [((), [])]  # the environment's raw entries, their secrets
+
+
 def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
     """Values (8 characters or more) of environment variables named like ``*KEY``, ``*TOKEN``…."""
+    if environ is None:  # every reply is scrubbed: the environment is read again once changed
+        raw = getattr(os.environ, "_data", None)  # its raw entries, compared without decoding
+        seen, snapshot = _SEEN[0], tuple(raw.items()) if isinstance(raw, dict) else object()
+        if snapshot != seen[0]:
+            seen = _SEEN[0] = (snapshot, secret_values(os.environ))
+        return list(seen[1])
     values = {
         form
-        for name, value in (os.environ if environ is None else environ).items()
+        for name, value in environ.items()
         if name.upper().endswith(_SECRET_NAME_ENDINGS)
         for form in (value, value.strip())  # a key read from a file often ends in a newline
         if len(form) >= _MIN_SECRET_LENGTH

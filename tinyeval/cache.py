@@ -94,7 +94,7 @@ def reply_key(spec: str, prompt: str, **where: Unpack[_Where]) -> str:
 
 
 class ResponseCache(contextlib.AbstractContextManager["ResponseCache"]):
-    """A SQLite store of model replies.
+    """A SQLite store of model replies; its file (and folder) is made on the first store.
 
     >>> with ResponseCache(":memory:") as cache:
     ...     cache.put("openai:m", "Say PASS", Reply("PASS", usage={"input_tokens": 9,
@@ -109,21 +109,29 @@ class ResponseCache(contextlib.AbstractContextManager["ResponseCache"]):
         self._hits = self._misses = self._stores = 0
         self.warning: str | None = None  # the first failed look-up or store, said once
         self._connection: sqlite3.Connection | None = None
-        if str(path) != ":memory:":
-            _refuse_special_file(self.path)
+        self._closed = False
+        if str(path) == ":memory:" or _refuse_special_file(self.path):  # a file there: read now
+            self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        connection = None
         try:
-            self._connection = sqlite3.connect(
-                str(path),
+            self.path.parent.mkdir(parents=True, exist_ok=True)  # (":memory:" is in ".")
+            connection = sqlite3.connect(
+                str(self.path),
                 timeout=BUSY_TIMEOUT_SECONDS,
                 isolation_level=None,  # autocommit: each statement is its own transaction
                 check_same_thread=False,  # shared by threads, always behind self._lock
             )
-            self._prepare(self._connection)
+            self._prepare(connection)
         except (sqlite3.DatabaseError, CacheError) as exc:
-            self.close()
+            if connection is not None:
+                connection.close()
             if isinstance(exc, CacheError):
                 raise
             raise CacheError(self._open_problem(exc)) from None
+        self._connection = connection
+        return connection
 
     def _open_problem(self, exc: sqlite3.DatabaseError) -> str:
         try:
@@ -205,9 +213,12 @@ class ResponseCache(contextlib.AbstractContextManager["ResponseCache"]):
             raise
 
     def _db(self) -> sqlite3.Connection:
-        if self._connection is None:
+        if self._closed:
             raise CacheError(f"the cache {self.path} is closed")
-        return self._connection
+        return self._connection or self._open()
+
+    def _readable(self) -> bool:  # False: no file yet, and a look-up must not make one
+        return self._connection is not None or self._closed or _refuse_special_file(self.path)
 
     def get(
         self, spec: str, prompt: str, *, count: bool = True, **where: Unpack[_Where]
@@ -215,7 +226,8 @@ class ResponseCache(contextlib.AbstractContextManager["ResponseCache"]):
         """The stored reply (``cached=True``), or None; ``count=False`` leaves it out of stats."""
         key = _key(spec, prompt, where)
         with self._lock:
-            row = self._db().execute(f"SELECT {_STORED} FROM replies WHERE {_KEY}", key).fetchone()
+            query = f"SELECT {_STORED} FROM replies WHERE {_KEY}"
+            row = self._db().execute(query, key).fetchone() if self._readable() else None
             self._misses += count and row is None
             self._hits += count and row is not None
         if row is None:
@@ -251,11 +263,13 @@ class ResponseCache(contextlib.AbstractContextManager["ResponseCache"]):
 
     def __len__(self) -> int:
         with self._lock:
-            return int(self._db().execute("SELECT COUNT(*) FROM replies").fetchone()[0])
+            count = self._readable() and self._db().execute("SELECT COUNT(*) FROM replies")
+            return int(count.fetchone()[0]) if count else 0
 
     def close(self) -> None:
         """Close the file; further use raises :class:`CacheError`. Safe to call twice."""
         with self._lock:
+            self._closed = True
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
@@ -295,7 +309,7 @@ class CachedModel(Model):
             if not self.refresh:
                 try:
                     stored = self.cache.get(self.spec, prompt, **where)
-                except (sqlite3.Error, OSError) as exc:  # an unreadable cache is a miss, said once
+                except (sqlite3.Error, OSError, CacheError) as exc:  # unreadable: a miss, said once
                     self.cache._failed("be read", exc)
                     stored = None
                 if stored is not None:
@@ -303,7 +317,7 @@ class CachedModel(Model):
             reply = self.inner(prompt, sample=sample, json_schema=json_schema)
             try:
                 self.cache.put(self.spec, prompt, reply, **where)
-            except (sqlite3.Error, OSError) as exc:  # a paid reply is never lost to a full disk
+            except (sqlite3.Error, OSError, CacheError) as exc:  # a paid reply is never lost
                 self.cache._failed("store a reply", exc)
             return reply
         finally:
@@ -322,13 +336,12 @@ _OPENED: dict[str, ResponseCache] = {}  # per process: each cache file opened on
 _OPENED_LOCK = threading.Lock()
 
 
-def _refuse_special_file(path: Path) -> None:
-    # a cache is a regular file: a FIFO would hang, a device or directory cannot hold one
+def _refuse_special_file(path: Path) -> bool:
+    # whether a file is there: a regular file (a FIFO would hang, a directory cannot hold one)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         mode = path.stat().st_mode
     except FileNotFoundError:
-        return
+        return False
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
         raise CacheError(f"cannot use the cache {path}: {exc.strerror or exc}{where}") from None
@@ -336,6 +349,7 @@ def _refuse_special_file(path: Path) -> None:
         kinds = {stat.S_ISDIR: "a directory", stat.S_ISFIFO: "a FIFO", stat.S_ISCHR: "a device"}
         kind = next((name for test, name in kinds.items() if test(mode)), "not a regular file")
         raise CacheError(f"the cache {path} is {kind}; give the path of a file")
+    return True
 
 
 def _reopened(inner: Model, path: str, refresh: bool) -> CachedModel:

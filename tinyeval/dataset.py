@@ -62,10 +62,18 @@ class Case:
 
     def to_dict(self) -> dict[str, Any]:
         """The case as a JSON-ready dict (recognised keys, ``meta``, and its conversation's)."""
-        data = {key: getattr(self, key) for key in _FIELDS}
-        data.update(
-            expect=dict(self.expect), tool_calls=list(self.tool_calls), meta=dict(self.meta)
-        )
+        data = {  # every case read is fingerprinted through here: spelt out, not a loop
+            "id": self.id,
+            "input": self.input,
+            "output": self.output,
+            "context": self.context,
+            "category": self.category,
+            "expect": dict(self.expect),
+            "origin": self.origin,
+            "tool_calls": list(self.tool_calls),
+            "label": self.label,
+            "meta": dict(self.meta),
+        }
         if self.conversation is not None:
             data["conversation"] = self.conversation.to_dict()
         return data
@@ -228,7 +236,7 @@ def _build_case(record: Any, where: dict[str, Any], *, line_id: str | None) -> C
     if not isinstance(category, str) or not category.strip():
         _expect_type(category, "a non-empty string", "category", where)
     origin = rec.pop("origin", None)
-    if isinstance(origin, int | float) and not isinstance(origin, bool):
+    if origin is not None and isinstance(origin, int | float) and not isinstance(origin, bool):
         origin = str(origin)
     elif origin is not None and not isinstance(origin, str):
         _expect_type(origin, "a string or null", "origin", where)

@@ -123,8 +123,10 @@ def accepted_keywords(call_model: CallModel) -> frozenset[str]:
     >>> sorted(accepted_keywords(lambda prompt, *, sample=0, json_schema=None: prompt))
     ['json_schema', 'sample']
     """
-    with contextlib.suppress(TypeError, KeyError):  # remembered per callable while it lives
+    try:  # remembered per callable while it lives: ask() looks on every call
         return _KEYWORDS_SEEN[call_model]
+    except (TypeError, KeyError):
+        pass
     try:
         parameters = inspect.signature(call_model).parameters
     except (TypeError, ValueError):  # builtins and C callables without a signature
@@ -166,12 +168,22 @@ def run_awaitable(awaitable: Awaitable[_T]) -> _T:
     if inside:  # awaited from a coroutine on our own loop: cannot block it
         raise RuntimeError("a model awaited from inside tinyeval's own event loop")
     coroutine = awaitable if inspect.iscoroutine(awaitable) else _awaited(awaitable)
-    future = asyncio.run_coroutine_threadsafe(coroutine, loop)
+    # a bare lock, released once the task is done, hands the result back (half the cost of a future)
+    tasks: list[asyncio.Task[_T]] = []
+    finished = threading.Lock()
+    finished.acquire()
+
+    def start() -> None:
+        tasks.append(loop.create_task(coroutine))
+        tasks[0].add_done_callback(lambda _: finished.release())
+
+    loop.call_soon_threadsafe(start)
     try:
-        return future.result()
+        finished.acquire()
     except BaseException:  # interrupted while waiting: the call is not to go on
-        future.cancel()
+        loop.call_soon_threadsafe(lambda: [task.cancel() for task in tasks])
         raise
+    return tasks[0].result()
 
 
 def ask(call_model: CallModel, prompt: str, *, sample: int = 0, json_schema: _Object = None) -> str:
@@ -180,11 +192,13 @@ def ask(call_model: CallModel, prompt: str, *, sample: int = 0, json_schema: _Ob
     >>> ask(lambda prompt, *, sample=0: f"sample {sample}", "x", sample=2)
     'sample 2'
     """
-    given = {"sample": sample, "json_schema": json_schema}
-    keywords = {name: given[name] for name in accepted_keywords(call_model)}
-    if json_schema is None:
-        keywords.pop("json_schema", None)
+    accepted = accepted_keywords(call_model)
+    keywords: dict[str, Any] = {"sample": sample} if "sample" in accepted else {}
+    if json_schema is not None and "json_schema" in accepted:
+        keywords["json_schema"] = json_schema
     reply = call_model(prompt, **keywords)
+    if type(reply) is str:
+        return reply
     if inspect.isawaitable(reply):
         reply = run_awaitable(reply)
     if not isinstance(reply, str):

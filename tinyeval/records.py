@@ -110,7 +110,7 @@ def verdicts(row: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     {'tone': {'verdict': 'FAIL'}}
     """
     judges = row.get("judges")
-    if not isinstance(judges, Mapping):
+    if not judges or not isinstance(judges, Mapping):
         return {}
     return {str(name): v for name, v in judges.items() if isinstance(v, Mapping)}
 
@@ -172,11 +172,10 @@ def derived_status(row: Mapping[str, Any]) -> str:
     if row.get("error"):
         return "error"
     checks = row.get("checks") or {}
-    gated = [v for v in verdicts(row).values() if v.get("failure") != "ungated"]
-    passed = [
-        v.get("verdict") == "PASS" if "verdict" in v else bool(v.get("winner")) for v in gated
-    ]
-    if not all(value is True for value in checks.values()) or not all(passed):
+    found = verdicts(row)  # (most rows have no verdict)
+    gated = [v for v in found.values() if v.get("failure") != "ungated"] if found else []
+    passed = [v.get("verdict") == "PASS" if "verdict" in v else v.get("winner") for v in gated]
+    if [value for value in checks.values() if value is not True] or not all(passed):
         return "fail"
     if str(row.get("judge_skipped") or "").startswith("the case cannot be judged"):
         return "unchecked"

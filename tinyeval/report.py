@@ -200,8 +200,10 @@ class Failures(dict[str, list[Row]]):
         self.shown = shown
 
     def note(self, row: Row) -> None:
+        if row.get("status") == "pass":  # most rows: nothing to keep
+            return
         kept = self.setdefault(str(row.get("category")), [])
-        if row.get("status") != "pass" and all(other["id"] != row["id"] for other in kept):
+        if all(other["id"] != row["id"] for other in kept):
             kept.append(row)  # with trials, one line per case (its first failed trial)
             kept.sort(key=lambda r: str(r["id"]))
             del kept[self.shown :]

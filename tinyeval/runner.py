@@ -65,7 +65,8 @@ class RunResult:
 
     def add(self, row: Row, *, keep: bool) -> None:
         self.categories[str(row["category"])].add(row)
-        add_usage(self.usage, row.get("usage"))
+        if row.get("usage"):  # (most rows have none)
+            add_usage(self.usage, row["usage"])
         if keep:
             self.rows.append(row)
 

@@ -175,7 +175,7 @@ def stages(path: Path, n: int) -> list[tuple[str, float]]:
             pass
 
     def built() -> None:
-        for _ in dataset._validated(name, {}, False, None):
+        for _ in dataset.iter_cases(name, unique_ids=False):
             pass
 
     def unique() -> None:
