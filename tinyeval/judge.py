@@ -292,19 +292,6 @@ def _json_object(text: str, keys: Sequence[str]) -> list[Any] | Evidence:
     return [value for _, value in obj]
 
 
-def parse_structured(text: str) -> Evidence:
-    """Read a structured reply, ``{"verdict": "PASS"|"FAIL", "reason": str}``.
-
-    >>> parse_structured('{"verdict": "FAIL", "reason": "It invents a date."}').verdict
-    'FAIL'
-    """
-    values = _json_object(text, ("verdict", "reason"))
-    if isinstance(values, Evidence):
-        return values
-    verdict, reason = values
-    return Evidence(verdict, reason.strip(), None)
-
-
 def parse_evidence(text: str, response: str) -> Evidence:
     """Read an evidence-first reply; a FAIL's quote must be in the response (or as shown).
 
@@ -331,11 +318,16 @@ def _read_verdict_first(text: str, response: str) -> Evidence:
     return Evidence(verdict, reason, None if verdict else "unparsed")
 
 
+def _read_structured(text: str, response: str) -> Evidence:
+    values = _json_object(text, ("verdict", "reason"))
+    return values if isinstance(values, Evidence) else Evidence(values[0], values[1].strip(), None)
+
+
 # each answer format: its template, the JSON schema sent with it, and how its reply is read
 _STYLE_FORMATS = {
     "verdict-first": (VERDICT_TEMPLATE, None, _read_verdict_first),
     "evidence-first": (EVIDENCE_TEMPLATE, EVIDENCE_SCHEMA, parse_evidence),
-    "structured": (STRUCTURED_TEMPLATE, VERDICT_SCHEMA, lambda text, _: parse_structured(text)),
+    "structured": (STRUCTURED_TEMPLATE, VERDICT_SCHEMA, _read_structured),
 }
 STYLES = tuple(_STYLE_FORMATS)
 
@@ -596,12 +588,12 @@ class Rubric:
     template: str | None = None
     source: str | None = None
 
-    def judge(self, *, votes: int = 1, style: str = "verdict-first") -> Judge:
-        options: dict[str, Any] = {"votes": votes, "style": style, "name": self.name}
+    def judge(self, *, name: str | None = None, **options: Any) -> Judge:
+        options.update(template=self.template, name=name or self.name)
         if self.steps is None:
-            return Judge(self.criterion, template=self.template, **options)
+            return Judge(self.criterion, **options)
         steps_judge = _extra("criterion", "steps", "a rubric's steps")
-        return steps_judge(self.criterion, template=self.template, steps=self.steps, **options)
+        return steps_judge(self.criterion, steps=self.steps, **options)
 
 
 RUBRIC_KEYS = ("criterion", "name", "steps", "template")

@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ._formats import MAX_CONFIG_BYTES, read_text
 from .errors import InputError, describe_json, did_you_mean, is_number
 from .gating import parse_threshold, refuse_unknown_categories
 
@@ -310,12 +311,10 @@ class JudgeSpec:
         """
         from .judge import load_rubric, make_judge
 
+        options: dict[str, Any] = {"votes": self.votes, "style": self.style, "name": self.name}
         if self.rubric is not None:
-            rubric = load_rubric(self.rubric)
-            if self.name is not None:
-                rubric = replace(rubric, name=self.name)
-            return rubric.judge(votes=self.votes, style=self.style)
-        return make_judge(str(self.criterion), votes=self.votes, style=self.style, name=self.name)
+            return load_rubric(self.rubric).judge(**options)
+        return make_judge(str(self.criterion), **options)
 
 
 @dataclass(frozen=True)
@@ -482,8 +481,6 @@ def _suite_in(folder: Path) -> Path | None:
 
 def _read_toml(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
     import tomllib  # imported only to read a suite file
-
-    from ._formats import MAX_CONFIG_BYTES, read_text
 
     shown = os.fspath(path)
     try:
