@@ -8,13 +8,13 @@ import math
 import os
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ._formats import MAX_CONFIG_BYTES, read_text
+from ._formats import _FORMATS, MAX_CONFIG_BYTES, _unreadable, read_text
 from .errors import InputError, describe_json, did_you_mean, is_number
 from .gating import parse_threshold, refuse_unknown_categories
 
@@ -32,7 +32,6 @@ GROUPS = (READING, GATE, JUDGE, RUNNING, ESTIMATES, SCALE, JUDGES, RAG, CI, MORE
 _JUDGED, _GENERATED = ("criterion", "rubric"), ("generate_model",)
 _PASS = ("pass", "block")
 _ODD = "an odd number (1, 3, 5…) so a majority exists"
-_FORMATS = ("jsonl", "json", "csv", "yaml", "otel")
 _STYLES = ("verdict-first", "evidence-first", "structured")  # as tinyeval.judge.STYLES
 _DAY, _GIB, _TOKENS = 86_400, 2**30, 1_000_000  # upper bounds of settings (seconds, bytes)
 
@@ -51,7 +50,7 @@ def _beyond(meta: Mapping[str, Any], value: float) -> str | None:
     if high is not None and value > high:
         return f"must be at most {high:,}, got {_shown(value)}"
     if meta.get("odd") and value % 2 == 0:
-        return f"must be {_ODD}, got {value}"
+        return f"expected {_ODD}, got {value}"
     return None
 
 
@@ -495,12 +494,8 @@ def _read_toml(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
         where = re.search(r" \(at line (\d+), column \d+\)$", str(exc))
         reason, line = (str(exc)[: where.start()], int(where[1])) if where else (str(exc), None)
         raise InputError(f"not valid TOML: {reason}", path=shown, line=line) from None
-    except RecursionError:
-        raise InputError("not valid TOML: nested too deeply to read", path=shown) from None
-    except ValueError:  # an integer beyond the interpreter's digit limit
-        limit = f"{sys.get_int_max_str_digits():,}"
-        said = f"not valid TOML: an integer longer than {limit} digits"
-        raise InputError(said, path=shown) from None
+    except (ValueError, RecursionError) as exc:  # too deep, an integer too long
+        raise InputError(_unreadable(exc, "TOML"), path=shown) from None
 
 
 def load_suite(
@@ -648,17 +643,15 @@ def _value(value: Any, where: _Where, name: str, *, positive: bool = False) -> A
         value = _number(value, where, positive=positive)
     elif "choices" not in meta and not kind.startswith("bool"):
         return _path(value, where)
-    if meta.get("odd") and value % 2 == 0:
-        raise where.expected(_ODD, value)
     if said := _beyond(meta, value):
         raise where.error(said)
     return value
 
 
-def _categories(value: Any, where: _Where) -> tuple[str, ...]:
+def _list(value: Any, where: _Where, what: str, read: Callable[..., str]) -> tuple[str, ...]:
     if not isinstance(value, list) or not value:
-        raise where.expected("a non-empty list of category names", value)
-    return tuple(_text(name, where / i) for i, name in enumerate(value))
+        raise where.expected(what, value)
+    return tuple(read(item, where / i) for i, item in enumerate(value))
 
 
 def _table(value: Any, where: _Where, keys: Sequence[str]) -> dict[str, Any]:
@@ -685,7 +678,7 @@ _JUDGE: dict[str, Any] = {
     "style": partial(_value, name="judge_style"),
     "votes": partial(_value, name="votes"),
     "model": _text,
-    "categories": _categories,
+    "categories": partial(_list, what="a non-empty list of category names", read=_text),
 }
 # the keys of a [models.*] table, by the setting each gives
 _MODELS = {
@@ -732,13 +725,10 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
     if "cases" not in data:
         raise where.error(f"no 'cases' key: name the cases file, e.g. cases = {'cases.jsonl'!r}")
     cases, at = data["cases"], where / "cases"
-    if isinstance(cases, list) and not cases:
-        raise at.expected("a file name or a non-empty list of them", cases)
     found: dict[str, Any] = {"path": where.file, "where": where}
+    many = "a file name or a non-empty list of them"
     found["cases"] = (
-        tuple(_path(p, at / i) for i, p in enumerate(cases))
-        if isinstance(cases, list)
-        else (_path(cases, at),)
+        _list(cases, at, many, _path) if isinstance(cases, list) else (_path(cases, at),)
     )
     settings: dict[str, Any] = {}
     for key, name in keys.items():
