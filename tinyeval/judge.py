@@ -375,7 +375,7 @@ class BaseVerdict:
     def parsed(self) -> bool:
         return self.verdict is not None
 
-    def base_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """The row form's keys every judge has (one vote unless it holds ``votes``)."""
         failure = getattr(self, "failure", None)
         row = {
@@ -419,8 +419,6 @@ class Verdict(BaseVerdict):
     @property
     def unanimous(self) -> bool:
         return bool(self.votes) and self.votes[0] is not None and len(set(self.votes)) == 1
-
-    to_dict = BaseVerdict.base_dict
 
 
 _TALLIED = ("verdict", "reason", "quote", "failure", "error")
@@ -586,7 +584,6 @@ class Rubric:
     name: str | None = None
     steps: tuple[str, ...] | None = None
     template: str | None = None
-    source: str | None = None
 
     def judge(self, *, name: str | None = None, **options: Any) -> Judge:
         options.update(template=self.template, name=name or self.name)
@@ -613,7 +610,7 @@ def load_rubric(path: str | os.PathLike[str]) -> Rubric:
     if not where.endswith(".json"):
         if not text.strip():
             raise JudgeError("the rubric file is empty", path=where)
-        return Rubric(text.strip(), source=where)
+        return Rubric(text.strip())
     try:
         spec = json.loads(text)
     except (ValueError, RecursionError) as exc:  # its syntax, too deep, an integer too long
@@ -630,4 +627,4 @@ def load_rubric(path: str | os.PathLike[str]) -> Rubric:
         if not isinstance(spec.get(key), str | None):
             raise JudgeError("expected a string", path=where, field=key)
     steps = None if steps is None else tuple(steps)
-    return Rubric(spec["criterion"], spec.get("name"), steps, spec.get("template"), where)
+    return Rubric(spec["criterion"], spec.get("name"), steps, spec.get("template"))

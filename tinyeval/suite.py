@@ -348,9 +348,7 @@ class Suite:
         """
         base = os.path.dirname(self.path) if self.path else "."
 
-        def rel(value: Any) -> Any:
-            if value is None:
-                return None
+        def rel(value: str) -> str:
             try:
                 return Path(os.path.relpath(value, base)).as_posix()
             except ValueError:  # another drive, on Windows
@@ -358,7 +356,7 @@ class Suite:
 
         found = {**self.settings, "cases": [rel(p) for p in self.cases]}
         found.update(holdout=self.holdout, salt=self.salt, expect=dict(self.expect))
-        found["judges"] = [dict(asdict(j), rubric=rel(j.rubric)) for j in self.judges]
+        found["judges"] = [dict(asdict(j), rubric=j.rubric and rel(j.rubric)) for j in self.judges]
         for name in self.settings:
             path = name in ("labels", "prompt_template")
             if path or _FIELDS[name].metadata.get("suite", "").startswith("reports."):
@@ -439,7 +437,11 @@ def find_suite(start: str | os.PathLike[str] = ".") -> Path | None:
     """
     here = Path(start).absolute()
     for folder in (here, *here.parents):
-        if not _owned(folder):
+        try:
+            owned = not hasattr(os, "getuid") or folder.stat().st_uid == os.getuid()
+        except OSError:
+            owned = False
+        if not owned:
             if folder == here and os.path.lexists(folder / SUITE_FILE):
                 said = "is in a directory owned by another user: not read; name it with --config"
                 raise InputError(said, path=os.fspath(folder / SUITE_FILE))
@@ -453,13 +455,6 @@ def find_suite(start: str | os.PathLike[str] = ".") -> Path | None:
         if (folder / ".git").exists():
             return None
     return None
-
-
-def _owned(folder: Path) -> bool:
-    try:
-        return not hasattr(os, "getuid") or folder.stat().st_uid == os.getuid()
-    except OSError:
-        return False
 
 
 def _suite_in(folder: Path) -> Path | None:
