@@ -452,13 +452,12 @@ class Judge:
         if isinstance(votes, bool) or not isinstance(votes, int) or votes < 1 or votes % 2 == 0:
             raise JudgeError(f"votes must be an odd whole number >= 1 (1, 3, 5...), got {votes!r}")
         self.votes = votes
-        template = _STYLE_FORMATS[style][0] if template is None else template
-        check_template(template, ("criterion", "response"))
-        self.template = template
+        self.template = _STYLE_FORMATS[style][0] if template is None else template
+        check_template(self.template, ("criterion", "response"))
         self.name = name if name is not None else default_name(criterion)
         need = "context" if criterion == "unsupported-claims" else "question"
         self.needs = (need,) if criterion in CRITERIA else ()
-        self.rubric_fingerprint = rubric_fingerprint(template, self.criterion_text, (), style)
+        self.rubric_fingerprint = rubric_fingerprint(self.template, self.criterion_text, (), style)
 
     def __repr__(self) -> str:
         options = f"votes={self.votes}, style={self.style!r}, name={self.name!r}"
@@ -626,5 +625,4 @@ def load_rubric(path: str | os.PathLike[str]) -> Rubric:
     for key in ("name", "template"):
         if not isinstance(spec.get(key), str | None):
             raise JudgeError("expected a string", path=where, field=key)
-    steps = None if steps is None else tuple(steps)
-    return Rubric(spec["criterion"], spec.get("name"), steps, spec.get("template"))
+    return Rubric(**{**spec, "steps": None if steps is None else tuple(steps)})

@@ -31,7 +31,6 @@ CI, MORE = "CI reports (tinyeval/ci/)", "more options of the core"
 GROUPS = (READING, GATE, JUDGE, RUNNING, ESTIMATES, SCALE, JUDGES, RAG, CI, MORE)
 _JUDGED, _GENERATED = ("criterion", "rubric"), ("generate_model",)
 _PASS = ("pass", "block")
-_ODD = "an odd number (1, 3, 5…) so a majority exists"
 _STYLES = ("verdict-first", "evidence-first", "structured")  # as tinyeval.judge.STYLES
 _DAY, _GIB, _TOKENS = 86_400, 2**30, 1_000_000  # upper bounds of settings (seconds, bytes)
 
@@ -50,7 +49,7 @@ def _beyond(meta: Mapping[str, Any], value: float) -> str | None:
     if high is not None and value > high:
         return f"must be at most {high:,}, got {_shown(value)}"
     if meta.get("odd") and value % 2 == 0:
-        return f"expected {_ODD}, got {value}"
+        return f"expected an odd number (1, 3, 5…) so a majority exists, got {value}"
     return None
 
 
@@ -175,7 +174,6 @@ class RunSettings:
     max_cost_unknown: str = _scale(
         "a reply without usage stops a capped run, or not", "stop", choices=("stop", "allow")
     )
-    # "in=X,out=Y", or a tinyeval.scale.cost.Price
     price: Any = _scale("USD per million tokens in and out", metavar="in=X,out=Y")  # noqa: RUF009
     dawid_skene: bool = _juries("a jury's jurors' errors from its verdicts alone", False)
     review_out: str | None = _juries("rows whose votes split", needs=_JUDGED)
@@ -477,12 +475,7 @@ def _read_toml(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
     import tomllib  # imported only to read a suite file
 
     shown = os.fspath(path)
-    try:
-        text = read_text(path, what="the file", max_bytes=MAX_CONFIG_BYTES, error=InputError)
-    except FileNotFoundError:
-        raise InputError("no such file", path=shown) from None
-    except OSError as exc:
-        raise InputError(f"cannot read the file: {exc.strerror or exc}", path=shown) from None
+    text = read_text(path, what="the file", max_bytes=MAX_CONFIG_BYTES, error=InputError)
     try:
         return text, tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -643,7 +636,7 @@ def _value(value: Any, where: _Where, name: str, *, positive: bool = False) -> A
     return value
 
 
-def _list(value: Any, where: _Where, what: str, read: Callable[..., str]) -> tuple[str, ...]:
+def _list(value: Any, where: _Where, what: str, read: Callable[..., Any]) -> tuple[Any, ...]:
     if not isinstance(value, list) or not value:
         raise where.expected(what, value)
     return tuple(read(item, where / i) for i, item in enumerate(value))
@@ -665,7 +658,7 @@ def _table(value: Any, where: _Where, keys: Sequence[str]) -> dict[str, Any]:
     return value
 
 
-# the checks of the keys of a [[judges]] entry and of a [models.*] table, in the order they run
+# the checks of the keys of a [[judges]] entry, in the order they run
 _JUDGE: dict[str, Any] = {
     "criterion": _text,
     "rubric": _path,
@@ -736,9 +729,8 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
     found["expect"] = _expect(data.get("expect", {}), where / "expect")
     if "judges" in data:
         at = where / "judges"
-        if not isinstance(data["judges"], list):
-            raise at.expected("an array of tables, written [[judges]]", data["judges"])
-        found["judges"] = tuple(_judge_entry(item, at / i) for i, item in enumerate(data["judges"]))
+        written = "an array of tables, written [[judges]]"
+        found["judges"] = _list(data["judges"], at, written, _judge_entry)
         names = [j.name or j.criterion or j.rubric for j in found["judges"]]
         for i, name in enumerate(names):
             if name in names[:i]:
