@@ -292,19 +292,6 @@ def _json_object(text: str, keys: Sequence[str]) -> list[Any] | Evidence:
     return [value for _, value in obj]
 
 
-def parse_structured(text: str) -> Evidence:
-    """Read a structured reply, ``{"verdict": "PASS"|"FAIL", "reason": str}``.
-
-    >>> parse_structured('{"verdict": "FAIL", "reason": "It invents a date."}').verdict
-    'FAIL'
-    """
-    values = _json_object(text, ("verdict", "reason"))
-    if isinstance(values, Evidence):
-        return values
-    verdict, reason = values
-    return Evidence(verdict, reason.strip(), None)
-
-
 def parse_evidence(text: str, response: str) -> Evidence:
     """Read an evidence-first reply; a FAIL's quote must be in the response (or as shown).
 
@@ -331,11 +318,16 @@ def _read_verdict_first(text: str, response: str) -> Evidence:
     return Evidence(verdict, reason, None if verdict else "unparsed")
 
 
+def _read_structured(text: str, response: str) -> Evidence:
+    values = _json_object(text, ("verdict", "reason"))
+    return values if isinstance(values, Evidence) else Evidence(values[0], values[1].strip(), None)
+
+
 # each answer format: its template, the JSON schema sent with it, and how its reply is read
 _STYLE_FORMATS = {
     "verdict-first": (VERDICT_TEMPLATE, None, _read_verdict_first),
     "evidence-first": (EVIDENCE_TEMPLATE, EVIDENCE_SCHEMA, parse_evidence),
-    "structured": (STRUCTURED_TEMPLATE, VERDICT_SCHEMA, lambda text, _: parse_structured(text)),
+    "structured": (STRUCTURED_TEMPLATE, VERDICT_SCHEMA, _read_structured),
 }
 STYLES = tuple(_STYLE_FORMATS)
 
@@ -383,7 +375,7 @@ class BaseVerdict:
     def parsed(self) -> bool:
         return self.verdict is not None
 
-    def base_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """The row form's keys every judge has (one vote unless it holds ``votes``)."""
         failure = getattr(self, "failure", None)
         row = {
@@ -428,8 +420,6 @@ class Verdict(BaseVerdict):
     def unanimous(self) -> bool:
         return bool(self.votes) and self.votes[0] is not None and len(set(self.votes)) == 1
 
-    to_dict = BaseVerdict.base_dict
-
 
 _TALLIED = ("verdict", "reason", "quote", "failure", "error")
 _FAILURE_PRECEDENCE = {"error": 0, "unverified_quote": 1, "unparsed": 2}
@@ -462,13 +452,12 @@ class Judge:
         if isinstance(votes, bool) or not isinstance(votes, int) or votes < 1 or votes % 2 == 0:
             raise JudgeError(f"votes must be an odd whole number >= 1 (1, 3, 5...), got {votes!r}")
         self.votes = votes
-        template = _STYLE_FORMATS[style][0] if template is None else template
-        check_template(template, ("criterion", "response"))
-        self.template = template
+        self.template = _STYLE_FORMATS[style][0] if template is None else template
+        check_template(self.template, ("criterion", "response"))
         self.name = name if name is not None else default_name(criterion)
         need = "context" if criterion == "unsupported-claims" else "question"
         self.needs = (need,) if criterion in CRITERIA else ()
-        self.rubric_fingerprint = rubric_fingerprint(template, self.criterion_text, (), style)
+        self.rubric_fingerprint = rubric_fingerprint(self.template, self.criterion_text, (), style)
 
     def __repr__(self) -> str:
         options = f"votes={self.votes}, style={self.style!r}, name={self.name!r}"
@@ -594,14 +583,13 @@ class Rubric:
     name: str | None = None
     steps: tuple[str, ...] | None = None
     template: str | None = None
-    source: str | None = None
 
-    def judge(self, *, votes: int = 1, style: str = "verdict-first") -> Judge:
-        options: dict[str, Any] = {"votes": votes, "style": style, "name": self.name}
+    def judge(self, *, name: str | None = None, **options: Any) -> Judge:
+        options.update(template=self.template, name=name or self.name)
         if self.steps is None:
-            return Judge(self.criterion, template=self.template, **options)
+            return Judge(self.criterion, **options)
         steps_judge = _extra("criterion", "steps", "a rubric's steps")
-        return steps_judge(self.criterion, template=self.template, steps=self.steps, **options)
+        return steps_judge(self.criterion, steps=self.steps, **options)
 
 
 RUBRIC_KEYS = ("criterion", "name", "steps", "template")
@@ -621,7 +609,7 @@ def load_rubric(path: str | os.PathLike[str]) -> Rubric:
     if not where.endswith(".json"):
         if not text.strip():
             raise JudgeError("the rubric file is empty", path=where)
-        return Rubric(text.strip(), source=where)
+        return Rubric(text.strip())
     try:
         spec = json.loads(text)
     except (ValueError, RecursionError) as exc:  # its syntax, too deep, an integer too long
@@ -637,5 +625,4 @@ def load_rubric(path: str | os.PathLike[str]) -> Rubric:
     for key in ("name", "template"):
         if not isinstance(spec.get(key), str | None):
             raise JudgeError("expected a string", path=where, field=key)
-    steps = None if steps is None else tuple(steps)
-    return Rubric(spec["criterion"], spec.get("name"), steps, spec.get("template"), where)
+    return Rubric(**{**spec, "steps": None if steps is None else tuple(steps)})

@@ -8,7 +8,6 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from .suite import JudgeSpec, RunSettings
 _MODEL_SETTINGS = ("base_url", "timeout", "temperature", "max_response_bytes", "pass_env")
 
 
-class Session:
+class Session(contextlib.AbstractContextManager["Session"]):
     """The models, judges and cache of a run, opened from its checked :class:`RunSettings`.
 
     >>> session = Session(RunSettings(cases="c.jsonl", criterion=["answers-the-question"], votes=3))
@@ -85,9 +84,6 @@ class Session:
         except BaseException:
             self.close()
             raise
-
-    def __enter__(self) -> Session:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
@@ -186,12 +182,11 @@ class Session:
         >>> Session(RunSettings(cases="c.jsonl")).observers(PreparedCases((), "ab12"))
         {}
         """
-        defaults = {f.name: f.default for f in fields(RunSettings)}
         return {
             name: _extra("observer", name, name)(self.settings, ready)
             for name in _EXTRAS["observer"]
             if (only is None or name in only)
-            and getattr(self.settings, name, None) != defaults.get(name)
+            and getattr(self.settings, name, None) != getattr(RunSettings, name, None)
         }
 
     def run(
@@ -300,13 +295,12 @@ def refuse_overwriting(inputs: Iterable[str | None], outputs: Mapping[str, str |
     tinyeval.errors.InputError: out: ./cases.jsonl is the input file cases.jsonl; write elsewhere
     """
     given = [(name, path) for name, path in outputs.items() if path]
-    for name, path in given:
+    for i, (name, path) in enumerate(given):
         if os.path.isdir(path):
             raise InputError(f"{path} is a directory; expected the path of a file", field=name)
         for source in inputs:
             if source and source != "-" and same_file(source, path):
                 raise InputError(f"{path} is the input file {source}; write elsewhere", field=name)
-    for i, (name, path) in enumerate(given):
         for other, other_path in given[i + 1 :]:
             if same_file(path, other_path):
                 raise InputError(f"{path} is the same file as another output ({other})", field=name)

@@ -8,12 +8,13 @@ import math
 import os
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ._formats import _FORMATS, MAX_CONFIG_BYTES, _unreadable, read_text
 from .errors import InputError, describe_json, did_you_mean, is_number
 from .gating import parse_threshold, refuse_unknown_categories
 
@@ -30,8 +31,6 @@ CI, MORE = "CI reports (tinyeval/ci/)", "more options of the core"
 GROUPS = (READING, GATE, JUDGE, RUNNING, ESTIMATES, SCALE, JUDGES, RAG, CI, MORE)
 _JUDGED, _GENERATED = ("criterion", "rubric"), ("generate_model",)
 _PASS = ("pass", "block")
-_ODD = "an odd number (1, 3, 5…) so a majority exists"
-_FORMATS = ("jsonl", "json", "csv", "yaml", "otel")
 _STYLES = ("verdict-first", "evidence-first", "structured")  # as tinyeval.judge.STYLES
 _DAY, _GIB, _TOKENS = 86_400, 2**30, 1_000_000  # upper bounds of settings (seconds, bytes)
 
@@ -50,7 +49,7 @@ def _beyond(meta: Mapping[str, Any], value: float) -> str | None:
     if high is not None and value > high:
         return f"must be at most {high:,}, got {_shown(value)}"
     if meta.get("odd") and value % 2 == 0:
-        return f"must be {_ODD}, got {value}"
+        return f"expected an odd number (1, 3, 5…) so a majority exists, got {value}"
     return None
 
 
@@ -175,7 +174,6 @@ class RunSettings:
     max_cost_unknown: str = _scale(
         "a reply without usage stops a capped run, or not", "stop", choices=("stop", "allow")
     )
-    # "in=X,out=Y", or a tinyeval.scale.cost.Price
     price: Any = _scale("USD per million tokens in and out", metavar="in=X,out=Y")  # noqa: RUF009
     dawid_skene: bool = _juries("a jury's jurors' errors from its verdicts alone", False)
     review_out: str | None = _juries("rows whose votes split", needs=_JUDGED)
@@ -310,12 +308,10 @@ class JudgeSpec:
         """
         from .judge import load_rubric, make_judge
 
+        options: dict[str, Any] = {"votes": self.votes, "style": self.style, "name": self.name}
         if self.rubric is not None:
-            rubric = load_rubric(self.rubric)
-            if self.name is not None:
-                rubric = replace(rubric, name=self.name)
-            return rubric.judge(votes=self.votes, style=self.style)
-        return make_judge(str(self.criterion), votes=self.votes, style=self.style, name=self.name)
+            return load_rubric(self.rubric).judge(**options)
+        return make_judge(str(self.criterion), **options)
 
 
 @dataclass(frozen=True)
@@ -350,9 +346,7 @@ class Suite:
         """
         base = os.path.dirname(self.path) if self.path else "."
 
-        def rel(value: Any) -> Any:
-            if value is None:
-                return None
+        def rel(value: str) -> str:
             try:
                 return Path(os.path.relpath(value, base)).as_posix()
             except ValueError:  # another drive, on Windows
@@ -360,7 +354,7 @@ class Suite:
 
         found = {**self.settings, "cases": [rel(p) for p in self.cases]}
         found.update(holdout=self.holdout, salt=self.salt, expect=dict(self.expect))
-        found["judges"] = [dict(asdict(j), rubric=rel(j.rubric)) for j in self.judges]
+        found["judges"] = [dict(asdict(j), rubric=j.rubric and rel(j.rubric)) for j in self.judges]
         for name in self.settings:
             path = name in ("labels", "prompt_template")
             if path or _FIELDS[name].metadata.get("suite", "").startswith("reports."):
@@ -441,7 +435,11 @@ def find_suite(start: str | os.PathLike[str] = ".") -> Path | None:
     """
     here = Path(start).absolute()
     for folder in (here, *here.parents):
-        if not _owned(folder):
+        try:
+            owned = not hasattr(os, "getuid") or folder.stat().st_uid == os.getuid()
+        except OSError:
+            owned = False
+        if not owned:
             if folder == here and os.path.lexists(folder / SUITE_FILE):
                 said = "is in a directory owned by another user: not read; name it with --config"
                 raise InputError(said, path=os.fspath(folder / SUITE_FILE))
@@ -455,13 +453,6 @@ def find_suite(start: str | os.PathLike[str] = ".") -> Path | None:
         if (folder / ".git").exists():
             return None
     return None
-
-
-def _owned(folder: Path) -> bool:
-    try:
-        return not hasattr(os, "getuid") or folder.stat().st_uid == os.getuid()
-    except OSError:
-        return False
 
 
 def _suite_in(folder: Path) -> Path | None:
@@ -483,27 +474,16 @@ def _suite_in(folder: Path) -> Path | None:
 def _read_toml(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
     import tomllib  # imported only to read a suite file
 
-    from ._formats import MAX_CONFIG_BYTES, read_text
-
     shown = os.fspath(path)
-    try:
-        text = read_text(path, what="the file", max_bytes=MAX_CONFIG_BYTES, error=InputError)
-    except FileNotFoundError:
-        raise InputError("no such file", path=shown) from None
-    except OSError as exc:
-        raise InputError(f"cannot read the file: {exc.strerror or exc}", path=shown) from None
+    text = read_text(path, what="the file", max_bytes=MAX_CONFIG_BYTES, error=InputError)
     try:
         return text, tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         where = re.search(r" \(at line (\d+), column \d+\)$", str(exc))
         reason, line = (str(exc)[: where.start()], int(where[1])) if where else (str(exc), None)
         raise InputError(f"not valid TOML: {reason}", path=shown, line=line) from None
-    except RecursionError:
-        raise InputError("not valid TOML: nested too deeply to read", path=shown) from None
-    except ValueError:  # an integer beyond the interpreter's digit limit
-        limit = f"{sys.get_int_max_str_digits():,}"
-        said = f"not valid TOML: an integer longer than {limit} digits"
-        raise InputError(said, path=shown) from None
+    except (ValueError, RecursionError) as exc:  # too deep, an integer too long
+        raise InputError(_unreadable(exc, "TOML"), path=shown) from None
 
 
 def load_suite(
@@ -651,17 +631,15 @@ def _value(value: Any, where: _Where, name: str, *, positive: bool = False) -> A
         value = _number(value, where, positive=positive)
     elif "choices" not in meta and not kind.startswith("bool"):
         return _path(value, where)
-    if meta.get("odd") and value % 2 == 0:
-        raise where.expected(_ODD, value)
     if said := _beyond(meta, value):
         raise where.error(said)
     return value
 
 
-def _categories(value: Any, where: _Where) -> tuple[str, ...]:
+def _list(value: Any, where: _Where, what: str, read: Callable[..., Any]) -> tuple[Any, ...]:
     if not isinstance(value, list) or not value:
-        raise where.expected("a non-empty list of category names", value)
-    return tuple(_text(name, where / i) for i, name in enumerate(value))
+        raise where.expected(what, value)
+    return tuple(read(item, where / i) for i, item in enumerate(value))
 
 
 def _table(value: Any, where: _Where, keys: Sequence[str]) -> dict[str, Any]:
@@ -680,7 +658,7 @@ def _table(value: Any, where: _Where, keys: Sequence[str]) -> dict[str, Any]:
     return value
 
 
-# the checks of the keys of a [[judges]] entry and of a [models.*] table, in the order they run
+# the checks of the keys of a [[judges]] entry, in the order they run
 _JUDGE: dict[str, Any] = {
     "criterion": _text,
     "rubric": _path,
@@ -688,7 +666,7 @@ _JUDGE: dict[str, Any] = {
     "style": partial(_value, name="judge_style"),
     "votes": partial(_value, name="votes"),
     "model": _text,
-    "categories": _categories,
+    "categories": partial(_list, what="a non-empty list of category names", read=_text),
 }
 # the keys of a [models.*] table, by the setting each gives
 _MODELS = {
@@ -735,13 +713,10 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
     if "cases" not in data:
         raise where.error(f"no 'cases' key: name the cases file, e.g. cases = {'cases.jsonl'!r}")
     cases, at = data["cases"], where / "cases"
-    if isinstance(cases, list) and not cases:
-        raise at.expected("a file name or a non-empty list of them", cases)
     found: dict[str, Any] = {"path": where.file, "where": where}
+    many = "a file name or a non-empty list of them"
     found["cases"] = (
-        tuple(_path(p, at / i) for i, p in enumerate(cases))
-        if isinstance(cases, list)
-        else (_path(cases, at),)
+        _list(cases, at, many, _path) if isinstance(cases, list) else (_path(cases, at),)
     )
     settings: dict[str, Any] = {}
     for key, name in keys.items():
@@ -754,9 +729,8 @@ def _build(data: dict[str, Any], where: _Where) -> Suite:
     found["expect"] = _expect(data.get("expect", {}), where / "expect")
     if "judges" in data:
         at = where / "judges"
-        if not isinstance(data["judges"], list):
-            raise at.expected("an array of tables, written [[judges]]", data["judges"])
-        found["judges"] = tuple(_judge_entry(item, at / i) for i, item in enumerate(data["judges"]))
+        written = "an array of tables, written [[judges]]"
+        found["judges"] = _list(data["judges"], at, written, _judge_entry)
         names = [j.name or j.criterion or j.rubric for j in found["judges"]]
         for i, name in enumerate(names):
             if name in names[:i]:

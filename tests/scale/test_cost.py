@@ -303,4 +303,4 @@ def test_cost_of_a_cases_file_refuses_what_run_refuses(
 ) -> None:
     cases = str(EXAMPLES / "cases.jsonl")
     assert main(["cost", cases, "--criterion", "x", "--votes", "2"]) == 2
-    assert "--votes: must be an odd number" in capsys.readouterr().err
+    assert "--votes: expected an odd number" in capsys.readouterr().err

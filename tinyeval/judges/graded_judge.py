@@ -123,7 +123,7 @@ class ScoreVerdict(BaseVerdict):
 
     def to_dict(self) -> dict[str, Any]:
         """The row form: a judge's keys plus ``score``, ``scale`` and ``pass_at``."""
-        data = self.base_dict()
+        data = super().to_dict()
         data.update(score=self.score, scale=list(self.scale), pass_at=self.pass_at)
         return data
 

@@ -250,7 +250,7 @@ class ClaimsVerdict(BaseVerdict):
     def to_dict(self) -> dict[str, Any]:
         """The row form: a judge's keys plus ``claims``, ``claim_verdicts``, ``score``,
         ``supported``, ``judged`` and ``extraction``."""
-        data = self.base_dict()
+        data = super().to_dict()
         data.update(
             claims=list(self.claims),
             claim_verdicts=[cv.to_dict() for cv in self.claim_verdicts],
@@ -587,7 +587,7 @@ class ContextVerdict(BaseVerdict):
     def to_dict(self) -> dict[str, Any]:
         """The row form: a judge's keys plus ``passage_verdicts``, ``passages``,
         ``relevant`` and ``context_precision``."""
-        data = self.base_dict()
+        data = super().to_dict()
         data.update(
             passage_verdicts=[pv.to_dict() for pv in self.passage_verdicts],
             passages=len(self.passage_verdicts),
