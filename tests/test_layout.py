@@ -135,10 +135,14 @@ def test_no_import_cycle_lazy_imports_included() -> None:
             if len(group) > 1:
                 cycles.append(sorted(group))
 
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
-    for node in graph:
-        if node not in index:
-            visit(node)
+    limit = sys.getrecursionlimit()  # restored: other tests rely on the interpreter's default
+    sys.setrecursionlimit(max(limit, 10_000))
+    try:
+        for node in graph:
+            if node not in index:
+                visit(node)
+    finally:
+        sys.setrecursionlimit(limit)
     assert not cycles, cycles
 
 
