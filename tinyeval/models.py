@@ -19,7 +19,7 @@ import threading
 import time
 import urllib.parse
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from . import __version__, _extra, _formats, _http
@@ -230,27 +230,22 @@ def add_usage(total: dict[str, int], usage: Any, *, cached: bool = False) -> Non
             total[name] = total.get(name, 0) + value
 
 
-def sum_usage(replies: Iterable[str]) -> dict[str, int] | None:
-    """Token counts over replies (``cached_*`` for cache replays); None when none reported any.
+def usage_and_model(replies: Sequence[str]) -> dict[str, Any]:
+    """The replies' summed ``usage`` (``cached_*`` for cache replays; None when none reported
+    any) and the first ``model`` name a server reported (or None).
 
-    >>> sum_usage([Reply("a", usage={"input_tokens": 3, "output_tokens": 1}), "plain"])
-    {'input_tokens': 3, 'output_tokens': 1}
+    >>> usage_and_model([Reply("a", usage={"input_tokens": 3}, model="gpt-4o-mini"), "plain"])
+    {'usage': {'input_tokens': 3}, 'model': 'gpt-4o-mini'}
     """
     total: dict[str, int] = {}
     usages = [(getattr(reply, "usage", None), getattr(reply, "cached", False)) for reply in replies]
     for usage, cached in usages:
         add_usage(total, usage, cached=cached is True)
-    return total if any(isinstance(usage, Mapping) for usage, _ in usages) else None
-
-
-def reported_model(replies: Iterable[str]) -> str | None:
-    """The first model name a server reported among ``replies``, or None.
-
-    >>> reported_model(["x", Reply("y", model="gpt-4o-mini-2024-07-18")])
-    'gpt-4o-mini-2024-07-18'
-    """
     models = (getattr(reply, "model", None) for reply in replies)
-    return next((model for model in models if isinstance(model, str) and model), None)
+    return {
+        "usage": total if any(isinstance(usage, Mapping) for usage, _ in usages) else None,
+        "model": next((model for model in models if isinstance(model, str) and model), None),
+    }
 
 
 _JSON = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -484,8 +479,6 @@ class _CommandModel(Model):
             argv = shlex.split(command)
         except ValueError as exc:
             raise ModelConfigError(f"{spec}: cannot split the command ({exc})") from None
-        if not argv:
-            raise ModelConfigError(f"model spec {spec!r} is incomplete: expected cmd:COMMAND")
         if shutil.which(argv[0]) is None:
             raise ModelConfigError(f"{spec}: command {argv[0]!r} not found on PATH")
         return cls(spec, argv, options)
