@@ -30,7 +30,6 @@ MAX_FILE_BYTES = 2**30  # the most bytes read from one file, after decompression
 MAX_LINES = 2_000_000  # the most lines read from one file, blank ones included
 MAX_CONFIG_BYTES = 256 * 2**10  # the largest suite file, rubric or prompt template (256 KiB)
 YAML_MAX_EXPANSION = 100  # how many times its own nodes a YAML file's aliases may expand to
-_CHUNK = 2**20  # bytes read at a time: memory stays near the line cap, whatever the file
 PIPE_WAIT = 60  # seconds a named pipe (a FIFO, `<(...)`) may stay silent before its first byte
 
 
@@ -72,38 +71,22 @@ def _lines(
     raw: IO[bytes], path: str, limit: int, what: str, knob: str | None = "max_line_bytes"
 ) -> Iterator[tuple[int, str]]:
     """The numbered UTF-8 lines (endings kept, BOM dropped), refusing one past ``limit`` bytes."""
-    number = total = size = 0
-    pending: list[bytes] = []
-
-    def decoded(data: bytes) -> str:
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            bad = f"not UTF-8 text (byte {data[exc.start]:#04x} cannot be decoded); "
-            raise DatasetError(bad + "save the file as UTF-8", path=path, line=number) from None
-        return text[1:] if number == 1 and text.startswith("\ufeff") else text
-
-    while chunk := raw.read(_CHUNK):
-        start, total = 0, total + len(chunk)
-        if total > MAX_FILE_BYTES:
-            raise _too_big(path, number + 1, plural(MAX_FILE_BYTES, "byte"))
-        while (end := chunk.find(b"\n", start)) >= 0:
-            number += 1
-            if number > MAX_LINES:
-                raise _too_big(path, number, plural(MAX_LINES, "line"))
-            if size + end - start > limit:
-                raise _too_long(limit, path, number, what, knob)
-            piece = chunk[start : end + 1]
-            yield number, decoded(b"".join([*pending, piece]) if pending else piece)
-            pending, size, start = [], 0, end + 1
-        if start < len(chunk):
-            pending.append(chunk[start:])
-            size += len(chunk) - start
-            if size > limit:
-                raise _too_long(limit, path, number + 1, what, knob)
-    if pending:
+    number = total = 0
+    while line := raw.readline(limit + 1):  # a line past the limit is not read further
         number += 1
-        yield number, decoded(b"".join(pending))
+        total += len(line)
+        if total > MAX_FILE_BYTES:
+            raise _too_big(path, number, plural(MAX_FILE_BYTES, "byte"))
+        if number > MAX_LINES:
+            raise _too_big(path, number, plural(MAX_LINES, "line"))
+        if len(line) - line.endswith(b"\n") > limit:
+            raise _too_long(limit, path, number, what, knob)
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            bad = f"not UTF-8 text (byte {line[exc.start]:#04x} cannot be decoded); "
+            raise DatasetError(bad + "save the file as UTF-8", path=path, line=number) from None
+        yield number, text[1:] if number == 1 and text.startswith("\ufeff") else text
 
 
 def _read_whole(
