@@ -223,13 +223,6 @@ def _refuse_surrogates(value: Any, path: str, line: int | None, field: str | Non
             stack.extend((f"{where or ''}[{n}]", member) for n, member in enumerate(item))
 
 
-def _records_jsonl(lines: Iterable[tuple[int, str]], path: str) -> Iterator[tuple[int, Any]]:
-    for number, text in lines:
-        if text.strip():  # without its ending, an error at the end of the line gets its column
-            cut = not text.endswith("\n")
-            yield number, _decode_json(text.rstrip("\r\n"), path, number, cut=cut)
-
-
 def _records_json(text: str, path: str, otel: bool = False) -> Iterator[tuple[int, Any]]:
     """The items of a top-level JSON list (or ``"cases"`` list), with the line each starts on."""
     try:  # structure first; an item's own problems get its line
@@ -492,9 +485,7 @@ def _opened(path: str, error: type[InputError]) -> Iterator[IO[bytes]]:
                 yield raw
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise error(f"not a readable gzip file: {exc}", path=path) from None
-    except DatasetError as exc:
-        if error is DatasetError:
-            raise
+    except DatasetError as exc:  # said as the caller's error
         raise error(exc.reason, path=exc.path, line=exc.line, field=exc.field) from None
 
 
@@ -535,7 +526,11 @@ def iter_json_lines(
     _check_limit(max_line_bytes, "max_line_bytes")
     where = str(path)
     with _opened(where, error) as raw:
-        for number, value in _records_jsonl(_lines(raw, where, max_line_bytes, "the line"), where):
+        for number, text in _lines(raw, where, max_line_bytes, "the line"):
+            if not text.strip():
+                continue
+            # read without its ending, an error at the end of the line gets its column
+            value = _decode_json(text.rstrip("\r\n"), where, number, cut=not text.endswith("\n"))
             if objects and not isinstance(value, dict):
                 problem = f"expected a JSON object, got {describe_json(value)}"
                 raise error(problem, path=where, line=number)

@@ -11,6 +11,7 @@ import inspect
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -130,15 +131,6 @@ def _parse_json(text: str) -> tuple[bool, Any]:
     if text.lstrip().startswith("```"):
         reason += " (the output is wrapped in a ``` code fence, which is not stripped)"
     return False, reason
-
-
-def _first_repeat(items: Sequence[Any]) -> int | None:
-    seen: set[Any] = set()
-    for index, item in enumerate(items):
-        if item in seen:
-            return index
-        seen.add(item)
-    return None
 
 
 _DECODER = StrictJSONDecoder()
@@ -511,13 +503,12 @@ def _texts(value: Any, field: str, *, single_ok: bool = True) -> Reading:
         empty = isinstance(value, list | tuple)
         got = "an empty list, which would check nothing" if empty else _describe(value)
         raise CheckSpecError(f"expected {expected}, got {got}", field=field)
+    first: dict[str, int] = {}
     for index, item in enumerate(value):
         if not isinstance(item, str):
             raise _expected("a string", item, f"{field}[{index}]")
-    twice = _first_repeat(value)
-    if twice is not None:
-        first = value.index(value[twice])
-        raise CheckSpecError(f"{value[twice]!r} repeats entry {first}", field=f"{field}[{twice}]")
+        if first.setdefault(item, index) != index:
+            raise CheckSpecError(f"{item!r} repeats entry {first[item]}", field=f"{field}[{index}]")
     return [(f"{field}[{index}]", (item,)) for index, item in enumerate(value)]
 
 
@@ -701,10 +692,11 @@ def checks_from_expect(expect: Mapping[str, Any]) -> list[NamedCheck]:
 
 
 def _require_unique_names(checks: Sequence[NamedCheck], *, field: str) -> None:
-    twice = _first_repeat([named.name for named in checks])
+    counts = Counter(named.name for named in checks)
+    twice = next((name for name, count in counts.items() if count > 1), None)
     if twice is not None:
         raise CheckSpecError(
-            f"two checks are named {checks[twice].name!r}; names must be unique "
+            f"two checks are named {twice!r}; names must be unique "
             "(rename one with check(func, name=...))",
             field=field,
         )

@@ -365,10 +365,9 @@ def resolve(
             "the model spec contains the value of a secret environment variable; "
             "pass keys through the environment only"
         )
-    temperature = options.temperature
     if spec == "builtin":
         judge = _extra("model", "builtin", what="the built-in judge")
-        return _FunctionModel(spec, judge, temperature=temperature, resolved=True)
+        return _FunctionModel(spec, judge, temperature=options.temperature, resolved=True)
     scheme, sep, rest = spec.partition(":")
     rest = rest.strip()
     if not sep or scheme not in ("openai", "anthropic", "cmd", "py"):
@@ -382,7 +381,7 @@ def resolve(
         return _CommandModel.open(spec, rest, options)
     if scheme == "py":
         function = _formats.python_target(spec, ModelConfigError)
-        return _FunctionModel(spec, function, temperature=temperature, resolved=True)
+        return _FunctionModel(spec, function, temperature=options.temperature, resolved=True)
     adapter = _OpenAIModel if scheme == "openai" else _AnthropicModel
     return adapter.open(spec, rest, options)
 
