@@ -37,23 +37,6 @@ class DatasetError(InputError):
     """A data file that cannot be read as it is: ``FILE:LINE: FIELD: what was expected``."""
 
 
-def _format_of(path: str, given: str | None) -> str:
-    if given is None:
-        suffix = "jsonl" if path == "-" else Path(path.lower().removesuffix(".gz")).suffix[1:]
-        if suffix not in _SUFFIXES:
-            raise DatasetError(
-                "cannot tell the format from the file name; expected .jsonl, .ndjson, .json, "
-                ".csv, .yaml or .yml (optionally .gz), or give the format (format jsonl, json, "
-                "csv, yaml or otel)",
-                path=path,
-            )
-        given = _SUFFIXES[suffix]
-    if given not in _FORMATS:
-        expected = ", ".join(_FORMATS)
-        raise DatasetError(f"unknown format {given!r}; expected one of {expected}", path=path)
-    return given
-
-
 def _too_long(limit: int, path: str, line: int, what: str, knob: str | None) -> DatasetError:
     more = f" (max_line_bytes); is this the right file? pass a larger {knob} to read it"
     reason = f"{what} is longer than {plural(limit, 'byte')}"
@@ -104,12 +87,8 @@ def _read_whole(
 class _DuplicateKey(TinyevalError, ValueError):
     """A JSON object giving a key twice: which value counts would be the reader's guess."""
 
-    def __init__(self, key: str) -> None:
-        super().__init__(key)  # its only argument: it pickles back as it was
-        self.key = key
-
-    def __str__(self) -> str:
-        return f"the key {shorten(repr(self.key), 80)} is given twice"
+    def __str__(self) -> str:  # the key is its one argument: it pickles back as it was
+        return f"the key {shorten(repr(self.args[0]), 80)} is given twice"
 
 
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -540,17 +519,29 @@ def iter_json_lines(
 def _iter_records(
     path: str, fmt: str | None, json_cells: Iterable[str], max_line_bytes: int
 ) -> Iterator[tuple[int, Any]]:
-    detected = _format_of(path, fmt)
-    if detected == "jsonl":
+    if fmt is None:
+        suffix = "jsonl" if path == "-" else Path(path.lower().removesuffix(".gz")).suffix[1:]
+        if suffix not in _SUFFIXES:
+            raise DatasetError(
+                "cannot tell the format from the file name; expected .jsonl, .ndjson, .json, "
+                ".csv, .yaml or .yml (optionally .gz), or give the format (format jsonl, json, "
+                "csv, yaml or otel)",
+                path=path,
+            )
+        fmt = _SUFFIXES[suffix]
+    if fmt not in _FORMATS:
+        expected = ", ".join(_FORMATS)
+        raise DatasetError(f"unknown format {fmt!r}; expected one of {expected}", path=path)
+    if fmt == "jsonl":
         yield from iter_json_lines(path, max_line_bytes=max_line_bytes)
         return
     _check_limit(max_line_bytes, "max_line_bytes")
     with _opened(path, DatasetError) as raw:
-        if detected == "csv":
+        if fmt == "csv":
             yield from _records_csv(_lines(raw, path, max_line_bytes, "the line"), path, json_cells)
             return
         text = _read_whole(raw, path, max_line_bytes, "the document (JSON and YAML are read whole)")
-    if detected == "yaml":
+    if fmt == "yaml":
         yield from _records_yaml(text, path)
     else:
-        yield from _records_json(text, path, otel=detected == "otel")
+        yield from _records_json(text, path, otel=fmt == "otel")

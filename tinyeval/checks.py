@@ -397,22 +397,6 @@ def _text_check(name: str, text: str, *, found: bool) -> NamedCheck:
     return NamedCheck(f"{name}:{_label(text)}", run, wants_case=False)
 
 
-def _compile(pattern: str | re.Pattern[str], field: str) -> tuple[re.Pattern[str], bool]:
-    _require_text(pattern.pattern if isinstance(pattern, re.Pattern) else pattern, field)
-    try:
-        compiled = re.compile(pattern)  # a compiled pattern comes back as it is
-    except (re.error, RecursionError, OverflowError) as error:
-        raise CheckSpecError(f"invalid regex {pattern!r}: {error}", field=field) from None
-    backtracks, why = backtracking(compiled)
-    if why:
-        raise CheckSpecError(
-            f"regex {compiled.pattern!r} can take exponential time: {why}; make the inner"
-            " part possessive (a++, a*+) or atomic ((?>...)), or drop one quantifier",
-            field=field,
-        )
-    return compiled, backtracks
-
-
 def matches(pattern: str | re.Pattern[str], *, timeout: float = REGEX_TIMEOUT) -> NamedCheck:
     """``regex:PATTERN``: ``re.search`` finds a match within ``timeout`` seconds.
 
@@ -432,18 +416,27 @@ def not_matches(pattern: str | re.Pattern[str], *, timeout: float = REGEX_TIMEOU
 
 
 def _regex_check(name: str, pattern: Any, timeout: Any, *, found: bool) -> NamedCheck:
-    compiled, backtracks = _compile(pattern, name)
+    _require_text(pattern.pattern if isinstance(pattern, re.Pattern) else pattern, name)
+    try:
+        compiled = re.compile(pattern)  # a compiled pattern comes back as it is
+    except (re.error, RecursionError, OverflowError) as error:
+        raise CheckSpecError(f"invalid regex {pattern!r}: {error}", field=name) from None
+    backtracks, why = backtracking(compiled)
+    if why:
+        raise CheckSpecError(
+            f"regex {compiled.pattern!r} can take exponential time: {why}; make the inner"
+            " part possessive (a++, a*+) or atomic ((?>...)), or drop one quantifier",
+            field=name,
+        )
     if not is_number(timeout) or not 0 < timeout < math.inf:
         raise _expected("a positive number of seconds", timeout, "timeout")
 
     def run(output: str) -> CheckResult:
         span = bounded_search(compiled, backtracks, output, float(timeout))
-        if isinstance(span, str):  # why the search was stopped
-            return CheckResult(False, span)
-        if (span is not None) is found:
+        if not isinstance(span, str) and (span is not None) is found:
             return _PASS
-        if span is None:
-            return CheckResult(False, "no match")
+        if span is None or isinstance(span, str):  # no match, or why the search was stopped
+            return CheckResult(False, span or "no match")
         start, end = span
         return CheckResult(
             False, f"matched {shorten(output[start:end], 40)!r} at character {start}"

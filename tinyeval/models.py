@@ -482,7 +482,10 @@ class _CommandModel(Model):
             raise ModelConfigError(f"{spec}: command {argv[0]!r} not found on PATH")
         return cls(spec, argv, options)
 
-    def _environment(self, sample: int) -> dict[str, str]:
+    def _call(self, prompt: str, sample: int, json_schema: _Object) -> Reply:
+        import subprocess
+
+        timeout, limit = self._options.timeout, self._options.max_response_bytes
         keep = _COMMAND_ENVIRONMENT | set(self._options.pass_env)
         env = {
             n: v for n, v in os.environ.items() if n in keep or n.startswith(("LC_", "TINYEVAL_"))
@@ -490,14 +493,8 @@ class _CommandModel(Model):
         env["TINYEVAL_SAMPLE"] = str(sample)
         if self.temperature is not None:
             env["TINYEVAL_TEMPERATURE"] = repr(self.temperature)
-        return env
-
-    def _call(self, prompt: str, sample: int, json_schema: _Object) -> Reply:
-        import subprocess
-
-        timeout, limit = self._options.timeout, self._options.max_response_bytes
+        pipe = subprocess.PIPE
         try:
-            pipe, env = subprocess.PIPE, self._environment(sample)
             process = subprocess.Popen(  # in a session of its own: its children are stopped with it
                 self._argv, stdin=pipe, stdout=pipe, stderr=pipe, env=env, start_new_session=True
             )
