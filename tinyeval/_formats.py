@@ -262,7 +262,22 @@ def _records_csv(
             header = next(reader, None)
         if header is None:
             return
-        names = _csv_header(header, path, start)
+        names = [name.strip() for name in header]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        problem = None
+        if any("\x00" in name for name in names):
+            problem = _NUL_IN_CELL
+        elif len(names) == 1 and any(separator in names[0] for separator in ";\t"):
+            problem = (
+                f"the header has 1 column {shorten(names[0], 60)!r}: tinyeval reads "
+                "comma-separated CSV (re-export with commas)"
+            )
+        elif not all(names):
+            problem = "the header row has an empty column name"
+        elif twice:
+            problem = f"the header row names the column {twice[0]!r} twice"
+        if problem:
+            raise DatasetError(problem, path=path, line=start)
         start = reader.line_num + 1
         for cells in reader:  # a blank line gives [] and is skipped
             record = _csv_record(names, cells, path, start, json_cells)
@@ -271,25 +286,6 @@ def _records_csv(
             start = reader.line_num + 1
     except csv.Error as exc:
         raise DatasetError(f"not valid CSV: {exc}", path=path, line=start) from None
-
-
-def _csv_header(header: list[str], path: str, line: int) -> list[str]:
-    names = [name.strip() for name in header]
-    twice = sorted({name for name in names if names.count(name) > 1})
-    if any("\x00" in name for name in names):
-        problem = _NUL_IN_CELL
-    elif len(names) == 1 and any(separator in names[0] for separator in ";\t"):
-        problem = (
-            f"the header has 1 column {shorten(names[0], 60)!r}: tinyeval reads comma-separated "
-            "CSV (re-export with commas)"
-        )
-    elif not all(names):
-        problem = "the header row has an empty column name"
-    elif twice:
-        problem = f"the header row names the column {twice[0]!r} twice"
-    else:
-        return names
-    raise DatasetError(problem, path=path, line=line)
 
 
 _NUL_IN_CELL = "a NUL character (\\x00) in the cell; is this a text file?"
@@ -319,7 +315,23 @@ def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
     except ImportError:
         needs = "reading YAML needs PyYAML, which is not installed: pip install pyyaml "
         raise DatasetError(needs + "(or convert the file to JSONL)", path=path) from None
-    loader = _yaml_loader(yaml)(text)
+
+    class Loader(yaml.SafeLoader):  # PyYAML's safe loader, refusing a mapping key given twice
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[Any] = set()
+            written: dict[str, str] = {}  # an id as written: 0123, not 83
+            for key_node, value_node in node.value:
+                if key_node.value == "id" and value_node.tag.endswith((":int", ":float")):
+                    written["id"] = value_node.value
+                key = self.construct_object(key_node, deep=True)
+                with suppress(TypeError):  # an unhashable key: PyYAML itself refuses it below
+                    if key in seen:
+                        twice = f"duplicate key {key!r} in a mapping"
+                        raise yaml.MarkedYAMLError(problem=twice, problem_mark=key_node.start_mark)
+                    seen.add(key)
+            return super().construct_mapping(node, deep=deep) | written
+
+    loader = Loader(text)
     try:
         root = loader.get_single_node()
         if root is not None:
@@ -354,30 +366,8 @@ def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
         yield line, item
 
 
-def _yaml_loader(yaml: Any) -> Any:
-    """PyYAML's SafeLoader, refusing a mapping key given twice."""
-
-    class Loader(yaml.SafeLoader):
-        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-            seen: set[Any] = set()
-            written: dict[str, str] = {}  # an id as written: 0123, not 83
-            for key_node, value_node in node.value:
-                if key_node.value == "id" and value_node.tag.endswith((":int", ":float")):
-                    written["id"] = value_node.value
-                key = self.construct_object(key_node, deep=True)
-                with suppress(TypeError):  # an unhashable key: PyYAML itself refuses it below
-                    if key in seen:
-                        twice = f"duplicate key {key!r} in a mapping"
-                        raise yaml.MarkedYAMLError(problem=twice, problem_mark=key_node.start_mark)
-                    seen.add(key)
-            return super().construct_mapping(node, deep=deep) | written
-
-    return Loader
-
-
 def _refuse_alias_bomb(root: Any, path: str) -> None:
-    """Refuse aliases that expand the document far past its own size (a "billion laughs") or
-    that hold themselves, before anything is built from it."""
+    """Refuse aliases that expand far past the document ("billion laughs") or hold themselves."""
     sizes: dict[int, int] = {}
     open_nodes: set[int] = set()
     stack: list[tuple[Any, bool]] = [(root, False)]
