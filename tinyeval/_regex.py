@@ -170,8 +170,7 @@ import json, re, sys
 for line in sys.stdin:
     pattern, flags, text = json.loads(line)
     found = re.search(pattern, text, flags)
-    sys.stdout.write(json.dumps(found and found.span()) + "\\n")
-    sys.stdout.flush()
+    print(json.dumps(found and found.span()), flush=True)
 """
 _LOCK = threading.Lock()
 _WORKER: list[subprocess.Popen[str]] = []  # the one worker process, once started

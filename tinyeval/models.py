@@ -64,9 +64,7 @@ class Reply(str):
         counts = dict(usage) if isinstance(usage, Mapping) else {}
         plausible = all(type(n) is int and 0 <= n <= _MOST_TOKENS for n in counts.values())
         self.usage = counts if isinstance(usage, Mapping) and plausible else None
-        self.model = model
-        self.cached = cached
-        self.latency_ms = latency_ms
+        self.model, self.cached, self.latency_ms = model, cached, latency_ms
         return self
 
     def __repr__(self) -> str:
@@ -273,8 +271,7 @@ class Model(abc.ABC):
     def __init__(
         self, spec: str, *, temperature: float | None = 0.0, settings: _Object = None
     ) -> None:
-        self.spec = spec
-        self.temperature = temperature
+        self.spec, self.temperature = spec, temperature
         self.settings: dict[str, Any] = dict(settings or {})
 
     def __call__(self, prompt: str, *, sample: int = 0, json_schema: _Object = None) -> Reply:
@@ -326,9 +323,8 @@ def _key_from_environment(variable: str) -> str | None:
     key = os.environ.get(variable, "").strip()
     for position, char in enumerate(key, start=1):
         if not (char.isascii() and char.isprintable()):
-            what = "a character that is not ASCII"
-            if char.isascii():
-                what = f"a control character (U+{ord(char):04X})"
+            control = f"a control character (U+{ord(char):04X})"
+            what = control if char.isascii() else "a character that is not ASCII"
             raise ModelConfigError(
                 f"{variable} holds {what} at character {position}"
                 " of the key; remove it (the key is not shown)"
