@@ -13,7 +13,7 @@ import re
 import select
 import sys
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import IO, Any
@@ -244,15 +244,13 @@ def _in_cases_member(data: Any, path: str, kind: str, holder: str) -> bool:
 
 
 _JSON_CELLS = ("expect", "tool_calls", "messages")
-_CSV_FIELD_LIMIT = 2**31 - 1  # logged contexts outgrow the csv module's default 128 KiB per cell
+_NUL_IN_CELL = "a NUL character (\\x00) in the cell; is this a text file?"
 
 
 def _records_csv(
-    lines: Iterable[tuple[int, str]], path: str, json_cells: Iterable[str]
+    lines: Iterable[tuple[int, str]], path: str, json_cells: Container[str]
 ) -> Iterator[tuple[int, Any]]:
-    json_cells = frozenset(json_cells)
-    if csv.field_size_limit() < _CSV_FIELD_LIMIT:
-        csv.field_size_limit(_CSV_FIELD_LIMIT)
+    csv.field_size_limit(2**31 - 1)  # logged contexts outgrow csv's default 128 KiB per cell
     reader = csv.reader((text for _, text in lines), strict=True)
     start = 1  # the line the row being read begins on
     try:
@@ -288,11 +286,8 @@ def _records_csv(
         raise DatasetError(f"not valid CSV: {exc}", path=path, line=start) from None
 
 
-_NUL_IN_CELL = "a NUL character (\\x00) in the cell; is this a text file?"
-
-
 def _csv_record(
-    names: list[str], cells: list[str], path: str, line: int, json_cells: frozenset[str]
+    names: list[str], cells: list[str], path: str, line: int, json_cells: Container[str]
 ) -> dict[str, Any]:
     """One CSV row as a record: an empty cell is absent, ``json_cells`` are decoded."""
     if cells and len(cells) != len(names):
@@ -507,7 +502,7 @@ def iter_json_lines(
 
 
 def _iter_records(
-    path: str, fmt: str | None, json_cells: Iterable[str], max_line_bytes: int
+    path: str, fmt: str | None, json_cells: Container[str], max_line_bytes: int
 ) -> Iterator[tuple[int, Any]]:
     if fmt is None:
         suffix = "jsonl" if path == "-" else Path(path.lower().removesuffix(".gz")).suffix[1:]

@@ -52,6 +52,7 @@ class CheckResult:
 
 
 _PASS = CheckResult(True)  # results are frozen: every passing check without a detail shares one
+_DECODER = StrictJSONDecoder()
 CheckOutcome: TypeAlias = "bool | CheckResult | tuple[bool, str] | None"
 CheckFunction: TypeAlias = "Callable[..., CheckOutcome]"
 Decorator: TypeAlias = "Callable[[CheckFunction], NamedCheck]"
@@ -131,9 +132,6 @@ def _parse_json(text: str) -> tuple[bool, Any]:
     if text.lstrip().startswith("```"):
         reason += " (the output is wrapped in a ``` code fence, which is not stripped)"
     return False, reason
-
-
-_DECODER = StrictJSONDecoder()
 
 
 def _segments(path: Any) -> list[str]:

@@ -248,6 +248,8 @@ def usage_and_model(replies: Sequence[str]) -> dict[str, Any]:
 
 _JSON = {"Content-Type": "application/json", "Accept": "application/json"}
 SPEC_FORMS = "builtin, openai:MODEL, anthropic:MODEL, cmd:COMMAND or py:MODULE:FUNCTION"
+# what a cmd: model sees of the environment, besides LC_*, TINYEVAL_* and the names passed
+_COMMAND_ENVIRONMENT = frozenset({"PATH", "HOME", "LANG", "TMPDIR", "SYSTEMROOT"})
 
 
 class ModelConfigError(InputError):
@@ -455,10 +457,6 @@ def as_model(function: CallModel, *, spec: str | None = None) -> Model:
     if not callable(function):
         raise ModelConfigError(f"expected a callable model, got {type(function).__name__}")
     return _FunctionModel(spec or _py_name(function), function, temperature=None)
-
-
-# what a cmd: model sees of the environment, besides LC_*, TINYEVAL_* and the names passed
-_COMMAND_ENVIRONMENT = frozenset({"PATH", "HOME", "LANG", "TMPDIR", "SYSTEMROOT"})
 
 
 class _CommandModel(Model):
