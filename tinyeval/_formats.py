@@ -31,6 +31,8 @@ MAX_LINES = 2_000_000  # the most lines read from one file, blank ones included
 MAX_CONFIG_BYTES = 256 * 2**10  # the largest suite file, rubric or prompt template (256 KiB)
 YAML_MAX_EXPANSION = 100  # how many times its own nodes a YAML file's aliases may expand to
 PIPE_WAIT = 60  # seconds a named pipe (a FIFO, `<(...)`) may stay silent before its first byte
+_JSON_CELLS = ("expect", "tool_calls", "messages")
+_NUL_IN_CELL = "a NUL character (\\x00) in the cell; is this a text file?"
 
 
 class DatasetError(InputError):
@@ -241,10 +243,6 @@ def _in_cases_member(data: Any, path: str, kind: str, holder: str) -> bool:
     got = describe_json(data)
     reason = f'expected a {kind} list of cases (or {holder} with a "cases" list), got {got}'
     raise DatasetError(reason, path=path, line=1)
-
-
-_JSON_CELLS = ("expect", "tool_calls", "messages")
-_NUL_IN_CELL = "a NUL character (\\x00) in the cell; is this a text file?"
 
 
 def _records_csv(

@@ -35,6 +35,15 @@ _KEEPS = (_c.ATOMIC_GROUP, _c.POSSESSIVE_REPEAT)  # give nothing back
 _SINGLE = (_c.LITERAL, _c.NOT_LITERAL, _c.IN, _c.ANY)  # the nodes that match one character
 Item: TypeAlias = "tuple[Any, Any]"  # one node of a parsed pattern: (op, argument)
 Starts: TypeAlias = "Callable[[list[Item]], set[int]]"  # the sample characters nodes match
+_WORKER_SOURCE = """
+import json, re, sys
+for line in sys.stdin:
+    pattern, flags, text = json.loads(line)
+    found = re.search(pattern, text, flags)
+    print(json.dumps(found and found.span()), flush=True)
+"""
+_LOCK = threading.Lock()
+_WORKER: list[subprocess.Popen[str]] = []  # the one worker process, once started
 
 
 def _nodes(part: Any, *, into_keeps: bool = False) -> Iterator[Item]:
@@ -163,17 +172,6 @@ def backtracking(compiled: re.Pattern[str]) -> tuple[bool, str | None]:
         return found
 
     return True, _exponential_shape(parsed, starts)
-
-
-_WORKER_SOURCE = """
-import json, re, sys
-for line in sys.stdin:
-    pattern, flags, text = json.loads(line)
-    found = re.search(pattern, text, flags)
-    print(json.dumps(found and found.span()), flush=True)
-"""
-_LOCK = threading.Lock()
-_WORKER: list[subprocess.Popen[str]] = []  # the one worker process, once started
 
 
 @atexit.register

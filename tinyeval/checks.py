@@ -547,6 +547,8 @@ def _in_range_of(path: str, bounds: Any) -> NamedCheck:
     return in_range(path, *bounds)
 
 
+_PATHED = ("equals", "one_of", "range")  # the keys whose value is an object of path -> value
+_DECLARED: set[str] = set()  # the keys of the suite file read last
 # The expect keys in the order their checks run; extras' keys load on first use (_load_builder).
 _EXPECT: dict[str, Builder] = {
     "valid_json": _expect_builder(valid_json, _flag),
@@ -598,10 +600,6 @@ def _python_builder(spec: str, key: str) -> Builder:
         return function(*(output, value, case)[:count])
 
     return lambda value, field: [NamedCheck(key, partial(run, value), wants_case=True)]
-
-
-_PATHED = ("equals", "one_of", "range")  # the keys whose value is an object of path -> value
-_DECLARED: set[str] = set()  # the keys of the suite file read last
 
 
 def declare_expect(table: Mapping[str, Any]) -> None:
@@ -683,9 +681,9 @@ def checks_from_expect(expect: Mapping[str, Any]) -> list[NamedCheck]:
 
 
 def _require_unique_names(checks: Sequence[NamedCheck], *, field: str) -> None:
-    counts = Counter(named.name for named in checks)
-    twice = next((name for name, count in counts.items() if count > 1), None)
-    if twice is not None:
+    names = [named.name for named in checks]
+    if len(set(names)) != len(names):
+        twice = next(name for name, count in Counter(names).items() if count > 1)
         raise CheckSpecError(
             f"two checks are named {twice!r}; names must be unique "
             "(rename one with check(func, name=...))",

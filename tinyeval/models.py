@@ -36,6 +36,16 @@ CallModel = Callable[..., Any]
 _T = TypeVar("_T")
 _Object = Mapping[str, Any] | None  # a JSON object (a schema, settings), or none given
 _MOST_TOKENS = 10**12  # a count past this (or not a whole number) leaves the usage unknown
+_KEYWORDS = ("sample", "json_schema")  # what ask() passes a model that names them
+_KEYWORDS_SEEN: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
+_LOOP: list[asyncio.AbstractEventLoop] = []  # tinyeval's one event loop, run in a daemon thread
+_LOOP_LOCK = threading.Lock()
+# the token counts a row's usage holds; cached_* were replayed from the cache, not paid
+USAGE_KEYS = ("input_tokens", "output_tokens", "cached_input_tokens", "cached_output_tokens")
+_JSON = {"Content-Type": "application/json", "Accept": "application/json"}
+SPEC_FORMS = "builtin, openai:MODEL, anthropic:MODEL, cmd:COMMAND or py:MODULE:FUNCTION"
+# what a cmd: model sees of the environment, besides LC_*, TINYEVAL_* and the names passed
+_COMMAND_ENVIRONMENT = frozenset({"PATH", "HOME", "LANG", "TMPDIR", "SYSTEMROOT"})
 
 
 class Reply(str):
@@ -111,10 +121,6 @@ class ChatPrompt(str):
         return cls(conversation.to_messages("openai"), anthropic_messages=anthropic, tools=tools)
 
 
-_KEYWORDS = ("sample", "json_schema")
-_KEYWORDS_SEEN: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
-
-
 def accepted_keywords(call_model: CallModel) -> frozenset[str]:
     """Which of ``sample`` and ``json_schema`` ``call_model`` names as parameters.
 
@@ -132,10 +138,6 @@ def accepted_keywords(call_model: CallModel) -> frozenset[str]:
     with contextlib.suppress(TypeError):  # unhashable or not weakly referenceable: not kept
         _KEYWORDS_SEEN[call_model] = known
     return known
-
-
-_LOOP: list[asyncio.AbstractEventLoop] = []  # tinyeval's one event loop, run in a daemon thread
-_LOOP_LOCK = threading.Lock()
 
 
 async def _awaited(awaitable: Awaitable[_T]) -> _T:
@@ -209,10 +211,6 @@ def _py_name(function: Any) -> str:
     return f"py:{module}:{name}"
 
 
-# the token counts a row's usage holds; cached_* were replayed from the cache, not paid
-USAGE_KEYS = ("input_tokens", "output_tokens", "cached_input_tokens", "cached_output_tokens")
-
-
 def add_usage(total: dict[str, int], usage: Any, *, cached: bool = False) -> None:
     """Add one call's token counts to ``total``; with ``cached`` they count as ``cached_*``.
 
@@ -244,12 +242,6 @@ def usage_and_model(replies: Sequence[str]) -> dict[str, Any]:
         "usage": total if any(isinstance(usage, Mapping) for usage, _ in usages) else None,
         "model": next((model for model in models if isinstance(model, str) and model), None),
     }
-
-
-_JSON = {"Content-Type": "application/json", "Accept": "application/json"}
-SPEC_FORMS = "builtin, openai:MODEL, anthropic:MODEL, cmd:COMMAND or py:MODULE:FUNCTION"
-# what a cmd: model sees of the environment, besides LC_*, TINYEVAL_* and the names passed
-_COMMAND_ENVIRONMENT = frozenset({"PATH", "HOME", "LANG", "TMPDIR", "SYSTEMROOT"})
 
 
 class ModelConfigError(InputError):
