@@ -56,6 +56,16 @@ _DECODER = StrictJSONDecoder()
 CheckOutcome: TypeAlias = "bool | CheckResult | tuple[bool, str] | None"
 CheckFunction: TypeAlias = "Callable[..., CheckOutcome]"
 Decorator: TypeAlias = "Callable[[CheckFunction], NamedCheck]"
+Builder: TypeAlias = "Callable[[Any, str], Sequence[NamedCheck]]"
+Reading: TypeAlias = "list[tuple[str, tuple[Any, ...]]]"  # (each check's field, its arguments)
+_JSON_TYPES = (
+    (type(None), "null"),
+    (bool, "a boolean"),
+    (int | float, "a number"),
+    (str, "a string"),
+    (list | tuple, "an array"),
+    (Mapping, "an object"),
+)
 
 
 class NamedCheck:
@@ -190,16 +200,6 @@ def _label(text: str) -> str:
     escaped = _CONTROL_CHARACTER.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:6]
     return f"{escaped[:32]}…{digest}"
-
-
-_JSON_TYPES = (
-    (type(None), "null"),
-    (bool, "a boolean"),
-    (int | float, "a number"),
-    (str, "a string"),
-    (list | tuple, "an array"),
-    (Mapping, "an object"),
-)
 
 
 def _json_type(value: Any) -> str:
@@ -469,10 +469,6 @@ def _at_most(name: str, n: Any, count: Callable[[str], int], unit: str) -> Named
         return _PASS if found <= limit else CheckResult(False, f"{found} {unit}, more than {limit}")
 
     return NamedCheck(name, run, wants_case=False)
-
-
-Builder: TypeAlias = "Callable[[Any, str], Sequence[NamedCheck]]"
-Reading: TypeAlias = "list[tuple[str, tuple[Any, ...]]]"  # (each check's field, its arguments)
 
 
 def _flag(value: Any, field: str) -> Reading:
