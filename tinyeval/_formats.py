@@ -13,7 +13,7 @@ import re
 import select
 import sys
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import IO, Any
@@ -30,29 +30,13 @@ MAX_FILE_BYTES = 2**30  # the most bytes read from one file, after decompression
 MAX_LINES = 2_000_000  # the most lines read from one file, blank ones included
 MAX_CONFIG_BYTES = 256 * 2**10  # the largest suite file, rubric or prompt template (256 KiB)
 YAML_MAX_EXPANSION = 100  # how many times its own nodes a YAML file's aliases may expand to
-_CHUNK = 2**20  # bytes read at a time: memory stays near the line cap, whatever the file
 PIPE_WAIT = 60  # seconds a named pipe (a FIFO, `<(...)`) may stay silent before its first byte
+_JSON_CELLS = ("expect", "tool_calls", "messages")
+_NUL_IN_CELL = "a NUL character (\\x00) in the cell; is this a text file?"
 
 
 class DatasetError(InputError):
     """A data file that cannot be read as it is: ``FILE:LINE: FIELD: what was expected``."""
-
-
-def _format_of(path: str, given: str | None) -> str:
-    if given is None:
-        suffix = "jsonl" if path == "-" else Path(path.lower().removesuffix(".gz")).suffix[1:]
-        if suffix not in _SUFFIXES:
-            raise DatasetError(
-                "cannot tell the format from the file name; expected .jsonl, .ndjson, .json, "
-                ".csv, .yaml or .yml (optionally .gz), or give the format (format jsonl, json, "
-                "csv, yaml or otel)",
-                path=path,
-            )
-        given = _SUFFIXES[suffix]
-    if given not in _FORMATS:
-        expected = ", ".join(_FORMATS)
-        raise DatasetError(f"unknown format {given!r}; expected one of {expected}", path=path)
-    return given
 
 
 def _too_long(limit: int, path: str, line: int, what: str, knob: str | None) -> DatasetError:
@@ -72,38 +56,22 @@ def _lines(
     raw: IO[bytes], path: str, limit: int, what: str, knob: str | None = "max_line_bytes"
 ) -> Iterator[tuple[int, str]]:
     """The numbered UTF-8 lines (endings kept, BOM dropped), refusing one past ``limit`` bytes."""
-    number = total = size = 0
-    pending: list[bytes] = []
-
-    def decoded(data: bytes) -> str:
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            bad = f"not UTF-8 text (byte {data[exc.start]:#04x} cannot be decoded); "
-            raise DatasetError(bad + "save the file as UTF-8", path=path, line=number) from None
-        return text[1:] if number == 1 and text.startswith("\ufeff") else text
-
-    while chunk := raw.read(_CHUNK):
-        start, total = 0, total + len(chunk)
-        if total > MAX_FILE_BYTES:
-            raise _too_big(path, number + 1, plural(MAX_FILE_BYTES, "byte"))
-        while (end := chunk.find(b"\n", start)) >= 0:
-            number += 1
-            if number > MAX_LINES:
-                raise _too_big(path, number, plural(MAX_LINES, "line"))
-            if size + end - start > limit:
-                raise _too_long(limit, path, number, what, knob)
-            piece = chunk[start : end + 1]
-            yield number, decoded(b"".join([*pending, piece]) if pending else piece)
-            pending, size, start = [], 0, end + 1
-        if start < len(chunk):
-            pending.append(chunk[start:])
-            size += len(chunk) - start
-            if size > limit:
-                raise _too_long(limit, path, number + 1, what, knob)
-    if pending:
+    number = total = 0
+    while line := raw.readline(limit + 1):  # a line past the limit is not read further
         number += 1
-        yield number, decoded(b"".join(pending))
+        total += len(line)
+        if total > MAX_FILE_BYTES:
+            raise _too_big(path, number, plural(MAX_FILE_BYTES, "byte"))
+        if number > MAX_LINES:
+            raise _too_big(path, number, plural(MAX_LINES, "line"))
+        if len(line) - line.endswith(b"\n") > limit:
+            raise _too_long(limit, path, number, what, knob)
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            bad = f"not UTF-8 text (byte {line[exc.start]:#04x} cannot be decoded); "
+            raise DatasetError(bad + "save the file as UTF-8", path=path, line=number) from None
+        yield number, text[1:] if number == 1 and text.startswith("\ufeff") else text
 
 
 def _read_whole(
@@ -121,12 +89,8 @@ def _read_whole(
 class _DuplicateKey(TinyevalError, ValueError):
     """A JSON object giving a key twice: which value counts would be the reader's guess."""
 
-    def __init__(self, key: str) -> None:
-        super().__init__(key)  # its only argument: it pickles back as it was
-        self.key = key
-
-    def __str__(self) -> str:
-        return f"the key {shorten(repr(self.key), 80)} is given twice"
+    def __str__(self) -> str:  # the key is its one argument: it pickles back as it was
+        return f"the key {shorten(repr(self.args[0]), 80)} is given twice"
 
 
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -240,13 +204,6 @@ def _refuse_surrogates(value: Any, path: str, line: int | None, field: str | Non
             stack.extend((f"{where or ''}[{n}]", member) for n, member in enumerate(item))
 
 
-def _records_jsonl(lines: Iterable[tuple[int, str]], path: str) -> Iterator[tuple[int, Any]]:
-    for number, text in lines:
-        if text.strip():  # without its ending, an error at the end of the line gets its column
-            cut = not text.endswith("\n")
-            yield number, _decode_json(text.rstrip("\r\n"), path, number, cut=cut)
-
-
 def _records_json(text: str, path: str, otel: bool = False) -> Iterator[tuple[int, Any]]:
     """The items of a top-level JSON list (or ``"cases"`` list), with the line each starts on."""
     try:  # structure first; an item's own problems get its line
@@ -288,16 +245,10 @@ def _in_cases_member(data: Any, path: str, kind: str, holder: str) -> bool:
     raise DatasetError(reason, path=path, line=1)
 
 
-_JSON_CELLS = ("expect", "tool_calls", "messages")
-_CSV_FIELD_LIMIT = 2**31 - 1  # logged contexts outgrow the csv module's default 128 KiB per cell
-
-
 def _records_csv(
-    lines: Iterable[tuple[int, str]], path: str, json_cells: Iterable[str]
+    lines: Iterable[tuple[int, str]], path: str, json_cells: Container[str]
 ) -> Iterator[tuple[int, Any]]:
-    json_cells = frozenset(json_cells)
-    if csv.field_size_limit() < _CSV_FIELD_LIMIT:
-        csv.field_size_limit(_CSV_FIELD_LIMIT)
+    csv.field_size_limit(2**31 - 1)  # logged contexts outgrow csv's default 128 KiB per cell
     reader = csv.reader((text for _, text in lines), strict=True)
     start = 1  # the line the row being read begins on
     try:
@@ -307,7 +258,22 @@ def _records_csv(
             header = next(reader, None)
         if header is None:
             return
-        names = _csv_header(header, path, start)
+        names = [name.strip() for name in header]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        problem = None
+        if any("\x00" in name for name in names):
+            problem = _NUL_IN_CELL
+        elif len(names) == 1 and any(separator in names[0] for separator in ";\t"):
+            problem = (
+                f"the header has 1 column {shorten(names[0], 60)!r}: tinyeval reads "
+                "comma-separated CSV (re-export with commas)"
+            )
+        elif not all(names):
+            problem = "the header row has an empty column name"
+        elif twice:
+            problem = f"the header row names the column {twice[0]!r} twice"
+        if problem:
+            raise DatasetError(problem, path=path, line=start)
         start = reader.line_num + 1
         for cells in reader:  # a blank line gives [] and is skipped
             record = _csv_record(names, cells, path, start, json_cells)
@@ -318,30 +284,8 @@ def _records_csv(
         raise DatasetError(f"not valid CSV: {exc}", path=path, line=start) from None
 
 
-def _csv_header(header: list[str], path: str, line: int) -> list[str]:
-    names = [name.strip() for name in header]
-    twice = sorted({name for name in names if names.count(name) > 1})
-    if any("\x00" in name for name in names):
-        problem = _NUL_IN_CELL
-    elif len(names) == 1 and any(separator in names[0] for separator in ";\t"):
-        problem = (
-            f"the header has 1 column {shorten(names[0], 60)!r}: tinyeval reads comma-separated "
-            "CSV (re-export with commas)"
-        )
-    elif not all(names):
-        problem = "the header row has an empty column name"
-    elif twice:
-        problem = f"the header row names the column {twice[0]!r} twice"
-    else:
-        return names
-    raise DatasetError(problem, path=path, line=line)
-
-
-_NUL_IN_CELL = "a NUL character (\\x00) in the cell; is this a text file?"
-
-
 def _csv_record(
-    names: list[str], cells: list[str], path: str, line: int, json_cells: frozenset[str]
+    names: list[str], cells: list[str], path: str, line: int, json_cells: Container[str]
 ) -> dict[str, Any]:
     """One CSV row as a record: an empty cell is absent, ``json_cells`` are decoded."""
     if cells and len(cells) != len(names):
@@ -364,7 +308,23 @@ def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
     except ImportError:
         needs = "reading YAML needs PyYAML, which is not installed: pip install pyyaml "
         raise DatasetError(needs + "(or convert the file to JSONL)", path=path) from None
-    loader = _yaml_loader(yaml)(text)
+
+    class Loader(yaml.SafeLoader):  # PyYAML's safe loader, refusing a mapping key given twice
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[Any] = set()
+            written: dict[str, str] = {}  # an id as written: 0123, not 83
+            for key_node, value_node in node.value:
+                if key_node.value == "id" and value_node.tag.endswith((":int", ":float")):
+                    written["id"] = value_node.value
+                key = self.construct_object(key_node, deep=True)
+                with suppress(TypeError):  # an unhashable key: PyYAML itself refuses it below
+                    if key in seen:
+                        twice = f"duplicate key {key!r} in a mapping"
+                        raise yaml.MarkedYAMLError(problem=twice, problem_mark=key_node.start_mark)
+                    seen.add(key)
+            return super().construct_mapping(node, deep=deep) | written
+
+    loader = Loader(text)
     try:
         root = loader.get_single_node()
         if root is not None:
@@ -399,30 +359,8 @@ def _records_yaml(text: str, path: str) -> Iterator[tuple[int, Any]]:
         yield line, item
 
 
-def _yaml_loader(yaml: Any) -> Any:
-    """PyYAML's SafeLoader, refusing a mapping key given twice."""
-
-    class Loader(yaml.SafeLoader):
-        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-            seen: set[Any] = set()
-            written: dict[str, str] = {}  # an id as written: 0123, not 83
-            for key_node, value_node in node.value:
-                if key_node.value == "id" and value_node.tag.endswith((":int", ":float")):
-                    written["id"] = value_node.value
-                key = self.construct_object(key_node, deep=True)
-                with suppress(TypeError):  # an unhashable key: PyYAML itself refuses it below
-                    if key in seen:
-                        twice = f"duplicate key {key!r} in a mapping"
-                        raise yaml.MarkedYAMLError(problem=twice, problem_mark=key_node.start_mark)
-                    seen.add(key)
-            return super().construct_mapping(node, deep=deep) | written
-
-    return Loader
-
-
 def _refuse_alias_bomb(root: Any, path: str) -> None:
-    """Refuse aliases that expand the document far past its own size (a "billion laughs") or
-    that hold themselves, before anything is built from it."""
+    """Refuse aliases that expand far past the document ("billion laughs") or hold themselves."""
     sizes: dict[int, int] = {}
     open_nodes: set[int] = set()
     stack: list[tuple[Any, bool]] = [(root, False)]
@@ -509,9 +447,7 @@ def _opened(path: str, error: type[InputError]) -> Iterator[IO[bytes]]:
                 yield raw
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise error(f"not a readable gzip file: {exc}", path=path) from None
-    except DatasetError as exc:
-        if error is DatasetError:
-            raise
+    except DatasetError as exc:  # said as the caller's error
         raise error(exc.reason, path=exc.path, line=exc.line, field=exc.field) from None
 
 
@@ -552,7 +488,11 @@ def iter_json_lines(
     _check_limit(max_line_bytes, "max_line_bytes")
     where = str(path)
     with _opened(where, error) as raw:
-        for number, value in _records_jsonl(_lines(raw, where, max_line_bytes, "the line"), where):
+        for number, text in _lines(raw, where, max_line_bytes, "the line"):
+            if not text.strip():
+                continue
+            # read without its ending, an error at the end of the line gets its column
+            value = _decode_json(text.rstrip("\r\n"), where, number, cut=not text.endswith("\n"))
             if objects and not isinstance(value, dict):
                 problem = f"expected a JSON object, got {describe_json(value)}"
                 raise error(problem, path=where, line=number)
@@ -560,19 +500,31 @@ def iter_json_lines(
 
 
 def _iter_records(
-    path: str, fmt: str | None, json_cells: Iterable[str], max_line_bytes: int
+    path: str, fmt: str | None, json_cells: Container[str], max_line_bytes: int
 ) -> Iterator[tuple[int, Any]]:
-    detected = _format_of(path, fmt)
-    if detected == "jsonl":
+    if fmt is None:
+        suffix = "jsonl" if path == "-" else Path(path.lower().removesuffix(".gz")).suffix[1:]
+        if suffix not in _SUFFIXES:
+            raise DatasetError(
+                "cannot tell the format from the file name; expected .jsonl, .ndjson, .json, "
+                ".csv, .yaml or .yml (optionally .gz), or give the format (format jsonl, json, "
+                "csv, yaml or otel)",
+                path=path,
+            )
+        fmt = _SUFFIXES[suffix]
+    if fmt not in _FORMATS:
+        expected = ", ".join(_FORMATS)
+        raise DatasetError(f"unknown format {fmt!r}; expected one of {expected}", path=path)
+    if fmt == "jsonl":
         yield from iter_json_lines(path, max_line_bytes=max_line_bytes)
         return
     _check_limit(max_line_bytes, "max_line_bytes")
     with _opened(path, DatasetError) as raw:
-        if detected == "csv":
+        if fmt == "csv":
             yield from _records_csv(_lines(raw, path, max_line_bytes, "the line"), path, json_cells)
             return
         text = _read_whole(raw, path, max_line_bytes, "the document (JSON and YAML are read whole)")
-    if detected == "yaml":
+    if fmt == "yaml":
         yield from _records_yaml(text, path)
     else:
-        yield from _records_json(text, path, otel=detected == "otel")
+        yield from _records_json(text, path, otel=fmt == "otel")

@@ -8,6 +8,7 @@ backtrack runs in a worker process killed past its time budget (``re`` cannot be
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib
 import itertools
 import json
@@ -34,6 +35,15 @@ _KEEPS = (_c.ATOMIC_GROUP, _c.POSSESSIVE_REPEAT)  # give nothing back
 _SINGLE = (_c.LITERAL, _c.NOT_LITERAL, _c.IN, _c.ANY)  # the nodes that match one character
 Item: TypeAlias = "tuple[Any, Any]"  # one node of a parsed pattern: (op, argument)
 Starts: TypeAlias = "Callable[[list[Item]], set[int]]"  # the sample characters nodes match
+_WORKER_SOURCE = """
+import json, re, sys
+for line in sys.stdin:
+    pattern, flags, text = json.loads(line)
+    found = re.search(pattern, text, flags)
+    print(json.dumps(found and found.span()), flush=True)
+"""
+_LOCK = threading.Lock()
+_WORKER: list[subprocess.Popen[str]] = []  # the one worker process, once started
 
 
 def _nodes(part: Any, *, into_keeps: bool = False) -> Iterator[Item]:
@@ -164,18 +174,6 @@ def backtracking(compiled: re.Pattern[str]) -> tuple[bool, str | None]:
     return True, _exponential_shape(parsed, starts)
 
 
-_WORKER_SOURCE = """
-import json, re, sys
-for line in sys.stdin:
-    pattern, flags, text = json.loads(line)
-    found = re.search(pattern, text, flags)
-    sys.stdout.write(json.dumps(found and found.span()) + "\\n")
-    sys.stdout.flush()
-"""
-_LOCK = threading.Lock()
-_WORKER: list[subprocess.Popen[str]] = []  # the one worker process, once started
-
-
 @atexit.register
 def _stop_worker() -> None:
     while _WORKER:
@@ -184,8 +182,10 @@ def _stop_worker() -> None:
         process.communicate()  # waits, and closes its pipes
 
 
-def _search_in_worker(compiled: re.Pattern[str], text: str, timeout: float) -> Any:
-    """The worker's reply: ``[start, end]`` or None; TimeoutError when it gives none in time."""
+def _search_in_worker(
+    compiled: re.Pattern[str], text: str, timeout: float
+) -> tuple[int, int] | str | None:
+    """The worker's ``(start, end)`` or None, or why it was stopped; OSError if none can start."""
     import subprocess
 
     if not _WORKER or _WORKER[0].poll() is not None:
@@ -203,43 +203,36 @@ def _search_in_worker(compiled: re.Pattern[str], text: str, timeout: float) -> A
     stdin, stdout = _WORKER[0].stdin, _WORKER[0].stdout
     assert stdin is not None and stdout is not None
     request = json.dumps([compiled.pattern, compiled.flags, text]) + "\n"
-    replies: queue.SimpleQueue[str] = queue.SimpleQueue()
+    replies: queue.SimpleQueue[Any] = queue.SimpleQueue()
 
     def exchange() -> None:  # in a thread: the worker may never answer
         try:
             stdin.write(request)
             stdin.flush()
-            replies.put(stdout.readline())
+            replies.put(json.loads(stdout.readline()))  # "" (it stopped) is no JSON
         except (OSError, ValueError):
-            replies.put("")
+            replies.put("the regex worker stopped")
 
     threading.Thread(target=exchange, daemon=True).start()
     try:
-        reply = replies.get(timeout=timeout)
+        found = replies.get(timeout=timeout)
     except queue.Empty:
+        found = f"no result within {timeout:g} s"
+    if isinstance(found, str):
         _stop_worker()
-        raise TimeoutError(f"no result within {timeout:g} s") from None
-    if not reply:
-        _stop_worker()
-        raise TimeoutError("the regex worker stopped")
-    return json.loads(reply)
+        return (
+            f"regex stopped on an output of {len(text):,} characters: {found};"
+            " the pattern backtracks too much on it"
+        )
+    return None if found is None else (found[0], found[1])
 
 
 def bounded_search(
     compiled: re.Pattern[str], backtracks: bool, output: str, timeout: float
 ) -> tuple[int, int] | str | None:
     """``(start, end)``, None, or why the worker running a pattern that backtracks stopped it."""
-    if backtracks:
-        try:
-            with _LOCK:
-                found = _search_in_worker(compiled, output, timeout)
-            return None if found is None else (found[0], found[1])
-        except TimeoutError as error:
-            return (
-                f"regex stopped on an output of {len(output):,} characters: {error};"
-                " the pattern backtracks too much on it"
-            )
-        except OSError:  # no interpreter to start a worker with: run in-process, unbounded
-            pass
+    if backtracks:  # without an interpreter to start a worker with (OSError): in-process, unbounded
+        with contextlib.suppress(OSError), _LOCK:
+            return _search_in_worker(compiled, output, timeout)
     found = compiled.search(output)
     return None if found is None else found.span()

@@ -11,6 +11,7 @@ import inspect
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -51,9 +52,20 @@ class CheckResult:
 
 
 _PASS = CheckResult(True)  # results are frozen: every passing check without a detail shares one
+_DECODER = StrictJSONDecoder()
 CheckOutcome: TypeAlias = "bool | CheckResult | tuple[bool, str] | None"
 CheckFunction: TypeAlias = "Callable[..., CheckOutcome]"
 Decorator: TypeAlias = "Callable[[CheckFunction], NamedCheck]"
+Builder: TypeAlias = "Callable[[Any, str], Sequence[NamedCheck]]"
+Reading: TypeAlias = "list[tuple[str, tuple[Any, ...]]]"  # (each check's field, its arguments)
+_JSON_TYPES = (
+    (type(None), "null"),
+    (bool, "a boolean"),
+    (int | float, "a number"),
+    (str, "a string"),
+    (list | tuple, "an array"),
+    (Mapping, "an object"),
+)
 
 
 class NamedCheck:
@@ -132,18 +144,6 @@ def _parse_json(text: str) -> tuple[bool, Any]:
     return False, reason
 
 
-def _first_repeat(items: Sequence[Any]) -> int | None:
-    seen: set[Any] = set()
-    for index, item in enumerate(items):
-        if item in seen:
-            return index
-        seen.add(item)
-    return None
-
-
-_DECODER = StrictJSONDecoder()
-
-
 def _segments(path: Any) -> list[str]:
     if not isinstance(path, str) or not path:
         raise _expected("a dotted path such as 'payee.name'", path, "path")
@@ -201,16 +201,6 @@ def _label(text: str) -> str:
     escaped = _CONTROL_CHARACTER.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:6]
     return f"{escaped[:32]}…{digest}"
-
-
-_JSON_TYPES = (
-    (type(None), "null"),
-    (bool, "a boolean"),
-    (int | float, "a number"),
-    (str, "a string"),
-    (list | tuple, "an array"),
-    (Mapping, "an object"),
-)
 
 
 def _json_type(value: Any) -> str:
@@ -411,22 +401,6 @@ def _text_check(name: str, text: str, *, found: bool) -> NamedCheck:
     return NamedCheck(f"{name}:{_label(text)}", run, wants_case=False)
 
 
-def _compile(pattern: str | re.Pattern[str], field: str) -> tuple[re.Pattern[str], bool]:
-    _require_text(pattern.pattern if isinstance(pattern, re.Pattern) else pattern, field)
-    try:
-        compiled = re.compile(pattern)  # a compiled pattern comes back as it is
-    except (re.error, RecursionError, OverflowError) as error:
-        raise CheckSpecError(f"invalid regex {pattern!r}: {error}", field=field) from None
-    backtracks, why = backtracking(compiled)
-    if why:
-        raise CheckSpecError(
-            f"regex {compiled.pattern!r} can take exponential time: {why}; make the inner"
-            " part possessive (a++, a*+) or atomic ((?>...)), or drop one quantifier",
-            field=field,
-        )
-    return compiled, backtracks
-
-
 def matches(pattern: str | re.Pattern[str], *, timeout: float = REGEX_TIMEOUT) -> NamedCheck:
     """``regex:PATTERN``: ``re.search`` finds a match within ``timeout`` seconds.
 
@@ -446,18 +420,27 @@ def not_matches(pattern: str | re.Pattern[str], *, timeout: float = REGEX_TIMEOU
 
 
 def _regex_check(name: str, pattern: Any, timeout: Any, *, found: bool) -> NamedCheck:
-    compiled, backtracks = _compile(pattern, name)
+    _require_text(pattern.pattern if isinstance(pattern, re.Pattern) else pattern, name)
+    try:
+        compiled = re.compile(pattern)  # a compiled pattern comes back as it is
+    except (re.error, RecursionError, OverflowError) as error:
+        raise CheckSpecError(f"invalid regex {pattern!r}: {error}", field=name) from None
+    backtracks, why = backtracking(compiled)
+    if why:
+        raise CheckSpecError(
+            f"regex {compiled.pattern!r} can take exponential time: {why}; make the inner"
+            " part possessive (a++, a*+) or atomic ((?>...)), or drop one quantifier",
+            field=name,
+        )
     if not is_number(timeout) or not 0 < timeout < math.inf:
         raise _expected("a positive number of seconds", timeout, "timeout")
 
     def run(output: str) -> CheckResult:
         span = bounded_search(compiled, backtracks, output, float(timeout))
-        if isinstance(span, str):  # why the search was stopped
-            return CheckResult(False, span)
-        if (span is not None) is found:
+        if not isinstance(span, str) and (span is not None) is found:
             return _PASS
-        if span is None:
-            return CheckResult(False, "no match")
+        if span is None or isinstance(span, str):  # no match, or why the search was stopped
+            return CheckResult(False, span or "no match")
         start, end = span
         return CheckResult(
             False, f"matched {shorten(output[start:end], 40)!r} at character {start}"
@@ -494,10 +477,6 @@ def _at_most(name: str, n: Any, count: Callable[[str], int], unit: str) -> Named
     return NamedCheck(name, run, wants_case=False)
 
 
-Builder: TypeAlias = "Callable[[Any, str], Sequence[NamedCheck]]"
-Reading: TypeAlias = "list[tuple[str, tuple[Any, ...]]]"  # (each check's field, its arguments)
-
-
 def _flag(value: Any, field: str) -> Reading:
     if not isinstance(value, bool):
         raise _expected("true or false", value, field)
@@ -517,13 +496,12 @@ def _texts(value: Any, field: str, *, single_ok: bool = True) -> Reading:
         empty = isinstance(value, list | tuple)
         got = "an empty list, which would check nothing" if empty else _describe(value)
         raise CheckSpecError(f"expected {expected}, got {got}", field=field)
+    first: dict[str, int] = {}
     for index, item in enumerate(value):
         if not isinstance(item, str):
             raise _expected("a string", item, f"{field}[{index}]")
-    twice = _first_repeat(value)
-    if twice is not None:
-        first = value.index(value[twice])
-        raise CheckSpecError(f"{value[twice]!r} repeats entry {first}", field=f"{field}[{twice}]")
+        if first.setdefault(item, index) != index:
+            raise CheckSpecError(f"{item!r} repeats entry {first[item]}", field=f"{field}[{index}]")
     return [(f"{field}[{index}]", (item,)) for index, item in enumerate(value)]
 
 
@@ -571,6 +549,8 @@ def _in_range_of(path: str, bounds: Any) -> NamedCheck:
     return in_range(path, *bounds)
 
 
+_PATHED = ("equals", "one_of", "range")  # the keys whose value is an object of path -> value
+_DECLARED: set[str] = set()  # the keys of the suite file read last
 # The expect keys in the order their checks run; extras' keys load on first use (_load_builder).
 _EXPECT: dict[str, Builder] = {
     "valid_json": _expect_builder(valid_json, _flag),
@@ -623,10 +603,6 @@ def _python_builder(spec: str, key: str) -> Builder:
         return function(*(output, value, case)[:count])
 
     return lambda value, field: [NamedCheck(key, partial(run, value), wants_case=True)]
-
-
-_PATHED = ("equals", "one_of", "range")  # the keys whose value is an object of path -> value
-_DECLARED: set[str] = set()  # the keys of the suite file read last
 
 
 def declare_expect(table: Mapping[str, Any]) -> None:
@@ -709,10 +685,11 @@ def checks_from_expect(expect: Mapping[str, Any]) -> list[NamedCheck]:
 
 
 def _require_unique_names(checks: Sequence[NamedCheck], *, field: str) -> None:
-    twice = _first_repeat([named.name for named in checks])
-    if twice is not None:
+    names = [named.name for named in checks]
+    if len(set(names)) != len(names):
+        twice = next(name for name, count in Counter(names).items() if count > 1)
         raise CheckSpecError(
-            f"two checks are named {checks[twice].name!r}; names must be unique "
+            f"two checks are named {twice!r}; names must be unique "
             "(rename one with check(func, name=...))",
             field=field,
         )

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 from . import _EXTRAS, _extra
 from ._formats import MAX_CONFIG_BYTES, _unreadable, read_text
 from .errors import InputError, shorten
-from .models import CallModel, Reply, ask, reported_model, sum_usage
+from .models import CallModel, Reply, ask, usage_and_model
 
 
 class JudgeError(InputError):
@@ -395,7 +395,7 @@ class BaseVerdict:
 def stamp(judge: Any, replies: Sequence[str]) -> dict[str, Any]:
     """A verdict's keyword fields: the judge that gave it, and what its replies cost."""
     who = {key: getattr(judge, key) for key in ("name", "criterion", "rubric_fingerprint", "style")}
-    return {**who, "usage": sum_usage(replies), "model": reported_model(replies)}
+    return {**who, **usage_and_model(replies)}
 
 
 @dataclass(frozen=True)

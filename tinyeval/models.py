@@ -19,7 +19,7 @@ import threading
 import time
 import urllib.parse
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from . import __version__, _extra, _formats, _http
@@ -36,6 +36,16 @@ CallModel = Callable[..., Any]
 _T = TypeVar("_T")
 _Object = Mapping[str, Any] | None  # a JSON object (a schema, settings), or none given
 _MOST_TOKENS = 10**12  # a count past this (or not a whole number) leaves the usage unknown
+_KEYWORDS = ("sample", "json_schema")  # what ask() passes a model that names them
+_KEYWORDS_SEEN: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
+_LOOP: list[asyncio.AbstractEventLoop] = []  # tinyeval's one event loop, run in a daemon thread
+_LOOP_LOCK = threading.Lock()
+# the token counts a row's usage holds; cached_* were replayed from the cache, not paid
+USAGE_KEYS = ("input_tokens", "output_tokens", "cached_input_tokens", "cached_output_tokens")
+_JSON = {"Content-Type": "application/json", "Accept": "application/json"}
+SPEC_FORMS = "builtin, openai:MODEL, anthropic:MODEL, cmd:COMMAND or py:MODULE:FUNCTION"
+# what a cmd: model sees of the environment, besides LC_*, TINYEVAL_* and the names passed
+_COMMAND_ENVIRONMENT = frozenset({"PATH", "HOME", "LANG", "TMPDIR", "SYSTEMROOT"})
 
 
 class Reply(str):
@@ -64,9 +74,7 @@ class Reply(str):
         counts = dict(usage) if isinstance(usage, Mapping) else {}
         plausible = all(type(n) is int and 0 <= n <= _MOST_TOKENS for n in counts.values())
         self.usage = counts if isinstance(usage, Mapping) and plausible else None
-        self.model = model
-        self.cached = cached
-        self.latency_ms = latency_ms
+        self.model, self.cached, self.latency_ms = model, cached, latency_ms
         return self
 
     def __repr__(self) -> str:
@@ -113,10 +121,6 @@ class ChatPrompt(str):
         return cls(conversation.to_messages("openai"), anthropic_messages=anthropic, tools=tools)
 
 
-_KEYWORDS = ("sample", "json_schema")
-_KEYWORDS_SEEN: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
-
-
 def accepted_keywords(call_model: CallModel) -> frozenset[str]:
     """Which of ``sample`` and ``json_schema`` ``call_model`` names as parameters.
 
@@ -136,10 +140,6 @@ def accepted_keywords(call_model: CallModel) -> frozenset[str]:
     with contextlib.suppress(TypeError):  # unhashable or not weakly referenceable: not kept
         _KEYWORDS_SEEN[call_model] = known
     return known
-
-
-_LOOP: list[asyncio.AbstractEventLoop] = []  # tinyeval's one event loop, run in a daemon thread
-_LOOP_LOCK = threading.Lock()
 
 
 async def _awaited(awaitable: Awaitable[_T]) -> _T:
@@ -225,10 +225,6 @@ def _py_name(function: Any) -> str:
     return f"py:{module}:{name}"
 
 
-# the token counts a row's usage holds; cached_* were replayed from the cache, not paid
-USAGE_KEYS = ("input_tokens", "output_tokens", "cached_input_tokens", "cached_output_tokens")
-
-
 def add_usage(total: dict[str, int], usage: Any, *, cached: bool = False) -> None:
     """Add one call's token counts to ``total``; with ``cached`` they count as ``cached_*``.
 
@@ -244,31 +240,22 @@ def add_usage(total: dict[str, int], usage: Any, *, cached: bool = False) -> Non
             total[name] = total.get(name, 0) + value
 
 
-def sum_usage(replies: Iterable[str]) -> dict[str, int] | None:
-    """Token counts over replies (``cached_*`` for cache replays); None when none reported any.
+def usage_and_model(replies: Sequence[str]) -> dict[str, Any]:
+    """The replies' summed ``usage`` (``cached_*`` for cache replays; None when none reported
+    any) and the first ``model`` name a server reported (or None).
 
-    >>> sum_usage([Reply("a", usage={"input_tokens": 3, "output_tokens": 1}), "plain"])
-    {'input_tokens': 3, 'output_tokens': 1}
+    >>> usage_and_model([Reply("a", usage={"input_tokens": 3}, model="gpt-4o-mini"), "plain"])
+    {'usage': {'input_tokens': 3}, 'model': 'gpt-4o-mini'}
     """
     total: dict[str, int] = {}
     usages = [(getattr(reply, "usage", None), getattr(reply, "cached", False)) for reply in replies]
     for usage, cached in usages:
         add_usage(total, usage, cached=cached is True)
-    return total if any(isinstance(usage, Mapping) for usage, _ in usages) else None
-
-
-def reported_model(replies: Iterable[str]) -> str | None:
-    """The first model name a server reported among ``replies``, or None.
-
-    >>> reported_model(["x", Reply("y", model="gpt-4o-mini-2024-07-18")])
-    'gpt-4o-mini-2024-07-18'
-    """
     models = (getattr(reply, "model", None) for reply in replies)
-    return next((model for model in models if isinstance(model, str) and model), None)
-
-
-_JSON = {"Content-Type": "application/json", "Accept": "application/json"}
-SPEC_FORMS = "builtin, openai:MODEL, anthropic:MODEL, cmd:COMMAND or py:MODULE:FUNCTION"
+    return {
+        "usage": total if any(isinstance(usage, Mapping) for usage, _ in usages) else None,
+        "model": next((model for model in models if isinstance(model, str) and model), None),
+    }
 
 
 class ModelConfigError(InputError):
@@ -292,8 +279,7 @@ class Model(abc.ABC):
     def __init__(
         self, spec: str, *, temperature: float | None = 0.0, settings: _Object = None
     ) -> None:
-        self.spec = spec
-        self.temperature = temperature
+        self.spec, self.temperature = spec, temperature
         self.settings: dict[str, Any] = dict(settings or {})
 
     def __call__(self, prompt: str, *, sample: int = 0, json_schema: _Object = None) -> Reply:
@@ -345,9 +331,8 @@ def _key_from_environment(variable: str) -> str | None:
     key = os.environ.get(variable, "").strip()
     for position, char in enumerate(key, start=1):
         if not (char.isascii() and char.isprintable()):
-            what = "a character that is not ASCII"
-            if char.isascii():
-                what = f"a control character (U+{ord(char):04X})"
+            control = f"a control character (U+{ord(char):04X})"
+            what = control if char.isascii() else "a character that is not ASCII"
             raise ModelConfigError(
                 f"{variable} holds {what} at character {position}"
                 " of the key; remove it (the key is not shown)"
@@ -384,10 +369,9 @@ def resolve(
             "the model spec contains the value of a secret environment variable; "
             "pass keys through the environment only"
         )
-    temperature = options.temperature
     if spec == "builtin":
         judge = _extra("model", "builtin", what="the built-in judge")
-        return _FunctionModel(spec, judge, temperature=temperature, resolved=True)
+        return _FunctionModel(spec, judge, temperature=options.temperature, resolved=True)
     scheme, sep, rest = spec.partition(":")
     rest = rest.strip()
     if not sep or scheme not in ("openai", "anthropic", "cmd", "py"):
@@ -401,7 +385,7 @@ def resolve(
         return _CommandModel.open(spec, rest, options)
     if scheme == "py":
         function = _formats.python_target(spec, ModelConfigError)
-        return _FunctionModel(spec, function, temperature=temperature, resolved=True)
+        return _FunctionModel(spec, function, temperature=options.temperature, resolved=True)
     adapter = _OpenAIModel if scheme == "openai" else _AnthropicModel
     return adapter.open(spec, rest, options)
 
@@ -481,10 +465,6 @@ def as_model(function: CallModel, *, spec: str | None = None) -> Model:
     return _FunctionModel(spec or _py_name(function), function, temperature=None)
 
 
-# what a cmd: model sees of the environment, besides LC_*, TINYEVAL_* and the names passed
-_COMMAND_ENVIRONMENT = frozenset({"PATH", "HOME", "LANG", "TMPDIR", "SYSTEMROOT"})
-
-
 class _CommandModel(Model):
     """A command run once per call: the prompt on stdin, the reply on stdout (bounded)."""
 
@@ -498,13 +478,14 @@ class _CommandModel(Model):
             argv = shlex.split(command)
         except ValueError as exc:
             raise ModelConfigError(f"{spec}: cannot split the command ({exc})") from None
-        if not argv:
-            raise ModelConfigError(f"model spec {spec!r} is incomplete: expected cmd:COMMAND")
         if shutil.which(argv[0]) is None:
             raise ModelConfigError(f"{spec}: command {argv[0]!r} not found on PATH")
         return cls(spec, argv, options)
 
-    def _environment(self, sample: int) -> dict[str, str]:
+    def _call(self, prompt: str, sample: int, json_schema: _Object) -> Reply:
+        import subprocess
+
+        timeout, limit = self._options.timeout, self._options.max_response_bytes
         keep = _COMMAND_ENVIRONMENT | set(self._options.pass_env)
         env = {
             n: v for n, v in os.environ.items() if n in keep or n.startswith(("LC_", "TINYEVAL_"))
@@ -512,14 +493,8 @@ class _CommandModel(Model):
         env["TINYEVAL_SAMPLE"] = str(sample)
         if self.temperature is not None:
             env["TINYEVAL_TEMPERATURE"] = repr(self.temperature)
-        return env
-
-    def _call(self, prompt: str, sample: int, json_schema: _Object) -> Reply:
-        import subprocess
-
-        timeout, limit = self._options.timeout, self._options.max_response_bytes
+        pipe = subprocess.PIPE
         try:
-            pipe, env = subprocess.PIPE, self._environment(sample)
             process = subprocess.Popen(  # in a session of its own: its children are stopped with it
                 self._argv, stdin=pipe, stdout=pipe, stderr=pipe, env=env, start_new_session=True
             )

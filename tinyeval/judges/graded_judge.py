@@ -27,7 +27,7 @@ from ..judge import (
     header,
     rubric_fingerprint,
 )
-from ..models import reported_model, sum_usage
+from ..models import usage_and_model
 from .steps import StepsJudge, resolve_steps
 
 __all__ = [
@@ -235,7 +235,7 @@ class GradedJudge:
             )
         score, reason = parse_score(reply, self.scale)
         raw = (reply,)
-        extra = {"raw": raw, "usage": sum_usage(raw), "model": reported_model(raw), **common}
+        extra = {"raw": raw, **usage_and_model(raw), **common}
         if score is None:
             return ScoreVerdict(None, reason, "unparsed", **extra)
         if self.pass_at is None:
