@@ -122,14 +122,6 @@ def input_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _timed_out_row(case: Case, seconds: float, task: Mapping[str, Any]) -> Row:
-    row = new_row(case, dataset_fingerprint=task.get("dataset_fingerprint"), run=task.get("run"))
-    row["error"] = f"TimeoutError: the case ran longer than {seconds:g} s (per-case timeout)"
-    row["finished_at"] = row["started_at"]
-    row["latency_ms"] = round(seconds * 1000, 3)
-    return row
-
-
 def _key(case: Case) -> tuple[str, int]:
     return case.id, getattr(case, "trial", 0)
 
@@ -276,13 +268,6 @@ def shard_index(case_id: str, shards: int) -> int:
     return int.from_bytes(digest[:8], "big") % shards + 1
 
 
-def _check_shard(shard: Any) -> tuple[int, int] | None:
-    whole = isinstance(shard, tuple) and len(shard) == 2 and all(type(n) is int for n in shard)
-    if shard is not None and not (whole and 1 <= shard[0] <= shard[1]):
-        raise RunnerError(f"shard must be (I, N) with 1 <= I <= N, got {shard!r}", field="shard")
-    return shard
-
-
 def check_judges(judges: Any, judge_model: CallModel | str | None = None) -> list[Any]:
     """The judges as a list; two of one name, or a criterion the built-in judge lacks, refused."""
     found = list(judges) if isinstance(judges, list | tuple) else ([judges] if judges else [])
@@ -352,7 +337,9 @@ def run(
         raise RunnerError(
             f"case_timeout must be a positive number of seconds, got {case_timeout!r}"
         )
-    shard = _check_shard(shard)
+    whole = isinstance(shard, tuple) and len(shard) == 2 and all(type(n) is int for n in shard)
+    if shard is not None and not (whole and 1 <= shard[0] <= shard[1]):
+        raise RunnerError(f"shard must be (I, N) with 1 <= I <= N, got {shard!r}", field="shard")
     if resume and not isinstance(out, str | Path):
         raise RunnerError("resume needs out to be a path: the rows to keep are read from it")
     observers = tuple(observers)
@@ -407,48 +394,46 @@ def run(
     own_executor = executor is None
     pool = executor if executor is not None else _DaemonThreadPool(concurrency)
     abandon = threading.Event()  # set when the cases in flight are not to be waited for
-    here = None  # under a per-case timeout, or on an executor given, every case goes to it
-    if executor is None and case_timeout is None:
-        here = _here(task, every_case=concurrency == 1)
+    # under a per-case timeout, or on an executor given, every case goes to it
+    here = _here(task, every_case=concurrency == 1) if own_executor and not case_timeout else None
+
+    case_iter = iter(selected() if shard or previous or observers else cases)
+    errors = model_successes = 0
+    calls_model = bool(judge_list) or generate_model is not None  # else no success to count
+
+    def count_error(row: Row) -> None:
+        nonlocal errors, model_successes
+        if row["status"] != "error":
+            model_successes += bool(row.get("judges") or row.get("generate_model"))
+            return
+        if not result.complete:
+            return  # already stopping: the rows still in flight are kept, not counted again
+        errors += 1
+        reason = None
+        if max_errors is not None and errors > max_errors:
+            reason = f"more than {max_errors} cases errored"
+        elif fail_fast and errors == fail_fast and not model_successes:
+            last = row["error"]
+            reason = f"{fail_fast} cases errored before any model call succeeded (last: {last})"
+        if reason and next(case_iter, None) is None:  # nothing was left to stop
+            reason += " (on the last case: every case ran and has its row)"
+        if reason:
+            result.complete = False
+            result.stopped_reason = reason
 
     def case_rows() -> Generator[Row, None, None]:
         window = 2 * concurrency + 2  # enough to keep every worker busy while rows are written
         pending: dict[cf.Future[Row], Case] = {}  # in the order sent
         finished: queue.SimpleQueue[cf.Future[Row]] = queue.SimpleQueue()  # as they finish
         starts: dict[tuple[str, int], float] = {}
-        case_iter = iter(selected() if shard or previous or observers else cases)
-        errors = model_successes = 0
-        calls_model = bool(judge_list) or generate_model is not None  # else no success to count
-        stopping = False
-
-        def count_error(row: Row) -> None:
-            nonlocal errors, model_successes, stopping
-            if row["status"] != "error":
-                model_successes += bool(row.get("judges") or row.get("generate_model"))
-                return
-            if not result.complete:
-                return  # already stopping: the rows still in flight are kept, not counted again
-            errors += 1
-            reason = None
-            if max_errors is not None and errors > max_errors:
-                reason = f"more than {max_errors} cases errored"
-            elif fail_fast and errors == fail_fast and not model_successes:
-                last = row["error"]
-                reason = f"{fail_fast} cases errored before any model call succeeded (last: {last})"
-            if reason and next(case_iter, None) is None:  # nothing was left to stop
-                reason += " (on the last case: every case ran and has its row)"
-            if reason:
-                result.complete = False
-                result.stopped_reason = reason
-                stopping = True
-
+        stopping = False  # no more cases are sent (the run's errors stop it through result)
         try:
             while True:
                 if stop is not None and stop.is_set() and not stopping:
                     stopping = True
                     for future in [f for f in pending if f.cancel()]:  # queued, not yet started
                         del pending[future]  # no row: a resumed run does them
-                while not stopping and len(pending) < window:
+                while not stopping and result.complete and len(pending) < window:
                     case = next(case_iter, None)
                     if case is None:
                         stopping = True
@@ -458,8 +443,6 @@ def run(
                             progress(1)
                         row = here(case)
                         if row is not None:
-                            if row["status"] == "error" or (calls_model and not model_successes):
-                                count_error(row)
                             yield row
                             if stop is not None and stop.is_set():
                                 break
@@ -471,8 +454,6 @@ def run(
                     pending[future] = case
                     future.add_done_callback(finished.put)
                 result.in_flight = len(pending)
-                if own_executor:
-                    pool.grow(len(pending))  # type: ignore[attr-defined]
                 if progress is not None:  # the cases running now (the others are only queued)
                     progress(sum(1 for future in pending if future.running()))
                 if not pending:
@@ -490,9 +471,7 @@ def run(
                     case = pending.pop(future)
                     result.in_flight = len(pending)
                     starts.pop(_key(case), None)  # only the cases in flight are kept
-                    row = future.result()
-                    count_error(row)
-                    yield row
+                    yield future.result()
                 if case_timeout is not None:
                     now = time.monotonic()
                     for future, case in list(pending.items()):
@@ -502,8 +481,15 @@ def run(
                             del starts[_key(case)]
                             future.cancel()
                             result.abandoned += 1
-                            row = _timed_out_row(case, case_timeout, task)
-                            count_error(row)
+                            row = new_row(
+                                case, dataset_fingerprint=dataset_fingerprint, run=task["run"]
+                            )
+                            row["error"] = (
+                                f"TimeoutError: the case ran longer than {case_timeout:g} s"
+                                " (per-case timeout)"
+                            )
+                            row["finished_at"] = row["started_at"]
+                            row["latency_ms"] = round(case_timeout * 1000, 3)
                             yield row
         except KeyboardInterrupt:  # raised here, while waiting: abandon what is in flight
             abandon.set()
@@ -520,6 +506,8 @@ def run(
     rows = case_rows()
     try:
         for row in rows:
+            if row["status"] == "error" or (calls_model and not model_successes):
+                count_error(row)  # (a passing row after a model's success changes nothing)
             if stream is not None:
                 write_row(stream, row)
             result.add(row, keep=keep_rows)
@@ -590,13 +578,11 @@ class _DaemonThreadPool(cf.Executor):
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future[Any]:
         future: cf.Future[Any] = cf.Future()
         self._jobs.put((future, fn, args, kwargs))
-        return future
-
-    def grow(self, jobs: int) -> None:
-        while len(self._threads) < min(jobs, self._workers):  # never more threads than cases
+        if len(self._threads) < self._workers:  # a thread per case sent: never more than cases
             name = f"tinyeval-{len(self._threads)}"
             self._threads.append(threading.Thread(target=self._work, name=name, daemon=True))
             self._threads[-1].start()
+        return future
 
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
@@ -622,8 +608,7 @@ class _DaemonThreadPool(cf.Executor):
 
 
 def _finished(done: queue.SimpleQueue[Any], wait: float | None, among: Container[Any]) -> set[Any]:
-    """The futures ``done`` holds still ``among`` those wanted, waiting up to ``wait`` s for one
-    (the cost of waiting does not grow with the futures in flight, as ``cf.wait``'s does)."""
+    """Those of ``among`` that ``done`` holds, waiting up to ``wait`` s (cf.wait's cost grows)."""
     found = set()
     try:
         future = done.get(timeout=wait)
@@ -686,8 +671,7 @@ def prepare_cases(
     wanted = set(only) if only is not None else None
     if outputs is not None:
         wanted = set(outputs) if wanted is None else wanted & set(outputs)
-    wanted_ids = set(only) if only is not None else set()
-    seen_ids: set[str] = set()
+    unseen = set(only or ())  # the ids asked for by ``only`` not read yet
     ready = PreparedCases(cases=(), fingerprint="")
 
     def keep(case: Case) -> Case | None:
@@ -698,8 +682,7 @@ def prepare_cases(
     def noted(cases: Iterable[Case], into: list[Case] | None = None) -> Iterator[Case]:
         for case in cases:
             ready.in_file += 1
-            if case.id in wanted_ids:
-                seen_ids.add(case.id)
+            unseen.discard(case.id)
             kept = keep(case)
             if kept is not None:
                 ready.selected += 1
@@ -720,18 +703,17 @@ def prepare_cases(
         if ready.in_file == 0:
             raise dataset.DatasetError("no cases in the file", path=path)
         ready.fingerprint = fingerprint
-        if only is not None:
-            ready.unknown_only = tuple(sorted(wanted_ids - seen_ids))
+        ready.unknown_only = tuple(sorted(unseen))
 
     def again() -> Iterator[Case]:  # a fresh stream over the file, its ids checked already
         return filter(None, map(keep, dataset.iter_cases(path, **read, unique_ids=False)))
 
-    size = None
+    size = 0  # of a large regular file: the others are read into memory
     if path != "-" and sample_size is None and not shuffle:
         with contextlib.suppress(OSError):  # (the reader names the problem)
             found = os.stat(path)
-            size = found.st_size if stat.S_ISREG(found.st_mode) else None
-    if size is not None and size > READ_ONCE_BYTES and one_pass:
+            size = found.st_size if stat.S_ISREG(found.st_mode) else 0
+    if size > READ_ONCE_BYTES and one_pass:
         ready.read = False
         digests = dataset.Fingerprinting()
         chosen: list[Case] = []
@@ -749,10 +731,9 @@ def prepare_cases(
 
         ready.cases = _Again(once)
         return ready
-    if size is not None:
-        kept: list[Case] | None = [] if size <= READ_ONCE_BYTES else None
-        finished(dataset.dataset_fingerprint(noted(dataset.iter_cases(path, **read), kept)))
-        ready.cases = _Again(again if kept is None else functools.partial(iter, kept))
+    if size > READ_ONCE_BYTES:
+        finished(dataset.dataset_fingerprint(noted(dataset.iter_cases(path, **read))))
+        ready.cases = _Again(again)
         return ready
     loaded: list[Case] = dataset.load(path, **read)
     if sample_size is not None or shuffle:
