@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Container, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
@@ -393,7 +393,6 @@ def run(
         stream = open(out, "a" if resume else "w", encoding="utf-8")  # noqa: SIM115
     own_executor = executor is None
     pool = executor if executor is not None else _DaemonThreadPool(concurrency)
-    abandon = threading.Event()  # set when the cases in flight are not to be waited for
     # under a per-case timeout, or on an executor given, every case goes to it
     here = _here(task, every_case=concurrency == 1) if own_executor and not case_timeout else None
 
@@ -421,91 +420,76 @@ def run(
             result.complete = False
             result.stopped_reason = reason
 
-    def case_rows() -> Generator[Row, None, None]:
+    def case_rows() -> Iterator[Row]:
         window = 2 * concurrency + 2  # enough to keep every worker busy while rows are written
-        pending: dict[cf.Future[Row], Case] = {}  # in the order sent
         finished: queue.SimpleQueue[cf.Future[Row]] = queue.SimpleQueue()  # as they finish
         starts: dict[tuple[str, int], float] = {}
         stopping = False  # no more cases are sent (the run's errors stop it through result)
-        try:
-            while True:
-                if stop is not None and stop.is_set() and not stopping:
+        while True:
+            if stop is not None and stop.is_set() and not stopping:
+                stopping = True
+                for future in [f for f in pending if f.cancel()]:  # queued, not yet started
+                    del pending[future]  # no row: a resumed run does them
+            while not stopping and result.complete and len(pending) < window:
+                case = next(case_iter, None)
+                if case is None:
                     stopping = True
-                    for future in [f for f in pending if f.cancel()]:  # queued, not yet started
-                        del pending[future]  # no row: a resumed run does them
-                while not stopping and result.complete and len(pending) < window:
-                    case = next(case_iter, None)
-                    if case is None:
-                        stopping = True
-                        break
-                    if here is not None:  # no thread hop, when a worker would add nothing
-                        if progress is not None:
-                            progress(1)
-                        row = here(case)
-                        if row is not None:
-                            yield row
-                            if stop is not None and stop.is_set():
-                                break
-                            continue
-                    if case_timeout is None:
-                        future = pool.submit(evaluate_case, case, **task)
-                    else:
-                        future = pool.submit(_evaluate_noting_start, starts, case, **task)
-                    pending[future] = case
-                    future.add_done_callback(finished.put)
+                    break
+                if here is not None:  # no thread hop, when a worker would add nothing
+                    if progress is not None:
+                        progress(1)
+                    row = here(case)
+                    if row is not None:
+                        yield row
+                        if stop is not None and stop.is_set():
+                            break
+                        continue
+                if case_timeout is None:
+                    future = pool.submit(evaluate_case, case, **task)
+                else:
+                    future = pool.submit(_evaluate_noting_start, starts, case, **task)
+                pending[future] = case
+                future.add_done_callback(finished.put)
+            result.in_flight = len(pending)
+            if progress is not None:  # the cases running now (the others are only queued)
+                progress(sum(1 for future in pending if future.running()))
+            if not pending:
+                return
+            wait = None  # till the first running case reaches its timeout (if one)
+            if case_timeout is not None:
+                now = time.monotonic()
+                keys = [_key(case) for case in pending.values()]
+                left = [starts[k] + case_timeout - now for k in keys if k in starts]
+                wait = max(0.0, min(left)) if left else min(case_timeout, 0.05)
+            if stop is not None and not stopping:  # look at the stop request now and then
+                wait = 0.1 if wait is None else min(wait, 0.1)
+            done = _finished(finished, wait, pending)
+            for future in [f for f in pending if f in done]:
+                case = pending.pop(future)
                 result.in_flight = len(pending)
-                if progress is not None:  # the cases running now (the others are only queued)
-                    progress(sum(1 for future in pending if future.running()))
-                if not pending:
-                    return
-                wait = None  # till the first running case reaches its timeout (if one)
-                if case_timeout is not None:
-                    now = time.monotonic()
-                    keys = [_key(case) for case in pending.values()]
-                    left = [starts[k] + case_timeout - now for k in keys if k in starts]
-                    wait = max(0.0, min(left)) if left else min(case_timeout, 0.05)
-                if stop is not None and not stopping:  # look at the stop request now and then
-                    wait = 0.1 if wait is None else min(wait, 0.1)
-                done = _finished(finished, wait, pending)
-                for future in [f for f in pending if f in done]:
-                    case = pending.pop(future)
-                    result.in_flight = len(pending)
-                    starts.pop(_key(case), None)  # only the cases in flight are kept
-                    yield future.result()
-                if case_timeout is not None:
-                    now = time.monotonic()
-                    for future, case in list(pending.items()):
-                        began = starts.get(_key(case))
-                        if began is not None and now - began >= case_timeout and not future.done():
-                            del pending[future]
-                            del starts[_key(case)]
-                            future.cancel()
-                            result.abandoned += 1
-                            row = new_row(
-                                case, dataset_fingerprint=dataset_fingerprint, run=task["run"]
-                            )
-                            row["error"] = (
-                                f"TimeoutError: the case ran longer than {case_timeout:g} s"
-                                " (per-case timeout)"
-                            )
-                            row["finished_at"] = row["started_at"]
-                            row["latency_ms"] = round(case_timeout * 1000, 3)
-                            yield row
-        except KeyboardInterrupt:  # raised here, while waiting: abandon what is in flight
-            abandon.set()
-            raise
-        finally:
-            for future in pending:
-                future.cancel()
-            if abandon.is_set():
-                result.abandoned += sum(not future.cancelled() for future in pending)
-            elif not result.abandoned:
-                with contextlib.suppress(Exception):
-                    cf.wait(pending)
+                starts.pop(_key(case), None)  # only the cases in flight are kept
+                yield future.result()
+            if case_timeout is not None:
+                now = time.monotonic()
+                for future, case in list(pending.items()):
+                    began = starts.get(_key(case))
+                    if began is not None and now - began >= case_timeout and not future.done():
+                        del pending[future]
+                        del starts[_key(case)]
+                        future.cancel()
+                        result.abandoned += 1
+                        row = new_row(
+                            case, dataset_fingerprint=dataset_fingerprint, run=task["run"]
+                        )
+                        said = f"the case ran longer than {case_timeout:g} s (per-case timeout)"
+                        row["error"] = f"TimeoutError: {said}"
+                        row["finished_at"] = row["started_at"]
+                        row["latency_ms"] = round(case_timeout * 1000, 3)
+                        yield row
 
-    rows = case_rows()
+    pending: dict[cf.Future[Row], Case] = {}  # the cases sent to the pool, in the order sent
     try:
-        for row in rows:
+        for row in case_rows():
             if row["status"] == "error" or (calls_model and not model_successes):
                 count_error(row)  # (a passing row after a model's success changes nothing)
             if stream is not None:
@@ -518,17 +502,21 @@ def run(
                     stop.set()
             if on_row is not None:
                 on_row(row)
-    except KeyboardInterrupt:  # asked twice: the cases in flight are abandoned, not waited for
+    except KeyboardInterrupt:  # while waiting, or asked twice: what is in flight is abandoned
         result.complete = False
         result.stopped_reason = "interrupted"
-        abandon.set()
+        result.abandoned += sum(not future.cancel() for future in pending)  # running already
+        pending.clear()
         raise
     finally:
         result.elapsed_s = time.perf_counter() - started
-        # the row stream first: its cleanup cancels what is queued and waits for what runs
-        rows.close()
+        for future in pending:  # the queued ones cancelled, the running ones waited for
+            future.cancel()
+        if not result.abandoned:
+            with contextlib.suppress(Exception):
+                cf.wait(pending)
         if own_executor:
-            pool.shutdown(wait=not (abandon.is_set() or result.abandoned), cancel_futures=True)
+            pool.shutdown(wait=not result.abandoned, cancel_futures=True)
         if isinstance(out, str | Path) and stream is not None:
             stream.close()
     if stop is not None and stop.is_set() and result.complete:
@@ -673,14 +661,15 @@ def prepare_cases(
         wanted = set(outputs) if wanted is None else wanted & set(outputs)
     unseen = set(only or ())  # the ids asked for by ``only`` not read yet
     ready = PreparedCases(cases=(), fingerprint="")
+    digests = dataset.Fingerprinting()
 
     def keep(case: Case) -> Case | None:
         if wanted is not None and case.id not in wanted:
             return None
         return case if outputs is None else replace(case, output=outputs[case.id])
 
-    def noted(cases: Iterable[Case], into: list[Case] | None = None) -> Iterator[Case]:
-        for case in cases:
+    def noted(cases: Iterable[Case]) -> Iterator[Case | None]:  # each as kept (None: not)
+        for case in digests.adding(cases):
             ready.in_file += 1
             unseen.discard(case.id)
             kept = keep(case)
@@ -695,14 +684,12 @@ def prepare_cases(
                         ready.without_output += 1
                         if ready.first_without_output is None:
                             ready.first_without_output = kept
-                if into is not None:
-                    into.append(kept)
-            yield case
+            yield kept
 
-    def finished(fingerprint: str) -> None:  # once every case has been read
+    def finished() -> None:  # once every case has been read
         if ready.in_file == 0:
             raise dataset.DatasetError("no cases in the file", path=path)
-        ready.fingerprint = fingerprint
+        ready.fingerprint = digests.value()
         ready.unknown_only = tuple(sorted(unseen))
 
     def again() -> Iterator[Case]:  # a fresh stream over the file, its ids checked already
@@ -715,31 +702,28 @@ def prepare_cases(
             size = found.st_size if stat.S_ISREG(found.st_mode) else 0
     if size > READ_ONCE_BYTES and one_pass:
         ready.read = False
-        digests = dataset.Fingerprinting()
-        chosen: list[Case] = []
-        stream = noted(digests.adding(dataset.iter_cases(path, **read)), chosen)
+        stream = filter(None, noted(dataset.iter_cases(path, **read)))
 
         def once() -> Iterator[Case]:  # the reading pass and the run's in one
             if ready.read:  # read to the end already: read the file afresh
                 yield from again()
                 return
-            for _ in stream:
-                if chosen:
-                    yield chosen.pop()
+            yield from stream
             ready.read = True
-            finished(digests.value())
+            finished()
 
         ready.cases = _Again(once)
         return ready
     if size > READ_ONCE_BYTES:
-        finished(dataset.dataset_fingerprint(noted(dataset.iter_cases(path, **read))))
+        for _ in noted(dataset.iter_cases(path, **read)):
+            pass
+        finished()
         ready.cases = _Again(again)
         return ready
     loaded: list[Case] = dataset.load(path, **read)
     if sample_size is not None or shuffle:
         count = len(loaded) if sample_size is None else sample_size
         loaded = dataset.sample(loaded, count, seed=seed)
-    selected: list[Case] = []
-    finished(dataset.dataset_fingerprint(noted(loaded, selected)))
-    ready.cases = selected
+    ready.cases = [case for case in noted(loaded) if case is not None]
+    finished()
     return ready
