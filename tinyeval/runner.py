@@ -83,8 +83,7 @@ class RunResult:
 
 
 class Observer:
-    """Watches a run and may stop it (trials, early stopping, the spend cap). ``name``, the
-    setting that turns it on, is its key in the manifest and summary."""
+    """Watches a run and may stop it; ``name`` (the setting that turns it on) keys its record."""
 
     name = ""
 
@@ -122,12 +121,8 @@ def input_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _key(case: Case) -> tuple[str, int]:
-    return case.id, getattr(case, "trial", 0)
-
-
-def _evaluate_noting_start(starts: dict[tuple[str, int], float], case: Case, **task: Any) -> Row:
-    starts[_key(case)] = time.monotonic()  # the per-case clock starts as it leaves the queue
+def _evaluate_noting_start(starts: dict[int, float], case: Case, **task: Any) -> Row:
+    starts[id(case)] = time.monotonic()  # the per-case clock starts as it leaves the queue
     return evaluate_case(case, **task)
 
 
@@ -383,7 +378,8 @@ def run(
     def selected() -> Iterator[Case]:
         for case in cases:
             elsewhere = shard and shard_index(case.id, shard[1]) != shard[0]
-            if not (elsewhere or _key(case) in done or any(o.skip(case) for o in observers)):
+            ran = (case.id, getattr(case, "trial", 0)) in done
+            if not (elsewhere or ran or any(o.skip(case) for o in observers)):
                 yield case
 
     started = time.perf_counter()
@@ -423,7 +419,7 @@ def run(
     def case_rows() -> Iterator[Row]:
         window = 2 * concurrency + 2  # enough to keep every worker busy while rows are written
         finished: queue.SimpleQueue[cf.Future[Row]] = queue.SimpleQueue()  # as they finish
-        starts: dict[tuple[str, int], float] = {}
+        starts: dict[int, float] = {}  # by id(case), of the cases running
         stopping = False  # no more cases are sent (the run's errors stop it through result)
         while True:
             if stop is not None and stop.is_set() and not stopping:
@@ -451,31 +447,31 @@ def run(
                 pending[future] = case
                 future.add_done_callback(finished.put)
             result.in_flight = len(pending)
+            if own_executor:
+                pool.grow(len(pending))  # type: ignore[attr-defined]
             if progress is not None:  # the cases running now (the others are only queued)
                 progress(sum(1 for future in pending if future.running()))
             if not pending:
                 return
             wait = None  # till the first running case reaches its timeout (if one)
             if case_timeout is not None:
-                now = time.monotonic()
-                keys = [_key(case) for case in pending.values()]
-                left = [starts[k] + case_timeout - now for k in keys if k in starts]
-                wait = max(0.0, min(left)) if left else min(case_timeout, 0.05)
+                ends = [starts[k] + case_timeout for k in map(id, pending.values()) if k in starts]
+                wait = max(0.0, min(ends) - time.monotonic()) if ends else min(case_timeout, 0.05)
             if stop is not None and not stopping:  # look at the stop request now and then
                 wait = 0.1 if wait is None else min(wait, 0.1)
             done = _finished(finished, wait, pending)
             for future in [f for f in pending if f in done]:
                 case = pending.pop(future)
                 result.in_flight = len(pending)
-                starts.pop(_key(case), None)  # only the cases in flight are kept
+                starts.pop(id(case), None)  # only the cases in flight are kept
                 yield future.result()
             if case_timeout is not None:
                 now = time.monotonic()
                 for future, case in list(pending.items()):
-                    began = starts.get(_key(case))
+                    began = starts.get(id(case))
                     if began is not None and now - began >= case_timeout and not future.done():
                         del pending[future]
-                        del starts[_key(case)]
+                        del starts[id(case)]
                         future.cancel()
                         result.abandoned += 1
                         row = new_row(
@@ -566,11 +562,13 @@ class _DaemonThreadPool(cf.Executor):
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future[Any]:
         future: cf.Future[Any] = cf.Future()
         self._jobs.put((future, fn, args, kwargs))
-        if len(self._threads) < self._workers:  # a thread per case sent: never more than cases
+        return future
+
+    def grow(self, jobs: int) -> None:
+        while len(self._threads) < min(jobs, self._workers):  # never more threads than cases
             name = f"tinyeval-{len(self._threads)}"
             self._threads.append(threading.Thread(target=self._work, name=name, daemon=True))
             self._threads[-1].start()
-        return future
 
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
@@ -610,8 +608,7 @@ def _finished(done: queue.SimpleQueue[Any], wait: float | None, among: Container
 
 @dataclass
 class PreparedCases:
-    """The validated cases of a run (iterable again and again) and their counts; ``read`` is
-    False until a one-pass stream has been read to its end."""
+    """The validated cases of a run (iterable again and again) and their counts."""
 
     cases: Iterable[Case]
     fingerprint: str
@@ -622,7 +619,7 @@ class PreparedCases:
     without_output: int = 0
     first_without_output: Case | None = None
     unknown_only: tuple[str, ...] = ()
-    read: bool = True
+    read: bool = True  # False until a one-pass stream has been read to its end
 
 
 class _Again:
