@@ -298,12 +298,10 @@ class CachedModel(Model):
 
     def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
         where = self._where(sample, json_schema)
-        flight = reply_key(self.spec, prompt, **where)
+        flight, mine = reply_key(self.spec, prompt, **where), threading.Event()
         with self._in_flight_lock:
-            waiting = self._in_flight.get(flight)
-            if waiting is None:
-                self._in_flight[flight] = threading.Event()
-        if waiting is not None:  # the same call is being made: its reply will be in the cache
+            waiting = self._in_flight.setdefault(flight, mine)
+        if waiting is not mine:  # the same call is being made: its reply will be in the cache
             waiting.wait()
         try:
             if not self.refresh:
@@ -321,7 +319,7 @@ class CachedModel(Model):
                 self.cache._failed("store a reply", exc)
             return reply
         finally:
-            if waiting is None:
+            if waiting is mine:
                 with self._in_flight_lock:
                     self._in_flight.pop(flight).set()
 

@@ -468,8 +468,7 @@ def run(
             if case_timeout is not None:
                 now = time.monotonic()
                 for future, case in list(pending.items()):
-                    began = starts.get(id(case))
-                    if began is not None and now - began >= case_timeout and not future.done():
+                    if now - starts.get(id(case), now) >= case_timeout and not future.done():
                         del pending[future]
                         del starts[id(case)]
                         future.cancel()
