@@ -82,8 +82,7 @@ def _origin(url: str) -> tuple[str, str, int]:
 
 def _host_port(url: str) -> str:
     _, host, port = _origin(url)
-    host = host or "?"
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return f"[{host}]:{port}" if ":" in host else f"{host or '?'}:{port}"  # (IPv6 in brackets)
 
 
 def _public_url(url: str) -> str:

@@ -41,7 +41,7 @@ _OURS = {
 }
 _BATCHES = {("table", "batches"), ("table", "batch_requests"), ("index", "batch_requests_by_batch")}
 _KEY = "spec = ? AND prompt_sha256 = ? AND sample = ? AND temperature = ? AND extra = ?"
-_STORED = "text, input_tokens, output_tokens, model, latency_ms"
+_SELECT = f"SELECT text, input_tokens, output_tokens, model, latency_ms FROM replies WHERE {_KEY}"
 _INSERT = f"INSERT OR REPLACE INTO replies VALUES ({', '.join('?' * 11)})"
 
 
@@ -89,8 +89,7 @@ def reply_key(spec: str, prompt: str, **where: Unpack[_Where]) -> str:
     >>> reply_key("openai:m", "Say PASS") == reply_key("openai:m", "Say PASS", sample=1)
     False
     """
-    parts = _key(spec, prompt, where)
-    return _sha256(json.dumps(parts, separators=(",", ":"), ensure_ascii=False))
+    return _sha256(json.dumps(_key(spec, prompt, where), separators=(",", ":"), ensure_ascii=False))
 
 
 class ResponseCache(contextlib.AbstractContextManager["ResponseCache"]):
@@ -127,9 +126,8 @@ class ResponseCache(contextlib.AbstractContextManager["ResponseCache"]):
         except (sqlite3.DatabaseError, CacheError) as exc:
             if connection is not None:
                 connection.close()
-            if isinstance(exc, CacheError):
-                raise
-            raise CacheError(self._open_problem(exc)) from None
+            problem = exc if isinstance(exc, CacheError) else CacheError(self._open_problem(exc))
+            raise problem from None
         self._connection = connection
         return connection
 
@@ -226,8 +224,7 @@ class ResponseCache(contextlib.AbstractContextManager["ResponseCache"]):
         """The stored reply (``cached=True``), or None; ``count=False`` leaves it out of stats."""
         key = _key(spec, prompt, where)
         with self._lock:
-            query = f"SELECT {_STORED} FROM replies WHERE {_KEY}"
-            row = self._db().execute(query, key).fetchone() if self._readable() else None
+            row = self._db().execute(_SELECT, key).fetchone() if self._readable() else None
             self._misses += count and row is None
             self._hits += count and row is not None
         if row is None:

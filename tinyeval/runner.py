@@ -1,5 +1,4 @@
-"""Cases into rows: prepare the cases and run them (concurrency, resume, shards, timeouts).
-Every case ends as one row."""
+"""Cases into rows, one per case: prepared, then run (concurrency, resume, shards, timeouts)."""
 
 from __future__ import annotations
 
