@@ -82,7 +82,7 @@ class RunResult:
 
 
 class Observer:
-    """Watches a run and may stop it; ``name`` (the setting that turns it on) keys its record."""
+    """Watches a run and may stop it; ``name`` (its setting) keys it in the manifest and summary."""
 
     name = ""
 
@@ -392,6 +392,7 @@ def run(
     here = _here(task, every_case=concurrency == 1) if own_executor and not case_timeout else None
 
     case_iter = iter(selected() if shard or previous or observers else cases)
+    pending: dict[cf.Future[Row], Case] = {}  # the cases sent to the pool, in the order sent
     errors = model_successes = 0
     calls_model = bool(judge_list) or generate_model is not None  # else no success to count
 
@@ -481,7 +482,6 @@ def run(
                         row["latency_ms"] = round(case_timeout * 1000, 3)
                         yield row
 
-    pending: dict[cf.Future[Row], Case] = {}  # the cases sent to the pool, in the order sent
     try:
         for row in case_rows():
             if row["status"] == "error" or (calls_model and not model_successes):
