@@ -82,8 +82,7 @@ def _origin(url: str) -> tuple[str, str, int]:
 
 def _host_port(url: str) -> str:
     _, host, port = _origin(url)
-    host = host or "?"
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return f"[{host}]:{port}" if ":" in host else f"{host or '?'}:{port}"  # (IPv6 in brackets)
 
 
 def _public_url(url: str) -> str:
@@ -162,27 +161,23 @@ class _Watchdog(contextlib.AbstractContextManager["_Watchdog"]):
         self.fired = False
         self._sockets: list[Any] = []
         self._lock = threading.Lock()
-        self._timer = threading.Timer(timeout, self._fire)
+        self._timer = threading.Timer(timeout, self.watch, kwargs={"fire": True})
         self._timer.daemon = True
 
     def __exit__(self, *exc: object) -> None:
         self._timer.cancel()
 
-    def watch(self, sock: Any = None) -> None:
-        """Watch ``sock`` too; past the deadline, shut every socket watched."""
+    def watch(self, sock: Any = None, *, fire: bool = False) -> None:
+        """Watch ``sock`` too; past the deadline (``fire``: reached), shut every socket watched."""
         import socket
 
         with self._lock:
+            self.fired = self.fired or fire
             self._sockets += [] if sock is None else [sock]
             shut = list(self._sockets) if self.fired else []
         for each in shut:
             with contextlib.suppress(OSError):
                 each.shutdown(socket.SHUT_RDWR)
-
-    def _fire(self) -> None:
-        with self._lock:
-            self.fired = True
-        self.watch()
 
     def opener(self) -> urllib.request.OpenerDirector:
         import http.client

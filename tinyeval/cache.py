@@ -41,7 +41,7 @@ _OURS = {
 }
 _BATCHES = {("table", "batches"), ("table", "batch_requests"), ("index", "batch_requests_by_batch")}
 _KEY = "spec = ? AND prompt_sha256 = ? AND sample = ? AND temperature = ? AND extra = ?"
-_STORED = "text, input_tokens, output_tokens, model, latency_ms"
+_SELECT = f"SELECT text, input_tokens, output_tokens, model, latency_ms FROM replies WHERE {_KEY}"
 _INSERT = f"INSERT OR REPLACE INTO replies VALUES ({', '.join('?' * 11)})"
 
 
@@ -89,8 +89,7 @@ def reply_key(spec: str, prompt: str, **where: Unpack[_Where]) -> str:
     >>> reply_key("openai:m", "Say PASS") == reply_key("openai:m", "Say PASS", sample=1)
     False
     """
-    parts = _key(spec, prompt, where)
-    return _sha256(json.dumps(parts, separators=(",", ":"), ensure_ascii=False))
+    return _sha256(json.dumps(_key(spec, prompt, where), separators=(",", ":"), ensure_ascii=False))
 
 
 class ResponseCache(contextlib.AbstractContextManager["ResponseCache"]):
@@ -127,9 +126,8 @@ class ResponseCache(contextlib.AbstractContextManager["ResponseCache"]):
         except (sqlite3.DatabaseError, CacheError) as exc:
             if connection is not None:
                 connection.close()
-            if isinstance(exc, CacheError):
-                raise
-            raise CacheError(self._open_problem(exc)) from None
+            problem = exc if isinstance(exc, CacheError) else CacheError(self._open_problem(exc))
+            raise problem from None
         self._connection = connection
         return connection
 
@@ -226,8 +224,7 @@ class ResponseCache(contextlib.AbstractContextManager["ResponseCache"]):
         """The stored reply (``cached=True``), or None; ``count=False`` leaves it out of stats."""
         key = _key(spec, prompt, where)
         with self._lock:
-            query = f"SELECT {_STORED} FROM replies WHERE {_KEY}"
-            row = self._db().execute(query, key).fetchone() if self._readable() else None
+            row = self._db().execute(_SELECT, key).fetchone() if self._readable() else None
             self._misses += count and row is None
             self._hits += count and row is not None
         if row is None:
@@ -298,12 +295,10 @@ class CachedModel(Model):
 
     def _call(self, prompt: str, sample: int, json_schema: Mapping[str, Any] | None) -> Reply:
         where = self._where(sample, json_schema)
-        flight = reply_key(self.spec, prompt, **where)
+        flight, mine = reply_key(self.spec, prompt, **where), threading.Event()
         with self._in_flight_lock:
-            waiting = self._in_flight.get(flight)
-            if waiting is None:
-                self._in_flight[flight] = threading.Event()
-        if waiting is not None:  # the same call is being made: its reply will be in the cache
+            waiting = self._in_flight.setdefault(flight, mine)
+        if waiting is not mine:  # the same call is being made: its reply will be in the cache
             waiting.wait()
         try:
             if not self.refresh:
@@ -321,7 +316,7 @@ class CachedModel(Model):
                 self.cache._failed("store a reply", exc)
             return reply
         finally:
-            if waiting is None:
+            if waiting is mine:
                 with self._in_flight_lock:
                     self._in_flight.pop(flight).set()
 

@@ -1,5 +1,4 @@
-"""Cases into rows: prepare the cases and run them (concurrency, resume, shards, timeouts).
-Every case ends as one row."""
+"""Cases into rows, one per case: prepared, then run (concurrency, resume, shards, timeouts)."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Container, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
@@ -83,8 +82,7 @@ class RunResult:
 
 
 class Observer:
-    """Watches a run and may stop it (trials, early stopping, the spend cap). ``name``, the
-    setting that turns it on, is its key in the manifest and summary."""
+    """Watches a run and may stop it; ``name`` (its setting) keys it in the manifest and summary."""
 
     name = ""
 
@@ -122,20 +120,8 @@ def input_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _timed_out_row(case: Case, seconds: float, task: Mapping[str, Any]) -> Row:
-    row = new_row(case, dataset_fingerprint=task.get("dataset_fingerprint"), run=task.get("run"))
-    row["error"] = f"TimeoutError: the case ran longer than {seconds:g} s (per-case timeout)"
-    row["finished_at"] = row["started_at"]
-    row["latency_ms"] = round(seconds * 1000, 3)
-    return row
-
-
-def _key(case: Case) -> tuple[str, int]:
-    return case.id, getattr(case, "trial", 0)
-
-
-def _evaluate_noting_start(starts: dict[tuple[str, int], float], case: Case, **task: Any) -> Row:
-    starts[_key(case)] = time.monotonic()  # the per-case clock starts as it leaves the queue
+def _evaluate_noting_start(starts: dict[int, float], case: Case, **task: Any) -> Row:
+    starts[id(case)] = time.monotonic()  # the per-case clock starts as it leaves the queue
     return evaluate_case(case, **task)
 
 
@@ -276,13 +262,6 @@ def shard_index(case_id: str, shards: int) -> int:
     return int.from_bytes(digest[:8], "big") % shards + 1
 
 
-def _check_shard(shard: Any) -> tuple[int, int] | None:
-    whole = isinstance(shard, tuple) and len(shard) == 2 and all(type(n) is int for n in shard)
-    if shard is not None and not (whole and 1 <= shard[0] <= shard[1]):
-        raise RunnerError(f"shard must be (I, N) with 1 <= I <= N, got {shard!r}", field="shard")
-    return shard
-
-
 def check_judges(judges: Any, judge_model: CallModel | str | None = None) -> list[Any]:
     """The judges as a list; two of one name, or a criterion the built-in judge lacks, refused."""
     found = list(judges) if isinstance(judges, list | tuple) else ([judges] if judges else [])
@@ -352,7 +331,9 @@ def run(
         raise RunnerError(
             f"case_timeout must be a positive number of seconds, got {case_timeout!r}"
         )
-    shard = _check_shard(shard)
+    whole = isinstance(shard, tuple) and len(shard) == 2 and all(type(n) is int for n in shard)
+    if shard is not None and not (whole and 1 <= shard[0] <= shard[1]):
+        raise RunnerError(f"shard must be (I, N) with 1 <= I <= N, got {shard!r}", field="shard")
     if resume and not isinstance(out, str | Path):
         raise RunnerError("resume needs out to be a path: the rows to keep are read from it")
     observers = tuple(observers)
@@ -396,7 +377,8 @@ def run(
     def selected() -> Iterator[Case]:
         for case in cases:
             elsewhere = shard and shard_index(case.id, shard[1]) != shard[0]
-            if not (elsewhere or _key(case) in done or any(o.skip(case) for o in observers)):
+            ran = (case.id, getattr(case, "trial", 0)) in done
+            if not (elsewhere or ran or any(o.skip(case) for o in observers)):
                 yield case
 
     started = time.perf_counter()
@@ -406,120 +388,104 @@ def run(
         stream = open(out, "a" if resume else "w", encoding="utf-8")  # noqa: SIM115
     own_executor = executor is None
     pool = executor if executor is not None else _DaemonThreadPool(concurrency)
-    abandon = threading.Event()  # set when the cases in flight are not to be waited for
-    here = None  # under a per-case timeout, or on an executor given, every case goes to it
-    if executor is None and case_timeout is None:
-        here = _here(task, every_case=concurrency == 1)
+    # under a per-case timeout, or on an executor given, every case goes to it
+    here = _here(task, every_case=concurrency == 1) if own_executor and not case_timeout else None
 
-    def case_rows() -> Generator[Row, None, None]:
+    case_iter = iter(selected() if shard or previous or observers else cases)
+    pending: dict[cf.Future[Row], Case] = {}  # the cases sent to the pool, in the order sent
+    errors = model_successes = 0
+    calls_model = bool(judge_list) or generate_model is not None  # else no success to count
+
+    def count_error(row: Row) -> None:
+        nonlocal errors, model_successes
+        if row["status"] != "error":
+            model_successes += bool(row.get("judges") or row.get("generate_model"))
+            return
+        if not result.complete:
+            return  # already stopping: the rows still in flight are kept, not counted again
+        errors += 1
+        reason = None
+        if max_errors is not None and errors > max_errors:
+            reason = f"more than {max_errors} cases errored"
+        elif fail_fast and errors == fail_fast and not model_successes:
+            last = row["error"]
+            reason = f"{fail_fast} cases errored before any model call succeeded (last: {last})"
+        if reason and next(case_iter, None) is None:  # nothing was left to stop
+            reason += " (on the last case: every case ran and has its row)"
+        if reason:
+            result.complete = False
+            result.stopped_reason = reason
+
+    def case_rows() -> Iterator[Row]:
         window = 2 * concurrency + 2  # enough to keep every worker busy while rows are written
-        pending: dict[cf.Future[Row], Case] = {}  # in the order sent
         finished: queue.SimpleQueue[cf.Future[Row]] = queue.SimpleQueue()  # as they finish
-        starts: dict[tuple[str, int], float] = {}
-        case_iter = iter(selected() if shard or previous or observers else cases)
-        errors = model_successes = 0
-        calls_model = bool(judge_list) or generate_model is not None  # else no success to count
-        stopping = False
-
-        def count_error(row: Row) -> None:
-            nonlocal errors, model_successes, stopping
-            if row["status"] != "error":
-                model_successes += bool(row.get("judges") or row.get("generate_model"))
-                return
-            if not result.complete:
-                return  # already stopping: the rows still in flight are kept, not counted again
-            errors += 1
-            reason = None
-            if max_errors is not None and errors > max_errors:
-                reason = f"more than {max_errors} cases errored"
-            elif fail_fast and errors == fail_fast and not model_successes:
-                last = row["error"]
-                reason = f"{fail_fast} cases errored before any model call succeeded (last: {last})"
-            if reason and next(case_iter, None) is None:  # nothing was left to stop
-                reason += " (on the last case: every case ran and has its row)"
-            if reason:
-                result.complete = False
-                result.stopped_reason = reason
+        starts: dict[int, float] = {}  # by id(case), of the cases running
+        stopping = False  # no more cases are sent (the run's errors stop it through result)
+        while True:
+            if stop is not None and stop.is_set() and not stopping:
                 stopping = True
-
-        try:
-            while True:
-                if stop is not None and stop.is_set() and not stopping:
+                for future in [f for f in pending if f.cancel()]:  # queued, not yet started
+                    del pending[future]  # no row: a resumed run does them
+            while not stopping and result.complete and len(pending) < window:
+                case = next(case_iter, None)
+                if case is None:
                     stopping = True
-                    for future in [f for f in pending if f.cancel()]:  # queued, not yet started
-                        del pending[future]  # no row: a resumed run does them
-                while not stopping and len(pending) < window:
-                    case = next(case_iter, None)
-                    if case is None:
-                        stopping = True
-                        break
-                    if here is not None:  # no thread hop, when a worker would add nothing
-                        if progress is not None:
-                            progress(1)
-                        row = here(case)
-                        if row is not None:
-                            if row["status"] == "error" or (calls_model and not model_successes):
-                                count_error(row)
-                            yield row
-                            if stop is not None and stop.is_set():
-                                break
-                            continue
-                    if case_timeout is None:
-                        future = pool.submit(evaluate_case, case, **task)
-                    else:
-                        future = pool.submit(_evaluate_noting_start, starts, case, **task)
-                    pending[future] = case
-                    future.add_done_callback(finished.put)
+                    break
+                if here is not None:  # no thread hop, when a worker would add nothing
+                    if progress is not None:
+                        progress(1)
+                    row = here(case)
+                    if row is not None:
+                        yield row
+                        if stop is not None and stop.is_set():
+                            break
+                        continue
+                if case_timeout is None:
+                    future = pool.submit(evaluate_case, case, **task)
+                else:
+                    future = pool.submit(_evaluate_noting_start, starts, case, **task)
+                pending[future] = case
+                future.add_done_callback(finished.put)
+            result.in_flight = len(pending)
+            if own_executor:
+                pool.grow(len(pending))  # type: ignore[attr-defined]
+            if progress is not None:  # the cases running now (the others are only queued)
+                progress(sum(1 for future in pending if future.running()))
+            if not pending:
+                return
+            wait = None  # till the first running case reaches its timeout (if one)
+            if case_timeout is not None:
+                ends = [starts[k] + case_timeout for k in map(id, pending.values()) if k in starts]
+                wait = max(0.0, min(ends) - time.monotonic()) if ends else min(case_timeout, 0.05)
+            if stop is not None and not stopping:  # look at the stop request now and then
+                wait = 0.1 if wait is None else min(wait, 0.1)
+            done = _finished(finished, wait, pending)
+            for future in [f for f in pending if f in done]:
+                case = pending.pop(future)
                 result.in_flight = len(pending)
-                if own_executor:
-                    pool.grow(len(pending))  # type: ignore[attr-defined]
-                if progress is not None:  # the cases running now (the others are only queued)
-                    progress(sum(1 for future in pending if future.running()))
-                if not pending:
-                    return
-                wait = None  # till the first running case reaches its timeout (if one)
-                if case_timeout is not None:
-                    now = time.monotonic()
-                    keys = [_key(case) for case in pending.values()]
-                    left = [starts[k] + case_timeout - now for k in keys if k in starts]
-                    wait = max(0.0, min(left)) if left else min(case_timeout, 0.05)
-                if stop is not None and not stopping:  # look at the stop request now and then
-                    wait = 0.1 if wait is None else min(wait, 0.1)
-                done = _finished(finished, wait, pending)
-                for future in [f for f in pending if f in done]:
-                    case = pending.pop(future)
-                    result.in_flight = len(pending)
-                    starts.pop(_key(case), None)  # only the cases in flight are kept
-                    row = future.result()
-                    count_error(row)
-                    yield row
-                if case_timeout is not None:
-                    now = time.monotonic()
-                    for future, case in list(pending.items()):
-                        began = starts.get(_key(case))
-                        if began is not None and now - began >= case_timeout and not future.done():
-                            del pending[future]
-                            del starts[_key(case)]
-                            future.cancel()
-                            result.abandoned += 1
-                            row = _timed_out_row(case, case_timeout, task)
-                            count_error(row)
-                            yield row
-        except KeyboardInterrupt:  # raised here, while waiting: abandon what is in flight
-            abandon.set()
-            raise
-        finally:
-            for future in pending:
-                future.cancel()
-            if abandon.is_set():
-                result.abandoned += sum(not future.cancelled() for future in pending)
-            elif not result.abandoned:
-                with contextlib.suppress(Exception):
-                    cf.wait(pending)
+                starts.pop(id(case), None)  # only the cases in flight are kept
+                yield future.result()
+            if case_timeout is not None:
+                now = time.monotonic()
+                for future, case in list(pending.items()):
+                    if now - starts.get(id(case), now) >= case_timeout and not future.done():
+                        del pending[future]
+                        del starts[id(case)]
+                        future.cancel()
+                        result.abandoned += 1
+                        row = new_row(
+                            case, dataset_fingerprint=dataset_fingerprint, run=task["run"]
+                        )
+                        said = f"the case ran longer than {case_timeout:g} s (per-case timeout)"
+                        row["error"] = f"TimeoutError: {said}"
+                        row["finished_at"] = row["started_at"]
+                        row["latency_ms"] = round(case_timeout * 1000, 3)
+                        yield row
 
-    rows = case_rows()
     try:
-        for row in rows:
+        for row in case_rows():
+            if row["status"] == "error" or (calls_model and not model_successes):
+                count_error(row)  # (a passing row after a model's success changes nothing)
             if stream is not None:
                 write_row(stream, row)
             result.add(row, keep=keep_rows)
@@ -530,17 +496,21 @@ def run(
                     stop.set()
             if on_row is not None:
                 on_row(row)
-    except KeyboardInterrupt:  # asked twice: the cases in flight are abandoned, not waited for
+    except KeyboardInterrupt:  # while waiting, or asked twice: what is in flight is abandoned
         result.complete = False
         result.stopped_reason = "interrupted"
-        abandon.set()
+        result.abandoned += sum(not future.cancel() for future in pending)  # running already
+        pending.clear()
         raise
     finally:
         result.elapsed_s = time.perf_counter() - started
-        # the row stream first: its cleanup cancels what is queued and waits for what runs
-        rows.close()
+        for future in pending:  # the queued ones cancelled, the running ones waited for
+            future.cancel()
+        if not result.abandoned:
+            with contextlib.suppress(Exception):
+                cf.wait(pending)
         if own_executor:
-            pool.shutdown(wait=not (abandon.is_set() or result.abandoned), cancel_futures=True)
+            pool.shutdown(wait=not result.abandoned, cancel_futures=True)
         if isinstance(out, str | Path) and stream is not None:
             stream.close()
     if stop is not None and stop.is_set() and result.complete:
@@ -622,8 +592,7 @@ class _DaemonThreadPool(cf.Executor):
 
 
 def _finished(done: queue.SimpleQueue[Any], wait: float | None, among: Container[Any]) -> set[Any]:
-    """The futures ``done`` holds still ``among`` those wanted, waiting up to ``wait`` s for one
-    (the cost of waiting does not grow with the futures in flight, as ``cf.wait``'s does)."""
+    """Those of ``among`` that ``done`` holds, waiting up to ``wait`` s (cf.wait's cost grows)."""
     found = set()
     try:
         future = done.get(timeout=wait)
@@ -637,8 +606,7 @@ def _finished(done: queue.SimpleQueue[Any], wait: float | None, among: Container
 
 @dataclass
 class PreparedCases:
-    """The validated cases of a run (iterable again and again) and their counts; ``read`` is
-    False until a one-pass stream has been read to its end."""
+    """The validated cases of a run (iterable again and again) and their counts."""
 
     cases: Iterable[Case]
     fingerprint: str
@@ -649,7 +617,7 @@ class PreparedCases:
     without_output: int = 0
     first_without_output: Case | None = None
     unknown_only: tuple[str, ...] = ()
-    read: bool = True
+    read: bool = True  # False until a one-pass stream has been read to its end
 
 
 class _Again:
@@ -686,20 +654,19 @@ def prepare_cases(
     wanted = set(only) if only is not None else None
     if outputs is not None:
         wanted = set(outputs) if wanted is None else wanted & set(outputs)
-    wanted_ids = set(only) if only is not None else set()
-    seen_ids: set[str] = set()
+    unseen = set(only or ())  # the ids asked for by ``only`` not read yet
     ready = PreparedCases(cases=(), fingerprint="")
+    digests = dataset.Fingerprinting()
 
     def keep(case: Case) -> Case | None:
         if wanted is not None and case.id not in wanted:
             return None
         return case if outputs is None else replace(case, output=outputs[case.id])
 
-    def noted(cases: Iterable[Case], into: list[Case] | None = None) -> Iterator[Case]:
-        for case in cases:
+    def noted(cases: Iterable[Case]) -> Iterator[Case | None]:  # each as kept (None: not)
+        for case in digests.adding(cases):
             ready.in_file += 1
-            if case.id in wanted_ids:
-                seen_ids.add(case.id)
+            unseen.discard(case.id)
             kept = keep(case)
             if kept is not None:
                 ready.selected += 1
@@ -712,53 +679,46 @@ def prepare_cases(
                         ready.without_output += 1
                         if ready.first_without_output is None:
                             ready.first_without_output = kept
-                if into is not None:
-                    into.append(kept)
-            yield case
+            yield kept
 
-    def finished(fingerprint: str) -> None:  # once every case has been read
+    def finished() -> None:  # once every case has been read
         if ready.in_file == 0:
             raise dataset.DatasetError("no cases in the file", path=path)
-        ready.fingerprint = fingerprint
-        if only is not None:
-            ready.unknown_only = tuple(sorted(wanted_ids - seen_ids))
+        ready.fingerprint = digests.value()
+        ready.unknown_only = tuple(sorted(unseen))
 
     def again() -> Iterator[Case]:  # a fresh stream over the file, its ids checked already
         return filter(None, map(keep, dataset.iter_cases(path, **read, unique_ids=False)))
 
-    size = None
+    size = 0  # of a large regular file: the others are read into memory
     if path != "-" and sample_size is None and not shuffle:
         with contextlib.suppress(OSError):  # (the reader names the problem)
             found = os.stat(path)
-            size = found.st_size if stat.S_ISREG(found.st_mode) else None
-    if size is not None and size > READ_ONCE_BYTES and one_pass:
+            size = found.st_size if stat.S_ISREG(found.st_mode) else 0
+    if size > READ_ONCE_BYTES and one_pass:
         ready.read = False
-        digests = dataset.Fingerprinting()
-        chosen: list[Case] = []
-        stream = noted(digests.adding(dataset.iter_cases(path, **read)), chosen)
+        stream = filter(None, noted(dataset.iter_cases(path, **read)))
 
         def once() -> Iterator[Case]:  # the reading pass and the run's in one
             if ready.read:  # read to the end already: read the file afresh
                 yield from again()
                 return
-            for _ in stream:
-                if chosen:
-                    yield chosen.pop()
+            yield from stream
             ready.read = True
-            finished(digests.value())
+            finished()
 
         ready.cases = _Again(once)
         return ready
-    if size is not None:
-        kept: list[Case] | None = [] if size <= READ_ONCE_BYTES else None
-        finished(dataset.dataset_fingerprint(noted(dataset.iter_cases(path, **read), kept)))
-        ready.cases = _Again(again if kept is None else functools.partial(iter, kept))
+    if size > READ_ONCE_BYTES:
+        for _ in noted(dataset.iter_cases(path, **read)):
+            pass
+        finished()
+        ready.cases = _Again(again)
         return ready
     loaded: list[Case] = dataset.load(path, **read)
     if sample_size is not None or shuffle:
         count = len(loaded) if sample_size is None else sample_size
         loaded = dataset.sample(loaded, count, seed=seed)
-    selected: list[Case] = []
-    finished(dataset.dataset_fingerprint(noted(loaded, selected)))
-    ready.cases = selected
+    ready.cases = [case for case in noted(loaded) if case is not None]
+    finished()
     return ready
