@@ -42,8 +42,9 @@ def _stamp_of(millisecond: int) -> str:
 def new_row(
     case: Any, *, dataset_fingerprint: str | None = None, run: Mapping[str, Any] | None = None
 ) -> Row:
-    """A result row for ``case`` before anything is known: ``status`` is "error" until decided."""
-    return {
+    """A result row for ``case`` (a trial's: with its ``trial``) before anything is known:
+    ``status`` is "error" until decided."""
+    row: Row = {
         "id": case.id,
         "category": case.category,
         "cluster": (getattr(case, "meta", None) or {}).get("cluster"),
@@ -71,6 +72,9 @@ def new_row(
         "latency_ms": None,
         "usage": None,
     }
+    if getattr(case, "trial", None) is not None:
+        row["trial"] = case.trial
+    return row
 
 
 def run_manifest(

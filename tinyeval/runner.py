@@ -196,9 +196,7 @@ def evaluate_case(
     started = time.perf_counter()
     usage: dict[str, int] = {}
     row = new_row(case, dataset_fingerprint=dataset_fingerprint, run=run)
-    trial = getattr(case, "trial", None)
-    if trial is not None:
-        row["trial"] = trial
+    trial = row.get("trial")
     try:
         output = case.output
         if output is None or (regenerate and generate_model is not None):

@@ -135,3 +135,26 @@ def test_a_dry_run_counts_the_real_prompts_and_calls_nothing(tmp_path: Path) -> 
     assert plan["calls"]["generate"] == 0 and plan["cost_usd"] > 0
     assert "<<<RESPONSE>>>" in plan["first_prompt"]["judge"]
     assert not (tmp_path / "called").exists() and not (tmp_path / "rows.jsonl").exists()
+
+
+def test_a_trial_past_the_case_timeout_keeps_its_trial_number(tmp_path: Path) -> None:
+    (tmp_path / "slow.py").write_text(
+        "import time\n\ndef generate(prompt):\n"
+        "    if 'slow' in prompt:\n        time.sleep(5)\n    return 'ok'\n"
+    )
+    cases = [{"id": name, "input": name, "expect": {"contains": ["ok"]}} for name in ("a", "slow")]
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    command = [sys.executable, "-m", "tinyeval", "run", "cases.jsonl", "--generate-model",
+               "py:slow:generate", "--trials", "2", "--case-timeout", "0.3", "--no-cache",
+               "--out", "rows.jsonl", "-q"]  # fmt: skip
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    timed_out = sorted(r["trial"] for r in rows if r["id"] == "slow")
+    assert timed_out == [0, 1]  # one row per (case, trial), each an error of the timeout
+    assert all("per-case timeout" in r["error"] for r in rows if r["id"] == "slow")
+    gate = subprocess.run([sys.executable, "-m", "tinyeval", "gate", "rows.jsonl"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert gate.returncode == 0, gate.stderr  # read back as two trials of one case
