@@ -47,7 +47,7 @@ def new_row(
     row: Row = {
         "id": case.id,
         "category": case.category,
-        "cluster": (getattr(case, "meta", None) or {}).get("cluster"),
+        "cluster": (case.meta or {}).get("cluster"),
         "origin": case.origin,
         "line": getattr(case, "line", None),
         "input": case.input,
@@ -126,9 +126,7 @@ def primary_verdict(row: Mapping[str, Any], judge: str | None = None) -> Mapping
     {'verdict': 'PASS'}
     """
     found = verdicts(row)
-    if judge is not None:
-        return found.get(judge)
-    return next(iter(found.values()), None)
+    return found.get(judge) if judge is not None else next(iter(found.values()), None)
 
 
 class Provenance(NamedTuple):
@@ -176,11 +174,16 @@ def derived_status(row: Mapping[str, Any]) -> str:
     if row.get("error"):
         return "error"
     checks = row.get("checks") or {}
-    found = verdicts(row)  # (most rows have no verdict)
-    gated = [v for v in found.values() if v.get("failure") != "ungated"] if found else []
-    passed = [v.get("verdict") == "PASS" if "verdict" in v else v.get("winner") for v in gated]
-    if [value for value in checks.values() if value is not True] or not all(passed):
-        return "fail"
+    for value in checks.values():  # a loop: no list or generator made for every row
+        if value is not True:
+            return "fail"
+    gated: list[Mapping[str, Any]] = []
+    if row.get("judges"):  # (most rows have no verdict)
+        gated = [v for v in verdicts(row).values() if v.get("failure") != "ungated"]
+        if not all(
+            v.get("verdict") == "PASS" if "verdict" in v else v.get("winner") for v in gated
+        ):
+            return "fail"
     if str(row.get("judge_skipped") or "").startswith("the case cannot be judged"):
         return "unchecked"
     return "pass" if checks or gated else "unchecked"
@@ -232,7 +235,7 @@ class CategoryTally:
             self.failed += 1
         self.labelled += row.get("label") is not None
         self.clustered += row.get("cluster") is not None
-        for verdict in verdicts(row).values():
+        for verdict in verdicts(row).values() if row.get("judges") else ():
             self.judged += 1
             ungated = verdict.get("failure") == "ungated"  # a graded score with no pass mark
             if verdict_label(verdict) is None and not verdict_errored(verdict) and not ungated:
@@ -275,9 +278,8 @@ def case_rows(
     joined: list[Mapping[str, Any]] = []
     for trials in by_case.values():
         statuses = [trial.get("status") for trial in trials]
-        status = "pass" if passes(s == "pass" for s in statuses) else "fail"
-        if status == "fail":
-            status = next((s for s in ("error", "unchecked") if s in statuses), "fail")
+        failed = next((s for s in ("error", "unchecked") if s in statuses), "fail")
+        status = "pass" if passes(s == "pass" for s in statuses) else failed
         joined.append({**trials[0], "status": status})
     return joined
 
@@ -343,9 +345,7 @@ def completeness(
     trials = Counter(str(row.get("id")) for row in rows)
     k = _trials_of(rows)[0]
     ids = {key for key, count in trials.items() if count >= k}  # a case with every trial
-    missing_ids: tuple[str, ...] = ()
-    if expected_ids is not None:
-        missing_ids = tuple(sorted(set(map(str, expected_ids)) - ids))
+    missing_ids = () if expected_ids is None else tuple(sorted(set(map(str, expected_ids)) - ids))
     if not manifests:
         expected = len(ids) + len(missing_ids) if expected_ids is not None else None
         return Completeness(seen=len(ids), expected=expected, missing_ids=missing_ids)
@@ -364,9 +364,8 @@ def completeness(
 
 
 def _skips_cases(observers: Any) -> bool:
-    if not isinstance(observers, Mapping):
-        return False
-    return any(isinstance(r, Mapping) and r.get("skips_cases") for r in observers.values())
+    found = observers.values() if isinstance(observers, Mapping) else ()
+    return any(isinstance(r, Mapping) and r.get("skips_cases") for r in found)
 
 
 def _whole(value: Any) -> int:

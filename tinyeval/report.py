@@ -203,7 +203,8 @@ class Failures(dict[str, list[Row]]):
         if row.get("status") == "pass":  # most rows: nothing to keep
             return
         kept = self.setdefault(str(row.get("category")), [])
-        if all(other["id"] != row["id"] for other in kept):
+        cut = len(kept) >= self.shown and (not kept or str(row["id"]) >= str(kept[-1]["id"]))
+        if not cut and all(other["id"] != row["id"] for other in kept):  # cut: it sorts last
             kept.append(row)  # with trials, one line per case (its first failed trial)
             kept.sort(key=lambda r: str(r["id"]))
             del kept[self.shown :]
@@ -639,7 +640,6 @@ def write_reports(
     files = tuple(path for path in (junit, markdown, html) if path)
     if not github:
         return ReportsWritten(files, None, ())
-    summary, annotations = _extra("report", "github", "the GitHub report")(
-        report, every, cases_file=cases_file, environ=env
-    )
+    github_report = _extra("report", "github", "the GitHub report")
+    summary, annotations = github_report(report, every, cases_file=cases_file, environ=env)
     return ReportsWritten(files, summary, tuple(annotations))
