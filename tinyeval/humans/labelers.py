@@ -36,7 +36,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import _extra
 from ..calibration import (
@@ -82,6 +82,8 @@ REFERENCE_RULE = (
     "cases whose labelers split evenly are left out"
 )
 GLOBAL = "global"
+
+_K = TypeVar("_K")  # a key of the weights: a case id, a stratum
 
 
 def _norm(label: Any) -> Any:
@@ -919,12 +921,16 @@ def gate_probabilities(
         share = GATE_UNIFORM_SHARE if total_need else 1.0
         for key in members:
             weights[key] = share * uniform + (1.0 - share) * focused
-    return _capped(weights, float(min(budget, len(keys))))
+    return capped_probabilities(weights, float(min(budget, len(keys))))
 
 
-def _capped(weights: Mapping[str, float], budget: float) -> dict[str, float]:
-    """Probabilities proportional to ``weights`` summing to ``budget``, none above 1."""
-    fixed: dict[str, float] = {}
+def capped_probabilities(weights: Mapping[_K, float], budget: float) -> dict[_K, float]:
+    """Probabilities proportional to ``weights`` summing to ``budget``, none above 1.
+
+    >>> capped_probabilities({"a": 8.0, "b": 1.0, "c": 1.0}, 2.0)
+    {'a': 1.0, 'b': 0.5, 'c': 0.5}
+    """
+    fixed: dict[_K, float] = {}
     while True:
         free = {key: w for key, w in weights.items() if key not in fixed}
         left = budget - len(fixed)

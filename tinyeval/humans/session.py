@@ -43,7 +43,7 @@ from ..errors import key_values, plural, utc_stamp
 from ..records import output_fingerprint, primary_verdict, provenance
 from ..report import terminal_text
 from ..stats import Rate
-from .labelers import LabelSet, labeler_of, read_label_set
+from .labelers import LabelSet, capped_probabilities, labeler_of, read_label_set
 
 __all__ = [
     "STRATEGIES",
@@ -430,20 +430,6 @@ class LabelPlan:
         }
 
 
-def _capped(weights: Mapping[str | int, float], budget: float) -> dict[str | int, float]:
-    """Probabilities proportional to ``weights`` summing to ``budget``, none above 1."""
-    fixed: dict[str | int, float] = {}
-    while True:
-        free = {key: w for key, w in weights.items() if key not in fixed}
-        left = budget - len(fixed)
-        total = sum(free.values())
-        scaled = {key: left * w / total for key, w in free.items()} if total else {}
-        over = [key for key, value in scaled.items() if value >= 1.0]
-        if not over:
-            return {**fixed, **scaled}
-        fixed.update(dict.fromkeys(over, 1.0))
-
-
 def rows_to_offer(rows: Sequence[Row], *, all_rows: bool = False) -> tuple[list[Row], str | None]:
     """The rows a labeling session offers, and a note when not all of them: when some rows were
     judged, only those (the ones a calibration compares), unless ``all_rows``.
@@ -515,7 +501,7 @@ def plan_labels(
     weights = {
         key: share / size + ((1.0 - share) / len(unsure) if key in unsure else 0.0) for key in keys
     }
-    probabilities = _capped(weights, float(take))
+    probabilities = capped_probabilities(weights, float(take))
     chosen = [key for key in keys if rng.random() < probabilities[key]]
     rng.shuffle(chosen)
     return LabelPlan(strategy, budget, size, tuple(chosen), probabilities)
