@@ -289,10 +289,7 @@ def _json_check(name: str, judge: Callable[[Any], CheckResult], *path: str) -> N
             return CheckResult(False, f"missing: {error}")
         return judge(value)
 
-    named = NamedCheck.__new__(NamedCheck)  # the package's own check: nothing to validate
-    named.name = f"{name}:{_label(path[0])}" if path else name
-    named.func, named._wants_case = run, False
-    return named
+    return NamedCheck(f"{name}:{_label(path[0])}" if path else name, run, wants_case=False)
 
 
 def has_field(path: str) -> NamedCheck:
