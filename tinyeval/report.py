@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import __version__, _extra
-from .errors import InputError, listed, plural, shorten
+from .errors import listed, plural, shorten
 from .gating import (
     CategoryVerdict,
     GateReport,
@@ -123,8 +123,6 @@ def summarize(
         header = f"suite {s.suite.path} ({s.suite.fingerprint}){given}\n{header}"
     # an observer that changes what the gate counts (trials: cases, not trials) says so
     counted = [o.tallies() for o in (observers or {}).values() if hasattr(o, "tallies")]
-    if (s.labels or session.calibration) and not os.path.isfile(s.out):
-        raise InputError("the rows are read back for the labels: it must be a file", field="out")
     labelled = any(t.labelled for t in result.categories.values())  # only a file is read back
     clustered = any(t.clustered for t in result.categories.values())
     needed = (s.labels or session.calibration or labelled or clustered) and os.path.isfile(s.out)

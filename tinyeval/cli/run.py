@@ -88,9 +88,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     for name, partners in settings.unused():
         wanted = " or ".join(f"--{partner.replace('_', '-')}" for partner in partners)
         raise UsageError(f"--{name.replace('_', '-')} has no effect without {wanted}")
-    out = Path(settings.out)
-    if (settings.labels or settings.calibration) and out.exists() and not out.is_file():
-        raise UsageError("--labels and --calibration read the rows back: --out must be a file")
     session = Session(settings)
     with session:
         try:
