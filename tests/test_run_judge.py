@@ -7,13 +7,12 @@ that did not parse counts as a pass.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from child import run_tinyeval
 
 from tinyeval import Judge, run
 from tinyeval.dataset import Case
@@ -75,15 +74,7 @@ def cases_file(tmp_path: Path, n: int = 6) -> Path:
 
 def run_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "scripted.py").write_text(SCRIPTED_MODELS, encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)])}
-    return subprocess.run(
-        [sys.executable, "-m", "tinyeval", *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_tinyeval(args, tmp_path, path=[tmp_path], timeout=120)
 
 
 def rows_of(path: Path) -> list[dict]:
