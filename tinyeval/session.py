@@ -42,7 +42,8 @@ class Session(contextlib.AbstractContextManager["Session"]):
         outputs = ("out", "review_out", "junit", "markdown", "html")
         refuse_overwriting(read, {name: getattr(s, name) for name in outputs})
         if (s.labels or s.calibration) and os.path.exists(s.out) and not os.path.isfile(s.out):
-            raise InputError("--labels and --calibration read the rows back: --out must be a file")
+            said = "the labels and the calibration read the rows back: it must be a file"
+            raise InputError(said, field="out")
         self.jurors = jurors = s.jurors
         spec = "jury:" + ",".join(jurors) if len(jurors) > 1 else jurors[0] if jurors else None
         self.judge_spec: str = spec or "builtin"

@@ -173,7 +173,9 @@ def test_labels_need_rows_written_to_a_file(tmp_path: Path) -> None:
     _suite(tmp_path)
     done = _tinyeval(tmp_path, *RUN, "--labels", "labels.jsonl", "--out", os.devnull)
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.strip().endswith("--out must be a file")
+    assert done.stderr.strip().endswith(
+        "out: the labels and the calibration read the rows back: it must be a file"
+    )
 
 
 def test_stop_when_decided_never_stops_a_category_people_decide(tmp_path: Path) -> None:
